@@ -1,0 +1,160 @@
+//! Python bindings (`dvfslab._core`): conversions and error mapping only; the simulator lives
+//! in `dvfslab-sim`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use dvfslab_sim::{governor, workload, Platform, SimConfig, SimError};
+
+create_exception!(_core, DvfsError, PyException, "Root of every dvfslab error.");
+create_exception!(_core, SimulationError, DvfsError, "The simulation reached a state it cannot go on from.");
+
+fn to_py(py: Python<'_>, err: SimError) -> PyErr {
+    match err {
+        SimError::Config { .. } => match py.import("dvfslab._core").and_then(|m| m.getattr("ConfigError")) {
+            Ok(cls) => PyErr::from_type(cls.downcast_into().expect("a type"), err.to_string()),
+            Err(e) => e,
+        },
+        _ => SimulationError::new_err(err.to_string()),
+    }
+}
+
+/// Run one simulation; returns {"result_json": str, "timeline": dict | None}.
+#[pyfunction]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline))]
+#[allow(clippy::too_many_arguments)]
+fn simulate<'py>(
+    py: Python<'py>,
+    platform_json: &str,
+    platform_source: &str,
+    governor: &str,
+    workload: &str,
+    duration_ns: Option<u64>,
+    seed: u64,
+    timeline: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline };
+    let (pj, ps) = (platform_json.to_string(), platform_source.to_string());
+    let outcome = py.allow_threads(move || {
+        std::panic::catch_unwind(move || dvfslab_sim::simulate(&pj, &ps, &cfg))
+    });
+    let result = match outcome {
+        Ok(r) => r.map_err(|e| to_py(py, e))?,
+        Err(_) => return Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),
+    };
+    let out = PyDict::new(py);
+    let json = serde_json::to_string(&result.summary).map_err(|e| SimulationError::new_err(e.to_string()))?;
+    out.set_item("result_json", json)?;
+    match &result.timeline {
+        None => out.set_item("timeline", py.None())?,
+        Some(tl) => {
+            let t = PyDict::new(py);
+            let freq = PyDict::new(py);
+            freq.set_item("time_ns", &tl.freq_time_ns)?;
+            freq.set_item("cpu", &tl.freq_cpu)?;
+            freq.set_item("freq_khz", &tl.freq_khz)?;
+            let util = PyDict::new(py);
+            util.set_item("time_ns", &tl.util_time_ns)?;
+            util.set_item("cpu", &tl.util_cpu)?;
+            util.set_item("util_avg", &tl.util_avg)?;
+            let idle = PyDict::new(py);
+            idle.set_item("time_ns", &tl.idle_time_ns)?;
+            idle.set_item("cpu", &tl.idle_cpu)?;
+            idle.set_item("state", &tl.idle_state)?;
+            t.set_item("frequency", freq)?;
+            t.set_item("util", util)?;
+            t.set_item("idle", idle)?;
+            out.set_item("timeline", t)?;
+        }
+    }
+    Ok(out)
+}
+
+fn knobs_json(knobs: &[dvfslab_sim::spec::Knob]) -> Vec<serde_json::Value> {
+    knobs
+        .iter()
+        .map(|k| serde_json::json!({"name": k.name, "unit": k.unit, "default": k.default, "min": k.min, "max": k.max, "description": k.description}))
+        .collect()
+}
+
+/// Every governor with its tunables, as JSON.
+#[pyfunction]
+fn governors() -> String {
+    let list: Vec<serde_json::Value> = governor::REGISTRY
+        .iter()
+        .map(|g| serde_json::json!({"name": g.name, "description": g.description, "tunables": knobs_json(g.knobs)}))
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// Settings every governor spec accepts besides its own tunables (invariance, PELT, HZ,
+/// driver), as JSON.
+#[pyfunction]
+fn system_tunables() -> String {
+    let mut list = knobs_json(governor::SYSTEM_KNOBS);
+    for (name, description) in governor::SYSTEM_TEXT_KEYS {
+        list.push(serde_json::json!({"name": name, "unit": "text", "default": null, "description": description}));
+    }
+    serde_json::Value::Array(list).to_string()
+}
+
+/// Every workload model with its knobs and metric, as JSON.
+#[pyfunction]
+fn workloads() -> String {
+    let list: Vec<serde_json::Value> = workload::REGISTRY
+        .iter()
+        .map(|w| {
+            serde_json::json!({"name": w.name, "description": w.description, "metric": w.metric, "unit": w.unit,
+                "better": w.better.as_str(), "knobs": knobs_json(w.knobs)})
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// Validate a platform preset and describe its layout, as JSON.
+#[pyfunction]
+fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str) -> PyResult<String> {
+    let p = Platform::from_json(platform_json, platform_source).map_err(|e| to_py(py, e))?;
+    Ok(dvfslab_sim::describe::describe(&p).to_string())
+}
+
+/// Run the fixed speed benchmark, as JSON.
+#[pyfunction]
+#[pyo3(name = "bench", signature = (platform_json, seconds_simulated))]
+fn run_bench(py: Python<'_>, platform_json: &str, seconds_simulated: f64) -> PyResult<String> {
+    let pj = platform_json.to_string();
+    let r = py.allow_threads(move || dvfslab_sim::bench::run(&pj, seconds_simulated)).map_err(|e| to_py(py, e))?;
+    Ok(r.to_string())
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("DvfsError", py.get_type::<DvfsError>())?;
+    m.add("SimulationError", py.get_type::<SimulationError>())?;
+    // ConfigError subclasses both DvfsError and ValueError: built as a Python class so that
+    // `except ValueError` and `except DvfsError` both catch bad input.
+    let ns = PyDict::new(py);
+    ns.set_item("DvfsError", py.get_type::<DvfsError>())?;
+    let cls = py.eval(
+        c"type('ConfigError', (DvfsError, ValueError), {'__module__': 'dvfslab._core', '__doc__': 'Bad input: the message names the file or spec, the field and what was expected.'})",
+        Some(&ns),
+        None,
+    )?;
+    m.add("ConfigError", cls)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(governors, m)?)?;
+    m.add_function(wrap_pyfunction!(system_tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_platform, m)?)?;
+    m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

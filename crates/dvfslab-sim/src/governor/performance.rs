@@ -1,0 +1,27 @@
+//! performance: run every policy at its maximum.
+//!
+//! What it models: `cpufreq_performance`, which sets `policy->max` when it starts and whenever
+//! the limits change, and does nothing else.
+//! Differences from Linux: none. With a driver whose top table entry means "turbo allowed"
+//! (acpi-cpufreq's P0), the hardware then runs the turbo bin for the number of active cores.
+//! Tunables: none.
+//! References: Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §6.
+
+use super::{Governor, GovernorInfo, PolicyCtx, Relation};
+use crate::spec::KnobValues;
+
+pub const INFO: GovernorInfo = GovernorInfo {
+    name: "performance",
+    description: "static: the policy's maximum frequency",
+    knobs: &[],
+    build: |_: &KnobValues| Box::new(Performance),
+};
+
+struct Performance;
+
+impl Governor for Performance {
+    fn start(&mut self, ctx: &mut PolicyCtx) {
+        let max = ctx.max_khz();
+        ctx.request_khz(max, Relation::H);
+    }
+}

@@ -1,0 +1,392 @@
+//! The hardware side of a simulation: what frequency each domain runs, how fast a task makes
+//! progress there, what every core and package draws, and the APERF/MPERF/TSC and RAPL
+//! counters.
+//!
+//! Energy is integrated exactly: each core and package holds its current power and the time
+//! it was last accounted, and is "touched" (energy += power · elapsed) before anything that
+//! changes its power. Counters are advanced the same way before frequency or C-state changes.
+
+use crate::engine::Event;
+use crate::platform::{IdlePower, VoltageScope};
+use crate::sim::Sim;
+
+/// How often RAPL counters are read so that wraps are never missed (as turbostat does).
+pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
+
+impl Sim {
+    /// Power and counters at time zero: every CPU idle in its deepest state.
+    pub(crate) fn init_hardware(&mut self) {
+        for core in 0..self.cores.len() {
+            let (active, gated) = self.core_activity(core);
+            self.cores[core].active = active;
+            self.cores[core].gated = gated;
+            let pkg = self.plat.cores[core].package;
+            let cl = self.plat.cores[core].cluster;
+            if active {
+                self.packages[pkg].active_cores[cl] += 1;
+            }
+            if gated {
+                self.packages[pkg].gated_cores += 1;
+            }
+        }
+        for pkg in 0..self.packages.len() {
+            self.packages[pkg].mv = self.package_voltage(pkg);
+            self.packages[pkg].uncore_w = self.uncore_power(pkg);
+        }
+        for core in 0..self.cores.len() {
+            self.cores[core].power_w = self.core_power(core);
+        }
+    }
+
+    pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
+        self.domains[self.plat.cpus[cpu].domain].actual_khz
+    }
+
+    /// Whether a core counts as active for turbo (a thread in C0 or clock-gated) and whether
+    /// it is power-gated (every thread in a power-gated state).
+    fn core_activity(&self, core: usize) -> (bool, bool) {
+        if self.cores[core].busy_threads > 0 {
+            return (true, false);
+        }
+        let states = &self.plat.cluster(self.plat.cores[core].cluster).idle_states;
+        let shallowest = self.plat.cores[core].cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
+        match shallowest.map(|s| states[s].power) {
+            None | Some(IdlePower::ClockGated) | Some(IdlePower::LowVoltage) => (true, false),
+            Some(IdlePower::PowerGated) => (false, true),
+        }
+    }
+
+    fn core_voltage(&self, core: usize) -> f64 {
+        let t = &self.plat.cores[core];
+        match self.plat.cluster(t.cluster).frequency.voltage_scope {
+            VoltageScope::Domain => self.domains[t.domain].mv,
+            VoltageScope::Package => self.packages[t.package].mv,
+        }
+    }
+
+    /// One rail per package: the highest voltage any of its domains needs.
+    fn package_voltage(&self, pkg: usize) -> f64 {
+        self.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
+    }
+
+    /// Power of a core now (W). Busy: activity · C_eff · V² · f (more with several busy SMT
+    /// threads) plus leakage; idle: what its shallowest thread's C-state leaves powered.
+    fn core_power(&self, core: usize) -> f64 {
+        let t = &self.plat.cores[core];
+        let cl = self.plat.cluster(t.cluster);
+        let mv = self.core_voltage(core);
+        let busy = self.cores[core].busy_threads;
+        if busy > 0 {
+            let tpc = self.plat.file.topology.threads_per_core as f64;
+            let gain = if tpc > 1.0 {
+                1.0 + (self.plat.file.package_power.smt_activity_gain - 1.0) * (busy as f64 - 1.0) / (tpc - 1.0)
+            } else {
+                1.0
+            };
+            let khz = self.domains[t.domain].actual_khz;
+            return self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
+        }
+        let shallowest = t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
+        match shallowest.map(|s| cl.idle_states[s].power) {
+            None | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
+            Some(IdlePower::LowVoltage) => self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz)),
+            Some(IdlePower::PowerGated) => 0.0,
+        }
+    }
+
+    fn uncore_power(&self, pkg: usize) -> f64 {
+        let pp = &self.plat.file.package_power;
+        if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
+            pp.p_pkg_idle_w
+        } else {
+            pp.p_uncore_active_w
+        }
+    }
+
+    fn touch_core(&mut self, core: usize) {
+        let now = self.q.now();
+        let c = &mut self.cores[core];
+        c.energy_j += c.power_w * (now - c.since) as f64 * 1e-9;
+        c.since = now;
+    }
+
+    fn touch_package(&mut self, pkg: usize) {
+        let now = self.q.now();
+        let p = &mut self.packages[pkg];
+        p.uncore_energy_j += p.uncore_w * (now - p.since) as f64 * 1e-9;
+        p.since = now;
+    }
+
+    /// Advance APERF/MPERF (C0 only) and the time-in-frequency statistics of `cpu` to now.
+    pub(crate) fn sync_counters(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let khz = self.cpu_khz(cpu) as f64;
+        let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+        let c = &mut self.cpus[cpu];
+        let dt = (now - c.counters_ns) as f64;
+        if c.idle_state.is_none() {
+            c.aperf += dt * khz * 1e-6;
+            c.mperf += dt * base * 1e-6;
+        }
+        c.counters_ns = now;
+    }
+
+    fn account_freq_time(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let khz = self.cpu_khz(cpu);
+        let c = &mut self.cpus[cpu];
+        *c.freq_ns.entry(khz).or_insert(0) += now - c.freq_since;
+        c.freq_since = now;
+    }
+
+    /// A thread of `core` started or stopped running, or changed C-state: settle energy, then
+    /// update the core's activity, its package's counts (and turbo limits), power, and the
+    /// speed of its busy SMT siblings.
+    pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
+        self.touch_core(core);
+        let (active, gated) = self.core_activity(core);
+        let pkg = self.plat.cores[core].package;
+        let cl = self.plat.cores[core].cluster;
+        let was_active = self.cores[core].active;
+        if active != was_active || gated != self.cores[core].gated {
+            self.touch_package(pkg);
+            let before = self.packages[pkg].active_cores[cl];
+            if active != was_active {
+                if active {
+                    self.packages[pkg].active_cores[cl] += 1;
+                } else {
+                    self.packages[pkg].active_cores[cl] -= 1;
+                }
+            }
+            if gated != self.cores[core].gated {
+                if gated {
+                    self.packages[pkg].gated_cores += 1;
+                } else {
+                    self.packages[pkg].gated_cores -= 1;
+                }
+            }
+            self.cores[core].active = active;
+            self.cores[core].gated = gated;
+            self.packages[pkg].uncore_w = self.uncore_power(pkg);
+            let after = self.packages[pkg].active_cores[cl];
+            if before != after {
+                self.turbo_limit_changed(pkg, cl, before, after);
+            }
+        }
+        self.cores[core].power_w = self.core_power(core);
+        if self.plat.file.topology.threads_per_core > 1 {
+            for i in 0..self.plat.cores[core].cpus.len() {
+                let sib = self.plat.cores[core].cpus[i];
+                if sib != changed_cpu && self.cpus[sib].curr.is_some() && self.cpus[sib].idle_state.is_none() {
+                    self.resegment(sib);
+                }
+            }
+        }
+    }
+
+    /// The active-core count of a package changed: domains asking for turbo get a new ceiling.
+    fn turbo_limit_changed(&mut self, pkg: usize, cluster: usize, before: u32, after: u32) {
+        let limits = &self.plat.turbo_limit_khz[cluster];
+        let at = |n: u32| limits[(n.max(1) - 1) as usize];
+        if at(before) == at(after) {
+            return;
+        }
+        for i in 0..self.plat.packages[pkg].domains.len() {
+            let d = self.plat.packages[pkg].domains[i];
+            if self.plat.domains[d].cluster == cluster {
+                self.retarget(d);
+            }
+        }
+    }
+
+    /// The policy's governor set a new frequency: the domain's request is the highest of its
+    /// policies' (SMT siblings or cores sharing a clock each have a say).
+    pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
+        self.policies[policy].cur_khz = khz;
+        let d = self.plat.policies[policy].domain;
+        let req = self.plat.domains[d].policies.iter().map(|&p| self.policies[p].cur_khz).max().unwrap_or(khz);
+        self.domains[d].request_khz = req;
+        self.retarget(d);
+    }
+
+    /// What the hardware of domain `d` should run now, given its request and turbo limits.
+    fn hardware_target(&self, d: usize) -> u32 {
+        let cl = self.plat.domains[d].cluster;
+        let pkg = self.plat.domains[d].package;
+        let f = &self.plat.cluster(cl).frequency;
+        let t = self.driver.hardware_target_khz(&self.plat, cl, self.domains[d].request_khz);
+        if t > f.base_khz {
+            let n = self.packages[pkg].active_cores[cl].max(1) as usize;
+            t.min(self.plat.turbo_limit_khz[cl][n - 1])
+        } else {
+            t
+        }
+    }
+
+    /// Start a transition of domain `d` to its hardware target, which completes after the
+    /// hardware switch time. A transition already under way just takes the newer target.
+    fn retarget(&mut self, d: usize) {
+        let target = self.hardware_target(d);
+        let dom = &mut self.domains[d];
+        if !self.started {
+            dom.pending_khz = Some(target);
+            self.freq_apply(d);
+            return;
+        }
+        if dom.pending_khz.is_some() {
+            dom.pending_khz = Some(target);
+            return;
+        }
+        if target == dom.actual_khz {
+            return;
+        }
+        dom.pending_khz = Some(target);
+        dom.apply_token = dom.apply_token.wrapping_add(1);
+        let token = dom.apply_token;
+        let cl = self.plat.domains[d].cluster;
+        let delay = (self.plat.cluster(cl).frequency.hw_switch_us * 1000.0).round() as u64;
+        let at = self.q.now() + delay;
+        self.q.push(at, Event::FreqApply { domain: d as u32, token });
+    }
+
+    /// The domain now runs its pending frequency.
+    pub(crate) fn freq_apply(&mut self, d: usize) {
+        let Some(new) = self.domains[d].pending_khz.take() else { return };
+        if new == self.domains[d].actual_khz {
+            return;
+        }
+        let cl = self.plat.domains[d].cluster;
+        let pkg = self.plat.domains[d].package;
+        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        for i in 0..self.plat.domains[d].cpus.len() {
+            let cpu = self.plat.domains[d].cpus[i];
+            self.account_segment(cpu);
+            self.sync_counters(cpu);
+            self.account_freq_time(cpu);
+        }
+        let repowered: Vec<usize> = if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
+        for &core in &repowered {
+            self.touch_core(core);
+        }
+        self.domains[d].actual_khz = new;
+        self.domains[d].mv = self.plat.voltage_mv(cl, new);
+        if package_rail {
+            self.packages[pkg].mv = self.package_voltage(pkg);
+        }
+        for &core in &repowered {
+            self.cores[core].power_w = self.core_power(core);
+        }
+        let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
+        let cpufreq_scale = self.invariant && !self.x86_counters();
+        for i in 0..self.plat.domains[d].cpus.len() {
+            let cpu = self.plat.domains[d].cpus[i];
+            if cpufreq_scale {
+                // arm64 without AMU: the scale follows the frequency set, not the one measured.
+                self.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
+            }
+            if self.cpus[cpu].curr.is_some() && self.cpus[cpu].idle_state.is_none() {
+                self.start_segment(cpu);
+            }
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.frequency(self.q.now(), cpu, new);
+            }
+        }
+    }
+
+    /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
+    pub(crate) fn x86_counters(&self) -> bool {
+        matches!(self.plat.file.vendor, crate::platform::Vendor::Intel | crate::platform::Vendor::Amd)
+    }
+
+    /// Work per ns (cycles at base frequency) of the task current on `cpu`:
+    /// `t(W) = W · ((1 - m)/f + m/f_base)`, scaled by the µarch capacity and the share of the
+    /// core's throughput this SMT thread gets.
+    fn cpu_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
+        let t = &self.plat.cpus[cpu];
+        let cl = self.plat.cluster(t.cluster);
+        let f = self.domains[t.domain].actual_khz as f64 * 1e-6;
+        let fb = cl.frequency.base_khz as f64 * 1e-6;
+        let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
+        let busy = self.cores[t.core].busy_threads.max(1) as f64;
+        let tpc = self.plat.file.topology.threads_per_core as f64;
+        let share = if busy > 1.0 { (1.0 + (self.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy } else { 1.0 };
+        uarch * share / ((1.0 - mem_frac) / f + mem_frac / fb)
+    }
+
+    /// Credit the current task of `cpu` with the work done since its segment started.
+    pub(crate) fn account_segment(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let Some(task) = self.cpus[cpu].curr else { return };
+        let c = &mut self.cpus[cpu];
+        let from = c.seg_start.max(c.stall_until);
+        if now > from {
+            let t = &mut self.tasks[task];
+            let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
+            t.work_left -= done;
+            t.work_done += done;
+        }
+        c.seg_start = now;
+    }
+
+    /// (Re)start the run segment of the current task at the current speed.
+    pub(crate) fn start_segment(&mut self, cpu: usize) {
+        let Some(task) = self.cpus[cpu].curr else { return };
+        let rate = self.cpu_rate(cpu, self.tasks[task].mem_frac);
+        let now = self.q.now();
+        let left = self.tasks[task].work_left;
+        let c = &mut self.cpus[cpu];
+        c.seg_start = now;
+        c.seg_rate = rate;
+        c.seg_token = c.seg_token.wrapping_add(1);
+        let start = now.max(c.stall_until);
+        let end = start + (left / rate).ceil() as u64;
+        let token = c.seg_token;
+        self.q.push(end, Event::SegmentEnd { cpu: cpu as u32, token });
+    }
+
+    pub(crate) fn resegment(&mut self, cpu: usize) {
+        self.account_segment(cpu);
+        self.start_segment(cpu);
+    }
+
+    /// Read every package's RAPL counter and accumulate its (wrapping) delta.
+    pub(crate) fn rapl_sample(&mut self) {
+        let bits = self.plat.file.rapl.counter_bits;
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let unit_j = self.plat.file.rapl.energy_unit_uj * 1e-6;
+        for pkg in 0..self.packages.len() {
+            let total = self.package_energy_j(pkg);
+            let counter = ((total / unit_j).floor() as u64) & mask;
+            let p = &mut self.packages[pkg];
+            let delta = counter.wrapping_sub(p.rapl_last) & mask;
+            p.rapl_units += delta;
+            p.rapl_last = counter;
+        }
+    }
+
+    /// Energy of package `pkg` up to now: uncore plus its cores.
+    pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
+        self.touch_package(pkg);
+        let mut total = self.packages[pkg].uncore_energy_j;
+        for i in 0..self.plat.packages[pkg].cores.len() {
+            let core = self.plat.packages[pkg].cores[i];
+            self.touch_core(core);
+            total += self.cores[core].energy_j;
+        }
+        total
+    }
+
+    /// Settle every account at the end of the run.
+    pub(crate) fn finish(&mut self, end: u64) {
+        debug_assert_eq!(end, self.q.now());
+        for cpu in 0..self.cpus.len() {
+            self.account_segment(cpu);
+            self.sync_counters(cpu);
+            self.account_freq_time(cpu);
+            self.account_busy_idle(cpu);
+        }
+        self.rapl_sample();
+        self.stats.sim_time_ns = end;
+        self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum();
+    }
+}

@@ -1,0 +1,575 @@
+//! Platform presets: the JSON format of `docs/platform-format.md`, its validation, and the
+//! machine it describes laid out as CPUs, cores, frequency domains, policies and packages.
+
+use serde::Deserialize;
+
+use crate::error::{Result, SimError};
+
+pub const SCHEMA: &str = "dvfslab-platform/1";
+
+// ---------------------------------------------------------------------------------------------
+// The file format (serde). `deny_unknown_fields` everywhere: a misspelt field is an error.
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformFile {
+    pub schema: String,
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub vendor: Vendor,
+    pub topology: TopologyFile,
+    pub clusters: Vec<ClusterFile>,
+    pub package_power: PackagePowerFile,
+    pub rapl: RaplFile,
+    pub defaults: DefaultsFile,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    Intel,
+    Amd,
+    Arm,
+    Ibm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuNumbering {
+    SmtLast,
+    SmtConsecutive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlcScope {
+    Package,
+    Cluster,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    pub packages: u32,
+    pub threads_per_core: u32,
+    pub smt_throughput: f64,
+    pub cpu_numbering: CpuNumbering,
+    pub numa_nodes_per_package: u32,
+    pub llc: LlcScope,
+    #[serde(default)]
+    pub llc_cores: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Core,
+    Cluster,
+    Package,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyScope {
+    Cpu,
+    Domain,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoltageScope {
+    Domain,
+    Package,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    pub id: String,
+    pub cores_per_package: u32,
+    pub capacity_dmips_mhz: u32,
+    pub frequency: FrequencyFile,
+    pub power: CorePowerFile,
+    pub idle_states: Vec<IdleStateFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrequencyFile {
+    pub domain_scope: Scope,
+    pub policy_scope: PolicyScope,
+    pub voltage_scope: VoltageScope,
+    pub min_khz: u32,
+    pub base_khz: u32,
+    pub max_khz: u32,
+    pub pstates_khz: Vec<u32>,
+    pub turbo_khz_by_active_cores: Option<Vec<u32>>,
+    pub vf_curve: Vec<(u32, f64)>,
+    pub transition_latency_ns: std::collections::BTreeMap<String, Option<u64>>,
+    pub hw_switch_us: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorePowerFile {
+    pub c_eff_nf: f64,
+    pub v_ref_mv: f64,
+    pub p_leak_ref_mw: f64,
+    pub activity: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdlePower {
+    ClockGated,
+    LowVoltage,
+    PowerGated,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleStateFile {
+    pub name: String,
+    pub exit_latency_us: f64,
+    pub target_residency_us: f64,
+    pub power: IdlePower,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackagePowerFile {
+    pub p_uncore_active_w: f64,
+    pub p_pkg_idle_w: f64,
+    pub power_limit_w: Option<f64>,
+    pub smt_activity_gain: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaplFile {
+    pub energy_unit_uj: f64,
+    pub counter_bits: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultsFile {
+    pub driver: String,
+    pub hz: u32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The machine, laid out.
+// ---------------------------------------------------------------------------------------------
+
+/// One logical CPU and where it sits.
+#[derive(Debug, Clone)]
+pub struct CpuTopo {
+    pub package: usize,
+    pub cluster: usize,
+    /// Global core index.
+    pub core: usize,
+    pub thread: usize,
+    pub llc: usize,
+    pub numa: usize,
+    pub domain: usize,
+    pub policy: usize,
+    /// `arch_scale_cpu_capacity`: 1024 for the biggest CPU at its max frequency.
+    pub cap_orig: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct CoreTopo {
+    pub package: usize,
+    pub cluster: usize,
+    pub domain: usize,
+    pub cpus: Vec<usize>,
+}
+
+/// A set of cores that share one clock.
+#[derive(Debug, Clone)]
+pub struct DomainTopo {
+    pub package: usize,
+    pub cluster: usize,
+    pub cores: Vec<usize>,
+    pub cpus: Vec<usize>,
+    pub policies: Vec<usize>,
+}
+
+/// A cpufreq policy: the CPUs a governor instance decides for.
+#[derive(Debug, Clone)]
+pub struct PolicyTopo {
+    pub domain: usize,
+    pub cluster: usize,
+    pub cpus: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PackageTopo {
+    pub cores: Vec<usize>,
+    pub cpus: Vec<usize>,
+    pub domains: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Platform {
+    pub file: PlatformFile,
+    pub cpus: Vec<CpuTopo>,
+    pub cores: Vec<CoreTopo>,
+    pub domains: Vec<DomainTopo>,
+    pub policies: Vec<PolicyTopo>,
+    pub packages: Vec<PackageTopo>,
+    pub llcs: Vec<Vec<usize>>,
+    /// Highest frequency each cluster can run when `n` cores of its package are active, after
+    /// turbo bins and the package power limit: `turbo_limit_khz[cluster][n-1]`.
+    pub turbo_limit_khz: Vec<Vec<u32>>,
+}
+
+impl Platform {
+    /// Parse and validate a preset. `source` names the file in errors.
+    pub fn from_json(text: &str, source: &str) -> Result<Platform> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let file: PlatformFile = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let field = if path == "." { "(document)".to_string() } else { path };
+            SimError::config(source, field, format!("{inner}"))
+        })?;
+        validate(&file, source)?;
+        Ok(layout(file))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.file.id
+    }
+
+    pub fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn cluster(&self, idx: usize) -> &ClusterFile {
+        &self.file.clusters[idx]
+    }
+
+    pub fn cluster_of_cpu(&self, cpu: usize) -> &ClusterFile {
+        &self.file.clusters[self.cpus[cpu].cluster]
+    }
+
+    /// Voltage (mV) the cluster needs at `khz`, linear between the curve's points.
+    pub fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
+        interpolate_voltage(&self.file.clusters[cluster].frequency.vf_curve, khz)
+    }
+
+    /// Busy power (W) of one core of `cluster` at `khz` and voltage `mv`, with `activity`.
+    pub fn core_busy_w(&self, cluster: usize, khz: u32, mv: f64, activity: f64) -> f64 {
+        let p = &self.file.clusters[cluster].power;
+        let v = mv / 1000.0;
+        let dynamic = activity * p.c_eff_nf * 1e-9 * v * v * (khz as f64 * 1e3);
+        dynamic + self.core_leak_w(cluster, mv)
+    }
+
+    /// Leakage (W) of one powered core at voltage `mv`: `p_leak_ref · (V/v_ref)³`.
+    pub fn core_leak_w(&self, cluster: usize, mv: f64) -> f64 {
+        let p = &self.file.clusters[cluster].power;
+        p.p_leak_ref_mw / 1000.0 * (mv / p.v_ref_mv).powi(3)
+    }
+
+    /// Reported transition latency for `driver`, if the platform knows it (None = unknown).
+    pub fn transition_latency_ns(&self, cluster: usize, driver: &str) -> Option<u64> {
+        self.file.clusters[cluster].frequency.transition_latency_ns.get(driver).copied().flatten()
+    }
+
+    /// Every frequency the hardware may run on this cluster: the P-states plus the turbo limits.
+    pub fn hardware_freqs_khz(&self, cluster: usize) -> Vec<u32> {
+        let f = &self.file.clusters[cluster].frequency;
+        let mut all: Vec<u32> = f.pstates_khz.clone();
+        all.extend(self.turbo_limit_khz[cluster].iter().copied());
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+fn interpolate_voltage(curve: &[(u32, f64)], khz: u32) -> f64 {
+    let first = curve[0];
+    if khz <= first.0 {
+        return first.1;
+    }
+    for w in curve.windows(2) {
+        let ((f0, v0), (f1, v1)) = (w[0], w[1]);
+        if khz <= f1 {
+            let t = (khz - f0) as f64 / (f1 - f0).max(1) as f64;
+            return v0 + t * (v1 - v0);
+        }
+    }
+    curve[curve.len() - 1].1
+}
+
+fn validate(f: &PlatformFile, source: &str) -> Result<()> {
+    let err = |field: &str, msg: String| Err(SimError::config(source, field, msg));
+    if f.schema != SCHEMA {
+        return err("schema", format!("expected \"{SCHEMA}\", got \"{}\"", f.schema));
+    }
+    if f.id.is_empty() {
+        return err("id", "must not be empty".into());
+    }
+    let t = &f.topology;
+    if t.packages == 0 || t.packages > 64 {
+        return err("topology.packages", format!("expected 1..64, got {}", t.packages));
+    }
+    if t.threads_per_core == 0 || t.threads_per_core > 8 {
+        return err("topology.threads_per_core", format!("expected 1..8, got {}", t.threads_per_core));
+    }
+    if !(1.0..=8.0).contains(&t.smt_throughput) {
+        return err("topology.smt_throughput", format!("expected 1.0..8.0, got {}", t.smt_throughput));
+    }
+    if t.numa_nodes_per_package == 0 {
+        return err("topology.numa_nodes_per_package", "expected at least 1".into());
+    }
+    if t.llc_cores == Some(0) {
+        return err("topology.llc_cores", "expected at least 1 or null".into());
+    }
+    if f.clusters.is_empty() {
+        return err("clusters", "expected at least one cluster".into());
+    }
+    for (i, c) in f.clusters.iter().enumerate() {
+        let at = |field: &str| format!("clusters[{i}].{field}");
+        if c.cores_per_package == 0 {
+            return err(&at("cores_per_package"), "expected at least 1".into());
+        }
+        if c.capacity_dmips_mhz == 0 || c.capacity_dmips_mhz > 4096 {
+            return err(&at("capacity_dmips_mhz"), format!("expected 1..4096, got {}", c.capacity_dmips_mhz));
+        }
+        let q = &c.frequency;
+        if !(q.min_khz > 0 && q.min_khz <= q.base_khz && q.base_khz <= q.max_khz) {
+            return err(
+                &at("frequency"),
+                format!("expected 0 < min_khz <= base_khz <= max_khz, got {} / {} / {}", q.min_khz, q.base_khz, q.max_khz),
+            );
+        }
+        if q.pstates_khz.is_empty() || q.pstates_khz.windows(2).any(|w| w[0] >= w[1]) {
+            return err(&at("frequency.pstates_khz"), "expected a non-empty strictly ascending list".into());
+        }
+        if let Some(&bad) = q.pstates_khz.iter().find(|&&p| p < q.min_khz || p > q.max_khz) {
+            return err(&at("frequency.pstates_khz"), format!("{bad} kHz is outside [min_khz, max_khz]"));
+        }
+        if let Some(bins) = &q.turbo_khz_by_active_cores {
+            if bins.len() != c.cores_per_package as usize {
+                return err(
+                    &at("frequency.turbo_khz_by_active_cores"),
+                    format!("expected {} entries (one per active-core count), got {}", c.cores_per_package, bins.len()),
+                );
+            }
+            if let Some(&bad) = bins.iter().find(|&&b| b < q.base_khz || b > q.max_khz) {
+                return err(&at("frequency.turbo_khz_by_active_cores"), format!("{bad} kHz is outside [base_khz, max_khz]"));
+            }
+        }
+        if q.vf_curve.is_empty() || q.vf_curve.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return err(&at("frequency.vf_curve"), "expected a non-empty list of [khz, mv] ascending in khz".into());
+        }
+        if q.vf_curve[0].0 > q.min_khz || q.vf_curve[q.vf_curve.len() - 1].0 < q.max_khz {
+            return err(&at("frequency.vf_curve"), "must cover min_khz..max_khz".into());
+        }
+        if q.vf_curve.iter().any(|&(_, mv)| !(100.0..=2000.0).contains(&mv)) {
+            return err(&at("frequency.vf_curve"), "voltages must be within 100..2000 mV".into());
+        }
+        if !(0.0..=100_000.0).contains(&q.hw_switch_us) {
+            return err(&at("frequency.hw_switch_us"), format!("expected 0..100000, got {}", q.hw_switch_us));
+        }
+        let p = &c.power;
+        for (name, v) in [("c_eff_nf", p.c_eff_nf), ("v_ref_mv", p.v_ref_mv), ("activity", p.activity)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return err(&at(&format!("power.{name}")), format!("expected a positive number, got {v}"));
+            }
+        }
+        if p.p_leak_ref_mw < 0.0 {
+            return err(&at("power.p_leak_ref_mw"), "expected >= 0".into());
+        }
+        for (j, s) in c.idle_states.iter().enumerate() {
+            if s.exit_latency_us < 0.0 || s.target_residency_us < 0.0 {
+                return err(&at(&format!("idle_states[{j}]")), "latencies must be >= 0".into());
+            }
+        }
+    }
+    let pp = &f.package_power;
+    if pp.p_uncore_active_w < 0.0 || pp.p_pkg_idle_w < 0.0 {
+        return err("package_power", "powers must be >= 0".into());
+    }
+    if let Some(pl) = pp.power_limit_w {
+        if pl <= pp.p_uncore_active_w {
+            return err("package_power.power_limit_w", format!("{pl} W leaves no budget above the uncore's {} W", pp.p_uncore_active_w));
+        }
+    }
+    if !(1.0..=2.0).contains(&pp.smt_activity_gain) {
+        return err("package_power.smt_activity_gain", format!("expected 1.0..2.0, got {}", pp.smt_activity_gain));
+    }
+    if !(f.rapl.energy_unit_uj > 0.0) || !(8..=64).contains(&f.rapl.counter_bits) {
+        return err("rapl", "expected energy_unit_uj > 0 and counter_bits in 8..64".into());
+    }
+    if ![100, 250, 300, 1000].contains(&f.defaults.hz) {
+        return err("defaults.hz", format!("expected 100, 250, 300 or 1000, got {}", f.defaults.hz));
+    }
+    Ok(())
+}
+
+fn layout(file: PlatformFile) -> Platform {
+    let t = file.topology.clone();
+    let tpc = t.threads_per_core as usize;
+    let npkg = t.packages as usize;
+    let cores_per_pkg: usize = file.clusters.iter().map(|c| c.cores_per_package as usize).sum();
+    let ncores = npkg * cores_per_pkg;
+    let ncpus = ncores * tpc;
+    let max_dmips = file.clusters.iter().map(|c| c.capacity_dmips_mhz as u64 * c.frequency.max_khz as u64).max().unwrap_or(1);
+
+    let mut cores = Vec::with_capacity(ncores);
+    let mut cpus: Vec<Option<CpuTopo>> = vec![None; ncpus];
+    let mut domains: Vec<DomainTopo> = Vec::new();
+    let mut policies: Vec<PolicyTopo> = Vec::new();
+    let mut packages: Vec<PackageTopo> = (0..npkg).map(|_| PackageTopo { cores: vec![], cpus: vec![], domains: vec![] }).collect();
+    let mut llcs: Vec<Vec<usize>> = Vec::new();
+
+    let cpu_id = |core: usize, thread: usize| match t.cpu_numbering {
+        CpuNumbering::SmtLast => thread * ncores + core,
+        CpuNumbering::SmtConsecutive => core * tpc + thread,
+    };
+
+    for pkg in 0..npkg {
+        let mut pkg_llc: Option<usize> = None;
+        let mut pkg_domain: Option<usize> = None;
+        for (ci, cl) in file.clusters.iter().enumerate() {
+            let mut cluster_llc: Option<usize> = None;
+            let mut cluster_domain: Option<usize> = None;
+            let cap = (cl.capacity_dmips_mhz as u64 * cl.frequency.max_khz as u64 * 1024 / max_dmips).max(1);
+            for k in 0..cl.cores_per_package as usize {
+                let core = cores.len();
+                // LLC group of this core.
+                let llc = match (t.llc, t.llc_cores) {
+                    (_, Some(n)) if k % n as usize != 0 => llcs.len() - 1,
+                    (_, Some(_)) => {
+                        llcs.push(vec![]);
+                        llcs.len() - 1
+                    }
+                    (LlcScope::Package, None) => *pkg_llc.get_or_insert_with(|| {
+                        llcs.push(vec![]);
+                        llcs.len() - 1
+                    }),
+                    (LlcScope::Cluster, None) => *cluster_llc.get_or_insert_with(|| {
+                        llcs.push(vec![]);
+                        llcs.len() - 1
+                    }),
+                };
+                let mut new_domain = || {
+                    domains.push(DomainTopo { package: pkg, cluster: ci, cores: vec![], cpus: vec![], policies: vec![] });
+                    packages[pkg].domains.push(domains.len() - 1);
+                    domains.len() - 1
+                };
+                let domain = match cl.frequency.domain_scope {
+                    Scope::Core => new_domain(),
+                    Scope::Cluster => *cluster_domain.get_or_insert_with(&mut new_domain),
+                    Scope::Package => *pkg_domain.get_or_insert_with(&mut new_domain),
+                };
+                domains[domain].cores.push(core);
+                let numa = pkg * t.numa_nodes_per_package as usize
+                    + k * t.numa_nodes_per_package as usize / cl.cores_per_package as usize;
+                let ids: Vec<usize> = (0..tpc).map(|th| cpu_id(core, th)).collect();
+                for (th, &id) in ids.iter().enumerate() {
+                    cpus[id] = Some(CpuTopo {
+                        package: pkg,
+                        cluster: ci,
+                        core,
+                        thread: th,
+                        llc,
+                        numa,
+                        domain,
+                        policy: usize::MAX,
+                        cap_orig: cap,
+                    });
+                    llcs[llc].push(id);
+                    domains[domain].cpus.push(id);
+                    packages[pkg].cpus.push(id);
+                }
+                packages[pkg].cores.push(core);
+                cores.push(CoreTopo { package: pkg, cluster: ci, domain, cpus: ids });
+            }
+        }
+    }
+    let mut cpus: Vec<CpuTopo> = cpus.into_iter().map(|c| c.expect("every CPU id is laid out")).collect();
+    for d in domains.iter_mut() {
+        d.cpus.sort_unstable();
+    }
+    for l in llcs.iter_mut() {
+        l.sort_unstable();
+    }
+    for p in packages.iter_mut() {
+        p.cpus.sort_unstable();
+    }
+    // Policies: one per CPU or one per domain, numbered in CPU order like cpufreq's policyN.
+    for cpu in 0..ncpus {
+        if cpus[cpu].policy != usize::MAX {
+            continue;
+        }
+        let d = cpus[cpu].domain;
+        let members = match file.clusters[cpus[cpu].cluster].frequency.policy_scope {
+            PolicyScope::Cpu => vec![cpu],
+            PolicyScope::Domain => domains[d].cpus.clone(),
+        };
+        let id = policies.len();
+        for &m in &members {
+            cpus[m].policy = id;
+        }
+        domains[d].policies.push(id);
+        policies.push(PolicyTopo { domain: d, cluster: cpus[cpu].cluster, cpus: members });
+    }
+    let turbo_limit_khz = file.clusters.iter().map(|c| turbo_limits(&file, c)).collect();
+    Platform { file, cpus, cores, domains, policies, packages, llcs, turbo_limit_khz }
+}
+
+/// Highest sustained frequency with `n` active cores: the turbo bin (or `max_khz` when the part
+/// boosts without bins), lowered until `n` busy cores at typical activity fit the package power
+/// limit. This is the steady state of the package power controller (RAPL PL1, AMD PPT); its
+/// time constant is not modelled.
+fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
+    let q = &c.frequency;
+    let pp = &file.package_power;
+    let n_cores = c.cores_per_package as usize;
+    let voltage = |khz: u32| interpolate_voltage(&q.vf_curve, khz);
+    let core_w = |khz: u32| {
+        let mv = voltage(khz);
+        let v = mv / 1000.0;
+        c.power.activity * c.power.c_eff_nf * 1e-9 * v * v * (khz as f64 * 1e3)
+            + c.power.p_leak_ref_mw / 1000.0 * (mv / c.power.v_ref_mv).powi(3)
+    };
+    // Candidate hardware frequencies: the P-state grid plus every curve point and bin.
+    let mut grid: Vec<u32> = q.pstates_khz.clone();
+    grid.extend(q.vf_curve.iter().map(|p| p.0).filter(|&f| f >= q.min_khz && f <= q.max_khz));
+    if let Some(b) = &q.turbo_khz_by_active_cores {
+        grid.extend(b.iter().copied());
+    }
+    grid.push(q.max_khz);
+    grid.sort_unstable();
+    grid.dedup();
+    (1..=n_cores)
+        .map(|n| {
+            let ceiling = match &q.turbo_khz_by_active_cores {
+                Some(bins) => bins[n - 1],
+                None => q.max_khz,
+            };
+            match pp.power_limit_w {
+                None => ceiling,
+                Some(limit) => grid
+                    .iter()
+                    .copied()
+                    .filter(|&f| f <= ceiling)
+                    .filter(|&f| f <= q.base_khz || pp.p_uncore_active_w + n as f64 * core_w(f) <= limit)
+                    .max()
+                    .unwrap_or(q.base_khz),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,129 @@
+//! The summary of a run: the documented `dvfslab-run/1` JSON object (see docs/run-json.md).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use crate::engine::TimeNs;
+use crate::observe::Timeline;
+use crate::sim::Sim;
+
+pub const SCHEMA: &str = "dvfslab-run/1";
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricJson {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub better: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PackageJson {
+    pub package: usize,
+    pub energy_j: f64,
+    pub avg_w: f64,
+    pub rapl_energy_j: f64,
+    pub uncore_energy_j: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuJson {
+    pub cpu: usize,
+    pub busy_pct: f64,
+    pub avg_freq_khz: f64,
+    pub util_avg_max: u64,
+    pub energy_j: f64,
+    /// Seconds at each frequency the CPU ran, keyed by kHz.
+    pub time_in_freq: BTreeMap<String, f64>,
+    /// Seconds in each idle state, keyed by its name.
+    pub time_in_idle_state: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunJson {
+    pub schema: &'static str,
+    pub platform: String,
+    pub governor: String,
+    pub driver: &'static str,
+    pub workload: String,
+    pub seed: u64,
+    pub metric: MetricJson,
+    pub energy_j: f64,
+    pub avg_package_w: f64,
+    pub packages: Vec<PackageJson>,
+    pub sim_time_s: f64,
+    pub wall_time_s: f64,
+    pub events: u64,
+    /// Work completed and submitted (cycles at base frequency): conservation check.
+    pub work_done_cycles: f64,
+    pub work_submitted_cycles: f64,
+    pub per_cpu: Vec<CpuJson>,
+}
+
+pub struct SimResult {
+    pub summary: RunJson,
+    pub timeline: Option<Timeline>,
+    /// Per finished task: (work submitted, work done), for the conservation invariant.
+    pub finished_work: Vec<(f64, f64)>,
+}
+
+pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
+    let secs = end as f64 * 1e-9;
+    let packages: Vec<PackageJson> = (0..sim.packages.len())
+        .map(|p| {
+            let pkg = &sim.packages[p];
+            let cores: f64 = sim.plat.packages[p].cores.iter().map(|&c| sim.cores[c].energy_j).sum();
+            let energy = pkg.uncore_energy_j + cores;
+            PackageJson {
+                package: p,
+                energy_j: energy,
+                avg_w: if secs > 0.0 { energy / secs } else { 0.0 },
+                rapl_energy_j: pkg.rapl_units as f64 * sim.plat.file.rapl.energy_unit_uj * 1e-6,
+                uncore_energy_j: pkg.uncore_energy_j,
+            }
+        })
+        .collect();
+    let energy_j: f64 = packages.iter().map(|p| p.energy_j).sum();
+    let per_cpu = (0..sim.cpus.len())
+        .map(|cpu| {
+            let c = &sim.cpus[cpu];
+            let t = &sim.plat.cpus[cpu];
+            let threads = sim.plat.cores[t.core].cpus.len() as f64;
+            let base = sim.plat.cluster(t.cluster).frequency.base_khz as f64;
+            let states = &sim.plat.cluster(t.cluster).idle_states;
+            CpuJson {
+                cpu,
+                busy_pct: if end > 0 { 100.0 * c.busy_ns as f64 / end as f64 } else { 0.0 },
+                // turbostat's Bzy_MHz: base · ΔAPERF/ΔMPERF over the busy time.
+                avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
+                util_avg_max: c.util_avg_max,
+                energy_j: sim.cores[t.core].energy_j / threads,
+                time_in_freq: c.freq_ns.iter().filter(|(_, &ns)| ns > 0).map(|(k, &ns)| (k.to_string(), ns as f64 * 1e-9)).collect(),
+                time_in_idle_state: states.iter().zip(&c.idle_ns).map(|(s, &ns)| (s.name.clone(), ns as f64 * 1e-9)).collect(),
+            }
+        })
+        .collect();
+    let metric = sim.workload.metric(&sim.stats);
+    SimResult {
+        summary: RunJson {
+            schema: SCHEMA,
+            platform: sim.plat.id().to_string(),
+            governor: sim.governor_name.clone(),
+            driver: sim.driver.name(),
+            workload: sim.workload_name.clone(),
+            seed: sim.seed,
+            metric: MetricJson { name: metric.name, value: metric.value, unit: metric.unit, better: metric.better.as_str() },
+            energy_j,
+            avg_package_w: if secs > 0.0 { energy_j / secs } else { 0.0 },
+            packages,
+            sim_time_s: secs,
+            wall_time_s: wall_s,
+            events: sim.q.popped(),
+            work_done_cycles: sim.tasks.iter().map(|t| t.work_done).sum(),
+            work_submitted_cycles: sim.tasks.iter().map(|t| t.work_submitted).sum(),
+            per_cpu,
+        },
+        timeline: sim.timeline.clone(),
+        finished_work: sim.tasks.iter().filter(|t| t.state == crate::task::TaskState::Exited || t.work_left == 0.0).map(|t| (t.work_submitted, t.work_done)).collect(),
+    }
+}

@@ -1,0 +1,652 @@
+//! The CFS-like scheduler and the CPU-level PELT signals: task placement at fork and wake-up,
+//! fair time slices, preemption, new-idle and tick-time balancing, idle entry through a
+//! menu-like idle governor, and the run-queue PELT clock with frequency and capacity
+//! invariance.
+//!
+//! Simplifications (see docs/model.md): all tasks have nice 0; vruntime is re-based on the
+//! destination's min_vruntime when a task moves; load balancing moves a waiting task only to
+//! an idle CPU (new-idle pull and a tick-time push that stands for NOHZ idle balancing).
+
+use crate::engine::Event;
+use crate::governor::UpdateFlags;
+use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
+use crate::sim::Sim;
+use crate::task::{Mark, Op, TaskState};
+use crate::workload::TaskSpec;
+
+/// Scheduler tunables scale with log2 of the CPU count, capped at 8 CPUs (the kernel's
+/// default `SCHED_TUNABLESCALING_LOG`).
+fn tunable_factor(ncpus: usize) -> u64 {
+    1 + (ncpus.clamp(1, 8) as u64).ilog2() as u64
+}
+const SCHED_LATENCY_NS: u64 = 6_000_000;
+const MIN_GRANULARITY_NS: u64 = 750_000;
+const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
+/// Steps a program may take without running, blocking or exiting before it is declared stuck.
+const MAX_INSTANT_STEPS: usize = 10_000;
+
+impl Sim {
+    fn sched_latency_ns(&self) -> u64 {
+        SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
+    }
+
+    fn cpu_is_idle(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr.is_none() && c.queue.is_empty()
+    }
+
+    fn nr_running(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].curr.is_some() as u64 + self.cpus[cpu].queue.len() as u64
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // PELT at the run-queue level
+    // -----------------------------------------------------------------------------------------
+
+    /// Advance the rq clocks and the root cfs_rq average of `cpu` to now, accounting the
+    /// elapsed interval with the state it had (callers update before they change state).
+    ///
+    /// ```text
+    ///   running:  clock_pelt += Δ · cap_orig/1024 · freq_scale/1024   (update_rq_clock_pelt)
+    ///   idle:     clock_pelt  = clock_task                            (re-synced)
+    ///   PELT time = clock_pelt - lost_idle
+    /// ```
+    pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let cap = self.plat.cpus[cpu].cap_orig;
+        let running = self.cpus[cpu].curr.is_some();
+        let nr = self.nr_running(cpu);
+        let c = &mut self.cpus[cpu];
+        let delta = now - c.clock_task;
+        c.clock_task = now;
+        if running {
+            c.clock_pelt += cap_scale(cap_scale(delta, cap), c.freq_scale);
+        } else {
+            c.clock_pelt = now;
+        }
+        let pelt_now = c.clock_pelt - c.lost_idle;
+        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
+            c.util_avg_max = c.util_avg_max.max(c.avg.util_avg);
+            let util = c.avg.util_avg;
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.util(now, cpu, util);
+            }
+        }
+    }
+
+    fn cpu_pelt_now(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        c.clock_pelt - c.lost_idle
+    }
+
+    /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
+    fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
+        let now = self.cpu_pelt_now(self.tasks[task].cpu);
+        let t = &mut self.tasks[task];
+        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
+            t.util_est.on_pelt_refresh();
+        }
+    }
+
+    /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
+    /// idle CPU's blocked average is decayed to now without changing the state.
+    pub(crate) fn cpu_util_now(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        let util = if c.curr.is_none() {
+            let mut avg = c.avg.clone();
+            avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
+            avg.util_avg
+        } else {
+            c.avg.util_avg
+        };
+        util.max(c.util_est_sum).min(self.plat.cpus[cpu].cap_orig)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Task creation and wake-up
+    // -----------------------------------------------------------------------------------------
+
+    pub(crate) fn spawn(&mut self, spec: TaskSpec) {
+        let id = self.tasks.len();
+        self.tasks.push(crate::task::Task::new(id, spec.name, spec.program, spec.start_ns));
+        self.live_tasks += 1;
+        if spec.start_ns <= self.q.now() {
+            self.timer_wake(id);
+        } else {
+            self.q.push(spec.start_ns, Event::TimerWake { task: id as u32, token: 0 });
+        }
+    }
+
+    /// A sleeping task's timer fired (or a new task starts): place it and enqueue it.
+    pub(crate) fn timer_wake(&mut self, task: usize) {
+        if !self.tasks[task].placed {
+            let cpu = self.select_fork_cpu();
+            self.update_cpu_pelt(cpu);
+            let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
+            let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
+            let pelt_now = self.cpu_pelt_now(cpu);
+            let t = &mut self.tasks[task];
+            t.placed = true;
+            t.cpu = cpu;
+            t.avg.last_update_time = pelt_now;
+            t.avg.set_util(util);
+            t.avg.load_avg = t.weight;
+            self.cpus[cpu].avg.add_util(util);
+            self.enqueue(task, cpu, true);
+        } else {
+            let cpu = self.select_wake_cpu(task);
+            self.enqueue(task, cpu, true);
+        }
+    }
+
+    /// Fork balancing: the package, then the LLC, with the most idle CPUs; in it an idle core,
+    /// else an idle CPU, else the least loaded CPU. Ties go to the lower id.
+    fn select_fork_cpu(&self) -> usize {
+        let idle_in = |cpus: &[usize]| cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count();
+        let pkg = (0..self.plat.packages.len()).max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p))).unwrap_or(0);
+        let llc = (0..self.plat.llcs.len())
+            .filter(|&l| self.plat.cpus[self.plat.llcs[l][0]].package == pkg)
+            .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)))
+            .unwrap_or(0);
+        let cpus = &self.plat.llcs[llc];
+        if let Some(c) = self.find_idle_core(cpus, cpus[0]) {
+            return c;
+        }
+        if let Some(&c) = cpus.iter().find(|&&c| self.cpu_is_idle(c)) {
+            return c;
+        }
+        (0..self.cpus.len()).min_by_key(|&c| (self.nr_running(c), self.cpus[c].avg.util_avg, c)).unwrap_or(0)
+    }
+
+    /// An idle core (all SMT threads idle) among `cpus`, scanning from `start`.
+    fn find_idle_core(&self, cpus: &[usize], start: usize) -> Option<usize> {
+        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
+        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
+            self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+        })
+    }
+
+    /// Wake-up placement (select_idle_sibling): the previous CPU if idle, else an idle core in
+    /// its LLC, else an idle CPU there, else the previous CPU.
+    fn select_wake_cpu(&self, task: usize) -> usize {
+        let prev = self.tasks[task].cpu;
+        if self.cpu_is_idle(prev) {
+            return prev;
+        }
+        let llc = &self.plat.llcs[self.plat.cpus[prev].llc];
+        if let Some(c) = self.find_idle_core(llc, prev) {
+            return c;
+        }
+        let pos = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        llc.iter().cycle().skip(pos).take(llc.len()).copied().find(|&c| self.cpu_is_idle(c)).unwrap_or(prev)
+    }
+
+    /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
+    /// run it if the CPU is idle, else check whether it preempts the current task.
+    fn enqueue(&mut self, task: usize, cpu: usize, wakeup: bool) {
+        let prev = self.tasks[task].cpu;
+        if prev != cpu {
+            // Decay the task to now on its old CPU, detach it there, attach it here.
+            self.update_cpu_pelt(prev);
+            self.update_task_pelt(task, false, false);
+            let util = self.tasks[task].avg.util_avg;
+            self.cpus[prev].avg.remove_util(util);
+            self.update_cpu_pelt(cpu);
+            let pelt_now = self.cpu_pelt_now(cpu);
+            self.tasks[task].avg.last_update_time = pelt_now;
+            self.cpus[cpu].avg.add_util(util);
+            self.tasks[task].cpu = cpu;
+        } else {
+            self.update_cpu_pelt(cpu);
+            self.update_task_pelt(task, false, false);
+        }
+        let min_v = self.cpus[cpu].min_vruntime;
+        let credit = self.sched_latency_ns() / 2;
+        let t = &mut self.tasks[task];
+        if wakeup {
+            // Sleeper credit: a waking task may be up to half a latency period ahead.
+            let floor = min_v.saturating_sub(credit);
+            t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
+        }
+        t.state = TaskState::Runnable;
+        self.cpus[cpu].util_est_sum += self.tasks[task].util_est.value();
+        if self.cpus[cpu].curr.is_none() {
+            self.set_curr(cpu, task);
+        } else {
+            self.cpus[cpu].queue.push(task);
+            self.check_preempt_wakeup(cpu, task);
+        }
+        self.cpufreq_update_util(cpu, UpdateFlags::default());
+    }
+
+    fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+        let curr = self.cpus[cpu].curr.expect("a current task");
+        self.update_curr(cpu);
+        let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.cpus.len());
+        if self.tasks[task].vruntime + gran < self.tasks[curr].vruntime {
+            self.preempt(cpu, Some(task));
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Running, switching, blocking
+    // -----------------------------------------------------------------------------------------
+
+    /// Charge the current task's runtime since it last was accounted.
+    fn update_curr(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let Some(curr) = self.cpus[cpu].curr else { return };
+        self.account_segment(cpu);
+        let t = &mut self.tasks[curr];
+        let delta = now - t.exec_start_ns;
+        t.vruntime += delta;
+        t.sum_exec_ns += delta;
+        t.exec_start_ns = now;
+        let queued_min = self.cpus[cpu].queue.iter().map(|&q| self.tasks[q].vruntime).min();
+        let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
+        self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
+    }
+
+    /// Switch from the current task to `next` (or the best waiting one), keeping the current
+    /// one runnable in the queue.
+    fn preempt(&mut self, cpu: usize, next: Option<usize>) {
+        let curr = self.cpus[cpu].curr.expect("a current task");
+        self.update_curr(cpu);
+        self.update_cpu_pelt(cpu);
+        self.update_task_pelt(curr, true, true);
+        let next = next.unwrap_or_else(|| self.best_queued(cpu));
+        let c = &mut self.cpus[cpu];
+        c.queue.retain(|&t| t != next);
+        c.queue.push(curr);
+        c.curr = None;
+        c.seg_token = c.seg_token.wrapping_add(1);
+        self.set_curr(cpu, next);
+    }
+
+    fn best_queued(&self, cpu: usize) -> usize {
+        *self.cpus[cpu].queue.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task")
+    }
+
+    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed.
+    fn set_curr(&mut self, cpu: usize, task: usize) {
+        let now = self.q.now();
+        if self.cpus[cpu].curr.is_none() {
+            self.update_cpu_pelt(cpu);
+        }
+        self.update_task_pelt(task, true, false);
+        if let Some(state) = self.cpus[cpu].idle_state {
+            self.account_busy_idle(cpu);
+            self.sync_counters(cpu);
+            let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
+            let c = &mut self.cpus[cpu];
+            let slept = now - c.idle_since_entry();
+            c.push_idle_history(slept);
+            c.idle_state = None;
+            c.stall_until = now + exit_ns;
+            let core = self.plat.cpus[cpu].core;
+            self.cores[core].busy_threads += 1;
+            self.core_changed(core, cpu);
+            self.arm_tick(cpu);
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.idle(now, cpu, "C0");
+            }
+        }
+        let c = &mut self.cpus[cpu];
+        c.curr = Some(task);
+        let t = &mut self.tasks[task];
+        t.exec_start_ns = now;
+        t.slice_start_exec_ns = t.sum_exec_ns;
+        if t.work_left > 0.0 {
+            self.start_segment(cpu);
+        } else {
+            self.run_program(cpu);
+        }
+    }
+
+    /// The current task finished its run segment.
+    pub(crate) fn segment_end(&mut self, cpu: usize) {
+        self.account_segment(cpu);
+        let task = self.cpus[cpu].curr.expect("a current task");
+        let t = &mut self.tasks[task];
+        // What floating-point rounding left over is done too: the end time was rounded up.
+        t.work_done += t.work_left;
+        t.work_left = 0.0;
+        self.run_program(cpu);
+    }
+
+    /// Interpret the current task's program until it runs work, blocks or exits.
+    fn run_program(&mut self, cpu: usize) {
+        use rand::Rng;
+        let task = self.cpus[cpu].curr.expect("a current task");
+        for _ in 0..MAX_INSTANT_STEPS {
+            let now = self.q.now();
+            let t = &mut self.tasks[task];
+            let op = t.program[t.pc].clone();
+            match op {
+                Op::Run { cycles, mem_frac } => {
+                    let w = match cycles {
+                        crate::task::Amount::Fixed(v) => v,
+                        crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
+                    };
+                    let t = &mut self.tasks[task];
+                    t.pc += 1;
+                    if w <= 0.0 {
+                        continue;
+                    }
+                    t.work_left = w;
+                    t.work_submitted += w;
+                    t.mem_frac = mem_frac;
+                    self.start_segment(cpu);
+                    return;
+                }
+                Op::Mark(Mark::Count(n)) => {
+                    let n = n as usize;
+                    if self.stats.counters.len() <= n {
+                        self.stats.counters.resize(n + 1, 0);
+                    }
+                    self.stats.counters[n] += 1;
+                    self.tasks[task].pc += 1;
+                }
+                Op::Mark(Mark::ActivationDone) => {
+                    let t = &mut self.tasks[task];
+                    self.stats.responses_ns.push(now - t.activation_ns);
+                    t.pc += 1;
+                }
+                Op::Jump { to } => t.pc = to,
+                Op::Sleep { ns } => {
+                    let d = match ns {
+                        crate::task::Amount::Fixed(v) => v,
+                        crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
+                    };
+                    self.tasks[task].pc += 1;
+                    self.block(cpu, now + d.max(0.0) as u64);
+                    return;
+                }
+                Op::WaitPeriod { period_ns } => {
+                    let next = t.start_ns + ((now - t.start_ns) / period_ns + 1) * period_ns;
+                    t.activation_ns = next;
+                    t.pc += 1;
+                    self.block(cpu, next);
+                    return;
+                }
+                Op::Exit => {
+                    self.exit_task(cpu);
+                    return;
+                }
+            }
+        }
+        // A program that loops without running or sleeping would hang the simulation.
+        self.exit_task(cpu);
+    }
+
+    /// Take the current task off the CPU: it sleeps until `wake_at`.
+    fn block(&mut self, cpu: usize, wake_at: u64) {
+        let task = self.dequeue_curr(cpu);
+        let cap = self.plat.cpus[cpu].cap_orig;
+        let t = &mut self.tasks[task];
+        t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
+        t.state = TaskState::Sleeping;
+        t.timer_token = t.timer_token.wrapping_add(1);
+        let token = t.timer_token;
+        self.q.push(wake_at, Event::TimerWake { task: task as u32, token });
+        self.cpus[cpu].timers.push(wake_at);
+        self.pick_next(cpu);
+        self.cpufreq_update_util(cpu, UpdateFlags::default());
+    }
+
+    fn exit_task(&mut self, cpu: usize) {
+        let task = self.dequeue_curr(cpu);
+        let util = self.tasks[task].avg.util_avg;
+        self.cpus[cpu].avg.remove_util(util);
+        self.tasks[task].state = TaskState::Exited;
+        self.live_tasks -= 1;
+        self.pick_next(cpu);
+    }
+
+    /// Remove the current task from `cpu` (settling its runtime and PELT).
+    fn dequeue_curr(&mut self, cpu: usize) -> usize {
+        let task = self.cpus[cpu].curr.expect("a current task");
+        self.update_curr(cpu);
+        self.update_cpu_pelt(cpu);
+        self.update_task_pelt(task, true, true);
+        let ue = self.tasks[task].util_est.value();
+        let c = &mut self.cpus[cpu];
+        c.util_est_sum -= c.util_est_sum.min(ue);
+        c.curr = None;
+        c.seg_token = c.seg_token.wrapping_add(1);
+        task
+    }
+
+    /// Run the next waiting task, or pull one from a busy CPU, or go idle.
+    fn pick_next(&mut self, cpu: usize) {
+        if !self.cpus[cpu].queue.is_empty() {
+            let next = self.best_queued(cpu);
+            self.cpus[cpu].queue.retain(|&t| t != next);
+            self.set_curr(cpu, next);
+            return;
+        }
+        if let Some(src) = self.find_busiest(cpu) {
+            let task = self.cpus[src].queue.remove(0);
+            self.migrate_queued(task, src, cpu);
+            self.set_curr(cpu, task);
+            return;
+        }
+        self.go_idle(cpu);
+    }
+
+    /// New-idle balancing: the CPU with the most waiting tasks, nearest first (LLC, package,
+    /// machine).
+    fn find_busiest(&self, cpu: usize) -> Option<usize> {
+        let t = &self.plat.cpus[cpu];
+        let levels: [&[usize]; 3] = [&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus, &[]];
+        for (i, level) in levels.iter().enumerate() {
+            let candidates: Box<dyn Iterator<Item = usize>> = if i == 2 { Box::new(0..self.cpus.len()) } else { Box::new(level.iter().copied()) };
+            if let Some(src) = candidates.filter(|&c| c != cpu && !self.cpus[c].queue.is_empty()).max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c))) {
+                return Some(src);
+            }
+        }
+        None
+    }
+
+    /// Move a waiting (not running) task between run-queues.
+    fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
+        self.update_cpu_pelt(src);
+        self.update_task_pelt(task, true, false);
+        let util = self.tasks[task].avg.util_avg;
+        let ue = self.tasks[task].util_est.value();
+        let s = &mut self.cpus[src];
+        s.avg.remove_util(util);
+        s.util_est_sum -= s.util_est_sum.min(ue);
+        let src_min = s.min_vruntime;
+        self.update_cpu_pelt(dst);
+        let pelt_now = self.cpu_pelt_now(dst);
+        let d = &mut self.cpus[dst];
+        d.avg.add_util(util);
+        d.util_est_sum += ue;
+        let t = &mut self.tasks[task];
+        t.vruntime = t.vruntime.saturating_sub(src_min) + d.min_vruntime;
+        t.avg.last_update_time = pelt_now;
+        t.cpu = dst;
+    }
+
+    fn go_idle(&mut self, cpu: usize) {
+        let now = self.q.now();
+        self.update_cpu_pelt(cpu);
+        // A CPU saturated until now would have had no idle time at full capacity: the gap
+        // between its task clock and its slower PELT clock is dropped (update_idle_rq_clock_pelt).
+        let saturated = ((LOAD_AVG_MAX - 1024) << 10) - LOAD_AVG_MAX;
+        let c = &mut self.cpus[cpu];
+        if c.avg.util_sum >= saturated {
+            c.lost_idle += c.clock_task - c.clock_pelt;
+        }
+        c.clock_pelt = c.clock_task;
+        self.account_busy_idle(cpu);
+        self.sync_counters(cpu);
+        let state = self.select_idle_state(cpu);
+        let c = &mut self.cpus[cpu];
+        c.idle_state = Some(state);
+        c.tick_token = c.tick_token.wrapping_add(1);
+        c.tick_armed = false;
+        c.stall_until = 0;
+        let core = self.plat.cpus[cpu].core;
+        self.cores[core].busy_threads -= 1;
+        self.core_changed(core, cpu);
+        if let Some(tl) = self.timeline.as_mut() {
+            let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
+            tl.idle(now, cpu, name);
+        }
+    }
+
+    /// Menu-like idle state selection: predict the idle duration as the sooner of the next
+    /// known timer and the typical recent idle interval, then take the deepest state whose
+    /// target residency fits in it.
+    fn select_idle_state(&mut self, cpu: usize) -> usize {
+        let now = self.q.now();
+        let c = &mut self.cpus[cpu];
+        c.timers.retain(|&t| t > now);
+        let next_timer = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
+        let predicted = next_timer.min(c.typical_idle_ns());
+        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        let mut chosen = 0;
+        for (i, s) in states.iter().enumerate() {
+            if (s.target_residency_us * 1000.0) as u64 <= predicted {
+                chosen = i;
+            }
+        }
+        chosen
+    }
+
+    /// Busy and per-state idle time of `cpu` up to now.
+    pub(crate) fn account_busy_idle(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let c = &mut self.cpus[cpu];
+        match c.idle_state {
+            None => c.busy_ns += now - c.idle_since,
+            Some(s) => c.idle_ns[s] += now - c.idle_since,
+        }
+        c.idle_since = now;
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The tick
+    // -----------------------------------------------------------------------------------------
+
+    fn arm_tick(&mut self, cpu: usize) {
+        if self.cpus[cpu].tick_armed {
+            return;
+        }
+        let now = self.q.now();
+        let next = (now / self.tick_ns + 1) * self.tick_ns;
+        let c = &mut self.cpus[cpu];
+        c.tick_armed = true;
+        c.tick_token = c.tick_token.wrapping_add(1);
+        let token = c.tick_token;
+        self.q.push(next, Event::Tick { cpu: cpu as u32, token });
+    }
+
+    /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
+    /// expiry, and a push of waiting work to idle CPUs.
+    pub(crate) fn tick(&mut self, cpu: usize) {
+        let Some(curr) = self.cpus[cpu].curr else {
+            self.cpus[cpu].tick_armed = false;
+            return;
+        };
+        if self.x86_counters() {
+            self.sync_counters(cpu);
+            let c = &mut self.cpus[cpu];
+            let acnt = (c.aperf - c.tick_aperf) as u64;
+            let mcnt = (c.mperf - c.tick_mperf) as u64;
+            c.tick_aperf = c.aperf;
+            c.tick_mperf = c.mperf;
+            if self.invariant && mcnt > 0 {
+                let ratio = self.freq_ratio[self.plat.cpus[cpu].cluster];
+                match crate::invariance::scale_from_counters(acnt, mcnt, ratio) {
+                    Some(s) => self.cpus[cpu].freq_scale = s,
+                    None => self.disable_invariance(),
+                }
+            }
+        }
+        self.update_curr(cpu);
+        self.update_cpu_pelt(cpu);
+        self.update_task_pelt(curr, true, true);
+        self.cpufreq_update_util(cpu, UpdateFlags::default());
+
+        let nr = self.nr_running(cpu);
+        if nr > 1 {
+            let t = &self.tasks[curr];
+            let slice = (self.sched_latency_ns() / nr).max(MIN_GRANULARITY_NS * tunable_factor(self.cpus.len()));
+            if t.sum_exec_ns - t.slice_start_exec_ns >= slice {
+                self.preempt(cpu, None);
+            }
+            self.push_to_idle(cpu);
+        }
+        let c = &mut self.cpus[cpu];
+        c.tick_armed = false;
+        if c.curr.is_some() {
+            self.arm_tick(cpu);
+        }
+    }
+
+    /// Move one waiting task of `cpu` to an idle CPU, nearest first (NOHZ idle balancing).
+    fn push_to_idle(&mut self, cpu: usize) {
+        if self.cpus[cpu].queue.is_empty() {
+            return;
+        }
+        let t = &self.plat.cpus[cpu];
+        let llc = &self.plat.llcs[t.llc];
+        let pkg = &self.plat.packages[t.package].cpus;
+        let dst = self
+            .find_idle_core(llc, cpu)
+            .or_else(|| llc.iter().copied().find(|&c| self.cpu_is_idle(c)))
+            .or_else(|| self.find_idle_core(pkg, cpu))
+            .or_else(|| pkg.iter().copied().find(|&c| self.cpu_is_idle(c)))
+            .or_else(|| (0..self.cpus.len()).find(|&c| self.cpu_is_idle(c)));
+        if let Some(dst) = dst {
+            let task = self.cpus[cpu].queue.remove(0);
+            self.migrate_queued(task, cpu, dst);
+            self.set_curr(dst, task);
+        }
+    }
+
+    /// Out-of-range counter ratios switch invariance off for good, as the kernel does.
+    fn disable_invariance(&mut self) {
+        self.invariant = false;
+        for c in self.cpus.iter_mut() {
+            c.freq_scale = 1024;
+        }
+    }
+}
+
+impl crate::sim::Cpu {
+    fn idle_since_entry(&self) -> u64 {
+        self.idle_since
+    }
+
+    fn push_idle_history(&mut self, ns: u64) {
+        self.idle_history.rotate_right(1);
+        self.idle_history[0] = ns;
+        self.idle_history_len = (self.idle_history_len + 1).min(8);
+    }
+
+    /// The menu governor's "typical interval": the mean of the recent idle durations when
+    /// they agree (small spread), dropping the largest outlier up to three times; unknown
+    /// (u64::MAX) otherwise.
+    fn typical_idle_ns(&self) -> u64 {
+        let n = self.idle_history_len;
+        if n < 8 {
+            return u64::MAX;
+        }
+        let mut samples: Vec<u64> = self.idle_history.to_vec();
+        samples.sort_unstable();
+        for _ in 0..3 {
+            let k = samples.len() as f64;
+            let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / k;
+            let var = samples.iter().map(|&s| (s as f64 - mean).powi(2)).sum::<f64>() / k;
+            if var <= 400e6 || mean * mean > 36.0 * var {
+                return mean as u64;
+            }
+            samples.pop();
+        }
+        u64::MAX
+    }
+}

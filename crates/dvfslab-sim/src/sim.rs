@@ -1,0 +1,397 @@
+//! One simulation: a platform, a governor configuration, a workload and a seed, run as a
+//! discrete-event simulation. This file holds the state and the event loop; the hardware side
+//! (frequencies, power, counters) is in `hw.rs`, the scheduler and PELT in `sched.rs`.
+
+use std::collections::BTreeMap;
+
+use rand::SeedableRng;
+use rand_pcg::Pcg64;
+
+use crate::driver::{table_lookup, Driver};
+use crate::engine::{Event, EventQueue, TimeNs};
+use crate::error::{Result, SimError};
+use crate::governor::{Governor, GovernorConfig, Relation, UpdateFlags};
+use crate::observe::Timeline;
+use crate::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
+use crate::platform::Platform;
+use crate::task::Task;
+use crate::workload::{RunStats, Workload};
+
+/// What to simulate, besides the platform.
+pub struct SimConfig {
+    pub governor: String,
+    pub workload: String,
+    /// None: the workload's default duration.
+    pub duration_ns: Option<TimeNs>,
+    pub seed: u64,
+    pub timeline: bool,
+}
+
+/// Per logical CPU: run-queue, PELT, idle state, counters and statistics.
+pub(crate) struct Cpu {
+    pub curr: Option<usize>,
+    /// Tasks waiting to run (not the current one).
+    pub queue: Vec<usize>,
+    pub min_vruntime: u64,
+    /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
+    pub avg: SchedAvg,
+    pub util_est_sum: u64,
+    /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
+    pub clock_pelt: u64,
+    pub clock_task: u64,
+    pub lost_idle: u64,
+    /// Frequency-invariance scale (1024 = running at the reference frequency).
+    pub freq_scale: u64,
+    // Execution of the current task's run segment.
+    pub seg_token: u32,
+    pub seg_start: TimeNs,
+    pub seg_rate: f64,
+    /// Until this time the CPU is still leaving its idle state and makes no progress.
+    pub stall_until: TimeNs,
+    pub tick_token: u32,
+    pub tick_armed: bool,
+    // Idle: None while running (C0), Some(state index) while idle.
+    pub idle_state: Option<usize>,
+    pub idle_since: TimeNs,
+    pub idle_history: [u64; 8],
+    pub idle_history_len: usize,
+    /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
+    pub timers: Vec<TimeNs>,
+    // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
+    pub aperf: f64,
+    pub mperf: f64,
+    pub counters_ns: TimeNs,
+    pub tick_aperf: f64,
+    pub tick_mperf: f64,
+    // Statistics.
+    pub busy_ns: u64,
+    pub idle_ns: Vec<u64>,
+    pub freq_ns: BTreeMap<u32, u64>,
+    pub freq_since: TimeNs,
+    pub util_avg_max: u64,
+}
+
+/// Per physical core: busy threads, power and energy.
+pub(crate) struct Core {
+    pub busy_threads: u32,
+    pub power_w: f64,
+    pub energy_j: f64,
+    pub since: TimeNs,
+    /// Counted as an active core for turbo (some thread in C0 or a clock-gated state).
+    pub active: bool,
+    /// Every thread idle in a power-gated state.
+    pub gated: bool,
+}
+
+/// Per frequency domain: the request and the frequency the hardware runs.
+pub(crate) struct Domain {
+    pub request_khz: u32,
+    pub actual_khz: u32,
+    pub pending_khz: Option<u32>,
+    pub apply_token: u32,
+    pub mv: f64,
+}
+
+/// Per cpufreq policy.
+pub(crate) struct Policy {
+    pub min_khz: u32,
+    pub max_khz: u32,
+    pub cur_khz: u32,
+    pub table: Vec<u32>,
+    pub timer_token: u32,
+}
+
+/// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
+pub(crate) struct Package {
+    pub active_cores: Vec<u32>,
+    pub gated_cores: u32,
+    pub uncore_w: f64,
+    pub uncore_energy_j: f64,
+    pub since: TimeNs,
+    pub mv: f64,
+    pub rapl_last: u64,
+    pub rapl_units: u64,
+}
+
+pub struct Sim {
+    pub(crate) plat: Platform,
+    pub(crate) q: EventQueue,
+    pub(crate) rng: Pcg64,
+    pub(crate) driver: Driver,
+    pub(crate) tick_ns: u64,
+    pub(crate) invariant: bool,
+    /// Frequency-invariance reference per cluster as a ratio to base, times 1024.
+    pub(crate) freq_ratio: Vec<u64>,
+    /// PELT time shift: 10 - log2(multiplier).
+    pub(crate) pelt_shift: u32,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) cores: Vec<Core>,
+    pub(crate) domains: Vec<Domain>,
+    pub(crate) policies: Vec<Policy>,
+    pub(crate) packages: Vec<Package>,
+    pub(crate) tasks: Vec<Task>,
+    pub(crate) governors: Vec<Option<Box<dyn Governor>>>,
+    pub(crate) gov_wants_util: bool,
+    pub(crate) workload: Box<dyn Workload>,
+    pub(crate) stats: RunStats,
+    pub(crate) timeline: Option<Timeline>,
+    pub(crate) end_ns: TimeNs,
+    pub(crate) started: bool,
+    pub(crate) live_tasks: usize,
+    pub(crate) governor_name: String,
+    pub(crate) workload_name: String,
+    pub(crate) seed: u64,
+}
+
+impl Sim {
+    pub fn new(plat: Platform, cfg: &SimConfig) -> Result<Sim> {
+        let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
+        let (wl_spec, workload) = crate::workload::parse(&cfg.workload)?;
+        let driver = match gov_cfg.text_value("driver") {
+            Some(name) => Driver::parse(name)?,
+            None => Driver::default_for(&plat)?,
+        };
+        driver.check(&plat)?;
+        let hz = match gov_cfg.values.get_u64("hz") as u32 {
+            0 => plat.file.defaults.hz,
+            hz => hz,
+        };
+        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"))?;
+        let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
+        if duration_ns == 0 {
+            return Err(SimError::config("run", "duration", "must be > 0"));
+        }
+
+        let ncpus = plat.ncpus();
+        let cpus = (0..ncpus)
+            .map(|c| Cpu {
+                curr: None,
+                queue: Vec::new(),
+                min_vruntime: 0,
+                avg: SchedAvg::default(),
+                util_est_sum: 0,
+                clock_pelt: 0,
+                clock_task: 0,
+                lost_idle: 0,
+                freq_scale: SCHED_CAPACITY_SCALE,
+                seg_token: 0,
+                seg_start: 0,
+                seg_rate: 0.0,
+                stall_until: 0,
+                tick_token: 0,
+                tick_armed: false,
+                idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
+                idle_since: 0,
+                idle_history: [0; 8],
+                idle_history_len: 0,
+                timers: Vec::new(),
+                aperf: 0.0,
+                mperf: 0.0,
+                counters_ns: 0,
+                tick_aperf: 0.0,
+                tick_mperf: 0.0,
+                busy_ns: 0,
+                idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
+                freq_ns: BTreeMap::new(),
+                freq_since: 0,
+                util_avg_max: 0,
+            })
+            .collect();
+        let cores = plat.cores.iter().map(|_| Core { busy_threads: 0, power_w: 0.0, energy_j: 0.0, since: 0, active: false, gated: false }).collect();
+        let domains = plat
+            .domains
+            .iter()
+            .map(|d| {
+                let f = plat.cluster(d.cluster).frequency.min_khz;
+                Domain { request_khz: f, actual_khz: f, pending_khz: None, apply_token: 0, mv: plat.voltage_mv(d.cluster, f) }
+            })
+            .collect();
+        let policies = plat
+            .policies
+            .iter()
+            .map(|p| {
+                let table = driver.table_khz(&plat, p.cluster);
+                Policy { min_khz: table[0], max_khz: table[table.len() - 1], cur_khz: table[0], table, timer_token: 0 }
+            })
+            .collect();
+        let packages = plat
+            .packages
+            .iter()
+            .map(|_| Package {
+                active_cores: vec![0; plat.file.clusters.len()],
+                gated_cores: 0,
+                uncore_w: 0.0,
+                uncore_energy_j: 0.0,
+                since: 0,
+                mv: 0.0,
+                rapl_last: 0,
+                rapl_units: 0,
+            })
+            .collect();
+        let governors: Vec<Option<Box<dyn Governor>>> = plat.policies.iter().map(|_| Some((gov_info.build)(&gov_cfg.values))).collect();
+        let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
+        let multiplier = gov_cfg.values.get_u64("pelt_multiplier");
+        let mut sim = Sim {
+            q: EventQueue::default(),
+            rng: Pcg64::seed_from_u64(cfg.seed),
+            driver,
+            tick_ns: (1_000_000_000 + hz as u64 / 2) / hz as u64,
+            invariant: gov_cfg.values.get("invariant") != 0.0,
+            freq_ratio,
+            pelt_shift: 10 - multiplier.trailing_zeros(),
+            cpus,
+            cores,
+            domains,
+            policies,
+            packages,
+            tasks: Vec::new(),
+            governors,
+            gov_wants_util,
+            workload,
+            stats: RunStats::default(),
+            timeline: cfg.timeline.then(Timeline::default),
+            end_ns: duration_ns,
+            started: false,
+            live_tasks: 0,
+            governor_name: gov_cfg.spec.canonical(),
+            workload_name: wl_spec.canonical(),
+            seed: cfg.seed,
+            plat,
+        };
+        sim.init_hardware();
+        Ok(sim)
+    }
+
+    /// Run to the end and summarise.
+    pub fn run(mut self) -> Result<crate::result::SimResult> {
+        let wall = std::time::Instant::now();
+        for p in 0..self.policies.len() {
+            self.with_governor(p, |g, ctx| g.start(ctx));
+        }
+        self.started = true;
+        let specs = self.workload.tasks(&self.plat);
+        for spec in specs {
+            self.spawn(spec);
+        }
+        self.q.push(self.end_ns, Event::End);
+        self.q.push(crate::hw::RAPL_SAMPLE_NS.min(self.end_ns), Event::RaplSample);
+        while let Some((_, ev)) = self.q.pop() {
+            match ev {
+                Event::End => break,
+                Event::SegmentEnd { cpu, token } => {
+                    if self.cpus[cpu as usize].seg_token == token {
+                        self.segment_end(cpu as usize);
+                    }
+                }
+                Event::Tick { cpu, token } => {
+                    if self.cpus[cpu as usize].tick_token == token {
+                        self.tick(cpu as usize);
+                    }
+                }
+                Event::TimerWake { task, token } => {
+                    if self.tasks[task as usize].timer_token == token {
+                        self.timer_wake(task as usize);
+                    }
+                }
+                Event::FreqApply { domain, token } => {
+                    if self.domains[domain as usize].apply_token == token {
+                        self.freq_apply(domain as usize);
+                    }
+                }
+                Event::GovernorTimer { policy, token } => {
+                    if self.policies[policy as usize].timer_token == token {
+                        self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
+                    }
+                }
+                Event::RaplSample => {
+                    self.rapl_sample();
+                    let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;
+                    if next < self.end_ns {
+                        self.q.push(next, Event::RaplSample);
+                    }
+                }
+            }
+            if self.live_tasks == 0 && !self.tasks.is_empty() {
+                break;
+            }
+        }
+        let end = self.q.now();
+        self.finish(end);
+        let wall_s = wall.elapsed().as_secs_f64();
+        Ok(crate::result::summarise(&self, end, wall_s))
+    }
+
+    /// Call a policy's governor with a context; the governor is taken out for the call so it
+    /// can use the simulation mutably.
+    pub(crate) fn with_governor(&mut self, policy: usize, f: impl FnOnce(&mut dyn Governor, &mut PolicyCtx)) {
+        let Some(mut gov) = self.governors[policy].take() else { return };
+        {
+            let mut ctx = PolicyCtx { sim: self, policy };
+            f(gov.as_mut(), &mut ctx);
+        }
+        self.governors[policy] = Some(gov);
+    }
+
+    /// The scheduler's cpufreq hook (cpufreq_update_util).
+    pub(crate) fn cpufreq_update_util(&mut self, cpu: usize, flags: UpdateFlags) {
+        if !self.gov_wants_util {
+            return;
+        }
+        let policy = self.plat.cpus[cpu].policy;
+        self.with_governor(policy, |g, ctx| g.util_update(ctx, cpu, flags));
+    }
+
+    pub fn now(&self) -> TimeNs {
+        self.q.now()
+    }
+}
+
+/// What a governor instance may see and do, for its own policy.
+pub struct PolicyCtx<'a> {
+    sim: &'a mut Sim,
+    policy: usize,
+}
+
+impl PolicyCtx<'_> {
+    pub fn now_ns(&self) -> TimeNs {
+        self.sim.q.now()
+    }
+    pub fn cpus(&self) -> &[usize] {
+        &self.sim.plat.policies[self.policy].cpus
+    }
+    pub fn min_khz(&self) -> u32 {
+        self.sim.policies[self.policy].min_khz
+    }
+    pub fn max_khz(&self) -> u32 {
+        self.sim.policies[self.policy].max_khz
+    }
+    pub fn cur_khz(&self) -> u32 {
+        self.sim.policies[self.policy].cur_khz
+    }
+    pub fn table_khz(&self) -> &[u32] {
+        &self.sim.policies[self.policy].table
+    }
+    /// CFS utilisation of `cpu` as schedutil reads it: max(util_avg, util_est), with the
+    /// blocked signal of an idle CPU decayed to now, capped at the CPU's capacity.
+    pub fn cpu_util(&self, cpu: usize) -> u64 {
+        self.sim.cpu_util_now(cpu)
+    }
+    pub fn cap_orig(&self, cpu: usize) -> u64 {
+        self.sim.plat.cpus[cpu].cap_orig
+    }
+    /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
+    pub fn request_khz(&mut self, khz: u32, relation: Relation) {
+        let pol = &self.sim.policies[self.policy];
+        let target = khz.clamp(pol.min_khz, pol.max_khz);
+        let f = table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz);
+        self.sim.set_policy_freq(self.policy, f);
+    }
+    /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
+    pub fn arm_timer(&mut self, delay_ns: u64) {
+        let pol = &mut self.sim.policies[self.policy];
+        pol.timer_token = pol.timer_token.wrapping_add(1);
+        let token = pol.timer_token;
+        let at = self.sim.q.now() + delay_ns;
+        self.sim.q.push(at, Event::GovernorTimer { policy: self.policy as u32, token });
+    }
+}

@@ -1,0 +1,19 @@
+//! Shared helpers: load the shipped presets and run short simulations.
+
+use dvfslab_sim::{simulate, SimConfig, SimResult};
+
+pub fn preset(id: &str) -> String {
+    let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+pub fn run(platform: &str, governor: &str, workload: &str, duration_s: f64, seed: u64) -> SimResult {
+    let cfg = SimConfig {
+        governor: governor.into(),
+        workload: workload.into(),
+        duration_ns: Some((duration_s * 1e9) as u64),
+        seed,
+        timeline: false,
+    };
+    simulate(&preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{e}"))
+}
