@@ -37,9 +37,7 @@ fn simulate<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline };
     let (pj, ps) = (platform_json.to_string(), platform_source.to_string());
-    let outcome = py.allow_threads(move || {
-        std::panic::catch_unwind(move || dvfslab_sim::simulate(&pj, &ps, &cfg))
-    });
+    let outcome = py.allow_threads(move || std::panic::catch_unwind(move || dvfslab_sim::simulate(&pj, &ps, &cfg)));
     let result = match outcome {
         Ok(r) => r.map_err(|e| to_py(py, e))?,
         Err(_) => return Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),

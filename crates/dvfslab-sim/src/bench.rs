@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use crate::error::Result;
 use crate::sim::SimConfig;
 
-pub const SCENARIO: &str = "haswell-e5-2670v3-2s, performance, periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200";
+pub const SCENARIO: &str =
+    "haswell-e5-2670v3-2s, performance, periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200";
 
 /// Run the scenario for `seconds` of simulated time on `platform_json` (the haswell preset).
 pub fn run(platform_json: &str, seconds: f64) -> Result<Value> {

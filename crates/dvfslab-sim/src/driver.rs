@@ -50,7 +50,11 @@ impl Driver {
         if ok {
             Ok(())
         } else {
-            Err(SimError::config("governor", "driver", format!("{} does not drive {:?} platforms like {}", self.name(), vendor, plat.id())))
+            Err(SimError::config(
+                "governor",
+                "driver",
+                format!("{} does not drive {:?} platforms like {}", self.name(), vendor, plat.id()),
+            ))
         }
     }
 
@@ -89,8 +93,9 @@ impl Driver {
 
     /// The platform's usual driver, overridable in the governor spec (`driver=...`).
     pub fn default_for(plat: &Platform) -> Result<Driver> {
-        Driver::parse(&plat.file.defaults.driver)
-            .map_err(|_| SimError::config(plat.id(), "defaults.driver", format!("unknown driver '{}'", plat.file.defaults.driver)))
+        Driver::parse(&plat.file.defaults.driver).map_err(|_| {
+            SimError::config(plat.id(), "defaults.driver", format!("unknown driver '{}'", plat.file.defaults.driver))
+        })
     }
 
     /// `cpuinfo.transition_latency` as this driver reports it (None = unknown).

@@ -9,11 +9,7 @@ use thiserror::Error;
 pub enum SimError {
     /// Bad input: a platform file, a governor or workload spec, a duration. The run never starts.
     #[error("{source_name}: {field}: {message}")]
-    Config {
-        source_name: String,
-        field: String,
-        message: String,
-    },
+    Config { source_name: String, field: String, message: String },
     /// The simulation reached a state it cannot continue from.
     #[error("simulation error: {0}")]
     Simulation(String),
@@ -21,11 +17,7 @@ pub enum SimError {
 
 impl SimError {
     pub fn config(source: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
-        SimError::Config {
-            source_name: source.into(),
-            field: field.into(),
-            message: message.into(),
-        }
+        SimError::Config { source_name: source.into(), field: field.into(), message: message.into() }
     }
 }
 

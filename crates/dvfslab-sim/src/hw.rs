@@ -89,7 +89,9 @@ impl Sim {
         let shallowest = t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
         match shallowest.map(|s| cl.idle_states[s].power) {
             None | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
-            Some(IdlePower::LowVoltage) => self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz)),
+            Some(IdlePower::LowVoltage) => {
+                self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz))
+            }
             Some(IdlePower::PowerGated) => 0.0,
         }
     }
@@ -264,7 +266,8 @@ impl Sim {
             self.sync_counters(cpu);
             self.account_freq_time(cpu);
         }
-        let repowered: Vec<usize> = if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
+        let repowered: Vec<usize> =
+            if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
         for &core in &repowered {
             self.touch_core(core);
         }
@@ -309,7 +312,11 @@ impl Sim {
         let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
         let busy = self.cores[t.core].busy_threads.max(1) as f64;
         let tpc = self.plat.file.topology.threads_per_core as f64;
-        let share = if busy > 1.0 { (1.0 + (self.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy } else { 1.0 };
+        let share = if busy > 1.0 {
+            (1.0 + (self.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
+        } else {
+            1.0
+        };
         uarch * share / ((1.0 - mem_frac) / f + mem_frac / fb)
     }
 

@@ -22,7 +22,9 @@ pub fn reference_ratios(plat: &Platform, choice: Option<&str>) -> Result<Vec<u64
 fn reference_ratio(plat: &Platform, cluster: usize, choice: Option<&str>) -> Result<u64> {
     let f = &plat.cluster(cluster).frequency;
     let base = f.base_khz as u64;
-    let bin = |n: usize| -> Option<u64> { f.turbo_khz_by_active_cores.as_ref().and_then(|b| b.get(n - 1)).map(|&k| k as u64) };
+    let bin = |n: usize| -> Option<u64> {
+        f.turbo_khz_by_active_cores.as_ref().and_then(|b| b.get(n - 1)).map(|&k| k as u64)
+    };
     let ratio_of = |khz: u64| khz * 1024 / base;
     let maxboost = ratio_of(f.max_khz as u64);
     let bad = |msg: String| SimError::config("governor", "freq_max", msg);
@@ -37,11 +39,13 @@ fn reference_ratio(plat: &Platform, cluster: usize, choice: Option<&str>) -> Res
         Some(s) if s == "midpoint" => (maxboost + 1024) >> 1,
         Some(s) if s.ends_with('c') => {
             let n: usize = s[..s.len() - 1].parse().map_err(|_| bad(format!("expected Nc such as 4c, got '{s}'")))?;
-            let khz = bin(n.max(1)).ok_or_else(|| bad(format!("'{s}': the platform has no turbo bin for {n} active cores")))?;
+            let khz = bin(n.max(1))
+                .ok_or_else(|| bad(format!("'{s}': the platform has no turbo bin for {n} active cores")))?;
             ratio_of(khz)
         }
         Some(s) => {
-            let khz: u64 = s.parse().map_err(|_| bad(format!("expected Nc, base, maxp, maxboost, midpoint or kHz, got '{s}'")))?;
+            let khz: u64 =
+                s.parse().map_err(|_| bad(format!("expected Nc, base, maxp, maxboost, midpoint or kHz, got '{s}'")))?;
             if khz < f.min_khz as u64 || khz > f.max_khz as u64 {
                 return Err(bad(format!("{khz} kHz is outside the platform's {}..{} kHz", f.min_khz, f.max_khz)));
             }

@@ -16,6 +16,9 @@
 //! println!("{}", result.summary.avg_package_w);
 //! ```
 
+// Index loops over CPUs, cores and domains mirror how the kernel walks them; keep them.
+#![allow(clippy::needless_range_loop)]
+
 pub mod bench;
 pub mod describe;
 pub mod driver;

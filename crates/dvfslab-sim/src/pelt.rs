@@ -59,10 +59,10 @@ const DECAY_HORIZON: u64 = LOAD_AVG_PERIOD * 63;
 /// `floor(2^32 * y^k)` for k in 0..32 — generated data (`sched-pelt.h`); reproduced by
 /// `floor((2^32 - 1) * y^k)` in f64, which a unit test checks.
 const YINV: [u32; LOAD_AVG_PERIOD as usize] = [
-    0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796,
-    0xd744fcc9, 0xd2a81d91, 0xce248c14, 0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46,
-    0xb504f333, 0xb123f581, 0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302, 0x9ef5325f, 0x9b8d39b9,
-    0x9837f050, 0x94f4efa8, 0x91c3d373, 0x8ea4398a, 0x8b95c1e3, 0x88980e80, 0x85aac367, 0x82cd8698,
+    0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796, 0xd744fcc9,
+    0xd2a81d91, 0xce248c14, 0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46, 0xb504f333, 0xb123f581,
+    0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302, 0x9ef5325f, 0x9b8d39b9, 0x9837f050, 0x94f4efa8, 0x91c3d373,
+    0x8ea4398a, 0x8b95c1e3, 0x88980e80, 0x85aac367, 0x82cd8698,
 ];
 
 /// v * y^n with the kernel's integer arithmetic (y^32 = 1/2), zero past 63 half-lives.
@@ -113,19 +113,8 @@ impl SchedAvg {
     /// `weight` multiplies load_sum into load_avg (1 for run-queues). `time_shift` is 10 normally and
     /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), variant (b) of §1.10.
     /// Returns true when the averages were refreshed (a period boundary was crossed).
-    pub fn update(
-        &mut self,
-        now: u64,
-        load: u64,
-        runnable: u64,
-        running: bool,
-        weight: u64,
-        time_shift: u32,
-    ) -> bool {
-        debug_assert!(
-            time_shift <= SCHED_CAPACITY_SHIFT,
-            "PELT multiplier must be >= 1"
-        );
+    pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool, weight: u64, time_shift: u32) -> bool {
+        debug_assert!(time_shift <= SCHED_CAPACITY_SHIFT, "PELT multiplier must be >= 1");
         if now < self.last_update_time {
             // Clock went backwards (e.g. a re-synced clock): restart from here, account nothing.
             self.last_update_time = now;
@@ -139,11 +128,7 @@ impl SchedAvg {
         self.last_update_time += delta << time_shift;
 
         // A blocked entity can be neither runnable nor running, whatever the caller says.
-        let (runnable, running) = if load == 0 {
-            (0, false)
-        } else {
-            (runnable, running)
-        };
+        let (runnable, running) = if load == 0 { (0, false) } else { (runnable, running) };
         if !self.accumulate(delta, load, runnable, running) {
             return false;
         }
@@ -176,10 +161,7 @@ impl SchedAvg {
     pub fn remove_util(&mut self, util: u64) {
         let div = self.divider();
         self.util_avg = self.util_avg.saturating_sub(util);
-        self.util_sum = self
-            .util_sum
-            .saturating_sub(util * div)
-            .max(self.util_avg * PELT_MIN_DIVIDER);
+        self.util_sum = self.util_sum.saturating_sub(util * div).max(self.util_avg * PELT_MIN_DIVIDER);
     }
 
     /// Add an attaching task's contribution.
@@ -286,8 +268,7 @@ impl UtilEst {
                 // If the task waited much more than it ran it was starved, not smaller: keep
                 // the estimate. Otherwise decay towards the sample with weight 1/4.
                 if util_avg + UTIL_EST_MARGIN >= runnable_avg {
-                    self.ewma =
-                        ((self.ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT;
+                    self.ewma = ((self.ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT;
                 }
             }
         }
@@ -326,11 +307,7 @@ pub fn approximate_util_avg(util: u64, delta_us: u64) -> u64 {
     if delta_us == 0 {
         return util;
     }
-    let mut sa = SchedAvg {
-        util_sum: util * PELT_MIN_DIVIDER,
-        util_avg: util,
-        ..SchedAvg::default()
-    };
+    let mut sa = SchedAvg { util_sum: util * PELT_MIN_DIVIDER, util_avg: util, ..SchedAvg::default() };
     sa.accumulate(delta_us, 1, 0, true);
     sa.util_sum / sa.divider()
 }
@@ -407,11 +384,7 @@ mod tests {
             t = run_to(&mut sa, t, periods * PERIOD_NS, PERIOD_NS, true);
             assert_eq!(sa.util_avg, want, "util after {periods} periods");
             // load_sum is kept unshifted, so it decays with coarser truncation than util_sum.
-            assert!(
-                sa.load_avg.abs_diff(want) <= 1,
-                "load_avg {} after {periods} periods",
-                sa.load_avg
-            );
+            assert!(sa.load_avg.abs_diff(want) <= 1, "load_avg {} after {periods} periods", sa.load_avg);
             assert_eq!(sa.runnable_avg, want, "runnable after {periods} periods");
         }
     }
@@ -435,10 +408,7 @@ mod tests {
         // 1024 * PELT_MIN_DIVIDER, i.e. set_util(1024) at a period boundary). Running for 400
         // periods leaves the sum at its fixed point, ~0.08 % higher, which reads one unit more
         // at some points; both are checked exactly.
-        let mut from_set = SchedAvg {
-            last_update_time: t0,
-            ..SchedAvg::default()
-        };
+        let mut from_set = SchedAvg { last_update_time: t0, ..SchedAvg::default() };
         from_set.set_util(1024);
         let mut from_run = SchedAvg::default();
         run_to(&mut from_run, 0, t0, PERIOD_NS, true);
@@ -450,20 +420,11 @@ mod tests {
             let until = t0 + periods * PERIOD_NS;
             t_set = run_to(&mut from_set, t_set, until, PERIOD_NS, false);
             t_run = run_to(&mut from_run, t_run, until, PERIOD_NS, false);
-            assert_eq!(
-                from_set.util_avg, want_set,
-                "set_util(1024), {periods} idle periods"
-            );
-            assert_eq!(
-                from_run.util_avg, want_run,
-                "ran to 1024, {periods} idle periods"
-            );
+            assert_eq!(from_set.util_avg, want_set, "set_util(1024), {periods} idle periods");
+            assert_eq!(from_run.util_avg, want_run, "ran to 1024, {periods} idle periods");
             // load_sum is kept unshifted, so it decays with coarser truncation than util_sum.
             let load = from_run.load_avg;
-            assert!(
-                load.abs_diff(want_run) <= 1,
-                "load_avg {load} after {periods} idle"
-            );
+            assert!(load.abs_diff(want_run) <= 1, "load_avg {load} after {periods} idle");
         }
     }
 
@@ -545,14 +506,8 @@ mod tests {
         let cases = [(4, 16, 225, 288), (8, 16, 469, 554), (2, 8, 240, 272)];
         for (busy, period, lo, hi) in cases {
             let (trough, peak) = periodic(busy, period, 100);
-            assert!(
-                trough.abs_diff(lo) <= 2,
-                "{busy}/{period}: trough {trough} vs {lo}"
-            );
-            assert!(
-                peak.abs_diff(hi) <= 2,
-                "{busy}/{period}: peak {peak} vs {hi}"
-            );
+            assert!(trough.abs_diff(lo) <= 2, "{busy}/{period}: trough {trough} vs {lo}");
+            assert!(peak.abs_diff(hi) <= 2, "{busy}/{period}: peak {peak} vs {hi}");
         }
     }
 
@@ -591,20 +546,13 @@ mod tests {
         for ((ewma, unchanged, util, runnable, cap), (want, want_flag)) in cases {
             let mut ue = UtilEst { ewma, unchanged };
             ue.on_sleep(util, runnable, cap);
-            assert_eq!(
-                (ue.value(), ue.unchanged),
-                (want, want_flag),
-                "from {ewma}/{unchanged} at {util}"
-            );
+            assert_eq!((ue.value(), ue.unchanged), (want, want_flag), "from {ewma}/{unchanged} at {util}");
         }
     }
 
     #[test]
     fn util_est_sequence() {
-        let mut ue = UtilEst {
-            ewma: 400,
-            unchanged: false,
-        };
+        let mut ue = UtilEst { ewma: 400, unchanged: false };
         ue.on_sleep(200, 200, 1024);
         assert_eq!(ue.value(), 350);
         // Re-enqueued and dequeued without any PELT refresh: the flag blocks a new sample.
@@ -612,13 +560,7 @@ mod tests {
         assert_eq!(ue.value(), 350);
         ue.on_pelt_refresh();
         ue.on_sleep(600, 600, 1024);
-        assert_eq!(
-            ue,
-            UtilEst {
-                ewma: 600,
-                unchanged: true
-            }
-        );
+        assert_eq!(ue, UtilEst { ewma: 600, unchanged: true });
     }
 
     #[test]
@@ -633,20 +575,13 @@ mod tests {
             (1024, 1100, 2048, 1024, 0),  // over-utilized rq
         ];
         for (cap, util, load, w, want) in cases {
-            assert_eq!(
-                initial_task_util(cap, util, load, w),
-                want,
-                "cap {cap} util {util} load {load}"
-            );
+            assert_eq!(initial_task_util(cap, util, load, w), want, "cap {cap} util {util} load {load}");
         }
     }
 
     #[test]
     fn set_add_remove_util() {
-        let mut sa = SchedAvg {
-            period_contrib: 500,
-            ..SchedAvg::default()
-        };
+        let mut sa = SchedAvg { period_contrib: 500, ..SchedAvg::default() };
         sa.set_util(300);
         assert_eq!((sa.util_avg, sa.runnable_avg), (300, 300));
         assert_eq!(sa.util_sum, 300 * (PELT_MIN_DIVIDER + 500));
@@ -685,10 +620,7 @@ mod tests {
         ];
         for (util, want) in cases {
             let got = approximate_runtime_periods(util);
-            assert!(
-                got.abs_diff(want) <= 1,
-                "approximate_runtime({util}) = {got}, want {want}"
-            );
+            assert!(got.abs_diff(want) <= 1, "approximate_runtime({util}) = {got}, want {want}");
         }
     }
 
@@ -704,11 +636,7 @@ mod tests {
         ];
         for (delta, row) in cases {
             for (util, want) in row {
-                assert_eq!(
-                    approximate_util_avg(util, delta),
-                    want,
-                    "util {util} + {delta}us"
-                );
+                assert_eq!(approximate_util_avg(util, delta), want, "util {util} + {delta}us");
             }
         }
         assert_eq!(approximate_util_avg(1024, 4000), 1023);
@@ -721,9 +649,7 @@ mod tests {
         // Numerical Recipes LCG; lengths 1 ns .. ~3 periods, mixing sub-unit and multi-period steps.
         let mut state: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             state >> 33
         };
         let mut sa = SchedAvg::default();
@@ -734,16 +660,8 @@ mod tests {
             if sa.update(t, 1, 1, true, 1, SHIFT) {
                 refreshed += 1;
             }
-            assert!(
-                sa.util_avg <= SCHED_CAPACITY_SCALE,
-                "util {} at t={t}",
-                sa.util_avg
-            );
-            assert!(
-                sa.runnable_avg <= SCHED_CAPACITY_SCALE,
-                "runnable {} at t={t}",
-                sa.runnable_avg
-            );
+            assert!(sa.util_avg <= SCHED_CAPACITY_SCALE, "util {} at t={t}", sa.util_avg);
+            assert!(sa.runnable_avg <= SCHED_CAPACITY_SCALE, "runnable {} at t={t}", sa.runnable_avg);
             assert!(sa.period_contrib < 1024);
         }
         assert!(refreshed > 100, "only {refreshed} refreshes");

@@ -350,7 +350,10 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         if !(q.min_khz > 0 && q.min_khz <= q.base_khz && q.base_khz <= q.max_khz) {
             return err(
                 &at("frequency"),
-                format!("expected 0 < min_khz <= base_khz <= max_khz, got {} / {} / {}", q.min_khz, q.base_khz, q.max_khz),
+                format!(
+                    "expected 0 < min_khz <= base_khz <= max_khz, got {} / {} / {}",
+                    q.min_khz, q.base_khz, q.max_khz
+                ),
             );
         }
         if q.pstates_khz.is_empty() || q.pstates_khz.windows(2).any(|w| w[0] >= w[1]) {
@@ -367,7 +370,10 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
                 );
             }
             if let Some(&bad) = bins.iter().find(|&&b| b < q.base_khz || b > q.max_khz) {
-                return err(&at("frequency.turbo_khz_by_active_cores"), format!("{bad} kHz is outside [base_khz, max_khz]"));
+                return err(
+                    &at("frequency.turbo_khz_by_active_cores"),
+                    format!("{bad} kHz is outside [base_khz, max_khz]"),
+                );
             }
         }
         if q.vf_curve.is_empty() || q.vf_curve.windows(2).any(|w| w[0].0 >= w[1].0) {
@@ -403,13 +409,16 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     }
     if let Some(pl) = pp.power_limit_w {
         if pl <= pp.p_uncore_active_w {
-            return err("package_power.power_limit_w", format!("{pl} W leaves no budget above the uncore's {} W", pp.p_uncore_active_w));
+            return err(
+                "package_power.power_limit_w",
+                format!("{pl} W leaves no budget above the uncore's {} W", pp.p_uncore_active_w),
+            );
         }
     }
     if !(1.0..=2.0).contains(&pp.smt_activity_gain) {
         return err("package_power.smt_activity_gain", format!("expected 1.0..2.0, got {}", pp.smt_activity_gain));
     }
-    if !(f.rapl.energy_unit_uj > 0.0) || !(8..=64).contains(&f.rapl.counter_bits) {
+    if f.rapl.energy_unit_uj.is_nan() || f.rapl.energy_unit_uj <= 0.0 || !(8..=64).contains(&f.rapl.counter_bits) {
         return err("rapl", "expected energy_unit_uj > 0 and counter_bits in 8..64".into());
     }
     if ![100, 250, 300, 1000].contains(&f.defaults.hz) {
@@ -425,13 +434,15 @@ fn layout(file: PlatformFile) -> Platform {
     let cores_per_pkg: usize = file.clusters.iter().map(|c| c.cores_per_package as usize).sum();
     let ncores = npkg * cores_per_pkg;
     let ncpus = ncores * tpc;
-    let max_dmips = file.clusters.iter().map(|c| c.capacity_dmips_mhz as u64 * c.frequency.max_khz as u64).max().unwrap_or(1);
+    let max_dmips =
+        file.clusters.iter().map(|c| c.capacity_dmips_mhz as u64 * c.frequency.max_khz as u64).max().unwrap_or(1);
 
     let mut cores = Vec::with_capacity(ncores);
     let mut cpus: Vec<Option<CpuTopo>> = vec![None; ncpus];
     let mut domains: Vec<DomainTopo> = Vec::new();
     let mut policies: Vec<PolicyTopo> = Vec::new();
-    let mut packages: Vec<PackageTopo> = (0..npkg).map(|_| PackageTopo { cores: vec![], cpus: vec![], domains: vec![] }).collect();
+    let mut packages: Vec<PackageTopo> =
+        (0..npkg).map(|_| PackageTopo { cores: vec![], cpus: vec![], domains: vec![] }).collect();
     let mut llcs: Vec<Vec<usize>> = Vec::new();
 
     let cpu_id = |core: usize, thread: usize| match t.cpu_numbering {
@@ -465,7 +476,13 @@ fn layout(file: PlatformFile) -> Platform {
                     }),
                 };
                 let mut new_domain = || {
-                    domains.push(DomainTopo { package: pkg, cluster: ci, cores: vec![], cpus: vec![], policies: vec![] });
+                    domains.push(DomainTopo {
+                        package: pkg,
+                        cluster: ci,
+                        cores: vec![],
+                        cpus: vec![],
+                        policies: vec![],
+                    });
                     packages[pkg].domains.push(domains.len() - 1);
                     domains.len() - 1
                 };

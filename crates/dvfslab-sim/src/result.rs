@@ -98,8 +98,17 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
                 util_avg_max: c.util_avg_max,
                 energy_j: sim.cores[t.core].energy_j / threads,
-                time_in_freq: c.freq_ns.iter().filter(|(_, &ns)| ns > 0).map(|(k, &ns)| (k.to_string(), ns as f64 * 1e-9)).collect(),
-                time_in_idle_state: states.iter().zip(&c.idle_ns).map(|(s, &ns)| (s.name.clone(), ns as f64 * 1e-9)).collect(),
+                time_in_freq: c
+                    .freq_ns
+                    .iter()
+                    .filter(|(_, &ns)| ns > 0)
+                    .map(|(k, &ns)| (k.to_string(), ns as f64 * 1e-9))
+                    .collect(),
+                time_in_idle_state: states
+                    .iter()
+                    .zip(&c.idle_ns)
+                    .map(|(s, &ns)| (s.name.clone(), ns as f64 * 1e-9))
+                    .collect(),
             }
         })
         .collect();
@@ -112,7 +121,12 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             driver: sim.driver.name(),
             workload: sim.workload_name.clone(),
             seed: sim.seed,
-            metric: MetricJson { name: metric.name, value: metric.value, unit: metric.unit, better: metric.better.as_str() },
+            metric: MetricJson {
+                name: metric.name,
+                value: metric.value,
+                unit: metric.unit,
+                better: metric.better.as_str(),
+            },
             energy_j,
             avg_package_w: if secs > 0.0 { energy_j / secs } else { 0.0 },
             packages,
@@ -124,6 +138,11 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             per_cpu,
         },
         timeline: sim.timeline.clone(),
-        finished_work: sim.tasks.iter().filter(|t| t.state == crate::task::TaskState::Exited || t.work_left == 0.0).map(|t| (t.work_submitted, t.work_done)).collect(),
+        finished_work: sim
+            .tasks
+            .iter()
+            .filter(|t| t.state == crate::task::TaskState::Exited || t.work_left == 0.0)
+            .map(|t| (t.work_submitted, t.work_done))
+            .collect(),
     }
 }

@@ -143,7 +143,9 @@ impl Sim {
     /// else an idle CPU, else the least loaded CPU. Ties go to the lower id.
     fn select_fork_cpu(&self) -> usize {
         let idle_in = |cpus: &[usize]| cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count();
-        let pkg = (0..self.plat.packages.len()).max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p))).unwrap_or(0);
+        let pkg = (0..self.plat.packages.len())
+            .max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p)))
+            .unwrap_or(0);
         let llc = (0..self.plat.llcs.len())
             .filter(|&l| self.plat.cpus[self.plat.llcs[l][0]].package == pkg)
             .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)))
@@ -161,9 +163,12 @@ impl Sim {
     /// An idle core (all SMT threads idle) among `cpus`, scanning from `start`.
     fn find_idle_core(&self, cpus: &[usize], start: usize) -> Option<usize> {
         let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
-            self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
-        })
+        cpus.iter()
+            .cycle()
+            .skip(pos)
+            .take(cpus.len())
+            .copied()
+            .find(|&c| self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s)))
     }
 
     /// Wake-up placement (select_idle_sibling): the previous CPU if idle, else an idle core in
@@ -214,6 +219,7 @@ impl Sim {
             self.set_curr(cpu, task);
         } else {
             self.cpus[cpu].queue.push(task);
+            self.waiting += 1;
             self.check_preempt_wakeup(cpu, task);
         }
         self.cpufreq_update_util(cpu, UpdateFlags::default());
@@ -422,11 +428,13 @@ impl Sim {
         if !self.cpus[cpu].queue.is_empty() {
             let next = self.best_queued(cpu);
             self.cpus[cpu].queue.retain(|&t| t != next);
+            self.waiting -= 1;
             self.set_curr(cpu, next);
             return;
         }
         if let Some(src) = self.find_busiest(cpu) {
             let task = self.cpus[src].queue.remove(0);
+            self.waiting -= 1;
             self.migrate_queued(task, src, cpu);
             self.set_curr(cpu, task);
             return;
@@ -437,15 +445,17 @@ impl Sim {
     /// New-idle balancing: the CPU with the most waiting tasks, nearest first (LLC, package,
     /// machine).
     fn find_busiest(&self, cpu: usize) -> Option<usize> {
-        let t = &self.plat.cpus[cpu];
-        let levels: [&[usize]; 3] = [&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus, &[]];
-        for (i, level) in levels.iter().enumerate() {
-            let candidates: Box<dyn Iterator<Item = usize>> = if i == 2 { Box::new(0..self.cpus.len()) } else { Box::new(level.iter().copied()) };
-            if let Some(src) = candidates.filter(|&c| c != cpu && !self.cpus[c].queue.is_empty()).max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c))) {
-                return Some(src);
-            }
+        if self.waiting == 0 {
+            return None;
         }
-        None
+        let t = &self.plat.cpus[cpu];
+        let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
+            cpus.filter(|&c| c != cpu && !self.cpus[c].queue.is_empty())
+                .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
+        };
+        busiest(&mut self.plat.llcs[t.llc].iter().copied())
+            .or_else(|| busiest(&mut self.plat.packages[t.package].cpus.iter().copied()))
+            .or_else(|| busiest(&mut (0..self.cpus.len())))
     }
 
     /// Move a waiting (not running) task between run-queues.
@@ -603,6 +613,7 @@ impl Sim {
             .or_else(|| (0..self.cpus.len()).find(|&c| self.cpu_is_idle(c)));
         if let Some(dst) = dst {
             let task = self.cpus[cpu].queue.remove(0);
+            self.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
         }

@@ -138,6 +138,8 @@ pub struct Sim {
     pub(crate) end_ns: TimeNs,
     pub(crate) started: bool,
     pub(crate) live_tasks: usize,
+    /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
+    pub(crate) waiting: usize,
     pub(crate) governor_name: String,
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
@@ -197,13 +199,23 @@ impl Sim {
                 util_avg_max: 0,
             })
             .collect();
-        let cores = plat.cores.iter().map(|_| Core { busy_threads: 0, power_w: 0.0, energy_j: 0.0, since: 0, active: false, gated: false }).collect();
+        let cores = plat
+            .cores
+            .iter()
+            .map(|_| Core { busy_threads: 0, power_w: 0.0, energy_j: 0.0, since: 0, active: false, gated: false })
+            .collect();
         let domains = plat
             .domains
             .iter()
             .map(|d| {
                 let f = plat.cluster(d.cluster).frequency.min_khz;
-                Domain { request_khz: f, actual_khz: f, pending_khz: None, apply_token: 0, mv: plat.voltage_mv(d.cluster, f) }
+                Domain {
+                    request_khz: f,
+                    actual_khz: f,
+                    pending_khz: None,
+                    apply_token: 0,
+                    mv: plat.voltage_mv(d.cluster, f),
+                }
             })
             .collect();
         let policies = plat
@@ -228,7 +240,8 @@ impl Sim {
                 rapl_units: 0,
             })
             .collect();
-        let governors: Vec<Option<Box<dyn Governor>>> = plat.policies.iter().map(|_| Some((gov_info.build)(&gov_cfg.values))).collect();
+        let governors: Vec<Option<Box<dyn Governor>>> =
+            plat.policies.iter().map(|_| Some((gov_info.build)(&gov_cfg.values))).collect();
         let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
         let multiplier = gov_cfg.values.get_u64("pelt_multiplier");
         let mut sim = Sim {
@@ -253,6 +266,7 @@ impl Sim {
             end_ns: duration_ns,
             started: false,
             live_tasks: 0,
+            waiting: 0,
             governor_name: gov_cfg.spec.canonical(),
             workload_name: wl_spec.canonical(),
             seed: cfg.seed,
@@ -264,6 +278,7 @@ impl Sim {
 
     /// Run to the end and summarise.
     pub fn run(mut self) -> Result<crate::result::SimResult> {
+        #[allow(clippy::disallowed_methods)] // wall time of the run, reported, never simulated
         let wall = std::time::Instant::now();
         for p in 0..self.policies.len() {
             self.with_governor(p, |g, ctx| g.start(ctx));

@@ -18,16 +18,16 @@ impl Spec {
             None => (text, None),
         };
         if name.is_empty() {
-            return Err(SimError::config(what, "name", format!("empty {what} spec '{text}'; expected name:key=value,...")));
+            return Err(SimError::config(
+                what,
+                "name",
+                format!("empty {what} spec '{text}'; expected name:key=value,..."),
+            ));
         }
         let mut params: Vec<(String, String)> = Vec::new();
         for item in rest.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some((k, v)) = item.split_once('=') else {
-                return Err(SimError::config(
-                    format!("{what} '{name}'"),
-                    item,
-                    "expected key=value",
-                ));
+                return Err(SimError::config(format!("{what} '{name}'"), item, "expected key=value"));
             };
             let (k, v) = (k.trim().to_string(), v.trim().to_string());
             if params.iter().any(|(pk, _)| *pk == k) {
@@ -60,7 +60,14 @@ pub struct Knob {
 }
 
 impl Knob {
-    pub const fn new(name: &'static str, unit: &'static str, default: f64, min: f64, max: f64, description: &'static str) -> Knob {
+    pub const fn new(
+        name: &'static str,
+        unit: &'static str,
+        default: f64,
+        min: f64,
+        max: f64,
+        description: &'static str,
+    ) -> Knob {
         Knob { name, unit, default, min, max, description }
     }
 }
@@ -75,7 +82,12 @@ impl KnobValues {
     /// Check every parameter of `spec` against `knobs` (unknown names and out-of-range values are
     /// errors naming the knob) and fill in defaults. `extra` keys are passed through untouched
     /// for the caller to interpret (returned in order).
-    pub fn resolve(spec: &Spec, knobs: &[Knob], what: &str, extra: &[&str]) -> Result<(KnobValues, Vec<(String, String)>)> {
+    pub fn resolve(
+        spec: &Spec,
+        knobs: &[Knob],
+        what: &str,
+        extra: &[&str],
+    ) -> Result<(KnobValues, Vec<(String, String)>)> {
         let owner = format!("{what} '{}'", spec.name);
         let mut values: Vec<(&'static str, f64)> = knobs.iter().map(|k| (k.name, k.default)).collect();
         let mut passthrough = Vec::new();

@@ -14,7 +14,14 @@ use crate::spec::{Knob, KnobValues};
 pub const INFO: GovernorInfo = GovernorInfo {
     name: "userspace",
     description: "static: the frequency given as scaling_setspeed",
-    knobs: &[Knob::new("scaling_setspeed", "kHz", 0.0, 0.0, 10_000_000.0, "requested frequency; 0 keeps the current one")],
+    knobs: &[Knob::new(
+        "scaling_setspeed",
+        "kHz",
+        0.0,
+        0.0,
+        10_000_000.0,
+        "requested frequency; 0 keeps the current one",
+    )],
     build: |k: &KnobValues| Box::new(Userspace { setspeed_khz: k.get_u64("scaling_setspeed") as u32 }),
 };
 

@@ -58,7 +58,11 @@ impl Workload for Periodic {
         ]
         .into();
         (0..self.threads)
-            .map(|i| TaskSpec { name: format!("periodic-{i}"), program: program.clone(), start_ns: i as u64 * self.offset_ns })
+            .map(|i| TaskSpec {
+                name: format!("periodic-{i}"),
+                program: program.clone(),
+                start_ns: i as u64 * self.offset_ns,
+            })
             .collect()
     }
 
@@ -68,7 +72,8 @@ impl Workload for Periodic {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         let n = stats.responses_ns.len();
-        let mean_response_ns = if n == 0 { 0.0 } else { stats.responses_ns.iter().map(|&r| r as f64).sum::<f64>() / n as f64 };
+        let mean_response_ns =
+            if n == 0 { 0.0 } else { stats.responses_ns.iter().map(|&r| r as f64).sum::<f64>() / n as f64 };
         Metric {
             name: INFO.metric.into(),
             value: (self.period_ns as f64 - mean_response_ns) / 1000.0,

@@ -1,0 +1,27 @@
+# `make check` runs exactly what CI runs.
+.PHONY: install check fmt lint test-rust test-python bench
+
+install:
+	pip install -e '.[dev]'
+
+check: lint test-rust install test-python
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	ruff check python tests
+	ruff format --check python tests
+
+test-rust:
+	cargo test --workspace
+
+test-python:
+	pytest -q
+
+fmt:
+	cargo fmt --all
+	ruff format python tests
+
+bench:
+	cargo bench -p dvfslab-sim --bench speed
+	dvfslab bench
