@@ -281,12 +281,12 @@ impl Sim {
         }
         self.update_task_pelt(task, true, false);
         if let Some(state) = self.cpus[cpu].idle_state {
+            let slept = now - self.cpus[cpu].idle_since;
+            self.cpus[cpu].push_idle_history(slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
             let c = &mut self.cpus[cpu];
-            let slept = now - c.idle_since_entry();
-            c.push_idle_history(slept);
             c.idle_state = None;
             c.stall_until = now + exit_ns;
             let core = self.plat.cpus[cpu].core;
@@ -629,10 +629,6 @@ impl Sim {
 }
 
 impl crate::sim::Cpu {
-    fn idle_since_entry(&self) -> u64 {
-        self.idle_since
-    }
-
     fn push_idle_history(&mut self, ns: u64) {
         self.idle_history.rotate_right(1);
         self.idle_history[0] = ns;

@@ -1,9 +1,132 @@
-//! End-to-end scenarios of the simulator (one binary, one module per scenario).
+//! End-to-end scenarios of the simulator: invariants that every run must keep.
 
 mod common;
 
-#[test]
-fn smoke() {
-    let r = common::run("haswell-e5-2670v3-2s", "performance", "cpu-bound:threads=8", 2.0, 0);
-    println!("{}", serde_json::to_string_pretty(&r.summary).unwrap());
+use common::run;
+
+fn freq_of(r: &dvfslab_sim::SimResult, cpu: usize) -> f64 {
+    r.summary.per_cpu[cpu].avg_freq_khz
+}
+
+mod performance {
+    use super::*;
+
+    #[test]
+    fn one_busy_core_runs_the_one_core_turbo_bin() {
+        let r = run("haswell-e5-2670v3-2s", "performance", "cpu-bound:threads=1", 1.0, 0);
+        let busy: Vec<_> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 50.0).collect();
+        assert_eq!(busy.len(), 1);
+        assert!((busy[0].avg_freq_khz - 3_100_000.0).abs() < 1_000.0, "{}", busy[0].avg_freq_khz);
+    }
+
+    #[test]
+    fn twenty_four_busy_cores_run_the_all_core_bin() {
+        // 12 busy cores per package: the 12C bin is 2.6 GHz.
+        let r = run("haswell-e5-2670v3-2s", "performance", "cpu-bound:threads=24", 1.0, 0);
+        let busy: Vec<_> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 50.0).collect();
+        assert_eq!(busy.len(), 24);
+        for c in busy {
+            assert!((c.avg_freq_khz - 2_600_000.0).abs() < 30_000.0, "cpu {} at {}", c.cpu, c.avg_freq_khz);
+        }
+    }
+
+    #[test]
+    fn powersave_runs_the_minimum() {
+        let r = run("haswell-e5-2670v3-2s", "powersave", "cpu-bound:threads=4", 1.0, 0);
+        for c in r.summary.per_cpu.iter().filter(|c| c.busy_pct > 0.0) {
+            assert!((c.avg_freq_khz - 1_200_000.0).abs() < 1.0, "cpu {} at {}", c.cpu, c.avg_freq_khz);
+        }
+    }
+
+    #[test]
+    fn performance_beats_powersave_and_costs_more_power() {
+        let p = run("skylake-e3-1240v5", "performance", "cpu-bound:threads=4", 1.0, 0).summary;
+        let s = run("skylake-e3-1240v5", "powersave", "cpu-bound:threads=4", 1.0, 0).summary;
+        assert!(p.metric.value > 3.0 * s.metric.value, "{} vs {}", p.metric.value, s.metric.value);
+        assert!(p.avg_package_w > s.avg_package_w);
+    }
+}
+
+mod invariants {
+    use super::*;
+
+    const PLATFORMS: &[&str] =
+        &["haswell-e5-2670v3-2s", "skylake-e3-1240v5", "pixel6", "juno-r2", "hikey960", "i7-2600k", "power8-powernv"];
+
+    #[test]
+    fn frequencies_stay_in_the_hardware_table_and_util_in_range() {
+        for &p in PLATFORMS {
+            for gov in ["performance", "powersave", "userspace:scaling_setspeed=1000000"] {
+                let r = run(p, gov, "periodic:threads=6,run_us=3000,period_us=9000,jitter_pct=30", 0.5, 3);
+                let plat = dvfslab_sim::Platform::from_json(&common::preset(p), p).unwrap();
+                for c in &r.summary.per_cpu {
+                    let allowed = plat.hardware_freqs_khz(plat.cpus[c.cpu].cluster);
+                    for khz in c.time_in_freq.keys() {
+                        let khz: u32 = khz.parse().unwrap();
+                        assert!(allowed.contains(&khz), "{p} {gov}: cpu {} ran {khz} kHz", c.cpu);
+                    }
+                    assert!(c.util_avg_max <= 1024, "{p}: util {}", c.util_avg_max);
+                    let total: f64 = c.time_in_freq.values().sum();
+                    assert!((total - r.summary.sim_time_s).abs() < 1e-6, "{p}: time in freq {total}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn work_is_conserved() {
+        // Fixed work per activation: what was handed to tasks is done, or still pending in the
+        // one activation each task may have in flight at the end.
+        let r = run("haswell-e5-2670v3-2s", "powersave", "periodic:threads=30,run_us=1500,period_us=5000", 2.0, 0);
+        let s = &r.summary;
+        let per_activation = 1500.0 * 2_300_000.0 / 1000.0;
+        assert!(s.work_done_cycles <= s.work_submitted_cycles * (1.0 + 1e-12));
+        assert!(s.work_submitted_cycles - s.work_done_cycles <= 30.0 * per_activation + 1.0);
+        for (submitted, done) in &r.finished_work {
+            assert!((submitted - done).abs() <= 1e-9 * submitted.max(1.0), "{submitted} vs {done}");
+        }
+        // Every activation that completed did exactly its work: the number of responses times
+        // the per-activation work matches the work done up to the in-flight remainder.
+        assert!(!r.finished_work.is_empty());
+    }
+
+    #[test]
+    fn energy_adds_up_and_rapl_agrees() {
+        for &p in PLATFORMS {
+            let r = run(p, "performance", "periodic:threads=3,run_us=2000,period_us=7000", 3.0, 1).summary;
+            let cores: f64 = r.per_cpu.iter().map(|c| c.energy_j).sum();
+            let uncore: f64 = r.packages.iter().map(|p| p.uncore_energy_j).sum();
+            assert!((cores + uncore - r.energy_j).abs() < 1e-9 * r.energy_j, "{p}");
+            let unit = 61.03515625e-6 * 4.0; // one unit per sample, 3 samples + end, at most
+            for pk in &r.packages {
+                assert!((pk.rapl_energy_j - pk.energy_j).abs() < unit, "{p}: {} vs {}", pk.rapl_energy_j, pk.energy_j);
+            }
+            assert!((r.avg_package_w - r.energy_j / r.sim_time_s).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_result_other_seed_differs() {
+        let w = "periodic:threads=8,run_us=1000,period_us=4000,jitter_pct=50";
+        let a = run("skylake-e3-1240v5", "performance", w, 1.0, 7).summary;
+        let b = run("skylake-e3-1240v5", "performance", w, 1.0, 7).summary;
+        let c = run("skylake-e3-1240v5", "performance", w, 1.0, 8).summary;
+        let strip = |mut s: dvfslab_sim::result::RunJson| {
+            s.wall_time_s = 0.0;
+            s.seed = 0;
+            serde_json::to_string(&s).unwrap()
+        };
+        assert_eq!(strip(a.clone()), strip(b));
+        assert_ne!(strip(a), strip(c));
+    }
+
+    #[test]
+    fn idle_machine_sits_in_deep_states_at_idle_power() {
+        let r = run("haswell-e5-2670v3-2s", "performance", "periodic:threads=1,run_us=100,period_us=100000", 2.0, 0);
+        // 18 W per package when every core is power-gated (package C6), plus a sliver of work.
+        assert!(r.summary.avg_package_w < 2.0 * 18.0 + 2.0, "{}", r.summary.avg_package_w);
+        let c6: f64 = r.summary.per_cpu.iter().map(|c| c.time_in_idle_state["C6"]).sum();
+        assert!(c6 > 0.9 * 48.0 * 2.0, "{c6}");
+        assert!(freq_of(&r, 0) > 0.0 || r.summary.per_cpu.iter().any(|c| c.busy_pct > 0.0));
+    }
 }
