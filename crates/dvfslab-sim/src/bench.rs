@@ -19,6 +19,7 @@ pub fn run(platform_json: &str, seconds: f64) -> Result<Value> {
         duration_ns: Some((seconds * 1e9) as u64),
         seed: 1,
         timeline: false,
+        explain: false,
     };
     let r = crate::simulate(platform_json, "haswell-e5-2670v3-2s", &cfg)?.summary;
     let busy_cpu_s: f64 = r.per_cpu.iter().map(|c| c.busy_pct / 100.0 * r.sim_time_s).sum();

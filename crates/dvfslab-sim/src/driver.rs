@@ -12,6 +12,8 @@ use crate::platform::{Platform, Vendor};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {
     AcpiCpufreq,
+    /// intel_pstate in active mode: its own algorithms choose P-states (see governor/).
+    IntelPstate,
     IntelCpufreq,
     CpufreqDt,
     Scmi,
@@ -21,6 +23,7 @@ pub enum Driver {
 impl Driver {
     pub const ALL: &'static [(&'static str, Driver)] = &[
         ("acpi-cpufreq", Driver::AcpiCpufreq),
+        ("intel_pstate", Driver::IntelPstate),
         ("intel_cpufreq", Driver::IntelCpufreq),
         ("cpufreq-dt", Driver::CpufreqDt),
         ("scmi", Driver::Scmi),
@@ -43,7 +46,7 @@ impl Driver {
         let vendor = plat.file.vendor;
         let ok = match self {
             Driver::AcpiCpufreq => matches!(vendor, Vendor::Intel | Vendor::Amd),
-            Driver::IntelCpufreq => vendor == Vendor::Intel,
+            Driver::IntelCpufreq | Driver::IntelPstate => vendor == Vendor::Intel,
             Driver::CpufreqDt | Driver::Scmi => vendor == Vendor::Arm,
             Driver::Powernv => vendor == Vendor::Ibm,
         };

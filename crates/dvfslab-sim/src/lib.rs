@@ -11,6 +11,7 @@
 //!     duration_ns: Some(1_000_000_000),
 //!     seed: 0,
 //!     timeline: false,
+//!     explain: false,
 //! };
 //! let result = simulate(&text, "haswell", &cfg).unwrap();
 //! println!("{}", result.summary.avg_package_w);

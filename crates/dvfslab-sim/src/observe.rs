@@ -34,3 +34,20 @@ impl Timeline {
         self.idle_state.push(state.to_string());
     }
 }
+
+/// One frequency decision of a governor and what came of it (`--explain`).
+#[derive(Clone, Debug)]
+pub struct Decision {
+    pub time_ns: TimeNs,
+    pub policy: usize,
+    /// What the governor computed, before the table and the limits.
+    pub raw_khz: u32,
+    /// The table entry the driver chose within [min_khz, max_khz].
+    pub resolved_khz: u32,
+    pub min_khz: u32,
+    pub max_khz: u32,
+    /// What the hardware runs once the transition is done (turbo bins and power limit applied).
+    pub hw_khz: u32,
+    /// The governor's inputs: utilisation and its parts, headroom, boosts, rate-limit state...
+    pub inputs: Vec<(&'static str, f64)>,
+}

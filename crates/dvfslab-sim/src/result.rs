@@ -63,6 +63,7 @@ pub struct RunJson {
 pub struct SimResult {
     pub summary: RunJson,
     pub timeline: Option<Timeline>,
+    pub decisions: Option<Vec<crate::observe::Decision>>,
     /// Per finished task: (work submitted, work done), for the conservation invariant.
     pub finished_work: Vec<(f64, f64)>,
 }
@@ -138,6 +139,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             per_cpu,
         },
         timeline: sim.timeline.clone(),
+        decisions: sim.explain.clone(),
         finished_work: sim
             .tasks
             .iter()

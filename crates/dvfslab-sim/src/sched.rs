@@ -92,14 +92,19 @@ impl Sim {
     /// idle CPU's blocked average is decayed to now without changing the state.
     pub(crate) fn cpu_util_now(&self, cpu: usize) -> u64 {
         let c = &self.cpus[cpu];
-        let util = if c.curr.is_none() {
+        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.plat.cpus[cpu].cap_orig)
+    }
+
+    /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
+    pub(crate) fn cpu_util_avg_now(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        if c.curr.is_none() {
             let mut avg = c.avg.clone();
             avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
             avg.util_avg
         } else {
             c.avg.util_avg
-        };
-        util.max(c.util_est_sum).min(self.plat.cpus[cpu].cap_orig)
+        }
     }
 
     // -----------------------------------------------------------------------------------------

@@ -11,13 +11,14 @@ use crate::driver::{table_lookup, Driver};
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
 use crate::governor::{Governor, GovernorConfig, Relation, UpdateFlags};
-use crate::observe::Timeline;
+use crate::observe::{Decision, Timeline};
 use crate::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::platform::Platform;
 use crate::task::Task;
 use crate::workload::{RunStats, Workload};
 
 /// What to simulate, besides the platform.
+#[derive(Clone, Debug, Default)]
 pub struct SimConfig {
     pub governor: String,
     pub workload: String,
@@ -25,6 +26,8 @@ pub struct SimConfig {
     pub duration_ns: Option<TimeNs>,
     pub seed: u64,
     pub timeline: bool,
+    /// Record every frequency decision with its inputs (`--explain`).
+    pub explain: bool,
 }
 
 /// Per logical CPU: run-queue, PELT, idle state, counters and statistics.
@@ -135,6 +138,9 @@ pub struct Sim {
     pub(crate) workload: Box<dyn Workload>,
     pub(crate) stats: RunStats,
     pub(crate) timeline: Option<Timeline>,
+    pub(crate) explain: Option<Vec<Decision>>,
+    /// Inputs a governor gave with [`PolicyCtx::explain`] for its next request.
+    pub(crate) pending_inputs: Vec<(&'static str, f64)>,
     pub(crate) end_ns: TimeNs,
     pub(crate) started: bool,
     pub(crate) live_tasks: usize,
@@ -149,9 +155,17 @@ impl Sim {
     pub fn new(plat: Platform, cfg: &SimConfig) -> Result<Sim> {
         let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
         let (wl_spec, workload) = crate::workload::parse(&cfg.workload)?;
-        let driver = match gov_cfg.text_value("driver") {
-            Some(name) => Driver::parse(name)?,
-            None => Driver::default_for(&plat)?,
+        let driver = match (gov_info.driver, gov_cfg.text_value("driver")) {
+            (Some(forced), Some(asked)) if forced != asked => {
+                return Err(SimError::config(
+                    format!("governor '{}'", gov_info.name),
+                    "driver",
+                    format!("this governor is part of the {forced} driver; got driver={asked}"),
+                ))
+            }
+            (Some(forced), _) => Driver::parse(forced)?,
+            (None, Some(name)) => Driver::parse(name)?,
+            (None, None) => Driver::default_for(&plat)?,
         };
         driver.check(&plat)?;
         let hz = match gov_cfg.values.get_u64("hz") as u32 {
@@ -263,6 +277,8 @@ impl Sim {
             workload,
             stats: RunStats::default(),
             timeline: cfg.timeline.then(Timeline::default),
+            explain: cfg.explain.then(Vec::new),
+            pending_inputs: Vec::new(),
             end_ns: duration_ns,
             started: false,
             live_tasks: 0,
@@ -394,12 +410,99 @@ impl PolicyCtx<'_> {
     pub fn cap_orig(&self, cpu: usize) -> u64 {
         self.sim.plat.cpus[cpu].cap_orig
     }
+    /// Utilisation parts of `cpu` for a governor that wants them separately: (util_avg decayed
+    /// to now, util_est of the enqueued tasks, capacity).
+    pub fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
+        let c = &self.sim.cpus[cpu];
+        (self.sim.cpu_util_avg_now(cpu), c.util_est_sum, self.sim.plat.cpus[cpu].cap_orig)
+    }
+    /// Number of CFS tasks on `cpu` (running and waiting).
+    pub fn cpu_nr_running(&self, cpu: usize) -> u64 {
+        let c = &self.sim.cpus[cpu];
+        c.curr.is_some() as u64 + c.queue.len() as u64
+    }
+    /// Cumulative busy (non-idle) time of `cpu` up to now, ns: what get_cpu_idle_time() leaves.
+    pub fn cpu_busy_ns(&self, cpu: usize) -> u64 {
+        let c = &self.sim.cpus[cpu];
+        c.busy_ns + if c.idle_state.is_none() { self.sim.q.now() - c.idle_since } else { 0 }
+    }
+    /// APERF, MPERF and TSC of `cpu` now (cycles). APERF counts at the running frequency and
+    /// MPERF at base, both only in C0; TSC counts at base always.
+    pub fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
+        self.sim.sync_counters(cpu);
+        let c = &self.sim.cpus[cpu];
+        let base = self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
+        let tsc = (self.sim.q.now() as u128 * base as u128 / 1_000_000) as u64;
+        (c.aperf as u64, c.mperf as u64, tsc)
+    }
+    /// The frequency `cpu` runs now (kHz), as the hardware reports it.
+    pub fn cpu_actual_khz(&self, cpu: usize) -> u32 {
+        self.sim.cpu_khz(cpu)
+    }
+    /// The hardware limits of the policy's cluster: (min, base, max) kHz.
+    pub fn cpuinfo_khz(&self) -> (u32, u32, u32) {
+        let f = &self.sim.plat.cluster(self.sim.plat.policies[self.policy].cluster).frequency;
+        (f.min_khz, f.base_khz, f.max_khz)
+    }
+    /// The turbo bin (kHz) for `n` active cores in the package, after the power limit.
+    pub fn turbo_khz(&self, n: usize) -> u32 {
+        let cl = self.sim.plat.policies[self.policy].cluster;
+        let limits = &self.sim.plat.turbo_limit_khz[cl];
+        limits[n.clamp(1, limits.len()) - 1]
+    }
+    /// `cpuinfo.transition_latency` the driver reports (None = unknown).
+    pub fn transition_latency_ns(&self) -> Option<u64> {
+        self.sim.driver.transition_latency_ns(&self.sim.plat, self.sim.plat.policies[self.policy].cluster)
+    }
+    /// The driver's name, as in sysfs scaling_driver.
+    pub fn driver_name(&self) -> &'static str {
+        self.sim.driver.name()
+    }
+    /// The scheduler tick period (ns).
+    pub fn tick_ns(&self) -> u64 {
+        self.sim.tick_ns
+    }
+    /// Whether PELT is frequency-invariant in this run.
+    pub fn invariant(&self) -> bool {
+        self.sim.invariant
+    }
+    /// PELT multiplier (1, 2 or 4).
+    pub fn pelt_multiplier(&self) -> u64 {
+        1 << (10 - self.sim.pelt_shift)
+    }
+    /// Whether decisions are being recorded: a governor may skip gathering inputs if not.
+    pub fn explaining(&self) -> bool {
+        self.sim.explain.is_some()
+    }
+    /// The inputs behind the next [`PolicyCtx::request_khz`] (name, value), for `--explain`.
+    pub fn explain(&mut self, inputs: &[(&'static str, f64)]) {
+        if self.sim.explain.is_some() {
+            self.sim.pending_inputs.clear();
+            self.sim.pending_inputs.extend_from_slice(inputs);
+        }
+    }
     /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
     pub fn request_khz(&mut self, khz: u32, relation: Relation) {
         let pol = &self.sim.policies[self.policy];
-        let target = khz.clamp(pol.min_khz, pol.max_khz);
-        let f = table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz);
+        let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
+        let target = khz.clamp(min_khz, max_khz);
+        let f = table_lookup(&pol.table, target, relation).clamp(min_khz, max_khz);
         self.sim.set_policy_freq(self.policy, f);
+        if self.sim.explain.is_some() {
+            let domain = self.sim.plat.policies[self.policy].domain;
+            let d = &self.sim.domains[domain];
+            let decision = Decision {
+                time_ns: self.sim.q.now(),
+                policy: self.policy,
+                raw_khz: khz,
+                resolved_khz: f,
+                min_khz,
+                max_khz,
+                hw_khz: d.pending_khz.unwrap_or(d.actual_khz),
+                inputs: std::mem::take(&mut self.sim.pending_inputs),
+            };
+            self.sim.explain.as_mut().expect("explaining").push(decision);
+        }
     }
     /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
     pub fn arm_timer(&mut self, delay_ns: u64) {

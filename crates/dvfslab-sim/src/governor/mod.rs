@@ -51,6 +51,9 @@ pub struct GovernorInfo {
     pub name: &'static str,
     pub description: &'static str,
     pub knobs: &'static [Knob],
+    /// The driver this governor belongs to (intel_pstate's own algorithms), or None to run
+    /// on the platform's driver.
+    pub driver: Option<&'static str>,
     pub build: fn(&KnobValues) -> Box<dyn Governor>,
 }
 
@@ -68,7 +71,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
 /// System keys that take text rather than numbers, with what they mean.
 pub const SYSTEM_TEXT_KEYS: &[(&str, &str)] = &[
     ("freq_max", "invariance reference: 1c..Nc turbo bin, base, maxp, maxboost, midpoint, or kHz (default: 4c Intel, midpoint AMD, max elsewhere)"),
-    ("driver", "cpufreq driver: acpi-cpufreq, intel_cpufreq, cpufreq-dt, scmi, powernv-cpufreq (default: the platform's)"),
+    ("driver", "cpufreq driver: acpi-cpufreq, intel_cpufreq, intel_pstate, cpufreq-dt, scmi, powernv-cpufreq (default: the platform's)"),
 ];
 
 pub fn find(name: &str) -> Result<&'static GovernorInfo> {

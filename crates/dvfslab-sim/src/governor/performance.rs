@@ -14,6 +14,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
     name: "performance",
     description: "static: the policy's maximum frequency",
     knobs: &[],
+    driver: None,
     build: |_: &KnobValues| Box::new(Performance),
 };
 

@@ -14,6 +14,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
     name: "powersave",
     description: "static: the policy's minimum frequency",
     knobs: &[],
+    driver: None,
     build: |_: &KnobValues| Box::new(Powersave),
 };
 

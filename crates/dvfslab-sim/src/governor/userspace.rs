@@ -22,6 +22,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
         10_000_000.0,
         "requested frequency; 0 keeps the current one",
     )],
+    driver: None,
     build: |k: &KnobValues| Box::new(Userspace { setspeed_khz: k.get_u64("scaling_setspeed") as u32 }),
 };
 

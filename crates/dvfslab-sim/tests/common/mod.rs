@@ -14,6 +14,7 @@ pub fn run(platform: &str, governor: &str, workload: &str, duration_s: f64, seed
         duration_ns: Some((duration_s * 1e9) as u64),
         seed,
         timeline: false,
+        explain: false,
     };
     simulate(&preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{e}"))
 }
