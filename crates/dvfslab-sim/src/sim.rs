@@ -488,20 +488,23 @@ impl PolicyCtx<'_> {
         let target = khz.clamp(min_khz, max_khz);
         let f = table_lookup(&pol.table, target, relation).clamp(min_khz, max_khz);
         self.sim.set_policy_freq(self.policy, f);
-        if self.sim.explain.is_some() {
+        let hw_khz = {
             let domain = self.sim.plat.policies[self.policy].domain;
             let d = &self.sim.domains[domain];
-            let decision = Decision {
+            d.pending_khz.unwrap_or(d.actual_khz)
+        };
+        let inputs = std::mem::take(&mut self.sim.pending_inputs);
+        if let Some(log) = self.sim.explain.as_mut() {
+            log.push(Decision {
                 time_ns: self.sim.q.now(),
                 policy: self.policy,
                 raw_khz: khz,
                 resolved_khz: f,
                 min_khz,
                 max_khz,
-                hw_khz: d.pending_khz.unwrap_or(d.actual_khz),
-                inputs: std::mem::take(&mut self.sim.pending_inputs),
-            };
-            self.sim.explain.as_mut().expect("explaining").push(decision);
+                hw_khz,
+                inputs,
+            });
         }
     }
     /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
