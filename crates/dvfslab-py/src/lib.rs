@@ -23,7 +23,7 @@ fn to_py(py: Python<'_>, err: SimError) -> PyErr {
 
 /// Run one simulation; returns {"result_json": str, "timeline": dict | None}.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -34,8 +34,9 @@ fn simulate<'py>(
     duration_ns: Option<u64>,
     seed: u64,
     timeline: bool,
+    explain: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline };
+    let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline, explain };
     let (pj, ps) = (platform_json.to_string(), platform_source.to_string());
     let outcome = py.allow_threads(move || std::panic::catch_unwind(move || dvfslab_sim::simulate(&pj, &ps, &cfg)));
     let result = match outcome {
@@ -65,6 +66,36 @@ fn simulate<'py>(
             t.set_item("util", util)?;
             t.set_item("idle", idle)?;
             out.set_item("timeline", t)?;
+        }
+    }
+    match &result.decisions {
+        None => out.set_item("explain", py.None())?,
+        Some(log) => {
+            let d = PyDict::new(py);
+            d.set_item("time_ns", log.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+            d.set_item("policy", log.iter().map(|x| x.policy).collect::<Vec<_>>())?;
+            d.set_item("raw_khz", log.iter().map(|x| x.raw_khz).collect::<Vec<_>>())?;
+            d.set_item("resolved_khz", log.iter().map(|x| x.resolved_khz).collect::<Vec<_>>())?;
+            d.set_item("min_khz", log.iter().map(|x| x.min_khz).collect::<Vec<_>>())?;
+            d.set_item("max_khz", log.iter().map(|x| x.max_khz).collect::<Vec<_>>())?;
+            d.set_item("hw_khz", log.iter().map(|x| x.hw_khz).collect::<Vec<_>>())?;
+            // Inputs differ by governor: one column per input name, NaN where a row lacks it.
+            let mut names: Vec<&'static str> = Vec::new();
+            for x in log {
+                for (n, _) in &x.inputs {
+                    if !names.contains(n) {
+                        names.push(n);
+                    }
+                }
+            }
+            let inputs = PyDict::new(py);
+            for n in names {
+                let col: Vec<f64> =
+                    log.iter().map(|x| x.inputs.iter().find(|(k, _)| *k == n).map_or(f64::NAN, |(_, v)| *v)).collect();
+                inputs.set_item(n, col)?;
+            }
+            d.set_item("inputs", inputs)?;
+            out.set_item("explain", d)?;
         }
     }
     Ok(out)
