@@ -4,7 +4,7 @@
 install:
 	pip install -e '.[dev]'
 
-check: lint test-rust install test-python
+check: install lint test-rust test-python
 
 lint:
 	cargo fmt --all -- --check

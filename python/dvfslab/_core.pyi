@@ -1,0 +1,89 @@
+"""Type stub for `dvfslab._core`, the native simulator module (crates/dvfslab-py).
+
+Private: use the `dvfslab` package, which wraps these calls. Everything structured crosses the
+boundary as JSON text, except the timelines, which come as columns of Python lists.
+"""
+
+from typing import TypedDict
+
+class DvfsError(Exception):
+    """Root of every error the simulator raises."""
+
+class ConfigError(DvfsError, ValueError):
+    """Bad input: the message names the file or field and what was expected."""
+
+class SimulationError(DvfsError):
+    """The simulation itself could not go on."""
+
+class FrequencyColumns(TypedDict):
+    """One row per actual frequency change of a CPU."""
+
+    time_ns: list[int]
+    cpu: list[int]
+    freq_khz: list[int]
+
+class UtilColumns(TypedDict):
+    """A CPU's util_avg (0..1024), sampled at each PELT refresh."""
+
+    time_ns: list[int]
+    cpu: list[int]
+    util_avg: list[int]
+
+class IdleColumns(TypedDict):
+    """The state a CPU entered: "C0" when it starts running, or an idle state's name."""
+
+    time_ns: list[int]
+    cpu: list[int]
+    state: list[str]
+
+class Timeline(TypedDict):
+    frequency: FrequencyColumns
+    util: UtilColumns
+    idle: IdleColumns
+
+class SimulateOutput(TypedDict):
+    result_json: str
+    """The run's summary, schema "dvfslab-run/1"."""
+    timeline: Timeline | None
+    """Present only when asked for with `timeline=True`."""
+
+def version() -> str: ...
+def simulate(
+    platform_json: str,
+    platform_source: str,
+    governor: str,
+    workload: str,
+    duration_ns: int | None,
+    seed: int,
+    timeline: bool,
+) -> SimulateOutput:
+    """Run one simulation.
+
+    `platform_source` names the preset in error messages (a file path or a preset id);
+    `governor` and `workload` are spec strings (`name:key=value,...`); `duration_ns=None` runs
+    the workload's default duration.
+    """
+
+def governors() -> str:
+    """JSON list: [{"name", "description", "tunables": [{"name", "unit", "default",
+    "description"}]}]."""
+
+def system_tunables() -> str:
+    """JSON list of the settings every governor spec accepts besides its own tunables
+    (invariance, PELT multiplier, HZ, driver, ...): [{"name", "unit", "default",
+    "description"}]."""
+
+def workloads() -> str:
+    """JSON list: [{"name", "description", "metric", "unit", "better", "knobs": [{"name",
+    "unit", "default", "description"}]}]."""
+
+def describe_platform(platform_json: str, platform_source: str) -> str:
+    """JSON: {"id", "name", "description", "vendor", "packages", "cores", "cpus",
+    "policies": [{"cpus", "min_khz", "max_khz", "base_khz"}], ...}."""
+
+def bench(platform_json: str, seconds_simulated: float) -> str:
+    """Run the fixed speed scenario on `platform_json` (the haswell-e5-2670v3-2s preset).
+
+    JSON: {"scenario", "events", "sim_time_s", "wall_time_s", "events_per_s",
+    "sim_cpu_s_per_wall_s", ...}.
+    """

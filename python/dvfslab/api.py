@@ -1,0 +1,95 @@
+"""`dvfslab.simulate`: one platform, one governor configuration, one workload, one seed."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from typing import Union
+
+from dvfslab import _core
+from dvfslab._core import ConfigError
+from dvfslab.platforms import PlatformRef, load_platform
+from dvfslab.result import NS_PER_S, SimResult
+
+SEED_MAX = 2**64 - 1
+DURATION_NS_MAX = 2**64 - 1
+
+WorkloadRef = Union[str, "os.PathLike[str]"]
+"""A workload spec ("periodic:threads=4,run_us=2000") or the path of an rt-app JSON file."""
+
+
+def simulate(
+    platform: PlatformRef,
+    governor: str,
+    workload: WorkloadRef,
+    duration_s: float | None = None,
+    seed: int = 0,
+    timeline: bool = False,
+) -> SimResult:
+    """Simulate `workload` on `platform` under `governor` and return what it cost and achieved.
+
+    platform:   a shipped preset id (see `dvfslab.list_platforms()`) or a preset file's path
+    governor:   a spec, "name:key=value,...", keys being the governor's sysfs tunables,
+                e.g. "userspace:scaling_setspeed=1800000" or "performance:hz=1000"
+    workload:   a spec, e.g. "cpu-bound:threads=8", or an rt-app JSON file's path
+    duration_s: simulated seconds; None runs the workload's own default duration
+    seed:       the run's only source of randomness: same inputs and seed, same result
+    timeline:   also record per-CPU frequency, util_avg and idle-state timelines
+
+    Raises ConfigError (a ValueError) for bad input and SimulationError if the run fails.
+    """
+    platform_json, source = load_platform(platform)
+    output = _core.simulate(
+        platform_json,
+        source,
+        _spec("governor", governor),
+        _spec("workload", workload),
+        duration_ns(duration_s),
+        checked_seed(seed),
+        bool(timeline),
+    )
+    return SimResult(output["result_json"], output["timeline"])
+
+
+def duration_ns(duration_s: float | None, name: str = "duration_s") -> int | None:
+    """Seconds to whole nanoseconds (None stays None); `name` is the setting in messages."""
+    if duration_s is None:
+        return None
+    if isinstance(duration_s, bool) or not isinstance(duration_s, numbers.Real):
+        raise ConfigError(f"{name} must be a number of seconds (got {duration_s!r})")
+    seconds = float(duration_s)
+    shown = int(seconds) if seconds.is_integer() else seconds
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{name} must be a finite number of seconds (got {seconds})")
+    if seconds <= 0:
+        raise ConfigError(f"{name} must be > 0 (got {shown})")
+    ns = round(seconds * NS_PER_S)
+    if ns < 1:
+        raise ConfigError(f"{name} must be at least 1 ns (got {shown})")
+    if ns > DURATION_NS_MAX:
+        raise ConfigError(
+            f"{name} must be at most {DURATION_NS_MAX / NS_PER_S:.0f} s (got {shown})"
+        )
+    return ns
+
+
+def checked_seed(seed: int, name: str = "seed") -> int:
+    """The seed as an int in 0..2^64-1; `name` is the setting in messages."""
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, numbers.Integral)
+        or not 0 <= seed <= SEED_MAX
+    ):
+        raise ConfigError(f"{name} must be an integer in 0..{SEED_MAX} (got {seed!r})")
+    return int(seed)
+
+
+def _spec(what: str, spec: object) -> str:
+    if isinstance(spec, os.PathLike):
+        return str(os.fspath(spec))
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"{what} must be a spec string 'name:key=value,...' (got {type(spec).__name__})"
+        )
+    return spec

@@ -1,0 +1,462 @@
+"""The `dvfslab` command: list the presets, run one simulation, measure the simulator's speed.
+
+Each subcommand prints a short human view, or with --json exactly the documented JSON. A user
+mistake prints one `error: <message>` line on stderr and exits 1, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+from dvfslab import __version__, _core
+from dvfslab._core import ConfigError, DvfsError
+from dvfslab._table import fmt_number, fmt_seconds, print_fields, print_table
+from dvfslab.api import checked_seed, duration_ns, simulate
+from dvfslab.platforms import describe_platform, list_platforms, load_platform
+from dvfslab.result import SimResult
+
+BENCH_PLATFORM = "haswell-e5-2670v3-2s"  # the preset the native bench scenario is written for
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+SPEC_HELP = """\
+A governor or workload is a spec string, name:key=value,key=value, whose keys are the
+governor's sysfs tunables or the benchmark's own knobs (see `dvfslab governors`, `workloads`).
+"""
+
+
+class UsageError(Exception):
+    """A command-line mistake that argparse found."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that hands its mistakes to `main`: one `error:` line and exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 error, 130 interrupted)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except UsageError as e:
+        return _fail(str(e))
+    except BrokenPipeError:
+        return _fail_quietly_on_closed_stdout()
+    except (DvfsError, OSError) as e:
+        return _fail(_describe_error(e))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dvfslab",
+        description="Simulate how Linux picks CPU frequencies, and what those choices cost.",
+        epilog="examples:\n"
+        "  dvfslab platforms\n"
+        "  dvfslab run -p skylake-e3-1240v5 -g performance -w cpu-bound:threads=2 "
+        "--duration 1\n"
+        "  dvfslab run --help\n\n" + SPEC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dvfslab {__version__}")
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", required=True
+    )
+    _add_platforms(commands)
+    _add_governors(commands)
+    _add_workloads(commands)
+    _add_run(commands)
+    _add_bench(commands)
+    return parser
+
+
+# -- subcommands -----------------------------------------------------------------------------
+
+
+def _add_platforms(commands: Any) -> None:
+    p = _command(
+        commands,
+        "platforms",
+        "List the platform presets, or describe one.",
+        cmd_platforms,
+        "  dvfslab platforms                       the shipped presets\n"
+        "  dvfslab platforms pixel6                one preset: topology and policies\n"
+        "  dvfslab platforms ./my-box.json --json  a preset file, as the simulator reads it",
+    )
+    p.add_argument(
+        "name", nargs="?", metavar="NAME", help="a preset id or a preset file (.json) to describe"
+    )
+    _add_json_flag(p)
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    if args.name is not None:
+        info = describe_platform(args.name)
+        if args.json:
+            _print_json(info)
+        else:
+            _show_platform(info)
+        return 0
+    platforms = list_platforms()
+    if args.json:
+        _print_json(platforms)
+    else:
+        print_table(
+            ["id", "cpus", "description"],
+            [(p["id"], p["cpus"], p["description"]) for p in platforms],
+            right={"cpus"},
+        )
+    return 0
+
+
+def _add_governors(commands: Any) -> None:
+    p = _command(
+        commands,
+        "governors",
+        "List the governors and their tunables.",
+        cmd_governors,
+        "  dvfslab governors\n"
+        "  dvfslab governors --json\n"
+        "  dvfslab run -p pixel6 -g userspace:scaling_setspeed=1803000 -w cpu-bound",
+    )
+    _add_json_flag(p)
+
+
+def cmd_governors(args: argparse.Namespace) -> int:
+    governors = json.loads(_core.governors())
+    if args.json:
+        _print_json(governors)
+        return 0
+    for governor in governors:
+        print(f"{governor['name']}: {governor['description']}")
+        _show_parameters("tunable", governor["tunables"])
+        print()
+    print("every governor spec also accepts these system settings:")
+    _show_parameters("setting", json.loads(_core.system_tunables()))
+    return 0
+
+
+def _add_workloads(commands: Any) -> None:
+    p = _command(
+        commands,
+        "workloads",
+        "List the workloads, their metric and knobs.",
+        cmd_workloads,
+        "  dvfslab workloads\n"
+        "  dvfslab workloads --json\n"
+        "  dvfslab run -p pixel6 -g performance "
+        "-w periodic:threads=4,run_us=2000,period_us=10000",
+    )
+    _add_json_flag(p)
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    workloads = json.loads(_core.workloads())
+    if args.json:
+        _print_json(workloads)
+        return 0
+    for i, workload in enumerate(workloads):
+        print(("\n" if i else "") + f"{workload['name']}: {workload['description']}")
+        print(
+            f"  metric: {workload['metric']} [{workload['unit']}], {workload['better']} is better"
+        )
+        _show_parameters("knob", workload["knobs"])
+    return 0
+
+
+def _add_run(commands: Any) -> None:
+    p = _command(
+        commands,
+        "run",
+        "Simulate one workload on one platform under one governor.",
+        cmd_run,
+        "  dvfslab run -p pixel6 -g performance -w periodic:threads=4,run_us=2000,period_us=10000\n"
+        "  dvfslab run -p haswell-e5-2670v3-2s -g performance -w cpu-bound:threads=24 "
+        "--duration 2\n"
+        "  dvfslab run -p skylake-e3-1240v5 -g userspace:scaling_setspeed=1800000 "
+        "-w cpu-bound --json\n"
+        "  dvfslab run -p ./my-box.json -g powersave:hz=1000 -w cpu-bound "
+        "--timeline out.parquet\n\n" + SPEC_HELP,
+    )
+    p.add_argument(
+        "-p",
+        "--platform",
+        required=True,
+        metavar="PLATFORM",
+        help="a preset id (see `dvfslab platforms`) or a preset file (.json)",
+    )
+    p.add_argument(
+        "-g",
+        "--governor",
+        required=True,
+        metavar="GOVERNOR",
+        help="governor spec, e.g. userspace:scaling_setspeed=1800000",
+    )
+    p.add_argument(
+        "-w",
+        "--workload",
+        required=True,
+        metavar="WORKLOAD",
+        help="workload spec, e.g. cpu-bound:threads=8, or an rt-app JSON file",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        metavar="S",
+        help="simulated seconds (default: the workload's own duration)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="random seed, 0..2^64-1; the same seed gives the same result (default 0)",
+    )
+    p.add_argument(
+        "--timeline",
+        metavar="FILE.parquet",
+        help="also record per-CPU frequency, util_avg and idle timelines to FILE",
+    )
+    _add_json_flag(p, "print the run's result JSON (schema dvfslab-run/1) and nothing else")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    # Checked here as well as in simulate() so that the messages name the flags.
+    duration_ns(args.duration, "--duration")
+    checked_seed(args.seed, "--seed")
+    timeline = Path(args.timeline) if args.timeline is not None else None
+    if timeline is not None and not timeline.absolute().parent.is_dir():
+        raise ConfigError(f"--timeline: directory {timeline.absolute().parent} does not exist")
+
+    result = simulate(
+        args.platform,
+        args.governor,
+        args.workload,
+        duration_s=args.duration,
+        seed=args.seed,
+        timeline=timeline is not None,
+    )
+    if timeline is not None:
+        result.write_timeline(timeline)
+    if args.json:
+        print(result.to_json())
+        return 0
+    _show_run(result)
+    if timeline is not None:
+        print(f"\ntimeline written to {timeline}")
+    return 0
+
+
+def _add_bench(commands: Any) -> None:
+    p = _command(
+        commands,
+        "bench",
+        "Measure the simulator's speed on a fixed scenario.",
+        cmd_bench,
+        "  dvfslab bench\n  dvfslab bench --seconds 10 --json",
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="simulated seconds to run (default 1)",
+    )
+    _add_json_flag(p)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    duration_ns(args.seconds, "--seconds")
+    platform_json, _ = load_platform(BENCH_PLATFORM)
+    bench = json.loads(_core.bench(platform_json, args.seconds))
+    if args.json:
+        _print_json(bench)
+        return 0
+    print_fields(
+        [
+            ("scenario", bench["scenario"]),
+            ("simulated", f"{bench['sim_time_s']:g} s, {bench['events']:,} events"),
+            ("wall time", fmt_seconds(bench["wall_time_s"])),
+            (
+                "speed",
+                f"{fmt_number(bench['events_per_s'])} events/s, "
+                f"{fmt_number(bench['sim_cpu_s_per_wall_s'])} simulated CPU-s per wall-s",
+            ),
+        ]
+    )
+    return 0
+
+
+# -- human views -----------------------------------------------------------------------------
+
+
+def _show_platform(info: dict[str, Any]) -> None:
+    print(f"{info['id']}: {info['name']}")
+    print(info["description"])
+    print()
+    print_fields(
+        [
+            (key, value)
+            for key, value in info.items()
+            if key not in ("id", "name", "description") and not isinstance(value, (dict, list))
+        ]
+    )
+    print()
+    print_table(
+        ["cpus", "cluster", "capacity", "min MHz", "base MHz", "max MHz"],
+        [
+            (
+                _cpu_ranges(p["cpus"]),
+                p.get("cluster", "-"),
+                p.get("capacity", "-"),
+                _mhz(p["min_khz"]),
+                _mhz(p["base_khz"]),
+                _mhz(p["max_khz"]),
+            )
+            for p in info["policies"]
+        ],
+        right={"capacity", "min MHz", "base MHz", "max MHz"},
+        title="cpufreq policies",
+    )
+
+
+def _show_parameters(kind: str, parameters: list[dict[str, Any]]) -> None:
+    if parameters:
+        print_table(
+            [kind, "unit", "default", "description"],
+            [
+                (p["name"], p["unit"] or "", _json_value(p["default"]), p["description"])
+                for p in parameters
+            ],
+        )
+
+
+def _show_run(result: SimResult) -> None:
+    metric = result.metric
+    print(f"{result.platform}, {result.governor}, {result.workload}, seed {result.seed}")
+    print(
+        f"simulated {result.sim_time_s:g} s in {fmt_seconds(result.wall_time_s)} "
+        f"({result.events:,} events)"
+    )
+    print()
+    fields: list[tuple[str, object]] = [
+        (metric.name, f"{fmt_number(metric.value, 6)} {metric.unit} ({metric.better} is better)"),
+        ("energy", f"{fmt_number(result.energy_j)} J"),
+        ("avg package power", f"{fmt_number(result.avg_package_w)} W"),
+    ]
+    fields += [
+        (
+            f"  package {pkg['package']}",
+            f"{fmt_number(pkg['avg_w'])} W, {fmt_number(pkg['energy_j'])} J "
+            f"(uncore {fmt_number(pkg['uncore_energy_j'])} J, "
+            f"RAPL {fmt_number(pkg['rapl_energy_j'])} J)",
+        )
+        for pkg in result.packages
+    ]
+    print_fields(fields)
+    print()
+    print_table(
+        ["cpu", "busy %", "avg MHz", "util_avg max", "energy J", "idle mostly in"],
+        [
+            (
+                row["cpu"],
+                f"{row['busy_pct']:.1f}",
+                _mhz(row["avg_freq_khz"]),
+                row["util_avg_max"],
+                fmt_number(row["energy_j"]),
+                _longest(row["time_in_idle_state"]),
+            )
+            for row in result.per_cpu
+        ],
+        right={"cpu", "busy %", "avg MHz", "util_avg max", "energy J"},
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _command(
+    commands: Any,
+    name: str,
+    summary: str,
+    handler: Callable[[argparse.Namespace], int],
+    examples: str,
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _add_json_flag(parser: argparse.ArgumentParser, text: str = "print JSON") -> None:
+    parser.add_argument("--json", action="store_true", help=text)
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, indent=2))
+
+
+def _json_value(value: object) -> str:
+    """A default as a user would type it: 2000 rather than 2000.0, "-" for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _mhz(khz: float) -> str:
+    return f"{khz / 1000:.0f}" if khz else "-"
+
+
+def _longest(seconds_by_name: dict[str, float]) -> str:
+    """The name with the most seconds, "-" if none has any."""
+    name, seconds = max(seconds_by_name.items(), key=lambda item: item[1], default=("-", 0.0))
+    return name if seconds > 0 else "-"
+
+
+def _cpu_ranges(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 8] -> "0-3,8", as the kernel prints CPU lists."""
+    spans: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if spans and cpu == spans[-1][1] + 1:
+            spans[-1][1] = cpu
+        else:
+            spans.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _describe_error(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _fail_quietly_on_closed_stdout() -> int:
+    """The reader went away (`dvfslab ... | head`): stop, and let nothing flush into the pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_ERROR

@@ -1,0 +1,85 @@
+"""Platform presets: the shipped ones by id, any preset file by path.
+
+The shipped presets are `dvfslab/data/platforms/<id>.json`; the format is docs/platform-format.md.
+The simulator validates a preset's fields; this module finds the text and makes sure it is JSON,
+so that a syntax error is reported with its file and line before the simulator sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Union
+
+from dvfslab import _core
+from dvfslab._core import ConfigError
+
+PlatformRef = Union[str, "os.PathLike[str]"]
+"""A shipped preset's id ("pixel6") or the path of a preset file ("./my-box.json")."""
+
+
+def preset_ids() -> list[str]:
+    """The ids of the shipped presets, sorted."""
+    directory = resources.files("dvfslab") / "data" / "platforms"
+    if not directory.is_dir():
+        return []
+    return sorted(
+        entry.name[: -len(".json")] for entry in directory.iterdir() if entry.name.endswith(".json")
+    )
+
+
+def load_platform(platform: PlatformRef) -> tuple[str, str]:
+    """Return (preset JSON text, source), where source names the preset in error messages.
+
+    A string ending in ".json" or containing a path separator is a path; otherwise a shipped
+    preset id, and failing that an existing file.
+    """
+    if isinstance(platform, os.PathLike):
+        return _read_preset_file(Path(platform))
+    if not isinstance(platform, str):
+        raise TypeError(f"platform must be a preset id or a path (got {type(platform).__name__})")
+    if _looks_like_path(platform):
+        return _read_preset_file(Path(platform))
+    if platform in preset_ids():
+        preset = resources.files("dvfslab") / "data" / "platforms" / f"{platform}.json"
+        return preset.read_text(encoding="utf-8"), platform
+    if Path(platform).is_file():
+        return _read_preset_file(Path(platform))
+    known = ", ".join(preset_ids()) or "none shipped"
+    raise ConfigError(f"unknown platform {platform!r} (known: {known})")
+
+
+def describe_platform(platform: PlatformRef) -> dict[str, Any]:
+    """What the simulator makes of a preset: id, name, description, CPU counts, policies, ..."""
+    info: dict[str, Any] = json.loads(_core.describe_platform(*load_platform(platform)))
+    return info
+
+
+def list_platforms() -> list[dict[str, Any]]:
+    """Every shipped preset, described: [{"id", "description", "cpus", "policies", ...}]."""
+    return [describe_platform(preset_id) for preset_id in preset_ids()]
+
+
+def _looks_like_path(text: str) -> bool:
+    separators = [sep for sep in (os.sep, os.altsep) if sep]
+    return text.endswith(".json") or any(sep in text for sep in separators)
+
+
+def _read_preset_file(path: Path) -> tuple[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"platform file {path} does not exist") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start} cannot be decoded)") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read platform file {path}: {e.strerror or e}") from None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
+    return text, str(path)

@@ -1,0 +1,104 @@
+"""The Python facade: `simulate`, `SimResult`, `list_platforms`, `__version__`."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+
+import pytest
+
+import dvfslab
+from dvfslab import DvfsError, Metric, SimResult
+
+SMALL = "juno-r2"
+
+
+@pytest.fixture(scope="module")
+def result() -> SimResult:
+    return dvfslab.simulate(SMALL, "performance", "cpu-bound:threads=2", duration_s=0.2, seed=3)
+
+
+def test_list_platforms_partitions_each_platforms_cpus_into_policies(presets):
+    platforms = dvfslab.list_platforms()
+    assert [p["id"] for p in platforms] == sorted(presets.ids)
+    for platform in platforms:
+        cpus = sorted(cpu for policy in platform["policies"] for cpu in policy["cpus"])
+        assert cpus == list(range(platform["cpus"])), platform["id"]
+        for policy in platform["policies"]:
+            assert policy["min_khz"] <= policy["base_khz"] <= policy["max_khz"]
+
+
+def test_simulate_accepts_a_path_as_well_as_an_id(presets, result):
+    by_path = dvfslab.simulate(
+        presets.path(SMALL), "performance", "cpu-bound:threads=2", duration_s=0.2, seed=3
+    )
+    assert by_path.platform == result.platform
+    assert by_path.energy_j == result.energy_j
+
+
+def test_result_attributes_mirror_the_result_json(result):
+    summary = json.loads(result.to_json())
+    assert result.to_dict() == summary
+    assert (result.platform, result.governor, result.workload, result.seed) == (
+        SMALL,
+        "performance",
+        "cpu-bound:threads=2",
+        3,
+    )
+    assert result.metric == Metric(**summary["metric"])
+    assert result.energy_j == summary["energy_j"]
+    assert result.avg_package_w == summary["avg_package_w"]
+    assert result.packages == summary["packages"]
+    assert result.sim_time_s == pytest.approx(0.2)
+    assert result.events == summary["events"]
+    assert result.per_cpu == summary["per_cpu"]
+    assert not result.has_timeline
+
+
+def test_metric_is_frozen(result):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.metric.value = 0.0  # type: ignore[misc]
+
+
+def test_a_saved_result_loads_back(result):
+    again = SimResult(result.to_json())
+    assert again.to_dict() == result.to_dict()
+    assert again.metric == result.metric
+
+
+def test_summary_frame_has_one_row_per_cpu(result):
+    frame = result.df_cpus_summary()
+    assert list(frame["cpu"]) == list(range(6))
+    assert {"busy_pct", "avg_freq_khz", "util_avg_max", "energy_j"} <= set(frame.columns)
+    assert frame["energy_j"].sum() == pytest.approx(sum(r["energy_j"] for r in result.per_cpu))
+
+
+def test_residency_frames_match_the_per_cpu_dicts(result):
+    in_freq = result.df_cpus_time_in_freq()
+    assert list(in_freq.columns) == ["cpu", "freq_khz", "time_s"]
+    for row in result.per_cpu:
+        mine = in_freq[in_freq["cpu"] == row["cpu"]]
+        assert dict(zip(mine["freq_khz"].map(str), mine["time_s"])) == row["time_in_freq"]
+
+    in_idle = result.df_cpus_time_in_idle_state()
+    assert list(in_idle.columns) == ["cpu", "state", "time_s"]
+    assert in_idle["time_s"].sum() == pytest.approx(
+        sum(sum(row["time_in_idle_state"].values()) for row in result.per_cpu)
+    )
+
+
+@pytest.mark.parametrize("frame", ["df_cpus_frequency", "df_cpus_util", "df_cpus_idle"])
+def test_timelines_need_timeline_true(result, frame):
+    with pytest.raises(DvfsError, match="timeline=True"):
+        getattr(result, frame)()
+
+
+def test_write_timeline_needs_timeline_true(result, tmp_path):
+    with pytest.raises(DvfsError, match="timeline=True"):
+        result.write_timeline(tmp_path / "t.parquet")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version_is_the_installed_distributions():
+    assert dvfslab.__version__ == importlib.metadata.version("dvfslab")

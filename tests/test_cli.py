@@ -1,0 +1,212 @@
+"""The `dvfslab` command end to end: listings, `run --json`, `--timeline`, `bench`, help."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import dvfslab
+
+SMALL = "skylake-e3-1240v5"
+RESULT_KEYS = {
+    "schema",
+    "platform",
+    "governor",
+    "workload",
+    "seed",
+    "metric",
+    "energy_j",
+    "avg_package_w",
+    "packages",
+    "sim_time_s",
+    "wall_time_s",
+    "events",
+    "per_cpu",
+}
+METRIC_KEYS = {"name", "value", "unit", "better"}
+PACKAGE_KEYS = {"package", "energy_j", "avg_w", "rapl_energy_j", "uncore_energy_j"}
+PER_CPU_KEYS = {
+    "cpu",
+    "busy_pct",
+    "avg_freq_khz",
+    "util_avg_max",
+    "energy_j",
+    "time_in_freq",
+    "time_in_idle_state",
+}
+TIMELINE_COLUMNS = ["time_ns", "time_s", "cpu", "signal", "value", "state"]
+
+
+def cpu_count(platform_id: str) -> int:
+    return next(p["cpus"] for p in dvfslab.list_platforms() if p["id"] == platform_id)
+
+
+def test_platforms_lists_every_shipped_preset(cli, presets):
+    run = cli("platforms")
+    assert run.code == 0, run.stderr
+    listed = {line.split()[0] for line in run.stdout.splitlines()[1:] if line.strip()}
+    assert listed == set(presets.ids)
+
+
+def test_platforms_json_describes_every_preset(cli, presets):
+    run = cli("platforms", "--json")
+    assert run.code == 0, run.stderr
+    platforms = json.loads(run.stdout)
+    assert sorted(p["id"] for p in platforms) == sorted(presets.ids)
+    assert all(p["cpus"] > 0 and p["description"] for p in platforms)
+
+
+def test_platforms_name_describes_one_preset(cli):
+    human = cli("platforms", "pixel6")
+    assert human.code == 0, human.stderr
+    assert human.stdout.startswith("pixel6: ")
+    assert "cpufreq policies" in human.stdout
+
+    as_json = cli("platforms", "pixel6", "--json")
+    assert as_json.code == 0, as_json.stderr
+    info = json.loads(as_json.stdout)
+    assert (info["id"], info["cpus"]) == ("pixel6", 8)
+
+
+def test_governors_json_lists_the_generic_governors_with_their_tunables(cli):
+    run = cli("governors", "--json")
+    assert run.code == 0, run.stderr
+    governors = {g["name"]: g for g in json.loads(run.stdout)}
+    assert {"performance", "powersave", "userspace"} <= governors.keys()
+    for governor in governors.values():
+        assert governor["description"]
+        for tunable in governor["tunables"]:
+            assert {"name", "unit", "default", "description"} <= tunable.keys()
+    assert "scaling_setspeed" in {t["name"] for t in governors["userspace"]["tunables"]}
+
+
+def test_governors_human_view_shows_tunables(cli):
+    run = cli("governors")
+    assert run.code == 0, run.stderr
+    assert "userspace" in run.stdout
+    assert "scaling_setspeed" in run.stdout
+
+
+def test_workloads_json_lists_metrics_and_knobs(cli):
+    run = cli("workloads", "--json")
+    assert run.code == 0, run.stderr
+    workloads = {w["name"]: w for w in json.loads(run.stdout)}
+    assert {"cpu-bound", "periodic"} <= workloads.keys()
+    for workload in workloads.values():
+        assert workload["better"] in ("higher", "lower")
+        assert workload["metric"]
+        assert workload["unit"] is not None
+    knobs = {k["name"] for k in workloads["periodic"]["knobs"]}
+    assert {"threads", "run_us", "period_us", "jitter_pct"} <= knobs
+
+
+def test_run_json_prints_the_documented_result(cli):
+    run = cli(
+        "run",
+        "-p",
+        SMALL,
+        "-g",
+        "performance",
+        "-w",
+        "cpu-bound:threads=2",
+        "--duration",
+        "0.2",
+        "--json",
+    )
+    assert run.code == 0, run.stderr
+    assert run.stdout.count("\n") == 1, "--json prints exactly one JSON object on one line"
+    result = json.loads(run.stdout)
+
+    assert not RESULT_KEYS - set(result), "missing keys"
+    assert result["schema"] == "dvfslab-run/1"
+    assert (result["platform"], result["governor"], result["seed"]) == (SMALL, "performance", 0)
+    assert result["workload"] == "cpu-bound:threads=2"
+    assert set(result["metric"]) == METRIC_KEYS
+    assert result["metric"]["better"] in ("higher", "lower")
+    assert result["sim_time_s"] == pytest.approx(0.2)
+    assert result["events"] > 0
+    assert len(result["packages"]) == 1
+    assert not PACKAGE_KEYS - set(result["packages"][0]), "missing keys"
+    assert len(result["per_cpu"]) == cpu_count(SMALL)
+    assert [row["cpu"] for row in result["per_cpu"]] == list(range(cpu_count(SMALL)))
+    for row in result["per_cpu"]:
+        assert not PER_CPU_KEYS - set(row), "missing keys"
+        assert 0 <= row["busy_pct"] <= 100
+
+
+def test_run_prints_a_readable_summary(cli):
+    run = cli(
+        "run", "-p", SMALL, "-g", "powersave", "-w", "cpu-bound:threads=1", "--duration", "0.2"
+    )
+    assert run.code == 0, run.stderr
+    assert "is better" in run.stdout
+    assert "avg package power" in run.stdout
+    assert "package 0" in run.stdout
+    per_cpu_rows = [line for line in run.stdout.splitlines() if line.split()[:1] == ["7"]]
+    assert per_cpu_rows, "the per-CPU table has a row for the last CPU"
+
+
+def test_run_timeline_writes_a_parquet_file(cli, tmp_path):
+    out = tmp_path / "out.parquet"
+    run = cli(
+        "run",
+        "-p",
+        SMALL,
+        "-g",
+        "performance",
+        "-w",
+        "cpu-bound:threads=2",
+        "--duration",
+        "0.2",
+        "--timeline",
+        str(out),
+        "--json",
+    )
+    assert run.code == 0, run.stderr
+    json.loads(run.stdout)  # the JSON is still the only thing on stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"], "no temp file left"
+
+    table = pd.read_parquet(out)
+    assert list(table.columns) == TIMELINE_COLUMNS
+    assert set(table["signal"]) == {"frequency", "util", "idle"}
+    idle = table["signal"] == "idle"
+    assert table.loc[idle, "state"].notna().all()
+    assert table.loc[~idle, "state"].isna().all()
+    assert table.loc[~idle, "value"].notna().all()
+    assert table["time_ns"].is_monotonic_increasing
+    assert (table["time_s"] == table["time_ns"] / 1e9).all()
+    assert set(table["cpu"]) <= set(range(cpu_count(SMALL)))
+
+
+def test_bench_reports_speed(cli):
+    run = cli("bench", "--seconds", "0.1", "--json")
+    assert run.code == 0, run.stderr
+    bench = json.loads(run.stdout)
+    expected = {
+        "scenario",
+        "events",
+        "sim_time_s",
+        "wall_time_s",
+        "events_per_s",
+        "sim_cpu_s_per_wall_s",
+    }
+    assert expected <= bench.keys()
+    assert bench["sim_time_s"] == pytest.approx(0.1, rel=0.01)
+    assert bench["events"] > 0
+    assert bench["events_per_s"] > 0
+
+
+@pytest.mark.parametrize("command", ["platforms", "governors", "workloads", "run", "bench"])
+def test_every_command_has_help_with_examples(cli, command):
+    run = cli(command, "--help")
+    assert run.code == 0, run.stderr
+    assert "examples:" in run.stdout
+    assert f"dvfslab {command}" in run.stdout.split("examples:", 1)[1]
+
+
+def test_version_matches_the_package(cli):
+    run = cli("--version")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == f"dvfslab {dvfslab.__version__}"

@@ -1,0 +1,150 @@
+"""Bad input: one `error:` line naming what is wrong, exit status 1, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import dvfslab
+from dvfslab import ConfigError, DvfsError
+
+SMALL = "skylake-e3-1240v5"
+
+
+def run_args(platform=SMALL, governor="performance", workload="cpu-bound:threads=1", *extra):
+    return ["run", "-p", str(platform), "-g", governor, "-w", workload, "--duration", "0.1", *extra]
+
+
+def assert_one_line_error(run, expected):
+    assert run.code == 1, (run.stdout, run.stderr)
+    assert "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: ")
+    assert run.stderr.count("error:") == 1
+    assert run.stdout == ""
+    for text in expected:
+        assert text in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            run_args("no-such-box"),
+            ["unknown platform 'no-such-box'", SMALL],
+            id="unknown platform",
+        ),
+        pytest.param(run_args(SMALL, "warpdrive"), ["warpdrive"], id="unknown governor"),
+        pytest.param(run_args(SMALL, "performance:foo=1"), ["foo"], id="unknown tunable"),
+        pytest.param(
+            run_args(SMALL, "performance", "bogo-load"), ["bogo-load"], id="unknown workload"
+        ),
+        pytest.param(
+            run_args(SMALL, "performance", "cpu-bound:nosuch=3"),
+            ["nosuch"],
+            id="unknown workload knob",
+        ),
+        pytest.param(
+            run_args(SMALL, "performance", "cpu-bound", "--duration", "-1"),
+            ["--duration", "> 0"],
+            id="negative duration",
+        ),
+        pytest.param(
+            run_args(SMALL, "performance", "cpu-bound", "--seed", "abc"),
+            ["--seed"],
+            id="non-numeric seed",
+        ),
+        pytest.param(
+            run_args(SMALL, "performance", "cpu-bound", "--seed", "-1"),
+            ["--seed"],
+            id="negative seed",
+        ),
+        pytest.param(
+            ["run", "-g", "performance", "-w", "cpu-bound"],
+            ["-p/--platform"],
+            id="missing --platform",
+        ),
+        pytest.param([], ["COMMAND"], id="no command"),
+        pytest.param(["frobnicate"], ["frobnicate"], id="unknown command"),
+        pytest.param(
+            ["platforms", "no-such-box"],
+            ["unknown platform 'no-such-box'"],
+            id="describe unknown platform",
+        ),
+    ],
+)
+def test_cli_reports_bad_input_in_one_line(cli, args, expected):
+    assert_one_line_error(cli(*args), expected)
+
+
+def test_cli_names_the_file_and_line_of_malformed_platform_json(cli, tmp_path):
+    path = tmp_path / "broken-box.json"
+    path.write_text('{\n  "id": "broken-box",\n  "topology": {,\n}\n', encoding="utf-8")
+    assert_one_line_error(cli(*run_args(path)), ["broken-box.json", "line 3"])
+
+
+def test_cli_names_a_missing_platform_file(cli, tmp_path):
+    assert_one_line_error(cli(*run_args(tmp_path / "missing.json")), ["missing.json"])
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        pytest.param(lambda doc: doc.update(turbo_magic=1), "turbo_magic", id="top level"),
+        pytest.param(lambda doc: doc["topology"].update(smt_wdith=2), "smt_wdith", id="nested"),
+    ],
+)
+def test_cli_names_an_unknown_platform_field(cli, presets, tmp_path, edit, field):
+    path = presets.write_edited(SMALL, tmp_path, edit)
+    assert_one_line_error(cli(*run_args(path)), [field])
+
+
+def test_cli_refuses_a_timeline_into_a_missing_directory(cli, tmp_path):
+    target = tmp_path / "no-such-dir" / "t.parquet"
+    run = cli(*run_args(SMALL, "performance", "cpu-bound", "--timeline", str(target)))
+    assert_one_line_error(run, ["--timeline", "no-such-dir"])
+
+
+def test_simulate_rejects_a_non_positive_duration():
+    with pytest.raises(ConfigError) as excinfo:
+        dvfslab.simulate(SMALL, "performance", "cpu-bound", duration_s=-1)
+    assert str(excinfo.value) == "duration_s must be > 0 (got -1)"
+    assert isinstance(excinfo.value, ValueError)
+    assert isinstance(excinfo.value, DvfsError)
+
+
+@pytest.mark.parametrize("duration_s", [0, math.nan, math.inf, "1"])
+def test_simulate_rejects_durations_that_are_not_positive_finite_numbers(duration_s):
+    with pytest.raises(ConfigError, match="duration_s"):
+        dvfslab.simulate(SMALL, "performance", "cpu-bound", duration_s=duration_s)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, True])
+def test_simulate_rejects_seeds_outside_u64(seed):
+    with pytest.raises(ConfigError, match="seed"):
+        dvfslab.simulate(SMALL, "performance", "cpu-bound", duration_s=0.1, seed=seed)
+
+
+def test_unknown_platform_lists_the_known_ones(presets):
+    with pytest.raises(ConfigError) as excinfo:
+        dvfslab.simulate("no-such-box", "performance", "cpu-bound", duration_s=0.1)
+    known = ", ".join(sorted(presets.ids))
+    assert str(excinfo.value) == f"unknown platform 'no-such-box' (known: {known})"
+
+
+def test_malformed_platform_file_names_file_and_line(tmp_path):
+    path = tmp_path / "box.json"
+    path.write_text('{"id": "box",\n"topology": oops}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"box\.json.*line 2"):
+        dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
+
+
+def test_simulator_config_errors_are_value_errors(presets, tmp_path):
+    path = presets.write_edited(SMALL, tmp_path, lambda doc: doc.update(turbo_magic=1))
+    with pytest.raises(ValueError, match="turbo_magic"):
+        dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
+    with pytest.raises(ConfigError, match="foo"):
+        dvfslab.simulate(SMALL, "performance:foo=1", "cpu-bound", duration_s=0.1)
+    # The edited file itself is still valid JSON: the simulator, not the loader, refused it.
+    json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,63 @@
+"""What the fixed-frequency governors make the hardware do (Haswell-EP, 2 x 12 cores).
+
+Haswell-EP turbo bins (published): 1-2 active cores 3.1 GHz, ..., 6-12 active cores 2.6 GHz;
+P-states 1.2 GHz .. 2.3 GHz base in 100 MHz steps. CPUs n and n+24 are SMT siblings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import dvfslab
+
+HASWELL = "haswell-e5-2670v3-2s"
+CORES = 24
+
+
+def busy_cpus(result, threshold_pct: float = 90.0) -> list[dict]:
+    return [row for row in result.per_cpu if row["busy_pct"] > threshold_pct]
+
+
+def share_at(row: dict, khz: int) -> float:
+    total = sum(row["time_in_freq"].values())
+    return row["time_in_freq"].get(str(khz), 0.0) / total if total else 1.0
+
+
+def test_performance_runs_one_busy_core_at_the_one_core_turbo_bin():
+    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=1", duration_s=0.5)
+    [busy] = busy_cpus(result)
+    assert busy["avg_freq_khz"] == pytest.approx(3_100_000, rel=0.01)
+    assert share_at(busy, 3_100_000) > 0.95
+
+
+def test_performance_runs_a_full_machine_at_the_all_core_turbo_bin():
+    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=24", duration_s=0.5)
+    busy = busy_cpus(result)
+    assert len(busy) == CORES
+    assert len({row["cpu"] % CORES for row in busy}) == CORES, "one thread per core"
+    for row in busy:
+        assert row["avg_freq_khz"] == pytest.approx(2_600_000, rel=0.01), row["cpu"]
+        assert share_at(row, 2_600_000) > 0.95, row["cpu"]
+
+
+def test_powersave_keeps_every_cpu_at_the_minimum():
+    result = dvfslab.simulate(HASWELL, "powersave", "cpu-bound:threads=1", duration_s=0.5)
+    [busy] = busy_cpus(result)
+    assert busy["avg_freq_khz"] == pytest.approx(1_200_000, rel=0.01)
+    for row in result.per_cpu:
+        assert share_at(row, 1_200_000) > 0.99, row["cpu"]
+
+
+def test_userspace_runs_at_scaling_setspeed():
+    governor = "userspace:scaling_setspeed=1800000"
+    result = dvfslab.simulate(HASWELL, governor, "cpu-bound:threads=1", duration_s=0.5)
+    [busy] = busy_cpus(result)
+    assert busy["avg_freq_khz"] == pytest.approx(1_800_000, rel=0.01)
+    assert share_at(busy, 1_800_000) > 0.95
+
+
+def test_a_busy_cpu_util_avg_approaches_full_scale():
+    # 0.5 s is ~15 PELT half-lives: a CPU busy all along at its top frequency nears 1024.
+    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=1", duration_s=0.5)
+    [busy] = busy_cpus(result)
+    assert 900 < busy["util_avg_max"] <= 1024
