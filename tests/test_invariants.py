@@ -13,7 +13,9 @@ import pytest
 import dvfslab
 
 LIGHT_LOAD = "cpu-bound:threads=2"
-each_governor = pytest.mark.parametrize("governor", ["performance", "powersave"])
+each_governor = pytest.mark.parametrize(
+    "governor", ["performance", "powersave", "schedutil", "schedutil:invariant=0,kernel=5.9"]
+)
 
 
 @cache

@@ -101,6 +101,16 @@ impl Driver {
         })
     }
 
+    /// The `transition_delay_us` the driver sets itself, which becomes schedutil's default
+    /// rate limit: intel_cpufreq asks for 500 µs (it would be 5000 µs with HWP in passive mode,
+    /// which the model does not run).
+    pub fn transition_delay_us(self) -> Option<u64> {
+        match self {
+            Driver::IntelCpufreq => Some(500),
+            _ => None,
+        }
+    }
+
     /// `cpuinfo.transition_latency` as this driver reports it (None = unknown).
     pub fn transition_latency_ns(self, plat: &Platform, cluster: usize) -> Option<u64> {
         plat.transition_latency_ns(cluster, self.name())

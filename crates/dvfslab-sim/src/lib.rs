@@ -28,6 +28,7 @@ pub mod error;
 pub mod governor;
 mod hw;
 pub mod invariance;
+pub mod kernel;
 pub mod observe;
 pub mod pelt;
 pub mod platform;

@@ -298,6 +298,20 @@ pub fn approximate_runtime_periods(util: u64) -> u64 {
     periods
 }
 
+/// Ramp-up time from 0 to `util` in steps of one wall-clock period (≈ 1 ms) with the PELT
+/// multiplier's shift `lshift` (0, 1, 2): each step accumulates `1024 << lshift` PELT units.
+pub fn approximate_runtime_steps(util: u64, lshift: u32) -> u64 {
+    let target = util.min(SCHED_CAPACITY_SCALE);
+    let mut sa = SchedAvg::default();
+    let mut steps = 0;
+    while sa.util_avg < target {
+        sa.accumulate(SCHED_CAPACITY_SCALE << lshift, 1, 0, true);
+        sa.refresh(1);
+        steps += 1;
+    }
+    steps
+}
+
 /// util reached after running `delta_us` from `util` (approximate_util_avg, §8.2)
 ///
 /// `delta_us` is fed to the accumulator as PELT time units (1024 ns), as the patch does. The

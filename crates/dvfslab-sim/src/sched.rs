@@ -499,6 +499,7 @@ impl Sim {
         self.sync_counters(cpu);
         let state = self.select_idle_state(cpu);
         let c = &mut self.cpus[cpu];
+        c.idle_calls += 1;
         c.idle_state = Some(state);
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;

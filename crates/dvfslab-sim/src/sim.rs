@@ -72,6 +72,8 @@ pub(crate) struct Cpu {
     pub freq_ns: BTreeMap<u32, u64>,
     pub freq_since: TimeNs,
     pub util_avg_max: u64,
+    /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
+    pub idle_calls: u64,
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -127,6 +129,7 @@ pub struct Sim {
     pub(crate) freq_ratio: Vec<u64>,
     /// PELT time shift: 10 - log2(multiplier).
     pub(crate) pelt_shift: u32,
+    pub(crate) kernel: crate::kernel::KernelVersion,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -173,6 +176,10 @@ impl Sim {
             hz => hz,
         };
         let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"))?;
+        let kernel = match gov_cfg.text_value("kernel") {
+            Some(v) => crate::kernel::KernelVersion::parse(v)?,
+            None => crate::kernel::KernelVersion::DEFAULT,
+        };
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -211,6 +218,7 @@ impl Sim {
                 freq_ns: BTreeMap::new(),
                 freq_since: 0,
                 util_avg_max: 0,
+                idle_calls: 0,
             })
             .collect();
         let cores = plat
@@ -266,6 +274,7 @@ impl Sim {
             invariant: gov_cfg.values.get("invariant") != 0.0,
             freq_ratio,
             pelt_shift: 10 - multiplier.trailing_zeros(),
+            kernel,
             cpus,
             cores,
             domains,
@@ -415,6 +424,26 @@ impl PolicyCtx<'_> {
     pub fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
         let c = &self.sim.cpus[cpu];
         (self.sim.cpu_util_avg_now(cpu), c.util_est_sum, self.sim.plat.cpus[cpu].cap_orig)
+    }
+    /// The root cfs_rq runnable_avg of `cpu` (scaled by the number of runnable tasks).
+    pub fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
+        self.sim.cpus[cpu].avg.runnable_avg
+    }
+    /// How many times `cpu` has entered idle so far.
+    pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
+        self.sim.cpus[cpu].idle_calls
+    }
+    /// The kernel version whose behaviour is simulated.
+    pub fn kernel(&self) -> crate::kernel::KernelVersion {
+        self.sim.kernel
+    }
+    /// cpufreq's default transition delay for this policy: schedutil's default rate limit.
+    pub fn default_transition_delay_us(&self) -> u64 {
+        crate::kernel::default_transition_delay_us(
+            self.sim.kernel,
+            self.sim.driver.transition_delay_us(),
+            self.transition_latency_ns(),
+        )
     }
     /// Number of CFS tasks on `cpu` (running and waiting).
     pub fn cpu_nr_running(&self, cpu: usize) -> u64 {

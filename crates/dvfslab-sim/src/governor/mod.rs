@@ -5,8 +5,10 @@
 //! the frequency table, and it asks the driver for a frequency. Adding a governor means one
 //! file with an `INFO` and one line in [`REGISTRY`].
 
+mod margins;
 mod performance;
 mod powersave;
+mod schedutil;
 mod userspace;
 
 use crate::error::{Result, SimError};
@@ -58,7 +60,7 @@ pub struct GovernorInfo {
 }
 
 /// Every governor, by the name Linux gives it.
-pub const REGISTRY: &[&GovernorInfo] = &[&performance::INFO, &powersave::INFO, &userspace::INFO];
+pub const REGISTRY: &[&GovernorInfo] = &[&performance::INFO, &powersave::INFO, &schedutil::INFO, &userspace::INFO];
 
 /// Settings of the system around the governor, given in the same spec string because a
 /// published configuration names them together (`schedutil:invariant=0`).
@@ -71,6 +73,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
 /// System keys that take text rather than numbers, with what they mean.
 pub const SYSTEM_TEXT_KEYS: &[(&str, &str)] = &[
     ("freq_max", "invariance reference: 1c..Nc turbo bin, base, maxp, maxboost, midpoint, or kHz (default: 4c Intel, midpoint AMD, max elsewhere)"),
+    ("kernel", "kernel version whose behaviour to simulate, e.g. 5.9, 6.8, 6.12 (default 6.18)"),
     ("driver", "cpufreq driver: acpi-cpufreq, intel_cpufreq, intel_pstate, cpufreq-dt, scmi, powernv-cpufreq (default: the platform's)"),
 ];
 

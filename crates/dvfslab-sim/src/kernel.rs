@@ -1,0 +1,114 @@
+//! Kernel versions, for behaviour that changed over time (`kernel=6.8` in a governor spec),
+//! and the cpufreq core's default transition delay, which schedutil uses as its default
+//! `rate_limit_us` (cpufreq_policy_transition_delay_us, spec/algorithms.md §2.8 and A.4).
+
+use crate::error::{Result, SimError};
+
+/// A mainline version, compared as (major, minor): 5.10 comes after 5.9.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KernelVersion(pub u32, pub u32);
+
+impl KernelVersion {
+    /// The behaviour simulated when the spec does not say: the newest covered.
+    pub const DEFAULT: KernelVersion = KernelVersion(6, 18);
+
+    pub fn parse(text: &str) -> Result<KernelVersion> {
+        let bad =
+            || SimError::config("governor", "kernel", format!("expected a version such as 5.9 or 6.12, got '{text}'"));
+        let (major, minor) = text.trim().split_once('.').ok_or_else(bad)?;
+        let v = KernelVersion(major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
+        if v < KernelVersion(4, 7) {
+            return Err(SimError::config("governor", "kernel", format!("{text}: schedutil appeared in 4.7")));
+        }
+        Ok(v)
+    }
+}
+
+impl std::fmt::Display for KernelVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
+/// What `cpuinfo.transition_latency` reads when a driver cannot tell (CPUFREQ_ETERNAL, -1 as
+/// u32 ns), and what such drivers report since the 2025 fix (1 ms).
+const CPUFREQ_ETERNAL_NS: u64 = u32::MAX as u64;
+const DEFAULT_TRANSITION_LATENCY_NS: u64 = 1_000_000;
+
+/// Default `rate_limit_us` of schedutil: the driver's own `transition_delay_us` if it sets one
+/// (≥ 4.14), else a rule on the reported latency that changed over the years:
+///
+/// ```text
+///   4.7  – 4.13   1000 · lat                       (1000 µs if lat = 0)
+///   4.14 – 6.7    min(1000 · lat, 10 ms)
+///   6.8           min(1000 · lat, 2 ms)
+///   6.9  – 6.11   lat if lat > 2 ms, else min(1000 · lat, 2 ms)
+///   6.12 –        1.5 · lat                        (unknown latency: ETERNAL before 6.18, 1 ms after)
+/// ```
+/// `lat` in µs; `latency_ns` None means the driver reported none (CPUFREQ_ETERNAL).
+pub fn default_transition_delay_us(
+    kernel: KernelVersion,
+    driver_delay_us: Option<u64>,
+    latency_ns: Option<u64>,
+) -> u64 {
+    if let (Some(d), true) = (driver_delay_us, kernel >= KernelVersion(4, 14)) {
+        return d;
+    }
+    let latency_ns = match latency_ns {
+        Some(ns) => ns,
+        None if kernel >= KernelVersion(6, 18) => DEFAULT_TRANSITION_LATENCY_NS,
+        None => CPUFREQ_ETERNAL_NS,
+    };
+    let lat = latency_ns / 1000;
+    if lat == 0 {
+        return 1000;
+    }
+    if kernel < KernelVersion(4, 14) {
+        lat * 1000
+    } else if kernel < KernelVersion(6, 8) {
+        (lat * 1000).min(10_000)
+    } else if kernel < KernelVersion(6, 9) {
+        (lat * 1000).min(2000)
+    } else if kernel < KernelVersion(6, 12) {
+        if lat > 2000 {
+            lat
+        } else {
+            (lat * 1000).min(2000)
+        }
+    } else {
+        lat + lat / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(KernelVersion::parse("5.10").unwrap() > KernelVersion::parse("5.9").unwrap());
+        assert!(KernelVersion::parse("4.6").is_err());
+        assert!(KernelVersion::parse("six").is_err());
+    }
+
+    #[test]
+    fn rate_limit_defaults_of_the_spec() {
+        // B.3 item 14: acpi-cpufreq reporting 10 µs.
+        let lat = Some(10_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(5, 9), None, lat), 10_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 8), None, lat), 2_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 10), None, lat), 2_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 12), None, lat), 15);
+        // Pixel 6: clock-latency 500 µs -> 2 ms on 6.8-6.11, 750 µs on 6.12+.
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(500_000)), 2000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 12), None, Some(500_000)), 750);
+        // Juno: 1450 µs is below 2 ms, so 6.9 still caps the x1000 rule at 2 ms.
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(1_450_000)), 2000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(2_500_000)), 2500);
+        // intel_cpufreq sets its own delay.
+        assert_eq!(default_transition_delay_us(KernelVersion(5, 9), Some(500), Some(20_000)), 500);
+        // Unknown latency: 10 ms on 4.14-6.7, 1.5 ms once the 2025 fix reports 1 ms.
+        assert_eq!(default_transition_delay_us(KernelVersion(5, 9), None, None), 10_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 18), None, None), 1500);
+    }
+}
