@@ -41,11 +41,26 @@ class Timeline(TypedDict):
     util: UtilColumns
     idle: IdleColumns
 
+class ExplainColumns(TypedDict):
+    """One row per frequency decision; `inputs` holds one column per governor input name
+    (NaN where a decision did not have that input)."""
+
+    time_ns: list[int]
+    policy: list[int]
+    raw_khz: list[int]
+    resolved_khz: list[int]
+    min_khz: list[int]
+    max_khz: list[int]
+    hw_khz: list[int]
+    inputs: dict[str, list[float]]
+
 class SimulateOutput(TypedDict):
     result_json: str
     """The run's summary, schema "dvfslab-run/1"."""
     timeline: Timeline | None
     """Present only when asked for with `timeline=True`."""
+    explain: ExplainColumns | None
+    """Present only when asked for with `explain=True`."""
 
 def version() -> str: ...
 def simulate(
@@ -56,6 +71,7 @@ def simulate(
     duration_ns: int | None,
     seed: int,
     timeline: bool,
+    explain: bool = False,
 ) -> SimulateOutput:
     """Run one simulation.
 

@@ -26,6 +26,7 @@ def simulate(
     duration_s: float | None = None,
     seed: int = 0,
     timeline: bool = False,
+    explain: bool = False,
 ) -> SimResult:
     """Simulate `workload` on `platform` under `governor` and return what it cost and achieved.
 
@@ -36,6 +37,7 @@ def simulate(
     duration_s: simulated seconds; None runs the workload's own default duration
     seed:       the run's only source of randomness: same inputs and seed, same result
     timeline:   also record per-CPU frequency, util_avg and idle-state timelines
+    explain:    also record every frequency decision with its inputs (`df_decisions()`)
 
     Raises ConfigError (a ValueError) for bad input and SimulationError if the run fails.
     """
@@ -48,8 +50,9 @@ def simulate(
         duration_ns(duration_s),
         checked_seed(seed),
         bool(timeline),
+        bool(explain),
     )
-    return SimResult(output["result_json"], output["timeline"])
+    return SimResult(output["result_json"], output["timeline"], output["explain"])
 
 
 def duration_ns(duration_s: float | None, name: str = "duration_s") -> int | None:

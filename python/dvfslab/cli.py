@@ -230,6 +230,13 @@ def _add_run(commands: Any) -> None:
         metavar="FILE.parquet",
         help="also record per-CPU frequency, util_avg and idle timelines to FILE",
     )
+    p.add_argument(
+        "--explain",
+        nargs="?",
+        const="-",
+        metavar="FILE.csv",
+        help="record every frequency decision with its inputs: print them, or write them to FILE",
+    )
     _add_json_flag(p, "print the run's result JSON (schema dvfslab-run/1) and nothing else")
 
 
@@ -248,16 +255,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         seed=args.seed,
         timeline=timeline is not None,
+        explain=args.explain is not None,
     )
     if timeline is not None:
         result.write_timeline(timeline)
+    if args.explain not in (None, "-"):
+        result.df_decisions().to_csv(args.explain, index=False)
     if args.json:
         print(result.to_json())
         return 0
     _show_run(result)
     if timeline is not None:
         print(f"\ntimeline written to {timeline}")
+    if args.explain == "-":
+        _show_decisions(result)
+    elif args.explain is not None:
+        print(f"\ndecisions written to {args.explain}")
     return 0
+
+
+def _show_decisions(result: SimResult) -> None:
+    """The decision log as a readable table: when, which policy, the inputs, raw → table → hw."""
+    df = result.df_decisions()
+    print(f"\n{len(df)} frequency decisions")
+    if df.empty:
+        return
+    shown = df.copy()
+    shown.insert(0, "time_ms", (shown.pop("time_s") * 1e3).round(3))
+    for col in ("raw_khz", "resolved_khz", "min_khz", "max_khz", "hw_khz"):
+        shown[col.replace("_khz", "_mhz")] = (shown.pop(col) / 1000).round(1)
+    print(shown.to_string(index=False, na_rep="-"))
 
 
 def _add_bench(commands: Any) -> None:
@@ -271,9 +298,9 @@ def _add_bench(commands: Any) -> None:
     p.add_argument(
         "--seconds",
         type=float,
-        default=1.0,
+        default=60.0,
         metavar="S",
-        help="simulated seconds to run (default 1)",
+        help="simulated seconds to run (default 60)",
     )
     _add_json_flag(p)
 

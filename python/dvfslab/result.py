@@ -54,7 +54,12 @@ class SimResult:
     time_in_idle_state).
     """
 
-    def __init__(self, result_json: str, timeline: Timeline | None = None) -> None:
+    def __init__(
+        self,
+        result_json: str,
+        timeline: Timeline | None = None,
+        explain: dict[str, Any] | None = None,
+    ) -> None:
         self._json = result_json
         result = json.loads(result_json)
         if result.get("schema") != RESULT_SCHEMA:
@@ -65,6 +70,7 @@ class SimResult:
         # Indexed by signal name at run time, so seen as plain dicts from here on.
         self._timeline = cast("dict[str, dict[str, list[Any]]] | None", timeline)
         self._frames: dict[str, pd.DataFrame] = {}
+        self._explain = explain
 
         self.platform: str = result["platform"]
         self.governor: str = result["governor"]
@@ -132,6 +138,30 @@ class SimResult:
             for state, time_s in row["time_in_idle_state"].items()
         ]
         return pd.DataFrame(rows, columns=["cpu", "state", "time_s"])
+
+    # -- frequency decisions (recorded with explain=True) -----------------------------------
+
+    def df_decisions(self) -> pd.DataFrame:
+        """Every frequency decision: why each policy asked for what it asked.
+
+        Columns: time_s, policy, raw_khz (what the governor computed), resolved_khz (the table
+        entry within [min_khz, max_khz]), min_khz, max_khz, hw_khz (what the hardware runs once
+        the transition is done: turbo bins and power limit applied), then the governor's own
+        inputs (schedutil: cpu, util_avg, util_est, runnable_avg, util, iowait_boost, perf,
+        capacity, ref_khz, held_busy, rate_limit_us; other governors their own).
+        """
+        import pandas as pd
+
+        if self._explain is None:
+            raise DvfsError(
+                "no decisions were recorded: run with explain=True (CLI: dvfslab run ... --explain)"
+            )
+        e = self._explain
+        columns: dict[str, Any] = {"time_s": [t / NS_PER_S for t in e["time_ns"]]}
+        for name in ("policy", "raw_khz", "resolved_khz", "min_khz", "max_khz", "hw_khz"):
+            columns[name] = e[name]
+        columns.update(e["inputs"])
+        return pd.DataFrame(columns)
 
     # -- timelines (recorded with timeline=True) --------------------------------------------
 
