@@ -21,6 +21,8 @@ pub enum Event {
     FreqApply { domain: u32, token: u32 },
     /// A sampling governor's timer for `policy`.
     GovernorTimer { policy: u32, token: u32 },
+    /// An I/O submitted to device `dev` by `task` completes.
+    IoComplete { dev: u32, task: u32 },
     /// Periodic read of the RAPL counters, so wraps are seen.
     RaplSample,
     /// End of the simulated duration.

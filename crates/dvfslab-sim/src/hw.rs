@@ -305,6 +305,11 @@ impl Sim {
     /// `t(W) = W · ((1 - m)/f + m/f_base)`, scaled by the µarch capacity and the share of the
     /// core's throughput this SMT thread gets.
     fn cpu_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
+        if let Some(task) = self.cpus[cpu].curr {
+            if self.tasks[task].fixed_time {
+                return 1.0;
+            }
+        }
         let t = &self.plat.cpus[cpu];
         let cl = self.plat.cluster(t.cluster);
         let f = self.domains[t.domain].actual_khz as f64 * 1e-6;

@@ -29,6 +29,7 @@ pub mod governor;
 mod hw;
 pub mod invariance;
 pub mod kernel;
+mod objects;
 pub mod observe;
 pub mod pelt;
 pub mod platform;

@@ -9,6 +9,7 @@
 
 use crate::engine::Event;
 use crate::governor::UpdateFlags;
+use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
@@ -122,26 +123,44 @@ impl Sim {
         }
     }
 
-    /// A sleeping task's timer fired (or a new task starts): place it and enqueue it.
+    /// A sleeping task's timer fired (or a new task starts).
     pub(crate) fn timer_wake(&mut self, task: usize) {
-        if !self.tasks[task].placed {
-            let cpu = self.select_fork_cpu();
-            self.update_cpu_pelt(cpu);
-            let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
-            let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
-            let pelt_now = self.cpu_pelt_now(cpu);
-            let t = &mut self.tasks[task];
-            t.placed = true;
-            t.cpu = cpu;
-            t.avg.last_update_time = pelt_now;
-            t.avg.set_util(util);
-            t.avg.load_avg = t.weight;
-            self.cpus[cpu].avg.add_util(util);
-            self.enqueue(task, cpu, true);
+        if self.tasks[task].placed {
+            self.wake_task(task, None, UpdateFlags::default());
         } else {
-            let cpu = self.select_wake_cpu(task);
-            self.enqueue(task, cpu, true);
+            self.start_task(task);
         }
+    }
+
+    /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
+    /// capacity (post_init_entity_util_avg), and it is enqueued.
+    fn start_task(&mut self, task: usize) {
+        let cpu = self.select_fork_cpu();
+        self.update_cpu_pelt(cpu);
+        let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
+        let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
+        let pelt_now = self.cpu_pelt_now(cpu);
+        let t = &mut self.tasks[task];
+        t.placed = true;
+        t.cpu = cpu;
+        t.avg.last_update_time = pelt_now;
+        t.avg.set_util(util);
+        t.avg.load_avg = t.weight;
+        self.cpus[cpu].avg.add_util(util);
+        self.enqueue(task, cpu, true, UpdateFlags::default());
+    }
+
+    /// Wake a sleeping task: `waker` is the CPU of the task that woke it and whether that was
+    /// a synchronous wake-up (the waker is about to sleep); timers and I/O completions have no
+    /// waker. A pending timer of the task is cancelled.
+    pub(crate) fn wake_task(&mut self, task: usize, waker: Option<(usize, bool)>, flags: UpdateFlags) {
+        let t = &mut self.tasks[task];
+        if t.state != TaskState::Sleeping {
+            return;
+        }
+        t.timer_token = t.timer_token.wrapping_add(1);
+        let cpu = self.select_wake_cpu(task, waker);
+        self.enqueue(task, cpu, true, flags);
     }
 
     /// Fork balancing: the package, then the LLC, with the most idle CPUs; in it an idle core,
@@ -176,24 +195,42 @@ impl Sim {
             .find(|&c| self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s)))
     }
 
-    /// Wake-up placement (select_idle_sibling): the previous CPU if idle, else an idle core in
-    /// its LLC, else an idle CPU there, else the previous CPU.
-    fn select_wake_cpu(&self, task: usize) -> usize {
+    /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
+    /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
+    /// running only the waker, favour the waker); select_idle_sibling then takes the target if
+    /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
+    /// CPU, in the target's LLC, else the target.
+    fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let prev = self.tasks[task].cpu;
-        if self.cpu_is_idle(prev) {
+        let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
+        let target = match waker {
+            Some((w, _)) if self.cpu_is_idle(w) && same_llc(w, prev) => {
+                if self.cpu_is_idle(prev) {
+                    prev
+                } else {
+                    w
+                }
+            }
+            Some((w, true)) if self.nr_running(w) == 1 => w,
+            _ => prev,
+        };
+        if self.cpu_is_idle(target) {
+            return target;
+        }
+        if prev != target && same_llc(prev, target) && self.cpu_is_idle(prev) {
             return prev;
         }
-        let llc = &self.plat.llcs[self.plat.cpus[prev].llc];
-        if let Some(c) = self.find_idle_core(llc, prev) {
+        let llc = &self.plat.llcs[self.plat.cpus[target].llc];
+        if let Some(c) = self.find_idle_core(llc, target) {
             return c;
         }
-        let pos = llc.iter().position(|&c| c == prev).unwrap_or(0);
-        llc.iter().cycle().skip(pos).take(llc.len()).copied().find(|&c| self.cpu_is_idle(c)).unwrap_or(prev)
+        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
+        llc.iter().cycle().skip(pos).take(llc.len()).copied().find(|&c| self.cpu_is_idle(c)).unwrap_or(target)
     }
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
     /// run it if the CPU is idle, else check whether it preempts the current task.
-    fn enqueue(&mut self, task: usize, cpu: usize, wakeup: bool) {
+    fn enqueue(&mut self, task: usize, cpu: usize, wakeup: bool, flags: UpdateFlags) {
         let prev = self.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
@@ -227,7 +264,7 @@ impl Sim {
             self.waiting += 1;
             self.check_preempt_wakeup(cpu, task);
         }
-        self.cpufreq_update_util(cpu, UpdateFlags::default());
+        self.cpufreq_update_util(cpu, flags);
     }
 
     fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
@@ -325,60 +362,108 @@ impl Sim {
         self.run_program(cpu);
     }
 
-    /// Interpret the current task's program until it runs work, blocks or exits.
+    /// Interpret the current task's program until it runs work, blocks or exits. Operations
+    /// that wake other tasks may preempt this one; it then stops here and resumes at its next
+    /// operation when it runs again.
     fn run_program(&mut self, cpu: usize) {
-        use rand::Rng;
         let task = self.cpus[cpu].curr.expect("a current task");
         for _ in 0..MAX_INSTANT_STEPS {
+            if self.cpus[cpu].curr != Some(task) {
+                return;
+            }
             let now = self.q.now();
             let t = &mut self.tasks[task];
             let op = t.program[t.pc].clone();
+            t.pc += 1;
             match op {
                 Op::Run { cycles, mem_frac } => {
-                    let w = match cycles {
-                        crate::task::Amount::Fixed(v) => v,
-                        crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
-                    };
-                    let t = &mut self.tasks[task];
-                    t.pc += 1;
-                    if w <= 0.0 {
-                        continue;
+                    let w = self.draw(cycles);
+                    if w > 0.0 {
+                        let t = &mut self.tasks[task];
+                        t.work_left = w;
+                        t.work_submitted += w;
+                        t.mem_frac = mem_frac;
+                        t.fixed_time = false;
+                        self.start_segment(cpu);
+                        return;
                     }
-                    t.work_left = w;
-                    t.work_submitted += w;
-                    t.mem_frac = mem_frac;
-                    self.start_segment(cpu);
-                    return;
                 }
-                Op::Mark(Mark::Count(n)) => {
-                    let n = n as usize;
-                    if self.stats.counters.len() <= n {
-                        self.stats.counters.resize(n + 1, 0);
+                Op::RunFor { ns } => {
+                    let w = self.draw(ns).round();
+                    if w > 0.0 {
+                        let t = &mut self.tasks[task];
+                        t.work_left = w;
+                        t.fixed_time = true;
+                        self.start_segment(cpu);
+                        return;
                     }
-                    self.stats.counters[n] += 1;
-                    self.tasks[task].pc += 1;
                 }
-                Op::Mark(Mark::ActivationDone) => {
-                    let t = &mut self.tasks[task];
-                    self.stats.responses_ns.push(now - t.activation_ns);
-                    t.pc += 1;
-                }
-                Op::Jump { to } => t.pc = to,
+                Op::Mark(mark) => self.mark(task, mark),
+                Op::Jump { to } => self.tasks[task].pc = to,
                 Op::Sleep { ns } => {
-                    let d = match ns {
-                        crate::task::Amount::Fixed(v) => v,
-                        crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
-                    };
-                    self.tasks[task].pc += 1;
-                    self.block(cpu, now + d.max(0.0) as u64);
+                    let d = self.draw(ns).max(0.0) as u64;
+                    self.sleep_curr(cpu, Some(now + d));
                     return;
                 }
                 Op::WaitPeriod { period_ns } => {
+                    let t = &mut self.tasks[task];
                     let next = t.start_ns + ((now - t.start_ns) / period_ns + 1) * period_ns;
                     t.activation_ns = next;
-                    t.pc += 1;
-                    self.block(cpu, next);
+                    self.sleep_curr(cpu, Some(next));
                     return;
+                }
+                Op::Post { ch, sync } => self.channel_post(ch, cpu, sync),
+                Op::Wait { ch } => {
+                    if let Outcome::Sleep = self.channel_wait(ch, task) {
+                        self.sleep_curr(cpu, None);
+                        return;
+                    }
+                }
+                Op::Barrier { id, n } => {
+                    if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
+                        self.sleep_curr(cpu, None);
+                        return;
+                    }
+                }
+                Op::Lock { id } => {
+                    if let Outcome::Sleep = self.mutex_lock(id, task) {
+                        self.sleep_curr(cpu, None);
+                        return;
+                    }
+                }
+                Op::Unlock { id } => self.mutex_unlock(id, cpu),
+                Op::Io { dev, service_ns } => {
+                    let service = self.draw(service_ns).max(0.0) as u64;
+                    self.io_submit(dev, task, service);
+                    self.sleep_curr(cpu, None);
+                    return;
+                }
+                Op::Spawn { program, count } => {
+                    for _ in 0..count {
+                        let id = self.tasks.len();
+                        let prog = self.programs[program as usize].clone();
+                        let mut child =
+                            crate::task::Task::new(id, format!("{}-{id}", self.tasks[task].name), prog, now);
+                        child.parent = Some(task);
+                        child.cpu = cpu;
+                        self.tasks.push(child);
+                        self.tasks[task].live_children += 1;
+                        self.live_tasks += 1;
+                        self.start_task(id);
+                    }
+                }
+                Op::WaitChildren => {
+                    if self.tasks[task].live_children > 0 {
+                        self.tasks[task].waiting_children = true;
+                        self.sleep_curr(cpu, None);
+                        return;
+                    }
+                }
+                Op::Yield => {
+                    if !self.cpus[cpu].queue.is_empty() {
+                        self.preempt(cpu, None);
+                        return;
+                    }
                 }
                 Op::Exit => {
                     self.exit_task(cpu);
@@ -390,17 +475,57 @@ impl Sim {
         self.exit_task(cpu);
     }
 
-    /// Take the current task off the CPU: it sleeps until `wake_at`.
-    fn block(&mut self, cpu: usize, wake_at: u64) {
+    fn draw(&mut self, amount: crate::task::Amount) -> f64 {
+        use rand::Rng;
+        match amount {
+            crate::task::Amount::Fixed(v) => v,
+            crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
+        }
+    }
+
+    /// Record a progress mark for the workload's metric.
+    fn mark(&mut self, task: usize, mark: Mark) {
+        let now = self.q.now();
+        match mark {
+            Mark::Add { counter, amount } => {
+                let n = counter as usize;
+                if self.stats.counters.len() <= n {
+                    self.stats.counters.resize(n + 1, 0);
+                }
+                self.stats.counters[n] += amount;
+            }
+            Mark::ActivationDone => self.stats.responses_ns.push(now - self.tasks[task].activation_ns),
+            Mark::Start(slot) => {
+                let marks = &mut self.tasks[task].marks;
+                if marks.len() <= slot as usize {
+                    marks.resize(slot as usize + 1, 0);
+                }
+                marks[slot as usize] = now;
+            }
+            Mark::End(slot) => {
+                let start = self.tasks[task].marks.get(slot as usize).copied().unwrap_or(now);
+                let lat = &mut self.stats.latencies_ns;
+                if lat.len() <= slot as usize {
+                    lat.resize_with(slot as usize + 1, Vec::new);
+                }
+                lat[slot as usize].push(now - start);
+            }
+        }
+    }
+
+    /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
+    fn sleep_curr(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
         let cap = self.plat.cpus[cpu].cap_orig;
         let t = &mut self.tasks[task];
         t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
         t.state = TaskState::Sleeping;
         t.timer_token = t.timer_token.wrapping_add(1);
-        let token = t.timer_token;
-        self.q.push(wake_at, Event::TimerWake { task: task as u32, token });
-        self.cpus[cpu].timers.push(wake_at);
+        if let Some(at) = wake_at {
+            let token = t.timer_token;
+            self.q.push(at, Event::TimerWake { task: task as u32, token });
+            self.cpus[cpu].timers.push(at);
+        }
         self.pick_next(cpu);
         self.cpufreq_update_util(cpu, UpdateFlags::default());
     }
@@ -411,6 +536,15 @@ impl Sim {
         self.cpus[cpu].avg.remove_util(util);
         self.tasks[task].state = TaskState::Exited;
         self.live_tasks -= 1;
+        // The parent sleeping in wait4 is woken by the last child's exit (SIGCHLD, not sync).
+        if let Some(parent) = self.tasks[task].parent {
+            let p = &mut self.tasks[parent];
+            p.live_children -= 1;
+            if p.live_children == 0 && p.waiting_children {
+                p.waiting_children = false;
+                self.wake_task(parent, Some((cpu, false)), UpdateFlags::default());
+            }
+        }
         self.pick_next(cpu);
     }
 
@@ -514,14 +648,18 @@ impl Sim {
     }
 
     /// Menu-like idle state selection: predict the idle duration as the sooner of the next
-    /// known timer and the typical recent idle interval, then take the deepest state whose
-    /// target residency fits in it.
+    /// known timer and the typical recent idle interval (or, when recent intervals disagree,
+    /// their running average: menu's correction factor learns the same), then take the deepest
+    /// state whose target residency fits in it.
     fn select_idle_state(&mut self, cpu: usize) -> usize {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.timers.retain(|&t| t > now);
         let next_timer = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
         let predicted = next_timer.min(c.typical_idle_ns());
+        if std::env::var("DBG").is_ok() {
+            eprintln!("cpu {cpu} t {now} hist {:?} len {} pred {predicted}", c.idle_history, c.idle_history_len);
+        }
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         let mut chosen = 0;
         for (i, s) in states.iter().enumerate() {
@@ -636,18 +774,24 @@ impl Sim {
 
 impl crate::sim::Cpu {
     fn push_idle_history(&mut self, ns: u64) {
+        // Running average with weight 1/8, as menu's correction factors decay.
+        self.idle_avg_ns =
+            if self.idle_history_len == 0 { ns } else { self.idle_avg_ns - self.idle_avg_ns / 8 + ns / 8 };
         self.idle_history.rotate_right(1);
         self.idle_history[0] = ns;
         self.idle_history_len = (self.idle_history_len + 1).min(8);
     }
 
     /// The menu governor's "typical interval": the mean of the recent idle durations when
-    /// they agree (small spread), dropping the largest outlier up to three times; unknown
-    /// (u64::MAX) otherwise.
+    /// they agree (small spread), dropping the largest outlier up to three times; otherwise the
+    /// running average; unknown (u64::MAX) before any idle period.
     fn typical_idle_ns(&self) -> u64 {
         let n = self.idle_history_len;
-        if n < 8 {
+        if n == 0 {
             return u64::MAX;
+        }
+        if n < 8 {
+            return self.idle_avg_ns;
         }
         let mut samples: Vec<u64> = self.idle_history.to_vec();
         samples.sort_unstable();
@@ -660,6 +804,6 @@ impl crate::sim::Cpu {
             }
             samples.pop();
         }
-        u64::MAX
+        self.idle_avg_ns
     }
 }

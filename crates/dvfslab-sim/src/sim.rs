@@ -58,6 +58,7 @@ pub(crate) struct Cpu {
     pub idle_since: TimeNs,
     pub idle_history: [u64; 8],
     pub idle_history_len: usize,
+    pub idle_avg_ns: u64,
     /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
     pub timers: Vec<TimeNs>,
     // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
@@ -139,6 +140,9 @@ pub struct Sim {
     pub(crate) governors: Vec<Option<Box<dyn Governor>>>,
     pub(crate) gov_wants_util: bool,
     pub(crate) workload: Box<dyn Workload>,
+    /// Programs that `Op::Spawn` starts.
+    pub(crate) programs: Vec<std::rc::Rc<[crate::task::Op]>>,
+    pub(crate) objects: crate::objects::Objects,
     pub(crate) stats: RunStats,
     pub(crate) timeline: Option<Timeline>,
     pub(crate) explain: Option<Vec<Decision>>,
@@ -155,9 +159,21 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// A simulation of the workload named by `cfg.workload` (a spec string).
     pub fn new(plat: Platform, cfg: &SimConfig) -> Result<Sim> {
-        let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
         let (wl_spec, workload) = crate::workload::parse(&cfg.workload)?;
+        Sim::with_workload(plat, cfg, workload, wl_spec.canonical())
+    }
+
+    /// A simulation of a workload built elsewhere (an rt-app file, a test); `workload_name`
+    /// is how results name it.
+    pub fn with_workload(
+        plat: Platform,
+        cfg: &SimConfig,
+        workload: Box<dyn Workload>,
+        workload_name: String,
+    ) -> Result<Sim> {
+        let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
         let driver = match (gov_info.driver, gov_cfg.text_value("driver")) {
             (Some(forced), Some(asked)) if forced != asked => {
                 return Err(SimError::config(
@@ -207,6 +223,7 @@ impl Sim {
                 idle_since: 0,
                 idle_history: [0; 8],
                 idle_history_len: 0,
+                idle_avg_ns: 0,
                 timers: Vec::new(),
                 aperf: 0.0,
                 mperf: 0.0,
@@ -283,6 +300,8 @@ impl Sim {
             tasks: Vec::new(),
             governors,
             gov_wants_util,
+            programs: workload.programs(&plat),
+            objects: crate::objects::Objects::with_devices(workload.devices()),
             workload,
             stats: RunStats::default(),
             timeline: cfg.timeline.then(Timeline::default),
@@ -293,10 +312,16 @@ impl Sim {
             live_tasks: 0,
             waiting: 0,
             governor_name: gov_cfg.spec.canonical(),
-            workload_name: wl_spec.canonical(),
+            workload_name,
             seed: cfg.seed,
             plat,
         };
+        crate::workload::validate_programs(
+            &sim.workload_name,
+            &sim.workload.tasks(&sim.plat),
+            &sim.programs,
+            sim.workload.devices().len(),
+        )?;
         sim.init_hardware();
         Ok(sim)
     }
@@ -343,6 +368,7 @@ impl Sim {
                         self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
                     }
                 }
+                Event::IoComplete { dev, task } => self.io_complete(dev, task as usize),
                 Event::RaplSample => {
                     self.rapl_sample();
                     let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;

@@ -35,6 +35,29 @@ pub enum Op {
     /// Sleep until the next multiple of `period_ns` after the task's start (a periodic timer).
     /// `Mark::PeriodStart` is recorded at the wake-up.
     WaitPeriod { period_ns: u64 },
+    /// Execute for a fixed wall time (ns), whatever the frequency (rt-app's `runtime`).
+    RunFor { ns: Amount },
+    /// Post one token to channel `ch`, waking its first waiter if any (a pipe write, a
+    /// condition signal). `sync`: the poster is about to wait, so the woken task may be pulled
+    /// to the poster's CPU (wake-affine).
+    Post { ch: u32, sync: bool },
+    /// Take a token from channel `ch`, sleeping until one is posted.
+    Wait { ch: u32 },
+    /// Wait until `n` tasks have reached barrier `id`; the last one releases all.
+    Barrier { id: u32, n: u32 },
+    /// Take mutex `id`, sleeping while another task holds it.
+    Lock { id: u32 },
+    /// Release mutex `id`, handing it to the first waiter.
+    Unlock { id: u32 },
+    /// Submit an I/O of `service_ns` device time to device `dev` and sleep until it completes;
+    /// the wake-up carries the iowait flag.
+    Io { dev: u32, service_ns: Amount },
+    /// Fork `count` tasks running program `program` of the workload's program table.
+    Spawn { program: u32, count: u32 },
+    /// Sleep until every task this one spawned has exited (wait4).
+    WaitChildren,
+    /// Give up the CPU to a waiting task, if any (sched_yield).
+    Yield,
     /// Record a progress mark for the workload's metric.
     Mark(Mark),
     /// Continue at operation `to`.
@@ -45,10 +68,14 @@ pub enum Op {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {
-    /// One unit of the workload's counter `n` completed.
-    Count(u16),
+    /// Add `amount` to the workload's counter `counter` (operations, bytes, transactions).
+    Add { counter: u16, amount: u64 },
     /// The end of a periodic activation: response time = now - activation.
     ActivationDone,
+    /// Start timing interval `slot` of this task (a loadfile pass, a request).
+    Start(u16),
+    /// End interval `slot`: its duration becomes a latency sample of that slot.
+    End(u16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +112,13 @@ pub struct Task {
     pub activation_ns: TimeNs,
     pub timer_token: u32,
     pub weight: u64,
+    /// Run segments of fixed wall time (RunFor) rather than fixed work.
+    pub fixed_time: bool,
+    /// Start times of the open latency intervals, by slot.
+    pub marks: Vec<TimeNs>,
+    pub parent: Option<usize>,
+    pub live_children: u32,
+    pub waiting_children: bool,
     /// Placed on a CPU once (the first wake-up is a fork: fork balancing and new-task util).
     pub placed: bool,
 }
@@ -112,6 +146,11 @@ impl Task {
             activation_ns: start_ns,
             timer_token: 0,
             weight: 1024,
+            fixed_time: false,
+            marks: Vec::new(),
+            parent: None,
+            live_children: 0,
+            waiting_children: false,
             placed: false,
         }
     }

@@ -48,16 +48,33 @@ pub struct Metric {
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
     pub sim_time_ns: TimeNs,
-    /// `Mark::Count(n)` totals.
+    /// `Mark::Add` totals, by counter.
     pub counters: Vec<u64>,
+    /// Interval durations (`Mark::Start` to `Mark::End`), by slot.
+    pub latencies_ns: Vec<Vec<u64>>,
     /// Response time of every periodic activation (activation to `Mark::ActivationDone`).
     pub responses_ns: Vec<u64>,
     /// Work completed by all tasks, in cycles at base frequency.
     pub work_done: f64,
 }
 
+/// An I/O device: up to `queue_depth` requests in service at once, the rest wait in FIFO order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSpec {
+    pub name: String,
+    pub queue_depth: u32,
+}
+
 pub trait Workload {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec>;
+    /// Programs that `Op::Spawn` starts, by index.
+    fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
+        Vec::new()
+    }
+    /// The I/O devices that `Op::Io` addresses, by index.
+    fn devices(&self) -> Vec<DeviceSpec> {
+        Vec::new()
+    }
     /// How long a run lasts when the user does not say.
     fn default_duration_ns(&self) -> TimeNs;
     fn metric(&self, stats: &RunStats) -> Metric;
@@ -84,4 +101,36 @@ pub fn parse(text: &str) -> Result<(Spec, Box<dyn Workload>)> {
     })?;
     let (values, _) = KnobValues::resolve(&spec, info.knobs, "workload", &[])?;
     Ok((spec, (info.build)(&values)))
+}
+
+/// Check that every program's jumps, spawns and devices point at something that exists, so a
+/// malformed workload is an error before the run rather than a crash during it.
+pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], devices: usize) -> Result<()> {
+    let all =
+        tasks.iter().map(|t| (t.name.as_str(), &t.program)).chain(programs.iter().map(|p| ("(spawned program)", p)));
+    for (task, prog) in all {
+        let err = |msg: String| Err(SimError::config(format!("workload '{name}'"), task, msg));
+        if prog.is_empty() {
+            return err("empty program".into());
+        }
+        for (i, op) in prog.iter().enumerate() {
+            match *op {
+                Op::Jump { to } if to >= prog.len() => return err(format!("op {i} jumps to {to}, past the end")),
+                Op::Spawn { program, .. } if program as usize >= programs.len() => {
+                    return err(format!("op {i} spawns program {program}, which does not exist"))
+                }
+                Op::Io { dev, .. } if dev as usize >= devices => {
+                    return err(format!("op {i} uses I/O device {dev}, which does not exist"))
+                }
+                Op::Barrier { n: 0, .. } => return err(format!("op {i}: a barrier needs at least one task")),
+                Op::WaitPeriod { period_ns: 0 } => return err(format!("op {i}: period must be > 0")),
+                _ => {}
+            }
+        }
+        // A program must not run off its end: the last operation loops, exits or never returns.
+        if !matches!(prog[prog.len() - 1], Op::Jump { .. } | Op::Exit) {
+            return err("the program must end with a jump or an exit".into());
+        }
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
 //! Shared helpers: load the shipped presets and run short simulations.
+#![allow(dead_code)] // each test binary uses its own part of these helpers
 
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 

@@ -1,0 +1,166 @@
+//! The blocking primitives that workload models are built from, each in a small workload.
+
+mod common;
+
+use std::rc::Rc;
+
+use dvfslab_sim::platform::Platform;
+use dvfslab_sim::task::{Amount, Mark, Op};
+use dvfslab_sim::workload::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::{Sim, SimConfig, SimResult};
+
+/// A workload given as programs; the metric is counter 0 and the stats are kept for checks.
+struct Programs {
+    tasks: Vec<Vec<Op>>,
+    spawned: Vec<Vec<Op>>,
+    devices: Vec<DeviceSpec>,
+}
+
+impl Workload for Programs {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .map(|(i, p)| TaskSpec { name: format!("t{i}"), program: Rc::from(p.clone()), start_ns: 0 })
+            .collect()
+    }
+    fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+        self.spawned.iter().map(|p| Rc::from(p.clone())).collect()
+    }
+    fn devices(&self) -> Vec<DeviceSpec> {
+        self.devices.clone()
+    }
+    fn default_duration_ns(&self) -> u64 {
+        1_000_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        Metric {
+            name: "count".into(),
+            value: stats.counters.first().copied().unwrap_or(0) as f64,
+            unit: "ops".into(),
+            better: Better::Higher,
+        }
+    }
+}
+
+fn run(platform: &str, governor: &str, w: Programs, duration_s: f64) -> SimResult {
+    let plat = Platform::from_json(&common::preset(platform), platform).unwrap();
+    let cfg =
+        SimConfig { governor: governor.into(), duration_ns: Some((duration_s * 1e9) as u64), ..SimConfig::default() };
+    Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap()
+}
+
+fn count(n: u16) -> Op {
+    Op::Mark(Mark::Add { counter: n, amount: 1 })
+}
+
+const RUN_10US: Op = Op::Run { cycles: Amount::Fixed(23_000.0), mem_frac: 0.0 }; // 10 µs at 2.3 GHz
+
+#[test]
+fn ping_pong_over_channels_alternates_and_spreads() {
+    let client = vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }, count(0), Op::Jump { to: 0 }];
+    let server = vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }, count(1), Op::Jump { to: 0 }];
+    let r = run(
+        "haswell-e5-2670v3-2s",
+        "performance",
+        Programs { tasks: vec![client, server], spawned: vec![], devices: vec![] },
+        0.1,
+    );
+    let round_trips = r.summary.metric.value;
+    // Each round trip is two bursts of 23k cycles at the 2-core turbo of 3.1 GHz (7.4 µs) plus
+    // two C1 exits (2 µs): 100 ms / 18.8 µs ≈ 5300, once the idle governor learned the gaps.
+    assert!(round_trips > 4_500.0 && round_trips < 100e-3 / 14.8e-6, "{round_trips}");
+    let busy: Vec<_> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 1.0).collect();
+    assert_eq!(busy.len(), 2, "the pair runs on two CPUs (select_idle_sibling)");
+}
+
+#[test]
+fn barrier_releases_together() {
+    let worker = |cycles: f64| {
+        vec![
+            Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 },
+            Op::Barrier { id: 0, n: 4 },
+            count(0),
+            Op::Jump { to: 0 },
+        ]
+    };
+    let tasks = vec![worker(1e6), worker(2e6), worker(3e6), worker(4e6)];
+    let r = run("skylake-e3-1240v5", "performance", Programs { tasks, spawned: vec![], devices: vec![] }, 0.2);
+    // Every round costs the slowest worker (4e6 cycles at ≤ 3.9 GHz): all four count together.
+    let n = r.summary.metric.value;
+    assert_eq!(n % 4.0, 0.0);
+    let rounds = n / 4.0;
+    assert!(rounds <= 0.2 * 3.9e9 / 4e6 + 1.0 && rounds > 100.0, "{rounds}");
+}
+
+#[test]
+fn mutex_serialises_critical_sections() {
+    let crit = Op::Run { cycles: Amount::Fixed(35_000.0), mem_frac: 0.0 }; // 10 µs at 3.5 GHz
+    let worker = vec![Op::Lock { id: 0 }, crit.clone(), Op::Unlock { id: 0 }, count(0), Op::Jump { to: 0 }];
+    let r = run(
+        "skylake-e3-1240v5",
+        "userspace:scaling_setspeed=3500000",
+        Programs { tasks: vec![worker; 4], spawned: vec![], devices: vec![] },
+        0.1,
+    );
+    // At most one 10 µs section at a time: no more than 100 ms / 10 µs sections in all.
+    let n = r.summary.metric.value;
+    assert!(n <= 10_000.0 && n > 2_000.0, "{n}");
+}
+
+#[test]
+fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
+    let io = |dev| vec![Op::Io { dev, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Jump { to: 0 }];
+    let w = |depth| Programs {
+        tasks: vec![io(0), io(0), io(0), io(0)],
+        spawned: vec![],
+        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth }],
+    };
+    let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
+    let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
+    assert!((one - 1000.0).abs() <= 2.0, "{one}");
+    assert!((four - 4000.0).abs() <= 8.0, "{four}");
+}
+
+#[test]
+fn spawned_children_run_in_parallel_and_the_parent_waits() {
+    let child = vec![Op::Run { cycles: Amount::Fixed(35e6), mem_frac: 0.0 }, count(0), Op::Exit]; // 10 ms at 3.5 GHz
+    let parent = vec![Op::Spawn { program: 0, count: 4 }, Op::WaitChildren, count(1), Op::Exit];
+    let r = run(
+        "skylake-e3-1240v5",
+        "userspace:scaling_setspeed=3500000",
+        Programs { tasks: vec![parent], spawned: vec![child], devices: vec![] },
+        1.0,
+    );
+    assert_eq!(r.summary.metric.value, 4.0);
+    // Four children on four cores at once: the run ends when the last exits, about 10 ms in.
+    assert!(r.summary.sim_time_s > 0.0099 && r.summary.sim_time_s < 0.0115, "{}", r.summary.sim_time_s);
+}
+
+#[test]
+fn run_for_takes_fixed_time_whatever_the_frequency() {
+    let fixed = vec![Op::RunFor { ns: Amount::Fixed(5e6) }, count(0), Op::Exit];
+    let work = vec![Op::Run { cycles: Amount::Fixed(5e6 * 3.5), mem_frac: 0.0 }, count(0), Op::Exit];
+    let t = |gov: &str, p: Vec<Op>| {
+        run("skylake-e3-1240v5", gov, Programs { tasks: vec![p], spawned: vec![], devices: vec![] }, 1.0)
+            .summary
+            .sim_time_s
+    };
+    let (f_slow, f_fast) = (t("powersave", fixed.clone()), t("userspace:scaling_setspeed=3500000", fixed));
+    assert!((f_slow - f_fast).abs() < 2e-4, "{f_slow} vs {f_fast}");
+    let (w_slow, w_fast) = (t("powersave", work.clone()), t("userspace:scaling_setspeed=3500000", work));
+    assert!(w_slow > 4.0 * w_fast, "{w_slow} vs {w_fast}");
+}
+
+#[test]
+fn malformed_programs_are_errors() {
+    let plat = Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
+    let cfg = SimConfig { governor: "performance".into(), ..SimConfig::default() };
+    let bad = Programs {
+        tasks: vec![vec![Op::Io { dev: 3, service_ns: Amount::Fixed(1.0) }, Op::Exit]],
+        spawned: vec![],
+        devices: vec![],
+    };
+    let err = Sim::with_workload(plat, &cfg, Box::new(bad), "test".into()).err().expect("an error").to_string();
+    assert!(err.contains("device 3"), "{err}");
+}
