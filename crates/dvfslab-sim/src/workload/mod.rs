@@ -3,6 +3,7 @@
 //! one line in [`REGISTRY`].
 
 mod cpu_bound;
+pub mod estimates;
 mod periodic;
 
 use std::rc::Rc;
