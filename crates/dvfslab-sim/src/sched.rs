@@ -13,6 +13,7 @@ use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
+use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
 
 /// Scheduler tunables scale with log2 of the CPU count, capped at 8 CPUs (the kernel's
@@ -23,6 +24,8 @@ fn tunable_factor(ncpus: usize) -> u64 {
 const SCHED_LATENCY_NS: u64 = 6_000_000;
 const MIN_GRANULARITY_NS: u64 = 750_000;
 const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
+/// SCHED_RR time slice (RR_TIMESLICE, 100 ms).
+const RR_TIMESLICE_NS: u64 = 100_000_000;
 /// Steps a program may take without running, blocking or exiting before it is declared stuck.
 const MAX_INSTANT_STEPS: usize = 10_000;
 
@@ -34,6 +37,25 @@ impl Sim {
     fn cpu_is_idle(&self, cpu: usize) -> bool {
         let c = &self.cpus[cpu];
         c.curr.is_none() && c.queue.is_empty()
+    }
+
+    /// Whether `task` may run on `cpu` (its affinity).
+    pub(crate) fn allowed(&self, task: usize, cpu: usize) -> bool {
+        self.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
+    }
+
+    /// RT priority of a task (1..99), None for CFS.
+    pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
+        match self.tasks[task].attrs.policy {
+            SchedPolicy::Normal => None,
+            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
+        }
+    }
+
+    /// Whether an RT task is running or waiting on `cpu` (schedutil then asks for the maximum).
+    pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr.iter().chain(c.queue.iter()).any(|&t| self.rt_prio(t).is_some())
     }
 
     fn nr_running(&self, cpu: usize) -> u64 {
@@ -55,12 +77,14 @@ impl Sim {
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
         let cap = self.plat.cpus[cpu].cap_orig;
-        let running = self.cpus[cpu].curr.is_some();
+        let curr = self.cpus[cpu].curr;
+        // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
+        let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
         let nr = self.nr_running(cpu);
         let c = &mut self.cpus[cpu];
         let delta = now - c.clock_task;
         c.clock_task = now;
-        if running {
+        if curr.is_some() {
             c.clock_pelt += cap_scale(cap_scale(delta, cap), c.freq_scale);
         } else {
             c.clock_pelt = now;
@@ -114,7 +138,9 @@ impl Sim {
 
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
         let id = self.tasks.len();
-        self.tasks.push(crate::task::Task::new(id, spec.name, spec.program, spec.start_ns));
+        let mut task = crate::task::Task::new(id, spec.name, spec.program, spec.start_ns);
+        task.attrs = spec.attrs;
+        self.tasks.push(task);
         self.live_tasks += 1;
         if spec.start_ns <= self.q.now() {
             self.timer_wake(id);
@@ -135,7 +161,7 @@ impl Sim {
     /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     fn start_task(&mut self, task: usize) {
-        let cpu = self.select_fork_cpu();
+        let cpu = self.select_fork_cpu(task);
         self.update_cpu_pelt(cpu);
         let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
         let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
@@ -163,36 +189,47 @@ impl Sim {
         self.enqueue(task, cpu, true, flags);
     }
 
-    /// Fork balancing: the package, then the LLC, with the most idle CPUs; in it an idle core,
-    /// else an idle CPU, else the least loaded CPU. Ties go to the lower id.
-    fn select_fork_cpu(&self) -> usize {
-        let idle_in = |cpus: &[usize]| cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count();
+    /// Fork balancing: the package, then the LLC, with the most idle CPUs the task may use;
+    /// in it an idle core, else an idle CPU, else the least loaded allowed CPU. Ties go to the
+    /// lower id.
+    fn select_fork_cpu(&self, task: usize) -> usize {
+        let ok = |c: usize| self.allowed(task, c);
+        let idle_in = |cpus: &[usize]| cpus.iter().filter(|&&c| ok(c) && self.cpu_is_idle(c)).count();
         let pkg = (0..self.plat.packages.len())
-            .max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p)))
-            .unwrap_or(0);
+            .filter(|&p| self.plat.packages[p].cpus.iter().any(|&c| ok(c)))
+            .max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p)));
         let llc = (0..self.plat.llcs.len())
-            .filter(|&l| self.plat.cpus[self.plat.llcs[l][0]].package == pkg)
-            .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)))
-            .unwrap_or(0);
-        let cpus = &self.plat.llcs[llc];
-        if let Some(c) = self.find_idle_core(cpus, cpus[0]) {
-            return c;
+            .filter(|&l| Some(self.plat.cpus[self.plat.llcs[l][0]].package) == pkg)
+            .filter(|&l| self.plat.llcs[l].iter().any(|&c| ok(c)))
+            .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)));
+        if let Some(llc) = llc {
+            let cpus = &self.plat.llcs[llc];
+            if let Some(c) = self.find_idle_core(task, cpus, cpus[0]) {
+                return c;
+            }
+            if let Some(&c) = cpus.iter().find(|&&c| ok(c) && self.cpu_is_idle(c)) {
+                return c;
+            }
         }
-        if let Some(&c) = cpus.iter().find(|&&c| self.cpu_is_idle(c)) {
-            return c;
-        }
-        (0..self.cpus.len()).min_by_key(|&c| (self.nr_running(c), self.cpus[c].avg.util_avg, c)).unwrap_or(0)
+        (0..self.cpus.len())
+            .filter(|&c| ok(c))
+            .min_by_key(|&c| (self.nr_running(c), self.cpus[c].avg.util_avg, c))
+            .unwrap_or(self.tasks[task].cpu)
     }
 
-    /// An idle core (all SMT threads idle) among `cpus`, scanning from `start`.
-    fn find_idle_core(&self, cpus: &[usize], start: usize) -> Option<usize> {
+    /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
+    /// `start`.
+    fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
         let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter()
-            .cycle()
-            .skip(pos)
-            .take(cpus.len())
-            .copied()
-            .find(|&c| self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s)))
+        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
+            self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+        })
+    }
+
+    /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
+    fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
+        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
 
     /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
@@ -201,31 +238,29 @@ impl Sim {
     /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
     /// CPU, in the target's LLC, else the target.
     fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
+        let ok = |c: usize| self.allowed(task, c);
         let prev = self.tasks[task].cpu;
         let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
         let target = match waker {
-            Some((w, _)) if self.cpu_is_idle(w) && same_llc(w, prev) => {
-                if self.cpu_is_idle(prev) {
+            Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
+                if ok(prev) && self.cpu_is_idle(prev) {
                     prev
                 } else {
                     w
                 }
             }
-            Some((w, true)) if self.nr_running(w) == 1 => w,
-            _ => prev,
+            Some((w, true)) if ok(w) && self.nr_running(w) == 1 => w,
+            _ if ok(prev) => prev,
+            _ => return self.select_fork_cpu(task),
         };
         if self.cpu_is_idle(target) {
             return target;
         }
-        if prev != target && same_llc(prev, target) && self.cpu_is_idle(prev) {
+        if prev != target && ok(prev) && same_llc(prev, target) && self.cpu_is_idle(prev) {
             return prev;
         }
         let llc = &self.plat.llcs[self.plat.cpus[target].llc];
-        if let Some(c) = self.find_idle_core(llc, target) {
-            return c;
-        }
-        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
-        llc.iter().cycle().skip(pos).take(llc.len()).copied().find(|&c| self.cpu_is_idle(c)).unwrap_or(target)
+        self.find_idle_core(task, llc, target).or_else(|| self.find_idle_cpu(task, llc, target)).unwrap_or(target)
     }
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
@@ -262,7 +297,14 @@ impl Sim {
         } else {
             self.cpus[cpu].queue.push(task);
             self.waiting += 1;
-            self.check_preempt_wakeup(cpu, task);
+            let curr = self.cpus[cpu].curr.expect("a current task");
+            match (self.rt_prio(task), self.rt_prio(curr)) {
+                // An RT task preempts CFS and lower RT priorities at once.
+                (Some(_), None) => self.preempt(cpu, Some(task)),
+                (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),
+                (None, None) => self.check_preempt_wakeup(cpu, task),
+                _ => {}
+            }
         }
         self.cpufreq_update_util(cpu, flags);
     }
@@ -311,8 +353,15 @@ impl Sim {
         self.set_curr(cpu, next);
     }
 
+    /// The task to run next from the queue: the highest RT priority (first queued among
+    /// equals), else the smallest vruntime.
     fn best_queued(&self, cpu: usize) -> usize {
-        *self.cpus[cpu].queue.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task")
+        let q = &self.cpus[cpu].queue;
+        let rt = q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p);
+        match rt {
+            Some((_, t)) => t,
+            None => *q.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task"),
+        }
     }
 
     /// Make `task` the running task of `cpu`, waking the CPU from idle if needed.
@@ -465,6 +514,20 @@ impl Sim {
                         return;
                     }
                 }
+                Op::SetAffinity { cpus } => {
+                    self.tasks[task].attrs.affinity = cpus;
+                    if !self.allowed(task, cpu) {
+                        // Off this CPU now: requeue through wake-up placement.
+                        self.sleep_curr(cpu, None);
+                        self.wake_task(task, None, UpdateFlags::default());
+                        return;
+                    }
+                }
+                Op::SetUclamp { min, max } => {
+                    let a = &mut self.tasks[task].attrs;
+                    a.uclamp_min = min;
+                    a.uclamp_max = max;
+                }
                 Op::Exit => {
                     self.exit_task(cpu);
                     return;
@@ -571,8 +634,8 @@ impl Sim {
             self.set_curr(cpu, next);
             return;
         }
-        if let Some(src) = self.find_busiest(cpu) {
-            let task = self.cpus[src].queue.remove(0);
+        if let Some((src, task)) = self.find_busiest(cpu) {
+            self.cpus[src].queue.retain(|&t| t != task);
             self.waiting -= 1;
             self.migrate_queued(task, src, cpu);
             self.set_curr(cpu, task);
@@ -583,14 +646,17 @@ impl Sim {
 
     /// New-idle balancing: the CPU with the most waiting tasks, nearest first (LLC, package,
     /// machine).
-    fn find_busiest(&self, cpu: usize) -> Option<usize> {
+    fn find_busiest(&self, cpu: usize) -> Option<(usize, usize)> {
         if self.waiting == 0 {
             return None;
         }
         let t = &self.plat.cpus[cpu];
+        // The first waiting task of `src` that may run on `cpu`.
+        let movable = |src: usize| self.cpus[src].queue.iter().copied().find(|&task| self.allowed(task, cpu));
         let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
-            cpus.filter(|&c| c != cpu && !self.cpus[c].queue.is_empty())
+            cpus.filter(|&c| c != cpu && movable(c).is_some())
                 .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
+                .map(|c| (c, movable(c).expect("checked")))
         };
         busiest(&mut self.plat.llcs[t.llc].iter().copied())
             .or_else(|| busiest(&mut self.plat.packages[t.package].cpus.iter().copied()))
@@ -728,8 +794,18 @@ impl Sim {
         let nr = self.nr_running(cpu);
         if nr > 1 {
             let t = &self.tasks[curr];
-            let slice = (self.sched_latency_ns() / nr).max(MIN_GRANULARITY_NS * tunable_factor(self.cpus.len()));
-            if t.sum_exec_ns - t.slice_start_exec_ns >= slice {
+            let ran = t.sum_exec_ns - t.slice_start_exec_ns;
+            let expired = match t.attrs.policy {
+                SchedPolicy::Normal => {
+                    ran >= (self.sched_latency_ns() / nr).max(MIN_GRANULARITY_NS * tunable_factor(self.cpus.len()))
+                }
+                // Round-robin among equal RT priorities; FIFO runs until it blocks.
+                SchedPolicy::Rr(p) => {
+                    ran >= RR_TIMESLICE_NS && self.cpus[cpu].queue.iter().any(|&q| self.rt_prio(q) == Some(p))
+                }
+                SchedPolicy::Fifo(_) => false,
+            };
+            if expired {
                 self.preempt(cpu, None);
             }
             self.push_to_idle(cpu);
@@ -741,22 +817,22 @@ impl Sim {
         }
     }
 
-    /// Move one waiting task of `cpu` to an idle CPU, nearest first (NOHZ idle balancing).
+    /// Move one waiting task of `cpu` to an idle CPU it may use, nearest first (NOHZ idle
+    /// balancing).
     fn push_to_idle(&mut self, cpu: usize) {
-        if self.cpus[cpu].queue.is_empty() {
-            return;
-        }
         let t = &self.plat.cpus[cpu];
-        let llc = &self.plat.llcs[t.llc];
-        let pkg = &self.plat.packages[t.package].cpus;
-        let dst = self
-            .find_idle_core(llc, cpu)
-            .or_else(|| llc.iter().copied().find(|&c| self.cpu_is_idle(c)))
-            .or_else(|| self.find_idle_core(pkg, cpu))
-            .or_else(|| pkg.iter().copied().find(|&c| self.cpu_is_idle(c)))
-            .or_else(|| (0..self.cpus.len()).find(|&c| self.cpu_is_idle(c)));
-        if let Some(dst) = dst {
-            let task = self.cpus[cpu].queue.remove(0);
+        let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
+        let all: Vec<usize> = (0..self.cpus.len()).collect();
+        let found = self.cpus[cpu].queue.iter().copied().find_map(|task| {
+            self.find_idle_core(task, llc, cpu)
+                .or_else(|| self.find_idle_cpu(task, llc, cpu))
+                .or_else(|| self.find_idle_core(task, pkg, cpu))
+                .or_else(|| self.find_idle_cpu(task, pkg, cpu))
+                .or_else(|| self.find_idle_cpu(task, &all, cpu))
+                .map(|dst| (task, dst))
+        });
+        if let Some((task, dst)) = found {
+            self.cpus[cpu].queue.retain(|&t| t != task);
             self.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);

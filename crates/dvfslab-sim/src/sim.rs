@@ -455,6 +455,10 @@ impl PolicyCtx<'_> {
     pub fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].avg.runnable_avg
     }
+    /// Whether an RT task is running or waiting on `cpu`.
+    pub fn cpu_rt_runnable(&self, cpu: usize) -> bool {
+        self.sim.rt_runnable(cpu)
+    }
     /// How many times `cpu` has entered idle so far.
     pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].idle_calls

@@ -58,6 +58,10 @@ pub enum Op {
     WaitChildren,
     /// Give up the CPU to a waiting task, if any (sched_yield).
     Yield,
+    /// Change the CPUs the task may run on (None = all); it moves if its CPU is excluded.
+    SetAffinity { cpus: Option<std::rc::Rc<[usize]>> },
+    /// Change the task's uclamp requests.
+    SetUclamp { min: Option<u32>, max: Option<u32> },
     /// Record a progress mark for the workload's metric.
     Mark(Mark),
     /// Continue at operation `to`.
@@ -119,6 +123,7 @@ pub struct Task {
     pub parent: Option<usize>,
     pub live_children: u32,
     pub waiting_children: bool,
+    pub attrs: crate::workload::TaskAttrs,
     /// Placed on a CPU once (the first wake-up is a fork: fork balancing and new-task util).
     pub placed: bool,
 }
@@ -152,6 +157,7 @@ impl Task {
             live_children: 0,
             waiting_children: false,
             placed: false,
+            attrs: crate::workload::TaskAttrs::default(),
         }
     }
 }

@@ -240,7 +240,8 @@ impl Schedutil {
         if ctx.kernel() >= KernelVersion(6, 5) && ctx.cpu_nr_running(cpu) > 0 {
             util = util.max(runnable);
         }
-        let util = util.min(cap);
+        // A runnable RT task asks for the maximum (no uclamp in use).
+        let util = if ctx.cpu_rt_runnable(cpu) { cap } else { util.min(cap) };
         let actual = util.max(boost);
         let perf = if self.margins {
             let scaled = (self.rt_mult * actual) >> 10;

@@ -34,9 +34,7 @@ impl Workload for CpuBound {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         let program: std::rc::Rc<[Op]> =
             vec![Op::Run { cycles: Amount::Fixed(CHUNK_CYCLES), mem_frac: self.mem_frac }, Op::Jump { to: 0 }].into();
-        (0..self.threads)
-            .map(|i| TaskSpec { name: format!("cpu-bound-{i}"), program: program.clone(), start_ns: 0 })
-            .collect()
+        (0..self.threads).map(|i| TaskSpec::new(format!("cpu-bound-{i}"), program.clone())).collect()
     }
 
     fn default_duration_ns(&self) -> u64 {

@@ -20,6 +20,56 @@ pub struct TaskSpec {
     pub name: String,
     pub program: Rc<[Op]>,
     pub start_ns: TimeNs,
+    pub attrs: TaskAttrs,
+}
+
+impl TaskSpec {
+    /// A nice-0 CFS task, runnable anywhere, started at time zero.
+    pub fn new(name: impl Into<String>, program: Rc<[Op]>) -> TaskSpec {
+        TaskSpec { name: name.into(), program, start_ns: 0, attrs: TaskAttrs::default() }
+    }
+    /// First wake-up at `ns` instead of time zero.
+    pub fn start_at(mut self, ns: TimeNs) -> TaskSpec {
+        self.start_ns = ns;
+        self
+    }
+    /// Restrict the task to these CPUs (sched_setaffinity).
+    pub fn pinned(mut self, cpus: Vec<usize>) -> TaskSpec {
+        self.attrs.affinity = Some(cpus.into());
+        self
+    }
+    pub fn policy(mut self, policy: SchedPolicy) -> TaskSpec {
+        self.attrs.policy = policy;
+        self
+    }
+    /// uclamp requests (0..1024); stored for placement and frequency selection.
+    pub fn uclamp(mut self, min: Option<u32>, max: Option<u32>) -> TaskSpec {
+        self.attrs.uclamp_min = min;
+        self.attrs.uclamp_max = max;
+        self
+    }
+}
+
+/// Scheduling attributes of a task.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskAttrs {
+    /// CPUs the task may run on; None = all.
+    pub affinity: Option<Rc<[usize]>>,
+    pub policy: SchedPolicy,
+    pub uclamp_min: Option<u32>,
+    pub uclamp_max: Option<u32>,
+}
+
+/// Scheduling class and priority.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// CFS (SCHED_OTHER/BATCH) with a nice value. Only nice 0 is weighted for now.
+    #[default]
+    Normal,
+    /// SCHED_FIFO with priority 1..99: runs before every CFS task until it blocks.
+    Fifo(u8),
+    /// SCHED_RR with priority 1..99: like FIFO, round-robin among equals every 100 ms.
+    Rr(u8),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

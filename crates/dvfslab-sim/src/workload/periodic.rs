@@ -58,11 +58,7 @@ impl Workload for Periodic {
         ]
         .into();
         (0..self.threads)
-            .map(|i| TaskSpec {
-                name: format!("periodic-{i}"),
-                program: program.clone(),
-                start_ns: i as u64 * self.offset_ns,
-            })
+            .map(|i| TaskSpec::new(format!("periodic-{i}"), program.clone()).start_at(i as u64 * self.offset_ns))
             .collect()
     }
 
