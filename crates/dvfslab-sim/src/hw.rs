@@ -273,6 +273,9 @@ impl Sim {
         }
         self.domains[d].actual_khz = new;
         self.domains[d].mv = self.plat.voltage_mv(cl, new);
+        if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
+            self.stats.time_to_top_ns = Some(self.q.now());
+        }
         if package_rail {
             self.packages[pkg].mv = self.package_voltage(pkg);
         }
@@ -400,5 +403,13 @@ impl Sim {
         self.rapl_sample();
         self.stats.sim_time_ns = end;
         self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum();
+        self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
+        let (mut a, mut m) = (0.0, 0.0);
+        for cpu in 0..self.cpus.len() {
+            let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+            a += self.cpus[cpu].aperf * base;
+            m += self.cpus[cpu].mperf;
+        }
+        self.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
     }
 }

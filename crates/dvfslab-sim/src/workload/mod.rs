@@ -107,6 +107,12 @@ pub struct RunStats {
     pub responses_ns: Vec<u64>,
     /// Work completed by all tasks, in cycles at base frequency.
     pub work_done: f64,
+    /// Energy of all packages over the run (J), for benchmarks judged on energy.
+    pub energy_j: f64,
+    /// Average frequency while busy over all CPUs (kHz): base · ΣAPERF / ΣMPERF.
+    pub busy_avg_khz: f64,
+    /// When a frequency domain first ran its highest frequency with one active core (ns).
+    pub time_to_top_ns: Option<u64>,
 }
 
 /// An I/O device: up to `queue_depth` requests in service at once, the rest wait in FIFO order.
