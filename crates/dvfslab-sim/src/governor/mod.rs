@@ -5,7 +5,13 @@
 //! the frequency table, and it asks the driver for a frequency. Adding a governor means one
 //! file with an `INFO` and one line in [`REGISTRY`].
 
+mod conservative;
+mod dbs;
+mod intel_pstate;
+mod intel_pstate_hwp;
+mod intel_pstate_pid;
 mod margins;
+mod ondemand;
 mod performance;
 mod powersave;
 mod schedutil;
@@ -60,7 +66,15 @@ pub struct GovernorInfo {
 }
 
 /// Every governor, by the name Linux gives it.
-pub const REGISTRY: &[&GovernorInfo] = &[&performance::INFO, &powersave::INFO, &schedutil::INFO, &userspace::INFO];
+pub const REGISTRY: &[&GovernorInfo] = &[
+    &intel_pstate::INFO,
+    &ondemand::INFO,
+    &conservative::INFO,
+    &performance::INFO,
+    &powersave::INFO,
+    &schedutil::INFO,
+    &userspace::INFO,
+];
 
 /// Settings of the system around the governor, given in the same spec string because a
 /// published configuration names them together (`schedutil:invariant=0`).

@@ -1,0 +1,262 @@
+//! The sampling machinery ondemand and conservative share ("DBS", demand-based switching):
+//! when to take a sample, and the policy's load over the window since the previous one.
+//!
+//! Mirrors `drivers/cpufreq/cpufreq_governor.c` of kernels ≥ 4.7 (spec/algorithms.md §5.2).
+//! There is no timer: a sample is taken from the scheduler's cpufreq callback (enqueue, dequeue,
+//! tick) of any CPU of the policy, once `sample_delay` has passed since the previous one, so
+//! an idle CPU takes no samples and the first one after an idle spell covers all of it.
+//!
+//! ```text
+//!   on callback at t:   t − last_sample < sample_delay  →  nothing        (dbs_update_util_handler)
+//!                       else last_sample = t; sample_delay = governor update (µs) · 1000
+//!
+//!   per CPU j, since its previous sample, in µs:                          (dbs_update)
+//!     elapsed = Δwall,  idle = Δidle (≥ 0)
+//!     elapsed = 0                           → load = prev_load
+//!     idle > 2·S  and prev_load ≠ 0         → load = prev_load, prev_load = 0   (first sample after a long idle)
+//!     otherwise                             → load = 100·(elapsed − idle) / elapsed, prev_load = load
+//!     idle > 2·S                            → idle_periods = min(idle_periods, idle / S)
+//!   policy load = max over its CPUs          S = sampling_rate · rate_mult
+//! ```
+//! A long idle is recognised from the idle time, as Linux does since commit 7592019634f8
+//! (2018); spec §5.2 writes the elapsed time, the older rule.
+//!
+//! The `sampling_rate` default follows cpufreq_dbs_governor_init for the simulated kernel:
+//!
+//! ```text
+//!   ≥ 4.14   max(2·TICK_USEC, cpufreq_policy_transition_delay_us)   (the delay rule of A.4/§2.8)
+//!   < 4.14   max(10 000 µs, 1000 · latency_us)                       (NO_HZ min_sampling_rate rule)
+//! ```
+
+use super::PolicyCtx;
+use crate::kernel::KernelVersion;
+
+/// Kernel whose cpufreq_dbs_governor_init dropped min_sampling_rate for the transition delay.
+const TRANSITION_DELAY_KERNEL: KernelVersion = KernelVersion(4, 14);
+/// Before 4.14 with NO_HZ idle accounting, the sampling rate could not go below 10 ms
+/// (MICRO_FREQUENCY_MIN_SAMPLE_RATE).
+const LEGACY_MIN_SAMPLING_RATE_US: u64 = 10_000;
+/// Before 4.14 the floor also grew with the transition latency (MIN_LATENCY_MULTIPLIER).
+const LEGACY_MIN_LATENCY_MULTIPLIER: u64 = 100;
+
+/// Sampling state of one policy (policy_dbs_info) and of each of its CPUs (cpu_dbs_info).
+pub(super) struct Dbs {
+    /// `sampling_rate` as given; 0 = the default for the kernel, driver and tick.
+    requested_rate_us: u64,
+    /// The sampling rate in force (µs).
+    pub sampling_rate_us: u64,
+    /// Multiplier of the next sampling period (ondemand's sampling_down_factor at max).
+    pub rate_mult: u64,
+    /// Whole sampling periods slept through at the last sample (the least over the CPUs that
+    /// were idle for more than two periods); None when none was (UINT_MAX in the kernel).
+    pub idle_periods: Option<u64>,
+    last_sample_ns: u64,
+    sample_delay_ns: u64,
+    cpus: Vec<CpuDbs>,
+    started: bool,
+}
+
+#[derive(Clone, Copy)]
+struct CpuDbs {
+    cpu: usize,
+    prev_update_us: u64,
+    prev_idle_us: u64,
+    prev_load: u32,
+}
+
+impl Dbs {
+    pub fn new(requested_rate_us: u64) -> Dbs {
+        Dbs {
+            requested_rate_us,
+            sampling_rate_us: 0,
+            rate_mult: 1,
+            idle_periods: None,
+            last_sample_ns: 0,
+            sample_delay_ns: 0,
+            cpus: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Governor start (the first call) and limits change (every call). Returns true on the
+    /// first call, when the governor should initialise its own state.
+    pub fn start(&mut self, ctx: &mut PolicyCtx) -> bool {
+        let first = !self.started;
+        if first {
+            self.started = true;
+            self.sampling_rate_us = resolve_sampling_rate_us(self.requested_rate_us, ctx);
+            self.rate_mult = 1;
+            self.idle_periods = None;
+            self.last_sample_ns = 0;
+            let now_us = ctx.now_ns() / 1000;
+            self.cpus = ctx
+                .cpus()
+                .iter()
+                .map(|&cpu| CpuDbs { cpu, prev_update_us: now_us, prev_idle_us: idle_us(ctx, cpu), prev_load: 0 })
+                .collect();
+        }
+        // cpufreq_dbs_governor_limits, which the core also runs right after start: bring the
+        // frequency inside the limits and let the next callback sample at once.
+        let (min, max, cur) = (ctx.min_khz(), ctx.max_khz(), ctx.cur_khz());
+        if max < cur {
+            ctx.request_khz(max, super::Relation::H);
+        } else if min > cur {
+            ctx.request_khz(min, super::Relation::L);
+        }
+        self.sample_delay_ns = 0;
+        first
+    }
+
+    /// Whether a callback at `now_ns` takes a sample; if so it is recorded as the last one.
+    pub fn sample_due(&mut self, now_ns: u64) -> bool {
+        if now_ns.saturating_sub(self.last_sample_ns) < self.sample_delay_ns {
+            return false;
+        }
+        self.last_sample_ns = now_ns;
+        true
+    }
+
+    /// The delay (µs) the governor asked for until its next sample.
+    pub fn set_sample_delay_us(&mut self, delay_us: u64) {
+        self.sample_delay_ns = delay_us * 1000;
+    }
+
+    /// Whether a sample delay is set (a zero delay makes ondemand skip its sub-sample).
+    pub fn sample_delay_set(&self) -> bool {
+        self.sample_delay_ns > 0
+    }
+
+    /// The policy's load (%) since the previous sample: the busiest CPU's (dbs_update).
+    pub fn update(&mut self, ctx: &PolicyCtx) -> u32 {
+        let sampling_us = self.sampling_rate_us * self.rate_mult;
+        let now_us = ctx.now_ns() / 1000;
+        let mut max_load = 0;
+        let mut idle_periods: Option<u64> = None;
+        for j in self.cpus.iter_mut() {
+            let cur_idle_us = idle_us(ctx, j.cpu);
+            let elapsed_us = now_us - j.prev_update_us;
+            let idle_us = cur_idle_us.saturating_sub(j.prev_idle_us);
+            j.prev_update_us = now_us;
+            j.prev_idle_us = cur_idle_us;
+            let long_idle = idle_us > 2 * sampling_us;
+            let load = if elapsed_us == 0 {
+                // Two samples at the same µs: repeat the last load.
+                j.prev_load
+            } else if long_idle && j.prev_load != 0 {
+                // Waking from a long idle: the window says "idle" whatever the task needs, so
+                // reuse the load from before the idle spell, once.
+                std::mem::take(&mut j.prev_load)
+            } else {
+                let load = window_load_pct(elapsed_us, idle_us);
+                j.prev_load = load;
+                load
+            };
+            if long_idle {
+                let periods = idle_us / sampling_us;
+                idle_periods = Some(idle_periods.map_or(periods, |p| p.min(periods)));
+            }
+            max_load = max_load.max(load);
+        }
+        self.idle_periods = idle_periods;
+        max_load
+    }
+}
+
+/// Busy share (%) of a window: 100 · (elapsed − idle) / elapsed, truncated; 0 if the idle
+/// time is not below the elapsed time.
+pub(super) fn window_load_pct(elapsed_us: u64, idle_us: u64) -> u32 {
+    if elapsed_us > idle_us {
+        (100 * (elapsed_us - idle_us) / elapsed_us) as u32
+    } else {
+        0
+    }
+}
+
+/// Cumulative idle time of `cpu` (µs), NO_HZ micro-accounted: all non-busy time.
+fn idle_us(ctx: &PolicyCtx, cpu: usize) -> u64 {
+    (ctx.now_ns() - ctx.cpu_busy_ns(cpu)) / 1000
+}
+
+/// The sampling rate in force: the requested one (0 = the default), raised to the floor.
+fn resolve_sampling_rate_us(requested_us: u64, ctx: &PolicyCtx) -> u64 {
+    let kernel = ctx.kernel();
+    let latency_us = ctx.transition_latency_ns().map(|ns| (ns / 1000).max(1));
+    let floor = sampling_rate_floor_us(kernel, ctx.tick_ns(), latency_us);
+    let rate = if requested_us == 0 {
+        default_sampling_rate_us(kernel, ctx.tick_ns(), ctx.default_transition_delay_us(), latency_us)
+    } else {
+        requested_us
+    };
+    rate.max(floor)
+}
+
+/// Lowest sampling rate the kernel accepts (µs): two ticks since 4.14, before that the NO_HZ
+/// min_sampling_rate (10 ms, or 100 × the transition latency if longer).
+pub(super) fn sampling_rate_floor_us(kernel: KernelVersion, tick_ns: u64, latency_us: Option<u64>) -> u64 {
+    if kernel >= TRANSITION_DELAY_KERNEL {
+        2 * tick_ns / 1000
+    } else {
+        LEGACY_MIN_SAMPLING_RATE_US.max(LEGACY_MIN_LATENCY_MULTIPLIER * latency_us.unwrap_or(1))
+    }
+}
+
+/// Default sampling rate (µs) for a kernel, tick, the cpufreq core's transition delay
+/// (cpufreq_policy_transition_delay_us, already per kernel version) and the driver's latency
+/// (None = unknown).
+pub(super) fn default_sampling_rate_us(
+    kernel: KernelVersion,
+    tick_ns: u64,
+    transition_delay_us: u64,
+    latency_us: Option<u64>,
+) -> u64 {
+    if kernel >= TRANSITION_DELAY_KERNEL {
+        return (2 * tick_ns / 1000).max(transition_delay_us);
+    }
+    // Before 4.14 the default was 1000 × the latency (the delay rule of that era), at least
+    // the floor. Linux then refused to run the governor on a driver whose latency was unknown
+    // (above its 10 ms limit); here it samples at the floor.
+    match latency_us {
+        Some(_) => sampling_rate_floor_us(kernel, tick_ns, latency_us).max(transition_delay_us),
+        None => LEGACY_MIN_SAMPLING_RATE_US,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HZ250_NS: u64 = 4_000_000;
+
+    #[test]
+    fn load_is_the_busy_share_of_the_window() {
+        assert_eq!(window_load_pct(10_000, 0), 100);
+        assert_eq!(window_load_pct(10_000, 1_500), 85);
+        assert_eq!(window_load_pct(10_000, 9_999), 0); // 0.01 % truncates to 0
+        assert_eq!(window_load_pct(10_000, 10_000), 0);
+        assert_eq!(window_load_pct(10_000, 12_000), 0);
+    }
+
+    #[test]
+    fn default_sampling_rate_follows_the_kernel_era() {
+        // B.3 item 14: acpi-cpufreq reporting 10 µs; the transition delay per era comes from
+        // kernel.rs, DBS takes at least two ticks (8 ms at HZ=250, 2 ms at HZ=1000).
+        let lat = Some(10);
+        assert_eq!(default_sampling_rate_us(KernelVersion(5, 9), HZ250_NS, 10_000, lat), 10_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(6, 8), HZ250_NS, 2_000, lat), 8_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), HZ250_NS, 15, lat), 8_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), 1_000_000, 15, lat), 2_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(6, 8), 1_000_000, 2_000, lat), 2_000);
+        // Before 4.14: 1000 × latency, at least 10 ms; a slow driver (300 µs) gives 300 ms.
+        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, 10_000, lat), 10_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, 300_000, Some(300)), 300_000);
+        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, u64::MAX, None), 10_000);
+    }
+
+    #[test]
+    fn sampling_rate_floor() {
+        assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), HZ250_NS, Some(10)), 8_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), 3_333_333, Some(10)), 6_666);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), HZ250_NS, Some(10)), 10_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), HZ250_NS, Some(300)), 30_000);
+    }
+}

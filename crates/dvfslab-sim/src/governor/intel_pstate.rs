@@ -1,0 +1,587 @@
+//! intel_pstate: the active-mode intel_pstate driver's own P-state selection.
+//!
+//! What it models: `intel_pstate` in active mode on Core parts, one instance per CPU. Every
+//! `sample_rate_ms` the driver reads the APERF, MPERF and TSC deltas of its CPU and picks a
+//! P-state (a ratio of 100 MHz), clamped by the global limits. `algorithm` selects how:
+//! 0 = the load-based `get_target_pstate` of current kernels (with its I/O-wait boost),
+//! 1 = the legacy PID controller of the Core "powersave" policy (3.9 … ≈4.14, in
+//! intel_pstate_pid.rs), 2 = HWP with EPP, the hardware choosing autonomously (in
+//! intel_pstate_hwp.rs, which states the model), 3 = the driver's `performance` policy (the
+//! highest P-state the limits allow, no sampling). The limits are `min_perf_pct`,
+//! `max_perf_pct` and `no_turbo`, combined with the policy limits as current kernels do.
+//!
+//! Differences from Linux:
+//! - Sampling runs on a governor timer every `sample_rate_ms`. Linux samples from scheduler
+//!   callbacks on the local CPU once that much time has passed (4.6+; a deferrable timer
+//!   before), so a busy CPU is sampled at its next tick (every 12 ms at HZ=250, 10 ms here).
+//!   An interval in which the CPU never left idle (MPERF unchanged) is skipped as in Linux:
+//!   an idle CPU keeps its last request and the next sample spans the idle time. The first
+//!   sample after start is a baseline only, as in Linux.
+//! - A policy spanning several CPUs (never the case for intel_pstate) is sampled on its first.
+//! - Core parts only: ratios are kHz / 100 000; `min_pstate`, `max_pstate` (=
+//!   `max_pstate_physical`, no config-TDP) and `turbo_pstate` (1-core turbo) come from the
+//!   platform's min, base and max. No Atom FSB/VID tables, hybrid scaling or KNL counter shift.
+//! - The PID and load-based algorithms coexist behind one knob; in Linux the Core parts used
+//!   the PID up to ≈4.14 and only the load-based one afterwards. Limits use the ratio
+//!   arithmetic of current kernels for every algorithm (≤4.11 used 14-bit percentages).
+//! - Turbo is never BIOS-disabled; `no_turbo` caps requests at `max_pstate`. The default
+//!   `min_perf_pct` 0 stands for "the minimum possible" (same effect); `min_perf_pct` above
+//!   `max_perf_pct` is clamped to it, as §4.5's formula does. `per_cpu_perf_limits` and the
+//!   read-only files (`turbo_pct`, `num_pstates`) are not modelled.
+//! - The I/O-wait boost follows current kernels (start at 1/8, double, cap 1) and is
+//!   evaluated on every scheduler callback of the CPU; no workload produces I/O waits yet.
+//! - Integer tunables (`algorithm`, percentages, EPP, PID gains) are rounded to integers.
+//!
+//! Tunables (units, defaults): `algorithm` (0 load-based, 1 pid, 2 hwp, 3 performance;
+//! default 0), `min_perf_pct` (%, 0), `max_perf_pct` (%, 100), `no_turbo` (bool, 0),
+//! `sample_rate_ms` (ms, 10; algorithms 0 and 1), the PID's `setpoint` (%, 97), `p_gain_pct`
+//! (%, 20), `i_gain_pct` (%, 0), `d_gain_pct` (%, 0), `deadband` (%, 0) (debugfs
+//! `pstate_snb`), and for HWP `energy_performance_preference` (0–255, 128),
+//! `activity_window_us` (µs, 1000), `hwp_dynamic_boost` (bool, 0).
+//!
+//! References: drivers/cpufreq/intel_pstate.c (4.11-era and 5.x); Documentation/admin-guide/
+//! pm/intel_pstate.rst; Intel SDM vol. 3 §14.4 (HWP); spec/algorithms.md §4.
+
+use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
+use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
+use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use crate::spec::{Knob, KnobValues};
+
+pub const INFO: GovernorInfo = GovernorInfo {
+    name: "intel_pstate",
+    description: "intel_pstate active mode: algorithm 0 = load-based get_target_pstate, 1 = legacy PID \
+                  (Core powersave), 2 = HWP with EPP (autonomous hardware), 3 = performance policy",
+    knobs: &[
+        Knob::new("algorithm", "enum", 0.0, 0.0, 3.0, "0 load-based, 1 pid, 2 hwp, 3 performance policy"),
+        Knob::new("min_perf_pct", "%", 0.0, 0.0, 100.0, "lowest P-state, % of the 1-core turbo ratio"),
+        Knob::new("max_perf_pct", "%", 100.0, 0.0, 100.0, "highest P-state, % of the 1-core turbo ratio"),
+        Knob::new("no_turbo", "bool", 0.0, 0.0, 1.0, "1: never request above the base ratio"),
+        Knob::new("sample_rate_ms", "ms", 10.0, 1.0, 1000.0, "sampling interval (algorithms 0 and 1)"),
+        Knob::new("setpoint", "%", 97.0, 1.0, 100.0, "PID: target share of the requested performance"),
+        Knob::new("p_gain_pct", "%", 20.0, 0.0, 100.0, "PID: proportional gain"),
+        Knob::new("i_gain_pct", "%", 0.0, 0.0, 100.0, "PID: integral gain"),
+        Knob::new("d_gain_pct", "%", 0.0, 0.0, 100.0, "PID: derivative gain"),
+        Knob::new("deadband", "%", 0.0, 0.0, 100.0, "PID: error below which nothing changes"),
+        Knob::new("energy_performance_preference", "0-255", 128.0, 0.0, 255.0, "HWP EPP: 0 performance .. 255 power"),
+        Knob::new("activity_window_us", "us", 1000.0, 100.0, 1_000_000.0, "HWP: hardware evaluation window (model)"),
+        Knob::new("hwp_dynamic_boost", "bool", 0.0, 0.0, 1.0, "HWP: raise the minimum on repeated I/O waits"),
+    ],
+    driver: Some("intel_pstate"),
+    build: |k: &KnobValues| Box::new(IntelPstate::new(k)),
+};
+
+/// kHz per ratio step on Core parts (`core_get_scaling`).
+pub(super) const SCALING_KHZ: u32 = 100_000;
+
+// Fixed point as the driver keeps it: 8 fraction bits for percentages and busy fractions,
+// 14 for the APERF/MPERF ratio. Shifts of negative values round towards minus infinity.
+pub(super) const FRAC_BITS: u32 = 8;
+pub(super) const EXT_FRAC_BITS: u32 = 14;
+/// 1/8 in 8-bit fixed point: the first step of the I/O-wait boost.
+const ONE_EIGHTH_FP: i64 = 1 << (FRAC_BITS - 3);
+
+pub(super) const fn int_tofp(x: i64) -> i64 {
+    x << FRAC_BITS
+}
+pub(super) const fn fp_toint(x: i64) -> i64 {
+    x >> FRAC_BITS
+}
+pub(super) const fn mul_fp(x: i64, y: i64) -> i64 {
+    (x * y) >> FRAC_BITS
+}
+pub(super) fn div_fp(x: i64, y: i64) -> i64 {
+    (x << FRAC_BITS) / y
+}
+pub(super) fn mul_ext_fp(x: u64, y: u64) -> u64 {
+    ((x as u128 * y as u128) >> EXT_FRAC_BITS) as u64
+}
+pub(super) fn div_ext_fp(x: u64, y: u64) -> u64 {
+    (((x as u128) << EXT_FRAC_BITS) / y.max(1) as u128) as u64
+}
+pub(super) fn fp_to_f64(x: i64) -> f64 {
+    x as f64 / (1 << FRAC_BITS) as f64
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Algorithm {
+    Load,
+    Pid,
+    Hwp,
+    Performance,
+}
+
+/// The CPU's ratios (`pstate` in the driver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Pstates {
+    pub min: i64,
+    /// Highest non-turbo ratio (`max_pstate`), also HWP "guaranteed".
+    pub max: i64,
+    /// `max_pstate_physical`: the ratio MPERF counts at.
+    pub max_physical: i64,
+    /// 1-core turbo ratio, at least `max`.
+    pub turbo: i64,
+}
+
+impl Pstates {
+    fn from_khz((min_khz, base_khz, max_khz): (u32, u32, u32)) -> Pstates {
+        let r = |khz: u32| (khz / SCALING_KHZ) as i64;
+        Pstates { min: r(min_khz), max: r(base_khz), max_physical: r(base_khz), turbo: r(max_khz).max(r(base_khz)) }
+    }
+}
+
+/// The global limits (sysfs `intel_pstate/`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct GlobalLimits {
+    pub min_perf_pct: i64,
+    pub max_perf_pct: i64,
+    pub no_turbo: bool,
+}
+
+/// The ratio range requests are clamped to: `[max(min_pstate, min_perf_ratio),
+/// max(that, max_perf_ratio)]`, as `intel_pstate_prepare_request` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Range {
+    pub lo: i64,
+    pub hi: i64,
+}
+
+impl Range {
+    pub fn clamp(self, pstate: i64) -> i64 {
+        pstate.clamp(self.lo, self.hi)
+    }
+}
+
+/// Combine the policy limits (kHz) with the global percentages into the request range.
+///
+/// ```text
+///   P_cap      = no_turbo ? max_pstate : turbo_pstate         (what cpuinfo.max_freq allows)
+///   max_policy = P_cap · min(policy.max, P_cap·100 MHz) / (P_cap·100 MHz)
+///   min_policy = max_policy if policy.min == policy.max, else the same for policy.min
+///   global_max = ⌈turbo · max_perf_pct / 100⌉,  global_min = min(⌈turbo · min_perf_pct / 100⌉, global_max)
+///   min_ratio  = min(max(min_policy, global_min), max_policy)
+///   max_ratio  = max(min_policy, min(max_policy, global_max)),  min_ratio = min(min_ratio, max_ratio)
+/// ```
+/// Mirrors `intel_pstate_update_perf_limits` (5.x) followed by `intel_pstate_prepare_request`.
+pub(super) fn perf_range(p: &Pstates, g: &GlobalLimits, policy_min_khz: u32, policy_max_khz: u32) -> Range {
+    let cap = if g.no_turbo { p.max } else { p.turbo };
+    let cap_khz = cap * SCALING_KHZ as i64;
+    let policy_max = (policy_max_khz as i64).min(cap_khz);
+    let policy_min = (policy_min_khz as i64).min(policy_max);
+    let max_policy = cap * policy_max / cap_khz;
+    let min_policy =
+        if policy_min_khz == policy_max_khz { max_policy } else { (cap * policy_min / cap_khz).clamp(0, max_policy) };
+    let global_max = (p.turbo * g.max_perf_pct + 99) / 100;
+    let global_min = ((p.turbo * g.min_perf_pct + 99) / 100).clamp(0, global_max);
+    let max_ratio = min_policy.max(max_policy.min(global_max));
+    let min_ratio = min_policy.max(global_min).min(max_policy).min(max_ratio);
+    let lo = p.min.max(min_ratio);
+    Range { lo, hi: lo.max(max_ratio) }
+}
+
+/// Counter deltas of one sample, and the time since the previous one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Sample {
+    pub aperf: u64,
+    pub mperf: u64,
+    pub tsc: u64,
+    pub duration_ns: u64,
+}
+
+impl Sample {
+    /// Δaperf/Δmperf in 14-bit fixed point (`core_avg_perf`).
+    pub fn core_avg_perf(&self) -> u64 {
+        div_ext_fp(self.aperf, self.mperf)
+    }
+    /// The ratio delivered while in C0, rounded down (`get_avg_pstate`).
+    pub fn avg_pstate(&self, p: &Pstates) -> i64 {
+        mul_ext_fp(p.max_physical as u64, self.core_avg_perf()) as i64
+    }
+    /// C0 residency Δmperf/Δtsc in 8-bit fixed point.
+    pub fn busy_frac(&self) -> i64 {
+        div_fp(self.mperf as i64, self.tsc.max(1) as i64)
+    }
+}
+
+/// The previous counter readings of the sampled CPU (`prev_aperf`, ... in the driver).
+#[derive(Clone, Copy, Debug, Default)]
+struct Sampler {
+    prev: (u64, u64, u64),
+    time_ns: u64,
+}
+
+impl Sampler {
+    fn baseline(&mut self, ctx: &mut PolicyCtx, cpu: usize) {
+        self.prev = ctx.cpu_counters(cpu);
+        self.time_ns = ctx.now_ns();
+    }
+
+    /// A new sample, or None if the CPU stayed idle since the last one (MPERF unchanged).
+    fn take(&mut self, ctx: &mut PolicyCtx, cpu: usize) -> Option<Sample> {
+        let (aperf, mperf, tsc) = ctx.cpu_counters(cpu);
+        let (pa, pm, pt) = self.prev;
+        if mperf == pm || tsc == pt {
+            return None;
+        }
+        let now = ctx.now_ns();
+        let s = Sample { aperf: aperf - pa, mperf: mperf - pm, tsc: tsc - pt, duration_ns: now - self.time_ns };
+        self.prev = (aperf, mperf, tsc);
+        self.time_ns = now;
+        Some(s)
+    }
+}
+
+/// What `get_target_pstate` computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LoadTarget {
+    pub busy_frac: i64,
+    pub avg_pstate: i64,
+    pub target: i64,
+}
+
+/// The load-based choice, before the limits.
+///
+/// ```text
+///   busy_frac = max(Δmperf / Δtsc, iowait_boost)                   C0 residency, 8-bit fp
+///   target    = ⌊1.25 · P_top · busy_frac⌋, at least min_pstate      P_top = turbo (max if no_turbo)
+///   avg       = ⌊max_pstate_physical · Δaperf / Δmperf⌋              the ratio delivered in C0
+///   target   += ⌊(avg − target) / 2⌋   if avg > target               keep half the difference
+/// ```
+/// Mirrors `get_target_pstate` (5.x).
+pub(super) fn get_target_pstate(p: &Pstates, no_turbo: bool, s: &Sample, iowait_boost: i64) -> LoadTarget {
+    let busy_frac = s.busy_frac().max(iowait_boost);
+    let top = if no_turbo { p.max } else { p.turbo };
+    // 25 % headroom over the top ratio, then proportional to the busy fraction.
+    let mut target = mul_fp(top + (top >> 2), busy_frac).max(p.min);
+    let avg_pstate = s.avg_pstate(p);
+    if avg_pstate > target {
+        // Keep half of what the CPU actually ran above the target (anti-oscillation).
+        target += (avg_pstate - target) >> 1;
+    }
+    LoadTarget { busy_frac, avg_pstate, target }
+}
+
+/// The I/O-wait boost of the load-based algorithm, in 8-bit fixed point (0 … 1.0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct IowaitBoost {
+    pub boost: i64,
+    last_update_ns: u64,
+}
+
+impl IowaitBoost {
+    /// One scheduler callback at `now_ns`. Mirrors the boost part of `intel_pstate_update_util`.
+    pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool) {
+        let idle_since_last = now_ns.saturating_sub(self.last_update_ns) > tick_ns;
+        if iowait {
+            self.boost = if idle_since_last || self.boost < ONE_EIGHTH_FP {
+                // Start over: the CPU may have idled, or there was no boost.
+                ONE_EIGHTH_FP
+            } else {
+                // Consecutive I/O waits: double the boost, up to 1.0.
+                (self.boost * 2).min(int_tofp(1))
+            };
+        } else if self.boost != 0 {
+            // No I/O wait: clear after a possible idle period, else halve.
+            self.boost = if idle_since_last { 0 } else { self.boost >> 1 };
+        }
+        self.last_update_ns = now_ns;
+    }
+}
+
+struct IntelPstate {
+    algorithm: Algorithm,
+    limits: GlobalLimits,
+    sample_rate_ns: u64,
+    epp: u8,
+    activity_window_ns: u64,
+    dynamic_boost_on: bool,
+    /// Set at the first start.
+    cpu: Option<usize>,
+    pstates: Pstates,
+    range: Range,
+    sampler: Sampler,
+    iowait: IowaitBoost,
+    pid: Pid,
+    dynamic_boost: DynamicBoost,
+    /// The HWP model's last autonomous choice, re-clamped when the boost moves the minimum.
+    hwp_desired: i64,
+}
+
+impl IntelPstate {
+    fn new(k: &KnobValues) -> IntelPstate {
+        let algorithm = match k.get_u64("algorithm") {
+            0 => Algorithm::Load,
+            1 => Algorithm::Pid,
+            2 => Algorithm::Hwp,
+            _ => Algorithm::Performance,
+        };
+        let pct = |name: &str| k.get_u64(name) as i64;
+        let pid_params = PidParams {
+            setpoint: pct("setpoint"),
+            p_gain_pct: pct("p_gain_pct"),
+            i_gain_pct: pct("i_gain_pct"),
+            d_gain_pct: pct("d_gain_pct"),
+            deadband: pct("deadband"),
+        };
+        IntelPstate {
+            algorithm,
+            limits: GlobalLimits {
+                min_perf_pct: pct("min_perf_pct"),
+                max_perf_pct: pct("max_perf_pct"),
+                no_turbo: k.get("no_turbo") != 0.0,
+            },
+            sample_rate_ns: k.get_u64("sample_rate_ms") * 1_000_000,
+            epp: k.get_u64("energy_performance_preference") as u8,
+            activity_window_ns: k.get_u64("activity_window_us") * 1000,
+            dynamic_boost_on: k.get("hwp_dynamic_boost") != 0.0,
+            cpu: None,
+            pstates: Pstates { min: 0, max: 0, max_physical: 0, turbo: 0 },
+            range: Range { lo: 0, hi: 0 },
+            sampler: Sampler::default(),
+            iowait: IowaitBoost::default(),
+            pid: Pid::new(&pid_params),
+            dynamic_boost: DynamicBoost::default(),
+            hwp_desired: 0,
+        }
+    }
+
+    fn set_pstate(&mut self, ctx: &mut PolicyCtx, pstate: i64) {
+        ctx.request_khz((pstate.max(0) as u32) * SCALING_KHZ, Relation::H);
+    }
+
+    fn sample_load(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+        let t = get_target_pstate(&self.pstates, self.limits.no_turbo, s, self.iowait.boost);
+        let pstate = self.range.clamp(t.target);
+        ctx.explain(&[
+            ("busy_frac", fp_to_f64(s.busy_frac())),
+            ("iowait_boost", fp_to_f64(self.iowait.boost)),
+            ("avg_pstate", t.avg_pstate as f64),
+            ("target_pstate", t.target as f64),
+            ("min_perf_ratio", self.range.lo as f64),
+            ("max_perf_ratio", self.range.hi as f64),
+            ("pstate", pstate as f64),
+        ]);
+        self.set_pstate(ctx, pstate);
+    }
+
+    fn sample_pid(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+        let current = (ctx.cur_khz() / SCALING_KHZ) as i64;
+        let core_busy = perf_scaled(s, self.pstates.max_physical, current, self.sample_rate_ns);
+        let terms = self.pid.calc(core_busy);
+        let target = current - terms.out;
+        let pstate = self.range.clamp(target);
+        ctx.explain(&[
+            ("busy_frac", fp_to_f64(s.busy_frac())),
+            ("core_busy", fp_to_f64(core_busy)),
+            ("current_pstate", current as f64),
+            ("pid_err", fp_to_f64(terms.err)),
+            ("pid_p", fp_to_f64(terms.p)),
+            ("pid_i", fp_to_f64(terms.i)),
+            ("pid_d", fp_to_f64(terms.d)),
+            ("pid_out", terms.out as f64),
+            ("target_pstate", target as f64),
+            ("pstate", pstate as f64),
+        ]);
+        self.set_pstate(ctx, pstate);
+    }
+
+    /// The range HWP_REQUEST carries: the limits, with the minimum raised by dynamic boost.
+    fn hwp_range(&self) -> Range {
+        let lo = self.range.lo.max(self.dynamic_boost.boost_min.min(self.range.hi));
+        Range { lo, hi: self.range.hi }
+    }
+
+    fn sample_hwp(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+        let range = self.hwp_range();
+        let c = hwp_autonomous(&self.pstates, s, self.epp, range);
+        self.hwp_desired = c.desired;
+        ctx.explain(&[
+            ("busy_frac", c.busy),
+            ("avg_pstate", c.delivered),
+            ("demand_pstate", c.demand),
+            ("util_target", c.util_target),
+            ("epp", self.epp as f64),
+            ("hwp_min", range.lo as f64),
+            ("hwp_max", range.hi as f64),
+            ("pstate", c.desired as f64),
+        ]);
+        self.set_pstate(ctx, c.desired);
+    }
+}
+
+impl Governor for IntelPstate {
+    fn start(&mut self, ctx: &mut PolicyCtx) {
+        self.pstates = Pstates::from_khz(ctx.cpuinfo_khz());
+        self.range = perf_range(&self.pstates, &self.limits, ctx.min_khz(), ctx.max_khz());
+        if self.algorithm == Algorithm::Performance {
+            // The highest P-state the limits allow; no sampling at all.
+            let top = self.range.hi;
+            ctx.explain(&[("max_perf_ratio", top as f64)]);
+            self.set_pstate(ctx, top);
+            return;
+        }
+        if self.cpu.is_none() {
+            // First start: begin at the lowest P-state; the first sample is a baseline.
+            let cpu = ctx.cpus()[0];
+            self.cpu = Some(cpu);
+            self.sampler.baseline(ctx, cpu);
+            self.hwp_desired = self.range.lo;
+            let lo = self.range.lo;
+            self.set_pstate(ctx, lo);
+        } else {
+            let cur = self.range.clamp((ctx.cur_khz() / SCALING_KHZ) as i64);
+            self.set_pstate(ctx, cur);
+        }
+        let period = if self.algorithm == Algorithm::Hwp { self.activity_window_ns } else { self.sample_rate_ns };
+        ctx.arm_timer(period);
+    }
+
+    fn timer(&mut self, ctx: &mut PolicyCtx) {
+        let Some(cpu) = self.cpu else { return };
+        let period = if self.algorithm == Algorithm::Hwp { self.activity_window_ns } else { self.sample_rate_ns };
+        ctx.arm_timer(period);
+        let Some(s) = self.sampler.take(ctx, cpu) else { return };
+        match self.algorithm {
+            Algorithm::Load => self.sample_load(ctx, &s),
+            Algorithm::Pid => self.sample_pid(ctx, &s),
+            Algorithm::Hwp => self.sample_hwp(ctx, &s),
+            Algorithm::Performance => {}
+        }
+    }
+
+    fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
+        // Only the CPU's own callbacks count (the driver ignores remote ones).
+        if self.cpu != Some(cpu) {
+            return;
+        }
+        let (now, tick) = (ctx.now_ns(), ctx.tick_ns());
+        match self.algorithm {
+            Algorithm::Load => self.iowait.update(now, tick, flags.iowait),
+            Algorithm::Hwp if self.dynamic_boost_on => {
+                let p = &self.pstates;
+                if self.dynamic_boost.update(now, tick, flags.iowait, self.range, p.max) {
+                    // HWP_REQUEST's minimum moved: the hardware follows at once.
+                    let range = self.hwp_range();
+                    let pstate = range.clamp(self.hwp_desired);
+                    ctx.explain(&[
+                        ("hwp_boost_min", self.dynamic_boost.boost_min as f64),
+                        ("hwp_min", range.lo as f64),
+                        ("hwp_max", range.hi as f64),
+                        ("pstate", pstate as f64),
+                    ]);
+                    self.set_pstate(ctx, pstate);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn wants_util_updates(&self) -> bool {
+        match self.algorithm {
+            Algorithm::Load => true,
+            Algorithm::Hwp => self.dynamic_boost_on,
+            Algorithm::Pid | Algorithm::Performance => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::GovernorConfig;
+
+    const SNB: Pstates = Pstates { min: 16, max: 34, max_physical: 34, turbo: 38 };
+
+    fn sample(aperf: u64, mperf: u64, tsc: u64) -> Sample {
+        Sample { aperf, mperf, tsc, duration_ns: 10_000_000 }
+    }
+
+    #[test]
+    fn fixed_point_rounds_down_like_shifts() {
+        assert_eq!(mul_fp(51, -767), -153);
+        assert_eq!(fp_toint(-25), -1);
+        assert_eq!(div_fp(20, 100), 51);
+        assert_eq!(div_ext_fp(12, 10), 19660);
+        assert_eq!(mul_ext_fp(24, 19660), 28);
+    }
+
+    #[test]
+    fn load_based_spec_example() {
+        // §4.4 / B.3 item 9: turbo 36, busy 0.5, Δa/Δm 1.2, max_physical 24 → 22, then +3 → 25.
+        let p = Pstates { min: 8, max: 24, max_physical: 24, turbo: 36 };
+        let t = get_target_pstate(&p, false, &sample(60, 50, 100), 0);
+        assert_eq!(t, LoadTarget { busy_frac: 128, avg_pstate: 28, target: 25 });
+        // Fully busy at base: 1.25 · 36 = 45, above any limit.
+        assert_eq!(get_target_pstate(&p, false, &sample(100, 100, 100), 0).target, 45);
+        // no_turbo takes the base ratio: 24 + 6 = 30.
+        assert_eq!(get_target_pstate(&p, true, &sample(100, 100, 100), 0).target, 30);
+        // Nearly idle at the lowest ratio: the minimum.
+        assert_eq!(get_target_pstate(&p, false, &sample(8, 24, 10_000), 0).target, 8);
+        // Nearly idle, but the short bursts ran at base: half way from 8 to 24.
+        assert_eq!(get_target_pstate(&p, false, &sample(24, 24, 10_000), 0).target, 16);
+    }
+
+    #[test]
+    fn iowait_boost_raises_the_busy_fraction() {
+        let p = Pstates { min: 8, max: 24, max_physical: 24, turbo: 36 };
+        let quiet = sample(8, 10, 1000); // busy 1 %, Δa/Δm 0.8 → avg 19
+        let t = get_target_pstate(&p, false, &quiet, int_tofp(1) / 2);
+        assert_eq!(t.busy_frac, 128);
+        assert_eq!(t.target, 22);
+    }
+
+    #[test]
+    fn iowait_boost_doubles_decays_and_restarts() {
+        let tick = 4_000_000;
+        let mut b = IowaitBoost::default();
+        let mut seen = Vec::new();
+        for (t, io) in [(1, true), (2, true), (3, true), (4, true), (5, true), (6, false), (7, false)] {
+            b.update(t * 1_000_000, tick, io);
+            seen.push(b.boost);
+        }
+        assert_eq!(seen, [32, 64, 128, 256, 256, 128, 64]);
+        // More than a tick without a callback: an I/O wait starts over, anything else clears.
+        b.update(20_000_000, tick, true);
+        assert_eq!(b.boost, 32);
+        b.update(21_000_000, tick, true);
+        b.update(30_000_000, tick, false);
+        assert_eq!(b.boost, 0);
+    }
+
+    #[test]
+    fn limits_combine_as_current_kernels() {
+        let g = |min, max, no_turbo| GlobalLimits { min_perf_pct: min, max_perf_pct: max, no_turbo };
+        let (lo, hi) = (1_600_000, 3_800_000);
+        let cases = [
+            (g(0, 100, false), lo, hi, 16, 38),
+            (g(0, 50, false), lo, hi, 16, 19),   // ⌈38 · 0.5⌉ = 19
+            (g(80, 100, false), lo, hi, 31, 38), // ⌈30.4⌉ = 31
+            (g(0, 100, true), lo, hi, 16, 34),   // no turbo: base
+            (g(90, 50, false), lo, hi, 19, 19),  // min above max is clamped to it
+            (g(0, 100, false), lo, 2_500_000, 16, 25),
+            (g(0, 100, false), 2_000_000, 2_000_000, 20, 20),
+            (g(0, 10, false), lo, hi, 16, 16), // never below min_pstate
+        ];
+        for (limits, min_khz, max_khz, want_lo, want_hi) in cases {
+            let r = perf_range(&SNB, &limits, min_khz, max_khz);
+            assert_eq!((r.lo, r.hi), (want_lo, want_hi), "{limits:?} policy [{min_khz}, {max_khz}]");
+        }
+    }
+
+    #[test]
+    fn tunables_are_checked_by_name() {
+        assert!(GovernorConfig::parse("intel_pstate:algorithm=1,max_perf_pct=50,no_turbo=1").is_ok());
+        for (spec, name) in [
+            ("intel_pstate:algorithm=4", "algorithm"),
+            ("intel_pstate:algorithm=pid", "algorithm"),
+            ("intel_pstate:max_perf_pct=101", "max_perf_pct"),
+            ("intel_pstate:min_perf_pct=-1", "min_perf_pct"),
+            ("intel_pstate:no_turbo=2", "no_turbo"),
+            ("intel_pstate:energy_performance_preference=256", "energy_performance_preference"),
+            ("intel_pstate:sample_rate_ms=0", "sample_rate_ms"),
+            ("intel_pstate:mode=active", "mode"),
+        ] {
+            let err = GovernorConfig::parse(spec).err().expect(spec).to_string();
+            assert!(err.contains(name), "{spec}: {err}");
+        }
+    }
+}
