@@ -36,10 +36,31 @@ class IdleColumns(TypedDict):
     cpu: list[int]
     state: list[str]
 
+class SwitchColumns(TypedDict):
+    """Context switches: on `cpu`, task `prev` (-1 = idle) stops in `prev_state` ("R"
+    preempted, "S" sleeping, "X" exited, "I" idle) and task `next` (-1 = idle) runs."""
+
+    time_ns: list[int]
+    cpu: list[int]
+    prev: list[int]
+    prev_state: list[str]
+    next: list[int]
+
+class WakeupColumns(TypedDict):
+    """A task made runnable on a CPU."""
+
+    time_ns: list[int]
+    task: list[int]
+    cpu: list[int]
+
 class Timeline(TypedDict):
     frequency: FrequencyColumns
     util: UtilColumns
     idle: IdleColumns
+    switch: SwitchColumns
+    wakeup: WakeupColumns
+    task_names: list[str]
+    """Task names by task id."""
 
 class ExplainColumns(TypedDict):
     """One row per frequency decision; `inputs` holds one column per governor input name

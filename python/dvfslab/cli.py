@@ -231,6 +231,11 @@ def _add_run(commands: Any) -> None:
         help="also record per-CPU frequency, util_avg and idle timelines to FILE",
     )
     p.add_argument(
+        "--trace",
+        metavar="FILE.json|FILE.txt",
+        help="write a trace: .json for Perfetto/Chrome (ui.perfetto.dev), .txt for ftrace text",
+    )
+    p.add_argument(
         "--explain",
         nargs="?",
         const="-",
@@ -247,6 +252,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     timeline = Path(args.timeline) if args.timeline is not None else None
     if timeline is not None and not timeline.absolute().parent.is_dir():
         raise ConfigError(f"--timeline: directory {timeline.absolute().parent} does not exist")
+    trace = Path(args.trace) if args.trace is not None else None
+    if trace is not None:
+        if not trace.absolute().parent.is_dir():
+            raise ConfigError(f"--trace: directory {trace.absolute().parent} does not exist")
+        if trace.suffix.lower() not in (".json", ".txt"):
+            raise ConfigError(f"--trace {trace}: expected a .json (Perfetto) or .txt (ftrace) file")
 
     result = simulate(
         args.platform,
@@ -254,11 +265,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.workload,
         duration_s=args.duration,
         seed=args.seed,
-        timeline=timeline is not None,
+        timeline=timeline is not None or trace is not None,
         explain=args.explain is not None,
     )
     if timeline is not None:
         result.write_timeline(timeline)
+    if trace is not None:
+        from dvfslab.traces import write_trace
+
+        write_trace(result, trace)
     if args.explain not in (None, "-"):
         result.df_decisions().to_csv(args.explain, index=False)
     if args.json:
@@ -267,6 +282,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _show_run(result)
     if timeline is not None:
         print(f"\ntimeline written to {timeline}")
+    if trace is not None:
+        print(f"\ntrace written to {trace}")
     if args.explain == "-":
         _show_decisions(result)
     elif args.explain is not None:

@@ -201,10 +201,20 @@ class SimResult:
 
         path = Path(path)
         table = self._timeline_table()
-        _replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+        replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
         return path
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def timeline_columns(self) -> dict[str, Any]:
+        """The recorded timeline as the simulator gave it: columns per signal (frequency,
+        util, idle, switch, wakeup) and the task names; for exporters."""
+        if self._timeline is None:
+            raise DvfsError(
+                "no timeline was recorded: run with timeline=True "
+                "(CLI: dvfslab run ... --timeline FILE.parquet or --trace FILE)"
+            )
+        return self._timeline
 
     def _columns(self, signal: str) -> dict[str, list[Any]]:
         if self._timeline is None:
@@ -281,7 +291,7 @@ class SimResult:
         )
 
 
-def _replace_atomically(path: Path, write: Callable[[str], object]) -> None:
+def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
     """Call write(tmp) on a temporary name beside `path`, then rename it to `path`.
 
     Readers see the old file or the whole new one; a failed write leaves nothing behind.

@@ -4,6 +4,12 @@ use crate::engine::TimeNs;
 
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
+    /// Order of recording across all kinds, so events at the same nanosecond keep their order.
+    pub seq: u64,
+    pub freq_seq: Vec<u64>,
+    pub idle_seq: Vec<u64>,
+    pub switch_seq: Vec<u64>,
+    pub wakeup_seq: Vec<u64>,
     pub freq_time_ns: Vec<u64>,
     pub freq_cpu: Vec<u32>,
     pub freq_khz: Vec<u32>,
@@ -13,10 +19,30 @@ pub struct Timeline {
     pub idle_time_ns: Vec<u64>,
     pub idle_cpu: Vec<u32>,
     pub idle_state: Vec<String>,
+    /// Context switches: on `cpu`, `prev` (-1 = idle) stops and `next` (-1 = idle) runs;
+    /// `prev_state` is 'R' (preempted), 'S' (slept), 'X' (exited) or 'I' (idle).
+    pub switch_time_ns: Vec<u64>,
+    pub switch_cpu: Vec<u32>,
+    pub switch_prev: Vec<i64>,
+    pub switch_prev_state: Vec<char>,
+    pub switch_next: Vec<i64>,
+    /// Wake-ups: `task` made runnable on `cpu`.
+    pub wakeup_time_ns: Vec<u64>,
+    pub wakeup_task: Vec<u32>,
+    pub wakeup_cpu: Vec<u32>,
+    /// Task names by id (pid = id + 1 in traces).
+    pub task_names: Vec<String>,
 }
 
 impl Timeline {
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
     pub fn frequency(&mut self, t: TimeNs, cpu: usize, khz: u32) {
+        let seq = self.next_seq();
+        self.freq_seq.push(seq);
         self.freq_time_ns.push(t);
         self.freq_cpu.push(cpu as u32);
         self.freq_khz.push(khz);
@@ -28,7 +54,27 @@ impl Timeline {
         self.util_avg.push(util as u32);
     }
 
+    pub fn switch(&mut self, t: TimeNs, cpu: usize, prev: Option<usize>, prev_state: char, next: Option<usize>) {
+        let seq = self.next_seq();
+        self.switch_seq.push(seq);
+        self.switch_time_ns.push(t);
+        self.switch_cpu.push(cpu as u32);
+        self.switch_prev.push(prev.map_or(-1, |p| p as i64));
+        self.switch_prev_state.push(prev_state);
+        self.switch_next.push(next.map_or(-1, |n| n as i64));
+    }
+
+    pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize) {
+        let seq = self.next_seq();
+        self.wakeup_seq.push(seq);
+        self.wakeup_time_ns.push(t);
+        self.wakeup_task.push(task as u32);
+        self.wakeup_cpu.push(cpu as u32);
+    }
+
     pub fn idle(&mut self, t: TimeNs, cpu: usize, state: &str) {
+        let seq = self.next_seq();
+        self.idle_seq.push(seq);
         self.idle_time_ns.push(t);
         self.idle_cpu.push(cpu as u32);
         self.idle_state.push(state.to_string());

@@ -35,8 +35,8 @@ pub struct CpuJson {
     pub energy_j: f64,
     /// Seconds at each frequency the CPU ran, keyed by kHz.
     pub time_in_freq: BTreeMap<String, f64>,
-    /// Seconds in each idle state, keyed by its name.
-    pub time_in_idle_state: BTreeMap<String, f64>,
+    /// Seconds in each idle state, keyed by its name, shallow to deep (cpuidle order).
+    pub time_in_idle_state: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -108,7 +108,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 time_in_idle_state: states
                     .iter()
                     .zip(&c.idle_ns)
-                    .map(|(s, &ns)| (s.name.clone(), ns as f64 * 1e-9))
+                    .map(|(s, &ns)| (s.name.clone(), serde_json::json!(ns as f64 * 1e-9)))
                     .collect(),
             }
         })
@@ -138,7 +138,10 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             work_submitted_cycles: sim.tasks.iter().map(|t| t.work_submitted).sum(),
             per_cpu,
         },
-        timeline: sim.timeline.clone(),
+        timeline: sim.timeline.clone().map(|mut tl| {
+            tl.task_names = sim.tasks.iter().map(|t| t.name.clone()).collect();
+            tl
+        }),
         decisions: sim.explain.clone(),
         finished_work: sim
             .tasks

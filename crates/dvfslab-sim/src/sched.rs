@@ -291,6 +291,9 @@ impl Sim {
             t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
         }
         t.state = TaskState::Runnable;
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.wakeup(self.q.now(), task, cpu);
+        }
         self.cpus[cpu].util_est_sum += self.tasks[task].util_est.value();
         if self.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
@@ -349,6 +352,7 @@ impl Sim {
         c.queue.retain(|&t| t != next);
         c.queue.push(curr);
         c.curr = None;
+        c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.set_curr(cpu, next);
     }
@@ -390,6 +394,10 @@ impl Sim {
         }
         let c = &mut self.cpus[cpu];
         c.curr = Some(task);
+        let prev = c.switched_out.take();
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
+        }
         let t = &mut self.tasks[task];
         t.exec_start_ns = now;
         t.slice_start_exec_ns = t.sum_exec_ns;
@@ -598,6 +606,7 @@ impl Sim {
         let util = self.tasks[task].avg.util_avg;
         self.cpus[cpu].avg.remove_util(util);
         self.tasks[task].state = TaskState::Exited;
+        self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
         // The parent sleeping in wait4 is woken by the last child's exit (SIGCHLD, not sync).
         if let Some(parent) = self.tasks[task].parent {
@@ -621,6 +630,7 @@ impl Sim {
         let c = &mut self.cpus[cpu];
         c.util_est_sum -= c.util_est_sum.min(ue);
         c.curr = None;
+        c.switched_out = Some((task, 'S'));
         c.seg_token = c.seg_token.wrapping_add(1);
         task
     }
@@ -707,9 +717,11 @@ impl Sim {
         let core = self.plat.cpus[cpu].core;
         self.cores[core].busy_threads -= 1;
         self.core_changed(core, cpu);
+        let prev = self.cpus[cpu].switched_out.take();
         if let Some(tl) = self.timeline.as_mut() {
             let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
             tl.idle(now, cpu, name);
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
         }
     }
 

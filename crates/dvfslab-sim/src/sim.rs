@@ -75,6 +75,8 @@ pub(crate) struct Cpu {
     pub util_avg_max: u64,
     /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
     pub idle_calls: u64,
+    /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
+    pub switched_out: Option<(usize, char)>,
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -236,6 +238,7 @@ impl Sim {
                 freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
+                switched_out: None,
             })
             .collect();
         let cores = plat

@@ -125,7 +125,7 @@ mod invariants {
         let r = run("haswell-e5-2670v3-2s", "performance", "periodic:threads=1,run_us=100,period_us=100000", 2.0, 0);
         // 18 W per package when every core is power-gated (package C6), plus a sliver of work.
         assert!(r.summary.avg_package_w < 2.0 * 18.0 + 2.0, "{}", r.summary.avg_package_w);
-        let c6: f64 = r.summary.per_cpu.iter().map(|c| c.time_in_idle_state["C6"]).sum();
+        let c6: f64 = r.summary.per_cpu.iter().map(|c| c.time_in_idle_state["C6"].as_f64().unwrap()).sum();
         assert!(c6 > 0.9 * 48.0 * 2.0, "{c6}");
         assert!(freq_of(&r, 0) > 0.0 || r.summary.per_cpu.iter().any(|c| c.busy_pct > 0.0));
     }

@@ -15,8 +15,10 @@
 //!   callbacks on the local CPU once that much time has passed (4.6+; a deferrable timer
 //!   before), so a busy CPU is sampled at its next tick (every 12 ms at HZ=250, 10 ms here).
 //!   An interval in which the CPU never left idle (MPERF unchanged) is skipped as in Linux:
-//!   an idle CPU keeps its last request and the next sample spans the idle time. The first
-//!   sample after start is a baseline only, as in Linux.
+//!   an idle CPU keeps its last request and the next sample spans the idle time. Linux takes
+//!   that sample at the wake-up callback; here it comes at the next timer expiry, so a step
+//!   from idle is answered up to one period later. The first sample after start is a
+//!   baseline only, as in Linux.
 //! - A policy spanning several CPUs (never the case for intel_pstate) is sampled on its first.
 //! - Core parts only: ratios are kHz / 100 000; `min_pstate`, `max_pstate` (=
 //!   `max_pstate_physical`, no config-TDP) and `turbo_pstate` (1-core turbo) come from the
@@ -29,7 +31,11 @@
 //!   `max_perf_pct` is clamped to it, as §4.5's formula does. `per_cpu_perf_limits` and the
 //!   read-only files (`turbo_pct`, `num_pstates`) are not modelled.
 //! - The I/O-wait boost follows current kernels (start at 1/8, double, cap 1) and is
-//!   evaluated on every scheduler callback of the CPU; no workload produces I/O waits yet.
+//!   evaluated on every scheduler callback of the CPU (the 4.6–4.x rule "1.0 on any I/O
+//!   wait" is not modelled); no shipped workload produces I/O waits yet.
+//! - HWP's autonomous choice is a model (assumptions in intel_pstate_hwp.rs): every
+//!   `activity_window_us` the hardware picks ⌈busy · delivered ratio / (0.9 · EPP/255)⌉
+//!   (EPP 0: the maximum), within HWP min/max; it runs on any Intel preset, HWP or not.
 //! - Integer tunables (`algorithm`, percentages, EPP, PID gains) are rounded to integers.
 //!
 //! Tunables (units, defaults): `algorithm` (0 load-based, 1 pid, 2 hwp, 3 performance;
@@ -43,6 +49,7 @@
 //! pm/intel_pstate.rst; Intel SDM vol. 3 §14.4 (HWP); spec/algorithms.md §4.
 
 use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
+use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
 use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::spec::{Knob, KnobValues};
@@ -77,8 +84,6 @@ pub(super) const SCALING_KHZ: u32 = 100_000;
 // 14 for the APERF/MPERF ratio. Shifts of negative values round towards minus infinity.
 pub(super) const FRAC_BITS: u32 = 8;
 pub(super) const EXT_FRAC_BITS: u32 = 14;
-/// 1/8 in 8-bit fixed point: the first step of the I/O-wait boost.
-const ONE_EIGHTH_FP: i64 = 1 << (FRAC_BITS - 3);
 
 pub(super) const fn int_tofp(x: i64) -> i64 {
     x << FRAC_BITS
@@ -230,63 +235,6 @@ impl Sampler {
     }
 }
 
-/// What `get_target_pstate` computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct LoadTarget {
-    pub busy_frac: i64,
-    pub avg_pstate: i64,
-    pub target: i64,
-}
-
-/// The load-based choice, before the limits.
-///
-/// ```text
-///   busy_frac = max(Δmperf / Δtsc, iowait_boost)                   C0 residency, 8-bit fp
-///   target    = ⌊1.25 · P_top · busy_frac⌋, at least min_pstate      P_top = turbo (max if no_turbo)
-///   avg       = ⌊max_pstate_physical · Δaperf / Δmperf⌋              the ratio delivered in C0
-///   target   += ⌊(avg − target) / 2⌋   if avg > target               keep half the difference
-/// ```
-/// Mirrors `get_target_pstate` (5.x).
-pub(super) fn get_target_pstate(p: &Pstates, no_turbo: bool, s: &Sample, iowait_boost: i64) -> LoadTarget {
-    let busy_frac = s.busy_frac().max(iowait_boost);
-    let top = if no_turbo { p.max } else { p.turbo };
-    // 25 % headroom over the top ratio, then proportional to the busy fraction.
-    let mut target = mul_fp(top + (top >> 2), busy_frac).max(p.min);
-    let avg_pstate = s.avg_pstate(p);
-    if avg_pstate > target {
-        // Keep half of what the CPU actually ran above the target (anti-oscillation).
-        target += (avg_pstate - target) >> 1;
-    }
-    LoadTarget { busy_frac, avg_pstate, target }
-}
-
-/// The I/O-wait boost of the load-based algorithm, in 8-bit fixed point (0 … 1.0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct IowaitBoost {
-    pub boost: i64,
-    last_update_ns: u64,
-}
-
-impl IowaitBoost {
-    /// One scheduler callback at `now_ns`. Mirrors the boost part of `intel_pstate_update_util`.
-    pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool) {
-        let idle_since_last = now_ns.saturating_sub(self.last_update_ns) > tick_ns;
-        if iowait {
-            self.boost = if idle_since_last || self.boost < ONE_EIGHTH_FP {
-                // Start over: the CPU may have idled, or there was no boost.
-                ONE_EIGHTH_FP
-            } else {
-                // Consecutive I/O waits: double the boost, up to 1.0.
-                (self.boost * 2).min(int_tofp(1))
-            };
-        } else if self.boost != 0 {
-            // No I/O wait: clear after a possible idle period, else halve.
-            self.boost = if idle_since_last { 0 } else { self.boost >> 1 };
-        }
-        self.last_update_ns = now_ns;
-    }
-}
-
 struct IntelPstate {
     algorithm: Algorithm,
     limits: GlobalLimits,
@@ -341,6 +289,15 @@ impl IntelPstate {
             pid: Pid::new(&pid_params),
             dynamic_boost: DynamicBoost::default(),
             hwp_desired: 0,
+        }
+    }
+
+    /// The driver's sampling interval, or the modelled hardware's window with HWP.
+    fn period_ns(&self) -> u64 {
+        if self.algorithm == Algorithm::Hwp {
+            self.activity_window_ns
+        } else {
+            self.sample_rate_ns
         }
     }
 
@@ -426,19 +383,18 @@ impl Governor for IntelPstate {
             self.sampler.baseline(ctx, cpu);
             self.hwp_desired = self.range.lo;
             let lo = self.range.lo;
+            ctx.explain(&[("min_perf_ratio", lo as f64)]);
             self.set_pstate(ctx, lo);
         } else {
             let cur = self.range.clamp((ctx.cur_khz() / SCALING_KHZ) as i64);
             self.set_pstate(ctx, cur);
         }
-        let period = if self.algorithm == Algorithm::Hwp { self.activity_window_ns } else { self.sample_rate_ns };
-        ctx.arm_timer(period);
+        ctx.arm_timer(self.period_ns());
     }
 
     fn timer(&mut self, ctx: &mut PolicyCtx) {
         let Some(cpu) = self.cpu else { return };
-        let period = if self.algorithm == Algorithm::Hwp { self.activity_window_ns } else { self.sample_rate_ns };
-        ctx.arm_timer(period);
+        ctx.arm_timer(self.period_ns());
         let Some(s) = self.sampler.take(ctx, cpu) else { return };
         match self.algorithm {
             Algorithm::Load => self.sample_load(ctx, &s),
@@ -488,12 +444,9 @@ impl Governor for IntelPstate {
 mod tests {
     use super::*;
     use crate::governor::GovernorConfig;
+    use crate::spec::Spec;
 
     const SNB: Pstates = Pstates { min: 16, max: 34, max_physical: 34, turbo: 38 };
-
-    fn sample(aperf: u64, mperf: u64, tsc: u64) -> Sample {
-        Sample { aperf, mperf, tsc, duration_ns: 10_000_000 }
-    }
 
     #[test]
     fn fixed_point_rounds_down_like_shifts() {
@@ -502,49 +455,6 @@ mod tests {
         assert_eq!(div_fp(20, 100), 51);
         assert_eq!(div_ext_fp(12, 10), 19660);
         assert_eq!(mul_ext_fp(24, 19660), 28);
-    }
-
-    #[test]
-    fn load_based_spec_example() {
-        // §4.4 / B.3 item 9: turbo 36, busy 0.5, Δa/Δm 1.2, max_physical 24 → 22, then +3 → 25.
-        let p = Pstates { min: 8, max: 24, max_physical: 24, turbo: 36 };
-        let t = get_target_pstate(&p, false, &sample(60, 50, 100), 0);
-        assert_eq!(t, LoadTarget { busy_frac: 128, avg_pstate: 28, target: 25 });
-        // Fully busy at base: 1.25 · 36 = 45, above any limit.
-        assert_eq!(get_target_pstate(&p, false, &sample(100, 100, 100), 0).target, 45);
-        // no_turbo takes the base ratio: 24 + 6 = 30.
-        assert_eq!(get_target_pstate(&p, true, &sample(100, 100, 100), 0).target, 30);
-        // Nearly idle at the lowest ratio: the minimum.
-        assert_eq!(get_target_pstate(&p, false, &sample(8, 24, 10_000), 0).target, 8);
-        // Nearly idle, but the short bursts ran at base: half way from 8 to 24.
-        assert_eq!(get_target_pstate(&p, false, &sample(24, 24, 10_000), 0).target, 16);
-    }
-
-    #[test]
-    fn iowait_boost_raises_the_busy_fraction() {
-        let p = Pstates { min: 8, max: 24, max_physical: 24, turbo: 36 };
-        let quiet = sample(8, 10, 1000); // busy 1 %, Δa/Δm 0.8 → avg 19
-        let t = get_target_pstate(&p, false, &quiet, int_tofp(1) / 2);
-        assert_eq!(t.busy_frac, 128);
-        assert_eq!(t.target, 22);
-    }
-
-    #[test]
-    fn iowait_boost_doubles_decays_and_restarts() {
-        let tick = 4_000_000;
-        let mut b = IowaitBoost::default();
-        let mut seen = Vec::new();
-        for (t, io) in [(1, true), (2, true), (3, true), (4, true), (5, true), (6, false), (7, false)] {
-            b.update(t * 1_000_000, tick, io);
-            seen.push(b.boost);
-        }
-        assert_eq!(seen, [32, 64, 128, 256, 256, 128, 64]);
-        // More than a tick without a callback: an I/O wait starts over, anything else clears.
-        b.update(20_000_000, tick, true);
-        assert_eq!(b.boost, 32);
-        b.update(21_000_000, tick, true);
-        b.update(30_000_000, tick, false);
-        assert_eq!(b.boost, 0);
     }
 
     #[test]
@@ -565,6 +475,26 @@ mod tests {
             let r = perf_range(&SNB, &limits, min_khz, max_khz);
             assert_eq!((r.lo, r.hi), (want_lo, want_hi), "{limits:?} policy [{min_khz}, {max_khz}]");
         }
+    }
+
+    #[test]
+    fn util_callbacks_only_where_needed_and_boost_stays_within_limits() {
+        let build = |text: &str| {
+            let spec = Spec::parse(text, "governor").unwrap();
+            IntelPstate::new(&KnobValues::resolve(&spec, INFO.knobs, "governor", &[]).unwrap().0)
+        };
+        assert!(build("intel_pstate").wants_util_updates()); // the I/O-wait boost
+        assert!(!build("intel_pstate:algorithm=1").wants_util_updates());
+        assert!(!build("intel_pstate:algorithm=2").wants_util_updates());
+        let mut g = build("intel_pstate:algorithm=2,hwp_dynamic_boost=1");
+        assert!(g.wants_util_updates());
+        // max_perf_pct below guaranteed (23): the boost reaches 23 but HWP max stays 20.
+        g.range = Range { lo: 12, hi: 20 };
+        for t in 0..4 {
+            g.dynamic_boost.update(t * 1_000_000, 4_000_000, true, g.range, 23);
+        }
+        assert_eq!(g.dynamic_boost.boost_min, 23);
+        assert_eq!(g.hwp_range(), Range { lo: 20, hi: 20 });
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod conservative;
 mod dbs;
 mod intel_pstate;
 mod intel_pstate_hwp;
+mod intel_pstate_load;
 mod intel_pstate_pid;
 mod margins;
 mod ondemand;

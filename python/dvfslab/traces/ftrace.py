@@ -1,0 +1,89 @@
+"""ftrace text, as the kernel's tracing/trace file prints it with the nop tracer:
+
+    # tracer: nop
+    #           TASK-PID     CPU#     TIMESTAMP  FUNCTION
+        cpu-bound-0-1       [003]     0.004000: sched_switch: prev_comm=... ==> next_comm=...
+
+Events: sched_switch, sched_wakeup, cpu_frequency (state = kHz) and cpu_idle (state = idle
+state index, 4294967295 when the CPU leaves idle), with the kernel's field names. Task pids are
+task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dvfslab.result import SimResult
+
+PRIO_NORMAL = 120
+CPU_IDLE_EXIT = 4294967295  # PWR_EVENT_EXIT, (u32)-1
+
+
+def render(result: SimResult) -> str:
+    tl = result.timeline_columns()
+    names: list[str] = tl["task_names"]
+    ncpus = len(result.per_cpu)
+    idle_index = _idle_indexes(result)
+
+    def comm(task: int, cpu: int) -> str:
+        return f"swapper/{cpu}" if task < 0 else names[task].replace(" ", "_")[:15]
+
+    # Every event as (time_ns, seq, cpu, function, fields), merged in recording order: `seq`
+    # orders events of the same nanosecond as the simulator produced them.
+    def switch_fields(p: int, st: str, n: int, cpu: int) -> str:
+        return (
+            f"prev_comm={comm(p, cpu)} prev_pid={p + 1} prev_prio={PRIO_NORMAL} prev_state={st}"
+            f" ==> next_comm={comm(n, cpu)} next_pid={n + 1} next_prio={PRIO_NORMAL}"
+        )
+
+    def wakeup_fields(task: int, cpu: int) -> str:
+        return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL} target_cpu={cpu:03d}"
+
+    def idle_fields(state: str, cpu: int) -> str:
+        index = CPU_IDLE_EXIT if state == "C0" else idle_index[cpu][state]
+        return f"state={index} cpu_id={cpu}"
+
+    sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
+    streams: list[Iterator[tuple[int, int, int, str, str]]] = [
+        (
+            (t, q, c, "sched_switch", switch_fields(p, st, n, c))
+            for t, q, c, p, st, n in zip(
+                sw["time_ns"], sw["seq"], sw["cpu"], sw["prev"], sw["prev_state"], sw["next"]
+            )
+        ),
+        (
+            (t, q, c, "sched_wakeup", wakeup_fields(task, c))
+            for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
+        ),
+        (
+            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}")
+            for t, q, c, khz in zip(fq["time_ns"], fq["seq"], fq["cpu"], fq["freq_khz"])
+        ),
+        (
+            (t, q, c, "cpu_idle", idle_fields(state, c))
+            for t, q, c, state in zip(idle["time_ns"], idle["seq"], idle["cpu"], idle["state"])
+        ),
+    ]
+
+    lines = [
+        f"cpus={ncpus}",
+        "# tracer: nop",
+        "#",
+        "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION",
+    ]
+    current = [-1] * ncpus
+    for t, _, cpu, func, fields in heapq.merge(*streams, key=lambda e: (e[0], e[1])):
+        who = current[cpu]
+        task = "<idle>-0" if who < 0 else f"{comm(who, cpu)}-{who + 1}"
+        lines.append(f"{task:>20} [{cpu:03d}] {t / 1e9:13.6f}: {func}: {fields}")
+        if func == "sched_switch":
+            current[cpu] = int(fields.rsplit("next_pid=", 1)[1].split()[0]) - 1
+    return "\n".join(lines) + "\n"
+
+
+def _idle_indexes(result: SimResult) -> list[dict[str, int]]:
+    """cpuidle state index of each idle-state name, per CPU (index 0 = POLL, not modelled)."""
+    return [{name: i + 1 for i, name in enumerate(c["time_in_idle_state"])} for c in result.per_cpu]

@@ -1,0 +1,112 @@
+"""Traces of a run: Perfetto/Chrome JSON and ftrace text, parsed back."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import dvfslab
+from dvfslab.traces import chrome, ftrace
+
+WORKLOAD = "periodic:threads=3,run_us=2000,period_us=6000,jitter_pct=30"
+
+# The kernel's trace-file line: TASK-PID [CPU] TIMESTAMP: EVENT: FIELDS
+LINE = re.compile(
+    r"^\s*(?P<task>.+)-(?P<pid>\d+)\s+\[(?P<cpu>\d{3})\]\s+(?P<ts>\d+\.\d{6}): "
+    r"(?P<event>\w+): (?P<fields>.*)$"
+)
+SWITCH = re.compile(
+    r"^prev_comm=\S+ prev_pid=\d+ prev_prio=\d+ prev_state=[RSXI] ==> "
+    r"next_comm=\S+ next_pid=\d+ next_prio=\d+$"
+)
+
+
+@pytest.fixture(scope="module")
+def result() -> dvfslab.SimResult:
+    return dvfslab.simulate("juno-r2", "schedutil", WORKLOAD, duration_s=0.3, timeline=True)
+
+
+def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
+    text = ftrace.render(result)
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith(("#", "cpus="))]
+    tl = result.timeline_columns()
+    counts: dict[str, int] = {}
+    last_ts = 0.0
+    for ln in lines:
+        m = LINE.match(ln)
+        assert m, ln
+        counts[m["event"]] = counts.get(m["event"], 0) + 1
+        ts = float(m["ts"])
+        assert ts >= last_ts
+        last_ts = ts
+        fields = dict(kv.split("=", 1) for kv in m["fields"].replace("==> ", "").split())
+        if m["event"] == "sched_switch":
+            assert SWITCH.match(m["fields"]), m["fields"]
+            assert int(fields["prev_pid"]) == int(m["pid"])  # the line's task is the one leaving
+        elif m["event"] in ("cpu_frequency", "cpu_idle"):
+            assert int(fields["cpu_id"]) == int(m["cpu"])
+    assert counts["sched_switch"] == len(tl["switch"]["time_ns"]) > 0
+    assert counts["sched_wakeup"] == len(tl["wakeup"]["time_ns"]) > 0
+    assert counts["cpu_frequency"] == len(tl["frequency"]["time_ns"]) > 0
+    assert counts["cpu_idle"] == len(tl["idle"]["time_ns"]) > 0
+    assert text.startswith(f"cpus={len(result.per_cpu)}\n")
+
+
+def test_chrome_json_is_a_valid_trace(result: dvfslab.SimResult) -> None:
+    trace = json.loads(chrome.render(result))
+    events = trace["traceEvents"]
+    assert {e["ph"] for e in events} == {"M", "X", "C"}
+    slices = [e for e in events if e["ph"] == "X"]
+    for e in slices:
+        assert e["dur"] >= 0
+        assert 0 <= e["ts"] <= result.sim_time_s * 1e6 + 1e-6
+    # Task slices on one CPU never overlap, and add up to the CPU's busy time.
+    for cpu, row in enumerate(result.per_cpu):
+        mine = sorted(
+            (e["ts"], e["dur"]) for e in slices if e["pid"] == chrome.PID_TASKS and e["tid"] == cpu
+        )
+        for (t0, d0), (t1, _) in zip(mine, mine[1:]):
+            assert t0 + d0 <= t1 + 1e-6
+        busy_us = sum(d for _, d in mine)
+        assert busy_us == pytest.approx(
+            row["busy_pct"] / 100 * result.sim_time_s * 1e6, rel=1e-6, abs=1e-3
+        )
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert any(n.endswith("MHz") for n in counters)
+    assert any(n.endswith("util") for n in counters)
+
+
+def test_cli_writes_both_formats(cli, tmp_path) -> None:
+    for name in ("run.json", "run.txt"):
+        out = tmp_path / name
+        r = cli(
+            "run",
+            "-p",
+            "pixel6",
+            "-g",
+            "performance",
+            "-w",
+            "cpu-bound:threads=2",
+            "--duration",
+            "0.05",
+            "--trace",
+            str(out),
+        )
+        assert r.code == 0, r.stderr
+        assert out.stat().st_size > 0
+    bad = cli(
+        "run",
+        "-p",
+        "pixel6",
+        "-g",
+        "performance",
+        "-w",
+        "cpu-bound",
+        "--trace",
+        str(tmp_path / "x.csv"),
+    )
+    assert bad.code == 1
+    assert "error:" in bad.stderr
+    assert ".json" in bad.stderr
