@@ -121,7 +121,15 @@ fn simulate<'py>(
 fn knobs_json(knobs: &[dvfslab_sim::spec::Knob]) -> Vec<serde_json::Value> {
     knobs
         .iter()
-        .map(|k| serde_json::json!({"name": k.name, "unit": k.unit, "default": k.default, "min": k.min, "max": k.max, "description": k.description}))
+        .map(|k| {
+            let names: Vec<&str> = k.choices.iter().map(|(n, _)| *n).collect();
+            let default = match k.choice_name(k.default) {
+                Some(name) => serde_json::json!(name),
+                None => serde_json::json!(k.default),
+            };
+            serde_json::json!({"name": k.name, "unit": k.unit, "default": default, "min": k.min, "max": k.max,
+                "choices": names, "integer": k.integer, "description": k.description})
+        })
         .collect()
 }
 

@@ -57,6 +57,10 @@ pub struct Knob {
     pub min: f64,
     pub max: f64,
     pub description: &'static str,
+    /// Names accepted in place of numbers (`algorithm=pid`), each standing for a value.
+    pub choices: &'static [(&'static str, f64)],
+    /// Only whole numbers make sense (counts, enumerations).
+    pub integer: bool,
 }
 
 impl Knob {
@@ -68,7 +72,25 @@ impl Knob {
         max: f64,
         description: &'static str,
     ) -> Knob {
-        Knob { name, unit, default, min, max, description }
+        Knob { name, unit, default, min, max, description, choices: &[], integer: false }
+    }
+
+    /// A knob that only takes whole numbers.
+    pub const fn integer(mut self) -> Knob {
+        self.integer = true;
+        self
+    }
+
+    /// A knob whose values are named: `choices` maps each name to the number it stands for.
+    pub const fn choices(mut self, choices: &'static [(&'static str, f64)]) -> Knob {
+        self.choices = choices;
+        self.integer = true;
+        self
+    }
+
+    /// The name of a value, if the knob names its values.
+    pub fn choice_name(&self, value: f64) -> Option<&'static str> {
+        self.choices.iter().find(|(_, v)| *v == value).map(|(n, _)| *n)
     }
 }
 
@@ -102,9 +124,19 @@ impl KnobValues {
                 let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
                 return Err(SimError::config(owner, key, format!("unknown tunable (known: {known})")));
             };
-            let value: f64 = text.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
-                SimError::config(&owner, key, format!("expected a number in {}, got '{text}'", knob.unit))
+            let named = knob.choices.iter().find(|(n, _)| n.eq_ignore_ascii_case(text)).map(|(_, v)| *v);
+            let value: f64 = named.or_else(|| text.parse().ok().filter(|v: &f64| v.is_finite())).ok_or_else(|| {
+                let expected = if knob.choices.is_empty() {
+                    format!("a number in {}", knob.unit)
+                } else {
+                    let names: Vec<&str> = knob.choices.iter().map(|(n, _)| *n).collect();
+                    format!("one of {}", names.join(", "))
+                };
+                SimError::config(&owner, key, format!("expected {expected}, got '{text}'"))
             })?;
+            if knob.integer && value.fract() != 0.0 {
+                return Err(SimError::config(&owner, key, format!("expected a whole number, got {value}")));
+            }
             if value < knob.min || value > knob.max {
                 return Err(SimError::config(
                     &owner,
@@ -147,6 +179,23 @@ mod tests {
         assert!(Spec::parse("x:a", "governor").is_err());
         assert!(Spec::parse("x:a=1,a=2", "governor").is_err());
         assert!(Spec::parse(":a=1", "governor").is_err());
+    }
+
+    #[test]
+    fn named_and_integer_knobs() {
+        const CHOICES: &[(&str, f64)] = &[("load", 0.0), ("pid", 1.0)];
+        let knobs = [
+            Knob::new("algorithm", "enum", 0.0, 0.0, 1.0, "").choices(CHOICES),
+            Knob::new("n", "", 1.0, 1.0, 9.0, "").integer(),
+        ];
+        let spec = Spec::parse("x:algorithm=PID,n=3", "governor").unwrap();
+        let (v, _) = KnobValues::resolve(&spec, &knobs, "governor", &[]).unwrap();
+        assert_eq!((v.get("algorithm"), v.get("n")), (1.0, 3.0));
+        let bad = Spec::parse("x:algorithm=fast", "governor").unwrap();
+        let err = KnobValues::resolve(&bad, &knobs, "governor", &[]).unwrap_err().to_string();
+        assert!(err.contains("one of load, pid"), "{err}");
+        let frac = Spec::parse("x:n=1.5", "governor").unwrap();
+        assert!(KnobValues::resolve(&frac, &knobs, "governor", &[]).unwrap_err().to_string().contains("whole number"));
     }
 
     #[test]

@@ -206,7 +206,7 @@ mod errors {
     fn bad_tunables_name_the_tunable() {
         for (spec, name) in [
             ("intel_pstate:algorithm=4", "algorithm"),
-            ("intel_pstate:algorithm=pid", "algorithm"),
+            ("intel_pstate:algorithm=fast", "algorithm"),
             ("intel_pstate:max_perf_pct=150", "max_perf_pct"),
             ("intel_pstate:min_perf_pct=-5", "min_perf_pct"),
             ("intel_pstate:no_turbo=yes", "no_turbo"),

@@ -59,7 +59,10 @@ pub const INFO: GovernorInfo = GovernorInfo {
     description: "intel_pstate active mode: algorithm 0 = load-based get_target_pstate, 1 = legacy PID \
                   (Core powersave), 2 = HWP with EPP (autonomous hardware), 3 = performance policy",
     knobs: &[
-        Knob::new("algorithm", "enum", 0.0, 0.0, 3.0, "0 load-based, 1 pid, 2 hwp, 3 performance policy"),
+        Knob::new("mode", "enum", 0.0, 0.0, 0.0, "active (passive mode is schedutil:driver=intel_cpufreq)")
+            .choices(&[("active", 0.0)]),
+        Knob::new("algorithm", "enum", 0.0, 0.0, 3.0, "load (get_target_pstate), pid, hwp, or performance policy")
+            .choices(&[("load", 0.0), ("pid", 1.0), ("hwp", 2.0), ("performance", 3.0)]),
         Knob::new("min_perf_pct", "%", 0.0, 0.0, 100.0, "lowest P-state, % of the 1-core turbo ratio"),
         Knob::new("max_perf_pct", "%", 100.0, 0.0, 100.0, "highest P-state, % of the 1-core turbo ratio"),
         Knob::new("no_turbo", "bool", 0.0, 0.0, 1.0, "1: never request above the base ratio"),
@@ -500,15 +503,18 @@ mod tests {
     #[test]
     fn tunables_are_checked_by_name() {
         assert!(GovernorConfig::parse("intel_pstate:algorithm=1,max_perf_pct=50,no_turbo=1").is_ok());
+        let (named, _) = GovernorConfig::parse("intel_pstate:mode=active,algorithm=pid").unwrap();
+        assert_eq!(named.values.get("algorithm"), 1.0);
         for (spec, name) in [
             ("intel_pstate:algorithm=4", "algorithm"),
-            ("intel_pstate:algorithm=pid", "algorithm"),
+            ("intel_pstate:algorithm=fast", "algorithm"),
+            ("intel_pstate:algorithm=1.5", "algorithm"),
+            ("intel_pstate:mode=passive", "mode"),
             ("intel_pstate:max_perf_pct=101", "max_perf_pct"),
             ("intel_pstate:min_perf_pct=-1", "min_perf_pct"),
             ("intel_pstate:no_turbo=2", "no_turbo"),
             ("intel_pstate:energy_performance_preference=256", "energy_performance_preference"),
             ("intel_pstate:sample_rate_ms=0", "sample_rate_ms"),
-            ("intel_pstate:mode=active", "mode"),
         ] {
             let err = GovernorConfig::parse(spec).err().expect(spec).to_string();
             assert!(err.contains(name), "{spec}: {err}");
