@@ -209,6 +209,39 @@ impl Sim {
         let req = self.plat.domains[d].policies.iter().map(|&p| self.policies[p].cur_khz).max().unwrap_or(khz);
         self.domains[d].request_khz = req;
         self.retarget(d);
+        if self.driver == crate::driver::Driver::Powernv {
+            // After the transition was timed: a rise pays for the voltage the rail lacked, and
+            // only then does the global (voltage) P-state follow.
+            self.powernv_target(policy, khz);
+        }
+    }
+
+    /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and
+    /// re-power the cores whose rail that changes.
+    pub(crate) fn set_global_khz(&mut self, policy: usize, khz: u32) {
+        let d = self.plat.policies[policy].domain;
+        if self.domains[d].global_khz == khz {
+            return;
+        }
+        let cl = self.plat.domains[d].cluster;
+        let pkg = self.plat.domains[d].package;
+        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let cores: Vec<usize> =
+            if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
+        for &core in &cores {
+            self.touch_core(core);
+        }
+        self.domains[d].global_khz = khz;
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.global(self.q.now(), self.plat.policies[policy].cpus[0], khz);
+        }
+        self.domains[d].mv = self.plat.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
+        if package_rail {
+            self.packages[pkg].mv = self.package_voltage(pkg);
+        }
+        for &core in &cores {
+            self.cores[core].power_w = self.core_power(core);
+        }
     }
 
     /// What the hardware of domain `d` should run now, given its request and turbo limits.
@@ -246,7 +279,14 @@ impl Sim {
         dom.apply_token = dom.apply_token.wrapping_add(1);
         let token = dom.apply_token;
         let cl = self.plat.domains[d].cluster;
-        let delay = (self.plat.cluster(cl).frequency.hw_switch_us * 1000.0).round() as u64;
+        let q = &self.plat.cluster(cl).frequency;
+        // A rise that needs more voltage than the rail holds waits for the ramp.
+        let supplied_mv = match q.voltage_scope {
+            VoltageScope::Domain => self.domains[d].mv,
+            VoltageScope::Package => self.packages[self.plat.domains[d].package].mv,
+        };
+        let missing_mv = (self.plat.voltage_mv(cl, target) - supplied_mv).max(0.0);
+        let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
         let at = self.q.now() + delay;
         self.q.push(at, Event::FreqApply { domain: d as u32, token });
     }
@@ -272,7 +312,7 @@ impl Sim {
             self.touch_core(core);
         }
         self.domains[d].actual_khz = new;
-        self.domains[d].mv = self.plat.voltage_mv(cl, new);
+        self.domains[d].mv = self.plat.voltage_mv(cl, new.max(self.domains[d].global_khz));
         if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
             self.stats.time_to_top_ns = Some(self.q.now());
         }

@@ -33,6 +33,7 @@ mod objects;
 pub mod observe;
 pub mod pelt;
 pub mod platform;
+pub mod powernv;
 pub mod result;
 mod sched;
 pub mod sim;

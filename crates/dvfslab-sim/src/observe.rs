@@ -30,6 +30,10 @@ pub struct Timeline {
     pub wakeup_time_ns: Vec<u64>,
     pub wakeup_task: Vec<u32>,
     pub wakeup_cpu: Vec<u32>,
+    /// powernv global (voltage) P-state changes, by the first CPU of the policy.
+    pub global_time_ns: Vec<u64>,
+    pub global_cpu: Vec<u32>,
+    pub global_khz: Vec<u32>,
     /// Task names by id (pid = id + 1 in traces).
     pub task_names: Vec<String>,
 }
@@ -62,6 +66,12 @@ impl Timeline {
         self.switch_prev.push(prev.map_or(-1, |p| p as i64));
         self.switch_prev_state.push(prev_state);
         self.switch_next.push(next.map_or(-1, |n| n as i64));
+    }
+
+    pub fn global(&mut self, t: TimeNs, cpu: usize, khz: u32) {
+        self.global_time_ns.push(t);
+        self.global_cpu.push(cpu as u32);
+        self.global_khz.push(khz);
     }
 
     pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize) {

@@ -113,6 +113,10 @@ pub struct FrequencyFile {
     pub vf_curve: Vec<(u32, f64)>,
     pub transition_latency_ns: std::collections::BTreeMap<String, Option<u64>>,
     pub hw_switch_us: f64,
+    /// Extra transition time per mV the supply must rise before a higher frequency can run
+    /// (a voltage ramp); 0 when the voltage settles within `hw_switch_us`.
+    #[serde(default)]
+    pub voltage_ramp_us_per_mv: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -384,6 +388,12 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
         if q.vf_curve.iter().any(|&(_, mv)| !(100.0..=2000.0).contains(&mv)) {
             return err(&at("frequency.vf_curve"), "voltages must be within 100..2000 mV".into());
+        }
+        if !(0.0..=1_000.0).contains(&q.voltage_ramp_us_per_mv) {
+            return err(
+                &at("frequency.voltage_ramp_us_per_mv"),
+                format!("expected 0..1000, got {}", q.voltage_ramp_us_per_mv),
+            );
         }
         if !(0.0..=100_000.0).contains(&q.hw_switch_us) {
             return err(&at("frequency.hw_switch_us"), format!("expected 0..100000, got {}", q.hw_switch_us));

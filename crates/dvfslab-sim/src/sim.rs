@@ -94,6 +94,8 @@ pub(crate) struct Core {
 /// Per frequency domain: the request and the frequency the hardware runs.
 pub(crate) struct Domain {
     pub request_khz: u32,
+    /// Frequency whose voltage the domain keeps (powernv's global P-state); 0 = none.
+    pub global_khz: u32,
     pub actual_khz: u32,
     pub pending_khz: Option<u32>,
     pub apply_token: u32,
@@ -133,6 +135,9 @@ pub struct Sim {
     /// PELT time shift: 10 - log2(multiplier).
     pub(crate) pelt_shift: u32,
     pub(crate) kernel: crate::kernel::KernelVersion,
+    /// powernv: let the global (voltage) P-state fall slowly (4.8+).
+    pub(crate) slow_rampdown: bool,
+    pub(crate) ramps: Vec<crate::powernv::Ramp>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -253,6 +258,7 @@ impl Sim {
                 let f = plat.cluster(d.cluster).frequency.min_khz;
                 Domain {
                     request_khz: f,
+                    global_khz: 0,
                     actual_khz: f,
                     pending_khz: None,
                     apply_token: 0,
@@ -295,6 +301,8 @@ impl Sim {
             freq_ratio,
             pelt_shift: 10 - multiplier.trailing_zeros(),
             kernel,
+            slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
+            ramps: vec![crate::powernv::Ramp::default(); plat.policies.len()],
             cpus,
             cores,
             domains,
@@ -364,6 +372,11 @@ impl Sim {
                 Event::FreqApply { domain, token } => {
                     if self.domains[domain as usize].apply_token == token {
                         self.freq_apply(domain as usize);
+                    }
+                }
+                Event::DriverTimer { policy, token } => {
+                    if self.ramps[policy as usize].timer_token == token {
+                        self.powernv_timer(policy as usize);
                     }
                 }
                 Event::GovernorTimer { policy, token } => {

@@ -83,6 +83,14 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
     Knob::new("invariant", "bool", 1.0, 0.0, 1.0, "frequency-invariant PELT (x86 APERF/MPERF, arm64 cpufreq scale)"),
     Knob::new("pelt_multiplier", "x", 1.0, 1.0, 4.0, "PELT time multiplier: 1, 2 or 4 (half-life 32, 16, 8 ms)"),
     Knob::new("hz", "Hz", 0.0, 0.0, 1000.0, "scheduler tick rate: 100, 250, 300 or 1000 (0 = the platform's default)"),
+    Knob::new(
+        "slow_rampdown",
+        "bool",
+        1.0,
+        0.0,
+        1.0,
+        "powernv-cpufreq: let the chip's global (voltage) P-state fall over ~5 s (Linux 4.8+); 0 = follow the local one",
+    ),
 ];
 
 /// System keys that take text rather than numbers, with what they mean.

@@ -1,0 +1,177 @@
+//! powernv-cpufreq's global P-state (POWER8): the chip-wide voltage request that the driver
+//! lets fall slower than the per-core (local) frequency request, so that a core that speeds
+//! up again soon finds its voltage still there (spec/algorithms.md §7).
+//!
+//! ```text
+//!   P-state index 0 = highest frequency; larger index = lower frequency.
+//!   ramp_down_percent(t_ms) = t² >> 18                 (0 % at 0 ms, 100 % at 5120 ms)
+//!   global(t) = highest + ramp_down_percent(t) · (idx_min − highest) / 100, never below local
+//!   request below the global → keep ramping (timer every 2000 ms, last one at 5120 ms)
+//!   request at or above the global → global = local, ramp restarts
+//! ```
+//! With `slow_rampdown=0` (kernels before 4.8) the global simply follows the local request.
+
+use crate::engine::Event;
+use crate::sim::Sim;
+
+/// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
+pub const MAX_RAMP_DOWN_TIME_MS: u64 = 5120;
+/// Period of the ramp-down timer (GPSTATE_TIMER_INTERVAL).
+pub const GPSTATE_TIMER_INTERVAL_MS: u64 = 2000;
+
+/// Share of the ramp done after `elapsed_ms`, in percent (quadratic).
+pub fn ramp_down_percent(elapsed_ms: u64) -> u64 {
+    (elapsed_ms * elapsed_ms) >> 18
+}
+
+/// calc_global_pstate: the global index after `elapsed_ms` of ramping from `highest` towards
+/// `min_idx`, never lower in frequency (higher in index) than `local`.
+pub fn calc_global(elapsed_ms: u64, highest: usize, local: usize, min_idx: usize) -> usize {
+    let diff = (ramp_down_percent(elapsed_ms) * (min_idx - highest) as u64 / 100) as usize;
+    if highest + diff >= local {
+        local
+    } else {
+        highest + diff
+    }
+}
+
+/// Ramp bookkeeping of one policy (global_pstate_info).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ramp {
+    highest_idx: usize,
+    elapsed_ms: u64,
+    last_sampled_ms: Option<u64>,
+    last_gpstate_idx: usize,
+    last_lpstate_idx: usize,
+    pub timer_token: u32,
+}
+
+impl Ramp {
+    fn reset(&mut self) {
+        let token = self.timer_token;
+        *self = Ramp { timer_token: token, ..Ramp::default() };
+    }
+}
+
+impl Sim {
+    fn pstate_index(&self, policy: usize, khz: u32) -> usize {
+        let table = &self.policies[policy].table;
+        let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
+        table.len() - 1 - pos
+    }
+
+    fn pstate_khz(&self, policy: usize, idx: usize) -> u32 {
+        let table = &self.policies[policy].table;
+        table[table.len() - 1 - idx]
+    }
+
+    /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
+    pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
+        let new_idx = self.pstate_index(policy, khz);
+        if !self.slow_rampdown {
+            self.set_global_khz(policy, khz);
+            return;
+        }
+        let now_ms = self.q.now() / 1_000_000;
+        let min_idx = self.policies[policy].table.len() - 1;
+        let r = &mut self.ramps[policy];
+        let g = match r.last_sampled_ms {
+            None => {
+                r.highest_idx = new_idx;
+                new_idx
+            }
+            Some(last) if r.last_gpstate_idx < new_idx => {
+                // The request is below the global: keep ramping down.
+                r.elapsed_ms += now_ms - last;
+                if r.elapsed_ms > MAX_RAMP_DOWN_TIME_MS {
+                    r.reset();
+                    r.highest_idx = new_idx;
+                    new_idx
+                } else {
+                    calc_global(r.elapsed_ms, r.highest_idx, new_idx, min_idx)
+                }
+            }
+            Some(_) => {
+                // At or above the global: the global jumps with it and the ramp restarts.
+                r.reset();
+                r.highest_idx = new_idx;
+                new_idx
+            }
+        };
+        r.last_sampled_ms = Some(now_ms);
+        r.last_gpstate_idx = g;
+        r.last_lpstate_idx = new_idx;
+        if g != new_idx {
+            self.arm_ramp_timer(policy);
+        } else {
+            r.timer_token = r.timer_token.wrapping_add(1);
+        }
+        let global = self.pstate_khz(policy, g);
+        self.set_global_khz(policy, global);
+    }
+
+    /// The ramp-down timer fired: lower the global a step further (gpstate_timer_handler).
+    pub(crate) fn powernv_timer(&mut self, policy: usize) {
+        let now_ms = self.q.now() / 1_000_000;
+        let min_idx = self.policies[policy].table.len() - 1;
+        let r = &mut self.ramps[policy];
+        let local = r.last_lpstate_idx;
+        if r.last_gpstate_idx == local {
+            r.reset();
+            return;
+        }
+        let dt = now_ms - r.last_sampled_ms.unwrap_or(now_ms);
+        r.last_sampled_ms = Some(now_ms);
+        r.elapsed_ms += dt;
+        let g = if r.elapsed_ms > MAX_RAMP_DOWN_TIME_MS {
+            r.reset();
+            r.highest_idx = local;
+            r.last_lpstate_idx = local;
+            local
+        } else {
+            calc_global(r.elapsed_ms, r.highest_idx, local, min_idx)
+        };
+        r.last_gpstate_idx = g;
+        r.last_lpstate_idx = local;
+        if g != local {
+            self.arm_ramp_timer(policy);
+        }
+        let global = self.pstate_khz(policy, g);
+        self.set_global_khz(policy, global);
+    }
+
+    fn arm_ramp_timer(&mut self, policy: usize) {
+        let r = &mut self.ramps[policy];
+        let interval = if r.elapsed_ms + GPSTATE_TIMER_INTERVAL_MS > MAX_RAMP_DOWN_TIME_MS {
+            MAX_RAMP_DOWN_TIME_MS.saturating_sub(r.elapsed_ms).max(1)
+        } else {
+            GPSTATE_TIMER_INTERVAL_MS
+        };
+        r.timer_token = r.timer_token.wrapping_add(1);
+        let token = r.timer_token;
+        let at = self.q.now() + interval * 1_000_000;
+        self.q.push(at, Event::DriverTimer { policy: policy as u32, token });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ramp_of_the_spec() {
+        // §7.5 / B.3 item 12: 41 P-states, request drops from 0 to 40 at t = 0.
+        let g = |t| calc_global(t, 0, 40, 40);
+        assert_eq!(g(0), 0);
+        assert_eq!(g(2000), 6);
+        assert_eq!(g(4000), 24);
+        assert_eq!(g(5120), 40);
+        assert_eq!((g(1000), g(3000), g(5000)), (1, 13, 38));
+        assert_eq!(ramp_down_percent(5120), 100);
+    }
+
+    #[test]
+    fn global_never_below_local() {
+        assert_eq!(calc_global(5000, 0, 10, 40), 10);
+    }
+}
