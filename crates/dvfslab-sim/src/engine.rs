@@ -19,6 +19,8 @@ pub enum Event {
     TimerWake { task: u32, token: u32 },
     /// A frequency domain finishes its transition to the pending frequency.
     FreqApply { domain: u32, token: u32 },
+    /// The package controller re-evaluates the turbo limits of `package`'s domains.
+    PcuTick { package: u32 },
     /// A driver's own timer for `policy` (powernv's global P-state ramp-down).
     DriverTimer { policy: u32, token: u32 },
     /// A sampling governor's timer for `policy`.

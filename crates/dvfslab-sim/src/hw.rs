@@ -137,7 +137,11 @@ impl Sim {
         let now = self.q.now();
         let khz = self.cpu_khz(cpu);
         let c = &mut self.cpus[cpu];
-        *c.freq_ns.entry(khz).or_insert(0) += now - c.freq_since;
+        let dt = now - c.freq_since;
+        match c.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
+            Some((_, ns)) => *ns += dt,
+            None => c.freq_ns.push((khz, dt)),
+        }
         c.freq_since = now;
     }
 
@@ -186,17 +190,44 @@ impl Sim {
         }
     }
 
-    /// The active-core count of a package changed: domains asking for turbo get a new ceiling.
+    /// The active-core count of a package changed: domains asking for turbo get a new ceiling,
+    /// at once or at the package controller's next evaluation.
     fn turbo_limit_changed(&mut self, pkg: usize, cluster: usize, before: u32, after: u32) {
         let limits = &self.plat.turbo_limit_khz[cluster];
         let at = |n: u32| limits[(n.max(1) - 1) as usize];
         if at(before) == at(after) {
             return;
         }
+        let interval_ns = (self.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
+        if interval_ns > 0 && self.started {
+            if !self.packages[pkg].pcu_pending {
+                self.packages[pkg].pcu_pending = true;
+                let next = (self.q.now() / interval_ns + 1) * interval_ns;
+                self.q.push(next, Event::PcuTick { package: pkg as u32 });
+            }
+            return;
+        }
         for i in 0..self.plat.packages[pkg].domains.len() {
             let d = self.plat.packages[pkg].domains[i];
             if self.plat.domains[d].cluster == cluster {
                 self.retarget(d);
+            }
+        }
+    }
+
+    /// The package controller's evaluation: every domain of the package runs, from now, the
+    /// turbo limit for the cores active now (the grid is the delay; no further switch time).
+    pub(crate) fn pcu_tick(&mut self, pkg: usize) {
+        self.packages[pkg].pcu_pending = false;
+        for i in 0..self.plat.packages[pkg].domains.len() {
+            let d = self.plat.packages[pkg].domains[i];
+            let target = self.hardware_target(d);
+            let dom = &mut self.domains[d];
+            if dom.pending_khz.is_some() {
+                dom.pending_khz = Some(target);
+            } else if target != dom.actual_khz {
+                dom.pending_khz = Some(target);
+                self.freq_apply(d);
             }
         }
     }
@@ -306,9 +337,10 @@ impl Sim {
             self.sync_counters(cpu);
             self.account_freq_time(cpu);
         }
-        let repowered: Vec<usize> =
-            if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
-        for &core in &repowered {
+        let plat = std::rc::Rc::clone(&self.plat);
+        // The cores whose power changes: the domain's, or the package's when they share a rail.
+        let repowered = if package_rail { &plat.packages[pkg].cores } else { &plat.domains[d].cores };
+        for &core in repowered {
             self.touch_core(core);
         }
         self.domains[d].actual_khz = new;
@@ -319,7 +351,7 @@ impl Sim {
         if package_rail {
             self.packages[pkg].mv = self.package_voltage(pkg);
         }
-        for &core in &repowered {
+        for &core in repowered {
             self.cores[core].power_w = self.core_power(core);
         }
         let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;

@@ -117,6 +117,10 @@ pub struct FrequencyFile {
     /// (a voltage ramp); 0 when the voltage settles within `hw_switch_us`.
     #[serde(default)]
     pub voltage_ramp_us_per_mv: f64,
+    /// The package controller (PCU, SMU) re-evaluates turbo limits on this grid (µs) rather
+    /// than at every C-state change; 0 = at once.
+    #[serde(default)]
+    pub pcu_interval_us: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -388,6 +392,9 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
         if q.vf_curve.iter().any(|&(_, mv)| !(100.0..=2000.0).contains(&mv)) {
             return err(&at("frequency.vf_curve"), "voltages must be within 100..2000 mV".into());
+        }
+        if !(0.0..=100_000.0).contains(&q.pcu_interval_us) {
+            return err(&at("frequency.pcu_interval_us"), format!("expected 0..100000, got {}", q.pcu_interval_us));
         }
         if !(0.0..=1_000.0).contains(&q.voltage_ramp_us_per_mv) {
             return err(

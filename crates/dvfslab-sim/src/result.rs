@@ -102,8 +102,8 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 time_in_freq: c
                     .freq_ns
                     .iter()
-                    .filter(|(_, &ns)| ns > 0)
-                    .map(|(k, &ns)| (k.to_string(), ns as f64 * 1e-9))
+                    .filter(|&&(_, ns)| ns > 0)
+                    .map(|&(k, ns)| (k.to_string(), ns as f64 * 1e-9))
                     .collect(),
                 time_in_idle_state: states
                     .iter()

@@ -735,9 +735,6 @@ impl Sim {
         c.timers.retain(|&t| t > now);
         let next_timer = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
         let predicted = next_timer.min(c.typical_idle_ns());
-        if std::env::var("DBG").is_ok() {
-            eprintln!("cpu {cpu} t {now} hist {:?} len {} pred {predicted}", c.idle_history, c.idle_history_len);
-        }
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         let mut chosen = 0;
         for (i, s) in states.iter().enumerate() {

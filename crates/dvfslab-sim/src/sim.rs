@@ -2,8 +2,6 @@
 //! discrete-event simulation. This file holds the state and the event loop; the hardware side
 //! (frequencies, power, counters) is in `hw.rs`, the scheduler and PELT in `sched.rs`.
 
-use std::collections::BTreeMap;
-
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 
@@ -70,7 +68,8 @@ pub(crate) struct Cpu {
     // Statistics.
     pub busy_ns: u64,
     pub idle_ns: Vec<u64>,
-    pub freq_ns: BTreeMap<u32, u64>,
+    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
+    pub freq_ns: Vec<(u32, u64)>,
     pub freq_since: TimeNs,
     pub util_avg_max: u64,
     /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
@@ -120,11 +119,14 @@ pub(crate) struct Package {
     pub since: TimeNs,
     pub mv: f64,
     pub rapl_last: u64,
+    /// A turbo-limit re-evaluation is scheduled on the PCU grid.
+    pub pcu_pending: bool,
     pub rapl_units: u64,
 }
 
 pub struct Sim {
-    pub(crate) plat: Platform,
+    /// Shared so that loops over the layout can run while the state changes.
+    pub(crate) plat: std::rc::Rc<Platform>,
     pub(crate) q: EventQueue,
     pub(crate) rng: Pcg64,
     pub(crate) driver: Driver,
@@ -239,7 +241,7 @@ impl Sim {
                 tick_mperf: 0.0,
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
-                freq_ns: BTreeMap::new(),
+                freq_ns: Vec::new(),
                 freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
@@ -285,6 +287,7 @@ impl Sim {
                 since: 0,
                 mv: 0.0,
                 rapl_last: 0,
+                pcu_pending: false,
                 rapl_units: 0,
             })
             .collect();
@@ -325,7 +328,7 @@ impl Sim {
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
             seed: cfg.seed,
-            plat,
+            plat: std::rc::Rc::new(plat),
         };
         crate::workload::validate_programs(
             &sim.workload_name,
@@ -374,6 +377,7 @@ impl Sim {
                         self.freq_apply(domain as usize);
                     }
                 }
+                Event::PcuTick { package } => self.pcu_tick(package as usize),
                 Event::DriverTimer { policy, token } => {
                     if self.ramps[policy as usize].timer_token == token {
                         self.powernv_timer(policy as usize);
