@@ -18,13 +18,18 @@ def print_table(
     right: Collection[str] = (),
     title: str | None = None,
     out: TextIO | None = None,
+    no_wrap: bool = False,
 ) -> None:
-    """Print rows under headers; the columns named in `right` are right-aligned (numbers)."""
+    """Print rows under headers; the columns named in `right` are right-aligned (numbers).
+
+    no_wrap keeps every cell on one line on a terminal too (wide tables such as MMTests
+    comparisons): the terminal then wraps long lines, as it does plain text.
+    """
     out = out or sys.stdout
     cells = [[str(cell) for cell in row] for row in rows]
     aligned_right = [header in right for header in headers]
     if out.isatty():
-        _print_rich_table(headers, cells, aligned_right, title, out)
+        _print_rich_table(headers, cells, aligned_right, title, out, no_wrap)
     else:
         _print_plain_table(headers, cells, aligned_right, title, out)
 
@@ -83,6 +88,7 @@ def _print_rich_table(
     aligned_right: list[bool],
     title: str | None,
     out: TextIO,
+    no_wrap: bool = False,
 ) -> None:
     from rich import box
     from rich.console import Console
@@ -97,7 +103,11 @@ def _print_rich_table(
         header_style="bold",
     )
     for header, is_right in zip(headers, aligned_right):
-        table.add_column(Text(header), justify="right" if is_right else "left")
+        table.add_column(Text(header), justify="right" if is_right else "left", no_wrap=no_wrap)
     for row in cells:
         table.add_row(*(Text(cell) for cell in row))
-    Console(file=out, highlight=False).print(table)
+    console = Console(file=out, highlight=False)
+    if no_wrap:
+        # as wide as the table needs: rich would otherwise fold or cut cells to the terminal
+        console.width = max(console.width, Console(width=10_000).measure(table).maximum)
+    console.print(table)

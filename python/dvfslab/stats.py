@@ -1,0 +1,639 @@
+"""The statistics of a comparison, computed the way MMTests computes them.
+
+Every function here is pure: plain numbers in, plain numbers out. The MMTests rules (which mean,
+which spread, the sign of the percentage, when a difference is starred) are re-derived from the
+description in the spec (workloads.md Part B, MMTests @638401e0: Stat.pm, Compare.pm,
+subselection-confidence-interval.py). Where the lab adds something MMTests does not have (a
+confidence interval of the mean ratio, performance per watt, a verdict), the docstring says so.
+
+Directions: `better` is "higher" (throughput: MB/s, ops/s) or "lower" (time, latency). A higher
+metric is summarised by its harmonic mean, a lower one by its arithmetic mean (`mean_kind`).
+NaN samples are skipped, as MMTests skips undefined values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Callable, Literal
+
+from dvfslab._core import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Rows = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+Better = Literal["higher", "lower"]
+Verdict = Literal["improved", "regressed", "within noise", "n/a"]
+
+CONFIDENCE = 0.95
+"""The confidence of every interval here (MMTests' alpha = 0.05)."""
+TTEST_LEVEL = 0.10
+"""p-value below which the pre-2024 MMTests t-test called a difference significant."""
+NOISE_THRESHOLD = 0.01
+"""A ratio within 1 +- this is "within noise" even when significant (criterion.rs' default)."""
+SUBSELECTION_RESAMPLES = 1000
+SUBSELECTION_FRACTION = 0.8
+GMEAN_ZERO_RATIO = 0.00001
+"""What a zero ratio counts as in a Gmean (MMTests), so one zero does not zero the score."""
+
+
+# -- means and spreads -------------------------------------------------------------------------
+
+
+def amean(xs: Iterable[float]) -> float:
+    """Arithmetic mean, sum(x) / n (MMTests calc_amean). NaN when there are no samples."""
+    v = _values(xs)
+    return math.fsum(v) / len(v) if v else math.nan
+
+
+def hmean(xs: Iterable[float]) -> float:
+    """Harmonic mean, n / sum(1/x) (MMTests calc_hmean). NaN if any x <= 0 or no samples."""
+    v = _values(xs)
+    if not v or any(x <= 0 for x in v):
+        return math.nan
+    return len(v) / math.fsum(1.0 / x for x in v)
+
+
+def gmean(xs: Iterable[float]) -> float:
+    """Geometric mean, (prod x) ** (1/n) (MMTests calc_geomean), summed in logs.
+
+    0 if any x is 0; NaN if any x < 0 or no samples.
+    """
+    v = _values(xs)
+    if not v or any(x < 0 for x in v):
+        return math.nan
+    if any(x == 0 for x in v):
+        return 0.0
+    return math.exp(math.fsum(math.log(x) for x in v) / len(v))
+
+
+def stddev(xs: Iterable[float]) -> float:
+    """Sample standard deviation around the arithmetic mean (MMTests calc_stddev "amean").
+
+        s = sqrt( sum (x_i - A)^2 / (n - 1) )
+
+    NaN for fewer than two samples.
+    """
+    v = _values(xs)
+    if len(v) < 2:
+        return math.nan
+    a = math.fsum(v) / len(v)
+    return math.sqrt(math.fsum((x - a) ** 2 for x in v) / (len(v) - 1))
+
+
+def hstddev(xs: Iterable[float]) -> float:
+    """Spread of the harmonic mean (MMTests calc_stddev "hmean", since 2024-11-28).
+
+        HStddev = H^2 * sqrt( sum (1/x_i - 1/H)^2 / n )
+
+    The delta-method standard deviation of H when 1/X is normal: the population spread of the
+    reciprocals mapped back through x -> 1/x. NaN wherever hmean is NaN; 0 for one sample.
+    """
+    v = _values(xs)
+    h = hmean(v)
+    if math.isnan(h):
+        return math.nan
+    return h * h * math.sqrt(math.fsum((1.0 / x - 1.0 / h) ** 2 for x in v) / len(v))
+
+
+def mean_kind(better: str) -> Literal["hmean", "amean"]:
+    """The mean MMTests summarises a metric with: Hmean for higher-is-better, else Amean."""
+    return "hmean" if _direction(better) == "higher" else "amean"
+
+
+def mean_for(xs: Iterable[float], better: str) -> float:
+    """hmean(xs) for a higher-is-better metric, amean(xs) for a lower-is-better one."""
+    return hmean(xs) if mean_kind(better) == "hmean" else amean(xs)
+
+
+def stddev_for(xs: Iterable[float], better: str) -> float:
+    """The spread MMTests prints beside that mean: HStddev for Hmean rows, Stddev for Amean."""
+    return hstddev(xs) if mean_kind(better) == "hmean" else stddev(xs)
+
+
+def coeff_var(xs: Iterable[float], better: str = "lower") -> float:
+    """Coefficient of variation in percent, 100 * sd / mean (MMTests calc_coeffvar).
+
+    mean and sd as `better` selects (Hmean and HStddev, or Amean and Stddev); 0 if the mean is 0.
+    This is also the "+- x%" of SUSE changelog tables (spec B8).
+    """
+    v = _values(xs)
+    m, sd = mean_for(v, better), stddev_for(v, better)
+    if m == 0:
+        return 0.0
+    return 100.0 * sd / m
+
+
+def best_first(xs: Iterable[float], better: str) -> list[float]:
+    """The samples sorted best first, as MMTests sorts before any statistic."""
+    return sorted(_values(xs), reverse=_direction(better) == "higher")
+
+
+def best_mean(xs: Iterable[float], better: str, pct: float = 95) -> float:
+    """BHmean-p / BAmean-p: the mean of the best max(1, int(n * p / 100)) samples."""
+    v = best_first(xs, better)
+    return mean_for(v[: max(1, int(len(v) * pct / 100))], better) if v else math.nan
+
+
+def pct_value(xs: Iterable[float], better: str, pct: float = 95) -> float:
+    """Pct.p: x[count - 1] with count = max(1, int(n * p / 100)) in best-first order.
+
+    For a lower-is-better metric the usual p-th percentile; for a higher one the value that p%
+    of the samples are at least.
+    """
+    v = best_first(xs, better)
+    return v[max(1, int(len(v) * pct / 100)) - 1] if v else math.nan
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One operation's row statistics (MMTests Multiops): `kind` names the mean."""
+
+    kind: Literal["hmean", "amean"]
+    n: int
+    mean: float
+    stddev: float
+    coeffvar: float
+    min: float
+    max: float
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """MMTests meanci: mean +- z * sd with z = 1.96 (not divided by sqrt(n): a band of the
+        samples, not a confidence interval of the mean)."""
+        half = _z(CONFIDENCE) * self.stddev
+        return (self.mean - half, self.mean + half)
+
+
+def summarise(xs: Iterable[float], better: str) -> Summary:
+    """The statistics MMTests prints for one operation (spec B10 `summarise`)."""
+    v = _values(xs)
+    return Summary(
+        kind=mean_kind(better),
+        n=len(v),
+        mean=mean_for(v, better),
+        stddev=stddev_for(v, better),
+        coeffvar=coeff_var(v, better),
+        min=min(v) if v else math.nan,
+        max=max(v) if v else math.nan,
+    )
+
+
+# -- the percentage column ---------------------------------------------------------------------
+
+
+def pct_diff(base: float, new: float, better: str) -> float:
+    """MMTests' percentage column: positive always means `new` is better than `base`.
+
+        higher is better (pdiff):   new * 100 / base - 100
+                                    (0 if equal or new = 0; 100 if base = 0)
+        lower is better (pndiff):   100 - new * 100 / base
+                                    (0 if equal; 100 if new = 0; -99 if base = 0)
+
+    The special cases are MMTests'. Spread rows (Stddev, CoeffVar) are compared as lower is
+    better whatever the metric: a smaller spread is an improvement. NaN if either is NaN.
+    """
+    if math.isnan(base) or math.isnan(new):
+        return math.nan
+    if _direction(better) == "higher":
+        if new == base or new == 0:
+            return 0.0
+        if base == 0:
+            return 100.0
+        return new * 100.0 / base - 100.0
+    if new == base:
+        return 0.0
+    if new == 0:
+        return 100.0
+    if base == 0:
+        return -99.0
+    return 100.0 - new * 100.0 / base
+
+
+# -- significance ------------------------------------------------------------------------------
+
+
+def cidiff(
+    new: float, new_ci: tuple[float, float], base: float, base_ci: tuple[float, float]
+) -> float:
+    """How far apart two means are, in units of their interval half-widths (MMTests cidiff).
+
+        diff  = new - base
+        cisum = (new < base) ? (new_hi - new) + (base - base_lo)
+                             : (new - new_lo) + (base_hi - base)
+        cidiff = diff / cisum          (diff itself when cisum = 0, as in Stat.pm)
+
+    |cidiff| > 1 iff the intervals do not overlap. The sign is the raw difference's, not the
+    improvement's.
+    """
+    diff = new - base
+    if new < base:
+        cisum = (new_ci[1] - new) + (base - base_ci[0])
+    else:
+        cisum = (new - new_ci[0]) + (base_ci[1] - base)
+    return diff / cisum if cisum != 0 else diff
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Whether a difference of means is marked `*x%*` in an MMTests table, and why.
+
+    score is the cidiff ratio for method "ci", the two-sided p-value for "ttest".
+    """
+
+    significant: bool
+    score: float
+    method: Literal["ci", "ttest"]
+
+
+def significance(
+    base_samples: Iterable[float],
+    new_samples: Iterable[float],
+    better: str,
+    method: Literal["ci", "ttest"] = "ci",
+    level: float = TTEST_LEVEL,
+) -> Significance:
+    """Is `new` significantly different from `base`? The rule MMTests stars a mean row by.
+
+    method "ci" (MMTests since 2024-11-28, commit 8cd087ae): each side's comparison mean V with
+    its band V +- 1.96 * sd (HStddev for Hmean, Stddev for Amean); significant iff the bands do
+    not overlap, |cidiff| > 1. Two zero-width bands are apart iff the means differ (Stat.pm
+    would compare the raw difference with 1 there). An undefined sd (one Amean sample) is never
+    significant.
+
+    method "ttest" (MMTests before 2024-11-28): Student's two-sample t on the comparison means
+    with the amean-based sample sd on both sides,
+        t = |m_b - m_n| / sqrt(s_b^2/n_b + s_n^2/n_n),  df = n_b + n_n - 2,
+    significant iff the two-sided p < `level` (0.10). Needs two samples a side.
+    """
+    base, new = _values(base_samples), _values(new_samples)
+    if method == "ttest":
+        p = ttest_p(base, new, better)
+        return Significance(p < level, p, "ttest")
+    if method != "ci":
+        raise ConfigError(f"significance method must be 'ci' or 'ttest' (got {method!r})")
+    b, n = summarise(base, better), summarise(new, better)
+    if any(math.isnan(x) for x in (b.mean, b.stddev, n.mean, n.stddev)):
+        return Significance(False, math.nan, "ci")
+    ratio = cidiff(n.mean, n.ci, b.mean, b.ci)
+    apart = abs(ratio) > 1 if (b.stddev + n.stddev) > 0 else n.mean != b.mean
+    return Significance(apart, ratio, "ci")
+
+
+def ttest_p(base: Sequence[float], new: Sequence[float], better: str) -> float:
+    """Two-sided p-value of the pre-2024 MMTests t-test (see `significance`); NaN if undefined."""
+    base, new = _values(base), _values(new)
+    if len(base) < 2 or len(new) < 2:
+        return math.nan
+    mb, mn = mean_for(base, better), mean_for(new, better)
+    stderr = math.sqrt(stddev(base) ** 2 / len(base) + stddev(new) ** 2 / len(new))
+    if stderr == 0:
+        return 0.0 if mb != mn else 1.0
+    return student_t_sf2(abs(mb - mn) / stderr, len(base) + len(new) - 2)
+
+
+def student_t_sf2(t: float, df: float) -> float:
+    """Two-sided tail of Student's t: P(|T| >= t) = I_{df/(df+t^2)}(df/2, 1/2)."""
+    if df <= 0 or math.isnan(t):
+        return math.nan
+    return _betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The t with P(T <= t) = p for Student's t with `df` degrees of freedom (p in (0.5, 1)).
+
+    Solved by bisection on `student_t_sf2`; the normal quantile when df is infinite.
+    """
+    if not 0.5 < p < 1:
+        raise ConfigError(f"quantile probability must be in (0.5, 1) (got {p})")
+    if math.isinf(df):
+        return _z(2 * p - 1)
+    tail = 2 * (1 - p)
+    lo, hi = 0.0, 1.0
+    while student_t_sf2(hi, df) > tail:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if student_t_sf2(mid, df) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * hi:
+            break
+    return (lo + hi) / 2
+
+
+# -- SubAmean: the subselection bootstrap ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubMean:
+    """SubAmean/SubHmean and its 95% half-width (SubAmeanCI); the interval is value +- ci_half."""
+
+    value: float
+    ci_half: float
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        return (self.value - self.ci_half, self.value + self.ci_half)
+
+
+def sub_mean(
+    iterations: Sequence[Sequence[float]],
+    mean: Literal["amean", "hmean", "gmean"] = "amean",
+    *,
+    seed: int = 0,
+    resamples: int = SUBSELECTION_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> SubMean:
+    """Kalibera, Bulej and Tuma's subselection bootstrap, as MMTests' dbench4 reports used it.
+
+    For each iteration j (its own sample list x_j), with len_j = max(1, int(0.8 * |x_j|)):
+        med_j = median over 1000 draws of f(len_j samples of x_j, with replacement)
+        v_j   = median over 1000 other draws of their population variance (ddof 0)
+    then
+        m     = mean_j med_j                                    -> SubAmean (f = amean)
+        svar  = mean_j v_j                                      within-iteration variance
+        smean = sum_j (med_j - m)^2 * len_j / (J - 1)           between-iteration (0 if J = 1)
+        half  = z_{1-alpha/2} * sqrt((smean + svar) / sum_j len_j)   -> SubAmeanCI
+    MMTests draws from an unseeded generator; here `seed` makes the result reproducible.
+    The max(1, ...) keeps one-sample iterations usable (MMTests would take none).
+    """
+    import numpy as np
+
+    groups = [np.asarray(_values(x), dtype=float) for x in iterations]
+    groups = [g for g in groups if g.size]
+    if not groups:
+        return SubMean(math.nan, math.nan)
+    f: Rows | None = {"amean": _np_amean, "hmean": _np_hmean, "gmean": _np_gmean}.get(mean)
+    if f is None:
+        raise ConfigError(f"sub_mean mean must be amean, hmean or gmean (got {mean!r})")
+    rng = np.random.default_rng(seed)
+    meds, variances, lens = [], [], []
+    for g in groups:
+        size = max(1, int(SUBSELECTION_FRACTION * g.size))
+        meds.append(float(np.median(_resampled(rng, g, size, resamples, f))))
+        variances.append(float(np.median(_resampled(rng, g, size, resamples, _np_pvar))))
+        lens.append(size)
+    m = float(np.mean(meds))
+    svar = float(np.mean(variances))
+    j = len(groups)
+    smean = sum((med - m) ** 2 * n for med, n in zip(meds, lens)) / (j - 1) if j > 1 else 0.0
+    half = _z(confidence) * math.sqrt((smean + svar) / sum(lens))
+    return SubMean(m, half)
+
+
+def sub_amean(iterations: Sequence[Sequence[float]], *, seed: int = 0) -> SubMean:
+    """SubAmean and SubAmeanCI: `sub_mean` with the arithmetic mean."""
+    return sub_mean(iterations, "amean", seed=seed)
+
+
+# -- ratios, summary scores, performance per watt, verdicts -----------------------------------
+
+
+def ratio(new: float, base: float) -> float:
+    """new / base (MMTests rdiff): 0 if base is 0 or NaN; 1 if new is 0 or NaN."""
+    if base == 0 or math.isnan(base):
+        return 0.0
+    if new == 0 or math.isnan(new):
+        return 1.0
+    return new / base
+
+
+def gmean_ratio(ratios: Iterable[float]) -> float:
+    """One score from many per-parameter ratios: their geometric mean (MMTests Gmean row).
+
+    A NaN ratio counts as 1 and a zero one as 0.00001, as in Compare.pm.
+    """
+    cleaned = [
+        1.0 if math.isnan(r) else GMEAN_ZERO_RATIO if r == 0 else r
+        for r in (float(r) for r in ratios)
+    ]
+    return gmean(cleaned) if cleaned else math.nan
+
+
+def fmt_ratio(value: float, neutral: bool = False, decimals: int = 2) -> str:
+    """A ratio as governor patch summaries print it: "1.05", or "~" when neutral."""
+    if neutral:
+        return "~"
+    if math.isnan(value):
+        return "-"
+    return f"{value:.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class RatioSummary:
+    """Gmean over parameters of result/baseline, with its confidence interval."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    ratios: tuple[float, ...]
+    """Per parameter, in the order given."""
+
+
+def summary_ratio(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    better: str,
+    confidence: float = CONFIDENCE,
+) -> RatioSummary:
+    """The benchmark's score: geometric mean over parameters of mean(new) / mean(base).
+
+    `pairs` holds (base_samples, new_samples) for each parameter; the means are those of
+    `mean_for`. The interval is the lab's addition (MMTests has none for Gmean): on log scale,
+
+        log G = (1/P) sum_p log r_p,    var(log G) = (1/P^2) sum_p (v_p,new + v_p,base)
+        v = s^2 / (n * A^2) for an Amean,   v = s_y^2 / (n * ybar^2) with y = 1/x for an Hmean
+
+    (the delta method: each v is the squared standard error of the mean over the mean), and
+    G * exp(+- t * sqrt(var)) with Student's t at Welch-Satterthwaite degrees of freedom. A side
+    with one sample adds no variance; with no variance anywhere the interval is [G, G].
+    """
+    ratios, log_vars, dfs = [], [], []
+    ok = True
+    for base, new in pairs:
+        b, n = _values(base), _values(new)
+        mb, mn = mean_for(b, better), mean_for(n, better)
+        ratios.append(ratio(mn, mb))
+        if not (mb > 0 and mn > 0):
+            ok = False
+            continue
+        for side in (b, n):
+            v = _log_mean_var(side, better)
+            log_vars.append(v)
+            dfs.append(len(side) - 1)
+    g = gmean_ratio(ratios)
+    if not ok or not ratios or math.isnan(g):
+        return RatioSummary(g, math.nan, math.nan, tuple(ratios))
+    p = len(ratios)
+    var = math.fsum(log_vars) / (p * p)
+    if var == 0:
+        return RatioSummary(g, g, g, tuple(ratios))
+    denom = math.fsum(v * v / d for v, d in zip(log_vars, dfs) if d > 0 and v > 0)
+    df = math.fsum(log_vars) ** 2 / denom if denom > 0 else math.inf
+    half = student_t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
+    return RatioSummary(g, g * math.exp(-half), g * math.exp(half), tuple(ratios))
+
+
+def perf_per_watt(value: float, avg_package_w: float, better: str) -> float:
+    """Performance per watt of one run: performance / average package power.
+
+    Performance is the metric for higher-is-better benchmarks and 1/metric for lower ones. For a
+    throughput benchmark value / P = value * t / E, the work done per joule (MB/J, ops/J). For a
+    fixed-work benchmark whose metric is its elapsed time t, (1/t) / (E/t) = 1/E.
+    """
+    if avg_package_w <= 0 or value <= 0:
+        return math.nan
+    perf = value if _direction(better) == "higher" else 1.0 / value
+    return perf / avg_package_w
+
+
+def perf_per_watt_ratio(perf_ratio: float, better: str, base_w: float, new_w: float) -> float:
+    """Performance-per-watt relative to the baseline, above 1 is better:
+
+        PPW ratio = (performance ratio, oriented so that > 1 is better) / (new_w / base_w)
+
+    with perf_ratio = result/baseline (inverted for lower-is-better). This is how the published
+    tables were built: on the intel-invariance calibration tables it reproduces every
+    non-neutral PPW cell from the ratio and power cells to within rounding. For one fixed-work
+    run it is E_base / E_new; for throughput at equal duration, (T_new/E_new) / (T_base/E_base).
+    """
+    if not (perf_ratio > 0 and base_w > 0 and new_w > 0):
+        return math.nan
+    oriented = perf_ratio if _direction(better) == "higher" else 1.0 / perf_ratio
+    return oriented * base_w / new_w
+
+
+def verdict(
+    value: float,
+    ci_low: float,
+    ci_high: float,
+    better: str,
+    noise_threshold: float = NOISE_THRESHOLD,
+) -> Verdict:
+    """improved / regressed / within noise, for a ratio result/baseline and its interval.
+
+    Within noise when the interval holds 1 or the ratio is within 1 +- noise_threshold (both
+    criterion.rs' rules); otherwise improved when the ratio moved the way `better` prefers.
+    A NaN interval (unknown spread) leaves the threshold rule alone; a NaN ratio gives "n/a".
+    """
+    direction = _direction(better)
+    if math.isnan(value):
+        return "n/a"
+    if abs(value - 1.0) <= noise_threshold or (ci_low <= 1.0 <= ci_high):
+        return "within noise"
+    return "improved" if (value > 1.0) == (direction == "higher") else "regressed"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _values(xs: Iterable[float]) -> list[float]:
+    return [float(x) for x in xs if not math.isnan(float(x))]
+
+
+def _direction(better: str) -> Better:
+    if better == "higher":
+        return "higher"
+    if better == "lower":
+        return "lower"
+    raise ConfigError(f"better must be 'higher' or 'lower' (got {better!r})")
+
+
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile: 1.959964 for 95% (R's qnorm(0.975))."""
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def _log_mean_var(xs: list[float], better: str) -> float:
+    """Squared relative standard error of the mean `mean_for` takes (0 for one sample)."""
+    if len(xs) < 2:
+        return 0.0
+    ys = [1.0 / x for x in xs] if mean_kind(better) == "hmean" else xs
+    m = math.fsum(ys) / len(ys)
+    return stddev(ys) ** 2 / (len(ys) * m * m)
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b), by its continued fraction (modified Lentz).
+
+        I_x(a,b) = x^a (1-x)^b / (a B(a,b)) * 1/(1+ d1/(1+ d2/(1+ ...)))
+        d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)),   d_2m = m(b-m) x / ((a+2m-1)(a+2m))
+
+    The fraction converges fast for x < (a+1)/(a+b+2); above that, I_x(a,b) = 1 - I_1-x(b,a).
+    """
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    log_front = a * math.log(x) + b * math.log1p(-x) - _log_beta(a, b) - math.log(a)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    frac = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            frac *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * frac
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def _resampled(
+    rng: np.random.Generator, g: NDArray[np.float64], size: int, count: int, f: Rows
+) -> NDArray[np.float64]:
+    """f over `count` draws of `size` samples of g with replacement, in memory-bounded blocks."""
+    import numpy as np
+
+    block = max(1, 4_000_000 // size)
+    out = []
+    for start in range(0, count, block):
+        rows = min(block, count - start)
+        out.append(f(g[rng.integers(0, g.size, size=(rows, size))]))
+    return np.concatenate(out)
+
+
+def _np_amean(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    return np.asarray(a.mean(axis=1), dtype=np.float64)
+
+
+def _np_hmean(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    with np.errstate(divide="ignore"):
+        h = np.where((a > 0).all(axis=1), a.shape[1] / (1.0 / a).sum(axis=1), np.nan)
+    return np.asarray(h, dtype=np.float64)
+
+
+def _np_gmean(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.exp(np.log(a).mean(axis=1))
+    return np.asarray(g, dtype=np.float64)
+
+
+def _np_pvar(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    return np.asarray(a.var(axis=1), dtype=np.float64)
