@@ -93,12 +93,14 @@ def simulate(
     seed: int,
     timeline: bool,
     explain: bool = False,
+    workload_source: str | None = None,
 ) -> SimulateOutput:
     """Run one simulation.
 
     `platform_source` names the preset in error messages (a file path or a preset id);
     `governor` and `workload` are spec strings (`name:key=value,...`); `duration_ns=None` runs
-    the workload's default duration.
+    the workload's default duration. With `workload_source` (an rt-app file's name, used in
+    errors and as the result's workload), `workload` is that file's text.
     """
 
 def governors() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from pathlib import Path
 from typing import Union
 
 from dvfslab import _core
@@ -42,15 +43,17 @@ def simulate(
     Raises ConfigError (a ValueError) for bad input and SimulationError if the run fails.
     """
     platform_json, source = load_platform(platform)
+    workload_text, workload_source = _workload(workload)
     output = _core.simulate(
         platform_json,
         source,
         _spec("governor", governor),
-        _spec("workload", workload),
+        workload_text,
         duration_ns(duration_s),
         checked_seed(seed),
         bool(timeline),
         bool(explain),
+        workload_source,
     )
     return SimResult(output["result_json"], output["timeline"], output["explain"])
 
@@ -86,6 +89,23 @@ def checked_seed(seed: int, name: str = "seed") -> int:
     ):
         raise ConfigError(f"{name} must be an integer in 0..{SEED_MAX} (got {seed!r})")
     return int(seed)
+
+
+def _workload(workload: WorkloadRef) -> tuple[str, str | None]:
+    """(text, None) for a spec; (the file's text, its name) for an rt-app .json file."""
+    if not isinstance(workload, os.PathLike) and not (
+        isinstance(workload, str) and workload.lower().endswith(".json")
+    ):
+        return _spec("workload", workload), None
+    path = Path(os.fspath(workload))
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise ConfigError(f"rt-app {path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"rt-app {path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"rt-app {path}: cannot read it: {e.strerror or e}") from None
 
 
 def _spec(what: str, spec: object) -> str:

@@ -21,9 +21,10 @@ fn to_py(py: Python<'_>, err: SimError) -> PyErr {
     }
 }
 
-/// Run one simulation; returns {"result_json": str, "timeline": dict | None}.
+/// Run one simulation; returns {"result_json": str, "timeline": dict | None}. With
+/// `workload_source` (a file name), `workload` is the text of that rt-app file.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -35,10 +36,16 @@ fn simulate<'py>(
     seed: u64,
     timeline: bool,
     explain: bool,
+    workload_source: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline, explain };
     let (pj, ps) = (platform_json.to_string(), platform_source.to_string());
-    let outcome = py.allow_threads(move || std::panic::catch_unwind(move || dvfslab_sim::simulate(&pj, &ps, &cfg)));
+    let outcome = py.allow_threads(move || {
+        std::panic::catch_unwind(move || match workload_source {
+            Some(file) => workload::rtapp::simulate(&pj, &ps, &cfg.workload, &file, &cfg),
+            None => dvfslab_sim::simulate(&pj, &ps, &cfg),
+        })
+    });
     let result = match outcome {
         Ok(r) => r.map_err(|e| to_py(py, e))?,
         Err(_) => return Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),

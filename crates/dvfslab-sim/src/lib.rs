@@ -21,14 +21,18 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod bench;
+pub mod capacity;
 pub mod describe;
 pub mod driver;
+mod eas;
+pub mod energy_model;
 pub mod engine;
 pub mod error;
 pub mod governor;
 mod hw;
 pub mod invariance;
 pub mod kernel;
+mod misfit;
 mod objects;
 pub mod observe;
 pub mod pelt;

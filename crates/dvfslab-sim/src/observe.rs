@@ -107,3 +107,19 @@ pub struct Decision {
     /// The governor's inputs: utilisation and its parts, headroom, boosts, rate-limit state...
     pub inputs: Vec<(&'static str, f64)>,
 }
+
+/// A record of a task moved by placement or balancing, kept with `--explain`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Migration {
+    pub time_ns: TimeNs,
+    pub task: usize,
+    pub src_cpu: usize,
+    pub dst_cpu: usize,
+    /// `eas` (find_energy_efficient_cpu), `wakeup` (wake-up placement), `misfit` (tick of the
+    /// misfit CPU), `misfit_idle` (pulled by a bigger CPU going idle), `push`, `pull`.
+    pub reason: &'static str,
+    /// task_util_est (max of util_avg and util_est) when the decision was made.
+    pub util: u64,
+    /// Whether that util fitted the source CPU (util_fits_cpu > 0 with the task's clamps).
+    pub fitted_src: bool,
+}

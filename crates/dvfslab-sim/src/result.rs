@@ -64,6 +64,8 @@ pub struct SimResult {
     pub summary: RunJson,
     pub timeline: Option<Timeline>,
     pub decisions: Option<Vec<crate::observe::Decision>>,
+    /// Tasks moved by placement and balancing, with why (`explain`).
+    pub migrations: Option<Vec<crate::observe::Migration>>,
     /// Per finished task: (work submitted, work done), for the conservation invariant.
     pub finished_work: Vec<(f64, f64)>,
 }
@@ -143,6 +145,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             tl
         }),
         decisions: sim.explain.clone(),
+        migrations: sim.hetero.migrations.clone(),
         finished_work: sim
             .tasks
             .iter()

@@ -34,7 +34,7 @@ impl Sim {
         SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
     }
 
-    fn cpu_is_idle(&self, cpu: usize) -> bool {
+    pub(crate) fn cpu_is_idle(&self, cpu: usize) -> bool {
         let c = &self.cpus[cpu];
         c.curr.is_none() && c.queue.is_empty()
     }
@@ -91,8 +91,10 @@ impl Sim {
         }
         let pelt_now = c.clock_pelt - c.lost_idle;
         if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
-            c.util_avg_max = c.util_avg_max.max(c.avg.util_avg);
-            let util = c.avg.util_avg;
+            // util_avg may exceed the capacity scale for a while after migrations attach
+            // tasks' util (as in Linux); the reported signal is clipped at the scale.
+            let util = c.avg.util_avg.min(crate::pelt::SCHED_CAPACITY_SCALE);
+            c.util_avg_max = c.util_avg_max.max(util);
             if let Some(tl) = self.timeline.as_mut() {
                 tl.util(now, cpu, util);
             }
@@ -105,7 +107,7 @@ impl Sim {
     }
 
     /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
-    fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
+    pub(crate) fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
         let now = self.cpu_pelt_now(self.tasks[task].cpu);
         let t = &mut self.tasks[task];
         if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
@@ -139,6 +141,7 @@ impl Sim {
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
         let id = self.tasks.len();
         let mut task = crate::task::Task::new(id, spec.name, spec.program, spec.start_ns);
+        self.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
         task.attrs = spec.attrs;
         self.tasks.push(task);
         self.live_tasks += 1;
@@ -185,7 +188,13 @@ impl Sim {
             return;
         }
         t.timer_token = t.timer_token.wrapping_add(1);
-        let cpu = self.select_wake_cpu(task, waker);
+        let prev = t.cpu;
+        // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
+        let (cpu, why) = match self.find_energy_efficient_cpu(task) {
+            Some(cpu) => (cpu, "eas"),
+            None => (self.select_wake_cpu(task, waker), "wakeup"),
+        };
+        self.note_migration(task, prev, cpu, why);
         self.enqueue(task, cpu, true, flags);
     }
 
@@ -253,6 +262,9 @@ impl Sim {
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task),
         };
+        if self.hetero.asym && self.rt_prio(task).is_none() {
+            return self.select_idle_sibling_asym(task, prev, target);
+        }
         if self.cpu_is_idle(target) {
             return target;
         }
@@ -309,6 +321,7 @@ impl Sim {
                 _ => {}
             }
         }
+        self.check_overutilized(cpu);
         self.cpufreq_update_util(cpu, flags);
     }
 
@@ -326,7 +339,7 @@ impl Sim {
     // -----------------------------------------------------------------------------------------
 
     /// Charge the current task's runtime since it last was accounted.
-    fn update_curr(&mut self, cpu: usize) {
+    pub(crate) fn update_curr(&mut self, cpu: usize) {
         let now = self.q.now();
         let Some(curr) = self.cpus[cpu].curr else { return };
         self.account_segment(cpu);
@@ -369,7 +382,7 @@ impl Sim {
     }
 
     /// Make `task` the running task of `cpu`, waking the CPU from idle if needed.
-    fn set_curr(&mut self, cpu: usize, task: usize) {
+    pub(crate) fn set_curr(&mut self, cpu: usize, task: usize) {
         let now = self.q.now();
         if self.cpus[cpu].curr.is_none() {
             self.update_cpu_pelt(cpu);
@@ -401,7 +414,9 @@ impl Sim {
         let t = &mut self.tasks[task];
         t.exec_start_ns = now;
         t.slice_start_exec_ns = t.sum_exec_ns;
-        if t.work_left > 0.0 {
+        // A CPU still leaving its idle state runs nothing, not even instant operations: an
+        // empty segment ends when it is ready, and the program goes on from there.
+        if t.work_left > 0.0 || self.cpus[cpu].stall_until > now {
             self.start_segment(cpu);
         } else {
             self.run_program(cpu);
@@ -457,6 +472,23 @@ impl Sim {
                 }
                 Op::Mark(mark) => self.mark(task, mark),
                 Op::Jump { to } => self.tasks[task].pc = to,
+                Op::Repeat { to, times } => {
+                    let here = self.tasks[task].pc - 1;
+                    let t = &mut self.tasks[task];
+                    let left = match t.loops.last_mut() {
+                        Some((pc, left)) if *pc == here => left,
+                        _ => {
+                            t.loops.push((here, times));
+                            &mut t.loops.last_mut().expect("just pushed").1
+                        }
+                    };
+                    *left -= 1;
+                    if *left > 0 {
+                        t.pc = to;
+                    } else {
+                        t.loops.pop();
+                    }
+                }
                 Op::Sleep { ns } => {
                     let d = self.draw(ns).max(0.0) as u64;
                     self.sleep_curr(cpu, Some(now + d));
@@ -469,8 +501,12 @@ impl Sim {
                     self.sleep_curr(cpu, Some(next));
                     return;
                 }
-                Op::Post { ch, sync } => self.channel_post(ch, cpu, sync),
+                Op::Post { ch, sync } => {
+                    let ch = ch + self.tasks[task].attrs.channel_base;
+                    self.channel_post(ch, cpu, sync)
+                }
                 Op::Wait { ch } => {
+                    let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {
                         self.sleep_curr(cpu, None);
                         return;
@@ -532,6 +568,7 @@ impl Sim {
                     }
                 }
                 Op::SetUclamp { min, max } => {
+                    self.uclamp_requested(min, max);
                     let a = &mut self.tasks[task].attrs;
                     a.uclamp_min = min;
                     a.uclamp_max = max;
@@ -608,6 +645,8 @@ impl Sim {
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
+        // The CPU moves on first, so that the parent woken below finds it in a settled state.
+        self.pick_next(cpu);
         // The parent sleeping in wait4 is woken by the last child's exit (SIGCHLD, not sync).
         if let Some(parent) = self.tasks[task].parent {
             let p = &mut self.tasks[parent];
@@ -617,7 +656,6 @@ impl Sim {
                 self.wake_task(parent, Some((cpu, false)), UpdateFlags::default());
             }
         }
-        self.pick_next(cpu);
     }
 
     /// Remove the current task from `cpu` (settling its runtime and PELT).
@@ -627,6 +665,7 @@ impl Sim {
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(task, true, true);
         let ue = self.tasks[task].util_est.value();
+        self.uclamp_dequeued(task, cpu);
         let c = &mut self.cpus[cpu];
         c.util_est_sum -= c.util_est_sum.min(ue);
         c.curr = None;
@@ -636,7 +675,8 @@ impl Sim {
     }
 
     /// Run the next waiting task, or pull one from a busy CPU, or go idle.
-    fn pick_next(&mut self, cpu: usize) {
+    pub(crate) fn pick_next(&mut self, cpu: usize) {
+        debug_assert!(self.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
         if !self.cpus[cpu].queue.is_empty() {
             let next = self.best_queued(cpu);
             self.cpus[cpu].queue.retain(|&t| t != next);
@@ -647,8 +687,12 @@ impl Sim {
         if let Some((src, task)) = self.find_busiest(cpu) {
             self.cpus[src].queue.retain(|&t| t != task);
             self.waiting -= 1;
+            self.note_migration(task, src, cpu, "pull");
             self.migrate_queued(task, src, cpu);
             self.set_curr(cpu, task);
+            return;
+        }
+        if self.pull_misfit(cpu) {
             return;
         }
         self.go_idle(cpu);
@@ -674,11 +718,12 @@ impl Sim {
     }
 
     /// Move a waiting (not running) task between run-queues.
-    fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
+    pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
         self.update_cpu_pelt(src);
         self.update_task_pelt(task, true, false);
         let util = self.tasks[task].avg.util_avg;
         let ue = self.tasks[task].util_est.value();
+        self.uclamp_dequeued(task, src);
         let s = &mut self.cpus[src];
         s.avg.remove_util(util);
         s.util_est_sum -= s.util_est_sum.min(ue);
@@ -819,6 +864,7 @@ impl Sim {
             }
             self.push_to_idle(cpu);
         }
+        self.capacity_tick(cpu);
         let c = &mut self.cpus[cpu];
         c.tick_armed = false;
         if c.curr.is_some() {
@@ -841,6 +887,7 @@ impl Sim {
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
+            self.note_migration(task, cpu, dst, "push");
             self.cpus[cpu].queue.retain(|&t| t != task);
             self.waiting -= 1;
             self.migrate_queued(task, cpu, dst);

@@ -165,6 +165,8 @@ pub struct Sim {
     pub(crate) governor_name: String,
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
+    /// Capacities, misfit, EAS and uclamp state (asymmetric platforms).
+    pub(crate) hetero: crate::capacity::Hetero,
 }
 
 impl Sim {
@@ -268,7 +270,7 @@ impl Sim {
                 }
             })
             .collect();
-        let policies = plat
+        let policies: Vec<Policy> = plat
             .policies
             .iter()
             .map(|p| {
@@ -291,18 +293,33 @@ impl Sim {
                 rapl_units: 0,
             })
             .collect();
+        let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();
+        let invariant = gov_cfg.values.get("invariant") != 0.0;
+        let pelt_shift = 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros();
+        let tick_ns = (1_000_000_000 + hz as u64 / 2) / hz as u64;
+        let hetero = crate::capacity::Hetero::new(
+            &plat,
+            &tables,
+            crate::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
+            crate::capacity::EasInputs {
+                knob_on: gov_cfg.values.get("eas") != 0.0,
+                governor: gov_info.name,
+                invariant,
+                kernel,
+            },
+            cfg.explain,
+        );
         let governors: Vec<Option<Box<dyn Governor>>> =
             plat.policies.iter().map(|_| Some((gov_info.build)(&gov_cfg.values))).collect();
         let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
-        let multiplier = gov_cfg.values.get_u64("pelt_multiplier");
         let mut sim = Sim {
             q: EventQueue::default(),
             rng: Pcg64::seed_from_u64(cfg.seed),
             driver,
-            tick_ns: (1_000_000_000 + hz as u64 / 2) / hz as u64,
-            invariant: gov_cfg.values.get("invariant") != 0.0,
+            tick_ns,
+            invariant,
             freq_ratio,
-            pelt_shift: 10 - multiplier.trailing_zeros(),
+            pelt_shift,
             kernel,
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
             ramps: vec![crate::powernv::Ramp::default(); plat.policies.len()],
@@ -328,6 +345,7 @@ impl Sim {
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
             seed: cfg.seed,
+            hetero,
             plat: std::rc::Rc::new(plat),
         };
         crate::workload::validate_programs(
@@ -479,6 +497,11 @@ impl PolicyCtx<'_> {
     pub fn cpu_rt_runnable(&self, cpu: usize) -> bool {
         self.sim.rt_runnable(cpu)
     }
+    /// The run-queue's uclamp (min, max): max-aggregated over its runnable tasks, an idle
+    /// run-queue keeping its last max. None while no task uses uclamp (or before 5.3).
+    pub fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
+        self.sim.rq_uclamp(cpu)
+    }
     /// How many times `cpu` has entered idle so far.
     pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].idle_calls
@@ -557,6 +580,12 @@ impl PolicyCtx<'_> {
     pub fn explain(&mut self, inputs: &[(&'static str, f64)]) {
         if self.sim.explain.is_some() {
             self.sim.pending_inputs.clear();
+            self.sim.pending_inputs.extend_from_slice(inputs);
+        }
+    }
+    /// More inputs for the same request, after [`PolicyCtx::explain`].
+    pub fn explain_more(&mut self, inputs: &[(&'static str, f64)]) {
+        if self.sim.explain.is_some() {
             self.sim.pending_inputs.extend_from_slice(inputs);
         }
     }

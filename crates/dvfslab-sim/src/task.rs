@@ -66,6 +66,9 @@ pub enum Op {
     Mark(Mark),
     /// Continue at operation `to`.
     Jump { to: usize },
+    /// Run the operations from `to` up to here `times` times in all, then go on (a counted
+    /// loop; loops may nest).
+    Repeat { to: usize, times: u32 },
     /// The task exits.
     Exit,
 }
@@ -120,6 +123,8 @@ pub struct Task {
     pub fixed_time: bool,
     /// Start times of the open latency intervals, by slot.
     pub marks: Vec<TimeNs>,
+    /// Counted loops under way: (index of the Repeat op, passes still to run).
+    pub loops: Vec<(usize, u32)>,
     pub parent: Option<usize>,
     pub live_children: u32,
     pub waiting_children: bool,
@@ -153,6 +158,7 @@ impl Task {
             weight: 1024,
             fixed_time: false,
             marks: Vec::new(),
+            loops: Vec::new(),
             parent: None,
             live_children: 0,
             waiting_children: false,

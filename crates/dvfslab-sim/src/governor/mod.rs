@@ -11,7 +11,7 @@ mod intel_pstate;
 mod intel_pstate_hwp;
 mod intel_pstate_load;
 mod intel_pstate_pid;
-mod margins;
+pub(crate) mod margins;
 mod ondemand;
 mod performance;
 mod powersave;
@@ -53,6 +53,12 @@ pub trait Governor {
     fn wants_util_updates(&self) -> bool {
         false
     }
+    /// The perf a utilisation-driven governor asks for `actual` on a CPU of capacity `cap`
+    /// (its DVFS headroom, sugov_effective_cpu_perf without clamps), for EAS to predict the
+    /// OPP with. None: not utilisation-driven.
+    fn dvfs_headroom(&self, _actual: u64, _cap: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// A governor as the registry knows it.
@@ -90,6 +96,23 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         0.0,
         1.0,
         "powernv-cpufreq: let the chip's global (voltage) P-state fall over ~5 s (Linux 4.8+); 0 = follow the local one",
+    ),
+    Knob::new(
+        "fits",
+        "rule",
+        0.0,
+        0.0,
+        1.0,
+        "fits_capacity: 80pct (util < 0.8 capacity) or tick (util still below capacity after one tick, margins series)",
+    )
+    .choices(crate::capacity::FITS_CHOICES),
+    Knob::new(
+        "eas",
+        "bool",
+        1.0,
+        0.0,
+        1.0,
+        "energy-aware wake-up placement on asymmetric platforms with an Energy Model (needs schedutil, invariance)",
     ),
 ];
 

@@ -8,13 +8,15 @@
 //!   actual = max(util, iowait_boost)
 //!   perf   = actual + actual/4 (≤ capacity)     1.25 headroom (map_util_perf; ≤ 6.7: on the frequency)
 //!            | approximate_util_avg(mult·actual/1024, rate_limit_us)   with margins=1 (§8)
+//!   uclamp = the run-queue's (min, max):  ≥ 6.8  perf = max(min, min(perf, max))   floor wins
+//!                                         ≤ 6.7  actual clamped to [min, max] (min if inverted)
 //!   raw    = ref · perf / capacity              ref = cpuinfo.max_freq if invariant, else cur
 //!                                                     (≥ 6.8: perf ≤ capacity and ref = 1.25 · cur)
 //!   next   = lowest table frequency ≥ raw, within [min, max]   (resolve, RELATION_L)
 //! ```
 //! Rate limiting counts from the last *change*; a single-CPU policy holds its frequency while
-//! the CPU never went idle since the last evaluation (sugov_hold_freq); a shared policy takes
-//! the highest perf of its CPUs.
+//! the CPU never went idle since the last evaluation (sugov_hold_freq; 5.18+: not while
+//! uclamp_max caps the run-queue); a shared policy takes the highest perf of its CPUs.
 //!
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
@@ -93,6 +95,8 @@ struct Schedutil {
     /// Response-time multiplier (×1024) and the effective rate limit for the headroom.
     rt_mult: u64,
     rate_limit_used_us: u64,
+    /// PELT multiplier shift, for the headroom EAS asks about.
+    pelt_lshift: u32,
     // Per-CPU state (sugov_cpu), indexed by position in the policy.
     cpus: Vec<SugovCpu>,
 }
@@ -118,6 +122,7 @@ impl Governor for Schedutil {
         self.last_freq_update_time = None;
         self.need_freq_update = true;
         let lshift = ctx.pelt_multiplier().trailing_zeros();
+        self.pelt_lshift = lshift;
         let cap = ctx.cap_orig(ctx.cpus()[0]);
         let default_ms = margins::default_response_time_ms(ctx.table_khz(), cap, lshift);
         let user_ms = if self.response_time_ms < 0.0 {
@@ -130,6 +135,14 @@ impl Governor for Schedutil {
 
     fn wants_util_updates(&self) -> bool {
         true
+    }
+
+    fn dvfs_headroom(&self, actual: u64, _cap: u64) -> Option<u64> {
+        Some(if self.margins {
+            margins::dvfs_headroom((self.rt_mult * actual) >> 10, self.rate_limit_used_us, self.pelt_lshift)
+        } else {
+            actual + (actual >> 2)
+        })
     }
 
     fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
@@ -167,7 +180,10 @@ impl Governor for Schedutil {
             let calls = ctx.cpu_idle_calls(cpu);
             let busy = calls == self.cpus[idx].saved_idle_calls;
             self.cpus[idx].saved_idle_calls = calls;
-            if busy && f < self.next_freq && !self.need_freq_update {
+            // 5.18+: a run-queue held down by uclamp_max is busy by design, not saturated.
+            let capped = ctx.kernel() >= KernelVersion(5, 18)
+                && ctx.cpu_uclamp(cpu).is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
+            if busy && !capped && f < self.next_freq && !self.need_freq_update {
                 f = self.next_freq;
                 self.cached_raw_freq = saved;
                 held = true;
@@ -190,6 +206,9 @@ impl Governor for Schedutil {
                 ("held_busy", held as u8 as f64),
                 ("rate_limit_us", self.rate_limit_used_us as f64),
             ]);
+            if let Some((min, max)) = parts.uclamp {
+                ctx.explain_more(&[("uclamp_min", min as f64), ("uclamp_max", max as f64)]);
+            }
         }
         // The driver resolves the raw frequency again (the same entry); a held frequency is
         // already a table entry.
@@ -206,6 +225,8 @@ struct Parts {
     util: u64,
     boost: u64,
     perf: u64,
+    /// The run-queue's uclamp (min, max), when uclamp is in use.
+    uclamp: Option<(u64, u64)>,
 }
 
 impl Schedutil {
@@ -240,8 +261,9 @@ impl Schedutil {
         if ctx.kernel() >= KernelVersion(6, 5) && ctx.cpu_nr_running(cpu) > 0 {
             util = util.max(runnable);
         }
-        // A runnable RT task asks for the maximum (no uclamp in use).
-        let util = if ctx.cpu_rt_runnable(cpu) { cap } else { util.min(cap) };
+        // A runnable RT task asks for the maximum unless uclamp is in use (then its clamps do).
+        let uclamp = ctx.cpu_uclamp(cpu);
+        let util = if ctx.cpu_rt_runnable(cpu) && uclamp.is_none() { cap } else { util.min(cap) };
         let actual = util.max(boost);
         let perf = if self.margins {
             let scaled = (self.rt_mult * actual) >> 10;
@@ -253,7 +275,15 @@ impl Schedutil {
             // Up to 6.7 the headroom is applied to the frequency (map_util_freq).
             actual
         };
-        Parts { util_avg, util_est, runnable, util, boost, perf }
+        let perf = match uclamp {
+            None => perf,
+            // sugov_effective_cpu_perf: the cap bounds the headroom, the floor wins over it.
+            Some((min, max)) if self.margins || ctx.kernel() >= KernelVersion(6, 8) => perf.min(max.min(cap)).max(min),
+            // uclamp_rq_util_with: an inverted pair yields the floor.
+            Some((min, max)) if min >= max => min.min(cap),
+            Some((min, max)) => perf.clamp(min, max).min(cap),
+        };
+        Parts { util_avg, util_est, runnable, util, boost, perf, uclamp }
     }
 
     /// get_next_freq: raw = ref · perf / capacity, resolved in the table within the limits.

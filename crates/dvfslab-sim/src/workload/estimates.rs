@@ -19,5 +19,467 @@ pub mod kernel {
 
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench) ---
 
+/// Pipes and unix-domain sockets (perf bench sched messaging / pipe, §1.1, §1.3, A6), and
+/// what all the network and IPC models share.
+pub mod ipc {
+    /// How much of a syscall-heavy burst's time at base frequency is memory stall (§1.1,
+    /// "network/IPC ≈ 0.1" [EST]). Calibrate by comparing a model's metric at two pinned
+    /// frequencies with the real benchmark's.
+    pub const MEM_FRAC: f64 = 0.1;
+    /// A 100-byte pipe write including the wake-up of the reader: 1–2 µs (A6 `c_w` [EST];
+    /// §1.1 "pipe/unix-socket 100 B write + wakeup 1.5–3 µs"). Calibrate with `perf bench
+    /// sched pipe` pinned to one CPU at a fixed frequency (µs/loop ≈ 2·(write + read)).
+    pub const PIPE_WRITE_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// A pipe read of one message, including the switch into the reader: 1–2 µs (A6 `c_r` [EST]).
+    pub const PIPE_READ_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// A 100-byte `AF_UNIX` stream write: 2–3 µs (A6 `c_w` socket [EST]).
+    pub const SOCKET_WRITE_CYCLES: f64 = 2.5e-6 * 3.0e9;
+    /// An `AF_UNIX` stream read: 2–3 µs (A6 `c_r` socket [EST]).
+    pub const SOCKET_READ_CYCLES: f64 = 2.5e-6 * 3.0e9;
+    /// Pipe capacity in 100-byte messages: 64 KiB (§1.3 [KNOW]) / 100 B.
+    pub const PIPE_CAPACITY_MSGS: u32 = 655;
+    /// `AF_UNIX` stream capacity in small messages: sndbuf ≈ 208 KiB counted with skb
+    /// truesize, ≈ 200–300 messages (§1.3 [EST]). Calibrate by counting how many 100-byte
+    /// writes succeed on a non-blocking socketpair before EAGAIN.
+    pub const SOCKET_CAPACITY_MSGS: u32 = 250;
+    /// Extra cost per message read in process mode (an address-space switch that threads of
+    /// one process avoid): [EST] 0.3 µs. Calibrate from the process/thread time ratio of
+    /// `perf bench sched messaging` at a fixed frequency.
+    pub const PROCESS_SWITCH_CYCLES: f64 = 0.3e-6 * 3.0e9;
+    /// pthread_create of a minimal-stack thread: [EST] 15 µs (fork is `kernel::FORK_CYCLES`).
+    pub const THREAD_CREATE_CYCLES: f64 = 15e-6 * 3.0e9;
+    /// Thread exit: [EST] 10 µs (process exit is `kernel::EXIT_CYCLES`).
+    pub const THREAD_EXIT_CYCLES: f64 = 10e-6 * 3.0e9;
+    /// The parent's wait4 / pthread_join of one exited worker: [EST] 1 µs.
+    pub const REAP_CYCLES: f64 = 1e-6 * 3.0e9;
+}
+
+/// The NBENCH loadfile that dbench and tbench replay (A1).
+pub mod nbench {
+    /// Fallback operation mix, percent of loadfile lines (A1 "Fallback operation mix" [EST],
+    /// from typical full-`client.txt` dbench output counts). Replace with the counts of the
+    /// real `client-tiny.txt` (lines 601–4173 of dbench's `loadfiles/client.txt`).
+    pub const MIX_PCT: [(&str, f64); 14] = [
+        ("ReadX", 27.0),
+        ("NTCreateX", 18.0),
+        ("Qpathinfo", 16.0),
+        ("Close", 13.0),
+        ("WriteX", 9.0),
+        ("Find", 6.0),
+        ("Unlink", 3.5),
+        ("Qfsinfo", 3.0),
+        ("Qfileinfo", 3.0),
+        ("Sfileinfo", 1.4),
+        ("Flush", 1.2),
+        ("Rename", 0.7),
+        ("LockX", 0.05),
+        ("UnlockX", 0.05),
+    ];
+    /// ReadX return / WriteX sizes in bytes and their shares: [EST], chosen so the mean
+    /// (≈ 13.6 KiB) puts 1-client tbench near the published 49 MB/s on a 1.4 GHz KNM core
+    /// (A1, Gherdovich 2020) and a few hundred MB/s on desktop cores. Replace with the real
+    /// loadfile's sizes.
+    pub const IO_SIZES: [(u32, f64); 4] = [(1024, 0.40), (4096, 0.30), (16384, 0.15), (65536, 0.15)];
+    /// Characters in a file name (paths like `\clients\client1\~dmtmp\WORD\CHAP10.DOC`):
+    /// [EST] 36. Request sizes grow by 2 bytes per character (A1 table [SRC] `sockio.c`).
+    pub const NAME_CHARS: u32 = 36;
+    /// Directory entries a Find returns: [EST] uniform 1..=20.
+    pub const FIND_ENTRIES: (u32, u32) = (1, 20);
+    /// The measured loadfile, `client-tiny.txt`: 3,573 lines (A1 [SRC]).
+    pub const LOADFILE_OPS: u32 = 3573;
+}
+
+/// tbench: each loadfile operation is one request/response on loopback TCP (A1).
+pub mod tbench {
+    /// Client side per operation (send syscall, TCP tx, loopback rx softirq, receive of the
+    /// reply): 3–8 µs (A1 `c_cli` [EST]). Calibrate against 1-client tbench MB/s at a
+    /// pinned frequency.
+    pub const CLIENT_CYCLES: f64 = 5e-6 * 3.0e9;
+    /// Server side per operation (tbench_srv: read header and payload, write the reply):
+    /// 3–8 µs (A1 `c_srv` [EST]).
+    pub const SERVER_CYCLES: f64 = 5e-6 * 3.0e9;
+    /// Copy cost per byte moved, charged to each side for the bytes it sends or receives:
+    /// 0.5 ns/byte (A1 [EST]).
+    pub const COPY_CYCLES_PER_BYTE: f64 = 0.5e-9 * 3.0e9;
+}
+
+/// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config) (A1).
+pub mod dbench {
+    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs (A1 `c_vfs` [EST];
+    /// creates, renames and unlinks at the top, stat-like queries at the bottom). Calibrate
+    /// against the per-operation AvgLat table of a 1-client dbench run at a pinned frequency.
+    pub const METADATA_CYCLES: [(&str, f64); 12] = [
+        ("NTCreateX", 8e-6 * 3.0e9),
+        ("Close", 3e-6 * 3.0e9),
+        ("Rename", 10e-6 * 3.0e9),
+        ("Unlink", 8e-6 * 3.0e9),
+        ("Qpathinfo", 4e-6 * 3.0e9),
+        ("Qfileinfo", 2e-6 * 3.0e9),
+        ("Qfsinfo", 3e-6 * 3.0e9),
+        ("Find", 10e-6 * 3.0e9),
+        ("Sfileinfo", 4e-6 * 3.0e9),
+        ("Flush", 2e-6 * 3.0e9),
+        ("LockX", 2e-6 * 3.0e9),
+        ("UnlockX", 2e-6 * 3.0e9),
+    ];
+    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (A1 `c_vfs` [EST]).
+    pub const IO_BASE_CYCLES: f64 = 1e-6 * 3.0e9;
+    pub const IO_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
+}
+
+/// The storage device that fsync-like I/O (dbench Flush, pgbench WAL flush) waits on.
+pub mod disk {
+    /// SATA SSD: fsyncs served at once. SATA FLUSH CACHE is not queued [KNOW], but jbd2
+    /// batches concurrent fsyncs into shared commits, so a few proceed together: [EST] 4.
+    /// Calibrate with `fio --fsync=1 --numjobs=N` latency against N.
+    pub const SSD_QUEUE_DEPTH: u32 = 4;
+    /// SATA SSD fsync of a file with a little dirty data: uniform 0.2–2 ms (A1 [EST]).
+    pub const SSD_FSYNC_NS: (f64, f64) = (0.2e6, 2.0e6);
+    /// SATA SSD WAL fdatasync (sequential, small): uniform 0.2–1 ms (A4 `d_fsync` [EST]).
+    pub const SSD_WAL_FLUSH_NS: (f64, f64) = (0.2e6, 1.0e6);
+    /// Rotating disk: one head, one request at a time [EST].
+    pub const HDD_QUEUE_DEPTH: u32 = 1;
+    /// HDD fsync: uniform 5–20 ms (A1 [EST]).
+    pub const HDD_FSYNC_NS: (f64, f64) = (5.0e6, 20.0e6);
+    /// HDD WAL fdatasync: uniform 2–10 ms (A4 `d_fsync` [EST]).
+    pub const HDD_WAL_FLUSH_NS: (f64, f64) = (2.0e6, 10.0e6);
+}
+
+/// netperf over loopback (A5). Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
+/// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
+pub mod netperf {
+    /// TCP send syscall and protocol tx of a small segment: 3–6 µs (A5 `c_tx` [EST]).
+    pub const TCP_TX_CYCLES: f64 = 4e-6 * 3.0e9;
+    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs (A5 `c_softirq` [EST]).
+    pub const TCP_SOFTIRQ_CYCLES: f64 = 3e-6 * 3.0e9;
+    /// recv syscall of a small TCP message: [EST] 1.5 µs (part of A5's 3–6 µs per side).
+    pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// UDP send: no connection state or ACK, [EST] 3 µs (low end of A5's 3–6 µs).
+    pub const UDP_TX_CYCLES: f64 = 3e-6 * 3.0e9;
+    /// UDP loopback receive softirq: [EST] 2 µs (low end of A5's 2–4 µs).
+    pub const UDP_SOFTIRQ_CYCLES: f64 = 2e-6 * 3.0e9;
+    /// UDP recvfrom: [EST] 1 µs.
+    pub const UDP_RX_CYCLES: f64 = 1e-6 * 3.0e9;
+    /// Copy per byte, each side: 0.25–0.4 ns/byte (A5 STREAM `b` [EST]).
+    pub const COPY_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
+    /// TCP_STREAM per send call, including the loopback rx path: 2–4 µs (A5 `a` [EST]).
+    pub const STREAM_SEND_CYCLES: f64 = 3e-6 * 3.0e9;
+    /// TCP_STREAM per recv call on the receiver: [EST] 1.5 µs (A5 `a'`).
+    pub const STREAM_RECV_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned (A5 [EST]); the
+    /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
+    pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
+    pub const STREAM_MAX_INFLIGHT_MSGS: u32 = 4096;
+}
+
+/// pgbench at scale 1 against a local PostgreSQL (A4). Calibrate against single-client TPS
+/// at a pinned frequency.
+pub mod pgbench {
+    /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs (A4 RO `c_srv` [EST]).
+    pub const RO_SELECT_CYCLES: f64 = 25e-6 * 3.0e9;
+    /// tpcb-like statements (BEGIN, UPDATE accounts, SELECT, UPDATE tellers, UPDATE branches,
+    /// INSERT history, END): 10–40 µs each (A4 RW `c_srv` [EST]).
+    pub const RW_STATEMENT_CYCLES: [f64; 7] =
+        [8e-6 * 3.0e9, 30e-6 * 3.0e9, 15e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 15e-6 * 3.0e9];
+    /// pgbench client side per statement (build, send, poll, parse reply): 3–8 µs
+    /// (A4 `c_client_stmt` [EST]).
+    pub const CLIENT_STATEMENT_CYCLES: f64 = 5e-6 * 3.0e9;
+    /// Memory-stall share of backend work: 0.2 (A4 `mem_frac` [EST]).
+    pub const MEM_FRAC: f64 = 0.2;
+    /// walwriter wakes every wal_writer_delay = 200 ms [KNOW] and works [EST] 20 µs.
+    pub const WALWRITER_PERIOD_NS: u64 = 200_000_000;
+    pub const WALWRITER_CYCLES: f64 = 20e-6 * 3.0e9;
+    /// Connections per pgbench thread when `threads=0`: MMTests runs about one thread per
+    /// 8 clients (A4 [SRC] pgbench-bench).
+    pub const CLIENTS_PER_THREAD: u32 = 8;
+}
+
 // --- compute, I/O and interactive benchmarks (kernbench, gitsource, nas, fio, iozone, ycsb,
 // --- ffmpeg, file reads, specpower, freq-response, step-load, speedometer, uibench) ---
+
+/// The reference clock of the work estimates in this section: `t` seconds of work on a
+/// 1024-capacity core at ~3 GHz is `t · REF_HZ` cycles, as in [`kernel`].
+pub const REF_HZ: f64 = 3.0e9;
+
+/// kernbench: `make -jN vmlinux` of a defconfig kernel (A2). Calibrate from `make V=1` timing
+/// logs or `perf sched`: Σ work should match the real build's User time, and the serial parts
+/// its Elapsed at `-j` = CPUs.
+pub mod kernbench {
+    use super::REF_HZ;
+    /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 (A2 `N_units` [EST]);
+    /// count the `CC` lines of a real build.
+    pub const UNITS_REAL: f64 = 2700.0;
+    /// cc1 work per unit, lognormal: median 0.35–0.5 s at ~4 GHz (A2 `W_cc1` [EST]).
+    pub const CC1_MEDIAN_CYCLES: f64 = 0.45 * 4.0e9;
+    /// σ of ln(cc1 work): 0.8–1.0, tail to ~10 s (A2 `W_cc1` [EST]).
+    pub const CC1_SIGMA_LOG: f64 = 0.9;
+    /// `as` work as a share of its unit's cc1 work (A2 model: `cpu(0.05·W_cc1)` [EST]).
+    pub const AS_FRAC: f64 = 0.05;
+    /// fixdep after each object: 2 ms (A2 model [EST]).
+    pub const FIXDEP_CYCLES: f64 = 2e-3 * REF_HZ;
+    /// `sh -c` of a recipe, besides its exec: [EST] 0.3 ms (A2 names the processes, not
+    /// their cost); calibrate with `perf sched timehist`.
+    pub const SHELL_CYCLES: f64 = 0.3e-3 * REF_HZ;
+    /// The gcc driver besides its exec: [EST] 0.3 ms, as `sh -c` above.
+    pub const GCC_DRIVER_CYCLES: f64 = 0.3e-3 * REF_HZ;
+    /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs (A2 model [EST]).
+    pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
+    /// Memory-stall share of compile work: 0.1–0.2 (A2 `mem_frac`, §1.1 [EST]).
+    pub const MEM_FRAC: f64 = 0.15;
+    /// Serial startup (syncconfig, host tools, generated headers): 3–8 s in all (A2 `W_start`
+    /// [EST]), run as a chain of [`START_PROCS`] short processes.
+    pub const START_CYCLES: f64 = 5.0 * REF_HZ;
+    /// Processes of the serial startup chain: [EST] 100 (A2: "a chain of K0 short processes").
+    pub const START_PROCS: f64 = 100.0;
+    /// The serial link chain, 6–15 s in all (A2 `W_link` [EST]): vmlinux.o link, modpost,
+    /// three kallsyms link passes, final link. Calibrate from `make V=1` timestamps.
+    pub const LINK_STEPS_CYCLES: [f64; 6] =
+        [3.0 * REF_HZ, 1.0 * REF_HZ, 1.5 * REF_HZ, 1.5 * REF_HZ, 1.5 * REF_HZ, 1.5 * REF_HZ];
+}
+
+/// gitsource: git's `make test`, a serialized chain of short processes (A3, A12.4). Calibrate
+/// the total against the measured Elapsed of the full suite, or against Doug Smythies'
+/// PIDs-per-second figures (~1780 PIDs/s with `performance` on an i5-9600K, A3).
+pub mod gitsource {
+    use super::REF_HZ;
+    /// Processes started by the whole suite: 10^5–10^6 (A3 `N_tasks` [EST]).
+    pub const TASKS_REAL: f64 = 3.0e5;
+    /// Work of one command besides fork/exec/exit: lognormal, median 0.3 ms at f_max ~4 GHz
+    /// (A3 `W_i` [EST]).
+    pub const WORK_MEDIAN_CYCLES: f64 = 0.3e-3 * 4.0e9;
+    /// σ of ln(command work): 1.0 (A3 `W_i` [EST]).
+    pub const WORK_SIGMA_LOG: f64 = 1.0;
+    /// Shell interpretation between two commands: 30–100 µs (A3 `w_parent` [EST]).
+    pub const PARENT_CYCLES: f64 = 60e-6 * REF_HZ;
+    /// Share of commands that are pipelines of 2–3 processes (A3 `p_pipe` 0.1 [EST]) ...
+    pub const PIPE_FRAC: f64 = 0.1;
+    /// ... of which this share has three stages ([EST]: A3 gives k = 2..3, taken as even).
+    pub const PIPE3_FRAC: f64 = 0.5;
+    /// Share of commands that end with a small write and fsync under `$TRASH_DIRECTORY`
+    /// (A3 `p_io` 0.05 [EST]).
+    pub const IO_FRAC: f64 = 0.05;
+    /// Device time of such a write: [EST] uniform 50–150 µs (SSD; A3 gives no figure).
+    pub const IO_NS: (f64, f64) = (50e3, 150e3);
+    /// Memory-stall share of shell and git work: [EST] 0.1 (as §1.1's kernel-side work).
+    pub const MEM_FRAC: f64 = 0.1;
+}
+
+/// NAS Parallel Benchmarks, class C, OpenMP (A7).
+pub mod nas {
+    use super::REF_HZ;
+
+    /// One NAS kernel at class C.
+    pub struct Kernel {
+        pub name: &'static str,
+        /// Outer iterations at class C (A7 [KNOW]; UA's 200 is [EST]).
+        pub iterations: u32,
+        /// Parallel regions (barriers) per iteration: 5–15 (A7 [EST]).
+        pub regions: u32,
+        /// Memory-stall share (A7 `mem_frac` [EST]).
+        pub mem_frac: f64,
+        /// Total work of the run, in cycles at REF_HZ summed over threads ([EST]: single-core
+        /// class C times of a ~3 GHz core; calibrate to the real Elapsed at class C).
+        pub work_cycles: f64,
+    }
+
+    const fn k(name: &'static str, iterations: u32, regions: u32, mem_frac: f64, cpu_s: f64) -> Kernel {
+        Kernel { name, iterations, regions, mem_frac, work_cycles: cpu_s * REF_HZ }
+    }
+
+    /// In the order of the `nas` workload's `kernel` knob.
+    pub const KERNELS: [Kernel; 9] = [
+        k("bt", 200, 10, 0.2, 700.0),
+        k("cg", 75, 15, 0.6, 200.0),
+        k("ep", 1, 1, 0.0, 150.0),
+        k("ft", 20, 6, 0.5, 250.0),
+        k("is", 10, 5, 0.6, 10.0),
+        k("lu", 250, 15, 0.2, 550.0),
+        k("mg", 20, 12, 0.55, 70.0),
+        k("sp", 400, 12, 0.4, 600.0),
+        k("ua", 200, 15, 0.3, 500.0),
+    ];
+    /// Load imbalance between the threads of a region, as a coefficient of variation:
+    /// 0.01–0.05 (A7 `cv_imb` [EST]).
+    pub const CV_IMB: f64 = 0.03;
+}
+
+/// Storage devices for the I/O benchmarks (fio, iozone, file reads; A8, A9, §1.3). A request's
+/// device time is `access · LN(σ) + bytes / bandwidth`: a lognormal access time (seek,
+/// flash read) and a transfer. Calibrate with fio at iodepth 1 (access) and a large
+/// sequential transfer (bandwidth) on the real device.
+pub mod storage {
+    /// One device.
+    pub struct Device {
+        pub name: &'static str,
+        /// Requests in service at once (internal parallelism; A8 `k_dev`).
+        pub queue_depth: u32,
+        /// Median access time of a random read, ns.
+        pub rand_read_ns: f64,
+        /// Median access time of the next sequential read (device read-ahead, no seek), ns.
+        pub seq_read_ns: f64,
+        /// Median access time of a sequential write (absorbed by the device's write cache), ns.
+        pub write_ns: f64,
+        /// Median access time of a random write, ns (a disk's cache cannot hide its seeks).
+        pub rand_write_ns: f64,
+        /// Transfer bandwidth, bytes per ns (= GB/s).
+        pub bytes_per_ns: f64,
+        /// σ of ln(access time).
+        pub sigma_log: f64,
+    }
+
+    /// In the order of the `device` knob.
+    pub const DEVICES: [Device; 3] = [
+        // NVMe TLC: 4 KiB random read median 80 µs, σ 0.3, k_dev 32+ (A8 [EST]); sequential
+        // 60 µs, writes into the SLC cache 20 µs, 3 GB/s ([EST]).
+        Device {
+            name: "nvme",
+            queue_depth: 32,
+            rand_read_ns: 80e3,
+            seq_read_ns: 60e3,
+            write_ns: 20e3,
+            rand_write_ns: 20e3,
+            bytes_per_ns: 3.0,
+            sigma_log: 0.3,
+        },
+        // SATA SSD: ~100 µs (A8 [EST]); sequential 60 µs, write 50 µs, 520 MB/s; 8 requests
+        // at once, ~80k IOPS at depth 32 ([EST]).
+        Device {
+            name: "sata-ssd",
+            queue_depth: 8,
+            rand_read_ns: 100e3,
+            seq_read_ns: 60e3,
+            write_ns: 50e3,
+            rand_write_ns: 50e3,
+            bytes_per_ns: 0.52,
+            sigma_log: 0.3,
+        },
+        // 7200 rpm disk: one head; a random access is a seek (~4 ms) plus half a turn
+        // (4.2 ms), σ 0.4; sequential and cached writes 0.1 ms; 150 MB/s ([EST], "HDD ms" A8).
+        Device {
+            name: "hdd",
+            queue_depth: 1,
+            rand_read_ns: 8e6,
+            seq_read_ns: 0.1e6,
+            write_ns: 0.1e6,
+            rand_write_ns: 8e6,
+            bytes_per_ns: 0.15,
+            sigma_log: 0.4,
+        },
+    ];
+}
+
+/// The page cache path of buffered reads and writes (A9, A12 file reads).
+pub mod page_cache {
+    use super::REF_HZ;
+    /// Copy between user and page cache: ~0.25 ns per byte (A9 `c_copy` [EST]) ...
+    pub const COPY_CYCLES_PER_BYTE: f64 = 0.25e-9 * REF_HZ;
+    /// ... plus 0.5 µs per read/write call (A9 `c_copy` [EST]).
+    pub const COPY_CYCLES_PER_CALL: f64 = 0.5e-6 * REF_HZ;
+    /// Filesystem work per written record, new file (block allocation): 0.3–1 µs, upper end
+    /// (A9 `c_fs` [EST]).
+    pub const FS_WRITE_CYCLES: f64 = 1.0e-6 * REF_HZ;
+    /// The same for a rewrite (blocks already allocated): lower end (A9 `c_fs` [EST]).
+    pub const FS_REWRITE_CYCLES: f64 = 0.3e-6 * REF_HZ;
+    /// Flusher CPU per 4 KiB page written back: [EST] 1 µs (A9 `c_wb_per_page`, no figure).
+    pub const WRITEBACK_CYCLES_PER_PAGE: f64 = 1.0e-6 * REF_HZ;
+    /// Bytes the flusher submits at once: [EST] 1 MiB (a large bio of a writeback chunk).
+    pub const WRITEBACK_CHUNK_BYTES: f64 = 1048576.0;
+    /// `vm.dirty_background_ratio`: 10% of available memory (A9 [KNOW]).
+    pub const DIRTY_BACKGROUND_RATIO: f64 = 0.10;
+    /// `vm.dirty_ratio`: 20% of available memory (A9 [KNOW]).
+    pub const DIRTY_RATIO: f64 = 0.20;
+    /// Readahead window of a sequential reader: `read_ahead_kb` 128 KiB ([KNOW] default).
+    pub const READAHEAD_BYTES: f64 = 131072.0;
+}
+
+/// fio with libaio, direct=1 (A8).
+pub mod fio {
+    use super::REF_HZ;
+    /// Submission (io_submit, block layer): 3–10 µs (A8 `c_sub` [EST]).
+    pub const SUBMIT_CYCLES: f64 = 6e-6 * REF_HZ;
+    /// Completion (IRQ, io_getevents return), charged to the woken job: 2–5 µs (A8 `c_irq`
+    /// [EST]).
+    pub const COMPLETE_CYCLES: f64 = 3e-6 * REF_HZ;
+}
+
+/// YCSB over redis (A10). Calibrate the costs against redis-benchmark and YCSB's own
+/// unthrottled throughput on one pinned CPU at a fixed frequency.
+pub mod ycsb_redis {
+    use super::REF_HZ;
+    /// redis GET, parse to reply: 2–8 µs (A10 `c_op` [EST]).
+    pub const GET_CYCLES: f64 = 3e-6 * REF_HZ;
+    /// redis SET: 2–8 µs (A10 `c_op` [EST]); a little more than GET (an allocation).
+    pub const SET_CYCLES: f64 = 4e-6 * REF_HZ;
+    /// YCSB (Java) client work per operation: 15–40 µs (A10 `c_cli` [EST]).
+    pub const CLIENT_CYCLES: f64 = 25e-6 * REF_HZ;
+    /// Loopback TCP send of a small segment, receive softirq included: 4–8 µs (§1.1 [EST]).
+    pub const TCP_SEND_CYCLES: f64 = 6e-6 * REF_HZ;
+    /// serverCron every 1/hz = 100 ms (A10, redis `hz` 10 [KNOW]) ...
+    pub const CRON_PERIOD_NS: u64 = 100_000_000;
+    /// ... doing 50–500 µs of work (A10 `c_cron` [EST]).
+    pub const CRON_CYCLES: f64 = 200e-6 * REF_HZ;
+}
+
+/// ffmpeg / x264 encode as a rotating dependency chain with parallel side work (A11).
+pub mod ffmpeg {
+    use super::REF_HZ;
+    /// Work of one dependency token: 1–4 ms (A11 `b` [EST]); uniform 1–3 ms.
+    pub const TOKEN_CYCLES: (f64, f64) = (1e-3 * REF_HZ, 3e-3 * REF_HZ);
+    /// Tokens per frame: [EST] 4 (A11 "one frame ≈ m tokens").
+    pub const TOKENS_PER_FRAME: u32 = 4;
+    /// Parallel side work (slices, lookahead) per token, as a share of the token's work,
+    /// spread over the workers: A11's P_bg workers at duty d_bg 0.3 ([EST]), taken as
+    /// two workers' worth, 0.6.
+    pub const SIDE_FRAC: f64 = 0.6;
+    /// Memory-stall share of encoding: [EST] 0.1.
+    pub const MEM_FRAC: f64 = 0.1;
+}
+
+/// SPECpower-like graduated load (A12.2 [UNVERIFIED]).
+pub mod specpower {
+    use super::REF_HZ;
+    /// Work of one transaction: [EST] 1 ms ("ms-scale bursts", A12.2).
+    pub const TX_CYCLES: f64 = 1e-3 * REF_HZ;
+    /// Memory-stall share of a transaction: [EST] 0.1.
+    pub const MEM_FRAC: f64 = 0.1;
+}
+
+/// Speedometer 2 in Chrome on Android (A13). All [EST]: calibrate the iteration time on the
+/// device (score = 60 / iteration seconds; ~100–180 runs/min on current big cores).
+pub mod speedometer {
+    /// Subtests per iteration: 16 suites × 3 steps (add, complete, delete) ([KNOW] Speedometer 2.0).
+    pub const SUBTESTS: usize = 48;
+    /// Main-thread bursts per subtest: [EST] 8 (A13 "for item in 1..100" scaled to match the
+    /// iteration time).
+    pub const BURSTS_PER_SUBTEST: usize = 8;
+    /// Burst length on the fastest core at its top frequency, lognormal: median 0.5–2 ms
+    /// (A13 `W_js` [EST]); 0.8 ms.
+    pub const BURST_MEDIAN_S: f64 = 0.8e-3;
+    /// σ of ln(burst length): [EST] 0.8 (A13 gives only the median's range).
+    pub const BURST_SIGMA_LOG: f64 = 0.8;
+    /// Async gap between subtests: uniform 0–4 ms (A13 [EST]).
+    pub const GAP_NS: (f64, f64) = (0.0, 4e6);
+    /// The compositor draws a frame every this many bursts (requestAnimationFrame; A13 [EST]).
+    pub const COMPOSITOR_EVERY: usize = 4;
+    /// Compositor work per frame: 0.3 ms (A13 model [EST]).
+    pub const COMPOSITOR_S: f64 = 0.3e-3;
+    /// A thread-pool helper wakes once per subtest for 0.2 ms ([EST]; A13's helper threads
+    /// "wake briefly").
+    pub const HELPER_S: f64 = 0.2e-3;
+}
+
+/// UiBench / Jankbench frame pipeline (A14). All [EST]: calibrate against the mean and max
+/// frame durations of a real run on the device.
+pub mod uibench {
+    /// UI thread work per frame on the fastest core at its top frequency, lognormal: median
+    /// 2–4 ms with a heavy tail (A14 `u` [EST]); 3 ms.
+    pub const UI_MEDIAN_S: f64 = 3e-3;
+    /// σ of ln(UI work): [EST] 0.5, the heavy tail of A14.
+    pub const UI_SIGMA_LOG: f64 = 0.5;
+    /// RenderThread work per frame: median 2–5 ms (A14 `r` [EST]); 3 ms.
+    pub const RT_MEDIAN_S: f64 = 3e-3;
+    /// σ of ln(RenderThread work): [EST] 0.5.
+    pub const RT_SIGMA_LOG: f64 = 0.5;
+    /// surfaceflinger composition at the next vsync: 1–2 ms (A14 `s` [EST]).
+    pub const SF_S: (f64, f64) = (1e-3, 2e-3);
+}

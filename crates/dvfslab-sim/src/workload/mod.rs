@@ -3,8 +3,33 @@
 //! one line in [`REGISTRY`].
 
 mod cpu_bound;
+mod dbench4;
+mod disk;
 pub mod estimates;
+mod ffmpeg;
+mod file_read;
+mod fio;
+mod freq_response;
+mod gitsource;
+mod hackbench;
+mod iozone;
+mod kernbench;
+mod loadfile;
+mod measure;
+mod nas;
+mod netperf;
 mod periodic;
+mod pgbench;
+mod pipe_test;
+pub mod rtapp;
+mod sample;
+mod specpower;
+mod speedometer;
+mod step_load;
+mod storage;
+mod tbench;
+mod uibench;
+mod ycsb_redis;
 
 use std::rc::Rc;
 
@@ -38,6 +63,11 @@ impl TaskSpec {
         self.attrs.affinity = Some(cpus.into());
         self
     }
+    /// Offset the channel ids of the program (see [`TaskAttrs::channel_base`]).
+    pub fn channel_base(mut self, base: u32) -> TaskSpec {
+        self.attrs.channel_base = base;
+        self
+    }
     pub fn policy(mut self, policy: SchedPolicy) -> TaskSpec {
         self.attrs.policy = policy;
         self
@@ -58,6 +88,9 @@ pub struct TaskAttrs {
     pub policy: SchedPolicy,
     pub uclamp_min: Option<u32>,
     pub uclamp_max: Option<u32>,
+    /// Added to every channel id the task's program names, so that one program can serve many
+    /// pairs of tasks (client i and server i talk on their own channels).
+    pub channel_base: u32,
 }
 
 /// Scheduling class and priority.
@@ -147,10 +180,37 @@ pub struct WorkloadInfo {
     pub build: fn(&KnobValues) -> Box<dyn Workload>,
 }
 
-pub const REGISTRY: &[&WorkloadInfo] = &[&cpu_bound::INFO, &periodic::INFO];
+pub const REGISTRY: &[&WorkloadInfo] = &[
+    &cpu_bound::INFO,
+    &periodic::INFO,
+    &tbench::INFO,
+    &dbench4::INFO,
+    &netperf::INFO,
+    &hackbench::INFO,
+    &pipe_test::INFO,
+    &pgbench::INFO,
+    &kernbench::INFO,
+    &gitsource::INFO,
+    &nas::INFO,
+    &fio::INFO,
+    &iozone::INFO,
+    &ycsb_redis::INFO,
+    &ffmpeg::INFO,
+    &file_read::SEQ_INFO,
+    &file_read::RANDOM_INFO,
+    &specpower::INFO,
+    &freq_response::INFO,
+    &step_load::INFO,
+    &speedometer::INFO,
+    &uibench::INFO,
+];
 
-/// Parse a workload spec string into a model.
+/// Parse a workload spec string into a model; text starting with `{` is an rt-app file.
 pub fn parse(text: &str) -> Result<(Spec, Box<dyn Workload>)> {
+    if text.trim_start().starts_with('{') {
+        let rtapp = rtapp::RtApp::parse(text, "rt-app")?;
+        return Ok((Spec { name: "rt-app".into(), params: Vec::new() }, Box::new(rtapp)));
+    }
     let spec = Spec::parse(text, "workload")?;
     let info = REGISTRY.iter().copied().find(|w| w.name == spec.name).ok_or_else(|| {
         let known: Vec<&str> = REGISTRY.iter().map(|w| w.name).collect();
@@ -173,6 +233,8 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
         for (i, op) in prog.iter().enumerate() {
             match *op {
                 Op::Jump { to } if to >= prog.len() => return err(format!("op {i} jumps to {to}, past the end")),
+                Op::Repeat { to, .. } if to > i => return err(format!("op {i} repeats from {to}, after itself")),
+                Op::Repeat { times: 0, .. } => return err(format!("op {i} repeats zero times")),
                 Op::Spawn { program, .. } if program as usize >= programs.len() => {
                     return err(format!("op {i} spawns program {program}, which does not exist"))
                 }

@@ -1,0 +1,182 @@
+//! gitsource: git's `make test`, a serialized chain of short-lived processes (spec A3; Doug
+//! Smythies' PIDs-per-second test A12.4 is the same shape).
+//!
+//! One shell runs the commands one after another. For each it interprets a little script,
+//! forks, and sleeps in wait4 until the child exits. Fork balancing puts each child on an
+//! idle CPU, where it starts with `util_avg` = half the spare capacity and lives about a
+//! millisecond: non-invariant schedutil asks for `1.25 · f_cur · util/cap` from a low
+//! `f_cur` and stays low, invariant schedutil asks for `1.25 · f_max · util/cap` at once.
+//!
+//! ```text
+//!   sh: loop { cpu(w_parent); fork; wait4 }        child: exec; cpu(W_i); [write+fsync]; exit
+//!   1 command in 10 is a pipeline of 2–3 children started together, joined by a pipe
+//! ```
+//!
+//! `W_i` is lognormal (median 0.3 ms at ~4 GHz, σ 1.0), binned (see `sample`). fork is
+//! charged to the shell, exec and exit to the child (`estimates::kernel`); the child notifies
+//! the shell while still current, as `do_exit` does. The run ends after the last command.
+//!
+//! Metric: Elapsed in seconds (lower is better), the makespan of the chain. `commands` scales
+//! the suite; the real `make test` starts about 3·10^5 processes. Shortcomings: no test-suite
+//! structure (scripts, subshells, `make` above the scripts), children do not inherit the
+//! shell's affinity (so Doug's "1cpu" pinned reference cannot be expressed yet).
+
+use std::rc::Rc;
+
+use super::estimates::{gitsource as est, kernel};
+use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "gitsource",
+    description: "git make test: serialized fork/exec chain of short shell commands",
+    metric: "elapsed",
+    unit: "s",
+    better: Better::Lower,
+    knobs: &[Knob::new(
+        "commands",
+        "processes",
+        2000.0,
+        1.0,
+        1e7,
+        "commands run by the shell; the full suite starts ~300000 processes",
+    )
+    .integer()],
+    build: |k: &KnobValues| Box::new(Gitsource { commands: k.get_u64("commands") as usize }),
+};
+
+/// Bins of the command work distribution.
+const BINS: usize = 16;
+/// Channels: the shell's SIGCHLD; pipe from the first stage; pipe from the middle stage.
+const CHILD_CH: u32 = 0;
+const PIPE1_CH: u32 = 1;
+const PIPE2_CH: u32 = 2;
+/// Counter 0: commands completed.
+const PROGRESS: u16 = 0;
+
+/// What one command is.
+#[derive(Clone, Copy)]
+enum Command {
+    Single { bin: usize, io: bool },
+    Pipe { bins: [usize; 3], stages: usize },
+}
+
+/// The program table: five kinds of child, each in every bin.
+#[derive(Clone, Copy)]
+enum Kind {
+    Single = 0,
+    SingleIo = 1,
+    Head = 2,
+    Middle = 3,
+    Tail2 = 4,
+    Tail3 = 5,
+}
+
+fn program(kind: Kind, bin: usize) -> u32 {
+    (kind as usize * BINS + bin) as u32
+}
+
+struct Gitsource {
+    commands: usize,
+}
+
+impl Gitsource {
+    /// The command list: kinds and bins in a fixed shuffled order.
+    fn commands(&self) -> Vec<Command> {
+        let n = self.commands;
+        let bins = sample::layout(n, BINS, 1);
+        let more = sample::layout(n, BINS, 2);
+        let last = sample::layout(n, BINS, 3);
+        let pipe = sample::flags(n, est::PIPE_FRAC, 4);
+        let three = sample::flags(n, est::PIPE3_FRAC, 5);
+        let io = sample::flags(n, est::IO_FRAC, 6);
+        (0..n)
+            .map(|i| {
+                if pipe[i] {
+                    Command::Pipe { bins: [bins[i], more[i], last[i]], stages: if three[i] { 3 } else { 2 } }
+                } else {
+                    Command::Single { bin: bins[i], io: io[i] }
+                }
+            })
+            .collect()
+    }
+}
+
+fn cpu(cycles: Amount) -> Op {
+    Op::Run { cycles, mem_frac: est::MEM_FRAC }
+}
+
+fn fixed(cycles: f64) -> Op {
+    cpu(Amount::Fixed(cycles))
+}
+
+/// A child: exec, `body`, exit after telling the shell.
+fn child(body: Vec<Op>) -> Rc<[Op]> {
+    let mut p = vec![fixed(kernel::EXEC_CYCLES)];
+    p.extend(body);
+    p.extend([fixed(kernel::EXIT_CYCLES), Op::Post { ch: CHILD_CH, sync: false }, Op::Exit]);
+    p.into()
+}
+
+impl Workload for Gitsource {
+    fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+        let mut sh = Vec::new();
+        let fork = |sh: &mut Vec<Op>, program: u32| {
+            sh.extend([fixed(kernel::FORK_CYCLES), Op::Spawn { program, count: 1 }]);
+        };
+        for cmd in self.commands() {
+            sh.push(fixed(est::PARENT_CYCLES));
+            let children = match cmd {
+                Command::Single { bin, io } => {
+                    fork(&mut sh, program(if io { Kind::SingleIo } else { Kind::Single }, bin));
+                    1
+                }
+                Command::Pipe { bins, stages } => {
+                    fork(&mut sh, program(Kind::Head, bins[0]));
+                    if stages == 3 {
+                        fork(&mut sh, program(Kind::Middle, bins[1]));
+                        fork(&mut sh, program(Kind::Tail3, bins[2]));
+                    } else {
+                        fork(&mut sh, program(Kind::Tail2, bins[2]));
+                    }
+                    stages
+                }
+            };
+            sh.extend((0..children).map(|_| Op::Wait { ch: CHILD_CH }));
+            sh.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
+        }
+        sh.push(Op::Exit);
+        vec![TaskSpec::new("sh", sh.into())]
+    }
+
+    fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
+        let work = sample::lognormal(BINS, est::WORK_MEDIAN_CYCLES, est::WORK_SIGMA_LOG);
+        let half = |b: usize| cpu(sample::scaled(work[b], 0.5));
+        let write = Op::Io { dev: 0, service_ns: Amount::Uniform(est::IO_NS.0, est::IO_NS.1) };
+        let mut p: Vec<Rc<[Op]>> = Vec::new();
+        p.extend((0..BINS).map(|b| child(vec![cpu(work[b])])));
+        p.extend((0..BINS).map(|b| child(vec![cpu(work[b]), write.clone()])));
+        // Pipeline stages write half-way through their work and read before theirs.
+        let pipe = |ch| Op::Post { ch, sync: true };
+        p.extend((0..BINS).map(|b| child(vec![half(b), pipe(PIPE1_CH), half(b)])));
+        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE1_CH }, half(b), pipe(PIPE2_CH), half(b)])));
+        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE1_CH }, cpu(work[b])])));
+        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE2_CH }, cpu(work[b])])));
+        p
+    }
+
+    fn devices(&self) -> Vec<super::DeviceSpec> {
+        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1 }]
+    }
+
+    fn default_duration_ns(&self) -> u64 {
+        // A cap: the run ends after the last command.
+        3_600_000_000_000
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        measure::metric(&INFO, measure::elapsed_s(stats, PROGRESS as usize, self.commands as u64))
+    }
+}

@@ -1,0 +1,165 @@
+//! netperf over loopback: one netperf/netserver pair, no affinity (spec/workloads.md A5;
+//! MMTests `config-network-netperf-{rr,stream}-ipv4-unbound`).
+//!
+//! - **UDP_RR, TCP_RR**: the canonical two-task ping-pong. The client sends a request (send
+//!   syscall, protocol tx and the loopback receive softirq, all on its own CPU), wakes the
+//!   server with a sync wake-up and sleeps; the server receives, sends the response the same
+//!   way and sleeps. One transaction in flight: throughput = 1 / (both bursts + two wake-ups).
+//! - **TCP_STREAM**: the sender loops send(m) as fast as it can, doing the whole loopback
+//!   stack; the receiver copies out. The sender blocks when a window's worth of data is in
+//!   flight (credits returned by the receiver's reads).
+//!
+//! Costs are `estimates::netperf`. Metric, as netperf reports it: transactions per second for
+//! RR, received megabits per second for STREAM (both higher is better).
+
+use std::rc::Rc;
+
+use super::estimates::{ipc, netperf};
+use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "netperf",
+    description: "netperf/netserver pair on loopback: UDP_RR, TCP_RR or TCP_STREAM",
+    metric: "throughput",
+    unit: "trans/s (rr) or Mbit/s (stream)",
+    better: Better::Higher,
+    knobs: &[
+        Knob::new(
+            "test",
+            "test",
+            1.0,
+            0.0,
+            2.0,
+            "0 = udp-rr (UDP_RR), 1 = tcp-rr (TCP_RR), 2 = tcp-stream (TCP_STREAM)",
+        )
+        .choices(&[("udp-rr", 0.0), ("tcp-rr", 1.0), ("tcp-stream", 2.0)]),
+        Knob::new(
+            "size",
+            "bytes",
+            0.0,
+            0.0,
+            65536.0,
+            "request/response (RR) or send (STREAM) size; 0 = 1 (RR) or 16384 (STREAM)",
+        )
+        .integer(),
+    ],
+    build: |k: &KnobValues| {
+        let test = match k.get_u64("test") {
+            0 => Test::UdpRr,
+            1 => Test::TcpRr,
+            _ => Test::TcpStream,
+        };
+        let size = match (k.get_u64("size") as u32, test) {
+            (0, Test::TcpStream) => 16384,
+            (0, _) => 1,
+            (s, _) => s,
+        };
+        Box::new(Netperf { test, size })
+    },
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Test {
+    UdpRr,
+    TcpRr,
+    TcpStream,
+}
+
+/// Counter of completed transactions (RR) or received bytes (STREAM).
+const DONE: u16 = 0;
+/// Channels: request (RR) or data (STREAM); response (RR) or window credit (STREAM).
+const FORWARD: u32 = 0;
+const BACK: u32 = 1;
+
+struct Netperf {
+    test: Test,
+    size: u32,
+}
+
+fn run(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
+}
+
+impl Netperf {
+    /// Work of one RR message on each side: (sender: tx + softirq, receiver: rx), with the
+    /// payload copied once on each side.
+    fn rr_costs(&self) -> (f64, f64) {
+        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        match self.test {
+            Test::UdpRr => (netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy, netperf::UDP_RX_CYCLES + copy),
+            _ => (netperf::TCP_TX_CYCLES + netperf::TCP_SOFTIRQ_CYCLES + copy, netperf::TCP_RX_CYCLES + copy),
+        }
+    }
+
+    fn rr(&self) -> Vec<TaskSpec> {
+        let (send, recv) = self.rr_costs();
+        // Each side's burst receives the previous message and sends the next one.
+        let client: Rc<[Op]> = vec![
+            run(recv + send),
+            Op::Post { ch: FORWARD, sync: true },
+            Op::Wait { ch: BACK },
+            Op::Mark(Mark::Add { counter: DONE, amount: 1 }),
+            Op::Jump { to: 0 },
+        ]
+        .into();
+        let server: Rc<[Op]> =
+            vec![Op::Wait { ch: FORWARD }, run(recv + send), Op::Post { ch: BACK, sync: true }, Op::Jump { to: 0 }]
+                .into();
+        vec![TaskSpec::new("netperf", client), TaskSpec::new("netserver", server)]
+    }
+
+    fn stream(&self) -> Vec<TaskSpec> {
+        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        let window_msgs =
+            (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
+        // The sender starts with a window of credits, then spends one per send.
+        let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
+        let top = sender.len();
+        sender.extend([
+            Op::Wait { ch: BACK },
+            run(netperf::STREAM_SEND_CYCLES + copy),
+            Op::Post { ch: FORWARD, sync: false },
+            Op::Jump { to: top },
+        ]);
+        let receiver: Rc<[Op]> = vec![
+            Op::Wait { ch: FORWARD },
+            run(netperf::STREAM_RECV_CYCLES + copy),
+            Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
+            Op::Post { ch: BACK, sync: false },
+            Op::Jump { to: 0 },
+        ]
+        .into();
+        vec![TaskSpec::new("netperf", sender.into()), TaskSpec::new("netserver", receiver)]
+    }
+}
+
+impl Workload for Netperf {
+    fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+        match self.test {
+            Test::TcpStream => self.stream(),
+            _ => self.rr(),
+        }
+    }
+
+    fn default_duration_ns(&self) -> u64 {
+        500_000_000
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let secs = stats.sim_time_ns as f64 / 1e9;
+        let done = stats.counters.get(DONE as usize).copied().unwrap_or(0) as f64;
+        let (value, unit) = match self.test {
+            Test::TcpStream => (done * 8.0 / 1e6, "Mbit/s"),
+            _ => (done, "trans/s"),
+        };
+        Metric {
+            name: INFO.metric.into(),
+            value: if secs > 0.0 { value / secs } else { 0.0 },
+            unit: unit.into(),
+            better: INFO.better,
+        }
+    }
+}

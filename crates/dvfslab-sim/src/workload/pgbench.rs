@@ -1,0 +1,185 @@
+//! pgbench against a local PostgreSQL at scale 1, select-only or tpcb-like
+//! (spec/workloads.md A4; MMTests `config-db-pgbench-timed-{ro,rw}-scale1`).
+//!
+//! Each client connection is served by its own backend process. pgbench threads drive their
+//! connections with no think time: send a statement, and when its reply arrives send the next
+//! one. Read-only runs use about one thread per 8 connections, as MMTests does; a thread
+//! serves its connections' replies round-robin, which is the order they arrive in when the
+//! backends are alike. Read-write runs use one thread per connection: pgbench polls for
+//! whichever connection is ready, and waiting on them in a fixed order would deadlock when
+//! the next connection in turn waits for the row lock another one holds.
+//!
+//! - **read-only** (`rw=0`, select-only): one SELECT per transaction, one round trip.
+//! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. At scale 1 every
+//!   transaction updates the same branch row: the backend takes the row lock at
+//!   `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL (an I/O on the
+//!   `device`, slept through in iowait) — transactions serialise on it.
+//!
+//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`.
+//!
+//! Metric: transactions per second over the run (higher is better). MMTests takes the
+//! harmonic mean of 4-second batches after an 8-second warm-up; runs here are shorter than
+//! that and the model has no per-second samples, so it is the plain rate over the whole run.
+
+use std::rc::Rc;
+
+use super::disk::{Disk, DEVICE_KNOB};
+use super::estimates::{ipc, pgbench};
+use super::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "pgbench",
+    description: "pgbench at scale 1: select-only (rw=0) or tpcb-like with WAL fsync (rw=1)",
+    metric: "tps",
+    unit: "txn/s",
+    better: Better::Higher,
+    knobs: &[
+        Knob::new("clients", "clients", 1.0, 1.0, 1024.0, "client connections, one backend each (-c)").integer(),
+        Knob::new("rw", "bool", 0.0, 0.0, 1.0, "0 = read-only (select-only), 1 = read-write (tpcb-like)").integer(),
+        Knob::new(
+            "threads",
+            "threads",
+            0.0,
+            0.0,
+            1024.0,
+            "pgbench threads (-j) for rw=0; 0 = one per 8 clients; rw=1: one per client",
+        )
+        .integer(),
+        DEVICE_KNOB,
+    ],
+    build: |k: &KnobValues| {
+        let clients = k.get_u64("clients") as u32;
+        let rw = k.get_u64("rw") != 0;
+        let threads = match k.get_u64("threads") as u32 {
+            // A thread that waits on its connections in turn would deadlock on the row lock.
+            _ if rw => clients,
+            0 => clients.div_ceil(pgbench::CLIENTS_PER_THREAD),
+            j => j.min(clients),
+        };
+        Box::new(Pgbench { clients, threads, rw, disk: Disk::from_knob(k.get_u64("device")) })
+    },
+};
+
+/// Counter of committed transactions.
+const TXN: u16 = 0;
+/// The branch row lock (scale 1: one branch).
+const BRANCH: u32 = 0;
+const DISK: u32 = 0;
+/// tpcb-like statements that take and release the branch row lock.
+const UPDATE_BRANCHES: usize = 4;
+const END: usize = 6;
+
+struct Pgbench {
+    clients: u32,
+    threads: u32,
+    rw: bool,
+    disk: Disk,
+}
+
+fn request(c: u32) -> u32 {
+    2 * c
+}
+fn reply(c: u32) -> u32 {
+    2 * c + 1
+}
+
+fn client_work() -> Op {
+    Op::Run { cycles: Amount::Fixed(pgbench::CLIENT_STATEMENT_CYCLES), mem_frac: ipc::MEM_FRAC }
+}
+
+impl Pgbench {
+    /// Backend work of each statement of one transaction.
+    fn script(&self) -> Vec<f64> {
+        if self.rw {
+            pgbench::RW_STATEMENT_CYCLES.to_vec()
+        } else {
+            vec![pgbench::RO_SELECT_CYCLES]
+        }
+    }
+
+    fn backend(&self, c: u32) -> Rc<[Op]> {
+        let mut p = Vec::new();
+        for (k, &cycles) in self.script().iter().enumerate() {
+            p.push(Op::Wait { ch: request(c) });
+            if self.rw && k == UPDATE_BRANCHES {
+                p.push(Op::Lock { id: BRANCH });
+            }
+            p.push(Op::Run { cycles: Amount::Fixed(cycles), mem_frac: pgbench::MEM_FRAC });
+            if self.rw && k == END {
+                // Commit: flush the WAL, then release the row locks.
+                p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
+                p.push(Op::Unlock { id: BRANCH });
+            }
+            p.push(Op::Post { ch: reply(c), sync: true });
+        }
+        p.push(Op::Jump { to: 0 });
+        p.into()
+    }
+
+    /// pgbench thread `t`: its connections' first statements, then round after round a reply
+    /// and the next statement on each connection.
+    fn thread(&self, t: u32) -> Rc<[Op]> {
+        let conns: Vec<u32> = (t..self.clients).step_by(self.threads as usize).collect();
+        let mut p = Vec::new();
+        for &c in &conns {
+            p.extend([client_work(), Op::Post { ch: request(c), sync: true }]);
+        }
+        let top = p.len();
+        let statements = self.script().len();
+        for k in 0..statements {
+            for &c in &conns {
+                p.push(Op::Wait { ch: reply(c) });
+                if k == statements - 1 {
+                    p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
+                }
+                p.extend([client_work(), Op::Post { ch: request(c), sync: true }]);
+            }
+        }
+        p.push(Op::Jump { to: top });
+        p.into()
+    }
+
+    fn walwriter() -> Rc<[Op]> {
+        vec![
+            Op::Sleep { ns: Amount::Fixed(pgbench::WALWRITER_PERIOD_NS as f64) },
+            Op::Run { cycles: Amount::Fixed(pgbench::WALWRITER_CYCLES), mem_frac: pgbench::MEM_FRAC },
+            Op::Jump { to: 0 },
+        ]
+        .into()
+    }
+}
+
+impl Workload for Pgbench {
+    fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+        let mut tasks: Vec<TaskSpec> =
+            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c))).collect();
+        tasks.extend((0..self.threads).map(|t| TaskSpec::new(format!("pgbench-{t}"), self.thread(t))));
+        tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
+        tasks
+    }
+
+    fn devices(&self) -> Vec<DeviceSpec> {
+        vec![self.disk.spec()]
+    }
+
+    fn default_duration_ns(&self) -> u64 {
+        match (self.rw, self.disk) {
+            (true, Disk::Hdd) => 5_000_000_000,
+            _ => 500_000_000,
+        }
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let secs = stats.sim_time_ns as f64 / 1e9;
+        let txns = stats.counters.get(TXN as usize).copied().unwrap_or(0) as f64;
+        Metric {
+            name: INFO.metric.into(),
+            value: if secs > 0.0 { txns / secs } else { 0.0 },
+            unit: INFO.unit.into(),
+            better: INFO.better,
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! pipe-test: `perf bench sched pipe` with the two tasks pinned to CPUs of two different
+//! cores, the token-passing ping-pong of Doug Smythies' tests (spec/workloads.md A12.5).
+//!
+//! Task A writes to pipe 1 and reads from pipe 2; task B reads pipe 1 and writes pipe 2, for
+//! `loops` round trips. Each write wakes the other task (sync wake-up, but the affinity keeps
+//! it on its own CPU), so every hand-over pays a wake-up across cores and, when the other CPU
+//! went idle, its idle exit. Optionally each stop does `work_us` of work (at base frequency),
+//! the "variable amount of work at each stop" of the ping-pong sweeps. Pipe costs are
+//! `estimates::ipc`.
+//!
+//! Metric, as perf reports it: microseconds per loop = elapsed / loops (lower is better). If
+//! the run ends first, elapsed / loops completed.
+
+use std::rc::Rc;
+
+use super::estimates::ipc;
+use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "pipe-test",
+    description: "perf bench sched pipe: two tasks on two cores ping-pong through two pipes",
+    metric: "time_per_loop",
+    unit: "us",
+    better: Better::Lower,
+    knobs: &[
+        Knob::new("loops", "loops", 10_000.0, 1.0, 100_000.0, "round trips (perf -l; programs are unrolled)").integer(),
+        Knob::new("work_us", "us", 0.0, 0.0, 1e6, "work at each stop, as time at base frequency (A12.5 sweeps)"),
+    ],
+    build: |k: &KnobValues| Box::new(PipeTest { loops: k.get_u64("loops") as u32, work_us: k.get("work_us") }),
+};
+
+/// Latency slot: the whole run of task A.
+const TOTAL: u16 = 0;
+/// Counter of completed round trips.
+const LOOPS: u16 = 0;
+const PIPE1: u32 = 0;
+const PIPE2: u32 = 1;
+
+struct PipeTest {
+    loops: u32,
+    work_us: f64,
+}
+
+fn run(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
+}
+
+/// Two CPUs on different cores: CPU 0 and the first CPU of another core.
+fn two_cores(plat: &Platform) -> (usize, usize) {
+    let core0 = plat.cpus[0].core;
+    let other = (1..plat.ncpus()).find(|&c| plat.cpus[c].core != core0).unwrap_or(if plat.ncpus() > 1 { 1 } else { 0 });
+    (0, other)
+}
+
+impl Workload for PipeTest {
+    fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
+        let (cpu_a, cpu_b) = two_cores(plat);
+        let work = self.work_us * plat.cluster_of_cpu(cpu_a).frequency.base_khz as f64 / 1000.0;
+        let (write, read) = (ipc::PIPE_WRITE_CYCLES, ipc::PIPE_READ_CYCLES);
+        let n = self.loops as usize;
+
+        // A: work, write pipe 1, sleep in read of pipe 2; the read finishes in the next burst.
+        let mut a = Vec::with_capacity(4 * n + 4);
+        a.push(Op::Mark(Mark::Start(TOTAL)));
+        for i in 0..n {
+            a.push(run(if i == 0 { 0.0 } else { read } + work + write));
+            a.push(Op::Post { ch: PIPE1, sync: true });
+            a.push(Op::Wait { ch: PIPE2 });
+            a.push(Op::Mark(Mark::Add { counter: LOOPS, amount: 1 }));
+        }
+        a.extend([run(read), Op::Mark(Mark::End(TOTAL)), Op::Exit]);
+
+        // B: sleep in read of pipe 1, finish the read, work, write pipe 2.
+        let mut b = Vec::with_capacity(3 * n + 1);
+        for _ in 0..n {
+            b.extend([Op::Wait { ch: PIPE1 }, run(read + work + write), Op::Post { ch: PIPE2, sync: true }]);
+        }
+        b.push(Op::Exit);
+
+        vec![
+            TaskSpec::new("sched-pipe-a", Rc::from(a)).pinned(vec![cpu_a]),
+            TaskSpec::new("sched-pipe-b", Rc::from(b)).pinned(vec![cpu_b]),
+        ]
+    }
+
+    /// A time-out: the run ends when both tasks have exited.
+    fn default_duration_ns(&self) -> u64 {
+        60_000_000_000
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let value_us = match stats.latencies_ns.get(TOTAL as usize).and_then(|l| l.first()) {
+            Some(&ns) => ns as f64 / 1e3 / self.loops as f64,
+            None => {
+                let done = stats.counters.get(LOOPS as usize).copied().unwrap_or(0).max(1);
+                stats.sim_time_ns as f64 / 1e3 / done as f64
+            }
+        };
+        Metric { name: INFO.metric.into(), value: value_us, unit: INFO.unit.into(), better: INFO.better }
+    }
+}

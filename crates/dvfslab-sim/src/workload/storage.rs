@@ -1,0 +1,61 @@
+//! The storage devices of the I/O benchmarks (fio, iozone, file reads; spec A8, A9, §1.3).
+//!
+//! A device serves up to `queue_depth` requests at once, the rest wait in FIFO order; a
+//! completion wakes the submitter with the iowait flag. A request's device time is
+//!
+//! ```text
+//!   access · LN(σ) + bytes / bandwidth      access: random read, sequential read or write
+//! ```
+//!
+//! with the lognormal binned (see `sample`). The numbers are in `estimates::storage`.
+
+use super::estimates::storage::{Device, DEVICES};
+use super::{sample, DeviceSpec};
+use crate::spec::Knob;
+use crate::task::Amount;
+
+/// Device names for the `device` knob, in the order of `estimates::storage::DEVICES`.
+pub const CHOICES: &[(&str, f64)] = &[("nvme", 0.0), ("sata-ssd", 1.0), ("hdd", 2.0)];
+
+/// The `device` knob with a model's own default.
+pub const fn knob(default: f64) -> Knob {
+    Knob::new("device", "device", default, 0.0, 2.0, "storage device: 0 nvme, 1 sata-ssd, 2 hdd").choices(CHOICES)
+}
+
+/// What a request does on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    RandomRead,
+    SequentialRead,
+    Write,
+    RandomWrite,
+}
+
+/// Bins of the access-time distribution.
+pub const BINS: usize = 16;
+
+pub fn device(code: u64) -> &'static Device {
+    &DEVICES[(code as usize).min(DEVICES.len() - 1)]
+}
+
+pub fn spec(d: &Device) -> DeviceSpec {
+    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth }
+}
+
+/// The device times of a request of `bytes`, as [`BINS`] equally likely amounts (ns).
+pub fn service_ns(d: &Device, access: Access, bytes: f64) -> Vec<Amount> {
+    let median = match access {
+        Access::RandomRead => d.rand_read_ns,
+        Access::SequentialRead => d.seq_read_ns,
+        Access::Write => d.write_ns,
+        Access::RandomWrite => d.rand_write_ns,
+    };
+    let transfer = bytes / d.bytes_per_ns;
+    sample::lognormal(BINS, median, d.sigma_log)
+        .into_iter()
+        .map(|a| match a {
+            Amount::Fixed(v) => Amount::Fixed(v + transfer),
+            Amount::Uniform(lo, hi) => Amount::Uniform(lo + transfer, hi + transfer),
+        })
+        .collect()
+}

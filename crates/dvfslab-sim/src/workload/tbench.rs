@@ -1,0 +1,102 @@
+//! tbench: N client/server pairs replaying the NBENCH loadfile over loopback TCP
+//! (spec/workloads.md A1).
+//!
+//! Each loadfile operation is one synchronous request/response: the client works (send
+//! syscall, TCP tx, the loopback receive softirq on its own CPU, and the receive of the
+//! previous reply), posts the request with a sync wake-up and sleeps; its server (one forked
+//! tbench_srv process per connection) wakes, works, posts the reply and sleeps. At most one
+//! task of a pair is runnable, so with N ≤ NCPU/2 every CPU is partly idle and throughput is
+//! set by burst length ÷ frequency plus the wake-up and idle-exit latencies. Packet sizes are
+//! those of `sockio.c`; costs are `estimates::tbench`.
+//!
+//! Metric, as dbench computes it: 1e-6 · (ReadX return + WriteX bytes) / elapsed seconds
+//! (MB/s, decimal). The client counts the bytes when it receives the reply.
+
+use std::rc::Rc;
+
+use super::estimates::{ipc, nbench, tbench};
+use super::loadfile::{synthesise, Line};
+use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "tbench",
+    description: "dbench's loadfile as request/response pairs over loopback TCP (tbench4)",
+    metric: "throughput",
+    unit: "MB/s",
+    better: Better::Higher,
+    knobs: &[Knob::new("clients", "clients", 1.0, 1.0, 1024.0, "client/server pairs (tbench N)").integer()],
+    build: |k: &KnobValues| Box::new(Tbench { clients: k.get_u64("clients") as u32 }),
+};
+
+/// Counter of ReadX/WriteX bytes.
+const BYTES: u16 = 0;
+
+struct Tbench {
+    clients: u32,
+}
+
+fn run(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
+}
+
+/// Client `i`: per line, work (the previous reply's receive and this request's send), post
+/// the request, wait for the reply, count the data bytes.
+fn client_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
+    let mut p = Vec::with_capacity(lines.len() * 4 + 1);
+    for (k, line) in lines.iter().enumerate() {
+        let prev_reply = lines[(k + lines.len() - 1) % lines.len()].reply_bytes();
+        let copy = (prev_reply + line.request_bytes()) as f64 * tbench::COPY_CYCLES_PER_BYTE;
+        p.push(run(tbench::CLIENT_CYCLES + copy));
+        p.push(Op::Post { ch: req, sync: true });
+        p.push(Op::Wait { ch: rep });
+        if line.data_bytes() > 0 {
+            p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));
+        }
+    }
+    p.push(Op::Jump { to: 0 });
+    p.into()
+}
+
+/// Server `i`: per line, wait for the request, work (read it, write the reply), reply.
+fn server_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
+    let mut p = Vec::with_capacity(lines.len() * 3 + 1);
+    for line in lines {
+        let copy = (line.request_bytes() + line.reply_bytes()) as f64 * tbench::COPY_CYCLES_PER_BYTE;
+        p.push(Op::Wait { ch: req });
+        p.push(run(tbench::SERVER_CYCLES + copy));
+        p.push(Op::Post { ch: rep, sync: true });
+    }
+    p.push(Op::Jump { to: 0 });
+    p.into()
+}
+
+impl Workload for Tbench {
+    fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+        let lines = synthesise(nbench::LOADFILE_OPS as usize);
+        let mut tasks = Vec::with_capacity(2 * self.clients as usize);
+        for i in 0..self.clients {
+            let (req, rep) = (2 * i, 2 * i + 1);
+            tasks.push(TaskSpec::new(format!("tbench-{i}"), client_program(&lines, req, rep)));
+            tasks.push(TaskSpec::new(format!("tbench_srv-{i}"), server_program(&lines, req, rep)));
+        }
+        tasks
+    }
+
+    fn default_duration_ns(&self) -> u64 {
+        500_000_000
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let secs = stats.sim_time_ns as f64 / 1e9;
+        let bytes = stats.counters.get(BYTES as usize).copied().unwrap_or(0) as f64;
+        Metric {
+            name: INFO.metric.into(),
+            value: if secs > 0.0 { 1e-6 * bytes / secs } else { 0.0 },
+            unit: INFO.unit.into(),
+            better: INFO.better,
+        }
+    }
+}

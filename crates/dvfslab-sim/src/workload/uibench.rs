@@ -1,0 +1,140 @@
+//! uibench: the Android UI frame pipeline of UiBench / Jankbench (spec A14; campaign
+//! margins-pixel6).
+//!
+//! At each vsync the UI thread runs input, animation and layout and records a display list;
+//! RenderThread turns it into GPU commands; surfaceflinger composes at the next vsync. A
+//! frame is janky when it is not done within one vsync period.
+//!
+//! ```text
+//!   UI: at vsync: cpu(u ~ lognormal); hand to RT (sync wake-up); wait for RT
+//!                                                                  (frame = vsync → RT done)
+//!   RT: cpu(r ~ lognormal); signal UI and SF        SF: at the next vsync: cpu(s)
+//! ```
+//!
+//! Work is given as time on the fastest core at its top frequency. `placement=0` keeps the
+//! UI and RenderThread threads on the fastest cluster (standing in for what EAS and the top-app uclamp.min
+//! achieve on Android), `1` leaves placement to the scheduler (EAS and misfit migration where
+//! the platform and kernel have them). `uclamp_min` sets their uclamp.min request, which
+//! schedutil and placement honour as far as the core implements uclamp.
+//!
+//! Metric: the share of janky frames in percent (lower is better; Jankbench's
+//! jank_percentage), from each frame's duration (the response times). A late frame makes
+//! the next one wait for the following vsync, as Choreographer does. Shortcomings: the UI
+//! thread waits for RenderThread instead of starting the next frame in parallel (this only
+//! delays frames that are already janky); no triple buffering; no GPU.
+
+use std::rc::Rc;
+
+use super::estimates::uibench as est;
+use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use crate::platform::Platform;
+use crate::spec::{Knob, KnobValues};
+use crate::task::{Amount, Mark, Op};
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "uibench",
+    description: "Android UI pipeline per vsync (UI thread, RenderThread, surfaceflinger): janky frames",
+    metric: "jank",
+    unit: "%",
+    better: Better::Lower,
+    knobs: &[
+        Knob::new("fps", "Hz", 60.0, 10.0, 240.0, "display refresh rate"),
+        Knob::new("frames", "frames", 300.0, 1.0, 1e7, "frames to render").integer(),
+        Knob::new("uclamp_min", "util", 0.0, 0.0, 1024.0, "uclamp.min of UI thread and RenderThread (0 = unset)")
+            .integer(),
+        Knob::new("placement", "choice", 0.0, 0.0, 1.0, "0 fastest cluster (EAS-like), 1 any CPU").integer(),
+    ],
+    build: |k: &KnobValues| {
+        Box::new(Uibench {
+            fps: k.get("fps"),
+            frames: k.get_u64("frames") as usize,
+            uclamp_min: k.get_u64("uclamp_min") as u32,
+            anywhere: k.get_u64("placement") == 1,
+        })
+    },
+};
+
+/// Bins of the UI and RenderThread work distributions.
+const BINS: usize = 16;
+/// Channels: UI → RT, RT → UI (frame done), RT → SF.
+const RT_CH: u32 = 0;
+const DONE_CH: u32 = 1;
+const SF_CH: u32 = 2;
+
+struct Uibench {
+    fps: f64,
+    frames: usize,
+    uclamp_min: u32,
+    anywhere: bool,
+}
+
+impl Uibench {
+    fn vsync_ns(&self) -> u64 {
+        (1e9 / self.fps).round() as u64
+    }
+}
+
+fn run(cycles: Amount) -> Op {
+    Op::Run { cycles, mem_frac: 0.0 }
+}
+
+impl Workload for Uibench {
+    fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
+        let fastest = measure::fastest_cpus(plat);
+        let ns = 1e9 * measure::top_cycles_per_ns(plat, fastest[0]);
+        let ui_work = sample::lognormal(BINS, est::UI_MEDIAN_S * ns, est::UI_SIGMA_LOG);
+        let rt_work = sample::lognormal(BINS, est::RT_MEDIAN_S * ns, est::RT_SIGMA_LOG);
+        let vsync = Op::WaitPeriod { period_ns: self.vsync_ns() };
+        let (mut ui, mut rt, mut sf) = (Vec::new(), Vec::new(), Vec::new());
+        let ui_bins = sample::layout(self.frames, BINS, 400);
+        let rt_bins = sample::layout(self.frames, BINS, 401);
+        for f in 0..self.frames {
+            ui.extend([
+                vsync.clone(),
+                run(ui_work[ui_bins[f]]),
+                Op::Post { ch: RT_CH, sync: true },
+                Op::Wait { ch: DONE_CH },
+                Op::Mark(Mark::ActivationDone),
+            ]);
+            rt.extend([
+                Op::Wait { ch: RT_CH },
+                run(rt_work[rt_bins[f]]),
+                Op::Post { ch: DONE_CH, sync: false },
+                Op::Post { ch: SF_CH, sync: false },
+            ]);
+            sf.extend([
+                Op::Wait { ch: SF_CH },
+                vsync.clone(),
+                run(Amount::Uniform(est::SF_S.0 * ns, est::SF_S.1 * ns)),
+            ]);
+        }
+        for p in [&mut ui, &mut rt, &mut sf] {
+            p.push(Op::Exit);
+        }
+        let foreground = |t: TaskSpec| {
+            let t = if self.anywhere { t } else { t.pinned(fastest.clone()) };
+            if self.uclamp_min > 0 {
+                t.uclamp(Some(self.uclamp_min), None)
+            } else {
+                t
+            }
+        };
+        vec![
+            foreground(TaskSpec::new("droid.benchmark", Rc::from(ui))),
+            foreground(TaskSpec::new("RenderThread", Rc::from(rt))),
+            TaskSpec::new("surfaceflinger", Rc::from(sf)),
+        ]
+    }
+
+    fn default_duration_ns(&self) -> u64 {
+        // A cap: the run ends after the last frame.
+        3_600_000_000_000
+    }
+
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let frames = &stats.responses_ns;
+        let janky = frames.iter().filter(|&&d| d > self.vsync_ns()).count();
+        let pct = if frames.is_empty() { 0.0 } else { 100.0 * janky as f64 / frames.len() as f64 };
+        measure::metric(&INFO, pct)
+    }
+}

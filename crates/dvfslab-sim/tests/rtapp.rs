@@ -1,0 +1,358 @@
+//! rt-app files: every shipped example runs, and the events mean what rt-app means.
+
+mod common;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use dvfslab_sim::platform::Platform;
+use dvfslab_sim::task::Op;
+use dvfslab_sim::workload::rtapp::{self, PhaseFigures, RtApp, Summary};
+use dvfslab_sim::workload::{DeviceSpec, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::{Sim, SimConfig, SimResult};
+
+/// The rt-app examples (doc/examples of scheduler-tools/rt-app), shared by the project.
+fn examples_dir() -> std::path::PathBuf {
+    let dir = std::env::var("RTAPP_EXAMPLES")
+        .unwrap_or_else(|_| format!("{}/../../../shared/rt-app-examples", env!("CARGO_MANIFEST_DIR")));
+    let dir = std::path::PathBuf::from(dir);
+    assert!(dir.is_dir(), "{}: the rt-app examples are missing (set RTAPP_EXAMPLES)", dir.display());
+    dir
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(examples_dir().join(name)).unwrap()
+}
+
+/// An rt-app workload that keeps its per-phase log for the test to read.
+struct Logged {
+    rtapp: RtApp,
+    log: Rc<RefCell<Option<Summary>>>,
+}
+
+impl Workload for Logged {
+    fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
+        self.rtapp.tasks(plat)
+    }
+    fn programs(&self, plat: &Platform) -> Vec<Rc<[Op]>> {
+        self.rtapp.programs(plat)
+    }
+    fn devices(&self) -> Vec<DeviceSpec> {
+        self.rtapp.devices()
+    }
+    fn default_duration_ns(&self) -> u64 {
+        self.rtapp.default_duration_ns()
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        *self.log.borrow_mut() = Some(self.rtapp.summary(stats));
+        self.rtapp.metric(stats)
+    }
+}
+
+fn cfg(governor: &str, duration_s: f64) -> SimConfig {
+    SimConfig { governor: governor.into(), duration_ns: Some((duration_s * 1e9) as u64), ..SimConfig::default() }
+}
+
+/// Run `text` and return the result with rt-app's per-phase log.
+fn run(platform: &str, governor: &str, text: &str, duration_s: f64) -> (SimResult, Summary) {
+    let plat = Platform::from_json(&common::preset(platform), platform).unwrap();
+    let rtapp = RtApp::parse(text, "rt-app test.json").unwrap_or_else(|e| panic!("{e}"));
+    rtapp.check(&plat).unwrap();
+    let log = Rc::new(RefCell::new(None));
+    let w = Logged { rtapp, log: log.clone() };
+    let r = Sim::with_workload(plat, &cfg(governor, duration_s), Box::new(w), "rt-app".into()).unwrap().run().unwrap();
+    let summary = log.borrow_mut().take().expect("the metric was computed");
+    (r, summary)
+}
+
+fn phase<'a>(s: &'a Summary, task: &str, phase: &str) -> &'a PhaseFigures {
+    s.phases.iter().find(|p| p.task == task && p.phase == phase).unwrap_or_else(|| panic!("no {task}/{phase}: {s:?}"))
+}
+
+fn near(x: f64, want: f64, tol: f64) -> bool {
+    (x - want).abs() <= tol
+}
+
+/// Pinned to the big CPU 0 of juno-r2, the calibration CPU.
+const JUNO: &str = "juno-r2";
+const PERF: &str = "performance";
+
+mod examples {
+    use super::*;
+
+    #[test]
+    fn every_example_file_runs_and_reports_the_run_stretch() {
+        let mut files: Vec<_> = std::fs::read_dir(examples_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 28, "{files:?}");
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            let r = rtapp::simulate(&common::preset("pixel6"), "pixel6", &text, &name, &cfg("schedutil", 0.5))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let m = &r.summary.metric;
+            assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), ("run_stretch", "x", "lower"), "{name}");
+            assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {}", m.value);
+            assert_eq!(r.summary.workload, format!("rt-app:{name}"));
+            // The merge fragments without tasks leave the system idle, and the governor-
+            // efficiency test first sleeps 1.2 s; everything else runs.
+            let idle = matches!(
+                name.as_str(),
+                "merge-global.json" | "merge-resources.json" | "cpufreq_governor_efficiency-dvfs.json"
+            );
+            assert_eq!(r.summary.work_done_cycles > 0.0, !idle, "{name}");
+            // Calibrated on pixel6's CPU 0, a LITTLE one: a big CPU is up to 6.4 times faster.
+            assert!(idle || m.value >= 0.15, "{name}: run stretch {}", m.value);
+        }
+    }
+
+    #[test]
+    fn governor_efficiency_recipe_measures_the_run_phase() {
+        // 10 loops of (timer 1.2 s, run 0.9 s) pinned to CPU 1, calibrated at 128 ns/loop.
+        let text = example("cpufreq_governor_efficiency-dvfs.json");
+        let (r, log) = run(JUNO, PERF, &text, 5.0);
+        let running = phase(&log, "thread", "running");
+        assert_eq!(running.iterations, 3, "runs end at 2.1, 3.3 and 4.5 s: {log:?}");
+        // 900 ms rounded down to whole 128 ns loops, on a big CPU at its maximum.
+        assert!(near(running.run_us, 900_000.0, 500.0), "{running:?}");
+        assert_eq!(running.perf, Some(900_000_000 / 128).map(|l| l as f64 / 1000.0));
+        assert!(near(r.summary.metric.value, 1.0, 0.001), "{}", r.summary.metric.value);
+        // The timer fires every 1.2 s: 1.2 s of slack at the start, then 0.3 s after each run.
+        let sleeping = phase(&log, "thread", "sleeping");
+        let n = sleeping.iterations as f64;
+        let want = (1_200_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
+        assert!(near(sleeping.slack_us.unwrap(), want, 100.0), "{sleeping:?}");
+        let slow = run(JUNO, "powersave", &text, 6.0).1;
+        assert!(phase(&slow, "thread", "running").run_us > 1.9 * 900_000.0, "{slow:?}");
+    }
+}
+
+mod grammar {
+    use super::*;
+
+    #[test]
+    fn repeated_keys_run_in_order() {
+        let text = r#"{"tasks": {"t": {"cpus": [0], "loop": 3, "runtime": 1000, "sleep": 1000, "runtime": 2000}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 1.0);
+        let p = phase(&log, "t", "t");
+        assert_eq!(p.iterations, 3);
+        assert_eq!(p.c_duration_us, 3000);
+        assert!(near(p.run_us, 3000.0, 5.0), "both runs ran: {p:?}");
+        // The sleep ends with a wake-up from idle (1.5 ms on Juno).
+        assert!(p.period_us > 4000.0 && p.period_us < 6000.0, "{p:?}");
+    }
+
+    #[test]
+    fn run_is_fixed_work_and_runtime_fixed_time() {
+        let text = |event: &str| {
+            format!(r#"{{"tasks": {{"t": {{"cpus": [0], "loop": 5, "{event}": 10000, "sleep": 5000}}}}}}"#)
+        };
+        for (event, slow_stretch) in [("run", 2.0), ("runtime", 1.0)] {
+            let fast = run(JUNO, "userspace:scaling_setspeed=1200000", &text(event), 1.0).0.summary.metric.value;
+            let slow = run(JUNO, "userspace:scaling_setspeed=600000", &text(event), 1.0).0.summary.metric.value;
+            assert!(near(fast, 1.0, 0.01), "{event} at 1.2 GHz: {fast}");
+            assert!(near(slow, slow_stretch, 0.02), "{event} at 600 MHz: {slow}");
+        }
+    }
+
+    #[test]
+    fn calibration_cpu_sets_the_speed_of_run() {
+        // Calibrated on a LITTLE CPU (485/1024 of the big one's capacity at 950 vs 1200 MHz),
+        // 10 ms of run take 10 ms there and 3.75 ms on the big CPU 0.
+        let text = r#"{"global": {"calibration": "CPU2"}, "tasks": {"t": {"cpus": [0], "loop": 4, "run": 10000, "sleep": 1000}}}"#;
+        let (r, log) = run(JUNO, PERF, text, 1.0);
+        let want = 10_000.0 * 485.0 * 950.0 / (1024.0 * 1200.0);
+        assert!(near(phase(&log, "t", "t").run_us, want, 20.0), "{log:?}");
+        assert!(near(r.summary.metric.value, want / 10_000.0, 0.005));
+    }
+
+    #[test]
+    fn phases_run_in_order_with_their_loops_and_affinity() {
+        let (r, log) = run(JUNO, PERF, &example("tutorial-example8.json"), 0.2);
+        for p in ["phase1", "phase2", "phase3"] {
+            assert!(phase(&log, "thread0", p).iterations > 10, "{log:?}");
+        }
+        let busy: Vec<usize> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 0.0).map(|c| c.cpu).collect();
+        assert_eq!(busy, vec![0, 1, 2], "phase 1 on CPU 0, phase 2 on CPU 1, phase 3 on the task's CPU 2");
+    }
+
+    #[test]
+    fn fork_starts_instance_zero_templates() {
+        // thread3 (loop 1) forks thread1 and thread2 (instance 0) once each; they loop forever.
+        let (_, log) = run(JUNO, PERF, &example("tutorial-example9.json"), 0.5);
+        assert_eq!(phase(&log, "thread3", "phase1").iterations, 1);
+        assert_eq!(phase(&log, "thread3", "phase2").iterations, 1);
+        assert!(phase(&log, "thread2", "phase1").iterations > 5, "the forked template ran: {log:?}");
+    }
+}
+
+mod timers {
+    use super::*;
+
+    #[test]
+    fn a_timer_releases_every_period() {
+        let text = r#"{"tasks": {"t": {"cpus": [0], "runtime": 2000, "timer": {"ref": "unique", "period": 10000}}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 1.0);
+        let p = phase(&log, "t", "t");
+        assert!((99..=100).contains(&p.iterations), "{p:?}");
+        // Every iteration lasts a period; the first also waited for CPU 0 to leave idle.
+        assert!(near(p.period_us, 10_000.0, 20.0), "{p:?}");
+        assert!(near(p.run_us, 2000.0, 0.01), "{p:?}");
+        // Juno's CPUs sleep between releases and take 1.5 ms to wake up: that is wu_lat,
+        // and the slack is what remains of the period.
+        assert!(log.wu_lat_us > 0.0 && log.wu_lat_us < 1700.0, "{}", log.wu_lat_us);
+        assert!(near(p.slack_us.unwrap(), 10_000.0 - 2000.0 - log.wu_lat_us, 30.0), "{p:?}");
+    }
+
+    #[test]
+    fn overruns_give_negative_slack() {
+        let text = r#"{"tasks": {"t": {"cpus": [0], "runtime": 12000, "timer": {"ref": "unique", "period": 10000}}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 1.0);
+        assert!(phase(&log, "t", "t").slack_us.unwrap() < -1000.0, "{log:?}");
+    }
+
+    #[test]
+    fn a_shared_timer_is_shared_by_instances_a_unique_one_is_not() {
+        let text = |r: &str| {
+            format!(
+                r#"{{"tasks": {{"t": {{"instance": 2, "runtime": 1000, "timer": {{"ref": "{r}", "period": 10000}}}}}}}}"#
+            )
+        };
+        let shared = run(JUNO, PERF, &text("tick"), 1.0).1;
+        let unique = run(JUNO, PERF, &text("unique"), 1.0).1;
+        // Two instances: 2 × 100 releases with one timer each, 2 × 50 sharing one.
+        assert!((198..=200).contains(&phase(&unique, "t", "t").iterations), "{unique:?}");
+        assert!((98..=100).contains(&phase(&shared, "t", "t").iterations), "{shared:?}");
+        assert!(near(phase(&shared, "t", "t").period_us, 20_000.0, 40.0), "{shared:?}");
+        let slack = phase(&shared, "t", "t").slack_us.unwrap();
+        assert!(near(slack, 20_000.0 - 1000.0 - shared.wu_lat_us, 30.0), "{shared:?}");
+    }
+}
+
+mod sync {
+    use super::*;
+
+    #[test]
+    fn a_barrier_waits_for_every_party() {
+        let text = r#"{"tasks": {
+            "a": {"cpus": [0], "runtime": 1000, "barrier": "b"},
+            "c": {"cpus": [1], "runtime": 5000, "barrier": "b"}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 0.5);
+        let (a, c) = (phase(&log, "a", "a"), phase(&log, "c", "c"));
+        // a waits for c every time (plus, at most, a wake-up from idle: 1.5 ms on Juno).
+        for p in [a, c] {
+            assert!(p.period_us > 4990.0 && p.period_us < 6600.0, "{log:?}");
+        }
+        assert!(a.iterations.abs_diff(c.iterations) <= 1, "{log:?}");
+    }
+
+    #[test]
+    fn barrier_parties_count_instances() {
+        // Three instances of a and one c: the barrier needs four arrivals.
+        let text = r#"{"tasks": {
+            "a": {"instance": 3, "runtime": 1000, "barrier": "b"},
+            "c": {"runtime": 3000, "barrier": "b"}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 0.3);
+        let period = phase(&log, "a", "a").period_us;
+        assert!(period > 2990.0 && period < 4600.0, "a waits for c: {log:?}");
+    }
+
+    #[test]
+    fn semaphores_count_posts_and_resumes_are_not_counted() {
+        let text = r#"{"tasks": {
+            "w": {"loop": -1, "sem_wait": "s", "runtime": 100},
+            "s": {"loop": -1, "suspend": "s", "runtime": 100},
+            "p": {"loop": 1, "sleep": 1000, "sem_post": "s", "sem_post": "s", "sem_post": "s",
+                  "resume": "s", "resume": "s", "resume": "s"}}}"#;
+        let (_, log) = run(JUNO, PERF, text, 0.1);
+        assert_eq!(phase(&log, "w", "w").iterations, 3, "every post is kept");
+        // A resume nobody waits for is lost in rt-app; the simulator remembers at most one.
+        assert!(phase(&log, "s", "s").iterations <= 2, "{log:?}");
+        assert!(phase(&log, "s", "s").iterations >= 1, "{log:?}");
+    }
+
+    #[test]
+    fn suspend_resume_ping_pong() {
+        let (_, log) = run(JUNO, PERF, &example("tutorial-example4.json"), 0.5);
+        let (a, b) = (phase(&log, "thread0", "thread0"), phase(&log, "thread1", "thread1"));
+        // Each runs 10 ms of work, then wakes the other and waits to be woken: they keep in step.
+        // (In rt-app the first resume is lost and they alternate; here it is remembered, so they
+        // run side by side: see docs/rtapp.md, Approximations.)
+        assert!(a.iterations >= 15 && a.iterations.abs_diff(b.iterations) <= 1, "{log:?}");
+    }
+
+    #[test]
+    fn condition_wait_and_signal_hand_over() {
+        // mp3: the decoder signals OMXCall and waits for its answer, every 30 ms.
+        let (_, log) = run(JUNO, PERF, &example("mp3-short.json"), 1.0);
+        let omx = phase(&log, "OMXCall", "OMXCall");
+        let dec = phase(&log, "mp3.decoder", "mp3.decoder");
+        assert!((30..=34).contains(&dec.iterations), "{log:?}");
+        assert!(omx.iterations.abs_diff(dec.iterations) <= 1, "{log:?}");
+    }
+}
+
+mod errors {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        match RtApp::parse(text, "rt-app bad.json") {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn malformed_json_says_where() {
+        let e = err("{\n  \"tasks\": {\n    \"t0\": {\"run\": 1000,, }\n  }\n}");
+        assert!(e.starts_with("rt-app bad.json: line 3, column 24: expected a \"key\""), "{e}");
+    }
+
+    #[test]
+    fn bad_events_name_their_json_path() {
+        let cases = [
+            (r#"{"tasks": {"t0": {"run": "fast"}}}"#, "rt-app bad.json: tasks.t0.run: expected an integer >= 0 (µs)"),
+            (
+                r#"{"tasks": {"thread0": {"phases": {"p1": {"timer": {"ref": "t", "period": 1.5}}}}}}"#,
+                "rt-app bad.json: tasks.thread0.phases.p1.timer.period: expected an integer >= 0 (µs), got 1.5",
+            ),
+            (r#"{"tasks": {"t0": {"timer": 5}}}"#, "rt-app bad.json: tasks.t0.timer: expected an object"),
+            (r#"{"tasks": {"t0": {"run": 1, "slepe": 5}}}"#, "rt-app bad.json: tasks.t0.slepe: unknown key"),
+            (r#"{"tasks": {"t0": {"run": 1, "fork": "ghost"}}}"#, "rt-app bad.json: tasks.t0.fork: forks \"ghost\""),
+            (r#"{"tasks": {"t0": {"run": 1, "memrun": {"type": "copy"}}}}"#, "rt-app bad.json: tasks.t0.memrun.type"),
+            (r#"{"tasks": {"t0": {"loop": 2, "instance": 1}}}"#, "rt-app bad.json: tasks.t0: no events"),
+            (r#"{"tasks": {"t0": {"run": 1, "wait": {"ref": "c"}}}}"#, "rt-app bad.json: tasks.t0.wait.mutex: missing"),
+            (
+                r#"{"tasks": {"t0": {"phases": {"p": {"run": 1, "policy": "SCHED_FIFO"}}}}}"#,
+                "rt-app bad.json: tasks.t0.phases.p.policy: changing the policy",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.starts_with(want), "{text}\n  got: {e}\n want: {want}");
+        }
+    }
+
+    #[test]
+    fn cpus_that_do_not_exist_are_refused() {
+        let text = r#"{"tasks": {"t0": {"cpus": [0, 9], "run": 1000}}}"#;
+        let e =
+            rtapp::simulate(&common::preset(JUNO), JUNO, text, "x.json", &cfg(PERF, 0.1)).err().unwrap().to_string();
+        assert!(e.starts_with("rt-app x.json: tasks.t0.cpus: CPU 9 does not exist on juno-r2"), "{e}");
+    }
+
+    #[test]
+    fn json_text_is_detected_as_a_workload_spec() {
+        let cfg =
+            SimConfig { workload: r#"{"tasks": {"t": {"runtime": 100, "sleep": 900}}}"#.into(), ..cfg(PERF, 0.05) };
+        let r = dvfslab_sim::simulate(&common::preset(JUNO), JUNO, &cfg).unwrap();
+        assert_eq!((r.summary.workload.as_str(), r.summary.metric.name.as_str()), ("rt-app", "run_stretch"));
+        let bad = SimConfig { workload: r#"{"tasks": {"t": {"sleep": "x"}}}"#.into(), ..cfg };
+        let e = dvfslab_sim::simulate(&common::preset(JUNO), JUNO, &bad).err().unwrap().to_string();
+        assert!(e.starts_with("rt-app: tasks.t.sleep: expected an integer"), "{e}");
+    }
+}

@@ -1,0 +1,162 @@
+//! The compute, I/O and interactive benchmark models: each runs and reports its benchmark's
+//! metric, and each reproduces the behaviour it exists for.
+
+mod common;
+
+use common::run;
+use dvfslab_sim::workload::estimates::storage::DEVICES;
+use dvfslab_sim::{simulate, SimConfig};
+
+/// Small versions of every model: (platform, workload, duration cap in s, metric, unit, better).
+const MODELS: &[(&str, &str, f64, &str, &str, &str)] = &[
+    ("skylake-e3-1240v5", "kernbench:units=8", 600.0, "elapsed", "s", "lower"),
+    ("skylake-e3-1240v5", "gitsource:commands=200", 600.0, "elapsed", "s", "lower"),
+    ("skylake-e3-1240v5", "nas:kernel=cg,scale_pct=0.5", 600.0, "elapsed", "s", "lower"),
+    ("skylake-e3-1240v5", "fio", 0.1, "iops", "op/s", "higher"),
+    ("skylake-e3-1240v5", "iozone:file_kb=16384", 600.0, "ops", "op/s", "higher"),
+    ("skylake-e3-1240v5", "ycsb-redis:target=5000", 0.2, "read_max_latency", "ms", "lower"),
+    ("skylake-e3-1240v5", "ffmpeg:frames=20", 600.0, "elapsed", "s", "lower"),
+    ("i7-2600k", "seq-read:size_mb=16", 600.0, "elapsed", "s", "lower"),
+    ("i7-2600k", "random-read:size_mb=1", 600.0, "elapsed", "s", "lower"),
+    ("i7-2600k", "specpower", 0.3, "tx_rate", "tx/s", "higher"),
+    ("i7-2600k", "freq-response:hz=75,load_pct=40", 1.0, "busy_freq", "MHz", "higher"),
+    ("i7-2600k", "step-load:idle_ms=50,busy_ms=100", 0.15, "time_to_max", "ms", "lower"),
+    ("pixel6", "speedometer:iterations=1", 600.0, "score", "runs/min", "higher"),
+    ("pixel6", "uibench:frames=60", 600.0, "jank", "%", "lower"),
+];
+
+#[test]
+fn every_model_reports_its_metric_with_unit_and_direction() {
+    for &(plat, wl, secs, name, unit, better) in MODELS {
+        let r = run(plat, "performance", wl, secs, 1).summary;
+        let m = &r.metric;
+        assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), (name, unit, better), "{wl}");
+        assert!(m.value.is_finite() && m.value >= 0.0, "{wl}: {}", m.value);
+        // Only uibench (no janky frame) and step-load under performance (already at the top
+        // when the step comes) may legitimately report zero.
+        assert!(m.value > 0.0 || name == "jank" || name == "time_to_max", "{wl}: {}", m.value);
+    }
+}
+
+#[test]
+fn performance_beats_powersave_on_cpu_bound_metrics() {
+    // The device-bound file reads are left out: the disk sets their pace.
+    for &(plat, wl, secs, _, _, better) in MODELS.iter().filter(|m| !m.1.contains("-read")) {
+        let p = run(plat, "performance", wl, secs, 2).summary.metric.value;
+        let s = run(plat, "powersave", wl, secs, 2).summary.metric.value;
+        let wins = if better == "higher" { p > s * 1.05 } else { p < s * 0.95 };
+        assert!(wins, "{wl}: performance {p} vs powersave {s} ({better} is better)");
+    }
+}
+
+#[test]
+fn kernbench_elapsed_falls_with_jobs_until_jobs_reach_the_cpus() {
+    // 4 cores / 8 threads: each doubling helps up to 8 jobs; 16 jobs gain little more.
+    let elapsed = |jobs: u32| {
+        run("skylake-e3-1240v5", "performance", &format!("kernbench:jobs={jobs},units=32"), 600.0, 0)
+            .summary
+            .metric
+            .value
+    };
+    let e: Vec<f64> = [1, 2, 4, 8, 16].into_iter().map(elapsed).collect();
+    assert!(e[0] > 1.8 * e[1] && e[1] > e[2] && e[2] > e[3], "{e:?}");
+    assert!(e[0] / e[3] > 3.0, "1 → 8 jobs on 4C/8T: {e:?}");
+    assert!(e[4] > 0.85 * e[3], "more jobs than CPUs buys little: {e:?}");
+}
+
+#[test]
+fn gitsource_is_faster_with_invariant_schedutil_on_intel() {
+    // The era of the published comparison (x86 frequency invariance, Linux 5.7): without
+    // invariance, each short child on a cold CPU asks for 1.25·f_cur·util and stays slow.
+    let elapsed = |gov: &str| run("skylake-e3-1240v5", gov, "gitsource:commands=300", 600.0, 0).summary.metric.value;
+    let inv = elapsed("schedutil:kernel=5.9");
+    let noninv = elapsed("schedutil:invariant=0,kernel=5.9");
+    assert!(inv < 0.8 * noninv, "invariant {inv} s vs non-invariant {noninv} s");
+}
+
+#[test]
+fn fio_throughput_is_bounded_by_the_device() {
+    // Device bound: every slot busy with requests of the mean device time
+    // (lognormal mean = median · e^(σ²/2), plus the 4 KiB transfer).
+    let bound = |dev: usize| {
+        let d = &DEVICES[dev];
+        let mean_ns = d.rand_read_ns * (d.sigma_log * d.sigma_log / 2.0).exp() + 4096.0 / d.bytes_per_ns;
+        d.queue_depth as f64 * 1e9 / mean_ns
+    };
+    let iops = |wl: &str| run("skylake-e3-1240v5", "performance", wl, 0.5, 3).summary.metric.value;
+    // One head: more jobs only queue.
+    let (hdd1, hdd8) = (iops("fio:device=hdd,jobs=1"), iops("fio:device=hdd,jobs=8"));
+    assert!(hdd8 <= 1.1 * bound(2) && hdd8 < 1.15 * hdd1, "hdd {hdd1} → {hdd8}, bound {}", bound(2));
+    // NVMe serves many requests at once: jobs scale, still under the device's bound.
+    let (nvme1, nvme8) = (iops("fio:device=nvme,jobs=1"), iops("fio:device=nvme,jobs=8"));
+    assert!(nvme8 > 5.0 * nvme1 && nvme8 <= bound(0), "nvme {nvme1} → {nvme8}, bound {}", bound(0));
+    // At depth 1, a single job is bounded by one request's device time.
+    assert!(nvme1 < bound(0) / DEVICES[0].queue_depth as f64, "{nvme1}");
+}
+
+#[test]
+fn freq_response_matches_turbostat_busy_frequency() {
+    // The metric is derived from response times; the summary's per-CPU Bzy_MHz (APERF/MPERF)
+    // is the exact figure. They agree within the idle-exit share of each activation.
+    for gov in ["performance", "powersave", "schedutil"] {
+        let r = run("i7-2600k", gov, "freq-response:hz=75,load_pct=40", 2.0, 0).summary;
+        let exact = r.per_cpu.last().unwrap().avg_freq_khz / 1000.0;
+        let ours = r.metric.value;
+        assert!((ours - exact).abs() < 0.05 * exact, "{gov}: {ours} MHz vs Bzy_MHz {exact}");
+    }
+}
+
+#[test]
+fn step_load_reaches_the_top_at_once_with_performance_and_never_with_powersave() {
+    let t = |gov: &str| run("i7-2600k", gov, "step-load:idle_ms=50,busy_ms=300", 0.35, 0).summary.metric.value;
+    let (perf, save, sugov) = (t("performance"), t("powersave"), t("schedutil"));
+    assert!(perf < 1.0, "{perf} ms");
+    assert!(save > 290.0, "powersave never gets there: {save} ms");
+    assert!(sugov > perf && sugov < 200.0, "schedutil ramps within the step: {sugov} ms");
+}
+
+#[test]
+fn bad_knobs_are_errors_naming_the_knob() {
+    let cases = [
+        ("kernbench:jobs=-1", "jobs"),
+        ("kernbench:units=2.5", "units"),
+        ("gitsource:commands=0", "commands"),
+        ("nas:kernel=zz", "kernel"),
+        ("nas:kernel=9", "kernel"),
+        ("fio:device=floppy", "device"),
+        ("fio:rw=append", "rw"),
+        ("iozone:op=read", "op"),
+        ("ycsb-redis:read_pct=101", "read_pct"),
+        ("ffmpeg:threads=-2", "threads"),
+        ("seq-read:size_mb=0", "size_mb"),
+        ("specpower:load_pct=0", "load_pct"),
+        ("freq-response:hz=0", "hz"),
+        ("step-load:busy_ms=0", "busy_ms"),
+        ("speedometer:placement=2", "placement"),
+        ("uibench:fps=1000", "fps"),
+        ("uibench:colour=1", "colour"),
+    ];
+    let preset = common::preset("skylake-e3-1240v5");
+    for (wl, knob) in cases {
+        let cfg = SimConfig { governor: "performance".into(), workload: wl.into(), ..SimConfig::default() };
+        let err = simulate(&preset, "skylake-e3-1240v5", &cfg).err().unwrap_or_else(|| panic!("{wl} accepted"));
+        assert!(err.to_string().contains(knob), "{wl}: {err}");
+    }
+}
+
+#[test]
+fn named_choices_equal_their_numbers() {
+    let a = run("skylake-e3-1240v5", "performance", "nas:kernel=ep,scale_pct=0.2", 600.0, 4).summary.metric.value;
+    let b = run("skylake-e3-1240v5", "performance", "nas:kernel=2,scale_pct=0.2", 600.0, 4).summary.metric.value;
+    assert_eq!(a, b);
+}
+
+#[test]
+fn ycsb_redis_records_updates_in_their_own_slot() {
+    // With no reads the headline falls back to the update slot, so updates are recorded too;
+    // a max latency is at least one operation's client and server work (~40 µs at 3.9 GHz).
+    for wl in ["ycsb-redis:target=5000,read_pct=0", "ycsb-redis:target=5000,read_pct=100"] {
+        let max_ms = run("skylake-e3-1240v5", "performance", wl, 0.2, 0).summary.metric.value;
+        assert!(max_ms > 0.03 && max_ms < 5.0, "{wl}: {max_ms} ms");
+    }
+}

@@ -1,0 +1,183 @@
+//! The network and IPC benchmark models: tbench, dbench4, netperf, hackbench, pipe-test and
+//! pgbench. Each test runs a small preset for a short simulated time.
+
+mod common;
+
+use common::run;
+
+/// 4 cores, 8 CPUs, 0.8–3.9 GHz.
+const SKYLAKE: &str = "skylake-e3-1240v5";
+
+fn metric(workload: &str, governor: &str, duration_s: f64) -> f64 {
+    run(SKYLAKE, governor, workload, duration_s, 1).summary.metric.value
+}
+
+#[test]
+fn every_model_reports_its_metric_unit_and_direction() {
+    let cases = [
+        ("tbench", "throughput", "MB/s", "higher"),
+        ("dbench4", "loadfile", "ms", "lower"),
+        ("netperf:test=0", "throughput", "trans/s", "higher"),
+        ("netperf:test=1", "throughput", "trans/s", "higher"),
+        ("netperf:test=tcp-stream", "throughput", "Mbit/s", "higher"),
+        ("hackbench:loops=10", "time", "s", "lower"),
+        ("pipe-test:loops=1000", "time_per_loop", "us", "lower"),
+        ("pgbench", "tps", "txn/s", "higher"),
+        ("pgbench:rw=1", "tps", "txn/s", "higher"),
+    ];
+    for (workload, name, unit, better) in cases {
+        let m = run(SKYLAKE, "performance", workload, 0.3, 1).summary.metric;
+        assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), (name, unit, better), "{workload}");
+        assert!(m.value.is_finite() && m.value > 0.0, "{workload}: {}", m.value);
+    }
+}
+
+#[test]
+fn performance_beats_powersave_on_every_metric() {
+    let cases = [
+        ("tbench:clients=2", 0.1),
+        ("dbench4:clients=2", 0.5),
+        ("netperf:test=0", 0.1),
+        ("netperf:test=1", 0.1),
+        ("netperf:test=2", 0.1),
+        ("hackbench:loops=20", 10.0),
+        ("pipe-test:loops=2000", 10.0),
+        ("pgbench:clients=2", 0.1),
+        ("pgbench:rw=1", 0.3),
+    ];
+    for (workload, duration_s) in cases {
+        let fast = run(SKYLAKE, "performance", workload, duration_s, 1).summary.metric;
+        let slow = run(SKYLAKE, "powersave", workload, duration_s, 1).summary.metric;
+        // 3.9 vs 0.8 GHz: at least 30% better, whatever the share of fixed latencies.
+        let gain = if fast.better == "higher" { fast.value / slow.value } else { slow.value / fast.value };
+        assert!(gain > 1.3, "{workload}: performance {} vs powersave {} {}", fast.value, slow.value, fast.unit);
+    }
+}
+
+#[test]
+fn tbench_throughput_grows_with_clients_until_the_machine_saturates() {
+    let tput = |clients: u32| metric(&format!("tbench:clients={clients}"), "performance", 0.1);
+    let (t1, t2, t4, t16, t32) = (tput(1), tput(2), tput(4), tput(16), tput(32));
+    assert!(t2 > 1.5 * t1 && t4 > 1.3 * t2, "1: {t1}, 2: {t2}, 4: {t4} MB/s");
+    // 16 clients are 32 tasks on 8 CPUs: every CPU is busy, more clients only queue.
+    assert!(t16 > t4 && t32 < 1.1 * t16, "4: {t4}, 16: {t16}, 32: {t32} MB/s");
+}
+
+#[test]
+fn tbench_single_pair_leaves_the_cpus_half_idle() {
+    let r = run(SKYLAKE, "performance", "tbench", 0.1, 1).summary;
+    let busy: f64 = r.per_cpu.iter().map(|c| c.busy_pct).sum();
+    // Client and server alternate: one CPU's worth of work, spread over two CPUs.
+    assert!((90.0..=101.0).contains(&busy), "{busy}");
+    assert!(r.per_cpu.iter().filter(|c| c.busy_pct > 20.0).count() >= 2);
+}
+
+#[test]
+fn dbench_loadfile_latency_grows_with_clients() {
+    let latency = |clients: u32| metric(&format!("dbench4:clients={clients}"), "performance", 1.0);
+    let (l1, l8, l16) = (latency(1), latency(8), latency(16));
+    assert!(l8 > 1.1 * l1 && l16 > 1.5 * l8, "1: {l1}, 8: {l8}, 16: {l16} ms");
+}
+
+#[test]
+fn dbench_passes_wait_on_the_disk_in_iowait() {
+    let ssd = run(SKYLAKE, "performance", "dbench4", 1.0, 1).summary;
+    let hdd = run(SKYLAKE, "performance", "dbench4:device=hdd", 5.0, 1).summary;
+    // ~43 fsyncs per pass: 0.2–2 ms each on the SSD, 5–20 ms on the HDD.
+    assert!((43.0 * 1.1..43.0 * 2.5).contains(&ssd.metric.value), "ssd {} ms", ssd.metric.value);
+    assert!((43.0 * 12.5 * 0.8..43.0 * 12.5 * 1.5).contains(&hdd.metric.value), "hdd {} ms", hdd.metric.value);
+    // A single client sleeps through its fsyncs: the machine is mostly idle.
+    let busy: f64 = ssd.per_cpu.iter().map(|c| c.busy_pct).sum();
+    assert!(busy < 60.0, "{busy}");
+}
+
+#[test]
+fn dbench_is_deterministic_per_seed() {
+    let at = |seed| run(SKYLAKE, "performance", "dbench4:clients=2", 0.5, seed).summary.metric.value;
+    assert_eq!(at(1), at(1));
+    assert_ne!(at(1), at(2));
+}
+
+#[test]
+fn netperf_udp_rr_is_cheaper_than_tcp_rr_and_stream_moves_gigabits() {
+    let udp = metric("netperf:test=0", "performance", 0.1);
+    let tcp = metric("netperf:test=1", "performance", 0.1);
+    // Calibration target: loopback TCP_RR 40–80k transactions/s per pair at ~4 GHz.
+    assert!((40e3..80e3).contains(&tcp), "{tcp}");
+    assert!(udp > 1.1 * tcp, "udp {udp} tcp {tcp}");
+    let big = metric("netperf:test=2", "performance", 0.1);
+    let small = metric("netperf:test=2,size=256", "performance", 0.1);
+    assert!(big > 5_000.0 && small < big / 10.0, "16 KiB: {big}, 256 B: {small} Mbit/s");
+}
+
+#[test]
+fn pipe_test_runs_on_two_cores_and_is_faster_at_a_higher_fixed_frequency() {
+    let at = |khz: u32| run(SKYLAKE, &format!("userspace:scaling_setspeed={khz}"), "pipe-test:loops=2000", 10.0, 1);
+    let (slow, fast) = (at(1_600_000), at(3_500_000));
+    assert!(
+        fast.summary.metric.value < 0.8 * slow.summary.metric.value,
+        "{} vs {} us",
+        fast.summary.metric.value,
+        slow.summary.metric.value
+    );
+    // Fixed work: the run ends when both tasks exit, long before the time-out.
+    assert!(fast.summary.sim_time_s < 1.0);
+    let busy: Vec<usize> = fast.summary.per_cpu.iter().filter(|c| c.busy_pct > 1.0).map(|c| c.cpu).collect();
+    // smt_last numbering: CPUs 0 and 1 are different cores.
+    assert_eq!(busy, vec![0, 1]);
+}
+
+#[test]
+fn hackbench_finishes_and_its_time_falls_with_frequency() {
+    for variant in ["pipes=0,threads=0", "pipes=1,threads=0", "pipes=0,threads=1", "pipes=1,threads=1"] {
+        let w = format!("hackbench:loops=20,{variant}");
+        let slow = run(SKYLAKE, "userspace:scaling_setspeed=1600000", &w, 10.0, 1).summary;
+        let fast = run(SKYLAKE, "userspace:scaling_setspeed=3500000", &w, 10.0, 1).summary;
+        // The run ends when every task has exited; the metric excludes the fork phase.
+        assert!(fast.sim_time_s < 1.0 && fast.metric.value < fast.sim_time_s, "{w}: {}", fast.sim_time_s);
+        assert!(fast.metric.value < 0.6 * slow.metric.value, "{w}: {} vs {} s", fast.metric.value, slow.metric.value);
+    }
+}
+
+#[test]
+fn hackbench_time_grows_with_groups_once_saturated() {
+    let time = |groups: u32| metric(&format!("hackbench:loops=10,groups={groups}"), "performance", 10.0);
+    let (g1, g2) = (time(1), time(2));
+    // 40 tasks already fill 8 CPUs: twice the groups is about twice the work and time.
+    assert!(g2 > 1.6 * g1 && g2 < 2.5 * g1, "1: {g1}, 2: {g2} s");
+}
+
+#[test]
+fn pgbench_read_only_scales_and_read_write_serialises_on_the_branch_row() {
+    let tps = |w: &str| metric(w, "performance", 0.2);
+    let (ro1, ro4) = (tps("pgbench:clients=1"), tps("pgbench:clients=4"));
+    assert!(ro4 > 2.0 * ro1, "ro 1: {ro1}, 4: {ro4}");
+    let (rw1, rw4) = (tps("pgbench:rw=1,clients=1"), tps("pgbench:rw=1,clients=4"));
+    assert!(rw4 < 1.2 * rw1, "rw 1: {rw1}, 4: {rw4}");
+    // Every transaction waits for a WAL flush of 0.2–1 ms: well under 2,000 per second.
+    assert!(rw1 > 500.0 && rw1 < 2_000.0, "{rw1}");
+}
+
+#[test]
+fn bad_knobs_are_errors_naming_the_knob() {
+    let cases = [
+        ("tbench:clients=0", "clients"),
+        ("tbench:client=2", "client"),
+        ("dbench4:device=2", "device"),
+        ("dbench4:ops=10", "ops"),
+        ("netperf:test=3", "test"),
+        ("netperf:size=-1", "size"),
+        ("hackbench:pipes=2", "pipes"),
+        ("hackbench:groups=0", "groups"),
+        ("pipe-test:loops=0", "loops"),
+        ("pgbench:rw=x", "rw"),
+        ("tbench:clients=1.5", "clients"),
+        ("netperf:test=sctp-rr", "test"),
+        ("pgbench:device=floppy", "device"),
+    ];
+    for (workload, knob) in cases {
+        let err = dvfslab_sim::workload::parse(workload).err().unwrap_or_else(|| panic!("{workload} accepted"));
+        let text = err.to_string();
+        assert!(text.contains(&format!(": {knob}: ")), "{workload}: {text}");
+    }
+}

@@ -1,0 +1,136 @@
+"""rt-app files as workloads: `-w file.json` on the command line, a path in `dvfslab.simulate`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from dvfslab import ConfigError
+
+SMALL = "skylake-e3-1240v5"
+# The shared material sits beside the repository (../shared), in CI too.
+DEFAULT_EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "rt-app-examples"
+EXAMPLES = Path(os.environ.get("RTAPP_EXAMPLES", DEFAULT_EXAMPLES))
+
+PERIODIC = {
+    "tasks": {"t0": {"cpus": [0], "run": 2000, "timer": {"ref": "unique", "period": 10000}}},
+    "global": {"duration": 1, "calibration": "CPU0"},
+}
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_args(workload: object, *extra: str) -> list[str]:
+    return ["run", "-p", SMALL, "-g", "performance", "-w", str(workload), *extra]
+
+
+def assert_one_line_error(run, expected: list[str]) -> None:
+    assert run.code == 1, (run.stdout, run.stderr)
+    assert "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: ")
+    assert run.stderr.count("\n") == 1
+    assert run.stdout == ""
+    for text in expected:
+        assert text in run.stderr
+
+
+def example_files() -> list[Path]:
+    assert EXAMPLES.is_dir(), f"{EXAMPLES}: the rt-app examples are missing (set RTAPP_EXAMPLES)"
+    return sorted(EXAMPLES.glob("*.json"))
+
+
+def test_cli_runs_an_rtapp_file(cli, tmp_path):
+    path = write(tmp_path, "periodic.json", json.dumps(PERIODIC))
+    run = cli(*run_args(path, "--duration", "0.5", "--json"))
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["workload"] == f"rt-app:{path}"
+    metric = result["metric"]
+    assert (metric["name"], metric["unit"], metric["better"]) == ("run_stretch", "x", "lower")
+    # Pinned to CPU 0, the calibration CPU, at its maximum frequency: runs take their time.
+    assert metric["value"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_cli_shows_the_metric_of_a_shipped_example(cli):
+    path = EXAMPLES / "mp3-short.json"
+    run = cli(*run_args(path, "--duration", "0.3"))
+    assert run.code == 0, run.stderr
+    assert f"rt-app:{path}" in run.stdout
+    assert "run_stretch" in run.stdout
+
+
+@pytest.mark.parametrize("path", example_files(), ids=lambda p: p.name)
+def test_every_example_file_runs(path):
+    result = dvfslab.simulate("pixel6", "schedutil", path, duration_s=0.2)
+    assert result.workload == f"rt-app:{path}"
+    assert result.metric.name == "run_stretch"
+    assert result.metric.value >= 0.0
+
+
+def test_a_run_stretches_at_a_lower_frequency(tmp_path):
+    path = write(tmp_path, "periodic.json", json.dumps(PERIODIC))
+    fast = dvfslab.simulate(SMALL, "userspace:scaling_setspeed=3900000", path, duration_s=0.3)
+    slow = dvfslab.simulate(SMALL, "userspace:scaling_setspeed=1300000", str(path), duration_s=0.3)
+    assert fast.metric.value == pytest.approx(1.0, abs=0.01)
+    assert slow.metric.value == pytest.approx(3.0, abs=0.03)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            '{"tasks": {"t0": {"run": "fast"}}}',
+            ["tasks.t0.run: expected an integer >= 0 (µs)"],
+            id="bad event value",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"phases": {"p1": {"timer": {"ref": "t", "period": "x"}}}}}}',
+            ["tasks.t0.phases.p1.timer.period: expected an integer"],
+            id="bad timer period",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"run": 1000, "slep": 1000}}}',
+            ["tasks.t0.slep: unknown key"],
+            id="unknown key",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"run": 1000, "fork": "ghost"}}}',
+            ["tasks.t0.fork", "ghost"],
+            id="unknown fork target",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"cpus": [64], "run": 1000}}}',
+            ["tasks.t0.cpus: CPU 64 does not exist"],
+            id="no such CPU",
+        ),
+        pytest.param(
+            '{\n  "tasks": {\n    "t0": {"run": 1000,, }\n  }\n}',
+            ["line 3, column 24"],
+            id="malformed JSON",
+        ),
+    ],
+)
+def test_cli_errors_name_the_file_and_the_json_path(cli, tmp_path, text, expected):
+    path = write(tmp_path, "bad.json", text)
+    assert_one_line_error(
+        cli(*run_args(path, "--duration", "0.1")), [f"rt-app {path}: ", *expected]
+    )
+
+
+def test_a_missing_file_is_named(cli, tmp_path):
+    path = tmp_path / "missing.json"
+    assert_one_line_error(cli(*run_args(path)), [f"rt-app {path}: no such file"])
+
+
+def test_api_errors_are_config_errors(tmp_path):
+    path = write(tmp_path, "bad.json", '{"tasks": {"t0": {"sleep": -5}}}')
+    with pytest.raises(ConfigError, match=r"bad\.json: tasks\.t0\.sleep: expected an integer"):
+        dvfslab.simulate(SMALL, "performance", path, duration_s=0.1)
