@@ -195,7 +195,7 @@ mod hwp {
         };
         assert!(avg(&fast) > avg(&balanced) && avg(&balanced) > avg(&frugal));
         assert!(fast.summary.energy_j > frugal.summary.energy_j);
-        assert!(fast.summary.metric.value > frugal.summary.metric.value); // more slack
+        assert!(fast.summary.metric.value < frugal.summary.metric.value); // faster responses
     }
 }
 

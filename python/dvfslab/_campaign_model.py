@@ -1,0 +1,261 @@
+"""The campaign as data: platforms, configs, benchmarks, and the runs they expand into.
+
+A run sits at coordinates (platform, benchmark, config, param, iteration). Its seed is hashed
+from the campaign seed and those coordinates (`run_seed`), its key from everything that decides
+its result (`run_key`). `dvfslab.campaign` reads campaigns from files and runs them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dvfslab import _core
+from dvfslab.api import duration_ns
+
+MANIFEST_SCHEMA = "dvfslab-campaign/1"
+SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    """The preset's id: the run coordinate."""
+    ref: str
+    """What the campaign names: a shipped preset id or a preset file's absolute path."""
+    preset_json: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    governor: str
+    """The governor spec, `name:key=value,...`."""
+    platforms: tuple[str, ...] | None = None
+    """The platforms it runs on; None for all of the campaign's."""
+
+    def runs_on(self, platform: str) -> bool:
+        return self.platforms is None or platform in self.platforms
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    workload: str
+    """A workload spec, or a workload file's absolute path (then `sweep` is empty)."""
+    sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(knob, values) pairs; the runs take every combination, the first knob varying slowest."""
+    duration_s: float | None = None
+    """Overrides the campaign's duration_s."""
+    iterations: int | None = None
+    """Overrides the campaign's iterations."""
+    platforms: tuple[str, ...] | None = None
+    workload_file_text: str | None = field(default=None, repr=False)
+
+    def runs_on(self, platform: str) -> bool:
+        return self.platforms is None or platform in self.platforms
+
+    def params(self) -> list[tuple[str, str]]:
+        """(param, workload spec) for each point of the sweep: ("clients=8", "tbench:clients=8").
+
+        Without a sweep, one point: ("", the workload as written).
+        """
+        points: list[list[tuple[str, str]]] = [[]]
+        for knob, values in self.sweep:
+            points = [[*point, (knob, value)] for point in points for value in values]
+        out = []
+        for point in points:
+            param = ",".join(f"{knob}={value}" for knob, value in point)
+            if not param:
+                out.append(("", self.workload))
+            elif ":" in self.workload and not self.workload.endswith(":"):
+                out.append((param, f"{self.workload},{param}"))
+            else:
+                out.append((param, f"{self.workload.rstrip(':')}:{param}"))
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation of a campaign, with its coordinates and inputs."""
+
+    platform: str
+    benchmark: str
+    config: str
+    param: str
+    iteration: int
+    """1..iterations."""
+    governor: str
+    workload: str
+    duration_s: float | None
+    seed: int
+    run_key: str
+
+    def describe(self) -> str:
+        param = f" {self.param}" if self.param else ""
+        return (
+            f"platform {self.platform}, config {self.config}, "
+            f"benchmark {self.benchmark}{param}, iteration {self.iteration}"
+        )
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    baseline: str
+    """The config every other is compared with."""
+    platforms: tuple[Platform, ...]
+    configs: tuple[Config, ...]
+    benchmarks: tuple[Benchmark, ...]
+    seed: int = 0
+    iterations: int = 1
+    duration_s: float | None = None
+    """Simulated seconds per run; None runs each workload's own default duration."""
+    description: str = ""
+    source: str | None = None
+    """The campaign file, if it came from one."""
+
+    def runs(self) -> list[Run]:
+        """Every run, ordered platform, benchmark, param, config, iteration, as written."""
+        version = _core.version()
+        return [
+            self._run(platform, bench, param, workload, config, iteration, version)
+            for platform in self.platforms
+            for bench in self.benchmarks
+            if bench.runs_on(platform.name)
+            for param, workload in bench.params()
+            for config in self.configs
+            if config.runs_on(platform.name)
+            for iteration in range(1, (bench.iterations or self.iterations) + 1)
+        ]
+
+    def _run(
+        self,
+        platform: Platform,
+        bench: Benchmark,
+        param: str,
+        workload: str,
+        config: Config,
+        iteration: int,
+        sim_version: str,
+    ) -> Run:
+        duration_s = bench.duration_s if bench.duration_s is not None else self.duration_s
+        seed = run_seed(self.seed, platform.name, config.name, bench.name, param, iteration)
+        key = run_key(
+            platform.preset_json,
+            config.governor,
+            workload,
+            duration_s,
+            seed,
+            sim_version,
+            bench.workload_file_text,
+        )
+        return Run(
+            platform.name,
+            bench.name,
+            config.name,
+            param,
+            iteration,
+            config.governor,
+            workload,
+            duration_s,
+            seed,
+            key,
+        )
+
+    def manifest(self, runs: list[Run] | None = None) -> dict[str, Any]:
+        """The campaign as the store's campaign.json records it, with every run's coordinates."""
+        return {
+            "schema": MANIFEST_SCHEMA,
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "baseline": self.baseline,
+            "seed": self.seed,
+            "iterations": self.iterations,
+            "duration_s": self.duration_s,
+            "sim_version": _core.version(),
+            "platforms": [{"name": p.name, "ref": p.ref} for p in self.platforms],
+            "configs": [
+                {"name": c.name, "governor": c.governor, "platforms": _list_or_none(c.platforms)}
+                for c in self.configs
+            ],
+            "benchmarks": [
+                {
+                    "name": b.name,
+                    "workload": b.workload,
+                    "sweep": {knob: list(values) for knob, values in b.sweep},
+                    "duration_s": b.duration_s,
+                    "iterations": b.iterations,
+                    "platforms": _list_or_none(b.platforms),
+                }
+                for b in self.benchmarks
+            ],
+            "runs": [
+                {
+                    "run_key": r.run_key,
+                    "platform": r.platform,
+                    "benchmark": r.benchmark,
+                    "config": r.config,
+                    "param": r.param,
+                    "iteration": r.iteration,
+                    "seed": r.seed,
+                    "governor": r.governor,
+                    "workload": r.workload,
+                    "duration_s": r.duration_s,
+                }
+                for r in (self.runs() if runs is None else runs)
+            ],
+        }
+
+    def platform(self, name: str) -> Platform:
+        return next(p for p in self.platforms if p.name == name)
+
+
+# -- seeds and keys --------------------------------------------------------------------------
+
+
+def run_seed(
+    campaign_seed: int, platform: str, config: str, benchmark: str, param: str, iteration: int
+) -> int:
+    """The seed of the run at these coordinates: 63 bits of SHA-256 of the coordinates.
+
+    Depends on nothing else, so adding a platform, config, parameter or iteration to a
+    campaign leaves every other run's seed (and stored result) as it was.
+    """
+    coordinates = [campaign_seed, platform, config, benchmark, param, iteration]
+    digest = _sha256("dvfslab-seed/1", coordinates)
+    return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
+
+
+def run_key(
+    preset_json: str,
+    governor: str,
+    workload: str,
+    duration_s: float | None,
+    seed: int,
+    sim_version: str,
+    workload_file_text: str | None = None,
+) -> str:
+    """32 hex digits of SHA-256 over everything that decides a run's result."""
+    inputs = {
+        "sim_version": sim_version,
+        "preset_json": preset_json,
+        "governor": governor,
+        "workload": workload,
+        "workload_file": workload_file_text,
+        "duration_ns": duration_ns(duration_s),
+        "seed": seed,
+    }
+    return _sha256("dvfslab-run-key/1", inputs).hex()[:32]
+
+
+def _sha256(tag: str, value: object) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{tag}\n{text}".encode()).digest()
+
+
+def _list_or_none(values: tuple[str, ...] | None) -> list[str] | None:
+    return None if values is None else list(values)

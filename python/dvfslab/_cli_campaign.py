@@ -1,0 +1,357 @@
+"""The `compare` and `campaign` subcommands of the `dvfslab` command (see cli.py).
+
+dvfslab compare -p PLATFORM -g GOV_A -g GOV_B ... -w WORKLOAD [--sweep KNOB=v1,v2,..]
+dvfslab campaign list | run NAME|FILE.toml | report DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from dvfslab._core import ConfigError
+from dvfslab._table import fmt_number, fmt_seconds, print_table
+from dvfslab.api import checked_seed, duration_ns
+from dvfslab.campaign import campaign_from_dict, list_campaigns, load_campaign, run_campaign
+from dvfslab.store import load_results
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dvfslab._runner import RunSummary
+
+CommandFactory = Callable[..., argparse.ArgumentParser]
+COMPARE_ITERATIONS = 3
+REPORT_FORMATS = ("text", "markdown", "csv", "json")
+
+
+# -- compare ---------------------------------------------------------------------------------
+
+
+def add_compare(commands: Any, command: CommandFactory) -> None:
+    p = command(
+        commands,
+        "compare",
+        "Compare governor configurations on one workload: an ad-hoc campaign.",
+        cmd_compare,
+        "  dvfslab compare -p pixel6 -g schedutil -g performance -w periodic:threads=4\n"
+        "  dvfslab compare -p skylake-e3-1240v5 -g schedutil -g schedutil:invariant=0 \\\n"
+        "      -w cpu-bound --sweep threads=1,2,4,8 --iterations 5 --duration 2\n"
+        "  dvfslab compare ... --out results/mine     keep the runs; run again to reuse them\n\n"
+        "The first -g is the baseline. Each (platform, governor, parameter, iteration) is one run\n"
+        "with its own seed; the table shows each configuration's mean per parameter and its\n"
+        "ratio to the baseline's. `dvfslab campaign report DIR` gives the full comparison.",
+    )
+    p.add_argument(
+        "-p",
+        "--platform",
+        action="append",
+        required=True,
+        metavar="PLATFORM",
+        help="a preset id or preset file; repeat for several platforms",
+    )
+    p.add_argument(
+        "-g",
+        "--governor",
+        action="append",
+        required=True,
+        metavar="GOVERNOR",
+        help="a governor spec; repeat for each configuration (the first is the baseline)",
+    )
+    p.add_argument("-w", "--workload", required=True, metavar="WORKLOAD", help="a workload spec")
+    p.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="KNOB=V1,V2,..",
+        help="run the workload at each value of one of its knobs; repeat for a grid",
+    )
+    p.add_argument(
+        "--iterations",
+        type=int,
+        default=COMPARE_ITERATIONS,
+        metavar="N",
+        help=f"runs per configuration and parameter, each with its own seed "
+        f"(default {COMPARE_ITERATIONS})",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        metavar="S",
+        help="simulated seconds per run (default: the workload's own duration)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the seed each run's own seed derives from (default 0)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="keep the results store in DIR (default: a temporary directory, removed)",
+    )
+    _add_jobs(p)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    duration_ns(args.duration, "--duration")
+    checked_seed(args.seed, "--seed")
+    if args.iterations < 1:
+        raise ConfigError(f"--iterations must be >= 1 (got {args.iterations})")
+    _check_jobs(args.jobs)
+    for option, values in (("-g", args.governor), ("-p", args.platform)):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise ConfigError(f"{option} {twice[0]} is given twice")
+    sweep: dict[str, list[str]] = {}
+    for text in args.sweep:
+        knob, _, values = text.partition("=")
+        if not knob or not values or "" in values.split(","):
+            raise ConfigError(f"--sweep expects KNOB=V1,V2,... (got {text!r})")
+        if knob in sweep:
+            raise ConfigError(f"--sweep {knob} is given twice")
+        sweep[knob] = values.split(",")
+    benchmark = Path(args.workload).stem if "/" in args.workload else args.workload.split(":")[0]
+    doc: dict[str, Any] = {
+        "name": "compare",
+        "platforms": args.platform,
+        "configs": {spec: spec for spec in args.governor},
+        "baseline": args.governor[0],
+        "benchmarks": {benchmark: {"workload": args.workload, "sweep": sweep}},
+        "iterations": args.iterations,
+        "seed": args.seed,
+    }
+    if args.duration is not None:
+        doc["duration_s"] = args.duration
+    campaign = campaign_from_dict(doc, source="dvfslab compare")
+    with _results_dir(args.out) as out:
+        summary = run_campaign(campaign, out, jobs=args.jobs)
+        _print_summary(summary, keep=args.out is not None)
+        print()
+        print_means(load_results(out), [c.name for c in campaign.configs], campaign.baseline)
+    return 0
+
+
+@contextlib.contextmanager
+def _results_dir(out: str | None) -> Iterator[Path]:
+    if out is not None:
+        yield Path(out)
+        return
+    with tempfile.TemporaryDirectory(prefix="dvfslab-compare-") as tmp:
+        yield Path(tmp)
+
+
+# -- campaign --------------------------------------------------------------------------------
+
+
+def add_campaign(commands: Any, command: CommandFactory) -> None:
+    p = command(
+        commands,
+        "campaign",
+        "Run a campaign: platforms x configurations x workloads x iterations.",
+        _cmd_campaign_help,
+        "  dvfslab campaign list\n"
+        "  dvfslab campaign run example                 a shipped campaign\n"
+        "  dvfslab campaign run mine.toml --out results/mine --jobs 8\n"
+        "  dvfslab campaign run mine.toml --ray auto    on a Ray cluster\n"
+        "  dvfslab campaign report results/example\n\n"
+        "The campaign file format is docs/campaign-format.md.",
+    )
+    sub = p.add_subparsers(title="commands", dest="campaign_command", metavar="COMMAND")
+
+    ls = command(
+        sub,
+        "list",
+        "List the shipped campaigns.",
+        cmd_campaign_list,
+        "  dvfslab campaign list\n  dvfslab campaign list --json",
+    )
+    ls.add_argument("--json", action="store_true", help="print JSON")
+
+    run = command(
+        sub,
+        "run",
+        "Run a campaign; runs already in the results store are reused.",
+        cmd_campaign_run,
+        "  dvfslab campaign run example\n"
+        "  dvfslab campaign run ./mine.toml --out results/mine --jobs 4\n"
+        "  dvfslab campaign run ./mine.toml --ray local   a Ray instance started here\n\n"
+        "Interrupt or kill it at any time: run it again and it runs only what is missing.",
+    )
+    run.add_argument("campaign", metavar="NAME|FILE.toml", help="a shipped campaign or a file")
+    run.add_argument(
+        "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
+    )
+    _add_jobs(run)
+    run.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start one here",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    report = command(
+        sub,
+        "report",
+        "Compare a campaign's configurations with its baseline, from its results store.",
+        cmd_campaign_report,
+        "  dvfslab campaign report results/example\n"
+        "  dvfslab campaign report results/example --format markdown\n"
+        "  dvfslab campaign report results/example --html report.html",
+    )
+    report.add_argument("directory", metavar="DIR", help="a results store (campaign run --out)")
+    report.add_argument(
+        "--format",
+        choices=REPORT_FORMATS,
+        default="text",
+        help="text (default), markdown, csv (the summary) or json",
+    )
+    report.add_argument("--html", metavar="FILE", help="also write an HTML report with charts")
+
+
+def _cmd_campaign_help(args: argparse.Namespace) -> int:
+    raise ConfigError("campaign needs a command: list, run or report (see 'dvfslab campaign -h')")
+
+
+def cmd_campaign_list(args: argparse.Namespace) -> int:
+    campaigns = list_campaigns()
+    if args.json:
+        import json
+
+        print(json.dumps(campaigns, indent=2))
+        return 0
+    print_table(
+        ["name", "platforms", "configs", "benchmarks", "runs", "description"],
+        [
+            (
+                c["name"],
+                len(c["platforms"]),
+                len(c["configs"]),
+                len(c["benchmarks"]),
+                c["runs"],
+                c["description"],
+            )
+            for c in campaigns
+        ],
+        right={"platforms", "configs", "benchmarks", "runs"},
+    )
+    return 0
+
+
+def cmd_campaign_run(args: argparse.Namespace) -> int:
+    _check_jobs(args.jobs)
+    if args.ray is not None and args.jobs is not None:
+        raise ConfigError("--jobs and --ray exclude each other: Ray runs one run per cluster CPU")
+    campaign = load_campaign(args.campaign)
+    summary = run_campaign(
+        campaign, args.out, jobs=args.jobs, ray_address=args.ray, progress=not args.quiet
+    )
+    _print_summary(summary, keep=True)
+    print(f"compare the configurations: dvfslab campaign report {summary.out_dir}")
+    return 0
+
+
+def cmd_campaign_report(args: argparse.Namespace) -> int:
+    from dvfslab.report import build_report, export
+
+    results = load_results(args.directory)
+    if results.empty:
+        raise ConfigError(f"{args.directory}: no finished runs yet (dvfslab campaign run ...)")
+    baseline = results.attrs.get("baseline")
+    if not baseline:
+        raise ConfigError(f"{args.directory}: the manifest names no baseline")
+    report = build_report(results, baseline)
+    export(report, args.format)
+    if args.html is not None:
+        from dvfslab.html_report import write_html
+
+        title = f"dvfslab campaign {results.attrs.get('campaign') or ''}".strip()
+        path = write_html(args.html, report, title=title)
+        print(f"\nHTML report written to {path}", file=sys.stderr)
+    return 0
+
+
+# -- views -----------------------------------------------------------------------------------
+
+
+def print_means(results: pd.DataFrame, configs: list[str], baseline: str) -> None:
+    """Per platform and benchmark: each config's mean metric and power per parameter, with the
+    metric's ratio to the baseline's mean."""
+    if results.empty:
+        print("no finished runs")
+        return
+    first = True
+    for (platform, benchmark), runs in results.groupby(["platform", "benchmark"], sort=False):
+        present = [c for c in configs if c in set(runs["config"])]
+        metric = runs.iloc[0]
+        iterations = runs.groupby(["config", "param"])["iteration"].count()
+        n = f"{iterations.min()}" if iterations.min() == iterations.max() else "varying"
+        means = runs.groupby(["param", "config"], sort=False)[["metric_value", "avg_package_w"]]
+        table = means.mean()
+        params = list(dict.fromkeys(runs["param"]))
+        rows = []
+        for param in params:
+            row: list[object] = [param or "-"]
+            base = table.loc[(param, baseline), "metric_value"] if baseline in present else None
+            for config in present:
+                value, watts = table.loc[(param, config)]
+                cell = fmt_number(value)
+                if base and config != baseline:
+                    cell += f" ({value / base:.2f})"
+                row.append(cell)
+                row.append(fmt_number(watts, 3))
+            rows.append(row)
+        headers = ["param"]
+        for config in present:
+            headers += [config, "W"]
+        if not first:
+            print()
+        first = False
+        print_table(
+            headers,
+            rows,
+            right=set(headers[1:]),
+            title=(
+                f"{platform}, {benchmark}: {metric['metric_name']} [{metric['metric_unit']}], "
+                f"{metric['better']} is better; mean of {n} iterations "
+                f"(ratio to {baseline}); W = average package power"
+            ),
+        )
+
+
+def _print_summary(summary: RunSummary, keep: bool) -> None:
+    where = f" in {summary.out_dir}" if keep else ""
+    workers = "worker" if summary.workers == 1 else "workers"
+    if summary.backend == "ray":
+        workers = "Ray CPUs"
+    ran = (
+        f"{summary.executed} run on {summary.workers} {workers}"
+        if summary.executed
+        else ("nothing to run")
+    )
+    print(
+        f"{summary.campaign}: {summary.total} runs{where}: {summary.cached} already stored, "
+        f"{ran}, {fmt_seconds(summary.wall_time_s)}"
+    )
+
+
+def _add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes (default: one per CPU)",
+    )
+
+
+def _check_jobs(jobs: int | None) -> None:
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1 (got {jobs})")

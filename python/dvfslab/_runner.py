@@ -1,0 +1,314 @@
+"""Running a campaign's runs: in this process, in a local process pool, or on a Ray cluster.
+
+Workers only simulate: each gets a `RunTask` (the preset's text, specs, duration, seed) and
+returns an `Outcome` (the run JSON, or the error). This process alone writes the store, one
+file per outcome as it arrives, so whatever the backend, a run is stored once and completely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dvfslab import _core, store
+from dvfslab._core import ConfigError, SimulationError
+from dvfslab._progress import Progress
+from dvfslab.api import duration_ns
+from dvfslab.campaign import check_campaign
+
+if TYPE_CHECKING:
+    from dvfslab.campaign import Campaign, Run
+
+ORPHAN_POLL_S = 0.5  # how often a pool worker checks that the campaign process is alive
+RAY_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker needs to simulate one run, and nothing that needs a file."""
+
+    index: int
+    preset_json: str
+    preset_source: str
+    governor: str
+    workload: str
+    duration_ns: int | None
+    seed: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    index: int
+    result_json: str | None
+    error_type: str | None
+    error: str | None
+    sim_version: str
+    worker_host: str
+    worker_pid: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `run_campaign` did."""
+
+    campaign: str
+    out_dir: Path
+    total: int
+    """Runs in the campaign."""
+    cached: int
+    """Runs found in the store, not run again."""
+    executed: int
+    """Runs simulated now."""
+    workers: int
+    """Worker processes used (Ray: the cluster's CPUs); 0 if nothing had to run."""
+    backend: str
+    """"in-process", "local" (process pool) or "ray"."""
+    wall_time_s: float
+
+
+def execute(task: RunTask) -> Outcome:
+    """Simulate one run; never raises for a simulator error, which comes back in the Outcome."""
+    result_json = error_type = error = None
+    try:
+        output = _core.simulate(
+            task.preset_json,
+            task.preset_source,
+            task.governor,
+            task.workload,
+            task.duration_ns,
+            task.seed,
+            False,
+            False,
+        )
+        result_json = output["result_json"]
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # every failure, a simulator panic included, goes back
+        error_type, error = type(e).__name__, str(e)
+    return Outcome(
+        task.index,
+        result_json,
+        error_type,
+        error,
+        _core.version(),
+        socket.gethostname(),
+        os.getpid(),
+    )
+
+
+def execute_with_preset(task: RunTask, preset_json: str) -> Outcome:
+    """`execute` with the preset passed separately (Ray ships each preset to a node once)."""
+    return execute(dataclasses.replace(task, preset_json=preset_json))
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def run_campaign(
+    campaign: Campaign,
+    out_dir: str | os.PathLike[str] | None,
+    jobs: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = True,
+) -> RunSummary:
+    started = time.monotonic()
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(f"jobs must be an integer >= 1 (got {jobs!r})")
+    out = Path(out_dir) if out_dir is not None else Path("results") / campaign.name
+    runs = campaign.runs()
+    with store.locked(out) as root:
+        done = store.finished_keys(root)
+        todo = [run for run in runs if run.run_key not in done]
+        check_campaign(campaign, todo)
+        store.write_manifest(root, campaign.manifest(runs))
+        tasks = [_task(campaign, i, run) for i, run in enumerate(todo)]
+        version = _core.version()
+        meter = Progress(campaign.name, total=len(runs), cached=len(runs) - len(todo))
+
+        def finished(outcome: Outcome) -> None:
+            run = todo[outcome.index]
+            if outcome.result_json is None:
+                raise _run_error(campaign, run, outcome)
+            if outcome.sim_version != version:
+                raise SimulationError(
+                    f"worker {outcome.worker_host}:{outcome.worker_pid} runs dvfslab "
+                    f"{outcome.sim_version}, this campaign {version}: install the same version"
+                )
+            store.write_run(
+                root,
+                run,
+                campaign.name,
+                outcome.result_json,
+                outcome.sim_version,
+                outcome.worker_host,
+                outcome.worker_pid,
+            )
+            meter.advance()
+
+        backend = "ray" if ray_address else "local"
+        store.load_writer()  # now, not after the first run: a killed campaign loses less
+        with meter.shown(progress):
+            if not tasks:
+                workers, backend = 0, "in-process"
+            elif ray_address:
+                workers = run_on_ray(tasks, ray_address, finished)
+            else:
+                workers = min(jobs or default_jobs(), len(tasks))
+                if workers == 1:
+                    backend = "in-process"
+                    for task in tasks:
+                        finished(execute(task))
+                else:
+                    run_in_pool(tasks, workers, finished)
+    return RunSummary(
+        campaign.name,
+        out,
+        total=len(runs),
+        cached=len(runs) - len(todo),
+        executed=len(todo),
+        workers=workers,
+        backend=backend,
+        wall_time_s=time.monotonic() - started,
+    )
+
+
+# -- backends --------------------------------------------------------------------------------
+
+
+def run_in_pool(
+    tasks: Sequence[RunTask], workers: int, finished: Callable[[Outcome], None]
+) -> None:
+    """Run `tasks` on `workers` spawned processes; call finished(outcome) here as each ends.
+
+    If `finished` raises (a failed run) or this process is interrupted, the workers are
+    stopped at once; if this process is killed, they notice and exit.
+    """
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+    )
+    try:
+        futures = [pool.submit(execute, task) for task in tasks]
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except BrokenProcessPool:
+                raise SimulationError(
+                    "a worker process died: out of memory, killed, or unable to start "
+                    "(a script that runs a campaign needs `if __name__ == '__main__':`)"
+                ) from None
+            finished(outcome)
+    except BaseException:
+        _stop_now(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and kill the workers running the rest."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    # Before shutdown(), which forgets them.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+
+
+def _init_worker(parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group: the campaign process alone handles it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    """A pool worker whose campaign process died (even by SIGKILL) has nothing left to do."""
+    while os.getppid() == parent_pid:
+        time.sleep(ORPHAN_POLL_S)
+    os._exit(1)
+
+
+def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outcome], None]) -> int:
+    """Run `tasks` as Ray tasks on the cluster at `address` ("local" starts one here).
+
+    Returns the cluster's CPU count. Each distinct preset goes to the object store once.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--ray needs the ray package: pip install 'dvfslab[ray]' (or pip install ray)"
+        ) from None
+    owned = not ray.is_initialized()
+    if owned:
+        options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {}
+        ray.init(address=address, **options)
+    pending: list[Any] = []
+    try:
+        remote = ray.remote(num_cpus=1)(execute_with_preset)
+        presets = {t.preset_json: None for t in tasks}
+        refs = {text: ray.put(text) for text in presets}
+        pending = [
+            remote.remote(dataclasses.replace(t, preset_json=""), refs[t.preset_json])
+            for t in tasks
+        ]
+        workers = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call,unused-ignore]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=RAY_POLL_S)
+            for ref in ready:
+                try:
+                    outcome = ray.get(ref)
+                except ray.exceptions.RayError as e:  # a worker or node died, retries spent
+                    raise SimulationError(f"a Ray task failed: {e}") from None
+                finished(outcome)
+        return workers
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref)
+        raise
+    finally:
+        if owned:
+            ray.shutdown()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _task(campaign: Campaign, index: int, run: Run) -> RunTask:
+    platform = campaign.platform(run.platform)
+    return RunTask(
+        index,
+        platform.preset_json,
+        platform.ref,
+        run.governor,
+        run.workload,
+        duration_ns(run.duration_s),
+        run.seed,
+    )
+
+
+def _run_error(campaign: Campaign, run: Run, outcome: Outcome) -> Exception:
+    message = (
+        f"campaign {campaign.name}: run failed ({run.describe()}; seed {run.seed}): "
+        f"{outcome.error_type}: {outcome.error}"
+    )
+    return ConfigError(message) if outcome.error_type == "ConfigError" else SimulationError(message)

@@ -1,0 +1,305 @@
+"""The results store of a campaign: one Parquet file per finished run, and a manifest.
+
+    DIR/campaign.json              the campaign (name, baseline, configs, benchmarks, ...) and
+                                   every run's key and coordinates, in campaign order
+    DIR/runs/<run_key>.parquet     one finished run: one row, the columns of `load_results`
+    DIR/.lock                      held by the `campaign run` writing to DIR
+
+A run's file is written under a temporary name (`runs/.<run_key>…tmp`), flushed to disk and
+renamed into place, so a reader sees a run completely or not at all, wherever its writer is
+killed; the next writer deletes leftover temporary files. A run is finished when its file
+exists, so a campaign run again runs only the others, and a run is never stored twice.
+
+Any Parquet reader can query the store, e.g.
+    duckdb -c "select config, avg(metric_value) from 'DIR/runs/*.parquet' group by config"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dvfslab._core import ConfigError, DvfsError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from dvfslab.campaign import Run
+
+STORE_SCHEMA = "dvfslab-store/1"
+MANIFEST = "campaign.json"
+RUNS = "runs"
+LOCK = ".lock"
+RUN_SUFFIX = ".parquet"
+
+# The columns of `load_results`, in order: (name, Arrow type name). Only ever appended to.
+COLUMNS = (
+    ("platform", "string"),
+    ("benchmark", "string"),
+    ("config", "string"),
+    ("param", "string"),
+    ("iteration", "int64"),
+    ("seed", "int64"),
+    ("run_key", "string"),
+    ("metric_name", "string"),
+    ("metric_value", "float64"),
+    ("metric_unit", "string"),
+    ("better", "string"),
+    ("energy_j", "float64"),
+    ("sim_time_s", "float64"),
+    ("avg_package_w", "float64"),
+    ("wall_time_s", "float64"),
+    ("events", "int64"),
+    ("governor", "string"),
+    ("workload", "string"),
+    ("duration_s", "float64"),
+    ("campaign", "string"),
+    ("sim_version", "string"),
+    ("worker_host", "string"),
+    ("worker_pid", "int64"),
+    ("run_json", "string"),
+)
+
+
+def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every finished run of the store at `directory`, one row each, in campaign order.
+
+    Columns: platform, benchmark, config, param ("clients=8"; "" without a sweep), iteration
+    (1..N), seed, run_key, metric_name, metric_value, metric_unit, better ("higher"/"lower"),
+    energy_j, sim_time_s, avg_package_w, wall_time_s, events, governor and workload (the specs
+    run), duration_s, campaign, sim_version, worker_host, worker_pid, and run_json (the run's
+    full result, docs/run-json.md). Runs stored for coordinates the campaign no longer has are
+    left out. `df.attrs` holds "campaign" and "baseline" (see also `load_manifest`).
+    """
+    root = _results_dir(directory)
+    manifest = load_manifest(root) if (root / MANIFEST).exists() else None
+    files = {p.name[: -len(RUN_SUFFIX)]: p for p in run_files(root)}
+    if manifest is not None:
+        keys = [run["run_key"] for run in manifest["runs"] if run["run_key"] in files]
+    else:
+        keys = sorted(files)
+    df = _read_runs([files[key] for key in keys]).to_pandas()
+    if manifest is not None:
+        # Campaign order, whatever order the files were read in.
+        position = {key: i for i, key in enumerate(keys)}
+        df = df.sort_values("run_key", key=lambda column: column.map(position))
+    else:
+        df = df.sort_values(["platform", "benchmark", "config", "param", "iteration"])
+    df = df.reset_index(drop=True)
+    df.attrs["campaign"] = manifest["name"] if manifest else None
+    df.attrs["baseline"] = manifest["baseline"] if manifest else None
+    return df
+
+
+def load_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """The store's campaign.json: name, baseline, configs, benchmarks, runs, ..."""
+    path = _results_dir(directory) / MANIFEST
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist: not a campaign's results directory") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: unreadable manifest ({e})") from None
+    return manifest
+
+
+def run_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The finished runs' files, sorted by run key (temporary files excluded)."""
+    runs = Path(directory) / RUNS
+    if not runs.is_dir():
+        return []
+    return sorted(
+        p for p in runs.iterdir() if p.name.endswith(RUN_SUFFIX) and not p.name.startswith(".")
+    )
+
+
+def finished_keys(directory: str | os.PathLike[str]) -> set[str]:
+    """The keys of the runs stored in `directory`."""
+    return {p.name[: -len(RUN_SUFFIX)] for p in run_files(directory)}
+
+
+# -- writing (only under `locked`) ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked(directory: str | os.PathLike[str]) -> Iterator[Path]:
+    """Create the store if need be and hold its lock; clean up what a killed writer left."""
+    root = Path(directory)
+    if (
+        root.is_dir()
+        and any(not _ours(e.name) for e in root.iterdir())
+        and not (root / MANIFEST).exists()
+    ):
+        raise ConfigError(
+            f"{root} is not empty and holds no {MANIFEST}: not a results directory; "
+            "choose another --out"
+        )
+    (root / RUNS).mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock(fd, root)
+        for leftover in [*(root / RUNS).glob(".*.tmp"), *root.glob(f".{MANIFEST}.*.tmp")]:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        yield root
+    finally:
+        os.close(fd)
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
+    _replace_atomically(directory / MANIFEST, lambda f: f.write(text.encode()))
+
+
+def write_run(
+    directory: Path,
+    run: Run,
+    campaign: str,
+    result_json: str,
+    sim_version: str,
+    worker_host: str,
+    worker_pid: int,
+) -> Path:
+    """Store one finished run as runs/<run_key>.parquet, atomically; return its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    result = json.loads(result_json)
+    metric = result["metric"]
+    row: dict[str, Any] = {
+        "platform": run.platform,
+        "benchmark": run.benchmark,
+        "config": run.config,
+        "param": run.param,
+        "iteration": run.iteration,
+        "seed": run.seed,
+        "run_key": run.run_key,
+        "metric_name": metric["name"],
+        "metric_value": metric["value"],
+        "metric_unit": metric["unit"],
+        "better": metric["better"],
+        "energy_j": result["energy_j"],
+        "sim_time_s": result["sim_time_s"],
+        "avg_package_w": result["avg_package_w"],
+        "wall_time_s": result["wall_time_s"],
+        "events": result["events"],
+        "governor": run.governor,
+        "workload": run.workload,
+        "duration_s": run.duration_s,
+        "campaign": campaign,
+        "sim_version": sim_version,
+        "worker_host": worker_host,
+        "worker_pid": worker_pid,
+        "run_json": result_json,
+    }
+    schema = _schema()
+    table = pa.Table.from_pylist([row], schema=schema)
+    path = directory / RUNS / f"{run.run_key}{RUN_SUFFIX}"
+    _replace_atomically(path, lambda f: pq.write_table(table, f))
+    return path
+
+
+def load_writer() -> None:
+    """Load what `write_run` needs (pyarrow, which imports pandas: a few hundred ms) now, so
+    that the first run is stored as soon as it ends, not after runs that ended meanwhile."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([], schema=_schema()), pa.BufferOutputStream())
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [(name, getattr(pa, kind)()) for name, kind in COLUMNS],
+        metadata={"dvfslab.schema": STORE_SCHEMA},
+    )
+
+
+def _read_runs(paths: list[Path]) -> pa.Table:
+    """The run files as one table, read in parallel (files written by an older dvfslab get
+    nulls in the columns added since); an unreadable file is named."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    schema = _schema()
+    if not paths:
+        return schema.empty_table()
+    try:
+        return ds.dataset([str(p) for p in paths], schema=schema, format="parquet").to_table()
+    except (OSError, pa.ArrowException):
+        for path in paths:  # find the culprit
+            try:
+                ds.dataset(str(path), schema=schema, format="parquet").to_table()
+            except (OSError, pa.ArrowException) as e:
+                raise DvfsError(
+                    f"{path}: unreadable run file ({e}); "
+                    "delete it and run the campaign again to redo that run"
+                ) from None
+        raise
+
+
+def _results_dir(directory: str | os.PathLike[str]) -> Path:
+    root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(f"results directory {root} does not exist")
+    if not (root / MANIFEST).exists() and not (root / RUNS).is_dir():
+        raise ConfigError(f"{root} is not a campaign's results directory (no {MANIFEST})")
+    return root
+
+
+def _replace_atomically(path: Path, write: Any) -> None:
+    """write(file) into a temporary file beside `path`, flush it to disk, rename it to `path`."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_directory(path.parent)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def _ours(name: str) -> bool:
+    """A name the store writes in its directory (temporary manifests included)."""
+    return name in (MANIFEST, RUNS, LOCK) or name.startswith(f".{MANIFEST}.")
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in `directory` survive a power cut (POSIX; elsewhere a no-op)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows cannot open a directory
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, root: Path) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock, one writer assumed
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError(
+            f"{root} is being written by another `dvfslab campaign run`; "
+            "wait for it to finish or choose another --out"
+        ) from None

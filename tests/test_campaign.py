@@ -1,0 +1,334 @@
+"""Campaign files: validation errors, expansion, seeds and keys; `compare` and `campaign` CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from campaign_helpers import SMALL, TINY, TINY_RUNS, campaign_doc, write_campaign
+from dvfslab import ConfigError
+from dvfslab.campaign import (
+    campaign_from_dict,
+    campaign_names,
+    check_campaign,
+    list_campaigns,
+    load_campaign,
+    run_campaign,
+)
+from dvfslab.store import finished_keys, load_results
+
+PERIODIC = "periodic:run_us=1000,period_us=8000,jitter_pct=20"
+
+
+def bench(workload: str = PERIODIC, **entry: object) -> dict[str, object]:
+    return {"periodic": {"workload": workload, **entry}}
+
+
+# -- validation ------------------------------------------------------------------------------
+
+# (changes to TINY, the key path the error names, what the error says)
+INVALID = [
+    ({"baseline": None}, "", "missing key 'baseline'"),
+    ({"iteration": 3}, "iteration", "unknown key"),
+    ({"seed": -1}, "seed", "expected an integer in 0..18446744073709551615, got -1"),
+    ({"iterations": "3"}, "iterations", 'got "3" (a string)'),
+    ({"iterations": 0}, "iterations", "expected an integer in 1..10000, got 0"),
+    ({"duration_s": 0}, "duration_s", "expected a number of seconds > 0"),
+    ({"name": "my campaign"}, "name", "expected a name of letters, digits"),
+    ({"platforms": []}, "platforms", "expected a non-empty list"),
+    ({"platforms": ["nope"]}, "platforms[0]", "unknown platform 'nope'"),
+    ({"platforms": [SMALL, SMALL]}, "platforms[1]", "listed twice"),
+    ({"configs": {}}, "configs", "expected at least one config"),
+    ({"configs": {"schedutil": 3}}, "configs.schedutil", "expected a governor spec"),
+    ({"configs": {"schedutil": "schedutl"}}, "configs.schedutil", "unknown governor 'schedutl'"),
+    (
+        {"configs": {"schedutil": {"governor": "schedutil", "platform": [SMALL]}}},
+        "configs.schedutil.platform",
+        "unknown key",
+    ),
+    (
+        {"configs": {"schedutil": {"governor": "schedutil", "platforms": ["pixel6"]}}},
+        "configs.schedutil.platforms[0]",
+        "'pixel6' is not a campaign platform",
+    ),
+    ({"baseline": "nope"}, "baseline", "'nope' is not a config"),
+    ({"benchmarks": bench("perodic")}, "benchmarks.periodic.workload", "unknown workload"),
+    ({"benchmarks": bench(sweeps={})}, "benchmarks.periodic.sweeps", "unknown key"),
+    (
+        {"benchmarks": bench(sweep={"clients": [1]})},
+        "benchmarks.periodic.sweep.clients",
+        "'periodic' has no knob 'clients' (knobs: threads",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": 4})},
+        "benchmarks.periodic.sweep.threads",
+        "expected a non-empty list of numbers or strings, got 4 (an integer)",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": [1, True]})},
+        "benchmarks.periodic.sweep.threads[1]",
+        "got true (a boolean)",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": [1, 1]})},
+        "benchmarks.periodic.sweep.threads[1]",
+        "listed twice",
+    ),
+    (
+        {"benchmarks": bench(sweep={"run_us": [1000]})},
+        "benchmarks.periodic.sweep.run_us",
+        "both set in the workload spec and swept",
+    ),
+    (
+        {"benchmarks": bench(iterations=0)},
+        "benchmarks.periodic.iterations",
+        "expected an integer in 1..10000",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "key", "says"), INVALID)
+def test_invalid_campaign_names_file_and_key(tmp_path, changes, key, says):
+    path = write_campaign(tmp_path / "bad.toml", campaign_doc(**changes))
+    with pytest.raises(ConfigError) as e:
+        load_campaign(path)
+    message = str(e.value)
+    assert message.startswith(f"{path}: {key}: " if key else f"{path}: "), message
+    assert says in message
+
+
+def test_baseline_must_run_on_every_platform(tmp_path):
+    configs = {"schedutil": {"governor": "schedutil", "platforms": ["pixel6"]}, "p": "performance"}
+    doc = campaign_doc(platforms=[SMALL, "pixel6"], configs=configs)
+    with pytest.raises(ConfigError, match=r"configs\.schedutil\.platforms: the baseline must run"):
+        load_campaign(write_campaign(tmp_path / "c.toml", doc))
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text('name = "x"\nseed = = 3\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}: invalid TOML: .*line 2"):
+        load_campaign(path)
+
+
+def test_unknown_campaign_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match=r"unknown campaign 'nope' \(shipped: .*example"):
+        load_campaign("nope")
+
+
+def test_missing_campaign_file():
+    with pytest.raises(ConfigError, match=r"campaign file nowhere/x\.toml does not exist"):
+        load_campaign("nowhere/x.toml")
+
+
+def test_bad_tunable_stops_the_campaign_before_any_run(tmp_path):
+    configs = {"schedutil": "schedutil", "bad": "schedutil:rate_limit_us=-7"}
+    campaign = campaign_from_dict(campaign_doc(configs=configs), source="t")
+    with pytest.raises(ConfigError, match=r"^t: platform .*config bad, benchmark periodic .*"):
+        run_campaign(campaign, tmp_path / "out", jobs=1, progress=False)
+    assert finished_keys(tmp_path / "out") == set()
+
+
+# -- expansion, seeds and keys ---------------------------------------------------------------
+
+
+def test_the_shipped_example_loads_with_distinct_seeds_and_keys():
+    assert "example" in campaign_names()
+    campaign = load_campaign("example")
+    runs = campaign.runs()
+    assert len(runs) == 2 * 3 * (4 + 2) * 3
+    assert len({r.run_key for r in runs}) == len(runs)
+    assert len({r.seed for r in runs}) == len(runs)
+    assert all(0 <= r.seed < 2**63 for r in runs)
+    assert [c["name"] for c in list_campaigns()] == campaign_names()
+
+
+def test_sweep_builds_params_and_specs_in_the_order_written():
+    doc = campaign_doc(
+        benchmarks={
+            "grid": {
+                "workload": "periodic:run_us=500",
+                "sweep": {"threads": [4, 1], "mem_frac": [0.5]},
+            },
+            "plain": "cpu-bound",
+            "bare": {"workload": "cpu-bound", "sweep": {"threads": [2]}},
+        },
+        iterations=1,
+        configs={"schedutil": "schedutil"},
+    )
+    runs = campaign_from_dict(doc, source="t").runs()
+    assert [(r.benchmark, r.param, r.workload) for r in runs] == [
+        ("grid", "threads=4,mem_frac=0.5", "periodic:run_us=500,threads=4,mem_frac=0.5"),
+        ("grid", "threads=1,mem_frac=0.5", "periodic:run_us=500,threads=1,mem_frac=0.5"),
+        ("plain", "", "cpu-bound"),
+        ("bare", "threads=2", "cpu-bound:threads=2"),
+    ]
+
+
+def test_adding_runs_leaves_every_other_seed_and_key_unchanged():
+    small = campaign_from_dict(campaign_doc(), source="t").runs()
+    grown_doc = campaign_doc(
+        platforms=[SMALL, "pixel6"],
+        iterations=3,
+        configs={**TINY["configs"], "powersave": "powersave"},
+        benchmarks={
+            "periodic": {**TINY["benchmarks"]["periodic"], "sweep": {"threads": [1, 2, 4]}},
+            "cpu": "cpu-bound",
+        },
+    )
+    grown = {_coordinates(r): r for r in campaign_from_dict(grown_doc, source="t").runs()}
+    assert len(grown) == 2 * 3 * (3 + 1) * 3
+    for run in small:
+        twin = grown[_coordinates(run)]
+        assert (twin.seed, twin.run_key) == (run.seed, run.run_key)
+
+
+def test_seed_depends_on_coordinates_and_key_on_inputs():
+    base = campaign_from_dict(campaign_doc(), source="t").runs()[0]
+    reseeded = campaign_from_dict(campaign_doc(seed=8), source="t").runs()[0]
+    longer = campaign_from_dict(campaign_doc(duration_s=0.3), source="t").runs()[0]
+    configs = {"schedutil": "schedutil:rate_limit_us=500", "performance": "performance"}
+    tuned = campaign_from_dict(campaign_doc(configs=configs), source="t").runs()[0]
+    assert reseeded.seed != base.seed
+    # Same coordinates, other inputs: same seed, new key.
+    for other in (longer, tuned):
+        assert other.seed == base.seed
+        assert other.run_key != base.run_key
+
+
+def test_preset_text_is_part_of_the_key(tmp_path, presets):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    preset = presets.write_edited(SMALL, tmp_path / "a", lambda doc: None)
+    edited = presets.write_edited(SMALL, tmp_path / "b", lambda doc: doc.update(description="x"))
+    same = campaign_from_dict(campaign_doc(platforms=[str(preset)]), source="t").runs()[0]
+    other = campaign_from_dict(campaign_doc(platforms=[str(edited)]), source="t").runs()[0]
+    assert same.platform == other.platform == SMALL  # the preset's id is the coordinate
+    assert same.seed == other.seed
+    assert same.run_key != other.run_key
+
+
+def test_relative_platform_paths_are_relative_to_the_campaign_file(tmp_path, presets):
+    (tmp_path / "presets").mkdir()
+    presets.write_edited(SMALL, tmp_path / "presets", lambda doc: None)
+    doc = campaign_doc(platforms=[f"presets/{SMALL}-edited.json"])
+    campaign = load_campaign(write_campaign(tmp_path / "c.toml", doc))
+    assert campaign.platforms[0].ref == str(tmp_path / "presets" / f"{SMALL}-edited.json")
+
+
+def _coordinates(run):
+    return (run.platform, run.benchmark, run.config, run.param, run.iteration)
+
+
+# -- CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_campaign_list(cli):
+    run = cli("campaign", "list", "--json")
+    assert run.code == 0, run.stderr
+    listed = json.loads(run.stdout)
+    assert any(c["name"] == "example" and c["runs"] == 108 for c in listed)
+
+
+def test_cli_campaign_run_then_rerun_then_report(cli, tmp_path):
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc())
+    out = tmp_path / "out"
+    first = cli("campaign", "run", str(path), "--out", str(out), "--jobs", "2")
+    assert first.code == 0, first.stderr
+    assert f"tiny: {TINY_RUNS} runs in {out}: 0 already stored, {TINY_RUNS} run on 2 workers" in (
+        first.stdout
+    )
+    second = cli("campaign", "run", str(path), "--out", str(out))
+    assert second.code == 0, second.stderr
+    assert f"{TINY_RUNS} already stored, nothing to run" in second.stdout
+    report = cli("campaign", "report", str(out))
+    assert report.code == 0, report.stderr
+    assert "performance" in report.stdout
+    assert "threads=2" in report.stdout
+
+
+def test_cli_campaign_run_error_names_the_key(cli, tmp_path):
+    path = write_campaign(tmp_path / "bad.toml", campaign_doc(seed="7"))
+    run = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"))
+    assert run.code == 1
+    assert (
+        run.stderr
+        == f'error: {path}: seed: expected an integer in 0..{2**64 - 1}, got "7" (a string)\n'
+    )
+
+
+def test_cli_compare_prints_a_mean_table_per_parameter(cli, tmp_path):
+    run = cli(
+        "compare",
+        "-p",
+        SMALL,
+        "-g",
+        "schedutil",
+        "-g",
+        "performance",
+        "-w",
+        "periodic:run_us=1000,period_us=8000",
+        "--sweep",
+        "threads=1,2",
+        "--iterations",
+        "2",
+        "--duration",
+        "0.2",
+        "--out",
+        str(tmp_path / "cmp"),
+    )
+    assert run.code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith(f"compare: 8 runs in {tmp_path / 'cmp'}: 0 already stored, 8 run")
+    header = next(line for line in lines if line.startswith("param"))
+    assert header.split() == ["param", "schedutil", "W", "performance", "W"]
+    assert any(line.startswith("threads=1") for line in lines)
+    assert any(line.startswith("threads=2") for line in lines)
+    df = load_results(tmp_path / "cmp")
+    assert len(df) == 8
+    assert df.attrs["baseline"] == "schedutil"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-g", "schedutil", "-g", "schedutil"], "-g schedutil is given twice"),
+        (["-g", "schedutil", "--sweep", "threads"], "--sweep expects KNOB=V1,V2,..."),
+        (["-g", "schedutil", "--iterations", "0"], "--iterations must be >= 1"),
+        (["-g", "schedutil", "--jobs", "0"], "--jobs must be >= 1"),
+    ],
+)
+def test_cli_compare_rejects_bad_flags(cli, args, says):
+    run = cli("compare", "-p", SMALL, "-w", "cpu-bound", *args)
+    assert run.code == 1
+    assert run.stderr.startswith("error: ")
+    assert says in run.stderr
+
+
+def test_the_documented_example_is_a_valid_campaign(tmp_path, presets):
+    doc = Path(__file__).parent.parent / "docs" / "campaign-format.md"
+    example = re.search(r"```toml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert example is not None
+    (tmp_path / "presets").mkdir()
+    presets.write_edited(SMALL, tmp_path / "presets", lambda d: d.update(id="my-box"))
+    (tmp_path / "presets" / f"{SMALL}-edited.json").rename(tmp_path / "presets" / "my-box.json")
+    campaign = load_campaign(write_text(tmp_path / "demo.toml", example.group(1)))
+    assert campaign.name == "invariance-demo"
+    assert [p.name for p in campaign.platforms] == [SMALL, "haswell-e5-2670v3-2s", "my-box"]
+    runs = campaign.runs()
+    per_platform = {
+        p: sum(r.platform == p for r in runs) for p in ("my-box", "haswell-e5-2670v3-2s")
+    }
+    # cpu 1 + periodic 4 + jittery 4 params x 3 configs (4 on haswell) x 5 iterations;
+    # long: 2 params x 4 configs x 3 iterations, on haswell only
+    assert per_platform == {"my-box": 9 * 3 * 5, "haswell-e5-2670v3-2s": 9 * 4 * 5 + 2 * 4 * 3}
+    # The simulator accepts every spec (the pre-flight check of each distinct combination).
+    check_campaign(campaign)
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,263 @@
+"""The results store: one file per run, reuse on re-run, resume after SIGKILL, workers, Ray."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from campaign_helpers import SLOW, SMALL, TINY, TINY_RUNS, campaign_doc, write_campaign
+from dvfslab import ConfigError
+from dvfslab._progress import Progress
+from dvfslab._runner import default_jobs
+from dvfslab.campaign import campaign_from_dict, run_campaign
+from dvfslab.store import finished_keys, load_manifest, load_results, locked, run_files
+
+CONTRACT_COLUMNS = [
+    "platform",
+    "benchmark",
+    "config",
+    "param",
+    "iteration",
+    "seed",
+    "run_key",
+    "metric_name",
+    "metric_value",
+    "metric_unit",
+    "better",
+    "energy_j",
+    "sim_time_s",
+    "avg_package_w",
+    "wall_time_s",
+]
+
+
+def tiny(**changes):
+    return campaign_from_dict(campaign_doc(TINY, **changes), source="tiny.toml")
+
+
+def run_quietly(campaign, out, jobs=1, **options):
+    return run_campaign(campaign, out, jobs=jobs, progress=False, **options)
+
+
+def test_results_table_has_one_row_per_run_with_the_contract_columns(tmp_path):
+    campaign = tiny()
+    summary = run_quietly(campaign, tmp_path)
+    assert (summary.total, summary.cached, summary.executed) == (TINY_RUNS, 0, TINY_RUNS)
+    df = load_results(tmp_path)
+    assert list(df.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS
+    assert "run_json" in df.columns
+    assert len(df) == TINY_RUNS
+    assert df.attrs == {"campaign": "tiny", "baseline": "schedutil"}
+    assert load_manifest(tmp_path)["baseline"] == "schedutil"
+    # Campaign order: platform, benchmark, param, config, iteration.
+    runs = campaign.runs()
+    assert list(df["run_key"]) == [r.run_key for r in runs]
+    assert list(df["param"]) == ["threads=1"] * 4 + ["threads=2"] * 4
+    assert list(df["iteration"]) == [1, 2] * 4
+    assert set(df["metric_name"]) == {"mean_response"}
+    assert set(df["better"]) == {"lower"}
+    for row in df.itertuples():
+        result = json.loads(row.run_json)
+        assert result["seed"] == row.seed
+        assert result["metric"]["value"] == row.metric_value
+        assert result["energy_j"] == row.energy_j
+
+
+def test_a_stored_run_is_what_simulate_returns(tmp_path):
+    run = tiny().runs()[-1]
+    run_quietly(tiny(), tmp_path)
+    row = load_results(tmp_path).iloc[-1]
+    direct = dvfslab.simulate(SMALL, run.governor, run.workload, run.duration_s, run.seed)
+    assert row["metric_value"] == direct.metric.value
+    assert row["energy_j"] == direct.energy_j
+
+
+def test_rerun_is_all_cache_hits(tmp_path):
+    run_quietly(tiny(), tmp_path)
+    stamps = {p.name: p.stat().st_mtime_ns for p in run_files(tmp_path)}
+    again = run_quietly(tiny(), tmp_path, jobs=2)
+    assert (again.cached, again.executed, again.workers) == (TINY_RUNS, 0, 0)
+    assert {p.name: p.stat().st_mtime_ns for p in run_files(tmp_path)} == stamps
+
+
+def test_growing_a_campaign_runs_only_the_new_runs(tmp_path):
+    run_quietly(tiny(), tmp_path)
+    grown = tiny(iterations=3, configs={**TINY["configs"], "powersave": "powersave"})
+    summary = run_quietly(grown, tmp_path)
+    assert (summary.total, summary.cached, summary.executed) == (18, TINY_RUNS, 10)
+    assert len(load_results(tmp_path)) == 18
+
+
+def test_runs_the_campaign_no_longer_has_are_left_out(tmp_path):
+    run_quietly(tiny(), tmp_path)
+    run_quietly(tiny(iterations=1), tmp_path)
+    assert len(run_files(tmp_path)) == TINY_RUNS
+    assert list(load_results(tmp_path)["iteration"]) == [1] * 4
+
+
+def test_leftover_temporary_files_are_ignored_then_removed(tmp_path):
+    run_quietly(tiny(iterations=1), tmp_path)
+    leftover = tmp_path / "runs" / ".0123abcd.parquet.999.ffff.tmp"
+    leftover.write_bytes(b"PAR1 half a file")
+    assert len(load_results(tmp_path)) == 4
+    run_quietly(tiny(), tmp_path)
+    assert not leftover.exists()
+    assert len(load_results(tmp_path)) == TINY_RUNS
+
+
+def test_one_writer_at_a_time(tmp_path):
+    run_quietly(tiny(iterations=1), tmp_path)
+    with locked(tmp_path), pytest.raises(ConfigError, match="being written by another"):
+        run_quietly(tiny(), tmp_path)
+
+
+def test_refuses_a_directory_that_is_not_a_store(tmp_path):
+    (tmp_path / "thesis.tex").write_text("precious")
+    with pytest.raises(ConfigError, match="not a results directory"):
+        run_quietly(tiny(), tmp_path)
+    with pytest.raises(ConfigError, match="not a campaign's results directory"):
+        load_results(tmp_path)
+
+
+@pytest.mark.skipif(default_jobs() < 2, reason="needs two CPUs")
+def test_a_two_core_machine_runs_two_workers(tmp_path):
+    campaign = campaign_from_dict(campaign_doc(SLOW, iterations=4), source="slow.toml")
+    summary = run_campaign(campaign, tmp_path, progress=False)  # default jobs: every CPU
+    assert summary.backend == "local"
+    assert summary.workers == min(default_jobs(), 16)
+    pids = set(load_results(tmp_path)["worker_pid"])
+    assert len(pids) == summary.workers
+    assert os.getpid() not in pids
+
+
+def test_resume_after_sigkill_stores_each_run_exactly_once(tmp_path):
+    path = write_campaign(tmp_path / "slow.toml", SLOW)
+    out = tmp_path / "out"
+    total = len(campaign_from_dict(SLOW, source="slow").runs())
+    command = [sys.executable, "-m", "dvfslab", "campaign", "run", str(path), "--out", str(out)]
+    proc = subprocess.Popen([*command, "--jobs", "2"], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(run_files(out)) < 5:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    proc.kill()  # SIGKILL, to the campaign process alone
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    stored = finished_keys(out)
+    assert 5 <= len(stored) < total, "the campaign should have been killed half-way"
+    killed_workers = set(load_results(out)["worker_pid"])
+    assert len(load_results(out)) == len(stored)
+
+    rerun = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{total} runs in {out}: {len(stored)} already stored, {total - len(stored)} run" in (
+        rerun.stdout
+    )
+    df = load_results(out)
+    assert len(df) == total
+    assert df["run_key"].is_unique
+    assert set(df["run_key"]) == {r.run_key for r in campaign_from_dict(SLOW, source="s").runs()}
+    assert len(run_files(out)) == total
+    assert not list((out / "runs").glob(".*"))
+    # The killed campaign's workers noticed and exited.
+    for pid in killed_workers:
+        _wait_gone(pid)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ray_runs_the_same_tasks(tmp_path):
+    # Ray is a dev dependency: this runs against a local, in-process Ray instance.
+    summary = run_campaign(tiny(), tmp_path, ray_address="local", progress=False)
+    assert (summary.backend, summary.executed) == ("ray", TINY_RUNS)
+    df = load_results(tmp_path)
+    assert len(df) == TINY_RUNS
+    assert df["run_key"].is_unique
+    assert os.getpid() not in set(df["worker_pid"])
+    # The same results as local workers give.
+    local = tmp_path / "local"
+    run_quietly(tiny(), local)
+    assert list(load_results(local)["metric_value"]) == list(df["metric_value"])
+
+
+def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"worker {pid} outlived its campaign"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (an orphan's zombie lingers where nothing reaps it)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.parent.parent.exists():  # no procfs: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    try:
+        state = stat.read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_failed_run_stops_the_campaign_and_keeps_the_finished_ones(tmp_path, monkeypatch):
+    from dvfslab import _core
+
+    campaign = tiny()
+    doomed = campaign.runs()[5]
+    simulate = _core.simulate
+
+    def failing(*args):
+        if args[5] == doomed.seed:  # the real run, not the 1 ns pre-flight check (seed 0)
+            raise dvfslab.SimulationError("the model diverged")
+        return simulate(*args)
+
+    monkeypatch.setattr(_core, "simulate", failing)
+    with pytest.raises(dvfslab.SimulationError) as e:
+        run_quietly(campaign, tmp_path)
+    assert str(e.value) == (
+        f"campaign tiny: run failed ({doomed.describe()}; seed {doomed.seed}): "
+        "SimulationError: the model diverged"
+    )
+    assert len(finished_keys(tmp_path)) == 5
+    monkeypatch.setattr(_core, "simulate", simulate)
+    again = run_quietly(campaign, tmp_path)
+    assert (again.cached, again.executed) == (5, TINY_RUNS - 5)
+
+
+def test_a_store_killed_before_its_manifest_is_still_a_store(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / ".lock").touch()
+    assert run_quietly(tiny(), tmp_path).executed == TINY_RUNS
+
+
+def test_progress_without_a_terminal_is_a_line_now_and_then():
+    out = io.StringIO()
+    meter = Progress("demo", total=4, cached=1, stream=out, interval_s=0)
+    with meter.shown():
+        for _ in range(3):
+            meter.advance()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "demo: 4 runs, 1 already stored, 3 to run"
+    assert lines[1].startswith("demo: 1/3 runs (33%), 0:00:00 elapsed, ETA 0:00:00")
+    assert lines[-1] == "demo: 3/3 runs in 0:00:00"
+
+
+def test_an_unreadable_run_file_is_named(tmp_path):
+    run_quietly(tiny(iterations=1), tmp_path)
+    victim = run_files(tmp_path)[2]
+    victim.write_bytes(b"not parquet")
+    with pytest.raises(dvfslab.DvfsError, match=rf"^{victim}: unreadable run file .*delete it"):
+        load_results(tmp_path)
