@@ -80,25 +80,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pixel6_policies_carry_rate_limit_and_response_time_defaults() {
-        let text = include_str!("../../../python/dvfslab/data/platforms/pixel6.json");
-        let d = describe(&Platform::from_json(text, "pixel6").unwrap());
-        let pols = d["policies"].as_array().unwrap();
-        let caps: Vec<u64> = pols.iter().map(|p| p["capacity"].as_u64().unwrap()).collect();
-        assert_eq!(caps, [160, 498, 1024]);
-        assert_eq!(pols[1]["cpus"], json!([4, 5]));
-        // cpufreq-dt reports 500 µs: 1.5 × latency on the default (6.18) kernel.
-        assert!(pols.iter().all(|p| p["rate_limit_us"] == json!(750)));
-        // §8.6, v2 defaults published for Pixel 6: 8/29/155 ms at 32 ms, 4/15/78 ms at 16 ms.
-        let rt = |half: &str| -> Vec<u64> {
-            pols.iter().map(|p| p["response_time_ms_default"][half].as_u64().unwrap()).collect()
-        };
-        assert_eq!(rt("32"), [8, 29, 155]);
-        assert_eq!(rt("16"), [4, 15, 78]);
-        assert_eq!(rt("8"), [2, 8, 39]);
-        // The fields it had keep their place.
-        for key in ["policy", "cluster", "min_khz", "max_khz", "frequencies_khz", "transition_latency_ns"] {
-            assert!(pols[0].get(key).is_some(), "{key}");
+    fn policies_keep_their_fields_and_gain_rate_limit_and_response_time() {
+        let text = include_str!("../../../python/dvfslab/data/platforms/juno-r2.json");
+        let d = describe(&Platform::from_json(text, "juno-r2").unwrap());
+        let pol = &d["policies"][0];
+        for key in ["policy", "cpus", "cluster", "capacity", "min_khz", "max_khz", "frequencies_khz"] {
+            assert!(pol.get(key).is_some(), "{key}");
         }
+        // scmi reports 1450 µs: 1.5 × on the default kernel.
+        assert_eq!(pol["rate_limit_us"], json!(2175));
+        // Juno's big cluster: 1.0 / 1.2 GHz → capacity 853 at the second-highest OPP.
+        assert_eq!(pol["response_time_ms_default"]["32"], json!(crate::pelt::approximate_runtime_steps(854, 0)));
     }
 }

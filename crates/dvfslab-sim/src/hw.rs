@@ -36,6 +36,14 @@ impl Sim {
         for core in 0..self.cores.len() {
             self.cores[core].power_w = self.core_power(core);
         }
+        // Without counters, the scale follows the frequency set, from the very start.
+        if self.invariant && !self.x86_counters() {
+            for cpu in 0..self.cpus.len() {
+                let t = &self.plat.cpus[cpu];
+                let max_khz = self.plat.cluster(t.cluster).frequency.max_khz as u64;
+                self.cpus[cpu].freq_scale = (self.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
+            }
+        }
     }
 
     pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {

@@ -37,16 +37,14 @@ impl Sim {
         }
     }
 
-    /// Recompute the flag over every CPU, as a root-domain load balance does.
-    fn update_overutilized(&mut self) {
-        if self.hetero.eas {
-            self.hetero.overutilized = (0..self.cpus.len()).any(|c| self.cpu_overutilized(c));
+    /// Whether load balancing runs: always without EAS; with it, only while overutilized (the
+    /// flag is recomputed over every CPU first, as a root-domain load balance does).
+    pub(crate) fn load_balance_allowed(&mut self) -> bool {
+        if !self.hetero.eas {
+            return true;
         }
-    }
-
-    /// Whether load balancing runs: always without EAS, only while overutilized with it.
-    fn balancing(&self) -> bool {
-        !self.hetero.eas || self.hetero.overutilized
+        self.hetero.overutilized = (0..self.cpus.len()).any(|c| self.cpu_overutilized(c));
+        self.hetero.overutilized
     }
 
     /// update_misfit_status: the current task of `cpu` if it is a misfit.
@@ -81,11 +79,7 @@ impl Sim {
 
     /// At the tick of `cpu`: update the overutilized flag, and move a misfit current task up.
     pub(crate) fn capacity_tick(&mut self, cpu: usize) {
-        if !self.hetero.asym {
-            return;
-        }
-        self.update_overutilized();
-        if !self.balancing() {
+        if !self.hetero.asym || !self.load_balance_allowed() {
             return;
         }
         let Some(task) = self.misfit_task(cpu) else { return };
@@ -96,13 +90,10 @@ impl Sim {
     }
 
     /// A CPU about to go idle (new-idle balance) pulls the misfit task it is the best
-    /// destination for, the biggest one first. Returns whether it took one.
+    /// destination for, the biggest one first. Returns whether it took one. The caller checks
+    /// that balancing is allowed.
     pub(crate) fn pull_misfit(&mut self, cpu: usize) -> bool {
         if !self.hetero.asym {
-            return false;
-        }
-        self.update_overutilized();
-        if !self.balancing() {
             return false;
         }
         let best = (0..self.cpus.len())
@@ -130,8 +121,33 @@ impl Sim {
         self.migrate_queued(task, src, dst);
         self.set_curr(dst, task);
         self.pick_next(src);
+        self.idle_after_move(src);
         self.cpufreq_update_util(src, UpdateFlags::default());
         self.cpufreq_update_util(dst, UpdateFlags::default());
+    }
+
+    /// An idle CPU whose task was placed elsewhere re-selects its idle state from its own
+    /// timers. It may have chosen a shallow state expecting the task back soon; in Linux its
+    /// timer interrupt or its retained tick wakes it and, within a few ticks, menu sees the
+    /// long idle. The simulator goes there at once (it has no tick on idle CPUs).
+    pub(crate) fn idle_after_move(&mut self, cpu: usize) {
+        let Some(old) = self.cpus[cpu].idle_state else { return };
+        let now = self.q.now();
+        let c = &mut self.cpus[cpu];
+        c.timers.retain(|&t| t > now);
+        let next_timer_ns = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
+        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        let deepest =
+            states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= next_timer_ns).unwrap_or(0);
+        if deepest <= old {
+            return;
+        }
+        self.account_busy_idle(cpu);
+        self.cpus[cpu].idle_state = Some(deepest);
+        self.core_changed(self.plat.cpus[cpu].core, cpu);
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
+        }
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the

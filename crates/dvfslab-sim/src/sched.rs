@@ -195,6 +195,9 @@ impl Sim {
             None => (self.select_wake_cpu(task, waker), "wakeup"),
         };
         self.note_migration(task, prev, cpu, why);
+        if self.hetero.asym && cpu != prev {
+            self.idle_after_move(prev);
+        }
         self.enqueue(task, cpu, true, flags);
     }
 
@@ -684,16 +687,19 @@ impl Sim {
             self.set_curr(cpu, next);
             return;
         }
-        if let Some((src, task)) = self.find_busiest(cpu) {
-            self.cpus[src].queue.retain(|&t| t != task);
-            self.waiting -= 1;
-            self.note_migration(task, src, cpu, "pull");
-            self.migrate_queued(task, src, cpu);
-            self.set_curr(cpu, task);
-            return;
-        }
-        if self.pull_misfit(cpu) {
-            return;
+        // With EAS, balancing waits until the system is overutilized.
+        if self.load_balance_allowed() {
+            if let Some((src, task)) = self.find_busiest(cpu) {
+                self.cpus[src].queue.retain(|&t| t != task);
+                self.waiting -= 1;
+                self.note_migration(task, src, cpu, "pull");
+                self.migrate_queued(task, src, cpu);
+                self.set_curr(cpu, task);
+                return;
+            }
+            if self.pull_misfit(cpu) {
+                return;
+            }
         }
         self.go_idle(cpu);
     }
@@ -862,7 +868,9 @@ impl Sim {
             if expired {
                 self.preempt(cpu, None);
             }
-            self.push_to_idle(cpu);
+            if self.load_balance_allowed() {
+                self.push_to_idle(cpu);
+            }
         }
         self.capacity_tick(cpu);
         let c = &mut self.cpus[cpu];

@@ -99,7 +99,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
     ),
     Knob::new(
         "fits",
-        "rule",
+        "enum",
         0.0,
         0.0,
         1.0,
