@@ -31,12 +31,12 @@ fn reference_ratio(plat: &Platform, cluster: usize, choice: Option<&str>) -> Res
     let ratio = match choice.map(|s| s.trim().to_ascii_lowercase()) {
         None => match plat.file.vendor {
             Vendor::Intel => ratio_of(bin(4).or_else(|| bin(1)).unwrap_or(f.max_khz as u64)),
-            Vendor::Amd => (maxboost + 1024) >> 1,
+            Vendor::Amd => amd_midpoint(maxboost),
             Vendor::Arm | Vendor::Ibm => maxboost,
         },
         Some(s) if s == "base" || s == "maxp" => 1024,
         Some(s) if s == "maxboost" || s == "max" => maxboost,
-        Some(s) if s == "midpoint" => (maxboost + 1024) >> 1,
+        Some(s) if s == "midpoint" => amd_midpoint(maxboost),
         Some(s) if s.ends_with('c') => {
             let n: usize = s[..s.len() - 1].parse().map_err(|_| bad(format!("expected Nc such as 4c, got '{s}'")))?;
             let khz = bin(n.max(1))
@@ -53,6 +53,11 @@ fn reference_ratio(plat: &Platform, cluster: usize, choice: Option<&str>) -> Res
         }
     };
     Ok(ratio.max(1))
+}
+
+/// AMD's reference (5.11+): halfway between the maximum boost ratio and P0 (1024).
+pub fn amd_midpoint(boost_ratio: u64) -> u64 {
+    (boost_ratio + 1024) >> 1
 }
 
 /// x86 tick update: the scale from counter deltas, or None when the ratio is out of range
@@ -77,5 +82,13 @@ mod tests {
         assert_eq!(scale_from_counters(15_600_000, 9_600_000, ratio), Some(1024));
         assert_eq!(scale_from_counters(6_000_000, 4_800_000, ratio), Some(853));
         assert_eq!(scale_from_counters(1, 0, ratio), None);
+    }
+
+    #[test]
+    fn amd_midpoint_of_the_spec() {
+        // B.3 item 8: highest perf 166 over nominal 100 -> 1699 -> midpoint 1361; the
+        // frequency path 3700/2450 MHz -> 1546 -> 1285.
+        assert_eq!(amd_midpoint(166 * 1024 / 100), 1361);
+        assert_eq!(amd_midpoint(3700 * 1024 / 2450), 1285);
     }
 }
