@@ -2,6 +2,7 @@
 
 dvfslab compare -p PLATFORM -g GOV_A -g GOV_B ... -w WORKLOAD [--sweep KNOB=v1,v2,..]
 dvfslab campaign list | run NAME|FILE.toml | report DIR
+dvfslab validate NAME|FILE.toml [--json] [--iterations N] [--out DIR] [--jobs N]
 """
 
 from __future__ import annotations
@@ -275,6 +276,69 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
         title = f"dvfslab campaign {results.attrs.get('campaign') or ''}".strip()
         path = write_html(args.html, report, title=title)
         print(f"\nHTML report written to {path}", file=sys.stderr)
+    return 0
+
+
+# -- validate ------------------------------------------------------------------------------
+
+
+def add_validate(commands: Any, command: CommandFactory) -> None:
+    p = command(
+        commands,
+        "validate",
+        "Run a campaign with published measurements and compare every published cell.",
+        cmd_validate,
+        "  dvfslab validate intel-invariance\n"
+        "  dvfslab validate intel-invariance --iterations 1 --json\n"
+        "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n\n"
+        "Runs already in the results store (default results/<campaign name>) are reused. The\n"
+        "published numbers ship in dvfslab/data/calibration/; docs/validation.md explains the\n"
+        "scores.",
+    )
+    p.add_argument("campaign", metavar="NAME|FILE.toml", help="a shipped campaign or a file")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument(
+        "--iterations",
+        type=int,
+        metavar="N",
+        help="runs per (platform, config, benchmark, parameter) instead of the campaign's",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
+    )
+    _add_jobs(p)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from dvfslab.report import build_report
+    from dvfslab.validate import print_validation, published_cells, validate_report
+
+    _check_jobs(args.jobs)
+    campaign = load_campaign(args.campaign)
+    published_cells(campaign.name)  # fail before running when nothing is published
+    if args.iterations is not None:
+        if args.iterations < 1:
+            raise ConfigError(f"--iterations must be >= 1 (got {args.iterations})")
+        campaign = dataclasses.replace(
+            campaign,
+            iterations=args.iterations,
+            benchmarks=tuple(dataclasses.replace(b, iterations=None) for b in campaign.benchmarks),
+        )
+    summary = run_campaign(campaign, args.out, jobs=args.jobs, progress=not args.quiet)
+    results = load_results(summary.out_dir)
+    if results.empty:
+        raise ConfigError(f"{summary.out_dir}: no finished runs")
+    result = validate_report(campaign.name, build_report(results, campaign.baseline))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        _print_summary(summary, keep=True)
+        print()
+        print_validation(result)
     return 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 from dvfslab import __version__, _core
-from dvfslab._cli_campaign import add_campaign, add_compare
+from dvfslab._cli_campaign import add_campaign, add_compare, add_validate
 from dvfslab._core import ConfigError, DvfsError
 from dvfslab._table import fmt_number, fmt_seconds, print_fields, print_table
 from dvfslab.api import checked_seed, duration_ns, simulate
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(commands)
     add_compare(commands, _command)
     add_campaign(commands, _command)
+    add_validate(commands, _command)
     _add_bench(commands)
     return parser
 

@@ -1,0 +1,380 @@
+"""Validation against published measurements: run a campaign, then compare every published cell
+with the simulated one.
+
+    dvfslab validate intel-invariance [--json] [--iterations N] [--out DIR] [--jobs N]
+
+The published numbers ship in dvfslab/data/calibration/ as four CSVs per campaign (see the README
+there): `<name>-ratios.csv` (result / baseline per machine, benchmark and configuration, a gmean
+over parameters, `neutral=1` where the publication printed `~`), `<name>-power-watts.csv`
+(average package power), `<name>-perf-per-watt-ratios.csv` and `<name>-detail.csv` (per-parameter
+values). Each becomes a list of `Cell`s, one per published number, with the simulated value from
+`dvfslab.report.build_report` beside it.
+
+Scores (`scores`):
+    direction_agreement      ratio cells whose direction (improved / regressed / neutral) is the
+                             published one; neutral = the publication's `~`, or within +-2%
+    median_abs_ln_error      median over ratio cells of |ln(simulated / published)|
+    power_within_25pct       power cells whose simulated watts are within +-25% of the published
+    ppw_direction_agreement  as direction_agreement, over the perf-per-watt cells
+Cells without a simulated value (a platform or configuration not run) count in no score.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import statistics
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal
+
+from dvfslab._core import ConfigError
+
+if TYPE_CHECKING:
+    from dvfslab.report import Report
+
+VALIDATE_SCHEMA = "dvfslab-validate/1"
+NEUTRAL_BAND = 0.02
+"""A ratio within 1 +- this is neutral (the publications' `~` covers about +-2%)."""
+POWER_TOLERANCE = 0.25
+"""A simulated power within +-25% of the published one agrees."""
+
+TableName = Literal["ratios", "power", "perf-per-watt", "detail"]
+TABLES: tuple[TableName, ...] = ("ratios", "power", "perf-per-watt", "detail")
+_FILES = {
+    "ratios": "ratios",
+    "power": "power-watts",
+    "perf-per-watt": "perf-per-watt-ratios",
+    "detail": "detail",
+}
+Direction = Literal["improved", "regressed", "neutral"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One published number and its simulated counterpart."""
+
+    table: TableName
+    machine: str
+    benchmark: str
+    param: str
+    """The sweep point for detail cells ("clients=8"; "" for none), "" for the others."""
+    config: str
+    published: float
+    better: str = "higher"
+    """Of the published quantity: perf ratios follow the benchmark, ppw is always higher."""
+    neutral: bool = False
+    """The publication printed `~`."""
+    unit: str = ""
+    simulated: float | None = None
+    published_ratio: float | None = None
+    """Detail cells: the published value over the baseline's at the same parameter."""
+    simulated_ratio: float | None = None
+
+    @property
+    def agree(self) -> bool | None:
+        """Does the simulation agree with the publication on this cell? None: not simulated.
+
+        ratios and perf-per-watt: same direction; power: within +-25%; detail: the per-parameter
+        ratio to the baseline has the same direction (absolute values of scaled-down benchmarks
+        are not comparable).
+        """
+        if self.simulated is None or not math.isfinite(self.simulated):
+            return None
+        if self.table == "power":
+            return power_agrees(self.published, self.simulated)
+        if self.table == "detail":
+            if self.published_ratio is None or self.simulated_ratio is None:
+                return None
+            if not math.isfinite(self.simulated_ratio):
+                return None
+            return direction(self.published_ratio, self.better) == direction(
+                self.simulated_ratio, self.better
+            )
+        return direction(self.published, self.better, self.neutral) == direction(
+            self.simulated, self.better
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "table": self.table,
+            "machine": self.machine,
+            "benchmark": self.benchmark,
+            "param": self.param,
+            "config": self.config,
+            "published": self.published,
+            "simulated": _finite_or_none(self.simulated),
+            "agree": self.agree,
+            "better": self.better,
+            "neutral": self.neutral,
+        }
+        if self.table == "detail":
+            out["unit"] = self.unit
+            out["published_ratio"] = _finite_or_none(self.published_ratio)
+            out["simulated_ratio"] = _finite_or_none(self.simulated_ratio)
+        return out
+
+
+# -- scoring -------------------------------------------------------------------------------------
+
+
+def direction(
+    ratio: float, better: str, neutral: bool = False, band: float = NEUTRAL_BAND
+) -> Direction:
+    """improved / regressed / neutral for a ratio result/baseline.
+
+    Neutral when flagged (the publication's `~`) or within 1 +- band; otherwise improved when the
+    ratio moved the way `better` ("higher" or "lower") prefers.
+    """
+    if neutral or abs(ratio - 1.0) <= band + 1e-9:
+        return "neutral"
+    return "improved" if (ratio > 1.0) == (better == "higher") else "regressed"
+
+
+def power_agrees(published: float, simulated: float, tolerance: float = POWER_TOLERANCE) -> bool:
+    return published > 0 and abs(simulated / published - 1.0) <= tolerance + 1e-12
+
+
+def direction_agreement(cells: list[Cell]) -> float | None:
+    """Share of the simulated cells that agree (each cell's own rule); None if none simulated."""
+    judged = [c.agree for c in cells if c.agree is not None]
+    return sum(judged) / len(judged) if judged else None
+
+
+def median_abs_ln_error(cells: list[Cell]) -> float | None:
+    """Median over the simulated cells of |ln(simulated / published)|."""
+    errors = [
+        abs(math.log(c.simulated / c.published))
+        for c in cells
+        if c.simulated is not None and c.simulated > 0 and c.published > 0
+    ]
+    return statistics.median(errors) if errors else None
+
+
+def scores(cells: list[Cell]) -> dict[str, Any]:
+    """The four headline scores and how many cells each one judged."""
+    by = {t: [c for c in cells if c.table == t] for t in TABLES}
+    return {
+        "direction_agreement": direction_agreement(by["ratios"]),
+        "median_abs_ln_error": median_abs_ln_error(by["ratios"]),
+        "power_within_25pct": direction_agreement(by["power"]),
+        "ppw_direction_agreement": direction_agreement(by["perf-per-watt"]),
+        "detail_direction_agreement": direction_agreement(by["detail"]),
+        "power_median_abs_ln_error": median_abs_ln_error(by["power"]),
+        "judged": {t: sum(c.agree is not None for c in by[t]) for t in TABLES},
+        "published": {t: len(by[t]) for t in TABLES},
+    }
+
+
+# -- published cells -----------------------------------------------------------------------------
+
+
+def calibration_names() -> list[str]:
+    """Campaigns with published numbers shipped in dvfslab/data/calibration/."""
+    directory = resources.files("dvfslab") / "data" / "calibration"
+    suffix = "-ratios.csv"
+    if not directory.is_dir():
+        return []
+    return sorted(e.name[: -len(suffix)] for e in directory.iterdir() if e.name.endswith(suffix))
+
+
+def _read_csv(name: str, table: TableName) -> list[dict[str, str]]:
+    path = resources.files("dvfslab") / "data" / "calibration" / f"{name}-{_FILES[table]}.csv"
+    if not path.is_file():
+        return []
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+def published_cells(name: str) -> list[Cell]:
+    """Every published cell of campaign `name`, without simulated values."""
+    if name not in calibration_names():
+        known = ", ".join(calibration_names()) or "none"
+        raise ConfigError(f"no published measurements for campaign {name!r} (shipped: {known})")
+    better_of: dict[tuple[str, str], str] = {}
+    cells: list[Cell] = []
+    for row in _read_csv(name, "ratios"):
+        better_of[(row["machine"], row["benchmark"])] = row["better"]
+        cells.append(
+            Cell(
+                "ratios",
+                row["machine"],
+                row["benchmark"],
+                "",
+                row["config"],
+                float(row["ratio"]),
+                better=row["better"],
+                neutral=row.get("neutral", "0") == "1",
+            )
+        )
+    for row in _read_csv(name, "power"):
+        cells.append(
+            Cell(
+                "power",
+                row["machine"],
+                row["benchmark"],
+                "",
+                row["config"],
+                float(row["package_watts"]),
+                better="lower",
+                unit="W",
+            )
+        )
+    for row in _read_csv(name, "perf-per-watt"):
+        cells.append(
+            Cell(
+                "perf-per-watt",
+                row["machine"],
+                row["benchmark"],
+                "",
+                row["config"],
+                float(row["perf_per_watt_ratio"]),
+                better="higher",
+                neutral=row.get("neutral", "0") == "1",
+            )
+        )
+    detail = _read_csv(name, "detail")
+    base_values = {
+        (r["machine"], r["benchmark"], r["param"]): float(r["value"])
+        for r in detail
+        if r["config"] == _baseline_in(detail)
+    }
+    for row in detail:
+        param = "" if row["param"] in ("none", "-") else row["param"]
+        base = base_values.get((row["machine"], row["benchmark"], row["param"]))
+        value = float(row["value"])
+        cells.append(
+            Cell(
+                "detail",
+                row["machine"],
+                row["benchmark"],
+                param,
+                row["config"],
+                value,
+                better=row["better"],
+                unit=row["unit"],
+                published_ratio=value / base if base else None,
+            )
+        )
+    return cells
+
+
+def _baseline_in(detail: list[dict[str, str]]) -> str:
+    """The detail table's baseline: the configuration listed first."""
+    return detail[0]["config"] if detail else ""
+
+
+# -- simulated values ----------------------------------------------------------------------------
+
+
+def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
+    """The cells with their simulated values from `report` (None where nothing was run)."""
+    summary: dict[tuple[str, str, str], dict[str, Any]] = {
+        (r["platform"], r["benchmark"], r["config"]): r for r in report.summary.to_dict("records")
+    }
+    detail: dict[tuple[str, str, str, str], dict[str, Any]] = {
+        (r["platform"], r["benchmark"], r["param"], r["config"]): r
+        for r in report.detail.to_dict("records")
+    }
+    out = []
+    for cell in cells:
+        if cell.table == "detail":
+            row = detail.get((cell.machine, cell.benchmark, cell.param, cell.config))
+            if row is None:
+                out.append(cell)
+                continue
+            base = detail.get((cell.machine, cell.benchmark, cell.param, report.baseline))
+            sim_ratio = float(row["mean"]) / float(base["mean"]) if base else None
+            out.append(
+                dataclasses.replace(cell, simulated=float(row["mean"]), simulated_ratio=sim_ratio)
+            )
+            continue
+        srow = summary.get((cell.machine, cell.benchmark, cell.config))
+        if srow is None:
+            out.append(cell)
+            continue
+        column = {
+            "ratios": "perf_ratio",
+            "power": "avg_package_w",
+            "perf-per-watt": "perf_per_watt_ratio",
+        }[cell.table]
+        out.append(dataclasses.replace(cell, simulated=float(srow[column])))
+    return out
+
+
+def validate_report(name: str, report: Report) -> dict[str, Any]:
+    """The validation of campaign `name`'s published cells against `report`, as JSON-ready data."""
+    cells = fill_simulated(published_cells(name), report)
+    return {
+        "schema": VALIDATE_SCHEMA,
+        "campaign": name,
+        **scores(cells),
+        "cells": [c.to_dict() for c in cells],
+    }
+
+
+# -- text view -----------------------------------------------------------------------------------
+
+
+def print_validation(result: dict[str, Any]) -> None:
+    from dvfslab._table import print_table
+
+    cells = result["cells"]
+    titles = {
+        "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
+        "neutral); agree = same direction (neutral within +-2%)",
+        "power": "average package power [W]; agree = within +-25%",
+        "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
+        "detail": "per-parameter values (scaled-down workloads: compare the ratio to the "
+        "baseline); agree = same direction of that ratio",
+    }
+    for table in TABLES:
+        rows = []
+        for c in (c for c in cells if c["table"] == table):
+            row: list[object] = [
+                c["machine"],
+                c["benchmark"],
+                *([c["param"] or "-"] if table == "detail" else []),
+                c["config"],
+                ("~" if c["neutral"] else "") + _fmt(c["published"]),
+                _fmt(c["simulated"]),
+            ]
+            if table == "detail":
+                row += [_fmt(c["published_ratio"]), _fmt(c["simulated_ratio"])]
+            row.append({True: "yes", False: "NO", None: "-"}[c["agree"]])
+            rows.append(row)
+        if not rows:
+            continue
+        headers = ["machine", "benchmark"]
+        headers += ["param"] if table == "detail" else []
+        headers += ["config", "published", "simulated"]
+        headers += ["pub ratio", "sim ratio"] if table == "detail" else []
+        headers += ["agree"]
+        print_table(headers, rows, right=set(headers[-5:]), title=f"{table}: {titles[table]}")
+        print()
+    judged, published = result["judged"], result["published"]
+    print(f"validation of {result['campaign']} against the published measurements")
+    for key, table, what in (
+        ("direction_agreement", "ratios", "ratio cells with the published direction"),
+        ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
+        ("power_within_25pct", "power", "power cells within +-25%"),
+        ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
+        ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
+    ):
+        print(
+            f"  {key:28s} {_fmt(result[key], 3):>7s}  {what} ({judged[table]} of "
+            f"{published[table]} cells simulated)"
+        )
+
+
+def _fmt(value: float | None, decimals: int = 2) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    return f"{value:.{decimals}f}"
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

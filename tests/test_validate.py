@@ -1,0 +1,203 @@
+"""`dvfslab validate`: the published cells, the scores, the JSON and the command end to end.
+
+The end-to-end test runs a tiny stand-in for the intel-invariance campaign (one platform, two
+configurations, two short benchmarks, one iteration): the full campaign takes minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from dvfslab.campaign import load_campaign
+from dvfslab.validate import (
+    Cell,
+    calibration_names,
+    direction,
+    direction_agreement,
+    median_abs_ln_error,
+    published_cells,
+    scores,
+)
+
+TOP_KEYS = {
+    "direction_agreement",
+    "median_abs_ln_error",
+    "power_within_25pct",
+    "ppw_direction_agreement",
+    "cells",
+}
+CELL_KEYS = {"table", "machine", "benchmark", "param", "config", "published", "simulated", "agree"}
+
+
+def ratio_cell(published: float, simulated: float | None, better: str = "higher", neutral=False):
+    return Cell("ratios", "m", "b", "", "c", published, better, neutral, simulated=simulated)
+
+
+def power_cell(published: float, simulated: float | None) -> Cell:
+    return Cell("power", "m", "b", "", "c", published, "lower", simulated=simulated)
+
+
+# -- scoring ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ratio", "better", "neutral", "expected"),
+    [
+        (1.10, "higher", False, "improved"),
+        (1.10, "lower", False, "regressed"),
+        (0.90, "lower", False, "improved"),
+        (0.90, "higher", False, "regressed"),
+        (1.02, "higher", False, "neutral"),  # within +-2%
+        (0.98, "lower", False, "neutral"),
+        (1.03, "higher", False, "improved"),
+        (1.50, "higher", True, "neutral"),  # the publication's `~` wins
+    ],
+)
+def test_direction(ratio, better, neutral, expected):
+    assert direction(ratio, better, neutral) == expected
+
+
+def test_direction_agreement_handles_neutral_cells():
+    cells = [
+        ratio_cell(1.00, 1.01, neutral=True),  # ~ vs within 2%: agree
+        ratio_cell(1.00, 1.10, neutral=True),  # ~ vs improved: disagree
+        ratio_cell(1.14, 1.05),  # both improved: agree
+        ratio_cell(0.83, 0.99, better="lower"),  # improved vs neutral: disagree
+        ratio_cell(1.23, 1.30, better="lower"),  # both regressed: agree
+        ratio_cell(1.05, None),  # not simulated: not judged
+    ]
+    assert [c.agree for c in cells] == [True, False, True, False, True, None]
+    assert direction_agreement(cells) == pytest.approx(3 / 5)
+
+
+def test_median_abs_ln_error():
+    cells = [
+        ratio_cell(1.0, 1.0),
+        ratio_cell(1.0, math.e),
+        ratio_cell(2.0, 1.0),
+        ratio_cell(1.0, None),
+    ]
+    assert median_abs_ln_error(cells) == pytest.approx(math.log(2.0))
+    assert median_abs_ln_error([ratio_cell(1.0, None)]) is None
+
+
+def test_power_within_25_percent():
+    cells = [
+        power_cell(100.0, 125.0),  # the edge is inside
+        power_cell(100.0, 75.0),
+        power_cell(100.0, 126.0),
+        power_cell(100.0, 50.0),
+        power_cell(100.0, None),
+    ]
+    assert [c.agree for c in cells] == [True, True, False, False, None]
+    s = scores(cells)
+    assert s["power_within_25pct"] == pytest.approx(0.5)
+    assert s["direction_agreement"] is None  # no ratio cells
+    assert s["judged"]["power"] == 4
+
+
+def test_detail_cells_compare_the_ratio_to_the_baseline():
+    cell = Cell(
+        "detail", "m", "kernbench", "jobs=2", "c", 285.9, "lower", simulated=40.0,
+        published_ratio=0.75, simulated_ratio=0.9,
+    )  # fmt: skip
+    assert cell.agree is True
+    assert cell.to_dict()["published_ratio"] == 0.75
+
+
+# -- published cells -------------------------------------------------------------------------
+
+
+def test_calibration_ships_inside_the_package():
+    assert "intel-invariance" in calibration_names()
+    cells = published_cells("intel-invariance")
+    tables = {c.table for c in cells}
+    assert tables == {"ratios", "power", "perf-per-watt", "detail"}
+    gitsource = [c for c in cells if c.table == "detail" and c.benchmark == "gitsource"]
+    assert {c.param for c in gitsource} == {""}  # "none" is the campaign's no-sweep param
+    tb = next(
+        c
+        for c in cells
+        if c.table == "detail" and c.param == "clients=1" and c.config == "intel_pstate-powersave"
+    )
+    assert tb.published_ratio == pytest.approx(315.91 / 126.73)
+
+
+def test_shipped_campaign_covers_every_published_cell():
+    campaign = load_campaign("intel-invariance")
+    runs = {(r.platform, r.benchmark, r.config, r.param) for r in campaign.runs()}
+    summary = {(p, b, c) for p, b, c, _ in runs}
+    for cell in published_cells("intel-invariance"):
+        if cell.table == "detail":
+            assert (cell.machine, cell.benchmark, cell.config, cell.param) in runs, cell
+        else:
+            assert (cell.machine, cell.benchmark, cell.config) in summary, cell
+    assert campaign.iterations == 5
+
+
+# -- the command -----------------------------------------------------------------------------
+
+TINY = """
+name = "intel-invariance"
+platforms = ["skylake-e3-1240v5"]
+baseline = "baseline-schedutil-noninv"
+iterations = 5
+
+[configs]
+baseline-schedutil-noninv = "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq"
+schedutil-inv-4c = "schedutil:invariant=1,freq_max=4c,kernel=5.2,driver=intel_cpufreq"
+
+[benchmarks]
+tbench4 = { workload = "tbench", sweep = { clients = [1, 2] }, duration_s = 0.05 }
+gitsource = { workload = "gitsource:commands=200" }
+"""
+
+
+def test_cli_end_to_end_json(cli, tmp_path: Path):
+    campaign = tmp_path / "tiny.toml"
+    campaign.write_text(TINY, encoding="utf-8")
+    out = tmp_path / "store"
+    args = ["validate", str(campaign), "--iterations", "1", "--out", str(out), "--jobs", "1"]
+    run = cli(*args, "--json", "--quiet")
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc.keys() >= TOP_KEYS
+    for key in ("direction_agreement", "power_within_25pct", "ppw_direction_agreement"):
+        assert 0.0 <= doc[key] <= 1.0
+    assert doc["median_abs_ln_error"] >= 0.0
+    assert all(cell.keys() >= CELL_KEYS for cell in doc["cells"])
+    simulated = [c for c in doc["cells"] if c["simulated"] is not None]
+    # Skylake: tbench4 and gitsource, ratios, power and ppw for both configs; detail: gitsource.
+    assert {(c["table"], c["benchmark"]) for c in simulated} == {
+        (t, b) for t in ("ratios", "power", "perf-per-watt") for b in ("tbench4", "gitsource")
+    } | {("detail", "gitsource")}
+    assert all(c["machine"] == "skylake-e3-1240v5" for c in simulated)
+    assert doc["judged"]["ratios"] == 2  # inv-4c on two benchmarks
+    # --iterations 1 ran one iteration per point, not the file's 5.
+    assert len(list((out / "runs").glob("*.parquet"))) == 2 * (2 + 1)
+
+    # Run again as text: every run is reused from the store.
+    text = cli(*args)
+    assert text.code == 0, text.stderr
+    assert "6 already stored" in text.stdout
+    assert "direction_agreement" in text.stdout
+    assert "power_within_25pct" in text.stdout
+
+
+def test_cli_refuses_a_campaign_without_published_numbers(cli, tmp_path: Path):
+    campaign = tmp_path / "other.toml"
+    campaign.write_text(TINY.replace('"intel-invariance"', '"other"'), encoding="utf-8")
+    run = cli("validate", str(campaign), "--out", str(tmp_path / "s"))
+    assert run.code == 1
+    assert "no published measurements for campaign 'other'" in run.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_validate_has_help_with_examples(cli):
+    run = cli("validate", "--help")
+    assert run.code == 0
+    assert "dvfslab validate intel-invariance" in run.stdout
