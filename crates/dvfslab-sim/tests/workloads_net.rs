@@ -165,7 +165,7 @@ fn bad_knobs_are_errors_naming_the_knob() {
         ("tbench:client=2", "client"),
         ("dbench4:device=2", "device"),
         ("dbench4:ops=10", "ops"),
-        ("netperf:test=3", "test"),
+        ("netperf:test=4", "test"),
         ("netperf:size=-1", "size"),
         ("hackbench:pipes=2", "pipes"),
         ("hackbench:groups=0", "groups"),
@@ -180,4 +180,15 @@ fn bad_knobs_are_errors_naming_the_knob() {
         let text = err.to_string();
         assert!(text.contains(&format!(": {knob}: ")), "{workload}: {text}");
     }
+}
+
+#[test]
+fn udp_stream_is_bound_by_the_receiver_and_follows_frequency() {
+    let rate = |gov: &str| common::run("skylake-e3-1240v5", gov, "netperf:test=udp-stream,size=1024", 0.3, 1).summary;
+    let (fast, slow) = (rate("performance"), rate("powersave"));
+    assert_eq!(fast.metric.unit, "Mbit/s");
+    assert!(fast.metric.value > 2.0 * slow.metric.value, "{} vs {}", fast.metric.value, slow.metric.value);
+    // Both ends stay busy: a stream keeps its two CPUs loaded.
+    let busy = fast.per_cpu.iter().filter(|c| c.busy_pct > 50.0).count();
+    assert_eq!(busy, 2);
 }

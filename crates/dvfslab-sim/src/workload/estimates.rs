@@ -170,6 +170,9 @@ pub mod netperf {
     /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
     pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
     pub const STREAM_MAX_INFLIGHT_MSGS: u32 = 4096;
+    /// UDP_STREAM receive buffer: the default `net.core.rmem_default` of 212992 bytes [KNOW];
+    /// what is in flight beyond it is dropped in Linux.
+    pub const UDP_RCVBUF_BYTES: u32 = 212_992;
 }
 
 /// pgbench at scale 1 against a local PostgreSQL (A4). Calibrate against single-client TPS

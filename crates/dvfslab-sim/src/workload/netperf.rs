@@ -32,10 +32,10 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             "test",
             1.0,
             0.0,
-            2.0,
-            "0 = udp-rr (UDP_RR), 1 = tcp-rr (TCP_RR), 2 = tcp-stream (TCP_STREAM)",
+            3.0,
+            "0 = udp-rr (UDP_RR), 1 = tcp-rr (TCP_RR), 2 = tcp-stream (TCP_STREAM), 3 = udp-stream (UDP_STREAM)",
         )
-        .choices(&[("udp-rr", 0.0), ("tcp-rr", 1.0), ("tcp-stream", 2.0)]),
+        .choices(&[("udp-rr", 0.0), ("tcp-rr", 1.0), ("tcp-stream", 2.0), ("udp-stream", 3.0)]),
         Knob::new(
             "size",
             "bytes",
@@ -50,10 +50,11 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         let test = match k.get_u64("test") {
             0 => Test::UdpRr,
             1 => Test::TcpRr,
-            _ => Test::TcpStream,
+            2 => Test::TcpStream,
+            _ => Test::UdpStream,
         };
         let size = match (k.get_u64("size") as u32, test) {
-            (0, Test::TcpStream) => 16384,
+            (0, Test::TcpStream | Test::UdpStream) => 16384,
             (0, _) => 1,
             (s, _) => s,
         };
@@ -66,6 +67,10 @@ enum Test {
     UdpRr,
     TcpRr,
     TcpStream,
+    /// The sender never waits for acknowledgements; a full receive buffer drops datagrams in
+    /// Linux and makes the sender wait here (the received throughput, which MMTests reports,
+    /// is the same: the receiver's rate).
+    UdpStream,
 }
 
 /// Counter of completed transactions (RR) or received bytes (STREAM).
@@ -113,8 +118,11 @@ impl Netperf {
 
     fn stream(&self) -> Vec<TaskSpec> {
         let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
-        let window_msgs =
-            (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
+        let window_bytes = match self.test {
+            Test::UdpStream => netperf::UDP_RCVBUF_BYTES,
+            _ => netperf::STREAM_WINDOW_BYTES,
+        };
+        let window_msgs = (window_bytes / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
         // The sender starts with a window of credits, then spends one per send.
         let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
         let top = sender.len();
@@ -139,7 +147,7 @@ impl Netperf {
 impl Workload for Netperf {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         match self.test {
-            Test::TcpStream => self.stream(),
+            Test::TcpStream | Test::UdpStream => self.stream(),
             _ => self.rr(),
         }
     }
@@ -152,7 +160,7 @@ impl Workload for Netperf {
         let secs = stats.sim_time_ns as f64 / 1e9;
         let done = stats.counters.get(DONE as usize).copied().unwrap_or(0) as f64;
         let (value, unit) = match self.test {
-            Test::TcpStream => (done * 8.0 / 1e6, "Mbit/s"),
+            Test::TcpStream | Test::UdpStream => (done * 8.0 / 1e6, "Mbit/s"),
             _ => (done, "trans/s"),
         };
         Metric {
