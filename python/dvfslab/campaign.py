@@ -150,7 +150,14 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
         platform = campaign.platform(run.platform)
         try:
             _core.simulate(
-                platform.preset_json, platform.ref, run.governor, run.workload, 1, 0, False, False
+                platform.preset_json,
+                platform.ref,
+                run.governor,
+                run.workload,
+                _check_duration_ns(run.workload),
+                0,
+                False,
+                False,
             )
         except ConfigError as e:
             where = campaign.source or f"campaign {campaign.name}"
@@ -159,6 +166,19 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
                 f"{where}: platform {run.platform}, config {run.config}, "
                 f"benchmark {run.benchmark}{param}: {e}"
             ) from None
+
+
+def _check_duration_ns(workload: str) -> int:
+    """A run just long enough to be checked: 1 ns, or 1 ms past a `warmup_ms` the spec sets
+    (the simulator refuses a warm-up that does not end before the run)."""
+    for item in workload.partition(":")[2].split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == "warmup_ms":
+            try:
+                return int(float(value) * 1e6) + 1_000_000
+            except ValueError:
+                return 1  # the simulator names the bad value
+    return 1
 
 
 def run_campaign(

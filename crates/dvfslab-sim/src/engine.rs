@@ -29,6 +29,8 @@ pub enum Event {
     IoComplete { dev: u32, task: u32 },
     /// Periodic read of the RAPL counters, so wraps are seen.
     RaplSample,
+    /// End of the warm-up: what was measured so far is set aside.
+    WarmupEnd,
     /// End of the simulated duration.
     End,
 }

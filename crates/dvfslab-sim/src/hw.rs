@@ -450,7 +450,8 @@ impl Sim {
         let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let unit_j = self.plat.file.rapl.energy_unit_uj * 1e-6;
         for pkg in 0..self.packages.len() {
-            let total = self.package_energy_j(pkg);
+            // The counter never restarts: it counts the warm-up's energy too.
+            let total = self.package_energy_j(pkg) + self.packages[pkg].energy_before_warmup_j;
             let counter = ((total / unit_j).floor() as u64) & mask;
             let p = &mut self.packages[pkg];
             let delta = counter.wrapping_sub(p.rapl_last) & mask;
@@ -471,9 +472,48 @@ impl Sim {
         total
     }
 
+    /// The warm-up is over: bring every account up to now, then start them again from zero, so
+    /// that the metric, energy, power and per-CPU figures cover the measured interval only.
+    pub(crate) fn end_warmup(&mut self) {
+        for cpu in 0..self.cpus.len() {
+            self.account_segment(cpu);
+            self.sync_counters(cpu);
+            self.account_freq_time(cpu);
+            self.account_busy_idle(cpu);
+            let c = &mut self.cpus[cpu];
+            c.busy_ns = 0;
+            c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
+            c.freq_ns.clear();
+            // Keep the tick's counter deltas right while the totals restart from zero.
+            c.tick_aperf -= c.aperf;
+            c.tick_mperf -= c.mperf;
+            c.aperf = 0.0;
+            c.mperf = 0.0;
+            c.util_avg_max = c.avg.util_avg;
+        }
+        self.rapl_sample();
+        for pkg in 0..self.packages.len() {
+            self.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
+            self.packages[pkg].uncore_energy_j = 0.0;
+            self.packages[pkg].rapl_units = 0;
+        }
+        for core in self.cores.iter_mut() {
+            core.energy_j = 0.0;
+        }
+        self.stats.counters.iter_mut().for_each(|n| *n = 0);
+        self.stats.responses_ns.clear();
+        self.stats.latencies_ns.iter_mut().for_each(Vec::clear);
+        self.stats.work_done_before_warmup = self.tasks.iter().map(|t| t.work_done).sum();
+        self.stats.time_to_top_ns = None;
+    }
+
     /// Settle every account at the end of the run.
     pub(crate) fn finish(&mut self, end: u64) {
         debug_assert_eq!(end, self.q.now());
+        if end < self.warmup_ns {
+            // The workload finished before its warm-up did: the whole run is the measurement.
+            self.warmup_ns = 0;
+        }
         for cpu in 0..self.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
@@ -481,8 +521,8 @@ impl Sim {
             self.account_busy_idle(cpu);
         }
         self.rapl_sample();
-        self.stats.sim_time_ns = end;
-        self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum();
+        self.stats.sim_time_ns = end - self.warmup_ns;
+        self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum::<f64>() - self.stats.work_done_before_warmup;
         self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.cpus.len() {

@@ -71,7 +71,9 @@ pub struct SimResult {
 }
 
 pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
-    let secs = end as f64 * 1e-9;
+    // Everything below covers the measured interval, after the workload's warm-up.
+    let measured = end - sim.warmup_ns;
+    let secs = measured as f64 * 1e-9;
     let packages: Vec<PackageJson> = (0..sim.packages.len())
         .map(|p| {
             let pkg = &sim.packages[p];
@@ -96,7 +98,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             let states = &sim.plat.cluster(t.cluster).idle_states;
             CpuJson {
                 cpu,
-                busy_pct: if end > 0 { 100.0 * c.busy_ns as f64 / end as f64 } else { 0.0 },
+                busy_pct: if measured > 0 { 100.0 * c.busy_ns as f64 / measured as f64 } else { 0.0 },
                 // turbostat's Bzy_MHz: base · ΔAPERF/ΔMPERF over the busy time.
                 avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
                 util_avg_max: c.util_avg_max,

@@ -119,6 +119,8 @@ pub(crate) struct Package {
     pub since: TimeNs,
     pub mv: f64,
     pub rapl_last: u64,
+    /// Energy spent before the warm-up ended (set aside from the figures, not from the counter).
+    pub energy_before_warmup_j: f64,
     /// A turbo-limit re-evaluation is scheduled on the PCU grid.
     pub pcu_pending: bool,
     pub rapl_units: u64,
@@ -158,6 +160,8 @@ pub struct Sim {
     /// Inputs a governor gave with [`PolicyCtx::explain`] for its next request.
     pub(crate) pending_inputs: Vec<(&'static str, f64)>,
     pub(crate) end_ns: TimeNs,
+    /// Start of the measured interval (the end of the workload's warm-up).
+    pub(crate) warmup_ns: TimeNs,
     pub(crate) started: bool,
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
@@ -210,6 +214,18 @@ impl Sim {
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
+        }
+        let warmup_ns = crate::workload::warmup_ns(&cfg.workload)?;
+        if warmup_ns >= duration_ns {
+            return Err(SimError::config(
+                "workload",
+                "warmup_ms",
+                format!(
+                    "the warm-up ({} ms) must end before the run does ({} ms)",
+                    warmup_ns / 1_000_000,
+                    duration_ns / 1_000_000
+                ),
+            ));
         }
 
         let ncpus = plat.ncpus();
@@ -289,6 +305,7 @@ impl Sim {
                 since: 0,
                 mv: 0.0,
                 rapl_last: 0,
+                energy_before_warmup_j: 0.0,
                 pcu_pending: false,
                 rapl_units: 0,
             })
@@ -339,6 +356,7 @@ impl Sim {
             explain: cfg.explain.then(Vec::new),
             pending_inputs: Vec::new(),
             end_ns: duration_ns,
+            warmup_ns,
             started: false,
             live_tasks: 0,
             waiting: 0,
@@ -371,10 +389,14 @@ impl Sim {
             self.spawn(spec);
         }
         self.q.push(self.end_ns, Event::End);
+        if self.warmup_ns > 0 {
+            self.q.push(self.warmup_ns, Event::WarmupEnd);
+        }
         self.q.push(crate::hw::RAPL_SAMPLE_NS.min(self.end_ns), Event::RaplSample);
         while let Some((_, ev)) = self.q.pop() {
             match ev {
                 Event::End => break,
+                Event::WarmupEnd => self.end_warmup(),
                 Event::SegmentEnd { cpu, token } => {
                     if self.cpus[cpu as usize].seg_token == token {
                         self.segment_end(cpu as usize);

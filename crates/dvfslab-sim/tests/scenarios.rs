@@ -130,3 +130,40 @@ mod invariants {
         assert!(freq_of(&r, 0) > 0.0 || r.summary.per_cpu.iter().any(|c| c.busy_pct > 0.0));
     }
 }
+
+mod warmup {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_is_left_out_of_every_figure() {
+        let full = run("skylake-e3-1240v5", "schedutil:invariant=0", "netperf:test=tcp-stream", 1.0, 0).summary;
+        let warm =
+            run("skylake-e3-1240v5", "schedutil:invariant=0", "netperf:test=tcp-stream,warmup_ms=400", 1.0, 0).summary;
+        assert!((warm.sim_time_s - 0.6).abs() < 1e-9, "{}", warm.sim_time_s);
+        // Non-invariant schedutil starts low and climbs as util grows: the measured interval
+        // after the warm-up runs faster on average than the whole run.
+        assert!(warm.metric.value > full.metric.value, "{} vs {}", warm.metric.value, full.metric.value);
+        // Energy, RAPL, busy time and residency all cover the measured 0.6 s.
+        let cores: f64 = warm.per_cpu.iter().map(|c| c.energy_j).sum();
+        let uncore: f64 = warm.packages.iter().map(|p| p.uncore_energy_j).sum();
+        assert!((cores + uncore - warm.energy_j).abs() < 1e-9 * warm.energy_j);
+        assert!((warm.packages[0].rapl_energy_j - warm.energy_j).abs() < 61.04e-6 * 3.0);
+        for c in &warm.per_cpu {
+            let total: f64 = c.time_in_freq.values().sum();
+            assert!((total - 0.6).abs() < 1e-6, "cpu {}: {total}", c.cpu);
+            assert!(c.busy_pct <= 100.0 + 1e-9);
+        }
+    }
+
+    #[test]
+    fn a_warm_up_past_the_end_is_an_error() {
+        let cfg = dvfslab_sim::SimConfig {
+            governor: "performance".into(),
+            workload: "cpu-bound:warmup_ms=2000".into(),
+            duration_ns: Some(1_000_000_000),
+            ..Default::default()
+        };
+        let err = dvfslab_sim::simulate(&common::preset("pixel6"), "pixel6", &cfg).err().unwrap().to_string();
+        assert!(err.contains("warmup_ms"), "{err}");
+    }
+}

@@ -146,6 +146,8 @@ pub struct RunStats {
     pub busy_avg_khz: f64,
     /// When a frequency domain first ran its highest frequency with one active core (ns).
     pub time_to_top_ns: Option<u64>,
+    /// Work done during the warm-up, left out of `work_done`.
+    pub work_done_before_warmup: f64,
 }
 
 /// An I/O device: up to `queue_depth` requests in service at once, the rest wait in FIFO order.
@@ -216,8 +218,37 @@ pub fn parse(text: &str) -> Result<(Spec, Box<dyn Workload>)> {
         let known: Vec<&str> = REGISTRY.iter().map(|w| w.name).collect();
         SimError::config("workload", &spec.name, format!("unknown workload (known: {})", known.join(", ")))
     })?;
-    let (values, _) = KnobValues::resolve(&spec, info.knobs, "workload", &[])?;
+    let mut knobs = info.knobs.to_vec();
+    knobs.extend_from_slice(COMMON_KNOBS);
+    let (values, _) = KnobValues::resolve(&spec, &knobs, "workload", &[])?;
     Ok((spec, (info.build)(&values)))
+}
+
+/// Knobs every workload spec accepts besides its own.
+pub const COMMON_KNOBS: &[Knob] = &[Knob::new(
+    "warmup_ms",
+    "ms",
+    0.0,
+    0.0,
+    1e7,
+    "leading interval left out of the metric, energy and per-CPU figures (the benchmark's warm-up)",
+)];
+
+/// The warm-up a workload spec asks for (ns); 0 for rt-app files, workloads built in code
+/// (empty spec) and specs without one.
+pub fn warmup_ns(text: &str) -> Result<u64> {
+    let text = text.trim_start();
+    if text.is_empty() || text.starts_with('{') {
+        return Ok(0);
+    }
+    let spec = Spec::parse(text, "workload")?;
+    let (values, _) = KnobValues::resolve(
+        &Spec { name: spec.name.clone(), params: spec.params.into_iter().filter(|(k, _)| k == "warmup_ms").collect() },
+        COMMON_KNOBS,
+        "workload",
+        &[],
+    )?;
+    Ok((values.get("warmup_ms") * 1e6) as u64)
 }
 
 /// Check that every program's jumps, spawns and devices point at something that exists, so a
