@@ -215,11 +215,26 @@ impl Sim {
             .filter(|&l| self.plat.llcs[l].iter().any(|&c| ok(c)))
             .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)));
         if let Some(llc) = llc {
+            // Among the idle CPUs (of idle cores first), the one in the shallowest idle state,
+            // then the one that went idle last (find_idlest_group_cpu): it wakes fastest and
+            // its caches are warmest.
             let cpus = &self.plat.llcs[llc];
-            if let Some(c) = self.find_idle_core(task, cpus, cpus[0]) {
+            let idle_core =
+                |c: usize| self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s));
+            let best = |candidates: &mut dyn Iterator<Item = usize>| {
+                candidates.min_by_key(|&c| {
+                    let cpu = &self.cpus[c];
+                    let exit_ns = cpu
+                        .idle_state
+                        .map_or(0, |s| (self.plat.cluster_of_cpu(c).idle_states[s].exit_latency_us * 1000.0) as u64);
+                    (exit_ns, std::cmp::Reverse(cpu.idle_since), c)
+                })
+            };
+            let idle = |c: &usize| ok(*c) && self.cpu_is_idle(*c);
+            if let Some(c) = best(&mut cpus.iter().copied().filter(idle).filter(|&c| idle_core(c))) {
                 return c;
             }
-            if let Some(&c) = cpus.iter().find(|&&c| ok(c) && self.cpu_is_idle(c)) {
+            if let Some(c) = best(&mut cpus.iter().copied().filter(idle)) {
                 return c;
             }
         }
