@@ -14,7 +14,9 @@ from dvfslab.api import simulate
 from dvfslab.platforms import list_platforms
 from dvfslab.result import Metric, SimResult
 
-__version__: str = _native_version()
+# The package version; `_core.version()` adds a digest of the simulator's sources after a "+",
+# which results stores use so that runs of another simulator build are never reused.
+__version__: str = _native_version().split("+", 1)[0]
 
 __all__ = [
     "ConfigError",

@@ -83,7 +83,10 @@ class SimulateOutput(TypedDict):
     explain: ExplainColumns | None
     """Present only when asked for with `explain=True`."""
 
-def version() -> str: ...
+def version() -> str:
+    """The package version and a digest of the simulator's sources, "0.1.0+<digest>": two
+    builds with the same string simulate the same way."""
+
 def simulate(
     platform_json: str,
     platform_source: str,

@@ -190,9 +190,11 @@ fn run_bench(py: Python<'_>, platform_json: &str, seconds_simulated: f64) -> PyR
     Ok(r.to_string())
 }
 
+/// The package version and a digest of the simulator's sources ("0.1.0+1a2b3c4d5e6f7a8b"): two
+/// builds with the same string simulate the same way.
 #[pyfunction]
-fn version() -> &'static str {
-    env!("CARGO_PKG_VERSION")
+fn version() -> String {
+    format!("{}+{}", env!("CARGO_PKG_VERSION"), env!("DVFSLAB_SIM_DIGEST"))
 }
 
 #[pymodule]
