@@ -55,11 +55,6 @@ pub const CHASE_MISS_NS: f64 = 90.0;
 /// `iorun`: bytes written to the I/O device per ns (≈ 1 GB/s).
 pub const IO_BYTES_PER_NS: f64 = 1.0;
 
-/// A 1 ns run placed before a mark that must not be taken until the task really runs: after a
-/// wake-up the simulator interprets instant operations at the wake-up time, while the CPU may
-/// still be leaving its idle state (1.5 ms on Juno); this makes the mark wait for the CPU.
-const SETTLE: Op = Op::RunFor { ns: Amount::Fixed(1.0) };
-
 /// What a latency slot measures.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SlotKind {
@@ -505,7 +500,7 @@ impl Emitter<'_> {
     }
 
     fn timed(&mut self, slot: u16, op: Op) {
-        self.ops.extend([SETTLE, Op::Mark(Mark::Start(slot)), op, Op::Mark(Mark::End(slot))]);
+        self.ops.extend([Op::Mark(Mark::Start(slot)), op, Op::Mark(Mark::End(slot))]);
     }
 
     /// `Unlock H(c)` once per thread that may wait on `c` (at least once).
@@ -545,7 +540,6 @@ impl Emitter<'_> {
                 self.ops.extend([
                     Op::Mark(Mark::End(slot)),
                     Op::WaitPeriod { period_ns: period_us * users * 1000 },
-                    SETTLE,
                     Op::Mark(Mark::ActivationDone),
                 ]);
                 self.restart_timer_busy();
