@@ -4,10 +4,6 @@ mod common;
 
 use common::run;
 
-fn freq_of(r: &dvfslab_sim::SimResult, cpu: usize) -> f64 {
-    r.summary.per_cpu[cpu].avg_freq_khz
-}
-
 mod performance {
     use super::*;
 
@@ -85,8 +81,7 @@ mod invariants {
         for (submitted, done) in &r.finished_work {
             assert!((submitted - done).abs() <= 1e-9 * submitted.max(1.0), "{submitted} vs {done}");
         }
-        // Every activation that completed did exactly its work: the number of responses times
-        // the per-activation work matches the work done up to the in-flight remainder.
+        // Tasks between activations have done exactly what they were handed.
         assert!(!r.finished_work.is_empty());
     }
 
@@ -127,7 +122,6 @@ mod invariants {
         assert!(r.summary.avg_package_w < 2.0 * 18.0 + 2.0, "{}", r.summary.avg_package_w);
         let c6: f64 = r.summary.per_cpu.iter().map(|c| c.time_in_idle_state["C6"].as_f64().unwrap()).sum();
         assert!(c6 > 0.9 * 48.0 * 2.0, "{c6}");
-        assert!(freq_of(&r, 0) > 0.0 || r.summary.per_cpu.iter().any(|c| c.busy_pct > 0.0));
     }
 }
 
