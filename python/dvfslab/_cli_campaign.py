@@ -290,7 +290,8 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         cmd_validate,
         "  dvfslab validate intel-invariance\n"
         "  dvfslab validate intel-invariance --iterations 1 --json\n"
-        "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n\n"
+        "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
+        "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n\n"
         "Runs already in the results store (default results/<campaign name>) are reused. The\n"
         "published numbers ship in dvfslab/data/calibration/; docs/validation.md explains the\n"
         "scores.",
@@ -306,6 +307,11 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
     p.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    p.add_argument(
+        "--fit-power",
+        action="store_true",
+        help="also fit each platform's package-power constants to the published watts",
+    )
     _add_jobs(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -314,8 +320,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
+    from dvfslab.power_fit import fit_power, print_fits
     from dvfslab.report import build_report
-    from dvfslab.validate import print_validation, published_cells, validate_report
+    from dvfslab.validate import print_validation, published_cells, published_power, validate_report
 
     _check_jobs(args.jobs)
     campaign = load_campaign(args.campaign)
@@ -333,12 +340,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if results.empty:
         raise ConfigError(f"{summary.out_dir}: no finished runs")
     result = validate_report(campaign.name, build_report(results, campaign.baseline))
+    fits = fit_power(results, published_power(campaign.name)) if args.fit_power else None
+    if fits is not None:
+        result["power_fit"] = [f.to_dict() for f in fits]
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         _print_summary(summary, keep=True)
         print()
         print_validation(result)
+        if fits is not None:
+            print("\nPackage-power constants fitted to the published watts (docs/validation.md):")
+            print_fits(fits)
     return 0
 
 

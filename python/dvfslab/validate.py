@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
 
+import pandas as pd
+
 from dvfslab._core import ConfigError
 
 if TYPE_CHECKING:
@@ -185,6 +187,14 @@ def _read_csv(name: str, table: TableName) -> list[dict[str, str]]:
     if not path.is_file():
         return []
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+def published_power(name: str) -> pd.DataFrame:
+    """The published power table of campaign `name`: machine, benchmark, config, package_watts."""
+    table = pd.DataFrame(_read_csv(name, "power"))
+    if not table.empty:
+        table["package_watts"] = table["package_watts"].astype(float)
+    return table
 
 
 def published_cells(name: str) -> list[Cell]:

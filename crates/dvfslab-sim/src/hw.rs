@@ -31,7 +31,7 @@ impl Sim {
         }
         for pkg in 0..self.packages.len() {
             self.packages[pkg].mv = self.package_voltage(pkg);
-            self.packages[pkg].uncore_w = self.uncore_power(pkg);
+            self.repower_package(pkg);
         }
         for core in 0..self.cores.len() {
             self.cores[core].power_w = self.core_power(core);
@@ -104,13 +104,37 @@ impl Sim {
         }
     }
 
-    fn uncore_power(&self, pkg: usize) -> f64 {
+    /// Uncore power now (W) and its clock level: every core power-gated leaves the package
+    /// idle; otherwise the uncore draws its static power plus a share of `p_uncore_dyn_w` that
+    /// follows its clock, which tracks the fastest core not power-gated (uncore frequency
+    /// scaling: `level` = 0 at the lowest core frequency, 1 at the highest).
+    fn uncore_power(&self, pkg: usize) -> (f64, Option<f64>) {
         let pp = &self.plat.file.package_power;
         if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
-            pp.p_pkg_idle_w
-        } else {
-            pp.p_uncore_active_w
+            return (pp.p_pkg_idle_w, None);
         }
+        let level = self.plat.packages[pkg]
+            .cores
+            .iter()
+            .filter(|&&core| !self.cores[core].gated)
+            .map(|&core| {
+                let t = &self.plat.cores[core];
+                let q = &self.plat.cluster(t.cluster).frequency;
+                let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
+                (self.domains[t.domain].actual_khz.saturating_sub(q.min_khz)) as f64 / span
+            })
+            .fold(0.0, f64::max)
+            .min(1.0);
+        (pp.p_uncore_active_w + pp.p_uncore_dyn_w * level, Some(level))
+    }
+
+    /// Settle the package's energy, then take its uncore power for the current state.
+    fn repower_package(&mut self, pkg: usize) {
+        self.touch_package(pkg);
+        let (w, level) = self.uncore_power(pkg);
+        let p = &mut self.packages[pkg];
+        p.uncore_w = w;
+        p.uncore_level = level;
     }
 
     fn touch_core(&mut self, core: usize) {
@@ -123,7 +147,12 @@ impl Sim {
     fn touch_package(&mut self, pkg: usize) {
         let now = self.q.now();
         let p = &mut self.packages[pkg];
-        p.uncore_energy_j += p.uncore_w * (now - p.since) as f64 * 1e-9;
+        let dt = now - p.since;
+        p.uncore_energy_j += p.uncore_w * dt as f64 * 1e-9;
+        match p.uncore_level {
+            None => p.idle_ns += dt,
+            Some(level) => p.uncore_clock_s += level * dt as f64 * 1e-9,
+        }
         p.since = now;
     }
 
@@ -181,7 +210,7 @@ impl Sim {
             }
             self.cores[core].active = active;
             self.cores[core].gated = gated;
-            self.packages[pkg].uncore_w = self.uncore_power(pkg);
+            self.repower_package(pkg);
             let after = self.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
@@ -362,6 +391,9 @@ impl Sim {
         for &core in repowered {
             self.cores[core].power_w = self.core_power(core);
         }
+        if self.plat.file.package_power.p_uncore_dyn_w > 0.0 {
+            self.repower_package(pkg);
+        }
         let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
         let cpufreq_scale = self.invariant && !self.x86_counters();
         for i in 0..self.plat.domains[d].cpus.len() {
@@ -494,8 +526,11 @@ impl Sim {
         self.rapl_sample();
         for pkg in 0..self.packages.len() {
             self.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
-            self.packages[pkg].uncore_energy_j = 0.0;
-            self.packages[pkg].rapl_units = 0;
+            let p = &mut self.packages[pkg];
+            p.uncore_energy_j = 0.0;
+            p.idle_ns = 0;
+            p.uncore_clock_s = 0.0;
+            p.rapl_units = 0;
         }
         for core in self.cores.iter_mut() {
             core.energy_j = 0.0;

@@ -28,6 +28,7 @@ mod eas;
 pub mod energy_model;
 pub mod engine;
 pub mod error;
+mod fork_balance;
 pub mod governor;
 mod hw;
 pub mod invariance;

@@ -109,7 +109,7 @@ impl Sim {
 
     /// Move the running task of `src` to the idle `dst` (active balance) and let `src` run
     /// its next task or go idle.
-    fn migrate_running(&mut self, src: usize, dst: usize) {
+    pub(crate) fn migrate_running(&mut self, src: usize, dst: usize) {
         let task = self.cpus[src].curr.expect("a running task");
         self.update_curr(src);
         self.update_cpu_pelt(src);

@@ -30,6 +30,8 @@ struct Device {
     spec: DeviceSpec,
     in_service: u32,
     queue: VecDeque<(usize, u64)>,
+    /// Group commit: the tasks whose requests the commit under way carries.
+    committing: Vec<usize>,
 }
 
 /// The shared objects of one simulation, created on first use by id (devices are declared by
@@ -45,7 +47,10 @@ pub(crate) struct Objects {
 impl Objects {
     pub(crate) fn with_devices(specs: Vec<DeviceSpec>) -> Objects {
         Objects {
-            devices: specs.into_iter().map(|spec| Device { spec, in_service: 0, queue: VecDeque::new() }).collect(),
+            devices: specs
+                .into_iter()
+                .map(|spec| Device { spec, in_service: 0, queue: VecDeque::new(), committing: Vec::new() })
+                .collect(),
             ..Objects::default()
         }
     }
@@ -74,6 +79,17 @@ impl Sim {
         match c.waiters.pop_front() {
             Some(task) => self.wake_task(task, Some((waker_cpu, sync)), UpdateFlags::default()),
             None => c.tokens += 1,
+        }
+    }
+
+    /// `Op::Offer`: like `channel_post` without `sync`, but a token that finds `capacity`
+    /// others queued is dropped.
+    pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
+        let c = slot(&mut self.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => self.wake_task(task, Some((waker_cpu, false)), UpdateFlags::default()),
+            None if c.tokens < capacity as u64 => c.tokens += 1,
+            None => {}
         }
     }
 
@@ -129,8 +145,13 @@ impl Sim {
     /// `Op::Io`: start service at once if the device has a free slot, else queue.
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64) {
         let d = &mut self.objects.devices[dev as usize];
-        if d.in_service < d.spec.queue_depth {
+        // One commit at a time carries every request of a group-commit device.
+        let slots = if d.spec.group_commit { 1 } else { d.spec.queue_depth };
+        if d.in_service < slots {
             d.in_service += 1;
+            if d.spec.group_commit {
+                d.committing.push(task);
+            }
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: task as u32 });
         } else {
@@ -139,14 +160,24 @@ impl Sim {
     }
 
     /// An I/O completed: wake its task with the iowait flag and start the next queued one.
+    /// Under group commit the completion is a whole commit's: every task it carried wakes,
+    /// and everything that queued meanwhile goes out together in the next commit, which takes
+    /// the service time of its oldest request.
     pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
         let d = &mut self.objects.devices[dev as usize];
         d.in_service -= 1;
+        let woken = if d.spec.group_commit { std::mem::take(&mut d.committing) } else { vec![task] };
         if let Some((next, service_ns)) = d.queue.pop_front() {
             d.in_service += 1;
+            if d.spec.group_commit {
+                d.committing.push(next);
+                d.committing.extend(d.queue.drain(..).map(|(t, _)| t));
+            }
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
-        self.wake_task(task, None, UpdateFlags { iowait: true });
+        for t in woken {
+            self.wake_task(t, None, UpdateFlags { iowait: true });
+        }
     }
 }

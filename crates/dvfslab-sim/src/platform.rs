@@ -153,6 +153,10 @@ pub struct IdleStateFile {
 #[serde(deny_unknown_fields)]
 pub struct PackagePowerFile {
     pub p_uncore_active_w: f64,
+    /// Extra uncore power at the top of its clock range, which follows the fastest active
+    /// core (uncore frequency scaling); 0 for a fixed uncore clock.
+    #[serde(default)]
+    pub p_uncore_dyn_w: f64,
     pub p_pkg_idle_w: f64,
     pub power_limit_w: Option<f64>,
     pub smt_activity_gain: f64,
@@ -421,7 +425,7 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
     }
     let pp = &f.package_power;
-    if pp.p_uncore_active_w < 0.0 || pp.p_pkg_idle_w < 0.0 {
+    if pp.p_uncore_active_w < 0.0 || pp.p_pkg_idle_w < 0.0 || pp.p_uncore_dyn_w < 0.0 {
         return err("package_power", "powers must be >= 0".into());
     }
     if let Some(pl) = pp.power_limit_w {
@@ -579,6 +583,11 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
         c.power.activity * c.power.c_eff_nf * 1e-9 * v * v * (khz as f64 * 1e3)
             + c.power.p_leak_ref_mw / 1000.0 * (mv / c.power.v_ref_mv).powi(3)
     };
+    // The uncore clock follows the cores' (uncore frequency scaling).
+    let uncore_w = |khz: u32| {
+        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
+        pp.p_uncore_active_w + pp.p_uncore_dyn_w * (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0)
+    };
     // Candidate hardware frequencies: the P-state grid plus every curve point and bin.
     let mut grid: Vec<u32> = q.pstates_khz.clone();
     grid.extend(q.vf_curve.iter().map(|p| p.0).filter(|&f| f >= q.min_khz && f <= q.max_khz));
@@ -600,7 +609,7 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
                     .iter()
                     .copied()
                     .filter(|&f| f <= ceiling)
-                    .filter(|&f| f <= q.base_khz || pp.p_uncore_active_w + n as f64 * core_w(f) <= limit)
+                    .filter(|&f| f <= q.base_khz || uncore_w(f) + n as f64 * core_w(f) <= limit)
                     .max()
                     .unwrap_or(q.base_khz),
             }

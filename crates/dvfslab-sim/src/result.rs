@@ -24,6 +24,10 @@ pub struct PackageJson {
     pub avg_w: f64,
     pub rapl_energy_j: f64,
     pub uncore_energy_j: f64,
+    /// Seconds with every core power-gated (package C-state residency).
+    pub idle_s: f64,
+    /// Integral over the active time of the uncore clock's level, 0..1 (s).
+    pub uncore_clock_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -85,6 +89,8 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 avg_w: if secs > 0.0 { energy / secs } else { 0.0 },
                 rapl_energy_j: pkg.rapl_units as f64 * sim.plat.file.rapl.energy_unit_uj * 1e-6,
                 uncore_energy_j: pkg.uncore_energy_j,
+                idle_s: pkg.idle_ns as f64 * 1e-9,
+                uncore_clock_s: pkg.uncore_clock_s,
             }
         })
         .collect();

@@ -164,7 +164,8 @@ impl Sim {
     /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     fn start_task(&mut self, task: usize) {
-        let cpu = self.select_fork_cpu(task);
+        // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
+        let cpu = self.select_fork_cpu(task, self.tasks[task].cpu);
         self.update_cpu_pelt(cpu);
         let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
         let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
@@ -201,49 +202,6 @@ impl Sim {
         self.enqueue(task, cpu, true, flags);
     }
 
-    /// Fork balancing: the package, then the LLC, with the most idle CPUs the task may use;
-    /// in it an idle core, else an idle CPU, else the least loaded allowed CPU. Ties go to the
-    /// lower id.
-    fn select_fork_cpu(&self, task: usize) -> usize {
-        let ok = |c: usize| self.allowed(task, c);
-        let idle_in = |cpus: &[usize]| cpus.iter().filter(|&&c| ok(c) && self.cpu_is_idle(c)).count();
-        let pkg = (0..self.plat.packages.len())
-            .filter(|&p| self.plat.packages[p].cpus.iter().any(|&c| ok(c)))
-            .max_by_key(|&p| (idle_in(&self.plat.packages[p].cpus), std::cmp::Reverse(p)));
-        let llc = (0..self.plat.llcs.len())
-            .filter(|&l| Some(self.plat.cpus[self.plat.llcs[l][0]].package) == pkg)
-            .filter(|&l| self.plat.llcs[l].iter().any(|&c| ok(c)))
-            .max_by_key(|&l| (idle_in(&self.plat.llcs[l]), std::cmp::Reverse(l)));
-        if let Some(llc) = llc {
-            // Among the idle CPUs (of idle cores first), the one in the shallowest idle state,
-            // then the one that went idle last (find_idlest_group_cpu): it wakes fastest and
-            // its caches are warmest.
-            let cpus = &self.plat.llcs[llc];
-            let idle_core =
-                |c: usize| self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s));
-            let best = |candidates: &mut dyn Iterator<Item = usize>| {
-                candidates.min_by_key(|&c| {
-                    let cpu = &self.cpus[c];
-                    let exit_ns = cpu
-                        .idle_state
-                        .map_or(0, |s| (self.plat.cluster_of_cpu(c).idle_states[s].exit_latency_us * 1000.0) as u64);
-                    (exit_ns, std::cmp::Reverse(cpu.idle_since), c)
-                })
-            };
-            let idle = |c: &usize| ok(*c) && self.cpu_is_idle(*c);
-            if let Some(c) = best(&mut cpus.iter().copied().filter(idle).filter(|&c| idle_core(c))) {
-                return c;
-            }
-            if let Some(c) = best(&mut cpus.iter().copied().filter(idle)) {
-                return c;
-            }
-        }
-        (0..self.cpus.len())
-            .filter(|&c| ok(c))
-            .min_by_key(|&c| (self.nr_running(c), self.cpus[c].avg.util_avg, c))
-            .unwrap_or(self.tasks[task].cpu)
-    }
-
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
     /// `start`.
     fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
@@ -278,7 +236,7 @@ impl Sim {
             }
             Some((w, true)) if ok(w) && self.nr_running(w) == 1 => w,
             _ if ok(prev) => prev,
-            _ => return self.select_fork_cpu(task),
+            _ => return self.select_fork_cpu(task, prev),
         };
         if self.hetero.asym && self.rt_prio(task).is_none() {
             return self.select_idle_sibling_asym(task, prev, target);
@@ -522,6 +480,10 @@ impl Sim {
                 Op::Post { ch, sync } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     self.channel_post(ch, cpu, sync)
+                }
+                Op::Offer { ch, capacity } => {
+                    let ch = ch + self.tasks[task].attrs.channel_base;
+                    self.channel_offer(ch, capacity, cpu)
                 }
                 Op::Wait { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
@@ -886,6 +848,8 @@ impl Sim {
             if self.load_balance_allowed() {
                 self.push_to_idle(cpu);
             }
+        } else if nr == 1 && self.load_balance_allowed() {
+            self.spread_smt(cpu);
         }
         self.capacity_tick(cpu);
         let c = &mut self.cpus[cpu];
@@ -915,6 +879,33 @@ impl Sim {
             self.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
+        }
+    }
+
+    /// A core whose SMT threads are all kept busy (util above 3/4 of capacity each) while a
+    /// whole core is idle gives the task of `cpu` to the idle core, nearest first: the
+    /// balancer's preference for spreading over siblings, which in Linux moves a running task
+    /// by active balance once the imbalance persists (hence util, not a momentary overlap).
+    fn spread_smt(&mut self, cpu: usize) {
+        let core = &self.plat.cores[self.plat.cpus[cpu].core];
+        let saturated =
+            |c: usize| !self.cpu_is_idle(c) && 4 * self.cpus[c].avg.util_avg >= 3 * self.plat.cpus[c].cap_orig;
+        if core.cpus.len() < 2 || !core.cpus.iter().all(|&s| saturated(s)) {
+            return;
+        }
+        let Some(task) = self.cpus[cpu].curr else { return };
+        if self.rt_prio(task).is_some() {
+            return;
+        }
+        let t = &self.plat.cpus[cpu];
+        let all: Vec<usize> = (0..self.cpus.len()).collect();
+        let dst = self
+            .find_idle_core(task, &self.plat.llcs[t.llc], cpu)
+            .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, cpu))
+            .or_else(|| self.find_idle_core(task, &all, cpu));
+        if let Some(dst) = dst {
+            self.note_migration(task, cpu, dst, "spread");
+            self.migrate_running(cpu, dst);
         }
     }
 

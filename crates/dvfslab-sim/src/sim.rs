@@ -115,7 +115,13 @@ pub(crate) struct Package {
     pub active_cores: Vec<u32>,
     pub gated_cores: u32,
     pub uncore_w: f64,
+    /// The uncore clock's level (0..1 of its range), or `None` while the package is idle.
+    pub uncore_level: Option<f64>,
     pub uncore_energy_j: f64,
+    /// Time with every core power-gated (the package C-state).
+    pub idle_ns: TimeNs,
+    /// Integral of the uncore clock's level over time (s): what RAPL's uncore share follows.
+    pub uncore_clock_s: f64,
     pub since: TimeNs,
     pub mv: f64,
     pub rapl_last: u64,
@@ -301,7 +307,10 @@ impl Sim {
                 active_cores: vec![0; plat.file.clusters.len()],
                 gated_cores: 0,
                 uncore_w: 0.0,
+                uncore_level: None,
                 uncore_energy_j: 0.0,
+                idle_ns: 0,
+                uncore_clock_s: 0.0,
                 since: 0,
                 mv: 0.0,
                 rapl_last: 0,

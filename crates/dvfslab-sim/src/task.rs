@@ -41,6 +41,10 @@ pub enum Op {
     /// condition signal). `sync`: the poster is about to wait, so the woken task may be pulled
     /// to the poster's CPU (wake-affine).
     Post { ch: u32, sync: bool },
+    /// Post one token to channel `ch` unless `capacity` tokens already wait there, in which
+    /// case it is lost (a datagram reaching a full socket buffer). A waiter is woken as by
+    /// `Post` without `sync`: the poster carries on.
+    Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
     /// Wait until `n` tasks have reached barrier `id`; the last one releases all.

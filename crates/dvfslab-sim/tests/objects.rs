@@ -110,7 +110,7 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
     let w = |depth| Programs {
         tasks: vec![io(0), io(0), io(0), io(0)],
         spawned: vec![],
-        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth }],
+        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth, group_commit: false }],
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
@@ -119,6 +119,41 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
     // Depth 4: each task's loop is its 1 ms I/O plus its CPU's exit from the idle state the
     // 1 ms gap put it in (C8 on this part, 200 µs), so close to 4 / 1.2 ms.
     assert!(four > 3_200.0 && four < 4_000.0, "{four}");
+}
+
+#[test]
+fn group_commit_serves_every_waiting_request_with_one_commit() {
+    let io = vec![Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Jump { to: 0 }];
+    let w = |tasks: usize| Programs {
+        tasks: vec![io.clone(); tasks],
+        spawned: vec![],
+        devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, group_commit: true }],
+    };
+    let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
+    let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
+    // One task: a commit per request, 1 ms each plus the exit from C8 (200 µs) between them.
+    assert!((one - 1000.0 / 1.2).abs() <= 5.0, "{one}");
+    // Four tasks: requests that queue behind a commit share the next one, so the device
+    // completes far more than the 1000 single-request commits a second it has time for.
+    assert!(four > 1_500.0 && four <= 4.0 * one, "{four}");
+}
+
+#[test]
+fn offers_to_a_full_channel_are_dropped() {
+    // A sender posts 1000 tokens, one per 10 µs; the receiver takes 30 µs per token.
+    let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 3.5e3), mem_frac: 0.0 };
+    let received = |post: Op| {
+        let sender = vec![run_us(10.0), post, Op::Repeat { to: 0, times: 1000 }, Op::Exit];
+        let receiver = vec![Op::Wait { ch: 0 }, run_us(30.0), count(0), Op::Jump { to: 0 }];
+        let w = Programs { tasks: vec![sender, receiver], spawned: vec![], devices: vec![] };
+        run("skylake-e3-1240v5", "userspace:scaling_setspeed=3500000", w, 0.1).summary.metric.value
+    };
+    // Posts queue up and are all received in the end.
+    assert_eq!(received(Op::Post { ch: 0, sync: false }), 1000.0);
+    // With room for 4, the receiver gets one of every three over the sender's 10 ms, plus the
+    // 4 left queued; the rest are lost.
+    let offered = received(Op::Offer { ch: 0, capacity: 4 });
+    assert!((320.0..=345.0).contains(&offered), "{offered}");
 }
 
 #[test]

@@ -11,14 +11,13 @@
 //! `max_perf_pct` and `no_turbo`, combined with the policy limits as current kernels do.
 //!
 //! Differences from Linux:
-//! - Sampling runs on a governor timer every `sample_rate_ms`. Linux samples from scheduler
-//!   callbacks on the local CPU once that much time has passed (4.6+; a deferrable timer
-//!   before), so a busy CPU is sampled at its next tick (every 12 ms at HZ=250, 10 ms here).
-//!   An interval in which the CPU never left idle (MPERF unchanged) is skipped as in Linux:
-//!   an idle CPU keeps its last request and the next sample spans the idle time. Linux takes
-//!   that sample at the wake-up callback; here it comes at the next timer expiry, so a step
-//!   from idle is answered up to one period later. The first sample after start is a
-//!   baseline only, as in Linux.
+//! - The load-based algorithm samples as Linux 4.6+ does: from the CPU's own scheduler
+//!   callbacks once `sample_rate_ms` has passed since the last sample, so a busy CPU is
+//!   sampled at a tick and a CPU waking from a long idle period at its wake-up, with a sample
+//!   spanning the idle time (which pulls an old high request down before the task runs). The
+//!   PID controller and the HWP model run on a governor timer (the PID's deferrable timer of
+//!   ≤4.5). An interval in which the CPU never left idle (MPERF unchanged) is skipped as in
+//!   Linux. The first sample after start is a baseline only, as in Linux.
 //! - A policy spanning several CPUs (never the case for intel_pstate) is sampled on its first.
 //! - Core parts only: ratios are kHz / 100 000; `min_pstate`, `max_pstate` (=
 //!   `max_pstate_physical`, no config-TDP) and `turbo_pstate` (1-core turbo) come from the
@@ -392,7 +391,9 @@ impl Governor for IntelPstate {
             let cur = self.range.clamp((ctx.cur_khz() / SCALING_KHZ) as i64);
             self.set_pstate(ctx, cur);
         }
-        ctx.arm_timer(self.period_ns());
+        if self.algorithm != Algorithm::Load {
+            ctx.arm_timer(self.period_ns());
+        }
     }
 
     fn timer(&mut self, ctx: &mut PolicyCtx) {
@@ -414,7 +415,14 @@ impl Governor for IntelPstate {
         }
         let (now, tick) = (ctx.now_ns(), ctx.tick_ns());
         match self.algorithm {
-            Algorithm::Load => self.iowait.update(now, tick, flags.iowait),
+            Algorithm::Load => {
+                self.iowait.update(now, tick, flags.iowait);
+                if now.saturating_sub(self.sampler.time_ns) >= self.sample_rate_ns {
+                    if let Some(s) = self.sampler.take(ctx, cpu) {
+                        self.sample_load(ctx, &s);
+                    }
+                }
+            }
             Algorithm::Hwp if self.dynamic_boost_on => {
                 let p = &self.pstates;
                 if self.dynamic_boost.update(now, tick, flags.iowait, self.range, p.max) {

@@ -1,8 +1,10 @@
 //! The storage device that fsync-like I/O waits on (dbench's Flush, pgbench's WAL flush).
 //!
-//! A device is a queue depth (requests served at once; the rest wait in FIFO order) and a
-//! service-time distribution per kind of request, uniform between the bounds of
-//! `estimates::disk`. A completion wakes the submitter with the iowait flag (spec §1.3).
+//! Flushes go out in group commits, as a journal (jbd2, the XFS log) or PostgreSQL's WAL
+//! writer batches them: one commit is on the device at a time, and every flush requested
+//! while it runs joins the next one, so N waiting clients cost one commit, not N. A commit's
+//! device time is uniform between the bounds of `estimates::disk`; its completion wakes
+//! every task it carried with the iowait flag (spec §1.3).
 
 use super::estimates::disk;
 use super::DeviceSpec;
@@ -31,11 +33,11 @@ impl Disk {
     }
 
     pub(super) fn spec(self) -> DeviceSpec {
-        let (name, queue_depth) = match self {
-            Disk::Ssd => ("ssd", disk::SSD_QUEUE_DEPTH),
-            Disk::Hdd => ("hdd", disk::HDD_QUEUE_DEPTH),
+        let name = match self {
+            Disk::Ssd => "ssd",
+            Disk::Hdd => "hdd",
         };
-        DeviceSpec { name: name.into(), queue_depth }
+        DeviceSpec { name: name.into(), queue_depth: 1, group_commit: true }
     }
 
     /// Device time of an fsync of a file with a little dirty data (a journal commit).

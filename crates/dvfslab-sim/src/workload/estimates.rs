@@ -129,16 +129,10 @@ pub mod dbench {
 
 /// The storage device that fsync-like I/O (dbench Flush, pgbench WAL flush) waits on.
 pub mod disk {
-    /// SATA SSD: fsyncs served at once. SATA FLUSH CACHE is not queued [KNOW], but jbd2
-    /// batches concurrent fsyncs into shared commits, so a few proceed together: [EST] 4.
-    /// Calibrate with `fio --fsync=1 --numjobs=N` latency against N.
-    pub const SSD_QUEUE_DEPTH: u32 = 4;
     /// SATA SSD fsync of a file with a little dirty data: uniform 0.2–2 ms (A1 [EST]).
     pub const SSD_FSYNC_NS: (f64, f64) = (0.2e6, 2.0e6);
     /// SATA SSD WAL fdatasync (sequential, small): uniform 0.2–1 ms (A4 `d_fsync` [EST]).
     pub const SSD_WAL_FLUSH_NS: (f64, f64) = (0.2e6, 1.0e6);
-    /// Rotating disk: one head, one request at a time [EST].
-    pub const HDD_QUEUE_DEPTH: u32 = 1;
     /// HDD fsync: uniform 5–20 ms (A1 [EST]).
     pub const HDD_FSYNC_NS: (f64, f64) = (5.0e6, 20.0e6);
     /// HDD WAL fdatasync: uniform 2–10 ms (A4 `d_fsync` [EST]).
@@ -192,9 +186,8 @@ pub mod pgbench {
     /// walwriter wakes every wal_writer_delay = 200 ms [KNOW] and works [EST] 20 µs.
     pub const WALWRITER_PERIOD_NS: u64 = 200_000_000;
     pub const WALWRITER_CYCLES: f64 = 20e-6 * 3.0e9;
-    /// Connections per pgbench thread when `threads=0`: MMTests runs about one thread per
-    /// 8 clients (A4 [SRC] pgbench-bench).
-    pub const CLIENTS_PER_THREAD: u32 = 8;
+    /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 (A4 [SRC] pgbench-bench).
+    pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }
 
 // --- compute, I/O and interactive benchmarks (kernbench, gitsource, nas, fio, iozone, ycsb,

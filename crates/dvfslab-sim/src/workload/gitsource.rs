@@ -168,7 +168,7 @@ impl Workload for Gitsource {
     }
 
     fn devices(&self) -> Vec<super::DeviceSpec> {
-        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1 }]
+        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1, group_commit: false }]
     }
 
     fn default_duration_ns(&self) -> u64 {

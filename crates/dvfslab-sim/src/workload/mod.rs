@@ -155,6 +155,9 @@ pub struct RunStats {
 pub struct DeviceSpec {
     pub name: String,
     pub queue_depth: u32,
+    /// Requests that arrive while a commit is under way all join the next one (a journal or
+    /// WAL flush that serves every waiter at once); `queue_depth` commits run at a time.
+    pub group_commit: bool,
 }
 
 pub trait Workload {

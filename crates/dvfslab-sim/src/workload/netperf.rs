@@ -8,6 +8,10 @@
 //! - **TCP_STREAM**: the sender loops send(m) as fast as it can, doing the whole loopback
 //!   stack; the receiver copies out. The sender blocks when a window's worth of data is in
 //!   flight (credits returned by the receiver's reads).
+//! - **UDP_STREAM**: the sender never blocks: each datagram goes through the loopback stack on
+//!   its CPU into the receiver's socket buffer, and is dropped when the buffer is full. The
+//!   received throughput, which MMTests reports, is then the receiver's rate: a receiver
+//!   whose governor leaves it little idle headroom loses datagrams to bursts.
 //!
 //! Costs are `estimates::netperf`. Metric, as netperf reports it: transactions per second for
 //! RR, received megabits per second for STREAM (both higher is better).
@@ -22,7 +26,7 @@ use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "netperf",
-    description: "netperf/netserver pair on loopback: UDP_RR, TCP_RR or TCP_STREAM",
+    description: "netperf/netserver pair on loopback: UDP_RR, TCP_RR, TCP_STREAM or UDP_STREAM",
     metric: "throughput",
     unit: "trans/s (rr) or Mbit/s (stream)",
     better: Better::Higher,
@@ -67,9 +71,7 @@ enum Test {
     UdpRr,
     TcpRr,
     TcpStream,
-    /// The sender never waits for acknowledgements; a full receive buffer drops datagrams in
-    /// Linux and makes the sender wait here (the received throughput, which MMTests reports,
-    /// is the same: the receiver's rate).
+    /// The sender never waits; a full receive buffer drops datagrams.
     UdpStream,
 }
 
@@ -117,12 +119,12 @@ impl Netperf {
     }
 
     fn stream(&self) -> Vec<TaskSpec> {
+        if self.test == Test::UdpStream {
+            return self.udp_stream();
+        }
         let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
-        let window_bytes = match self.test {
-            Test::UdpStream => netperf::UDP_RCVBUF_BYTES,
-            _ => netperf::STREAM_WINDOW_BYTES,
-        };
-        let window_msgs = (window_bytes / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
+        let window_msgs =
+            (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
         // The sender starts with a window of credits, then spends one per send.
         let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
         let top = sender.len();
@@ -141,6 +143,26 @@ impl Netperf {
         ]
         .into();
         vec![TaskSpec::new("netperf", sender.into()), TaskSpec::new("netserver", receiver)]
+    }
+
+    fn udp_stream(&self) -> Vec<TaskSpec> {
+        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        // The buffer holds whole datagrams (their payload; skb overhead is left out).
+        let buffered = (netperf::UDP_RCVBUF_BYTES / self.size.max(1)).max(1);
+        let sender: Rc<[Op]> = vec![
+            run(netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy),
+            Op::Offer { ch: FORWARD, capacity: buffered },
+            Op::Jump { to: 0 },
+        ]
+        .into();
+        let receiver: Rc<[Op]> = vec![
+            Op::Wait { ch: FORWARD },
+            run(netperf::UDP_RX_CYCLES + copy),
+            Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
+            Op::Jump { to: 0 },
+        ]
+        .into();
+        vec![TaskSpec::new("netperf", sender), TaskSpec::new("netserver", receiver)]
     }
 }
 

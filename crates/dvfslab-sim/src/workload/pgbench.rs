@@ -3,9 +3,11 @@
 //!
 //! Each client connection is served by its own backend process. pgbench threads drive their
 //! connections with no think time: send a statement, and when its reply arrives send the next
-//! one. Read-only runs use about one thread per 8 connections, as MMTests does; a thread
-//! serves its connections' replies round-robin, which is the order they arrive in when the
-//! backends are alike. Read-write runs use one thread per connection: pgbench polls for
+//! one. Read-only runs use as many threads as MMTests passes to `-j`: the client count clamped
+//! to [NUMA nodes, CPUs / nodes / 8] (and at most one per client), so 4 clients on an 80-CPU
+//! two-node machine get 4 threads but a 4-core desktop drives every connection from one. A
+//! thread serves its connections' replies round-robin, which is the order they arrive in when
+//! the backends are alike. Read-write runs use one thread per connection: pgbench polls for
 //! whichever connection is ready, and waiting on them in a fixed order would deadlock when
 //! the next connection in turn waits for the row lock another one holds.
 //!
@@ -45,7 +47,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             0.0,
             0.0,
             1024.0,
-            "pgbench threads (-j) for rw=0; 0 = one per 8 clients; rw=1: one per client",
+            "pgbench threads (-j) for rw=0; 0 = MMTests' choice for the machine; rw=1: one per client",
         )
         .integer(),
         DEVICE_KNOB,
@@ -53,12 +55,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     build: |k: &KnobValues| {
         let clients = k.get_u64("clients") as u32;
         let rw = k.get_u64("rw") != 0;
-        let threads = match k.get_u64("threads") as u32 {
-            // A thread that waits on its connections in turn would deadlock on the row lock.
-            _ if rw => clients,
-            0 => clients.div_ceil(pgbench::CLIENTS_PER_THREAD),
-            j => j.min(clients),
-        };
+        let threads = k.get_u64("threads") as u32;
         Box::new(Pgbench { clients, threads, rw, disk: Disk::from_knob(k.get_u64("device")) })
     },
 };
@@ -74,6 +71,7 @@ const END: usize = 6;
 
 struct Pgbench {
     clients: u32,
+    /// The `threads` knob: 0 picks MMTests' count for the machine (`Pgbench::threads`).
     threads: u32,
     rw: bool,
     disk: Disk,
@@ -91,6 +89,24 @@ fn client_work() -> Op {
 }
 
 impl Pgbench {
+    /// pgbench threads (`-j`) on this machine.
+    fn threads(&self, plat: &Platform) -> u32 {
+        if self.rw {
+            // A thread that waits on its connections in turn would deadlock on the row lock.
+            return self.clients;
+        }
+        let chosen = match self.threads {
+            0 => {
+                // MMTests' pgbench-bench: clamp(clients, nodes, cpus / nodes / 8).
+                let nodes = plat.cpus.iter().map(|c| c.numa + 1).max().unwrap_or(1) as u32;
+                let most = (plat.ncpus() as u32 / nodes / pgbench::CPUS_PER_THREAD_PER_NODE).max(nodes);
+                self.clients.clamp(nodes, most)
+            }
+            j => j,
+        };
+        chosen.min(self.clients)
+    }
+
     /// Backend work of each statement of one transaction.
     fn script(&self) -> Vec<f64> {
         if self.rw {
@@ -121,8 +137,8 @@ impl Pgbench {
 
     /// pgbench thread `t`: its connections' first statements, then round after round a reply
     /// and the next statement on each connection.
-    fn thread(&self, t: u32) -> Rc<[Op]> {
-        let conns: Vec<u32> = (t..self.clients).step_by(self.threads as usize).collect();
+    fn thread(&self, t: u32, threads: u32) -> Rc<[Op]> {
+        let conns: Vec<u32> = (t..self.clients).step_by(threads as usize).collect();
         let mut p = Vec::new();
         for &c in &conns {
             p.extend([client_work(), Op::Post { ch: request(c), sync: true }]);
@@ -153,10 +169,11 @@ impl Pgbench {
 }
 
 impl Workload for Pgbench {
-    fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+    fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
         let mut tasks: Vec<TaskSpec> =
             (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c))).collect();
-        tasks.extend((0..self.threads).map(|t| TaskSpec::new(format!("pgbench-{t}"), self.thread(t))));
+        let threads = self.threads(plat);
+        tasks.extend((0..threads).map(|t| TaskSpec::new(format!("pgbench-{t}"), self.thread(t, threads))));
         tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
         tasks
     }

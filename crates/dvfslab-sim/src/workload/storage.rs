@@ -39,7 +39,7 @@ pub fn device(code: u64) -> &'static Device {
 }
 
 pub fn spec(d: &Device) -> DeviceSpec {
-    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth }
+    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, group_commit: false }
 }
 
 /// The device times of a request of `bytes`, as [`BINS`] equally likely amounts (ns).

@@ -176,7 +176,7 @@ impl Workload for RtApp {
 
     fn devices(&self) -> Vec<DeviceSpec> {
         if self.built.uses_io {
-            vec![DeviceSpec { name: self.model.global.io_device.clone(), queue_depth: 1 }]
+            vec![DeviceSpec { name: self.model.global.io_device.clone(), queue_depth: 1, group_commit: false }]
         } else {
             Vec::new()
         }

@@ -1,0 +1,190 @@
+//! Fork balancing: where a new task starts (`find_idlest_cpu` with SD_BALANCE_FORK).
+//!
+//! The walk goes down the scheduling domains of the forking CPU — the NUMA level (groups =
+//! packages), the level above the LLC when a package has several (groups = LLCs), the LLC
+//! (groups = cores) and SMT (groups = threads) — and at each keeps the local group unless
+//! another group is clearly idler, then continues below in the group it chose. A fork has no
+//! util yet, so spare capacity plays no part: groups compare their runnable load first and,
+//! when those are close, their load average with blocked load included. That is what sends a
+//! chain of short-lived processes (a shell script, `make`) to a different, cold core each
+//! time: the core that ran the last one still carries its decaying load.
+//!
+//! ```text
+//!   per group, scaled by 1024 / group capacity:
+//!     runnable = Σ runnable load of its CPUs         avg = Σ load_avg of its CPUs (blocked too)
+//!   idlest = first other group in ring order, replaced by a later one whose runnable is lower
+//!            by more than `imbalance`, or close and whose avg is lower by more than `scale`
+//!   stay local if  runnable(idlest) > runnable(local) + imbalance
+//!              or  runnable(local) < runnable(idlest) + imbalance  and  avg(local) < scale · avg(idlest)
+//!   imbalance = 1024 · (pct − 100) / 100, scale = 1 + (pct − 100) / 200, pct: NUMA and
+//!   between-LLC 125, LLC 117, SMT 110
+//! ```
+//! In the chosen group the CPU is an idle one in the shallowest idle state, the most recently
+//! idled first (warm caches), else the least loaded (`find_idlest_group_cpu`).
+//!
+//! Left out: Linux also keeps a fork on its NUMA node while the node's runnable load exceeds
+//! the idlest node's by less than `imbalance`, counting on the periodic load balancer to
+//! spread the tasks later. This model has no balancer for running tasks (only waiting ones
+//! move), so that rule would leave SMT siblings doubled up for good; nodes are compared like
+//! the other levels instead.
+
+use crate::sim::Sim;
+
+/// One level of the walk: how its span splits into groups, and its imbalance_pct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    Numa,
+    BetweenLlcs,
+    Llc,
+    Smt,
+}
+
+impl Level {
+    fn imbalance_pct(self) -> u64 {
+        match self {
+            Level::Numa | Level::BetweenLlcs => 125,
+            Level::Llc => 117,
+            Level::Smt => 110,
+        }
+    }
+}
+
+/// A group's loads, both scaled to its capacity.
+#[derive(Clone, Copy, Debug)]
+struct GroupLoad {
+    runnable: u64,
+    avg: u64,
+}
+
+impl Sim {
+    /// The CPU a task forked on `this_cpu` starts on.
+    pub(crate) fn select_fork_cpu(&self, task: usize, this_cpu: usize) -> usize {
+        let allowed: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        if allowed.is_empty() {
+            return self.tasks[task].cpu;
+        }
+        let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { allowed[0] };
+        let mut span: Vec<usize> = allowed;
+        for level in self.fork_levels() {
+            let groups = self.groups_of(level, &span);
+            if groups.len() < 2 {
+                continue;
+            }
+            let local = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
+            match self.find_idlest_group(level, &groups, local) {
+                Some(idlest) => {
+                    cpu = self.find_idlest_group_cpu(&groups[idlest], cpu);
+                    span = groups[idlest].clone();
+                }
+                None => span = groups[local].clone(),
+            }
+        }
+        cpu
+    }
+
+    fn fork_levels(&self) -> Vec<Level> {
+        let mut levels = Vec::new();
+        if self.plat.packages.len() > 1 {
+            levels.push(Level::Numa);
+        }
+        if self.plat.llcs.len() > self.plat.packages.len() {
+            levels.push(Level::BetweenLlcs);
+        }
+        levels.push(Level::Llc);
+        if self.plat.file.topology.threads_per_core > 1 {
+            levels.push(Level::Smt);
+        }
+        levels
+    }
+
+    /// `span` split into the groups of `level`, in CPU order (empty groups left out).
+    fn groups_of(&self, level: Level, span: &[usize]) -> Vec<Vec<usize>> {
+        let key = |c: usize| {
+            let t = &self.plat.cpus[c];
+            match level {
+                Level::Numa => t.package,
+                Level::BetweenLlcs => t.llc,
+                Level::Llc if self.plat.file.topology.threads_per_core > 1 => t.core,
+                Level::Llc | Level::Smt => c,
+            }
+        };
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &c in span {
+            match groups.iter_mut().find(|(k, _)| *k == key(c)) {
+                Some((_, g)) => g.push(c),
+                None => groups.push((key(c), vec![c])),
+            }
+        }
+        groups.into_iter().map(|(_, g)| g).collect()
+    }
+
+    /// Runnable load of `cpu`: its runnable tasks' load averages.
+    fn runnable_load(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum()
+    }
+
+    /// Load average of `cpu` with blocked load (decayed to now on an idle CPU), and at least
+    /// its runnable tasks' loads: Linux attaches a task's load to its run queue's average at
+    /// once, where this model's run-queue signal only grows while tasks run.
+    fn avg_load(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        let decayed = if c.curr.is_none() {
+            let mut avg = c.avg.clone();
+            avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
+            avg.load_avg
+        } else {
+            c.avg.load_avg
+        };
+        decayed.max(self.runnable_load(cpu))
+    }
+
+    fn group_load(&self, group: &[usize]) -> GroupLoad {
+        let capacity: u64 = group.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let runnable: u64 = group.iter().map(|&c| self.runnable_load(c)).sum();
+        let avg: u64 = group.iter().map(|&c| self.avg_load(c)).sum();
+        GroupLoad { runnable: runnable * 1024 / capacity, avg: avg * 1024 / capacity }
+    }
+
+    /// The group a fork should move to, or None to stay in the local group.
+    fn find_idlest_group(&self, level: Level, groups: &[Vec<usize>], local: usize) -> Option<usize> {
+        let pct = level.imbalance_pct();
+        let imbalance = 1024 * (pct - 100) / 100;
+        let scale = 100 + (pct - 100) / 2;
+        let this = self.group_load(&groups[local]);
+        let mut idlest: Option<(usize, GroupLoad)> = None;
+        // Groups in ring order from the local one, as the domain's group list runs.
+        for k in 1..groups.len() {
+            let g = (local + k) % groups.len();
+            let load = self.group_load(&groups[g]);
+            idlest = match idlest {
+                None => Some((g, load)),
+                Some((_, best)) if best.runnable > load.runnable + imbalance => Some((g, load)),
+                Some((_, best)) if load.runnable < best.runnable + imbalance && 100 * best.avg > scale * load.avg => {
+                    Some((g, load))
+                }
+                keep => keep,
+            };
+        }
+        let (g, min) = idlest?;
+        let stay = min.runnable > this.runnable + imbalance
+            || (this.runnable < min.runnable + imbalance && 100 * this.avg < scale * min.avg);
+        (!stay).then_some(g)
+    }
+
+    /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
+    /// with none idle, the one with the least load.
+    fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
+        let exit_ns = |c: usize| {
+            self.cpus[c]
+                .idle_state
+                .map_or(0, |s| (self.plat.cluster_of_cpu(c).idle_states[s].exit_latency_us * 1e3) as u64)
+        };
+        let idle = group
+            .iter()
+            .copied()
+            .filter(|&c| self.cpu_is_idle(c))
+            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_since), c));
+        idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
+    }
+}
