@@ -26,7 +26,15 @@ RESULT_KEYS = {
     "per_cpu",
 }
 METRIC_KEYS = {"name", "value", "unit", "better"}
-PACKAGE_KEYS = {"package", "energy_j", "avg_w", "rapl_energy_j", "uncore_energy_j"}
+PACKAGE_KEYS = {
+    "package",
+    "energy_j",
+    "avg_w",
+    "rapl_energy_j",
+    "uncore_energy_j",
+    "idle_s",
+    "uncore_clock_s",
+}
 PER_CPU_KEYS = {
     "cpu",
     "busy_pct",

@@ -78,6 +78,19 @@ def test_energy_adds_up(platform_id, governor, presets):
     for package in result.packages:
         assert package["avg_w"] == pytest.approx(package["energy_j"] / result.sim_time_s, rel=1e-9)
 
+    # The uncore draws its static power while the package is active, plus its clock-following
+    # share, and the package-idle power otherwise.
+    power = presets.doc(platform_id)["package_power"]
+    for package in result.packages:
+        active_s = result.sim_time_s - package["idle_s"]
+        assert 0 <= package["uncore_clock_s"] <= active_s + 1e-9
+        expected_j = (
+            power["p_uncore_active_w"] * active_s
+            + power.get("p_uncore_dyn_w", 0.0) * package["uncore_clock_s"]
+            + power["p_pkg_idle_w"] * package["idle_s"]
+        )
+        assert package["uncore_energy_j"] == pytest.approx(expected_j, rel=1e-6, abs=1e-9)
+
     # RAPL is read in energy units once a second: each read can lose up to one unit.
     unit_j = presets.doc(platform_id)["rapl"]["energy_unit_uj"] * 1e-6
     reads = math.ceil(result.sim_time_s) + 1

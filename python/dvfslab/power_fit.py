@@ -10,10 +10,13 @@ rest, and `cores` the cores' own watts, which scale with `c_eff_nf` and `p_leak_
 together (k = 1 keeps them as they are).
 
 `fit_power` pools each published (machine, benchmark, config) cell's runs, weighted by run time
-as the published averages are, and solves least squares on the relative errors, each constant
-kept >= 0. A constant whose term is negligible in every cell of a machine (a package that never
-idles, say) keeps its preset value. Core power feeds back into performance only through the
-turbo power limit, so one refit after applying the constants confirms the fixed point.
+as the published averages are, and minimises the sum of absolute relative errors (iteratively
+reweighted least squares, each constant kept >= 0, the `HELD` ones as they are): a few cells
+whose simulated activity is far off (a mechanism missing in a benchmark model) then cannot
+drag the constants of a whole machine. A constant whose term is negligible in every cell of a
+machine (a package that never idles, say) keeps its preset value too. Core power feeds back
+into performance only through the turbo power limit, so one refit after applying the
+constants confirms the fixed point.
 """
 
 from __future__ import annotations
@@ -28,10 +31,20 @@ import pandas as pd
 from dvfslab.platforms import load_platform
 
 CONSTANTS = ("p_uncore_active_w", "p_uncore_dyn_w", "p_pkg_idle_w", "core_scale")
-"""The fitted constants; `core_scale` multiplies `c_eff_nf` and `p_leak_ref_mw`."""
+"""The constants of the model; `core_scale` multiplies `c_eff_nf` and `p_leak_ref_mw`."""
+
+HELD = ("p_pkg_idle_w",)
+"""Constants kept at the preset's value: package idle power is a measured figure in the
+presets, and a fit would trade it against the others to absorb benchmark-model errors."""
 
 NEGLIGIBLE_SHARE = 0.02
 """A term below this share of every cell's power is not fitted."""
+
+IRLS_ROUNDS = 50
+"""Reweighting rounds of the absolute-error fit (it settles within a few dozen)."""
+
+IRLS_FLOOR = 0.01
+"""Relative errors below 1% count as 1% when reweighting (keeps the weights finite)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +123,20 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray, free: list[int]) -> dict[in
     return {}
 
 
+def _least_absolute(a: np.ndarray, b: np.ndarray, free: list[int]) -> dict[int, float]:
+    """Minimise sum |a x - b| over columns `free` with x >= 0, by reweighted least squares."""
+    weights = np.ones(len(b))
+    solved: dict[int, float] = {}
+    for _ in range(IRLS_ROUNDS):
+        root = np.sqrt(weights)[:, None]
+        solved = _nonnegative_lstsq(a * root, b * root[:, 0], free)
+        x = np.zeros(a.shape[1])
+        for j, v in solved.items():
+            x[j] = v
+        weights = 1.0 / np.maximum(np.abs(a @ x - b), IRLS_FLOOR)
+    return solved
+
+
 def _scores(predicted: np.ndarray, published: np.ndarray) -> tuple[float, float]:
     ratio = predicted / published
     return float(np.mean(np.abs(ratio - 1) <= 0.25)), float(np.median(np.abs(np.log(ratio))))
@@ -124,10 +151,14 @@ def fit_platform(platform: str, cells: pd.DataFrame) -> PowerFit:
     # Relative errors: each row divided by its published watts, target 1.
     a = x / watts[:, None]
     share = np.abs(a * np.where(start > 0, start, 1.0))
-    free = [j for j in range(len(CONSTANTS)) if share[:, j].max() >= NEGLIGIBLE_SHARE]
+    free = [
+        j
+        for j, c in enumerate(CONSTANTS)
+        if c not in HELD and share[:, j].max() >= NEGLIGIBLE_SHARE
+    ]
     held = [j for j in range(len(CONSTANTS)) if j not in free]
     target = np.ones(len(watts)) - a[:, held] @ start[held]
-    solved = _nonnegative_lstsq(a, target, free)
+    solved = _least_absolute(a, target, free)
     fitted = {
         c: float(solved.get(j, start[j] if j in held else 0.0)) for j, c in enumerate(CONSTANTS)
     }

@@ -128,6 +128,23 @@ impl Sim {
         (pp.p_uncore_active_w + pp.p_uncore_dyn_w * level, Some(level))
     }
 
+    /// Domain `d` went from `old_khz` to its current frequency: the uncore clock of its
+    /// package moves if the domain has an active core and was, or now is, the fastest.
+    fn uncore_follows(&mut self, d: usize, old_khz: u32) {
+        let pkg = self.plat.domains[d].package;
+        let Some(level) = self.packages[pkg].uncore_level else { return };
+        if self.plat.domains[d].cores.iter().all(|&c| self.cores[c].gated) {
+            return;
+        }
+        let q = &self.plat.cluster(self.plat.domains[d].cluster).frequency;
+        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
+        let of = |khz: u32| (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0);
+        let (before, after) = (of(old_khz), of(self.domains[d].actual_khz));
+        if after > level || (before >= level && after < before) {
+            self.repower_package(pkg);
+        }
+    }
+
     /// Settle the package's energy, then take its uncore power for the current state.
     fn repower_package(&mut self, pkg: usize) {
         self.touch_package(pkg);
@@ -380,6 +397,7 @@ impl Sim {
         for &core in repowered {
             self.touch_core(core);
         }
+        let old = self.domains[d].actual_khz;
         self.domains[d].actual_khz = new;
         self.domains[d].mv = self.plat.voltage_mv(cl, new.max(self.domains[d].global_khz));
         if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
@@ -391,9 +409,7 @@ impl Sim {
         for &core in repowered {
             self.cores[core].power_w = self.core_power(core);
         }
-        if self.plat.file.package_power.p_uncore_dyn_w > 0.0 {
-            self.repower_package(pkg);
-        }
+        self.uncore_follows(d, old);
         let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
         let cpufreq_scale = self.invariant && !self.x86_counters();
         for i in 0..self.plat.domains[d].cpus.len() {

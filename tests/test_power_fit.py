@@ -1,0 +1,82 @@
+"""The package-power fit of docs/validation.md recovers known constants and resists outliers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dvfslab.power_fit import fit_power, power_terms
+
+PLATFORM = "haswell-e5-2670v3-2s"
+
+
+def run_json(active: float, clock: float, idle: float, cores: float, constants: dict) -> str:
+    """A run of 1 s on two packages whose terms are the given time shares."""
+    uncore = (
+        constants["p_uncore_active_w"] * active
+        + constants["p_uncore_dyn_w"] * clock
+        + constants["p_pkg_idle_w"] * idle
+    )
+    packages = [
+        {"idle_s": idle / 2, "uncore_clock_s": clock / 2, "uncore_energy_j": uncore / 2},
+        {"idle_s": idle / 2, "uncore_clock_s": clock / 2, "uncore_energy_j": uncore / 2},
+    ]
+    return json.dumps({"sim_time_s": 1.0, "packages": packages, "energy_j": uncore + cores})
+
+
+def test_terms_are_time_shares_of_the_run():
+    js = json.dumps(
+        {
+            "sim_time_s": 2.0,
+            "energy_j": 100.0,
+            "packages": [
+                {"idle_s": 0.5, "uncore_clock_s": 1.0, "uncore_energy_j": 30.0},
+                {"idle_s": 1.5, "uncore_clock_s": 0.0, "uncore_energy_j": 30.0},
+            ],
+        }
+    )
+    # Two packages of 2 s: 2 s idle in all, so 2 s active; 40 J of the 100 J are the cores'.
+    assert power_terms(js) == pytest.approx((1.0, 0.5, 1.0, 20.0))
+
+
+def test_fit_recovers_the_constants_behind_published_watts_despite_an_outlier():
+    truth = {"p_uncore_active_w": 12.0, "p_uncore_dyn_w": 14.0, "p_pkg_idle_w": 18.0}
+    core_scale = 0.8
+    rng = np.random.default_rng(7)
+    rows, published = [], []
+    for i in range(24):
+        active = rng.uniform(1.0, 2.0)
+        clock = rng.uniform(0.0, active)
+        cores = rng.uniform(2.0, 120.0)
+        bench, config = f"b{i // 4}", f"c{i % 4}"
+        rows.append(
+            {
+                "platform": PLATFORM,
+                "benchmark": bench,
+                "config": config,
+                "sim_time_s": 1.0,
+                "run_json": run_json(active, clock, 2.0 - active, cores, {**truth}),
+            }
+        )
+        watts = (
+            truth["p_uncore_active_w"] * active
+            + truth["p_uncore_dyn_w"] * clock
+            + truth["p_pkg_idle_w"] * (2.0 - active)
+            + core_scale * cores
+        )
+        published.append((PLATFORM, bench, config, watts))
+    # One cell whose benchmark model is far off: three times the published watts.
+    machine, bench, config, watts = published[0]
+    published[0] = (machine, bench, config, watts / 3)
+    table = pd.DataFrame(published, columns=["machine", "benchmark", "config", "package_watts"])
+
+    (fit,) = fit_power(pd.DataFrame(rows), table)
+    assert fit.platform == PLATFORM and fit.cells == 24
+    # The idle power is held at the preset's; the others are recovered through the outlier.
+    assert fit.fitted["p_pkg_idle_w"] == fit.preset["p_pkg_idle_w"]
+    assert fit.fitted["core_scale"] == pytest.approx(core_scale, rel=0.03)
+    assert fit.fitted["p_uncore_dyn_w"] == pytest.approx(truth["p_uncore_dyn_w"], rel=0.1)
+    assert fit.within_25pct_after == pytest.approx(23 / 24)
