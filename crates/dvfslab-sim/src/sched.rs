@@ -5,7 +5,9 @@
 //!
 //! Simplifications (see docs/model.md): all tasks have nice 0; vruntime is re-based on the
 //! destination's min_vruntime when a task moves; load balancing moves a waiting task only to
-//! an idle CPU (new-idle pull and a tick-time push that stands for NOHZ idle balancing).
+//! an idle CPU (new-idle pull and a tick-time push that stands for NOHZ idle balancing), and a
+//! running one only off a core whose SMT threads are all kept busy, to a wholly idle core.
+//! Fork placement is in fork_balance.rs.
 
 use crate::engine::Event;
 use crate::governor::UpdateFlags;

@@ -156,7 +156,8 @@ pub struct DeviceSpec {
     pub name: String,
     pub queue_depth: u32,
     /// Requests that arrive while a commit is under way all join the next one (a journal or
-    /// WAL flush that serves every waiter at once); `queue_depth` commits run at a time.
+    /// WAL flush that serves every waiter at once); one commit runs at a time, whatever
+    /// `queue_depth` says.
     pub group_commit: bool,
 }
 
