@@ -65,7 +65,26 @@ INVALID = [
     (
         {"benchmarks": bench(sweep={"threads": 4})},
         "benchmarks.periodic.sweep.threads",
-        "expected a non-empty list of numbers or strings, got 4 (an integer)",
+        "expected a non-empty list of numbers or strings, or a table of platform = [values], "
+        "got 4 (an integer)",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": {SMALL: [1], "pixel6": [2]}})},
+        "benchmarks.periodic.sweep.threads.pixel6",
+        "not a platform this benchmark runs on (they are: skylake-e3-1240v5)",
+    ),
+    (
+        {
+            "platforms": [SMALL, "pixel6"],
+            "benchmarks": bench(sweep={"threads": {"pixel6": [2]}}),
+        },
+        "benchmarks.periodic.sweep.threads",
+        "no values for platform(s) skylake-e3-1240v5",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": {SMALL: []}})},
+        "benchmarks.periodic.sweep.threads.skylake-e3-1240v5",
+        "expected a non-empty list",
     ),
     (
         {"benchmarks": bench(sweep={"threads": [1, True]})},
@@ -166,6 +185,28 @@ def test_sweep_builds_params_and_specs_in_the_order_written():
         ("plain", "", "cpu-bound"),
         ("bare", "threads=2", "cpu-bound:threads=2"),
     ]
+
+
+def test_a_sweep_may_give_each_platform_its_own_values():
+    doc = campaign_doc(
+        platforms=[SMALL, "pixel6"],
+        benchmarks={
+            "grid": {
+                "workload": "periodic:run_us=500",
+                "sweep": {"threads": {SMALL: [1, 8], "pixel6": [2]}, "mem_frac": [0.5]},
+            },
+        },
+        iterations=1,
+        configs={"schedutil": "schedutil"},
+    )
+    campaign = campaign_from_dict(doc, source="t")
+    assert [(r.platform, r.param) for r in campaign.runs()] == [
+        (SMALL, "threads=1,mem_frac=0.5"),
+        (SMALL, "threads=8,mem_frac=0.5"),
+        ("pixel6", "threads=2,mem_frac=0.5"),
+    ]
+    sweep = campaign.manifest()["benchmarks"][0]["sweep"]
+    assert sweep == {"threads": {SMALL: ["1", "8"], "pixel6": ["2"]}, "mem_frac": ["0.5"]}
 
 
 def test_adding_runs_leaves_every_other_seed_and_key_unchanged():

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dvfslab import _core
-from dvfslab._campaign_model import Benchmark, Campaign, Config, Platform
+from dvfslab._campaign_model import Benchmark, Campaign, Config, Platform, SweepValues
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
 from dvfslab.api import SEED_MAX
@@ -183,7 +183,14 @@ def _checked_benchmarks(
             Benchmark(
                 name=name,
                 workload=spec,
-                sweep=_checked_sweep(check, entry.get("sweep"), path, spec, knobs),
+                sweep=_checked_sweep(
+                    check,
+                    entry.get("sweep"),
+                    path,
+                    spec,
+                    knobs,
+                    _checked_subset(check, entry, path, platforms) or tuple(platforms),
+                ),
                 duration_s=(
                     check.seconds(entry["duration_s"], child(path, "duration_s"))
                     if "duration_s" in entry
@@ -209,8 +216,13 @@ def _read_workload_file(check: Checker, path: str, file: Path) -> tuple[str, str
 
 
 def _checked_sweep(
-    check: Checker, value: object, path: str, spec: str, knobs: list[str] | None
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    check: Checker,
+    value: object,
+    path: str,
+    spec: str,
+    knobs: list[str] | None,
+    platforms: tuple[str, ...],
+) -> tuple[tuple[str, SweepValues], ...]:
     if value is None:
         return ()
     path = child(path, "sweep")
@@ -226,17 +238,38 @@ def _checked_sweep(
             check.fail(knob_path, f"{workload!r} has no knob {knob!r} (knobs: {', '.join(knobs)})")
         if knob in written:
             check.fail(knob_path, f"{knob!r} is both set in the workload spec and swept")
-        what = "a non-empty list of numbers or strings"
-        if not isinstance(values, list) or not values:
-            check.expected(knob_path, what, values)
-        texts: list[str] = []
-        for i, v in enumerate(values):
-            ok = isinstance(v, (int, float, str)) and not isinstance(v, bool)
-            text = str(v)
-            if not ok or not text or any(c in text for c in _SPEC_RESERVED):
-                check.expected(child(knob_path, i), "a number or a string without , : =", v)
-            if text in texts:
-                check.fail(child(knob_path, i), f"{text} is listed twice")
-            texts.append(text)
-        sweep.append((knob, tuple(texts)))
+        if isinstance(values, dict):
+            # One list per platform the benchmark runs on.
+            for name in values:
+                if name not in platforms:
+                    check.fail(
+                        child(knob_path, name),
+                        f"not a platform this benchmark runs on (they are: {', '.join(platforms)})",
+                    )
+            missing = [p for p in platforms if p not in values]
+            if missing:
+                check.fail(knob_path, f"no values for platform(s) {', '.join(missing)}")
+            by_platform = tuple(
+                (name, _checked_values(check, values[name], child(knob_path, name)))
+                for name in platforms
+            )
+            sweep.append((knob, SweepValues(by_platform=by_platform)))
+        else:
+            sweep.append((knob, SweepValues(shared=_checked_values(check, values, knob_path))))
     return tuple(sweep)
+
+
+def _checked_values(check: Checker, values: object, path: str) -> tuple[str, ...]:
+    what = "a non-empty list of numbers or strings, or a table of platform = [values]"
+    if not isinstance(values, list) or not values:
+        check.expected(path, what, values)
+    texts: list[str] = []
+    for i, v in enumerate(values):
+        ok = isinstance(v, (int, float, str)) and not isinstance(v, bool)
+        text = str(v)
+        if not ok or not text or any(c in text for c in _SPEC_RESERVED):
+            check.expected(child(path, i), "a number or a string without , : =", v)
+        if text in texts:
+            check.fail(child(path, i), f"{text} is listed twice")
+        texts.append(text)
+    return tuple(texts)

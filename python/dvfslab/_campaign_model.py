@@ -41,11 +41,30 @@ class Config:
 
 
 @dataclass(frozen=True)
+class SweepValues:
+    """The values a knob is swept over: one list for every platform, or one per platform."""
+
+    shared: tuple[str, ...] = ()
+    by_platform: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def on(self, platform: str) -> tuple[str, ...]:
+        for name, values in self.by_platform:
+            if name == platform:
+                return values
+        return self.shared
+
+    def to_manifest(self) -> list[str] | dict[str, list[str]]:
+        if self.by_platform:
+            return {name: list(values) for name, values in self.by_platform}
+        return list(self.shared)
+
+
+@dataclass(frozen=True)
 class Benchmark:
     name: str
     workload: str
     """A workload spec, or a workload file's absolute path (then `sweep` is empty)."""
-    sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    sweep: tuple[tuple[str, SweepValues], ...] = ()
     """(knob, values) pairs; the runs take every combination, the first knob varying slowest."""
     duration_s: float | None = None
     """Overrides the campaign's duration_s."""
@@ -57,14 +76,15 @@ class Benchmark:
     def runs_on(self, platform: str) -> bool:
         return self.platforms is None or platform in self.platforms
 
-    def params(self) -> list[tuple[str, str]]:
-        """(param, workload spec) for each point of the sweep: ("clients=8", "tbench:clients=8").
+    def params(self, platform: str) -> list[tuple[str, str]]:
+        """(param, workload spec) for each point of the sweep on `platform`: ("clients=8",
+        "tbench:clients=8").
 
         Without a sweep, one point: ("", the workload as written).
         """
         points: list[list[tuple[str, str]]] = [[]]
         for knob, values in self.sweep:
-            points = [[*point, (knob, value)] for point in points for value in values]
+            points = [[*point, (knob, value)] for point in points for value in values.on(platform)]
         out = []
         for point in points:
             param = ",".join(f"{knob}={value}" for knob, value in point)
@@ -125,7 +145,7 @@ class Campaign:
             for platform in self.platforms
             for bench in self.benchmarks
             if bench.runs_on(platform.name)
-            for param, workload in bench.params()
+            for param, workload in bench.params(platform.name)
             for config in self.configs
             if config.runs_on(platform.name)
             for iteration in range(1, (bench.iterations or self.iterations) + 1)
@@ -186,7 +206,7 @@ class Campaign:
                 {
                     "name": b.name,
                     "workload": b.workload,
-                    "sweep": {knob: list(values) for knob, values in b.sweep},
+                    "sweep": {knob: values.to_manifest() for knob, values in b.sweep},
                     "duration_s": b.duration_s,
                     "iterations": b.iterations,
                     "platforms": _list_or_none(b.platforms),
