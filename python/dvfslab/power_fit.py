@@ -21,6 +21,7 @@ constants confirms the fixed point.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -59,16 +60,7 @@ class PowerFit:
     median_abs_ln_after: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "platform": self.platform,
-            "cells": self.cells,
-            "preset": self.preset,
-            "fitted": self.fitted,
-            "within_25pct_before": self.within_25pct_before,
-            "within_25pct_after": self.within_25pct_after,
-            "median_abs_ln_before": self.median_abs_ln_before,
-            "median_abs_ln_after": self.median_abs_ln_after,
-        }
+        return dataclasses.asdict(self)
 
 
 def power_terms(run_json: str) -> tuple[float, float, float, float]:
