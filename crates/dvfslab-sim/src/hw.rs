@@ -117,15 +117,33 @@ impl Sim {
             .cores
             .iter()
             .filter(|&&core| !self.cores[core].gated)
-            .map(|&core| {
-                let t = &self.plat.cores[core];
-                let q = &self.plat.cluster(t.cluster).frequency;
-                let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
-                (self.domains[t.domain].actual_khz.saturating_sub(q.min_khz)) as f64 / span
-            })
-            .fold(0.0, f64::max)
-            .min(1.0);
+            .map(|&core| self.uncore_level_of(core))
+            .fold(0.0, f64::max);
         (pp.p_uncore_active_w + pp.p_uncore_dyn_w * level, Some(level))
+    }
+
+    /// The uncore clock level `core`'s domain frequency calls for.
+    fn uncore_level_of(&self, core: usize) -> f64 {
+        let t = &self.plat.cores[core];
+        let q = &self.plat.cluster(t.cluster).frequency;
+        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
+        ((self.domains[t.domain].actual_khz.saturating_sub(q.min_khz)) as f64 / span).min(1.0)
+    }
+
+    /// `core` was just power-gated or woke from it: the package idles with its last core and
+    /// wakes with its first, and the uncore clock moves only if this core was, or now is, the
+    /// fastest (which spares a scan of the package at most C-state changes).
+    fn uncore_after_gating(&mut self, core: usize) {
+        let pkg = self.plat.cores[core].package;
+        let all_gated = self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len();
+        let unchanged = match self.packages[pkg].uncore_level {
+            Some(level) if self.cores[core].gated => !all_gated && self.uncore_level_of(core) < level,
+            Some(level) => self.uncore_level_of(core) <= level,
+            None => false,
+        };
+        if !unchanged {
+            self.repower_package(pkg);
+        }
     }
 
     /// Domain `d` went from `old_khz` to its current frequency: the uncore clock of its
@@ -225,9 +243,12 @@ impl Sim {
                     self.packages[pkg].gated_cores -= 1;
                 }
             }
+            let gating_changed = gated != self.cores[core].gated;
             self.cores[core].active = active;
             self.cores[core].gated = gated;
-            self.repower_package(pkg);
+            if gating_changed {
+                self.uncore_after_gating(core);
+            }
             let after = self.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
