@@ -104,72 +104,108 @@ impl Sim {
         }
     }
 
-    /// Uncore power now (W) and its clock level: every core power-gated leaves the package
-    /// idle; otherwise the uncore draws its static power plus a share of `p_uncore_dyn_w` that
-    /// follows its clock, which tracks the fastest core not power-gated (uncore frequency
-    /// scaling: `level` = 0 at the lowest core frequency, 1 at the highest).
-    fn uncore_power(&self, pkg: usize) -> (f64, Option<f64>) {
-        let pp = &self.plat.file.package_power;
-        if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
-            return (pp.p_pkg_idle_w, None);
-        }
-        let level = self.plat.packages[pkg]
-            .cores
-            .iter()
-            .filter(|&&core| !self.cores[core].gated)
-            .map(|&core| self.uncore_level_of(core))
-            .fold(0.0, f64::max);
-        (pp.p_uncore_active_w + pp.p_uncore_dyn_w * level, Some(level))
+    /// The uncore clock level a domain of `cluster` at `khz` calls for: 0 at the cluster's
+    /// lowest frequency, 1 at its highest.
+    fn uncore_level_at(&self, cluster: usize, khz: u32) -> f64 {
+        let q = &self.plat.cluster(cluster).frequency;
+        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
+        (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0)
     }
 
-    /// The uncore clock level `core`'s domain frequency calls for.
     fn uncore_level_of(&self, core: usize) -> f64 {
         let t = &self.plat.cores[core];
-        let q = &self.plat.cluster(t.cluster).frequency;
-        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
-        ((self.domains[t.domain].actual_khz.saturating_sub(q.min_khz)) as f64 / span).min(1.0)
+        self.uncore_level_at(t.cluster, self.domains[t.domain].actual_khz)
     }
 
-    /// `core` was just power-gated or woke from it: the package idles with its last core and
-    /// wakes with its first, and the uncore clock moves only if this core was, or now is, the
-    /// fastest (which spares a scan of the package at most C-state changes).
+    /// The uncore's state from scratch: None when every core is power-gated (the package
+    /// idles), else its clock level — that of the fastest core not power-gated (uncore
+    /// frequency scaling) — and how many such cores run at it.
+    fn uncore_scan(&self, pkg: usize) -> Option<(f64, u32)> {
+        let mut top: Option<(f64, u32)> = None;
+        for &core in &self.plat.packages[pkg].cores {
+            if self.cores[core].gated {
+                continue;
+            }
+            let level = self.uncore_level_of(core);
+            top = match top {
+                Some((l, n)) if level == l => Some((l, n + 1)),
+                Some((l, n)) if level < l => Some((l, n)),
+                _ => Some((level, 1)),
+            };
+        }
+        top
+    }
+
+    /// Settle the package's energy, then run its uncore in `state` (`uncore_scan`'s form):
+    /// the package-idle power, or the static power plus the clock-following share.
+    fn set_uncore(&mut self, pkg: usize, state: Option<(f64, u32)>) {
+        self.touch_package(pkg);
+        let pp = &self.plat.file.package_power;
+        let p = &mut self.packages[pkg];
+        p.uncore_w = state.map_or(pp.p_pkg_idle_w, |(level, _)| pp.p_uncore_active_w + pp.p_uncore_dyn_w * level);
+        p.uncore_level = state.map(|(level, _)| level);
+        p.uncore_at_top = state.map_or(0, |(_, n)| n);
+    }
+
+    fn repower_package(&mut self, pkg: usize) {
+        let state = self.uncore_scan(pkg);
+        self.set_uncore(pkg, state);
+    }
+
+    /// `core` was just power-gated or woke from it. The package idles with its last core and
+    /// wakes with its first; otherwise only a core at (or above) the uncore's level moves it,
+    /// and the package is scanned again only when the last core at the top level leaves.
     fn uncore_after_gating(&mut self, core: usize) {
         let pkg = self.plat.cores[core].package;
-        let all_gated = self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len();
-        let unchanged = match self.packages[pkg].uncore_level {
-            Some(level) if self.cores[core].gated => !all_gated && self.uncore_level_of(core) < level,
-            Some(level) => self.uncore_level_of(core) <= level,
-            None => false,
-        };
-        if !unchanged {
+        let Some(level) = self.packages[pkg].uncore_level else {
             self.repower_package(pkg);
+            return;
+        };
+        let mine = self.uncore_level_of(core);
+        if self.cores[core].gated {
+            if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
+                self.set_uncore(pkg, None);
+            } else if mine >= level {
+                let p = &mut self.packages[pkg];
+                p.uncore_at_top -= 1;
+                if p.uncore_at_top == 0 {
+                    self.repower_package(pkg);
+                }
+            }
+        } else if mine > level {
+            self.set_uncore(pkg, Some((mine, 1)));
+        } else if mine == level {
+            self.packages[pkg].uncore_at_top += 1;
         }
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
     }
 
-    /// Domain `d` went from `old_khz` to its current frequency: the uncore clock of its
-    /// package moves if the domain has an active core and was, or now is, the fastest.
+    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
+    /// leave the uncore's top level, join it, or raise it.
     fn uncore_follows(&mut self, d: usize, old_khz: u32) {
         let pkg = self.plat.domains[d].package;
         let Some(level) = self.packages[pkg].uncore_level else { return };
-        if self.plat.domains[d].cores.iter().all(|&c| self.cores[c].gated) {
+        let awake = self.plat.domains[d].cores.iter().filter(|&&c| !self.cores[c].gated).count() as u32;
+        if awake == 0 {
             return;
         }
-        let q = &self.plat.cluster(self.plat.domains[d].cluster).frequency;
-        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
-        let of = |khz: u32| (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0);
-        let (before, after) = (of(old_khz), of(self.domains[d].actual_khz));
-        if after > level || (before >= level && after < before) {
-            self.repower_package(pkg);
+        let cl = self.plat.domains[d].cluster;
+        let (before, after) = (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.domains[d].actual_khz));
+        if after > level {
+            self.set_uncore(pkg, Some((after, awake)));
+        } else {
+            let p = &mut self.packages[pkg];
+            if before == level {
+                p.uncore_at_top -= awake;
+            }
+            if after == level {
+                p.uncore_at_top += awake;
+            }
+            if p.uncore_at_top == 0 {
+                self.repower_package(pkg);
+            }
         }
-    }
-
-    /// Settle the package's energy, then take its uncore power for the current state.
-    fn repower_package(&mut self, pkg: usize) {
-        self.touch_package(pkg);
-        let (w, level) = self.uncore_power(pkg);
-        let p = &mut self.packages[pkg];
-        p.uncore_w = w;
-        p.uncore_level = level;
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
     }
 
     fn touch_core(&mut self, core: usize) {

@@ -117,6 +117,8 @@ pub(crate) struct Package {
     pub uncore_w: f64,
     /// The uncore clock's level (0..1 of its range), or `None` while the package is idle.
     pub uncore_level: Option<f64>,
+    /// Cores not power-gated whose domain runs at the uncore's level (the fastest).
+    pub uncore_at_top: u32,
     pub uncore_energy_j: f64,
     /// Time with every core power-gated (the package C-state).
     pub idle_ns: TimeNs,
@@ -308,6 +310,7 @@ impl Sim {
                 gated_cores: 0,
                 uncore_w: 0.0,
                 uncore_level: None,
+                uncore_at_top: 0,
                 uncore_energy_j: 0.0,
                 idle_ns: 0,
                 uncore_clock_s: 0.0,
