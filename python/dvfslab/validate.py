@@ -176,10 +176,15 @@ def scores(cells: list[Cell]) -> dict[str, Any]:
 def calibration_names() -> list[str]:
     """Campaigns with published numbers shipped in dvfslab/data/calibration/."""
     directory = resources.files("dvfslab") / "data" / "calibration"
-    suffix = "-ratios.csv"
     if not directory.is_dir():
         return []
-    return sorted(e.name[: -len(suffix)] for e in directory.iterdir() if e.name.endswith(suffix))
+    # A campaign is named by its ratios table; the perf-per-watt table also ends in "-ratios".
+    ratios, ppw = f"-{_FILES['ratios']}.csv", f"-{_FILES['perf-per-watt']}.csv"
+    return sorted(
+        e.name[: -len(ratios)]
+        for e in directory.iterdir()
+        if e.name.endswith(ratios) and not e.name.endswith(ppw)
+    )
 
 
 def _read_csv(name: str, table: TableName) -> list[dict[str, str]]:
