@@ -179,17 +179,13 @@ def _checked_benchmarks(
                 known = ", ".join(sorted(workloads))
                 check.fail(spec_path, f"unknown workload {workload!r} (known: {known})")
             knobs = [k["name"] for k in workloads[workload]["knobs"]]
+        subset = _checked_subset(check, entry, path, platforms)
         benchmarks.append(
             Benchmark(
                 name=name,
                 workload=spec,
                 sweep=_checked_sweep(
-                    check,
-                    entry.get("sweep"),
-                    path,
-                    spec,
-                    knobs,
-                    _checked_subset(check, entry, path, platforms) or tuple(platforms),
+                    check, entry.get("sweep"), path, spec, knobs, subset or tuple(platforms)
                 ),
                 duration_s=(
                     check.seconds(entry["duration_s"], child(path, "duration_s"))
@@ -201,7 +197,7 @@ def _checked_benchmarks(
                     if "iterations" in entry
                     else None
                 ),
-                platforms=_checked_subset(check, entry, path, platforms),
+                platforms=subset,
                 workload_file_text=file_text,
             )
         )

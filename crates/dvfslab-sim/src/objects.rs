@@ -166,7 +166,7 @@ impl Sim {
     pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
         let d = &mut self.objects.devices[dev as usize];
         d.in_service -= 1;
-        let woken = if d.spec.group_commit { std::mem::take(&mut d.committing) } else { vec![task] };
+        let carried = if d.spec.group_commit { std::mem::take(&mut d.committing) } else { Vec::new() };
         if let Some((next, service_ns)) = d.queue.pop_front() {
             d.in_service += 1;
             if d.spec.group_commit {
@@ -176,7 +176,10 @@ impl Sim {
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
-        for t in woken {
+        if carried.is_empty() {
+            self.wake_task(task, None, UpdateFlags { iowait: true });
+        }
+        for t in carried {
             self.wake_task(t, None, UpdateFlags { iowait: true });
         }
     }

@@ -7,8 +7,6 @@
 
 /// Kernel-side costs shared by many models (spec/workloads.md §1.1), at a ~3–4 GHz reference.
 pub mod kernel {
-    /// Context switch, charged to the task switched in: 1–3 µs.
-    pub const CONTEXT_SWITCH_CYCLES: f64 = 2.0e-6 * 3.0e9;
     /// fork(): 40–120 µs.
     pub const FORK_CYCLES: f64 = 80e-6 * 3.0e9;
     /// execve + dynamic link + page faults of a small binary: 200–600 µs.
