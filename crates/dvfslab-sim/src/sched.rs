@@ -26,6 +26,18 @@ fn tunable_factor(ncpus: usize) -> u64 {
 const SCHED_LATENCY_NS: u64 = 6_000_000;
 const MIN_GRANULARITY_NS: u64 = 750_000;
 const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
+/// sysctl_sched_migration_cost: a task that ran this recently is cache-hot and stays where it
+/// is, and a CPU whose idle periods average less than this does not look for work when it
+/// goes idle (new-idle balancing would cost more than the idle time it fills).
+const MIGRATION_COST_NS: u64 = 500_000;
+/// rq->avg_idle starts at, and is capped to, twice the migration cost.
+pub(crate) const AVG_IDLE_MAX_NS: u64 = 2 * MIGRATION_COST_NS;
+/// rq->avg_idle after an idle period of `sample_ns` (update_avg in ttwu_do_wakeup):
+/// avg += (sample − avg) / 8, capped at [`AVG_IDLE_MAX_NS`].
+fn next_avg_idle(avg_ns: u64, sample_ns: u64) -> u64 {
+    let avg = avg_ns as i64 + (sample_ns as i64 - avg_ns as i64) / 8;
+    (avg.max(0) as u64).min(AVG_IDLE_MAX_NS)
+}
 /// SCHED_RR time slice (RR_TIMESLICE, 100 ms).
 const RR_TIMESLICE_NS: u64 = 100_000_000;
 /// Steps a program may take without running, blocking or exiting before it is declared stuck.
@@ -369,6 +381,7 @@ impl Sim {
         if let Some(state) = self.cpus[cpu].idle_state {
             let slept = now - self.cpus[cpu].idle_since;
             self.cpus[cpu].push_idle_history(slept);
+            self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
@@ -666,8 +679,9 @@ impl Sim {
             self.set_curr(cpu, next);
             return;
         }
-        // With EAS, balancing waits until the system is overutilized.
-        if self.load_balance_allowed() {
+        // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
+        // briefly, on average, does not balance on going idle (idle_balance).
+        if self.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
             if let Some((src, task)) = self.find_busiest(cpu) {
                 self.cpus[src].queue.retain(|&t| t != task);
                 self.waiting -= 1;
@@ -683,15 +697,18 @@ impl Sim {
         self.go_idle(cpu);
     }
 
-    /// New-idle balancing: the CPU with the most waiting tasks, nearest first (LLC, package,
-    /// machine).
+    /// New-idle balancing: the CPU with the most waiting tasks that may move, nearest first
+    /// (LLC, package, machine). Cache-hot tasks stay: new-idle balancing never overrides that.
     fn find_busiest(&self, cpu: usize) -> Option<(usize, usize)> {
         if self.waiting == 0 {
             return None;
         }
         let t = &self.plat.cpus[cpu];
-        // The first waiting task of `src` that may run on `cpu`.
-        let movable = |src: usize| self.cpus[src].queue.iter().copied().find(|&task| self.allowed(task, cpu));
+        let now = self.q.now();
+        // The first waiting task of `src` that may run on `cpu` and has not run recently.
+        let movable = |src: usize| {
+            self.cpus[src].queue.iter().copied().find(|&task| self.allowed(task, cpu) && !self.cache_hot(task, now))
+        };
         let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
             cpus.filter(|&c| c != cpu && movable(c).is_some())
                 .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
@@ -700,6 +717,12 @@ impl Sim {
         busiest(&mut self.plat.llcs[t.llc].iter().copied())
             .or_else(|| busiest(&mut self.plat.packages[t.package].cpus.iter().copied()))
             .or_else(|| busiest(&mut (0..self.cpus.len())))
+    }
+
+    /// task_hot: the task ran less than the migration cost ago, so its cache is still warm.
+    fn cache_hot(&self, task: usize, now: u64) -> bool {
+        let t = &self.tasks[task];
+        t.placed && now.saturating_sub(t.exec_start_ns) < MIGRATION_COST_NS
     }
 
     /// Move a waiting (not running) task between run-queues.
@@ -953,5 +976,27 @@ impl crate::sim::Cpu {
             samples.pop();
         }
         self.idle_avg_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avg_idle_follows_idle_periods_with_weight_one_eighth_and_a_cap() {
+        // From the initial 1 ms, one 100 µs idle period: 1000 − 900/8 = 887.5 µs.
+        assert_eq!(next_avg_idle(AVG_IDLE_MAX_NS, 100_000), 887_500);
+        // Idle periods of 100 µs bring it under the migration cost after seven of them
+        // (1000 − 900·(1 − (7/8)^k) < 500 from k = 7): new-idle balancing then stops.
+        let mut avg = AVG_IDLE_MAX_NS;
+        let mut periods = 0;
+        while avg >= MIGRATION_COST_NS {
+            avg = next_avg_idle(avg, 100_000);
+            periods += 1;
+        }
+        assert_eq!(periods, 7);
+        // A long idle period raises it again, but never above twice the migration cost.
+        assert_eq!(next_avg_idle(avg, 1_000_000_000), AVG_IDLE_MAX_NS);
     }
 }

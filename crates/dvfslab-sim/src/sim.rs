@@ -57,6 +57,8 @@ pub(crate) struct Cpu {
     pub idle_history: [u64; 8],
     pub idle_history_len: usize,
     pub idle_avg_ns: u64,
+    /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
+    pub avg_idle_ns: u64,
     /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
     pub timers: Vec<TimeNs>,
     // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
@@ -259,6 +261,7 @@ impl Sim {
                 idle_history: [0; 8],
                 idle_history_len: 0,
                 idle_avg_ns: 0,
+                avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 timers: Vec::new(),
                 aperf: 0.0,
                 mperf: 0.0,

@@ -5,11 +5,18 @@
 //! connections with no think time: send a statement, and when its reply arrives send the next
 //! one. Read-only runs use as many threads as MMTests passes to `-j`: the client count clamped
 //! to [NUMA nodes, CPUs / nodes / 8] (and at most one per client), so 4 clients on an 80-CPU
-//! two-node machine get 4 threads but a 4-core desktop drives every connection from one. A
-//! thread serves its connections' replies round-robin, which is the order they arrive in when
-//! the backends are alike. Read-write runs use one thread per connection: pgbench polls for
-//! whichever connection is ready, and waiting on them in a fixed order would deadlock when
-//! the next connection in turn waits for the row lock another one holds.
+//! two-node machine get 4 threads but a 4-core desktop drives every connection from one.
+//!
+//! A thread `poll()`s its connections and serves whichever reply is ready, so it sleeps only
+//! when none is. The model gives each thread one reply channel that all its backends post to,
+//! and one request channel they all wait on. Both queues are first-in first-out, so the
+//! backend woken by a request is the one whose reply was consumed first: the pairing of
+//! connection and backend is kept without naming it. (Waiting for the connections in a fixed
+//! order instead stalls the thread behind a backend still queued on a busy CPU while other
+//! replies wait; the thread then sleeps and wakes on another idle CPU at every stall, and a
+//! saturated thread is smeared over all CPUs.) Read-write runs use one thread per
+//! connection: with several transactions of seven statements sharing a thread, the request
+//! for the connection that holds the row lock could be taken by a backend waiting for it.
 //!
 //! - **read-only** (`rw=0`, select-only): one SELECT per transaction, one round trip.
 //! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. At scale 1 every
@@ -77,11 +84,13 @@ struct Pgbench {
     disk: Disk,
 }
 
-fn request(c: u32) -> u32 {
-    2 * c
+/// The channel pgbench thread `t` posts statements to; its backends wait on it.
+fn request(t: u32) -> u32 {
+    2 * t
 }
-fn reply(c: u32) -> u32 {
-    2 * c + 1
+/// The channel the backends of thread `t` post replies to; the thread polls it.
+fn reply(t: u32) -> u32 {
+    2 * t + 1
 }
 
 fn client_work() -> Op {
@@ -116,10 +125,11 @@ impl Pgbench {
         }
     }
 
-    fn backend(&self, c: u32) -> Rc<[Op]> {
+    /// The backend of a connection driven by pgbench thread `t`.
+    fn backend(&self, t: u32) -> Rc<[Op]> {
         let mut p = Vec::new();
         for (k, &cycles) in self.script().iter().enumerate() {
-            p.push(Op::Wait { ch: request(c) });
+            p.push(Op::Wait { ch: request(t) });
             if self.rw && k == UPDATE_BRANCHES {
                 p.push(Op::Lock { id: BRANCH });
             }
@@ -129,30 +139,26 @@ impl Pgbench {
                 p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
                 p.push(Op::Unlock { id: BRANCH });
             }
-            p.push(Op::Post { ch: reply(c), sync: true });
+            p.push(Op::Post { ch: reply(t), sync: true });
         }
         p.push(Op::Jump { to: 0 });
         p.into()
     }
 
-    /// pgbench thread `t`: its connections' first statements, then round after round a reply
-    /// and the next statement on each connection.
-    fn thread(&self, t: u32, threads: u32) -> Rc<[Op]> {
-        let conns: Vec<u32> = (t..self.clients).step_by(threads as usize).collect();
-        let mut p = Vec::new();
-        for &c in &conns {
-            p.extend([client_work(), Op::Post { ch: request(c), sync: true }]);
-        }
+    /// pgbench thread `t` with `conns` connections: their first statements, then for every
+    /// reply the next statement on that connection. Read-write threads have one connection
+    /// each and count a transaction at every seventh reply.
+    fn thread(&self, t: u32, conns: u32) -> Rc<[Op]> {
+        let send = [client_work(), Op::Post { ch: request(t), sync: true }];
+        let mut p: Vec<Op> = (0..conns).flat_map(|_| send.clone()).collect();
         let top = p.len();
         let statements = self.script().len();
         for k in 0..statements {
-            for &c in &conns {
-                p.push(Op::Wait { ch: reply(c) });
-                if k == statements - 1 {
-                    p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
-                }
-                p.extend([client_work(), Op::Post { ch: request(c), sync: true }]);
+            p.push(Op::Wait { ch: reply(t) });
+            if k == statements - 1 {
+                p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
             }
+            p.extend(send.clone());
         }
         p.push(Op::Jump { to: top });
         p.into()
@@ -170,10 +176,14 @@ impl Pgbench {
 
 impl Workload for Pgbench {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
-        let mut tasks: Vec<TaskSpec> =
-            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c))).collect();
+        // The connections are shared out evenly among the threads.
         let threads = self.threads(plat);
-        tasks.extend((0..threads).map(|t| TaskSpec::new(format!("pgbench-{t}"), self.thread(t, threads))));
+        let mut tasks: Vec<TaskSpec> =
+            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c % threads))).collect();
+        tasks.extend((0..threads).map(|t| {
+            let conns = (t..self.clients).step_by(threads as usize).count() as u32;
+            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
+        }));
         tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
         tasks
     }
@@ -198,5 +208,38 @@ impl Workload for Pgbench {
             unit: INFO.unit.into(),
             better: INFO.better,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waits(program: &[Op]) -> Vec<u32> {
+        program.iter().filter_map(|op| if let Op::Wait { ch } = op { Some(*ch) } else { None }).collect()
+    }
+
+    #[test]
+    fn a_read_only_thread_polls_one_reply_queue_for_all_its_connections() {
+        let pg = Pgbench { clients: 16, threads: 2, rw: false, disk: Disk::from_knob(0) };
+        // Thread 1 owns 8 connections: it sends their first statements, then waits on its own
+        // reply queue only, whichever connection answers.
+        let thread = pg.thread(1, 8);
+        let first_sends = thread.iter().take_while(|op| !matches!(op, Op::Wait { .. }));
+        assert_eq!(first_sends.filter(|op| matches!(op, Op::Post { ch, .. } if *ch == request(1))).count(), 8);
+        assert_eq!(waits(&thread), vec![reply(1)]);
+        // Its backends all take statements from its request queue and answer on its reply queue.
+        let backend = pg.backend(1);
+        assert_eq!(waits(&backend), vec![request(1)]);
+        assert!(backend.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == reply(1))));
+    }
+
+    #[test]
+    fn a_read_write_thread_counts_a_transaction_every_seventh_reply() {
+        let pg = Pgbench { clients: 4, threads: 0, rw: true, disk: Disk::from_knob(0) };
+        let thread = pg.thread(3, 1);
+        assert_eq!(waits(&thread), vec![reply(3); 7]);
+        let marks = thread.iter().filter(|op| matches!(op, Op::Mark(_))).count();
+        assert_eq!(marks, 1);
     }
 }
