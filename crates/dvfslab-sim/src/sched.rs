@@ -885,12 +885,15 @@ impl Sim {
     }
 
     /// Move one waiting task of `cpu` to an idle CPU it may use, nearest first (NOHZ idle
-    /// balancing).
+    /// balancing). A cache-hot task stays; one that has waited longer than the migration cost
+    /// is cold by then.
     fn push_to_idle(&mut self, cpu: usize) {
         let t = &self.plat.cpus[cpu];
         let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
         let all: Vec<usize> = (0..self.cpus.len()).collect();
-        let found = self.cpus[cpu].queue.iter().copied().find_map(|task| {
+        let now = self.q.now();
+        let mut cold = self.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
+        let found = cold.find_map(|task| {
             self.find_idle_core(task, llc, cpu)
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
                 .or_else(|| self.find_idle_core(task, pkg, cpu))
