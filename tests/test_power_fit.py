@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dvfslab.power_fit import fit_power, power_terms
+from dvfslab.power_fit import fit_power, power_terms, preset_constants
 
 PLATFORM = "haswell-e5-2670v3-2s"
 
@@ -42,9 +42,12 @@ def test_terms_are_time_shares_of_the_run():
     assert power_terms(js) == pytest.approx((1.0, 0.5, 1.0, 20.0))
 
 
-def test_fit_recovers_the_constants_behind_published_watts_despite_an_outlier():
-    truth = {"p_uncore_active_w": 12.0, "p_uncore_dyn_w": 14.0, "p_pkg_idle_w": 18.0}
-    core_scale = 0.8
+def preset_dyn() -> float:
+    return preset_constants(PLATFORM)["p_uncore_dyn_w"]
+
+
+def synthetic_cells(truth: dict, core_scale: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """24 runs with random activity and the published watts the given constants imply."""
     rng = np.random.default_rng(7)
     rows, published = [], []
     for i in range(24):
@@ -68,16 +71,31 @@ def test_fit_recovers_the_constants_behind_published_watts_despite_an_outlier():
             + core_scale * cores
         )
         published.append((PLATFORM, bench, config, watts))
-    # One cell whose benchmark model is far off: three times the published watts.
-    machine, bench, config, watts = published[0]
-    published[0] = (machine, bench, config, watts / 3)
     table = pd.DataFrame(published, columns=["machine", "benchmark", "config", "package_watts"])
+    return pd.DataFrame(rows), table
 
-    (fit,) = fit_power(pd.DataFrame(rows), table)
+
+def test_fit_recovers_the_constants_behind_published_watts_despite_an_outlier():
+    # The clock-following share is held (HELD): the truth has the preset's.
+    truth = {"p_uncore_active_w": 20.0, "p_uncore_dyn_w": preset_dyn(), "p_pkg_idle_w": 9.0}
+    rows, table = synthetic_cells(truth, core_scale=0.8)
+    # One cell whose benchmark model is far off: three times the published watts.
+    table.loc[0, "package_watts"] /= 3
+
+    (fit,) = fit_power(rows, table)
     assert fit.platform == PLATFORM
     assert fit.cells == 24
-    # The idle power is held at the preset's; the others are recovered through the outlier.
-    assert fit.fitted["p_pkg_idle_w"] == fit.preset["p_pkg_idle_w"]
-    assert fit.fitted["core_scale"] == pytest.approx(core_scale, rel=0.03)
-    assert fit.fitted["p_uncore_dyn_w"] == pytest.approx(truth["p_uncore_dyn_w"], rel=0.1)
+    assert fit.fitted["core_scale"] == pytest.approx(0.8, rel=0.03)
+    for name, value in truth.items():
+        assert fit.fitted[name] == pytest.approx(value, rel=0.1), name
     assert fit.within_25pct_after == pytest.approx(23 / 24)
+
+
+def test_idle_power_above_the_active_uncore_is_refused():
+    # Watts that only an idle package drawing more than an active one would explain.
+    truth = {"p_uncore_active_w": 12.0, "p_uncore_dyn_w": preset_dyn(), "p_pkg_idle_w": 30.0}
+    rows, table = synthetic_cells(truth, core_scale=0.8)
+
+    (fit,) = fit_power(rows, table)
+    assert fit.fitted["p_pkg_idle_w"] == fit.preset["p_pkg_idle_w"]
+    assert fit.fitted["p_pkg_idle_w"] < fit.fitted["p_uncore_active_w"]
