@@ -88,6 +88,12 @@ impl Sim {
     ///   idle:     clock_pelt  = clock_task                            (re-synced)
     ///   PELT time = clock_pelt - lost_idle
     /// ```
+    ///
+    /// While the CPU is still leaving its idle state nothing runs: Linux runs the idle task
+    /// until the CPU can schedule, so the clock stays synced as for an idle CPU. The woken task
+    /// is not counted as runnable either: a timer or an I/O completion wakes it only once the
+    /// CPU is out of its idle state (a remote wake-up in the same LLC would have enqueued it
+    /// already; that runnable time is left out).
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
         let cap = self.plat.cpus[cpu].cap_orig;
@@ -96,6 +102,14 @@ impl Sim {
         let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
         let nr = self.nr_running(cpu);
         let c = &mut self.cpus[cpu];
+        if curr.is_some() && c.stall_until > c.clock_task {
+            let end = c.stall_until.min(now);
+            c.clock_task = end;
+            c.clock_pelt = end;
+            c.stall_pelt_end = end - c.lost_idle;
+            let waiting = nr.saturating_sub(1);
+            c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.pelt_shift);
+        }
         let delta = now - c.clock_task;
         c.clock_task = now;
         if curr.is_some() {
@@ -122,8 +136,16 @@ impl Sim {
 
     /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
     pub(crate) fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
-        let now = self.cpu_pelt_now(self.tasks[task].cpu);
+        let cpu = self.tasks[task].cpu;
+        let now = self.cpu_pelt_now(cpu);
+        let waited_until = self.cpus[cpu].stall_pelt_end;
         let t = &mut self.tasks[task];
+        if running && t.avg.last_update_time < waited_until && waited_until <= now {
+            // The current task was woken only once its CPU had left its idle state.
+            if t.avg.update(waited_until, 0, 0, false, t.weight, self.pelt_shift) {
+                t.util_est.on_pelt_refresh();
+            }
+        }
         if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
             t.util_est.on_pelt_refresh();
         }

@@ -49,6 +49,8 @@ pub(crate) struct Cpu {
     pub seg_rate: f64,
     /// Until this time the CPU is still leaving its idle state and makes no progress.
     pub stall_until: TimeNs,
+    /// PELT time at which the last idle exit ended: before it the current task was not yet woken.
+    pub stall_pelt_end: u64,
     pub tick_token: u32,
     pub tick_armed: bool,
     // Idle: None while running (C0), Some(state index) while idle.
@@ -254,6 +256,7 @@ impl Sim {
                 seg_start: 0,
                 seg_rate: 0.0,
                 stall_until: 0,
+                stall_pelt_end: 0,
                 tick_token: 0,
                 tick_armed: false,
                 idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),

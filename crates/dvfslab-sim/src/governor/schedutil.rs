@@ -21,7 +21,8 @@
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
 //! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled;
-//! the iowait boost always follows the ≥ 5.8 rules (doubling from 128 in capacity units).
+//! The iowait boost doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
+//! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min).
 //!
 //! Tunables: `rate_limit_us` (µs; -1 = cpufreq's default transition delay for the kernel
 //! version and driver), `margins` (0 = mainline 1.25 headroom, 1 = the margins series),
@@ -76,8 +77,18 @@ pub const INFO: GovernorInfo = GovernorInfo {
     },
 };
 
-/// Lowest iowait boost, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
+/// Lowest iowait boost from 5.8 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
 const IOWAIT_BOOST_MIN: u64 = 128;
+
+/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.8 on, before
+/// that the lowest frequency's share of the highest (sg_cpu->min), so a part with a wide
+/// range starts lower.
+fn iowait_boost_floor(kernel: KernelVersion, table_khz: &[u32]) -> u64 {
+    match (table_khz.first(), table_khz.last()) {
+        (Some(&min), Some(&max)) if kernel < KernelVersion(5, 8) && max > 0 => 1024 * min as u64 / max as u64,
+        _ => IOWAIT_BOOST_MIN,
+    }
+}
 
 #[derive(Default)]
 struct Schedutil {
@@ -97,6 +108,8 @@ struct Schedutil {
     rate_limit_used_us: u64,
     /// PELT multiplier shift, for the headroom EAS asks about.
     pelt_lshift: u32,
+    /// The iowait boost's floor (capacity units).
+    boost_min: u64,
     // Per-CPU state (sugov_cpu), indexed by position in the policy.
     cpus: Vec<SugovCpu>,
 }
@@ -117,6 +130,7 @@ impl Governor for Schedutil {
         self.rate_limit_used_us = rate_limit_us;
         self.freq_update_delay_ns = rate_limit_us * 1000;
         self.cpus = vec![SugovCpu::default(); ctx.cpus().len()];
+        self.boost_min = iowait_boost_floor(ctx.kernel(), ctx.table_khz());
         self.next_freq = 0;
         self.cached_raw_freq = 0;
         self.last_freq_update_time = None;
@@ -149,7 +163,7 @@ impl Governor for Schedutil {
         let time = ctx.now_ns();
         let Some(idx) = ctx.cpus().iter().position(|&c| c == cpu) else { return };
         let tick_ns = ctx.tick_ns();
-        iowait_boost(&mut self.cpus[idx], time, flags, tick_ns);
+        iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.boost_min);
         self.cpus[idx].last_update = time;
         if !self.should_update(time) {
             return;
@@ -162,7 +176,7 @@ impl Governor for Schedutil {
                 continue;
             }
             let c = ctx.cpus()[j];
-            let boost = iowait_apply(&mut self.cpus[j], time, ctx.cap_orig(c), tick_ns);
+            let boost = iowait_apply(&mut self.cpus[j], time, ctx.cap_orig(c), tick_ns, self.boost_min);
             let p = self.get_util(ctx, c, boost);
             self.cpus[j].util = p.perf;
             if p.perf >= util {
@@ -313,12 +327,12 @@ impl Schedutil {
 }
 
 /// sugov_iowait_boost: on every callback, before rate limiting. An I/O wake-up starts the
-/// boost at 128 or doubles it (once per evaluated update); more than a tick without callbacks
-/// restarts it.
-fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64) {
+/// boost at its floor `min` or doubles it (once per evaluated update); more than a tick without
+/// callbacks restarts it.
+fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64, min: u64) {
     let io = flags.iowait;
     if c.iowait_boost != 0 && time.saturating_sub(c.last_update) > tick_ns {
-        c.iowait_boost = if io { IOWAIT_BOOST_MIN } else { 0 };
+        c.iowait_boost = if io { min } else { 0 };
         c.iowait_boost_pending = io;
         return;
     }
@@ -327,12 +341,13 @@ fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64) {
     }
     c.iowait_boost_pending = true;
     // Double the boost at each request, up to the capacity scale.
-    c.iowait_boost = if c.iowait_boost != 0 { (c.iowait_boost * 2).min(1024) } else { IOWAIT_BOOST_MIN };
+    c.iowait_boost = if c.iowait_boost != 0 { (c.iowait_boost * 2).min(1024) } else { min };
 }
 
 /// sugov_iowait_apply: when an update is evaluated. Without a new I/O wake-up since the last
-/// evaluation the boost halves, and vanishes below 128. Returns the boost in capacity units.
-fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64) -> u64 {
+/// evaluation the boost halves, and vanishes below its floor `min`. Returns the boost in
+/// capacity units.
+fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, min: u64) -> u64 {
     if c.iowait_boost == 0 {
         return 0;
     }
@@ -343,7 +358,7 @@ fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64) -> u64 {
     }
     if !c.iowait_boost_pending {
         c.iowait_boost >>= 1;
-        if c.iowait_boost < IOWAIT_BOOST_MIN {
+        if c.iowait_boost < min {
             c.iowait_boost = 0;
             return 0;
         }
@@ -394,33 +409,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn iowait_boost_sequence() {
-        // B.3 item 6: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
+    /// The boosts evaluated after four I/O wake-ups and then four plain callbacks, 1 ms apart.
+    fn boost_sequence(min: u64) -> Vec<u64> {
         let tick = 4_000_000;
         let mut c = SugovCpu::default();
         let mut seen = Vec::new();
         let mut t = 0;
-        for _ in 0..4 {
+        for k in 0..8 {
             t += 1_000_000;
-            iowait_boost(&mut c, t, UpdateFlags { iowait: true }, tick);
+            iowait_boost(&mut c, t, UpdateFlags { iowait: k < 4 }, tick, min);
             c.last_update = t;
-            seen.push(iowait_apply(&mut c, t, 1024, tick));
+            seen.push(iowait_apply(&mut c, t, 1024, tick, min));
         }
-        for _ in 0..4 {
-            t += 1_000_000;
-            iowait_boost(&mut c, t, UpdateFlags::default(), tick);
-            c.last_update = t;
-            seen.push(iowait_apply(&mut c, t, 1024, tick));
-        }
-        assert_eq!(seen, vec![128, 256, 512, 1024, 512, 256, 128, 0]);
+        seen
+    }
+
+    #[test]
+    fn iowait_boost_sequence() {
+        // B.3 item 6: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
+        let floor = iowait_boost_floor(KernelVersion(6, 8), &TABLE);
+        assert_eq!(boost_sequence(floor), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
+    }
+
+    #[test]
+    fn iowait_boost_before_5_8_starts_at_the_lowest_frequency_share() {
+        // sg_cpu->min = 1024 · 800 / 3000 MHz = 273: 273 → 546 → 1024 (capped) → 1024, then
+        // 512, and the next halving (256) falls under the floor and ends the boost.
+        let floor = iowait_boost_floor(KernelVersion(5, 2), &TABLE);
+        assert_eq!(floor, 273);
+        assert_eq!(boost_sequence(floor), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
     }
 
     #[test]
     fn iowait_boost_restarts_after_a_tick_without_callbacks() {
         let tick = 4_000_000;
         let mut c = SugovCpu { iowait_boost: 1024, last_update: 0, ..SugovCpu::default() };
-        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true }, tick);
+        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true }, tick, IOWAIT_BOOST_MIN);
         assert_eq!(c.iowait_boost, IOWAIT_BOOST_MIN);
     }
 
