@@ -11,15 +11,15 @@ together (k = 1 keeps them as they are).
 
 `fit_power` pools each published (machine, benchmark, config) cell's runs, weighted by run time
 as the published averages are, and minimises the sum of absolute relative errors (iteratively
-reweighted least squares, each constant kept >= 0, the `HELD` ones as they are): a few cells whose simulated activity is far
-off (a mechanism missing in a benchmark model) then cannot drag the constants of a whole
-machine. A constant whose term is negligible in every cell of a machine (a package that never
-idles, say) keeps its preset value. Package idle power must stay below the active uncore's
-static power (an idle package draws less than one with a core awake); a fit that breaks this
-is trading idle power against the rest to absorb activity errors, and is redone with the
-preset's idle power. Core power feeds back
-into performance only through the turbo power limit, so one refit after applying the
-constants confirms the fixed point.
+reweighted least squares, each constant kept >= 0, the `HELD` ones as they are): a few cells
+whose simulated activity is far off (a mechanism missing in a benchmark model) then cannot drag
+the constants of a whole machine. A constant whose term is negligible in every cell of a
+machine (a package that never idles, say) keeps its preset value. Package idle power must stay
+below the active uncore's static power (an idle package draws less than one with a core
+awake); a fit that breaks this is trading idle power against the rest to absorb activity
+errors, and is redone with the preset's idle power. Core power feeds back into performance
+only through the turbo power limit, so one refit after applying the constants confirms the
+fixed point.
 """
 
 from __future__ import annotations
