@@ -177,10 +177,10 @@ impl Sim {
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
         if carried.is_empty() {
-            self.wake_task(task, None, UpdateFlags { iowait: true });
+            self.wake_task(task, None, UpdateFlags { iowait: true, ..UpdateFlags::default() });
         }
         for t in carried {
-            self.wake_task(t, None, UpdateFlags { iowait: true });
+            self.wake_task(t, None, UpdateFlags { iowait: true, ..UpdateFlags::default() });
         }
     }
 }

@@ -213,7 +213,10 @@ impl Sim {
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
         self.cpus[cpu].avg.add_util(util);
-        self.enqueue(task, cpu, true, UpdateFlags::default());
+        // wake_up_new_task enqueues from the parent's CPU.
+        let source = self.tasks[task].parent.map_or(cpu, |p| self.tasks[p].cpu);
+        let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..UpdateFlags::default() };
+        self.enqueue(task, cpu, true, flags);
     }
 
     /// Wake a sleeping task: `waker` is the CPU of the task that woke it and whether that was
@@ -235,7 +238,19 @@ impl Sim {
         if self.hetero.asym && cpu != prev {
             self.idle_after_move(prev);
         }
+        // The waker's CPU enqueues the task; a timer or I/O completion fires where the task
+        // slept (blk-mq completes on the submitting CPU).
+        let source = waker.map_or(prev, |(w, _)| w);
+        let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
         self.enqueue(task, cpu, true, flags);
+    }
+
+    /// Whether an enqueue on `cpu` done by `source` reaches the governor from outside the
+    /// CPU's policy. Within an LLC the source takes the run-queue lock and enqueues itself;
+    /// across LLCs the wake-up is queued to the target by IPI (TTWU_QUEUE) and enqueued there.
+    fn remote_enqueue(&self, source: usize, cpu: usize) -> bool {
+        let (s, t) = (&self.plat.cpus[source], &self.plat.cpus[cpu]);
+        s.policy != t.policy && s.llc == t.llc
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from

@@ -339,3 +339,39 @@ mod response_time {
         assert!(policies.iter().all(|p| p["rate_limit_us"] == 750));
     }
 }
+
+/// Governor callbacks from outside the policy (cpufreq_this_cpu_can_update).
+mod remote_callbacks {
+    use super::*;
+
+    /// Times after the start at which schedutil evaluated policy 2 (the big CPUs) while a
+    /// task on `waker_cpu` wakes a task pinned on big CPU 6 every 10 ms.
+    fn big_decisions(waker_cpu: usize) -> Vec<u64> {
+        let waker = vec![Op::WaitPeriod { period_ns: 10 * MS }, Op::Post { ch: 0, sync: false }, Op::Jump { to: 0 }];
+        let sleeper = vec![
+            Op::Wait { ch: 0 },
+            Op::Run { cycles: Amount::Fixed(cycles_for_util(100.0, 10 * MS)), mem_frac: 0.0 },
+            Op::Jump { to: 0 },
+        ];
+        let tasks = vec![
+            TaskSpec::new("waker", Rc::from(waker)).pinned(vec![waker_cpu]),
+            TaskSpec::new("sleeper", Rc::from(sleeper)).pinned(vec![6]),
+        ];
+        let r = run_tasks("pixel6", "schedutil", tasks, 200 * MS);
+        r.decisions.unwrap().iter().filter(|d| d.policy == 2 && d.time_ns > 0).map(|d| d.time_ns).collect()
+    }
+
+    #[test]
+    fn a_wake_up_enqueued_from_another_policy_is_not_evaluated_there() {
+        // The little CPU 0 enqueues the sleeper on big CPU 6: the big policy cannot act on that
+        // callback, so it re-evaluates only when CPU 6 itself calls (its tick, the dequeue).
+        let decisions = big_decisions(0);
+        // The waker posts when its 10 ms period starts, plus its own idle exit (under 0.5 ms).
+        let at_wakeup = |t: u64| t % (10 * MS) < MS;
+        assert!(!decisions.is_empty());
+        assert!(decisions.iter().all(|&t| !at_wakeup(t)), "{decisions:?}");
+        // Woken by big CPU 7, in the same policy, the sleeper's enqueue is evaluated at once.
+        let decisions = big_decisions(7);
+        assert!(decisions.iter().filter(|&&t| at_wakeup(t)).count() >= 10, "{decisions:?}");
+    }
+}

@@ -410,7 +410,7 @@ impl Governor for IntelPstate {
 
     fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
         // Only the CPU's own callbacks count (the driver ignores remote ones).
-        if self.cpu != Some(cpu) {
+        if self.cpu != Some(cpu) || flags.remote {
             return;
         }
         let (now, tick) = (ctx.now_ns(), ctx.tick_ns());

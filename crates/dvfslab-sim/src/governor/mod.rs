@@ -39,6 +39,10 @@ pub enum Relation {
 pub struct UpdateFlags {
     /// A task that waited on I/O was enqueued.
     pub iowait: bool,
+    /// The callback runs on a CPU outside the policy: another CPU of the LLC enqueued a woken
+    /// task here. Fast-switching governors cannot act on it (cpufreq_this_cpu_can_update);
+    /// schedutil still records the iowait boost, intel_pstate ignores it entirely.
+    pub remote: bool,
 }
 
 pub trait Governor {

@@ -165,7 +165,7 @@ impl Governor for Schedutil {
         let tick_ns = ctx.tick_ns();
         iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.boost_min);
         self.cpus[idx].last_update = time;
-        if !self.should_update(time) {
+        if flags.remote || !self.should_update(time) {
             return;
         }
         let shared = ctx.cpus().len() > 1;
@@ -417,7 +417,7 @@ mod tests {
         let mut t = 0;
         for k in 0..8 {
             t += 1_000_000;
-            iowait_boost(&mut c, t, UpdateFlags { iowait: k < 4 }, tick, min);
+            iowait_boost(&mut c, t, UpdateFlags { iowait: k < 4, ..UpdateFlags::default() }, tick, min);
             c.last_update = t;
             seen.push(iowait_apply(&mut c, t, 1024, tick, min));
         }
@@ -444,7 +444,7 @@ mod tests {
     fn iowait_boost_restarts_after_a_tick_without_callbacks() {
         let tick = 4_000_000;
         let mut c = SugovCpu { iowait_boost: 1024, last_update: 0, ..SugovCpu::default() };
-        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true }, tick, IOWAIT_BOOST_MIN);
+        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true, ..UpdateFlags::default() }, tick, IOWAIT_BOOST_MIN);
         assert_eq!(c.iowait_boost, IOWAIT_BOOST_MIN);
     }
 
