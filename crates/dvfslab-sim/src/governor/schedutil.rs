@@ -20,7 +20,7 @@
 //!
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
-//! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled;
+//! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled.
 //! The iowait boost doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
 //! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min).
 //!
