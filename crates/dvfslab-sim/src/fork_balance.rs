@@ -128,15 +128,7 @@ impl Sim {
     /// its runnable tasks' loads: Linux attaches a task's load to its run queue's average at
     /// once, where this model's run-queue signal only grows while tasks run.
     fn avg_load(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
-        let decayed = if c.curr.is_none() {
-            let mut avg = c.avg.clone();
-            avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
-            avg.load_avg
-        } else {
-            c.avg.load_avg
-        };
-        decayed.max(self.runnable_load(cpu))
+        self.with_cpu_avg_now(cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
     }
 
     fn group_load(&self, group: &[usize]) -> GroupLoad {

@@ -104,12 +104,9 @@ impl Sim {
         }
     }
 
-    /// The uncore clock level a domain of `cluster` at `khz` calls for: 0 at the cluster's
-    /// lowest frequency, 1 at its highest.
+    /// The uncore clock level a domain of `cluster` at `khz` calls for.
     fn uncore_level_at(&self, cluster: usize, khz: u32) -> f64 {
-        let q = &self.plat.cluster(cluster).frequency;
-        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
-        (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0)
+        self.plat.cluster(cluster).frequency.level_of(khz)
     }
 
     fn uncore_level_of(&self, core: usize) -> f64 {

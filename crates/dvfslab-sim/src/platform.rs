@@ -123,6 +123,15 @@ pub struct FrequencyFile {
     pub pcu_interval_us: f64,
 }
 
+impl FrequencyFile {
+    /// Where `khz` lies in the cluster's range, 0 at `min_khz` to 1 at `max_khz`: the uncore
+    /// clock's level when it follows the cores (uncore frequency scaling).
+    pub fn level_of(&self, khz: u32) -> f64 {
+        let span = self.max_khz.saturating_sub(self.min_khz).max(1) as f64;
+        (khz.saturating_sub(self.min_khz) as f64 / span).min(1.0)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CorePowerFile {
@@ -584,10 +593,7 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
             + c.power.p_leak_ref_mw / 1000.0 * (mv / c.power.v_ref_mv).powi(3)
     };
     // The uncore clock follows the cores' (uncore frequency scaling).
-    let uncore_w = |khz: u32| {
-        let span = q.max_khz.saturating_sub(q.min_khz).max(1) as f64;
-        pp.p_uncore_active_w + pp.p_uncore_dyn_w * (khz.saturating_sub(q.min_khz) as f64 / span).min(1.0)
-    };
+    let uncore_w = |khz: u32| pp.p_uncore_active_w + pp.p_uncore_dyn_w * q.level_of(khz);
     // Candidate hardware frequencies: the P-state grid plus every curve point and bin.
     let mut grid: Vec<u32> = q.pstates_khz.clone();
     grid.extend(q.vf_curve.iter().map(|p| p.0).filter(|&f| f >= q.min_khz && f <= q.max_khz));

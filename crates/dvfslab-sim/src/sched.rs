@@ -160,14 +160,19 @@ impl Sim {
 
     /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
     pub(crate) fn cpu_util_avg_now(&self, cpu: usize) -> u64 {
+        self.with_cpu_avg_now(cpu, |avg| avg.util_avg)
+    }
+
+    /// `read` applied to the root cfs_rq average of `cpu`, with an idle CPU's blocked signals
+    /// decayed to now (on a copy: the CPU's state is not changed).
+    pub(crate) fn with_cpu_avg_now<R>(&self, cpu: usize, read: impl Fn(&crate::pelt::SchedAvg) -> R) -> R {
         let c = &self.cpus[cpu];
-        if c.curr.is_none() {
-            let mut avg = c.avg.clone();
-            avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
-            avg.util_avg
-        } else {
-            c.avg.util_avg
+        if c.curr.is_some() {
+            return read(&c.avg);
         }
+        let mut avg = c.avg.clone();
+        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
+        read(&avg)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -251,6 +256,11 @@ impl Sim {
     fn remote_enqueue(&self, source: usize, cpu: usize) -> bool {
         let (s, t) = (&self.plat.cpus[source], &self.plat.cpus[cpu]);
         s.policy != t.policy && s.llc == t.llc
+    }
+
+    /// Every CPU id, for a search of the whole machine (built only when nearer ones failed).
+    fn all_cpus(&self) -> Vec<usize> {
+        (0..self.cpus.len()).collect()
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
@@ -927,7 +937,6 @@ impl Sim {
     fn push_to_idle(&mut self, cpu: usize) {
         let t = &self.plat.cpus[cpu];
         let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
-        let all: Vec<usize> = (0..self.cpus.len()).collect();
         let now = self.q.now();
         let mut cold = self.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
         let found = cold.find_map(|task| {
@@ -935,7 +944,7 @@ impl Sim {
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
                 .or_else(|| self.find_idle_core(task, pkg, cpu))
                 .or_else(|| self.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.find_idle_cpu(task, &all, cpu))
+                .or_else(|| self.find_idle_cpu(task, &self.all_cpus(), cpu))
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
@@ -963,11 +972,10 @@ impl Sim {
             return;
         }
         let t = &self.plat.cpus[cpu];
-        let all: Vec<usize> = (0..self.cpus.len()).collect();
         let dst = self
             .find_idle_core(task, &self.plat.llcs[t.llc], cpu)
             .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, cpu))
-            .or_else(|| self.find_idle_core(task, &all, cpu));
+            .or_else(|| self.find_idle_core(task, &self.all_cpus(), cpu));
         if let Some(dst) = dst {
             self.note_migration(task, cpu, dst, "spread");
             self.migrate_running(cpu, dst);
