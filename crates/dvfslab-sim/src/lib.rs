@@ -33,6 +33,7 @@ pub mod governor;
 mod hw;
 pub mod invariance;
 pub mod kernel;
+mod menu;
 mod misfit;
 mod objects;
 pub mod observe;

@@ -9,8 +9,9 @@
 //! running one only off a core whose SMT threads are all kept busy, to a wholly idle core.
 //! Fork placement is in fork_balance.rs.
 
-use crate::engine::Event;
+use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
+use crate::kernel::KernelVersion;
 use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
 use crate::sim::Sim;
@@ -427,12 +428,15 @@ impl Sim {
         self.update_task_pelt(task, true, false);
         if let Some(state) = self.cpus[cpu].idle_state {
             let slept = now - self.cpus[cpu].idle_since;
-            self.cpus[cpu].push_idle_history(slept);
+            self.cpus[cpu].idle_history.push(slept);
             self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
+            let calls = self.idle_calls(cpu);
             let c = &mut self.cpus[cpu];
+            c.idle_calls = calls;
+            c.tick_stop_at = None;
             c.idle_state = None;
             c.stall_until = now + exit_ns;
             let core = self.plat.cpus[cpu].core;
@@ -807,9 +811,16 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let state = self.select_idle_state(cpu);
+        let (state, next_timer) = self.select_idle_state(cpu);
+        // Only an idle period that stops the tick is an idle call (since 4.17; before, every
+        // one was): a CPU whose idle periods are all short looks busy to schedutil, which then
+        // does not lower its frequency (see `menu`).
         let c = &mut self.cpus[cpu];
-        c.idle_calls += 1;
+        c.tick_stop_at = if self.kernel < KernelVersion(4, 17) {
+            Some(now)
+        } else {
+            c.idle_history.tick_stop_at(now, next_timer, self.tick_ns)
+        };
         c.idle_state = Some(state);
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
@@ -829,12 +840,13 @@ impl Sim {
     /// known timer and the typical recent idle interval (or, when recent intervals disagree,
     /// their running average: menu's correction factor learns the same), then take the deepest
     /// state whose target residency fits in it.
-    fn select_idle_state(&mut self, cpu: usize) -> usize {
+    /// Returns the state and the next timer.
+    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>) {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.timers.retain(|&t| t > now);
-        let next_timer = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
-        let predicted = next_timer.min(c.typical_idle_ns());
+        let next_timer = c.timers.iter().min().copied();
+        let predicted = c.idle_history.predict_ns(now, next_timer);
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         let mut chosen = 0;
         for (i, s) in states.iter().enumerate() {
@@ -842,7 +854,13 @@ impl Sim {
                 chosen = i;
             }
         }
-        chosen
+        (chosen, next_timer)
+    }
+
+    /// Idle calls of `cpu` so far, the current idle period's included once its tick stopped.
+    pub(crate) fn idle_calls(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        c.idle_calls + c.tick_stop_at.is_some_and(|t| self.q.now() >= t) as u64
     }
 
     /// Busy and per-state idle time of `cpu` up to now.
@@ -988,42 +1006,6 @@ impl Sim {
         for c in self.cpus.iter_mut() {
             c.freq_scale = 1024;
         }
-    }
-}
-
-impl crate::sim::Cpu {
-    fn push_idle_history(&mut self, ns: u64) {
-        // Running average with weight 1/8, as menu's correction factors decay.
-        self.idle_avg_ns =
-            if self.idle_history_len == 0 { ns } else { self.idle_avg_ns - self.idle_avg_ns / 8 + ns / 8 };
-        self.idle_history.rotate_right(1);
-        self.idle_history[0] = ns;
-        self.idle_history_len = (self.idle_history_len + 1).min(8);
-    }
-
-    /// The menu governor's "typical interval": the mean of the recent idle durations when
-    /// they agree (small spread), dropping the largest outlier up to three times; otherwise the
-    /// running average; unknown (u64::MAX) before any idle period.
-    fn typical_idle_ns(&self) -> u64 {
-        let n = self.idle_history_len;
-        if n == 0 {
-            return u64::MAX;
-        }
-        if n < 8 {
-            return self.idle_avg_ns;
-        }
-        let mut samples: Vec<u64> = self.idle_history.to_vec();
-        samples.sort_unstable();
-        for _ in 0..3 {
-            let k = samples.len() as f64;
-            let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / k;
-            let var = samples.iter().map(|&s| (s as f64 - mean).powi(2)).sum::<f64>() / k;
-            if var <= 400e6 || mean * mean > 36.0 * var {
-                return mean as u64;
-            }
-            samples.pop();
-        }
-        self.idle_avg_ns
     }
 }
 

@@ -56,9 +56,8 @@ pub(crate) struct Cpu {
     // Idle: None while running (C0), Some(state index) while idle.
     pub idle_state: Option<usize>,
     pub idle_since: TimeNs,
-    pub idle_history: [u64; 8],
-    pub idle_history_len: usize,
-    pub idle_avg_ns: u64,
+    /// The menu governor's record of recent idle periods.
+    pub idle_history: crate::menu::IdleHistory,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
     /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
@@ -76,8 +75,12 @@ pub(crate) struct Cpu {
     pub freq_ns: Vec<(u32, u64)>,
     pub freq_since: TimeNs,
     pub util_avg_max: u64,
-    /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
+    /// Idle periods that stopped the tick so far (tick_nohz_get_idle_calls_cpu), for
+    /// schedutil's busy hold; see `Sim::go_idle`.
     pub idle_calls: u64,
+    /// While idle: when the idle loop stops the tick (at entry, at a later tick wake-up, or
+    /// never); reaching it counts as an idle call.
+    pub tick_stop_at: Option<TimeNs>,
     /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
     pub switched_out: Option<(usize, char)>,
 }
@@ -261,9 +264,7 @@ impl Sim {
                 tick_armed: false,
                 idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
                 idle_since: 0,
-                idle_history: [0; 8],
-                idle_history_len: 0,
-                idle_avg_ns: 0,
+                idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 timers: Vec::new(),
                 aperf: 0.0,
@@ -277,6 +278,7 @@ impl Sim {
                 freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
+                tick_stop_at: None,
                 switched_out: None,
             })
             .collect();
@@ -542,9 +544,9 @@ impl PolicyCtx<'_> {
     pub fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
         self.sim.rq_uclamp(cpu)
     }
-    /// How many times `cpu` has entered idle so far.
+    /// How many idle periods of `cpu` have stopped its tick so far.
     pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
-        self.sim.cpus[cpu].idle_calls
+        self.sim.idle_calls(cpu)
     }
     /// The kernel version whose behaviour is simulated.
     pub fn kernel(&self) -> crate::kernel::KernelVersion {
