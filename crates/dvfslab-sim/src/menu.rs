@@ -1,20 +1,11 @@
-//! The menu cpuidle governor's idle-duration prediction, and when it lets the idle loop stop
-//! the scheduler tick (`drivers/cpuidle/governors/menu.c`, `kernel/sched/idle.c`).
-//!
-//! The prediction is the sooner of the next known timer and the "typical interval" of the
-//! last eight idle periods. Since 4.17 the idle loop keeps the tick running when the
-//! prediction is shorter than a tick period; only a stopped tick counts in
-//! `tick_nohz_get_idle_calls_cpu`, which schedutil reads to decide whether a CPU has been idle
-//! at all. A retained tick that fires while the CPU still sleeps wakes it, menu records a long
-//! interval for that wake-up (9/10 of its 50 ms horizon) and predicts again: after a few such
-//! wake-ups the typical interval gives up on the short history and the tick is stopped.
+//! The menu cpuidle governor's idle-duration prediction (`drivers/cpuidle/governors/menu.c`):
+//! the sooner of the next known timer and the "typical interval" of the last eight idle
+//! periods.
 
 use crate::engine::TimeNs;
 
 /// Idle periods remembered (menu's INTERVALS).
 const INTERVALS: usize = 8;
-/// What menu records for an idle period a retained tick cut short: 9/10 of MAX_INTERESTING.
-const TICK_WAKEUP_SAMPLE_NS: u64 = 45_000_000;
 
 /// The last idle periods of one CPU, newest first, and their running average.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,36 +51,11 @@ impl IdleHistory {
     pub fn predict_ns(&self, now: TimeNs, next_timer: Option<TimeNs>) -> u64 {
         next_timer.map_or(u64::MAX, |t| t.saturating_sub(now)).min(self.typical_ns())
     }
-
-    /// When the tick of a CPU going idle now is stopped: `Some(now)` when the prediction
-    /// reaches a tick period, else the retained tick whose wake-up makes the prediction reach
-    /// it, if one comes before the next timer; None when the tick stays on for the whole idle
-    /// period. Ticks fire on multiples of `tick_ns`.
-    pub fn tick_stop_at(&self, now: TimeNs, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
-        if self.predict_ns(now, next_timer) >= tick_ns {
-            return Some(now);
-        }
-        let mut history = *self;
-        let mut tick = (now / tick_ns + 1) * tick_ns;
-        for _ in 0..INTERVALS {
-            if next_timer.is_some_and(|t| t <= tick) {
-                return None;
-            }
-            history.push(TICK_WAKEUP_SAMPLE_NS);
-            if history.predict_ns(tick, next_timer) >= tick_ns {
-                return Some(tick);
-            }
-            tick += tick_ns;
-        }
-        None
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const TICK: u64 = 4_000_000;
 
     fn history(samples: &[u64]) -> IdleHistory {
         let mut h = IdleHistory::default();
@@ -110,23 +76,11 @@ mod tests {
     }
 
     #[test]
-    fn short_idle_keeps_the_tick_and_long_idle_stops_it_at_once() {
+    fn prediction_is_the_sooner_of_timer_and_typical_interval() {
         let short = history(&[40_000; 8]);
         assert_eq!(short.predict_ns(0, None), 40_000);
         let long = history(&[10_000_000; 8]);
-        assert_eq!(long.tick_stop_at(1_000, None, TICK), Some(1_000));
-        // A timer 2 ms away caps the prediction below the tick.
-        assert_eq!(long.tick_stop_at(1_000, Some(2_001_000), TICK), None);
-    }
-
-    #[test]
-    fn retained_ticks_stop_the_tick_once_the_history_gives_up() {
-        // Eight 40 µs periods: each tick wake-up records 45 ms; the first two are dropped as
-        // outliers, the third leaves too many to drop and the running average,
-        // 40 µs + (45 ms − 40 µs)·(1 − (7/8)³) ≈ 14.9 ms, exceeds the tick.
-        let h = history(&[40_000; 8]);
-        assert_eq!(h.tick_stop_at(1_000_000, None, TICK), Some(12_000_000));
-        // A timer due before that third tick ends the idle period first: the tick stays on.
-        assert_eq!(h.tick_stop_at(1_000_000, Some(11_000_000), TICK), None);
+        assert_eq!(long.predict_ns(1_000, None), 10_000_000);
+        assert_eq!(long.predict_ns(1_000, Some(2_001_000)), 2_000_000);
     }
 }

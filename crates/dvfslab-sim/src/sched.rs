@@ -9,9 +9,8 @@
 //! running one only off a core whose SMT threads are all kept busy, to a wholly idle core.
 //! Fork placement is in fork_balance.rs.
 
-use crate::engine::{Event, TimeNs};
+use crate::engine::Event;
 use crate::governor::UpdateFlags;
-use crate::kernel::KernelVersion;
 use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
 use crate::sim::Sim;
@@ -433,10 +432,7 @@ impl Sim {
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
-            let calls = self.idle_calls(cpu);
             let c = &mut self.cpus[cpu];
-            c.idle_calls = calls;
-            c.tick_stop_at = None;
             c.idle_state = None;
             c.stall_until = now + exit_ns;
             let core = self.plat.cpus[cpu].core;
@@ -811,16 +807,11 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let (state, next_timer) = self.select_idle_state(cpu);
-        // Only an idle period that stops the tick is an idle call (since 4.17; before, every
-        // one was): a CPU whose idle periods are all short looks busy to schedutil, which then
-        // does not lower its frequency (see `menu`).
+        let state = self.select_idle_state(cpu);
         let c = &mut self.cpus[cpu];
-        c.tick_stop_at = if self.kernel < KernelVersion(4, 17) {
-            Some(now)
-        } else {
-            c.idle_history.tick_stop_at(now, next_timer, self.tick_ns)
-        };
+        // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
+        // later rule (only idle periods that stop the tick) is not simulated.
+        c.idle_calls += 1;
         c.idle_state = Some(state);
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
@@ -840,8 +831,7 @@ impl Sim {
     /// known timer and the typical recent idle interval (or, when recent intervals disagree,
     /// their running average: menu's correction factor learns the same), then take the deepest
     /// state whose target residency fits in it.
-    /// Returns the state and the next timer.
-    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>) {
+    fn select_idle_state(&mut self, cpu: usize) -> usize {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.timers.retain(|&t| t > now);
@@ -854,13 +844,7 @@ impl Sim {
                 chosen = i;
             }
         }
-        (chosen, next_timer)
-    }
-
-    /// Idle calls of `cpu` so far, the current idle period's included once its tick stopped.
-    pub(crate) fn idle_calls(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
-        c.idle_calls + c.tick_stop_at.is_some_and(|t| self.q.now() >= t) as u64
+        chosen
     }
 
     /// Busy and per-state idle time of `cpu` up to now.

@@ -75,12 +75,8 @@ pub(crate) struct Cpu {
     pub freq_ns: Vec<(u32, u64)>,
     pub freq_since: TimeNs,
     pub util_avg_max: u64,
-    /// Idle periods that stopped the tick so far (tick_nohz_get_idle_calls_cpu), for
-    /// schedutil's busy hold; see `Sim::go_idle`.
+    /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
     pub idle_calls: u64,
-    /// While idle: when the idle loop stops the tick (at entry, at a later tick wake-up, or
-    /// never); reaching it counts as an idle call.
-    pub tick_stop_at: Option<TimeNs>,
     /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
     pub switched_out: Option<(usize, char)>,
 }
@@ -278,7 +274,6 @@ impl Sim {
                 freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
-                tick_stop_at: None,
                 switched_out: None,
             })
             .collect();
@@ -544,9 +539,9 @@ impl PolicyCtx<'_> {
     pub fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
         self.sim.rq_uclamp(cpu)
     }
-    /// How many idle periods of `cpu` have stopped its tick so far.
+    /// How many times `cpu` has entered idle so far.
     pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
-        self.sim.idle_calls(cpu)
+        self.sim.cpus[cpu].idle_calls
     }
     /// The kernel version whose behaviour is simulated.
     pub fn kernel(&self) -> crate::kernel::KernelVersion {

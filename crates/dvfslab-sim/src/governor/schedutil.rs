@@ -189,9 +189,8 @@ impl Governor for Schedutil {
         let (mut f, raw, reference) = self.get_next_freq(ctx, util, cap);
         let mut held = false;
         if !shared {
-            // Busy hold: no idle call since the last evaluation means the CPU is saturated;
-            // do not lower its frequency on a possibly stale utilisation. (An idle call is an
-            // idle period that stopped the tick: short ones do not count, see `menu`.)
+            // Busy hold: no idle entry since the last evaluation means the CPU is saturated;
+            // do not lower its frequency on a possibly stale utilisation.
             let calls = ctx.cpu_idle_calls(cpu);
             let busy = calls == self.cpus[idx].saved_idle_calls;
             self.cpus[idx].saved_idle_calls = calls;
