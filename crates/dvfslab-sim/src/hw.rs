@@ -288,6 +288,7 @@ impl Sim {
             }
         }
         self.cores[core].power_w = self.core_power(core);
+        self.vote_changed(self.plat.cores[core].domain);
         if self.plat.file.topology.threads_per_core > 1 {
             for i in 0..self.plat.cores[core].cpus.len() {
                 let sib = self.plat.cores[core].cpus[i];
@@ -295,6 +296,20 @@ impl Sim {
                     self.resegment(sib);
                 }
             }
+        }
+    }
+
+    /// A CPU of domain `d` went idle or woke: its policy's request may enter or leave the
+    /// domain's vote.
+    fn vote_changed(&mut self, d: usize) {
+        let dom = &self.plat.domains[d];
+        if dom.cores.len() < 2 || dom.policies.len() < 2 {
+            return;
+        }
+        let req = self.domain_request(d);
+        if req != self.domains[d].request_khz {
+            self.domains[d].request_khz = req;
+            self.retarget(d);
         }
     }
 
@@ -340,19 +355,41 @@ impl Sim {
         }
     }
 
-    /// The policy's governor set a new frequency: the domain's request is the highest of its
-    /// policies' (SMT siblings or cores sharing a clock each have a say).
+    /// The policy's governor set a new frequency: the domain runs the highest request of its
+    /// active cores.
     pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
         self.policies[policy].cur_khz = khz;
         let d = self.plat.policies[policy].domain;
-        let req = self.plat.domains[d].policies.iter().map(|&p| self.policies[p].cur_khz).max().unwrap_or(khz);
-        self.domains[d].request_khz = req;
+        self.domains[d].request_khz = self.domain_request(d);
         self.retarget(d);
         if self.driver == crate::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
             // only then does the global (voltage) P-state follow.
             self.powernv_target(policy, khz);
         }
+    }
+
+    /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
+    /// clock each have a say). When the domain spans several cores only active CPUs vote (in C0
+    /// or a clock-gated idle state): Intel's shared-clock parts select "the highest frequency
+    /// P-state requested among all active cores", so a CPU that asked for a high frequency and
+    /// then went to a deep idle state no longer holds the others there. With no CPU active the
+    /// request stays as it was (every request counts before the run starts).
+    fn domain_request(&self, d: usize) -> u32 {
+        let dom = &self.plat.domains[d];
+        let request = |p: &usize| self.policies[*p].cur_khz;
+        if dom.cores.len() < 2 || dom.policies.len() < 2 || !self.started {
+            return dom.policies.iter().map(request).max().unwrap_or(0);
+        }
+        let votes = |p: &&usize| self.plat.policies[**p].cpus.iter().any(|&c| self.cpu_votes(c));
+        dom.policies.iter().filter(votes).map(request).max().unwrap_or(self.domains[d].request_khz)
+    }
+
+    /// Whether `cpu` is active for P-state coordination: running, or idle in a state that only
+    /// stops its clock.
+    fn cpu_votes(&self, cpu: usize) -> bool {
+        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        self.cpus[cpu].idle_state.is_none_or(|s| states[s].power != IdlePower::PowerGated)
     }
 
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and

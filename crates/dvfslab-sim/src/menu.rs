@@ -1,11 +1,19 @@
 //! The menu cpuidle governor's idle-duration prediction (`drivers/cpuidle/governors/menu.c`):
 //! the sooner of the next known timer and the "typical interval" of the last eight idle
 //! periods.
+//!
+//! When the prediction is shorter than a tick, the idle loop keeps the tick running (4.17+),
+//! and a mispredicted long idle period is cut by it: each tick wake-up makes menu record a
+//! long interval (9/10 of its 50 ms horizon) and choose again. After a few of them the
+//! typical interval gives up on the short history, and the CPU goes to the state its next
+//! timer allows.
 
 use crate::engine::TimeNs;
 
 /// Idle periods remembered (menu's INTERVALS).
 const INTERVALS: usize = 8;
+/// What menu records for an idle period a retained tick cut short: 9/10 of MAX_INTERESTING.
+const TICK_WAKEUP_SAMPLE_NS: u64 = 45_000_000;
 
 /// The last idle periods of one CPU, newest first, and their running average.
 #[derive(Clone, Copy, Debug, Default)]
@@ -51,6 +59,29 @@ impl IdleHistory {
     pub fn predict_ns(&self, now: TimeNs, next_timer: Option<TimeNs>) -> u64 {
         next_timer.map_or(u64::MAX, |t| t.saturating_sub(now)).min(self.typical_ns())
     }
+
+    /// For a CPU going idle now on a prediction shorter than `tick_ns`: the tick wake-up at
+    /// which menu stops trusting the short history, if one comes before the next timer. From
+    /// then on the CPU can sleep as deep as its next timer allows. Ticks fire on multiples of
+    /// `tick_ns`.
+    pub fn gives_up_at(&self, now: TimeNs, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
+        if self.predict_ns(now, next_timer) >= tick_ns {
+            return None;
+        }
+        let mut history = *self;
+        let mut tick = (now / tick_ns + 1) * tick_ns;
+        for _ in 0..INTERVALS {
+            if next_timer.is_some_and(|t| t <= tick) {
+                return None;
+            }
+            history.push(TICK_WAKEUP_SAMPLE_NS);
+            if history.predict_ns(tick, next_timer) >= tick_ns {
+                return Some(tick);
+            }
+            tick += tick_ns;
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +113,19 @@ mod tests {
         let long = history(&[10_000_000; 8]);
         assert_eq!(long.predict_ns(1_000, None), 10_000_000);
         assert_eq!(long.predict_ns(1_000, Some(2_001_000)), 2_000_000);
+    }
+
+    #[test]
+    fn retained_ticks_make_menu_give_up_on_a_short_history() {
+        const TICK: u64 = 4_000_000;
+        // Eight 40 µs periods: each tick wake-up records 45 ms; the first two are dropped as
+        // outliers, the third leaves too many to drop and the running average,
+        // 40 µs + (45 ms − 40 µs)·(1 − (7/8)³) ≈ 14.9 ms, exceeds the tick.
+        let h = history(&[40_000; 8]);
+        assert_eq!(h.gives_up_at(1_000_000, None, TICK), Some(12_000_000));
+        // A timer due before that third tick ends the idle period first.
+        assert_eq!(h.gives_up_at(1_000_000, Some(11_000_000), TICK), None);
+        // A long prediction needs no tick wake-up.
+        assert_eq!(history(&[10_000_000; 8]).gives_up_at(1_000, None, TICK), None);
     }
 }

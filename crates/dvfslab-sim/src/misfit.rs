@@ -121,33 +121,9 @@ impl Sim {
         self.migrate_queued(task, src, dst);
         self.set_curr(dst, task);
         self.pick_next(src);
-        self.idle_after_move(src);
+        self.deepen_idle(src);
         self.cpufreq_update_util(src, UpdateFlags::default());
         self.cpufreq_update_util(dst, UpdateFlags::default());
-    }
-
-    /// An idle CPU whose task was placed elsewhere re-selects its idle state from its own
-    /// timers. It may have chosen a shallow state expecting the task back soon; in Linux its
-    /// timer interrupt or its retained tick wakes it and, within a few ticks, menu sees the
-    /// long idle. The simulator goes there at once (it has no tick on idle CPUs).
-    pub(crate) fn idle_after_move(&mut self, cpu: usize) {
-        let Some(old) = self.cpus[cpu].idle_state else { return };
-        let now = self.q.now();
-        let c = &mut self.cpus[cpu];
-        c.timers.retain(|&t| t > now);
-        let next_timer_ns = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let deepest =
-            states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= next_timer_ns).unwrap_or(0);
-        if deepest <= old {
-            return;
-        }
-        self.account_busy_idle(cpu);
-        self.cpus[cpu].idle_state = Some(deepest);
-        self.core_changed(self.plat.cpus[cpu].core, cpu);
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
-        }
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the

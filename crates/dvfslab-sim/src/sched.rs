@@ -9,7 +9,7 @@
 //! running one only off a core whose SMT threads are all kept busy, to a wholly idle core.
 //! Fork placement is in fork_balance.rs.
 
-use crate::engine::Event;
+use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
@@ -241,7 +241,7 @@ impl Sim {
         };
         self.note_migration(task, prev, cpu, why);
         if self.hetero.asym && cpu != prev {
-            self.idle_after_move(prev);
+            self.deepen_idle(prev);
         }
         // The waker's CPU enqueues the task; a timer or I/O completion fires where the task
         // slept (blk-mq completes on the submitting CPU).
@@ -807,7 +807,7 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let state = self.select_idle_state(cpu);
+        let (state, next_timer) = self.select_idle_state(cpu);
         let c = &mut self.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
@@ -815,6 +815,12 @@ impl Sim {
         c.idle_state = Some(state);
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
+        // A shallow state chosen on a short history is left at the retained tick that makes
+        // menu give up on it (`menu`); the tick handler finds the CPU idle and deepens it.
+        if let Some(at) = c.idle_history.gives_up_at(now, next_timer, self.tick_ns) {
+            let token = c.tick_token;
+            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
+        }
         c.stall_until = 0;
         let core = self.plat.cpus[cpu].core;
         self.cores[core].busy_threads -= 1;
@@ -831,7 +837,8 @@ impl Sim {
     /// known timer and the typical recent idle interval (or, when recent intervals disagree,
     /// their running average: menu's correction factor learns the same), then take the deepest
     /// state whose target residency fits in it.
-    fn select_idle_state(&mut self, cpu: usize) -> usize {
+    /// Returns the state and the next timer.
+    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>) {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.timers.retain(|&t| t > now);
@@ -844,7 +851,30 @@ impl Sim {
                 chosen = i;
             }
         }
-        chosen
+        (chosen, next_timer)
+    }
+
+    /// An idle CPU that no longer trusts its short idle history (a retained tick found it
+    /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
+    /// timers allow.
+    pub(crate) fn deepen_idle(&mut self, cpu: usize) {
+        let Some(old) = self.cpus[cpu].idle_state else { return };
+        let now = self.q.now();
+        let c = &mut self.cpus[cpu];
+        c.timers.retain(|&t| t > now);
+        let next_timer_ns = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
+        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        let deepest =
+            states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= next_timer_ns).unwrap_or(0);
+        if deepest <= old {
+            return;
+        }
+        self.account_busy_idle(cpu);
+        self.cpus[cpu].idle_state = Some(deepest);
+        self.core_changed(self.plat.cpus[cpu].core, cpu);
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
+        }
     }
 
     /// Busy and per-state idle time of `cpu` up to now.
@@ -880,6 +910,7 @@ impl Sim {
     pub(crate) fn tick(&mut self, cpu: usize) {
         let Some(curr) = self.cpus[cpu].curr else {
             self.cpus[cpu].tick_armed = false;
+            self.deepen_idle(cpu);
             return;
         };
         if self.x86_counters() {

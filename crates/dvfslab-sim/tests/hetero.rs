@@ -181,7 +181,7 @@ mod eas {
         // without EAS each stays where it started (its CPU is idle and it fits), with EAS they
         // gather where the Energy Model says work is cheapest.
         let w = "periodic:threads=8,run_us=300,period_us=16000";
-        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.9)] {
+        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.93)] {
             let eas = common::run(platform, "schedutil", w, 2.0, 1).summary;
             let off = common::run(platform, "schedutil:eas=0", w, 2.0, 1).summary;
             let ratio = eas.energy_j / off.energy_j;

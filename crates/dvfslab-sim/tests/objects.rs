@@ -317,3 +317,39 @@ fn counted_loops_nest_and_channel_bases_separate_pairs() {
     let r = Sim::with_workload(plat, &cfg, Box::new(Pairs), "pairs".into()).unwrap().run().unwrap();
     assert_eq!(r.summary.metric.value, 200.0, "each client completes its 100 round trips");
 }
+
+#[test]
+fn an_idle_core_drops_out_of_the_shared_frequency_vote() {
+    // Skylake's cores share one clock, which runs the highest request among *active* cores.
+    // Task A runs flat out on CPU 0 for 40 ms (schedutil climbs to the top), then sleeps in a
+    // deep state; task B on CPU 1 (another core) runs 0.5 ms every 10 ms and asks for the
+    // lowest P-state. Once A's core is inactive its stale request must not hold B up.
+    let pin = |cpu: usize| Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) };
+    let busy = vec![
+        pin(0),
+        Op::Run { cycles: Amount::Fixed(140e6), mem_frac: 0.0 },
+        Op::Sleep { ns: Amount::Fixed(10e9) },
+        Op::Exit,
+    ];
+    let light = vec![
+        pin(1),
+        Op::Run { cycles: Amount::Fixed(1.75e6), mem_frac: 0.0 },
+        Op::Sleep { ns: Amount::Fixed(10e6) },
+        Op::Jump { to: 1 },
+    ];
+    let r = run(
+        "skylake-e3-1240v5",
+        "schedutil",
+        Programs { tasks: vec![busy, light], spawned: vec![], devices: vec![] },
+        1.0,
+    );
+    let cpu = |n: usize| r.summary.per_cpu.iter().find(|c| c.cpu == n).unwrap();
+    assert!(cpu(0).avg_freq_khz > 2_800_000.0, "A ran high: {}", cpu(0).avg_freq_khz);
+    assert!(
+        cpu(1).avg_freq_khz < 1_500_000.0,
+        "B ran low: {} {:?} {}",
+        cpu(1).avg_freq_khz,
+        cpu(1).time_in_freq,
+        cpu(1).busy_pct
+    );
+}
