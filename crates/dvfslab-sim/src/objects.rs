@@ -162,7 +162,10 @@ impl Sim {
     /// An I/O completed: wake its task with the iowait flag and start the next queued one.
     /// Under group commit the completion is a whole commit's: every task it carried wakes,
     /// and everything that queued meanwhile goes out together in the next commit, which takes
-    /// the service time of its oldest request.
+    /// the service time of its oldest request. Only the commit's leader, the task whose request
+    /// it served, slept on the device (io_schedule: iowait); the others waited for the commit
+    /// to be done, as PostgreSQL's backends wait on WALWriteLock and fsync callers on jbd2's or
+    /// the XFS log's commit, and wake without the flag.
     pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
         let d = &mut self.objects.devices[dev as usize];
         d.in_service -= 1;
@@ -176,11 +179,9 @@ impl Sim {
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
-        if carried.is_empty() {
-            self.wake_task(task, None, UpdateFlags { iowait: true, ..UpdateFlags::default() });
-        }
-        for t in carried {
-            self.wake_task(t, None, UpdateFlags { iowait: true, ..UpdateFlags::default() });
+        let woken = if carried.is_empty() { vec![task] } else { carried };
+        for t in woken {
+            self.wake_task(t, None, UpdateFlags { iowait: t == task, ..UpdateFlags::default() });
         }
     }
 }

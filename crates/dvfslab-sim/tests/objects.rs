@@ -353,3 +353,50 @@ fn an_idle_core_drops_out_of_the_shared_frequency_vote() {
         cpu(1).busy_pct
     );
 }
+
+#[test]
+fn only_a_commits_leader_wakes_in_iowait() {
+    // Four tasks on four cores loop over a 1 ms flush and 50 µs of work. Under group commit
+    // the task that submitted a commit waits for the device (io_schedule: iowait); the ones
+    // that joined it wait for the commit to finish (a lock or a completion, as PostgreSQL's
+    // WAL writers and jbd2's fsync waiters do), so schedutil sees no iowait boost for them.
+    let boosted_cpus = |group_commit: bool| {
+        let task = |cpu: usize| {
+            vec![
+                Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
+                Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) },
+                Op::Run { cycles: Amount::Fixed(115_000.0), mem_frac: 0.0 },
+                count(0),
+                Op::Jump { to: 1 },
+            ]
+        };
+        let w = Programs {
+            tasks: (0..4).map(task).collect(),
+            spawned: vec![],
+            devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, group_commit }],
+        };
+        let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "h").unwrap();
+        let cfg = SimConfig {
+            governor: "schedutil:kernel=5.9".into(),
+            duration_ns: Some(200_000_000),
+            explain: true,
+            ..SimConfig::default()
+        };
+        let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+        let boosted =
+            |d: &&dvfslab_sim::observe::Decision| d.inputs.iter().any(|&(k, v)| k == "iowait_boost" && v > 0.0);
+        let mut cpus: Vec<usize> = r
+            .decisions
+            .unwrap()
+            .iter()
+            .filter(boosted)
+            .filter_map(|d| d.inputs.iter().find(|(k, _)| *k == "cpu").map(|&(_, v)| v as usize))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    };
+    assert_eq!(boosted_cpus(false), vec![0, 1, 2, 3]);
+    let leaders = boosted_cpus(true);
+    assert!(!leaders.is_empty() && leaders.len() < 4, "{leaders:?}");
+}
