@@ -371,7 +371,7 @@ impl Sim {
 
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
     /// clock each have a say). When the domain spans several cores only active CPUs vote (in C0
-    /// or a clock-gated idle state): Intel's shared-clock parts select "the highest frequency
+    /// or an idle state that is not power-gated): Intel's shared-clock parts select "the highest frequency
     /// P-state requested among all active cores", so a CPU that asked for a high frequency and
     /// then went to a deep idle state no longer holds the others there. With no CPU active the
     /// request stays as it was (every request counts before the run starts).
@@ -385,8 +385,8 @@ impl Sim {
         dom.policies.iter().filter(votes).map(request).max().unwrap_or(self.domains[d].request_khz)
     }
 
-    /// Whether `cpu` is active for P-state coordination: running, or idle in a state that only
-    /// stops its clock.
+    /// Whether `cpu` is active for P-state coordination: running, or idle in a state that is
+    /// not power-gated (C1, C1E), as for the turbo active-core count.
     fn cpu_votes(&self, cpu: usize) -> bool {
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         self.cpus[cpu].idle_state.is_none_or(|s| states[s].power != IdlePower::PowerGated)

@@ -60,12 +60,12 @@ impl IdleHistory {
         next_timer.map_or(u64::MAX, |t| t.saturating_sub(now)).min(self.typical_ns())
     }
 
-    /// For a CPU going idle now on a prediction shorter than `tick_ns`: the tick wake-up at
-    /// which menu stops trusting the short history, if one comes before the next timer. From
-    /// then on the CPU can sleep as deep as its next timer allows. Ticks fire on multiples of
-    /// `tick_ns`.
-    pub fn gives_up_at(&self, now: TimeNs, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
-        if self.predict_ns(now, next_timer) >= tick_ns {
+    /// For a CPU going idle now on the prediction `predicted` (`predict_ns`): when it is
+    /// shorter than `tick_ns`, the tick wake-up at which menu stops trusting the short history,
+    /// if one comes before the next timer. From then on the CPU can sleep as deep as its next
+    /// timer allows. Ticks fire on multiples of `tick_ns`.
+    pub fn gives_up_at(&self, now: TimeNs, predicted: u64, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
+        if predicted >= tick_ns {
             return None;
         }
         let mut history = *self;
@@ -121,11 +121,12 @@ mod tests {
         // Eight 40 µs periods: each tick wake-up records 45 ms; the first two are dropped as
         // outliers, the third leaves too many to drop and the running average,
         // 40 µs + (45 ms − 40 µs)·(1 − (7/8)³) ≈ 14.9 ms, exceeds the tick.
+        let gives_up_at = |h: &IdleHistory, now, timer| h.gives_up_at(now, h.predict_ns(now, timer), timer, TICK);
         let h = history(&[40_000; 8]);
-        assert_eq!(h.gives_up_at(1_000_000, None, TICK), Some(12_000_000));
+        assert_eq!(gives_up_at(&h, 1_000_000, None), Some(12_000_000));
         // A timer due before that third tick ends the idle period first.
-        assert_eq!(h.gives_up_at(1_000_000, Some(11_000_000), TICK), None);
+        assert_eq!(gives_up_at(&h, 1_000_000, Some(11_000_000)), None);
         // A long prediction needs no tick wake-up.
-        assert_eq!(history(&[10_000_000; 8]).gives_up_at(1_000, None, TICK), None);
+        assert_eq!(gives_up_at(&history(&[10_000_000; 8]), 1_000, None), None);
     }
 }

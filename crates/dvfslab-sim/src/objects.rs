@@ -179,8 +179,8 @@ impl Sim {
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
-        let woken = if carried.is_empty() { vec![task] } else { carried };
-        for t in woken {
+        let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
+        for &t in woken {
             self.wake_task(t, None, UpdateFlags { iowait: t == task, ..UpdateFlags::default() });
         }
     }

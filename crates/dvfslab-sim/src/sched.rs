@@ -807,7 +807,7 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let (state, next_timer) = self.select_idle_state(cpu);
+        let (state, next_timer, predicted) = self.select_idle_state(cpu);
         let c = &mut self.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
@@ -817,7 +817,7 @@ impl Sim {
         c.tick_armed = false;
         // A shallow state chosen on a short history is left at the retained tick that makes
         // menu give up on it (`menu`); the tick handler finds the CPU idle and deepens it.
-        if let Some(at) = c.idle_history.gives_up_at(now, next_timer, self.tick_ns) {
+        if let Some(at) = c.idle_history.gives_up_at(now, predicted, next_timer, self.tick_ns) {
             let token = c.tick_token;
             self.q.push(at, Event::Tick { cpu: cpu as u32, token });
         }
@@ -836,22 +836,26 @@ impl Sim {
     /// Menu-like idle state selection: predict the idle duration as the sooner of the next
     /// known timer and the typical recent idle interval (or, when recent intervals disagree,
     /// their running average: menu's correction factor learns the same), then take the deepest
-    /// state whose target residency fits in it.
-    /// Returns the state and the next timer.
-    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>) {
+    /// state whose target residency fits in it. Returns the state, the next timer and the
+    /// prediction.
+    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>, u64) {
+        let next_timer = self.next_timer(cpu);
+        let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
+        (self.deepest_state_within(cpu, predicted), next_timer, predicted)
+    }
+
+    /// The soonest wake-up timer of a task that slept on `cpu` (menu's "next timer event").
+    fn next_timer(&mut self, cpu: usize) -> Option<TimeNs> {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.timers.retain(|&t| t > now);
-        let next_timer = c.timers.iter().min().copied();
-        let predicted = c.idle_history.predict_ns(now, next_timer);
+        c.timers.iter().min().copied()
+    }
+
+    /// The deepest idle state of `cpu` whose target residency fits in `ns`.
+    fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let mut chosen = 0;
-        for (i, s) in states.iter().enumerate() {
-            if (s.target_residency_us * 1000.0) as u64 <= predicted {
-                chosen = i;
-            }
-        }
-        (chosen, next_timer)
+        states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= ns).unwrap_or(0)
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
@@ -860,12 +864,8 @@ impl Sim {
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
         let Some(old) = self.cpus[cpu].idle_state else { return };
         let now = self.q.now();
-        let c = &mut self.cpus[cpu];
-        c.timers.retain(|&t| t > now);
-        let next_timer_ns = c.timers.iter().min().map_or(u64::MAX, |&t| t - now);
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let deepest =
-            states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= next_timer_ns).unwrap_or(0);
+        let until_timer = self.next_timer(cpu).map_or(u64::MAX, |t| t - now);
+        let deepest = self.deepest_state_within(cpu, until_timer);
         if deepest <= old {
             return;
         }
