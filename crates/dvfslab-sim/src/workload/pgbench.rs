@@ -24,7 +24,8 @@
 //!   `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL (an I/O on the
 //!   `device`, slept through in iowait) — transactions serialise on it.
 //!
-//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`.
+//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`; every statement's cost,
+//! client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
 //! Metric: transactions per second over the run (higher is better). MMTests takes the
 //! harmonic mean of 4-second batches after an 8-second warm-up; runs here are shorter than
@@ -94,7 +95,10 @@ fn reply(t: u32) -> u32 {
 }
 
 fn client_work() -> Op {
-    Op::Run { cycles: Amount::Fixed(pgbench::CLIENT_STATEMENT_CYCLES), mem_frac: ipc::MEM_FRAC }
+    Op::Run {
+        cycles: Amount::jittered(pgbench::CLIENT_STATEMENT_CYCLES, pgbench::COST_SPREAD_PCT),
+        mem_frac: ipc::MEM_FRAC,
+    }
 }
 
 impl Pgbench {
@@ -133,7 +137,7 @@ impl Pgbench {
             if self.rw && k == UPDATE_BRANCHES {
                 p.push(Op::Lock { id: BRANCH });
             }
-            p.push(Op::Run { cycles: Amount::Fixed(cycles), mem_frac: pgbench::MEM_FRAC });
+            p.push(Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: pgbench::MEM_FRAC });
             if self.rw && k == END {
                 // Commit: flush the WAL, then release the row locks.
                 p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
@@ -232,6 +236,25 @@ mod tests {
         let backend = pg.backend(1);
         assert_eq!(waits(&backend), vec![request(1)]);
         assert!(backend.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == reply(1))));
+    }
+
+    #[test]
+    fn every_statement_cost_is_drawn_around_its_mean() {
+        let pg = Pgbench { clients: 1, threads: 0, rw: true, disk: Disk::from_knob(0) };
+        let spread = pgbench::COST_SPREAD_PCT / 100.0;
+        let backend = pg.backend(0);
+        let costs: Vec<&Amount> =
+            backend.iter().filter_map(|op| if let Op::Run { cycles, .. } = op { Some(cycles) } else { None }).collect();
+        assert_eq!(costs.len(), pgbench::RW_STATEMENT_CYCLES.len());
+        for (cost, &mean) in costs.iter().zip(pgbench::RW_STATEMENT_CYCLES.iter()) {
+            match cost {
+                Amount::Uniform(lo, hi) => {
+                    assert!((lo - mean * (1.0 - spread)).abs() < 1.0 && (hi - mean * (1.0 + spread)).abs() < 1.0);
+                }
+                other => panic!("backend statement cost {other:?} is not spread around {mean}"),
+            }
+        }
+        assert!(matches!(client_work(), Op::Run { cycles: Amount::Uniform(lo, hi), .. } if lo < hi));
     }
 
     #[test]
