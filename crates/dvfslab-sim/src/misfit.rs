@@ -118,6 +118,7 @@ impl Sim {
         c.curr = None;
         c.switched_out = Some((task, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
+        self.count_placement_idle(src);
         self.migrate_queued(task, src, dst);
         self.set_curr(dst, task);
         self.pick_next(src);

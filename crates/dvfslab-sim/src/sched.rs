@@ -53,6 +53,31 @@ impl Sim {
         c.curr.is_none() && c.queue.is_empty()
     }
 
+    /// Recount `cpu` in `idle_cpus` and `idle_cores` after its current task or queue changed.
+    pub(crate) fn count_placement_idle(&mut self, cpu: usize) {
+        let idle = self.cpu_is_idle(cpu);
+        if idle == self.cpus[cpu].placement_idle {
+            return;
+        }
+        self.cpus[cpu].placement_idle = idle;
+        let core = self.plat.cpus[cpu].core;
+        let threads = self.plat.cores[core].cpus.len() as u32;
+        let c = &mut self.cores[core];
+        if idle {
+            self.idle_cpus += 1;
+            c.placement_idle_threads += 1;
+            if c.placement_idle_threads == threads {
+                self.idle_cores += 1;
+            }
+        } else {
+            self.idle_cpus -= 1;
+            if c.placement_idle_threads == threads {
+                self.idle_cores -= 1;
+            }
+            c.placement_idle_threads -= 1;
+        }
+    }
+
     /// Whether `task` may run on `cpu` (its affinity).
     pub(crate) fn allowed(&self, task: usize, cpu: usize) -> bool {
         self.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
@@ -266,6 +291,14 @@ impl Sim {
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
     /// `start`.
     fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+        // The counts are exact (debug builds check them), so a loaded machine skips the scan.
+        debug_assert_eq!(
+            self.idle_cores,
+            self.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
+        );
+        if self.idle_cores == 0 {
+            return None;
+        }
         let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
         cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
             self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
@@ -274,6 +307,10 @@ impl Sim {
 
     /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
     fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+        debug_assert_eq!(self.idle_cpus, (0..self.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
+        if self.idle_cpus == 0 {
+            return None;
+        }
         let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
         cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
@@ -446,6 +483,7 @@ impl Sim {
         let c = &mut self.cpus[cpu];
         c.curr = Some(task);
         let prev = c.switched_out.take();
+        self.count_placement_idle(cpu);
         if let Some(tl) = self.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
         }
@@ -713,6 +751,7 @@ impl Sim {
         c.curr = None;
         c.switched_out = Some((task, 'S'));
         c.seg_token = c.seg_token.wrapping_add(1);
+        self.count_placement_idle(cpu);
         task
     }
 
@@ -732,6 +771,7 @@ impl Sim {
             if let Some((src, task)) = self.find_busiest(cpu) {
                 self.cpus[src].queue.retain(|&t| t != task);
                 self.waiting -= 1;
+                self.count_placement_idle(src);
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
                 self.set_curr(cpu, task);
@@ -984,6 +1024,7 @@ impl Sim {
             self.note_migration(task, cpu, dst, "push");
             self.cpus[cpu].queue.retain(|&t| t != task);
             self.waiting -= 1;
+            self.count_placement_idle(cpu);
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
         }

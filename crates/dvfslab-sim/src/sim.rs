@@ -79,11 +79,16 @@ pub(crate) struct Cpu {
     pub idle_calls: u64,
     /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
     pub switched_out: Option<(usize, char)>,
+    /// No current task and none queued, as last counted in `Sim::idle_cpus` (see
+    /// `count_placement_idle`).
+    pub placement_idle: bool,
 }
 
 /// Per physical core: busy threads, power and energy.
 pub(crate) struct Core {
     pub busy_threads: u32,
+    /// Threads with no current task and none queued (`Cpu::placement_idle`).
+    pub placement_idle_threads: u32,
     pub power_w: f64,
     pub energy_j: f64,
     pub since: TimeNs,
@@ -177,6 +182,10 @@ pub struct Sim {
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
     pub(crate) waiting: usize,
+    /// CPUs, and cores with every thread, that wake-up placement would find idle: its scans
+    /// have nothing to find at zero.
+    pub(crate) idle_cpus: usize,
+    pub(crate) idle_cores: usize,
     pub(crate) governor_name: String,
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
@@ -275,12 +284,21 @@ impl Sim {
                 util_avg_max: 0,
                 idle_calls: 0,
                 switched_out: None,
+                placement_idle: true,
             })
             .collect();
         let cores = plat
             .cores
             .iter()
-            .map(|_| Core { busy_threads: 0, power_w: 0.0, energy_j: 0.0, since: 0, active: false, gated: false })
+            .map(|core| Core {
+                busy_threads: 0,
+                placement_idle_threads: core.cpus.len() as u32,
+                power_w: 0.0,
+                energy_j: 0.0,
+                since: 0,
+                active: false,
+                gated: false,
+            })
             .collect();
         let domains = plat
             .domains
@@ -375,6 +393,8 @@ impl Sim {
             started: false,
             live_tasks: 0,
             waiting: 0,
+            idle_cpus: plat.ncpus(),
+            idle_cores: plat.cores.len(),
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
             seed: cfg.seed,

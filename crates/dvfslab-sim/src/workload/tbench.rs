@@ -75,12 +75,14 @@ fn server_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
 
 impl Workload for Tbench {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
+        // Every pair runs the same two programs on its own two channels (request 2i, reply
+        // 2i + 1): one copy of each program serves all pairs.
         let lines = synthesise(nbench::LOADFILE_OPS as usize);
+        let (client, server) = (client_program(&lines, 0, 1), server_program(&lines, 0, 1));
         let mut tasks = Vec::with_capacity(2 * self.clients as usize);
         for i in 0..self.clients {
-            let (req, rep) = (2 * i, 2 * i + 1);
-            tasks.push(TaskSpec::new(format!("tbench-{i}"), client_program(&lines, req, rep)));
-            tasks.push(TaskSpec::new(format!("tbench_srv-{i}"), server_program(&lines, req, rep)));
+            tasks.push(TaskSpec::new(format!("tbench-{i}"), client.clone()).channel_base(2 * i));
+            tasks.push(TaskSpec::new(format!("tbench_srv-{i}"), server.clone()).channel_base(2 * i));
         }
         tasks
     }
