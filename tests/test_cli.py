@@ -188,22 +188,36 @@ def test_run_timeline_writes_a_parquet_file(cli, tmp_path):
     assert set(table["cpu"]) <= set(range(cpu_count(SMALL)))
 
 
-def test_bench_reports_speed(cli):
-    run = cli("bench", "--seconds", "0.1", "--json")
+def test_bench_reports_speed_for_every_scenario(cli):
+    run = cli("bench", "--seconds", "0.02", "--json")
     assert run.code == 0, run.stderr
-    bench = json.loads(run.stdout)
+    benches = json.loads(run.stdout)
+    assert [b["scenario"] for b in benches] == ["periodic", "server"]
     expected = {
         "scenario",
+        "setup",
         "events",
         "sim_time_s",
         "wall_time_s",
         "events_per_s",
         "sim_cpu_s_per_wall_s",
     }
-    assert expected <= bench.keys()
-    assert bench["sim_time_s"] == pytest.approx(0.1, rel=0.01)
-    assert bench["events"] > 0
-    assert bench["events_per_s"] > 0
+    for bench in benches:
+        assert expected <= bench.keys()
+        assert bench["sim_time_s"] == pytest.approx(0.02, rel=0.01)
+        assert bench["events"] > 0
+        assert bench["events_per_s"] > 0
+    assert "tbench:clients=320" in benches[1]["setup"]
+
+
+def test_bench_runs_one_scenario_and_refuses_unknown_ones(cli):
+    run = cli("bench", "--scenario", "server", "--seconds", "0.01", "--json")
+    assert run.code == 0, run.stderr
+    assert [b["scenario"] for b in json.loads(run.stdout)] == ["server"]
+    bad = cli("bench", "--scenario", "nosuch")
+    assert bad.code != 0
+    assert "nosuch" in bad.stderr
+    assert "periodic" in bad.stderr
 
 
 @pytest.mark.parametrize("command", ["platforms", "governors", "workloads", "run", "bench"])

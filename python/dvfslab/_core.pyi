@@ -123,9 +123,13 @@ def describe_platform(platform_json: str, platform_source: str) -> str:
     """JSON: {"id", "name", "description", "vendor", "packages", "cores", "cpus",
     "policies": [{"cpus", "min_khz", "max_khz", "base_khz"}], ...}."""
 
-def bench(platform_json: str, seconds_simulated: float) -> str:
-    """Run the fixed speed scenario on `platform_json` (the haswell-e5-2670v3-2s preset).
+def bench(scenario: str, platform_json: str, seconds_simulated: float) -> str:
+    """Run the fixed speed scenario `scenario` on `platform_json` (the scenario's preset).
 
-    JSON: {"scenario", "events", "sim_time_s", "wall_time_s", "events_per_s",
-    "sim_cpu_s_per_wall_s", ...}.
+    JSON: {"scenario", "setup", "events", "sim_time_s", "wall_time_s", "events_per_s",
+    "sim_cpu_s_per_wall_s", "busy_cpu_s_per_wall_s"}.
     """
+
+def bench_scenarios() -> str:
+    """JSON: [{"name", "platform", "governor", "workload", "default_seconds"}], the fixed speed
+    scenarios."""

@@ -22,7 +22,6 @@ from dvfslab.api import checked_seed, duration_ns, simulate
 from dvfslab.platforms import describe_platform, list_platforms, load_platform
 from dvfslab.result import SimResult
 
-BENCH_PLATFORM = "haswell-e5-2670v3-2s"  # the preset the native bench scenario is written for
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
@@ -312,39 +311,59 @@ def _add_bench(commands: Any) -> None:
     p = _command(
         commands,
         "bench",
-        "Measure the simulator's speed on a fixed scenario.",
+        "Measure the simulator's speed on fixed scenarios.",
         cmd_bench,
-        "  dvfslab bench\n  dvfslab bench --seconds 10 --json",
+        "  dvfslab bench\n  dvfslab bench --scenario server --seconds 1 --json",
+    )
+    names = [s["name"] for s in _bench_scenarios()]
+    p.add_argument(
+        "--scenario",
+        choices=names,
+        action="append",
+        metavar="NAME",
+        help=f"run only this scenario ({', '.join(names)}); repeatable (default: all)",
     )
     p.add_argument(
         "--seconds",
         type=float,
-        default=60.0,
         metavar="S",
-        help="simulated seconds to run (default 60)",
+        help="simulated seconds to run each (default: the scenario's own, ~0.5 s of wall time)",
     )
     _add_json_flag(p)
 
 
+def _bench_scenarios() -> list[dict[str, Any]]:
+    scenarios: list[dict[str, Any]] = json.loads(_core.bench_scenarios())
+    return scenarios
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    duration_ns(args.seconds, "--seconds")
-    platform_json, _ = load_platform(BENCH_PLATFORM)
-    bench = json.loads(_core.bench(platform_json, args.seconds))
+    if args.seconds is not None:
+        duration_ns(args.seconds, "--seconds")
+    chosen = [s for s in _bench_scenarios() if args.scenario is None or s["name"] in args.scenario]
+    results = []
+    for scenario in chosen:
+        platform_json, _ = load_platform(scenario["platform"])
+        seconds = scenario["default_seconds"] if args.seconds is None else args.seconds
+        results.append(json.loads(_core.bench(scenario["name"], platform_json, seconds)))
     if args.json:
-        _print_json(bench)
+        _print_json(results)
         return 0
-    print_fields(
-        [
-            ("scenario", bench["scenario"]),
-            ("simulated", f"{bench['sim_time_s']:g} s, {bench['events']:,} events"),
-            ("wall time", fmt_seconds(bench["wall_time_s"])),
-            (
-                "speed",
-                f"{fmt_number(bench['events_per_s'])} events/s, "
-                f"{fmt_number(bench['sim_cpu_s_per_wall_s'])} simulated CPU-s per wall-s",
-            ),
-        ]
-    )
+    for i, bench in enumerate(results):
+        if i:
+            print()
+        print_fields(
+            [
+                ("scenario", f"{bench['scenario']}: {bench['setup']}"),
+                ("simulated", f"{bench['sim_time_s']:g} s, {bench['events']:,} events"),
+                ("wall time", fmt_seconds(bench["wall_time_s"])),
+                (
+                    "speed",
+                    f"{fmt_number(bench['events_per_s'])} events/s, "
+                    f"{fmt_number(bench['sim_cpu_s_per_wall_s'])} simulated CPU-s per wall-s",
+                ),
+            ]
+        )
     return 0
 
 

@@ -181,13 +181,33 @@ fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str)
     Ok(dvfslab_sim::describe::describe(&p).to_string())
 }
 
-/// Run the fixed speed benchmark, as JSON.
+/// Run one fixed speed scenario, as JSON.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (platform_json, seconds_simulated))]
-fn run_bench(py: Python<'_>, platform_json: &str, seconds_simulated: f64) -> PyResult<String> {
+#[pyo3(name = "bench", signature = (scenario, platform_json, seconds_simulated))]
+fn run_bench(py: Python<'_>, scenario: &str, platform_json: &str, seconds_simulated: f64) -> PyResult<String> {
+    let s = dvfslab_sim::bench::scenario(scenario).map_err(|e| to_py(py, e))?;
     let pj = platform_json.to_string();
-    let r = py.allow_threads(move || dvfslab_sim::bench::run(&pj, seconds_simulated)).map_err(|e| to_py(py, e))?;
+    let r = py.allow_threads(move || dvfslab_sim::bench::run(s, &pj, seconds_simulated)).map_err(|e| to_py(py, e))?;
     Ok(r.to_string())
+}
+
+/// The fixed speed scenarios: JSON [{"name", "platform", "governor", "workload",
+/// "default_seconds"}].
+#[pyfunction]
+fn bench_scenarios() -> String {
+    let list: Vec<serde_json::Value> = dvfslab_sim::bench::SCENARIOS
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "platform": s.platform,
+                "governor": s.governor,
+                "workload": s.workload,
+                "default_seconds": s.default_seconds,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
 }
 
 /// The package version and a digest of the simulator's sources ("0.1.0+1a2b3c4d5e6f7a8b"): two
@@ -218,6 +238,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(describe_platform, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

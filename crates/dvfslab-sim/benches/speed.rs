@@ -1,9 +1,13 @@
-//! `cargo bench -p dvfslab-sim`: the fixed speed scenario of `dvfslab bench`, without Python.
+//! `cargo bench -p dvfslab-sim`: the fixed speed scenarios of `dvfslab bench`, without Python.
 
 fn main() {
-    let path = format!("{}/../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("the haswell preset");
-    let seconds: f64 = std::env::var("DVFSLAB_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60.0);
-    let r = dvfslab_sim::bench::run(&text, seconds).expect("the scenario runs");
-    println!("{}", serde_json::to_string_pretty(&r).expect("json"));
+    let seconds: Option<f64> = std::env::var("DVFSLAB_BENCH_SECONDS").ok().and_then(|s| s.parse().ok());
+    for scenario in dvfslab_sim::bench::SCENARIOS {
+        let seconds = seconds.unwrap_or(scenario.default_seconds);
+        let path =
+            format!("{}/../../python/dvfslab/data/platforms/{}.json", env!("CARGO_MANIFEST_DIR"), scenario.platform);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let r = dvfslab_sim::bench::run(scenario, &text, seconds).expect("the scenario runs");
+        println!("{}", serde_json::to_string_pretty(&r).expect("json"));
+    }
 }

@@ -1,30 +1,71 @@
-//! The speed benchmark behind `dvfslab bench`: a fixed scenario, timed on the wall clock.
+//! The speed benchmark behind `dvfslab bench`: fixed scenarios, timed on the wall clock.
 //!
-//! Scenario: `haswell-e5-2670v3-2s` (48 CPUs), `performance`, 48 periodic tasks each running
-//! 2 ms of work every 10 ms with ±20% jitter (about 40% busy), seed 1.
+//! - `periodic`: `haswell-e5-2670v3-2s` (48 CPUs), `performance`, 48 periodic tasks each
+//!   running 2 ms of work every 10 ms with ±20% jitter (about 40% busy): the event loop,
+//!   PELT and the power model, with no governor decisions and little placement.
+//! - `server`: `broadwell-e5-2698v4-2s` (80 CPUs), invariant schedutil on intel_cpufreq as
+//!   Linux 5.2 ran it, tbench with 320 client/server pairs: the heaviest cell of the
+//!   intel-invariance campaign, dominated by wake-up placement and governor callbacks on an
+//!   oversubscribed machine.
+//!
+//! Seed 1 for both.
 
 use serde_json::{json, Value};
 
-use crate::error::Result;
+use crate::error::{Result, SimError};
 use crate::sim::SimConfig;
 
-pub const SCENARIO: &str =
-    "haswell-e5-2670v3-2s, performance, periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200";
+/// One fixed speed scenario.
+pub struct Scenario {
+    pub name: &'static str,
+    /// The preset the scenario runs on (its JSON is passed to [`run`]).
+    pub platform: &'static str,
+    pub governor: &'static str,
+    pub workload: &'static str,
+    /// Simulated seconds by default: about half a wall second on a laptop core.
+    pub default_seconds: f64,
+}
 
-/// Run the scenario for `seconds` of simulated time on `platform_json` (the haswell preset).
-pub fn run(platform_json: &str, seconds: f64) -> Result<Value> {
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "periodic",
+        platform: "haswell-e5-2670v3-2s",
+        governor: "performance",
+        workload: "periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200",
+        default_seconds: 60.0,
+    },
+    Scenario {
+        name: "server",
+        platform: "broadwell-e5-2698v4-2s",
+        governor: "schedutil:invariant=1,freq_max=4c,kernel=5.2,driver=intel_cpufreq",
+        workload: "tbench:clients=320",
+        default_seconds: 0.2,
+    },
+];
+
+/// The scenario called `name`.
+pub fn scenario(name: &str) -> Result<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name).ok_or_else(|| {
+        let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        SimError::config("dvfslab bench", "scenario", format!("unknown '{name}': expected one of {}", known.join(", ")))
+    })
+}
+
+/// Run `scenario` for `seconds` of simulated time on `platform_json` (its preset).
+pub fn run(scenario: &Scenario, platform_json: &str, seconds: f64) -> Result<Value> {
     let cfg = SimConfig {
-        governor: "performance".into(),
-        workload: "periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200".into(),
+        governor: scenario.governor.into(),
+        workload: scenario.workload.into(),
         duration_ns: Some((seconds * 1e9) as u64),
         seed: 1,
         timeline: false,
         explain: false,
     };
-    let r = crate::simulate(platform_json, "haswell-e5-2670v3-2s", &cfg)?.summary;
+    let r = crate::simulate(platform_json, scenario.platform, &cfg)?.summary;
     let busy_cpu_s: f64 = r.per_cpu.iter().map(|c| c.busy_pct / 100.0 * r.sim_time_s).sum();
     Ok(json!({
-        "scenario": SCENARIO,
+        "scenario": scenario.name,
+        "setup": format!("{}, {}, {}", scenario.platform, scenario.governor, scenario.workload),
         "events": r.events,
         "sim_time_s": r.sim_time_s,
         "wall_time_s": r.wall_time_s,
