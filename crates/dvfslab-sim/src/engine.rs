@@ -1,7 +1,11 @@
 //! The event queue: a binary min-heap keyed by (time, insertion sequence), so events at equal
 //! times pop in the order they were scheduled and a run is reproducible bit for bit.
-//! Push and pop cost O(log n). Cancelled events are not removed: each carries the token of
-//! what it belongs to, and a stale token makes the handler drop it when it pops.
+//! Push and pop cost O(log n). Cancelled events are not removed when cancelled: each carries
+//! the token of what it belongs to, and a stale token makes the loop drop it when it pops.
+//! Busy machines cancel most of what they schedule (a tick re-armed at every wake-up, a run
+//! segment ended by every preemption), so the loop also sweeps stale events out now and then
+//! (`retain`): the heap stays near its live size, and since the keys are unchanged the order of
+//! what remains is too.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -65,7 +69,6 @@ pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     seq: u64,
     now: TimeNs,
-    popped: u64,
 }
 
 impl EventQueue {
@@ -73,9 +76,18 @@ impl EventQueue {
         self.now
     }
 
-    /// Events handled so far (stale ones included: they cost a pop too).
-    pub fn popped(&self) -> u64 {
-        self.popped
+    /// Events scheduled and not yet popped (stale ones included until swept).
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Keep only the events `live` accepts.
+    pub fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
+        self.heap.retain(|e| live(&e.event));
     }
 
     /// Schedule `event` at `time`. Scheduling into the past is a bug in the caller.
@@ -89,7 +101,6 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(TimeNs, Event)> {
         let e = self.heap.pop()?;
         self.now = e.time;
-        self.popped += 1;
         Some((e.time, e.event))
     }
 }
@@ -111,5 +122,18 @@ mod tests {
             vec![Event::RaplSample, Event::End, Event::Tick { cpu: 1, token: 0 }, Event::Tick { cpu: 2, token: 0 }]
         );
         assert_eq!(q.now(), 10);
+    }
+
+    #[test]
+    fn retain_drops_events_and_keeps_the_order_of_the_rest() {
+        let mut q = EventQueue::default();
+        for (t, cpu) in [(10, 1), (5, 2), (10, 3), (7, 4), (10, 5)] {
+            q.push(t, Event::Tick { cpu, token: 0 });
+        }
+        q.retain(|e| !matches!(e, Event::Tick { cpu: 2 | 3, .. }));
+        assert_eq!(q.len(), 3);
+        let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let tick = |cpu| Event::Tick { cpu, token: 0 };
+        assert_eq!(order, vec![tick(4), tick(1), tick(5)]);
     }
 }

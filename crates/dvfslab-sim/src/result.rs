@@ -143,7 +143,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             packages,
             sim_time_s: secs,
             wall_time_s: wall_s,
-            events: sim.q.popped(),
+            events: sim.events,
             work_done_cycles: sim.tasks.iter().map(|t| t.work_done).sum(),
             work_submitted_cycles: sim.tasks.iter().map(|t| t.work_submitted).sum(),
             per_cpu,

@@ -15,6 +15,10 @@ use crate::platform::Platform;
 use crate::task::Task;
 use crate::workload::{RunStats, Workload};
 
+/// The event queue is swept of stale events when it holds at least this many, and then when
+/// it has doubled since the last sweep: each sweep is O(n), so O(1) per event.
+const QUEUE_SWEEP_MIN: usize = 1024;
+
 /// What to simulate, besides the platform.
 #[derive(Clone, Debug, Default)]
 pub struct SimConfig {
@@ -182,6 +186,8 @@ pub struct Sim {
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
     pub(crate) waiting: usize,
+    /// Events handled (stale ones dropped uncounted).
+    pub(crate) events: u64,
     /// CPUs, and cores with every thread, that wake-up placement would find idle: its scans
     /// have nothing to find at zero.
     pub(crate) idle_cpus: usize,
@@ -393,6 +399,7 @@ impl Sim {
             started: false,
             live_tasks: 0,
             waiting: 0,
+            events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
             governor_name: gov_cfg.spec.canonical(),
@@ -428,40 +435,23 @@ impl Sim {
             self.q.push(self.warmup_ns, Event::WarmupEnd);
         }
         self.q.push(crate::hw::RAPL_SAMPLE_NS.min(self.end_ns), Event::RaplSample);
+        let mut sweep_at = QUEUE_SWEEP_MIN;
         while let Some((_, ev)) = self.q.pop() {
+            if !self.is_live(&ev) {
+                continue;
+            }
+            self.events += 1;
             match ev {
                 Event::End => break,
                 Event::WarmupEnd => self.end_warmup(),
-                Event::SegmentEnd { cpu, token } => {
-                    if self.cpus[cpu as usize].seg_token == token {
-                        self.segment_end(cpu as usize);
-                    }
-                }
-                Event::Tick { cpu, token } => {
-                    if self.cpus[cpu as usize].tick_token == token {
-                        self.tick(cpu as usize);
-                    }
-                }
-                Event::TimerWake { task, token } => {
-                    if self.tasks[task as usize].timer_token == token {
-                        self.timer_wake(task as usize);
-                    }
-                }
-                Event::FreqApply { domain, token } => {
-                    if self.domains[domain as usize].apply_token == token {
-                        self.freq_apply(domain as usize);
-                    }
-                }
+                Event::SegmentEnd { cpu, .. } => self.segment_end(cpu as usize),
+                Event::Tick { cpu, .. } => self.tick(cpu as usize),
+                Event::TimerWake { task, .. } => self.timer_wake(task as usize),
+                Event::FreqApply { domain, .. } => self.freq_apply(domain as usize),
                 Event::PcuTick { package } => self.pcu_tick(package as usize),
-                Event::DriverTimer { policy, token } => {
-                    if self.ramps[policy as usize].timer_token == token {
-                        self.powernv_timer(policy as usize);
-                    }
-                }
-                Event::GovernorTimer { policy, token } => {
-                    if self.policies[policy as usize].timer_token == token {
-                        self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
-                    }
+                Event::DriverTimer { policy, .. } => self.powernv_timer(policy as usize),
+                Event::GovernorTimer { policy, .. } => {
+                    self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
                 }
                 Event::IoComplete { dev, task } => self.io_complete(dev, task as usize),
                 Event::RaplSample => {
@@ -475,11 +465,33 @@ impl Sim {
             if self.live_tasks == 0 && !self.tasks.is_empty() {
                 break;
             }
+            if self.q.len() >= sweep_at {
+                let mut q = std::mem::take(&mut self.q);
+                q.retain(|e| self.is_live(e));
+                self.q = q;
+                sweep_at = QUEUE_SWEEP_MIN.max(2 * self.q.len());
+            }
         }
         let end = self.q.now();
         self.finish(end);
         let wall_s = wall.elapsed().as_secs_f64();
         Ok(crate::result::summarise(&self, end, wall_s))
+    }
+
+    /// Whether `ev` still stands: a tokened event whose owner has moved on (a re-armed tick, a
+    /// run segment cut short, a cancelled timer or transition) is stale and dropped.
+    fn is_live(&self, ev: &Event) -> bool {
+        match *ev {
+            Event::SegmentEnd { cpu, token } => self.cpus[cpu as usize].seg_token == token,
+            Event::Tick { cpu, token } => self.cpus[cpu as usize].tick_token == token,
+            Event::TimerWake { task, token } => self.tasks[task as usize].timer_token == token,
+            Event::FreqApply { domain, token } => self.domains[domain as usize].apply_token == token,
+            Event::DriverTimer { policy, token } => self.ramps[policy as usize].timer_token == token,
+            Event::GovernorTimer { policy, token } => self.policies[policy as usize].timer_token == token,
+            Event::End | Event::WarmupEnd | Event::PcuTick { .. } | Event::IoComplete { .. } | Event::RaplSample => {
+                true
+            }
+        }
     }
 
     /// Call a policy's governor with a context; the governor is taken out for the call so it
