@@ -125,18 +125,6 @@ pub mod dbench {
     pub const IO_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
 }
 
-/// The storage device that fsync-like I/O (dbench Flush, pgbench WAL flush) waits on.
-pub mod disk {
-    /// SATA SSD fsync of a file with a little dirty data: uniform 0.2–2 ms (A1 [EST]).
-    pub const SSD_FSYNC_NS: (f64, f64) = (0.2e6, 2.0e6);
-    /// SATA SSD WAL fdatasync (sequential, small): uniform 0.2–1 ms (A4 `d_fsync` [EST]).
-    pub const SSD_WAL_FLUSH_NS: (f64, f64) = (0.2e6, 1.0e6);
-    /// HDD fsync: uniform 5–20 ms (A1 [EST]).
-    pub const HDD_FSYNC_NS: (f64, f64) = (5.0e6, 20.0e6);
-    /// HDD WAL fdatasync: uniform 2–10 ms (A4 `d_fsync` [EST]).
-    pub const HDD_WAL_FLUSH_NS: (f64, f64) = (2.0e6, 10.0e6);
-}
-
 /// netperf over loopback (A5). Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
 /// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
 pub mod netperf {
@@ -311,7 +299,8 @@ pub mod nas {
 /// Storage devices for the I/O benchmarks (fio, iozone, file reads; A8, A9, §1.3). A request's
 /// device time is `access · LN(σ) + bytes / bandwidth`: a lognormal access time (seek,
 /// flash read) and a transfer. Calibrate with fio at iodepth 1 (access) and a large
-/// sequential transfer (bandwidth) on the real device.
+/// sequential transfer (bandwidth) on the real device. The flushes that dbench's fsync and
+/// pgbench's WAL commit wait on are uniform between bounds instead (A1, A4).
 pub mod storage {
     /// One device.
     pub struct Device {
@@ -330,6 +319,10 @@ pub mod storage {
         pub bytes_per_ns: f64,
         /// σ of ln(access time).
         pub sigma_log: f64,
+        /// fsync of a file with a little dirty data (a journal commit): uniform bounds, ns.
+        pub fsync_ns: (f64, f64),
+        /// WAL fdatasync (a small sequential write and a cache flush): uniform bounds, ns.
+        pub wal_flush_ns: (f64, f64),
     }
 
     /// In the order of the `device` knob.
@@ -345,6 +338,10 @@ pub mod storage {
             rand_write_ns: 20e3,
             bytes_per_ns: 3.0,
             sigma_log: 0.3,
+            // The data write and the journal commit, each a 20–100 µs write with its cache
+            // flush: 0.05–0.3 ms ([EST]; A1 gives no NVMe figure). WAL: 20–100 µs (A4 [EST]).
+            fsync_ns: (0.05e6, 0.3e6),
+            wal_flush_ns: (20e3, 100e3),
         },
         // SATA SSD: ~100 µs (A8 [EST]); sequential 60 µs, write 50 µs, 520 MB/s; 8 requests
         // at once, ~80k IOPS at depth 32 ([EST]).
@@ -357,6 +354,9 @@ pub mod storage {
             rand_write_ns: 50e3,
             bytes_per_ns: 0.52,
             sigma_log: 0.3,
+            // fsync 0.2–2 ms (A1 [EST]); WAL 0.2–1 ms (A4 [EST]).
+            fsync_ns: (0.2e6, 2.0e6),
+            wal_flush_ns: (0.2e6, 1.0e6),
         },
         // 7200 rpm disk: one head; a random access is a seek (~4 ms) plus half a turn
         // (4.2 ms), σ 0.4; sequential and cached writes 0.1 ms; 150 MB/s ([EST], "HDD ms" A8).
@@ -369,6 +369,9 @@ pub mod storage {
             rand_write_ns: 8e6,
             bytes_per_ns: 0.15,
             sigma_log: 0.4,
+            // fsync 5–20 ms (A1 [EST]); WAL 2–10 ms (A4 [EST]).
+            fsync_ns: (5.0e6, 20.0e6),
+            wal_flush_ns: (2.0e6, 10.0e6),
         },
     ];
 }

@@ -14,8 +14,9 @@ use super::{sample, DeviceSpec};
 use crate::spec::Knob;
 use crate::task::Amount;
 
-/// Device names for the `device` knob, in the order of `estimates::storage::DEVICES`.
-pub const CHOICES: &[(&str, f64)] = &[("nvme", 0.0), ("sata-ssd", 1.0), ("hdd", 2.0)];
+/// Device names for the `device` knob, in the order of `estimates::storage::DEVICES`; `ssd`
+/// is another name for the SATA SSD.
+pub const CHOICES: &[(&str, f64)] = &[("nvme", 0.0), ("sata-ssd", 1.0), ("hdd", 2.0), ("ssd", 1.0)];
 
 /// The `device` knob with a model's own default.
 pub const fn knob(default: f64) -> Knob {
