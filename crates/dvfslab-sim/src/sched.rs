@@ -208,9 +208,12 @@ impl Sim {
         let id = self.tasks.len();
         let mut task = crate::task::Task::new(id, spec.name, spec.program, spec.start_ns);
         self.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
+        // A run ends when its benchmark's tasks have all exited: kernel threads never do.
+        if !spec.attrs.background {
+            self.live_tasks += 1;
+        }
         task.attrs = spec.attrs;
         self.tasks.push(task);
-        self.live_tasks += 1;
         if spec.start_ns <= self.q.now() {
             self.timer_wake(id);
         } else {

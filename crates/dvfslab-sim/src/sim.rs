@@ -182,6 +182,8 @@ pub struct Sim {
     pub(crate) end_ns: TimeNs,
     /// Start of the measured interval (the end of the workload's warm-up).
     pub(crate) warmup_ns: TimeNs,
+    /// The workload spec's common knobs (warm-up, background kernel threads).
+    pub(crate) common: crate::workload::Common,
     pub(crate) started: bool,
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
@@ -241,7 +243,8 @@ impl Sim {
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
         }
-        let warmup_ns = crate::workload::warmup_ns(&cfg.workload)?;
+        let common = crate::workload::common(&cfg.workload)?;
+        let warmup_ns = common.warmup_ns;
         if warmup_ns >= duration_ns {
             return Err(SimError::config(
                 "workload",
@@ -396,6 +399,7 @@ impl Sim {
             pending_inputs: Vec::new(),
             end_ns: duration_ns,
             warmup_ns,
+            common,
             started: false,
             live_tasks: 0,
             waiting: 0,
@@ -427,7 +431,8 @@ impl Sim {
         }
         self.started = true;
         let specs = self.workload.tasks(&self.plat);
-        for spec in specs {
+        let background = crate::workload::kthreads(&self.plat, self.common.kthread_hz, self.common.kthread_us);
+        for spec in specs.into_iter().chain(background) {
             self.spawn(spec);
         }
         self.q.push(self.end_ns, Event::End);

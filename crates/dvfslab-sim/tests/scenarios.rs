@@ -161,3 +161,42 @@ mod warmup {
         assert!(err.contains("warmup_ms"), "{err}");
     }
 }
+
+mod background {
+    use super::*;
+
+    #[test]
+    fn kernel_threads_wake_every_cpu_at_their_rate() {
+        // 200 wake-ups a second of 50 µs at the 2.3 GHz base: ~37 µs at the 3.1 GHz the
+        // performance policy runs, plus up to the 133 µs C6 exit that busy time counts: between
+        // 0.7% and 3.4% of every CPU but the one the periodic thread also uses.
+        let r = run("haswell-e5-2670v3-2s", "performance", "periodic:threads=1,kthread_hz=200,kthread_us=50", 2.0, 0);
+        let mut busy: Vec<f64> = r.summary.per_cpu.iter().map(|c| c.busy_pct).collect();
+        busy.sort_by(f64::total_cmp);
+        assert!(busy[0] > 0.7, "a CPU the kernel threads never woke: {busy:?}");
+        assert!(busy[busy.len() / 2] < 3.6, "{busy:?}");
+        let idle = run("haswell-e5-2670v3-2s", "performance", "periodic:threads=1", 2.0, 0);
+        let quiet: Vec<_> = idle.summary.per_cpu.iter().filter(|c| c.busy_pct < 0.01).collect();
+        assert!(quiet.len() > 40, "without kernel threads most CPUs never wake");
+    }
+
+    #[test]
+    fn a_fixed_work_run_ends_without_waiting_for_kernel_threads() {
+        let plain = run("skylake-e3-1240v5", "performance", "gitsource:commands=100", 30.0, 0).summary;
+        let busy = run("skylake-e3-1240v5", "performance", "gitsource:commands=100,kthread_hz=500", 30.0, 0).summary;
+        assert!(plain.sim_time_s < 1.0, "{}", plain.sim_time_s);
+        assert!(busy.sim_time_s < 2.0 * plain.sim_time_s, "{} vs {}", busy.sim_time_s, plain.sim_time_s);
+    }
+
+    #[test]
+    fn no_kernel_threads_is_the_default_and_the_knob_is_checked() {
+        let a = run("skylake-e3-1240v5", "schedutil", "tbench:clients=2", 0.1, 3).summary;
+        let b = run("skylake-e3-1240v5", "schedutil", "tbench:clients=2,kthread_hz=0", 0.1, 3).summary;
+        assert_eq!(a.metric.value, b.metric.value);
+        assert_eq!(a.energy_j, b.energy_j);
+        for bad in ["tbench:kthread_hz=-1", "tbench:kthread_us=0"] {
+            let err = dvfslab_sim::workload::parse(bad).err().unwrap().to_string();
+            assert!(err.contains("kthread_"), "{bad}: {err}");
+        }
+    }
+}

@@ -37,7 +37,7 @@ use crate::engine::TimeNs;
 use crate::error::{Result, SimError};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues, Spec};
-use crate::task::Op;
+use crate::task::{Amount, Op};
 
 /// A task to create when the run starts.
 #[derive(Clone, Debug)]
@@ -78,6 +78,11 @@ impl TaskSpec {
         self.attrs.uclamp_max = max;
         self
     }
+    /// A task of the machine rather than the benchmark (see [`TaskAttrs::background`]).
+    pub fn background(mut self) -> TaskSpec {
+        self.attrs.background = true;
+        self
+    }
 }
 
 /// Scheduling attributes of a task.
@@ -91,6 +96,9 @@ pub struct TaskAttrs {
     /// Added to every channel id the task's program names, so that one program can serve many
     /// pairs of tasks (client i and server i talk on their own channels).
     pub channel_base: u32,
+    /// A kernel thread of the machine: it never ends, and a run whose benchmark tasks have all
+    /// exited ends without waiting for it.
+    pub background: bool,
 }
 
 /// Scheduling class and priority.
@@ -229,30 +237,73 @@ pub fn parse(text: &str) -> Result<(Spec, Box<dyn Workload>)> {
 }
 
 /// Knobs every workload spec accepts besides its own.
-pub const COMMON_KNOBS: &[Knob] = &[Knob::new(
-    "warmup_ms",
-    "ms",
-    0.0,
-    0.0,
-    1e7,
-    "leading interval left out of the metric, energy and per-CPU figures (the benchmark's warm-up)",
-)];
+pub const COMMON_KNOBS: &[Knob] = &[
+    Knob::new(
+        "warmup_ms",
+        "ms",
+        0.0,
+        0.0,
+        1e7,
+        "leading interval left out of the metric, energy and per-CPU figures (the benchmark's warm-up)",
+    ),
+    Knob::new(
+        "kthread_hz",
+        "Hz",
+        0.0,
+        0.0,
+        10_000.0,
+        "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers); 0 = none",
+    ),
+    Knob::new("kthread_us", "us", 20.0, 1.0, 10_000.0, "work of each background wake-up, as time at base frequency"),
+];
 
-/// The warm-up a workload spec asks for (ns); 0 for rt-app files, workloads built in code
-/// (empty spec) and specs without one.
-pub fn warmup_ns(text: &str) -> Result<u64> {
+/// What a workload spec's common knobs ask for; the defaults for rt-app files, workloads
+/// built in code (empty spec) and specs without them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Common {
+    pub warmup_ns: u64,
+    pub kthread_hz: f64,
+    pub kthread_us: f64,
+}
+
+pub fn common(text: &str) -> Result<Common> {
     let text = text.trim_start();
-    if text.is_empty() || text.starts_with('{') {
-        return Ok(0);
+    let params = if text.is_empty() || text.starts_with('{') {
+        Vec::new()
+    } else {
+        let spec = Spec::parse(text, "workload")?;
+        spec.params.into_iter().filter(|(k, _)| COMMON_KNOBS.iter().any(|c| c.name == k)).collect()
+    };
+    let (values, _) = KnobValues::resolve(&Spec { name: "workload".into(), params }, COMMON_KNOBS, "workload", &[])?;
+    Ok(Common {
+        warmup_ns: (values.get("warmup_ms") * 1e6) as u64,
+        kthread_hz: values.get("kthread_hz"),
+        kthread_us: values.get("kthread_us"),
+    })
+}
+
+/// Background kernel threads (spec §1.4: kworkers, RCU, writeback, timers), one pinned to
+/// each CPU: each wakes `hz` times a second on average, at intervals uniform between half and
+/// one and a half of the mean so that the CPUs drift apart, and works `us` microseconds at its
+/// cluster's base frequency. They wake idle CPUs, take turns with the benchmark's tasks and
+/// give menu a next timer, as the real ones do.
+pub fn kthreads(plat: &Platform, hz: f64, us: f64) -> Vec<TaskSpec> {
+    if hz <= 0.0 {
+        return Vec::new();
     }
-    let spec = Spec::parse(text, "workload")?;
-    let (values, _) = KnobValues::resolve(
-        &Spec { name: spec.name.clone(), params: spec.params.into_iter().filter(|(k, _)| k == "warmup_ms").collect() },
-        COMMON_KNOBS,
-        "workload",
-        &[],
-    )?;
-    Ok((values.get("warmup_ms") * 1e6) as u64)
+    let mean_ns = 1e9 / hz;
+    (0..plat.ncpus())
+        .map(|cpu| {
+            let base_khz = plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+            let program: Rc<[Op]> = vec![
+                Op::Sleep { ns: Amount::Uniform(0.5 * mean_ns, 1.5 * mean_ns) },
+                Op::Run { cycles: Amount::Fixed(us * base_khz / 1000.0), mem_frac: 0.0 },
+                Op::Jump { to: 0 },
+            ]
+            .into();
+            TaskSpec::new(format!("kworker/{cpu}"), program).pinned(vec![cpu]).background()
+        })
+        .collect()
 }
 
 /// Check that every program's jumps, spawns and devices point at something that exists, so a
