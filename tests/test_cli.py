@@ -110,6 +110,14 @@ def test_workloads_json_lists_metrics_and_knobs(cli):
     assert {"threads", "run_us", "period_us", "jitter_pct"} <= knobs
 
 
+def test_workloads_lists_the_knobs_every_workload_accepts(cli):
+    run = cli("workloads")
+    assert run.code == 0, run.stderr
+    common = run.stdout.split("every workload spec also accepts these knobs:")[1]
+    for knob in ("warmup_ms", "kthread_hz", "kthread_us"):
+        assert knob in common
+
+
 def test_run_json_prints_the_documented_result(cli):
     run = cli(
         "run",

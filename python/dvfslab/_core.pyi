@@ -119,6 +119,10 @@ def workloads() -> str:
     """JSON list: [{"name", "description", "metric", "unit", "better", "knobs": [{"name",
     "unit", "default", "description"}]}]."""
 
+def common_workload_knobs() -> str:
+    """JSON list of the knobs every workload spec accepts besides its own: [{"name", "unit",
+    "default", "description"}]."""
+
 def describe_platform(platform_json: str, platform_source: str) -> str:
     """JSON: {"id", "name", "description", "vendor", "packages", "cores", "cpus",
     "policies": [{"cpus", "min_khz", "max_khz", "base_khz"}], ...}."""

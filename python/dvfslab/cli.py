@@ -171,12 +171,15 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(workloads)
         return 0
-    for i, workload in enumerate(workloads):
-        print(("\n" if i else "") + f"{workload['name']}: {workload['description']}")
+    for workload in workloads:
+        print(f"{workload['name']}: {workload['description']}")
         print(
             f"  metric: {workload['metric']} [{workload['unit']}], {workload['better']} is better"
         )
         _show_parameters("knob", workload["knobs"])
+        print()
+    print("every workload spec also accepts these knobs:")
+    _show_parameters("knob", json.loads(_core.common_workload_knobs()))
     return 0
 
 

@@ -174,6 +174,13 @@ fn workloads() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
+/// Knobs every workload spec accepts besides its own (warm-up, background kernel threads),
+/// as JSON.
+#[pyfunction]
+fn common_workload_knobs() -> String {
+    serde_json::Value::Array(knobs_json(workload::COMMON_KNOBS)).to_string()
+}
+
 /// Validate a platform preset and describe its layout, as JSON.
 #[pyfunction]
 fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str) -> PyResult<String> {
@@ -236,6 +243,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(governors, m)?)?;
     m.add_function(wrap_pyfunction!(system_tunables, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(common_workload_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(describe_platform, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
