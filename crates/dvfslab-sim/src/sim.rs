@@ -182,8 +182,9 @@ pub struct Sim {
     pub(crate) end_ns: TimeNs,
     /// Start of the measured interval (the end of the workload's warm-up).
     pub(crate) warmup_ns: TimeNs,
-    /// The workload spec's common knobs (warm-up, background kernel threads).
-    pub(crate) common: crate::workload::Common,
+    /// Background kernel threads the workload spec asks for: wake-ups a second per CPU, and
+    /// µs of work each (`kthread_hz`, `kthread_us`).
+    pub(crate) kthreads: (f64, f64),
     pub(crate) started: bool,
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
@@ -399,7 +400,7 @@ impl Sim {
             pending_inputs: Vec::new(),
             end_ns: duration_ns,
             warmup_ns,
-            common,
+            kthreads: (common.kthread_hz, common.kthread_us),
             started: false,
             live_tasks: 0,
             waiting: 0,
@@ -431,7 +432,7 @@ impl Sim {
         }
         self.started = true;
         let specs = self.workload.tasks(&self.plat);
-        let background = crate::workload::kthreads(&self.plat, self.common.kthread_hz, self.common.kthread_us);
+        let background = crate::workload::kthreads(&self.plat, self.kthreads.0, self.kthreads.1);
         for spec in specs.into_iter().chain(background) {
             self.spawn(spec);
         }

@@ -41,12 +41,13 @@ impl Disk {
         Amount::Uniform(lo, hi)
     }
 
-    /// Mean device time of an fsync and of a WAL flush (ns): what a flush-bound benchmark's
-    /// default run length is sized by.
+    /// Mean device time of an fsync (ns): what a flush-bound benchmark's default run length is
+    /// sized by.
     pub(super) fn mean_fsync_ns(self) -> f64 {
         (self.0.fsync_ns.0 + self.0.fsync_ns.1) / 2.0
     }
 
+    /// Mean device time of a WAL flush (ns).
     pub(super) fn mean_wal_flush_ns(self) -> f64 {
         (self.0.wal_flush_ns.0 + self.0.wal_flush_ns.1) / 2.0
     }
