@@ -74,3 +74,15 @@ pub fn run(scenario: &Scenario, platform_json: &str, seconds: f64) -> Result<Val
         "busy_cpu_s_per_wall_s": busy_cpu_s / r.wall_time_s,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenarios_are_found_by_name_and_an_unknown_one_lists_them() {
+        assert_eq!(scenario("server").map(|s| s.platform).ok(), Some("broadwell-e5-2698v4-2s"));
+        let err = scenario("nosuch").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("nosuch") && err.contains("periodic") && err.contains("server"), "{err}");
+    }
+}
