@@ -371,9 +371,9 @@ impl Sim {
 
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
     /// clock each have a say). When the domain spans several cores only active CPUs vote (in C0
-    /// or an idle state that is not power-gated): Intel's shared-clock parts select "the highest frequency
-    /// P-state requested among all active cores", so a CPU that asked for a high frequency and
-    /// then went to a deep idle state no longer holds the others there. With no CPU active the
+    /// or an idle state that is not power-gated): Intel's shared-clock parts select "the highest
+    /// frequency P-state requested among all active cores", so a CPU that asked for a high
+    /// frequency and then went to a deep idle state no longer holds the others there. With no CPU active the
     /// request stays as it was (every request counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
         let dom = &self.plat.domains[d];

@@ -53,7 +53,8 @@ impl Sim {
         c.curr.is_none() && c.queue.is_empty()
     }
 
-    /// Recount `cpu` in `idle_cpus` and `idle_cores` after its current task or queue changed.
+    /// Recount `cpu` in `idle_cpus` and `idle_cores` after its current task changed. (Taking a
+    /// queued task away never changes it: a CPU with a queue has a current task.)
     pub(crate) fn count_placement_idle(&mut self, cpu: usize) {
         let idle = self.cpu_is_idle(cpu);
         if idle == self.cpus[cpu].placement_idle {
@@ -774,7 +775,6 @@ impl Sim {
             if let Some((src, task)) = self.find_busiest(cpu) {
                 self.cpus[src].queue.retain(|&t| t != task);
                 self.waiting -= 1;
-                self.count_placement_idle(src);
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
                 self.set_curr(cpu, task);
@@ -1027,7 +1027,6 @@ impl Sim {
             self.note_migration(task, cpu, dst, "push");
             self.cpus[cpu].queue.retain(|&t| t != task);
             self.waiting -= 1;
-            self.count_placement_idle(cpu);
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
         }

@@ -266,6 +266,7 @@ pub struct Common {
     pub kthread_us: f64,
 }
 
+/// The common knobs of workload spec `text`.
 pub fn common(text: &str) -> Result<Common> {
     let text = text.trim_start();
     let params = if text.is_empty() || text.starts_with('{') {

@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn a_read_only_thread_polls_one_reply_queue_for_all_its_connections() {
-        let pg = Pgbench { clients: 16, threads: 2, rw: false, disk: Disk::from_knob(0) };
+        let pg = Pgbench { clients: 16, threads: 2, rw: false, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         // Thread 1 owns 8 connections: it sends their first statements, then waits on its own
         // reply queue only, whichever connection answers.
         let thread = pg.thread(1, 8);
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn every_statement_cost_is_drawn_around_its_mean() {
-        let pg = Pgbench { clients: 1, threads: 0, rw: true, disk: Disk::from_knob(0) };
+        let pg = Pgbench { clients: 1, threads: 0, rw: true, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         let spread = pgbench::COST_SPREAD_PCT / 100.0;
         let backend = pg.backend(0);
         let costs: Vec<&Amount> =
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_read_write_thread_counts_a_transaction_every_seventh_reply() {
-        let pg = Pgbench { clients: 4, threads: 0, rw: true, disk: Disk::from_knob(0) };
+        let pg = Pgbench { clients: 4, threads: 0, rw: true, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         let thread = pg.thread(3, 1);
         assert_eq!(waits(&thread), vec![reply(3); 7]);
         let marks = thread.iter().filter(|op| matches!(op, Op::Mark(_))).count();
