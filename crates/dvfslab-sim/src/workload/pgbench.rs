@@ -1,5 +1,6 @@
-//! pgbench against a local PostgreSQL at scale 1, select-only or tpcb-like
-//! (spec/workloads.md A4; MMTests `config-db-pgbench-timed-{ro,rw}-scale1`).
+//! pgbench against a local PostgreSQL, select-only or tpcb-like (spec/workloads.md A4; MMTests
+//! `config-db-pgbench-timed-{ro,rw}-scale1`, and the older `-small` configurations whose database
+//! is sized to the machine's memory).
 //!
 //! Each client connection is served by its own backend process. pgbench threads drive their
 //! connections with no think time: send a statement, and when its reply arrives send the next
@@ -19,10 +20,13 @@
 //! for the connection that holds the row lock could be taken by a backend waiting for it.
 //!
 //! - **read-only** (`rw=0`, select-only): one SELECT per transaction, one round trip.
-//! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. At scale 1 every
-//!   transaction updates the same branch row: the backend takes the row lock at
-//!   `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL (an I/O on the
-//!   `device`, slept through in iowait) — transactions serialise on it.
+//! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. Each transaction
+//!   updates one of the `scale` branch rows, picked at random: the backend takes its row lock
+//!   at `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL (an I/O on the
+//!   `device`, slept through in iowait). At scale 1 every transaction updates the same row and
+//!   they serialise on it; at a scale far above the client count they rarely meet. (The ten
+//!   teller rows per branch, locked one statement earlier, are left out: the branch lock is
+//!   the tighter one.)
 //!
 //! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`; every statement's cost,
 //! client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
@@ -39,10 +43,12 @@ use super::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadIn
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "pgbench",
-    description: "pgbench at scale 1: select-only (rw=0) or tpcb-like with WAL fsync (rw=1)",
+    description: "pgbench: select-only (rw=0) or tpcb-like with WAL fsync (rw=1)",
     metric: "tps",
     unit: "txn/s",
     better: Better::Higher,
@@ -58,20 +64,35 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             "pgbench threads (-j) for rw=0; 0 = MMTests' choice for the machine; rw=1: one per client",
         )
         .integer(),
+        Knob::new(
+            "scale",
+            "branches",
+            1.0,
+            1.0,
+            100_000.0,
+            "scale factor (-s): branch rows a read-write transaction picks from; 1 serialises them",
+        )
+        .integer(),
         DEVICE_KNOB,
     ],
     build: |k: &KnobValues| {
         let clients = k.get_u64("clients") as u32;
         let rw = k.get_u64("rw") != 0;
         let threads = k.get_u64("threads") as u32;
-        Box::new(Pgbench { clients, threads, rw, disk: Disk::from_knob(k.get_u64("device")) })
+        let scale = k.get_u64("scale") as u32;
+        Box::new(Pgbench { clients, threads, rw, scale, disk: Disk::from_knob(k.get_u64("device")) })
     },
 };
 
 /// Counter of committed transactions.
 const TXN: u16 = 0;
-/// The branch row lock (scale 1: one branch).
+/// The row lock of branch `b` is mutex `b`; at scale 1 every transaction takes branch 0.
 const BRANCH: u32 = 0;
+/// Branches drawn per read-write connection before its sequence repeats.
+const BRANCH_DRAWS: usize = 64;
+/// Seed of the branch draws (xor the connection number): a property of the workload, not of
+/// the run, so one connection updates the same branches under every configuration.
+const BRANCH_SEED: u64 = 0x7063_6263;
 const DISK: u32 = 0;
 /// tpcb-like statements that take and release the branch row lock.
 const UPDATE_BRANCHES: usize = 4;
@@ -82,6 +103,8 @@ struct Pgbench {
     /// The `threads` knob: 0 picks MMTests' count for the machine (`Pgbench::threads`).
     threads: u32,
     rw: bool,
+    /// Branch rows (`-s`).
+    scale: u32,
     disk: Disk,
 }
 
@@ -129,21 +152,34 @@ impl Pgbench {
         }
     }
 
-    /// The backend of a connection driven by pgbench thread `t`.
-    fn backend(&self, t: u32) -> Rc<[Op]> {
+    /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
+    /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
+    /// starts over: a fixed sequence per connection, different between connections.
+    fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+        let branches: Vec<u32> = if self.rw && self.scale > 1 {
+            let mut rng = Pcg64::seed_from_u64(BRANCH_SEED ^ u64::from(conn));
+            (0..BRANCH_DRAWS).map(|_| rng.gen_range(0..self.scale)).collect()
+        } else {
+            vec![BRANCH]
+        };
         let mut p = Vec::new();
-        for (k, &cycles) in self.script().iter().enumerate() {
-            p.push(Op::Wait { ch: request(t) });
-            if self.rw && k == UPDATE_BRANCHES {
-                p.push(Op::Lock { id: BRANCH });
+        for branch in branches {
+            for (k, &cycles) in self.script().iter().enumerate() {
+                p.push(Op::Wait { ch: request(t) });
+                if self.rw && k == UPDATE_BRANCHES {
+                    p.push(Op::Lock { id: branch });
+                }
+                p.push(Op::Run {
+                    cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT),
+                    mem_frac: pgbench::MEM_FRAC,
+                });
+                if self.rw && k == END {
+                    // Commit: flush the WAL, then release the row locks.
+                    p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
+                    p.push(Op::Unlock { id: branch });
+                }
+                p.push(Op::Post { ch: reply(t), sync: true });
             }
-            p.push(Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: pgbench::MEM_FRAC });
-            if self.rw && k == END {
-                // Commit: flush the WAL, then release the row locks.
-                p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
-                p.push(Op::Unlock { id: BRANCH });
-            }
-            p.push(Op::Post { ch: reply(t), sync: true });
         }
         p.push(Op::Jump { to: 0 });
         p.into()
@@ -183,7 +219,7 @@ impl Workload for Pgbench {
         // The connections are shared out evenly among the threads.
         let threads = self.threads(plat);
         let mut tasks: Vec<TaskSpec> =
-            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c % threads))).collect();
+            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c, c % threads))).collect();
         tasks.extend((0..threads).map(|t| {
             let conns = (t..self.clients).step_by(threads as usize).count() as u32;
             TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
@@ -224,7 +260,8 @@ mod tests {
 
     #[test]
     fn a_read_only_thread_polls_one_reply_queue_for_all_its_connections() {
-        let pg = Pgbench { clients: 16, threads: 2, rw: false, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg =
+            Pgbench { clients: 16, threads: 2, rw: false, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         // Thread 1 owns 8 connections: it sends their first statements, then waits on its own
         // reply queue only, whichever connection answers.
         let thread = pg.thread(1, 8);
@@ -232,16 +269,17 @@ mod tests {
         assert_eq!(first_sends.filter(|op| matches!(op, Op::Post { ch, .. } if *ch == request(1))).count(), 8);
         assert_eq!(waits(&thread), vec![reply(1)]);
         // Its backends all take statements from its request queue and answer on its reply queue.
-        let backend = pg.backend(1);
+        let backend = pg.backend(1, 1);
         assert_eq!(waits(&backend), vec![request(1)]);
         assert!(backend.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == reply(1))));
     }
 
     #[test]
     fn every_statement_cost_is_drawn_around_its_mean() {
-        let pg = Pgbench { clients: 1, threads: 0, rw: true, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg =
+            Pgbench { clients: 1, threads: 0, rw: true, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         let spread = pgbench::COST_SPREAD_PCT / 100.0;
-        let backend = pg.backend(0);
+        let backend = pg.backend(0, 0);
         let costs: Vec<&Amount> =
             backend.iter().filter_map(|op| if let Op::Run { cycles, .. } = op { Some(cycles) } else { None }).collect();
         assert_eq!(costs.len(), pgbench::RW_STATEMENT_CYCLES.len());
@@ -258,10 +296,40 @@ mod tests {
 
     #[test]
     fn a_read_write_thread_counts_a_transaction_every_seventh_reply() {
-        let pg = Pgbench { clients: 4, threads: 0, rw: true, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg =
+            Pgbench { clients: 4, threads: 0, rw: true, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
         let thread = pg.thread(3, 1);
         assert_eq!(waits(&thread), vec![reply(3); 7]);
         let marks = thread.iter().filter(|op| matches!(op, Op::Mark(_))).count();
         assert_eq!(marks, 1);
+    }
+
+    fn locked_branches(program: &[Op]) -> Vec<u32> {
+        program.iter().filter_map(|op| if let Op::Lock { id } = op { Some(*id) } else { None }).collect()
+    }
+
+    #[test]
+    fn read_write_transactions_pick_their_branch_among_the_scale() {
+        let disk = || Disk::from_knob(DEVICE_KNOB.default as u64);
+        // Scale 1: one transaction per program, always on the one branch.
+        let serial = Pgbench { clients: 8, threads: 0, rw: true, scale: 1, disk: disk() };
+        assert_eq!(locked_branches(&serial.backend(5, 5)), vec![BRANCH]);
+        // Scale 172: a sequence of draws within 0..172, each lock released after its commit.
+        let pg = Pgbench { clients: 8, threads: 0, rw: true, scale: 172, disk: disk() };
+        let backend = pg.backend(5, 5);
+        let drawn = locked_branches(&backend);
+        assert_eq!(drawn.len(), BRANCH_DRAWS);
+        assert!(drawn.iter().all(|&b| b < 172));
+        let released: Vec<u32> =
+            backend.iter().filter_map(|op| if let Op::Unlock { id } = op { Some(*id) } else { None }).collect();
+        assert_eq!(released, drawn);
+        // Spread over the branches, different for another connection, the same when rebuilt.
+        let distinct: std::collections::BTreeSet<u32> = drawn.iter().copied().collect();
+        assert!(distinct.len() > BRANCH_DRAWS / 2, "only {} distinct branches", distinct.len());
+        assert_ne!(locked_branches(&pg.backend(6, 6)), drawn);
+        assert_eq!(locked_branches(&pg.backend(5, 5)), drawn);
+        // Read-only backends take no lock at any scale.
+        let ro = Pgbench { clients: 8, threads: 0, rw: false, scale: 172, disk: disk() };
+        assert!(locked_branches(&ro.backend(5, 1)).is_empty());
     }
 }
