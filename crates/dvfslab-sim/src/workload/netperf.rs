@@ -10,9 +10,8 @@
 //!   flight (credits returned by the receiver's reads).
 //! - **UDP_STREAM**: the sender never blocks: each datagram goes through the loopback stack on
 //!   its CPU into the receiver's socket buffer, and is dropped when the buffer is full. The
-//!   metric counts received bytes (spec A5), the receiver's rate when it falls behind.
-//!   MMTests' report prints the sender's figure instead; without losses the two agree
-//!   (docs/validation.md).
+//!   metric counts received bytes (spec A5), the receiver's rate when it falls behind: the
+//!   recv rows of MMTests' report (its send rows hold the sender's rate; docs/validation.md).
 //!
 //! Costs are `estimates::netperf`. Metric, as netperf reports it: transactions per second for
 //! RR, received megabits per second for STREAM (both higher is better).
