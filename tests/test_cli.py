@@ -81,13 +81,18 @@ def test_platforms_name_describes_one_preset(cli):
 def test_governors_json_lists_the_generic_governors_with_their_tunables(cli):
     run = cli("governors", "--json")
     assert run.code == 0, run.stderr
-    governors = {g["name"]: g for g in json.loads(run.stdout)}
+    listing = json.loads(run.stdout)
+    governors = {g["name"]: g for g in listing["governors"]}
     assert {"performance", "powersave", "userspace"} <= governors.keys()
     for governor in governors.values():
         assert governor["description"]
         for tunable in governor["tunables"]:
             assert {"name", "unit", "default", "description"} <= tunable.keys()
     assert "scaling_setspeed" in {t["name"] for t in governors["userspace"]["tunables"]}
+    # The settings every governor spec accepts come beside them, described the same way.
+    settings = {t["name"]: t for t in listing["system_settings"]}
+    assert "hz" in settings
+    assert {"unit", "default", "description"} <= settings["hz"].keys()
 
 
 def test_governors_human_view_shows_tunables(cli):
@@ -100,7 +105,8 @@ def test_governors_human_view_shows_tunables(cli):
 def test_workloads_json_lists_metrics_and_knobs(cli):
     run = cli("workloads", "--json")
     assert run.code == 0, run.stderr
-    workloads = {w["name"]: w for w in json.loads(run.stdout)}
+    listing = json.loads(run.stdout)
+    workloads = {w["name"]: w for w in listing["workloads"]}
     assert {"cpu-bound", "periodic"} <= workloads.keys()
     for workload in workloads.values():
         assert workload["better"] in ("higher", "lower")
@@ -108,6 +114,10 @@ def test_workloads_json_lists_metrics_and_knobs(cli):
         assert workload["unit"] is not None
     knobs = {k["name"] for k in workloads["periodic"]["knobs"]}
     assert {"threads", "run_us", "period_us", "jitter_pct"} <= knobs
+    # The knobs every workload accepts are listed once, not in each workload's own list.
+    common = {k["name"] for k in listing["common_knobs"]}
+    assert {"warmup_ms", "kthread_hz", "kthread_us"} <= common
+    assert not common & knobs
 
 
 def test_workloads_lists_the_knobs_every_workload_accepts(cli):

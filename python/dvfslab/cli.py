@@ -140,15 +140,16 @@ def _add_governors(commands: Any) -> None:
 
 def cmd_governors(args: argparse.Namespace) -> int:
     governors = json.loads(_core.governors())
+    settings = json.loads(_core.system_tunables())
     if args.json:
-        _print_json(governors)
+        _print_json({"governors": governors, "system_settings": settings})
         return 0
     for governor in governors:
         print(f"{governor['name']}: {governor['description']}")
         _show_parameters("tunable", governor["tunables"])
         print()
     print("every governor spec also accepts these system settings:")
-    _show_parameters("setting", json.loads(_core.system_tunables()))
+    _show_parameters("setting", settings)
     return 0
 
 
@@ -168,8 +169,9 @@ def _add_workloads(commands: Any) -> None:
 
 def cmd_workloads(args: argparse.Namespace) -> int:
     workloads = json.loads(_core.workloads())
+    common = json.loads(_core.common_workload_knobs())
     if args.json:
-        _print_json(workloads)
+        _print_json({"workloads": workloads, "common_knobs": common})
         return 0
     for workload in workloads:
         print(f"{workload['name']}: {workload['description']}")
@@ -179,7 +181,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
         _show_parameters("knob", workload["knobs"])
         print()
     print("every workload spec also accepts these knobs:")
-    _show_parameters("knob", json.loads(_core.common_workload_knobs()))
+    _show_parameters("knob", common)
     return 0
 
 
