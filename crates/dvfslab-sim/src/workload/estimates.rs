@@ -153,6 +153,18 @@ pub mod netperf {
     /// UDP_STREAM receive buffer: the default `net.core.rmem_default` of 212992 bytes [KNOW];
     /// what is in flight beyond it is dropped in Linux.
     pub const UDP_RCVBUF_BYTES: u32 = 212_992;
+    /// Bytes a datagram's buffer holds beside its payload: headroom (64), Ethernet, IP and UDP
+    /// headers (42) and the trailing `skb_shared_info` (320) [EST, x86-64 sizes].
+    pub const SKB_DATA_OVERHEAD_BYTES: u32 = 426;
+    /// `struct sk_buff` itself, as counted in truesize [EST].
+    pub const SKB_STRUCT_BYTES: u32 = 256;
+
+    /// What a received datagram of `payload` bytes is charged against the socket's receive
+    /// buffer: its data buffer, rounded up to the allocator's power-of-two size, plus the
+    /// `sk_buff` (768 bytes for 64, 2,304 for 1,024, 33,024 for 16,384).
+    pub fn skb_truesize(payload: u32) -> u32 {
+        (payload + SKB_DATA_OVERHEAD_BYTES).next_power_of_two() + SKB_STRUCT_BYTES
+    }
 }
 
 /// pgbench at scale 1 against a local PostgreSQL (A4). Calibrate against single-client TPS

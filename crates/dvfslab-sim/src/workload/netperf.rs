@@ -147,8 +147,8 @@ impl Netperf {
 
     fn udp_stream(&self) -> Vec<TaskSpec> {
         let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
-        // The buffer holds whole datagrams (their payload; skb overhead is left out).
-        let buffered = (netperf::UDP_RCVBUF_BYTES / self.size.max(1)).max(1);
+        // The receive buffer is charged each datagram's truesize, not its payload.
+        let buffered = (netperf::UDP_RCVBUF_BYTES / netperf::skb_truesize(self.size)).max(1);
         let sender: Rc<[Op]> = vec![
             run(netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy),
             Op::Offer { ch: FORWARD, capacity: buffered },
@@ -191,5 +191,32 @@ impl Workload for Netperf {
             unit: unit.into(),
             better: INFO.better,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered_capacity(size: u32) -> u32 {
+        let tasks = Netperf { test: Test::UdpStream, size }.udp_stream();
+        match tasks[0].program.iter().find(|op| matches!(op, Op::Offer { .. })) {
+            Some(Op::Offer { capacity, .. }) => *capacity,
+            _ => panic!("the UDP_STREAM sender offers its datagrams"),
+        }
+    }
+
+    #[test]
+    fn the_receive_buffer_counts_each_datagram_at_its_truesize() {
+        // 64 bytes: a 512-byte buffer (payload + 426 of headers and shared info, rounded up to
+        // a power of two) and the 256-byte sk_buff make 768; 212,992 / 768 = 277 datagrams.
+        assert_eq!(netperf::skb_truesize(64), 768);
+        assert_eq!(offered_capacity(64), 277);
+        // 1,024 bytes: 2,048 + 256 = 2,304, so 92 datagrams.
+        assert_eq!(netperf::skb_truesize(1024), 2304);
+        assert_eq!(offered_capacity(1024), 92);
+        // 16,384 bytes: a 32 KiB buffer, six datagrams; a buffer never holds fewer than one.
+        assert_eq!(offered_capacity(16384), 6);
+        assert_eq!(offered_capacity(65536), 1);
     }
 }
