@@ -60,6 +60,9 @@ pub enum Op {
     Spawn { program: u32, count: u32 },
     /// Sleep until every task this one spawned has exited (wait4).
     WaitChildren,
+    /// execve's balancing point (sched_exec): the task moves to the CPU that fork balancing
+    /// would pick from here, if that CPU is idle.
+    Exec,
     /// Give up the CPU to a waiting task, if any (sched_yield).
     Yield,
     /// Change the CPUs the task may run on (None = all); it moves if its CPU is excluded.

@@ -3,7 +3,8 @@
 //!
 //! One shell runs the commands one after another. For each it interprets a little script,
 //! forks, and sleeps in wait4 until the child exits. Fork balancing puts each child on an
-//! idle CPU, where it starts with `util_avg` = half the spare capacity and lives about a
+//! idle CPU, and exec balancing usually on another (the child's own new load weighs on the
+//! first), where it starts with `util_avg` = half the spare capacity and lives about a
 //! millisecond: non-invariant schedutil asks for `1.25 · f_cur · util/cap` from a low
 //! `f_cur` and stays low, invariant schedutil asks for `1.25 · f_max · util/cap` at once.
 //!
@@ -114,7 +115,7 @@ fn fixed(cycles: f64) -> Op {
 
 /// A child: exec, `body`, exit after telling the shell.
 fn child(body: Vec<Op>) -> Rc<[Op]> {
-    let mut p = vec![fixed(kernel::EXEC_CYCLES)];
+    let mut p = vec![Op::Exec, fixed(kernel::EXEC_CYCLES)];
     p.extend(body);
     p.extend([fixed(kernel::EXIT_CYCLES), Op::Post { ch: CHILD_CH, sync: false }, Op::Exit]);
     p.into()

@@ -61,7 +61,7 @@ fn run(cycles: f64) -> Op {
 /// A child process: exec, its work, then it notifies its parent on `parent_ch` (SIGCHLD,
 /// sent while the child is still current, as in do_exit) and exits.
 fn process(work: Vec<Op>, parent_ch: u32) -> Rc<[Op]> {
-    let mut p = vec![run(kernel::EXEC_CYCLES)];
+    let mut p = vec![Op::Exec, run(kernel::EXEC_CYCLES)];
     p.extend(work);
     p.extend([run(kernel::EXIT_CYCLES), Op::Post { ch: parent_ch, sync: false }, Op::Exit]);
     p.into()
