@@ -167,7 +167,7 @@ pub mod netperf {
     }
 }
 
-/// pgbench at scale 1 against a local PostgreSQL (A4). Calibrate against single-client TPS
+/// pgbench against a local PostgreSQL (A4). Calibrate against single-client TPS
 /// at a pinned frequency.
 pub mod pgbench {
     /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs (A4 RO `c_srv` [EST]).

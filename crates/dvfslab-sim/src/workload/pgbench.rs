@@ -37,14 +37,15 @@
 
 use std::rc::Rc;
 
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{ipc, pgbench};
 use super::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64;
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "pgbench",
