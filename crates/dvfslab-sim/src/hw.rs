@@ -17,15 +17,13 @@ impl Sim {
     /// Power and counters at time zero: every CPU idle in its deepest state.
     pub(crate) fn init_hardware(&mut self) {
         for core in 0..self.cores.len() {
-            let (active, gated) = self.core_activity(core);
+            let active = self.core_awake(core);
             self.cores[core].active = active;
-            self.cores[core].gated = gated;
             let pkg = self.plat.cores[core].package;
             let cl = self.plat.cores[core].cluster;
             if active {
                 self.packages[pkg].active_cores[cl] += 1;
-            }
-            if gated {
+            } else {
                 self.packages[pkg].gated_cores += 1;
             }
         }
@@ -50,18 +48,10 @@ impl Sim {
         self.domains[self.plat.cpus[cpu].domain].actual_khz
     }
 
-    /// Whether a core counts as active for turbo (a thread in C0 or clock-gated) and whether
-    /// it is power-gated (every thread in a power-gated state).
-    fn core_activity(&self, core: usize) -> (bool, bool) {
-        if self.cores[core].busy_threads > 0 {
-            return (true, false);
-        }
-        let states = &self.plat.cluster(self.plat.cores[core].cluster).idle_states;
-        let shallowest = self.plat.cores[core].cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
-        match shallowest.map(|s| states[s].power) {
-            None | Some(IdlePower::ClockGated) | Some(IdlePower::LowVoltage) => (true, false),
-            Some(IdlePower::PowerGated) => (false, true),
-        }
+    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
+    /// that is not is power-gated, every thread in a power-gated state.
+    fn core_awake(&self, core: usize) -> bool {
+        self.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
     }
 
     fn core_voltage(&self, core: usize) -> f64 {
@@ -120,7 +110,7 @@ impl Sim {
     fn uncore_scan(&self, pkg: usize) -> Option<(f64, u32)> {
         let mut top: Option<(f64, u32)> = None;
         for &core in &self.plat.packages[pkg].cores {
-            if self.cores[core].gated {
+            if !self.cores[core].active {
                 continue;
             }
             let level = self.uncore_level_of(core);
@@ -159,7 +149,7 @@ impl Sim {
             return;
         };
         let mine = self.uncore_level_of(core);
-        if self.cores[core].gated {
+        if !self.cores[core].active {
             if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
                 self.set_uncore(pkg, None);
             } else if mine >= level {
@@ -182,7 +172,7 @@ impl Sim {
     fn uncore_follows(&mut self, d: usize, old_khz: u32) {
         let pkg = self.plat.domains[d].package;
         let Some(level) = self.packages[pkg].uncore_level else { return };
-        let awake = self.plat.domains[d].cores.iter().filter(|&&c| !self.cores[c].gated).count() as u32;
+        let awake = self.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
         if awake == 0 {
             return;
         }
@@ -255,33 +245,22 @@ impl Sim {
     /// speed of its busy SMT siblings.
     pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
         self.touch_core(core);
-        let (active, gated) = self.core_activity(core);
+        let active = self.core_awake(core);
         let pkg = self.plat.cores[core].package;
         let cl = self.plat.cores[core].cluster;
-        let was_active = self.cores[core].active;
-        if active != was_active || gated != self.cores[core].gated {
+        if active != self.cores[core].active {
             self.touch_package(pkg);
             let before = self.packages[pkg].active_cores[cl];
-            if active != was_active {
-                if active {
-                    self.packages[pkg].active_cores[cl] += 1;
-                } else {
-                    self.packages[pkg].active_cores[cl] -= 1;
-                }
+            let p = &mut self.packages[pkg];
+            if active {
+                p.active_cores[cl] += 1;
+                p.gated_cores -= 1;
+            } else {
+                p.active_cores[cl] -= 1;
+                p.gated_cores += 1;
             }
-            if gated != self.cores[core].gated {
-                if gated {
-                    self.packages[pkg].gated_cores += 1;
-                } else {
-                    self.packages[pkg].gated_cores -= 1;
-                }
-            }
-            let gating_changed = gated != self.cores[core].gated;
             self.cores[core].active = active;
-            self.cores[core].gated = gated;
-            if gating_changed {
-                self.uncore_after_gating(core);
-            }
+            self.uncore_after_gating(core);
             let after = self.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
@@ -373,21 +352,21 @@ impl Sim {
     /// clock each have a say). When the domain spans several cores only active CPUs vote (in C0
     /// or an idle state that is not power-gated): Intel's shared-clock parts select "the highest
     /// frequency P-state requested among all active cores", so a CPU that asked for a high
-    /// frequency and then went to a deep idle state no longer holds the others there. With no CPU active the
-    /// request stays as it was (every request counts before the run starts).
+    /// frequency and then went to a deep idle state no longer holds the others there. With no
+    /// CPU active the request stays as it was (every request counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
         let dom = &self.plat.domains[d];
         let request = |p: &usize| self.policies[*p].cur_khz;
         if dom.cores.len() < 2 || dom.policies.len() < 2 || !self.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
-        let votes = |p: &&usize| self.plat.policies[**p].cpus.iter().any(|&c| self.cpu_votes(c));
+        let votes = |p: &&usize| self.plat.policies[**p].cpus.iter().any(|&c| self.cpu_awake(c));
         dom.policies.iter().filter(votes).map(request).max().unwrap_or(self.domains[d].request_khz)
     }
 
-    /// Whether `cpu` is active for P-state coordination: running, or idle in a state that is
-    /// not power-gated (C1, C1E), as for the turbo active-core count.
-    fn cpu_votes(&self, cpu: usize) -> bool {
+    /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
+    /// running, or idle in a state that is not power-gated (C1, C1E).
+    fn cpu_awake(&self, cpu: usize) -> bool {
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         self.cpus[cpu].idle_state.is_none_or(|s| states[s].power != IdlePower::PowerGated)
     }

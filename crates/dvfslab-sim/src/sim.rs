@@ -96,10 +96,9 @@ pub(crate) struct Core {
     pub power_w: f64,
     pub energy_j: f64,
     pub since: TimeNs,
-    /// Counted as an active core for turbo (some thread in C0 or a clock-gated state).
+    /// Some thread awake, running or in an idle state that is not power-gated: an active core
+    /// for turbo. A core that is not is power-gated.
     pub active: bool,
-    /// Every thread idle in a power-gated state.
-    pub gated: bool,
 }
 
 /// Per frequency domain: the request and the frequency the hardware runs.
@@ -307,7 +306,6 @@ impl Sim {
                 energy_j: 0.0,
                 since: 0,
                 active: false,
-                gated: false,
             })
             .collect();
         let domains = plat
