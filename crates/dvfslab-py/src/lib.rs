@@ -202,19 +202,7 @@ fn run_bench(py: Python<'_>, scenario: &str, platform_json: &str, seconds_simula
 /// "default_seconds"}].
 #[pyfunction]
 fn bench_scenarios() -> String {
-    let list: Vec<serde_json::Value> = dvfslab_sim::bench::SCENARIOS
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.name,
-                "platform": s.platform,
-                "governor": s.governor,
-                "workload": s.workload,
-                "default_seconds": s.default_seconds,
-            })
-        })
-        .collect();
-    serde_json::Value::Array(list).to_string()
+    serde_json::json!(dvfslab_sim::bench::SCENARIOS).to_string()
 }
 
 /// The package version and a digest of the simulator's sources ("0.1.0+1a2b3c4d5e6f7a8b"): two

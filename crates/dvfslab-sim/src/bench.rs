@@ -16,6 +16,7 @@ use crate::error::{Result, SimError};
 use crate::sim::SimConfig;
 
 /// One fixed speed scenario.
+#[derive(serde::Serialize)]
 pub struct Scenario {
     pub name: &'static str,
     /// The preset the scenario runs on (its JSON is passed to [`run`]).

@@ -21,6 +21,14 @@ impl Amount {
             Amount::Uniform((mean - d).max(0.0), mean + d)
         }
     }
+
+    /// The mean of the draws.
+    pub fn mean(self) -> f64 {
+        match self {
+            Amount::Fixed(v) => v,
+            Amount::Uniform(lo, hi) => (lo + hi) / 2.0,
+        }
+    }
 }
 
 /// One operation of a task program.

@@ -31,24 +31,22 @@ impl Disk {
 
     /// Device time of an fsync of a file with a little dirty data (a journal commit).
     pub(super) fn fsync_ns(self) -> Amount {
-        let (lo, hi) = self.0.fsync_ns;
-        Amount::Uniform(lo, hi)
+        Amount::Uniform(self.0.fsync_ns.0, self.0.fsync_ns.1)
     }
 
     /// Device time of a WAL fdatasync (small sequential write and cache flush).
     pub(super) fn wal_flush_ns(self) -> Amount {
-        let (lo, hi) = self.0.wal_flush_ns;
-        Amount::Uniform(lo, hi)
+        Amount::Uniform(self.0.wal_flush_ns.0, self.0.wal_flush_ns.1)
     }
 
     /// Mean device time of an fsync (ns): what a flush-bound benchmark's default run length is
     /// sized by.
     pub(super) fn mean_fsync_ns(self) -> f64 {
-        (self.0.fsync_ns.0 + self.0.fsync_ns.1) / 2.0
+        self.fsync_ns().mean()
     }
 
     /// Mean device time of a WAL flush (ns).
     pub(super) fn mean_wal_flush_ns(self) -> f64 {
-        (self.0.wal_flush_ns.0 + self.0.wal_flush_ns.1) / 2.0
+        self.wal_flush_ns().mean()
     }
 }

@@ -114,13 +114,6 @@ pub fn scaled(a: Amount, k: f64) -> Amount {
 mod tests {
     use super::*;
 
-    fn mean(a: Amount) -> f64 {
-        match a {
-            Amount::Fixed(v) => v,
-            Amount::Uniform(lo, hi) => (lo + hi) / 2.0,
-        }
-    }
-
     #[test]
     fn normal_quantile_matches_known_points() {
         for (p, z) in [(0.5, 0.0), (0.975, 1.959964), (0.001, -3.090232), (0.8413447, 1.0)] {
@@ -131,9 +124,9 @@ mod tests {
     #[test]
     fn bins_keep_the_mean_of_the_distribution() {
         // Lognormal mean = median · exp(σ²/2); exponential mean = mean.
-        let ln: f64 = lognormal(16, 1.0, 0.9).into_iter().map(mean).sum::<f64>() / 16.0;
+        let ln: f64 = lognormal(16, 1.0, 0.9).into_iter().map(Amount::mean).sum::<f64>() / 16.0;
         assert!((ln - (0.405f64).exp()).abs() < 0.02, "{ln}");
-        let ex: f64 = exponential(32, 2.0).into_iter().map(mean).sum::<f64>() / 32.0;
+        let ex: f64 = exponential(32, 2.0).into_iter().map(Amount::mean).sum::<f64>() / 32.0;
         assert!((ex - 2.0).abs() < 0.03, "{ex}");
         for a in lognormal(16, 1.0, 1.0) {
             let Amount::Uniform(lo, hi) = a else { panic!() };
