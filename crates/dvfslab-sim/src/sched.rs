@@ -30,6 +30,22 @@ const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
 /// is, and a CPU whose idle periods average less than this does not look for work when it
 /// goes idle (new-idle balancing would cost more than the idle time it fills).
 const MIGRATION_COST_NS: u64 = 500_000;
+/// The periodic balancer's view of one CPU's core being overloaded next to an idle core. The
+/// cache-sharing domain of `n` CPUs balances every `n` ms, twice that after a failure, and
+/// moves a running task by active balance once its failures exceed cache_nice_tries + 2
+/// (cache_nice_tries is 1 at that level).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpreadAttempts {
+    /// Consecutive balance attempts that found the imbalance and could not fix it.
+    failed: u32,
+    /// When the next attempt is due.
+    next_ns: TimeNs,
+}
+
+impl SpreadAttempts {
+    const FAILURES_BEFORE_ACTIVE: u32 = 3;
+}
+
 /// rq->avg_idle starts at, and is capped to, twice the migration cost.
 pub(crate) const AVG_IDLE_MAX_NS: u64 = 2 * MIGRATION_COST_NS;
 /// rq->avg_idle after an idle period of `sample_ns` (update_avg in ttwu_do_wakeup):
@@ -1044,30 +1060,43 @@ impl Sim {
         }
     }
 
-    /// A core whose SMT threads are all kept busy (util above 3/4 of capacity each) while a
-    /// whole core is idle gives the task of `cpu` to the idle core, nearest first: the
-    /// balancer's preference for spreading over siblings, which in Linux moves a running task
-    /// by active balance once the imbalance persists (hence util, not a momentary overlap).
+    /// A core whose SMT threads are all running while a whole core is idle gives the task of
+    /// `cpu` to the idle core, nearest first: the balancer's preference for spreading over
+    /// siblings (a group running more tasks than an idle one plus one counts as overloaded).
+    /// Linux can only move a running task by active balance, which it tries once balancing
+    /// has failed on the imbalance more often than the domain's cache-nice tries allow; an
+    /// attempt that finds a sibling idle resets the count. The attempts follow the
+    /// cache-sharing domain's interval (see [`SpreadAttempts`]).
     fn spread_smt(&mut self, cpu: usize) {
+        let now = self.q.now();
+        if now < self.cpus[cpu].spread.next_ns {
+            return;
+        }
         let core = &self.plat.cores[self.plat.cpus[cpu].core];
-        let saturated =
-            |c: usize| !self.cpu_is_idle(c) && 4 * self.cpus[c].avg.util_avg >= 3 * self.plat.cpus[c].cap_orig;
-        if core.cpus.len() < 2 || !core.cpus.iter().all(|&s| saturated(s)) {
-            return;
-        }
-        let Some(task) = self.cpus[cpu].curr else { return };
-        if self.rt_prio(task).is_some() {
-            return;
-        }
+        let task = self.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none());
         let t = &self.plat.cpus[cpu];
-        let dst = self
-            .find_idle_core(task, &self.plat.llcs[t.llc], cpu)
-            .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, cpu))
-            .or_else(|| self.find_idle_core(task, &self.all_cpus(), cpu));
-        if let Some(dst) = dst {
-            self.note_migration(task, cpu, dst, "spread");
-            self.migrate_running(cpu, dst);
+        let llc = &self.plat.llcs[t.llc];
+        let dst =
+            task.filter(|_| core.cpus.len() >= 2 && core.cpus.iter().all(|&s| !self.cpu_is_idle(s))).and_then(|task| {
+                self.find_idle_core(task, llc, cpu)
+                    .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, cpu))
+                    .or_else(|| self.find_idle_core(task, &self.all_cpus(), cpu))
+            });
+        let interval_ns = llc.len() as u64 * 1_000_000;
+        let attempts = &mut self.cpus[cpu].spread;
+        let (Some(task), Some(dst)) = (task, dst) else {
+            *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+            return;
+        };
+        attempts.failed += 1;
+        if attempts.failed <= SpreadAttempts::FAILURES_BEFORE_ACTIVE {
+            // A failed balance doubles the interval, up to twice the domain's minimum.
+            attempts.next_ns = now + 2 * interval_ns;
+            return;
         }
+        *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+        self.note_migration(task, cpu, dst, "spread");
+        self.migrate_running(cpu, dst);
     }
 
     /// Out-of-range counter ratios switch invariance off for good, as the kernel does.

@@ -64,6 +64,8 @@ pub(crate) struct Cpu {
     pub idle_history: crate::menu::IdleHistory,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
+    /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
+    pub spread: crate::sched::SpreadAttempts,
     /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
     pub timers: Vec<TimeNs>,
     // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
@@ -280,6 +282,7 @@ impl Sim {
                 idle_since: 0,
                 idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
+                spread: Default::default(),
                 timers: Vec::new(),
                 aperf: 0.0,
                 mperf: 0.0,

@@ -429,3 +429,37 @@ fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
     let pinned = moves(child(Some(Rc::from(vec![5]))));
     assert!(pinned.is_empty(), "{pinned:?}");
 }
+
+#[test]
+fn siblings_saturating_one_core_spread_to_an_idle_core_only_once_the_imbalance_persists() {
+    // Two CPU-bound tasks start pinned to the two SMT threads of core 0, then may run anywhere.
+    // The other cores idle, so the balancer moves one of them, but by active balance: not at
+    // the first attempt that finds the imbalance, only after three more failed ones at the
+    // cache-sharing level's doubled interval (8 CPUs: 16 ms each, 48 ms after the first).
+    let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "skylake").unwrap();
+    let siblings = plat.cores[0].cpus.clone();
+    assert_eq!(siblings.len(), 2);
+    let released_ns = 100_000_000;
+    let spinner = |cpu: usize| {
+        vec![
+            Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
+            Op::RunFor { ns: Amount::Fixed(released_ns as f64) },
+            Op::SetAffinity { cpus: None },
+            Op::Run { cycles: Amount::Fixed(1e10), mem_frac: 0.0 },
+            Op::Exit,
+        ]
+    };
+    let cfg = SimConfig {
+        governor: "userspace:scaling_setspeed=3500000".into(),
+        duration_ns: Some(400_000_000),
+        explain: true,
+        ..SimConfig::default()
+    };
+    let w = Programs { tasks: siblings.iter().map(|&c| spinner(c)).collect(), spawned: vec![], devices: vec![] };
+    let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+    let spreads: Vec<_> = r.migrations.unwrap().into_iter().filter(|m| m.reason == "spread").collect();
+    assert_eq!(spreads.len(), 1, "{spreads:?}");
+    assert!(siblings.contains(&spreads[0].src_cpu) && !siblings.contains(&spreads[0].dst_cpu));
+    let waited_ms = (spreads[0].time_ns - released_ns) as f64 / 1e6;
+    assert!((48.0..=60.0).contains(&waited_ms), "moved {waited_ms} ms after the release");
+}
