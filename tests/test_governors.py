@@ -31,7 +31,10 @@ def test_performance_runs_one_busy_core_at_the_one_core_turbo_bin():
 
 
 def test_performance_runs_a_full_machine_at_the_all_core_turbo_bin():
-    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=24", duration_s=0.5)
+    # Two threads that start on one core's siblings are spread by active balancing, which
+    # waits for the imbalance to persist (from 144 ms in this 24-CPU LLC): run long enough for
+    # the moved thread's new CPU to be busy most of the run.
+    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=24", duration_s=2.0)
     busy = busy_cpus(result)
     assert len(busy) == CORES
     assert len({row["cpu"] % CORES for row in busy}) == CORES, "one thread per core"
