@@ -119,7 +119,7 @@ impl Sim {
     }
 
     /// Runnable load of `cpu`: its runnable tasks' load averages.
-    fn runnable_load(&self, cpu: usize) -> u64 {
+    pub(crate) fn runnable_load(&self, cpu: usize) -> u64 {
         let c = &self.cpus[cpu];
         c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum()
     }

@@ -12,7 +12,7 @@
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
-use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX};
+use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
 use crate::workload::SchedPolicy;
@@ -163,7 +163,7 @@ impl Sim {
         if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
             // util_avg may exceed the capacity scale for a while after migrations attach
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
-            let util = c.avg.util_avg.min(crate::pelt::SCHED_CAPACITY_SCALE);
+            let util = c.avg.util_avg.min(SCHED_CAPACITY_SCALE);
             c.util_avg_max = c.util_avg_max.max(util);
             if let Some(tl) = self.timeline.as_mut() {
                 tl.util(now, cpu, util);
@@ -1060,31 +1060,31 @@ impl Sim {
         }
     }
 
-    /// A core whose SMT threads are all running while a whole core is idle gives the task of
-    /// `cpu` to the idle core, nearest first: the balancer's preference for spreading over
+    /// A core whose SMT threads are all running while a whole core is idle gives one of its
+    /// tasks to the idle core, nearest first: the balancer's preference for spreading over
     /// siblings (a group running more tasks than an idle one plus one counts as overloaded).
     /// Linux can only move a running task by active balance, which it tries once balancing
     /// has failed on the imbalance more often than the domain's cache-nice tries allow; an
-    /// attempt that finds a sibling idle resets the count. The attempts follow the
-    /// cache-sharing domain's interval (see [`SpreadAttempts`]).
+    /// attempt that finds a sibling idle, or no task it may move, resets the count. The
+    /// attempts follow the cache-sharing domain's interval (see [`SpreadAttempts`]); the task
+    /// is the one the simulated kernel version's balancer takes ([`Sim::spread_source`]).
     fn spread_smt(&mut self, cpu: usize) {
         let now = self.q.now();
         if now < self.cpus[cpu].spread.next_ns {
             return;
         }
-        let core = &self.plat.cores[self.plat.cpus[cpu].core];
-        let task = self.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none());
         let t = &self.plat.cpus[cpu];
         let llc = &self.plat.llcs[t.llc];
-        let dst =
-            task.filter(|_| core.cpus.len() >= 2 && core.cpus.iter().all(|&s| !self.cpu_is_idle(s))).and_then(|task| {
-                self.find_idle_core(task, llc, cpu)
-                    .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, cpu))
-                    .or_else(|| self.find_idle_core(task, &self.all_cpus(), cpu))
-            });
+        let src = self.spread_source(cpu);
+        let task = src.and_then(|s| self.cpus[s].curr);
+        let dst = task.zip(src).and_then(|(task, src)| {
+            self.find_idle_core(task, llc, src)
+                .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, src))
+                .or_else(|| self.find_idle_core(task, &self.all_cpus(), src))
+        });
         let interval_ns = llc.len() as u64 * 1_000_000;
         let attempts = &mut self.cpus[cpu].spread;
-        let (Some(task), Some(dst)) = (task, dst) else {
+        let (Some(src), Some(task), Some(dst)) = (src, task, dst) else {
             *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
             return;
         };
@@ -1095,8 +1095,42 @@ impl Sim {
             return;
         }
         *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
-        self.note_migration(task, cpu, dst, "spread");
-        self.migrate_running(cpu, dst);
+        self.note_migration(task, src, dst, "spread");
+        self.migrate_running(src, dst);
+    }
+
+    /// The sibling of `cpu` whose running task the balancer would move to an idle core, if the
+    /// core is overloaded (every SMT thread running). Since 5.5 the balancer moves a number of
+    /// tasks here, from the first run-queue with the most of them: the first sibling. Before,
+    /// the busiest run-queue was the one with the highest runnable load, skipping a lone task
+    /// whose load exceeds the imbalance: the load the busiest group has above the domain's
+    /// average, at most what the idle core may take below it (in load per capacity, times
+    /// capacity), raised to the group's load per task when smaller (fix_small_imbalance). A
+    /// saturated thread next to a lighter one then stays and the lighter one moves.
+    fn spread_source(&self, cpu: usize) -> Option<usize> {
+        let core = &self.plat.cores[self.plat.cpus[cpu].core].cpus;
+        if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
+            return None;
+        }
+        let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
+        if self.kernel >= crate::kernel::KernelVersion(5, 5) {
+            return core.iter().copied().find(movable);
+        }
+        let llc = &self.plat.llcs[self.plat.cpus[cpu].llc];
+        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
+        let (core_cap, core_load) = (capacity(core), load(core));
+        let domain_avg = load(llc) * SCHED_CAPACITY_SCALE / capacity(llc);
+        let busiest_avg = core_load * SCHED_CAPACITY_SCALE / core_cap;
+        // The idle core has the same capacity as this one and no runnable load.
+        let imbalance =
+            (busiest_avg.saturating_sub(domain_avg) * core_cap).min(domain_avg * core_cap) / SCHED_CAPACITY_SCALE;
+        let imbalance = imbalance.max(core_load / core.len() as u64);
+        core.iter()
+            .copied()
+            .filter(movable)
+            .filter(|&s| self.runnable_load(s) <= imbalance)
+            .max_by_key(|&s| (self.runnable_load(s), s))
     }
 
     /// Out-of-range counter ratios switch invariance off for good, as the kernel does.

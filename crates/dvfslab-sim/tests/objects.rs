@@ -463,3 +463,43 @@ fn siblings_saturating_one_core_spread_to_an_idle_core_only_once_the_imbalance_p
     let waited_ms = (spreads[0].time_ns - released_ns) as f64 / 1e6;
     assert!((48.0..=60.0).contains(&waited_ms), "moved {waited_ms} ms after the release");
 }
+
+#[test]
+fn active_balancing_before_5_5_moves_the_lighter_of_two_siblings_and_since_the_first() {
+    // A thread that never sleeps shares core 0 with one that sleeps a fifth of the time; the
+    // other cores idle. The balancer of Linux before 5.5 skips a run-queue whose lone task
+    // carries more load than the imbalance, so the lighter thread moves; since 5.5 it moves a
+    // task from the first run-queue with the most tasks, the first sibling's: the saturated one.
+    let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "skylake").unwrap();
+    let siblings = plat.cores[0].cpus.clone();
+    let pinned_then_free = |cpu: usize, work: Vec<Op>| {
+        let mut p = vec![
+            Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
+            Op::RunFor { ns: Amount::Fixed(100e6) },
+            Op::SetAffinity { cpus: None },
+        ];
+        let top = p.len();
+        p.extend(work);
+        p.push(Op::Jump { to: top });
+        p
+    };
+    let moved_tasks = |kernel: &str| {
+        let saturated = pinned_then_free(siblings[0], vec![Op::RunFor { ns: Amount::Fixed(10e6) }]);
+        let lighter = pinned_then_free(
+            siblings[1],
+            vec![Op::RunFor { ns: Amount::Fixed(8e6) }, Op::Sleep { ns: Amount::Fixed(2e6) }],
+        );
+        let cfg = SimConfig {
+            governor: format!("userspace:scaling_setspeed=3500000,kernel={kernel}"),
+            duration_ns: Some(1_000_000_000),
+            explain: true,
+            ..SimConfig::default()
+        };
+        let w = Programs { tasks: vec![saturated, lighter], spawned: vec![], devices: vec![] };
+        let r = Sim::with_workload(plat.clone(), &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+        let spreads: Vec<_> = r.migrations.unwrap().into_iter().filter(|m| m.reason == "spread").collect();
+        spreads.iter().map(|m| m.task).collect::<Vec<_>>()
+    };
+    assert_eq!(moved_tasks("5.2"), vec![1]);
+    assert_eq!(moved_tasks("6.6"), vec![0]);
+}
