@@ -23,8 +23,6 @@ impl Sim {
             let cl = self.plat.cores[core].cluster;
             if active {
                 self.packages[pkg].active_cores[cl] += 1;
-            } else {
-                self.packages[pkg].gated_cores += 1;
             }
         }
         for pkg in 0..self.packages.len() {
@@ -150,7 +148,7 @@ impl Sim {
         };
         let mine = self.uncore_level_of(core);
         if !self.cores[core].active {
-            if self.packages[pkg].gated_cores as usize == self.plat.packages[pkg].cores.len() {
+            if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
                 self.set_uncore(pkg, None);
             } else if mine >= level {
                 let p = &mut self.packages[pkg];
@@ -251,13 +249,10 @@ impl Sim {
         if active != self.cores[core].active {
             self.touch_package(pkg);
             let before = self.packages[pkg].active_cores[cl];
-            let p = &mut self.packages[pkg];
             if active {
-                p.active_cores[cl] += 1;
-                p.gated_cores -= 1;
+                self.packages[pkg].active_cores[cl] += 1;
             } else {
-                p.active_cores[cl] -= 1;
-                p.gated_cores += 1;
+                self.packages[pkg].active_cores[cl] -= 1;
             }
             self.cores[core].active = active;
             self.uncore_after_gating(core);

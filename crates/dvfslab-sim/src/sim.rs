@@ -126,7 +126,6 @@ pub(crate) struct Policy {
 /// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
 pub(crate) struct Package {
     pub active_cores: Vec<u32>,
-    pub gated_cores: u32,
     pub uncore_w: f64,
     /// The uncore clock's level (0..1 of its range), or `None` while the package is idle.
     pub uncore_level: Option<f64>,
@@ -339,7 +338,6 @@ impl Sim {
             .iter()
             .map(|_| Package {
                 active_cores: vec![0; plat.file.clusters.len()],
-                gated_cores: 0,
                 uncore_w: 0.0,
                 uncore_level: None,
                 uncore_at_top: 0,
