@@ -123,8 +123,9 @@ impl Sim {
         self.set_curr(dst, task);
         self.pick_next(src);
         self.deepen_idle(src);
-        self.cpufreq_update_util(src, UpdateFlags::default());
-        self.cpufreq_update_util(dst, UpdateFlags::default());
+        // The task's util left one run-queue and attached to the other.
+        self.cfs_util_change(src, UpdateFlags::default());
+        self.cfs_util_change(dst, UpdateFlags::default());
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the

@@ -150,7 +150,7 @@ impl Sim {
             c.clock_pelt = end;
             c.stall_pelt_end = end - c.lost_idle;
             let waiting = nr.saturating_sub(1);
-            c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.pelt_shift);
+            c.util_changed |= c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.pelt_shift);
         }
         let delta = now - c.clock_task;
         c.clock_task = now;
@@ -161,6 +161,7 @@ impl Sim {
         }
         let pelt_now = c.clock_pelt - c.lost_idle;
         if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
+            c.util_changed = true;
             // util_avg may exceed the capacity scale for a while after migrations attach
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
             let util = c.avg.util_avg.min(SCHED_CAPACITY_SCALE);
@@ -263,6 +264,7 @@ impl Sim {
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
         self.cpus[cpu].avg.add_util(util);
+        self.cpus[cpu].util_changed = true;
         // wake_up_new_task enqueues from the parent's CPU.
         let source = self.tasks[task].parent.map_or(cpu, |p| self.tasks[p].cpu);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..UpdateFlags::default() };
@@ -379,10 +381,12 @@ impl Sim {
             self.update_task_pelt(task, false, false);
             let util = self.tasks[task].avg.util_avg;
             self.cpus[prev].avg.remove_util(util);
+            self.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
             let pelt_now = self.cpu_pelt_now(cpu);
             self.tasks[task].avg.last_update_time = pelt_now;
             self.cpus[cpu].avg.add_util(util);
+            self.cpus[cpu].util_changed = true;
             self.tasks[task].cpu = cpu;
         } else {
             self.update_cpu_pelt(cpu);
@@ -416,7 +420,24 @@ impl Sim {
             }
         }
         self.check_overutilized(cpu);
-        self.cpufreq_update_util(cpu, flags);
+        if self.rt_prio(task).is_some() {
+            // enqueue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, flags);
+        } else {
+            self.cfs_util_change(cpu, flags);
+        }
+    }
+
+    /// CFS's governor callback: the scheduler calls cpufreq_update_util from CFS only when
+    /// the root cfs_rq's util changed (`cfs_rq_util_change` after a PELT update that crossed
+    /// a period boundary, or a task's util attaching or leaving), so a CPU that switches
+    /// tasks many times a millisecond is evaluated about once per 1024-µs period. An enqueued
+    /// task that waited on I/O gets its own callback with the iowait flag, whatever changed.
+    pub(crate) fn cfs_util_change(&mut self, cpu: usize, flags: UpdateFlags) {
+        let changed = std::mem::take(&mut self.cpus[cpu].util_changed);
+        if changed || flags.iowait {
+            self.cpufreq_update_util(cpu, flags);
+        }
     }
 
     fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
@@ -746,14 +767,21 @@ impl Sim {
             self.q.push(at, Event::TimerWake { task: task as u32, token });
             self.cpus[cpu].timers.push(at);
         }
+        let rt = self.rt_prio(task).is_some();
         self.pick_next(cpu);
-        self.cpufreq_update_util(cpu, UpdateFlags::default());
+        if rt {
+            // dequeue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            self.cfs_util_change(cpu, UpdateFlags::default());
+        }
     }
 
     fn exit_task(&mut self, cpu: usize) {
         let task = self.dequeue_curr(cpu);
         let util = self.tasks[task].avg.util_avg;
         self.cpus[cpu].avg.remove_util(util);
+        self.cpus[cpu].util_changed = true;
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
@@ -852,12 +880,14 @@ impl Sim {
         self.uclamp_dequeued(task, src);
         let s = &mut self.cpus[src];
         s.avg.remove_util(util);
+        s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
         self.update_cpu_pelt(dst);
         let pelt_now = self.cpu_pelt_now(dst);
         let d = &mut self.cpus[dst];
         d.avg.add_util(util);
+        d.util_changed = true;
         d.util_est_sum += ue;
         let t = &mut self.tasks[task];
         t.vruntime = t.vruntime.saturating_sub(src_min) + d.min_vruntime;
@@ -1002,7 +1032,12 @@ impl Sim {
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(curr, true, true);
-        self.cpufreq_update_util(cpu, UpdateFlags::default());
+        if self.rt_prio(curr).is_some() {
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            // entity_tick's PELT update: a tick is 1–10 periods, so it nearly always counts.
+            self.cfs_util_change(cpu, UpdateFlags::default());
+        }
 
         let nr = self.nr_running(cpu);
         if nr > 1 {

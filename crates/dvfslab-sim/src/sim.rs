@@ -40,6 +40,9 @@ pub(crate) struct Cpu {
     pub min_vruntime: u64,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
+    /// The root cfs_rq's util changed since CFS last called the governor: a PELT period
+    /// boundary was crossed, or a task's util attached or left (see `Sim::cfs_util_change`).
+    pub util_changed: bool,
     pub util_est_sum: u64,
     /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
     pub clock_pelt: u64,
@@ -281,6 +284,7 @@ impl Sim {
                 idle_since: 0,
                 idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
+                util_changed: false,
                 spread: Default::default(),
                 timers: Vec::new(),
                 aperf: 0.0,

@@ -503,3 +503,36 @@ fn active_balancing_before_5_5_moves_the_lighter_of_two_siblings_and_since_the_f
     assert_eq!(moved_tasks("5.2"), vec![1]);
     assert_eq!(moved_tasks("6.6"), vec![0]);
 }
+
+#[test]
+fn cfs_calls_the_governor_once_a_pelt_period_however_often_tasks_switch() {
+    // Two tasks pinned to one CPU hand a token back and forth every ~10 µs, so the CPU never
+    // idles and its util climbs past the 80% that makes non-invariant schedutil step up 25%
+    // at every evaluation. CFS calls the governor only when the run-queue's PELT signal
+    // crossed a 1024-µs period since the last call, so with no rate limit the steps still
+    // come about a millisecond apart: seven of them from 800 MHz to 3.9 GHz, not seven in
+    // 100 µs.
+    let pinned = |first: Vec<Op>| {
+        let mut p = vec![Op::SetAffinity { cpus: Some(Rc::from(vec![0])) }];
+        p.extend(first);
+        p.push(Op::Jump { to: 1 });
+        p
+    };
+    let client = pinned(vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }]);
+    let server = pinned(vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }]);
+    let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "skylake").unwrap();
+    let cfg = SimConfig {
+        governor: "schedutil:invariant=0,rate_limit_us=0,kernel=5.2".into(),
+        duration_ns: Some(60_000_000),
+        explain: true,
+        ..SimConfig::default()
+    };
+    let w = Programs { tasks: vec![client, server], spawned: vec![], devices: vec![] };
+    let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+    let cpu0: Vec<_> =
+        r.decisions.unwrap().into_iter().filter(|d| d.inputs.iter().any(|&(k, v)| k == "cpu" && v == 0.0)).collect();
+    let ups = cpu0.windows(2).filter(|w| w[1].resolved_khz > w[0].resolved_khz).count();
+    assert!(ups >= 5, "{} decisions, {ups} steps up", cpu0.len());
+    let times: Vec<u64> = cpu0.iter().map(|d| d.time_ns).collect();
+    assert!(times.windows(2).all(|w| w[1] - w[0] >= 900_000), "{times:?}");
+}
