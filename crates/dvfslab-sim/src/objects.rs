@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use crate::engine::Event;
 use crate::governor::UpdateFlags;
 use crate::sim::Sim;
-use crate::workload::DeviceSpec;
+use crate::workload::{DeviceSpec, Service};
 
 #[derive(Default)]
 pub(crate) struct Channel {
@@ -146,10 +146,11 @@ impl Sim {
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64) {
         let d = &mut self.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
-        let slots = if d.spec.group_commit { 1 } else { d.spec.queue_depth };
+        let group = matches!(d.spec.service, Service::GroupCommit { .. });
+        let slots = if group { 1 } else { d.spec.queue_depth };
         if d.in_service < slots {
             d.in_service += 1;
-            if d.spec.group_commit {
+            if group {
                 d.committing.push(task);
             }
             let at = self.q.now() + service_ns;
@@ -162,17 +163,21 @@ impl Sim {
     /// An I/O completed: wake its task with the iowait flag and start the next queued one.
     /// Under group commit the completion is a whole commit's: every task it carried wakes,
     /// and everything that queued meanwhile goes out together in the next commit, which takes
-    /// the service time of its oldest request. Only the commit's leader, the task whose request
-    /// it served, slept on the device (io_schedule: iowait); the others waited for the commit
-    /// to be done, as PostgreSQL's backends wait on WALWriteLock and fsync callers on jbd2's or
-    /// the XFS log's commit, and wake without the flag.
+    /// the service time of its oldest request. At most the commit's leader, the task whose
+    /// request it served, slept on the device (io_schedule: iowait); the others waited for the
+    /// commit to be done, as PostgreSQL's backends wait on WALWriteLock, and wake without the
+    /// flag (`Service::GroupCommit`).
     pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
         let d = &mut self.objects.devices[dev as usize];
         d.in_service -= 1;
-        let carried = if d.spec.group_commit { std::mem::take(&mut d.committing) } else { Vec::new() };
+        let (group, leader_iowait) = match d.spec.service {
+            Service::Queued => (false, true),
+            Service::GroupCommit { leader_iowait } => (true, leader_iowait),
+        };
+        let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };
         if let Some((next, service_ns)) = d.queue.pop_front() {
             d.in_service += 1;
-            if d.spec.group_commit {
+            if group {
                 d.committing.push(next);
                 d.committing.extend(d.queue.drain(..).map(|(t, _)| t));
             }
@@ -181,7 +186,7 @@ impl Sim {
         }
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
-            self.wake_task(t, None, UpdateFlags { iowait: t == task, ..UpdateFlags::default() });
+            self.wake_task(t, None, UpdateFlags { iowait: leader_iowait && t == task, ..UpdateFlags::default() });
         }
     }
 }

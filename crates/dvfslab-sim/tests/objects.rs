@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use dvfslab_sim::platform::Platform;
 use dvfslab_sim::task::{Amount, Mark, Op};
-use dvfslab_sim::workload::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::workload::{Better, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// A workload given as programs; the metric is counter 0 and the stats are kept for checks.
@@ -110,7 +110,7 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
     let w = |depth| Programs {
         tasks: vec![io(0), io(0), io(0), io(0)],
         spawned: vec![],
-        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth, group_commit: false }],
+        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth, service: Service::Queued }],
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
@@ -127,7 +127,11 @@ fn group_commit_serves_every_waiting_request_with_one_commit() {
     let w = |tasks: usize| Programs {
         tasks: vec![io.clone(); tasks],
         spawned: vec![],
-        devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, group_commit: true }],
+        devices: vec![DeviceSpec {
+            name: "journal".into(),
+            queue_depth: 1,
+            service: Service::GroupCommit { leader_iowait: true },
+        }],
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
@@ -355,12 +359,13 @@ fn an_idle_core_drops_out_of_the_shared_frequency_vote() {
 }
 
 #[test]
-fn only_a_commits_leader_wakes_in_iowait() {
+fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
     // Four tasks on four cores loop over a 1 ms flush and 50 µs of work. Under group commit
     // the task that submitted a commit waits for the device (io_schedule: iowait); the ones
-    // that joined it wait for the commit to finish (a lock or a completion, as PostgreSQL's
-    // WAL writers and jbd2's fsync waiters do), so schedutil sees no iowait boost for them.
-    let boosted_cpus = |group_commit: bool| {
+    // that joined it wait for the commit to finish (a lock, as PostgreSQL's backends wait on
+    // WALWriteLock), so schedutil sees no iowait boost for them. After a filesystem's log
+    // force nobody was in io_schedule: a kernel worker wrote the log.
+    let boosted_cpus = |service: Service| {
         let task = |cpu: usize| {
             vec![
                 Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
@@ -373,7 +378,7 @@ fn only_a_commits_leader_wakes_in_iowait() {
         let w = Programs {
             tasks: (0..4).map(task).collect(),
             spawned: vec![],
-            devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, group_commit }],
+            devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, service }],
         };
         let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "h").unwrap();
         let cfg = SimConfig {
@@ -396,9 +401,10 @@ fn only_a_commits_leader_wakes_in_iowait() {
         cpus.dedup();
         cpus
     };
-    assert_eq!(boosted_cpus(false), vec![0, 1, 2, 3]);
-    let leaders = boosted_cpus(true);
+    assert_eq!(boosted_cpus(Service::Queued), vec![0, 1, 2, 3]);
+    let leaders = boosted_cpus(Service::GroupCommit { leader_iowait: true });
     assert!(!leaders.is_empty() && leaders.len() < 4, "{leaders:?}");
+    assert!(boosted_cpus(Service::GroupCommit { leader_iowait: false }).is_empty());
 }
 
 #[test]

@@ -2,8 +2,11 @@
 //! (spec/workloads.md A1; MMTests `config-io-dbench4-async`: fileio backend, no -s/-S/-F).
 //!
 //! Each client loops over the loadfile with no think time. Every operation is a burst of
-//! VFS work in system time (`estimates::dbench`). `Flush` is `fsync(fd)`: an I/O on the
-//! storage device all clients share (`device` knob, see `disk.rs`), slept through in iowait.
+//! VFS work in system time (`estimates::dbench`). `Flush` is `fsync(fd)` on XFS, two waits on
+//! the storage device all clients share (`device` knob, see `disk.rs`): the file's own dirty
+//! pages are written and waited for in iowait (`file_write_and_wait_range`, clients side by
+//! side), then the log is forced, a group commit that a kernel worker writes while every
+//! caller waits for it outside io_schedule (`xlog_wait`), so it wakes without the flag.
 //! Left out: directory and journal lock contention (each client works in its own directory;
 //! a sleeping mutex would turn the short shared sections into a convoy of idle exits, where
 //! the kernel spins), dirty-page throttling, and the flusher and journal threads.
@@ -48,8 +51,9 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 const BYTES: u16 = 0;
 /// Latency slot of a pass over the loadfile.
 const PASS: u16 = 0;
-/// The storage device.
-const DISK: u32 = 0;
+/// The storage device, as an fsync's data writeback and as the filesystem's log force use it.
+const DATA: u32 = 0;
+const LOG: u32 = 1;
 
 struct Dbench {
     clients: u32,
@@ -82,7 +86,8 @@ impl Dbench {
         for line in &lines {
             p.push(run(vfs_cycles(line)));
             if line.op == NbOp::Flush {
-                p.push(Op::Io { dev: DISK, service_ns: self.disk.fsync_ns() });
+                p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns() });
+                p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns() });
             }
             if line.data_bytes() > 0 {
                 p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));
@@ -101,7 +106,7 @@ impl Workload for Dbench {
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![self.disk.spec()]
+        vec![self.disk.data_spec(), self.disk.log_spec()]
     }
 
     /// Long enough for several passes per client: a pass waits for 42 fsyncs, and 800 of them
@@ -119,5 +124,25 @@ impl Workload for Dbench {
             passes.iter().map(|&ns| ns as f64).sum::<f64>() / passes.len() as f64
         };
         Metric { name: INFO.metric.into(), value: mean_ns / 1e6, unit: INFO.unit.into(), better: INFO.better }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Service;
+
+    #[test]
+    fn a_flush_waits_for_its_data_write_in_iowait_then_for_the_log_commit_without() {
+        let d = Dbench { clients: 1, disk: Disk::from_knob(1), ops: nbench::LOADFILE_OPS as usize };
+        let devices = d.devices();
+        assert_eq!(devices[DATA as usize].service, Service::Queued);
+        assert_eq!(devices[LOG as usize].service, Service::GroupCommit { leader_iowait: false });
+        let program = d.program();
+        let waits: Vec<u32> =
+            program.iter().filter_map(|op| if let Op::Io { dev, .. } = op { Some(*dev) } else { None }).collect();
+        let flushes = synthesise(d.ops).iter().filter(|l| l.op == NbOp::Flush).count();
+        assert!(flushes > 0);
+        assert_eq!(waits, [DATA, LOG].repeat(flushes));
     }
 }

@@ -4,11 +4,12 @@
 //! writer batches them: one commit is on the device at a time, and every flush requested
 //! while it runs joins the next one, so N waiting clients cost one commit, not N. A commit's
 //! device time is uniform between the device's flush bounds (`estimates::storage`); its
-//! completion wakes every task it carried with the iowait flag (spec §1.3). The devices, and
-//! the `device` knob that names them, are those of the I/O benchmarks (`storage`).
+//! completion wakes every task it carried, the leader with the iowait flag where it slept on
+//! the device itself (`Service::GroupCommit`). The devices, and the `device` knob that names
+//! them, are those of the I/O benchmarks (`storage`).
 
 use super::estimates::storage::Device;
-use super::{storage, DeviceSpec};
+use super::{storage, DeviceSpec, Service};
 use crate::spec::Knob;
 use crate::task::Amount;
 
@@ -25,8 +26,32 @@ impl Disk {
         Disk(storage::device(code))
     }
 
-    pub(super) fn spec(self) -> DeviceSpec {
-        DeviceSpec { name: self.0.name.into(), queue_depth: 1, group_commit: true }
+    /// The device as PostgreSQL's WAL flush uses it: group commits whose leader calls
+    /// fdatasync itself and sleeps in iowait.
+    pub(super) fn wal_spec(self) -> DeviceSpec {
+        DeviceSpec { name: self.0.name.into(), queue_depth: 1, service: Service::GroupCommit { leader_iowait: true } }
+    }
+
+    /// The device as XFS's log force uses it: group commits written by a kernel worker while
+    /// every fsync caller waits for the commit outside io_schedule (`xlog_wait`).
+    pub(super) fn log_spec(self) -> DeviceSpec {
+        DeviceSpec {
+            name: format!("{}-log", self.0.name),
+            queue_depth: 1,
+            service: Service::GroupCommit { leader_iowait: false },
+        }
+    }
+
+    /// The device as an fsync's data writeback uses it: requests served side by side, each
+    /// caller sleeping on its own pages in iowait (`file_write_and_wait_range`).
+    pub(super) fn data_spec(self) -> DeviceSpec {
+        storage::spec(self.0)
+    }
+
+    /// Device time of an fsync's data write: a write into the device's cache; the log
+    /// commit's cache flush, part of `fsync_ns`, is what makes it durable.
+    pub(super) fn data_write_ns(self) -> Amount {
+        Amount::Fixed(self.0.write_ns)
     }
 
     /// Device time of an fsync of a file with a little dirty data (a journal commit).

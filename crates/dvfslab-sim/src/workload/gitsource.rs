@@ -169,7 +169,7 @@ impl Workload for Gitsource {
     }
 
     fn devices(&self) -> Vec<super::DeviceSpec> {
-        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1, group_commit: false }]
+        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1, service: super::Service::Queued }]
     }
 
     fn default_duration_ns(&self) -> u64 {

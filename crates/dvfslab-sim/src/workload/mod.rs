@@ -163,10 +163,22 @@ pub struct RunStats {
 pub struct DeviceSpec {
     pub name: String,
     pub queue_depth: u32,
-    /// Requests that arrive while a commit is under way all join the next one (a journal or
-    /// WAL flush that serves every waiter at once); one commit runs at a time, whatever
-    /// `queue_depth` says.
-    pub group_commit: bool,
+    pub service: Service,
+}
+
+/// How a device serves its requests, and who sleeps on it in iowait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// Each request on its own, up to `queue_depth` at once; its submitter sleeps on it
+    /// (io_schedule) and wakes with the iowait flag.
+    Queued,
+    /// Group commit, a journal or WAL flush that serves every waiter at once: one commit runs
+    /// at a time, whatever `queue_depth` says, and every request made meanwhile joins the next.
+    /// With `leader_iowait` the task whose request a commit serves sleeps on the device itself
+    /// and wakes with the iowait flag (a PostgreSQL backend in fdatasync); the others wait for
+    /// the commit outside io_schedule. Without it nobody does: a filesystem's log force (the
+    /// XFS log) has a kernel worker write the log while every caller waits for the commit.
+    GroupCommit { leader_iowait: bool },
 }
 
 pub trait Workload {

@@ -230,7 +230,7 @@ impl Workload for Pgbench {
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![self.disk.spec()]
+        vec![self.disk.wal_spec()]
     }
 
     /// 0.5 s, or for read-write runs the time of 800 WAL flushes if longer (4.8 s on a disk).

@@ -10,7 +10,7 @@
 //! with the lognormal binned (see `sample`). The numbers are in `estimates::storage`.
 
 use super::estimates::storage::{Device, DEVICES};
-use super::{sample, DeviceSpec};
+use super::{sample, DeviceSpec, Service};
 use crate::spec::Knob;
 use crate::task::Amount;
 
@@ -40,7 +40,7 @@ pub fn device(code: u64) -> &'static Device {
 }
 
 pub fn spec(d: &Device) -> DeviceSpec {
-    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, group_commit: false }
+    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, service: Service::Queued }
 }
 
 /// The device times of a request of `bytes`, as [`BINS`] equally likely amounts (ns).
