@@ -40,10 +40,10 @@ pub(crate) struct Cpu {
     pub min_vruntime: u64,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
+    pub util_est_sum: u64,
     /// The root cfs_rq's util changed since CFS last called the governor: a PELT period
     /// boundary was crossed, or a task's util attached or left (see `Sim::cfs_util_change`).
     pub util_changed: bool,
-    pub util_est_sum: u64,
     /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
     pub clock_pelt: u64,
     pub clock_task: u64,

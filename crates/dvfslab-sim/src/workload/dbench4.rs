@@ -51,8 +51,10 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 const BYTES: u16 = 0;
 /// Latency slot of a pass over the loadfile.
 const PASS: u16 = 0;
-/// The storage device, as an fsync's data writeback and as the filesystem's log force use it.
+/// The storage device as an fsync's data writeback uses it ...
 const DATA: u32 = 0;
+/// ... and as the filesystem's log force does. The two are served independently: a data
+/// write never waits behind a log commit on the device, nor the reverse.
 const LOG: u32 = 1;
 
 struct Dbench {
