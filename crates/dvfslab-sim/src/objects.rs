@@ -146,9 +146,11 @@ impl Sim {
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64) {
         let d = &mut self.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
-        let group = matches!(d.spec.service, Service::GroupCommit { .. });
+        let service = d.spec.service;
+        let group = matches!(service, Service::GroupCommit { .. });
         let slots = if group { 1 } else { d.spec.queue_depth };
-        if d.in_service < slots {
+        let starts = d.in_service < slots;
+        if starts {
             d.in_service += 1;
             if group {
                 d.committing.push(task);
@@ -157,6 +159,21 @@ impl Sim {
             self.q.push(at, Event::IoComplete { dev, task: task as u32 });
         } else {
             d.queue.push_back((task, service_ns));
+        }
+        // A queued request's submitter sleeps on the device at once; a group commit's leader
+        // once its commit starts (joiners wait for the commit, not on the device).
+        if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
+            self.iowait_sleep(task, true);
+        }
+    }
+
+    /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
+    fn iowait_sleep(&mut self, task: usize, asleep: bool) {
+        let c = &mut self.cpus[self.tasks[task].cpu];
+        if asleep {
+            c.nr_iowait += 1;
+        } else {
+            c.nr_iowait -= 1;
         }
     }
 
@@ -175,18 +192,27 @@ impl Sim {
             Service::GroupCommit { leader_iowait } => (true, leader_iowait),
         };
         let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };
+        let mut next_leader = None;
         if let Some((next, service_ns)) = d.queue.pop_front() {
             d.in_service += 1;
             if group {
                 d.committing.push(next);
                 d.committing.extend(d.queue.drain(..).map(|(t, _)| t));
+                next_leader = Some(next);
             }
             let at = self.q.now() + service_ns;
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
-            self.wake_task(t, None, UpdateFlags { iowait: leader_iowait && t == task, ..UpdateFlags::default() });
+            let iowait = leader_iowait && t == task;
+            if iowait {
+                self.iowait_sleep(t, false);
+            }
+            self.wake_task(t, None, UpdateFlags { iowait, ..UpdateFlags::default() });
+        }
+        if let Some(next) = next_leader.filter(|_| leader_iowait) {
+            self.iowait_sleep(next, true);
         }
     }
 }

@@ -44,6 +44,9 @@ pub(crate) struct Cpu {
     /// The root cfs_rq's util changed since CFS last called the governor: a PELT period
     /// boundary was crossed, or a task's util attached or left (see `Sim::cfs_util_change`).
     pub util_changed: bool,
+    /// Tasks asleep in iowait that slept here (rq->nr_iowait): the menu governor keeps such a
+    /// CPU out of idle states whose exit would outlast a share of the predicted idle time.
+    pub nr_iowait: u32,
     /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
     pub clock_pelt: u64,
     pub clock_task: u64,
@@ -285,6 +288,7 @@ impl Sim {
                 idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 util_changed: false,
+                nr_iowait: 0,
                 spread: Default::default(),
                 timers: Vec::new(),
                 aperf: 0.0,

@@ -542,3 +542,29 @@ fn cfs_calls_the_governor_once_a_pelt_period_however_often_tasks_switch() {
     let times: Vec<u64> = cpu0.iter().map(|d| d.time_ns).collect();
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 900_000), "{times:?}");
 }
+
+#[test]
+fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
+    // A task pinned to CPU 0 waits 1 ms for each I/O. The menu governor up to 6.11 lets a CPU
+    // with n tasks asleep in iowait use only states whose exit latency is at most the
+    // predicted idle time / (1 + 10·n): 1 ms / 11 ≈ 91 µs, so C6 (85 µs exit) rather than C8
+    // (200 µs), whose 800-µs target residency the idle period would allow. 6.12 dropped it.
+    let task = vec![
+        Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
+        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) },
+        RUN_10US,
+        count(0),
+        Op::Jump { to: 1 },
+    ];
+    let idle_in = |kernel: &str, state: &str| {
+        let w = Programs {
+            tasks: vec![task.clone()],
+            spawned: vec![],
+            devices: vec![DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued }],
+        };
+        let r = run("skylake-e3-1240v5", &format!("performance:kernel={kernel}"), w, 0.2);
+        r.summary.per_cpu[0].time_in_idle_state[state].as_f64().unwrap()
+    };
+    assert!(idle_in("5.2", "C6") > 0.15 && idle_in("5.2", "C8") < 0.01);
+    assert!(idle_in("6.12", "C8") > 0.15);
+}
