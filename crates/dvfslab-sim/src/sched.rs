@@ -943,10 +943,10 @@ impl Sim {
         let next_timer = self.next_timer(cpu);
         let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
         let mut state = self.deepest_state_within(cpu, predicted);
-        // menu's performance multiplier (up to 6.11): with n tasks asleep in iowait here, a
+        // menu's performance multiplier (until 6.13): with n tasks asleep in iowait here, a
         // state's exit latency may take at most 1/(1 + 10·n) of the predicted idle time.
         let n = self.cpus[cpu].nr_iowait as u64;
-        if n > 0 && self.kernel < crate::kernel::KernelVersion(6, 12) {
+        if n > 0 && self.kernel < crate::kernel::KernelVersion(6, 13) {
             let limit_ns = predicted / (1 + 10 * n);
             let states = &self.plat.cluster_of_cpu(cpu).idle_states;
             while state > 0 && (states[state].exit_latency_us * 1000.0) as u64 > limit_ns {

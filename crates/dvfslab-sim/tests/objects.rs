@@ -545,10 +545,10 @@ fn cfs_calls_the_governor_once_a_pelt_period_however_often_tasks_switch() {
 
 #[test]
 fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
-    // A task pinned to CPU 0 waits 1 ms for each I/O. The menu governor up to 6.11 lets a CPU
+    // A task pinned to CPU 0 waits 1 ms for each I/O. The menu governor before 6.13 lets a CPU
     // with n tasks asleep in iowait use only states whose exit latency is at most the
     // predicted idle time / (1 + 10·n): 1 ms / 11 ≈ 91 µs, so C6 (85 µs exit) rather than C8
-    // (200 µs), whose 800-µs target residency the idle period would allow. 6.12 dropped it.
+    // (200 µs), whose 800-µs target residency the idle period would allow. 6.13 dropped the rule.
     let task = vec![
         Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
         Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) },
@@ -566,5 +566,5 @@ fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
         r.summary.per_cpu[0].time_in_idle_state[state].as_f64().unwrap()
     };
     assert!(idle_in("5.2", "C6") > 0.15 && idle_in("5.2", "C8") < 0.01);
-    assert!(idle_in("6.12", "C8") > 0.15);
+    assert!(idle_in("6.13", "C8") > 0.15);
 }
