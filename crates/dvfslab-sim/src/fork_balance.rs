@@ -22,11 +22,12 @@
 //! In the chosen group the CPU is an idle one in the shallowest idle state, the most recently
 //! idled first (warm caches), else the least loaded (`find_idlest_group_cpu`).
 //!
-//! Left out: Linux also keeps a fork on its NUMA node while the node's runnable load exceeds
-//! the idlest node's by less than `imbalance`, counting on the periodic load balancer to
-//! spread the tasks later. This model has no balancer for running tasks (only waiting ones
-//! move), so that rule would leave SMT siblings doubled up for good; nodes are compared like
-//! the other levels instead.
+//! Left out: Linux also keeps a fork on its NUMA node (before 5.5 while the node's runnable
+//! load exceeds the idlest node's by no more than `imbalance`, since 5.5 while the node has
+//! an idle CPU), counting on the periodic load balancer to spread the tasks later. The model's
+//! periodic balancing only moves a task off a core whose SMT threads are all busy
+//! (`Sim::spread_smt`), and the presets' package power was fitted with nodes compared like the
+//! other levels; the rule, tried once, is in docs/validation.md.
 
 use crate::sim::Sim;
 
