@@ -26,8 +26,8 @@
 //! load exceeds the idlest node's by no more than `imbalance`, since 5.5 while the node has
 //! an idle CPU), counting on the periodic load balancer to spread the tasks later. The model's
 //! periodic balancing only moves a task off a core whose SMT threads are all busy
-//! (`Sim::spread_smt`), and the presets' package power was fitted with nodes compared like the
-//! other levels; the rule, tried once, is in docs/validation.md.
+//! (`Sim::spread_smt`), and with the rule the campaign's package power agreed worse even
+//! after a refit (docs/validation.md); nodes are compared like the other levels instead.
 
 use crate::sim::Sim;
 
