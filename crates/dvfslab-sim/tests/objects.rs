@@ -40,9 +40,22 @@ impl Workload for Programs {
 }
 
 fn run(platform: &str, governor: &str, w: Programs, duration_s: f64) -> SimResult {
+    simulate(platform, governor, w, duration_s, false)
+}
+
+/// As `run`, also recording every frequency decision and migration.
+fn run_explained(platform: &str, governor: &str, w: Programs, duration_s: f64) -> SimResult {
+    simulate(platform, governor, w, duration_s, true)
+}
+
+fn simulate(platform: &str, governor: &str, w: Programs, duration_s: f64, explain: bool) -> SimResult {
     let plat = Platform::from_json(&common::preset(platform), platform).unwrap();
-    let cfg =
-        SimConfig { governor: governor.into(), duration_ns: Some((duration_s * 1e9) as u64), ..SimConfig::default() };
+    let cfg = SimConfig {
+        governor: governor.into(),
+        duration_ns: Some((duration_s * 1e9) as u64),
+        explain,
+        ..SimConfig::default()
+    };
     Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap()
 }
 
@@ -380,14 +393,7 @@ fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
             spawned: vec![],
             devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, service }],
         };
-        let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "h").unwrap();
-        let cfg = SimConfig {
-            governor: "schedutil:kernel=5.9".into(),
-            duration_ns: Some(200_000_000),
-            explain: true,
-            ..SimConfig::default()
-        };
-        let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+        let r = run_explained("haswell-e5-2670v3-2s", "schedutil:kernel=5.9", w, 0.2);
         let boosted =
             |d: &&dvfslab_sim::observe::Decision| d.inputs.iter().any(|&(k, v)| k == "iowait_boost" && v > 0.0);
         let mut cpus: Vec<usize> = r
@@ -455,14 +461,8 @@ fn siblings_saturating_one_core_spread_to_an_idle_core_only_once_the_imbalance_p
             Op::Exit,
         ]
     };
-    let cfg = SimConfig {
-        governor: "userspace:scaling_setspeed=3500000".into(),
-        duration_ns: Some(400_000_000),
-        explain: true,
-        ..SimConfig::default()
-    };
     let w = Programs { tasks: siblings.iter().map(|&c| spinner(c)).collect(), spawned: vec![], devices: vec![] };
-    let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+    let r = run_explained("skylake-e3-1240v5", "userspace:scaling_setspeed=3500000", w, 0.4);
     let spreads: Vec<_> = r.migrations.unwrap().into_iter().filter(|m| m.reason == "spread").collect();
     assert_eq!(spreads.len(), 1, "{spreads:?}");
     assert!(siblings.contains(&spreads[0].src_cpu) && !siblings.contains(&spreads[0].dst_cpu));
@@ -495,14 +495,9 @@ fn active_balancing_before_5_5_moves_the_lighter_of_two_siblings_and_since_the_f
             siblings[1],
             vec![Op::RunFor { ns: Amount::Fixed(8e6) }, Op::Sleep { ns: Amount::Fixed(2e6) }],
         );
-        let cfg = SimConfig {
-            governor: format!("userspace:scaling_setspeed=3500000,kernel={kernel}"),
-            duration_ns: Some(1_000_000_000),
-            explain: true,
-            ..SimConfig::default()
-        };
         let w = Programs { tasks: vec![saturated, lighter], spawned: vec![], devices: vec![] };
-        let r = Sim::with_workload(plat.clone(), &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+        let governor = format!("userspace:scaling_setspeed=3500000,kernel={kernel}");
+        let r = run_explained("skylake-e3-1240v5", &governor, w, 1.0);
         let spreads: Vec<_> = r.migrations.unwrap().into_iter().filter(|m| m.reason == "spread").collect();
         spreads.iter().map(|m| m.task).collect::<Vec<_>>()
     };
@@ -526,15 +521,8 @@ fn cfs_calls_the_governor_once_a_pelt_period_however_often_tasks_switch() {
     };
     let client = pinned(vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }]);
     let server = pinned(vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }]);
-    let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "skylake").unwrap();
-    let cfg = SimConfig {
-        governor: "schedutil:invariant=0,rate_limit_us=0,kernel=5.2".into(),
-        duration_ns: Some(60_000_000),
-        explain: true,
-        ..SimConfig::default()
-    };
     let w = Programs { tasks: vec![client, server], spawned: vec![], devices: vec![] };
-    let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
+    let r = run_explained("skylake-e3-1240v5", "schedutil:invariant=0,rate_limit_us=0,kernel=5.2", w, 0.06);
     let cpu0: Vec<_> =
         r.decisions.unwrap().into_iter().filter(|d| d.inputs.iter().any(|&(k, v)| k == "cpu" && v == 0.0)).collect();
     let ups = cpu0.windows(2).filter(|w| w[1].resolved_khz > w[0].resolved_khz).count();
