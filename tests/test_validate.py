@@ -189,6 +189,52 @@ def test_cli_end_to_end_json(cli, tmp_path: Path):
     assert "power_within_25pct" in text.stdout
 
 
+def test_cli_validates_a_part_of_the_campaign(cli, tmp_path: Path):
+    campaign = tmp_path / "tiny.toml"
+    campaign.write_text(TINY, encoding="utf-8")
+    out = tmp_path / "store"
+    base = ["validate", str(campaign), "--iterations", "1", "--out", str(out), "--jobs", "1"]
+    run = cli(*base, "--benchmark", "gitsource", "--json", "--quiet")
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["only"] == {"benchmarks": ["gitsource"]}
+    # Only gitsource was run (one point, two configs) and only its cells are listed.
+    assert len(list((out / "runs").glob("*.parquet"))) == 2
+    assert {c["benchmark"] for c in doc["cells"]} == {"gitsource"}
+    assert doc["judged"]["ratios"] == 1
+    run_configs = {"baseline-schedutil-noninv", "schedutil-inv-4c"}
+    ran = [
+        c
+        for c in doc["cells"]
+        if c["machine"] == "skylake-e3-1240v5" and c["config"] in run_configs
+    ]
+    assert ran
+    assert all(c["simulated"] is not None for c in ran)
+
+    # The whole campaign afterwards reuses gitsource's runs and scores every benchmark again.
+    whole = cli(*base, "--json", "--quiet")
+    assert whole.code == 0, whole.stderr
+    assert "only" not in json.loads(whole.stdout)
+    assert json.loads(whole.stdout)["judged"]["ratios"] == 2
+    assert len(list((out / "runs").glob("*.parquet"))) == 6
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "expected"),
+    [
+        ("--benchmark", "dbench", "no benchmark dbench (expected one of: tbench4, gitsource)"),
+        ("--platform", "pixel6", "no platform pixel6 (expected one of: skylake-e3-1240v5)"),
+    ],
+)
+def test_cli_part_names_must_be_the_campaigns(cli, tmp_path: Path, flag, name, expected):
+    campaign = tmp_path / "tiny.toml"
+    campaign.write_text(TINY, encoding="utf-8")
+    run = cli("validate", str(campaign), flag, name, "--out", str(tmp_path / "s"))
+    assert run.code == 1
+    assert expected in run.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_cli_refuses_a_campaign_without_published_numbers(cli, tmp_path: Path):
     campaign = tmp_path / "other.toml"
     campaign.write_text(TINY.replace('"intel-invariance"', '"other"'), encoding="utf-8")

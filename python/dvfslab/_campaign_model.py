@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dvfslab import _core
@@ -183,6 +183,31 @@ class Campaign:
             duration_s,
             seed,
             key,
+        )
+
+    def restricted(
+        self, benchmarks: list[str] | None = None, platforms: list[str] | None = None
+    ) -> Campaign:
+        """The campaign with only the named benchmarks and platforms (None keeps all), in the
+        campaign's order; an unknown name is a ConfigError that lists the campaign's."""
+
+        def keep(kind: str, names: list[str] | None, have: list[str]) -> set[str]:
+            if names is None:
+                return set(have)
+            unknown = [n for n in names if n not in have]
+            if unknown:
+                raise _core.ConfigError(
+                    f"campaign {self.name}: no {kind} {', '.join(unknown)} "
+                    f"(expected one of: {', '.join(have)})"
+                )
+            return set(names)
+
+        bench_names = keep("benchmark", benchmarks, [b.name for b in self.benchmarks])
+        plat_names = keep("platform", platforms, [p.name for p in self.platforms])
+        return replace(
+            self,
+            benchmarks=tuple(b for b in self.benchmarks if b.name in bench_names),
+            platforms=tuple(p for p in self.platforms if p.name in plat_names),
         )
 
     def manifest(self, runs: list[Run] | None = None) -> dict[str, Any]:

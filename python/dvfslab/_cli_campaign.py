@@ -291,7 +291,9 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         "  dvfslab validate intel-invariance\n"
         "  dvfslab validate intel-invariance --iterations 1 --json\n"
         "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
-        "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n\n"
+        "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n"
+        "  dvfslab validate intel-invariance --benchmark pgbench-ro --platform skylake-e3-1240v5\n"
+        "      (only those cells: a quick check after changing one benchmark model)\n\n"
         "Runs already in the results store (default results/<campaign name>) are reused. The\n"
         "published numbers ship in dvfslab/data/calibration/; docs/validation.md explains the\n"
         "scores.",
@@ -312,6 +314,18 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         action="store_true",
         help="also fit each platform's package-power constants to the published watts",
     )
+    p.add_argument(
+        "--benchmark",
+        action="append",
+        metavar="NAME",
+        help="run and score only this benchmark's cells (repeatable)",
+    )
+    p.add_argument(
+        "--platform",
+        action="append",
+        metavar="ID",
+        help="run and score only this platform's cells (repeatable)",
+    )
     _add_jobs(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -325,7 +339,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from dvfslab.validate import print_validation, published_cells, published_power, validate_report
 
     _check_jobs(args.jobs)
-    campaign = load_campaign(args.campaign)
+    campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
     published_cells(campaign.name)  # fail before running when nothing is published
     if args.iterations is not None:
         if args.iterations < 1:
@@ -339,7 +353,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     results = load_results(summary.out_dir)
     if results.empty:
         raise ConfigError(f"{summary.out_dir}: no finished runs")
-    result = validate_report(campaign.name, build_report(results, campaign.baseline))
+    result = validate_report(
+        campaign.name,
+        build_report(results, campaign.baseline),
+        benchmarks=args.benchmark,
+        platforms=args.platform,
+    )
     fits = fit_power(results, published_power(campaign.name)) if args.fit_power else None
     if fits is not None:
         result["power_fit"] = [f.to_dict() for f in fits]

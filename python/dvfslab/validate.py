@@ -26,6 +26,7 @@ import dataclasses
 import io
 import math
 import statistics
+from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
@@ -318,12 +319,30 @@ def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
     return out
 
 
-def validate_report(name: str, report: Report) -> dict[str, Any]:
-    """The validation of campaign `name`'s published cells against `report`, as JSON-ready data."""
-    cells = fill_simulated(published_cells(name), report)
+def validate_report(
+    name: str,
+    report: Report,
+    benchmarks: Collection[str] | None = None,
+    platforms: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """The validation of campaign `name`'s published cells against `report`, as JSON-ready data;
+    only the cells of `benchmarks` on `platforms` when given (a partial validation)."""
+    cells = [
+        c
+        for c in published_cells(name)
+        if (benchmarks is None or c.benchmark in benchmarks)
+        and (platforms is None or c.machine in platforms)
+    ]
+    cells = fill_simulated(cells, report)
+    only = {
+        key: sorted(names)
+        for key, names in (("benchmarks", benchmarks), ("platforms", platforms))
+        if names is not None
+    }
     return {
         "schema": VALIDATE_SCHEMA,
         "campaign": name,
+        **({"only": only} if only else {}),
         **scores(cells),
         "cells": [c.to_dict() for c in cells],
     }
@@ -369,7 +388,13 @@ def print_validation(result: dict[str, Any]) -> None:
         print_table(headers, rows, right=set(headers[-5:]), title=f"{table}: {titles[table]}")
         print()
     judged, published = result["judged"], result["published"]
-    print(f"validation of {result['campaign']} against the published measurements")
+    only = result.get("only", {})
+    part = "; ".join(f"{key} {', '.join(names)}" for key, names in only.items())
+    print(
+        f"validation of {result['campaign']}"
+        + (f" (only {part})" if part else "")
+        + " against the published measurements"
+    )
     for key, table, what in (
         ("direction_agreement", "ratios", "ratio cells with the published direction"),
         ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
