@@ -335,7 +335,7 @@ def validate_report(
     ]
     cells = fill_simulated(cells, report)
     only = {
-        key: sorted(names)
+        key: sorted(set(names))
         for key, names in (("benchmarks", benchmarks), ("platforms", platforms))
         if names is not None
     }
