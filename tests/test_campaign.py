@@ -291,6 +291,27 @@ def test_cli_campaign_run_then_rerun_then_report(cli, tmp_path):
     assert "threads=2" in report.stdout
 
 
+def test_cli_campaign_run_a_part(cli, tmp_path):
+    two_benchmarks = dict(
+        TINY["benchmarks"],
+        cpu={"workload": "cpu-bound:threads=1"},
+    )
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc(benchmarks=two_benchmarks))
+    out = tmp_path / "out"
+    part = cli("campaign", "run", str(path), "--out", str(out), "--benchmark", "cpu")
+    assert part.code == 0, part.stderr
+    # cpu: one point, two configs, two iterations.
+    assert f"tiny: 4 runs in {out}" in part.stdout
+    assert set(load_results(out)["benchmark"]) == {"cpu"}
+    whole = cli("campaign", "run", str(path), "--out", str(out))
+    assert whole.code == 0, whole.stderr
+    assert f"tiny: {TINY_RUNS + 4} runs in {out}: 4 already stored" in whole.stdout
+
+    unknown = cli("campaign", "run", str(path), "--platform", "pixel6", "--out", str(out))
+    assert unknown.code == 1
+    assert f"no platform pixel6 (expected one of: {SMALL})" in unknown.stderr
+
+
 def test_cli_campaign_run_error_names_the_key(cli, tmp_path):
     path = write_campaign(tmp_path / "bad.toml", campaign_doc(seed="7"))
     run = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"))

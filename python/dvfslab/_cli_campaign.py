@@ -183,13 +183,15 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
         cmd_campaign_run,
         "  dvfslab campaign run example\n"
         "  dvfslab campaign run ./mine.toml --out results/mine --jobs 4\n"
-        "  dvfslab campaign run ./mine.toml --ray local   a Ray instance started here\n\n"
+        "  dvfslab campaign run ./mine.toml --ray local   a Ray instance started here\n"
+        "  dvfslab campaign run ./mine.toml --benchmark tbench --platform pixel6\n\n"
         "Interrupt or kill it at any time: run it again and it runs only what is missing.",
     )
     run.add_argument("campaign", metavar="NAME|FILE.toml", help="a shipped campaign or a file")
     run.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    _add_part(run, "run only")
     _add_jobs(run)
     run.add_argument(
         "--ray",
@@ -250,7 +252,7 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     _check_jobs(args.jobs)
     if args.ray is not None and args.jobs is not None:
         raise ConfigError("--jobs and --ray exclude each other: Ray runs one run per cluster CPU")
-    campaign = load_campaign(args.campaign)
+    campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
     summary = run_campaign(
         campaign, args.out, jobs=args.jobs, ray_address=args.ray, progress=not args.quiet
     )
@@ -314,18 +316,7 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         action="store_true",
         help="also fit each platform's package-power constants to the published watts",
     )
-    p.add_argument(
-        "--benchmark",
-        action="append",
-        metavar="NAME",
-        help="run and score only this benchmark's cells (repeatable)",
-    )
-    p.add_argument(
-        "--platform",
-        action="append",
-        metavar="ID",
-        help="run and score only this platform's cells (repeatable)",
-    )
+    _add_part(p, "run and score only")
     _add_jobs(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -445,6 +436,22 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="worker processes (default: one per CPU)",
+    )
+
+
+def _add_part(parser: argparse.ArgumentParser, verb: str) -> None:
+    """--benchmark and --platform: a part of the campaign (`Campaign.restricted`)."""
+    parser.add_argument(
+        "--benchmark",
+        action="append",
+        metavar="NAME",
+        help=f"{verb} this benchmark (repeatable; default: all of the campaign's)",
+    )
+    parser.add_argument(
+        "--platform",
+        action="append",
+        metavar="ID",
+        help=f"{verb} this platform (repeatable; default: all of the campaign's)",
     )
 
 
