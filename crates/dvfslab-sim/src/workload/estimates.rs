@@ -179,11 +179,11 @@ pub mod pgbench {
     /// pgbench client side per statement (build, send, poll, parse reply): 3–8 µs
     /// (A4 `c_client_stmt` [EST]), the bottom of the range. MMTests' later `-j` rule (CPUs /
     /// nodes / 8 threads) gives each thread at least 8 CPUs' worth of backends, which it keeps
-    /// busy only at about an eighth of `RO_SELECT_CYCLES`. The intel-invariance evaluation
-    /// agrees: its pgbench-ro draws more package power than kernbench on all three
-    /// machines, where at the top of the range MMTests' two pgbench threads of the time
-    /// (`-j` = NUMA nodes) bound the Xeons' throughput with most CPUs idle
-    /// (docs/validation.md, calibrated constants).
+    /// busy only if a statement costs it at most an eighth of `RO_SELECT_CYCLES`. The
+    /// intel-invariance evaluation agrees: its pgbench-ro draws more package power than
+    /// kernbench on all three machines, where at the top of the range MMTests' two pgbench
+    /// threads of the time (`-j` = NUMA nodes) bound the Xeons' throughput with most CPUs
+    /// idle (docs/validation.md, calibrated constants).
     pub const CLIENT_STATEMENT_CYCLES: f64 = 3e-6 * 3.0e9;
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
     /// mean [EST], inside A4's ranges. Each SELECT walks to a different row and buffer, so no
