@@ -13,6 +13,10 @@
 //!   metric counts received bytes (spec A5), the receiver's rate when it falls behind: the
 //!   recv rows of MMTests' report (its send rows hold the sender's rate; docs/validation.md).
 //!
+//! The STREAM receivers are woken without the sync hint, which Linux's `sock_def_readable`
+//! gives: with it both pairs share one socket, which the published UDP watts fit and the TCP
+//! watts do not (docs/validation.md, what the model gets wrong, item 5).
+//!
 //! Costs are `estimates::netperf`. Metric, as netperf reports it: transactions per second for
 //! RR, received megabits per second for STREAM (both higher is better).
 
