@@ -33,8 +33,14 @@ impl IdleHistory {
     }
 
     /// The typical interval: the mean of the recent idle durations when they agree (small
-    /// spread), dropping the largest outlier up to three times; otherwise the running average;
+    /// spread), dropping the largest outlier up to twice; otherwise the running average;
     /// unknown (u64::MAX) before any idle period.
+    ///
+    /// "Agree" is menu's test: a standard deviation of at most 20 µs, or one below a sixth of
+    /// the mean. With the kept samples' count n, sum S and sum of squares Q, the variance is
+    /// (n·Q − S²)/n², so both tests are exact in integers: n·Q − S² ≤ (20 µs)²·n², and
+    /// S² > 36·(n·Q − S²). Sums are updated as outliers drop, with no sort: this runs at every
+    /// idle entry.
     pub fn typical_ns(&self) -> u64 {
         if self.len == 0 {
             return u64::MAX;
@@ -42,14 +48,28 @@ impl IdleHistory {
         if self.len < INTERVALS {
             return self.avg_ns;
         }
-        let mut samples = self.samples;
-        samples.sort_unstable();
-        for n in (INTERVALS - 2..=INTERVALS).rev() {
-            let kept = &samples[..n];
-            let mean = kept.iter().map(|&s| s as f64).sum::<f64>() / n as f64;
-            let var = kept.iter().map(|&s| (s as f64 - mean).powi(2)).sum::<f64>() / n as f64;
-            if var <= 400e6 || mean * mean > 36.0 * var {
-                return mean as u64;
+        const MAX_AGREEING_VARIANCE_NS2: u128 = 20_000 * 20_000;
+        let (mut sum, mut squares) = (0u128, 0u128);
+        let (mut largest, mut second) = (0u64, 0u64);
+        for &s in &self.samples {
+            sum += s as u128;
+            squares += (s as u128) * (s as u128);
+            if s > largest {
+                second = largest;
+                largest = s;
+            } else if s > second {
+                second = s;
+            }
+        }
+        let n = INTERVALS as u128;
+        for (n, dropped) in [(n, None), (n - 1, Some(largest)), (n - 2, Some(second))] {
+            if let Some(d) = dropped {
+                sum -= d as u128;
+                squares -= (d as u128) * (d as u128);
+            }
+            let spread = n * squares - sum * sum; // n² · variance, never negative
+            if spread <= MAX_AGREEING_VARIANCE_NS2 * n * n || sum * sum > 36 * spread {
+                return (sum / n) as u64;
             }
         }
         self.avg_ns
@@ -104,6 +124,48 @@ mod tests {
         // Seven agreeing samples and one far outlier: the outlier is dropped.
         let h = history(&[50_000, 50_000, 50_000, 50_000, 50_000, 50_000, 50_000, 30_000_000]);
         assert_eq!(h.typical_ns(), 50_000);
+    }
+
+    /// menu's test as written: sort, then the mean and variance of the smallest n samples.
+    fn typical_by_definition(h: &IdleHistory) -> u64 {
+        let mut samples = h.samples;
+        samples.sort_unstable();
+        for n in (INTERVALS - 2..=INTERVALS).rev() {
+            let kept = &samples[..n];
+            let mean = kept.iter().map(|&s| s as f64).sum::<f64>() / n as f64;
+            let var = kept.iter().map(|&s| (s as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+            if var <= 400e6 || mean * mean > 36.0 * var {
+                return mean as u64;
+            }
+        }
+        h.avg_ns
+    }
+
+    #[test]
+    fn typical_interval_in_integers_agrees_with_the_definition() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut agreeing = 0;
+        for _ in 0..20_000 {
+            // Histories around a common interval with a spread from none to wild, and now and
+            // then a long outlier (a tick wake-up, a timer).
+            let centre = rng.gen_range(1_000..20_000_000u64);
+            let spread = centre as f64 * [0.0, 0.05, 0.2, 1.0][rng.gen_range(0..4)];
+            let mut h = IdleHistory::default();
+            for _ in 0..INTERVALS {
+                let s = if rng.gen_bool(0.1) {
+                    45_000_000
+                } else {
+                    (centre as f64 + spread * rng.gen_range(-1.0..1.0)).max(0.0) as u64
+                };
+                h.push(s);
+            }
+            let typical = h.typical_ns();
+            assert_eq!(typical, typical_by_definition(&h), "{:?}", h.samples);
+            agreeing += (typical != h.avg_ns) as u32;
+        }
+        // Both branches were taken many times.
+        assert!((2_000..18_000).contains(&agreeing), "{agreeing}");
     }
 
     #[test]
