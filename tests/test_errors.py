@@ -148,3 +148,14 @@ def test_simulator_config_errors_are_value_errors(presets, tmp_path):
         dvfslab.simulate(SMALL, "performance:foo=1", "cpu-bound", duration_s=0.1)
     # The edited file itself is still valid JSON: the simulator, not the loader, refused it.
     json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_polling_idle_state_must_come_first(presets, tmp_path):
+    def poll_second(doc):
+        states = doc["clusters"][0]["idle_states"]
+        states[0], states[1] = states[1], states[0]
+
+    path = presets.write_edited("skylake-e3-1240v5", tmp_path, poll_second)
+    expected = r"idle_states\[1\]\.power.*polling state must be the first"
+    with pytest.raises(ConfigError, match=expected):
+        dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)

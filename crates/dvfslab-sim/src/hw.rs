@@ -84,6 +84,11 @@ impl Sim {
         }
         let shallowest = t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
         match shallowest.map(|s| cl.idle_states[s].power) {
+            // A polling thread keeps the core clocked and issuing (a pause loop) [EST: as busy].
+            Some(IdlePower::Polling) => {
+                let khz = self.domains[t.domain].actual_khz;
+                self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity)
+            }
             None | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
             Some(IdlePower::LowVoltage) => {
                 self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz))
@@ -212,14 +217,18 @@ impl Sim {
         p.since = now;
     }
 
-    /// Advance APERF/MPERF (C0 only) and the time-in-frequency statistics of `cpu` to now.
+    /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
+    /// `cpu` to now.
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
         let now = self.q.now();
         let khz = self.cpu_khz(cpu) as f64;
         let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+        let polling = self.cpus[cpu]
+            .idle_state
+            .is_some_and(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power == IdlePower::Polling);
         let c = &mut self.cpus[cpu];
         let dt = (now - c.counters_ns) as f64;
-        if c.idle_state.is_none() {
+        if c.idle_state.is_none() || polling {
             c.aperf += dt * khz * 1e-6;
             c.mperf += dt * base * 1e-6;
         }

@@ -144,6 +144,9 @@ pub struct CorePowerFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdlePower {
+    /// The idle loop spins in C0 (cpuidle's poll state): the clock runs, MPERF counts, and a
+    /// wake-up costs nothing.
+    Polling,
     ClockGated,
     LowVoltage,
     PowerGated,
@@ -430,6 +433,12 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         for (j, s) in c.idle_states.iter().enumerate() {
             if s.exit_latency_us < 0.0 || s.target_residency_us < 0.0 {
                 return err(&at(&format!("idle_states[{j}]")), "latencies must be >= 0".into());
+            }
+            if s.power == IdlePower::Polling && (j > 0 || s.exit_latency_us > 0.0) {
+                return err(
+                    &at(&format!("idle_states[{j}].power")),
+                    "a polling state must be the first, with exit_latency_us 0".into(),
+                );
             }
         }
     }

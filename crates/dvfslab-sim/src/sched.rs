@@ -13,6 +13,7 @@ use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
 use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
+use crate::platform::IdlePower;
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
 use crate::workload::SchedPolicy;
@@ -943,14 +944,32 @@ impl Sim {
         let next_timer = self.next_timer(cpu);
         let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
         let mut state = self.deepest_state_within(cpu, predicted);
-        // menu's performance multiplier (until 6.13): with n tasks asleep in iowait here, a
-        // state's exit latency may take at most 1/(1 + 10·n) of the predicted idle time.
-        let n = self.cpus[cpu].nr_iowait as u64;
-        if n > 0 && self.kernel < crate::kernel::KernelVersion(6, 13) {
-            let limit_ns = predicted / (1 + 10 * n);
-            let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-            while state > 0 && (states[state].exit_latency_us * 1000.0) as u64 > limit_ns {
-                state -= 1;
+        // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
+        // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
+        let iowait_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
+        let n = if iowait_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
+        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        let exit_ns = |s: usize| (states[s].exit_latency_us * 1000.0) as u64;
+        let limit_ns = predicted / (1 + 10 * n);
+        while state > 0 && exit_ns(state) > limit_ns {
+            state -= 1;
+        }
+        // A prediction shorter than the first physical state's target residency leaves the
+        // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
+        // latency fits the limit above (the prediction itself without iowaiters: so on Intel's
+        // tables, where C1 exits in its target residency, a CPU polls exactly when it expects
+        // to sleep less than that) and no timer is due before its target residency; before,
+        // only a timer due within max(20 µs, that residency) kept the CPU polling.
+        if states[state].power == IdlePower::Polling && state + 1 < states.len() {
+            let target_ns = (states[state + 1].target_residency_us * 1000.0) as u64;
+            let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
+            let physical = if self.kernel >= crate::kernel::KernelVersion(5, 0) {
+                exit_ns(state + 1) <= limit_ns && target_ns <= until_timer
+            } else {
+                until_timer > target_ns.max(20_000)
+            };
+            if physical {
+                state += 1;
             }
         }
         (state, next_timer, predicted)

@@ -556,3 +556,31 @@ fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
     assert!(idle_in("5.2", "C6") > 0.15 && idle_in("5.2", "C8") < 0.01);
     assert!(idle_in("6.13", "C8") > 0.15);
 }
+
+#[test]
+fn a_cpu_expecting_less_than_c1s_residency_polls() {
+    // A sender posts every `gap_us` (plus 1 µs of its own work); the receiver works 1 µs per
+    // token, so it sleeps about `gap_us` each time. Skylake's C1 has a 2 µs target residency
+    // and exit latency: since 5.0 menu keeps a CPU that expects less than that polling.
+    let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 3.5e3), mem_frac: 0.0 };
+    let idle = |gap_us: f64, kernel: &str| {
+        let sender = vec![run_us(1.0 + gap_us), Op::Post { ch: 0, sync: false }, Op::Jump { to: 0 }];
+        let receiver = vec![Op::Wait { ch: 0 }, run_us(1.0), count(0), Op::Jump { to: 0 }];
+        let w = Programs { tasks: vec![sender, receiver], spawned: vec![], devices: vec![] };
+        let gov = format!("userspace:scaling_setspeed=3500000,kernel={kernel}");
+        let r = run("skylake-e3-1240v5", &gov, w, 0.05).summary;
+        let in_state = |name: &str| -> f64 {
+            r.per_cpu.iter().map(|c| c.time_in_idle_state.get(name).and_then(|v| v.as_f64()).unwrap_or(0.0)).sum()
+        };
+        (in_state("POLL"), in_state("C1"), r.metric.value)
+    };
+    let (poll, c1, polled) = idle(1.0, "5.2");
+    assert!(poll > 0.01 && c1 < 0.1 * poll, "POLL {poll} s, C1 {c1} s");
+    let (poll, c1, _) = idle(10.0, "5.2");
+    assert!(c1 > 0.01 && poll < 0.1 * c1, "POLL {poll} s, C1 {c1} s");
+    // Before 5.0 only a timer due within 20 µs kept a CPU polling: here it goes to C1, and
+    // the 2 µs exit on each wake-up leaves it behind the sender until a backlog builds.
+    let (poll, c1, halted) = idle(1.0, "4.19");
+    assert!(c1 > 0.001 && poll == 0.0, "POLL {poll} s, C1 {c1} s");
+    assert!(polled > halted, "{polled} tokens polling against {halted} halting");
+}
