@@ -16,8 +16,11 @@ use crate::task::Task;
 use crate::workload::{RunStats, Workload};
 
 /// The event queue is swept of stale events when it holds at least this many, and then when
-/// it has doubled since the last sweep: each sweep is O(n), so O(1) per event.
-const QUEUE_SWEEP_MIN: usize = 1024;
+/// it has doubled since the last sweep: each sweep is O(n), so O(1) per event. A busy run
+/// re-arms a third of its run segments before they end (Haswell pgbench-ro, 48 clients: 0.9 M
+/// stale of 2.8 M pops), and the stale entries deepen the heap every pop walks; sweeping from
+/// 256 rather than 1024 made such runs 4–6% faster, with the same pop order.
+const QUEUE_SWEEP_MIN: usize = 256;
 
 /// What to simulate, besides the platform.
 #[derive(Clone, Debug, Default)]
