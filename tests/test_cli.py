@@ -210,7 +210,7 @@ def test_bench_reports_speed_for_every_scenario(cli):
     run = cli("bench", "--seconds", "0.02", "--json")
     assert run.code == 0, run.stderr
     benches = json.loads(run.stdout)
-    assert [b["scenario"] for b in benches] == ["periodic", "server"]
+    assert [b["scenario"] for b in benches] == ["periodic", "server", "database"]
     expected = {
         "scenario",
         "setup",
@@ -226,6 +226,22 @@ def test_bench_reports_speed_for_every_scenario(cli):
         assert bench["events"] > 0
         assert bench["events_per_s"] > 0
     assert "tbench:clients=320" in benches[1]["setup"]
+    assert "pgbench:rw=0" in benches[2]["setup"]
+
+
+def test_bench_repeats_report_the_fastest_run(cli):
+    run = cli("bench", "--scenario", "periodic", "--seconds", "0.05", "--repeat", "3", "--json")
+    assert run.code == 0, run.stderr
+    (bench,) = json.loads(run.stdout)
+    assert len(bench["wall_times_s"]) == 3
+    assert bench["wall_time_s"] == min(bench["wall_times_s"])
+    assert bench["events_per_s"] == pytest.approx(bench["events"] / bench["wall_time_s"])
+    text = cli("bench", "--scenario", "periodic", "--seconds", "0.05", "--repeat", "2")
+    assert text.code == 0, text.stderr
+    assert "fastest of 2" in text.stdout
+    bad = cli("bench", "--repeat", "0")
+    assert bad.code != 0
+    assert "--repeat" in bad.stderr
 
 
 def test_bench_runs_one_scenario_and_refuses_unknown_ones(cli):
