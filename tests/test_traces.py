@@ -54,6 +54,24 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
     assert text.startswith(f"cpus={len(result.per_cpu)}\n")
 
 
+@pytest.mark.parametrize(("platform", "first"), [("juno-r2", "WFI"), ("skylake-e3-1240v5", "POLL")])
+def test_ftrace_idle_states_are_numbered_as_cpuidle_lists_them(platform: str, first: str) -> None:
+    # UDP_STREAM's receiver often sleeps briefly: the first state, index 0, is used.
+    run = dvfslab.simulate(
+        platform, "performance", "netperf:test=udp-stream", duration_s=0.02, timeline=True
+    )
+    names = [list(c["time_in_idle_state"]) for c in run.per_cpu]
+    assert all(n[0] == first for n in names)
+    idle = run.timeline_columns()["idle"]
+    expected = [
+        ftrace.CPU_IDLE_EXIT if state == "C0" else names[cpu].index(state)
+        for cpu, state in zip(idle["cpu"], idle["state"])
+    ]
+    got = [int(m) for m in re.findall(r"cpu_idle: state=(\d+)", ftrace.render(run))]
+    assert got == expected
+    assert 0 in got
+
+
 def test_chrome_json_is_a_valid_trace(result: dvfslab.SimResult) -> None:
     trace = json.loads(chrome.render(result))
     events = trace["traceEvents"]

@@ -85,5 +85,6 @@ def render(result: SimResult) -> str:
 
 
 def _idle_indexes(result: SimResult) -> list[dict[str, int]]:
-    """cpuidle state index of each idle-state name, per CPU (index 0 = POLL, not modelled)."""
-    return [{name: i + 1 for i, name in enumerate(c["time_in_idle_state"])} for c in result.per_cpu]
+    """cpuidle state index of each idle-state name, per CPU: its place in the preset's list,
+    which follows cpuidle's own (POLL first on x86, WFI first on Arm)."""
+    return [{name: i for i, name in enumerate(c["time_in_idle_state"])} for c in result.per_cpu]
