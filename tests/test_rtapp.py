@@ -67,6 +67,17 @@ def test_cli_shows_the_metric_of_a_shipped_example(cli):
     assert "run_stretch" in run.stdout
 
 
+def test_the_repositorys_own_example_runs_as_the_readme_shows(cli):
+    path = Path(__file__).resolve().parents[1] / "examples" / "rt-app" / "playback.json"
+    run = cli("run", "-p", "juno-r2", "-g", "schedutil", "-w", str(path), "--json")
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["metric"]["name"] == "run_stretch"
+    # Its global.duration, 2 s, bounds the run; three periodic threads keep CPUs busy.
+    assert result["sim_time_s"] == pytest.approx(2.0)
+    assert sum(c["busy_pct"] > 10 for c in result["per_cpu"]) >= 2
+
+
 @pytest.mark.parametrize("path", example_files(), ids=lambda p: p.name)
 def test_every_example_file_runs(path):
     result = dvfslab.simulate("pixel6", "schedutil", path, duration_s=0.2)
