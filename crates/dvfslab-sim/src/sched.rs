@@ -938,8 +938,9 @@ impl Sim {
     /// Menu-like idle state selection: predict the idle duration as the sooner of the next
     /// known timer and the typical recent idle interval (or, when recent intervals disagree,
     /// their running average: menu's correction factor learns the same), then take the deepest
-    /// state whose target residency fits in it. Returns the state, the next timer and the
-    /// prediction.
+    /// state whose target residency fits in it and whose exit latency fits menu's cap; on a
+    /// preset with a polling state, polling when the first physical state's do not. Returns
+    /// the state, the next timer and the prediction.
     fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>, u64) {
         let next_timer = self.next_timer(cpu);
         let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
