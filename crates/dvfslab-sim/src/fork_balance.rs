@@ -168,11 +168,8 @@ impl Sim {
     /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
     /// with none idle, the one with the least load.
     fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
-        let exit_ns = |c: usize| {
-            self.cpus[c]
-                .idle_state
-                .map_or(0, |s| (self.plat.cluster_of_cpu(c).idle_states[s].exit_latency_us * 1e3) as u64)
-        };
+        let exit_ns =
+            |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.plat.cluster_of_cpu(c).idle_states[s].exit_ns());
         let idle = group
             .iter()
             .copied()

@@ -72,24 +72,26 @@ impl Sim {
         let cl = self.plat.cluster(t.cluster);
         let mv = self.core_voltage(core);
         let busy = self.cores[core].busy_threads;
-        if busy > 0 {
+        let idle_power = match busy {
+            0 => t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
+            _ => None,
+        };
+        // A polling thread keeps the core clocked and issuing (a pause loop) [EST: as one busy
+        // thread].
+        let issuing = if idle_power == Some(IdlePower::Polling) { 1 } else { busy };
+        if issuing > 0 {
             let tpc = self.plat.file.topology.threads_per_core as f64;
             let gain = if tpc > 1.0 {
-                1.0 + (self.plat.file.package_power.smt_activity_gain - 1.0) * (busy as f64 - 1.0) / (tpc - 1.0)
+                1.0 + (self.plat.file.package_power.smt_activity_gain - 1.0) * (issuing as f64 - 1.0) / (tpc - 1.0)
             } else {
                 1.0
             };
             let khz = self.domains[t.domain].actual_khz;
             return self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
         }
-        let shallowest = t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min();
-        match shallowest.map(|s| cl.idle_states[s].power) {
-            // A polling thread keeps the core clocked and issuing (a pause loop) [EST: as busy].
-            Some(IdlePower::Polling) => {
-                let khz = self.domains[t.domain].actual_khz;
-                self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity)
-            }
-            None | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
+        match idle_power {
+            // (None and Polling returned above.)
+            None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
             Some(IdlePower::LowVoltage) => {
                 self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz))
             }
@@ -223,12 +225,10 @@ impl Sim {
         let now = self.q.now();
         let khz = self.cpu_khz(cpu) as f64;
         let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let polling = self.cpus[cpu]
-            .idle_state
-            .is_some_and(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power == IdlePower::Polling);
+        let in_c0 = matches!(self.idle_power(cpu), None | Some(IdlePower::Polling));
         let c = &mut self.cpus[cpu];
         let dt = (now - c.counters_ns) as f64;
-        if c.idle_state.is_none() || polling {
+        if in_c0 {
             c.aperf += dt * khz * 1e-6;
             c.mperf += dt * base * 1e-6;
         }
@@ -371,8 +371,12 @@ impl Sim {
     /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
     /// running, or idle in a state that is not power-gated (C1, C1E).
     fn cpu_awake(&self, cpu: usize) -> bool {
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        self.cpus[cpu].idle_state.is_none_or(|s| states[s].power != IdlePower::PowerGated)
+        self.idle_power(cpu) != Some(IdlePower::PowerGated)
+    }
+
+    /// How the idle state `cpu` is in powers it; None while it runs.
+    pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
+        self.cpus[cpu].idle_state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power)
     }
 
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and

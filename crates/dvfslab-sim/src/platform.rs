@@ -161,6 +161,18 @@ pub struct IdleStateFile {
     pub power: IdlePower,
 }
 
+impl IdleStateFile {
+    /// The exit latency in the simulator's unit (ns).
+    pub fn exit_ns(&self) -> u64 {
+        (self.exit_latency_us * 1000.0) as u64
+    }
+
+    /// The target residency in ns.
+    pub fn target_residency_ns(&self) -> u64 {
+        (self.target_residency_us * 1000.0) as u64
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PackagePowerFile {

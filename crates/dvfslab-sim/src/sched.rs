@@ -510,7 +510,7 @@ impl Sim {
             self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
-            let exit_ns = (self.plat.cluster_of_cpu(cpu).idle_states[state].exit_latency_us * 1000.0) as u64;
+            let exit_ns = self.plat.cluster_of_cpu(cpu).idle_states[state].exit_ns();
             let c = &mut self.cpus[cpu];
             c.idle_state = None;
             c.stall_until = now + exit_ns;
@@ -950,9 +950,8 @@ impl Sim {
         let iowait_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
         let n = if iowait_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let exit_ns = |s: usize| (states[s].exit_latency_us * 1000.0) as u64;
         let limit_ns = predicted / (1 + 10 * n);
-        while state > 0 && exit_ns(state) > limit_ns {
+        while state > 0 && states[state].exit_ns() > limit_ns {
             state -= 1;
         }
         // A prediction shorter than the first physical state's target residency leaves the
@@ -962,10 +961,11 @@ impl Sim {
         // to sleep less than that) and no timer is due before its target residency; before,
         // only a timer due within max(20 µs, that residency) kept the CPU polling.
         if states[state].power == IdlePower::Polling && state + 1 < states.len() {
-            let target_ns = (states[state + 1].target_residency_us * 1000.0) as u64;
+            let physical_state = &states[state + 1];
+            let target_ns = physical_state.target_residency_ns();
             let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
             let physical = if self.kernel >= crate::kernel::KernelVersion(5, 0) {
-                exit_ns(state + 1) <= limit_ns && target_ns <= until_timer
+                physical_state.exit_ns() <= limit_ns && target_ns <= until_timer
             } else {
                 until_timer > target_ns.max(20_000)
             };
@@ -987,7 +987,7 @@ impl Sim {
     /// The deepest idle state of `cpu` whose target residency fits in `ns`.
     fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        states.iter().rposition(|s| (s.target_residency_us * 1000.0) as u64 <= ns).unwrap_or(0)
+        states.iter().rposition(|s| s.target_residency_ns() <= ns).unwrap_or(0)
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
