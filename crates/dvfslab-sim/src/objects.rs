@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::Event;
+use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sim::Sim;
 use crate::workload::{DeviceSpec, Service};
@@ -29,9 +29,28 @@ pub(crate) struct Mutex {
 struct Device {
     spec: DeviceSpec,
     in_service: u32,
-    queue: VecDeque<(usize, u64)>,
+    /// Requests waiting for a slot: (task, service ns, transfer ns).
+    queue: VecDeque<(usize, u64, u64)>,
+    /// When the data channel is next free.
+    channel_free_at: TimeNs,
     /// Group commit: the tasks whose requests the commit under way carries.
     committing: Vec<usize>,
+}
+
+impl Device {
+    /// When a request starting service at `now` completes: its own service time, then its
+    /// transfer once the channel is free (requests take the channel in the order they start),
+    /// reserving the channel until then. The request keeps its slot throughout, as a command
+    /// stays in the device's queue until it completes.
+    fn completion(&mut self, now: TimeNs, service_ns: u64, transfer_ns: u64) -> TimeNs {
+        let served = now + service_ns;
+        if transfer_ns == 0 {
+            return served;
+        }
+        let done = served.max(self.channel_free_at) + transfer_ns;
+        self.channel_free_at = done;
+        done
+    }
 }
 
 /// The shared objects of one simulation, created on first use by id (devices are declared by
@@ -49,7 +68,13 @@ impl Objects {
         Objects {
             devices: specs
                 .into_iter()
-                .map(|spec| Device { spec, in_service: 0, queue: VecDeque::new(), committing: Vec::new() })
+                .map(|spec| Device {
+                    spec,
+                    in_service: 0,
+                    queue: VecDeque::new(),
+                    channel_free_at: 0,
+                    committing: Vec::new(),
+                })
                 .collect(),
             ..Objects::default()
         }
@@ -143,7 +168,7 @@ impl Sim {
     }
 
     /// `Op::Io`: start service at once if the device has a free slot, else queue.
-    pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64) {
+    pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
         let d = &mut self.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
         let service = d.spec.service;
@@ -155,10 +180,10 @@ impl Sim {
             if group {
                 d.committing.push(task);
             }
-            let at = self.q.now() + service_ns;
+            let at = d.completion(self.q.now(), service_ns, transfer_ns);
             self.q.push(at, Event::IoComplete { dev, task: task as u32 });
         } else {
-            d.queue.push_back((task, service_ns));
+            d.queue.push_back((task, service_ns, transfer_ns));
         }
         // A queued request's submitter sleeps on the device at once; a group commit's leader
         // once its commit starts (joiners wait for the commit, not on the device).
@@ -193,14 +218,14 @@ impl Sim {
         };
         let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };
         let mut next_leader = None;
-        if let Some((next, service_ns)) = d.queue.pop_front() {
+        if let Some((next, service_ns, transfer_ns)) = d.queue.pop_front() {
             d.in_service += 1;
             if group {
                 d.committing.push(next);
-                d.committing.extend(d.queue.drain(..).map(|(t, _)| t));
+                d.committing.extend(d.queue.drain(..).map(|(t, _, _)| t));
                 next_leader = Some(next);
             }
-            let at = self.q.now() + service_ns;
+            let at = d.completion(self.q.now(), service_ns, transfer_ns);
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };

@@ -647,9 +647,10 @@ impl Sim {
                     }
                 }
                 Op::Unlock { id } => self.mutex_unlock(id, cpu),
-                Op::Io { dev, service_ns } => {
+                Op::Io { dev, service_ns, transfer_ns } => {
                     let service = self.draw(service_ns).max(0.0) as u64;
-                    self.io_submit(dev, task, service);
+                    let transfer = self.draw(transfer_ns).max(0.0) as u64;
+                    self.io_submit(dev, task, service, transfer);
                     self.sleep_curr(cpu, None);
                     return;
                 }

@@ -12,6 +12,9 @@ pub enum Amount {
 }
 
 impl Amount {
+    /// None at all.
+    pub const ZERO: Amount = Amount::Fixed(0.0);
+
     /// `mean` ± `jitter_pct` percent, uniform.
     pub fn jittered(mean: f64, jitter_pct: f64) -> Amount {
         if jitter_pct <= 0.0 {
@@ -61,9 +64,11 @@ pub enum Op {
     Lock { id: u32 },
     /// Release mutex `id`, handing it to the first waiter.
     Unlock { id: u32 },
-    /// Submit an I/O of `service_ns` device time to device `dev` and sleep until it completes;
-    /// the wake-up carries the iowait flag.
-    Io { dev: u32, service_ns: Amount },
+    /// Submit an I/O to device `dev` and sleep until it completes; the wake-up carries the
+    /// iowait flag. `service_ns` is the request's own device time (up to the device's queue
+    /// depth at once); `transfer_ns` its time on the device's data channel, which moves one
+    /// request's data at a time, after that (0: none, or folded into `service_ns`).
+    Io { dev: u32, service_ns: Amount, transfer_ns: Amount },
     /// Fork `count` tasks running program `program` of the workload's program table.
     Spawn { program: u32, count: u32 },
     /// Sleep until every task this one spawned has exited (wait4).

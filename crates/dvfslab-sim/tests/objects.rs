@@ -119,7 +119,13 @@ fn mutex_serialises_critical_sections() {
 
 #[test]
 fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
-    let io = |dev| vec![Op::Io { dev, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Jump { to: 0 }];
+    let io = |dev| {
+        vec![
+            Op::Io { dev, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
+            count(0),
+            Op::Jump { to: 0 },
+        ]
+    };
     let w = |depth| Programs {
         tasks: vec![io(0), io(0), io(0), io(0)],
         spawned: vec![],
@@ -135,8 +141,35 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
 }
 
 #[test]
+fn transfers_share_the_devices_data_channel() {
+    // 0.1 ms of access, up to four at once, then 1 ms on the channel.
+    let io = |transfer_ns| {
+        vec![
+            Op::Io { dev: 0, service_ns: Amount::Fixed(100_000.0), transfer_ns: Amount::Fixed(transfer_ns) },
+            count(0),
+            Op::Jump { to: 0 },
+        ]
+    };
+    let w = |transfer_ns| Programs {
+        tasks: vec![io(transfer_ns); 4],
+        spawned: vec![],
+        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: 4, service: Service::Queued }],
+    };
+    let shared = run("skylake-e3-1240v5", "performance", w(1_000_000.0), 1.0).summary.metric.value;
+    // One transfer at a time: the channel, not the four slots, sets the pace.
+    assert!(shared <= 1_000.0 && shared > 990.0, "{shared}");
+    // Without transfers the four accesses overlap (each loop ~0.1 ms plus an idle exit).
+    let overlapped = run("skylake-e3-1240v5", "performance", w(0.0), 1.0).summary.metric.value;
+    assert!(overlapped > 10_000.0, "{overlapped}");
+}
+
+#[test]
 fn group_commit_serves_every_waiting_request_with_one_commit() {
-    let io = vec![Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Jump { to: 0 }];
+    let io = vec![
+        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
+        count(0),
+        Op::Jump { to: 0 },
+    ];
     let w = |tasks: usize| Programs {
         tasks: vec![io.clone(); tasks],
         spawned: vec![],
@@ -208,7 +241,7 @@ fn malformed_programs_are_errors() {
     let plat = Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
     let cfg = SimConfig { governor: "performance".into(), ..SimConfig::default() };
     let bad = Programs {
-        tasks: vec![vec![Op::Io { dev: 3, service_ns: Amount::Fixed(1.0) }, Op::Exit]],
+        tasks: vec![vec![Op::Io { dev: 3, service_ns: Amount::Fixed(1.0), transfer_ns: Amount::ZERO }, Op::Exit]],
         spawned: vec![],
         devices: vec![],
     };
@@ -382,7 +415,7 @@ fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
         let task = |cpu: usize| {
             vec![
                 Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
-                Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) },
+                Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
                 Op::Run { cycles: Amount::Fixed(115_000.0), mem_frac: 0.0 },
                 count(0),
                 Op::Jump { to: 1 },
@@ -539,7 +572,7 @@ fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
     // (200 µs), whose 800-µs target residency the idle period would allow. 6.13 dropped the rule.
     let task = vec![
         Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
-        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0) },
+        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
         RUN_10US,
         count(0),
         Op::Jump { to: 1 },

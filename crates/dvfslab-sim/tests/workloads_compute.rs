@@ -95,6 +95,21 @@ fn fio_throughput_is_bounded_by_the_device() {
 }
 
 #[test]
+fn large_requests_are_bounded_by_the_devices_bandwidth() {
+    let gbps = |wl: &str| {
+        let iops = run("skylake-e3-1240v5", "performance", wl, 0.5, 3).summary.metric.value;
+        iops * 1_048_576.0 / 1e9
+    };
+    // 1 MiB sequential reads: one job waits for each request in turn; sixteen keep the NVMe
+    // drive's 3 GB/s channel busy, and no more.
+    let bandwidth = DEVICES[0].bytes_per_ns;
+    let (one, sixteen) =
+        (gbps("fio:device=nvme,rw=read,bs_kb=1024"), gbps("fio:device=nvme,rw=read,bs_kb=1024,jobs=16"));
+    assert!(one < 0.9 * bandwidth, "{one} GB/s");
+    assert!(sixteen <= bandwidth && sixteen > 0.95 * bandwidth, "{sixteen} GB/s");
+}
+
+#[test]
 fn freq_response_matches_turbostat_busy_frequency() {
     // The metric is derived from response times; the summary's per-CPU Bzy_MHz (APERF/MPERF)
     // is the exact figure. They agree within the idle-exit share of each activation.

@@ -88,8 +88,8 @@ impl Dbench {
         for line in &lines {
             p.push(run(vfs_cycles(line)));
             if line.op == NbOp::Flush {
-                p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns() });
-                p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns() });
+                p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns(), transfer_ns: Amount::ZERO });
+                p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns(), transfer_ns: Amount::ZERO });
             }
             if line.data_bytes() > 0 {
                 p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));

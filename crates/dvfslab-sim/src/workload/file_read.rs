@@ -86,7 +86,8 @@ impl FileRead {
 impl Workload for FileRead {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         let access = if self.random { Access::RandomRead } else { Access::SequentialRead };
-        let service = storage::service_ns(storage::device(self.device), access, self.record);
+        let device = storage::device(self.device);
+        let (service, transfer) = (storage::access_ns(device, access), storage::transfer_ns(device, self.record));
         let n = self.requests();
         let copy = est::COPY_CYCLES_PER_BYTE * self.record;
         let mut p = Vec::with_capacity(n * 4 + 1);
@@ -96,7 +97,7 @@ impl Workload for FileRead {
                 p.push(Op::Run { cycles: Amount::Fixed(est::COPY_CYCLES_PER_CALL), mem_frac: 0.0 });
             }
             p.extend([
-                Op::Io { dev: 0, service_ns: service[b] },
+                Op::Io { dev: 0, service_ns: service[b], transfer_ns: transfer },
                 Op::Run {
                     cycles: Amount::Fixed(copy + if self.random { 0.0 } else { est::COPY_CYCLES_PER_CALL }),
                     mem_frac: 0.0,

@@ -74,14 +74,15 @@ impl Fio {
 
 impl Workload for Fio {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
-        let service = storage::service_ns(storage::device(self.device), self.access(), self.bytes);
+        let device = storage::device(self.device);
+        let (access, transfer) = (storage::access_ns(device, self.access()), storage::transfer_ns(device, self.bytes));
         (0..self.jobs)
             .map(|j| {
                 let mut prog = Vec::with_capacity(PATTERN * 4 + 1);
-                for b in sample::layout(PATTERN, service.len(), 100 + j as u64) {
+                for b in sample::layout(PATTERN, access.len(), 100 + j as u64) {
                     prog.extend([
                         Op::Run { cycles: Amount::Fixed(est::SUBMIT_CYCLES), mem_frac: 0.0 },
-                        Op::Io { dev: 0, service_ns: service[b] },
+                        Op::Io { dev: 0, service_ns: access[b], transfer_ns: transfer },
                         Op::Run { cycles: Amount::Fixed(est::COMPLETE_CYCLES), mem_frac: 0.0 },
                         Op::Mark(Mark::Add { counter: DONE, amount: 1 }),
                     ]);

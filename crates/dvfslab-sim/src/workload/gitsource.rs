@@ -155,7 +155,8 @@ impl Workload for Gitsource {
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
         let work = sample::lognormal(BINS, est::WORK_MEDIAN_CYCLES, est::WORK_SIGMA_LOG);
         let half = |b: usize| cpu(sample::scaled(work[b], 0.5));
-        let write = Op::Io { dev: 0, service_ns: Amount::Uniform(est::IO_NS.0, est::IO_NS.1) };
+        let write =
+            Op::Io { dev: 0, service_ns: Amount::Uniform(est::IO_NS.0, est::IO_NS.1), transfer_ns: Amount::ZERO };
         let mut p: Vec<Rc<[Op]>> = Vec::new();
         p.extend((0..BINS).map(|b| child(vec![cpu(work[b])])));
         p.extend((0..BINS).map(|b| child(vec![cpu(work[b]), write.clone()])));

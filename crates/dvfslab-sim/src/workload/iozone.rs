@@ -143,12 +143,16 @@ impl Iozone {
         let mut f = vec![Op::Wait { ch: KICK_CH }];
         for i in 0..l.chunks {
             let bytes = self.chunk_records(l, i) as f64 * self.rec_bytes;
-            let service = storage::service_ns(dev, Access::Write, bytes);
+            let service = storage::access_ns(dev, Access::Write);
             let pages = (bytes / PAGE_BYTES).ceil();
             f.extend([
                 Op::Wait { ch: DIRTY_CH },
                 Op::Run { cycles: Amount::Fixed(pages * est::WRITEBACK_CYCLES_PER_PAGE), mem_frac: 0.0 },
-                Op::Io { dev: 0, service_ns: service[i % service.len()] },
+                Op::Io {
+                    dev: 0,
+                    service_ns: service[i % service.len()],
+                    transfer_ns: storage::transfer_ns(dev, bytes),
+                },
                 Op::Post { ch: CLEAN_CH, sync: false },
             ]);
         }

@@ -176,7 +176,7 @@ impl Pgbench {
                 });
                 if self.rw && k == END {
                     // Commit: flush the WAL, then release the row locks.
-                    p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns() });
+                    p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns(), transfer_ns: Amount::ZERO });
                     p.push(Op::Unlock { id: branch });
                 }
                 p.push(Op::Post { ch: reply(t), sync: true });

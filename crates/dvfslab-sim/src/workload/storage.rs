@@ -4,10 +4,12 @@
 //! completion wakes the submitter with the iowait flag. A request's device time is
 //!
 //! ```text
-//!   access · LN(σ) + bytes / bandwidth      access: random read, sequential read or write
+//!   access · LN(σ)  then  bytes / bandwidth    access: random read, sequential read or write
 //! ```
 //!
-//! with the lognormal binned (see `sample`). The numbers are in `estimates::storage`.
+//! with the lognormal binned (see `sample`). Accesses overlap up to the queue depth; the
+//! transfers share the device's one data channel, so however many requests are in flight the
+//! device moves at most its bandwidth. The numbers are in `estimates::storage`.
 
 use super::estimates::storage::{Device, DEVICES};
 use super::{sample, DeviceSpec, Service};
@@ -43,20 +45,18 @@ pub fn spec(d: &Device) -> DeviceSpec {
     DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, service: Service::Queued }
 }
 
-/// The device times of a request of `bytes`, as [`BINS`] equally likely amounts (ns).
-pub fn service_ns(d: &Device, access: Access, bytes: f64) -> Vec<Amount> {
+/// The access times of a request, as [`BINS`] equally likely amounts (ns).
+pub fn access_ns(d: &Device, access: Access) -> Vec<Amount> {
     let median = match access {
         Access::RandomRead => d.rand_read_ns,
         Access::SequentialRead => d.seq_read_ns,
         Access::Write => d.write_ns,
         Access::RandomWrite => d.rand_write_ns,
     };
-    let transfer = bytes / d.bytes_per_ns;
     sample::lognormal(BINS, median, d.sigma_log)
-        .into_iter()
-        .map(|a| match a {
-            Amount::Fixed(v) => Amount::Fixed(v + transfer),
-            Amount::Uniform(lo, hi) => Amount::Uniform(lo + transfer, hi + transfer),
-        })
-        .collect()
+}
+
+/// The time a request of `bytes` holds the device's data channel (ns).
+pub fn transfer_ns(d: &Device, bytes: f64) -> Amount {
+    Amount::Fixed(bytes / d.bytes_per_ns)
 }
