@@ -618,8 +618,8 @@ impl Emitter<'_> {
             Event::IoRun(bytes) => {
                 self.ops.push(Op::Io {
                     dev: 0,
-                    service_ns: Amount::Fixed(*bytes as f64 / IO_BYTES_PER_NS),
-                    transfer_ns: Amount::ZERO,
+                    service_ns: Amount::ZERO,
+                    transfer_ns: Amount::Fixed(*bytes as f64 / IO_BYTES_PER_NS),
                 });
             }
         }
