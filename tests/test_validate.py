@@ -6,6 +6,7 @@ configurations, two short benchmarks, one iteration): the full campaign takes mi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -72,6 +73,23 @@ def test_direction_agreement_handles_neutral_cells():
     ]
     assert [c.agree for c in cells] == [True, False, True, False, True, None]
     assert direction_agreement(cells) == pytest.approx(3 / 5)
+
+
+@pytest.mark.parametrize(
+    ("published", "simulated", "ci", "neutral", "within"),
+    [
+        (1.00, 1.025, (1.015, 1.035), True, True),  # the interval reaches into the +-2% band
+        (1.00, 1.10, (1.08, 1.12), True, False),  # wholly improved: the model's miss
+        (1.06, 1.00, (0.99, 1.03), False, True),  # reaches "improved" at its top
+        (1.06, 1.00, (1.00, 1.00), False, False),  # no spread at all
+        (1.10, 1.10, (1.00, 1.20), False, False),  # agrees: not a miss
+    ],
+)
+def test_a_miss_within_its_interval_is_flagged(published, simulated, ci, neutral, within):
+    cell = dataclasses.replace(ratio_cell(published, simulated, neutral=neutral), simulated_ci=ci)
+    assert cell.miss_within_ci is within
+    assert cell.to_dict()["simulated_ci"] == list(ci)
+    assert scores([cell])["ratio_misses_within_ci"] == int(within)
 
 
 def test_median_abs_ln_error():
@@ -178,6 +196,12 @@ def test_cli_end_to_end_json(cli, tmp_path: Path):
     } | {("detail", "gitsource")}
     assert all(c["machine"] == "skylake-e3-1240v5" for c in simulated)
     assert doc["judged"]["ratios"] == 2  # inv-4c on two benchmarks
+    # One iteration: no spread, so each simulated ratio's interval is the ratio itself, and no
+    # miss can be within it.
+    for cell in (c for c in simulated if c["table"] == "ratios"):
+        assert cell["simulated_ci"] == [pytest.approx(cell["simulated"])] * 2
+        assert cell["miss_within_ci"] is False
+    assert doc["ratio_misses_within_ci"] == 0
     # --iterations 1 ran one iteration per point, not the file's 5.
     assert len(list((out / "runs").glob("*.parquet"))) == 2 * (2 + 1)
 

@@ -17,6 +17,11 @@ Scores (`scores`):
     power_within_25pct       power cells whose simulated watts are within +-25% of the published
     ppw_direction_agreement  as direction_agreement, over the perf-per-watt cells
 Cells without a simulated value (a platform or configuration not run) count in no score.
+
+Each simulated ratio also carries its 95% interval over the iterations (`simulated_ci`, the
+report's interval of the gmean ratio). A missed ratio cell whose interval reaches the published
+direction is a miss within the simulation's own noise (`ratio_misses_within_ci`): more
+iterations could turn it either way, where a miss outside its interval is the model's.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class Cell:
     published_ratio: float | None = None
     """Detail cells: the published value over the baseline's at the same parameter."""
     simulated_ratio: float | None = None
+    simulated_ci: tuple[float, float] | None = None
+    """Ratio cells: the 95% interval of the simulated ratio over the iterations."""
 
     @property
     def agree(self) -> bool | None:
@@ -100,6 +107,19 @@ class Cell:
             self.simulated, self.better
         )
 
+    @property
+    def miss_within_ci(self) -> bool:
+        """A ratio cell that misses, though its simulated interval reaches the published
+        direction: a value inside the interval would have agreed."""
+        if self.table != "ratios" or self.agree is not False or self.simulated_ci is None:
+            return False
+        lo, hi = self.simulated_ci
+        wanted = direction(self.published, self.better, self.neutral)
+        reachable = {direction(lo, self.better), direction(hi, self.better)}
+        if lo <= 1.0 + NEUTRAL_BAND and hi >= 1.0 - NEUTRAL_BAND:
+            reachable.add("neutral")
+        return wanted in reachable
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "table": self.table,
@@ -117,6 +137,9 @@ class Cell:
             out["unit"] = self.unit
             out["published_ratio"] = _finite_or_none(self.published_ratio)
             out["simulated_ratio"] = _finite_or_none(self.simulated_ratio)
+        if self.table == "ratios":
+            out["simulated_ci"] = list(self.simulated_ci) if self.simulated_ci else None
+            out["miss_within_ci"] = self.miss_within_ci
         return out
 
 
@@ -166,6 +189,7 @@ def scores(cells: list[Cell]) -> dict[str, Any]:
         "ppw_direction_agreement": direction_agreement(by["perf-per-watt"]),
         "detail_direction_agreement": direction_agreement(by["detail"]),
         "power_median_abs_ln_error": median_abs_ln_error(by["power"]),
+        "ratio_misses_within_ci": sum(c.miss_within_ci for c in by["ratios"]),
         "judged": {t: sum(c.agree is not None for c in by[t]) for t in TABLES},
         "published": {t: len(by[t]) for t in TABLES},
     }
@@ -315,7 +339,13 @@ def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
             "power": "avg_package_w",
             "perf-per-watt": "perf_per_watt_ratio",
         }[cell.table]
-        out.append(dataclasses.replace(cell, simulated=float(srow[column])))
+        ci = (float(srow["perf_ratio_ci_low"]), float(srow["perf_ratio_ci_high"]))
+        known = cell.table == "ratios" and all(math.isfinite(x) for x in ci)
+        out.append(
+            dataclasses.replace(
+                cell, simulated=float(srow[column]), simulated_ci=ci if known else None
+            )
+        )
     return out
 
 
@@ -357,7 +387,8 @@ def print_validation(result: dict[str, Any]) -> None:
     cells = result["cells"]
     titles = {
         "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
-        "neutral); agree = same direction (neutral within +-2%)",
+        "neutral); agree = same direction (neutral within +-2%); (ci) = a miss whose 95% "
+        "interval over the iterations reaches the published direction",
         "power": "average package power [W]; agree = within +-25%",
         "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
         "detail": "per-parameter values (scaled-down workloads: compare the ratio to the "
@@ -376,7 +407,11 @@ def print_validation(result: dict[str, Any]) -> None:
             ]
             if table == "detail":
                 row += [_fmt(c["published_ratio"]), _fmt(c["simulated_ratio"])]
-            row.append({True: "yes", False: "NO", None: "-"}[c["agree"]])
+            if table == "ratios":
+                ci = c["simulated_ci"]
+                row.append(f"{_fmt(ci[0])}-{_fmt(ci[1])}" if ci else "-")
+            agree = {True: "yes", False: "NO", None: "-"}[c["agree"]]
+            row.append(agree + (" (ci)" if c.get("miss_within_ci") else ""))
             rows.append(row)
         if not rows:
             continue
@@ -384,8 +419,10 @@ def print_validation(result: dict[str, Any]) -> None:
         headers += ["param"] if table == "detail" else []
         headers += ["config", "published", "simulated"]
         headers += ["pub ratio", "sim ratio"] if table == "detail" else []
+        headers += ["sim 95% ci"] if table == "ratios" else []
         headers += ["agree"]
-        print_table(headers, rows, right=set(headers[-5:]), title=f"{table}: {titles[table]}")
+        numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 95% ci", "agree"}
+        print_table(headers, rows, right=numeric, title=f"{table}: {titles[table]}")
         print()
     judged, published = result["judged"], result["published"]
     only = result.get("only", {})
@@ -406,6 +443,10 @@ def print_validation(result: dict[str, Any]) -> None:
             f"  {key:28s} {_fmt(result[key], 3):>7s}  {what} ({judged[table]} of "
             f"{published[table]} cells simulated)"
         )
+    print(
+        f"  {'ratio_misses_within_ci':28s} {result['ratio_misses_within_ci']:>7d}  missed ratio "
+        "cells whose 95% interval over the iterations reaches the published direction (ci)"
+    )
 
 
 def _fmt(value: float | None, decimals: int = 2) -> str:
