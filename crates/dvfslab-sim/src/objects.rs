@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sim::Sim;
-use crate::workload::{DeviceSpec, Service};
+use crate::workload::{Completion, DeviceSpec, Service};
 
 #[derive(Default)]
 pub(crate) struct Channel {
@@ -192,6 +192,15 @@ impl Sim {
         }
     }
 
+    /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
+    /// slept on (None: the completion runs there).
+    fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
+        const IRQ_CPU: usize = 0;
+        let slept_on = self.tasks[task].cpu;
+        let shares_llc = self.plat.cpus[IRQ_CPU].llc == self.plat.cpus[slept_on].llc;
+        (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
+    }
+
     /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
     fn iowait_sleep(&mut self, task: usize, asleep: bool) {
         let c = &mut self.cpus[self.tasks[task].cpu];
@@ -228,13 +237,15 @@ impl Sim {
             let at = d.completion(self.q.now(), service_ns, transfer_ns);
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
+        let completion = d.spec.completion;
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
             let iowait = leader_iowait && t == task;
             if iowait {
                 self.iowait_sleep(t, false);
             }
-            self.wake_task(t, None, UpdateFlags { iowait, ..UpdateFlags::default() });
+            let waker = self.completing_cpu(completion, t).map(|cpu| (cpu, false));
+            self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
         if let Some(next) = next_leader.filter(|_| leader_iowait) {
             self.iowait_sleep(next, true);

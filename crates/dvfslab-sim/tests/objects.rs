@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use dvfslab_sim::platform::Platform;
 use dvfslab_sim::task::{Amount, Mark, Op};
-use dvfslab_sim::workload::{Better, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
+use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// A workload given as programs; the metric is counter 0 and the stats are kept for checks.
@@ -129,7 +129,12 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
     let w = |depth| Programs {
         tasks: vec![io(0), io(0), io(0), io(0)],
         spawned: vec![],
-        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: depth, service: Service::Queued }],
+        devices: vec![DeviceSpec {
+            name: "disk".into(),
+            queue_depth: depth,
+            service: Service::Queued,
+            completion: Completion::Submitter,
+        }],
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
@@ -153,7 +158,12 @@ fn transfers_share_the_devices_data_channel() {
     let w = |transfer_ns| Programs {
         tasks: vec![io(transfer_ns); 4],
         spawned: vec![],
-        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: 4, service: Service::Queued }],
+        devices: vec![DeviceSpec {
+            name: "disk".into(),
+            queue_depth: 4,
+            service: Service::Queued,
+            completion: Completion::Submitter,
+        }],
     };
     let shared = run("skylake-e3-1240v5", "performance", w(1_000_000.0), 1.0).summary.metric.value;
     // One transfer at a time: the channel, not the four slots, sets the pace.
@@ -177,6 +187,7 @@ fn group_commit_serves_every_waiting_request_with_one_commit() {
             name: "journal".into(),
             queue_depth: 1,
             service: Service::GroupCommit { leader_iowait: true },
+            completion: Completion::Submitter,
         }],
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
@@ -424,7 +435,12 @@ fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
         let w = Programs {
             tasks: (0..4).map(task).collect(),
             spawned: vec![],
-            devices: vec![DeviceSpec { name: "journal".into(), queue_depth: 1, service }],
+            devices: vec![DeviceSpec {
+                name: "journal".into(),
+                queue_depth: 1,
+                service,
+                completion: Completion::Submitter,
+            }],
         };
         let r = run_explained("haswell-e5-2670v3-2s", "schedutil:kernel=5.9", w, 0.2);
         let boosted =
@@ -581,7 +597,12 @@ fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
         let w = Programs {
             tasks: vec![task.clone()],
             spawned: vec![],
-            devices: vec![DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued }],
+            devices: vec![DeviceSpec {
+                name: "disk".into(),
+                queue_depth: 1,
+                service: Service::Queued,
+                completion: Completion::Submitter,
+            }],
         };
         let r = run("skylake-e3-1240v5", &format!("performance:kernel={kernel}"), w, 0.2);
         r.summary.per_cpu[0].time_in_idle_state[state].as_f64().unwrap()
@@ -616,4 +637,57 @@ fn a_cpu_expecting_less_than_c1s_residency_polls() {
     let (poll, c1, halted) = idle(1.0, "4.19");
     assert!(c1 > 0.001 && poll == 0.0, "POLL {poll} s, C1 {c1} s");
     assert!(polled > halted, "{polled} tokens polling against {halted} halting");
+}
+
+/// One task pinned to `cpu`, looping: a 1 ms I/O on a device completing as `completion` says,
+/// then 100 µs of work at 3 GHz.
+struct PinnedIo {
+    cpu: usize,
+    completion: Completion,
+}
+
+impl Workload for PinnedIo {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let program = vec![
+            Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
+            Op::Run { cycles: Amount::Fixed(300_000.0), mem_frac: 0.0 },
+            count(0),
+            Op::Jump { to: 0 },
+        ];
+        vec![TaskSpec::new("io", Rc::from(program)).pinned(vec![self.cpu])]
+    }
+    fn devices(&self) -> Vec<DeviceSpec> {
+        vec![DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: self.completion }]
+    }
+    fn default_duration_ns(&self) -> u64 {
+        1_000_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        Metric { name: "count".into(), value: stats.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
+    }
+}
+
+#[test]
+fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_misses_the_boost() {
+    // Haswell: CPUs 0-11 on the first socket, 12-23 on the second.
+    let busy_khz = |cpu: usize, completion: Completion| {
+        let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "haswell").unwrap();
+        let cfg = SimConfig {
+            governor: "intel_pstate:algorithm=load,kernel=5.2".into(),
+            duration_ns: Some(300_000_000),
+            ..SimConfig::default()
+        };
+        let w = Box::new(PinnedIo { cpu, completion });
+        let r = Sim::with_workload(plat, &cfg, w, "test".into()).unwrap().run().unwrap();
+        r.summary.per_cpu[cpu].avg_freq_khz
+    };
+    // Woken on its own CPU, every wake-up carries the iowait flag to intel_pstate, which goes
+    // to the top at once; woken from CPU 0, none does, and a CPU busy a tenth of the time
+    // stays near the bottom.
+    let local = busy_khz(2, Completion::Submitter);
+    let from_cpu0 = busy_khz(2, Completion::CpuZero);
+    assert!(from_cpu0 < 0.6 * local, "CPU 0's completions {from_cpu0} kHz, local {local} kHz");
+    // On the other socket blk-mq sends the completion to the submitter: local again.
+    let other_socket = busy_khz(14, Completion::CpuZero);
+    assert!((other_socket - local).abs() < 0.05 * local, "{other_socket} vs {local} kHz");
 }

@@ -29,7 +29,12 @@ impl Disk {
     /// The device as PostgreSQL's WAL flush uses it: group commits whose leader calls
     /// fdatasync itself and sleeps in iowait.
     pub(super) fn wal_spec(self) -> DeviceSpec {
-        DeviceSpec { name: self.0.name.into(), queue_depth: 1, service: Service::GroupCommit { leader_iowait: true } }
+        DeviceSpec {
+            name: self.0.name.into(),
+            queue_depth: 1,
+            service: Service::GroupCommit { leader_iowait: true },
+            completion: self.0.completion,
+        }
     }
 
     /// The device as XFS's log force uses it: group commits written by a kernel worker while
@@ -39,6 +44,7 @@ impl Disk {
             name: format!("{}-log", self.0.name),
             queue_depth: 1,
             service: Service::GroupCommit { leader_iowait: false },
+            completion: self.0.completion,
         }
     }
 

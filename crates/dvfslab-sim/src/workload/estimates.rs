@@ -315,6 +315,8 @@ pub mod nas {
 /// sequential transfer (bandwidth) on the real device. The flushes that dbench's fsync and
 /// pgbench's WAL commit wait on are uniform between bounds instead (A1, A4).
 pub mod storage {
+    use crate::workload::Completion;
+
     /// One device.
     pub struct Device {
         pub name: &'static str,
@@ -336,6 +338,8 @@ pub mod storage {
         pub fsync_ns: (f64, f64),
         /// WAL fdatasync (a small sequential write and a cache flush): uniform bounds, ns.
         pub wal_flush_ns: (f64, f64),
+        /// Where completions run: NVMe has a queue and interrupt per CPU; AHCI SATA one line.
+        pub completion: Completion,
     }
 
     /// In the order of the `device` knob.
@@ -355,6 +359,7 @@ pub mod storage {
             // flush: 0.05–0.3 ms ([EST]; A1 gives no NVMe figure). WAL: 20–100 µs (A4 [EST]).
             fsync_ns: (0.05e6, 0.3e6),
             wal_flush_ns: (20e3, 100e3),
+            completion: Completion::Submitter,
         },
         // SATA SSD: ~100 µs (A8 [EST]); sequential 60 µs, write 50 µs, 520 MB/s; 8 requests
         // at once, ~80k IOPS at depth 32 ([EST]).
@@ -370,6 +375,7 @@ pub mod storage {
             // fsync 0.2–2 ms (A1 [EST]); WAL 0.2–1 ms (A4 [EST]).
             fsync_ns: (0.2e6, 2.0e6),
             wal_flush_ns: (0.2e6, 1.0e6),
+            completion: Completion::CpuZero,
         },
         // 7200 rpm disk: one head; a random access is a seek (~4 ms) plus half a turn
         // (4.2 ms), σ 0.4; sequential and cached writes 0.1 ms; 150 MB/s ([EST], "HDD ms" A8).
@@ -385,6 +391,7 @@ pub mod storage {
             // fsync 5–20 ms (A1 [EST]); WAL 2–10 ms (A4 [EST]).
             fsync_ns: (5.0e6, 20.0e6),
             wal_flush_ns: (2.0e6, 10.0e6),
+            completion: Completion::CpuZero,
         },
     ];
 }

@@ -170,7 +170,13 @@ impl Workload for Gitsource {
     }
 
     fn devices(&self) -> Vec<super::DeviceSpec> {
-        vec![super::DeviceSpec { name: "ssd".into(), queue_depth: 1, service: super::Service::Queued }]
+        // A SATA SSD: one interrupt line (`Completion::CpuZero`).
+        vec![super::DeviceSpec {
+            name: "ssd".into(),
+            queue_depth: 1,
+            service: super::Service::Queued,
+            completion: super::Completion::CpuZero,
+        }]
     }
 
     fn default_duration_ns(&self) -> u64 {

@@ -164,6 +164,20 @@ pub struct DeviceSpec {
     pub name: String,
     pub queue_depth: u32,
     pub service: Service,
+    pub completion: Completion,
+}
+
+/// Which CPU a device's completions run on, and so which CPU wakes the task that waited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Each CPU has its own queue and interrupt (NVMe under blk-mq): a completion interrupts
+    /// the CPU that submitted the request, and the waiting task is woken locally.
+    Submitter,
+    /// One interrupt line (AHCI SATA), taken by CPU 0: blk-mq (`rq_affinity` 1, the default)
+    /// completes a request there when CPU 0 shares the submitter's last-level cache, and sends
+    /// it to the submitter by IPI otherwise. CPU 0 then wakes the task from outside its CPU,
+    /// a remote governor callback that the intel_pstate driver ignores, iowait flag included.
+    CpuZero,
 }
 
 /// How a device serves its requests, and who sleeps on it in iowait.

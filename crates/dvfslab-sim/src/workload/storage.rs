@@ -42,7 +42,7 @@ pub fn device(code: u64) -> &'static Device {
 }
 
 pub fn spec(d: &Device) -> DeviceSpec {
-    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, service: Service::Queued }
+    DeviceSpec { name: d.name.into(), queue_depth: d.queue_depth, service: Service::Queued, completion: d.completion }
 }
 
 /// The access times of a request, as [`BINS`] equally likely amounts (ns).

@@ -42,7 +42,7 @@ use std::rc::Rc;
 use crate::error::{Result, SimError};
 use crate::platform::Platform;
 use crate::task::{Amount, Op};
-use crate::workload::{Better, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
+use crate::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 
 pub use grammar::Calibration;
 pub use metric::{PhaseFigures, Summary};
@@ -176,7 +176,12 @@ impl Workload for RtApp {
 
     fn devices(&self) -> Vec<DeviceSpec> {
         if self.built.uses_io {
-            vec![DeviceSpec { name: self.model.global.io_device.clone(), queue_depth: 1, service: Service::Queued }]
+            vec![DeviceSpec {
+                name: self.model.global.io_device.clone(),
+                queue_depth: 1,
+                service: Service::Queued,
+                completion: Completion::Submitter,
+            }]
         } else {
             Vec::new()
         }
