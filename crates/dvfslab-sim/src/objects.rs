@@ -42,7 +42,7 @@ impl Device {
     /// transfer once the channel is free (requests take the channel in the order they start),
     /// reserving the channel until then. The request keeps its slot throughout, as a command
     /// stays in the device's queue until it completes.
-    fn completion(&mut self, now: TimeNs, service_ns: u64, transfer_ns: u64) -> TimeNs {
+    fn completes_at(&mut self, now: TimeNs, service_ns: u64, transfer_ns: u64) -> TimeNs {
         let served = now + service_ns;
         if transfer_ns == 0 {
             return served;
@@ -180,7 +180,7 @@ impl Sim {
             if group {
                 d.committing.push(task);
             }
-            let at = d.completion(self.q.now(), service_ns, transfer_ns);
+            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
             self.q.push(at, Event::IoComplete { dev, task: task as u32 });
         } else {
             d.queue.push_back((task, service_ns, transfer_ns));
@@ -234,7 +234,7 @@ impl Sim {
                 d.committing.extend(d.queue.drain(..).map(|(t, _, _)| t));
                 next_leader = Some(next);
             }
-            let at = d.completion(self.q.now(), service_ns, transfer_ns);
+            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
             self.q.push(at, Event::IoComplete { dev, task: next as u32 });
         }
         let completion = d.spec.completion;
