@@ -291,8 +291,8 @@ impl Sim {
         if self.hetero.asym && cpu != prev {
             self.deepen_idle(prev);
         }
-        // The waker's CPU enqueues the task; a timer or I/O completion fires where the task
-        // slept (blk-mq completes on the submitting CPU).
+        // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
+        // interrupted; `io_complete`); a timer fires where the task slept.
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
         self.enqueue(task, cpu, true, flags);
