@@ -173,10 +173,10 @@ pub enum Completion {
     /// Each CPU has its own queue and interrupt (NVMe under blk-mq): a completion interrupts
     /// the CPU that submitted the request, and the waiting task is woken locally.
     Submitter,
-    /// One interrupt line (AHCI SATA), taken by CPU 0: blk-mq (`rq_affinity` 1, the default)
-    /// completes a request there when CPU 0 shares the submitter's last-level cache, and sends
-    /// it to the submitter by IPI otherwise. CPU 0 then wakes the task from outside its CPU,
-    /// a remote governor callback that the intel_pstate driver ignores, iowait flag included.
+    /// One interrupt line (AHCI SATA), taken by CPU 0: the block layer (`rq_affinity` 1, the
+    /// default) completes a request there when CPU 0 shares the submitter's last-level cache,
+    /// and sends it to the submitter by IPI otherwise. CPU 0 then wakes the task from outside
+    /// its CPU, a remote governor callback that intel_pstate ignores, iowait flag included.
     CpuZero,
 }
 
