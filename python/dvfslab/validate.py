@@ -409,7 +409,7 @@ def print_validation(result: dict[str, Any]) -> None:
                 row += [_fmt(c["published_ratio"]), _fmt(c["simulated_ratio"])]
             if table == "ratios":
                 ci = c["simulated_ci"]
-                row.append(f"{_fmt(ci[0])}-{_fmt(ci[1])}" if ci else "-")
+                row.append(f"{_fmt(ci[0], 3)}-{_fmt(ci[1], 3)}" if ci else "-")
             agree = {True: "yes", False: "NO", None: "-"}[c["agree"]]
             row.append(agree + (" (ci)" if c.get("miss_within_ci") else ""))
             rows.append(row)
