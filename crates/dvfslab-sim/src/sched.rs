@@ -948,8 +948,8 @@ impl Sim {
         let mut state = self.deepest_state_within(cpu, predicted);
         // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
         // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
-        let iowait_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
-        let n = if iowait_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
+        let has_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
+        let n = if has_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
         let limit_ns = predicted / (1 + 10 * n);
         while state > 0 && states[state].exit_ns() > limit_ns {
