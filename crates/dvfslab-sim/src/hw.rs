@@ -90,7 +90,7 @@ impl Sim {
             return self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
         }
         match idle_power {
-            // None: no thread has entered its state yet (an exit under way); Polling returned above.
+            // None: no thread is in an idle state (one is waking); Polling returned above.
             None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
             Some(IdlePower::LowVoltage) => {
                 self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz))
