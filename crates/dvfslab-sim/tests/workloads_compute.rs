@@ -18,6 +18,7 @@ const MODELS: &[(&str, &str, f64, &str, &str, &str)] = &[
     ("skylake-e3-1240v5", "ffmpeg:frames=20", 600.0, "elapsed", "s", "lower"),
     ("i7-2600k", "seq-read:size_mb=16", 600.0, "elapsed", "s", "lower"),
     ("i7-2600k", "random-read:size_mb=1", 600.0, "elapsed", "s", "lower"),
+    ("i7-2600k", "postmark:transactions=500", 600.0, "tps", "txn/s", "higher"),
     ("i7-2600k", "specpower", 0.3, "tx_rate", "tx/s", "higher"),
     ("i7-2600k", "freq-response:hz=75,load_pct=40", 1.0, "busy_freq", "MHz", "higher"),
     ("i7-2600k", "step-load:idle_ms=50,busy_ms=100", 0.15, "time_to_max", "ms", "lower"),
@@ -174,4 +175,23 @@ fn ycsb_redis_records_updates_in_their_own_slot() {
         let max_ms = run("skylake-e3-1240v5", "performance", wl, 0.2, 0).summary.metric.value;
         assert!(max_ms > 0.03 && max_ms < 5.0, "{wl}: {max_ms} ms");
     }
+}
+
+#[test]
+fn postmark_is_one_busy_process_rated_over_its_transactions() {
+    let r = run("i7-2600k", "performance", "postmark:transactions=2000", 600.0, 1).summary;
+    // It ran to completion: the work it was given is all done, on one CPU at a time.
+    assert!(
+        (r.work_done_cycles - r.work_submitted_cycles).abs() < 1.0,
+        "{} of {}",
+        r.work_done_cycles,
+        r.work_submitted_cycles
+    );
+    let busy: f64 = r.per_cpu.iter().map(|c| c.busy_pct).sum();
+    assert!((busy - 100.0).abs() < 5.0, "{busy}% busy over all CPUs");
+    // Rated over the transaction phase only: more than transactions / the whole run.
+    assert!(r.metric.value > 2000.0 / r.sim_time_s, "{} txn/s over {} s", r.metric.value, r.sim_time_s);
+    // Larger files, fewer transactions a second.
+    let big = run("i7-2600k", "performance", "postmark:transactions=2000,min_kb=256,max_kb=1024", 600.0, 1);
+    assert!(big.summary.metric.value < 0.6 * r.metric.value);
 }

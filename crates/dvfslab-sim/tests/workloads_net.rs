@@ -24,6 +24,7 @@ fn every_model_reports_its_metric_unit_and_direction() {
         ("pipe-test:loops=1000", "time_per_loop", "us", "lower"),
         ("pgbench", "tps", "txn/s", "higher"),
         ("pgbench:rw=1", "tps", "txn/s", "higher"),
+        ("apache", "requests", "req/s", "higher"),
     ];
     for (workload, name, unit, better) in cases {
         let m = run(SKYLAKE, "performance", workload, 0.3, 1).summary.metric;
@@ -44,6 +45,8 @@ fn performance_beats_powersave_on_every_metric() {
         ("pipe-test:loops=2000", 10.0),
         ("pgbench:clients=2", 0.1),
         ("pgbench:rw=1", 0.3),
+        ("apache:concurrency=1", 0.1),
+        ("apache", 0.1),
     ];
     for (workload, duration_s) in cases {
         let fast = run(SKYLAKE, "performance", workload, duration_s, 1).summary.metric;
@@ -210,4 +213,20 @@ fn udp_stream_is_bound_by_the_receiver_and_follows_frequency() {
     // Both ends stay busy: a stream keeps its two CPUs loaded.
     let busy = fast.per_cpu.iter().filter(|c| c.busy_pct > 50.0).count();
     assert_eq!(busy, 2);
+}
+
+#[test]
+fn apache_is_bound_by_the_ab_event_loop_once_connections_overlap() {
+    let r = run(SKYLAKE, "performance", "apache", 0.2, 1).summary;
+    // ab's loop keeps one CPU busy all the time; the workers keep the others partly busy.
+    let mut busy: Vec<f64> = r.per_cpu.iter().map(|c| c.busy_pct).collect();
+    busy.sort_by(f64::total_cmp);
+    assert!(busy[7] > 97.0, "busiest CPU {}%", busy[7]);
+    assert!(busy[..7].iter().all(|&b| b < 90.0), "{busy:?}");
+    // One connection is a ping-pong of ab and one worker: far below the saturated rate, and
+    // more connections than it takes to saturate ab gain nothing.
+    let rate = |c: u32| metric(&format!("apache:concurrency={c}"), "performance", 0.2);
+    let (one, hundred, four_hundred) = (rate(1), r.metric.value, rate(400));
+    assert!(hundred > 2.0 * one, "1: {one}, 100: {hundred}");
+    assert!((four_hundred / hundred - 1.0).abs() < 0.05, "100: {hundred}, 400: {four_hundred}");
 }

@@ -200,6 +200,25 @@ pub mod pgbench {
     pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }
 
+/// ApacheBench against a local httpd serving a static page (Phoronix `pts/apache`: `ab -n
+/// 1000000 -c 100`, no keep-alive). No spec section: the costs are [EST] from the loopback TCP
+/// costs of A1 and A5. Calibrate against ab's requests per second at 1 and 100 connections
+/// on one pinned CPU at a fixed frequency.
+pub mod apache {
+    /// ab per request: connect (the handshake's softirq work on ab's CPU), write the request,
+    /// read the response, close: about four of tbench's 5-µs client operations, 20 µs [EST].
+    pub const AB_REQUEST_CYCLES: f64 = 20e-6 * 3.0e9;
+    /// An httpd worker per request: accept, read and parse, map the URL to the file (stat,
+    /// open), write headers and body, append the access-log line, close: about eight of
+    /// tbench's 5-µs server operations, 40 µs [EST].
+    pub const HTTPD_REQUEST_CYCLES: f64 = 40e-6 * 3.0e9;
+    /// Spread of both costs, uniform ±25% around the mean [EST, as pgbench's]: connections
+    /// end at different points of the socket buffers and log pages.
+    pub const COST_SPREAD_PCT: f64 = 25.0;
+    /// httpd 2.4's `MaxRequestWorkers` default for the threaded MPMs: 150 [KNOW].
+    pub const MAX_REQUEST_WORKERS: u32 = 150;
+}
+
 // --- compute, I/O and interactive benchmarks (kernbench, gitsource, nas, fio, iozone, ycsb,
 // --- ffmpeg, file reads, specpower, freq-response, step-load, speedometer, uibench) ---
 
@@ -418,6 +437,31 @@ pub mod page_cache {
     pub const DIRTY_RATIO: f64 = 0.20;
     /// Readahead window of a sequential reader: `read_ahead_kb` 128 KiB ([KNOW] default).
     pub const READAHEAD_BYTES: f64 = 131072.0;
+}
+
+/// PostMark on a local filesystem (Phoronix `pts/postmark`). No spec section: the metadata
+/// costs are dbench's (A1 `c_vfs` [EST]), the data path is [`page_cache`]. Calibrate against
+/// PostMark's transactions per second on one pinned CPU at a fixed frequency.
+pub mod postmark {
+    use super::REF_HZ;
+    /// open(O_CREAT) of a new file: as dbench's NTCreateX, 8 µs [EST].
+    pub const CREATE_CYCLES: f64 = 8e-6 * REF_HZ;
+    /// open of an existing file: as dbench's Qpathinfo, 4 µs [EST].
+    pub const OPEN_CYCLES: f64 = 4e-6 * REF_HZ;
+    /// close: as dbench's Close, 3 µs [EST].
+    pub const CLOSE_CYCLES: f64 = 3e-6 * REF_HZ;
+    /// unlink: as dbench's Unlink, 8 µs [EST] ...
+    pub const UNLINK_CYCLES: f64 = 8e-6 * REF_HZ;
+    /// ... plus the truncation of its page-cache pages: 0.2 µs per 4 KiB page [EST].
+    pub const FREE_CYCLES_PER_PAGE: f64 = 0.2e-6 * REF_HZ;
+    /// PostMark's default buffered I/O goes through stdio, whose buffer is the file's block
+    /// size: the kernel sees 4 KiB reads and writes [KNOW, glibc].
+    pub const STDIO_RECORD_BYTES: f64 = 4096.0;
+    /// Memory-stall share of the page-cache copies: [EST] 0.2 (between §1.1's network 0.1 and
+    /// a streaming copy).
+    pub const MEM_FRAC: f64 = 0.2;
+    /// PostMark's `set seed` default: 42 [KNOW].
+    pub const SEED: u64 = 42;
 }
 
 /// fio with libaio, direct=1 (A8).

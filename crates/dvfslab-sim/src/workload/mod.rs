@@ -2,6 +2,7 @@
 //! own metric from what the run recorded. Adding a model means one file with an `INFO` and
 //! one line in [`REGISTRY`].
 
+mod apache;
 mod cpu_bound;
 mod dbench4;
 mod disk;
@@ -21,6 +22,7 @@ mod netperf;
 mod periodic;
 mod pgbench;
 mod pipe_test;
+mod postmark;
 pub mod rtapp;
 mod sample;
 mod specpower;
@@ -229,6 +231,7 @@ pub const REGISTRY: &[&WorkloadInfo] = &[
     &hackbench::INFO,
     &pipe_test::INFO,
     &pgbench::INFO,
+    &apache::INFO,
     &kernbench::INFO,
     &gitsource::INFO,
     &nas::INFO,
@@ -241,6 +244,7 @@ pub const REGISTRY: &[&WorkloadInfo] = &[
     &specpower::INFO,
     &freq_response::INFO,
     &step_load::INFO,
+    &postmark::INFO,
     &speedometer::INFO,
     &uibench::INFO,
 ];
