@@ -178,6 +178,21 @@ fn ycsb_redis_records_updates_in_their_own_slot() {
 }
 
 #[test]
+fn ycsb_redis_reports_the_max_latency_of_the_type_op_names() {
+    let metric = |wl: &str| run("skylake-e3-1240v5", "performance", wl, 0.2, 3).summary.metric;
+    let (read, update) = (metric("ycsb-redis:target=5000"), metric("ycsb-redis:target=5000,op=update"));
+    assert_eq!((read.name.as_str(), update.name.as_str()), ("read_max_latency", "update_max_latency"));
+    // The same run's two slots: different samples, so (almost surely) different maxima.
+    assert_ne!(read.value, update.value);
+    assert_eq!(metric("ycsb-redis:target=5000,op=1").value, update.value);
+    // With no updates at all, the reads stand in.
+    assert_eq!(
+        metric("ycsb-redis:target=5000,read_pct=100,op=update").value,
+        metric("ycsb-redis:target=5000,read_pct=100").value
+    );
+}
+
+#[test]
 fn postmark_is_one_busy_process_rated_over_its_transactions() {
     let r = run("i7-2600k", "performance", "postmark:transactions=2000", 600.0, 1).summary;
     // It ran to completion: the work it was given is all done, on one CPU at a time.
