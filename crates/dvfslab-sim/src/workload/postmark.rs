@@ -77,8 +77,25 @@ fn through_page_cache(bytes: (f64, f64), per_record: f64) -> (f64, f64) {
     (bytes.0 * per_byte, bytes.1 * per_byte)
 }
 
-fn work(fixed: f64, sized: (f64, f64)) -> Op {
-    Op::Run { cycles: Amount::Uniform(fixed + sized.0, fixed + sized.1), mem_frac: postmark::MEM_FRAC }
+/// The work of one file operation: a fixed part (the metadata calls) and a part that grows
+/// with the bytes it moves, uniform between its bounds.
+#[derive(Clone, Copy)]
+struct Cost {
+    fixed: f64,
+    sized: (f64, f64),
+}
+
+impl Cost {
+    fn op(self) -> Op {
+        let (lo, hi) = self.sized;
+        Op::Run { cycles: Amount::Uniform(self.fixed + lo, self.fixed + hi), mem_frac: postmark::MEM_FRAC }
+    }
+
+    /// `n` of them as one piece of work of their mean total.
+    fn times(self, n: u64) -> Op {
+        let mean = self.fixed + (self.sized.0 + self.sized.1) / 2.0;
+        Op::Run { cycles: Amount::Fixed(n as f64 * mean), mem_frac: postmark::MEM_FRAC }
+    }
 }
 
 impl Postmark {
@@ -86,55 +103,50 @@ impl Postmark {
         (self.min_bytes, self.max_bytes)
     }
 
-    fn create(&self) -> Op {
-        work(
-            postmark::CREATE_CYCLES + postmark::CLOSE_CYCLES,
-            through_page_cache(self.sizes(), page_cache::FS_WRITE_CYCLES),
-        )
+    fn create(&self) -> Cost {
+        Cost {
+            fixed: postmark::CREATE_CYCLES + postmark::CLOSE_CYCLES,
+            sized: through_page_cache(self.sizes(), page_cache::FS_WRITE_CYCLES),
+        }
     }
 
-    fn delete(&self) -> Op {
+    fn delete(&self) -> Cost {
         let pages = (self.min_bytes / 4096.0, self.max_bytes / 4096.0);
-        let freed = (pages.0 * postmark::FREE_CYCLES_PER_PAGE, pages.1 * postmark::FREE_CYCLES_PER_PAGE);
-        work(postmark::UNLINK_CYCLES, freed)
+        Cost {
+            fixed: postmark::UNLINK_CYCLES,
+            sized: (pages.0 * postmark::FREE_CYCLES_PER_PAGE, pages.1 * postmark::FREE_CYCLES_PER_PAGE),
+        }
     }
 
-    fn read(&self) -> Op {
-        work(postmark::OPEN_CYCLES + postmark::CLOSE_CYCLES, through_page_cache(self.sizes(), 0.0))
+    fn read(&self) -> Cost {
+        Cost { fixed: postmark::OPEN_CYCLES + postmark::CLOSE_CYCLES, sized: through_page_cache(self.sizes(), 0.0) }
     }
 
-    fn append(&self) -> Op {
+    /// An append moves a third of the span on average: the mean of min(a size drawn as a
+    /// file's, the room left below the upper bound) for a uniformly sized file.
+    fn append(&self) -> Cost {
         let amount = (0.0, 2.0 / 3.0 * (self.max_bytes - self.min_bytes));
-        work(postmark::OPEN_CYCLES + postmark::CLOSE_CYCLES, through_page_cache(amount, page_cache::FS_WRITE_CYCLES))
+        Cost {
+            fixed: postmark::OPEN_CYCLES + postmark::CLOSE_CYCLES,
+            sized: through_page_cache(amount, page_cache::FS_WRITE_CYCLES),
+        }
     }
 
     fn program(&self) -> Rc<[Op]> {
         let (create, delete, read, append) = (self.create(), self.delete(), self.read(), self.append());
         let mut rng = Pcg64::seed_from_u64(postmark::SEED);
-        let mut p = Vec::with_capacity(3 * self.transactions as usize + 8);
+        let mut p = Vec::with_capacity(3 * self.transactions as usize + 4);
         // The pool, in one piece of work: `files` creations.
-        let pool = match create {
-            Op::Run { cycles: Amount::Uniform(lo, hi), mem_frac } => {
-                Op::Run { cycles: Amount::Fixed(self.files as f64 * (lo + hi) / 2.0), mem_frac }
-            }
-            ref other => other.clone(),
-        };
-        p.push(pool);
+        p.push(create.times(self.files));
         p.push(Op::Mark(Mark::Start(PHASE)));
         for _ in 0..self.transactions {
-            p.push(if rng.gen_bool(0.5) { create.clone() } else { delete.clone() });
-            p.push(if rng.gen_bool(0.5) { read.clone() } else { append.clone() });
+            p.push(if rng.gen_bool(0.5) { create.op() } else { delete.op() });
+            p.push(if rng.gen_bool(0.5) { read.op() } else { append.op() });
             p.push(Op::Mark(Mark::Add { counter: TRANSACTIONS, amount: 1 }));
         }
         p.push(Op::Mark(Mark::End(PHASE)));
         // The pool's deletion, left out of the transaction rate as PostMark leaves it.
-        let cleanup = match delete {
-            Op::Run { cycles: Amount::Uniform(lo, hi), mem_frac } => {
-                Op::Run { cycles: Amount::Fixed(self.files as f64 * (lo + hi) / 2.0), mem_frac }
-            }
-            other => other,
-        };
-        p.push(cleanup);
+        p.push(delete.times(self.files));
         p.push(Op::Exit);
         p.into()
     }
@@ -176,7 +188,7 @@ mod tests {
         let program = pm.program();
         let marks = program.iter().filter(|op| matches!(op, Op::Mark(Mark::Add { .. }))).count();
         assert_eq!(marks, 2000);
-        let (create, read) = (pm.create(), pm.read());
+        let (create, read) = (pm.create().op(), pm.read().op());
         let creates = program.iter().filter(|op| **op == create).count();
         let reads = program.iter().filter(|op| **op == read).count();
         // Binomial(2000, 0.5): 1000 ± 3σ (σ ≈ 22).
@@ -188,10 +200,7 @@ mod tests {
     #[test]
     fn costs_grow_with_the_bytes_each_operation_moves() {
         let pm = pts_default();
-        let mean = |op: Op| match op {
-            Op::Run { cycles, .. } => cycles.mean(),
-            other => panic!("{other:?} is not work"),
-        };
+        let mean = |cost: Cost| cost.fixed + (cost.sized.0 + cost.sized.1) / 2.0;
         let (create, delete, read, append) = (mean(pm.create()), mean(pm.delete()), mean(pm.read()), mean(pm.append()));
         // Writing new blocks costs more than reading them; unlinking costs least; an append
         // moves a third of the span on average, less than a whole file.
