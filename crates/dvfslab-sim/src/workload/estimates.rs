@@ -15,7 +15,8 @@ pub mod kernel {
     pub const EXIT_CYCLES: f64 = 40e-6 * 3.0e9;
 }
 
-// --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench) ---
+// --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
+// --- apache) ---
 
 /// Pipes and unix-domain sockets (perf bench sched messaging / pipe, §1.1, §1.3, A6), and
 /// what all the network and IPC models share.
@@ -220,7 +221,7 @@ pub mod apache {
 }
 
 // --- compute, I/O and interactive benchmarks (kernbench, gitsource, nas, fio, iozone, ycsb,
-// --- ffmpeg, file reads, specpower, freq-response, step-load, speedometer, uibench) ---
+// --- ffmpeg, file reads, postmark, specpower, freq-response, step-load, speedometer, uibench) ---
 
 /// The reference clock of the work estimates in this section: `t` seconds of work on a
 /// 1024-capacity core at ~3 GHz is `t · REF_HZ` cycles, as in [`kernel`].
