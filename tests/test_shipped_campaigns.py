@@ -19,6 +19,32 @@ EXPECTED = (
 )
 
 
+# Every test each publication lists (spec/campaigns.md §2-§5), by the campaign's benchmark ids.
+PUBLISHED_TESTS = {
+    "amd-epyc-freqmax": {"tbench4", "dbench4", "kernbench", "gitsource"},
+    "intel-pstate-load-based": {
+        "ffmpeg",
+        "apache",
+        "kernbench",
+        "postmark",
+        "seq-read",
+        "random-read",
+        "pipe-test",
+        "specpower",
+        "freq-response",
+        "step-load",
+    },
+    # YCSB's max latency per operation type: reads and updates.
+    "powernv-ramp-down": {"iozone", "ycsb-redis", "ycsb-redis-update"},
+    "margins-pixel6": {"speedometer", "uibench"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_TESTS))
+def test_campaign_runs_every_published_test(name):
+    assert {b.name for b in load_campaign(name).benchmarks} == PUBLISHED_TESTS[name]
+
+
 def test_expected_campaigns_are_shipped():
     assert set(EXPECTED) <= set(campaign_names())
 
