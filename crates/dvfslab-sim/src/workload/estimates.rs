@@ -121,6 +121,35 @@ pub mod dbench {
         ("LockX", 2e-6 * 3.0e9),
         ("UnlockX", 2e-6 * 3.0e9),
     ];
+    /// The cost of metadata operation `name` in [`METADATA_CYCLES`], for other models' constants
+    /// that take dbench's figure; a name the table lacks fails the build.
+    pub const fn metadata_cycles(name: &str) -> f64 {
+        let mut i = 0;
+        while i < METADATA_CYCLES.len() {
+            if same_name(METADATA_CYCLES[i].0, name) {
+                return METADATA_CYCLES[i].1;
+            }
+            i += 1;
+        }
+        panic!("estimates::dbench::METADATA_CYCLES has no such operation")
+    }
+
+    /// `a == b` for `const fn` (string comparison is not const).
+    const fn same_name(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
     /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (A1 `c_vfs` [EST]).
     pub const IO_BASE_CYCLES: f64 = 1e-6 * 3.0e9;
     pub const IO_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
@@ -444,15 +473,16 @@ pub mod page_cache {
 /// costs are dbench's (A1 `c_vfs` [EST]), the data path is [`page_cache`]. Calibrate against
 /// PostMark's transactions per second on one pinned CPU at a fixed frequency.
 pub mod postmark {
+    use super::dbench::metadata_cycles;
     use super::REF_HZ;
-    /// open(O_CREAT) of a new file: as dbench's NTCreateX, 8 µs [EST].
-    pub const CREATE_CYCLES: f64 = 8e-6 * REF_HZ;
-    /// open of an existing file: as dbench's Qpathinfo, 4 µs [EST].
-    pub const OPEN_CYCLES: f64 = 4e-6 * REF_HZ;
-    /// close: as dbench's Close, 3 µs [EST].
-    pub const CLOSE_CYCLES: f64 = 3e-6 * REF_HZ;
-    /// unlink: as dbench's Unlink, 8 µs [EST] ...
-    pub const UNLINK_CYCLES: f64 = 8e-6 * REF_HZ;
+    /// open(O_CREAT) of a new file: dbench's NTCreateX (8 µs [EST]).
+    pub const CREATE_CYCLES: f64 = metadata_cycles("NTCreateX");
+    /// open of an existing file: dbench's Qpathinfo (4 µs [EST]).
+    pub const OPEN_CYCLES: f64 = metadata_cycles("Qpathinfo");
+    /// close: dbench's Close (3 µs [EST]).
+    pub const CLOSE_CYCLES: f64 = metadata_cycles("Close");
+    /// unlink: dbench's Unlink (8 µs [EST]) ...
+    pub const UNLINK_CYCLES: f64 = metadata_cycles("Unlink");
     /// ... plus the truncation of its page-cache pages: 0.2 µs per 4 KiB page [EST].
     pub const FREE_CYCLES_PER_PAGE: f64 = 0.2e-6 * REF_HZ;
     /// PostMark's default buffered I/O goes through stdio, whose buffer is the file's block
