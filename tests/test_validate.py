@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import dvfslab
 from dvfslab.campaign import load_campaign
 from dvfslab.validate import (
     Cell,
@@ -144,6 +145,26 @@ def test_calibration_ships_inside_the_package():
         if c.table == "detail" and c.param == "clients=1" and c.config == "intel_pstate-powersave"
     )
     assert tb.published_ratio == pytest.approx(315.91 / 126.73)
+
+
+@pytest.mark.parametrize("jobs", [2, 160])
+def test_kernbench_work_reproduces_the_elapsed_it_was_calibrated_on(jobs):
+    # estimates::kernbench's cc1 work and serial chains are fitted to these two published cells
+    # (docs/validation.md, "Calibrated constants"): a change to the build's costs, or to how the
+    # scheduler runs it, that moves either by more than 5% means the fit must be redone.
+    published = next(
+        c.published
+        for c in published_cells("intel-invariance")
+        if c.table == "detail"
+        and c.benchmark == "kernbench"
+        and c.param == f"jobs={jobs}"
+        and c.config == "schedutil-inv-4c"
+    )
+    campaign = load_campaign("intel-invariance")
+    governor = next(c.governor for c in campaign.configs if c.name == "schedutil-inv-4c")
+    workload = f"kernbench:units=2700,jobs={jobs}"
+    result = dvfslab.simulate("broadwell-e5-2698v4-2s", governor, workload, seed=1)
+    assert result.metric.value == pytest.approx(published, rel=0.05)
 
 
 def test_shipped_campaign_covers_every_published_cell():
