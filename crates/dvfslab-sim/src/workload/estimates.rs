@@ -287,10 +287,10 @@ pub mod kernbench {
     pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
     /// Memory-stall share of compile work: 0.1–0.2 (A2 `mem_frac`, §1.1 [EST]).
     pub const MEM_FRAC: f64 = 0.15;
-    /// Serial startup (checks of the configuration, host tools and generated headers, which
-    /// MMTests' `make clean` between iterations keeps): 2 s in all [CAL], run as a chain of
-    /// [`START_PROCS`] short processes. A2 estimates 3–8 s for a tree fresh from `mrproper`;
-    /// start and link together are scaled by the same factor (0.4) to the 160-job Elapsed.
+    /// Serial startup (configuration check, host tools, generated headers): 2 s in all [CAL],
+    /// run as a chain of [`START_PROCS`] short processes. A2 estimates 3–8 s, as for a tree
+    /// fresh from `mrproper` (MMTests' `make clean` between iterations keeps the host tools);
+    /// start and link are scaled by one factor (0.4) to the 160-job Elapsed.
     pub const START_CYCLES: f64 = 2.0 * REF_HZ;
     /// Processes of the serial startup chain: [EST] 100 (A2: "a chain of K0 short processes").
     pub const START_PROCS: f64 = 100.0;
