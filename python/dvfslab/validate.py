@@ -391,8 +391,8 @@ def print_validation(result: dict[str, Any]) -> None:
         "interval over the iterations reaches the published direction",
         "power": "average package power [W]; agree = within +-25%",
         "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
-        "detail": "per-parameter values (scaled-down workloads: compare the ratio to the "
-        "baseline); agree = same direction of that ratio",
+        "detail": "per-parameter values (a timed workload run shorter than published compares "
+        "by its ratio to the baseline); agree = same direction of that ratio",
     }
     for table in TABLES:
         rows = []
