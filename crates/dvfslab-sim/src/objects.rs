@@ -13,6 +13,8 @@ use crate::workload::{Completion, DeviceSpec, Service};
 pub(crate) struct Channel {
     tokens: u64,
     waiters: VecDeque<usize>,
+    /// The return addresses of the queued tokens of an `Ask`/`Take` channel, in order.
+    answers: VecDeque<u32>,
 }
 
 #[derive(Default)]
@@ -123,6 +125,37 @@ impl Sim {
         let c = slot(&mut self.objects.channels, ch);
         if c.tokens > 0 {
             c.tokens -= 1;
+            Outcome::Continue
+        } else {
+            c.waiters.push_back(task);
+            Outcome::Sleep
+        }
+    }
+
+    /// `Op::Ask`: hand a token carrying the return address `answer` to the first waiter
+    /// (waking it with the address) or keep both.
+    pub(crate) fn channel_ask(&mut self, ch: u32, answer: u32, waker_cpu: usize, sync: bool) {
+        let c = slot(&mut self.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => {
+                self.tasks[task].answer_to = Some(answer);
+                self.wake_task(task, Some((waker_cpu, sync)), UpdateFlags::default());
+            }
+            None => {
+                c.tokens += 1;
+                c.answers.push_back(answer);
+            }
+        }
+    }
+
+    /// `Op::Take`: take a token and its return address, or queue up and sleep (the asker
+    /// hands the address over with the wake-up).
+    pub(crate) fn channel_take(&mut self, ch: u32, task: usize) -> Outcome {
+        let c = slot(&mut self.objects.channels, ch);
+        if c.tokens > 0 {
+            c.tokens -= 1;
+            self.tasks[task].answer_to = c.answers.pop_front();
+            debug_assert!(self.tasks[task].answer_to.is_some(), "a token without a return address");
             Outcome::Continue
         } else {
             c.waiters.push_back(task);

@@ -634,6 +634,22 @@ impl Sim {
                         return;
                     }
                 }
+                Op::Ask { ch, answer, sync } => {
+                    let base = self.tasks[task].attrs.channel_base;
+                    self.channel_ask(ch + base, answer + base, cpu, sync)
+                }
+                Op::Take { ch } => {
+                    let ch = ch + self.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.channel_take(ch, task) {
+                        self.sleep_curr(cpu, None);
+                        return;
+                    }
+                }
+                Op::Answer { sync } => {
+                    // A program answers only after it took a token: the workload's contract.
+                    let ch = self.tasks[task].answer_to.expect("Op::Answer before any Op::Take");
+                    self.channel_post(ch, cpu, sync)
+                }
                 Op::Barrier { id, n } => {
                     if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
                         self.sleep_curr(cpu, None);

@@ -58,6 +58,16 @@ pub enum Op {
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
+    /// Post a token to channel `ch` that carries a return address, channel `answer`: one of
+    /// many senders on a shared channel (connections one thread polls) says where it wants the
+    /// answer. `sync` as for `Post`. A channel is used either with `Ask`/`Take` or with
+    /// `Post`/`Wait`.
+    Ask { ch: u32, answer: u32, sync: bool },
+    /// Take a token from channel `ch` as `Wait` does, and remember its return address.
+    Take { ch: u32 },
+    /// Post a token to the return address of the token last taken (a reply on the connection
+    /// whose request was served; `poll()` then `send()` on that connection's socket).
+    Answer { sync: bool },
     /// Wait until `n` tasks have reached barrier `id`; the last one releases all.
     Barrier { id: u32, n: u32 },
     /// Take mutex `id`, sleeping while another task holds it.
@@ -151,6 +161,8 @@ pub struct Task {
     pub attrs: crate::workload::TaskAttrs,
     /// Placed on a CPU once (the first wake-up is a fork: fork balancing and new-task util).
     pub placed: bool,
+    /// The return address (absolute channel id) of the token last taken by `Op::Take`.
+    pub answer_to: Option<u32>,
 }
 
 impl Task {
@@ -183,6 +195,7 @@ impl Task {
             live_children: 0,
             waiting_children: false,
             placed: false,
+            answer_to: None,
             attrs: crate::workload::TaskAttrs::default(),
         }
     }

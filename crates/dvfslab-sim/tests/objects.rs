@@ -218,6 +218,31 @@ fn offers_to_a_full_channel_are_dropped() {
 }
 
 #[test]
+fn answers_go_back_to_the_connection_that_asked() {
+    // One server takes requests from a shared channel and answers each on the channel its
+    // asker gave; three clients ask 10, 20 and 30 times, each waiting on its own channel.
+    let server =
+        vec![Op::Take { ch: 0 }, RUN_10US, Op::Answer { sync: true }, Op::Repeat { to: 0, times: 60 }, Op::Exit];
+    let client = |me: u32, times: u32| {
+        vec![
+            Op::Ask { ch: 0, answer: me, sync: true },
+            Op::Wait { ch: me },
+            count(0),
+            Op::Repeat { to: 0, times },
+            Op::Exit,
+        ]
+    };
+    let tasks = vec![server, client(1, 10), client(2, 20), client(3, 30)];
+    let r = run("skylake-e3-1240v5", "performance", Programs { tasks, spawned: vec![], devices: vec![] }, 1.0);
+    // Every request is answered to its asker: had one client been given another's answers, it
+    // would have finished early and left the other waiting for good.
+    assert_eq!(r.summary.metric.value, 60.0);
+    // Everyone exits after the last answer, well before the second is out: 60 requests of
+    // ~10 µs each through one server.
+    assert!(r.summary.sim_time_s < 0.01, "{}", r.summary.sim_time_s);
+}
+
+#[test]
 fn spawned_children_run_in_parallel_and_the_parent_waits() {
     let child = vec![Op::Run { cycles: Amount::Fixed(35e6), mem_frac: 0.0 }, count(0), Op::Exit]; // 10 ms at 3.5 GHz
     let parent = vec![Op::Spawn { program: 0, count: 4 }, Op::WaitChildren, count(1), Op::Exit];

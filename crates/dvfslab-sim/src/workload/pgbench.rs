@@ -4,20 +4,19 @@
 //!
 //! Each client connection is served by its own backend process. pgbench threads drive their
 //! connections with no think time: send a statement, and when its reply arrives send the next
-//! one. Read-only runs use as many threads as MMTests passes to `-j`: the client count clamped
-//! to [NUMA nodes, CPUs / nodes / 8] (and at most one per client), so 4 clients on an 80-CPU
+//! one. The runs use as many threads as MMTests passes to `-j`: the client count clamped to
+//! [NUMA nodes, CPUs / nodes / 8] (and at most one per client), so 4 clients on an 80-CPU
 //! two-node machine get 4 threads but a 4-core desktop drives every connection from one.
 //!
 //! A thread `poll()`s its connections and serves whichever reply is ready, so it sleeps only
-//! when none is. The model gives each thread one reply channel that all its backends post to,
-//! and one request channel they all wait on. Both queues are first-in first-out, so the
-//! backend woken by a request is the one whose reply was consumed first: the pairing of
-//! connection and backend is kept without naming it. (Waiting for the connections in a fixed
-//! order instead stalls the thread behind a backend still queued on a busy CPU while other
-//! replies wait; the thread then sleeps and wakes on another idle CPU at every stall, and a
-//! saturated thread is smeared over all CPUs.) Read-write runs use one thread per
-//! connection: with several transactions of seven statements sharing a thread, the request
-//! for the connection that holds the row lock could be taken by a backend waiting for it.
+//! when none is. The model gives each thread one reply channel that all its backends answer
+//! on (`Op::Ask`, the reply carrying its connection), and each connection a channel of its
+//! own that its backend waits on: the thread takes the first reply (`Op::Take`) and sends the
+//! next statement on that reply's connection (`Op::Answer`). (Waiting for the connections in
+//! a fixed order instead stalls the thread behind a backend still queued on a busy CPU while
+//! other replies wait; the thread then sleeps and wakes on another idle CPU at every stall,
+//! and a saturated thread is smeared over all CPUs.) A backend counts its transaction when it
+//! answers the last statement.
 //!
 //! - **read-only** (`rw=0`, select-only): one SELECT per transaction, one round trip.
 //! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. Each transaction
@@ -56,15 +55,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     knobs: &[
         Knob::new("clients", "clients", 1.0, 1.0, 1024.0, "client connections, one backend each (-c)").integer(),
         Knob::new("rw", "bool", 0.0, 0.0, 1.0, "0 = read-only (select-only), 1 = read-write (tpcb-like)").integer(),
-        Knob::new(
-            "threads",
-            "threads",
-            0.0,
-            0.0,
-            1024.0,
-            "pgbench threads (-j) for rw=0; 0 = MMTests' choice for the machine; rw=1: one per client",
-        )
-        .integer(),
+        Knob::new("threads", "threads", 0.0, 0.0, 1024.0, "pgbench threads (-j); 0 = MMTests' choice for the machine")
+            .integer(),
         Knob::new(
             "scale",
             "branches",
@@ -109,11 +101,11 @@ struct Pgbench {
     disk: Disk,
 }
 
-/// The channel pgbench thread `t` posts statements to; its backends wait on it.
-fn request(t: u32) -> u32 {
-    2 * t
+/// The channel of connection `conn`: its backend waits there for the next statement.
+fn connection(conn: u32) -> u32 {
+    2 * conn
 }
-/// The channel the backends of thread `t` post replies to; the thread polls it.
+/// The channel the backends of thread `t` answer on; the thread polls it.
 fn reply(t: u32) -> u32 {
     2 * t + 1
 }
@@ -128,10 +120,6 @@ fn client_work() -> Op {
 impl Pgbench {
     /// pgbench threads (`-j`) on this machine.
     fn threads(&self, plat: &Platform) -> u32 {
-        if self.rw {
-            // A thread that waits on its connections in turn would deadlock on the row lock.
-            return self.clients;
-        }
         let chosen = match self.threads {
             0 => {
                 // MMTests' pgbench-bench: clamp(clients, nodes, cpus / nodes / 8).
@@ -164,9 +152,10 @@ impl Pgbench {
             vec![BRANCH]
         };
         let mut p = Vec::new();
+        let script = self.script();
         for branch in branches {
-            for (k, &cycles) in self.script().iter().enumerate() {
-                p.push(Op::Wait { ch: request(t) });
+            for (k, &cycles) in script.iter().enumerate() {
+                p.push(Op::Wait { ch: connection(conn) });
                 if self.rw && k == UPDATE_BRANCHES {
                     p.push(Op::Lock { id: branch });
                 }
@@ -179,29 +168,22 @@ impl Pgbench {
                     p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns(), transfer_ns: Amount::ZERO });
                     p.push(Op::Unlock { id: branch });
                 }
-                p.push(Op::Post { ch: reply(t), sync: true });
+                if k == script.len() - 1 {
+                    p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
+                }
+                p.push(Op::Ask { ch: reply(t), answer: connection(conn), sync: true });
             }
         }
         p.push(Op::Jump { to: 0 });
         p.into()
     }
 
-    /// pgbench thread `t` with `conns` connections: their first statements, then for every
-    /// reply the next statement on that connection. Read-write threads have one connection
-    /// each and count a transaction at every seventh reply.
-    fn thread(&self, t: u32, conns: u32) -> Rc<[Op]> {
-        let send = [client_work(), Op::Post { ch: request(t), sync: true }];
-        let mut p: Vec<Op> = (0..conns).flat_map(|_| send.clone()).collect();
+    /// pgbench thread `t` driving connections `conns`: their first statements, then for every
+    /// reply the next statement on that reply's connection.
+    fn thread(t: u32, conns: impl Iterator<Item = u32>) -> Rc<[Op]> {
+        let mut p: Vec<Op> = conns.flat_map(|c| [client_work(), Op::Post { ch: connection(c), sync: true }]).collect();
         let top = p.len();
-        let statements = self.script().len();
-        for k in 0..statements {
-            p.push(Op::Wait { ch: reply(t) });
-            if k == statements - 1 {
-                p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
-            }
-            p.extend(send.clone());
-        }
-        p.push(Op::Jump { to: top });
+        p.extend([Op::Take { ch: reply(t) }, client_work(), Op::Answer { sync: true }, Op::Jump { to: top }]);
         p.into()
     }
 
@@ -222,8 +204,8 @@ impl Workload for Pgbench {
         let mut tasks: Vec<TaskSpec> =
             (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c, c % threads))).collect();
         tasks.extend((0..threads).map(|t| {
-            let conns = (t..self.clients).step_by(threads as usize).count() as u32;
-            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
+            let conns = (t..self.clients).step_by(threads as usize);
+            TaskSpec::new(format!("pgbench-{t}"), Self::thread(t, conns))
         }));
         tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
         tasks
@@ -259,20 +241,51 @@ mod tests {
         program.iter().filter_map(|op| if let Op::Wait { ch } = op { Some(*ch) } else { None }).collect()
     }
 
+    /// The channels a program answers on with `Op::Ask`, and the return addresses it gives.
+    fn asks(program: &[Op]) -> Vec<(u32, u32)> {
+        program
+            .iter()
+            .filter_map(|op| if let Op::Ask { ch, answer, .. } = op { Some((*ch, *answer)) } else { None })
+            .collect()
+    }
+
     #[test]
-    fn a_read_only_thread_polls_one_reply_queue_for_all_its_connections() {
+    fn a_thread_polls_one_reply_queue_and_answers_on_the_replying_connection() {
         let pg =
             Pgbench { clients: 16, threads: 2, rw: false, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
-        // Thread 1 owns 8 connections: it sends their first statements, then waits on its own
-        // reply queue only, whichever connection answers.
-        let thread = pg.thread(1, 8);
-        let first_sends = thread.iter().take_while(|op| !matches!(op, Op::Wait { .. }));
-        assert_eq!(first_sends.filter(|op| matches!(op, Op::Post { ch, .. } if *ch == request(1))).count(), 8);
-        assert_eq!(waits(&thread), vec![reply(1)]);
-        // Its backends all take statements from its request queue and answer on its reply queue.
-        let backend = pg.backend(1, 1);
-        assert_eq!(waits(&backend), vec![request(1)]);
-        assert!(backend.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == reply(1))));
+        // Thread 1 owns connections 1, 3, ..., 15: it sends their first statements, then takes
+        // whichever reply comes first from its own queue and answers on that connection.
+        let thread = Pgbench::thread(1, (1..16).step_by(2));
+        let first: Vec<u32> = thread
+            .iter()
+            .take_while(|op| !matches!(op, Op::Take { .. }))
+            .filter_map(|op| if let Op::Post { ch, .. } = op { Some(*ch) } else { None })
+            .collect();
+        assert_eq!(first, (1..16).step_by(2).map(connection).collect::<Vec<_>>());
+        let takes: Vec<u32> =
+            thread.iter().filter_map(|op| if let Op::Take { ch } = op { Some(*ch) } else { None }).collect();
+        assert_eq!(takes, vec![reply(1)]);
+        assert_eq!(thread.iter().filter(|op| matches!(op, Op::Answer { .. })).count(), 1);
+        // Backend 3 waits on its own connection and answers on its thread's queue, giving
+        // its connection as the return address.
+        let backend = pg.backend(3, 1);
+        assert_eq!(waits(&backend), vec![connection(3)]);
+        assert_eq!(asks(&backend), vec![(reply(1), connection(3))]);
+        // Connections and reply queues never share a channel.
+        assert!((0..16).all(|c| (0..2).all(|t| connection(c) != reply(t))));
+    }
+
+    #[test]
+    fn read_write_runs_use_the_thread_count_mmtests_passes() {
+        let text = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
+        let plat = Platform::from_json(text, "skylake-e3-1240v5").expect("the preset parses");
+        let disk = || Disk::from_knob(DEVICE_KNOB.default as u64);
+        let rw = Pgbench { clients: 8, threads: 0, rw: true, scale: 172, disk: disk() };
+        let ro = Pgbench { clients: 8, threads: 0, rw: false, scale: 172, disk: disk() };
+        assert_eq!(rw.threads(&plat), 1);
+        assert_eq!(rw.threads(&plat), ro.threads(&plat));
+        let threads = rw.tasks(&plat).iter().filter(|t| t.name.starts_with("pgbench-")).count();
+        assert_eq!(threads, 1);
     }
 
     #[test]
@@ -296,13 +309,17 @@ mod tests {
     }
 
     #[test]
-    fn a_read_write_thread_counts_a_transaction_every_seventh_reply() {
+    fn a_read_write_backend_counts_its_transaction_when_it_answers_the_last_statement() {
         let pg =
             Pgbench { clients: 4, threads: 0, rw: true, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
-        let thread = pg.thread(3, 1);
-        assert_eq!(waits(&thread), vec![reply(3); 7]);
-        let marks = thread.iter().filter(|op| matches!(op, Op::Mark(_))).count();
-        assert_eq!(marks, 1);
+        let backend = pg.backend(3, 0);
+        assert_eq!(waits(&backend), vec![connection(3); 7]);
+        let marks: Vec<usize> =
+            backend.iter().enumerate().filter(|(_, op)| matches!(op, Op::Mark(_))).map(|(i, _)| i).collect();
+        assert_eq!(marks.len(), 1);
+        // After the commit (the WAL flush and the lock's release), just before the last answer.
+        assert!(matches!(backend[marks[0] - 1], Op::Unlock { .. }));
+        assert!(matches!(backend[marks[0] + 1], Op::Ask { .. }));
     }
 
     fn locked_branches(program: &[Op]) -> Vec<u32> {
