@@ -289,8 +289,10 @@ pub mod kernbench {
     pub const MEM_FRAC: f64 = 0.15;
     /// Serial startup (configuration check, host tools, generated headers): 2 s in all [CAL],
     /// run as a chain of [`START_PROCS`] short processes. A2 estimates 3–8 s, as for a tree
-    /// fresh from `mrproper` (MMTests' `make clean` between iterations keeps the host tools);
-    /// start and link are scaled by one factor (0.4) to the 160-job Elapsed.
+    /// fresh from `mrproper`; start and link are scaled by one factor (0.4) to the 160-job
+    /// Elapsed. MMTests (2019) times each build after a warm-up build and `make clean`, which
+    /// keep the host tools, so a real timed build starts with a few compiles; the chain also
+    /// stands for the serial directory archives and make descents the model leaves out.
     pub const START_CYCLES: f64 = 2.0 * REF_HZ;
     /// Processes of the serial startup chain: [EST] 100 (A2: "a chain of K0 short processes").
     pub const START_PROCS: f64 = 100.0;
