@@ -272,7 +272,8 @@ pub mod kernbench {
     /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. A2's
     /// estimate, 0.35–0.5 s, made that build 1,200 s.
     pub const CC1_MEDIAN_CYCLES: f64 = 0.1 * 4.0e9;
-    /// σ of ln(cc1 work): 0.8–1.0, tail to ~10 s (A2 `W_cc1` [EST]).
+    /// σ of ln(cc1 work): 0.8–1.0 (A2 `W_cc1` [EST]; its tail to ~10 s goes with A2's median,
+    /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
     /// `as` work as a share of its unit's cc1 work (A2 model: `cpu(0.05·W_cc1)` [EST]).
     pub const AS_FRAC: f64 = 0.05;
