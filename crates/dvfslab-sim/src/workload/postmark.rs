@@ -92,10 +92,13 @@ impl Cost {
         Op::Run { cycles: Amount::Uniform(self.fixed + lo, self.fixed + hi), mem_frac: postmark::MEM_FRAC }
     }
 
+    fn mean(self) -> f64 {
+        self.fixed + (self.sized.0 + self.sized.1) / 2.0
+    }
+
     /// `n` of them as one piece of work of their mean total.
     fn times(self, n: u64) -> Op {
-        let mean = self.fixed + (self.sized.0 + self.sized.1) / 2.0;
-        Op::Run { cycles: Amount::Fixed(n as f64 * mean), mem_frac: postmark::MEM_FRAC }
+        Op::Run { cycles: Amount::Fixed(n as f64 * self.mean()), mem_frac: postmark::MEM_FRAC }
     }
 }
 
@@ -201,14 +204,14 @@ mod tests {
     #[test]
     fn costs_grow_with_the_bytes_each_operation_moves() {
         let pm = pts_default();
-        let mean = |cost: Cost| cost.fixed + (cost.sized.0 + cost.sized.1) / 2.0;
-        let (create, delete, read, append) = (mean(pm.create()), mean(pm.delete()), mean(pm.read()), mean(pm.append()));
+        let (create, delete, read, append) =
+            (pm.create().mean(), pm.delete().mean(), pm.read().mean(), pm.append().mean());
         // Writing new blocks costs more than reading them; unlinking costs least; an append
         // moves a third of the span on average, less than a whole file.
         assert!(create > read && read > delete, "create {create} read {read} delete {delete}");
         assert!(append < create, "append {append} create {create}");
         let small = Postmark { max_bytes: 16.0 * 1024.0, ..pts_default() };
         // Small files cost little more than their open and close.
-        assert!(mean(small.read()) < read / 5.0);
+        assert!(small.read().mean() < read / 5.0);
     }
 }

@@ -17,9 +17,8 @@
 //! latency in ms of the type `op` names (lower is better), reads by default, as YCSB prints a
 //! `[READ], MaxLatency` and an `[UPDATE], MaxLatency` line. The run lasts `ops / target`
 //! seconds by default (the publication's 1 M operations; 100000 in the campaign, 10000 by
-//! default). Shortcomings: replies go to clients in the order they wait (FIFO over one reply
-//! channel), so a reply may rarely reach another waiting client; redis does not know the
-//! operation type, so its cost is the read/update mix's average spread over [c_GET, c_SET]; no
+//! default). Each request carries its client's connection (`Op::Ask`), and redis answers on it.
+//! Shortcomings: redis does not know the operation type, so its cost is the read/update mix's average spread over [c_GET, c_SET]; no
 //! persistence forks or GC pauses; a late client skips the operations it missed instead of
 //! catching up.
 
@@ -58,9 +57,9 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// Operations in one client's repeating type pattern.
 const PATTERN: usize = 100;
-/// Channels: requests to redis, replies to clients. Lock 0: the redis event loop.
+/// Channel 0: requests to redis; each client's connection is its own reply channel
+/// (`connection`). Lock 0: the redis event loop.
 const REQ_CH: u32 = 0;
-const REPLY_CH: u32 = 1;
 const LOOP_LOCK: u32 = 0;
 /// Latency slots.
 const READ: u16 = 0;
@@ -75,6 +74,11 @@ struct YcsbRedis {
     ops: f64,
     /// The latency slot the metric reports.
     reported: u16,
+}
+
+/// The reply channel of client thread `t`.
+fn connection(t: usize) -> u32 {
+    1 + t as u32
 }
 
 fn cpu(cycles: f64) -> Op {
@@ -94,8 +98,8 @@ impl YcsbRedis {
                 Op::Mark(Mark::Start(slot)),
                 cpu(est::CLIENT_CYCLES),
                 cpu(est::TCP_SEND_CYCLES),
-                Op::Post { ch: REQ_CH, sync: true },
-                Op::Wait { ch: REPLY_CH },
+                Op::Ask { ch: REQ_CH, answer: connection(t), sync: true },
+                Op::Wait { ch: connection(t) },
                 Op::Mark(Mark::End(slot)),
             ]);
         }
@@ -107,12 +111,12 @@ impl YcsbRedis {
         let mean = self.read_frac * est::GET_CYCLES + (1.0 - self.read_frac) * est::SET_CYCLES;
         let half = (est::SET_CYCLES - est::GET_CYCLES).abs() / 2.0;
         vec![
-            Op::Wait { ch: REQ_CH },
+            Op::Take { ch: REQ_CH },
             Op::Lock { id: LOOP_LOCK },
             Op::Run { cycles: Amount::Uniform(mean - half, mean + half), mem_frac: 0.0 },
             Op::Unlock { id: LOOP_LOCK },
             cpu(est::TCP_SEND_CYCLES),
-            Op::Post { ch: REPLY_CH, sync: true },
+            Op::Answer { sync: true },
             Op::Jump { to: 0 },
         ]
     }
