@@ -149,7 +149,7 @@ def test_calibration_ships_inside_the_package():
 
 @pytest.mark.parametrize("jobs", [2, 160])
 def test_kernbench_work_reproduces_the_elapsed_it_was_calibrated_on(jobs):
-    # estimates::kernbench's cc1 work and serial chains are fitted to these two published cells
+    # estimates::kernbench's cc1 work, startup and link are fitted to these two published cells
     # (docs/validation.md, "Calibrated constants"): a change to the build's costs, or to how the
     # scheduler runs it, that moves either by more than 5% means the fit must be redone.
     published = next(
@@ -165,6 +165,22 @@ def test_kernbench_work_reproduces_the_elapsed_it_was_calibrated_on(jobs):
     workload = f"kernbench:units=2700,jobs={jobs}"
     result = dvfslab.simulate("broadwell-e5-2698v4-2s", governor, workload, seed=1)
     assert result.metric.value == pytest.approx(published, rel=0.05)
+
+
+def test_desktop_kernbench_is_level_between_baseline_and_invariant_schedutil():
+    # The publication has the desktop's kernbench neutral under every configuration, while its
+    # gitsource (a chain of short processes) takes 0.55 of the baseline's time under invariance:
+    # the build's serial startup cannot be such a chain (estimates::kernbench::START_PROCS).
+    campaign = load_campaign("intel-invariance")
+    governor = {c.name: c.governor for c in campaign.configs}
+    elapsed = {
+        name: dvfslab.simulate(
+            "skylake-e3-1240v5", governor[name], "kernbench:units=2700,jobs=16", seed=1
+        ).metric.value
+        for name in ("baseline-schedutil-noninv", "schedutil-inv-4c")
+    }
+    ratio = elapsed["schedutil-inv-4c"] / elapsed["baseline-schedutil-noninv"]
+    assert ratio == pytest.approx(1.0, abs=0.02)
 
 
 def test_shipped_campaign_covers_every_published_cell():

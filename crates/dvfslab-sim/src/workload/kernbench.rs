@@ -9,12 +9,13 @@
 //!                    └──fork──► fixdep (2 ms) ─► exit; sh exits, make's slot frees (SIGCHLD)
 //! ```
 //!
-//! before them a serial startup chain of short processes, after them the serial link chain
+//! before them the serial startup of a build after `make clean` (a few steps: make's parse,
+//! the two compiles `make clean` removed, the checks), after them the serial link chain
 //! (vmlinux.o, modpost, three kallsyms passes, final link). fork is charged to the parent,
 //! exec and exit to the child (`estimates::kernel`). The run ends when the link finishes.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan, as MMTests parses `time`.
-//! `units` scales the whole build: the startup and link chains are scaled by
+//! `units` scales the whole build: the startup and link are scaled by
 //! `units / 2700`, so the serial share stays that of the real build; `units=2700` is the
 //! full defconfig build. Shortcomings: no directory-level archive steps, no module
 //! builds, no I/O; per-unit work comes from a binned lognormal (see `sample`).
