@@ -104,9 +104,7 @@ impl Workload for Apache {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let secs = stats.sim_time_ns as f64 / 1e9;
-        let requests = stats.counters.get(REQUESTS as usize).copied().unwrap_or(0) as f64;
-        measure::metric(&INFO, if secs > 0.0 { requests / secs } else { 0.0 })
+        measure::metric(&INFO, measure::per_second(stats, REQUESTS))
     }
 }
 

@@ -4,7 +4,7 @@
 //! over the run (Gcycles/s, counted at base frequency), so it measures delivered throughput
 //! and grows with frequency by `1 - mem_frac` of the speed-up.
 
-use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Op};
@@ -43,11 +43,6 @@ impl Workload for CpuBound {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         let secs = stats.sim_time_ns as f64 / 1e9;
-        Metric {
-            name: INFO.metric.into(),
-            value: if secs > 0.0 { stats.work_done / 1e9 / secs } else { 0.0 },
-            unit: INFO.unit.into(),
-            better: INFO.better,
-        }
+        measure::metric(&INFO, if secs > 0.0 { stats.work_done / 1e9 / secs } else { 0.0 })
     }
 }

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{dbench, ipc, nbench};
 use super::loadfile::{synthesise, Line, NbOp};
-use super::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -125,7 +125,7 @@ impl Workload for Dbench {
         } else {
             passes.iter().map(|&ns| ns as f64).sum::<f64>() / passes.len() as f64
         };
-        Metric { name: INFO.metric.into(), value: mean_ns / 1e6, unit: INFO.unit.into(), better: INFO.better }
+        measure::metric(&INFO, mean_ns / 1e6)
     }
 }
 

@@ -18,7 +18,7 @@
 use std::rc::Rc;
 
 use super::estimates::{ipc, kernel};
-use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -190,11 +190,6 @@ impl Workload for Hackbench {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         let total_ns = stats.latencies_ns.get(TOTAL as usize).and_then(|l| l.first()).copied();
-        Metric {
-            name: INFO.metric.into(),
-            value: total_ns.unwrap_or(stats.sim_time_ns) as f64 / 1e9,
-            unit: INFO.unit.into(),
-            better: INFO.better,
-        }
+        measure::metric(&INFO, total_ns.unwrap_or(stats.sim_time_ns) as f64 / 1e9)
     }
 }

@@ -184,15 +184,7 @@ impl Workload for Iozone {
         let value = match stats.latencies_ns.get(TIMED as usize).and_then(|v| v.first()) {
             Some(&ns) if ns > 0 => records / (ns as f64 * 1e-9),
             // Cut short: the rate so far.
-            _ => {
-                let done = stats.counters.get(RECORDS as usize).copied().unwrap_or(0) as f64;
-                let secs = stats.sim_time_ns as f64 * 1e-9;
-                if secs > 0.0 {
-                    done / secs
-                } else {
-                    0.0
-                }
-            }
+            _ => measure::per_second(stats, RECORDS),
         };
         measure::metric(&INFO, value)
     }

@@ -9,6 +9,18 @@ pub fn metric(info: &WorkloadInfo, value: f64) -> Metric {
     Metric { name: info.metric.into(), value, unit: info.unit.into(), better: info.better }
 }
 
+/// How much counter `counter` counted per simulated second (0 for a run of no time): the rate
+/// of a benchmark that reports completions over a fixed time.
+pub fn per_second(stats: &RunStats, counter: u16) -> f64 {
+    let secs = stats.sim_time_ns as f64 / 1e9;
+    let done = stats.counters.get(counter as usize).copied().unwrap_or(0) as f64;
+    if secs > 0.0 {
+        done / secs
+    } else {
+        0.0
+    }
+}
+
 /// Elapsed seconds of a fixed amount of work, as `time` reports it: the run ends when the last
 /// task exits, so a finished run's length is the makespan. A run cut short by its duration
 /// has done `counters[progress]` of `total` steps; its elapsed time is extrapolated from that
@@ -60,6 +72,15 @@ mod tests {
         assert_eq!(percentile(&v, 100.0), 100.0);
         assert_eq!(percentile(&[5], 50.0), 5.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn per_second_divides_a_counter_by_the_simulated_time() {
+        let s = RunStats { sim_time_ns: 500_000_000, counters: vec![0, 300], ..RunStats::default() };
+        assert_eq!(per_second(&s, 1), 600.0);
+        // A counter the run never touched, and a run of no time, count nothing.
+        assert_eq!(per_second(&s, 7), 0.0);
+        assert_eq!(per_second(&RunStats { counters: vec![3], ..RunStats::default() }, 0), 0.0);
     }
 
     #[test]

@@ -23,7 +23,7 @@
 use std::rc::Rc;
 
 use super::estimates::{ipc, netperf};
-use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -183,18 +183,13 @@ impl Workload for Netperf {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let secs = stats.sim_time_ns as f64 / 1e9;
-        let done = stats.counters.get(DONE as usize).copied().unwrap_or(0) as f64;
+        let rate = measure::per_second(stats, DONE);
+        // The unit depends on the test, so it is not INFO's.
         let (value, unit) = match self.test {
-            Test::TcpStream | Test::UdpStream => (done * 8.0 / 1e6, "Mbit/s"),
-            _ => (done, "trans/s"),
+            Test::TcpStream | Test::UdpStream => (rate * 8.0 / 1e6, "Mbit/s"),
+            _ => (rate, "trans/s"),
         };
-        Metric {
-            name: INFO.metric.into(),
-            value: if secs > 0.0 { value / secs } else { 0.0 },
-            unit: unit.into(),
-            better: INFO.better,
-        }
+        Metric { unit: unit.into(), ..measure::metric(&INFO, value) }
     }
 }
 

@@ -7,7 +7,7 @@
 //! overrun. (Slack, period minus response, can turn negative, which the harmonic means of
 //! higher-is-better tables cannot take.)
 
-use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -72,11 +72,6 @@ impl Workload for Periodic {
         let n = stats.responses_ns.len();
         let mean_response_ns =
             if n == 0 { 0.0 } else { stats.responses_ns.iter().map(|&r| r as f64).sum::<f64>() / n as f64 };
-        Metric {
-            name: INFO.metric.into(),
-            value: mean_response_ns / 1000.0,
-            unit: INFO.unit.into(),
-            better: INFO.better,
-        }
+        measure::metric(&INFO, mean_response_ns / 1000.0)
     }
 }

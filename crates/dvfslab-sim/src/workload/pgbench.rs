@@ -41,7 +41,7 @@ use rand_pcg::Pcg64;
 
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{ipc, pgbench};
-use super::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -222,14 +222,7 @@ impl Workload for Pgbench {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let secs = stats.sim_time_ns as f64 / 1e9;
-        let txns = stats.counters.get(TXN as usize).copied().unwrap_or(0) as f64;
-        Metric {
-            name: INFO.metric.into(),
-            value: if secs > 0.0 { txns / secs } else { 0.0 },
-            unit: INFO.unit.into(),
-            better: INFO.better,
-        }
+        measure::metric(&INFO, measure::per_second(stats, TXN))
     }
 }
 

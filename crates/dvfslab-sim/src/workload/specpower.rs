@@ -86,8 +86,6 @@ impl Workload for Specpower {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let secs = stats.sim_time_ns as f64 * 1e-9;
-        let done = stats.counters.get(DONE as usize).copied().unwrap_or(0) as f64;
-        measure::metric(&INFO, if secs > 0.0 { done / secs } else { 0.0 })
+        measure::metric(&INFO, measure::per_second(stats, DONE))
     }
 }

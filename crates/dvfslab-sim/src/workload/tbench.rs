@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use super::estimates::{ipc, nbench, tbench};
 use super::loadfile::{synthesise, Line};
-use super::{Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -92,13 +92,6 @@ impl Workload for Tbench {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let secs = stats.sim_time_ns as f64 / 1e9;
-        let bytes = stats.counters.get(BYTES as usize).copied().unwrap_or(0) as f64;
-        Metric {
-            name: INFO.metric.into(),
-            value: if secs > 0.0 { 1e-6 * bytes / secs } else { 0.0 },
-            unit: INFO.unit.into(),
-            better: INFO.better,
-        }
+        measure::metric(&INFO, 1e-6 * measure::per_second(stats, BYTES))
     }
 }
