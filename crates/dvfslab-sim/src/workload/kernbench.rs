@@ -17,8 +17,10 @@
 //! Metric: Elapsed in seconds (lower is better), the makespan, as MMTests parses `time`.
 //! `units` scales the whole build: the startup and link are scaled by
 //! `units / 2700`, so the serial share stays that of the real build; `units=2700` is the
-//! full defconfig build. Shortcomings: no directory-level archive steps, no module
-//! builds, no I/O; per-unit work comes from a binned lognormal (see `sample`).
+//! full defconfig build. Shortcomings: the units are one flat pool (no directory sub-makes or
+//! `built-in.a` archives), a recipe leaves out `rm`, `mv` and objtool's per-object check
+//! (x86-64's default ORC unwinder selects stack validation), no module builds, no I/O;
+//! per-unit work comes from a binned lognormal (see `sample`).
 
 use std::rc::Rc;
 
