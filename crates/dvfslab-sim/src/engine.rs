@@ -1,11 +1,16 @@
-//! The event queue: a binary min-heap keyed by (time, insertion sequence), so events at equal
-//! times pop in the order they were scheduled and a run is reproducible bit for bit.
-//! Push and pop cost O(log n). Cancelled events are not removed when cancelled: each carries
-//! the token of what it belongs to, and a stale token makes the loop drop it when it pops.
-//! Busy machines cancel most of what they schedule (a tick re-armed at every wake-up, a run
-//! segment ended by every preemption), so the loop also sweeps stale events out now and then
-//! (`retain`): the heap stays near its live size, and since the keys are unchanged the order of
-//! what remains is too.
+//! The event queue, ordered by (time, insertion sequence), so events at equal times pop in the
+//! order they were scheduled and a run is reproducible bit for bit. Push and pop cost
+//! O(log n). Cancelled events are not removed when cancelled: each carries the token of what
+//! it belongs to, and a stale token makes the loop drop it when it pops.
+//!
+//! Busy machines cancel most of what they schedule (a run segment ended by every preemption
+//! and every frequency change, a tick re-armed at every wake-up). Those two kinds are at most
+//! one per CPU, and a new one always supersedes the CPU's last, so they live apart in a
+//! tournament tree with one leaf per (CPU, kind), replaced in place: no stale copies to sift
+//! past, and a new key replays only the matches it can change. The rest go to a binary heap,
+//! which the loop sweeps of stale events now and then (`retain`) so that it stays near its
+//! live size. Both order by the same (time, seq) keys, so the merged order, and with it every
+//! run, is what one heap of everything gives.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -64,9 +69,134 @@ impl Ord for Entry {
     }
 }
 
+impl Entry {
+    fn before(&self, other: &Entry) -> bool {
+        (self.time, self.seq) < (other.time, other.seq)
+    }
+}
+
+/// The place of an event that each CPU holds at most one of, or None for the other kinds.
+fn slot_of(event: &Event) -> Option<usize> {
+    match *event {
+        Event::SegmentEnd { cpu, .. } => Some(2 * cpu as usize),
+        Event::Tick { cpu, .. } => Some(2 * cpu as usize + 1),
+        _ => None,
+    }
+}
+
+/// A tournament tree over the slots: each leaf holds one slot's (time, seq) key, or none, and
+/// each inner node the smallest key below it with its slot. Setting or emptying a slot
+/// replays the matches on its path to the root that can change, at most log2(slots).
+#[derive(Default)]
+struct SlotTree {
+    /// (key, slot) per node: the root at 1, slot s's leaf at `events.len() + s`; an empty
+    /// slot's key is `NO_KEY`.
+    nodes: Vec<(u128, u32)>,
+    events: Vec<Event>,
+    len: usize,
+}
+
+const NO_KEY: u128 = u128::MAX;
+
+fn key(e: &Entry) -> u128 {
+    ((e.time as u128) << 64) | e.seq as u128
+}
+
+impl SlotTree {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn peek(&self) -> Option<Entry> {
+        let &(k, slot) = self.nodes.get(1)?;
+        (k != NO_KEY).then(|| Entry { time: (k >> 64) as TimeNs, seq: k as u64, event: self.events[slot as usize] })
+    }
+
+    fn set(&mut self, slot: usize, entry: Entry) {
+        if slot >= self.events.len() {
+            self.grow(slot + 1);
+        }
+        self.events[slot] = entry.event;
+        if self.store(slot, key(&entry)) == NO_KEY {
+            self.len += 1;
+        }
+    }
+
+    fn pop(&mut self) -> Option<Entry> {
+        let entry = self.peek()?;
+        self.store(self.nodes[1].1 as usize, NO_KEY);
+        self.len -= 1;
+        Some(entry)
+    }
+
+    /// Empty the slots whose events `live` rejects.
+    fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
+        let leaves = self.events.len();
+        for slot in 0..leaves {
+            if self.nodes[leaves + slot].0 != NO_KEY && !live(&self.events[slot]) {
+                self.store(slot, NO_KEY);
+                self.len -= 1;
+            }
+        }
+    }
+
+    /// Room for `slots` slots (a power of two of them, so that the tree is complete).
+    fn grow(&mut self, slots: usize) {
+        let old = self.events.len();
+        let n = slots.next_power_of_two().max(2);
+        let mut nodes = vec![(NO_KEY, 0); 2 * n];
+        for slot in 0..n {
+            let k = if slot < old { self.nodes[old + slot].0 } else { NO_KEY };
+            nodes[n + slot] = (k, slot as u32);
+        }
+        for i in (1..n).rev() {
+            nodes[i] = Self::winner(nodes[2 * i], nodes[2 * i + 1]);
+        }
+        self.nodes = nodes;
+        self.events.resize(n, Event::End);
+    }
+
+    fn winner(a: (u128, u32), b: (u128, u32)) -> (u128, u32) {
+        if b.0 < a.0 {
+            b
+        } else {
+            a
+        }
+    }
+
+    /// Give `slot` the key `new`, returning its old one, and replay its matches up the path
+    /// for as long as they can change: a smaller key climbs while it wins; a larger one (or
+    /// none) only unsettles the nodes the slot was winning, and nothing above the first it
+    /// was not.
+    fn store(&mut self, slot: usize, new: u128) -> u128 {
+        let leaf = self.events.len() + slot;
+        let old = std::mem::replace(&mut self.nodes[leaf].0, new);
+        let mut node = leaf / 2;
+        while node >= 1 {
+            let (held, holder) = self.nodes[node];
+            if new < old {
+                if holder as usize != slot && held <= new {
+                    break;
+                }
+                self.nodes[node] = (new, slot as u32);
+            } else {
+                if holder as usize != slot {
+                    break;
+                }
+                self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
+            }
+            node /= 2;
+        }
+        old
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
+    /// Events of the kinds without a slot.
     heap: BinaryHeap<Entry>,
+    /// Each CPU's run-segment end and tick.
+    slots: SlotTree,
     seq: u64,
     now: TimeNs,
 }
@@ -76,30 +206,42 @@ impl EventQueue {
         self.now
     }
 
-    /// Events scheduled and not yet popped (stale ones included until swept).
+    /// Events scheduled and not yet popped (stale ones included until swept or superseded).
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// Keep only the events `live` accepts.
     pub fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
         self.heap.retain(|e| live(&e.event));
+        self.slots.retain(live);
     }
 
-    /// Schedule `event` at `time`. Scheduling into the past is a bug in the caller.
+    /// Schedule `event` at `time`. Scheduling into the past is a bug in the caller. A run
+    /// segment's end or a tick replaces the CPU's previous one of its kind, which its owner
+    /// has already made stale by moving its token on.
     pub fn push(&mut self, time: TimeNs, event: Event) {
         debug_assert!(time >= self.now, "event {event:?} scheduled at {time} before now {}", self.now);
         let time = time.max(self.now);
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        let entry = Entry { time, seq: self.seq, event };
+        match slot_of(&event) {
+            Some(slot) => self.slots.set(slot, entry),
+            None => self.heap.push(entry),
+        }
     }
 
     pub fn pop(&mut self) -> Option<(TimeNs, Event)> {
-        let e = self.heap.pop()?;
+        let from_slots = match (self.heap.peek(), self.slots.peek()) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(h), Some(s)) => s.before(h),
+        };
+        let e = if from_slots { self.slots.pop()? } else { self.heap.pop()? };
         self.now = e.time;
         Some((e.time, e.event))
     }
@@ -135,5 +277,62 @@ mod tests {
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         let tick = |cpu| Event::Tick { cpu, token: 0 };
         assert_eq!(order, vec![tick(4), tick(1), tick(5)]);
+    }
+
+    #[test]
+    fn a_cpus_new_segment_end_or_tick_supersedes_its_last() {
+        let mut q = EventQueue::default();
+        q.push(30, Event::SegmentEnd { cpu: 0, token: 1 });
+        q.push(20, Event::Tick { cpu: 0, token: 1 });
+        q.push(25, Event::RaplSample);
+        // A later end and an earlier tick replace the first ones; CPU 1's are its own.
+        q.push(40, Event::SegmentEnd { cpu: 0, token: 2 });
+        q.push(10, Event::Tick { cpu: 0, token: 2 });
+        q.push(30, Event::SegmentEnd { cpu: 1, token: 1 });
+        assert_eq!(q.len(), 4);
+        let order: Vec<(TimeNs, Event)> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (10, Event::Tick { cpu: 0, token: 2 }),
+                (25, Event::RaplSample),
+                (30, Event::SegmentEnd { cpu: 1, token: 1 }),
+                (40, Event::SegmentEnd { cpu: 0, token: 2 }),
+            ]
+        );
+        assert!(q.is_empty());
+    }
+
+    /// Against a plain list that drops a CPU's previous event of the same kind and pops the
+    /// smallest (time, seq): random pushes and pops, with equal times and supersessions.
+    #[test]
+    fn pops_in_the_order_of_a_reference_list() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(TimeNs, u64, Event)> = Vec::new();
+        let mut seq = 0;
+        for step in 0..20_000u32 {
+            if rng.gen_bool(0.55) {
+                let time = q.now() + rng.gen_range(0..50);
+                let cpu = rng.gen_range(0..6);
+                let event = match rng.gen_range(0..3) {
+                    0 => Event::SegmentEnd { cpu, token: step },
+                    1 => Event::Tick { cpu, token: step },
+                    _ => Event::TimerWake { task: cpu, token: step },
+                };
+                seq += 1;
+                if let Some(slot) = slot_of(&event) {
+                    reference.retain(|(_, _, e)| slot_of(e) != Some(slot));
+                }
+                reference.push((time, seq, event));
+                q.push(time, event);
+            } else {
+                let first = reference.iter().enumerate().min_by_key(|(_, (t, s, _))| (*t, *s)).map(|(i, _)| i);
+                let expected = first.map(|i| reference.remove(i)).map(|(t, _, e)| (t, e));
+                assert_eq!(q.pop(), expected, "step {step}");
+            }
+            assert_eq!(q.len(), reference.len());
+        }
     }
 }
