@@ -497,6 +497,29 @@ impl Sim {
         }
     }
 
+    /// When `cpu`, idle in `state`, can run again if it is woken now. The hardware's state is
+    /// the core's, the shallowest its threads asked for (a core C-state "is determined by the
+    /// lowest numerical thread state", Intel's datasheets): a thread whose sibling is running,
+    /// or still waking, finds the core up and waits at most for the sibling's exit to end;
+    /// otherwise it pays the exit latency of the shallowest state among the core's idle
+    /// threads, itself included.
+    fn core_ready_at(&self, cpu: usize, state: usize) -> TimeNs {
+        let now = self.q.now();
+        let siblings = self.plat.cores[self.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
+        let mut core_state = state;
+        let mut awake_until = None;
+        for &sib in siblings {
+            match self.cpus[sib].idle_state {
+                Some(s) => core_state = core_state.min(s),
+                None => awake_until = Some(awake_until.unwrap_or(now).max(self.cpus[sib].stall_until)),
+            }
+        }
+        match awake_until {
+            Some(t) => t.max(now),
+            None => now + self.plat.cluster_of_cpu(cpu).idle_states[core_state].exit_ns(),
+        }
+    }
+
     /// Make `task` the running task of `cpu`, waking the CPU from idle if needed.
     pub(crate) fn set_curr(&mut self, cpu: usize, task: usize) {
         let now = self.q.now();
@@ -510,10 +533,10 @@ impl Sim {
             self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
-            let exit_ns = self.plat.cluster_of_cpu(cpu).idle_states[state].exit_ns();
+            let ready_at = self.core_ready_at(cpu, state);
             let c = &mut self.cpus[cpu];
             c.idle_state = None;
-            c.stall_until = now + exit_ns;
+            c.stall_until = ready_at;
             let core = self.plat.cpus[cpu].core;
             self.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);

@@ -716,3 +716,53 @@ fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_mi
     let other_socket = busy_khz(14, Completion::CpuZero);
     assert!((other_socket - local).abs() < 0.05 * local, "{other_socket} vs {local} kHz");
 }
+
+/// A client/server ping-pong pinned to two given CPUs; the metric is round trips.
+struct PinnedPair {
+    cpus: [usize; 2],
+}
+
+impl Workload for PinnedPair {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let client = vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }, count(0), Op::Jump { to: 0 }];
+        let server = vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
+        vec![
+            TaskSpec::new("client", Rc::from(client)).pinned(vec![self.cpus[0]]),
+            TaskSpec::new("server", Rc::from(server)).pinned(vec![self.cpus[1]]),
+        ]
+    }
+    fn default_duration_ns(&self) -> u64 {
+        100_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        Metric {
+            name: "round trips".into(),
+            value: stats.counters[0] as f64,
+            unit: "ops".into(),
+            better: Better::Higher,
+        }
+    }
+}
+
+#[test]
+fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
+    let id = "haswell-e5-2670v3-2s";
+    let plat = Platform::from_json(&common::preset(id), id).unwrap();
+    let core0 = plat.cores[0].cpus.clone();
+    let other_core = plat.cores[1].cpus[0];
+    assert_eq!(core0.len(), 2, "the preset has two threads per core");
+    let round_trips = |cpus: [usize; 2]| {
+        let plat = Platform::from_json(&common::preset(id), id).unwrap();
+        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(100_000_000), ..SimConfig::default() };
+        let r = Sim::with_workload(plat, &cfg, Box::new(PinnedPair { cpus }), "test".into()).unwrap().run().unwrap();
+        r.summary.metric.value
+    };
+    // Each side wakes the other while it still runs (a sync wake-up, then the waker blocks).
+    // On two cores every wake-up leaves C1 (2 µs): two bursts of 23k cycles at the 2-core
+    // turbo of 3.1 GHz (7.4 µs each) plus two exits, 18.8 µs a round trip. On one core's two
+    // threads the core is in C0 at each wake-up: no exit, 14.8 µs.
+    let apart = round_trips([core0[0], other_core]);
+    let siblings = round_trips([core0[0], core0[1]]);
+    assert!(apart < 100e-3 / 17.0e-6, "two cores: {apart}");
+    assert!(siblings > 100e-3 / 16.0e-6, "one core's threads: {siblings}");
+}
