@@ -69,12 +69,6 @@ impl Ord for Entry {
     }
 }
 
-impl Entry {
-    fn before(&self, other: &Entry) -> bool {
-        (self.time, self.seq) < (other.time, other.seq)
-    }
-}
-
 /// The place of an event that each CPU holds at most one of, or None for the other kinds.
 fn slot_of(event: &Event) -> Option<usize> {
     match *event {
@@ -98,6 +92,7 @@ struct SlotTree {
 
 const NO_KEY: u128 = u128::MAX;
 
+/// An entry's (time, seq) as one number, ordered as the pair is.
 fn key(e: &Entry) -> u128 {
     ((e.time as u128) << 64) | e.seq as u128
 }
@@ -239,7 +234,7 @@ impl EventQueue {
         let from_slots = match (self.heap.peek(), self.slots.peek()) {
             (_, None) => false,
             (None, Some(_)) => true,
-            (Some(h), Some(s)) => s.before(h),
+            (Some(h), Some(s)) => key(&s) < key(h),
         };
         let e = if from_slots { self.slots.pop()? } else { self.heap.pop()? };
         self.now = e.time;

@@ -752,9 +752,9 @@ fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     let other_core = plat.cores[1].cpus[0];
     assert_eq!(core0.len(), 2, "the preset has two threads per core");
     let round_trips = |cpus: [usize; 2]| {
-        let plat = Platform::from_json(&common::preset(id), id).unwrap();
         let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(100_000_000), ..SimConfig::default() };
-        let r = Sim::with_workload(plat, &cfg, Box::new(PinnedPair { cpus }), "test".into()).unwrap().run().unwrap();
+        let pair = Box::new(PinnedPair { cpus });
+        let r = Sim::with_workload(plat.clone(), &cfg, pair, "test".into()).unwrap().run().unwrap();
         r.summary.metric.value
     };
     // Each side wakes the other while it still runs (a sync wake-up, then the waker blocks).
