@@ -65,7 +65,7 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed so that BinaryHeap (a max-heap) pops the earliest (time, seq) first.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+        key(other).cmp(&key(self))
     }
 }
 
