@@ -250,6 +250,33 @@ def test_cli_end_to_end_json(cli, tmp_path: Path):
     assert "power_within_25pct" in text.stdout
 
 
+def test_cli_markdown_shows_every_simulated_cell_and_marks_the_misses(cli, tmp_path: Path):
+    campaign = tmp_path / "tiny.toml"
+    campaign.write_text(TINY, encoding="utf-8")
+    args = ["validate", str(campaign), "--iterations", "1", "--out", str(tmp_path / "s")]
+    doc = json.loads(cli(*args, "--jobs", "1", "--json", "--quiet").stdout)
+    run = cli(*args, "--markdown", "--quiet")
+    assert run.code == 0, run.stderr
+    text = run.stdout
+    assert "### skylake-e3-1240v5" in text
+    assert f"| direction_agreement | {doc['direction_agreement']:.3f} |" in text
+    simulated = [c for c in doc["cells"] if c["simulated"] is not None]
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    for cell in (c for c in simulated if c["table"] != "detail"):
+        shown = f"{cell['published']:.2f} → {cell['simulated']:.2f}"
+        if cell["table"] == "power" and cell["simulated"] >= 100:
+            shown = f"{cell['published']:.2f} → {cell['simulated']:.1f}"
+        (row,) = [r for r in rows if r.startswith(f"| {cell['benchmark']} |") and shown in r]
+        marked = row.split(shown, 1)[1].split("|", 1)[0]
+        assert ("✗" in marked) == (cell["agree"] is False), (cell, row)
+    # One ✗ per disagreeing cell, detail cells included.
+    assert text.count("✗") == sum(c["agree"] is False for c in simulated)
+    # --json and --markdown are two views of one result: asking for both is an error.
+    both = cli(*args, "--json", "--markdown")
+    assert both.code == 1
+    assert "--markdown: not allowed with argument --json" in both.stderr
+
+
 def test_cli_validates_a_part_of_the_campaign(cli, tmp_path: Path):
     campaign = tmp_path / "tiny.toml"
     campaign.write_text(TINY, encoding="utf-8")

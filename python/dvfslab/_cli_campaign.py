@@ -292,6 +292,7 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         cmd_validate,
         "  dvfslab validate intel-invariance\n"
         "  dvfslab validate intel-invariance --iterations 1 --json\n"
+        "  dvfslab validate intel-invariance --markdown > agreement.md  (tables for a document)\n"
         "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
         "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n"
         "  dvfslab validate intel-invariance --benchmark pgbench-ro --platform skylake-e3-1240v5\n"
@@ -301,7 +302,14 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         "scores.",
     )
     p.add_argument("campaign", metavar="NAME|FILE.toml", help="a shipped campaign or a file")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    view.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the scores and per machine the published and simulated cells as Markdown "
+        "tables",
+    )
     p.add_argument(
         "--iterations",
         type=int,
@@ -327,7 +335,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from dvfslab.power_fit import fit_power, print_fits
     from dvfslab.report import build_report
-    from dvfslab.validate import print_validation, published_cells, published_power, validate_report
+    from dvfslab.validate import (
+        print_validation,
+        print_validation_markdown,
+        published_cells,
+        published_power,
+        validate_report,
+    )
 
     _check_jobs(args.jobs)
     campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
@@ -355,6 +369,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         result["power_fit"] = [f.to_dict() for f in fits]
     if args.json:
         print(json.dumps(result, indent=2))
+    elif args.markdown:
+        print_validation_markdown(result)
     else:
         _print_summary(summary, keep=True)
         print()

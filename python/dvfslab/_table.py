@@ -34,6 +34,26 @@ def print_table(
         _print_plain_table(headers, cells, aligned_right, title, out)
 
 
+def print_markdown_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    right: Collection[str] = (),
+    title: str | None = None,
+    level: int = 3,
+    out: TextIO | None = None,
+) -> None:
+    """Print rows as a GitHub pipe table, under a heading of `level` when titled; the columns
+    named in `right` are right-aligned."""
+    out = out or sys.stdout
+    if title:
+        print(f"{'#' * level} {_md_escape(title)}\n", file=out)
+    print("| " + " | ".join(_md_escape(h) for h in headers) + " |", file=out)
+    print("|" + "|".join("---:" if h in right else "---" for h in headers) + "|", file=out)
+    for row in rows:
+        print("| " + " | ".join(_md_escape(str(cell)) for cell in row) + " |", file=out)
+
+
 def print_fields(fields: Sequence[tuple[str, object]], *, out: TextIO | None = None) -> None:
     """Print `name  value` lines with the values aligned."""
     out = out or sys.stdout
@@ -111,3 +131,7 @@ def _print_rich_table(
         # as wide as the table needs: rich would otherwise fold or cut cells to the terminal
         console.width = max(console.width, Console(width=10_000).measure(table).maximum)
     console.print(table)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, Protocol, Te
 
 from dvfslab import stats
 from dvfslab._core import ConfigError
-from dvfslab._table import print_table
+from dvfslab._table import print_markdown_table, print_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -565,14 +565,9 @@ class MarkdownExporter:
         for i, table in enumerate(_all_tables(report, self.layout, self.show_ci)):
             if i:
                 print(file=out)
-            print(f"### {_md_escape(table.title)}\n", file=out)
-            print("| " + " | ".join(_md_escape(h) for h in table.headers) + " |", file=out)
-            print(
-                "|" + "|".join("---:" if h in table.right else "---" for h in table.headers) + "|",
-                file=out,
+            print_markdown_table(
+                table.headers, table.rows, right=table.right, title=table.title, out=out
             )
-            for row in table.rows:
-                print("| " + " | ".join(_md_escape(c) for c in row) + " |", file=out)
 
 
 @dataclass(frozen=True)
@@ -628,10 +623,6 @@ def render(report: Report, fmt: str = "text", **options: Any) -> str:
 
 def _all_tables(report: Report, layout: Layout, show_ci: bool) -> list[Table]:
     return summary_tables(report, show_ci) + detail_tables(report, layout)
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _csv_value(value: Any) -> Any:

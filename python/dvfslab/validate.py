@@ -31,10 +31,11 @@ import dataclasses
 import io
 import math
 import statistics
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pandas as pd
 
@@ -447,6 +448,96 @@ def print_validation(result: dict[str, Any]) -> None:
         f"  {'ratio_misses_within_ci':28s} {result['ratio_misses_within_ci']:>7d}  missed ratio "
         "cells whose 95% interval over the iterations reaches the published direction (ci)"
     )
+
+
+# -- markdown view -------------------------------------------------------------------------------
+
+_MARKDOWN_TITLES = {
+    "ratios": "performance ratio to the baseline",
+    "power": "average package power (W)",
+    "perf-per-watt": "performance-per-watt ratio to the baseline",
+}
+
+
+def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None) -> None:
+    """The validation as Markdown to go under a document's `##` section: the scores, then per
+    machine (`###`) one table (`####`) per published table with a row per benchmark and a column
+    per configuration, each cell `published → simulated`, marked ✗ where they disagree ((ci): a
+    ratio miss within its 95% interval); per detail table a row per parameter, the baseline's
+    values and the others' ratios to it."""
+    from dvfslab._table import print_markdown_table
+
+    out = out or sys.stdout
+    judged, published = result["judged"], result["published"]
+    rows = [
+        [key, _fmt(result[key], 3), f"{judged[table]} of {published[table]}"]
+        for key, table in (
+            ("direction_agreement", "ratios"),
+            ("median_abs_ln_error", "ratios"),
+            ("power_within_25pct", "power"),
+            ("power_median_abs_ln_error", "power"),
+            ("ppw_direction_agreement", "perf-per-watt"),
+            ("detail_direction_agreement", "detail"),
+        )
+    ]
+    print_markdown_table(
+        ["score", "value", "cells simulated"],
+        rows,
+        right={"value", "cells simulated"},
+        title=f"{result['campaign']}: scores",
+        out=out,
+    )
+    cells = [c for c in result["cells"] if c["simulated"] is not None]
+    for machine in dict.fromkeys(c["machine"] for c in cells):
+        print(f"\n### {machine}", file=out)
+        mine = [c for c in cells if c["machine"] == machine]
+        for table, what in _MARKDOWN_TITLES.items():
+            part = [c for c in mine if c["table"] == table]
+            if part:
+                print(file=out)
+                _print_grid(part, "benchmark", f"{machine}: {what}", out)
+        detail = [c for c in mine if c["table"] == "detail"]
+        for benchmark in dict.fromkeys(c["benchmark"] for c in detail):
+            part = [c for c in detail if c["benchmark"] == benchmark]
+            title = f"{machine} {benchmark}: {part[0]['config']} in {part[0]['unit']}, the others'"
+            print(file=out)
+            _print_grid(part, "param", title + " ratio to it", out)
+
+
+def _print_grid(cells: list[dict[str, Any]], row_key: str, title: str, out: TextIO) -> None:
+    from dvfslab._table import print_markdown_table
+
+    configs = list(dict.fromkeys(c["config"] for c in cells))
+    row_names = list(dict.fromkeys(c[row_key] for c in cells))
+    by_key = {(c[row_key], c["config"]): c for c in cells}
+    # A detail table's first configuration is its baseline: its values, the others' ratios.
+    ratio_of = row_key == "param"
+    rows = [
+        [
+            name,
+            *(
+                _markdown_cell(by_key.get((name, config)), ratio_of and i > 0)
+                for i, config in enumerate(configs)
+            ),
+        ]
+        for name in row_names
+    ]
+    print_markdown_table(
+        [row_key, *configs], rows, right=set(configs), title=title, level=4, out=out
+    )
+
+
+def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
+    if cell is None:
+        return ""
+    if as_ratio:
+        published, simulated = cell["published_ratio"], cell["simulated_ratio"]
+    else:
+        published, simulated = cell["published"], cell["simulated"]
+    text = ("~" if cell["neutral"] else "") + f"{_fmt(published)} → {_fmt(simulated)}"
+    if cell["agree"] is False:
+        text += " ✗ (ci)" if cell.get("miss_within_ci") else " ✗"
+    return text
 
 
 def _fmt(value: float | None, decimals: int = 2) -> str:
