@@ -11,6 +11,7 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 	ruff check python tests
 	ruff format --check python tests
+	mypy
 
 test-rust:
 	cargo test --workspace

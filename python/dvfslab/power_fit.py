@@ -165,11 +165,10 @@ def fit_platform(platform: str, cells: pd.DataFrame) -> PowerFit:
         for j, c in enumerate(CONSTANTS)
         if c not in HELD and share[:, j].max() >= NEGLIGIBLE_SHARE
     ]
-    fitted = _fit_free(a, start, free)
-    if fitted[IDLE] >= fitted[ACTIVE] and IDLE in free:
-        fitted = _fit_free(a, start, [j for j in free if j != IDLE])
-    fitted = {c: float(fitted[j]) for j, c in enumerate(CONSTANTS)}
-    theta = np.array([fitted[c] for c in CONSTANTS])
+    theta = _fit_free(a, start, free)
+    if theta[IDLE] >= theta[ACTIVE] and IDLE in free:
+        theta = _fit_free(a, start, [j for j in free if j != IDLE])
+    fitted = {c: float(theta[j]) for j, c in enumerate(CONSTANTS)}
     within_before, ln_before = _scores(x @ start, watts)
     within_after, ln_after = _scores(x @ theta, watts)
     return PowerFit(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from dvfslab._core import Timeline
+    from dvfslab._core import ExplainColumns, Timeline
 
 RESULT_SCHEMA = "dvfslab-run/1"
 TIMELINE_SCHEMA = "dvfslab-timeline/1"
@@ -58,7 +58,7 @@ class SimResult:
         self,
         result_json: str,
         timeline: Timeline | None = None,
-        explain: dict[str, Any] | None = None,
+        explain: ExplainColumns | None = None,
     ) -> None:
         self._json = result_json
         result = json.loads(result_json)
