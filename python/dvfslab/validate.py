@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import pandas as pd
 
 from dvfslab._core import ConfigError
+from dvfslab._table import print_markdown_table, print_table
 
 if TYPE_CHECKING:
     from dvfslab.report import Report
@@ -383,8 +384,6 @@ def validate_report(
 
 
 def print_validation(result: dict[str, Any]) -> None:
-    from dvfslab._table import print_table
-
     cells = result["cells"]
     titles = {
         "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
@@ -465,8 +464,6 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
     per configuration, each cell `published → simulated`, marked ✗ where they disagree ((ci): a
     ratio miss within its 95% interval); per detail table a row per parameter, the baseline's
     values and the others' ratios to it."""
-    from dvfslab._table import print_markdown_table
-
     out = out or sys.stdout
     judged, published = result["judged"], result["published"]
     rows = [
@@ -505,8 +502,7 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
 
 
 def _print_grid(cells: list[dict[str, Any]], row_key: str, title: str, out: TextIO) -> None:
-    from dvfslab._table import print_markdown_table
-
+    """One pipe table: a row per `row_key` value, a column per configuration."""
     configs = list(dict.fromkeys(c["config"] for c in cells))
     row_names = list(dict.fromkeys(c[row_key] for c in cells))
     by_key = {(c[row_key], c["config"]): c for c in cells}
