@@ -502,7 +502,8 @@ impl Sim {
     /// lowest numerical thread state", Intel's datasheets): a thread whose sibling is running,
     /// or still waking, finds the core up and waits at most for the sibling's exit to end;
     /// otherwise it pays the exit latency of the shallowest state among the core's idle
-    /// threads, itself included.
+    /// threads, itself included: the measured one while the package is awake, where the preset
+    /// gives it, else the table's.
     fn core_ready_at(&self, cpu: usize, state: usize) -> TimeNs {
         let now = self.q.now();
         let siblings = self.plat.cores[self.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
@@ -514,9 +515,11 @@ impl Sim {
                 None => awake_until = Some(awake_until.unwrap_or(now).max(self.cpus[sib].stall_until)),
             }
         }
+        // The package sleeps only when every core is power-gated (its uncore has no level).
+        let package_awake = self.packages[self.plat.cpus[cpu].package].uncore_level.is_some();
         match awake_until {
             Some(t) => t.max(now),
-            None => now + self.plat.cluster_of_cpu(cpu).idle_states[core_state].exit_ns(),
+            None => now + self.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
         }
     }
 

@@ -766,3 +766,52 @@ fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     assert!(apart < 100e-3 / 17.0e-6, "two cores: {apart}");
     assert!(siblings > 100e-3 / 16.0e-6, "one core's threads: {siblings}");
 }
+
+/// A task pinned to one CPU that sleeps 2 ms and runs 10 µs, over and over, optionally beside a
+/// CPU-bound task pinned to another core; the metric is the sleeper's wake-ups.
+struct Sleeper {
+    cpu: usize,
+    spinner: Option<usize>,
+}
+
+impl Workload for Sleeper {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let sleeper = vec![Op::Sleep { ns: Amount::Fixed(2_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
+        let mut tasks = vec![TaskSpec::new("sleeper", Rc::from(sleeper)).pinned(vec![self.cpu])];
+        if let Some(cpu) = self.spinner {
+            let spin = vec![Op::Run { cycles: Amount::Fixed(1e9), mem_frac: 0.0 }, Op::Jump { to: 0 }];
+            tasks.push(TaskSpec::new("spinner", Rc::from(spin)).pinned(vec![cpu]));
+        }
+        tasks
+    }
+    fn default_duration_ns(&self) -> u64 {
+        100_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        Metric { name: "wake-ups".into(), value: stats.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
+    }
+}
+
+#[test]
+fn a_core_leaves_its_deep_state_faster_while_its_package_is_awake() {
+    let id = "epyc7742-2s";
+    let plat = Platform::from_json(&common::preset(id), id).unwrap();
+    let cores = &plat.packages[0].cores;
+    let (cpu, other) = (plat.cores[cores[0]].cpus[0], plat.cores[cores[1]].cpus[0]);
+    let deep = plat.cluster(0).idle_states.last().unwrap();
+    let (table_us, awake_us) = (deep.exit_latency_us, deep.exit_latency_pkg_awake_us.unwrap());
+    assert!(awake_us < table_us / 10.0, "the preset's measured exit {awake_us} µs, table {table_us} µs");
+    let wake_ups = |spinner: Option<usize>| {
+        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(100_000_000), ..SimConfig::default() };
+        let w = Box::new(Sleeper { cpu, spinner });
+        Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap().summary.metric.value
+    };
+    // Each cycle is the 2-ms sleep, the exit and 10 µs of work (under 5 µs at the boost clock).
+    let cycles = |exit_us: f64| 100e3 / (2_000.0 + exit_us + 5.0);
+    // Alone, the sleeper finds its whole package (and the other) asleep: the table's exit.
+    let alone = wake_ups(None);
+    assert!((alone - cycles(table_us)).abs() <= 2.0, "alone: {alone}, expected {}", cycles(table_us));
+    // Beside a busy core the package stays awake, and the core pays its measured exit.
+    let beside = wake_ups(Some(other));
+    assert!((beside - cycles(awake_us)).abs() <= 2.0, "beside: {beside}, expected {}", cycles(awake_us));
+}
