@@ -166,6 +166,7 @@ def test_a_measured_exit_cannot_exceed_the_tables(presets, tmp_path):
         doc["clusters"][0]["idle_states"][-1]["exit_latency_pkg_awake_us"] = 500.0
 
     path = presets.write_edited("epyc7742-2s", tmp_path, slower_than_the_table)
-    expected = r"idle_states\[2\]\.exit_latency_pkg_awake_us.*expected 0\.\.exit_latency_us \(400\), got 500"
+    field = r"idle_states\[2\]\.exit_latency_pkg_awake_us"
+    expected = field + r".*expected 0\.\.exit_latency_us \(400\), got 500"
     with pytest.raises(ConfigError, match=expected):
         dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)

@@ -428,6 +428,25 @@ def _show_platform(info: dict[str, Any]) -> None:
         right={"capacity", "min MHz", "base MHz", "max MHz"},
         title="cpufreq policies",
     )
+    print()
+    print_table(
+        ["cluster", "state", "exit us", "exit us, package awake", "target residency us", "power"],
+        [
+            (
+                cluster["id"],
+                state["name"],
+                _json_value(state["exit_latency_us"]),
+                _json_value(state["exit_latency_pkg_awake_us"] or state["exit_latency_us"]),
+                _json_value(state["target_residency_us"]),
+                state["power"],
+            )
+            for cluster in info["clusters"]
+            for state in cluster["idle_states"]
+        ],
+        right={"exit us", "exit us, package awake", "target residency us"},
+        title="idle states (menu chooses by the table's exit; a core whose package stays awake "
+        "leaves in the measured one)",
+    )
 
 
 def _show_parameters(kind: str, parameters: list[dict[str, Any]]) -> None:

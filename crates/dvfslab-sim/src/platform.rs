@@ -141,7 +141,7 @@ pub struct CorePowerFile {
     pub activity: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdlePower {
     /// The idle loop spins in C0 (cpuidle's poll state): the clock runs, MPERF counts, and a
