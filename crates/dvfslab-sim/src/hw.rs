@@ -7,7 +7,7 @@
 //! changes its power. Counters are advanced the same way before frequency or C-state changes.
 
 use crate::engine::Event;
-use crate::platform::{IdlePower, VoltageScope};
+use crate::platform::{IdlePower, IdleScope, VoltageScope};
 use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
@@ -109,10 +109,27 @@ impl Sim {
         self.uncore_level_at(t.cluster, self.domains[t.domain].actual_khz)
     }
 
-    /// The uncore's state from scratch: None when every core is power-gated (the package
-    /// idles), else its clock level — that of the fastest core not power-gated (uncore
-    /// frequency scaling) — and how many such cores run at it.
+    /// The packages that idle together with `pkg` (see `IdleScope`).
+    fn idle_peers(&self, pkg: usize) -> std::ops::Range<usize> {
+        match self.plat.file.package_power.idle_scope {
+            IdleScope::Package => pkg..pkg + 1,
+            IdleScope::System => 0..self.packages.len(),
+        }
+    }
+
+    /// Whether `pkg` and the packages that idle with it have every core power-gated.
+    fn may_idle(&self, pkg: usize) -> bool {
+        self.idle_peers(pkg).all(|p| self.packages[p].active_cores.iter().all(|&n| n == 0))
+    }
+
+    /// The uncore's state from scratch: None when the package idles (its cores, and those of
+    /// the packages that idle with it, all power-gated), else its clock level — that of the
+    /// fastest core not power-gated (uncore frequency scaling; the lowest with none) — and how
+    /// many such cores run at it.
     fn uncore_scan(&self, pkg: usize) -> Option<(f64, u32)> {
+        if self.may_idle(pkg) {
+            return None;
+        }
         let mut top: Option<(f64, u32)> = None;
         for &core in &self.plat.packages[pkg].cores {
             if !self.cores[core].active {
@@ -125,7 +142,7 @@ impl Sim {
                 _ => Some((level, 1)),
             };
         }
-        top
+        Some(top.unwrap_or((0.0, 0)))
     }
 
     /// Settle the package's energy, then run its uncore in `state` (`uncore_scan`'s form):
@@ -144,19 +161,27 @@ impl Sim {
         self.set_uncore(pkg, state);
     }
 
-    /// `core` was just power-gated or woke from it. The package idles with its last core and
-    /// wakes with its first; otherwise only a core at (or above) the uncore's level moves it,
-    /// and the package is scanned again only when the last core at the top level leaves.
+    /// `core` was just power-gated or woke from it. The package (with the packages that idle
+    /// together with it) idles with its last core and wakes with its first; otherwise only a
+    /// core at (or above) the uncore's level moves it, and the package is scanned again only
+    /// when the last core at the top level leaves.
     fn uncore_after_gating(&mut self, core: usize) {
         let pkg = self.plat.cores[core].package;
         let Some(level) = self.packages[pkg].uncore_level else {
-            self.repower_package(pkg);
+            for p in self.idle_peers(pkg) {
+                self.repower_package(p);
+            }
             return;
         };
         let mine = self.uncore_level_of(core);
         if !self.cores[core].active {
-            if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
-                self.set_uncore(pkg, None);
+            if self.may_idle(pkg) {
+                for p in self.idle_peers(pkg) {
+                    self.set_uncore(p, None);
+                }
+            } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
+                // Awake for the packages it idles with, with no core of its own awake.
+                self.set_uncore(pkg, Some((0.0, 0)));
             } else if mine >= level {
                 let p = &mut self.packages[pkg];
                 p.uncore_at_top -= 1;

@@ -200,6 +200,21 @@ pub struct PackagePowerFile {
     pub p_pkg_idle_w: f64,
     pub power_limit_w: Option<f64>,
     pub smt_activity_gain: f64,
+    /// Whose idleness lets a package into its package C-state.
+    #[serde(default)]
+    pub idle_scope: IdleScope,
+}
+
+/// Which cores must all be power-gated before a package idles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleScope {
+    /// Its own (Intel: each package enters its C-state alone).
+    #[default]
+    Package,
+    /// Every core of the system: AMD Rome's packages idle only together ("all threads of all
+    /// packages must be in the deepest sleep state", Schöne et al. 2021).
+    System,
 }
 
 #[derive(Debug, Clone, Deserialize)]

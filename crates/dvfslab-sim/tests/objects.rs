@@ -814,4 +814,41 @@ fn a_core_leaves_its_deep_state_faster_while_its_package_is_awake() {
     // Beside a busy core the package stays awake, and the core pays its measured exit.
     let beside = wake_ups(Some(other));
     assert!((beside - cycles(awake_us)).abs() <= 2.0, "beside: {beside}, expected {}", cycles(awake_us));
+    // Rome's packages idle only together: a busy core on the other socket keeps this one's
+    // package awake too.
+    let remote = plat.cores[plat.packages[1].cores[0]].cpus[0];
+    let across = wake_ups(Some(remote));
+    assert!((across - cycles(awake_us)).abs() <= 2.0, "other socket: {across}, expected {}", cycles(awake_us));
+}
+
+#[test]
+fn rome_packages_idle_only_together() {
+    let id = "epyc7742-2s";
+    let plat = Platform::from_json(&common::preset(id), id).unwrap();
+    let busy = plat.cores[plat.packages[0].cores[0]].cpus[0];
+    let run = |plat: &Platform| {
+        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(50_000_000), ..SimConfig::default() };
+        let w = Box::new(Sleeper { cpu: busy, spinner: None });
+        Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap().summary
+    };
+    // One core wakes every 2 ms on socket 0. System-wide, socket 1 idles only while socket 0
+    // does; each package on its own, socket 1 idles the whole run.
+    let together = run(&plat);
+    let mut apart_plat = plat.clone();
+    apart_plat.file.package_power.idle_scope = dvfslab_sim::platform::IdleScope::Package;
+    let apart = run(&apart_plat);
+    let idle = |r: &dvfslab_sim::result::RunJson, p: usize| r.packages[p].idle_s;
+    assert!((idle(&apart, 1) - 0.05).abs() < 1e-9, "apart: socket 1 idle {} s", idle(&apart, 1));
+    assert!(
+        (idle(&together, 1) - idle(&together, 0)).abs() < 1e-9,
+        "together: {} vs {}",
+        idle(&together, 1),
+        idle(&together, 0)
+    );
+    assert!(idle(&together, 0) > 0.025, "socket 0 idles between wake-ups: {} s", idle(&together, 0));
+    // Awake, socket 1's uncore draws its active power instead of the package-idle power.
+    let pp = &plat.file.package_power;
+    let extra_w = (pp.p_uncore_active_w - pp.p_pkg_idle_w) * (0.05 - idle(&together, 1)) / 0.05;
+    let gained = together.packages[1].avg_w - apart.packages[1].avg_w;
+    assert!((gained - extra_w).abs() < 0.5, "socket 1 drew {gained} W more, expected {extra_w} W");
 }
