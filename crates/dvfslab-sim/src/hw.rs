@@ -447,7 +447,8 @@ impl Sim {
     }
 
     /// Start a transition of domain `d` to its hardware target, which completes after the
-    /// hardware switch time. A transition already under way just takes the newer target.
+    /// hardware switch time, counted from the next slot of the request grid where the platform
+    /// has one. A transition already under way just takes the newer target.
     fn retarget(&mut self, d: usize) {
         let target = self.hardware_target(d);
         let dom = &mut self.domains[d];
@@ -475,7 +476,10 @@ impl Sim {
         };
         let missing_mv = (self.plat.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
-        let at = self.q.now() + delay;
+        let grid_ns = (q.request_grid_us * 1000.0).round() as u64;
+        let now = self.q.now();
+        let slot = now.checked_div(grid_ns).map_or(now, |slots| (slots + 1) * grid_ns);
+        let at = slot + delay;
         self.q.push(at, Event::FreqApply { domain: d as u32, token });
     }
 

@@ -95,7 +95,9 @@ mod step_response {
         for d in &mine[2..21] {
             assert_eq!(input(d, "pid_out"), -1.0, "{d:?}");
             assert_eq!(input(d, "target_pstate"), input(d, "current_pstate") + 1.0);
-            assert!((input(d, "core_busy") - 100.0).abs() < 0.1);
+            // A new P-state waits for Haswell's 500-µs grid: a sample's first slot or so runs
+            // at the previous one, a few tenths of a percent of busy.
+            assert!((input(d, "core_busy") - 100.0).abs() < 0.5, "{d:?}");
         }
     }
 

@@ -200,3 +200,38 @@ mod background {
         }
     }
 }
+
+mod transitions {
+    use super::common::preset;
+    use dvfslab_sim::{simulate, SimConfig};
+
+    /// Every frequency change's time modulo the grid, from a timeline of schedutil following
+    /// periodic bursts on Haswell-EP with its request grid set to `grid_us`.
+    fn change_phases_ns(grid_us: f64) -> Vec<u64> {
+        let mut doc: serde_json::Value = serde_json::from_str(&preset("haswell-e5-2670v3-2s")).unwrap();
+        doc["clusters"][0]["frequency"]["request_grid_us"] = grid_us.into();
+        let cfg = SimConfig {
+            governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
+            workload: "periodic:threads=4,run_us=3000,period_us=10000,jitter_pct=20".into(),
+            duration_ns: Some(200_000_000),
+            timeline: true,
+            ..SimConfig::default()
+        };
+        let r = simulate(&doc.to_string(), "haswell", &cfg).unwrap();
+        let tl = r.timeline.unwrap();
+        assert!(tl.freq_time_ns.len() > 20, "the bursts move the frequency ({} changes)", tl.freq_time_ns.len());
+        tl.freq_time_ns.iter().filter(|&&t| t > 0).map(|&t| t % 500_000).collect()
+    }
+
+    #[test]
+    fn haswell_changes_frequency_on_its_500_us_grid() {
+        // A request waits for the next 500-µs slot, then the 22.5-µs switch: every change lands
+        // 22.5 µs after a slot (turbo-limit re-evaluations, on the same grid, land on it).
+        let phases = change_phases_ns(500.0);
+        assert!(phases.iter().all(|&p| p == 22_500 || p == 0), "{:?}", &phases[..phases.len().min(20)]);
+        assert!(phases.contains(&22_500));
+        // Without the grid, changes come 22.5 µs after each request, wherever that falls.
+        let free = change_phases_ns(0.0);
+        assert!(free.iter().any(|&p| p != 22_500 && p != 0), "{:?}", &free[..free.len().min(20)]);
+    }
+}
