@@ -310,8 +310,7 @@ impl Sim {
     /// A CPU of domain `d` went idle or woke: its policy's request may enter or leave the
     /// domain's vote.
     fn vote_changed(&mut self, d: usize) {
-        let dom = &self.plat.domains[d];
-        if dom.cores.len() < 2 || dom.policies.len() < 2 {
+        if !self.only_awake_cpus_vote(d) {
             return;
         }
         let req = self.domain_request(d);
@@ -377,16 +376,25 @@ impl Sim {
         }
     }
 
+    /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
+    /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
+    fn only_awake_cpus_vote(&self, d: usize) -> bool {
+        let dom = &self.plat.domains[d];
+        dom.policies.len() >= 2 && !self.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
+    }
+
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
-    /// clock each have a say). When the domain spans several cores only active CPUs vote (in C0
-    /// or an idle state that is not power-gated): Intel's shared-clock parts select "the highest
-    /// frequency P-state requested among all active cores", so a CPU that asked for a high
-    /// frequency and then went to a deep idle state no longer holds the others there. With no
-    /// CPU active the request stays as it was (every request counts before the run starts).
+    /// clock each have a say). Only awake CPUs vote (in C0 or an idle state that is not
+    /// power-gated): Intel's shared-clock parts select "the highest frequency P-state requested
+    /// among all active cores", and an idle hardware thread does not raise its core's clock on
+    /// Intel either, so a CPU that asked for a high frequency and then went to a deep idle state
+    /// no longer holds the others there; AMD Rome's idle threads keep their vote
+    /// (`power_gated_cpus_vote`). With no CPU awake the request stays as it was (every request
+    /// counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
         let dom = &self.plat.domains[d];
         let request = |p: &usize| self.policies[*p].cur_khz;
-        if dom.cores.len() < 2 || dom.policies.len() < 2 || !self.started {
+        if !self.only_awake_cpus_vote(d) || !self.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
         let votes = |p: &&usize| self.plat.policies[**p].cpus.iter().any(|&c| self.cpu_awake(c));

@@ -126,6 +126,11 @@ pub struct FrequencyFile {
     /// Rome).
     #[serde(default)]
     pub request_grid_us: f64,
+    /// Whether a CPU in a power-gated idle state still holds its domain at its request. Intel:
+    /// no, only active CPUs vote; AMD Rome: yes, an idle (even offline) hardware thread keeps
+    /// its core at its request (Schöne et al. 2021, section V-A).
+    #[serde(default)]
+    pub power_gated_cpus_vote: bool,
 }
 
 impl FrequencyFile {

@@ -852,3 +852,57 @@ fn rome_packages_idle_only_together() {
     let gained = together.packages[1].avg_w - apart.packages[1].avg_w;
     assert!((gained - extra_w).abs() < 0.5, "socket 1 drew {gained} W more, expected {extra_w} W");
 }
+
+/// One core's two threads: the first runs 20 ms flat out and then sleeps for good, the second
+/// wakes every millisecond for 10 µs of work.
+struct StaleSibling {
+    threads: [usize; 2],
+}
+
+impl Workload for StaleSibling {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let burst = vec![
+            Op::Run { cycles: Amount::Fixed(46e6), mem_frac: 0.0 }, // 20 ms at 2.3 GHz
+            Op::Sleep { ns: Amount::Fixed(1e12) },
+            Op::Exit,
+        ];
+        let ticker = vec![Op::Sleep { ns: Amount::Fixed(1_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
+        vec![
+            TaskSpec::new("burst", Rc::from(burst)).pinned(vec![self.threads[0]]),
+            TaskSpec::new("ticker", Rc::from(ticker)).pinned(vec![self.threads[1]]),
+        ]
+    }
+    fn default_duration_ns(&self) -> u64 {
+        300_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        Metric { name: "ticks".into(), value: stats.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
+    }
+}
+
+#[test]
+fn an_idle_thread_holds_its_core_at_its_request_on_rome_but_not_on_intel() {
+    let id = "haswell-e5-2670v3-2s";
+    let intel = Platform::from_json(&common::preset(id), id).unwrap();
+    let threads = [intel.cores[0].cpus[0], intel.cores[0].cpus[1]];
+    let ticker_mhz = |plat: &Platform| {
+        let cfg = SimConfig {
+            governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
+            duration_ns: Some(300_000_000),
+            ..SimConfig::default()
+        };
+        let w = Box::new(StaleSibling { threads });
+        let r = Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap();
+        r.summary.per_cpu[threads[1]].avg_freq_khz / 1000.0
+    };
+    // The burst's thread leaves its request at the top and sleeps in C6. On Intel it no longer
+    // votes: the core follows the ticker's own low request.
+    let alone = ticker_mhz(&intel);
+    assert!(alone < 1_500.0, "Intel: the ticker's core at {alone} MHz");
+    // With Rome's rule the sleeping thread's stale request (about 2.3 GHz when it went to
+    // sleep) keeps holding the core.
+    let mut rome_rule = intel.clone();
+    rome_rule.file.clusters[0].frequency.power_gated_cpus_vote = true;
+    let held = ticker_mhz(&rome_rule);
+    assert!(held > 2_000.0, "idle threads voting: the ticker's core at {held} MHz");
+}
