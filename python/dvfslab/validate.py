@@ -382,6 +382,16 @@ def validate_report(
 
 # -- text view -----------------------------------------------------------------------------------
 
+_SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
+    ("direction_agreement", "ratios", "ratio cells with the published direction"),
+    ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
+    ("power_within_25pct", "power", "power cells within +-25%"),
+    ("power_median_abs_ln_error", "power", "median |ln(simulated / published)| over power cells"),
+    ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
+    ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
+)
+"""Each score with the table whose cells it counts and what it measures (both views)."""
+
 
 def print_validation(result: dict[str, Any]) -> None:
     cells = result["cells"]
@@ -432,13 +442,7 @@ def print_validation(result: dict[str, Any]) -> None:
         + (f" (only {part})" if part else "")
         + " against the published measurements"
     )
-    for key, table, what in (
-        ("direction_agreement", "ratios", "ratio cells with the published direction"),
-        ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
-        ("power_within_25pct", "power", "power cells within +-25%"),
-        ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
-        ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
-    ):
+    for key, table, what in _SCORE_ROWS:
         print(
             f"  {key:28s} {_fmt(result[key], 3):>7s}  {what} ({judged[table]} of "
             f"{published[table]} cells simulated)"
@@ -468,14 +472,7 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
     judged, published = result["judged"], result["published"]
     rows = [
         [key, _fmt(result[key], 3), f"{judged[table]} of {published[table]}"]
-        for key, table in (
-            ("direction_agreement", "ratios"),
-            ("median_abs_ln_error", "ratios"),
-            ("power_within_25pct", "power"),
-            ("power_median_abs_ln_error", "power"),
-            ("ppw_direction_agreement", "perf-per-watt"),
-            ("detail_direction_agreement", "detail"),
-        )
+        for key, table, _ in _SCORE_ROWS
     ]
     print_markdown_table(
         ["score", "value", "cells simulated"],

@@ -54,13 +54,7 @@ pub fn describe(p: &Platform) -> Value {
                 "cores_per_package": c.cores_per_package,
                 "capacity_dmips_mhz": c.capacity_dmips_mhz,
                 "turbo_limit_khz_by_active_cores": p.turbo_limit_khz[i],
-                "idle_states": c.idle_states.iter().map(|s| json!({
-                    "name": s.name,
-                    "exit_latency_us": s.exit_latency_us,
-                    "exit_latency_pkg_awake_us": s.exit_latency_pkg_awake_us,
-                    "target_residency_us": s.target_residency_us,
-                    "power": s.power,
-                })).collect::<Vec<_>>(),
+                "idle_states": c.idle_states,
             })
         })
         .collect();

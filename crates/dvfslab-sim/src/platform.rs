@@ -162,7 +162,7 @@ pub enum IdlePower {
     PowerGated,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdleStateFile {
     pub name: String,

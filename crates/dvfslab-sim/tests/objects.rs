@@ -65,6 +65,31 @@ fn count(n: u16) -> Op {
 
 const RUN_10US: Op = Op::Run { cycles: Amount::Fixed(23_000.0), mem_frac: 0.0 }; // 10 µs at 2.3 GHz
 
+/// Programs each pinned to one CPU; the metric is counter 0.
+struct PinnedPrograms(Vec<(Vec<Op>, usize)>);
+
+impl Workload for PinnedPrograms {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let task = |(i, (program, cpu)): (usize, &(Vec<Op>, usize))| {
+            TaskSpec::new(format!("p{i}"), Rc::from(program.clone())).pinned(vec![*cpu])
+        };
+        self.0.iter().enumerate().map(task).collect()
+    }
+    fn default_duration_ns(&self) -> u64 {
+        100_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let value = stats.counters.first().copied().unwrap_or(0) as f64;
+        Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
+    }
+}
+
+/// Run `tasks` (program, CPU) on `plat` under `governor` for `duration_ns`.
+fn run_pinned(plat: &Platform, governor: &str, duration_ns: u64, tasks: Vec<(Vec<Op>, usize)>) -> SimResult {
+    let cfg = SimConfig { governor: governor.into(), duration_ns: Some(duration_ns), ..SimConfig::default() };
+    Sim::with_workload(plat.clone(), &cfg, Box::new(PinnedPrograms(tasks)), "test".into()).unwrap().run().unwrap()
+}
+
 #[test]
 fn ping_pong_over_channels_alternates_and_spreads() {
     let client = vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }, count(0), Op::Jump { to: 0 }];
@@ -287,24 +312,9 @@ fn malformed_programs_are_errors() {
 
 #[test]
 fn pinned_tasks_stay_on_their_cpus() {
-    use dvfslab_sim::workload::TaskSpec;
-    struct Pinned;
-    impl Workload for Pinned {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let p: Rc<[Op]> =
-                Rc::from(vec![RUN_10US, Op::Sleep { ns: Amount::Fixed(5_000.0) }, count(0), Op::Jump { to: 0 }]);
-            (0..4).map(|i| TaskSpec::new(format!("p{i}"), p.clone()).pinned(vec![5])).collect()
-        }
-        fn default_duration_ns(&self) -> u64 {
-            100_000_000
-        }
-        fn metric(&self, s: &RunStats) -> Metric {
-            Metric { name: "n".into(), value: s.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
-        }
-    }
     let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "s").unwrap();
-    let cfg = SimConfig { governor: "performance".into(), ..SimConfig::default() };
-    let r = Sim::with_workload(plat, &cfg, Box::new(Pinned), "pinned".into()).unwrap().run().unwrap();
+    let program = vec![RUN_10US, Op::Sleep { ns: Amount::Fixed(5_000.0) }, count(0), Op::Jump { to: 0 }];
+    let r = run_pinned(&plat, "performance", 100_000_000, (0..4).map(|_| (program.clone(), 5)).collect());
     for c in &r.summary.per_cpu {
         assert_eq!(c.busy_pct > 0.0, c.cpu == 5, "cpu {} busy {}", c.cpu, c.busy_pct);
     }
@@ -717,33 +727,6 @@ fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_mi
     assert!((other_socket - local).abs() < 0.05 * local, "{other_socket} vs {local} kHz");
 }
 
-/// A client/server ping-pong pinned to two given CPUs; the metric is round trips.
-struct PinnedPair {
-    cpus: [usize; 2],
-}
-
-impl Workload for PinnedPair {
-    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let client = vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }, count(0), Op::Jump { to: 0 }];
-        let server = vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
-        vec![
-            TaskSpec::new("client", Rc::from(client)).pinned(vec![self.cpus[0]]),
-            TaskSpec::new("server", Rc::from(server)).pinned(vec![self.cpus[1]]),
-        ]
-    }
-    fn default_duration_ns(&self) -> u64 {
-        100_000_000
-    }
-    fn metric(&self, stats: &RunStats) -> Metric {
-        Metric {
-            name: "round trips".into(),
-            value: stats.counters[0] as f64,
-            unit: "ops".into(),
-            better: Better::Higher,
-        }
-    }
-}
-
 #[test]
 fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     let id = "haswell-e5-2670v3-2s";
@@ -752,10 +735,9 @@ fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     let other_core = plat.cores[1].cpus[0];
     assert_eq!(core0.len(), 2, "the preset has two threads per core");
     let round_trips = |cpus: [usize; 2]| {
-        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(100_000_000), ..SimConfig::default() };
-        let pair = Box::new(PinnedPair { cpus });
-        let r = Sim::with_workload(plat.clone(), &cfg, pair, "test".into()).unwrap().run().unwrap();
-        r.summary.metric.value
+        let client = vec![RUN_10US, Op::Post { ch: 0, sync: true }, Op::Wait { ch: 1 }, count(0), Op::Jump { to: 0 }];
+        let server = vec![Op::Wait { ch: 0 }, RUN_10US, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
+        run_pinned(&plat, "performance", 100_000_000, vec![(client, cpus[0]), (server, cpus[1])]).summary.metric.value
     };
     // Each side wakes the other while it still runs (a sync wake-up, then the waker blocks).
     // On two cores every wake-up leaves C1 (2 µs): two bursts of 23k cycles at the 2-core
@@ -767,29 +749,12 @@ fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     assert!(siblings > 100e-3 / 16.0e-6, "one core's threads: {siblings}");
 }
 
-/// A task pinned to one CPU that sleeps 2 ms and runs 10 µs, over and over, optionally beside a
-/// CPU-bound task pinned to another core; the metric is the sleeper's wake-ups.
-struct Sleeper {
-    cpu: usize,
-    spinner: Option<usize>,
-}
-
-impl Workload for Sleeper {
-    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let sleeper = vec![Op::Sleep { ns: Amount::Fixed(2_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
-        let mut tasks = vec![TaskSpec::new("sleeper", Rc::from(sleeper)).pinned(vec![self.cpu])];
-        if let Some(cpu) = self.spinner {
-            let spin = vec![Op::Run { cycles: Amount::Fixed(1e9), mem_frac: 0.0 }, Op::Jump { to: 0 }];
-            tasks.push(TaskSpec::new("spinner", Rc::from(spin)).pinned(vec![cpu]));
-        }
-        tasks
-    }
-    fn default_duration_ns(&self) -> u64 {
-        100_000_000
-    }
-    fn metric(&self, stats: &RunStats) -> Metric {
-        Metric { name: "wake-ups".into(), value: stats.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
-    }
+/// A task pinned to `cpu` that sleeps 2 ms and runs 10 µs, over and over, optionally beside a
+/// CPU-bound task pinned to `spinner`; the metric is the sleeper's wake-ups.
+fn sleeper(cpu: usize, spinner: Option<usize>) -> Vec<(Vec<Op>, usize)> {
+    let sleep = vec![Op::Sleep { ns: Amount::Fixed(2_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
+    let spin = vec![Op::Run { cycles: Amount::Fixed(1e9), mem_frac: 0.0 }, Op::Jump { to: 0 }];
+    std::iter::once((sleep, cpu)).chain(spinner.map(|c| (spin, c))).collect()
 }
 
 #[test]
@@ -802,9 +767,7 @@ fn a_core_leaves_its_deep_state_faster_while_its_package_is_awake() {
     let (table_us, awake_us) = (deep.exit_latency_us, deep.exit_latency_pkg_awake_us.unwrap());
     assert!(awake_us < table_us / 10.0, "the preset's measured exit {awake_us} µs, table {table_us} µs");
     let wake_ups = |spinner: Option<usize>| {
-        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(100_000_000), ..SimConfig::default() };
-        let w = Box::new(Sleeper { cpu, spinner });
-        Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap().summary.metric.value
+        run_pinned(&plat, "performance", 100_000_000, sleeper(cpu, spinner)).summary.metric.value
     };
     // Each cycle is the 2-ms sleep, the exit and 10 µs of work (under 5 µs at the boost clock).
     let cycles = |exit_us: f64| 100e3 / (2_000.0 + exit_us + 5.0);
@@ -826,11 +789,7 @@ fn rome_packages_idle_only_together() {
     let id = "epyc7742-2s";
     let plat = Platform::from_json(&common::preset(id), id).unwrap();
     let busy = plat.cores[plat.packages[0].cores[0]].cpus[0];
-    let run = |plat: &Platform| {
-        let cfg = SimConfig { governor: "performance".into(), duration_ns: Some(50_000_000), ..SimConfig::default() };
-        let w = Box::new(Sleeper { cpu: busy, spinner: None });
-        Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap().summary
-    };
+    let run = |plat: &Platform| run_pinned(plat, "performance", 50_000_000, sleeper(busy, None)).summary;
     // One core wakes every 2 ms on socket 0. System-wide, socket 1 idles only while socket 0
     // does; each package on its own, socket 1 idles the whole run.
     let together = run(&plat);
@@ -854,30 +813,15 @@ fn rome_packages_idle_only_together() {
 }
 
 /// One core's two threads: the first runs 20 ms flat out and then sleeps for good, the second
-/// wakes every millisecond for 10 µs of work.
-struct StaleSibling {
-    threads: [usize; 2],
-}
-
-impl Workload for StaleSibling {
-    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let burst = vec![
-            Op::Run { cycles: Amount::Fixed(46e6), mem_frac: 0.0 }, // 20 ms at 2.3 GHz
-            Op::Sleep { ns: Amount::Fixed(1e12) },
-            Op::Exit,
-        ];
-        let ticker = vec![Op::Sleep { ns: Amount::Fixed(1_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
-        vec![
-            TaskSpec::new("burst", Rc::from(burst)).pinned(vec![self.threads[0]]),
-            TaskSpec::new("ticker", Rc::from(ticker)).pinned(vec![self.threads[1]]),
-        ]
-    }
-    fn default_duration_ns(&self) -> u64 {
-        300_000_000
-    }
-    fn metric(&self, stats: &RunStats) -> Metric {
-        Metric { name: "ticks".into(), value: stats.counters[0] as f64, unit: "ops".into(), better: Better::Higher }
-    }
+/// wakes every millisecond for 10 µs of work (counted).
+fn stale_sibling(threads: [usize; 2]) -> Vec<(Vec<Op>, usize)> {
+    let burst = vec![
+        Op::Run { cycles: Amount::Fixed(46e6), mem_frac: 0.0 }, // 20 ms at 2.3 GHz
+        Op::Sleep { ns: Amount::Fixed(1e12) },
+        Op::Exit,
+    ];
+    let ticker = vec![Op::Sleep { ns: Amount::Fixed(1_000_000.0) }, RUN_10US, count(0), Op::Jump { to: 0 }];
+    vec![(burst, threads[0]), (ticker, threads[1])]
 }
 
 #[test]
@@ -886,13 +830,8 @@ fn an_idle_thread_holds_its_core_at_its_request_on_rome_but_not_on_intel() {
     let intel = Platform::from_json(&common::preset(id), id).unwrap();
     let threads = [intel.cores[0].cpus[0], intel.cores[0].cpus[1]];
     let ticker_mhz = |plat: &Platform| {
-        let cfg = SimConfig {
-            governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
-            duration_ns: Some(300_000_000),
-            ..SimConfig::default()
-        };
-        let w = Box::new(StaleSibling { threads });
-        let r = Sim::with_workload(plat.clone(), &cfg, w, "test".into()).unwrap().run().unwrap();
+        let governor = "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq";
+        let r = run_pinned(plat, governor, 300_000_000, stale_sibling(threads));
         r.summary.per_cpu[threads[1]].avg_freq_khz / 1000.0
     };
     // The burst's thread leaves its request at the top and sleeps in C6. On Intel it no longer
