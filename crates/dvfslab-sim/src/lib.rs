@@ -35,6 +35,7 @@ pub mod invariance;
 pub mod kernel;
 mod menu;
 mod misfit;
+mod numa_balance;
 mod objects;
 pub mod observe;
 pub mod pelt;

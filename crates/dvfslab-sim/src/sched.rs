@@ -6,8 +6,9 @@
 //! Simplifications (see docs/model.md): all tasks have nice 0; vruntime is re-based on the
 //! destination's min_vruntime when a task moves; load balancing moves a waiting task only to
 //! an idle CPU (new-idle pull and a tick-time push that stands for NOHZ idle balancing), and a
-//! running one only off a core whose SMT threads are all kept busy, to a wholly idle core.
-//! Fork placement is in fork_balance.rs.
+//! running one only off a core whose SMT threads are all kept busy, to a wholly idle core, or
+//! off a NUMA node running more tasks than another (numa_balance.rs). Fork placement is in
+//! fork_balance.rs.
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
@@ -38,9 +39,9 @@ const MIGRATION_COST_NS: u64 = 500_000;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpreadAttempts {
     /// Consecutive balance attempts that found the imbalance and could not fix it.
-    failed: u32,
+    pub(crate) failed: u32,
     /// When the next attempt is due.
-    next_ns: TimeNs,
+    pub(crate) next_ns: TimeNs,
 }
 
 impl SpreadAttempts {
@@ -115,7 +116,7 @@ impl Sim {
         c.curr.iter().chain(c.queue.iter()).any(|&t| self.rt_prio(t).is_some())
     }
 
-    fn nr_running(&self, cpu: usize) -> u64 {
+    pub(crate) fn nr_running(&self, cpu: usize) -> u64 {
         self.cpus[cpu].curr.is_some() as u64 + self.cpus[cpu].queue.len() as u64
     }
 
@@ -313,7 +314,7 @@ impl Sim {
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
     /// `start`.
-    fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+    pub(crate) fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
         // The counts are exact (debug builds check them), so a loaded machine skips the scan.
         debug_assert_eq!(
             self.idle_cores,
@@ -329,7 +330,7 @@ impl Sim {
     }
 
     /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
-    fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+    pub(crate) fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
         debug_assert_eq!(self.idle_cpus, (0..self.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
         if self.idle_cpus == 0 {
             return None;
@@ -1135,6 +1136,7 @@ impl Sim {
             }
         } else if nr == 1 && self.load_balance_allowed() {
             self.spread_smt(cpu);
+            self.spread_numa(cpu);
         }
         self.capacity_tick(cpu);
         let c = &mut self.cpus[cpu];

@@ -153,6 +153,8 @@ pub(crate) struct Package {
     /// A turbo-limit re-evaluation is scheduled on the PCU grid.
     pub pcu_pending: bool,
     pub rapl_units: u64,
+    /// The NUMA-level balancer's attempts to spread this node: see `Sim::spread_numa`.
+    pub numa_spread: crate::sched::SpreadAttempts,
 }
 
 pub struct Sim {
@@ -361,6 +363,7 @@ impl Sim {
                 energy_before_warmup_j: 0.0,
                 pcu_pending: false,
                 rapl_units: 0,
+                numa_spread: Default::default(),
             })
             .collect();
         let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();

@@ -4,6 +4,7 @@ mod common;
 
 use std::rc::Rc;
 
+use dvfslab_sim::observe::Migration;
 use dvfslab_sim::platform::Platform;
 use dvfslab_sim::task::{Amount, Mark, Op};
 use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
@@ -554,6 +555,22 @@ fn siblings_saturating_one_core_spread_to_an_idle_core_only_once_the_imbalance_p
     assert!((48.0..=60.0).contains(&waited_ms), "moved {waited_ms} ms after the release");
 }
 
+/// Tasks that run pinned to `cpus` for 100 ms, then anywhere; each then repeats `work`.
+fn pinned_then_free(cpus: &[usize], work: Vec<Op>) -> Vec<Vec<Op>> {
+    cpus.iter()
+        .map(|&cpu| {
+            let mut p = vec![
+                Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
+                Op::RunFor { ns: Amount::Fixed(100e6) },
+                Op::SetAffinity { cpus: None },
+            ];
+            p.extend(work.clone());
+            p.push(Op::Jump { to: 3 });
+            p
+        })
+        .collect()
+}
+
 #[test]
 fn active_balancing_before_5_5_moves_the_lighter_of_two_siblings_and_since_the_first() {
     // A thread that never sleeps shares core 0 with one that sleeps a fifth of the time; the
@@ -562,24 +579,13 @@ fn active_balancing_before_5_5_moves_the_lighter_of_two_siblings_and_since_the_f
     // task from the first run-queue with the most tasks, the first sibling's: the saturated one.
     let plat = Platform::from_json(&common::preset("skylake-e3-1240v5"), "skylake").unwrap();
     let siblings = plat.cores[0].cpus.clone();
-    let pinned_then_free = |cpu: usize, work: Vec<Op>| {
-        let mut p = vec![
-            Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
-            Op::RunFor { ns: Amount::Fixed(100e6) },
-            Op::SetAffinity { cpus: None },
-        ];
-        let top = p.len();
-        p.extend(work);
-        p.push(Op::Jump { to: top });
-        p
-    };
     let moved_tasks = |kernel: &str| {
-        let saturated = pinned_then_free(siblings[0], vec![Op::RunFor { ns: Amount::Fixed(10e6) }]);
-        let lighter = pinned_then_free(
-            siblings[1],
+        let mut tasks = pinned_then_free(&siblings[..1], vec![Op::RunFor { ns: Amount::Fixed(10e6) }]);
+        tasks.extend(pinned_then_free(
+            &siblings[1..],
             vec![Op::RunFor { ns: Amount::Fixed(8e6) }, Op::Sleep { ns: Amount::Fixed(2e6) }],
-        );
-        let w = Programs { tasks: vec![saturated, lighter], spawned: vec![], devices: vec![] };
+        ));
+        let w = Programs { tasks, spawned: vec![], devices: vec![] };
         let governor = format!("userspace:scaling_setspeed=3500000,kernel={kernel}");
         let r = run_explained("skylake-e3-1240v5", &governor, w, 1.0);
         let spreads: Vec<_> = r.migrations.unwrap().into_iter().filter(|m| m.reason == "spread").collect();
@@ -844,4 +850,50 @@ fn an_idle_thread_holds_its_core_at_its_request_on_rome_but_not_on_intel() {
     rome_rule.file.clusters[0].frequency.power_gated_cpus_vote = true;
     let held = ticker_mhz(&rome_rule);
     assert!(held > 2_000.0, "idle threads voting: the ticker's core at {held} MHz");
+}
+
+/// The NUMA balancer's moves of a run on Haswell (two 12-core nodes) under `kernel`.
+fn numa_moves(tasks: Vec<Vec<Op>>, kernel: &str, duration_s: f64) -> Vec<Migration> {
+    let governor = format!("userspace:scaling_setspeed=2300000,kernel={kernel}");
+    let w = Programs { tasks, spawned: vec![], devices: vec![] };
+    let r = run_explained("haswell-e5-2670v3-2s", &governor, w, duration_s);
+    r.migrations.unwrap().into_iter().filter(|m| m.reason == "numa").collect()
+}
+
+#[test]
+fn a_busy_pair_on_one_node_is_pushed_apart_before_5_6_and_tolerated_since() {
+    // Two saturated tasks on two cores of node 0, node 1 idle. Before 5.6 the NUMA balancer
+    // (48 CPUs: every 48 ms) fails four times on the lone running tasks, then moves one by
+    // active balance at its fifth attempt: 192–240 ms after the release, depending on where
+    // the first attempt falls. Since 5.6 two tasks are a tolerated imbalance.
+    let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "haswell").unwrap();
+    let node0 = &plat.packages[0].cpus;
+    let work = vec![Op::RunFor { ns: Amount::Fixed(10e6) }];
+    let moves = numa_moves(pinned_then_free(&[node0[0], node0[1]], work.clone()), "5.2", 0.6);
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert!(node0.contains(&moves[0].src_cpu) && plat.packages[1].cpus.contains(&moves[0].dst_cpu));
+    let waited_ms = (moves[0].time_ns - 100_000_000) as f64 / 1e6;
+    assert!((192.0..=244.0).contains(&waited_ms), "moved {waited_ms} ms after the release");
+    assert!(numa_moves(pinned_then_free(&[node0[0], node0[1]], work.clone()), "5.6", 0.6).is_empty());
+    // Three tasks are more than 5.6 tolerates: one moves (and 2 against 1 is balanced).
+    let three = numa_moves(pinned_then_free(&[node0[0], node0[1], node0[2]], work), "5.6", 0.6);
+    assert_eq!(three.len(), 1, "{three:?}");
+}
+
+#[test]
+fn the_numa_balancer_before_5_5_moves_the_lighter_of_two_lone_tasks() {
+    // Of a saturated task and one that sleeps a tenth of the time, Linux 5.2's busiest
+    // run-queue is the lighter one: the saturated task's load exceeds the imbalance. (An
+    // attempt that finds the lighter task asleep finds the nodes balanced and resets the
+    // failures, so the move waits for five attempts in a row that find it running.)
+    let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "haswell").unwrap();
+    let node0 = &plat.packages[0].cpus;
+    let mut tasks = pinned_then_free(&[node0[0]], vec![Op::RunFor { ns: Amount::Fixed(10e6) }]);
+    tasks.extend(pinned_then_free(
+        &[node0[1]],
+        vec![Op::RunFor { ns: Amount::Fixed(0.93e6) }, Op::Sleep { ns: Amount::Fixed(0.1e6) }],
+    ));
+    let moves = numa_moves(tasks, "5.2", 1.0);
+    assert!(!moves.is_empty());
+    assert_eq!(moves[0].task, 1, "{moves:?}");
 }

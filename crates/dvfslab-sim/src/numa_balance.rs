@@ -1,0 +1,134 @@
+//! Periodic balancing between NUMA nodes (the packages): the load balancer's NUMA level moves
+//! a running task to a node with more idle CPUs.
+//!
+//! With no task waiting anywhere, the balancer of an idle node finds the busiest node running
+//! more tasks on as many CPUs, and nothing it can pull: a lone task is running, so it fails,
+//! and after more failures than the domain's `cache_nice_tries` (2 at the NUMA level) plus two
+//! it moves the running task by active balance. The attempts follow the NUMA domain's interval
+//! (its span weight in ms; a failure leaves it there). A pair of communicating tasks that
+//! wake-affine keeps on one node is then pushed apart and pulled back at its next synchronous
+//! wake-up; Linux 5.6 stopped the fight for low-utilisation nodes ("sched/fair: Allow a small
+//! load imbalance between low utilisation SD_NUMA domains", whose changelog shows it on
+//! netperf TCP_STREAM over loopback on a 2-socket Haswell):
+//!
+//! ```text
+//!   balanced   if  idle(local) ≤ idle(busiest) + 1     (< 5.5 CPU_IDLE's test; since 5.5 the
+//!                                                        imbalance, half the idle difference)
+//!   tolerated  if  5.6–5.10:  running(busiest) ≤ 2
+//!                  5.11–5.18: running(busiest) < node/4        and imbalance ≤ 2
+//!                  5.19+:     running(busiest) ≤ imb_numa_nr   and imbalance ≤ 2
+//!   imb_numa_nr = the node's LLCs when it has several, else max(1, node/8)
+//! ```
+//!
+//! Which task moves is the kernel's choice as for the SMT level (`Sim::spread_source`): before
+//! 5.5 the busiest run-queue skips a lone task whose load exceeds the imbalance, so of a
+//! saturated task and a lighter partner the lighter one moves; since 5.5, the first busy CPU's.
+//! Queued tasks are left to the new-idle and idle pulls (`Sim::push_to_idle`).
+
+use crate::kernel::KernelVersion;
+use crate::pelt::SCHED_CAPACITY_SCALE;
+use crate::sched::SpreadAttempts;
+use crate::sim::Sim;
+
+/// Failed balances before the active one: `cache_nice_tries` of the NUMA level (2) plus two.
+const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
+
+impl Sim {
+    /// The NUMA level of the periodic balancer, run from a tick of `cpu` (standing for the
+    /// idle balancer that a busy LLC kicks).
+    pub(crate) fn spread_numa(&mut self, cpu: usize) {
+        if self.plat.packages.len() < 2 {
+            return;
+        }
+        let pkg = self.plat.cpus[cpu].package;
+        let now = self.q.now();
+        if now < self.packages[pkg].numa_spread.next_ns {
+            return;
+        }
+        let interval_ns = self.cpus.len() as u64 * 1_000_000;
+        let Some((src, dst)) = self.numa_move(pkg) else {
+            self.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+            return;
+        };
+        let attempts = &mut self.packages[pkg].numa_spread;
+        attempts.failed += 1;
+        attempts.next_ns = now + interval_ns;
+        if attempts.failed <= NUMA_FAILURES_BEFORE_ACTIVE {
+            return;
+        }
+        attempts.failed = 0;
+        let task = self.cpus[src].curr.expect("a running task");
+        self.note_migration(task, src, dst, "numa");
+        self.migrate_running(src, dst);
+    }
+
+    /// The CPU of `pkg` whose running task the NUMA balancer would move, and where to: `None`
+    /// when the nodes count as balanced or `pkg` is not the busiest.
+    fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
+        let nodes = &self.plat.packages;
+        let idle = |p: usize| nodes[p].cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count();
+        let busy_idle = idle(pkg);
+        // The idlest other node (the first of equals); `pkg` must be the busiest.
+        let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle(p), std::cmp::Reverse(p)))?;
+        if (0..nodes.len()).any(|p| idle(p) < busy_idle) || idle(local) <= busy_idle + 1 {
+            return None;
+        }
+        let cpus = &nodes[pkg].cpus;
+        // Tasks waiting in the busiest node are pulled as such, not by this path.
+        if cpus.iter().any(|&c| self.nr_running(c) > 1) {
+            return None;
+        }
+        let running = cpus.len() - busy_idle;
+        if self.numa_imbalance_tolerated(pkg, running, (idle(local) - busy_idle) / 2) {
+            return None;
+        }
+        let src = self.numa_source(pkg, local)?;
+        let task = self.cpus[src].curr?;
+        let dst = self.find_idle_core(task, &nodes[local].cpus, nodes[local].cpus[0]);
+        Some((src, dst.or_else(|| self.find_idle_cpu(task, &nodes[local].cpus, nodes[local].cpus[0]))?))
+    }
+
+    /// Whether the kernel leaves node `pkg` running `running` tasks, `imbalance` more than
+    /// half the idlest node's share, as it is (see the module doc).
+    fn numa_imbalance_tolerated(&self, pkg: usize, running: usize, imbalance: usize) -> bool {
+        let node_cpus = self.plat.packages[pkg].cpus.len();
+        let llcs = self.plat.llcs.iter().filter(|l| self.plat.cpus[l[0]].package == pkg).count();
+        let imb_numa_nr = if llcs > 1 { llcs } else { (node_cpus / 8).max(1) };
+        match self.kernel {
+            k if k < KernelVersion(5, 6) => false,
+            k if k < KernelVersion(5, 11) => running <= 2,
+            k if k < KernelVersion(5, 19) => running < node_cpus / 4 && imbalance <= 2,
+            _ => running <= imb_numa_nr && imbalance <= 2,
+        }
+    }
+
+    /// The busiest run-queue of node `pkg` as the kernel's balancer picks it against the idle
+    /// node `local` (see the module doc).
+    fn numa_source(&self, pkg: usize, local: usize) -> Option<usize> {
+        let nodes = &self.plat.packages;
+        let movable = |c: &usize| self.cpus[*c].curr.is_some_and(|t| self.rt_prio(t).is_none());
+        if self.kernel >= KernelVersion(5, 5) {
+            return nodes[pkg].cpus.iter().copied().find(movable);
+        }
+        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
+        let all: Vec<usize> = (0..self.cpus.len()).collect();
+        let (busy_cap, busy_load) = (capacity(&nodes[pkg].cpus), load(&nodes[pkg].cpus));
+        let local_cap = capacity(&nodes[local].cpus);
+        let domain_avg = load(&all) * SCHED_CAPACITY_SCALE / capacity(&all);
+        let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
+        let local_avg = load(&nodes[local].cpus) * SCHED_CAPACITY_SCALE / local_cap;
+        let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
+            .min(domain_avg.saturating_sub(local_avg) * local_cap)
+            / SCHED_CAPACITY_SCALE;
+        let running = nodes[pkg].cpus.iter().filter(|&&c| !self.cpu_is_idle(c)).count().max(1);
+        let imbalance = imbalance.max(busy_load / running as u64);
+        nodes[pkg]
+            .cpus
+            .iter()
+            .copied()
+            .filter(movable)
+            .filter(|&c| self.runnable_load(c) <= imbalance)
+            .max_by_key(|&c| (self.runnable_load(c), c))
+    }
+}
