@@ -28,6 +28,23 @@ TINY: dict[str, Any] = {
 }
 TINY_RUNS = 8
 
+# A stand-in for intel-invariance with published cells to score: one platform, two
+# configurations, two short benchmarks (`dvfslab validate`'s tests).
+TINY_VALIDATION = """
+name = "intel-invariance"
+platforms = ["skylake-e3-1240v5"]
+baseline = "baseline-schedutil-noninv"
+iterations = 5
+
+[configs]
+baseline-schedutil-noninv = "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq"
+schedutil-inv-4c = "schedutil:invariant=1,freq_max=4c,kernel=5.2,driver=intel_cpufreq"
+
+[benchmarks]
+tbench4 = { workload = "tbench", sweep = { clients = [1, 2] }, duration_s = 0.05 }
+gitsource = { workload = "gitsource:commands=200" }
+"""
+
 # Runs of ~20-50 ms each (6 or 8 threads waking every 2 ms for 10 simulated seconds): long
 # enough that a pool of two has both workers busy, and that a campaign can be killed half-way.
 SLOW: dict[str, Any] = {

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import dvfslab
+from campaign_helpers import TINY_VALIDATION as TINY
 from dvfslab.campaign import load_campaign
 from dvfslab.validate import (
     Cell,
@@ -196,21 +197,6 @@ def test_shipped_campaign_covers_every_published_cell():
 
 
 # -- the command -----------------------------------------------------------------------------
-
-TINY = """
-name = "intel-invariance"
-platforms = ["skylake-e3-1240v5"]
-baseline = "baseline-schedutil-noninv"
-iterations = 5
-
-[configs]
-baseline-schedutil-noninv = "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq"
-schedutil-inv-4c = "schedutil:invariant=1,freq_max=4c,kernel=5.2,driver=intel_cpufreq"
-
-[benchmarks]
-tbench4 = { workload = "tbench", sweep = { clients = [1, 2] }, duration_s = 0.05 }
-gitsource = { workload = "gitsource:commands=200" }
-"""
 
 
 def test_cli_end_to_end_json(cli, tmp_path: Path):

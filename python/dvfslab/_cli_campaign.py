@@ -296,7 +296,9 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
         "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n"
         "  dvfslab validate intel-invariance --benchmark pgbench-ro --platform skylake-e3-1240v5\n"
-        "      (only those cells: a quick check after changing one benchmark model)\n\n"
+        "      (only those cells: a quick check after changing one benchmark model)\n"
+        "  dvfslab validate intel-invariance --json > before.json; (change the model);\n"
+        "  dvfslab validate intel-invariance --against before.json  (what the change moved)\n\n"
         "Runs already in the results store (default results/<campaign name>) are reused. The\n"
         "published numbers ship in dvfslab/data/calibration/; docs/validation.md explains the\n"
         "scores.",
@@ -318,6 +320,13 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
     )
     p.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
+    )
+    p.add_argument(
+        "--against",
+        metavar="FILE.json",
+        help="also compare with an earlier `validate --json` output of the same campaign: every "
+        "score before and after, and the cells whose verdict changed or whose value moved by "
+        "more than 2%%",
     )
     p.add_argument(
         "--fit-power",
@@ -342,10 +351,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
         published_power,
         validate_report,
     )
+    from dvfslab.validate_diff import (
+        compare,
+        load_validation,
+        print_comparison,
+        print_comparison_markdown,
+    )
 
     _check_jobs(args.jobs)
     campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
     published_cells(campaign.name)  # fail before running when nothing is published
+    earlier = load_validation(args.against, campaign.name) if args.against else None
     if args.iterations is not None:
         if args.iterations < 1:
             raise ConfigError(f"--iterations must be >= 1 (got {args.iterations})")
@@ -367,10 +383,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     fits = fit_power(results, published_power(campaign.name)) if args.fit_power else None
     if fits is not None:
         result["power_fit"] = [f.to_dict() for f in fits]
+    diff = compare(earlier, result, args.against) if earlier is not None else None
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result | ({"against": diff} if diff else {}), indent=2))
     elif args.markdown:
         print_validation_markdown(result)
+        if diff is not None:
+            print_comparison_markdown(diff)
     else:
         _print_summary(summary, keep=True)
         print()
@@ -378,6 +397,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if fits is not None:
             print("\nPackage-power constants fitted to the published watts (docs/validation.md):")
             print_fits(fits)
+        if diff is not None:
+            print()
+            print_comparison(diff)
     return 0
 
 

@@ -382,7 +382,7 @@ def validate_report(
 
 # -- text view -----------------------------------------------------------------------------------
 
-_SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
+SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
     ("direction_agreement", "ratios", "ratio cells with the published direction"),
     ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
     ("power_within_25pct", "power", "power cells within +-25%"),
@@ -412,14 +412,14 @@ def print_validation(result: dict[str, Any]) -> None:
                 c["benchmark"],
                 *([c["param"] or "-"] if table == "detail" else []),
                 c["config"],
-                ("~" if c["neutral"] else "") + _fmt(c["published"]),
-                _fmt(c["simulated"]),
+                ("~" if c["neutral"] else "") + fmt_value(c["published"]),
+                fmt_value(c["simulated"]),
             ]
             if table == "detail":
-                row += [_fmt(c["published_ratio"]), _fmt(c["simulated_ratio"])]
+                row += [fmt_value(c["published_ratio"]), fmt_value(c["simulated_ratio"])]
             if table == "ratios":
                 ci = c["simulated_ci"]
-                row.append(f"{_fmt(ci[0], 3)}-{_fmt(ci[1], 3)}" if ci else "-")
+                row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
             agree = {True: "yes", False: "NO", None: "-"}[c["agree"]]
             row.append(agree + (" (ci)" if c.get("miss_within_ci") else ""))
             rows.append(row)
@@ -442,9 +442,9 @@ def print_validation(result: dict[str, Any]) -> None:
         + (f" (only {part})" if part else "")
         + " against the published measurements"
     )
-    for key, table, what in _SCORE_ROWS:
+    for key, table, what in SCORE_ROWS:
         print(
-            f"  {key:28s} {_fmt(result[key], 3):>7s}  {what} ({judged[table]} of "
+            f"  {key:28s} {fmt_value(result[key], 3):>7s}  {what} ({judged[table]} of "
             f"{published[table]} cells simulated)"
         )
     print(
@@ -471,8 +471,8 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
     out = out or sys.stdout
     judged, published = result["judged"], result["published"]
     rows = [
-        [key, _fmt(result[key], 3), f"{judged[table]} of {published[table]}"]
-        for key, table, _ in _SCORE_ROWS
+        [key, fmt_value(result[key], 3), f"{judged[table]} of {published[table]}"]
+        for key, table, _ in SCORE_ROWS
     ]
     print_markdown_table(
         ["score", "value", "cells simulated"],
@@ -527,13 +527,14 @@ def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
         published, simulated = cell["published_ratio"], cell["simulated_ratio"]
     else:
         published, simulated = cell["published"], cell["simulated"]
-    text = ("~" if cell["neutral"] else "") + f"{_fmt(published)} → {_fmt(simulated)}"
+    text = ("~" if cell["neutral"] else "") + f"{fmt_value(published)} → {fmt_value(simulated)}"
     if cell["agree"] is False:
         text += " ✗ (ci)" if cell.get("miss_within_ci") else " ✗"
     return text
 
 
-def _fmt(value: float | None, decimals: int = 2) -> str:
+def fmt_value(value: float | None, decimals: int = 2) -> str:
+    """A cell's number for the views: `decimals` places, one from 100 up, "-" when missing."""
     if value is None or not math.isfinite(value):
         return "-"
     if abs(value) >= 100:
