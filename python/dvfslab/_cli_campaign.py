@@ -385,7 +385,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         result["power_fit"] = [f.to_dict() for f in fits]
     diff = compare(earlier, result, args.against) if earlier is not None else None
     if args.json:
-        print(json.dumps(result | ({"against": diff} if diff else {}), indent=2))
+        print(json.dumps(result | ({"against": diff} if diff is not None else {}), indent=2))
     elif args.markdown:
         print_validation_markdown(result)
         if diff is not None:
