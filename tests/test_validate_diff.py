@@ -124,6 +124,8 @@ def test_cli_compares_with_an_earlier_validation(cli, tmp_path: Path):
     assert text.code == 0, text.stderr
     assert f"against {path}" in text.stdout
     assert "1 cells changed (1 verdicts" in text.stdout
+    came = "+1 -0" if changed["agree_after"] else "+0 -1"
+    assert f"{changed['table']} {came}" in text.stdout
     markdown = cli(*args, "--against", str(path), "--markdown", "--quiet")
     assert f"### Against {path}" in markdown.stdout
     assert "| direction_agreement | 0.125 |" in markdown.stdout

@@ -155,8 +155,14 @@ _CELL_HEADERS = [
 
 def _footnote(diff: dict[str, Any]) -> str:
     n = len(diff["changed"])
-    flips = sum(c["agree_before"] != c["agree_after"] for c in diff["changed"])
-    text = f"{n} cells changed ({flips} verdicts; the others moved by more than {MOVED:.0%})"
+    flips = [c for c in diff["changed"] if c["agree_before"] != c["agree_after"]]
+    text = f"{n} cells changed ({len(flips)} verdicts; the others moved by more than {MOVED:.0%})"
+    # Per table, the cells that came to agree and those that no longer do.
+    tables = dict.fromkeys(c["table"] for c in flips)
+    gained = {t: sum(c["table"] == t and c["agree_after"] is True for c in flips) for t in tables}
+    lost = {t: sum(c["table"] == t and c["agree_before"] is True for c in flips) for t in tables}
+    if tables:
+        text += ": " + ", ".join(f"{t} +{gained[t]} -{lost[t]}" for t in tables)
     if diff["only_before"] or diff["only_after"]:
         text += (
             f"; {diff['only_before']} cells only in {diff['against']}, "
