@@ -20,13 +20,12 @@
 //!   imb_numa_nr = the node's LLCs when it has several, else max(1, node/8)
 //! ```
 //!
-//! Which task moves is the kernel's choice as for the SMT level (`Sim::spread_source`): before
-//! 5.5 the busiest run-queue skips a lone task whose load exceeds the imbalance, so of a
+//! Which task moves is the kernel's choice as at the SMT level (`Sim::active_balance_source`):
+//! before 5.5 the busiest run-queue skips a lone task whose load exceeds the imbalance, so of a
 //! saturated task and a lighter partner the lighter one moves; since 5.5, the first busy CPU's.
 //! Queued tasks are left to the new-idle and idle pulls (`Sim::push_to_idle`).
 
 use crate::kernel::KernelVersion;
-use crate::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched::SpreadAttempts;
 use crate::sim::Sim;
 
@@ -66,11 +65,10 @@ impl Sim {
     /// when the nodes count as balanced or `pkg` is not the busiest.
     fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
         let nodes = &self.plat.packages;
-        let idle = |p: usize| nodes[p].cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count();
-        let busy_idle = idle(pkg);
-        // The idlest other node (the first of equals); `pkg` must be the busiest.
-        let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle(p), std::cmp::Reverse(p)))?;
-        if (0..nodes.len()).any(|p| idle(p) < busy_idle) || idle(local) <= busy_idle + 1 {
+        let idle: Vec<usize> = nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count()).collect();
+        // `pkg` must be the busiest; the idlest other node is the first of equals.
+        let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle[p], std::cmp::Reverse(p)))?;
+        if idle.iter().any(|&n| n < idle[pkg]) || idle[local] <= idle[pkg] + 1 {
             return None;
         }
         let cpus = &nodes[pkg].cpus;
@@ -78,18 +76,22 @@ impl Sim {
         if cpus.iter().any(|&c| self.nr_running(c) > 1) {
             return None;
         }
-        let running = cpus.len() - busy_idle;
-        if self.numa_imbalance_tolerated(pkg, running, (idle(local) - busy_idle) / 2) {
+        if self.numa_imbalance_tolerated(pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {
             return None;
         }
-        let src = self.numa_source(pkg, local)?;
+        let local_cpus = &nodes[local].cpus;
+        let local_group = (
+            local_cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>(),
+            local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
+        );
+        let src = self.active_balance_source(cpus, &self.all_cpus(), local_group)?;
         let task = self.cpus[src].curr?;
-        let dst = self.find_idle_core(task, &nodes[local].cpus, nodes[local].cpus[0]);
-        Some((src, dst.or_else(|| self.find_idle_cpu(task, &nodes[local].cpus, nodes[local].cpus[0]))?))
+        let dst = self.find_idle_core(task, local_cpus, local_cpus[0]);
+        Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
 
-    /// Whether the kernel leaves node `pkg` running `running` tasks, `imbalance` more than
-    /// half the idlest node's share, as it is (see the module doc).
+    /// Whether the kernel leaves node `pkg` as it is, running `running` tasks with an
+    /// imbalance of `imbalance` tasks (half its idle-CPU deficit) against the idlest node.
     fn numa_imbalance_tolerated(&self, pkg: usize, running: usize, imbalance: usize) -> bool {
         let node_cpus = self.plat.packages[pkg].cpus.len();
         let llcs = self.plat.llcs.iter().filter(|l| self.plat.cpus[l[0]].package == pkg).count();
@@ -100,35 +102,5 @@ impl Sim {
             k if k < KernelVersion(5, 19) => running < node_cpus / 4 && imbalance <= 2,
             _ => running <= imb_numa_nr && imbalance <= 2,
         }
-    }
-
-    /// The busiest run-queue of node `pkg` as the kernel's balancer picks it against the idle
-    /// node `local` (see the module doc).
-    fn numa_source(&self, pkg: usize, local: usize) -> Option<usize> {
-        let nodes = &self.plat.packages;
-        let movable = |c: &usize| self.cpus[*c].curr.is_some_and(|t| self.rt_prio(t).is_none());
-        if self.kernel >= KernelVersion(5, 5) {
-            return nodes[pkg].cpus.iter().copied().find(movable);
-        }
-        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
-        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
-        let all: Vec<usize> = (0..self.cpus.len()).collect();
-        let (busy_cap, busy_load) = (capacity(&nodes[pkg].cpus), load(&nodes[pkg].cpus));
-        let local_cap = capacity(&nodes[local].cpus);
-        let domain_avg = load(&all) * SCHED_CAPACITY_SCALE / capacity(&all);
-        let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
-        let local_avg = load(&nodes[local].cpus) * SCHED_CAPACITY_SCALE / local_cap;
-        let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
-            .min(domain_avg.saturating_sub(local_avg) * local_cap)
-            / SCHED_CAPACITY_SCALE;
-        let running = nodes[pkg].cpus.iter().filter(|&&c| !self.cpu_is_idle(c)).count().max(1);
-        let imbalance = imbalance.max(busy_load / running as u64);
-        nodes[pkg]
-            .cpus
-            .iter()
-            .copied()
-            .filter(movable)
-            .filter(|&c| self.runnable_load(c) <= imbalance)
-            .max_by_key(|&c| (self.runnable_load(c), c))
     }
 }

@@ -32,10 +32,11 @@ const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
 /// is, and a CPU whose idle periods average less than this does not look for work when it
 /// goes idle (new-idle balancing would cost more than the idle time it fills).
 const MIGRATION_COST_NS: u64 = 500_000;
-/// The periodic balancer's view of one CPU's core being overloaded next to an idle core. The
-/// cache-sharing domain of `n` CPUs balances every `n` ms, twice that after a failure, and
-/// moves a running task by active balance once its failures exceed cache_nice_tries + 2
-/// (cache_nice_tries is 1 at that level).
+/// The periodic balancer's attempts at an imbalance it can fix only by moving a running task:
+/// a core overloaded next to an idle core (per CPU, `Sim::spread_smt`) or a node busier than
+/// another (per package, `Sim::spread_numa`). The cache-sharing domain of `n` CPUs balances
+/// every `n` ms, twice that after a failure, and moves a running task by active balance once
+/// its failures exceed cache_nice_tries + 2 (cache_nice_tries is 1 at that level).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpreadAttempts {
     /// Consecutive balance attempts that found the imbalance and could not fix it.
@@ -308,7 +309,7 @@ impl Sim {
     }
 
     /// Every CPU id, for a search of the whole machine (built only when nearer ones failed).
-    fn all_cpus(&self) -> Vec<usize> {
+    pub(crate) fn all_cpus(&self) -> Vec<usize> {
         (0..self.cpus.len()).collect()
     }
 
@@ -1211,33 +1212,48 @@ impl Sim {
     }
 
     /// The sibling of `cpu` whose running task the balancer would move to an idle core, if the
-    /// core is overloaded (every SMT thread running). Since 5.5 the balancer moves a number of
-    /// tasks here, from the first run-queue with the most of them: the first sibling. Before,
-    /// the busiest run-queue was the one with the highest runnable load, skipping a lone task
-    /// whose load exceeds the imbalance: the load the busiest group has above the domain's
-    /// average, at most what the idle core may take below it (in load per capacity, times
-    /// capacity), raised to the group's load per task when smaller (fix_small_imbalance). A
-    /// saturated thread next to a lighter one then stays and the lighter one moves.
+    /// core is overloaded (every SMT thread running); the idle core has the same capacity as
+    /// this one and no runnable load.
     fn spread_source(&self, cpu: usize) -> Option<usize> {
         let core = &self.plat.cores[self.plat.cpus[cpu].core].cpus;
         if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
             return None;
         }
+        let core_cap = core.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>();
+        self.active_balance_source(core, &self.plat.llcs[self.plat.cpus[cpu].llc], (core_cap, 0))
+    }
+
+    /// The CPU of group `busiest` whose running task active balancing moves to a group with
+    /// `local` = (capacity, runnable load), within `domain`. Since 5.5 the balancer moves a
+    /// number of tasks, from the first run-queue with the most of them: the group's first busy
+    /// CPU. Before, the busiest run-queue was the one with the highest runnable load, skipping
+    /// a lone task whose load exceeds the imbalance: the load the busiest group has above the
+    /// domain's average, at most what the local group may take below it (in load per capacity,
+    /// times capacity), raised to the group's load per task when smaller (fix_small_imbalance).
+    /// A saturated task next to a lighter one then stays and the lighter one moves.
+    pub(crate) fn active_balance_source(
+        &self,
+        busiest: &[usize],
+        domain: &[usize],
+        (local_cap, local_load): (u64, u64),
+    ) -> Option<usize> {
         let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
         if self.kernel >= crate::kernel::KernelVersion(5, 5) {
-            return core.iter().copied().find(movable);
+            return busiest.iter().copied().find(movable);
         }
-        let llc = &self.plat.llcs[self.plat.cpus[cpu].llc];
         let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
         let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
-        let (core_cap, core_load) = (capacity(core), load(core));
-        let domain_avg = load(llc) * SCHED_CAPACITY_SCALE / capacity(llc);
-        let busiest_avg = core_load * SCHED_CAPACITY_SCALE / core_cap;
-        // The idle core has the same capacity as this one and no runnable load.
-        let imbalance =
-            (busiest_avg.saturating_sub(domain_avg) * core_cap).min(domain_avg * core_cap) / SCHED_CAPACITY_SCALE;
-        let imbalance = imbalance.max(core_load / core.len() as u64);
-        core.iter()
+        let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
+        let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
+        let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
+        let local_avg = local_load * SCHED_CAPACITY_SCALE / local_cap.max(1);
+        let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
+            .min(domain_avg.saturating_sub(local_avg) * local_cap)
+            / SCHED_CAPACITY_SCALE;
+        let running = busiest.iter().filter(|&&c| !self.cpu_is_idle(c)).count().max(1);
+        let imbalance = imbalance.max(busy_load / running as u64);
+        busiest
+            .iter()
             .copied()
             .filter(movable)
             .filter(|&s| self.runnable_load(s) <= imbalance)
