@@ -42,7 +42,7 @@
 //! `sample_rate_ms` (ms, 10; algorithms 0 and 1), the PID's `setpoint` (%, 97), `p_gain_pct`
 //! (%, 20), `i_gain_pct` (%, 0), `d_gain_pct` (%, 0), `deadband` (%, 0) (debugfs
 //! `pstate_snb`), and for HWP `energy_performance_preference` (0–255, 128),
-//! `activity_window_us` (µs, 1000), `hwp_dynamic_boost` (bool, 0).
+//! `activity_window_us` (µs, 10000), `hwp_dynamic_boost` (bool, 0).
 //!
 //! References: drivers/cpufreq/intel_pstate.c (4.11-era and 5.x); Documentation/admin-guide/
 //! pm/intel_pstate.rst; Intel SDM vol. 3 §14.4 (HWP); spec/algorithms.md §4.
@@ -72,7 +72,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
         Knob::new("d_gain_pct", "%", 0.0, 0.0, 100.0, "PID: derivative gain"),
         Knob::new("deadband", "%", 0.0, 0.0, 100.0, "PID: error below which nothing changes"),
         Knob::new("energy_performance_preference", "0-255", 128.0, 0.0, 255.0, "HWP EPP: 0 performance .. 255 power"),
-        Knob::new("activity_window_us", "us", 1000.0, 100.0, 1_000_000.0, "HWP: hardware evaluation window (model)"),
+        Knob::new("activity_window_us", "us", 10_000.0, 100.0, 1_000_000.0, "HWP: hardware evaluation window (model)"),
         Knob::new("hwp_dynamic_boost", "bool", 0.0, 0.0, 1.0, "HWP: raise the minimum on repeated I/O waits"),
     ],
     driver: Some("intel_pstate"),

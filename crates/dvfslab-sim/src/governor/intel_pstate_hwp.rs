@@ -7,8 +7,12 @@
 //! this file is a model, and these are its assumptions:
 //!
 //! - The hardware re-evaluates every `activity_window_us` (the HWP_REQUEST field that Linux
-//!   leaves at 0, "hardware's choice"; we take 1 ms) from the core's own APERF, MPERF and TSC
-//!   over the window. A window in which the core never left idle changes nothing.
+//!   leaves at 0, "hardware's choice") from the core's own APERF, MPERF and TSC over the
+//!   window. A window in which the core never left idle changes nothing. The window is
+//!   calibrated, not published: 10 ms makes the Skylake desktop take 30 ms from idle to its
+//!   top frequency after a step to full load, the ramp AnandTech measured for Skylake's Speed
+//!   Shift ("around 30" ms, against 10–15 ms for Kaby Lake's; Cutress, "Intel launches 7th
+//!   generation Kaby Lake", January 2017). A 1 ms window ramps in 3 ms.
 //! - It keeps the core's C0 residency at a target that grows with EPP, like a load-based
 //!   governor with EPP-dependent headroom. EPP 0 means "as fast as allowed whenever active".
 //!
@@ -134,7 +138,8 @@ mod tests {
         let half_at_20 = window(10_000, 11_500, 23_000);
         assert_eq!(hwp_autonomous(&HSW, &half_at_20, 128, FULL).desired, 23); // ⌈10 / 0.4518⌉
         assert_eq!(hwp_autonomous(&HSW, &half_at_20, 255, FULL).desired, 12); // ⌈11.1⌉ → min
-                                                                              // EPP 0 still obeys the limits.
+
+        // EPP 0 still obeys the limits.
         assert_eq!(hwp_autonomous(&HSW, &half_at_20, 0, Range { lo: 12, hi: 20 }).desired, 20);
     }
 
