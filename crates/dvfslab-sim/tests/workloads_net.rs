@@ -4,6 +4,7 @@
 mod common;
 
 use common::run;
+use dvfslab_sim::{simulate, SimConfig};
 
 /// 4 cores, 8 CPUs, 0.8–3.9 GHz.
 const SKYLAKE: &str = "skylake-e3-1240v5";
@@ -205,14 +206,53 @@ fn bad_knobs_are_errors_naming_the_knob() {
 }
 
 #[test]
-fn udp_stream_is_bound_by_the_receiver_and_follows_frequency() {
+fn udp_stream_is_bound_by_the_sender_and_follows_frequency() {
     let rate = |gov: &str| common::run("skylake-e3-1240v5", gov, "netperf:test=udp-stream,size=1024", 0.3, 1).summary;
     let (fast, slow) = (rate("performance"), rate("powersave"));
     assert_eq!(fast.metric.unit, "Mbit/s");
     assert!(fast.metric.value > 2.0 * slow.metric.value, "{} vs {}", fast.metric.value, slow.metric.value);
-    // Both ends stay busy: a stream keeps its two CPUs loaded.
-    let busy = fast.per_cpu.iter().filter(|c| c.busy_pct > 50.0).count();
-    assert_eq!(busy, 2);
+    // The sender never waits; the receiver, at the same clock, keeps up with time to spare:
+    // (1 µs + 1,024 × 0.12 ns) / (2.59 µs + 1,024 × 0.12 ns) ≈ 41% of the sender's time.
+    let mut busy: Vec<f64> = fast.per_cpu.iter().map(|c| c.busy_pct).filter(|&b| b > 1.0).collect();
+    busy.sort_by(f64::total_cmp);
+    assert_eq!(busy.len(), 2, "{busy:?}");
+    assert!(busy[1] > 99.0 && (35.0..50.0).contains(&busy[0]), "{busy:?}");
+}
+
+/// The calibration of the UDP sender (estimates.rs, `netperf`): the rates measured on a
+/// 2 × E5-2670 v3 at Linux 5.5, the middle of each size's published range.
+#[test]
+fn udp_stream_sends_at_the_rates_measured_on_haswell() {
+    for (size, measured_mbit) in [(64, 198.0), (1024, 3027.0), (16384, 28865.0)] {
+        let wl = format!("netperf:test=udp-stream,size={size},warmup_ms=100");
+        let ours = common::run("haswell-e5-2670v3-2s", "performance", &wl, 0.4, 1).summary.metric.value;
+        assert!((ours / measured_mbit - 1.0).abs() < 0.05, "{size} B: {ours} against {measured_mbit} Mbit/s");
+    }
+}
+
+/// Out of sample: on that Haswell, Linux 5.6 left C3 and C6 disabled (its `_CST` handling)
+/// and UDP_STREAM lost 10–14% at every size, because idle cores outside them count as active
+/// and hold the sender to a lower turbo bin (intel_idle, "Ignore _CST if control cannot be
+/// taken from the platform", Linux 5.10). The model's turbo bins by cores not power-gated do
+/// the same.
+#[test]
+fn udp_stream_loses_its_turbo_when_idle_cores_cannot_power_gate() {
+    let haswell = common::preset("haswell-e5-2670v3-2s");
+    let mut shallow: serde_json::Value = serde_json::from_str(&haswell).unwrap();
+    let states = shallow["clusters"][0]["idle_states"].as_array_mut().unwrap();
+    states.retain(|s| !["C3", "C6"].contains(&s["name"].as_str().unwrap()));
+    let shallow = serde_json::to_string(&shallow).unwrap();
+    let cfg = SimConfig {
+        governor: "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq".into(),
+        workload: "netperf:test=udp-stream,size=64,warmup_ms=100".into(),
+        duration_ns: Some(400_000_000),
+        seed: 1,
+        timeline: false,
+        explain: false,
+    };
+    let rate = |json: &str| simulate(json, "haswell", &cfg).unwrap().summary.metric.value;
+    let loss = 1.0 - rate(&shallow) / rate(&haswell);
+    assert!((0.08..0.18).contains(&loss), "{loss}");
 }
 
 #[test]

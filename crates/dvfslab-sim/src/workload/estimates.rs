@@ -165,14 +165,23 @@ pub mod netperf {
     pub const TCP_SOFTIRQ_CYCLES: f64 = 3e-6 * 3.0e9;
     /// recv syscall of a small TCP message: [EST] 1.5 µs (part of A5's 3–6 µs per side).
     pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// UDP send: no connection state or ACK, [EST] 3 µs (low end of A5's 3–6 µs).
-    pub const UDP_TX_CYCLES: f64 = 3e-6 * 3.0e9;
-    /// UDP loopback receive softirq: [EST] 2 µs (low end of A5's 2–4 µs).
-    pub const UDP_SOFTIRQ_CYCLES: f64 = 2e-6 * 3.0e9;
+    /// UDP send: no connection state or ACK. [CAL] With the softirq below, 2.59 µs per
+    /// datagram and `COPY_CYCLES_PER_BYTE`: the sender's time per datagram on the campaign's
+    /// own Haswell (2 × E5-2670 v3, Linux 5.5, the saturated sender at its 3.1 GHz turbo) in
+    /// Mel Gorman's UDP_STREAM runs (LKML, "ACPI _CST introduced performance regresions on
+    /// Haswll", October 2020): 193–203 Mbit/s at 64 bytes, 2,994–3,060 at 1,024 and
+    /// 28,540–29,190 at 16,384, every size's received rate equal to the sent one. A line
+    /// through the three sizes gives 2.59 µs + 0.12 ns/byte; split between the send and the
+    /// softirq in A5's 3 : 2 (A5's estimates, 3 and 2 µs, ran half as fast).
+    pub const UDP_TX_CYCLES: f64 = 1.55e-6 * 3.0e9;
+    /// UDP loopback receive softirq, charged to the sending CPU: [CAL] see `UDP_TX_CYCLES`.
+    pub const UDP_SOFTIRQ_CYCLES: f64 = 1.04e-6 * 3.0e9;
     /// UDP recvfrom: [EST] 1 µs.
     pub const UDP_RX_CYCLES: f64 = 1e-6 * 3.0e9;
-    /// Copy per byte, each side: 0.25–0.4 ns/byte (A5 STREAM `b` [EST]).
-    pub const COPY_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
+    /// Copy per byte, each side (`copy_from_user` on the sender, `copy_to_user` on the
+    /// receiver, of TCP and UDP alike): [CAL] 0.12 ns/byte, the slope of the Haswell sender's
+    /// time per datagram over the sizes (`UDP_TX_CYCLES`); A5 estimated 0.25–0.4.
+    pub const COPY_CYCLES_PER_BYTE: f64 = 0.12e-9 * 3.0e9;
     /// TCP_STREAM per send call, including the loopback rx path: 2–4 µs (A5 `a` [EST]).
     pub const STREAM_SEND_CYCLES: f64 = 3e-6 * 3.0e9;
     /// TCP_STREAM per recv call on the receiver: [EST] 1.5 µs (A5 `a'`).
