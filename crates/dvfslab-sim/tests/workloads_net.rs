@@ -4,7 +4,6 @@
 mod common;
 
 use common::run;
-use dvfslab_sim::{simulate, SimConfig};
 
 /// 4 cores, 8 CPUs, 0.8–3.9 GHz.
 const SKYLAKE: &str = "skylake-e3-1240v5";
@@ -225,7 +224,7 @@ fn udp_stream_is_bound_by_the_sender_and_follows_frequency() {
 fn udp_stream_sends_at_the_rates_measured_on_haswell() {
     for (size, measured_mbit) in [(64, 198.0), (1024, 3027.0), (16384, 28865.0)] {
         let wl = format!("netperf:test=udp-stream,size={size},warmup_ms=100");
-        let ours = common::run("haswell-e5-2670v3-2s", "performance", &wl, 0.4, 1).summary.metric.value;
+        let ours = run("haswell-e5-2670v3-2s", "performance", &wl, 0.4, 1).summary.metric.value;
         assert!((ours / measured_mbit - 1.0).abs() < 0.05, "{size} B: {ours} against {measured_mbit} Mbit/s");
     }
 }
@@ -242,15 +241,9 @@ fn udp_stream_loses_its_turbo_when_idle_cores_cannot_power_gate() {
     let states = shallow["clusters"][0]["idle_states"].as_array_mut().unwrap();
     states.retain(|s| !["C3", "C6"].contains(&s["name"].as_str().unwrap()));
     let shallow = serde_json::to_string(&shallow).unwrap();
-    let cfg = SimConfig {
-        governor: "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq".into(),
-        workload: "netperf:test=udp-stream,size=64,warmup_ms=100".into(),
-        duration_ns: Some(400_000_000),
-        seed: 1,
-        timeline: false,
-        explain: false,
-    };
-    let rate = |json: &str| simulate(json, "haswell", &cfg).unwrap().summary.metric.value;
+    let (governor, udp_64) =
+        ("schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq", "netperf:test=udp-stream,size=64,warmup_ms=100");
+    let rate = |json: &str| common::run_on(json, "haswell", governor, udp_64, 0.4, 1).summary.metric.value;
     let loss = 1.0 - rate(&shallow) / rate(&haswell);
     assert!((0.08..0.18).contains(&loss), "{loss}");
 }

@@ -9,6 +9,11 @@ pub fn preset(id: &str) -> String {
 }
 
 pub fn run(platform: &str, governor: &str, workload: &str, duration_s: f64, seed: u64) -> SimResult {
+    run_on(&preset(platform), platform, governor, workload, duration_s, seed)
+}
+
+/// `run` on a platform given as JSON text (a preset edited by the test), named `name`.
+pub fn run_on(json: &str, name: &str, governor: &str, workload: &str, duration_s: f64, seed: u64) -> SimResult {
     let cfg = SimConfig {
         governor: governor.into(),
         workload: workload.into(),
@@ -17,5 +22,5 @@ pub fn run(platform: &str, governor: &str, workload: &str, duration_s: f64, seed
         timeline: false,
         explain: false,
     };
-    simulate(&preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{e}"))
+    simulate(json, name, &cfg).unwrap_or_else(|e| panic!("{e}"))
 }
