@@ -229,6 +229,18 @@ fn udp_stream_sends_at_the_rates_measured_on_haswell() {
     }
 }
 
+/// The calibration of the TCP_STREAM sender (estimates.rs, `netperf`): the rates measured on
+/// the same Haswell at Linux 5.5-rc1 (December 2019), where the sender is saturated at its
+/// turbo and the receiver, reading one message per call, keeps up.
+#[test]
+fn tcp_stream_sends_at_the_rates_measured_on_haswell() {
+    for (size, measured_mbit) in [(64, 667.0), (1024, 8124.0), (16384, 30063.0)] {
+        let wl = format!("netperf:test=tcp-stream,size={size},warmup_ms=100");
+        let ours = run("haswell-e5-2670v3-2s", "performance", &wl, 0.4, 1).summary.metric.value;
+        assert!((ours / measured_mbit - 1.0).abs() < 0.05, "{size} B: {ours} against {measured_mbit} Mbit/s");
+    }
+}
+
 /// Out of sample: on that Haswell, Linux 5.6 left C3 and C6 disabled (its `_CST` handling)
 /// and UDP_STREAM lost 10–14% at every size, because idle cores outside them count as active
 /// and hold the sender to a lower turbo bin (intel_idle, "Ignore _CST if control cannot be

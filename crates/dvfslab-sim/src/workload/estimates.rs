@@ -182,17 +182,31 @@ pub mod netperf {
     /// receiver, of TCP and UDP alike): [CAL] 0.12 ns/byte, the slope of the Haswell sender's
     /// time per datagram over the sizes (`UDP_TX_CYCLES`); A5 estimated 0.25–0.4.
     pub const COPY_CYCLES_PER_BYTE: f64 = 0.12e-9 * 3.0e9;
-    /// TCP_STREAM per send call, including the loopback rx path: 2–4 µs (A5 `a` [EST]).
-    pub const STREAM_SEND_CYCLES: f64 = 3e-6 * 3.0e9;
-    /// TCP_STREAM per recv call on the receiver: [EST] 1.5 µs (A5 `a'`).
-    pub const STREAM_RECV_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// TCP_STREAM per send call: [CAL] 0.78 µs, with `STREAM_SEGMENT_CYCLES_PER_BYTE` and the
+    /// copy, the sender's time per send on the campaign's own Haswell (2 × E5-2670 v3, Linux
+    /// 5.5-rc1, the saturated sender at its 3.1 GHz turbo) in Mel Gorman's netperf-tcp runs
+    /// (LKML, "sched, fair: Allow a small degree of load imbalance between SD_NUMA domains",
+    /// December 2019, the baseline kernel): 667 Mbit/s at 64 bytes, 8,124 at 1,024 and 30,063
+    /// at 16,384 (nine sizes). A line through the nine gives 0.78 µs + 0.21 ns/byte; A5 had
+    /// estimated 2–4 µs, too dear for a send that mostly appends to a corked segment.
+    pub const STREAM_SEND_CYCLES: f64 = 0.78e-6 * 3.0e9;
+    /// TCP_STREAM's loopback segments (up to 64 KiB each), transmitted and received in the
+    /// sender's softirq, per byte: [CAL] 0.09 ns/byte, the slope of `STREAM_SEND_CYCLES`'s
+    /// line less the copy (`COPY_CYCLES_PER_BYTE`).
+    pub const STREAM_SEGMENT_CYCLES_PER_BYTE: f64 = 0.09e-9 * 3.0e9;
+    /// TCP_STREAM per recv call on the receiver (MMTests passes `-M` = the send size, so one
+    /// message per call): [EST] 0.6 µs, a system call and `tcp_recvmsg` taking what is queued,
+    /// about the cost of the send's fixed part. A5's 1.5 µs would cap the receiver at 340
+    /// Mbit/s at 64 bytes, half the measured rate.
+    pub const STREAM_RECV_CYCLES: f64 = 0.6e-6 * 3.0e9;
     /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned (A5 [EST]); the
     /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
     pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
     pub const STREAM_MAX_INFLIGHT_MSGS: u32 = 4096;
-    /// UDP_STREAM receive buffer: the default `net.core.rmem_default` of 212992 bytes [KNOW];
-    /// what is in flight beyond it is dropped in Linux.
-    pub const UDP_RCVBUF_BYTES: u32 = 212_992;
+    /// UDP_STREAM receive buffer: MMTests runs UDP_STREAM with `-s 32768 -S 32768` [SRC
+    /// shellpack-bench-netperf], and Linux doubles a requested `SO_RCVBUF` for its own
+    /// bookkeeping, so the socket holds 65,536 bytes of truesize, not `rmem_default`'s 212,992.
+    pub const UDP_RCVBUF_BYTES: u32 = 2 * 32_768;
     /// Bytes a datagram's buffer holds beside its payload: headroom (64), Ethernet, IP and UDP
     /// headers (42) and the trailing `skb_shared_info` (320) [EST, x86-64 sizes].
     pub const SKB_DATA_OVERHEAD_BYTES: u32 = 426;

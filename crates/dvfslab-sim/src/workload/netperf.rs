@@ -134,7 +134,7 @@ impl Netperf {
         let top = sender.len();
         sender.extend([
             Op::Wait { ch: BACK },
-            run(netperf::STREAM_SEND_CYCLES + copy),
+            run(netperf::STREAM_SEND_CYCLES + copy + self.size as f64 * netperf::STREAM_SEGMENT_CYCLES_PER_BYTE),
             Op::Post { ch: FORWARD, sync: false },
             Op::Jump { to: top },
         ]);
@@ -151,8 +151,10 @@ impl Netperf {
 
     fn udp_stream(&self) -> Vec<TaskSpec> {
         let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
-        // The receive buffer is charged each datagram's truesize, not its payload.
-        let buffered = (netperf::UDP_RCVBUF_BYTES / netperf::skb_truesize(self.size)).max(1);
+        // The receive buffer is charged each datagram's truesize, not its payload, and a
+        // datagram is queued while what is already queued does not exceed the buffer: one
+        // more than fit whole.
+        let buffered = netperf::UDP_RCVBUF_BYTES / netperf::skb_truesize(self.size) + 1;
         let sender: Rc<[Op]> = vec![
             run(netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy),
             Op::Offer { ch: FORWARD, capacity: buffered },
@@ -208,14 +210,16 @@ mod tests {
     #[test]
     fn the_receive_buffer_counts_each_datagram_at_its_truesize() {
         // 64 bytes: a 512-byte buffer (payload + 426 of headers and shared info, rounded up to
-        // a power of two) and the 256-byte sk_buff make 768; 212,992 / 768 = 277 datagrams.
+        // a power of two) and the 256-byte sk_buff make 768; 65,536 / 768 = 85.3, so 85
+        // datagrams fit whole and an 86th is still let in.
         assert_eq!(netperf::skb_truesize(64), 768);
-        assert_eq!(offered_capacity(64), 277);
-        // 1,024 bytes: 2,048 + 256 = 2,304, so 92 datagrams.
+        assert_eq!(offered_capacity(64), 86);
+        // 1,024 bytes: 2,048 + 256 = 2,304, so 28 + 1 datagrams.
         assert_eq!(netperf::skb_truesize(1024), 2304);
-        assert_eq!(offered_capacity(1024), 92);
-        // 16,384 bytes: a 32 KiB buffer, six datagrams; a buffer never holds fewer than one.
-        assert_eq!(offered_capacity(16384), 6);
+        assert_eq!(offered_capacity(1024), 29);
+        // 16,384 bytes: a 32 KiB buffer and the sk_buff, 33,024: the second datagram finds
+        // 33,024 queued, under 65,536, the third 66,048, over it.
+        assert_eq!(offered_capacity(16384), 2);
         assert_eq!(offered_capacity(65536), 1);
     }
 }
