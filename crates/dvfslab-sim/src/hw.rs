@@ -512,6 +512,11 @@ impl Sim {
         for &core in repowered {
             self.touch_core(core);
         }
+        // The PLL relocks: no core of the domain executes for a while, busy or waking.
+        let halt_until = self.q.now() + (self.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
+        for &cpu in &plat.domains[d].cpus {
+            self.cpus[cpu].halt_until = halt_until;
+        }
         let old = self.domains[d].actual_khz;
         self.domains[d].actual_khz = new;
         self.domains[d].mv = self.plat.voltage_mv(cl, new.max(self.domains[d].global_khz));
@@ -576,7 +581,7 @@ impl Sim {
         let now = self.q.now();
         let Some(task) = self.cpus[cpu].curr else { return };
         let c = &mut self.cpus[cpu];
-        let from = c.seg_start.max(c.stall_until);
+        let from = c.seg_start.max(c.stall_until).max(c.halt_until);
         if now > from {
             let t = &mut self.tasks[task];
             let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
@@ -596,7 +601,7 @@ impl Sim {
         c.seg_start = now;
         c.seg_rate = rate;
         c.seg_token = c.seg_token.wrapping_add(1);
-        let start = now.max(c.stall_until);
+        let start = now.max(c.stall_until).max(c.halt_until);
         let end = start + (left / rate).ceil() as u64;
         let token = c.seg_token;
         self.q.push(end, Event::SegmentEnd { cpu: cpu as u32, token });

@@ -126,6 +126,10 @@ pub struct FrequencyFile {
     /// Rome).
     #[serde(default)]
     pub request_grid_us: f64,
+    /// How long the domain's cores execute nothing when its frequency changes (µs): the clock
+    /// stops while the PLL relocks, up or down and whatever the cause; 0 = no halt.
+    #[serde(default)]
+    pub switch_halt_us: f64,
     /// Whether a CPU in a power-gated idle state still holds its domain at its request. Intel:
     /// no, only active CPUs vote; AMD Rome: yes, an idle (even offline) hardware thread keeps
     /// its core at its request (Schöne et al. 2021, section V-A).
@@ -473,6 +477,9 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
         if !(0.0..=100_000.0).contains(&q.request_grid_us) {
             return err(&at("frequency.request_grid_us"), format!("expected 0..100000, got {}", q.request_grid_us));
+        }
+        if !(0.0..=1_000.0).contains(&q.switch_halt_us) {
+            return err(&at("frequency.switch_halt_us"), format!("expected 0..1000, got {}", q.switch_halt_us));
         }
         if !(0.0..=100_000.0).contains(&q.hw_switch_us) {
             return err(&at("frequency.hw_switch_us"), format!("expected 0..100000, got {}", q.hw_switch_us));

@@ -562,7 +562,7 @@ impl Sim {
         t.slice_start_exec_ns = t.sum_exec_ns;
         // A CPU still leaving its idle state runs nothing, not even instant operations: an
         // empty segment ends when it is ready, and the program goes on from there.
-        if t.work_left > 0.0 || self.cpus[cpu].stall_until > now {
+        if t.work_left > 0.0 || self.cpus[cpu].stall_until.max(self.cpus[cpu].halt_until) > now {
             self.start_segment(cpu);
         } else {
             self.run_program(cpu);

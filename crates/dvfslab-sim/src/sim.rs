@@ -62,6 +62,9 @@ pub(crate) struct Cpu {
     pub seg_rate: f64,
     /// Until this time the CPU is still leaving its idle state and makes no progress.
     pub stall_until: TimeNs,
+    /// Until this time the core's clock is stopped by a frequency change: its task is running
+    /// but makes no progress.
+    pub halt_until: TimeNs,
     /// PELT time at which the last idle exit ended: before it the current task was not yet woken.
     pub stall_pelt_end: u64,
     pub tick_token: u32,
@@ -285,6 +288,7 @@ impl Sim {
                 seg_start: 0,
                 seg_rate: 0.0,
                 stall_until: 0,
+                halt_until: 0,
                 stall_pelt_end: 0,
                 tick_token: 0,
                 tick_armed: false,

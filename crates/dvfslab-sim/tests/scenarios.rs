@@ -223,6 +223,34 @@ mod transitions {
         tl.freq_time_ns.iter().filter(|&&t| t > 0).map(|&t| t % 500_000).collect()
     }
 
+    /// Busy CPU-time (ns) and frequency changes of the periodic bursts on Haswell-EP with the
+    /// preset's halt per frequency change set to `halt_us`.
+    fn busy_ns_and_changes(halt_us: f64) -> (f64, usize) {
+        let mut doc: serde_json::Value = serde_json::from_str(&preset("haswell-e5-2670v3-2s")).unwrap();
+        doc["clusters"][0]["frequency"]["switch_halt_us"] = halt_us.into();
+        let cfg = SimConfig {
+            governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
+            workload: "periodic:threads=4,run_us=3000,period_us=10000,jitter_pct=20".into(),
+            duration_ns: Some(200_000_000),
+            timeline: true,
+            ..SimConfig::default()
+        };
+        let r = simulate(&doc.to_string(), "haswell", &cfg).unwrap();
+        let busy = r.summary.per_cpu.iter().map(|c| c.busy_pct / 100.0 * r.summary.sim_time_s * 1e9).sum();
+        (busy, r.timeline.unwrap().freq_time_ns.len())
+    }
+
+    #[test]
+    fn a_frequency_change_halts_the_busy_cores_of_its_domain() {
+        // The bursts' work is fixed, so every halt that catches a burst lengthens it by up to
+        // the halt; a change while the CPU idles costs nothing.
+        let (free, _) = busy_ns_and_changes(0.0);
+        let (halted, changes) = busy_ns_and_changes(200.0);
+        let added = halted - free;
+        assert!(added >= 200_000.0, "no change caught a burst: {added} ns more busy time");
+        assert!(added <= changes as f64 * 200_000.0, "{added} ns from {changes} changes");
+    }
+
     #[test]
     fn haswell_changes_frequency_on_its_500_us_grid() {
         // A request waits for the next 500-µs slot, then the 22.5-µs switch: every change lands
