@@ -170,3 +170,13 @@ def test_a_measured_exit_cannot_exceed_the_tables(presets, tmp_path):
     expected = field + r".*expected 0\.\.exit_latency_us \(400\), got 500"
     with pytest.raises(ConfigError, match=expected):
         dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
+
+
+def test_a_frequency_switch_halt_is_bounded(presets, tmp_path):
+    def halt_for_ever(doc):
+        doc["clusters"][0]["frequency"]["switch_halt_us"] = 5000.0
+
+    path = presets.write_edited("haswell-e5-2670v3-2s", tmp_path, halt_for_ever)
+    expected = r"frequency\.switch_halt_us.*expected 0\.\.1000, got 5000"
+    with pytest.raises(ConfigError, match=expected):
+        dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
