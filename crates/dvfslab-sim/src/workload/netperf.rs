@@ -127,17 +127,14 @@ impl Netperf {
             return self.udp_stream();
         }
         let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        // The send also carries its share of the loopback segments it transmits and receives.
+        let send = netperf::STREAM_SEND_CYCLES + copy + self.size as f64 * netperf::STREAM_SEGMENT_CYCLES_PER_BYTE;
         let window_msgs =
             (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
         // The sender starts with a window of credits, then spends one per send.
         let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
         let top = sender.len();
-        sender.extend([
-            Op::Wait { ch: BACK },
-            run(netperf::STREAM_SEND_CYCLES + copy + self.size as f64 * netperf::STREAM_SEGMENT_CYCLES_PER_BYTE),
-            Op::Post { ch: FORWARD, sync: false },
-            Op::Jump { to: top },
-        ]);
+        sender.extend([Op::Wait { ch: BACK }, run(send), Op::Post { ch: FORWARD, sync: false }, Op::Jump { to: top }]);
         let receiver: Rc<[Op]> = vec![
             Op::Wait { ch: FORWARD },
             run(netperf::STREAM_RECV_CYCLES + copy),
