@@ -203,13 +203,13 @@ mod background {
 
 mod transitions {
     use super::common::preset;
-    use dvfslab_sim::{simulate, SimConfig};
+    use dvfslab_sim::{simulate, SimConfig, SimResult};
 
-    /// Every frequency change's time modulo the grid, from a timeline of schedutil following
-    /// periodic bursts on Haswell-EP with its request grid set to `grid_us`.
-    fn change_phases_ns(grid_us: f64) -> Vec<u64> {
+    /// Schedutil following periodic bursts on Haswell-EP for 0.2 s, with a timeline, the
+    /// preset's `frequency.<field>` set to `value`.
+    fn bursts_with(field: &str, value: f64) -> SimResult {
         let mut doc: serde_json::Value = serde_json::from_str(&preset("haswell-e5-2670v3-2s")).unwrap();
-        doc["clusters"][0]["frequency"]["request_grid_us"] = grid_us.into();
+        doc["clusters"][0]["frequency"][field] = value.into();
         let cfg = SimConfig {
             governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
             workload: "periodic:threads=4,run_us=3000,period_us=10000,jitter_pct=20".into(),
@@ -217,25 +217,19 @@ mod transitions {
             timeline: true,
             ..SimConfig::default()
         };
-        let r = simulate(&doc.to_string(), "haswell", &cfg).unwrap();
-        let tl = r.timeline.unwrap();
+        simulate(&doc.to_string(), "haswell", &cfg).unwrap()
+    }
+
+    /// Every frequency change's time modulo the grid, with the request grid set to `grid_us`.
+    fn change_phases_ns(grid_us: f64) -> Vec<u64> {
+        let tl = bursts_with("request_grid_us", grid_us).timeline.unwrap();
         assert!(tl.freq_time_ns.len() > 20, "the bursts move the frequency ({} changes)", tl.freq_time_ns.len());
         tl.freq_time_ns.iter().filter(|&&t| t > 0).map(|&t| t % 500_000).collect()
     }
 
-    /// Busy CPU-time (ns) and frequency changes of the periodic bursts on Haswell-EP with the
-    /// preset's halt per frequency change set to `halt_us`.
+    /// Busy CPU-time (ns) and frequency changes with the halt per change set to `halt_us`.
     fn busy_ns_and_changes(halt_us: f64) -> (f64, usize) {
-        let mut doc: serde_json::Value = serde_json::from_str(&preset("haswell-e5-2670v3-2s")).unwrap();
-        doc["clusters"][0]["frequency"]["switch_halt_us"] = halt_us.into();
-        let cfg = SimConfig {
-            governor: "schedutil:invariant=1,kernel=5.2,driver=intel_cpufreq".into(),
-            workload: "periodic:threads=4,run_us=3000,period_us=10000,jitter_pct=20".into(),
-            duration_ns: Some(200_000_000),
-            timeline: true,
-            ..SimConfig::default()
-        };
-        let r = simulate(&doc.to_string(), "haswell", &cfg).unwrap();
+        let r = bursts_with("switch_halt_us", halt_us);
         let busy = r.summary.per_cpu.iter().map(|c| c.busy_pct / 100.0 * r.summary.sim_time_s * 1e9).sum();
         (busy, r.timeline.unwrap().freq_time_ns.len())
     }
