@@ -9,7 +9,10 @@
 //! caller waits for it outside io_schedule (`xlog_wait`), so it wakes without the flag.
 //! Left out: directory and journal lock contention (each client works in its own directory;
 //! a sleeping mutex would turn the short shared sections into a convoy of idle exits, where
-//! the kernel spins), dirty-page throttling, and the flusher and journal threads.
+//! the kernel spins), dirty-page throttling, the flusher and journal threads, and waits for
+//! free log space: MMTests sizes the filesystem by the client count, which gives XFS its
+//! 10 MB minimum log, and at many clients transactions wait for checkpoints and metadata
+//! writeback to free it (docs/validation.md, what the model gets wrong, item 3).
 //!
 //! Metric, as MMTests' default dbench4 `loadfile` metric: the duration of each pass over the
 //! loadfile of each client ("completed in X ms"), summarised by its arithmetic mean (lower is
