@@ -256,6 +256,7 @@ impl Sim {
         d.in_service -= 1;
         let (group, leader_iowait) = match d.spec.service {
             Service::Queued => (false, true),
+            Service::Waited => (false, false),
             Service::GroupCommit { leader_iowait } => (true, leader_iowait),
         };
         let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };

@@ -172,6 +172,38 @@ fn io_device_queue_depth_limits_throughput_and_wakes_with_iowait() {
 }
 
 #[test]
+fn a_waited_device_serves_like_a_queued_one_but_wakes_without_iowait() {
+    // A task waiting 1 ms on the device, then working 20 µs: schedutil boosts its CPU for
+    // I/O-wait wake-ups only.
+    let task = vec![
+        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
+        Op::Run { cycles: Amount::Fixed(70_000.0), mem_frac: 0.0 },
+        count(0),
+        Op::Jump { to: 0 },
+    ];
+    let w = |service| Programs {
+        tasks: vec![task.clone()],
+        spawned: vec![],
+        devices: vec![DeviceSpec { name: "disk".into(), queue_depth: 1, service, completion: Completion::Submitter }],
+    };
+    let summary = |service| run("skylake-e3-1240v5", "schedutil", w(service), 0.5).summary;
+    let (queued, waited) = (summary(Service::Queued), summary(Service::Waited));
+    let busiest_khz = |r: &dvfslab_sim::result::RunJson| {
+        r.per_cpu.iter().max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct)).unwrap().avg_freq_khz
+    };
+    // The device sets the pace of both loops: a round is its 1 ms plus an idle exit.
+    for r in [&queued, &waited] {
+        assert!((350.0..=500.0).contains(&r.metric.value), "{} rounds", r.metric.value);
+    }
+    assert!(
+        busiest_khz(&queued) > 1.5 * busiest_khz(&waited),
+        "queued {} kHz, waited {} kHz",
+        busiest_khz(&queued),
+        busiest_khz(&waited)
+    );
+}
+
+#[test]
 fn transfers_share_the_devices_data_channel() {
     // 0.1 ms of access, up to four at once, then 1 ms on the channel.
     let io = |transfer_ns| {

@@ -154,6 +154,20 @@ pub mod dbench {
     /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (A1 `c_vfs` [EST]).
     pub const IO_BASE_CYCLES: f64 = 1e-6 * 3.0e9;
     pub const IO_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
+
+    /// The operations that change metadata, each an XFS transaction whose changes go to the
+    /// log (the others read, or dirty the page cache only).
+    pub const LOGGED_OPS: [&str; 4] = ["NTCreateX", "Unlink", "Rename", "Sfileinfo"];
+    /// Log space a transaction's changes take: 1 KiB [CAL] (an inode core, a directory
+    /// block's changed range, an allocation-group header, each with its log headers). With
+    /// the 10 MB log, the passes of the 5.5-rc7 runs on an 8-CPU machine (LKML, commit
+    /// 52262ee567ad) peak at 8–32 clients, so the log stops holding every client's last pass
+    /// near 12 clients: 10 MB / 12 clients / 843 transactions a pass ≈ 1 KiB.
+    pub const LOGGED_BYTES_PER_TRANSACTION: f64 = 1024.0;
+    /// xfsaild's time to write back one transaction's changes in place, serially: 10.8 µs
+    /// [CAL] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
+    /// 48-CPU one, whatever their CPUs and disks (the model gives 462 and 459 ms).
+    pub const WRITEBACK_NS_PER_TRANSACTION: f64 = 10_800.0;
 }
 
 /// netperf over loopback (A5). Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at

@@ -188,6 +188,10 @@ pub enum Service {
     /// Each request on its own, up to `queue_depth` at once; its submitter sleeps on it
     /// (io_schedule) and wakes with the iowait flag.
     Queued,
+    /// As `Queued`, but the submitter waits for a kernel worker to serve the request, in a
+    /// plain sleep, and wakes without the flag (an XFS transaction waiting for log space
+    /// while xfsaild writes metadata back).
+    Waited,
     /// Group commit, a journal or WAL flush that serves every waiter at once: one commit runs
     /// at a time, whatever `queue_depth` says, and every request made meanwhile joins the next.
     /// With `leader_iowait` the task whose request a commit serves sleeps on the device itself
