@@ -10,8 +10,8 @@
 //!
 //! Every metadata change is a transaction whose changes stay in the XFS log until they are
 //! logged again (relogged) or written back in place, and a transaction that finds the log
-//! full sleeps until xfsaild has written enough back. MMTests sizes the filesystem at 30 MB
-//! per client of its largest run, which gives it XFS's 10 MB minimum log (`log_mb`). While
+//! full sleeps until xfsaild has written enough back. MMTests sizes the filesystem at 30 MiB
+//! per client of its largest run, which gives it XFS's 10 MiB minimum log (`log_mb`). While
 //! the log holds every client's last pass, each change is relogged before the log wraps and
 //! nothing waits; beyond that a share `1 − log / (clients × a pass's logged bytes)` of the
 //! transactions waits, first, for xfsaild to write one transaction's worth back, one at a
@@ -48,14 +48,14 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         DEVICE_KNOB,
         Knob::new("ops", "lines", nbench::LOADFILE_OPS as f64, 100.0, 100_000.0, "loadfile length (client-tiny: 3573)")
             .integer(),
-        Knob::new("log_mb", "MB", 10.0, 1.0, 2048.0, "XFS log size (MMTests' filesystem gets the 10 MB minimum)"),
+        Knob::new("log_mb", "MiB", 10.0, 1.0, 2048.0, "XFS log size (MMTests' filesystem gets the 10 MiB minimum)"),
     ],
     build: |k: &KnobValues| {
         Box::new(Dbench {
             clients: k.get_u64("clients") as u32,
             disk: Disk::from_knob(k.get_u64("device")),
             ops: k.get_u64("ops") as usize,
-            log_bytes: k.get("log_mb") * 1e6,
+            log_bytes: k.get("log_mb") * MIB,
         })
     },
 };
@@ -71,6 +71,7 @@ const DATA: u32 = 0;
 const LOG: u32 = 1;
 /// xfsaild, writing metadata back to free log space.
 const AIL: u32 = 2;
+const MIB: f64 = 1024.0 * 1024.0;
 
 struct Dbench {
     clients: u32,
@@ -177,11 +178,10 @@ impl Workload for Dbench {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::Service;
 
-    /// MMTests' setup: the default 10 MB log.
+    /// MMTests' setup: the default 10 MiB log.
     fn dbench(clients: u32) -> Dbench {
-        Dbench { clients, disk: Disk::from_knob(1), ops: nbench::LOADFILE_OPS as usize, log_bytes: 10e6 }
+        Dbench { clients, disk: Disk::from_knob(1), ops: nbench::LOADFILE_OPS as usize, log_bytes: 10.0 * MIB }
     }
 
     fn waits_of(d: &Dbench) -> Vec<u32> {
@@ -205,11 +205,11 @@ mod tests {
         let transactions = lines.iter().filter(|l| is_logged(l)).count() as f64;
         let pass_bytes = transactions * dbench::LOGGED_BYTES_PER_TRANSACTION;
         let writebacks = |d: &Dbench| waits_of(d).iter().filter(|&&dev| dev == AIL).count() as f64;
-        // 8 clients' passes fit in 10 MB: nobody waits.
-        assert!(8.0 * pass_bytes < 10e6);
+        // 8 clients' passes fit in 10 MiB: nobody waits.
+        assert!(8.0 * pass_bytes < 10.0 * MIB);
         assert_eq!(writebacks(&dbench(8)), 0.0);
         // 64 clients' do not: the share the log cannot hold waits, within one of its count.
-        let share = 1.0 - 10e6 / (64.0 * pass_bytes);
+        let share = 1.0 - 10.0 * MIB / (64.0 * pass_bytes);
         assert!(share > 0.5, "{share}");
         assert!((writebacks(&dbench(64)) - share * transactions).abs() <= 1.0);
         // Waiting on xfsaild is a plain sleep: no iowait flag.

@@ -160,9 +160,9 @@ pub mod dbench {
     pub const LOGGED_OPS: [&str; 4] = ["NTCreateX", "Unlink", "Rename", "Sfileinfo"];
     /// Log space a transaction's changes take: 1 KiB [CAL] (an inode core, a directory
     /// block's changed range, an allocation-group header, each with its log headers). With
-    /// the 10 MB log, the passes of the 5.5-rc7 runs on an 8-CPU machine (LKML, commit
+    /// the 10 MiB log, the passes of the 5.5-rc7 runs on an 8-CPU machine (LKML, commit
     /// 52262ee567ad) peak at 8–32 clients, so the log stops holding every client's last pass
-    /// near 12 clients: 10 MB / 12 clients / 843 transactions a pass ≈ 1 KiB.
+    /// near 12 clients: 10 MiB / 12 clients / 843 transactions a pass ≈ 1 KiB.
     pub const LOGGED_BYTES_PER_TRANSACTION: f64 = 1024.0;
     /// xfsaild's time to write back one transaction's changes in place, serially: 10.8 µs
     /// [CAL] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
