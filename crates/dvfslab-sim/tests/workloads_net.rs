@@ -205,6 +205,7 @@ fn bad_knobs_are_errors_naming_the_knob() {
         ("tbench:client=2", "client"),
         ("dbench4:device=3", "device"),
         ("dbench4:ops=10", "ops"),
+        ("dbench4:log_mb=0", "log_mb"),
         ("netperf:test=4", "test"),
         ("netperf:size=-1", "size"),
         ("hackbench:pipes=2", "pipes"),
