@@ -86,7 +86,7 @@ fn dbench_clients_share_commits_until_the_cpus_saturate() {
     assert!(l64 > 1.5 * l8, "8: {l8}, 64: {l64} ms");
 }
 
-/// The calibration of the XFS log's writeback (estimates.rs, `dbench`): on the 10 MB log of
+/// The calibration of the XFS log's writeback (estimates.rs, `dbench`): on the 10 MiB log of
 /// MMTests' filesystem, Linux 5.5-rc7's passes took 37.7 ms at 8 clients and 469 ms at 64 on
 /// an 8-CPU machine, the 64-client passes waiting with the CPUs idle, not computing.
 #[test]
