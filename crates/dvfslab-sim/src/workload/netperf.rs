@@ -207,16 +207,17 @@ mod tests {
     #[test]
     fn the_receive_buffer_counts_each_datagram_at_its_truesize() {
         // 64 bytes: a 512-byte buffer (payload + 426 of headers and shared info, rounded up to
-        // a power of two) and the 256-byte sk_buff make 768; 65,536 / 768 = 85.3, so 85
-        // datagrams fit whole and an 86th is still let in.
+        // a power of two) and the 256-byte sk_buff make 768; 212,992 / 768 = 277.3, so 277
+        // datagrams fit whole and a 278th is still let in.
         assert_eq!(netperf::skb_truesize(64), 768);
-        assert_eq!(offered_capacity(64), 86);
-        // 1,024 bytes: 2,048 + 256 = 2,304, so 28 + 1 datagrams.
+        assert_eq!(offered_capacity(64), 278);
+        // 1,024 bytes: 2,048 + 256 = 2,304, so 92 + 1 datagrams.
         assert_eq!(netperf::skb_truesize(1024), 2304);
-        assert_eq!(offered_capacity(1024), 29);
-        // 16,384 bytes: a 32 KiB buffer and the sk_buff, 33,024: the second datagram finds
-        // 33,024 queued, under 65,536, the third 66,048, over it.
-        assert_eq!(offered_capacity(16384), 2);
-        assert_eq!(offered_capacity(65536), 1);
+        assert_eq!(offered_capacity(1024), 93);
+        // 16,384 bytes: a 32 KiB buffer and the sk_buff, 33,024: six fit whole (198,144
+        // queued, under 212,992) and a seventh is let in.
+        assert_eq!(offered_capacity(16384), 7);
+        // 65,536 bytes: 131,072 + 256 = 131,328, so 1 + 1.
+        assert_eq!(offered_capacity(65536), 2);
     }
 }
