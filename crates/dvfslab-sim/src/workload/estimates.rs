@@ -166,7 +166,7 @@ pub mod dbench {
     pub const LOGGED_BYTES_PER_TRANSACTION: f64 = 1024.0;
     /// xfsaild's time to write back one transaction's changes in place, serially: 10.8 µs
     /// [CAL] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
-    /// 48-CPU one, whatever their CPUs and disks (the model gives 462 and 459 ms).
+    /// 48-CPU one, whatever their CPUs and disks (the model gives 463 and 460 ms).
     pub const WRITEBACK_NS_PER_TRANSACTION: f64 = 10_800.0;
 }
 
