@@ -1,10 +1,14 @@
 # `make check` runs exactly what CI runs.
-.PHONY: install check fmt lint test-rust test-python bench
+.PHONY: install test-deps check fmt lint test-rust test-python bench
 
 install:
 	pip install -e '.[dev]'
 
-check: install lint test-rust test-python
+# Headless Chromium for the HTML report tests: installed where this user can, else a one-line hint.
+test-deps:
+	scripts/install-test-deps
+
+check: install test-deps lint test-rust test-python
 
 lint:
 	cargo fmt --all -- --check
