@@ -360,6 +360,8 @@ def sub_mean(
         half  = z_{1-alpha/2} * sqrt((smean + svar) / sum_j len_j)   -> SubAmeanCI
     MMTests draws from an unseeded generator; here `seed` makes the result reproducible.
     The max(1, ...) keeps one-sample iterations usable (MMTests would take none).
+    scipy.stats.bootstrap gives a percentile or BCa interval of one statistic, not these
+    medians of resampled means and variances, so the draws are numpy's here.
     """
     import numpy as np
 
