@@ -29,6 +29,10 @@ PX_PER_INCH = 96
 """CSS pixels per inch: a figure of WIDTH_PX / PX_PER_INCH inches is WIDTH_PX wide on screen."""
 LOG_SPAN = 20.0
 """Line charts whose values span more than this factor get a logarithmic y axis."""
+PT_PER_PX = 0.75
+"""matplotlib sizes text and paddings in points: 72 per inch, against 96 CSS pixels."""
+Y_AXIS_PX = 80
+"""Room left of the plot for the y tick labels and the y caption, to size bars and legends."""
 CHAR_PX = 6.6
 """Approximate width of one 11 px sans-serif character, to lay out legends and labels."""
 
@@ -53,7 +57,7 @@ STYLE: dict[Any, Any] = {
     # ids of clip paths and markers from the content alone: the same chart, the same bytes
     "svg.hashsalt": "dvfslab",
     "font.family": "sans-serif",
-    "font.size": 8.25,  # points: 11 CSS px
+    "font.size": 11 * PT_PER_PX,
     "axes.edgecolor": "#888",
     "axes.grid": True,
     "axes.grid.axis": "y",
@@ -96,7 +100,7 @@ def bar_chart(
                     chart.bar(x, bar_w, v, base, color(si), f"{group} / {name}", decimals)
         if base != 0.0:
             chart.ax.axhline(base, color="#333", lw=1, ls=(0, (4, 3)))
-        if all(v[0] >= base for v in values.values() if _finite(v[0])):
+        if all(x >= base for v in values.values() for x in v if _finite(x)):
             chart.ax.set_ylim(bottom=base)  # bars all grow up from base: no empty band below
         chart.categories(groups)
         return chart.svg()
@@ -165,7 +169,7 @@ class _Chart:
         import matplotlib
 
         self.title, self.series, self.y_label = title, list(series), y_label
-        self.plot_w_px = WIDTH_PX - 80
+        self.plot_w_px = WIDTH_PX - Y_AXIS_PX
         self.legend_columns = _legend_columns(self.series, self.plot_w_px)
         self.legend_rows = -(-len(self.series) // self.legend_columns)
         self.tips: dict[str, str] = {}
@@ -186,9 +190,9 @@ class _Chart:
         self.ax.set_title(
             self.title,
             loc="left",
-            fontsize=9.75,
+            fontsize=13 * PT_PER_PX,
             fontweight="bold",
-            pad=4 + LEGEND_LINE_PX * 0.75 * self.legend_rows,
+            pad=4 + LEGEND_LINE_PX * PT_PER_PX * self.legend_rows,
         )
         if self.y_label:
             self.ax.set_ylabel(self.y_label)
