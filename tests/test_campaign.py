@@ -41,7 +41,12 @@ INVALID = [
     ({"platforms": []}, "platforms", "expected a non-empty list"),
     ({"platforms": ["nope"]}, "platforms[0]", "unknown platform 'nope'"),
     ({"platforms": [SMALL, SMALL]}, "platforms[1]", "listed twice"),
-    ({"configs": {}}, "configs", "expected at least one config"),
+    ({"configs": {}}, "configs", "expected a table of at least one name = governor spec, got an"),
+    ({"configs": {"schedutil": " "}}, "configs.schedutil", 'got " " (a string)'),
+    ({"configs": {"schedutil": {"platforms": [SMALL]}}}, "configs.schedutil", "missing key"),
+    ({"configs": {"schedutil": "schedutil", "s:x": 3}}, 'configs."s:x"', "or a table, got 3"),
+    ({"description": 3}, "description", "expected a string, got 3 (an integer)"),
+    ({"duration_s": float("inf")}, "duration_s", "expected a number of seconds > 0, got inf"),
     ({"configs": {"schedutil": 3}}, "configs.schedutil", "expected a governor spec"),
     ({"configs": {"schedutil": "schedutl"}}, "configs.schedutil", "unknown governor 'schedutl'"),
     (
@@ -90,6 +95,21 @@ INVALID = [
         {"benchmarks": bench(sweep={"threads": [1, True]})},
         "benchmarks.periodic.sweep.threads[1]",
         "got true (a boolean)",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": {SMALL: [1, [2]]}})},
+        "benchmarks.periodic.sweep.threads.skylake-e3-1240v5[1]",
+        "expected a number or a string without , : =, got a list",
+    ),
+    (
+        {"benchmarks": bench(sweep={"threads": ["1,2"]})},
+        "benchmarks.periodic.sweep.threads[0]",
+        'expected a number or a string without , : =, got "1,2" (a string)',
+    ),
+    (
+        {"benchmarks": bench(platforms=[SMALL, SMALL])},
+        "benchmarks.periodic.platforms[1]",
+        "listed twice",
     ),
     (
         {"benchmarks": bench(sweep={"threads": [1, 1]})},

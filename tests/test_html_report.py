@@ -154,12 +154,39 @@ def test_html_is_self_contained(html_file):
     parsed.feed(text)
     assert parsed.refs == []  # no scripts, stylesheets or images to fetch
     assert "<script" not in text
-    # the only URL is the SVG namespace name, which is never fetched
-    assert set(re.findall(r"https?://[^\s\"'<>]+", text)) == {"http://www.w3.org/2000/svg"}
+    # the only URLs are the SVG and XLink namespace names, which are never fetched
+    assert set(re.findall(r"https?://[^\s\"'<>]+", text)) == {
+        "http://www.w3.org/2000/svg",
+        "http://www.w3.org/1999/xlink",
+    }
     # per platform: ratio, power, PPW; per benchmark: per-parameter curves; one residency
     # chart; frequency and util_avg timelines
     assert parsed.tags["svg"] == 3 + 2 + 1 + 2
     assert parsed.tags["table"] == 3 + 2
+
+
+def test_charts_ids_are_unique_and_every_reference_resolves(html_file):
+    """Many matplotlib figures share one page: their ids must not collide."""
+    text = html_file.read_text(encoding="utf-8")
+    ids = re.findall(r' id="([^"]+)"', text)
+    refs = set(re.findall(r'href="#([^"]+)"', text)) | set(re.findall(r"url\(#([^)]+)\)", text))
+    assert len(ids) == len(set(ids))
+    assert refs
+    assert refs <= set(ids)
+
+
+def test_chart_text_is_text_and_bars_tell_their_values(report):
+    text = render_html(report)
+    # a chart's title and its category labels are SVG text, not glyph outlines
+    assert re.search(r"<text[^>]*>Average package power</text>", text)
+    assert re.search(r"<text[^>]*>tput \(higher\)</text>", text)
+    # hovering the bar of "fast" for tput shows its ratio and interval
+    assert re.search(r"<title>tput \(higher\) / fast: 1\.10 \[1\.\d\d, 1\.\d\d\]</title>", text)
+    assert "<title>jobs=2 / slow: 62.50 +- 1.44</title>" in text
+
+
+def test_the_same_report_renders_to_the_same_bytes(report):
+    assert render_html(report) == render_html(report)
 
 
 def test_write_is_atomic_and_leaves_no_temporary_file(html_file):

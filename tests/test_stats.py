@@ -190,6 +190,15 @@ def test_student_t_quantiles_from_the_tables():
     assert stats.student_t_quantile(0.975, 1e7) == pytest.approx(Z95, abs=1e-5)
 
 
+@pytest.mark.parametrize("df", [1, 2.5, 8, 57.3, 1e5])
+@pytest.mark.parametrize("p", [0.6, 0.95, 0.995])
+def test_student_t_quantile_inverts_the_tail(df, p):
+    """The Welch degrees of freedom are fractional: the quantile holds between table rows too."""
+    q = stats.student_t_quantile(p, df)
+    assert stats.student_t_sf2(q, df) == pytest.approx(2 * (1 - p), rel=1e-12)
+    assert stats.student_t_sf2(-q, df) == stats.student_t_sf2(q, df)
+
+
 # -- SubAmean ----------------------------------------------------------------------------------
 
 

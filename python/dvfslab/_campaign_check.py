@@ -1,6 +1,9 @@
 """Checking a campaign document (a parsed TOML file, docs/campaign-format.md) into a Campaign.
 
-Every error is a ConfigError naming the file, the key path and what was expected.
+`dvfslab._campaign_schema` checks the document's shape (keys, types, ranges) with pydantic;
+what needs more than the file is checked here: governors, workloads and their knobs, platform
+presets, and names that must refer to each other. Every error is a ConfigError naming the file,
+the key path and what was expected.
 """
 
 from __future__ import annotations
@@ -10,20 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from dvfslab import _core
 from dvfslab._campaign_model import Benchmark, Campaign, Config, Platform, SweepValues
+from dvfslab._campaign_schema import BenchmarkTable, CampaignFile, ConfigTable, first_error
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
-from dvfslab.api import SEED_MAX
 from dvfslab.platforms import load_platform
-
-ITERATIONS_MAX = 10_000
-
-_TOP_REQUIRED = ("platforms", "configs", "benchmarks", "baseline")
-_TOP_OPTIONAL = ("name", "description", "seed", "iterations", "duration_s")
-_BENCHMARK_KEYS = ("workload", "sweep", "duration_s", "iterations", "platforms")
-_CONFIG_KEYS = ("governor", "platforms")
-_SPEC_RESERVED = ",:="  # characters that would break a `name:key=value,...` spec
 
 
 def campaign_from_dict(
@@ -38,44 +35,42 @@ def campaign_from_dict(
     """
     check = Checker(source)
     base_dir = base_dir or Path.cwd()
-    top = check.table(doc, "", required=_TOP_REQUIRED, optional=_TOP_OPTIONAL)
-
-    name = top.get("name", default_name)
-    if name is None:
+    if "name" not in doc and default_name is not None:
+        doc = {**doc, "name": default_name}
+    try:
+        top = CampaignFile.model_validate(doc)
+    except ValidationError as e:
+        raise ConfigError(first_error(e, source)) from None
+    if top.name is None:
         check.fail("", "missing key 'name'")
-    name = _checked_name(check, name, "name")
-    description = top.get("description", "")
-    if not isinstance(description, str):
-        check.expected("description", "a string", description)
 
-    platforms = _checked_platforms(check, top["platforms"], base_dir)
+    platforms = _checked_platforms(check, top.platforms, base_dir)
     platform_names = [p.name for p in platforms]
-    configs = _checked_configs(check, top["configs"], platform_names)
-    benchmarks = _checked_benchmarks(check, top["benchmarks"], platform_names, base_dir)
+    configs = _checked_configs(check, top.configs, doc["configs"], platform_names)
+    benchmarks = _checked_benchmarks(
+        check, top.benchmarks, doc["benchmarks"], platform_names, base_dir
+    )
 
-    baseline = check.string(top["baseline"], "baseline", "the name of a config")
     by_name = {c.name: c for c in configs}
-    if baseline not in by_name:
-        check.fail("baseline", f"{baseline!r} is not a config (configs: {', '.join(by_name)})")
-    missing = [p for p in platform_names if not by_name[baseline].runs_on(p)]
+    if top.baseline not in by_name:
+        check.fail("baseline", f"{top.baseline!r} is not a config (configs: {', '.join(by_name)})")
+    missing = [p for p in platform_names if not by_name[top.baseline].runs_on(p)]
     if missing:
         check.fail(
-            child(child("configs", baseline), "platforms"),
+            child(child("configs", top.baseline), "platforms"),
             f"the baseline must run on every platform; it leaves out {', '.join(missing)}",
         )
 
     campaign = Campaign(
-        name=name,
-        baseline=baseline,
+        name=top.name,
+        baseline=top.baseline,
         platforms=tuple(platforms),
         configs=tuple(configs),
         benchmarks=tuple(benchmarks),
-        seed=check.integer(top.get("seed", 0), "seed", 0, SEED_MAX),
-        iterations=check.integer(top.get("iterations", 1), "iterations", 1, ITERATIONS_MAX),
-        duration_s=(
-            check.seconds(top["duration_s"], "duration_s") if "duration_s" in top else None
-        ),
-        description=description,
+        seed=top.seed,
+        iterations=top.iterations,
+        duration_s=top.duration_s,
+        description=top.description,
         source=source,
     )
     if not campaign.runs():
@@ -83,15 +78,7 @@ def campaign_from_dict(
     return campaign
 
 
-def _checked_name(check: Checker, value: object, path: str) -> str:
-    text = check.string(value, path, "a name of letters, digits, '.', '_' or '-'")
-    if not all(c.isalnum() or c in "._-" for c in text) or text.startswith("."):
-        check.fail(path, f"expected a name of letters, digits, '.', '_' or '-', got {text!r}")
-    return text
-
-
-def _checked_platforms(check: Checker, value: object, base_dir: Path) -> list[Platform]:
-    refs = check.strings(value, "platforms", "platform preset ids or files", "a preset id")
+def _checked_platforms(check: Checker, refs: list[str], base_dir: Path) -> list[Platform]:
     platforms: list[Platform] = []
     for i, ref in enumerate(refs):
         path = child("platforms", i)
@@ -111,63 +98,58 @@ def _checked_platforms(check: Checker, value: object, base_dir: Path) -> list[Pl
 
 
 def _checked_subset(
-    check: Checker, table: dict[str, Any], path: str, platforms: list[str]
+    check: Checker, chosen: list[str] | None, path: str, platforms: list[str]
 ) -> tuple[str, ...] | None:
-    if "platforms" not in table:
+    """The platforms a config or benchmark is limited to: campaign platforms, each once."""
+    if chosen is None:
         return None
     path = child(path, "platforms")
-    chosen = check.strings(table["platforms"], path, "platform ids", "a platform id")
     for i, name in enumerate(chosen):
         if name not in platforms:
             check.fail(
                 child(path, i), f"{name!r} is not a campaign platform ({', '.join(platforms)})"
             )
+        if name in chosen[:i]:
+            check.fail(child(path, i), f"{json.dumps(name)} is listed twice")
     return tuple(chosen)
 
 
-def _checked_configs(check: Checker, value: object, platforms: list[str]) -> list[Config]:
-    table = check.table(value, "configs", what="a table of name = governor spec")
-    if not table:
-        check.fail("configs", "expected at least one config")
+def _checked_configs(
+    check: Checker,
+    table: dict[str, ConfigTable],
+    written: dict[str, Any],
+    platforms: list[str],
+) -> list[Config]:
     governors = {g["name"] for g in json.loads(_core.governors())}
     configs = []
     for name, entry in table.items():
         path = child("configs", name)
-        check.string(name, path, "a config name")
-        if isinstance(entry, dict):
-            entry = check.table(entry, path, required=("governor",), optional=_CONFIG_KEYS)
-            spec, spec_path = entry["governor"], child(path, "governor")
-            subset = _checked_subset(check, entry, path, platforms)
-        else:
-            spec, spec_path, subset = entry, path, None
-        spec = check.string(spec, spec_path, "a governor spec such as 'schedutil:rate_limit_us=0'")
-        governor = spec.split(":", 1)[0]
+        _check_key(check, name, path, "a config name")
+        governor = entry.governor.split(":", 1)[0]
         if governor not in governors:
             check.fail(
-                spec_path, f"unknown governor {governor!r} (known: {', '.join(sorted(governors))})"
+                _spec_path(path, written[name], "governor"),
+                f"unknown governor {governor!r} (known: {', '.join(sorted(governors))})",
             )
-        configs.append(Config(name, spec, subset))
+        subset = _checked_subset(check, entry.platforms, path, platforms)
+        configs.append(Config(name, entry.governor, subset))
     return configs
 
 
 def _checked_benchmarks(
-    check: Checker, value: object, platforms: list[str], base_dir: Path
+    check: Checker,
+    table: dict[str, BenchmarkTable],
+    written: dict[str, Any],
+    platforms: list[str],
+    base_dir: Path,
 ) -> list[Benchmark]:
-    table = check.table(value, "benchmarks", what="a table of id = { workload = ..., sweep = ... }")
-    if not table:
-        check.fail("benchmarks", "expected at least one benchmark")
     workloads = {w["name"]: w for w in json.loads(_core.workloads())}
     benchmarks = []
     for name, entry in table.items():
         path = child("benchmarks", name)
-        check.string(name, path, "a benchmark id")
-        if not isinstance(entry, dict):
-            entry = {"workload": entry}
-            spec_path = path
-        else:
-            entry = check.table(entry, path, required=("workload",), optional=_BENCHMARK_KEYS)
-            spec_path = child(path, "workload")
-        spec = check.string(entry["workload"], spec_path, "a workload spec such as 'periodic'")
+        _check_key(check, name, path, "a benchmark id")
+        spec_path = _spec_path(path, written[name], "workload")
+        spec = entry.workload
         is_file = spec.endswith(".json") or any(s in spec for s in (os.sep, os.altsep) if s)
         file_text = None
         if is_file:
@@ -179,29 +161,32 @@ def _checked_benchmarks(
                 known = ", ".join(sorted(workloads))
                 check.fail(spec_path, f"unknown workload {workload!r} (known: {known})")
             knobs = [k["name"] for k in workloads[workload]["knobs"]]
-        subset = _checked_subset(check, entry, path, platforms)
+        subset = _checked_subset(check, entry.platforms, path, platforms)
         benchmarks.append(
             Benchmark(
                 name=name,
                 workload=spec,
                 sweep=_checked_sweep(
-                    check, entry.get("sweep"), path, spec, knobs, subset or tuple(platforms)
+                    check, entry.sweep, path, spec, knobs, subset or tuple(platforms)
                 ),
-                duration_s=(
-                    check.seconds(entry["duration_s"], child(path, "duration_s"))
-                    if "duration_s" in entry
-                    else None
-                ),
-                iterations=(
-                    check.integer(entry["iterations"], child(path, "iterations"), 1, ITERATIONS_MAX)
-                    if "iterations" in entry
-                    else None
-                ),
+                duration_s=entry.duration_s,
+                iterations=entry.iterations,
                 platforms=subset,
                 workload_file_text=file_text,
             )
         )
     return benchmarks
+
+
+def _check_key(check: Checker, key: str, path: str, what: str) -> None:
+    if not key.strip():
+        check.fail(path, f"expected {what}, got an empty key")
+
+
+def _spec_path(path: str, written: object, key: str) -> str:
+    """Where the spec was written: `configs.x` for `x = "spec"`, `configs.x.governor` in a
+    table."""
+    return child(path, key) if isinstance(written, dict) else path
 
 
 def _read_workload_file(check: Checker, path: str, file: Path) -> tuple[str, str]:
@@ -213,16 +198,15 @@ def _read_workload_file(check: Checker, path: str, file: Path) -> tuple[str, str
 
 def _checked_sweep(
     check: Checker,
-    value: object,
+    table: dict[str, list[Any] | dict[str, list[Any]]] | None,
     path: str,
     spec: str,
     knobs: list[str] | None,
     platforms: tuple[str, ...],
 ) -> tuple[tuple[str, SweepValues], ...]:
-    if value is None:
+    if table is None:
         return ()
     path = child(path, "sweep")
-    table = check.table(value, path, what="a table of knob = [values]")
     if table and knobs is None:
         check.fail(path, "a workload file has no knobs to sweep")
     written = {kv.split("=", 1)[0] for kv in spec.partition(":")[2].split(",") if kv}
@@ -246,25 +230,19 @@ def _checked_sweep(
             if missing:
                 check.fail(knob_path, f"no values for platform(s) {', '.join(missing)}")
             by_platform = tuple(
-                (name, _checked_values(check, values[name], child(knob_path, name)))
-                for name in platforms
+                (name, _distinct(check, values[name], child(knob_path, name))) for name in platforms
             )
             sweep.append((knob, SweepValues(by_platform=by_platform)))
         else:
-            sweep.append((knob, SweepValues(shared=_checked_values(check, values, knob_path))))
+            sweep.append((knob, SweepValues(shared=_distinct(check, values, knob_path))))
     return tuple(sweep)
 
 
-def _checked_values(check: Checker, values: object, path: str) -> tuple[str, ...]:
-    what = "a non-empty list of numbers or strings, or a table of platform = [values]"
-    if not isinstance(values, list) or not values:
-        check.expected(path, what, values)
+def _distinct(check: Checker, values: list[Any], path: str) -> tuple[str, ...]:
+    """A sweep's values as they go into specs, each once."""
     texts: list[str] = []
-    for i, v in enumerate(values):
-        ok = isinstance(v, (int, float, str)) and not isinstance(v, bool)
-        text = str(v)
-        if not ok or not text or any(c in text for c in _SPEC_RESERVED):
-            check.expected(child(path, i), "a number or a string without , : =", v)
+    for i, value in enumerate(values):
+        text = str(value)
         if text in texts:
             check.fail(child(path, i), f"{text} is listed twice")
         texts.append(text)

@@ -298,34 +298,31 @@ def ttest_p(base: Sequence[float], new: Sequence[float], better: str) -> float:
 
 
 def student_t_sf2(t: float, df: float) -> float:
-    """Two-sided tail of Student's t: P(|T| >= t) = I_{df/(df+t^2)}(df/2, 1/2)."""
+    """Two-sided tail of Student's t: P(|T| >= t) = 2 * P(T <= -|t|).
+
+    scipy.special.stdtr is the t distribution's CDF, what scipy.stats.t.sf calls, without the
+    import time of scipy.stats.
+    """
+    from scipy.special import stdtr
+
     if df <= 0 or math.isnan(t):
         return math.nan
-    return _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 2.0 * float(stdtr(df, -abs(t)))
 
 
 def student_t_quantile(p: float, df: float) -> float:
     """The t with P(T <= t) = p for Student's t with `df` degrees of freedom (p in (0.5, 1)).
 
-    Solved by bisection on `student_t_sf2`; the normal quantile when df is infinite.
+    scipy.special.stdtrit, the inverse of stdtr (what scipy.stats.t.ppf calls); the normal
+    quantile when df is infinite.
     """
+    from scipy.special import stdtrit
+
     if not 0.5 < p < 1:
         raise ConfigError(f"quantile probability must be in (0.5, 1) (got {p})")
     if math.isinf(df):
         return _z(2 * p - 1)
-    tail = 2 * (1 - p)
-    lo, hi = 0.0, 1.0
-    while student_t_sf2(hi, df) > tail:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if student_t_sf2(mid, df) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * hi:
-            break
-    return (lo + hi) / 2
+    return float(stdtrit(df, p))
 
 
 # -- SubAmean: the subselection bootstrap ------------------------------------------------------
@@ -363,6 +360,8 @@ def sub_mean(
         half  = z_{1-alpha/2} * sqrt((smean + svar) / sum_j len_j)   -> SubAmeanCI
     MMTests draws from an unseeded generator; here `seed` makes the result reproducible.
     The max(1, ...) keeps one-sample iterations usable (MMTests would take none).
+    scipy.stats.bootstrap gives a percentile or BCa interval of one statistic, not these
+    medians of resampled means and variances, so the draws are numpy's here.
     """
     import numpy as np
 
@@ -557,44 +556,6 @@ def _log_mean_var(xs: list[float], better: str) -> float:
     ys = [1.0 / x for x in xs] if mean_kind(better) == "hmean" else xs
     m = math.fsum(ys) / len(ys)
     return stddev(ys) ** 2 / (len(ys) * m * m)
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta I_x(a, b), by its continued fraction (modified Lentz).
-
-        I_x(a,b) = x^a (1-x)^b / (a B(a,b)) * 1/(1+ d1/(1+ d2/(1+ ...)))
-        d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)),   d_2m = m(b-m) x / ((a+2m-1)(a+2m))
-
-    The fraction converges fast for x < (a+1)/(a+b+2); above that, I_x(a,b) = 1 - I_1-x(b,a).
-    """
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    if x > (a + 1) / (a + b + 2):
-        return 1.0 - _betainc(b, a, 1.0 - x)
-    log_front = a * math.log(x) + b * math.log1p(-x) - _log_beta(a, b) - math.log(a)
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    frac = d
-    for m in range(1, 500):
-        for numerator in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1.0 + numerator * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            frac *= c * d
-        if abs(c * d - 1.0) < 1e-15:
-            break
-    return math.exp(log_front) * frac
-
-
-def _log_beta(a: float, b: float) -> float:
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
 def _resampled(
