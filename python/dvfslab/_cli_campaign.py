@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -64,7 +65,13 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         metavar="GOVERNOR",
         help="a governor spec; repeat for each configuration (the first is the baseline)",
     )
-    p.add_argument("-w", "--workload", required=True, metavar="WORKLOAD", help="a workload spec")
+    p.add_argument(
+        "-w",
+        "--workload",
+        required=True,
+        metavar="WORKLOAD",
+        help="a workload spec, or an rt-app JSON file",
+    )
     p.add_argument(
         "--sweep",
         action="append",
@@ -119,7 +126,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if knob in sweep:
             raise ConfigError(f"--sweep {knob} is given twice")
         sweep[knob] = values.split(",")
-    benchmark = Path(args.workload).stem if "/" in args.workload else args.workload.split(":")[0]
+    benchmark = _benchmark_name(args.workload)
     doc: dict[str, Any] = {
         "name": "compare",
         "platforms": args.platform,
@@ -138,6 +145,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print()
         print_means(load_results(out), [c.name for c in campaign.configs], campaign.baseline)
     return 0
+
+
+def _benchmark_name(workload: str) -> str:
+    """The benchmark's name in compare's tables: an rt-app file's stem, or the spec's name."""
+    if workload.lower().endswith(".json") or any(s in workload for s in (os.sep, os.altsep) if s):
+        return Path(workload).stem
+    return workload.split(":")[0]
 
 
 @contextlib.contextmanager

@@ -46,6 +46,8 @@ class RunTask:
     workload: str
     duration_ns: int | None
     seed: int
+    workload_source: str | None = None
+    """An rt-app file's path, `workload` then being its text (see `Run.simulated_workload`)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def execute(task: RunTask) -> Outcome:
             task.seed,
             False,
             False,
+            task.workload_source,
         )
         result_json = output["result_json"]
     except (KeyboardInterrupt, SystemExit):
@@ -295,14 +298,16 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
 
 def _task(campaign: Campaign, index: int, run: Run) -> RunTask:
     platform = campaign.platform(run.platform)
+    workload, workload_source = run.simulated_workload()
     return RunTask(
         index,
         platform.preset_json,
         platform.ref,
         run.governor,
-        run.workload,
+        workload,
         duration_ns(run.duration_s),
         run.seed,
+        workload_source,
     )
 
 
