@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,22 @@ def test_bad_tunable_stops_the_campaign_before_any_run(tmp_path):
     with pytest.raises(ConfigError, match=r"^t: platform .*config bad, benchmark periodic .*"):
         run_campaign(campaign, tmp_path / "out", jobs=1, progress=False)
     assert finished_keys(tmp_path / "out") == set()
+
+
+def test_a_warm_up_is_checked_without_simulating_it():
+    # 100 s of tbench with 64 clients would take minutes to simulate; the check takes a 1 ns
+    # run with the warm-up at 0.
+    doc = campaign_doc(benchmarks={"tb": "tbench:clients=64,warmup_ms=100000"}, iterations=1)
+    started = time.monotonic()
+    check_campaign(campaign_from_dict(doc, source="t"))
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("value", ["-5", "abc", "1e400"])
+def test_a_bad_warm_up_is_still_named_by_the_check(value):
+    doc = campaign_doc(benchmarks={"tb": f"tbench:clients=2,warmup_ms={value}"}, iterations=1)
+    with pytest.raises(ConfigError, match=r"^t: platform .*benchmark tb: .*warmup_ms"):
+        check_campaign(campaign_from_dict(doc, source="t"))
 
 
 # -- expansion, seeds and keys ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from dvfslab import _core, store
 from dvfslab._core import ConfigError, SimulationError
 from dvfslab._progress import Progress
 from dvfslab.api import duration_ns
-from dvfslab.campaign import check_campaign
+from dvfslab.campaign import check_setup, distinct_setups
 
 if TYPE_CHECKING:
     from dvfslab.campaign import Campaign, Run
@@ -138,7 +138,7 @@ def run_campaign(
     with store.locked(out) as root:
         done = store.finished_keys(root)
         todo = [run for run in runs if run.run_key not in done]
-        check_campaign(campaign, todo)
+        _check_setups(campaign, todo, progress)
         store.write_manifest(root, campaign.manifest(runs))
         tasks = [_task(campaign, i, run) for i, run in enumerate(todo)]
         version = _core.version()
@@ -294,6 +294,23 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _check_setups(campaign: Campaign, todo: Sequence[Run], progress: bool) -> None:
+    """`check_campaign` over the runs to do, with its own progress: hundreds of setups take
+    seconds, which should not pass in silence."""
+    setups = distinct_setups(todo)
+    meter = Progress(
+        campaign.name,
+        total=len(setups),
+        unit="setups checked",
+        intro=f"checking the {len(setups)} distinct (platform, governor, workload) setups "
+        f"of {len(todo)} runs to run",
+    )
+    with meter.shown(progress):
+        for run in setups:
+            check_setup(campaign, run)
+            meter.advance()
 
 
 def _task(campaign: Campaign, index: int, run: Run) -> RunTask:

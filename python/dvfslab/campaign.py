@@ -17,6 +17,8 @@ when it would be reproduced.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -55,12 +57,16 @@ __all__ = [
     "campaign_from_dict",
     "campaign_names",
     "check_campaign",
+    "check_setup",
+    "distinct_setups",
     "list_campaigns",
     "load_campaign",
     "run_campaign",
     "run_key",
     "run_seed",
 ]
+
+WARMUP_KNOB = "warmup_ms"
 
 CampaignRef = Union[str, "os.PathLike[str]"]
 """A shipped campaign's name ("example") or the path of a campaign file ("./mine.toml")."""
@@ -171,46 +177,71 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
 
     Raises ConfigError naming the campaign file, the platform, config and benchmark.
     """
-    seen: set[tuple[str, str, str]] = set()
-    for run in campaign.runs() if runs is None else runs:
-        key = (run.platform, run.governor, run.workload)
-        if key in seen:
-            continue
-        seen.add(key)
-        platform = campaign.platform(run.platform)
-        workload, workload_source = run.simulated_workload()
-        try:
-            _core.simulate(
-                platform.preset_json,
-                platform.ref,
-                run.governor,
-                workload,
-                _check_duration_ns(run.workload),
-                0,
-                False,
-                False,
-                workload_source,
-            )
-        except ConfigError as e:
-            where = campaign.source or f"campaign {campaign.name}"
-            param = f" ({run.param})" if run.param else ""
-            raise ConfigError(
-                f"{where}: platform {run.platform}, config {run.config}, "
-                f"benchmark {run.benchmark}{param}: {e}"
-            ) from None
+    for run in distinct_setups(campaign.runs() if runs is None else runs):
+        check_setup(campaign, run)
 
 
-def _check_duration_ns(workload: str) -> int:
-    """A run just long enough to be checked: 1 ns, or 1 ms past a `warmup_ms` the spec sets
-    (the simulator refuses a warm-up that does not end before the run)."""
-    for item in workload.partition(":")[2].split(","):
+def distinct_setups(runs: Sequence[Run]) -> list[Run]:
+    """The first run of each distinct (platform, governor, workload): what `check_setup` needs
+    to see once."""
+    first: dict[tuple[str, str, str], Run] = {}
+    for run in runs:
+        first.setdefault((run.platform, run.governor, run.workload), run)
+    return list(first.values())
+
+
+def check_setup(campaign: Campaign, run: Run) -> None:
+    """Have the simulator check `run`'s platform, governor and workload with a 1 ns run."""
+    platform = campaign.platform(run.platform)
+    workload, workload_source = run.simulated_workload()
+    try:
+        _core.simulate(
+            platform.preset_json,
+            platform.ref,
+            run.governor,
+            _checkable(workload, workload_source),
+            1,
+            0,
+            False,
+            False,
+            workload_source,
+        )
+    except ConfigError as e:
+        where = campaign.source or f"campaign {campaign.name}"
+        param = f" ({run.param})" if run.param else ""
+        raise ConfigError(
+            f"{where}: platform {run.platform}, config {run.config}, "
+            f"benchmark {run.benchmark}{param}: {e}"
+        ) from None
+
+
+def _checkable(workload: str, workload_source: str | None) -> str:
+    """The workload as checked: a valid `warmup_ms` becomes 0.
+
+    The simulator refuses a warm-up that does not end before the run, and a 1 ns check would
+    otherwise have to simulate the whole warm-up (half a second for most shipped setups, many
+    minutes for all of one). A value out of the knob's range, or not a number, is kept for the
+    simulator to name.
+    """
+    if workload_source is not None:  # an rt-app file: no knobs
+        return workload
+    name, _, knobs = workload.partition(":")
+    items = knobs.split(",") if knobs else []
+    for i, item in enumerate(items):
         key, _, value = item.partition("=")
-        if key.strip() == "warmup_ms":
-            try:
-                return int(float(value) * 1e6) + 1_000_000
-            except ValueError:
-                return 1  # the simulator names the bad value
-    return 1
+        if key.strip() == WARMUP_KNOB and _within_warmup_range(value):
+            items[i] = f"{key}=0"
+            return f"{name}:{','.join(items)}"
+    return workload
+
+
+def _within_warmup_range(value: str) -> bool:
+    knob = next(k for k in json.loads(_core.common_workload_knobs()) if k["name"] == WARMUP_KNOB)
+    try:
+        ms = float(value)
+    except ValueError:
+        return False
+    return "_" not in value and math.isfinite(ms) and knob["min"] <= ms <= knob["max"]
 
 
 def run_campaign(
