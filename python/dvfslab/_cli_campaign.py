@@ -105,6 +105,7 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         metavar="DIR",
         help="keep the results store in DIR (default: a temporary directory, removed)",
     )
+    _add_force(p)
     _add_jobs(p)
 
 
@@ -140,7 +141,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         doc["duration_s"] = args.duration
     campaign = campaign_from_dict(doc, source="dvfslab compare")
     with _results_dir(args.out) as out:
-        summary = run_campaign(campaign, out, jobs=args.jobs)
+        summary = run_campaign(campaign, out, jobs=args.jobs, force=args.force)
         _print_summary(summary, keep=args.out is not None)
         print()
         print_means(load_results(out), [c.name for c in campaign.configs], campaign.baseline)
@@ -205,6 +206,7 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
     run.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    _add_force(run)
     _add_part(run, "run only")
     _add_jobs(run)
     run.add_argument(
@@ -268,7 +270,12 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs and --ray exclude each other: Ray runs one run per cluster CPU")
     campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
     summary = run_campaign(
-        campaign, args.out, jobs=args.jobs, ray_address=args.ray, progress=not args.quiet
+        campaign,
+        args.out,
+        jobs=args.jobs,
+        ray_address=args.ray,
+        progress=not args.quiet,
+        force=args.force,
     )
     _print_summary(summary, keep=True)
     print(f"compare the configurations: dvfslab campaign report {summary.out_dir}")
@@ -335,6 +342,7 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
     p.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    _add_force(p)
     p.add_argument(
         "--against",
         metavar="FILE.json",
@@ -384,7 +392,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             iterations=args.iterations,
             benchmarks=tuple(dataclasses.replace(b, iterations=None) for b in campaign.benchmarks),
         )
-    summary = run_campaign(campaign, args.out, jobs=args.jobs, progress=not args.quiet)
+    summary = run_campaign(
+        campaign, args.out, jobs=args.jobs, progress=not args.quiet, force=args.force
+    )
     results = load_results(summary.out_dir)
     if results.empty:
         raise ConfigError(f"{summary.out_dir}: no finished runs")
@@ -488,6 +498,15 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="worker processes (default: one per CPU)",
+    )
+
+
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="use --out DIR even if another campaign's results are there (its manifest is "
+        "replaced; runs with the same inputs are reused)",
     )
 
 

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 ORPHAN_POLL_S = 0.5  # how often a pool worker checks that the campaign process is alive
 RAY_POLL_S = 0.5
+BROKEN_NAMED = 5  # run files named one by one when they are not whole; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ def run_campaign(
     jobs: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
+    force: bool = False,
 ) -> RunSummary:
     started = time.monotonic()
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
@@ -136,7 +139,9 @@ def run_campaign(
     out = Path(out_dir) if out_dir is not None else Path("results") / campaign.name
     runs = campaign.runs()
     with store.locked(out) as root:
-        done = store.finished_keys(root)
+        store.check_owner(root, campaign.name, force)
+        done, broken = store.scan_runs(root)
+        _say_broken(campaign, runs, broken)
         todo = [run for run in runs if run.run_key not in done]
         _check_setups(campaign, todo, progress)
         store.write_manifest(root, campaign.manifest(runs))
@@ -294,6 +299,23 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _say_broken(campaign: Campaign, runs: Sequence[Run], broken: list[tuple[Path, str]]) -> None:
+    """Name the campaign's run files that are not whole (they are run again), on stderr."""
+    keys = {run.run_key for run in runs}
+    ours = [(path, problem) for path, problem in broken if store.run_key_of(path) in keys]
+    for path, problem in ours[:BROKEN_NAMED]:
+        print(
+            f"{campaign.name}: {path}: not a whole run file ({problem}); running that run again",
+            file=sys.stderr,
+        )
+    if len(ours) > BROKEN_NAMED:
+        print(
+            f"{campaign.name}: and {len(ours) - BROKEN_NAMED} more run files not whole; "
+            "running those runs again",
+            file=sys.stderr,
+        )
 
 
 def _check_setups(campaign: Campaign, todo: Sequence[Run], progress: bool) -> None:

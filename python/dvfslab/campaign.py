@@ -250,6 +250,7 @@ def run_campaign(
     jobs: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
+    force: bool = False,
 ) -> RunSummary:
     """Run every run of `campaign` not yet stored in `out_dir`, storing each as it finishes.
 
@@ -258,12 +259,18 @@ def run_campaign(
     ray_address: run on a Ray cluster instead ("auto", "ray://host:10001", or "local" for an
                  instance started here); needs the `ray` package
     progress:    show progress on stderr: a bar on a terminal, a line every 10 s otherwise
+    force:       store the runs even in a store another campaign wrote (its manifest is
+                 replaced; its run files stay, and those with the same key are reused)
 
     Safe to interrupt or kill at any point: finished runs are kept and the next call runs the
-    rest. Raises ConfigError for bad input before running anything, and the first run's error
-    (naming its coordinates) if a run fails. Local workers are started with the "spawn"
-    method: a script that calls this must guard its top level with `if __name__ == "__main__"`.
+    rest; a run file that is not whole is named on stderr and run again. Raises ConfigError for
+    bad input (a store of another campaign, without `force`) before running anything, and the
+    first run's error (naming its coordinates) if a run fails. Local workers are started with
+    the "spawn" method: a script that calls this must guard its top level with
+    `if __name__ == "__main__"`.
     """
     from dvfslab._runner import run_campaign as run
 
-    return run(campaign, out_dir, jobs=jobs, ray_address=ray_address, progress=progress)
+    return run(
+        campaign, out_dir, jobs=jobs, ray_address=ray_address, progress=progress, force=force
+    )
