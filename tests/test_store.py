@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -386,3 +387,34 @@ def test_every_write_is_flushed_to_disk(tmp_path, monkeypatch):
     assert sum(n.startswith(".") and ".parquet." in n for n in names) == 4
     assert names.count(tmp_path.name) >= 1
     assert names.count("runs") == 4
+
+
+def test_the_documented_duckdb_query_groups_by_platform_and_benchmark(
+    tmp_path, capsys, monkeypatch
+):
+    import duckdb
+
+    doc = (Path(__file__).parents[1] / "docs" / "campaign-format.md").read_text(encoding="utf-8")
+    (snippet,) = re.findall(r"```python\n(import duckdb\n.*?)```", doc, re.S)
+    (query,) = re.findall(r'"""(.*?)"""', snippet, re.S)
+    run_quietly(tiny(platforms=[SMALL, "pixel6"]), tmp_path / "results" / "example")
+
+    # The snippet as a user runs it, from the folder that holds results/.
+    monkeypatch.chdir(tmp_path)
+    exec(snippet, {})
+    assert "pixel6" in capsys.readouterr().out
+    table = duckdb.sql(query).df()
+    # One row per (platform, benchmark, config, param), each the mean of that cell's runs.
+    cell = ["platform", "benchmark", "config", "param"]
+    expected = (
+        load_results(tmp_path / "results" / "example")
+        .groupby(cell)["metric_value"]
+        .agg(["mean", "count"])
+        .reset_index()
+    )
+    assert len(table) == len(expected) == 2 * 2 * 2
+    merged = table.merge(expected, on=cell)
+    assert len(merged) == len(expected)
+    assert list(merged["mean_x"]) == pytest.approx(list(merged["mean_y"]), rel=1e-12)
+    assert (merged["runs"] == merged["count"]).all()
+    assert set(merged["runs"]) == {2}
