@@ -250,7 +250,8 @@ def _add_run(commands: Any) -> None:
         nargs="?",
         const="-",
         metavar="FILE.csv",
-        help="record every frequency decision with its inputs: print them, or write them to FILE",
+        help="record each frequency the governors ask for, with its inputs (which evaluations "
+        "ask: docs/governors.md): print them, or write them to FILE",
     )
     _add_json_flag(p, "print the run's result JSON (schema dvfslab-run/1) and nothing else")
 

@@ -142,7 +142,10 @@ class SimResult:
     # -- frequency decisions (recorded with explain=True) -----------------------------------
 
     def df_decisions(self) -> pd.DataFrame:
-        """Every frequency decision: why each policy asked for what it asked.
+        """Every frequency request a governor made of the driver: why each policy asked for
+        what it asked. Evaluations that asked for nothing (schedutil inside its rate limit or
+        at the frequency it asked for last, ...) are not requests; docs/governors.md lists
+        which evaluations each governor logs.
 
         Columns: time_s, policy, raw_khz (what the governor computed), resolved_khz (the table
         entry within [min_khz, max_khz]), min_khz, max_khz, hw_khz (what the hardware runs once
