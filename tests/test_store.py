@@ -190,6 +190,34 @@ def test_ray_runs_the_same_tasks(tmp_path):
     assert list(load_results(local)["metric_value"]) == list(df["metric_value"])
 
 
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("nonsense", "expected auto, local, ray://HOST:PORT"),
+        ("127.0.0.1:99999", "expected auto, local, ray://HOST:PORT"),
+        ("127.0.0.1:1", "cannot reach 127.0.0.1:1 (Connection refused)"),
+        ("ray://127.0.0.1:1", "cannot reach 127.0.0.1:1 (Connection refused)"),
+    ],
+)
+def test_a_bad_ray_address_is_one_error_line_at_once(cli, tmp_path, address, says):
+    # Port 1 on this machine: nothing listens, so Ray itself would retry for minutes.
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc())
+    started = time.monotonic()
+    run = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"), "--ray", address)
+    assert time.monotonic() - started < 60
+    assert run.code == 1
+    assert run.stderr.startswith(f"error: --ray {address}: {says}")
+    assert run.stderr.count("\n") == 1, run.stderr
+    assert not (tmp_path / "out").exists(), "nothing written before the address is checked"
+
+
+def test_ray_without_the_ray_package_is_a_config_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(ConfigError, match=r"^--ray needs the ray package: pip install"):
+        run_campaign(tiny(), tmp_path / "out", ray_address="local", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while _alive(pid):

@@ -212,7 +212,8 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
     run.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="run on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start one here",
+        help="run on a Ray cluster: 'auto', 'ray://HOST:10001', 'HOST:6379', or 'local' to "
+        "start one here",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
 

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 ORPHAN_POLL_S = 0.5  # how often a pool worker checks that the campaign process is alive
 RAY_POLL_S = 0.5
+RAY_CONNECT_TIMEOUT_S = 5.0  # a head node or Ray Client server answers well within this
+RAY_CLIENT_SCHEME = "ray://"
 BROKEN_NAMED = 5  # run files named one by one when they are not whole; the rest are counted
 
 
@@ -136,6 +138,8 @@ def run_campaign(
     started = time.monotonic()
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs must be an integer >= 1 (got {jobs!r})")
+    if ray_address is not None:
+        check_ray(ray_address)
     out = Path(out_dir) if out_dir is not None else Path("results") / campaign.name
     runs = campaign.runs()
     with store.locked(out) as root:
@@ -260,16 +264,10 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
 
     Returns the cluster's CPU count. Each distinct preset goes to the object store once.
     """
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "--ray needs the ray package: pip install 'dvfslab[ray]' (or pip install ray)"
-        ) from None
+    ray = _import_ray()
     owned = not ray.is_initialized()
     if owned:
-        options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {}
-        ray.init(address=address, **options)
+        _connect_ray(ray, address)
     pending: list[Any] = []
     try:
         remote = ray.remote(num_cpus=1)(execute_with_preset)
@@ -296,6 +294,62 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
     finally:
         if owned:
             ray.shutdown()
+
+
+def check_ray(address: str) -> None:
+    """Fail at once, with a ConfigError, if the campaign cannot run on Ray at `address`: the
+    ray package is missing, the address is not one Ray takes, or nothing answers there.
+
+    Ray itself would retry an unreachable address for minutes before it gives up.
+    """
+    _import_ray()
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    host, port = endpoint
+    try:
+        socket.create_connection((host, port), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = "timed out" if isinstance(e, socket.timeout) else (e.strerror or str(e))
+        raise ConfigError(
+            f"--ray {address}: cannot reach {host}:{port} ({reason}); is a Ray cluster "
+            "running there (`ray start --head`)?"
+        ) from None
+
+
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) that `address` names, None for "auto" and "local"; a ConfigError for an
+    address that Ray does not take."""
+    if address in ("auto", "local"):
+        return None
+    host, _, port = address.removeprefix(RAY_CLIENT_SCHEME).rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(
+            f"--ray {address}: expected auto, local, ray://HOST:PORT (a Ray Client server, "
+            "port 10001 by default) or HOST:PORT (a cluster's head node, port 6379 by default)"
+        )
+    return host, int(port)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--ray needs the ray package: pip install 'dvfslab[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+def _connect_ray(ray: Any, address: str) -> None:
+    """ray.init, with its failures as one-line ConfigErrors."""
+    options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {}
+    try:
+        ray.init(address=address, **options)
+    except Exception as e:
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"--ray {address}: {message}") from None
 
 
 # -- helpers ---------------------------------------------------------------------------------
