@@ -15,16 +15,22 @@ from typing import Callable
 TMP_SUFFIX = ".tmp"
 
 
-def replace_atomically(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
+def replace_atomically(
+    path: str | os.PathLike[str],
+    write: Callable[[str], object],
+    remove_leftovers: bool = True,
+) -> None:
     """Call write(tmp) on a hidden temporary name beside `path`, flush it to disk, rename it to
     `path` and flush the rename.
 
     Readers see the old file or the whole new one; a failed or interrupted write leaves nothing
     behind, and a writer killed outright leaves a `.NAME.PID.XXXX.tmp` that the next write to
-    `path` removes.
+    `path` removes (unless not `remove_leftovers`: the results store clears its own under its
+    lock, and looking through thousands of run files at each write would cost more).
     """
     path = Path(path)
-    remove_dead_writers_files(path)
+    if remove_leftovers:
+        remove_dead_writers_files(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
     try:
         write(str(tmp))
@@ -46,12 +52,12 @@ def remove_dead_writers_files(path: Path) -> list[Path]:
         return []
     removed = []
     prefix = f".{path.name}."
-    for candidate in path.parent.iterdir():
-        name = candidate.name
-        if not (name.startswith(prefix) and name.endswith(TMP_SUFFIX)):
-            continue
-        pid = name[len(prefix) : -len(TMP_SUFFIX)].split(".")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+    with os.scandir(path.parent) as entries:
+        names = [e.name for e in entries if e.name.startswith(prefix)]
+    for name in names:
+        pid = name[len(prefix) :].split(".")[0]
+        if name.endswith(TMP_SUFFIX) and pid.isdigit() and not _alive(int(pid)):
+            candidate = path.with_name(name)
             with contextlib.suppress(FileNotFoundError):
                 candidate.unlink()
                 removed.append(candidate)

@@ -248,7 +248,8 @@ def write_run(
     schema = _schema()
     table = pa.Table.from_pylist([row], schema=schema)
     path = directory / RUNS / f"{run.run_key}{RUN_SUFFIX}"
-    replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+    # `locked` has cleared what killed writers left in runs/.
+    replace_atomically(path, lambda tmp: pq.write_table(table, tmp), remove_leftovers=False)
     return path
 
 
