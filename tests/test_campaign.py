@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 
+import dvfslab
 from campaign_helpers import SMALL, TINY, TINY_RUNS, campaign_doc, write_campaign
 from dvfslab import ConfigError
 from dvfslab.campaign import (
@@ -169,6 +171,22 @@ def test_bad_tunable_stops_the_campaign_before_any_run(tmp_path):
     with pytest.raises(ConfigError, match=r"^t: platform .*config bad, benchmark periodic .*"):
         run_campaign(campaign, tmp_path / "out", jobs=1, progress=False)
     assert finished_keys(tmp_path / "out") == set()
+
+
+def test_a_warm_up_is_checked_without_simulating_it():
+    # 100 s of tbench with 64 clients would take minutes to simulate; the check takes a 1 ns
+    # run with the warm-up at 0.
+    doc = campaign_doc(benchmarks={"tb": "tbench:clients=64,warmup_ms=100000"}, iterations=1)
+    started = time.monotonic()
+    check_campaign(campaign_from_dict(doc, source="t"))
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("value", ["-5", "abc", "1e400"])
+def test_a_bad_warm_up_is_still_named_by_the_check(value):
+    doc = campaign_doc(benchmarks={"tb": f"tbench:clients=2,warmup_ms={value}"}, iterations=1)
+    with pytest.raises(ConfigError, match=r"^t: platform .*benchmark tb: .*warmup_ms"):
+        check_campaign(campaign_from_dict(doc, source="t"))
 
 
 # -- expansion, seeds and keys ---------------------------------------------------------------
@@ -414,3 +432,68 @@ def test_the_documented_example_is_a_valid_campaign(tmp_path, presets):
 def write_text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# -- rt-app files as benchmarks --------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+PLAYBACK = REPO / "examples" / "rt-app" / "playback.json"
+
+
+def rtapp_campaign(folder: Path) -> Path:
+    """A campaign in `folder` whose benchmark is an rt-app file beside it, in `loads/`."""
+    (folder / "loads").mkdir(parents=True)
+    (folder / "loads" / "playback.json").write_text(PLAYBACK.read_text(encoding="utf-8"))
+    doc = campaign_doc(
+        platforms=["pixel6"],
+        duration_s=0.3,
+        iterations=1,
+        benchmarks={"playback": {"workload": "loads/playback.json"}},
+    )
+    return write_campaign(folder / "rt.toml", doc)
+
+
+def test_cli_campaign_runs_an_rtapp_file_relative_to_the_campaign(cli, tmp_path):
+    path = rtapp_campaign(tmp_path / "campaign")
+    out = tmp_path / "out"
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    run = cli("campaign", "run", str(path), "--out", str(out), cwd=elsewhere)
+    assert run.code == 0, run.stderr
+    assert f"tiny: 2 runs in {out}: 0 already stored, 2 run" in run.stdout
+    df = load_results(out)
+    assert set(df["workload"]) == {"rt-app:loads/playback.json"}
+    assert {json.loads(r)["workload"] for r in df["run_json"]} == {"rt-app:loads/playback.json"}
+    assert set(df["metric_name"]) == {"run_stretch"}
+    # The stored run is what `dvfslab run -w FILE` gives for the same seed.
+    row = df.iloc[0]
+    direct = dvfslab.simulate(
+        "pixel6", row["governor"], path.parent / "loads" / "playback.json", 0.3, int(row["seed"])
+    )
+    assert direct.metric.value == row["metric_value"]
+    assert direct.energy_j == row["energy_j"]
+
+
+def test_an_rtapp_benchmark_keeps_its_keys_when_its_folder_moves(cli, tmp_path):
+    first = rtapp_campaign(tmp_path / "here")
+    moved = (tmp_path / "there").resolve()
+    keys = [r.run_key for r in load_campaign(first).runs()]
+    (tmp_path / "here").rename(moved)
+    assert [r.run_key for r in load_campaign(moved / "rt.toml").runs()] == keys
+    # ... and change when the file's text does.
+    (moved / "loads" / "playback.json").write_text(
+        PLAYBACK.read_text(encoding="utf-8").replace('"run" : 400', '"run" : 500')
+    )
+    changed = [r.run_key for r in load_campaign(moved / "rt.toml").runs()]
+    assert set(changed).isdisjoint(keys)
+
+
+def test_cli_compare_accepts_an_rtapp_file(cli, tmp_path):
+    args = ["compare", "-p", "pixel6", "-g", "schedutil", "-g", "performance"]
+    args += ["-w", "examples/rt-app/playback.json", "--iterations", "1", "--duration", "0.3"]
+    run = cli(*args, "--out", str(tmp_path / "cmp"), cwd=REPO)
+    assert run.code == 0, run.stderr
+    assert "pixel6, playback: run_stretch [x], lower is better" in run.stdout
+    df = load_results(tmp_path / "cmp")
+    assert set(df["workload"]) == {"rt-app:examples/rt-app/playback.json"}
+    assert set(df["benchmark"]) == {"playback"}

@@ -219,6 +219,29 @@ def test_run_timeline_writes_a_parquet_file(cli, tmp_path):
     assert set(table["cpu"]) <= set(range(cpu_count(SMALL)))
 
 
+def test_run_timeline_writes_csv_by_its_suffix(cli, tmp_path):
+    args = ["run", "-p", SMALL, "-g", "schedutil", "-w", "periodic:threads=2", "--duration", "0.2"]
+    run = cli(*args, "--timeline", str(tmp_path / "out.csv"), "--json")
+    assert run.code == 0, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"], "no temp file left"
+    table = pd.read_csv(tmp_path / "out.csv")
+    assert list(table.columns) == TIMELINE_COLUMNS
+    # The same rows as the Parquet file of the same run.
+    parquet = cli(*args, "--timeline", str(tmp_path / "out.parquet"))
+    assert parquet.code == 0, parquet.stderr
+    expected = pd.read_parquet(tmp_path / "out.parquet")
+    pd.testing.assert_frame_equal(table, expected, check_dtype=False)
+
+
+@pytest.mark.parametrize("name", ["out.txt", "out", "out.json"])
+def test_run_timeline_refuses_a_format_it_does_not_write(cli, tmp_path, name):
+    args = ["run", "-p", SMALL, "-g", "performance", "-w", "cpu-bound", "--duration", "0.1"]
+    run = cli(*args, "--timeline", name, cwd=tmp_path)
+    assert run.code == 1
+    assert run.stderr == f"error: --timeline {name}: expected a .parquet or .csv file\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bench_reports_speed_for_every_scenario(cli):
     run = cli("bench", "--seconds", "0.02", "--json")
     assert run.code == 0, run.stderr

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import dvfslab
+from dvfslab.platforms import describe_platform
 
 
 def test_schedutil_decisions_follow_the_formula() -> None:
@@ -50,3 +51,32 @@ def test_cli_explain_prints_and_writes(cli, tmp_path) -> None:
     df = pd.read_csv(out)
     assert {"time_s", "policy", "raw_khz", "resolved_khz", "hw_khz", "util"} <= set(df.columns)
     assert df["time_s"].is_monotonic_increasing
+
+
+def test_schedutil_logs_only_the_updates_that_ask_for_a_new_frequency() -> None:
+    # docs/governors.md: no row inside rate_limit_us, none that asks for the frequency
+    # already asked for. Skylake has one policy per CPU.
+    df = dvfslab.simulate(
+        "skylake-e3-1240v5",
+        "schedutil:kernel=6.8",
+        "periodic:threads=2,run_us=4000,period_us=12000,jitter_pct=30",
+        duration_s=0.5,
+        explain=True,
+    ).df_decisions()
+    assert df["policy"].nunique() > 1
+    assert df.groupby("policy").size().max() > 10
+    for _, rows in df.groupby("policy"):
+        later = rows.iloc[1:]
+        assert (rows["resolved_khz"].diff().iloc[1:] != 0).all()
+        gaps_us = rows["time_s"].diff().iloc[1:] * 1e6
+        assert (gaps_us >= later["rate_limit_us"] - 1e-3).all()
+
+
+@pytest.mark.parametrize("governor", ["performance", "powersave", "userspace"])
+def test_fixed_governors_log_one_request_per_policy_at_the_start(governor) -> None:
+    r = dvfslab.simulate("juno-r2", governor, "periodic:threads=4", duration_s=0.3, explain=True)
+    df = r.df_decisions()
+    policies = [p["policy"] for p in describe_platform("juno-r2")["policies"]]
+    assert len(policies) == 2
+    assert sorted(df["policy"]) == sorted(policies)
+    assert (df["time_s"] == 0).all()

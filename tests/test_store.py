@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -189,6 +190,34 @@ def test_ray_runs_the_same_tasks(tmp_path):
     assert list(load_results(local)["metric_value"]) == list(df["metric_value"])
 
 
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("nonsense", "expected auto, local, ray://HOST:PORT"),
+        ("127.0.0.1:99999", "expected auto, local, ray://HOST:PORT"),
+        ("127.0.0.1:1", "cannot reach 127.0.0.1:1 (Connection refused)"),
+        ("ray://127.0.0.1:1", "cannot reach 127.0.0.1:1 (Connection refused)"),
+    ],
+)
+def test_a_bad_ray_address_is_one_error_line_at_once(cli, tmp_path, address, says):
+    # Port 1 on this machine: nothing listens, so Ray itself would retry for minutes.
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc())
+    started = time.monotonic()
+    run = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"), "--ray", address)
+    assert time.monotonic() - started < 60
+    assert run.code == 1
+    assert run.stderr.startswith(f"error: --ray {address}: {says}")
+    assert run.stderr.count("\n") == 1, run.stderr
+    assert not (tmp_path / "out").exists(), "nothing written before the address is checked"
+
+
+def test_ray_without_the_ray_package_is_a_config_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(ConfigError, match=r"^--ray needs the ray package: pip install"):
+        run_campaign(tiny(), tmp_path / "out", ray_address="local", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while _alive(pid):
@@ -261,3 +290,159 @@ def test_an_unreadable_run_file_is_named(tmp_path):
     victim.write_bytes(b"not parquet")
     with pytest.raises(dvfslab.DvfsError, match=rf"^{victim}: unreadable run file .*delete it"):
         load_results(tmp_path)
+
+
+# -- another campaign's store, files that are not whole, killed writers ---------------------
+
+
+def test_a_store_of_another_campaign_is_refused_unless_forced(cli, tmp_path):
+    out = tmp_path / "out"
+    tiny_file = write_campaign(tmp_path / "tiny.toml", campaign_doc(iterations=1))
+    other = write_campaign(tmp_path / "other.toml", campaign_doc(name="other", iterations=1))
+    assert cli("campaign", "run", str(tiny_file), "--out", str(out)).code == 0
+
+    refused = cli("campaign", "run", str(other), "--out", str(out))
+    assert refused.code == 1
+    assert refused.stderr == (
+        f"error: {out} holds the results of campaign tiny, not other: choose another --out, "
+        "or add --force to make it campaign other's store\n"
+    )
+    assert load_manifest(out)["name"] == "tiny"
+
+    forced = cli("campaign", "run", str(other), "--out", str(out), "--force")
+    assert forced.code == 0, forced.stderr
+    # A run's seed and key do not depend on the campaign's name: every run is reused.
+    assert "4 already stored, nothing to run" in forced.stdout
+    assert load_results(out).attrs["campaign"] == "other"
+
+
+def test_a_store_whose_manifest_is_unreadable_is_refused_unless_forced(tmp_path):
+    run_quietly(tiny(iterations=1), tmp_path)
+    manifest = tmp_path / "campaign.json"
+    manifest.write_text(manifest.read_text()[:100])  # cut short
+    with pytest.raises(ConfigError, match=r"cannot tell which campaign .* add --force"):
+        run_quietly(tiny(iterations=1), tmp_path)
+    again = run_quietly(tiny(iterations=1), tmp_path, force=True)
+    assert (again.cached, again.executed) == (4, 0)
+    assert load_manifest(tmp_path)["name"] == "tiny"
+
+
+def test_a_run_file_that_is_not_whole_is_run_again_and_named(cli, tmp_path):
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc())
+    out = tmp_path / "out"
+    assert cli("campaign", "run", str(path), "--out", str(out), "--quiet").code == 0
+    cut, garbage = run_files(out)[1], run_files(out)[4]
+    cut.write_bytes(cut.read_bytes()[:1000])  # a copy that stopped half-way
+    garbage.write_text("not a run")
+    assert finished_keys(out) == {p.name[: -len(".parquet")] for p in run_files(out)} - {
+        cut.name[: -len(".parquet")],
+        garbage.name[: -len(".parquet")],
+    }
+
+    again = cli("campaign", "run", str(path), "--out", str(out), "--quiet")
+    assert again.code == 0, again.stderr
+    assert again.stderr.splitlines() == [
+        f"tiny: {cut}: not a whole run file (cut short at 1000 bytes); running that run again",
+        f"tiny: {garbage}: not a whole run file (not a Parquet file); running that run again",
+    ]
+    assert f"{TINY_RUNS - 2} already stored, 2 run" in again.stdout
+    assert len(load_results(out)) == TINY_RUNS
+
+
+KILLED_WRITER = """
+import sys, time
+from dvfslab._files import replace_atomically
+
+def write(tmp):
+    open(tmp, "w").write("half a trace")
+    print("writing", flush=True)
+    time.sleep(60)
+
+replace_atomically(sys.argv[1], write)
+"""
+
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(cli, tmp_path):
+    target = tmp_path / "trace.json"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "writing\n"
+    writer.kill()
+    writer.wait()
+    (leftover,) = tmp_path.iterdir()
+    assert leftover.name.startswith(".trace.json.")
+    assert leftover.name.endswith(".tmp")
+    # A writer still alive keeps its temporary file.
+    alive = tmp_path / f".trace.json.{os.getpid()}.0000.tmp"
+    alive.write_text("being written")
+
+    run = cli(
+        "run",
+        "-p",
+        SMALL,
+        "-g",
+        "performance",
+        "-w",
+        "cpu-bound",
+        "--duration",
+        "0.05",
+        "--trace",
+        str(target),
+    )
+    assert run.code == 0, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name, "trace.json"]
+    assert json.loads(target.read_text())["traceEvents"]
+
+
+def test_every_write_is_flushed_to_disk(tmp_path, monkeypatch):
+    flushed: list[str] = []
+    fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    result = dvfslab.simulate(SMALL, "performance", "cpu-bound", 0.05, timeline=True)
+    result.write_timeline(tmp_path / "t.csv")
+    run_quietly(tiny(iterations=1), tmp_path / "store")
+    names = [Path(p).name for p in flushed]
+    # Each file under its temporary name, then its directory after the rename.
+    assert any(n.startswith(".t.csv.") for n in names)
+    assert any(n.startswith(".campaign.json.") for n in names)
+    assert sum(n.startswith(".") and ".parquet." in n for n in names) == 4
+    assert names.count(tmp_path.name) >= 1
+    assert names.count("runs") == 4
+
+
+def test_the_documented_duckdb_query_groups_by_platform_and_benchmark(
+    tmp_path, capsys, monkeypatch
+):
+    import duckdb
+
+    doc = (Path(__file__).parents[1] / "docs" / "campaign-format.md").read_text(encoding="utf-8")
+    (snippet,) = re.findall(r"```python\n(import duckdb\n.*?)```", doc, re.S)
+    (query,) = re.findall(r'"""(.*?)"""', snippet, re.S)
+    run_quietly(tiny(platforms=[SMALL, "pixel6"]), tmp_path / "results" / "example")
+
+    # The snippet as a user runs it, from the folder that holds results/.
+    monkeypatch.chdir(tmp_path)
+    exec(snippet, {})
+    assert "pixel6" in capsys.readouterr().out
+    table = duckdb.sql(query).df()
+    # One row per (platform, benchmark, config, param), each the mean of that cell's runs.
+    cell = ["platform", "benchmark", "config", "param"]
+    expected = (
+        load_results(tmp_path / "results" / "example")
+        .groupby(cell)["metric_value"]
+        .agg(["mean", "count"])
+        .reset_index()
+    )
+    assert len(table) == len(expected) == 2 * 2 * 2
+    merged = table.merge(expected, on=cell)
+    assert len(merged) == len(expected)
+    assert list(merged["mean_x"]) == pytest.approx(list(merged["mean_y"]), rel=1e-12)
+    assert (merged["runs"] == merged["count"]).all()
+    assert set(merged["runs"]) == {2}

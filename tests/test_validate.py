@@ -236,6 +236,23 @@ def test_cli_end_to_end_json(cli, tmp_path: Path):
     assert "power_within_25pct" in text.stdout
 
 
+def test_cli_says_what_it_does_before_it_runs(cli, tmp_path: Path):
+    campaign = tmp_path / "tiny.toml"
+    campaign.write_text(TINY, encoding="utf-8")
+    args = ["validate", str(campaign), "--iterations", "1", "--out", str(tmp_path / "store")]
+    run = cli(*args, "--benchmark", "gitsource", "--jobs", "1")
+    assert run.code == 0, run.stderr
+    # Without a terminal, a line per phase on stderr: the check of each distinct setup first
+    # (seconds for a shipped campaign), then the runs.
+    assert run.stderr.splitlines() == [
+        "intel-invariance: checking the 2 distinct (platform, governor, workload) setups "
+        "of 2 runs to run",
+        "intel-invariance: 2/2 setups checked in 0:00:00",
+        "intel-invariance: 2 runs to run",
+        "intel-invariance: 2/2 runs in 0:00:00",
+    ]
+
+
 def test_cli_markdown_shows_every_simulated_cell_and_marks_the_misses(cli, tmp_path: Path):
     campaign = tmp_path / "tiny.toml"
     campaign.write_text(TINY, encoding="utf-8")

@@ -17,6 +17,7 @@ from dvfslab.api import duration_ns
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
 SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
+RTAPP_PREFIX = "rt-app:"  # how a run result names an rt-app file's workload
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class SweepValues:
 class Benchmark:
     name: str
     workload: str
-    """A workload spec, or a workload file's absolute path (then `sweep` is empty)."""
+    """A workload spec, or an rt-app file's path as the campaign names it (then
+    `workload_file_text` holds the file's text and `sweep` is empty)."""
     sweep: tuple[tuple[str, SweepValues], ...] = ()
     """(knob, values) pairs; the runs take every combination, the first knob varying slowest."""
     duration_s: float | None = None
@@ -80,8 +82,11 @@ class Benchmark:
         """(param, workload spec) for each point of the sweep on `platform`: ("clients=8",
         "tbench:clients=8").
 
-        Without a sweep, one point: ("", the workload as written).
+        Without a sweep, one point: ("", the workload as written); an rt-app file's workload is
+        "rt-app:PATH", as `dvfslab run -w PATH` names it.
         """
+        if self.workload_file_text is not None:
+            return [("", f"{RTAPP_PREFIX}{self.workload}")]
         points: list[list[tuple[str, str]]] = [[]]
         for knob, values in self.sweep:
             points = [[*point, (knob, value)] for point in points for value in values.on(platform)]
@@ -112,6 +117,15 @@ class Run:
     duration_s: float | None
     seed: int
     run_key: str
+    workload_file_text: str | None = field(default=None, repr=False, compare=False)
+    """The rt-app file's text when `workload` is "rt-app:PATH"."""
+
+    def simulated_workload(self) -> tuple[str, str | None]:
+        """(workload, workload_source) as `_core.simulate` takes them: the spec and None, or
+        an rt-app file's text and its path (which the result then names as "rt-app:PATH")."""
+        if self.workload_file_text is None:
+            return self.workload, None
+        return self.workload_file_text, self.workload[len(RTAPP_PREFIX) :]
 
     def describe(self) -> str:
         param = f" {self.param}" if self.param else ""
@@ -183,6 +197,7 @@ class Campaign:
             duration_s,
             seed,
             key,
+            bench.workload_file_text,
         )
 
     def restricted(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -64,7 +65,13 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         metavar="GOVERNOR",
         help="a governor spec; repeat for each configuration (the first is the baseline)",
     )
-    p.add_argument("-w", "--workload", required=True, metavar="WORKLOAD", help="a workload spec")
+    p.add_argument(
+        "-w",
+        "--workload",
+        required=True,
+        metavar="WORKLOAD",
+        help="a workload spec, or an rt-app JSON file",
+    )
     p.add_argument(
         "--sweep",
         action="append",
@@ -98,6 +105,7 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         metavar="DIR",
         help="keep the results store in DIR (default: a temporary directory, removed)",
     )
+    _add_force(p)
     _add_jobs(p)
 
 
@@ -119,7 +127,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if knob in sweep:
             raise ConfigError(f"--sweep {knob} is given twice")
         sweep[knob] = values.split(",")
-    benchmark = Path(args.workload).stem if "/" in args.workload else args.workload.split(":")[0]
+    benchmark = _benchmark_name(args.workload)
     doc: dict[str, Any] = {
         "name": "compare",
         "platforms": args.platform,
@@ -133,11 +141,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         doc["duration_s"] = args.duration
     campaign = campaign_from_dict(doc, source="dvfslab compare")
     with _results_dir(args.out) as out:
-        summary = run_campaign(campaign, out, jobs=args.jobs)
+        summary = run_campaign(campaign, out, jobs=args.jobs, force=args.force)
         _print_summary(summary, keep=args.out is not None)
         print()
         print_means(load_results(out), [c.name for c in campaign.configs], campaign.baseline)
     return 0
+
+
+def _benchmark_name(workload: str) -> str:
+    """The benchmark's name in compare's tables: an rt-app file's stem, or the spec's name."""
+    if workload.lower().endswith(".json") or any(s in workload for s in (os.sep, os.altsep) if s):
+        return Path(workload).stem
+    return workload.split(":")[0]
 
 
 @contextlib.contextmanager
@@ -191,12 +206,14 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
     run.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    _add_force(run)
     _add_part(run, "run only")
     _add_jobs(run)
     run.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="run on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start one here",
+        help="run on a Ray cluster: 'auto', 'ray://HOST:10001', 'HOST:6379', or 'local' to "
+        "start one here",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -254,7 +271,12 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs and --ray exclude each other: Ray runs one run per cluster CPU")
     campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
     summary = run_campaign(
-        campaign, args.out, jobs=args.jobs, ray_address=args.ray, progress=not args.quiet
+        campaign,
+        args.out,
+        jobs=args.jobs,
+        ray_address=args.ray,
+        progress=not args.quiet,
+        force=args.force,
     )
     _print_summary(summary, keep=True)
     print(f"compare the configurations: dvfslab campaign report {summary.out_dir}")
@@ -321,6 +343,7 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
     p.add_argument(
         "--out", metavar="DIR", help="the results store (default: results/<campaign name>)"
     )
+    _add_force(p)
     p.add_argument(
         "--against",
         metavar="FILE.json",
@@ -370,7 +393,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             iterations=args.iterations,
             benchmarks=tuple(dataclasses.replace(b, iterations=None) for b in campaign.benchmarks),
         )
-    summary = run_campaign(campaign, args.out, jobs=args.jobs, progress=not args.quiet)
+    summary = run_campaign(
+        campaign, args.out, jobs=args.jobs, progress=not args.quiet, force=args.force
+    )
     results = load_results(summary.out_dir)
     if results.empty:
         raise ConfigError(f"{summary.out_dir}: no finished runs")
@@ -474,6 +499,15 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="worker processes (default: one per CPU)",
+    )
+
+
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="use --out DIR even if another campaign's results are there (its manifest is "
+        "replaced; runs with the same inputs are reused)",
     )
 
 

@@ -25,8 +25,14 @@ class Progress:
         cached: int = 0,
         stream: TextIO | None = None,
         interval_s: float = PLAIN_INTERVAL_S,
+        unit: str = "runs",
+        intro: str | None = None,
     ) -> None:
+        """`unit` names what is counted; `intro` replaces the first line of the plain view
+        ("108 runs, 36 already stored, 72 to run")."""
         self.title = title
+        self.unit = unit
+        self.intro = intro
         self.total = total
         self.cached = cached
         self.todo = total - cached
@@ -49,17 +55,13 @@ class Progress:
                 yield self
         else:
             self._plain = True
-            self._say(
-                f"{self.total} runs, {self.cached} already stored, {self.todo} to run"
-                if self.cached
-                else f"{self.total} runs to run"
-            )
+            self._say(self.intro or self._default_intro())
             try:
                 yield self
             finally:
                 self._plain = False
                 if self.done == self.todo:
-                    self._say(f"{self.done}/{self.todo} runs in {self._elapsed()}")
+                    self._say(f"{self.done}/{self.todo} {self.unit} in {self._elapsed()}")
 
     def advance(self) -> None:
         self.done += 1
@@ -67,7 +69,7 @@ class Progress:
             self._bar.advance(self._task)
         elif self._plain and time.monotonic() - self._printed >= self.interval_s:
             self._say(
-                f"{self.done}/{self.todo} runs ({100 * self.done / self.todo:.0f}%), "
+                f"{self.done}/{self.todo} {self.unit} ({100 * self.done / self.todo:.0f}%), "
                 f"{self._elapsed()} elapsed, ETA {self._eta()}"
             )
 
@@ -89,7 +91,7 @@ class Progress:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("runs"),
+            TextColumn(self.unit),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -102,6 +104,11 @@ class Progress:
                 yield
             finally:
                 self._bar = self._task = None
+
+    def _default_intro(self) -> str:
+        if self.cached:
+            return f"{self.total} {self.unit}, {self.cached} already stored, {self.todo} to run"
+        return f"{self.total} {self.unit} to run"
 
     def _say(self, text: str) -> None:
         print(f"{self.title}: {text}", file=self.stream, flush=True)

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,13 +27,16 @@ from dvfslab import _core, store
 from dvfslab._core import ConfigError, SimulationError
 from dvfslab._progress import Progress
 from dvfslab.api import duration_ns
-from dvfslab.campaign import check_campaign
+from dvfslab.campaign import check_setup, distinct_setups
 
 if TYPE_CHECKING:
     from dvfslab.campaign import Campaign, Run
 
 ORPHAN_POLL_S = 0.5  # how often a pool worker checks that the campaign process is alive
 RAY_POLL_S = 0.5
+RAY_CONNECT_TIMEOUT_S = 5.0  # a head node or Ray Client server answers well within this
+RAY_CLIENT_SCHEME = "ray://"
+BROKEN_NAMED = 5  # run files named one by one when they are not whole; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class RunTask:
     workload: str
     duration_ns: int | None
     seed: int
+    workload_source: str | None = None
+    """An rt-app file's path, `workload` then being its text (see `Run.simulated_workload`)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ def execute(task: RunTask) -> Outcome:
             task.seed,
             False,
             False,
+            task.workload_source,
         )
         result_json = output["result_json"]
     except (KeyboardInterrupt, SystemExit):
@@ -126,16 +133,21 @@ def run_campaign(
     jobs: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
+    force: bool = False,
 ) -> RunSummary:
     started = time.monotonic()
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs must be an integer >= 1 (got {jobs!r})")
+    if ray_address is not None:
+        check_ray(ray_address)
     out = Path(out_dir) if out_dir is not None else Path("results") / campaign.name
     runs = campaign.runs()
     with store.locked(out) as root:
-        done = store.finished_keys(root)
+        store.check_owner(root, campaign.name, force)
+        done, broken = store.scan_runs(root)
+        _say_broken(campaign, runs, broken)
         todo = [run for run in runs if run.run_key not in done]
-        check_campaign(campaign, todo)
+        _check_setups(campaign, todo, progress)
         store.write_manifest(root, campaign.manifest(runs))
         tasks = [_task(campaign, i, run) for i, run in enumerate(todo)]
         version = _core.version()
@@ -252,16 +264,10 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
 
     Returns the cluster's CPU count. Each distinct preset goes to the object store once.
     """
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "--ray needs the ray package: pip install 'dvfslab[ray]' (or pip install ray)"
-        ) from None
+    ray = _import_ray()
     owned = not ray.is_initialized()
     if owned:
-        options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {}
-        ray.init(address=address, **options)
+        _connect_ray(ray, address)
     pending: list[Any] = []
     try:
         remote = ray.remote(num_cpus=1)(execute_with_preset)
@@ -290,19 +296,111 @@ def run_on_ray(tasks: Sequence[RunTask], address: str, finished: Callable[[Outco
             ray.shutdown()
 
 
+def check_ray(address: str) -> None:
+    """Fail at once, with a ConfigError, if the campaign cannot run on Ray at `address`: the
+    ray package is missing, the address is not one Ray takes, or nothing answers there.
+
+    Ray itself would retry an unreachable address for minutes before it gives up.
+    """
+    _import_ray()
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    host, port = endpoint
+    try:
+        socket.create_connection((host, port), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = "timed out" if isinstance(e, socket.timeout) else (e.strerror or str(e))
+        raise ConfigError(
+            f"--ray {address}: cannot reach {host}:{port} ({reason}); is a Ray cluster "
+            "running there (`ray start --head`)?"
+        ) from None
+
+
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) that `address` names, None for "auto" and "local"; a ConfigError for an
+    address that Ray does not take."""
+    if address in ("auto", "local"):
+        return None
+    host, _, port = address.removeprefix(RAY_CLIENT_SCHEME).rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(
+            f"--ray {address}: expected auto, local, ray://HOST:PORT (a Ray Client server, "
+            "port 10001 by default) or HOST:PORT (a cluster's head node, port 6379 by default)"
+        )
+    return host, int(port)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--ray needs the ray package: pip install 'dvfslab[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+def _connect_ray(ray: Any, address: str) -> None:
+    """ray.init, with its failures as one-line ConfigErrors."""
+    options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {}
+    try:
+        ray.init(address=address, **options)
+    except Exception as e:
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"--ray {address}: {message}") from None
+
+
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _say_broken(campaign: Campaign, runs: Sequence[Run], broken: list[tuple[Path, str]]) -> None:
+    """Name the campaign's run files that are not whole (they are run again), on stderr."""
+    keys = {run.run_key for run in runs}
+    ours = [(path, problem) for path, problem in broken if store.run_key_of(path) in keys]
+    for path, problem in ours[:BROKEN_NAMED]:
+        print(
+            f"{campaign.name}: {path}: not a whole run file ({problem}); running that run again",
+            file=sys.stderr,
+        )
+    if len(ours) > BROKEN_NAMED:
+        print(
+            f"{campaign.name}: and {len(ours) - BROKEN_NAMED} more run files not whole; "
+            "running those runs again",
+            file=sys.stderr,
+        )
+
+
+def _check_setups(campaign: Campaign, todo: Sequence[Run], progress: bool) -> None:
+    """`check_campaign` over the runs to do, with its own progress: hundreds of setups take
+    seconds, which should not pass in silence."""
+    setups = distinct_setups(todo)
+    meter = Progress(
+        campaign.name,
+        total=len(setups),
+        unit="setups checked",
+        intro=f"checking the {len(setups)} distinct (platform, governor, workload) setups "
+        f"of {len(todo)} runs to run",
+    )
+    with meter.shown(progress):
+        for run in setups:
+            check_setup(campaign, run)
+            meter.advance()
 
 
 def _task(campaign: Campaign, index: int, run: Run) -> RunTask:
     platform = campaign.platform(run.platform)
+    workload, workload_source = run.simulated_workload()
     return RunTask(
         index,
         platform.preset_json,
         platform.ref,
         run.governor,
-        run.workload,
+        workload,
         duration_ns(run.duration_s),
         run.seed,
+        workload_source,
     )
 
 

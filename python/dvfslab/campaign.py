@@ -16,6 +16,9 @@ when it would be reproduced.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from dvfslab import _core
-from dvfslab._campaign_check import campaign_from_dict
+from dvfslab._campaign_check import campaign_from_dict as _checked_campaign
 from dvfslab._campaign_model import (
     Benchmark,
     Campaign,
@@ -54,12 +57,16 @@ __all__ = [
     "campaign_from_dict",
     "campaign_names",
     "check_campaign",
+    "check_setup",
+    "distinct_setups",
     "list_campaigns",
     "load_campaign",
     "run_campaign",
     "run_key",
     "run_seed",
 ]
+
+WARMUP_KNOB = "warmup_ms"
 
 CampaignRef = Union[str, "os.PathLike[str]"]
 """A shipped campaign's name ("example") or the path of a campaign file ("./mine.toml")."""
@@ -115,6 +122,35 @@ def load_campaign(campaign: CampaignRef) -> Campaign:
     return campaign_from_dict(doc, source=str(path), base_dir=path.parent, default_name=path.stem)
 
 
+def campaign_from_dict(
+    doc: dict[str, Any],
+    source: str,
+    base_dir: Path | None = None,
+    default_name: str | None = None,
+) -> Campaign:
+    """Check a campaign document (a campaign file's parsed TOML) and build the Campaign.
+
+    `source` names the document in errors; an rt-app file or preset file it names by a
+    relative path is read from `base_dir` (default: the current directory). Raises ConfigError
+    naming the source, the key and what was expected.
+    """
+    campaign = _checked_campaign(doc, source, base_dir=base_dir, default_name=default_name)
+    return dataclasses.replace(
+        campaign, benchmarks=tuple(_named_as_written(b, doc) for b in campaign.benchmarks)
+    )
+
+
+def _named_as_written(benchmark: Benchmark, doc: dict[str, Any]) -> Benchmark:
+    """An rt-app file benchmark named by its path as the campaign wrote it ("playback.json"),
+    not where it was found: runs and results then say "rt-app:playback.json" as
+    `dvfslab run -w playback.json` does, and the keys stay when the campaign's folder moves."""
+    if benchmark.workload_file_text is None:
+        return benchmark
+    entry = doc["benchmarks"][benchmark.name]
+    written = entry["workload"] if isinstance(entry, dict) else entry
+    return dataclasses.replace(benchmark, workload=os.path.normpath(written))
+
+
 def _find_campaign(campaign: CampaignRef) -> Path:
     if isinstance(campaign, os.PathLike):
         return Path(campaign)
@@ -141,44 +177,71 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
 
     Raises ConfigError naming the campaign file, the platform, config and benchmark.
     """
-    seen: set[tuple[str, str, str]] = set()
-    for run in campaign.runs() if runs is None else runs:
-        key = (run.platform, run.governor, run.workload)
-        if key in seen:
-            continue
-        seen.add(key)
-        platform = campaign.platform(run.platform)
-        try:
-            _core.simulate(
-                platform.preset_json,
-                platform.ref,
-                run.governor,
-                run.workload,
-                _check_duration_ns(run.workload),
-                0,
-                False,
-                False,
-            )
-        except ConfigError as e:
-            where = campaign.source or f"campaign {campaign.name}"
-            param = f" ({run.param})" if run.param else ""
-            raise ConfigError(
-                f"{where}: platform {run.platform}, config {run.config}, "
-                f"benchmark {run.benchmark}{param}: {e}"
-            ) from None
+    for run in distinct_setups(campaign.runs() if runs is None else runs):
+        check_setup(campaign, run)
 
 
-def _check_duration_ns(workload: str) -> int:
-    """A run just long enough to be checked: 1 ns, or 1 ms past a `warmup_ms` the spec sets
-    (the simulator refuses a warm-up that does not end before the run)."""
-    for item in workload.partition(":")[2].split(","):
+def distinct_setups(runs: Sequence[Run]) -> list[Run]:
+    """The first run of each distinct (platform, governor, workload): what `check_setup` needs
+    to see once."""
+    first: dict[tuple[str, str, str], Run] = {}
+    for run in runs:
+        first.setdefault((run.platform, run.governor, run.workload), run)
+    return list(first.values())
+
+
+def check_setup(campaign: Campaign, run: Run) -> None:
+    """Have the simulator check `run`'s platform, governor and workload with a 1 ns run."""
+    platform = campaign.platform(run.platform)
+    workload, workload_source = run.simulated_workload()
+    try:
+        _core.simulate(
+            platform.preset_json,
+            platform.ref,
+            run.governor,
+            _checkable(workload, workload_source),
+            1,
+            0,
+            False,
+            False,
+            workload_source,
+        )
+    except ConfigError as e:
+        where = campaign.source or f"campaign {campaign.name}"
+        param = f" ({run.param})" if run.param else ""
+        raise ConfigError(
+            f"{where}: platform {run.platform}, config {run.config}, "
+            f"benchmark {run.benchmark}{param}: {e}"
+        ) from None
+
+
+def _checkable(workload: str, workload_source: str | None) -> str:
+    """The workload as checked: a valid `warmup_ms` becomes 0.
+
+    The simulator refuses a warm-up that does not end before the run, and a 1 ns check would
+    otherwise have to simulate the whole warm-up (half a second for most shipped setups, many
+    minutes for all of one). A value out of the knob's range, or not a number, is kept for the
+    simulator to name.
+    """
+    if workload_source is not None:  # an rt-app file: no knobs
+        return workload
+    name, _, knobs = workload.partition(":")
+    items = knobs.split(",") if knobs else []
+    for i, item in enumerate(items):
         key, _, value = item.partition("=")
-        if key.strip() == "warmup_ms":
-            try:
-                return int(float(value) * 1e6) + 1_000_000
-            except ValueError:
-                return 1  # the simulator names the bad value
-    return 1
+        if key.strip() == WARMUP_KNOB and _within_warmup_range(value):
+            items[i] = f"{key}=0"
+            return f"{name}:{','.join(items)}"
+    return workload
+
+
+def _within_warmup_range(value: str) -> bool:
+    knob = next(k for k in json.loads(_core.common_workload_knobs()) if k["name"] == WARMUP_KNOB)
+    try:
+        ms = float(value)
+    except ValueError:
+        return False
+    return "_" not in value and math.isfinite(ms) and knob["min"] <= ms <= knob["max"]
 
 
 def run_campaign(
@@ -187,6 +250,7 @@ def run_campaign(
     jobs: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
+    force: bool = False,
 ) -> RunSummary:
     """Run every run of `campaign` not yet stored in `out_dir`, storing each as it finishes.
 
@@ -195,12 +259,18 @@ def run_campaign(
     ray_address: run on a Ray cluster instead ("auto", "ray://host:10001", or "local" for an
                  instance started here); needs the `ray` package
     progress:    show progress on stderr: a bar on a terminal, a line every 10 s otherwise
+    force:       store the runs even in a store another campaign wrote (its manifest is
+                 replaced; its run files stay, and those with the same key are reused)
 
     Safe to interrupt or kill at any point: finished runs are kept and the next call runs the
-    rest. Raises ConfigError for bad input before running anything, and the first run's error
-    (naming its coordinates) if a run fails. Local workers are started with the "spawn"
-    method: a script that calls this must guard its top level with `if __name__ == "__main__"`.
+    rest; a run file that is not whole is named on stderr and run again. Raises ConfigError for
+    bad input (a store of another campaign, without `force`) before running anything, and the
+    first run's error (naming its coordinates) if a run fails. Local workers are started with
+    the "spawn" method: a script that calls this must guard its top level with
+    `if __name__ == "__main__"`.
     """
     from dvfslab._runner import run_campaign as run
 
-    return run(campaign, out_dir, jobs=jobs, ray_address=ray_address, progress=progress)
+    return run(
+        campaign, out_dir, jobs=jobs, ray_address=ray_address, progress=progress, force=force
+    )

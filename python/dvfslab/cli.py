@@ -17,10 +17,11 @@ from typing import Any, Callable, NoReturn
 from dvfslab import __version__, _core
 from dvfslab._cli_campaign import add_campaign, add_compare, add_validate
 from dvfslab._core import ConfigError, DvfsError
+from dvfslab._files import replace_atomically
 from dvfslab._table import fmt_number, fmt_seconds, print_fields, print_table
 from dvfslab.api import checked_seed, duration_ns, simulate
 from dvfslab.platforms import describe_platform, list_platforms, load_platform
-from dvfslab.result import SimResult
+from dvfslab.result import SimResult, timeline_format
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -235,8 +236,9 @@ def _add_run(commands: Any) -> None:
     )
     p.add_argument(
         "--timeline",
-        metavar="FILE.parquet",
-        help="also record per-CPU frequency, util_avg and idle timelines to FILE",
+        metavar="FILE.parquet|FILE.csv",
+        help="also write per-CPU frequency, util_avg and idle timelines to FILE, as Parquet or "
+        "CSV by its suffix",
     )
     p.add_argument(
         "--trace",
@@ -248,7 +250,8 @@ def _add_run(commands: Any) -> None:
         nargs="?",
         const="-",
         metavar="FILE.csv",
-        help="record every frequency decision with its inputs: print them, or write them to FILE",
+        help="record each frequency the governors ask for, with its inputs (which evaluations "
+        "ask: docs/governors.md): print them, or write them to FILE",
     )
     _add_json_flag(p, "print the run's result JSON (schema dvfslab-run/1) and nothing else")
 
@@ -258,8 +261,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     duration_ns(args.duration, "--duration")
     checked_seed(args.seed, "--seed")
     timeline = Path(args.timeline) if args.timeline is not None else None
-    if timeline is not None and not timeline.absolute().parent.is_dir():
-        raise ConfigError(f"--timeline: directory {timeline.absolute().parent} does not exist")
+    if timeline is not None:
+        timeline_format(timeline, "--timeline")
+        if not timeline.absolute().parent.is_dir():
+            raise ConfigError(f"--timeline: directory {timeline.absolute().parent} does not exist")
     trace = Path(args.trace) if args.trace is not None else None
     if trace is not None:
         if not trace.absolute().parent.is_dir():
@@ -283,7 +288,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         write_trace(result, trace)
     if args.explain not in (None, "-"):
-        result.df_decisions().to_csv(args.explain, index=False)
+        decisions = result.df_decisions()
+        replace_atomically(args.explain, lambda tmp: decisions.to_csv(tmp, index=False))
     if args.json:
         print(result.to_json())
         return 0

@@ -7,16 +7,14 @@ CPUs, with a `cpu` column, and `df_cpu_<what>(cpu)` for one CPU, without it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from dvfslab._core import ConfigError, DvfsError
+from dvfslab._files import replace_atomically as replace_atomically  # for the exporters
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,6 +25,8 @@ if TYPE_CHECKING:
 RESULT_SCHEMA = "dvfslab-run/1"
 TIMELINE_SCHEMA = "dvfslab-timeline/1"
 NS_PER_S = 1_000_000_000
+
+TIMELINE_SUFFIXES = (".parquet", ".csv")
 
 # Timeline signal -> its value column, as named by the native module and in the DataFrames.
 SIGNAL_COLUMNS = {"frequency": "freq_khz", "util": "util_avg", "idle": "state"}
@@ -142,7 +142,10 @@ class SimResult:
     # -- frequency decisions (recorded with explain=True) -----------------------------------
 
     def df_decisions(self) -> pd.DataFrame:
-        """Every frequency decision: why each policy asked for what it asked.
+        """Every frequency request a governor made of the driver: why each policy asked for
+        what it asked. Evaluations that asked for nothing (schedutil inside its rate limit or
+        at the frequency it asked for last, ...) are not requests; docs/governors.md lists
+        which evaluations each governor logs.
 
         Columns: time_s, policy, raw_khz (what the governor computed), resolved_khz (the table
         entry within [min_khz, max_khz]), min_khz, max_khz, hw_khz (what the hardware runs once
@@ -190,18 +193,27 @@ class SimResult:
         return self._df_cpu_signal("idle", cpu)
 
     def write_timeline(self, path: str | os.PathLike[str]) -> Path:
-        """Write all timelines to one Parquet file, atomically; return its path.
+        """Write all timelines to one file, atomically, in the format its suffix names:
+        `.parquet` or `.csv`; return its path.
 
         A long table, ordered by time then CPU: time_ns, time_s, cpu, signal ("frequency",
         "util" or "idle"), value (freq_khz or util_avg; null for idle) and state (the idle
-        state entered; null for the others). The run summary JSON is in the file's metadata
-        under "dvfslab.result".
-        """
-        import pyarrow.parquet as pq
+        state entered; null for the others); docs/guide.md has the schema. A Parquet file
+        also holds the run summary JSON in its metadata, under "dvfslab.result".
 
+        Raises ConfigError for another suffix.
+        """
         path = Path(path)
+        suffix = timeline_format(path)
         table = self._timeline_table()
-        replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+        if suffix == ".csv":
+            import pyarrow.csv as csv
+
+            replace_atomically(path, lambda tmp: csv.write_csv(table, tmp))
+        else:
+            import pyarrow.parquet as pq
+
+            replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
         return path
 
     # -- helpers ------------------------------------------------------------------------------
@@ -291,16 +303,10 @@ class SimResult:
         )
 
 
-def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
-    """Call write(tmp) on a temporary name beside `path`, then rename it to `path`.
-
-    Readers see the old file or the whole new one; a failed write leaves nothing behind.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        write(str(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+def timeline_format(path: str | os.PathLike[str], name: str = "timeline") -> str:
+    """The timeline format `path` names, ".parquet" or ".csv"; `name` is the setting in
+    messages. Raises ConfigError for any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in TIMELINE_SUFFIXES:
+        raise ConfigError(f"{name} {os.fspath(path)}: expected a .parquet or .csv file")
+    return suffix

@@ -8,10 +8,13 @@
 A run's file is written under a temporary name (`runs/.<run_key>…tmp`), flushed to disk and
 renamed into place, so a reader sees a run completely or not at all, wherever its writer is
 killed; the next writer deletes leftover temporary files. A run is finished when its file
-exists, so a campaign run again runs only the others, and a run is never stored twice.
+exists whole (`scan_runs`), so a campaign run again runs only the others, and a run is never
+stored twice. A store belongs to the campaign its manifest names (`check_owner`).
 
-Any Parquet reader can query the store, e.g.
-    duckdb -c "select config, avg(metric_value) from 'DIR/runs/*.parquet' group by config"
+Any Parquet reader can query the store, e.g. with DuckDB (runs of several platforms and
+benchmarks measure different things: group by them):
+    duckdb.sql("select platform, benchmark, config, param, avg(metric_value) "
+               "from 'DIR/runs/*.parquet' group by all order by all")
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvfslab._core import ConfigError, DvfsError
+from dvfslab._files import replace_atomically
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,6 +40,8 @@ MANIFEST = "campaign.json"
 RUNS = "runs"
 LOCK = ".lock"
 RUN_SUFFIX = ".parquet"
+PARQUET_MAGIC = b"PAR1"
+PARQUET_TAIL_BYTES = 8  # the footer's length, then the magic
 
 # The columns of `load_results`, in order: (name, Arrow type name). Only ever appended to.
 COLUMNS = (
@@ -79,7 +84,7 @@ def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
     """
     root = _results_dir(directory)
     manifest = load_manifest(root) if (root / MANIFEST).exists() else None
-    files = {p.name[: -len(RUN_SUFFIX)]: p for p in run_files(root)}
+    files = {run_key_of(p): p for p in run_files(root)}
     if manifest is not None:
         keys = [run["run_key"] for run in manifest["runs"] if run["run_key"] in files]
     else:
@@ -110,7 +115,7 @@ def load_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def run_files(directory: str | os.PathLike[str]) -> list[Path]:
-    """The finished runs' files, sorted by run key (temporary files excluded)."""
+    """The run files, sorted by run key (temporary files excluded)."""
     runs = Path(directory) / RUNS
     if not runs.is_dir():
         return []
@@ -120,8 +125,50 @@ def run_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 def finished_keys(directory: str | os.PathLike[str]) -> set[str]:
-    """The keys of the runs stored in `directory`."""
-    return {p.name[: -len(RUN_SUFFIX)] for p in run_files(directory)}
+    """The keys of the runs stored whole in `directory` (see `scan_runs`)."""
+    return scan_runs(directory)[0]
+
+
+def scan_runs(directory: str | os.PathLike[str]) -> tuple[set[str], list[tuple[Path, str]]]:
+    """(the keys of the runs stored whole, [(run file, what is wrong with it)] for the others).
+
+    A run file that is not a whole Parquet file (cut short, emptied, overwritten by something
+    else) does not count as stored: the campaign runs it again and replaces it.
+    """
+    finished: set[str] = set()
+    broken: list[tuple[Path, str]] = []
+    for path in run_files(directory):
+        problem = _incomplete(path)
+        if problem is None:
+            finished.add(run_key_of(path))
+        else:
+            broken.append((path, problem))
+    return finished, broken
+
+
+def run_key_of(path: Path) -> str:
+    """The run key a run file is named after."""
+    return path.name[: -len(RUN_SUFFIX)]
+
+
+def check_owner(directory: Path, campaign: str, force: bool = False) -> None:
+    """Refuse a store that another campaign wrote, or whose manifest is unreadable, unless
+    `force`: the campaign's runs would then be stored among another campaign's."""
+    if force or not (directory / MANIFEST).exists():
+        return
+    try:
+        manifest = load_manifest(directory)
+    except ConfigError as e:
+        raise ConfigError(
+            f"{e}: cannot tell which campaign {directory} belongs to; choose another --out, "
+            f"or add --force to store campaign {campaign}'s runs there"
+        ) from None
+    owner = manifest.get("name") if isinstance(manifest, dict) else None
+    if owner != campaign:
+        raise ConfigError(
+            f"{directory} holds the results of campaign {owner}, not {campaign}: choose another "
+            f"--out, or add --force to make it campaign {campaign}'s store"
+        )
 
 
 # -- writing (only under `locked`) ----------------------------------------------------------
@@ -154,7 +201,7 @@ def locked(directory: str | os.PathLike[str]) -> Iterator[Path]:
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
-    _replace_atomically(directory / MANIFEST, lambda f: f.write(text.encode()))
+    replace_atomically(directory / MANIFEST, lambda tmp: Path(tmp).write_text(text, "utf-8"))
 
 
 def write_run(
@@ -201,7 +248,8 @@ def write_run(
     schema = _schema()
     table = pa.Table.from_pylist([row], schema=schema)
     path = directory / RUNS / f"{run.run_key}{RUN_SUFFIX}"
-    _replace_atomically(path, lambda f: pq.write_table(table, f))
+    # `locked` has cleared what killed writers left in runs/.
+    replace_atomically(path, lambda tmp: pq.write_table(table, tmp), remove_leftovers=False)
     return path
 
 
@@ -258,37 +306,38 @@ def _results_dir(directory: str | os.PathLike[str]) -> Path:
     return root
 
 
-def _replace_atomically(path: Path, write: Any) -> None:
-    """write(file) into a temporary file beside `path`, flush it to disk, rename it to `path`."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+def _incomplete(path: Path) -> str | None:
+    """What makes `path` not a whole Parquet file, or None.
+
+    A Parquet file starts with "PAR1" and ends with its footer's length (4 bytes, little
+    endian) and "PAR1" again: a file cut short loses its end. Two small reads per file, so a
+    store of thousands of runs is scanned in a blink; `load_results` reads the rest.
+    """
     try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_directory(path.parent)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(len(PARQUET_MAGIC))
+            f.seek(max(0, size - PARQUET_TAIL_BYTES))
+            tail = f.read(PARQUET_TAIL_BYTES)
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if size == 0:
+        return "empty"
+    if head != PARQUET_MAGIC:
+        return "not a Parquet file"
+    footer_bytes = int.from_bytes(tail[: -len(PARQUET_MAGIC)], "little")
+    if (
+        size < len(PARQUET_MAGIC) + PARQUET_TAIL_BYTES
+        or tail[-len(PARQUET_MAGIC) :] != PARQUET_MAGIC
+        or footer_bytes > size - len(PARQUET_MAGIC) - PARQUET_TAIL_BYTES
+    ):
+        return f"cut short at {size} bytes"
+    return None
 
 
 def _ours(name: str) -> bool:
     """A name the store writes in its directory (temporary manifests included)."""
     return name in (MANIFEST, RUNS, LOCK) or name.startswith(f".{MANIFEST}.")
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename in `directory` survive a power cut (POSIX; elsewhere a no-op)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - Windows cannot open a directory
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _lock(fd: int, root: Path) -> None:
