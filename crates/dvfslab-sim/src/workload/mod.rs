@@ -21,6 +21,7 @@ mod nas;
 mod netperf;
 mod periodic;
 mod pgbench;
+mod pieces;
 mod pipe_test;
 mod postmark;
 pub mod rtapp;
@@ -367,9 +368,10 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 _ => {}
             }
         }
-        // A program must not run off its end: the last operation loops, exits or never returns.
-        if !matches!(prog[prog.len() - 1], Op::Jump { .. } | Op::Exit) {
-            return err("the program must end with a jump or an exit".into());
+        // A program must not run off its end: the last operation loops, exits or goes on with
+        // the program's next piece.
+        if !matches!(prog[prog.len() - 1], Op::Jump { .. } | Op::Exit | Op::Continue(_)) {
+            return err("the program must end with a jump, an exit or its next piece".into());
         }
     }
     Ok(())
