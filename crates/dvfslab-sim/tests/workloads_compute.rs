@@ -211,8 +211,9 @@ fn postmark_is_one_busy_process_rated_over_its_transactions() {
     assert!(big.summary.metric.value < 0.6 * r.metric.value);
 }
 
-/// Long benchmarks are built a piece at a time: a program of 10^5 to 10^6 frames, commands or
-/// reads holds a few thousand of them, whatever the run will reach.
+/// Long benchmarks are built a piece at a time or as counted loops: a program of 10^5 to 10^6
+/// frames, commands, reads, chunks, regions or messages holds a few thousand operations,
+/// whatever the run will reach.
 #[test]
 fn long_programs_are_built_as_the_run_reaches_them() {
     let plat = dvfslab_sim::Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
@@ -222,10 +223,14 @@ fn long_programs_are_built_as_the_run_reaches_them() {
         "gitsource:commands=100000",
         "seq-read:size_mb=100000",
         "random-read:size_mb=1000",
+        "iozone:file_kb=200000000",
+        "nas:kernel=ua,threads=256,scale_pct=100",
+        "hackbench:groups=50",
     ] {
         let (_, w) = dvfslab_sim::workload::parse(spec).unwrap();
-        let longest = w.tasks(&plat).iter().map(|t| t.program.len()).max().unwrap();
-        assert!(longest < 300_000, "{spec}: a program of {longest} operations");
+        let tasks = w.tasks(&plat).into_iter().map(|t| t.program.len()).sum::<usize>();
+        let spawned = w.programs(&plat).iter().map(|p| p.len()).sum::<usize>();
+        assert!(tasks + spawned < 300_000, "{spec}: programs of {} operations", tasks + spawned);
     }
 }
 
@@ -233,7 +238,14 @@ fn long_programs_are_built_as_the_run_reaches_them() {
 /// several pieces runs every one of them: the benchmark finishes before its cap.
 #[test]
 fn the_largest_benchmarks_start_at_once_and_pieces_join_up() {
-    for spec in ["uibench:frames=1e7", "ffmpeg:frames=1e7", "gitsource:commands=1e7", "seq-read:size_mb=1e8"] {
+    for spec in [
+        "uibench:frames=1e7",
+        "ffmpeg:frames=1e7",
+        "gitsource:commands=1e7",
+        "seq-read:size_mb=1e8",
+        "random-read:size_mb=1e8",
+        "iozone:file_kb=1e9",
+    ] {
         let r = run("pixel6", "schedutil", spec, 0.01, 1).summary;
         assert!(r.sim_time_s > 0.0 && r.metric.value.is_finite(), "{spec}");
     }
