@@ -149,7 +149,8 @@ impl Hackbench {
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
                 p.push(Op::Spawn { program: 2 * g + 1, count: 1 });
-                p.extend((0..self.capacity_msgs()).map(|_| Op::Post { ch: space, sync: false }));
+                p.push(Op::Post { ch: space, sync: false });
+                p.push(Op::Repeat { to: p.len() - 1, times: self.capacity_msgs() });
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
