@@ -227,6 +227,7 @@ fn long_programs_are_built_as_the_run_reaches_them() {
         "nas:kernel=ua,threads=256,scale_pct=100",
         "hackbench:groups=50",
         "pipe-test:loops=100000",
+        "postmark:transactions=1000000",
     ] {
         let (_, w) = dvfslab_sim::workload::parse(spec).unwrap();
         let tasks = w.tasks(&plat).into_iter().map(|t| t.program.len()).sum::<usize>();
