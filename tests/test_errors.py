@@ -180,3 +180,68 @@ def test_a_frequency_switch_halt_is_bounded(presets, tmp_path):
     expected = r"frequency\.switch_halt_us.*expected 0\.\.1000, got 5000"
     with pytest.raises(ConfigError, match=expected):
         dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
+
+
+@pytest.mark.parametrize(
+    ("platform", "governor", "workload", "expected"),
+    [
+        pytest.param(
+            SMALL,
+            "performance",
+            "cpu-bound:threads=1.5",
+            ["workload 'cpu-bound': threads: expected a whole number, got 1.5"],
+            id="fractional thread count",
+        ),
+        pytest.param(
+            SMALL,
+            "ondemand:up_threshold=90.5",
+            "cpu-bound",
+            ["governor 'ondemand': up_threshold: expected a whole number"],
+            id="fractional sysfs tunable",
+        ),
+        pytest.param(
+            SMALL,
+            "conservative:up_threshold=20,down_threshold=30",
+            "cpu-bound",
+            ["governor 'conservative': up_threshold: must be above down_threshold"],
+            id="crossed conservative thresholds",
+        ),
+        pytest.param(
+            SMALL,
+            "intel_pstate:min_perf_pct=60,max_perf_pct=50",
+            "cpu-bound",
+            ["governor 'intel_pstate': min_perf_pct: must not exceed max_perf_pct"],
+            id="intel_pstate minimum above maximum",
+        ),
+        pytest.param(
+            "haswell-e5-2670v3-2s",
+            "intel_pstate:algorithm=hwp",
+            "cpu-bound",
+            ["governor 'intel_pstate': algorithm: hwp needs an HWP-capable part"],
+            id="HWP on a part without it",
+        ),
+        pytest.param(
+            SMALL,
+            "schedutil:hz=200",
+            "cpu-bound",
+            ["governor 'schedutil': hz: expected 100, 250, 300 or 1000, got 200"],
+            id="tick rate no kernel config offers",
+        ),
+        pytest.param(
+            SMALL,
+            "schedutil:kernel=6.19",
+            "cpu-bound",
+            ["governor 'schedutil': kernel: 6.19 is not a modelled version", "6.0-6.18"],
+            id="kernel not modelled",
+        ),
+    ],
+)
+def test_specs_breaking_a_documented_rule_are_refused(cli, platform, governor, workload, expected):
+    assert_one_line_error(cli(*run_args(platform, governor, workload)), expected)
+    with pytest.raises(ConfigError, match=expected[0]):
+        dvfslab.simulate(platform, governor, workload, duration_s=0.1)
+
+
+def test_hwp_runs_on_the_part_that_has_it():
+    result = dvfslab.simulate(SMALL, "intel_pstate:algorithm=hwp", "cpu-bound", duration_s=0.05)
+    assert result.metric.value > 0

@@ -1,6 +1,6 @@
 //! Kernel versions, for behaviour that changed over time (`kernel=6.8` in a governor spec),
 //! and the cpufreq core's default transition delay, which schedutil uses as its default
-//! `rate_limit_us` (cpufreq_policy_transition_delay_us, spec/algorithms.md §2.8 and A.4).
+//! `rate_limit_us` (`cpufreq_policy_transition_delay_us`; docs/governors.md).
 
 use crate::error::{Result, SimError};
 
@@ -13,15 +13,40 @@ impl KernelVersion {
     pub const DEFAULT: KernelVersion = KernelVersion(6, 18);
 
     pub fn parse(text: &str) -> Result<KernelVersion> {
-        let bad =
-            || SimError::config("governor", "kernel", format!("expected a version such as 5.9 or 6.12, got '{text}'"));
+        let bad = || {
+            SimError::config(
+                "governor",
+                "kernel",
+                format!("expected a version such as 5.9 or 6.12 ({}), got '{text}'", modelled_versions()),
+            )
+        };
         let (major, minor) = text.trim().split_once('.').ok_or_else(bad)?;
         let v = KernelVersion(major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
-        if v < KernelVersion(4, 7) {
-            return Err(SimError::config("governor", "kernel", format!("{text}: schedutil appeared in 4.7")));
+        if !v.is_modelled() {
+            return Err(SimError::config(
+                "governor",
+                "kernel",
+                format!("{text} is not a modelled version; modelled: {}", modelled_versions()),
+            ));
         }
         Ok(v)
     }
+
+    /// A mainline release from schedutil's first (4.7) to the newest covered.
+    fn is_modelled(self) -> bool {
+        MAINLINE_SERIES.iter().any(|&(major, first, last)| self.0 == major && (first..=last).contains(&self.1))
+    }
+}
+
+/// The mainline releases simulated, as (major, first minor, last minor): schedutil appeared in
+/// 4.7, each series ended at 4.20 and 5.19, and [`KernelVersion::DEFAULT`] is the newest.
+const MAINLINE_SERIES: &[(u32, u32, u32)] = &[(4, 7, 20), (5, 0, 19), (6, 0, KernelVersion::DEFAULT.1)];
+
+/// The modelled versions as text: "4.7-4.20, 5.0-5.19, 6.0-6.18".
+fn modelled_versions() -> String {
+    let ranges: Vec<String> =
+        MAINLINE_SERIES.iter().map(|&(major, first, last)| format!("{major}.{first}-{major}.{last}")).collect();
+    ranges.join(", ")
 }
 
 impl std::fmt::Display for KernelVersion {
@@ -87,13 +112,23 @@ mod tests {
     #[test]
     fn versions_compare_numerically() {
         assert!(KernelVersion::parse("5.10").unwrap() > KernelVersion::parse("5.9").unwrap());
-        assert!(KernelVersion::parse("4.6").is_err());
         assert!(KernelVersion::parse("six").is_err());
     }
 
     #[test]
-    fn rate_limit_defaults_of_the_spec() {
-        // B.3 item 14: acpi-cpufreq reporting 10 µs.
+    fn only_mainline_releases_from_4_7_to_the_default_are_modelled() {
+        for ok in ["4.7", "4.20", "5.0", "5.19", "6.0", "6.18"] {
+            assert!(KernelVersion::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["4.6", "4.21", "5.20", "6.19", "7.0", "3.10", "9.99"] {
+            let err = KernelVersion::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("kernel") && err.contains("4.7-4.20, 5.0-5.19, 6.0-6.18"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn rate_limit_defaults_per_kernel_era() {
+        // acpi-cpufreq reporting 10 µs.
         let lat = Some(10_000);
         assert_eq!(default_transition_delay_us(KernelVersion(5, 9), None, lat), 10_000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 8), None, lat), 2_000);

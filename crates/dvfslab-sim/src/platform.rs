@@ -19,6 +19,9 @@ pub struct PlatformFile {
     pub name: String,
     pub description: String,
     pub vendor: Vendor,
+    /// Hardware P-states (Intel HWP): what intel_pstate's `algorithm=hwp` needs.
+    #[serde(default)]
+    pub hwp: bool,
     pub topology: TopologyFile,
     pub clusters: Vec<ClusterFile>,
     pub package_power: PackagePowerFile,

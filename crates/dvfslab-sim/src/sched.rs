@@ -752,6 +752,11 @@ impl Sim {
                     a.uclamp_min = min;
                     a.uclamp_max = max;
                 }
+                Op::Continue(next) => {
+                    let t = &mut self.tasks[task];
+                    t.program = next.load();
+                    t.pc = 0;
+                }
                 Op::Exit => {
                     self.exit_task(cpu);
                     return;

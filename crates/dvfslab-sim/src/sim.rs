@@ -245,6 +245,7 @@ impl Sim {
             (None, None) => Driver::default_for(&plat)?,
         };
         driver.check(&plat)?;
+        gov_cfg.check_platform(gov_info, &plat)?;
         let hz = match gov_cfg.values.get_u64("hz") as u32 {
             0 => plat.file.defaults.hz,
             hz => hz,

@@ -99,8 +99,43 @@ pub enum Op {
     /// Run the operations from `to` up to here `times` times in all, then go on (a counted
     /// loop; loops may nest).
     Repeat { to: usize, times: u32 },
+    /// Go on with the next piece of a program produced on demand (see [`Pieces`]).
+    Continue(NextPiece),
     /// The task exits.
     Exit,
+}
+
+/// A program produced in pieces on demand, so that a benchmark of millions of steps holds one
+/// piece at a time. Each piece ends with `Op::Continue` to the next, with a jump or with an
+/// exit; jumps and counted loops stay within their piece.
+pub trait Pieces {
+    fn piece(self: std::rc::Rc<Self>, index: usize) -> std::rc::Rc<[Op]>;
+}
+
+/// Where a program produced in pieces goes on: piece `index` of `source`.
+#[derive(Clone)]
+pub struct NextPiece {
+    pub source: std::rc::Rc<dyn Pieces>,
+    pub index: usize,
+}
+
+impl NextPiece {
+    pub fn load(&self) -> std::rc::Rc<[Op]> {
+        self.source.clone().piece(self.index)
+    }
+}
+
+impl std::fmt::Debug for NextPiece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NextPiece({})", self.index)
+    }
+}
+
+impl PartialEq for NextPiece {
+    fn eq(&self, other: &NextPiece) -> bool {
+        std::ptr::addr_eq(std::rc::Rc::as_ptr(&self.source), std::rc::Rc::as_ptr(&other.source))
+            && self.index == other.index
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

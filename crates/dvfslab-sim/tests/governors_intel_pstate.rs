@@ -21,7 +21,17 @@ fn config(governor: &str, workload: &str, duration_s: f64) -> SimConfig {
 
 fn explain(platform: &str, governor: &str, workload: &str, duration_s: f64) -> SimResult {
     let cfg = config(governor, workload, duration_s);
-    simulate(&common::preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{governor}: {e}"))
+    simulate(&with_hwp(platform), platform, &cfg).unwrap_or_else(|e| panic!("{governor}: {e}"))
+}
+
+/// The preset marked HWP-capable, so that every algorithm can be compared on one part: the
+/// mark only lets `algorithm=hwp` run, it changes nothing else.
+fn with_hwp(platform: &str) -> String {
+    let json = common::preset(platform);
+    if json.contains("\"hwp\": true") {
+        return json;
+    }
+    json.replacen("\"vendor\": \"intel\",", "\"vendor\": \"intel\", \"hwp\": true,", 1)
 }
 
 fn error(platform: &str, governor: &str) -> String {
@@ -170,9 +180,8 @@ mod limits {
         for alg in 0..4 {
             let gov = format!("intel_pstate:algorithm={alg},max_perf_pct=90");
             let wl = "periodic:threads=3,run_us=4000,period_us=10000,jitter_pct=30";
-            let plain = common::run(SNB, &gov, wl, 0.3, 7);
-            let explained =
-                simulate(&common::preset(SNB), SNB, &SimConfig { seed: 7, ..config(&gov, wl, 0.3) }).unwrap();
+            let plain = common::run_on(&with_hwp(SNB), SNB, &gov, wl, 0.3, 7);
+            let explained = simulate(&with_hwp(SNB), SNB, &SimConfig { seed: 7, ..config(&gov, wl, 0.3) }).unwrap();
             assert_eq!(plain.summary.energy_j, explained.summary.energy_j, "algorithm {alg}");
         }
     }
@@ -241,5 +250,20 @@ mod errors {
         assert!(err.contains("driver") && err.contains("intel_pstate"), "{err}");
         let err = error("i7-2600k", "intel_pstate:driver=acpi-cpufreq");
         assert!(err.contains("driver"), "{err}");
+    }
+}
+
+/// `algorithm=hwp` runs only on a part whose platform file says `"hwp": true`: the Skylake
+/// desktop has HWP, Haswell and Sandy Bridge have none.
+#[test]
+fn hwp_needs_an_hwp_capable_part() {
+    let cfg = config("intel_pstate:algorithm=hwp", "cpu-bound", 0.05);
+    assert!(simulate(&common::preset("skylake-e3-1240v5"), "skylake-e3-1240v5", &cfg).is_ok());
+    for id in ["haswell-e5-2670v3-2s", "i7-2600k"] {
+        let err = simulate(&common::preset(id), id, &cfg).err().expect("refused").to_string();
+        assert!(err.starts_with("governor 'intel_pstate': algorithm: hwp needs an HWP-capable part"), "{err}");
+        assert!(err.contains(id), "{err}");
+        // The other algorithms still run there.
+        assert!(simulate(&common::preset(id), id, &config("intel_pstate:algorithm=pid", "cpu-bound", 0.05)).is_ok());
     }
 }

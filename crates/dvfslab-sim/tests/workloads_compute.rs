@@ -210,3 +210,52 @@ fn postmark_is_one_busy_process_rated_over_its_transactions() {
     let big = run("i7-2600k", "performance", "postmark:transactions=2000,min_kb=256,max_kb=1024", 600.0, 1);
     assert!(big.summary.metric.value < 0.6 * r.metric.value);
 }
+
+/// Long benchmarks are built a piece at a time or as counted loops: a program of 10^5 to 10^6
+/// frames, commands, reads, chunks, regions or messages holds a few thousand operations,
+/// whatever the run will reach.
+#[test]
+fn long_programs_are_built_as_the_run_reaches_them() {
+    let plat = dvfslab_sim::Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
+    for spec in [
+        "uibench:frames=100000",
+        "ffmpeg:frames=1000000",
+        "gitsource:commands=100000",
+        "seq-read:size_mb=100000",
+        "random-read:size_mb=1000",
+        "iozone:file_kb=200000000",
+        "nas:kernel=ua,threads=256,scale_pct=100",
+        "hackbench:groups=50",
+        "pipe-test:loops=100000",
+        "postmark:transactions=1000000",
+    ] {
+        let (_, w) = dvfslab_sim::workload::parse(spec).unwrap();
+        let tasks = w.tasks(&plat).into_iter().map(|t| t.program.len()).sum::<usize>();
+        let spawned = w.programs(&plat).iter().map(|p| p.len()).sum::<usize>();
+        assert!(tasks + spawned < 300_000, "{spec}: programs of {} operations", tasks + spawned);
+    }
+}
+
+/// The largest values of those knobs run for a short while at once, and a program that spans
+/// several pieces runs every one of them: the benchmark finishes before its cap.
+#[test]
+fn the_largest_benchmarks_start_at_once_and_pieces_join_up() {
+    for spec in [
+        "uibench:frames=1e7",
+        "ffmpeg:frames=1e7",
+        "gitsource:commands=1e7",
+        "seq-read:size_mb=1e8",
+        "random-read:size_mb=1e8",
+        "iozone:file_kb=1e9",
+    ] {
+        let r = run("pixel6", "schedutil", spec, 0.01, 1).summary;
+        assert!(r.sim_time_s > 0.0 && r.metric.value.is_finite(), "{spec}");
+    }
+    // 400 tokens for one worker (pieces of 256); 9000 commands (pieces of 8192).
+    for spec in ["ffmpeg:frames=100,threads=1", "gitsource:commands=9000"] {
+        let r = run("skylake-e3-1240v5", "performance", spec, 600.0, 1).summary;
+        assert!(r.sim_time_s < 600.0, "{spec}: never finished");
+        // Elapsed is the run's length only when every frame or command was counted.
+        assert_eq!(r.metric.value, r.sim_time_s, "{spec}");
+    }
+}

@@ -18,10 +18,9 @@
 //!
 //! Differences from Linux: as for ondemand (sampling inside the scheduler callback;
 //! `ignore_nice_load` accepted without effect; `sampling_rate` raised to the kernel's floor
-//! rather than rejected; long idles detected from the idle time). Linux rejects an
-//! `up_threshold` that is not above `down_threshold` and vice versa; here each is only checked
-//! against its own range (the registry has no cross-tunable check), and a crossed pair simply
-//! lets the up test win. `freq_step` above 100 is rejected (Linux clamps it to 100).
+//! rather than rejected; long idles detected from the idle time). As Linux's sysfs stores do,
+//! a spec whose `up_threshold` is not above its `down_threshold` is refused
+//! ([`thresholds_uncrossed`]). `freq_step` above 100 is rejected (Linux clamps it to 100).
 //!
 //! Tunables: `sampling_rate` (µs; default 0 = max(2 ticks, the cpufreq transition delay of
 //! the kernel version and driver)), `up_threshold` (%, 80, 2..100), `down_threshold` (%, 20,
@@ -39,14 +38,20 @@ pub const INFO: GovernorInfo = GovernorInfo {
     name: "conservative",
     description: "sampling: one freq_step up above up_threshold, one down below down_threshold",
     knobs: &[
-        Knob::new("sampling_rate", "us", 0.0, 0.0, 4_294_967_295.0, "sampling period; 0 = the kernel's default"),
-        Knob::new("up_threshold", "%", 80.0, 2.0, 100.0, "load above which to step up; must exceed down_threshold"),
-        Knob::new("down_threshold", "%", 20.0, 1.0, 99.0, "load below which to step down"),
-        Knob::new("freq_step", "%", 5.0, 0.0, 100.0, "step as a share of the policy maximum; 0 = never change"),
-        Knob::new("sampling_down_factor", "x", 1.0, 1.0, 10.0, "samples between two steps down"),
-        Knob::new("ignore_nice_load", "bool", 0.0, 0.0, 1.0, "niced time as idle (no effect: all tasks nice 0)"),
+        Knob::new("sampling_rate", "us", 0.0, 0.0, 4_294_967_295.0, "sampling period; 0 = the kernel's default")
+            .integer(),
+        Knob::new("up_threshold", "%", 80.0, 2.0, 100.0, "load above which to step up; must exceed down_threshold")
+            .integer(),
+        Knob::new("down_threshold", "%", 20.0, 1.0, 99.0, "load below which to step down").integer(),
+        Knob::new("freq_step", "%", 5.0, 0.0, 100.0, "step as a share of the policy maximum; 0 = never change")
+            .integer(),
+        Knob::new("sampling_down_factor", "x", 1.0, 1.0, 10.0, "samples between two steps down").integer(),
+        Knob::new("ignore_nice_load", "bool", 0.0, 0.0, 1.0, "niced time as idle (no effect: all tasks nice 0)")
+            .integer(),
     ],
     driver: None,
+    check: thresholds_uncrossed,
+    check_platform: super::runs_anywhere,
     build: |k: &KnobValues| {
         Box::new(Conservative::new(
             k.get_u64("sampling_rate"),
@@ -57,6 +62,16 @@ pub const INFO: GovernorInfo = GovernorInfo {
         ))
     },
 };
+
+/// `up_threshold` must stay above `down_threshold`, the rule `up_threshold_store` and
+/// `down_threshold_store` enforce whichever of the two is written.
+fn thresholds_uncrossed(k: &KnobValues) -> super::Checked {
+    let (up, down) = (k.get("up_threshold"), k.get("down_threshold"));
+    if up > down {
+        return Ok(());
+    }
+    Err(("up_threshold", format!("must be above down_threshold, got up_threshold={up} and down_threshold={down}")))
+}
 
 /// The step when freq_step % of the maximum rounds to 0 kHz (DEF_FREQUENCY_STEP, used as kHz).
 const FALLBACK_STEP_KHZ: u32 = 5;

@@ -26,16 +26,20 @@
 //!   the PID up to ≈4.14 and only the load-based one afterwards. Limits use the ratio
 //!   arithmetic of current kernels for every algorithm (≤4.11 used 14-bit percentages).
 //! - Turbo is never BIOS-disabled; `no_turbo` caps requests at `max_pstate`. The default
-//!   `min_perf_pct` 0 stands for "the minimum possible" (same effect); `min_perf_pct` above
-//!   `max_perf_pct` is clamped to it, as §4.5's formula does. `per_cpu_perf_limits` and the
-//!   read-only files (`turbo_pct`, `num_pstates`) are not modelled.
+//!   `min_perf_pct` 0 stands for "the minimum possible" (same effect). A spec with
+//!   `min_perf_pct` above `max_perf_pct` is refused ([`limits_ordered`]), where Linux's store
+//!   clamps the one written to the other: a spec sets both at once, so neither order of
+//!   writes is implied. `per_cpu_perf_limits` and the read-only files (`turbo_pct`,
+//!   `num_pstates`) are not modelled.
 //! - The I/O-wait boost follows current kernels (start at 1/8, double, cap 1) and is
 //!   evaluated on every scheduler callback of the CPU (the 4.6–4.x rule "1.0 on any I/O
 //!   wait" is not modelled); no shipped workload produces I/O waits yet.
 //! - HWP's autonomous choice is a model (assumptions in intel_pstate_hwp.rs): every
 //!   `activity_window_us` the hardware picks ⌈busy · delivered ratio / (0.9 · EPP/255)⌉
-//!   (EPP 0: the maximum), within HWP min/max; it runs on any Intel preset, HWP or not.
-//! - Integer tunables (`algorithm`, percentages, EPP, PID gains) are rounded to integers.
+//!   (EPP 0: the maximum), within HWP min/max. `algorithm=hwp` needs a part with HWP
+//!   (`"hwp": true` in the platform file, [`hwp_on_capable_part`]), as the driver only
+//!   enables HWP where CPUID reports it.
+//! - Every tunable is a whole number, as in sysfs and debugfs; a fraction is refused.
 //!
 //! Tunables (units, defaults): `algorithm` (0 load-based, 1 pid, 2 hwp, 3 performance;
 //! default 0), `min_perf_pct` (%, 0), `max_perf_pct` (%, 100), `no_turbo` (bool, 0),
@@ -51,7 +55,11 @@ use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
 use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
 use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
+
+/// `algorithm=hwp`'s number.
+const HWP_ALGORITHM: u64 = 2;
 
 pub const INFO: GovernorInfo = GovernorInfo {
     name: "intel_pstate",
@@ -62,22 +70,47 @@ pub const INFO: GovernorInfo = GovernorInfo {
             .choices(&[("active", 0.0)]),
         Knob::new("algorithm", "enum", 0.0, 0.0, 3.0, "load (get_target_pstate), pid, hwp, or performance policy")
             .choices(&[("load", 0.0), ("pid", 1.0), ("hwp", 2.0), ("performance", 3.0)]),
-        Knob::new("min_perf_pct", "%", 0.0, 0.0, 100.0, "lowest P-state, % of the 1-core turbo ratio"),
-        Knob::new("max_perf_pct", "%", 100.0, 0.0, 100.0, "highest P-state, % of the 1-core turbo ratio"),
-        Knob::new("no_turbo", "bool", 0.0, 0.0, 1.0, "1: never request above the base ratio"),
-        Knob::new("sample_rate_ms", "ms", 10.0, 1.0, 1000.0, "sampling interval (algorithms 0 and 1)"),
-        Knob::new("setpoint", "%", 97.0, 1.0, 100.0, "PID: target share of the requested performance"),
-        Knob::new("p_gain_pct", "%", 20.0, 0.0, 100.0, "PID: proportional gain"),
-        Knob::new("i_gain_pct", "%", 0.0, 0.0, 100.0, "PID: integral gain"),
-        Knob::new("d_gain_pct", "%", 0.0, 0.0, 100.0, "PID: derivative gain"),
-        Knob::new("deadband", "%", 0.0, 0.0, 100.0, "PID: error below which nothing changes"),
-        Knob::new("energy_performance_preference", "0-255", 128.0, 0.0, 255.0, "HWP EPP: 0 performance .. 255 power"),
-        Knob::new("activity_window_us", "us", 10_000.0, 100.0, 1_000_000.0, "HWP: hardware evaluation window (model)"),
-        Knob::new("hwp_dynamic_boost", "bool", 0.0, 0.0, 1.0, "HWP: raise the minimum on repeated I/O waits"),
+        Knob::new("min_perf_pct", "%", 0.0, 0.0, 100.0, "lowest P-state, % of the 1-core turbo ratio").integer(),
+        Knob::new("max_perf_pct", "%", 100.0, 0.0, 100.0, "highest P-state, % of the 1-core turbo ratio").integer(),
+        Knob::new("no_turbo", "bool", 0.0, 0.0, 1.0, "1: never request above the base ratio").integer(),
+        Knob::new("sample_rate_ms", "ms", 10.0, 1.0, 1000.0, "sampling interval (algorithms 0 and 1)").integer(),
+        Knob::new("setpoint", "%", 97.0, 1.0, 100.0, "PID: target share of the requested performance").integer(),
+        Knob::new("p_gain_pct", "%", 20.0, 0.0, 100.0, "PID: proportional gain").integer(),
+        Knob::new("i_gain_pct", "%", 0.0, 0.0, 100.0, "PID: integral gain").integer(),
+        Knob::new("d_gain_pct", "%", 0.0, 0.0, 100.0, "PID: derivative gain").integer(),
+        Knob::new("deadband", "%", 0.0, 0.0, 100.0, "PID: error below which nothing changes").integer(),
+        Knob::new("energy_performance_preference", "0-255", 128.0, 0.0, 255.0, "HWP EPP: 0 performance .. 255 power")
+            .integer(),
+        Knob::new("activity_window_us", "us", 10_000.0, 100.0, 1_000_000.0, "HWP: hardware evaluation window (model)")
+            .integer(),
+        Knob::new("hwp_dynamic_boost", "bool", 0.0, 0.0, 1.0, "HWP: raise the minimum on repeated I/O waits").integer(),
     ],
     driver: Some("intel_pstate"),
+    check: limits_ordered,
+    check_platform: hwp_on_capable_part,
     build: |k: &KnobValues| Box::new(IntelPstate::new(k)),
 };
+
+/// `min_perf_pct` may not exceed `max_perf_pct`.
+fn limits_ordered(k: &KnobValues) -> super::Checked {
+    let (min, max) = (k.get("min_perf_pct"), k.get("max_perf_pct"));
+    if min <= max {
+        return Ok(());
+    }
+    Err(("min_perf_pct", format!("must not exceed max_perf_pct, got min_perf_pct={min} and max_perf_pct={max}")))
+}
+
+/// The HWP algorithm runs only where the part has HWP (`intel_pstate_init` enables it from
+/// CPUID's HWP feature bit; elsewhere the driver falls back to its own sampling).
+fn hwp_on_capable_part(k: &KnobValues, plat: &Platform) -> super::Checked {
+    if k.get_u64("algorithm") != HWP_ALGORITHM || plat.file.hwp {
+        return Ok(());
+    }
+    Err((
+        "algorithm",
+        format!("hwp needs an HWP-capable part; {} has no HWP (its platform file lacks \"hwp\": true)", plat.id()),
+    ))
+}
 
 /// kHz per ratio step on Core parts (`core_get_scaling`).
 pub(super) const SCALING_KHZ: u32 = 100_000;
@@ -261,7 +294,7 @@ impl IntelPstate {
         let algorithm = match k.get_u64("algorithm") {
             0 => Algorithm::Load,
             1 => Algorithm::Pid,
-            2 => Algorithm::Hwp,
+            HWP_ALGORITHM => Algorithm::Hwp,
             _ => Algorithm::Performance,
         };
         let pct = |name: &str| k.get_u64(name) as i64;

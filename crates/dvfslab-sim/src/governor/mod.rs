@@ -19,6 +19,8 @@ mod schedutil;
 mod userspace;
 
 use crate::error::{Result, SimError};
+use crate::kernel::KernelVersion;
+use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues, Spec};
 
 pub use crate::sim::PolicyCtx;
@@ -73,7 +75,26 @@ pub struct GovernorInfo {
     /// The driver this governor belongs to (intel_pstate's own algorithms), or None to run
     /// on the platform's driver.
     pub driver: Option<&'static str>,
+    /// Rules across tunables that their ranges cannot state (the kernel's sysfs store
+    /// functions refuse a crossed pair); see [`no_cross_check`].
+    pub check: fn(&KnobValues) -> Checked,
+    /// What the tunables need of the machine (HWP needs an HWP-capable part); see
+    /// [`runs_anywhere`].
+    pub check_platform: fn(&KnobValues, &Platform) -> Checked,
     pub build: fn(&KnobValues) -> Box<dyn Governor>,
+}
+
+/// The outcome of a governor's own check: on refusal, the field to blame and what was expected.
+pub type Checked = std::result::Result<(), (&'static str, String)>;
+
+/// For governors whose tunables are independent of one another.
+pub fn no_cross_check(_: &KnobValues) -> Checked {
+    Ok(())
+}
+
+/// For governors that run on every platform their driver drives.
+pub fn runs_anywhere(_: &KnobValues, _: &Platform) -> Checked {
+    Ok(())
 }
 
 /// Every governor, by the name Linux gives it.
@@ -90,9 +111,9 @@ pub const REGISTRY: &[&GovernorInfo] = &[
 /// Settings of the system around the governor, given in the same spec string because a
 /// published configuration names them together (`schedutil:invariant=0`).
 pub const SYSTEM_KNOBS: &[Knob] = &[
-    Knob::new("invariant", "bool", 1.0, 0.0, 1.0, "frequency-invariant PELT (x86 APERF/MPERF, arm64 cpufreq scale)"),
-    Knob::new("pelt_multiplier", "x", 1.0, 1.0, 4.0, "PELT time multiplier: 1, 2 or 4 (half-life 32, 16, 8 ms)"),
-    Knob::new("hz", "Hz", 0.0, 0.0, 1000.0, "scheduler tick rate: 100, 250, 300 or 1000 (0 = the platform's default)"),
+    Knob::new("invariant", "bool", 1.0, 0.0, 1.0, "frequency-invariant PELT (x86 APERF/MPERF, arm64 cpufreq scale)").integer(),
+    Knob::new("pelt_multiplier", "x", 1.0, 1.0, 4.0, "PELT time multiplier: 1, 2 or 4 (half-life 32, 16, 8 ms)").integer(),
+    Knob::new("hz", "Hz", 0.0, 0.0, 1000.0, "scheduler tick rate: 100, 250, 300 or 1000 (0 = the platform's default)").integer(),
     Knob::new(
         "slow_rampdown",
         "bool",
@@ -100,7 +121,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         0.0,
         1.0,
         "powernv-cpufreq: let the chip's global (voltage) P-state fall over ~5 s (Linux 4.8+); 0 = follow the local one",
-    ),
+    ).integer(),
     Knob::new(
         "fits",
         "enum",
@@ -117,7 +138,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         0.0,
         1.0,
         "energy-aware wake-up placement on asymmetric platforms with an Energy Model (needs schedutil, invariance)",
-    ),
+    ).integer(),
 ];
 
 /// System keys that take text rather than numbers, with what they mean.
@@ -160,10 +181,113 @@ impl GovernorConfig {
         if ![0.0, 100.0, 250.0, 300.0, 1000.0].contains(&hz) {
             return Err(SimError::config(owner, "hz", format!("expected 100, 250, 300 or 1000, got {hz}")));
         }
-        Ok((GovernorConfig { spec, values, text }, info))
+        (info.check)(&values).map_err(|(field, message)| SimError::config(&owner, field, message))?;
+        let config = GovernorConfig { spec, values, text };
+        config.kernel().map_err(|e| match e {
+            SimError::Config { message, .. } => SimError::config(&owner, "kernel", message),
+            other => other,
+        })?;
+        Ok((config, info))
+    }
+
+    /// The kernel version whose behaviour to simulate (`kernel=`, else the newest modelled).
+    pub fn kernel(&self) -> Result<KernelVersion> {
+        self.text_value("kernel").map_or(Ok(KernelVersion::DEFAULT), KernelVersion::parse)
+    }
+
+    /// Whether the configuration can run on `plat`: what the governor's tunables need of it.
+    pub fn check_platform(&self, info: &GovernorInfo, plat: &Platform) -> Result<()> {
+        (info.check_platform)(&self.values, plat)
+            .map_err(|(field, message)| SimError::config(format!("governor '{}'", info.name), field, message))
     }
 
     pub fn text_value(&self, key: &str) -> Option<&str> {
         self.text.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(spec: &str) -> String {
+        match GovernorConfig::parse(spec) {
+            Ok(_) => panic!("{spec} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Every sysfs and debugfs tunable is a whole number in Linux; the one knob of the model's
+    /// own (a percentage scale of the margins series' default) may be fractional.
+    #[test]
+    fn tunables_are_whole_numbers_as_in_sysfs() {
+        const FRACTIONAL: &[&str] = &["response_time_pct"];
+        for info in REGISTRY {
+            for k in info.knobs.iter().chain(SYSTEM_KNOBS) {
+                assert_eq!(k.integer, !FRACTIONAL.contains(&k.name), "{} {}", info.name, k.name);
+            }
+        }
+        for (spec, field) in [
+            ("conservative:up_threshold=80.5", "up_threshold"),
+            ("ondemand:sampling_down_factor=1.5", "sampling_down_factor"),
+            ("intel_pstate:energy_performance_preference=127.5", "energy_performance_preference"),
+            ("schedutil:rate_limit_us=0.5", "rate_limit_us"),
+            ("userspace:scaling_setspeed=1000000.5", "scaling_setspeed"),
+            ("schedutil:invariant=0.5", "invariant"),
+        ] {
+            let err = error_of(spec);
+            assert!(err.contains(field) && err.contains("whole number"), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_choices_lie_in_their_ranges() {
+        for info in REGISTRY {
+            for k in info.knobs.iter().chain(SYSTEM_KNOBS) {
+                let values = std::iter::once(k.default).chain(k.choices.iter().map(|(_, v)| *v));
+                for v in values {
+                    assert!((k.min..=k.max).contains(&v), "{} {}: {v}", info.name, k.name);
+                    assert!(!k.integer || v.fract() == 0.0, "{} {}: {v}", info.name, k.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conservative_refuses_crossed_thresholds() {
+        for spec in ["conservative:up_threshold=20,down_threshold=30", "conservative:up_threshold=20,down_threshold=20"]
+        {
+            let err = error_of(spec);
+            assert!(err.contains("governor 'conservative': up_threshold: must be above down_threshold"), "{err}");
+        }
+        // The defaults of the one not given count: down_threshold 20.
+        assert!(error_of("conservative:up_threshold=15").contains("down_threshold=20"));
+        assert!(GovernorConfig::parse("conservative:up_threshold=30,down_threshold=29").is_ok());
+    }
+
+    #[test]
+    fn intel_pstate_refuses_a_minimum_above_the_maximum() {
+        let err = error_of("intel_pstate:min_perf_pct=60,max_perf_pct=50");
+        assert!(err.contains("governor 'intel_pstate': min_perf_pct: must not exceed max_perf_pct"), "{err}");
+        assert!(GovernorConfig::parse("intel_pstate:min_perf_pct=50,max_perf_pct=50").is_ok());
+    }
+
+    #[test]
+    fn tick_rates_are_the_kernel_configs() {
+        for hz in ["100", "250", "300", "1000", "0"] {
+            assert!(GovernorConfig::parse(&format!("schedutil:hz={hz}")).is_ok(), "{hz}");
+        }
+        for hz in ["200", "999", "1"] {
+            assert!(error_of(&format!("schedutil:hz={hz}")).contains("expected 100, 250, 300 or 1000"), "{hz}");
+        }
+    }
+
+    #[test]
+    fn unmodelled_kernels_are_refused_when_the_spec_is_read() {
+        let err = error_of("schedutil:kernel=6.19");
+        assert!(err.starts_with("governor 'schedutil': kernel: 6.19 is not a modelled version"), "{err}");
+        assert!(err.contains("4.7-4.20, 5.0-5.19, 6.0-6.18"), "{err}");
+        assert!(error_of("ondemand:kernel=5.x").contains("expected a version such as 5.9"));
+        assert!(GovernorConfig::parse("schedutil:kernel=4.19").is_ok());
     }
 }

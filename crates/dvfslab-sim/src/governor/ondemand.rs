@@ -46,14 +46,21 @@ pub const INFO: GovernorInfo = GovernorInfo {
     name: "ondemand",
     description: "sampling: maximum above up_threshold, else proportional to the busiest CPU's load",
     knobs: &[
-        Knob::new("sampling_rate", "us", 0.0, 0.0, 4_294_967_295.0, "sampling period; 0 = the kernel's default"),
-        Knob::new("up_threshold", "%", DEF_UP_THRESHOLD, 11.0, 100.0, "load above which to run at the maximum"),
-        Knob::new("sampling_down_factor", "x", 1.0, 1.0, 100_000.0, "sampling periods to stay at the maximum"),
-        Knob::new("powersave_bias", "per-mille", 0.0, 0.0, 1000.0, "lower targets by this, alternating 2 entries"),
-        Knob::new("ignore_nice_load", "bool", 0.0, 0.0, 1.0, "niced time as idle (no effect: all tasks nice 0)"),
-        Knob::new("io_is_busy", "bool", 0.0, 0.0, 0.0, "I/O wait as busy; only 0: I/O wait counts as idle"),
+        Knob::new("sampling_rate", "us", 0.0, 0.0, 4_294_967_295.0, "sampling period; 0 = the kernel's default")
+            .integer(),
+        Knob::new("up_threshold", "%", DEF_UP_THRESHOLD, 11.0, 100.0, "load above which to run at the maximum")
+            .integer(),
+        Knob::new("sampling_down_factor", "x", 1.0, 1.0, 100_000.0, "sampling periods to stay at the maximum")
+            .integer(),
+        Knob::new("powersave_bias", "per-mille", 0.0, 0.0, 1000.0, "lower targets by this, alternating 2 entries")
+            .integer(),
+        Knob::new("ignore_nice_load", "bool", 0.0, 0.0, 1.0, "niced time as idle (no effect: all tasks nice 0)")
+            .integer(),
+        Knob::new("io_is_busy", "bool", 0.0, 0.0, 0.0, "I/O wait as busy; only 0: I/O wait counts as idle").integer(),
     ],
     driver: None,
+    check: super::no_cross_check,
+    check_platform: super::runs_anywhere,
     build: |k: &KnobValues| {
         Box::new(Ondemand::new(
             k.get_u64("sampling_rate"),

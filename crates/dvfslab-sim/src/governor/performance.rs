@@ -15,6 +15,8 @@ pub const INFO: GovernorInfo = GovernorInfo {
     description: "static: the policy's maximum frequency",
     knobs: &[],
     driver: None,
+    check: super::no_cross_check,
+    check_platform: super::runs_anywhere,
     build: |_: &KnobValues| Box::new(Performance),
 };
 

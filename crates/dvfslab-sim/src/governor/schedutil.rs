@@ -46,7 +46,8 @@ pub const INFO: GovernorInfo = GovernorInfo {
             -1.0,
             1e7,
             "minimum time between frequency changes; -1 = cpufreq default",
-        ),
+        )
+        .integer(),
         Knob::new(
             "margins",
             "bool",
@@ -54,7 +55,8 @@ pub const INFO: GovernorInfo = GovernorInfo {
             0.0,
             1.0,
             "1 = headroom from rate_limit_us and response_time_ms (2023 series)",
-        ),
+        )
+        .integer(),
         Knob::new(
             "response_time_ms",
             "ms",
@@ -62,10 +64,13 @@ pub const INFO: GovernorInfo = GovernorInfo {
             -1.0,
             1e5,
             "time to ramp from lowest to highest frequency; -1 = default",
-        ),
+        )
+        .integer(),
         Knob::new("response_time_pct", "%", 100.0, 1.0, 1000.0, "scale of the default response time (80 = like 1.25)"),
     ],
     driver: None,
+    check: super::no_cross_check,
+    check_platform: super::runs_anywhere,
     build: |k: &KnobValues| {
         Box::new(Schedutil {
             rate_limit_us: k.get("rate_limit_us"),

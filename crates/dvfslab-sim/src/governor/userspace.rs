@@ -21,8 +21,11 @@ pub const INFO: GovernorInfo = GovernorInfo {
         0.0,
         10_000_000.0,
         "requested frequency; 0 keeps the current one",
-    )],
+    )
+    .integer()],
     driver: None,
+    check: super::no_cross_check,
+    check_platform: super::runs_anywhere,
     build: |k: &KnobValues| Box::new(Userspace { setspeed_khz: k.get_u64("scaling_setspeed") as u32 }),
 };
 

@@ -16,7 +16,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     unit: "Gcycles/s",
     better: Better::Higher,
     knobs: &[
-        Knob::new("threads", "threads", 1.0, 1.0, 65536.0, "number of threads"),
+        Knob::new("threads", "threads", 1.0, 1.0, 65536.0, "number of threads").integer(),
         Knob::new("mem_frac", "fraction", 0.0, 0.0, 0.95, "share of time at base frequency stalled on memory"),
     ],
     build: |k: &KnobValues| Box::new(CpuBound { threads: k.get_u64("threads") as usize, mem_frac: k.get("mem_frac") }),

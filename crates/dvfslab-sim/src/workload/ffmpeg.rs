@@ -18,10 +18,8 @@
 //! samples are a few thousand frames; 300 here). Shortcomings: a single dependency chain
 //! (x264's row-level overlap between frame threads is not modelled), uniform token work.
 
-use std::rc::Rc;
-
 use super::estimates::ffmpeg as est;
-use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -41,6 +39,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// Counter 0: frames encoded.
 const FRAMES: u16 = 0;
+/// Tokens of a worker built at a time (see `pieces`).
+const TOKENS_PER_PIECE: usize = 256;
 
 struct Ffmpeg {
     threads: usize,
@@ -54,34 +54,34 @@ impl Workload for Ffmpeg {
         let tokens = self.frames as usize * m;
         let work = Amount::Uniform(est::TOKEN_CYCLES.0, est::TOKEN_CYCLES.1);
         let side = Op::Run { cycles: sample::scaled(work, est::SIDE_FRAC), mem_frac: est::MEM_FRAC };
-        let side_ch = |i: usize| (k + i) as u32;
-        let mut workers: Vec<Vec<Op>> = vec![Vec::new(); k];
-        let mut helpers: Vec<Vec<Op>> = vec![Vec::new(); k];
-        for t in 0..tokens {
-            let i = t % k;
-            let w = &mut workers[i];
-            if t > 0 {
-                w.push(Op::Wait { ch: i as u32 });
-            }
-            w.push(Op::Run { cycles: work, mem_frac: est::MEM_FRAC });
-            if t + 1 < tokens {
-                w.push(Op::Post { ch: ((t + 1) % k) as u32, sync: false });
-            }
-            w.push(Op::Post { ch: side_ch(i), sync: false });
-            if t % m == m - 1 {
-                w.push(Op::Mark(Mark::Add { counter: FRAMES, amount: 1 }));
-            }
-            helpers[i].extend([Op::Wait { ch: side_ch(i) }, side.clone()]);
-        }
+        let side_ch = move |i: usize| (k + i) as u32;
         let mut tasks = Vec::new();
-        for (i, (mut w, mut h)) in workers.into_iter().zip(helpers).enumerate() {
-            if w.is_empty() {
-                continue;
-            }
-            w.push(Op::Exit);
-            h.push(Op::Exit);
-            tasks.push(TaskSpec::new(format!("x264-{i}"), Rc::from(w)));
-            tasks.push(TaskSpec::new(format!("x264-side-{i}"), Rc::from(h)));
+        for i in 0..k.min(tokens) {
+            // Worker i carries tokens i, i + k, i + 2k, ...
+            let count = (tokens - i).div_ceil(k);
+            let worker = pieces::program(count, TOKENS_PER_PIECE, vec![Op::Exit], move |_, steps, w| {
+                for t in steps.map(|j| i + j * k) {
+                    if t > 0 {
+                        w.push(Op::Wait { ch: i as u32 });
+                    }
+                    w.push(Op::Run { cycles: work, mem_frac: est::MEM_FRAC });
+                    if t + 1 < tokens {
+                        w.push(Op::Post { ch: ((t + 1) % k) as u32, sync: false });
+                    }
+                    w.push(Op::Post { ch: side_ch(i), sync: false });
+                    if t % m == m - 1 {
+                        w.push(Op::Mark(Mark::Add { counter: FRAMES, amount: 1 }));
+                    }
+                }
+            });
+            let side = side.clone();
+            let helper = pieces::program(count, TOKENS_PER_PIECE, vec![Op::Exit], move |_, steps, h| {
+                for _ in steps {
+                    h.extend([Op::Wait { ch: side_ch(i) }, side.clone()]);
+                }
+            });
+            tasks.push(TaskSpec::new(format!("x264-{i}"), worker));
+            tasks.push(TaskSpec::new(format!("x264-side-{i}"), helper));
         }
         tasks
     }

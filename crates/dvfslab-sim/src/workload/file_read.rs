@@ -16,11 +16,9 @@
 //! readahead is synchronous (the next window is requested when the reader needs it, not
 //! ahead of it); the I/O completion's work is charged to the reader.
 
-use std::rc::Rc;
-
 use super::estimates::page_cache as est;
 use super::storage::{self, Access};
-use super::{measure, sample, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, sample, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -68,6 +66,8 @@ pub const RANDOM_INFO: WorkloadInfo = WorkloadInfo {
 
 /// Counter 0: requests completed.
 const DONE: u16 = 0;
+/// Requests built at a time (see `pieces`): the campaign's 4 GiB read (32768 windows) is one.
+const REQUESTS_PER_PIECE: usize = 65536;
 
 struct FileRead {
     random: bool,
@@ -88,25 +88,25 @@ impl Workload for FileRead {
         let access = if self.random { Access::RandomRead } else { Access::SequentialRead };
         let device = storage::device(self.device);
         let (service, transfer) = (storage::access_ns(device, access), storage::transfer_ns(device, self.record));
-        let n = self.requests();
+        let random = self.random;
         let copy = est::COPY_CYCLES_PER_BYTE * self.record;
-        let mut p = Vec::with_capacity(n * 4 + 1);
-        for b in sample::layout(n, service.len(), 7) {
-            if self.random {
-                // The call and the page-cache miss before the request goes out.
-                p.push(Op::Run { cycles: Amount::Fixed(est::COPY_CYCLES_PER_CALL), mem_frac: 0.0 });
+        let reader = pieces::program(self.requests(), REQUESTS_PER_PIECE, vec![Op::Exit], move |piece, steps, p| {
+            for b in sample::layout(steps.len(), service.len(), pieces::salt(7, piece)) {
+                if random {
+                    // The call and the page-cache miss before the request goes out.
+                    p.push(Op::Run { cycles: Amount::Fixed(est::COPY_CYCLES_PER_CALL), mem_frac: 0.0 });
+                }
+                p.extend([
+                    Op::Io { dev: 0, service_ns: service[b], transfer_ns: transfer },
+                    Op::Run {
+                        cycles: Amount::Fixed(copy + if random { 0.0 } else { est::COPY_CYCLES_PER_CALL }),
+                        mem_frac: 0.0,
+                    },
+                    Op::Mark(Mark::Add { counter: DONE, amount: 1 }),
+                ]);
             }
-            p.extend([
-                Op::Io { dev: 0, service_ns: service[b], transfer_ns: transfer },
-                Op::Run {
-                    cycles: Amount::Fixed(copy + if self.random { 0.0 } else { est::COPY_CYCLES_PER_CALL }),
-                    mem_frac: 0.0,
-                },
-                Op::Mark(Mark::Add { counter: DONE, amount: 1 }),
-            ]);
-        }
-        p.push(Op::Exit);
-        vec![TaskSpec::new("reader", Rc::from(p))]
+        });
+        vec![TaskSpec::new("reader", reader)]
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {

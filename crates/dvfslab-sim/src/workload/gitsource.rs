@@ -25,7 +25,7 @@
 use std::rc::Rc;
 
 use super::estimates::{gitsource as est, kernel};
-use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -83,26 +83,53 @@ struct Gitsource {
     commands: usize,
 }
 
-impl Gitsource {
-    /// The command list: kinds and bins in a fixed shuffled order.
-    fn commands(&self) -> Vec<Command> {
-        let n = self.commands;
-        let bins = sample::layout(n, BINS, 1);
-        let more = sample::layout(n, BINS, 2);
-        let last = sample::layout(n, BINS, 3);
-        let pipe = sample::flags(n, est::PIPE_FRAC, 4);
-        let three = sample::flags(n, est::PIPE3_FRAC, 5);
-        let io = sample::flags(n, est::IO_FRAC, 6);
-        (0..n)
-            .map(|i| {
-                if pipe[i] {
-                    Command::Pipe { bins: [bins[i], more[i], last[i]], stages: if three[i] { 3 } else { 2 } }
-                } else {
-                    Command::Single { bin: bins[i], io: io[i] }
-                }
-            })
-            .collect()
-    }
+/// Commands built at a time (see `pieces`).
+const COMMANDS_PER_PIECE: usize = 8192;
+
+/// `n` commands of piece `piece`: kinds and bins in a fixed shuffled order.
+fn commands(n: usize, piece: usize) -> Vec<Command> {
+    let salt = |s: u64| pieces::salt(s, piece);
+    let bins = sample::layout(n, BINS, salt(1));
+    let more = sample::layout(n, BINS, salt(2));
+    let last = sample::layout(n, BINS, salt(3));
+    let pipe = sample::flags(n, est::PIPE_FRAC, salt(4));
+    let three = sample::flags(n, est::PIPE3_FRAC, salt(5));
+    let io = sample::flags(n, est::IO_FRAC, salt(6));
+    (0..n)
+        .map(|i| {
+            if pipe[i] {
+                Command::Pipe { bins: [bins[i], more[i], last[i]], stages: if three[i] { 3 } else { 2 } }
+            } else {
+                Command::Single { bin: bins[i], io: io[i] }
+            }
+        })
+        .collect()
+}
+
+/// The shell's part of one command: fork its children, wait for each, count it.
+fn shell_command(sh: &mut Vec<Op>, cmd: Command) {
+    let fork = |sh: &mut Vec<Op>, program: u32| {
+        sh.extend([fixed(kernel::FORK_CYCLES), Op::Spawn { program, count: 1 }]);
+    };
+    sh.push(fixed(est::PARENT_CYCLES));
+    let children = match cmd {
+        Command::Single { bin, io } => {
+            fork(sh, program(if io { Kind::SingleIo } else { Kind::Single }, bin));
+            1
+        }
+        Command::Pipe { bins, stages } => {
+            fork(sh, program(Kind::Head, bins[0]));
+            if stages == 3 {
+                fork(sh, program(Kind::Middle, bins[1]));
+                fork(sh, program(Kind::Tail3, bins[2]));
+            } else {
+                fork(sh, program(Kind::Tail2, bins[2]));
+            }
+            stages
+        }
+    };
+    sh.extend((0..children).map(|_| Op::Wait { ch: CHILD_CH }));
+    sh.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
 }
 
 fn cpu(cycles: Amount) -> Op {
@@ -123,33 +150,12 @@ fn child(body: Vec<Op>) -> Rc<[Op]> {
 
 impl Workload for Gitsource {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
-        let mut sh = Vec::new();
-        let fork = |sh: &mut Vec<Op>, program: u32| {
-            sh.extend([fixed(kernel::FORK_CYCLES), Op::Spawn { program, count: 1 }]);
-        };
-        for cmd in self.commands() {
-            sh.push(fixed(est::PARENT_CYCLES));
-            let children = match cmd {
-                Command::Single { bin, io } => {
-                    fork(&mut sh, program(if io { Kind::SingleIo } else { Kind::Single }, bin));
-                    1
-                }
-                Command::Pipe { bins, stages } => {
-                    fork(&mut sh, program(Kind::Head, bins[0]));
-                    if stages == 3 {
-                        fork(&mut sh, program(Kind::Middle, bins[1]));
-                        fork(&mut sh, program(Kind::Tail3, bins[2]));
-                    } else {
-                        fork(&mut sh, program(Kind::Tail2, bins[2]));
-                    }
-                    stages
-                }
-            };
-            sh.extend((0..children).map(|_| Op::Wait { ch: CHILD_CH }));
-            sh.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
-        }
-        sh.push(Op::Exit);
-        vec![TaskSpec::new("sh", sh.into())]
+        let sh = pieces::program(self.commands, COMMANDS_PER_PIECE, vec![Op::Exit], |piece, steps, sh| {
+            for cmd in commands(steps.len(), piece) {
+                shell_command(sh, cmd);
+            }
+        });
+        vec![TaskSpec::new("sh", sh)]
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {

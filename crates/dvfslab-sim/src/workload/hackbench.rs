@@ -119,28 +119,24 @@ impl Hackbench {
         [Op::Post { ch: READY, sync: false }, Op::Barrier { id: GO, n: self.workers() + 1 }]
     }
 
+    /// Each sender writes `FDS · loops` messages, one counted loop (`Op::Repeat`) rather than
+    /// that many copies of the same three operations.
     fn sender(&self, g: u32) -> Rc<[Op]> {
         let (data, space) = Self::channels(g);
-        let mut p = Vec::with_capacity(3 * (FDS * self.loops) as usize + 4);
-        p.extend(self.start_ops());
-        for _ in 0..FDS * self.loops {
-            p.push(Op::Wait { ch: space });
-            p.push(run(self.write_cycles()));
-            p.push(Op::Post { ch: data, sync: true });
-        }
+        let mut p = Vec::from(self.start_ops());
+        let each = p.len();
+        p.extend([Op::Wait { ch: space }, run(self.write_cycles()), Op::Post { ch: data, sync: true }]);
+        p.push(Op::Repeat { to: each, times: FDS * self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
 
     fn receiver(&self, g: u32) -> Rc<[Op]> {
         let (data, space) = Self::channels(g);
-        let mut p = Vec::with_capacity(3 * (FDS * self.loops) as usize + 4);
-        p.extend(self.start_ops());
-        for _ in 0..FDS * self.loops {
-            p.push(Op::Wait { ch: data });
-            p.push(run(self.read_cycles()));
-            p.push(Op::Post { ch: space, sync: true });
-        }
+        let mut p = Vec::from(self.start_ops());
+        let each = p.len();
+        p.extend([Op::Wait { ch: data }, run(self.read_cycles()), Op::Post { ch: space, sync: true }]);
+        p.push(Op::Repeat { to: each, times: FDS * self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
@@ -153,7 +149,8 @@ impl Hackbench {
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
                 p.push(Op::Spawn { program: 2 * g + 1, count: 1 });
-                p.extend((0..self.capacity_msgs()).map(|_| Op::Post { ch: space, sync: false }));
+                p.push(Op::Post { ch: space, sync: false });
+                p.push(Op::Repeat { to: p.len() - 1, times: self.capacity_msgs() });
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));

@@ -26,7 +26,7 @@ use std::rc::Rc;
 
 use super::estimates::page_cache as est;
 use super::storage::{self, Access};
-use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -69,6 +69,8 @@ const SYNCED_CH: u32 = 3;
 const RECORDS: u16 = 0;
 const TIMED: u16 = 0;
 const PAGE_BYTES: f64 = 4096.0;
+/// Chunks built at a time (see `pieces`).
+const CHUNKS_PER_PIECE: usize = 4096;
 
 struct Iozone {
     rewrite: bool,
@@ -80,6 +82,7 @@ struct Iozone {
 }
 
 /// How the file is cut into chunks, and the thresholds in chunks.
+#[derive(Clone, Copy)]
 struct Layout {
     records: u64,
     per_chunk: u64,
@@ -104,70 +107,77 @@ impl Iozone {
         }
     }
 
-    /// Records in chunk `i`.
-    fn chunk_records(&self, l: &Layout, i: usize) -> u64 {
-        l.per_chunk.min(l.records - i as u64 * l.per_chunk)
-    }
-
-    fn writer(&self, l: &Layout) -> Vec<Op> {
+    fn writer(&self, l: Layout) -> Rc<[Op]> {
         let fs = if self.rewrite { est::FS_REWRITE_CYCLES } else { est::FS_WRITE_CYCLES };
         let per_record = est::COPY_CYCLES_PER_CALL + est::COPY_CYCLES_PER_BYTE * self.rec_bytes + fs;
-        let mut w = vec![Op::Mark(Mark::Start(TIMED))];
-        for i in 0..l.chunks {
-            if i >= l.hard {
-                w.push(Op::Wait { ch: CLEAN_CH });
-            }
-            let n = self.chunk_records(l, i);
-            w.extend([
-                Op::Run { cycles: Amount::Fixed(n as f64 * per_record), mem_frac: 0.0 },
-                Op::Post { ch: DIRTY_CH, sync: false },
-                Op::Mark(Mark::Add { counter: RECORDS, amount: n }),
-            ]);
-            if i + 1 == l.background {
-                w.push(Op::Post { ch: KICK_CH, sync: false });
-            }
-        }
+        let mut tail = Vec::new();
         // A file below the background threshold is written back at fsync or on expiry.
         if l.chunks < l.background {
-            w.push(Op::Post { ch: KICK_CH, sync: false });
+            tail.push(Op::Post { ch: KICK_CH, sync: false });
         }
         if self.fsync {
-            w.push(Op::Wait { ch: SYNCED_CH });
+            tail.push(Op::Wait { ch: SYNCED_CH });
         }
-        w.extend([Op::Mark(Mark::End(TIMED)), Op::Exit]);
-        w
+        tail.extend([Op::Mark(Mark::End(TIMED)), Op::Exit]);
+        pieces::program(l.chunks, CHUNKS_PER_PIECE, tail, move |_, chunks, w| {
+            if chunks.start == 0 {
+                w.push(Op::Mark(Mark::Start(TIMED)));
+            }
+            for i in chunks {
+                if i >= l.hard {
+                    w.push(Op::Wait { ch: CLEAN_CH });
+                }
+                let n = l.chunk_records(i);
+                w.extend([
+                    Op::Run { cycles: Amount::Fixed(n as f64 * per_record), mem_frac: 0.0 },
+                    Op::Post { ch: DIRTY_CH, sync: false },
+                    Op::Mark(Mark::Add { counter: RECORDS, amount: n }),
+                ]);
+                if i + 1 == l.background {
+                    w.push(Op::Post { ch: KICK_CH, sync: false });
+                }
+            }
+        })
     }
 
-    fn flusher(&self, l: &Layout) -> Vec<Op> {
+    fn flusher(&self, l: Layout) -> Rc<[Op]> {
         let dev = storage::device(self.device);
-        let mut f = vec![Op::Wait { ch: KICK_CH }];
-        for i in 0..l.chunks {
-            let bytes = self.chunk_records(l, i) as f64 * self.rec_bytes;
-            let service = storage::access_ns(dev, Access::Write);
-            let pages = (bytes / PAGE_BYTES).ceil();
-            f.extend([
-                Op::Wait { ch: DIRTY_CH },
-                Op::Run { cycles: Amount::Fixed(pages * est::WRITEBACK_CYCLES_PER_PAGE), mem_frac: 0.0 },
-                Op::Io {
-                    dev: 0,
-                    service_ns: service[i % service.len()],
-                    transfer_ns: storage::transfer_ns(dev, bytes),
-                },
-                Op::Post { ch: CLEAN_CH, sync: false },
-            ]);
-        }
-        f.extend([Op::Post { ch: SYNCED_CH, sync: false }, Op::Exit]);
-        f
+        let service = storage::access_ns(dev, Access::Write);
+        let rec_bytes = self.rec_bytes;
+        let tail = vec![Op::Post { ch: SYNCED_CH, sync: false }, Op::Exit];
+        pieces::program(l.chunks, CHUNKS_PER_PIECE, tail, move |_, chunks, f| {
+            if chunks.start == 0 {
+                f.push(Op::Wait { ch: KICK_CH });
+            }
+            for i in chunks {
+                let bytes = l.chunk_records(i) as f64 * rec_bytes;
+                let pages = (bytes / PAGE_BYTES).ceil();
+                f.extend([
+                    Op::Wait { ch: DIRTY_CH },
+                    Op::Run { cycles: Amount::Fixed(pages * est::WRITEBACK_CYCLES_PER_PAGE), mem_frac: 0.0 },
+                    Op::Io {
+                        dev: 0,
+                        service_ns: service[i % service.len()],
+                        transfer_ns: storage::transfer_ns(dev, bytes),
+                    },
+                    Op::Post { ch: CLEAN_CH, sync: false },
+                ]);
+            }
+        })
+    }
+}
+
+impl Layout {
+    /// Records in chunk `i`.
+    fn chunk_records(&self, i: usize) -> u64 {
+        self.per_chunk.min(self.records - i as u64 * self.per_chunk)
     }
 }
 
 impl Workload for Iozone {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         let l = self.layout();
-        vec![
-            TaskSpec::new("iozone", Rc::from(self.writer(&l))),
-            TaskSpec::new("kworker/flush", Rc::from(self.flusher(&l))),
-        ]
+        vec![TaskSpec::new("iozone", self.writer(l)), TaskSpec::new("kworker/flush", self.flusher(l))]
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {

@@ -21,6 +21,7 @@ mod nas;
 mod netperf;
 mod periodic;
 mod pgbench;
+mod pieces;
 mod pipe_test;
 mod postmark;
 pub mod rtapp;
@@ -367,10 +368,64 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 _ => {}
             }
         }
-        // A program must not run off its end: the last operation loops, exits or never returns.
-        if !matches!(prog[prog.len() - 1], Op::Jump { .. } | Op::Exit) {
-            return err("the program must end with a jump or an exit".into());
+        // A program must not run off its end: the last operation loops, exits or goes on with
+        // the program's next piece.
+        if !matches!(prog[prog.len() - 1], Op::Jump { .. } | Op::Exit | Op::Continue(_)) {
+            return err("the program must end with a jump, an exit or its next piece".into());
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Units of knobs that count things or pick among alternatives: only whole numbers.
+    const COUNTS: &[&str] = &[
+        "threads",
+        "clients",
+        "groups",
+        "loops",
+        "connections",
+        "jobs",
+        "units",
+        "processes",
+        "frames",
+        "iterations",
+        "transactions",
+        "files",
+        "ops",
+        "lines",
+        "branches",
+        "bytes",
+        "bool",
+        "choice",
+    ];
+
+    #[test]
+    fn count_knobs_take_whole_numbers_only() {
+        for info in REGISTRY {
+            for k in info.knobs {
+                assert!(!COUNTS.contains(&k.unit) || k.integer, "{} {} counts {}", info.name, k.name, k.unit);
+            }
+        }
+        for spec in ["cpu-bound:threads=1.5", "periodic:threads=2.5", "fio:jobs=1.5", "uibench:frames=10.5"] {
+            let err = parse(spec).err().expect("refused").to_string();
+            let (name, field) = spec.split_once(':').and_then(|(n, kv)| Some((n, kv.split_once('=')?.0))).unwrap();
+            assert!(err.starts_with(&format!("workload '{name}': {field}: expected a whole number")), "{err}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_choices_lie_in_their_ranges() {
+        for info in REGISTRY {
+            for k in info.knobs.iter().chain(COMMON_KNOBS) {
+                for v in std::iter::once(k.default).chain(k.choices.iter().map(|(_, v)| *v)) {
+                    assert!((k.min..=k.max).contains(&v), "{} {}: {v}", info.name, k.name);
+                    assert!(!k.integer || v.fract() == 0.0, "{} {}: {v}", info.name, k.name);
+                }
+            }
+        }
+    }
 }

@@ -93,14 +93,12 @@ impl Workload for Nas {
         let work = Op::Run { cycles: Amount::Uniform(share - spread, share + spread), mem_frac: k.mem_frac };
         (0..p)
             .map(|w| {
-                let mut prog = Vec::with_capacity(iters * k.regions as usize * 3 + 1);
-                for _ in 0..iters * k.regions as usize {
-                    prog.extend([work.clone(), Op::Barrier { id: 0, n: p as u32 }]);
-                    if w == 0 {
-                        prog.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
-                    }
+                // Every region alike: one counted loop over iterations × regions.
+                let mut prog = vec![work.clone(), Op::Barrier { id: 0, n: p as u32 }];
+                if w == 0 {
+                    prog.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
                 }
-                prog.push(Op::Exit);
+                prog.extend([Op::Repeat { to: 0, times: (iters * k.regions as usize) as u32 }, Op::Exit]);
                 TaskSpec::new(format!("{}-{w}", k.name), Rc::from(prog))
             })
             .collect()

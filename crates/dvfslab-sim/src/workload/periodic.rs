@@ -19,7 +19,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     unit: "us",
     better: Better::Lower,
     knobs: &[
-        Knob::new("threads", "threads", 1.0, 1.0, 65536.0, "number of threads"),
+        Knob::new("threads", "threads", 1.0, 1.0, 65536.0, "number of threads").integer(),
         Knob::new("run_us", "us", 2000.0, 1.0, 1e7, "work per period, as time at base frequency"),
         Knob::new("period_us", "us", 16000.0, 10.0, 1e8, "release period"),
         Knob::new("jitter_pct", "%", 0.0, 0.0, 100.0, "uniform ± variation of the work per activation"),

@@ -26,7 +26,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     unit: "us",
     better: Better::Lower,
     knobs: &[
-        Knob::new("loops", "loops", 10_000.0, 1.0, 100_000.0, "round trips (perf -l; programs are unrolled)").integer(),
+        Knob::new("loops", "loops", 10_000.0, 1.0, 100_000.0, "round trips (perf -l)").integer(),
         Knob::new("work_us", "us", 0.0, 0.0, 1e6, "work at each stop, as time at base frequency (A12.5 sweeps)"),
     ],
     build: |k: &KnobValues| Box::new(PipeTest { loops: k.get_u64("loops") as u32, work_us: k.get("work_us") }),
@@ -60,25 +60,34 @@ impl Workload for PipeTest {
         let (cpu_a, cpu_b) = two_cores(plat);
         let work = self.work_us * plat.cluster_of_cpu(cpu_a).frequency.base_khz as f64 / 1000.0;
         let (write, read) = (ipc::PIPE_WRITE_CYCLES, ipc::PIPE_READ_CYCLES);
-        let n = self.loops as usize;
+        let n = self.loops;
 
         // A: work, write pipe 1, sleep in read of pipe 2; the read finishes in the next burst.
-        let mut a = Vec::with_capacity(4 * n + 4);
-        a.push(Op::Mark(Mark::Start(TOTAL)));
-        for i in 0..n {
-            a.push(run(if i == 0 { 0.0 } else { read } + work + write));
-            a.push(Op::Post { ch: PIPE1, sync: true });
-            a.push(Op::Wait { ch: PIPE2 });
-            a.push(Op::Mark(Mark::Add { counter: LOOPS, amount: 1 }));
+        let a_trip = |first: bool| {
+            [
+                run(if first { 0.0 } else { read } + work + write),
+                Op::Post { ch: PIPE1, sync: true },
+                Op::Wait { ch: PIPE2 },
+                Op::Mark(Mark::Add { counter: LOOPS, amount: 1 }),
+            ]
+        };
+        let mut a = vec![Op::Mark(Mark::Start(TOTAL))];
+        a.extend(a_trip(true));
+        if n > 1 {
+            let again = a.len();
+            a.extend(a_trip(false));
+            a.push(Op::Repeat { to: again, times: n - 1 });
         }
         a.extend([run(read), Op::Mark(Mark::End(TOTAL)), Op::Exit]);
 
         // B: sleep in read of pipe 1, finish the read, work, write pipe 2.
-        let mut b = Vec::with_capacity(3 * n + 1);
-        for _ in 0..n {
-            b.extend([Op::Wait { ch: PIPE1 }, run(read + work + write), Op::Post { ch: PIPE2, sync: true }]);
-        }
-        b.push(Op::Exit);
+        let b = vec![
+            Op::Wait { ch: PIPE1 },
+            run(read + work + write),
+            Op::Post { ch: PIPE2, sync: true },
+            Op::Repeat { to: 0, times: n },
+            Op::Exit,
+        ];
 
         vec![
             TaskSpec::new("sched-pipe-a", Rc::from(a)).pinned(vec![cpu_a]),

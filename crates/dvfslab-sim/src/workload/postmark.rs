@@ -28,7 +28,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::estimates::{page_cache, postmark};
-use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -61,6 +61,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 const TRANSACTIONS: u16 = 0;
 /// Timing slot of the transaction phase.
 const PHASE: u16 = 0;
+/// Transactions built at a time (see `pieces`): the default 25,000 are one piece.
+const TRANSACTIONS_PER_PIECE: usize = 65536;
 
 struct Postmark {
     transactions: u64,
@@ -136,23 +138,25 @@ impl Postmark {
         }
     }
 
+    /// The pool's creation, the transactions (built in pieces as the run reaches them, each
+    /// piece drawing from its own seed), the pool's deletion.
     fn program(&self) -> Rc<[Op]> {
         let (create, delete, read, append) = (self.create(), self.delete(), self.read(), self.append());
-        let mut rng = Pcg64::seed_from_u64(postmark::SEED);
-        let mut p = Vec::with_capacity(3 * self.transactions as usize + 4);
-        // The pool, in one piece of work: `files` creations.
-        p.push(create.times(self.files));
-        p.push(Op::Mark(Mark::Start(PHASE)));
-        for _ in 0..self.transactions {
-            p.push(if rng.gen_bool(0.5) { create.op() } else { delete.op() });
-            p.push(if rng.gen_bool(0.5) { read.op() } else { append.op() });
-            p.push(Op::Mark(Mark::Add { counter: TRANSACTIONS, amount: 1 }));
-        }
-        p.push(Op::Mark(Mark::End(PHASE)));
+        let files = self.files;
         // The pool's deletion, left out of the transaction rate as PostMark leaves it.
-        p.push(delete.times(self.files));
-        p.push(Op::Exit);
-        p.into()
+        let tail = vec![Op::Mark(Mark::End(PHASE)), delete.times(files), Op::Exit];
+        pieces::program(self.transactions as usize, TRANSACTIONS_PER_PIECE, tail, move |piece, steps, p| {
+            if steps.start == 0 {
+                // The pool, in one piece of work: `files` creations.
+                p.extend([create.times(files), Op::Mark(Mark::Start(PHASE))]);
+            }
+            let mut rng = Pcg64::seed_from_u64(pieces::salt(postmark::SEED, piece));
+            for _ in steps {
+                p.push(if rng.gen_bool(0.5) { create.op() } else { delete.op() });
+                p.push(if rng.gen_bool(0.5) { read.op() } else { append.op() });
+                p.push(Op::Mark(Mark::Add { counter: TRANSACTIONS, amount: 1 }));
+            }
+        })
     }
 }
 

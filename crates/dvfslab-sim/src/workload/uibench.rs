@@ -23,10 +23,8 @@
 //! thread waits for RenderThread instead of starting the next frame in parallel (this only
 //! delays frames that are already janky); no triple buffering; no GPU.
 
-use std::rc::Rc;
-
 use super::estimates::uibench as est;
-use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 use crate::task::{Amount, Mark, Op};
@@ -56,6 +54,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// Bins of the UI and RenderThread work distributions.
 const BINS: usize = 16;
+/// Frames built at a time (see `pieces`): a longer run builds its frames as it reaches them.
+const FRAMES_PER_PIECE: usize = 4096;
 /// Channels: UI → RT, RT → UI (frame done), RT → SF.
 const RT_CH: u32 = 0;
 const DONE_CH: u32 = 1;
@@ -85,32 +85,35 @@ impl Workload for Uibench {
         let ui_work = sample::lognormal(BINS, est::UI_MEDIAN_S * ns, est::UI_SIGMA_LOG);
         let rt_work = sample::lognormal(BINS, est::RT_MEDIAN_S * ns, est::RT_SIGMA_LOG);
         let vsync = Op::WaitPeriod { period_ns: self.vsync_ns() };
-        let (mut ui, mut rt, mut sf) = (Vec::new(), Vec::new(), Vec::new());
-        let ui_bins = sample::layout(self.frames, BINS, 400);
-        let rt_bins = sample::layout(self.frames, BINS, 401);
-        for f in 0..self.frames {
-            ui.extend([
-                vsync.clone(),
-                run(ui_work[ui_bins[f]]),
-                Op::Post { ch: RT_CH, sync: true },
-                Op::Wait { ch: DONE_CH },
-                Op::Mark(Mark::ActivationDone),
-            ]);
-            rt.extend([
-                Op::Wait { ch: RT_CH },
-                run(rt_work[rt_bins[f]]),
-                Op::Post { ch: DONE_CH, sync: false },
-                Op::Post { ch: SF_CH, sync: false },
-            ]);
-            sf.extend([
-                Op::Wait { ch: SF_CH },
-                vsync.clone(),
-                run(Amount::Uniform(est::SF_S.0 * ns, est::SF_S.1 * ns)),
-            ]);
-        }
-        for p in [&mut ui, &mut rt, &mut sf] {
-            p.push(Op::Exit);
-        }
+        let sf_work = Amount::Uniform(est::SF_S.0 * ns, est::SF_S.1 * ns);
+        let n = self.frames;
+        let ui_vsync = vsync.clone();
+        let ui = pieces::program(n, FRAMES_PER_PIECE, vec![Op::Exit], move |piece, frames, p| {
+            for b in sample::layout(frames.len(), BINS, pieces::salt(400, piece)) {
+                p.extend([
+                    ui_vsync.clone(),
+                    run(ui_work[b]),
+                    Op::Post { ch: RT_CH, sync: true },
+                    Op::Wait { ch: DONE_CH },
+                    Op::Mark(Mark::ActivationDone),
+                ]);
+            }
+        });
+        let rt = pieces::program(n, FRAMES_PER_PIECE, vec![Op::Exit], move |piece, frames, p| {
+            for b in sample::layout(frames.len(), BINS, pieces::salt(401, piece)) {
+                p.extend([
+                    Op::Wait { ch: RT_CH },
+                    run(rt_work[b]),
+                    Op::Post { ch: DONE_CH, sync: false },
+                    Op::Post { ch: SF_CH, sync: false },
+                ]);
+            }
+        });
+        let sf = pieces::program(n, FRAMES_PER_PIECE, vec![Op::Exit], move |_, frames, p| {
+            for _ in frames {
+                p.extend([Op::Wait { ch: SF_CH }, vsync.clone(), run(sf_work)]);
+            }
+        });
         let foreground = |t: TaskSpec| {
             let t = if self.anywhere { t } else { t.pinned(fastest.clone()) };
             if self.uclamp_min > 0 {
@@ -120,9 +123,9 @@ impl Workload for Uibench {
             }
         };
         vec![
-            foreground(TaskSpec::new("droid.benchmark", Rc::from(ui))),
-            foreground(TaskSpec::new("RenderThread", Rc::from(rt))),
-            TaskSpec::new("surfaceflinger", Rc::from(sf)),
+            foreground(TaskSpec::new("droid.benchmark", ui)),
+            foreground(TaskSpec::new("RenderThread", rt)),
+            TaskSpec::new("surfaceflinger", sf),
         ]
     }
 
