@@ -3,6 +3,7 @@
 mod common;
 
 use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use dvfslab_sim::platform::Platform;
@@ -11,17 +12,48 @@ use dvfslab_sim::workload::rtapp::{self, PhaseFigures, RtApp, Summary};
 use dvfslab_sim::workload::{DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
-/// The rt-app examples (doc/examples of scheduler-tools/rt-app), shared by the project.
-fn examples_dir() -> std::path::PathBuf {
-    let dir = std::env::var("RTAPP_EXAMPLES")
-        .unwrap_or_else(|_| format!("{}/../../../shared/rt-app-examples", env!("CARGO_MANIFEST_DIR")));
-    let dir = std::path::PathBuf::from(dir);
-    assert!(dir.is_dir(), "{}: the rt-app examples are missing (set RTAPP_EXAMPLES)", dir.display());
-    dir
+/// The examples shipped in the repository (docs/rtapp.md says what each shows).
+fn shipped_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rt-app")
+}
+
+/// The shipped examples, by file name: the list must match the folder.
+const SHIPPED: &[&str] = &[
+    "barriers.json",
+    "broadcast-sync.json",
+    "cond-handover.json",
+    "fork.json",
+    "governor-efficiency.json",
+    "legacy-v0.json",
+    "mem-io.json",
+    "phases-affinity.json",
+    "ping-pong.json",
+    "playback.json",
+    "semaphores.json",
+    "timers.json",
+];
+
+/// rt-app's own `doc/examples`, when `DVFSLAB_RTAPP_EXAMPLES` names their folder (CI sets it).
+/// A folder that is named but missing fails the test rather than testing less.
+fn upstream_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("DVFSLAB_RTAPP_EXAMPLES")?);
+    assert!(dir.is_dir(), "DVFSLAB_RTAPP_EXAMPLES={}: no such folder", dir.display());
+    Some(dir)
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
 }
 
 fn example(name: &str) -> String {
-    std::fs::read_to_string(examples_dir().join(name)).unwrap()
+    let path = shipped_dir().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// An rt-app workload that keeps its per-phase log for the test to read.
@@ -80,54 +112,65 @@ const PERF: &str = "performance";
 mod examples {
     use super::*;
 
+    /// Run `file` for 0.5 s on pixel6 and check its headline; `idle` files do no work in that time.
+    fn runs_and_reports_the_run_stretch(file: &Path, idle: bool) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let r = rtapp::simulate(&common::preset("pixel6"), "pixel6", &text, &name, &cfg("schedutil", 0.5))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = &r.summary.metric;
+        assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), ("run_stretch", "x", "lower"), "{name}");
+        assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {}", m.value);
+        assert_eq!(r.summary.workload, format!("rt-app:{name}"));
+        assert_eq!(r.summary.work_done_cycles > 0.0, !idle, "{name}");
+        // Calibrated on pixel6's CPU 0, a LITTLE one: a big CPU is up to 6.4 times faster.
+        assert!(idle || m.value >= 0.15, "{name}: run stretch {}", m.value);
+    }
+
     #[test]
     fn every_example_file_runs_and_reports_the_run_stretch() {
-        let mut files: Vec<_> = std::fs::read_dir(examples_dir())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        files.sort();
-        assert_eq!(files.len(), 28, "{files:?}");
-        for f in &files {
-            let text = std::fs::read_to_string(f).unwrap();
-            let name = f.file_name().unwrap().to_string_lossy().to_string();
-            let r = rtapp::simulate(&common::preset("pixel6"), "pixel6", &text, &name, &cfg("schedutil", 0.5))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let m = &r.summary.metric;
-            assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), ("run_stretch", "x", "lower"), "{name}");
-            assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {}", m.value);
-            assert_eq!(r.summary.workload, format!("rt-app:{name}"));
-            // The merge fragments without tasks leave the system idle, and the governor-
-            // efficiency test first sleeps 1.2 s; everything else runs.
-            let idle = matches!(
-                name.as_str(),
-                "merge-global.json" | "merge-resources.json" | "cpufreq_governor_efficiency-dvfs.json"
-            );
-            assert_eq!(r.summary.work_done_cycles > 0.0, !idle, "{name}");
-            // Calibrated on pixel6's CPU 0, a LITTLE one: a big CPU is up to 6.4 times faster.
-            assert!(idle || m.value >= 0.15, "{name}: run stretch {}", m.value);
+        let shipped = json_files(&shipped_dir());
+        let names: Vec<String> = shipped.iter().map(|f| f.file_name().unwrap().to_string_lossy().into()).collect();
+        assert_eq!(names, SHIPPED, "docs/rtapp.md lists the shipped examples");
+        for f in &shipped {
+            // The governor-efficiency recipe first waits for its 1 s tick.
+            runs_and_reports_the_run_stretch(f, f.ends_with("governor-efficiency.json"));
+        }
+        if let Some(dir) = upstream_dir() {
+            let files = json_files(&dir);
+            assert_eq!(files.len(), 28, "{files:?}");
+            for f in &files {
+                // The merge fragments without tasks leave the system idle, and the governor-
+                // efficiency test first sleeps 1.2 s; everything else runs.
+                let idle = ["merge-global.json", "merge-resources.json", "cpufreq_governor_efficiency-dvfs.json"]
+                    .iter()
+                    .any(|n| f.ends_with(n));
+                runs_and_reports_the_run_stretch(f, idle);
+            }
         }
     }
 
     #[test]
     fn governor_efficiency_recipe_measures_the_run_phase() {
-        // 10 loops of (timer 1.2 s, run 0.9 s) pinned to CPU 1, calibrated at 128 ns/loop.
-        let text = example("cpufreq_governor_efficiency-dvfs.json");
-        let (r, log) = run(JUNO, PERF, &text, 5.0);
-        let running = phase(&log, "thread", "running");
-        assert_eq!(running.iterations, 3, "runs end at 2.1, 3.3 and 4.5 s: {log:?}");
-        // 900 ms rounded down to whole 128 ns loops, on a big CPU at its maximum.
-        assert!(near(running.run_us, 900_000.0, 500.0), "{running:?}");
-        assert_eq!(running.perf, Some(900_000_000 / 128).map(|l| l as f64 / 1000.0));
+        // 8 loops of (timer 1 s, run 0.7 s) pinned to CPU 1, calibrated at 96 ns/loop.
+        let text = example("governor-efficiency.json");
+        let (r, log) = run(JUNO, PERF, &text, 5.5);
+        let busy = phase(&log, "probe", "busy");
+        assert_eq!(busy.iterations, 4, "runs end at 1.7, 2.7, 3.7 and 4.7 s: {log:?}");
+        // 700 ms rounded down to whole 96 ns loops, on a big CPU (as fast as CPU 0) at its maximum.
+        assert!(near(busy.run_us, 700_000.0, 500.0), "{busy:?}");
+        assert_eq!(busy.perf, Some(700_000_000 / 96).map(|l| l as f64 / 1000.0));
         assert!(near(r.summary.metric.value, 1.0, 0.001), "{}", r.summary.metric.value);
-        // The timer fires every 1.2 s: 1.2 s of slack at the start, then 0.3 s after each run.
-        let sleeping = phase(&log, "thread", "sleeping");
-        let n = sleeping.iterations as f64;
-        let want = (1_200_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
-        assert!(near(sleeping.slack_us.unwrap(), want, 100.0), "{sleeping:?}");
+        // The timer fires every 1 s (up to 5 s): 1 s of slack at the start, then 0.3 s after
+        // each run.
+        let idle = phase(&log, "probe", "idle");
+        assert_eq!(idle.iterations, 5, "{log:?}");
+        let n = idle.iterations as f64;
+        let want = (1_000_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
+        assert!(near(idle.slack_us.unwrap(), want, 100.0), "{idle:?}");
+        // At the big CPUs' lowest frequency, half their maximum, the run takes twice as long.
         let slow = run(JUNO, "powersave", &text, 6.0).1;
-        assert!(phase(&slow, "thread", "running").run_us > 1.9 * 900_000.0, "{slow:?}");
+        assert!(phase(&slow, "probe", "busy").run_us > 1.9 * 700_000.0, "{slow:?}");
     }
 }
 
@@ -172,21 +215,38 @@ mod grammar {
 
     #[test]
     fn phases_run_in_order_with_their_loops_and_affinity() {
-        let (r, log) = run(JUNO, PERF, &example("tutorial-example8.json"), 0.2);
-        for p in ["phase1", "phase2", "phase3"] {
-            assert!(phase(&log, "thread0", p).iterations > 10, "{log:?}");
-        }
+        // One pass: warm 2 × 1.2 ms, split 1.4 ms, home 3 × 2.4 ms (on a LITTLE CPU), about
+        // 11 ms; 0.2 s holds over ten passes, the last one maybe cut short.
+        let (r, log) = run(JUNO, PERF, &example("phases-affinity.json"), 0.2);
+        let passes = phase(&log, "walker", "split").iterations;
+        assert!(passes > 10, "{log:?}");
+        let warm = phase(&log, "walker", "warm").iterations;
+        let home = phase(&log, "walker", "home").iterations;
+        assert!((2 * passes..=2 * passes + 2).contains(&warm), "{log:?}");
+        assert!((3 * passes - 3..=3 * passes).contains(&home), "{log:?}");
+        // Both runs of the split phase ran: its run time is 1 ms of work, not 0.5.
+        let split = phase(&log, "walker", "split");
+        assert_eq!(split.c_duration_us, 1000);
+        assert!(near(split.run_us, 1000.0, 5.0), "{split:?}");
         let busy: Vec<usize> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 0.0).map(|c| c.cpu).collect();
-        assert_eq!(busy, vec![0, 1, 2], "phase 1 on CPU 0, phase 2 on CPU 1, phase 3 on the task's CPU 2");
+        assert_eq!(busy, vec![0, 1, 2], "warm on CPU 0, split on CPU 1, home on the task's CPU 2");
     }
 
     #[test]
     fn fork_starts_instance_zero_templates() {
-        // thread3 (loop 1) forks thread1 and thread2 (instance 0) once each; they loop forever.
-        let (_, log) = run(JUNO, PERF, &example("tutorial-example9.json"), 0.5);
-        assert_eq!(phase(&log, "thread3", "phase1").iterations, 1);
-        assert_eq!(phase(&log, "thread3", "phase2").iterations, 1);
-        assert!(phase(&log, "thread2", "phase1").iterations > 5, "the forked template ran: {log:?}");
+        // launcher (loop 1) forks helper and worker (instance 0) once each; they loop forever.
+        let (_, log) = run(JUNO, PERF, &example("fork.json"), 0.5);
+        assert_eq!(phase(&log, "launcher", "first").iterations, 1);
+        assert_eq!(phase(&log, "launcher", "second").iterations, 1);
+        // worker, forked at about 10 ms, loops every 40 ms or so.
+        let worker = phase(&log, "worker", "worker").iterations;
+        assert!((9..=13).contains(&worker), "the forked template ran: {log:?}");
+        // Two helpers (one at launch, one forked) each loop every 17.5 ms or so (15 ms and a
+        // wake-up from idle): one alone would make half as many iterations.
+        let helper = phase(&log, "helper", "helper").iterations;
+        assert!((50..=60).contains(&helper), "{log:?}");
+        // late starts 50 ms in and runs its 10 loops of 10 ms.
+        assert_eq!(phase(&log, "late", "late").iterations, 10, "{log:?}");
     }
 }
 
@@ -277,22 +337,24 @@ mod sync {
 
     #[test]
     fn suspend_resume_ping_pong() {
-        let (_, log) = run(JUNO, PERF, &example("tutorial-example4.json"), 0.5);
-        let (a, b) = (phase(&log, "thread0", "thread0"), phase(&log, "thread1", "thread1"));
-        // Each runs 10 ms of work, then wakes the other and waits to be woken: they keep in step.
+        let (_, log) = run(JUNO, PERF, &example("ping-pong.json"), 0.5);
+        let (a, b) = (phase(&log, "ping", "ping"), phase(&log, "pong", "pong"));
+        // Each runs 8 ms of work, then wakes the other and waits to be woken: they keep in step.
         // (In rt-app the first resume is lost and they alternate; here it is remembered, so they
         // run side by side: see docs/rtapp.md, Approximations.)
-        assert!(a.iterations >= 15 && a.iterations.abs_diff(b.iterations) <= 1, "{log:?}");
+        assert!(a.iterations >= 30 && a.iterations.abs_diff(b.iterations) <= 1, "{log:?}");
     }
 
     #[test]
     fn condition_wait_and_signal_hand_over() {
-        // mp3: the decoder signals OMXCall and waits for its answer, every 30 ms.
-        let (_, log) = run(JUNO, PERF, &example("mp3-short.json"), 1.0);
-        let omx = phase(&log, "OMXCall", "OMXCall");
-        let dec = phase(&log, "mp3.decoder", "mp3.decoder");
-        assert!((30..=34).contains(&dec.iterations), "{log:?}");
-        assert!(omx.iterations.abs_diff(dec.iterations) <= 1, "{log:?}");
+        // The client signals the server and waits for its reply, every 20 ms.
+        let (_, log) = run(JUNO, PERF, &example("cond-handover.json"), 1.0);
+        let server = phase(&log, "server", "server");
+        let client = phase(&log, "client", "client");
+        assert!((47..=50).contains(&client.iterations), "{log:?}");
+        assert!(server.iterations.abs_diff(client.iterations) <= 1, "{log:?}");
+        // The client's iteration spans the server's 300 µs answer.
+        assert!(client.period_us > 1400.0 + 300.0, "{log:?}");
     }
 }
 
