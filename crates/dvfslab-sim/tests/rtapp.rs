@@ -418,3 +418,38 @@ mod errors {
         assert!(e.starts_with("rt-app: tasks.t.sleep: expected an integer"), "{e}");
     }
 }
+
+mod scale {
+    use super::*;
+    use std::fmt::Write;
+
+    /// `tasks` threads on one line: each names its own condition, a shared mutex, a shared timer,
+    /// a barrier and its neighbour, and forks a common template, so that every name is looked
+    /// up across the whole file (what used to make reading quadratic). Three log slots each.
+    fn big_file(tasks: usize) -> String {
+        let mut s = String::from(r#"{"global": {"duration": 1, "calibration": "CPU0"}, "tasks": {"#);
+        for i in 0..tasks {
+            let (m, next) = (i % 100, (i + 1) % tasks);
+            write!(
+                s,
+                r#""thread-{i}": {{"loop": -1, "phases": {{"p": {{"lock": "mutex-{m}", "signal": "cond-{i}", "unlock": "mutex-{m}", "resume": "thread-{next}", "suspend": "thread-{i}", "barrier": "barrier-{m}", "timer": {{"ref": "tick-{m}", "period": 10000}}}}, "p": {{"sleep": 100, "fork": "w"}}}}}}, "#
+            )
+            .unwrap();
+        }
+        s.push_str(r#""w": {"instance": 0, "loop": 1, "run": 10}}}"#);
+        s
+    }
+
+    #[test]
+    fn a_five_megabyte_file_is_read() {
+        let n = 20_000;
+        let text = big_file(n);
+        assert!(text.len() > 5_000_000 && !text.contains('\n'), "{}", text.len());
+        let rtapp = RtApp::parse(&text, "rt-app big.json").unwrap_or_else(|e| panic!("{e}"));
+        // Two phases per thread (the second named "p1", as workgen renames it), plus w's.
+        assert_eq!(rtapp.layout().phases.len(), 2 * n + 1);
+        assert_eq!(rtapp.layout().phases[1].phase, "p1");
+        let plat = Platform::from_json(&common::preset(JUNO), JUNO).unwrap();
+        assert_eq!(rtapp.tasks(&plat).len(), n);
+    }
+}

@@ -13,6 +13,7 @@
 //! - the v0.x grammar (`exec`/`period`/`lock_order`, the `merge-*` examples) is translated to
 //!   events in [`super::legacy`].
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::json::{Node, Value};
@@ -299,7 +300,8 @@ pub fn join(path: &str, key: &str) -> String {
 /// Names for repeated keys the way workgen renames them: the second `x` of an object becomes
 /// `x1`, and so on (a counter shared by the object, bumped past names already taken).
 pub fn workgen_names(keys: &[&str]) -> Vec<String> {
-    let mut taken: Vec<String> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::with_capacity(keys.len());
+    let mut names = Vec::with_capacity(keys.len());
     let mut next_id = 1;
     for key in keys {
         let mut name = key.to_string();
@@ -310,9 +312,10 @@ pub fn workgen_names(keys: &[&str]) -> Vec<String> {
                 name = format!("{key}{next_id}");
             }
         }
-        taken.push(name);
+        taken.insert(name.clone());
+        names.push(name);
     }
-    taken
+    names
 }
 
 fn recorded(node: &Node) -> String {
@@ -370,8 +373,9 @@ impl Default for Global {
 fn parse_global(node: &Node) -> GResult<Global> {
     let mut g = Global::default();
     let entries = object("global", node)?;
-    for (i, (key, value)) in entries.iter().enumerate() {
-        if entries[..i].iter().any(|(k, _)| k == key) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (key, value) in entries {
+        if !seen.insert(key) {
             continue; // the first occurrence wins
         }
         let path = join("global", key);
@@ -762,9 +766,10 @@ fn resolve_own_names(task: &mut TaskDef) {
 /// Names that must exist across the file: fork targets, and barriers that someone runs.
 fn check_references(tasks: &[TaskDef]) -> GResult<()> {
     let events = || tasks.iter().flat_map(|t| t.phases.iter().flat_map(move |p| p.events.iter().map(move |e| (t, e))));
+    let names: HashSet<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
     for (_, e) in events() {
         if let Event::Fork(target) = &e.event {
-            if !tasks.iter().any(|t| &t.name == target) {
+            if !names.contains(target.as_str()) {
                 let known: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
                 return Err(GrammarError {
                     path: e.path.clone(),
@@ -773,9 +778,10 @@ fn check_references(tasks: &[TaskDef]) -> GResult<()> {
             }
         }
     }
+    let parties = barrier_parties(tasks);
     for (_, e) in events() {
         if let Event::Barrier(name) = &e.event {
-            if barrier_parties(tasks, name) == 0 {
+            if parties[name] == 0 {
                 return Err(GrammarError {
                     path: e.path.clone(),
                     message: format!(
@@ -789,16 +795,18 @@ fn check_references(tasks: &[TaskDef]) -> GResult<()> {
     Ok(())
 }
 
-/// A barrier's parties: every reference to it, times the instances of the task holding it.
-pub fn barrier_parties(tasks: &[TaskDef], name: &str) -> u32 {
-    tasks
-        .iter()
-        .map(|t| {
-            let refs =
-                t.phases.iter().flat_map(|p| &p.events).filter(|e| e.event == Event::Barrier(name.into())).count();
-            refs as u32 * t.instances
-        })
-        .sum()
+/// Each barrier's parties: every reference to it, times the instances of the task holding it.
+pub fn barrier_parties(tasks: &[TaskDef]) -> HashMap<String, u32> {
+    let mut parties: HashMap<String, u32> = HashMap::new();
+    for t in tasks {
+        for e in t.phases.iter().flat_map(|p| &p.events) {
+            if let Event::Barrier(name) = &e.event {
+                let n = parties.entry(name.clone()).or_default();
+                *n = n.saturating_add(t.instances);
+            }
+        }
+    }
+    parties
 }
 
 #[cfg(test)]
@@ -860,6 +868,6 @@ mod tests {
     fn barrier_parties_count_references_times_instances() {
         let m = model(r#"{"tasks": {"a": {"instance": 3, "barrier": "b", "run": 1}, "b": {"barrier": "b", "run": 1, "barrier1": "b"}}}"#)
             .unwrap();
-        assert_eq!(barrier_parties(&m.tasks, "b"), 5);
+        assert_eq!(barrier_parties(&m.tasks)["b"], 5);
     }
 }
