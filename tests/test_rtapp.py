@@ -139,6 +139,16 @@ def test_a_run_stretches_at_a_lower_frequency(tmp_path):
             id="no such CPU",
         ),
         pytest.param(
+            '{"tasks": {"t0": {"instance": 100000000, "run": 1000}}}',
+            ["tasks.t0.instance: 100000000 threads: a run creates at most 65536"],
+            id="too many threads",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"loop": -3, "run": 1000}}}',
+            ["tasks.t0.loop: expected -1 (forever) or a count >= 1, got -3"],
+            id="negative loop",
+        ),
+        pytest.param(
             '{\n  "tasks": {\n    "t0": {"run": 1000,, }\n  }\n}',
             ["line 3, column 24"],
             id="malformed JSON",

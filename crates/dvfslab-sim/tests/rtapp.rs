@@ -400,6 +400,97 @@ mod errors {
     }
 
     #[test]
+    fn absurd_numbers_are_refused() {
+        let cases = [
+            (
+                r#"{"tasks": {"t0": {"instance": 1e8, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got 100000000.0",
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": -3, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got -3",
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": 2.5, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got 2.5",
+            ),
+            (r#"{"tasks": {"t0": {"loop": 1.5, "run": 1}}}"#, "tasks.t0.loop: expected an integer (count), got 1.5"),
+            (
+                r#"{"tasks": {"t0": {"loop": -5, "run": 1}}}"#,
+                "tasks.t0.loop: expected -1 (forever) or a count >= 1, got -5",
+            ),
+            (
+                r#"{"tasks": {"t0": {"phases": {"p": {"loop": 0, "run": 1}}}}}"#,
+                "tasks.t0.phases.p.loop: expected -1 (forever) or a count >= 1, got 0",
+            ),
+            (
+                r#"{"tasks": {"t0": {"exec": 10, "period": 100, "loop": -2}}}"#,
+                "tasks.t0.loop: expected -1 (forever) or a count >= 1, got -2",
+            ),
+            (
+                r#"{"tasks": {"t0": {"run": 3000000000}}}"#,
+                "tasks.t0.run: 3000000000 is beyond rt-app's largest integer, 2147483647 (µs)",
+            ),
+            (
+                r#"{"tasks": {"t0": {"run": 1, "memrun": {"type": "chase", "count": 9223372036854775807}}}}"#,
+                "tasks.t0.memrun.count: 9223372036854775807 is beyond rt-app's largest integer",
+            ),
+            (
+                r#"{"tasks": {"t0": {"loop": 2000000000, "run": 1}}}"#,
+                "tasks.t0.loop: the loops unroll into more than 1048576 operations",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.starts_with(&format!("rt-app bad.json: {want}")), "{text}\n  got: {e}\n want: {want}");
+        }
+    }
+
+    #[test]
+    fn more_threads_than_a_run_may_create_are_refused() {
+        let limit = dvfslab_sim::task::MAX_TASKS;
+        let cases = [
+            // One task over the limit, named at its instance with its line.
+            (
+                format!(r#"{{"tasks": {{"t0": {{"instance": {}, "run": 1}}}}}}"#, limit + 1),
+                format!("tasks.t0.instance: {} threads: a run creates at most {limit} (instances and forks together) (line 1)", limit + 1),
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": 100000000, "run": 1}}}"#.to_string(),
+                format!("tasks.t0.instance: 100000000 threads: a run creates at most {limit}"),
+            ),
+            // Tasks under the limit that together are over it, named where the count crosses it.
+            (
+                format!(r#"{{"tasks": {{"a": {{"instance": {limit}, "run": 1}}, "b": {{"instance": 1, "run": 1}}}}}}"#),
+                format!("tasks.b.instance: {} threads", limit + 1),
+            ),
+            // 100 threads fork 1000 times each (a phase of 10 loops, run 100 times).
+            (
+                r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1},
+                    "f": {"instance": 100, "loop": 100, "phases": {"p": {"loop": 10, "fork": "w", "run": 1}}}}}"#
+                    .to_string(),
+                "tasks.f.phases.p.fork: 100100 threads".to_string(),
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.starts_with(&format!("rt-app bad.json: {want}")), "{text}\n  got: {e}\n want: {want}");
+        }
+        // At the limit, and with forks whose number only the run decides, the file is read.
+        let ok = [
+            format!(r#"{{"tasks": {{"t0": {{"instance": {limit}, "run": 1}}}}}}"#),
+            r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1}, "f": {"loop": -1, "fork": "w", "run": 1}}}"#
+                .into(),
+            r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1},
+                "f": {"loop": 5, "phases": {"a": {"loop": -1, "run": 1}, "b": {"fork": "w", "run": 1}}}}}"#
+                .into(),
+        ];
+        for text in ok {
+            RtApp::parse(&text, "rt-app ok.json").unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+
+    #[test]
     fn cpus_that_do_not_exist_are_refused() {
         let text = r#"{"tasks": {"t0": {"cpus": [0, 9], "run": 1000}}}"#;
         let e =

@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::json::{Node, Value};
+use crate::task::MAX_TASKS;
 
 /// A grammar error: the JSON path and what is wrong with it (the line is in the message).
 #[derive(Clone, Debug, PartialEq)]
@@ -256,16 +257,27 @@ pub fn object<'a>(path: &str, node: &'a Node) -> GResult<&'a [(String, Node)]> {
     }
 }
 
+/// rt-app reads every number as a C `int` (json-c's `json_object_get_int`, which clamps larger
+/// ones): a value beyond it is refused rather than clamped. It also keeps every time in µs, work
+/// and count far from overflowing once scaled to ns and multiplied by instances.
+pub const RTAPP_INT_MAX: i64 = i32::MAX as i64;
+
+fn beyond_int<T>(path: &str, node: &Node, i: i64, unit: &str) -> GResult<T> {
+    fail(path, node, format!("{i} is beyond rt-app's largest integer, {RTAPP_INT_MAX} ({unit})"))
+}
+
 pub fn int(path: &str, node: &Node, unit: &str) -> GResult<i64> {
     match node.value {
-        Value::Int(i) => Ok(i),
+        Value::Int(i) if (-RTAPP_INT_MAX..=RTAPP_INT_MAX).contains(&i) => Ok(i),
+        Value::Int(i) => beyond_int(path, node, i, unit),
         ref v => fail(path, node, format!("expected an integer ({unit}), got {}", v.kind())),
     }
 }
 
 pub fn uint(path: &str, node: &Node, unit: &str) -> GResult<u64> {
     match node.value {
-        Value::Int(i) if i >= 0 => Ok(i as u64),
+        Value::Int(i) if (0..=RTAPP_INT_MAX).contains(&i) => Ok(i as u64),
+        Value::Int(i) if i > 0 => beyond_int(path, node, i, unit),
         ref v => fail(path, node, format!("expected an integer >= 0 ({unit}), got {}", v.kind())),
     }
 }
@@ -353,6 +365,7 @@ pub fn parse_model(root: &Node) -> GResult<Model> {
         }
     }
     check_references(&tasks)?;
+    check_thread_count(&tasks)?;
     Ok(Model { global, tasks })
 }
 
@@ -467,10 +480,10 @@ fn check_priority(path: &str, node: &Node, kind: PolicyKind, p: i64) -> GResult<
     }
 }
 
-fn parse_loop(path: &str, node: &Node) -> GResult<Loop> {
+pub fn parse_loop(path: &str, node: &Node) -> GResult<Loop> {
     match int(path, node, "count")? {
-        n if n < 0 => Ok(Loop::Forever),
-        0 => fail(path, node, "expected -1 (forever) or a count >= 1, got 0"),
+        -1 => Ok(Loop::Forever),
+        n if n < 1 => fail(path, node, format!("expected -1 (forever) or a count >= 1, got {n}")),
         n => Ok(Loop::Times(n as u64)),
     }
 }
@@ -534,8 +547,13 @@ fn parse_task(
     let entries = object(path, node)?;
     check_keys(path, entries, true)?;
     let instances = match get(entries, "instance") {
-        Some(n) => u32::try_from(uint(&join(path, "instance"), n, "threads")?)
-            .or_else(|_| fail(&join(path, "instance"), n, "too many instances"))?,
+        Some(n) => {
+            let count = uint(&join(path, "instance"), n, "threads")?;
+            if count > MAX_TASKS as u64 {
+                return fail(&join(path, "instance"), n, too_many_threads(count));
+            }
+            count as u32
+        }
         None => 1,
     };
     let delay_us = get(entries, "delay").map(|n| uint(&join(path, "delay"), n, "µs")).transpose()?.unwrap_or(0);
@@ -789,6 +807,46 @@ fn check_references(tasks: &[TaskDef]) -> GResult<()> {
                          parties from the tasks started at launch, so it cannot be combined with fork"
                     ),
                 });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn too_many_threads(count: u64) -> String {
+    format!("{count} threads: a run creates at most {MAX_TASKS} (instances and forks together)")
+}
+
+/// How many times each pass of a thread runs an event of phase `pi`, or None if the thread
+/// never gets there or runs it forever (a phase that loops forever is the thread's last).
+fn runs_per_thread(t: &TaskDef, pi: usize) -> Option<u64> {
+    if t.phases[..pi].iter().any(|p| p.loops == Loop::Forever) {
+        return None;
+    }
+    match (t.loops, t.phases[pi].loops) {
+        (Loop::Times(a), Loop::Times(b)) => Some(a.saturating_mul(b)),
+        _ => None,
+    }
+}
+
+/// Refuse a file that creates more than [`MAX_TASKS`] threads, counting what is known before
+/// the run: the instances, and the forks their threads make a known number of times. Forks in
+/// a loop without end, and forks by forked threads, are bounded by the run itself.
+fn check_thread_count(tasks: &[TaskDef]) -> GResult<()> {
+    let mut total: u64 = 0;
+    let mut add = |count: u64, path: String| {
+        total = total.saturating_add(count);
+        if total > MAX_TASKS as u64 {
+            return Err(GrammarError { path, message: too_many_threads(total) });
+        }
+        Ok(())
+    };
+    for t in tasks {
+        add(t.instances.into(), join(&t.path, "instance"))?;
+        for (pi, p) in t.phases.iter().enumerate() {
+            let Some(runs) = runs_per_thread(t, pi) else { continue };
+            for e in p.events.iter().filter(|e| matches!(e.event, Event::Fork(_))) {
+                add(runs.saturating_mul(t.instances.into()), e.path.clone())?;
             }
         }
     }

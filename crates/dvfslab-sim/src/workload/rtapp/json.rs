@@ -42,7 +42,8 @@ impl Value {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
             Value::Int(i) => i.to_string(),
-            Value::Float(f) => f.to_string(),
+            // `{:?}` keeps the decimal point: 1e8 reads "100000000.0", not an integer.
+            Value::Float(f) => format!("{f:?}"),
             Value::Str(s) => format!("\"{s}\""),
             Value::Array(_) => "an array".into(),
             Value::Object(_) => "an object".into(),

@@ -97,11 +97,7 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
         return fail(&join(path, "exec"), exec_node, "a v0.x thread needs exec or period > 0");
     }
     let loops = match get(entries, "loop") {
-        Some(n) => match super::grammar::int(&join(path, "loop"), n, "count")? {
-            c if c < 0 => Loop::Forever,
-            0 => return fail(&join(path, "loop"), n, "expected -1 (forever) or a count >= 1, got 0"),
-            c => Loop::Times(c as u64),
-        },
+        Some(n) => super::grammar::parse_loop(&join(path, "loop"), n)?,
         None => Loop::Forever,
     };
     let own = match get(entries, "resources") {
