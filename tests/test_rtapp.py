@@ -144,6 +144,17 @@ def test_a_run_stretches_at_a_lower_frequency(tmp_path):
             id="too many threads",
         ),
         pytest.param(
+            '{"tasks": {"a": {"lock": "x", "lock1": "y", "unlock": "y", "unlock1": "x"},'
+            ' "b": {"lock": "y", "lock1": "x", "unlock": "x", "unlock1": "y"}}}',
+            ['tasks.b.lock1: takes "x" while holding "y"', "a and b can deadlock"],
+            id="opposite lock orders",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"run": 1000, "unlock": "m"}}}',
+            ['tasks.t0.unlock: unlocks "m", which the thread does not hold'],
+            id="unlock not held",
+        ),
+        pytest.param(
             '{"tasks": {"t0": {"loop": -3, "run": 1000}}}',
             ["tasks.t0.loop: expected -1 (forever) or a count >= 1, got -3"],
             id="negative loop",

@@ -510,6 +510,139 @@ mod errors {
     }
 }
 
+mod deadlocks {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        match RtApp::parse(text, "rt-app locks.json") {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn refused(text: &str, want: &[&str]) {
+        let e = err(text);
+        assert!(e.starts_with("rt-app locks.json: tasks."), "{e}");
+        for w in want {
+            assert!(e.contains(w), "{text}\n  got: {e}\n want: {w}");
+        }
+    }
+
+    fn accepted(text: &str) {
+        RtApp::parse(text, "rt-app locks.json").unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+
+    #[test]
+    fn a_mutex_locked_twice_by_its_thread_is_refused() {
+        refused(
+            r#"{"tasks": {"t0": {"loop": -1, "phases": {"p": {"lock": "m", "run": 10, "lock1": "m", "unlock": "m"}}}}}"#,
+            &[
+                "tasks.t0.phases.p.lock1: locks \"m\" while the thread already holds it (since tasks.t0.phases.p.lock)",
+                "(line 1)",
+            ],
+        );
+        // Locked on every iteration of a phase and never unlocked: the second iteration waits.
+        refused(
+            r#"{"tasks": {"t0": {"phases": {"p": {"loop": 3, "lock": "m", "run": 10}}}}}"#,
+            &["tasks.t0.phases.p.lock: locks \"m\" while the thread already holds it"],
+        );
+        // The same across the task's loop over its phases.
+        refused(
+            r#"{"tasks": {"t0": {"loop": 2, "phases": {"a": {"lock": "m", "run": 10}, "b": {"run": 10}}}}}"#,
+            &["tasks.t0.phases.a.lock: locks \"m\""],
+        );
+        // suspend and resume take the mutex of their name when there is one.
+        refused(
+            r#"{"tasks": {"t0": {"loop": -1, "lock": "q", "suspend": "q", "unlock": "q"},
+                          "t1": {"loop": -1, "run": 10, "resume": "q"}}}"#,
+            &["tasks.t0.suspend: suspends on (taking the mutex of the same name) \"q\" while the thread already holds it"],
+        );
+        // Locked in one phase and unlocked in the next, round after round: fine.
+        accepted(
+            r#"{"tasks": {"t0": {"loop": -1, "phases": {"a": {"lock": "m", "run": 10}, "b": {"run": 10, "unlock": "m"}}}}}"#,
+        );
+    }
+
+    #[test]
+    fn unlocking_a_mutex_not_held_is_refused() {
+        refused(
+            "{\"tasks\": {\"t0\": {\n  \"run\": 10,\n  \"unlock\": \"m\"}}}",
+            &["tasks.t0.unlock: unlocks \"m\", which the thread does not hold: lock it first (line 3)"],
+        );
+        // Unlocked on every iteration, locked only once.
+        refused(
+            r#"{"tasks": {"t0": {"phases": {"a": {"lock": "m", "run": 10}, "b": {"loop": 2, "unlock": "m", "run": 10}}}}}"#,
+            &["tasks.t0.phases.b.unlock: unlocks \"m\", which the thread does not hold"],
+        );
+        // pthread_cond_wait needs its mutex locked.
+        refused(
+            r#"{"tasks": {"t0": {"run": 10, "wait": {"ref": "c", "mutex": "m"}},
+                          "t1": {"lock": "m", "signal": "c", "unlock": "m"}}}"#,
+            &["tasks.t0.wait: waits on \"c\" with the mutex \"m\", which the thread does not hold"],
+        );
+    }
+
+    #[test]
+    fn opposite_lock_orders_between_tasks_are_refused() {
+        let text = r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "y", "lock1": "x", "run": 100, "unlock": "x", "unlock1": "y"}}}"#;
+        refused(
+            text,
+            &[
+                "tasks.b.lock1: takes \"x\" while holding \"y\", but tasks.a.lock1 (line 2) takes \"y\" while \
+                 holding \"x\": a and b can deadlock",
+                "(line 3)",
+            ],
+        );
+        // Across phases, and with the inner mutex taken back by a condition wait.
+        refused(
+            r#"{"tasks": {
+                "a": {"phases": {"p": {"lock": "x", "lock1": "y", "wait": {"ref": "c", "mutex": "y"}, "unlock": "y", "unlock1": "x"}}},
+                "b": {"phases": {"q": {"lock": "y", "run": 10}, "r": {"lock": "x", "signal": "c", "unlock": "x", "unlock1": "y"}}}}}"#,
+            &["tasks.b.phases.r.lock: takes \"x\" while holding \"y\"", "a and b can deadlock"],
+        );
+        // The same order everywhere is fine.
+        accepted(
+            r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"}}}"#,
+        );
+    }
+
+    #[test]
+    fn one_thread_cannot_deadlock_with_itself_but_two_of_its_instances_can() {
+        let task = |instances: u32| {
+            format!(
+                r#"{{"tasks": {{"t": {{"instance": {instances}, "loop": -1, "phases": {{
+                    "p": {{"lock": "x", "lock1": "y", "run": 10, "unlock": "y", "unlock1": "x"}},
+                    "q": {{"lock": "y", "lock1": "x", "run": 10, "unlock": "x", "unlock1": "y"}}}}}}}}}}"#
+            )
+        };
+        accepted(&task(1));
+        refused(
+            &task(2),
+            &["tasks.t.phases.q.lock1: takes \"x\" while holding \"y\"", "two threads of t can deadlock"],
+        );
+    }
+
+    #[test]
+    fn a_circle_of_three_mutexes_is_refused() {
+        refused(
+            r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "y", "lock1": "z", "run": 100, "unlock": "z", "unlock1": "y"},
+            "c": {"loop": -1, "lock": "z", "lock1": "x", "run": 100, "unlock": "x", "unlock1": "z"}}}"#,
+            &[
+                "tasks.c.lock1: the mutexes are taken in a circle",
+                "a takes \"y\" holding \"x\" (tasks.a.lock1, line 2)",
+                "b takes \"z\" holding \"y\"",
+                "c takes \"x\" holding \"z\"",
+            ],
+        );
+    }
+}
+
 mod scale {
     use super::*;
     use std::fmt::Write;

@@ -137,6 +137,8 @@ pub struct PhaseDef {
 #[derive(Clone, Debug)]
 pub struct EventDef {
     pub path: String,
+    /// The line the event's value starts on.
+    pub line: u32,
     pub event: Event,
 }
 
@@ -366,6 +368,7 @@ pub fn parse_model(root: &Node) -> GResult<Model> {
     }
     check_references(&tasks)?;
     check_thread_count(&tasks)?;
+    super::locks::check(&tasks)?;
     Ok(Model { global, tasks })
 }
 
@@ -664,7 +667,7 @@ fn parse_events(path: &str, entries: &[(String, Node)]) -> GResult<Vec<EventDef>
         if let Some(prefix) = event_prefix(key) {
             let epath = join(path, key);
             let event = parse_event(&epath, prefix, node)?;
-            events.push(EventDef { path: epath, event });
+            events.push(EventDef { path: epath, line: node.line, event });
         }
     }
     Ok(events)
@@ -819,7 +822,7 @@ fn too_many_threads(count: u64) -> String {
 
 /// How many times each pass of a thread runs an event of phase `pi`, or None if the thread
 /// never gets there or runs it forever (a phase that loops forever is the thread's last).
-fn runs_per_thread(t: &TaskDef, pi: usize) -> Option<u64> {
+pub fn runs_per_thread(t: &TaskDef, pi: usize) -> Option<u64> {
     if t.phases[..pi].iter().any(|p| p.loops == Loop::Forever) {
         return None;
     }

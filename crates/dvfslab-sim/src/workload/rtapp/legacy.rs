@@ -129,7 +129,7 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
             let target_of = |n: &str| {
                 resources.iter().find(|r| r.name == n).and_then(|r| r.target.clone()).unwrap_or(n.to_string())
             };
-            let mut push = |event: Event| events.push(EventDef { path: epath.clone(), event });
+            let mut push = |event: Event| events.push(EventDef { path: epath.clone(), line: item.line, event });
             for (i, res) in acl.iter().enumerate() {
                 let prev_mutex = || match i.checked_sub(1).map(|p| &acl[p]) {
                     Some(p) if kind_of(p) == Kind::Mutex => Ok(p.clone()),
@@ -160,10 +160,11 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
     }
     let rest_us = exec_us.saturating_sub(used_us);
     if rest_us > 0 {
-        events.push(EventDef { path: join(path, "exec"), event: Event::Run(rest_us) });
+        events.push(EventDef { path: join(path, "exec"), line: exec_node.line, event: Event::Run(rest_us) });
     }
     events.push(EventDef {
         path: join(path, "period"),
+        line: get(entries, "period").unwrap_or(exec_node).line,
         event: Event::Timer { name: "unique-period".into(), unique: true, period_us, absolute: false },
     });
     let phase = PhaseDef {
