@@ -555,7 +555,8 @@ mod deadlocks {
         refused(
             r#"{"tasks": {"t0": {"loop": -1, "lock": "q", "suspend": "q", "unlock": "q"},
                           "t1": {"loop": -1, "run": 10, "resume": "q"}}}"#,
-            &["tasks.t0.suspend: suspends on (taking the mutex of the same name) \"q\" while the thread already holds it"],
+            &["tasks.t0.suspend: suspends on \"q\", which takes the mutex of that name, while the thread already \
+              holds it (since tasks.t0.lock)"],
         );
         // Locked in one phase and unlocked in the next, round after round: fine.
         accepted(

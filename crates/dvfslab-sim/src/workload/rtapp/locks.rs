@@ -89,14 +89,15 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
+    /// Take `m`; `what` says how, naming it ("locks \"m\"").
     fn lock(&mut self, e: &EventDef, m: &str, what: &str) -> GResult<()> {
         if let Some(i) = self.held.position(m) {
             let since = &self.held.0[i].1;
             return Err(error(
                 e,
                 format!(
-                    "{what} \"{m}\" while the thread already holds it (since {since}): the thread would wait \
-                     for itself forever; unlock it first"
+                    "{what} while the thread already holds it (since {since}): the thread would wait for \
+                     itself forever; unlock it first"
                 ),
             ));
         }
@@ -108,30 +109,32 @@ impl Walker<'_> {
         Ok(())
     }
 
+    /// Release `m`; `what` says how, naming it ("unlocks \"m\"").
     fn unlock(&mut self, e: &EventDef, m: &str, what: &str) -> GResult<()> {
         match self.held.position(m) {
             Some(i) => {
                 self.held.0.remove(i);
                 Ok(())
             }
-            None => Err(error(e, format!("{what} \"{m}\", which the thread does not hold: lock it first"))),
+            None => Err(error(e, format!("{what}, which the thread does not hold: lock it first"))),
         }
     }
 
     fn event(&mut self, e: &EventDef) -> GResult<()> {
         match &e.event {
-            Event::Lock(m) => self.lock(e, m, "locks"),
-            Event::Unlock(m) => self.unlock(e, m, "unlocks"),
+            Event::Lock(m) => self.lock(e, m, &format!("locks \"{m}\"")),
+            Event::Unlock(m) => self.unlock(e, m, &format!("unlocks \"{m}\"")),
             Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
                 // pthread_cond_wait: releases the mutex while waiting, then takes it back.
-                let what = format!("waits on \"{cond}\" with the mutex");
+                let what = format!("waits on \"{cond}\" with the mutex \"{mutex}\"");
                 self.unlock(e, mutex, &what)?;
-                self.lock(e, mutex, "takes back")
+                self.lock(e, mutex, &what)
             }
             Event::Suspend(n) | Event::Resume(n) if self.mutexes.contains(n.as_str()) => {
-                let what = if matches!(e.event, Event::Suspend(_)) { "suspends on" } else { "resumes" };
-                self.lock(e, n, &format!("{what} (taking the mutex of the same name)"))?;
-                self.unlock(e, n, what)
+                let verb = if matches!(e.event, Event::Suspend(_)) { "suspends on" } else { "resumes" };
+                let what = format!("{verb} \"{n}\", which takes the mutex of that name,");
+                self.lock(e, n, &what)?;
+                self.unlock(e, n, &what)
             }
             _ => Ok(()),
         }
