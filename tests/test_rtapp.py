@@ -12,9 +12,8 @@ import dvfslab
 from dvfslab import ConfigError
 
 SMALL = "skylake-e3-1240v5"
-# The shared material sits beside the repository (../shared), in CI too.
-DEFAULT_EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "rt-app-examples"
-EXAMPLES = Path(os.environ.get("RTAPP_EXAMPLES", DEFAULT_EXAMPLES))
+# The examples shipped in the repository (docs/rtapp.md says what each shows).
+SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "rt-app"
 
 PERIODIC = {
     "tasks": {"t0": {"cpus": [0], "run": 2000, "timer": {"ref": "unique", "period": 10000}}},
@@ -43,8 +42,20 @@ def assert_one_line_error(run, expected: list[str]) -> None:
 
 
 def example_files() -> list[Path]:
-    assert EXAMPLES.is_dir(), f"{EXAMPLES}: the rt-app examples are missing (set RTAPP_EXAMPLES)"
-    return sorted(EXAMPLES.glob("*.json"))
+    """The shipped examples, and rt-app's own when DVFSLAB_RTAPP_EXAMPLES names their folder.
+
+    A named folder that is missing is returned as it is, for the test to fail on it.
+    """
+    files = sorted(SHIPPED.glob("*.json"))
+    upstream = os.environ.get("DVFSLAB_RTAPP_EXAMPLES")
+    if upstream is not None:
+        folder = Path(upstream)
+        files += sorted(folder.glob("*.json")) if folder.is_dir() else [folder]
+    return files
+
+
+def example_id(path: Path) -> str:
+    return path.name if path.parent == SHIPPED else f"upstream/{path.name}"
 
 
 def test_cli_runs_an_rtapp_file(cli, tmp_path):
@@ -60,7 +71,7 @@ def test_cli_runs_an_rtapp_file(cli, tmp_path):
 
 
 def test_cli_shows_the_metric_of_a_shipped_example(cli):
-    path = EXAMPLES / "mp3-short.json"
+    path = SHIPPED / "cond-handover.json"
     run = cli(*run_args(path, "--duration", "0.3"))
     assert run.code == 0, run.stderr
     assert f"rt-app:{path}" in run.stdout
@@ -68,7 +79,7 @@ def test_cli_shows_the_metric_of_a_shipped_example(cli):
 
 
 def test_the_repositorys_own_example_runs_as_the_readme_shows(cli):
-    path = Path(__file__).resolve().parents[1] / "examples" / "rt-app" / "playback.json"
+    path = SHIPPED / "playback.json"
     run = cli("run", "-p", "juno-r2", "-g", "schedutil", "-w", str(path), "--json")
     assert run.code == 0, run.stderr
     result = json.loads(run.stdout)
@@ -78,8 +89,13 @@ def test_the_repositorys_own_example_runs_as_the_readme_shows(cli):
     assert sum(c["busy_pct"] > 10 for c in result["per_cpu"]) >= 2
 
 
-@pytest.mark.parametrize("path", example_files(), ids=lambda p: p.name)
+def test_the_shipped_examples_are_there():
+    assert len(list(SHIPPED.glob("*.json"))) == 12
+
+
+@pytest.mark.parametrize("path", example_files(), ids=example_id)
 def test_every_example_file_runs(path):
+    assert path.is_file(), f"DVFSLAB_RTAPP_EXAMPLES={path}: no such folder"
     result = dvfslab.simulate("pixel6", "schedutil", path, duration_s=0.2)
     assert result.workload == f"rt-app:{path}"
     assert result.metric.name == "run_stretch"
@@ -121,6 +137,27 @@ def test_a_run_stretches_at_a_lower_frequency(tmp_path):
             '{"tasks": {"t0": {"cpus": [64], "run": 1000}}}',
             ["tasks.t0.cpus: CPU 64 does not exist"],
             id="no such CPU",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"instance": 100000000, "run": 1000}}}',
+            ["tasks.t0.instance: 100000000 threads: a run creates at most 65536"],
+            id="too many threads",
+        ),
+        pytest.param(
+            '{"tasks": {"a": {"lock": "x", "lock1": "y", "unlock": "y", "unlock1": "x"},'
+            ' "b": {"lock": "y", "lock1": "x", "unlock": "x", "unlock1": "y"}}}',
+            ['tasks.b.lock1: takes "x" while holding "y"', "a and b can deadlock"],
+            id="opposite lock orders",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"run": 1000, "unlock": "m"}}}',
+            ['tasks.t0.unlock: unlocks "m", which the thread does not hold'],
+            id="unlock not held",
+        ),
+        pytest.param(
+            '{"tasks": {"t0": {"loop": -3, "run": 1000}}}',
+            ["tasks.t0.loop: expected -1 (forever) or a count >= 1, got -3"],
+            id="negative loop",
         ),
         pytest.param(
             '{\n  "tasks": {\n    "t0": {"run": 1000,, }\n  }\n}',

@@ -235,3 +235,6 @@ impl Task {
         }
     }
 }
+
+/// The most tasks one run may create (a fork bomb's bound).
+pub const MAX_TASKS: usize = 65_536;

@@ -3,6 +3,7 @@
 mod common;
 
 use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use dvfslab_sim::platform::Platform;
@@ -11,17 +12,48 @@ use dvfslab_sim::workload::rtapp::{self, PhaseFigures, RtApp, Summary};
 use dvfslab_sim::workload::{DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
-/// The rt-app examples (doc/examples of scheduler-tools/rt-app), shared by the project.
-fn examples_dir() -> std::path::PathBuf {
-    let dir = std::env::var("RTAPP_EXAMPLES")
-        .unwrap_or_else(|_| format!("{}/../../../shared/rt-app-examples", env!("CARGO_MANIFEST_DIR")));
-    let dir = std::path::PathBuf::from(dir);
-    assert!(dir.is_dir(), "{}: the rt-app examples are missing (set RTAPP_EXAMPLES)", dir.display());
-    dir
+/// The examples shipped in the repository (docs/rtapp.md says what each shows).
+fn shipped_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rt-app")
+}
+
+/// The shipped examples, by file name: the list must match the folder.
+const SHIPPED: &[&str] = &[
+    "barriers.json",
+    "broadcast-sync.json",
+    "cond-handover.json",
+    "fork.json",
+    "governor-efficiency.json",
+    "legacy-v0.json",
+    "mem-io.json",
+    "phases-affinity.json",
+    "ping-pong.json",
+    "playback.json",
+    "semaphores.json",
+    "timers.json",
+];
+
+/// rt-app's own `doc/examples`, when `DVFSLAB_RTAPP_EXAMPLES` names their folder (CI sets it).
+/// A folder that is named but missing fails the test rather than testing less.
+fn upstream_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("DVFSLAB_RTAPP_EXAMPLES")?);
+    assert!(dir.is_dir(), "DVFSLAB_RTAPP_EXAMPLES={}: no such folder", dir.display());
+    Some(dir)
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
 }
 
 fn example(name: &str) -> String {
-    std::fs::read_to_string(examples_dir().join(name)).unwrap()
+    let path = shipped_dir().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// An rt-app workload that keeps its per-phase log for the test to read.
@@ -80,54 +112,65 @@ const PERF: &str = "performance";
 mod examples {
     use super::*;
 
+    /// Run `file` for 0.5 s on pixel6 and check its headline; `idle` files do no work in that time.
+    fn runs_and_reports_the_run_stretch(file: &Path, idle: bool) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let r = rtapp::simulate(&common::preset("pixel6"), "pixel6", &text, &name, &cfg("schedutil", 0.5))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = &r.summary.metric;
+        assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), ("run_stretch", "x", "lower"), "{name}");
+        assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {}", m.value);
+        assert_eq!(r.summary.workload, format!("rt-app:{name}"));
+        assert_eq!(r.summary.work_done_cycles > 0.0, !idle, "{name}");
+        // Calibrated on pixel6's CPU 0, a LITTLE one: a big CPU is up to 6.4 times faster.
+        assert!(idle || m.value >= 0.15, "{name}: run stretch {}", m.value);
+    }
+
     #[test]
     fn every_example_file_runs_and_reports_the_run_stretch() {
-        let mut files: Vec<_> = std::fs::read_dir(examples_dir())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        files.sort();
-        assert_eq!(files.len(), 28, "{files:?}");
-        for f in &files {
-            let text = std::fs::read_to_string(f).unwrap();
-            let name = f.file_name().unwrap().to_string_lossy().to_string();
-            let r = rtapp::simulate(&common::preset("pixel6"), "pixel6", &text, &name, &cfg("schedutil", 0.5))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let m = &r.summary.metric;
-            assert_eq!((m.name.as_str(), m.unit.as_str(), m.better), ("run_stretch", "x", "lower"), "{name}");
-            assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {}", m.value);
-            assert_eq!(r.summary.workload, format!("rt-app:{name}"));
-            // The merge fragments without tasks leave the system idle, and the governor-
-            // efficiency test first sleeps 1.2 s; everything else runs.
-            let idle = matches!(
-                name.as_str(),
-                "merge-global.json" | "merge-resources.json" | "cpufreq_governor_efficiency-dvfs.json"
-            );
-            assert_eq!(r.summary.work_done_cycles > 0.0, !idle, "{name}");
-            // Calibrated on pixel6's CPU 0, a LITTLE one: a big CPU is up to 6.4 times faster.
-            assert!(idle || m.value >= 0.15, "{name}: run stretch {}", m.value);
+        let shipped = json_files(&shipped_dir());
+        let names: Vec<String> = shipped.iter().map(|f| f.file_name().unwrap().to_string_lossy().into()).collect();
+        assert_eq!(names, SHIPPED, "docs/rtapp.md lists the shipped examples");
+        for f in &shipped {
+            // The governor-efficiency recipe first waits for its 1 s tick.
+            runs_and_reports_the_run_stretch(f, f.ends_with("governor-efficiency.json"));
+        }
+        if let Some(dir) = upstream_dir() {
+            let files = json_files(&dir);
+            assert_eq!(files.len(), 28, "{files:?}");
+            for f in &files {
+                // The merge fragments without tasks leave the system idle, and the governor-
+                // efficiency test first sleeps 1.2 s; everything else runs.
+                let idle = ["merge-global.json", "merge-resources.json", "cpufreq_governor_efficiency-dvfs.json"]
+                    .iter()
+                    .any(|n| f.ends_with(n));
+                runs_and_reports_the_run_stretch(f, idle);
+            }
         }
     }
 
     #[test]
     fn governor_efficiency_recipe_measures_the_run_phase() {
-        // 10 loops of (timer 1.2 s, run 0.9 s) pinned to CPU 1, calibrated at 128 ns/loop.
-        let text = example("cpufreq_governor_efficiency-dvfs.json");
-        let (r, log) = run(JUNO, PERF, &text, 5.0);
-        let running = phase(&log, "thread", "running");
-        assert_eq!(running.iterations, 3, "runs end at 2.1, 3.3 and 4.5 s: {log:?}");
-        // 900 ms rounded down to whole 128 ns loops, on a big CPU at its maximum.
-        assert!(near(running.run_us, 900_000.0, 500.0), "{running:?}");
-        assert_eq!(running.perf, Some(900_000_000 / 128).map(|l| l as f64 / 1000.0));
+        // 8 loops of (timer 1 s, run 0.7 s) pinned to CPU 1, calibrated at 96 ns/loop.
+        let text = example("governor-efficiency.json");
+        let (r, log) = run(JUNO, PERF, &text, 5.5);
+        let busy = phase(&log, "probe", "busy");
+        assert_eq!(busy.iterations, 4, "runs end at 1.7, 2.7, 3.7 and 4.7 s: {log:?}");
+        // 700 ms rounded down to whole 96 ns loops, on a big CPU (as fast as CPU 0) at its maximum.
+        assert!(near(busy.run_us, 700_000.0, 500.0), "{busy:?}");
+        assert_eq!(busy.perf, Some(700_000_000 / 96).map(|l| l as f64 / 1000.0));
         assert!(near(r.summary.metric.value, 1.0, 0.001), "{}", r.summary.metric.value);
-        // The timer fires every 1.2 s: 1.2 s of slack at the start, then 0.3 s after each run.
-        let sleeping = phase(&log, "thread", "sleeping");
-        let n = sleeping.iterations as f64;
-        let want = (1_200_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
-        assert!(near(sleeping.slack_us.unwrap(), want, 100.0), "{sleeping:?}");
+        // The timer fires every 1 s (up to 5 s): 1 s of slack at the start, then 0.3 s after
+        // each run.
+        let idle = phase(&log, "probe", "idle");
+        assert_eq!(idle.iterations, 5, "{log:?}");
+        let n = idle.iterations as f64;
+        let want = (1_000_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
+        assert!(near(idle.slack_us.unwrap(), want, 100.0), "{idle:?}");
+        // At the big CPUs' lowest frequency, half their maximum, the run takes twice as long.
         let slow = run(JUNO, "powersave", &text, 6.0).1;
-        assert!(phase(&slow, "thread", "running").run_us > 1.9 * 900_000.0, "{slow:?}");
+        assert!(phase(&slow, "probe", "busy").run_us > 1.9 * 700_000.0, "{slow:?}");
     }
 }
 
@@ -172,21 +215,38 @@ mod grammar {
 
     #[test]
     fn phases_run_in_order_with_their_loops_and_affinity() {
-        let (r, log) = run(JUNO, PERF, &example("tutorial-example8.json"), 0.2);
-        for p in ["phase1", "phase2", "phase3"] {
-            assert!(phase(&log, "thread0", p).iterations > 10, "{log:?}");
-        }
+        // One pass: warm 2 × 1.2 ms, split 1.4 ms, home 3 × 2.4 ms (on a LITTLE CPU), about
+        // 11 ms; 0.2 s holds over ten passes, the last one maybe cut short.
+        let (r, log) = run(JUNO, PERF, &example("phases-affinity.json"), 0.2);
+        let passes = phase(&log, "walker", "split").iterations;
+        assert!(passes > 10, "{log:?}");
+        let warm = phase(&log, "walker", "warm").iterations;
+        let home = phase(&log, "walker", "home").iterations;
+        assert!((2 * passes..=2 * passes + 2).contains(&warm), "{log:?}");
+        assert!((3 * passes - 3..=3 * passes).contains(&home), "{log:?}");
+        // Both runs of the split phase ran: its run time is 1 ms of work, not 0.5.
+        let split = phase(&log, "walker", "split");
+        assert_eq!(split.c_duration_us, 1000);
+        assert!(near(split.run_us, 1000.0, 5.0), "{split:?}");
         let busy: Vec<usize> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 0.0).map(|c| c.cpu).collect();
-        assert_eq!(busy, vec![0, 1, 2], "phase 1 on CPU 0, phase 2 on CPU 1, phase 3 on the task's CPU 2");
+        assert_eq!(busy, vec![0, 1, 2], "warm on CPU 0, split on CPU 1, home on the task's CPU 2");
     }
 
     #[test]
     fn fork_starts_instance_zero_templates() {
-        // thread3 (loop 1) forks thread1 and thread2 (instance 0) once each; they loop forever.
-        let (_, log) = run(JUNO, PERF, &example("tutorial-example9.json"), 0.5);
-        assert_eq!(phase(&log, "thread3", "phase1").iterations, 1);
-        assert_eq!(phase(&log, "thread3", "phase2").iterations, 1);
-        assert!(phase(&log, "thread2", "phase1").iterations > 5, "the forked template ran: {log:?}");
+        // launcher (loop 1) forks helper and worker (instance 0) once each; they loop forever.
+        let (_, log) = run(JUNO, PERF, &example("fork.json"), 0.5);
+        assert_eq!(phase(&log, "launcher", "first").iterations, 1);
+        assert_eq!(phase(&log, "launcher", "second").iterations, 1);
+        // worker, forked at about 10 ms, loops every 40 ms or so.
+        let worker = phase(&log, "worker", "worker").iterations;
+        assert!((9..=13).contains(&worker), "the forked template ran: {log:?}");
+        // Two helpers (one at launch, one forked) each loop every 17.5 ms or so (15 ms and a
+        // wake-up from idle): one alone would make half as many iterations.
+        let helper = phase(&log, "helper", "helper").iterations;
+        assert!((50..=60).contains(&helper), "{log:?}");
+        // late starts 50 ms in and runs its 10 loops of 10 ms.
+        assert_eq!(phase(&log, "late", "late").iterations, 10, "{log:?}");
     }
 }
 
@@ -277,22 +337,24 @@ mod sync {
 
     #[test]
     fn suspend_resume_ping_pong() {
-        let (_, log) = run(JUNO, PERF, &example("tutorial-example4.json"), 0.5);
-        let (a, b) = (phase(&log, "thread0", "thread0"), phase(&log, "thread1", "thread1"));
-        // Each runs 10 ms of work, then wakes the other and waits to be woken: they keep in step.
+        let (_, log) = run(JUNO, PERF, &example("ping-pong.json"), 0.5);
+        let (a, b) = (phase(&log, "ping", "ping"), phase(&log, "pong", "pong"));
+        // Each runs 8 ms of work, then wakes the other and waits to be woken: they keep in step.
         // (In rt-app the first resume is lost and they alternate; here it is remembered, so they
         // run side by side: see docs/rtapp.md, Approximations.)
-        assert!(a.iterations >= 15 && a.iterations.abs_diff(b.iterations) <= 1, "{log:?}");
+        assert!(a.iterations >= 30 && a.iterations.abs_diff(b.iterations) <= 1, "{log:?}");
     }
 
     #[test]
     fn condition_wait_and_signal_hand_over() {
-        // mp3: the decoder signals OMXCall and waits for its answer, every 30 ms.
-        let (_, log) = run(JUNO, PERF, &example("mp3-short.json"), 1.0);
-        let omx = phase(&log, "OMXCall", "OMXCall");
-        let dec = phase(&log, "mp3.decoder", "mp3.decoder");
-        assert!((30..=34).contains(&dec.iterations), "{log:?}");
-        assert!(omx.iterations.abs_diff(dec.iterations) <= 1, "{log:?}");
+        // The client signals the server and waits for its reply, every 20 ms.
+        let (_, log) = run(JUNO, PERF, &example("cond-handover.json"), 1.0);
+        let server = phase(&log, "server", "server");
+        let client = phase(&log, "client", "client");
+        assert!((47..=50).contains(&client.iterations), "{log:?}");
+        assert!(server.iterations.abs_diff(client.iterations) <= 1, "{log:?}");
+        // The client's iteration spans the server's 300 µs answer.
+        assert!(client.period_us > 1400.0 + 300.0, "{log:?}");
     }
 }
 
@@ -338,6 +400,97 @@ mod errors {
     }
 
     #[test]
+    fn absurd_numbers_are_refused() {
+        let cases = [
+            (
+                r#"{"tasks": {"t0": {"instance": 1e8, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got 100000000.0",
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": -3, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got -3",
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": 2.5, "run": 1}}}"#,
+                "tasks.t0.instance: expected an integer >= 0 (threads), got 2.5",
+            ),
+            (r#"{"tasks": {"t0": {"loop": 1.5, "run": 1}}}"#, "tasks.t0.loop: expected an integer (count), got 1.5"),
+            (
+                r#"{"tasks": {"t0": {"loop": -5, "run": 1}}}"#,
+                "tasks.t0.loop: expected -1 (forever) or a count >= 1, got -5",
+            ),
+            (
+                r#"{"tasks": {"t0": {"phases": {"p": {"loop": 0, "run": 1}}}}}"#,
+                "tasks.t0.phases.p.loop: expected -1 (forever) or a count >= 1, got 0",
+            ),
+            (
+                r#"{"tasks": {"t0": {"exec": 10, "period": 100, "loop": -2}}}"#,
+                "tasks.t0.loop: expected -1 (forever) or a count >= 1, got -2",
+            ),
+            (
+                r#"{"tasks": {"t0": {"run": 3000000000}}}"#,
+                "tasks.t0.run: 3000000000 is beyond rt-app's largest integer, 2147483647 (µs)",
+            ),
+            (
+                r#"{"tasks": {"t0": {"run": 1, "memrun": {"type": "chase", "count": 9223372036854775807}}}}"#,
+                "tasks.t0.memrun.count: 9223372036854775807 is beyond rt-app's largest integer",
+            ),
+            (
+                r#"{"tasks": {"t0": {"loop": 2000000000, "run": 1}}}"#,
+                "tasks.t0.loop: the loops unroll into more than 1048576 operations",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.starts_with(&format!("rt-app bad.json: {want}")), "{text}\n  got: {e}\n want: {want}");
+        }
+    }
+
+    #[test]
+    fn more_threads_than_a_run_may_create_are_refused() {
+        let limit = dvfslab_sim::task::MAX_TASKS;
+        let cases = [
+            // One task over the limit, named at its instance with its line.
+            (
+                format!(r#"{{"tasks": {{"t0": {{"instance": {}, "run": 1}}}}}}"#, limit + 1),
+                format!("tasks.t0.instance: {} threads: a run creates at most {limit} (instances and forks together) (line 1)", limit + 1),
+            ),
+            (
+                r#"{"tasks": {"t0": {"instance": 100000000, "run": 1}}}"#.to_string(),
+                format!("tasks.t0.instance: 100000000 threads: a run creates at most {limit}"),
+            ),
+            // Tasks under the limit that together are over it, named where the count crosses it.
+            (
+                format!(r#"{{"tasks": {{"a": {{"instance": {limit}, "run": 1}}, "b": {{"instance": 1, "run": 1}}}}}}"#),
+                format!("tasks.b.instance: {} threads", limit + 1),
+            ),
+            // 100 threads fork 1000 times each (a phase of 10 loops, run 100 times).
+            (
+                r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1},
+                    "f": {"instance": 100, "loop": 100, "phases": {"p": {"loop": 10, "fork": "w", "run": 1}}}}}"#
+                    .to_string(),
+                "tasks.f.phases.p.fork: 100100 threads".to_string(),
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.starts_with(&format!("rt-app bad.json: {want}")), "{text}\n  got: {e}\n want: {want}");
+        }
+        // At the limit, and with forks whose number only the run decides, the file is read.
+        let ok = [
+            format!(r#"{{"tasks": {{"t0": {{"instance": {limit}, "run": 1}}}}}}"#),
+            r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1}, "f": {"loop": -1, "fork": "w", "run": 1}}}"#
+                .into(),
+            r#"{"tasks": {"w": {"instance": 0, "loop": 1, "run": 1},
+                "f": {"loop": 5, "phases": {"a": {"loop": -1, "run": 1}, "b": {"fork": "w", "run": 1}}}}}"#
+                .into(),
+        ];
+        for text in ok {
+            RtApp::parse(&text, "rt-app ok.json").unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+
+    #[test]
     fn cpus_that_do_not_exist_are_refused() {
         let text = r#"{"tasks": {"t0": {"cpus": [0, 9], "run": 1000}}}"#;
         let e =
@@ -354,5 +507,174 @@ mod errors {
         let bad = SimConfig { workload: r#"{"tasks": {"t": {"sleep": "x"}}}"#.into(), ..cfg };
         let e = dvfslab_sim::simulate(&common::preset(JUNO), JUNO, &bad).err().unwrap().to_string();
         assert!(e.starts_with("rt-app: tasks.t.sleep: expected an integer"), "{e}");
+    }
+}
+
+mod deadlocks {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        match RtApp::parse(text, "rt-app locks.json") {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn refused(text: &str, want: &[&str]) {
+        let e = err(text);
+        assert!(e.starts_with("rt-app locks.json: tasks."), "{e}");
+        for w in want {
+            assert!(e.contains(w), "{text}\n  got: {e}\n want: {w}");
+        }
+    }
+
+    fn accepted(text: &str) {
+        RtApp::parse(text, "rt-app locks.json").unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+
+    #[test]
+    fn a_mutex_locked_twice_by_its_thread_is_refused() {
+        refused(
+            r#"{"tasks": {"t0": {"loop": -1, "phases": {"p": {"lock": "m", "run": 10, "lock1": "m", "unlock": "m"}}}}}"#,
+            &[
+                "tasks.t0.phases.p.lock1: locks \"m\" while the thread already holds it (since tasks.t0.phases.p.lock)",
+                "(line 1)",
+            ],
+        );
+        // Locked on every iteration of a phase and never unlocked: the second iteration waits.
+        refused(
+            r#"{"tasks": {"t0": {"phases": {"p": {"loop": 3, "lock": "m", "run": 10}}}}}"#,
+            &["tasks.t0.phases.p.lock: locks \"m\" while the thread already holds it"],
+        );
+        // The same across the task's loop over its phases.
+        refused(
+            r#"{"tasks": {"t0": {"loop": 2, "phases": {"a": {"lock": "m", "run": 10}, "b": {"run": 10}}}}}"#,
+            &["tasks.t0.phases.a.lock: locks \"m\""],
+        );
+        // suspend and resume take the mutex of their name when there is one.
+        refused(
+            r#"{"tasks": {"t0": {"loop": -1, "lock": "q", "suspend": "q", "unlock": "q"},
+                          "t1": {"loop": -1, "run": 10, "resume": "q"}}}"#,
+            &["tasks.t0.suspend: suspends on \"q\", which takes the mutex of that name, while the thread already \
+              holds it (since tasks.t0.lock)"],
+        );
+        // Locked in one phase and unlocked in the next, round after round: fine.
+        accepted(
+            r#"{"tasks": {"t0": {"loop": -1, "phases": {"a": {"lock": "m", "run": 10}, "b": {"run": 10, "unlock": "m"}}}}}"#,
+        );
+    }
+
+    #[test]
+    fn unlocking_a_mutex_not_held_is_refused() {
+        refused(
+            "{\"tasks\": {\"t0\": {\n  \"run\": 10,\n  \"unlock\": \"m\"}}}",
+            &["tasks.t0.unlock: unlocks \"m\", which the thread does not hold: lock it first (line 3)"],
+        );
+        // Unlocked on every iteration, locked only once.
+        refused(
+            r#"{"tasks": {"t0": {"phases": {"a": {"lock": "m", "run": 10}, "b": {"loop": 2, "unlock": "m", "run": 10}}}}}"#,
+            &["tasks.t0.phases.b.unlock: unlocks \"m\", which the thread does not hold"],
+        );
+        // pthread_cond_wait needs its mutex locked.
+        refused(
+            r#"{"tasks": {"t0": {"run": 10, "wait": {"ref": "c", "mutex": "m"}},
+                          "t1": {"lock": "m", "signal": "c", "unlock": "m"}}}"#,
+            &["tasks.t0.wait: waits on \"c\" with the mutex \"m\", which the thread does not hold"],
+        );
+    }
+
+    #[test]
+    fn opposite_lock_orders_between_tasks_are_refused() {
+        let text = r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "y", "lock1": "x", "run": 100, "unlock": "x", "unlock1": "y"}}}"#;
+        refused(
+            text,
+            &[
+                "tasks.b.lock1: takes \"x\" while holding \"y\", but tasks.a.lock1 (line 2) takes \"y\" while \
+                 holding \"x\": a and b can deadlock",
+                "(line 3)",
+            ],
+        );
+        // Across phases, and with the inner mutex taken back by a condition wait.
+        refused(
+            r#"{"tasks": {
+                "a": {"phases": {"p": {"lock": "x", "lock1": "y", "wait": {"ref": "c", "mutex": "y"}, "unlock": "y", "unlock1": "x"}}},
+                "b": {"phases": {"q": {"lock": "y", "run": 10}, "r": {"lock": "x", "signal": "c", "unlock": "x", "unlock1": "y"}}}}}"#,
+            &["tasks.b.phases.r.lock: takes \"x\" while holding \"y\"", "a and b can deadlock"],
+        );
+        // The same order everywhere is fine.
+        accepted(
+            r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"}}}"#,
+        );
+    }
+
+    #[test]
+    fn one_thread_cannot_deadlock_with_itself_but_two_of_its_instances_can() {
+        let task = |instances: u32| {
+            format!(
+                r#"{{"tasks": {{"t": {{"instance": {instances}, "loop": -1, "phases": {{
+                    "p": {{"lock": "x", "lock1": "y", "run": 10, "unlock": "y", "unlock1": "x"}},
+                    "q": {{"lock": "y", "lock1": "x", "run": 10, "unlock": "x", "unlock1": "y"}}}}}}}}}}"#
+            )
+        };
+        accepted(&task(1));
+        refused(
+            &task(2),
+            &["tasks.t.phases.q.lock1: takes \"x\" while holding \"y\"", "two threads of t can deadlock"],
+        );
+    }
+
+    #[test]
+    fn a_circle_of_three_mutexes_is_refused() {
+        refused(
+            r#"{"tasks": {
+            "a": {"loop": -1, "lock": "x", "lock1": "y", "run": 100, "unlock": "y", "unlock1": "x"},
+            "b": {"loop": -1, "lock": "y", "lock1": "z", "run": 100, "unlock": "z", "unlock1": "y"},
+            "c": {"loop": -1, "lock": "z", "lock1": "x", "run": 100, "unlock": "x", "unlock1": "z"}}}"#,
+            &[
+                "tasks.c.lock1: the mutexes are taken in a circle",
+                "a takes \"y\" holding \"x\" (tasks.a.lock1, line 2)",
+                "b takes \"z\" holding \"y\"",
+                "c takes \"x\" holding \"z\"",
+            ],
+        );
+    }
+}
+
+mod scale {
+    use super::*;
+    use std::fmt::Write;
+
+    /// `tasks` threads on one line: each names its own condition, a shared mutex, a shared timer,
+    /// a barrier and its neighbour, and forks a common template, so that every name is looked
+    /// up across the whole file (what used to make reading quadratic). Three log slots each.
+    fn big_file(tasks: usize) -> String {
+        let mut s = String::from(r#"{"global": {"duration": 1, "calibration": "CPU0"}, "tasks": {"#);
+        for i in 0..tasks {
+            let (m, next) = (i % 100, (i + 1) % tasks);
+            write!(
+                s,
+                r#""thread-{i}": {{"loop": -1, "phases": {{"p": {{"lock": "mutex-{m}", "signal": "cond-{i}", "unlock": "mutex-{m}", "resume": "thread-{next}", "suspend": "thread-{i}", "barrier": "barrier-{m}", "timer": {{"ref": "tick-{m}", "period": 10000}}}}, "p": {{"sleep": 100, "fork": "w"}}}}}}, "#
+            )
+            .unwrap();
+        }
+        s.push_str(r#""w": {"instance": 0, "loop": 1, "run": 10}}}"#);
+        s
+    }
+
+    #[test]
+    fn a_five_megabyte_file_is_read() {
+        let n = 20_000;
+        let text = big_file(n);
+        assert!(text.len() > 5_000_000 && !text.contains('\n'), "{}", text.len());
+        let rtapp = RtApp::parse(&text, "rt-app big.json").unwrap_or_else(|e| panic!("{e}"));
+        // Two phases per thread (the second named "p1", as workgen renames it), plus w's.
+        assert_eq!(rtapp.layout().phases.len(), 2 * n + 1);
+        assert_eq!(rtapp.layout().phases[1].phase, "p1");
+        let plat = Platform::from_json(&common::preset(JUNO), JUNO).unwrap();
+        assert_eq!(rtapp.tasks(&plat).len(), n);
     }
 }

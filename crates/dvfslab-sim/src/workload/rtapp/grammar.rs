@@ -13,9 +13,11 @@
 //! - the v0.x grammar (`exec`/`period`/`lock_order`, the `merge-*` examples) is translated to
 //!   events in [`super::legacy`].
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::json::{Node, Value};
+use crate::task::MAX_TASKS;
 
 /// A grammar error: the JSON path and what is wrong with it (the line is in the message).
 #[derive(Clone, Debug, PartialEq)]
@@ -135,6 +137,8 @@ pub struct PhaseDef {
 #[derive(Clone, Debug)]
 pub struct EventDef {
     pub path: String,
+    /// The line the event's value starts on.
+    pub line: u32,
     pub event: Event,
 }
 
@@ -255,16 +259,27 @@ pub fn object<'a>(path: &str, node: &'a Node) -> GResult<&'a [(String, Node)]> {
     }
 }
 
+/// rt-app reads every number as a C `int` (json-c's `json_object_get_int`, which clamps larger
+/// ones): a value beyond it is refused rather than clamped. It also keeps every time in µs, work
+/// and count far from overflowing once scaled to ns and multiplied by instances.
+pub const RTAPP_INT_MAX: i64 = i32::MAX as i64;
+
+fn beyond_int<T>(path: &str, node: &Node, i: i64, unit: &str) -> GResult<T> {
+    fail(path, node, format!("{i} is beyond rt-app's largest integer, {RTAPP_INT_MAX} ({unit})"))
+}
+
 pub fn int(path: &str, node: &Node, unit: &str) -> GResult<i64> {
     match node.value {
-        Value::Int(i) => Ok(i),
+        Value::Int(i) if (-RTAPP_INT_MAX..=RTAPP_INT_MAX).contains(&i) => Ok(i),
+        Value::Int(i) => beyond_int(path, node, i, unit),
         ref v => fail(path, node, format!("expected an integer ({unit}), got {}", v.kind())),
     }
 }
 
 pub fn uint(path: &str, node: &Node, unit: &str) -> GResult<u64> {
     match node.value {
-        Value::Int(i) if i >= 0 => Ok(i as u64),
+        Value::Int(i) if (0..=RTAPP_INT_MAX).contains(&i) => Ok(i as u64),
+        Value::Int(i) if i > 0 => beyond_int(path, node, i, unit),
         ref v => fail(path, node, format!("expected an integer >= 0 ({unit}), got {}", v.kind())),
     }
 }
@@ -299,7 +314,8 @@ pub fn join(path: &str, key: &str) -> String {
 /// Names for repeated keys the way workgen renames them: the second `x` of an object becomes
 /// `x1`, and so on (a counter shared by the object, bumped past names already taken).
 pub fn workgen_names(keys: &[&str]) -> Vec<String> {
-    let mut taken: Vec<String> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::with_capacity(keys.len());
+    let mut names = Vec::with_capacity(keys.len());
     let mut next_id = 1;
     for key in keys {
         let mut name = key.to_string();
@@ -310,9 +326,10 @@ pub fn workgen_names(keys: &[&str]) -> Vec<String> {
                 name = format!("{key}{next_id}");
             }
         }
-        taken.push(name);
+        taken.insert(name.clone());
+        names.push(name);
     }
-    taken
+    names
 }
 
 fn recorded(node: &Node) -> String {
@@ -350,6 +367,8 @@ pub fn parse_model(root: &Node) -> GResult<Model> {
         }
     }
     check_references(&tasks)?;
+    check_thread_count(&tasks)?;
+    super::locks::check(&tasks)?;
     Ok(Model { global, tasks })
 }
 
@@ -370,8 +389,9 @@ impl Default for Global {
 fn parse_global(node: &Node) -> GResult<Global> {
     let mut g = Global::default();
     let entries = object("global", node)?;
-    for (i, (key, value)) in entries.iter().enumerate() {
-        if entries[..i].iter().any(|(k, _)| k == key) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (key, value) in entries {
+        if !seen.insert(key) {
             continue; // the first occurrence wins
         }
         let path = join("global", key);
@@ -463,10 +483,10 @@ fn check_priority(path: &str, node: &Node, kind: PolicyKind, p: i64) -> GResult<
     }
 }
 
-fn parse_loop(path: &str, node: &Node) -> GResult<Loop> {
+pub fn parse_loop(path: &str, node: &Node) -> GResult<Loop> {
     match int(path, node, "count")? {
-        n if n < 0 => Ok(Loop::Forever),
-        0 => fail(path, node, "expected -1 (forever) or a count >= 1, got 0"),
+        -1 => Ok(Loop::Forever),
+        n if n < 1 => fail(path, node, format!("expected -1 (forever) or a count >= 1, got {n}")),
         n => Ok(Loop::Times(n as u64)),
     }
 }
@@ -530,8 +550,13 @@ fn parse_task(
     let entries = object(path, node)?;
     check_keys(path, entries, true)?;
     let instances = match get(entries, "instance") {
-        Some(n) => u32::try_from(uint(&join(path, "instance"), n, "threads")?)
-            .or_else(|_| fail(&join(path, "instance"), n, "too many instances"))?,
+        Some(n) => {
+            let count = uint(&join(path, "instance"), n, "threads")?;
+            if count > MAX_TASKS as u64 {
+                return fail(&join(path, "instance"), n, too_many_threads(count));
+            }
+            count as u32
+        }
         None => 1,
     };
     let delay_us = get(entries, "delay").map(|n| uint(&join(path, "delay"), n, "µs")).transpose()?.unwrap_or(0);
@@ -642,7 +667,7 @@ fn parse_events(path: &str, entries: &[(String, Node)]) -> GResult<Vec<EventDef>
         if let Some(prefix) = event_prefix(key) {
             let epath = join(path, key);
             let event = parse_event(&epath, prefix, node)?;
-            events.push(EventDef { path: epath, event });
+            events.push(EventDef { path: epath, line: node.line, event });
         }
     }
     Ok(events)
@@ -762,9 +787,10 @@ fn resolve_own_names(task: &mut TaskDef) {
 /// Names that must exist across the file: fork targets, and barriers that someone runs.
 fn check_references(tasks: &[TaskDef]) -> GResult<()> {
     let events = || tasks.iter().flat_map(|t| t.phases.iter().flat_map(move |p| p.events.iter().map(move |e| (t, e))));
+    let names: HashSet<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
     for (_, e) in events() {
         if let Event::Fork(target) = &e.event {
-            if !tasks.iter().any(|t| &t.name == target) {
+            if !names.contains(target.as_str()) {
                 let known: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
                 return Err(GrammarError {
                     path: e.path.clone(),
@@ -773,9 +799,10 @@ fn check_references(tasks: &[TaskDef]) -> GResult<()> {
             }
         }
     }
+    let parties = barrier_parties(tasks);
     for (_, e) in events() {
         if let Event::Barrier(name) = &e.event {
-            if barrier_parties(tasks, name) == 0 {
+            if parties[name] == 0 {
                 return Err(GrammarError {
                     path: e.path.clone(),
                     message: format!(
@@ -789,16 +816,58 @@ fn check_references(tasks: &[TaskDef]) -> GResult<()> {
     Ok(())
 }
 
-/// A barrier's parties: every reference to it, times the instances of the task holding it.
-pub fn barrier_parties(tasks: &[TaskDef], name: &str) -> u32 {
-    tasks
-        .iter()
-        .map(|t| {
-            let refs =
-                t.phases.iter().flat_map(|p| &p.events).filter(|e| e.event == Event::Barrier(name.into())).count();
-            refs as u32 * t.instances
-        })
-        .sum()
+fn too_many_threads(count: u64) -> String {
+    format!("{count} threads: a run creates at most {MAX_TASKS} (instances and forks together)")
+}
+
+/// How many times each pass of a thread runs an event of phase `pi`, or None if the thread
+/// never gets there or runs it forever (a phase that loops forever is the thread's last).
+pub fn runs_per_thread(t: &TaskDef, pi: usize) -> Option<u64> {
+    if t.phases[..pi].iter().any(|p| p.loops == Loop::Forever) {
+        return None;
+    }
+    match (t.loops, t.phases[pi].loops) {
+        (Loop::Times(a), Loop::Times(b)) => Some(a.saturating_mul(b)),
+        _ => None,
+    }
+}
+
+/// Refuse a file that creates more than [`MAX_TASKS`] threads, counting what is known before
+/// the run: the instances, and the forks their threads make a known number of times. Forks in
+/// a loop without end, and forks by forked threads, are bounded by the run itself.
+fn check_thread_count(tasks: &[TaskDef]) -> GResult<()> {
+    let mut total: u64 = 0;
+    let mut add = |count: u64, path: String| {
+        total = total.saturating_add(count);
+        if total > MAX_TASKS as u64 {
+            return Err(GrammarError { path, message: too_many_threads(total) });
+        }
+        Ok(())
+    };
+    for t in tasks {
+        add(t.instances.into(), join(&t.path, "instance"))?;
+        for (pi, p) in t.phases.iter().enumerate() {
+            let Some(runs) = runs_per_thread(t, pi) else { continue };
+            for e in p.events.iter().filter(|e| matches!(e.event, Event::Fork(_))) {
+                add(runs.saturating_mul(t.instances.into()), e.path.clone())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each barrier's parties: every reference to it, times the instances of the task holding it.
+pub fn barrier_parties(tasks: &[TaskDef]) -> HashMap<String, u32> {
+    let mut parties: HashMap<String, u32> = HashMap::new();
+    for t in tasks {
+        for e in t.phases.iter().flat_map(|p| &p.events) {
+            if let Event::Barrier(name) = &e.event {
+                let n = parties.entry(name.clone()).or_default();
+                *n = n.saturating_add(t.instances);
+            }
+        }
+    }
+    parties
 }
 
 #[cfg(test)]
@@ -860,6 +929,6 @@ mod tests {
     fn barrier_parties_count_references_times_instances() {
         let m = model(r#"{"tasks": {"a": {"instance": 3, "barrier": "b", "run": 1}, "b": {"barrier": "b", "run": 1, "barrier1": "b"}}}"#)
             .unwrap();
-        assert_eq!(barrier_parties(&m.tasks, "b"), 5);
+        assert_eq!(barrier_parties(&m.tasks)["b"], 5);
     }
 }

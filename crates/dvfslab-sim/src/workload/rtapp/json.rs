@@ -42,7 +42,8 @@ impl Value {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
             Value::Int(i) => i.to_string(),
-            Value::Float(f) => f.to_string(),
+            // `{:?}` keeps the decimal point: 1e8 reads "100000000.0", not an integer.
+            Value::Float(f) => format!("{f:?}"),
             Value::Str(s) => format!("\"{s}\""),
             Value::Array(_) => "an array".into(),
             Value::Object(_) => "an object".into(),
@@ -87,10 +88,29 @@ struct Parser<'a> {
     line_start: usize,
 }
 
+/// A place in the text, kept to report an error that may come later (an unterminated string
+/// or comment is reported where it opens).
+#[derive(Clone, Copy)]
+struct Place {
+    pos: usize,
+    line: u32,
+    line_start: usize,
+}
+
 impl Parser<'_> {
+    fn place(&self) -> Place {
+        Place { pos: self.pos, line: self.line, line_start: self.line_start }
+    }
+
     fn error(&self, message: impl Into<String>) -> SyntaxError {
-        let column = self.text[self.line_start..self.pos.min(self.s.len())].chars().count() as u32 + 1;
-        SyntaxError { line: self.line, column, message: message.into() }
+        self.error_at(self.place(), message)
+    }
+
+    /// The column is counted in characters from the start of the line, only once an error is
+    /// certain: counting at every string would make a one-line document quadratic.
+    fn error_at(&self, at: Place, message: impl Into<String>) -> SyntaxError {
+        let column = self.text[at.line_start..at.pos.min(self.s.len())].chars().count() as u32 + 1;
+        SyntaxError { line: at.line, column, message: message.into() }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -116,12 +136,12 @@ impl Parser<'_> {
                     }
                 }
                 b'/' if self.s.get(self.pos + 1) == Some(&b'*') => {
-                    let open = self.error("unterminated /* comment");
+                    let open = self.place();
                     self.bump();
                     self.bump();
                     loop {
                         match self.peek() {
-                            None => return Err(open),
+                            None => return Err(self.error_at(open, "unterminated /* comment")),
                             Some(b'*') if self.s.get(self.pos + 1) == Some(&b'/') => {
                                 self.bump();
                                 self.bump();
@@ -217,7 +237,8 @@ impl Parser<'_> {
     }
 
     fn string(&mut self) -> Result<String, SyntaxError> {
-        let open = self.error("unterminated string");
+        let open = self.place();
+        let unterminated = |p: &Self| p.error_at(open, "unterminated string");
         self.bump(); // "
         let mut out = String::new();
         loop {
@@ -227,14 +248,14 @@ impl Parser<'_> {
             }
             out.push_str(&self.text[start..self.pos]);
             match self.peek() {
-                None | Some(b'\n') => return Err(open),
+                None | Some(b'\n') => return Err(unterminated(self)),
                 Some(b'"') => {
                     self.bump();
                     return Ok(out);
                 }
                 Some(_) => {
                     self.bump(); // backslash
-                    let Some(c) = self.peek() else { return Err(open) };
+                    let Some(c) = self.peek() else { return Err(unterminated(self)) };
                     self.bump();
                     match c {
                         b'"' => out.push('"'),

@@ -97,11 +97,7 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
         return fail(&join(path, "exec"), exec_node, "a v0.x thread needs exec or period > 0");
     }
     let loops = match get(entries, "loop") {
-        Some(n) => match super::grammar::int(&join(path, "loop"), n, "count")? {
-            c if c < 0 => Loop::Forever,
-            0 => return fail(&join(path, "loop"), n, "expected -1 (forever) or a count >= 1, got 0"),
-            c => Loop::Times(c as u64),
-        },
+        Some(n) => super::grammar::parse_loop(&join(path, "loop"), n)?,
         None => Loop::Forever,
     };
     let own = match get(entries, "resources") {
@@ -133,7 +129,7 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
             let target_of = |n: &str| {
                 resources.iter().find(|r| r.name == n).and_then(|r| r.target.clone()).unwrap_or(n.to_string())
             };
-            let mut push = |event: Event| events.push(EventDef { path: epath.clone(), event });
+            let mut push = |event: Event| events.push(EventDef { path: epath.clone(), line: item.line, event });
             for (i, res) in acl.iter().enumerate() {
                 let prev_mutex = || match i.checked_sub(1).map(|p| &acl[p]) {
                     Some(p) if kind_of(p) == Kind::Mutex => Ok(p.clone()),
@@ -164,10 +160,11 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
     }
     let rest_us = exec_us.saturating_sub(used_us);
     if rest_us > 0 {
-        events.push(EventDef { path: join(path, "exec"), event: Event::Run(rest_us) });
+        events.push(EventDef { path: join(path, "exec"), line: exec_node.line, event: Event::Run(rest_us) });
     }
     events.push(EventDef {
         path: join(path, "period"),
+        line: get(entries, "period").unwrap_or(exec_node).line,
         event: Event::Timer { name: "unique-period".into(), unique: true, period_us, absolute: false },
     });
     let phase = PhaseDef {

@@ -34,6 +34,7 @@
 //! waits for is thus remembered once (at most one, never counted up as with a channel); a
 //! broadcast releases it once per potential waiter.
 
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::grammar::{
@@ -133,30 +134,58 @@ pub fn policy_of(kind: PolicyKind, priority: i64) -> SchedPolicy {
     }
 }
 
-/// Interned names of one kind of object.
+/// Interned names of one kind of object, numbered in order of first use.
 #[derive(Default)]
-struct Names(Vec<String>);
+struct Names(HashMap<String, u32>);
 
 impl Names {
     fn id(&mut self, name: &str) -> u32 {
-        match self.0.iter().position(|n| n == name) {
-            Some(i) => i as u32,
+        if let Some(&id) = self.0.get(name) {
+            return id;
+        }
+        let id = self.0.len() as u32;
+        self.0.insert(name.to_string(), id);
+        id
+    }
+}
+
+/// Counts by name, remembering the order in which names first appeared.
+#[derive(Default)]
+struct Tally {
+    order: Vec<String>,
+    counts: HashMap<String, u32>,
+}
+
+impl Tally {
+    fn bump(&mut self, name: &str, by: u32) {
+        match self.counts.get_mut(name) {
+            Some(c) => *c = c.saturating_add(by),
             None => {
-                self.0.push(name.to_string());
-                (self.0.len() - 1) as u32
+                self.order.push(name.to_string());
+                self.counts.insert(name.to_string(), by);
             }
         }
+    }
+
+    fn get(&self, name: &str) -> Option<u32> {
+        self.counts.get(name).copied()
     }
 }
 
 /// File-wide facts the emitter needs.
 struct Facts {
-    /// Threads that may wait on each condition (for broadcasts).
-    waiters: Vec<(String, u32)>,
+    /// Threads that may wait on each condition (for broadcasts), in order of first use.
+    waiters: Tally,
     /// Names used as user mutexes (a suspend/resume on such a name also takes the mutex).
-    user_mutexes: Vec<String>,
-    /// Users of each shared timer: (name, users).
-    timer_users: Vec<(String, u32)>,
+    user_mutexes: HashSet<String>,
+    /// Users of each shared timer.
+    timer_users: Tally,
+    /// Each barrier's parties.
+    barrier_parties: HashMap<String, u32>,
+    /// Template index by task name.
+    template_of: HashMap<String, usize>,
+    /// Templates that some `fork` names.
+    fork_targets: HashSet<String>,
 }
 
 fn waited_on(e: &Event) -> Option<&str> {
@@ -173,50 +202,62 @@ fn events(t: &TaskDef) -> impl Iterator<Item = &Event> {
 
 impl Facts {
     fn new(model: &Model) -> Facts {
-        let mut waiters: Vec<(String, u32)> = Vec::new();
-        let mut timer_users: Vec<(String, u32)> = Vec::new();
-        let mut user_mutexes = Vec::new();
-        for t in &model.tasks {
-            let mut seen_c: Vec<&str> = Vec::new();
-            let mut seen_t: Vec<&str> = Vec::new();
+        let mut waiters = Tally::default();
+        let mut timer_users = Tally::default();
+        let mut user_mutexes = HashSet::new();
+        let mut fork_targets = HashSet::new();
+        let mut template_of = HashMap::new();
+        for (ti, t) in model.tasks.iter().enumerate() {
+            template_of.entry(t.name.clone()).or_insert(ti);
+            let mut seen_c: HashSet<&str> = HashSet::new();
+            let mut seen_t: HashSet<&str> = HashSet::new();
             for e in events(t) {
                 if let Some(c) = waited_on(e) {
-                    if !seen_c.contains(&c) {
-                        seen_c.push(c);
-                        bump(&mut waiters, c, t.instances.max(1));
+                    if seen_c.insert(c) {
+                        waiters.bump(c, t.instances.max(1));
                     }
                 }
                 if let Event::Timer { name, unique: false, .. } = e {
-                    if !seen_t.contains(&name.as_str()) {
-                        seen_t.push(name);
-                        bump(&mut timer_users, name, t.instances);
+                    if seen_t.insert(name) {
+                        timer_users.bump(name, t.instances);
                     }
                 }
                 if let Event::Lock(m) | Event::Unlock(m) | Event::Wait { mutex: m, .. } | Event::Sync { mutex: m, .. } =
                     e
                 {
                     if !user_mutexes.contains(m) {
-                        user_mutexes.push(m.clone());
+                        user_mutexes.insert(m.clone());
+                    }
+                }
+                if let Event::Fork(target) = e {
+                    if !fork_targets.contains(target) {
+                        fork_targets.insert(target.clone());
                     }
                 }
             }
         }
-        Facts { waiters, user_mutexes, timer_users }
+        let barrier_parties = barrier_parties(&model.tasks);
+        Facts { waiters, user_mutexes, timer_users, barrier_parties, template_of, fork_targets }
     }
 
     fn waiters(&self, cond: &str) -> u32 {
-        self.waiters.iter().find(|(c, _)| c == cond).map_or(0, |(_, n)| *n)
+        self.waiters.get(cond).unwrap_or(0)
     }
 
     fn timer_users(&self, name: &str) -> u32 {
-        self.timer_users.iter().find(|(c, _)| c == name).map_or(1, |(_, n)| (*n).max(1))
+        self.timer_users.get(name).map_or(1, |n| n.max(1))
     }
-}
 
-fn bump(list: &mut Vec<(String, u32)>, name: &str, by: u32) {
-    match list.iter_mut().find(|(n, _)| n == name) {
-        Some((_, c)) => *c += by,
-        None => list.push((name.to_string(), by)),
+    /// For each condition, in order of first use, the first template started at launch that
+    /// waits on it: that template's first instance holds the condition from the start.
+    fn first_waiters(&self, model: &Model) -> Vec<(String, usize)> {
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (ti, t) in model.tasks.iter().enumerate().filter(|(_, t)| t.instances > 0) {
+            for c in events(t).filter_map(waited_on) {
+                first.entry(c).or_insert(ti);
+            }
+        }
+        self.waiters.order.iter().filter_map(|c| first.get(c.as_str()).map(|&ti| (c.clone(), ti))).collect()
     }
 }
 
@@ -228,21 +269,18 @@ pub fn lower(model: &Model) -> GResult<(Layout, Built)> {
     let mut built = Built::default();
     // Conditions held from the start by the first instance of the first task that waits on them.
     let mut prologues: Vec<Vec<Op>> = vec![Vec::new(); model.tasks.len()];
-    for (cond, _) in &facts.waiters {
-        if let Some(ti) =
-            model.tasks.iter().position(|t| t.instances > 0 && events(t).any(|e| waited_on(e) == Some(cond)))
-        {
-            prologues[ti].push(Op::Lock { id: ids.cond(cond) });
-        }
+    for (cond, ti) in facts.first_waiters(model) {
+        prologues[ti].push(Op::Lock { id: ids.cond(&cond) });
     }
     let mut phase_base = 0;
-    let mut shared_timer_offsets: Vec<(String, u32)> = Vec::new();
+    // Threads started so far on each shared timer.
+    let mut shared_timer_offsets: HashMap<&str, u32> = HashMap::new();
     for (ti, t) in model.tasks.iter().enumerate() {
         let mut em =
             Emitter { model, facts: &facts, layout: &layout, ids: &mut ids, template: ti, phase_base, ops: Vec::new() };
         // Up to three variants: forked (for fork targets; others get a placeholder that the
         // table needs), the first instance's (with the prologue) and the other instances'.
-        let forked_target = model.tasks.iter().any(|x| events(x).any(|e| *e == Event::Fork(t.name.clone())));
+        let forked_target = facts.fork_targets.contains(&t.name);
         let forked = if forked_target { em.program(t, &[], true)? } else { vec![Op::Exit] };
         built.programs.push(forked);
         built.fork_table.push(built.programs.len() - 1);
@@ -268,15 +306,9 @@ pub fn lower(model: &Model) -> GResult<(Layout, Built)> {
         for i in 0..t.instances {
             let offset_us = match shared {
                 Some((name, period_us)) => {
-                    let slot = match shared_timer_offsets.iter_mut().find(|(n, _)| n == name) {
-                        Some((_, j)) => j,
-                        None => {
-                            shared_timer_offsets.push((name.clone(), 0));
-                            &mut shared_timer_offsets.last_mut().expect("pushed").1
-                        }
-                    };
-                    *slot += 1;
-                    (*slot as u64 - 1) * period_us
+                    let started = shared_timer_offsets.entry(name.as_str()).or_default();
+                    *started += 1;
+                    (*started as u64 - 1) * period_us
                 }
                 None => 0,
             };
@@ -595,10 +627,10 @@ impl Emitter<'_> {
             }
             Event::Barrier(b) => {
                 let id = self.ids.barriers.id(b);
-                self.ops.push(Op::Barrier { id, n: barrier_parties(&self.model.tasks, b) });
+                self.ops.push(Op::Barrier { id, n: self.facts.barrier_parties[b] });
             }
             Event::Fork(target) => {
-                let program = self.model.tasks.iter().position(|x| &x.name == target).expect("checked") as u32;
+                let program = self.facts.template_of[target] as u32;
                 self.ops.push(Op::Spawn { program, count: 1 });
             }
             Event::Yield => self.ops.push(Op::Yield),

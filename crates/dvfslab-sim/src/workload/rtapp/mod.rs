@@ -5,7 +5,9 @@
 //! ones later), each running its phases in order: fixed work (`run`), fixed time (`runtime`),
 //! sleeps, periodic timers, mutexes, conditions, suspend/resume, semaphores, barriers, forks,
 //! yields, memory and I/O. Scheduling policy and priority, affinity (per phase too), uclamp
-//! and the start delay are applied. See docs/rtapp.md for every event's mapping.
+//! and the start delay are applied. See docs/rtapp.md for every event's mapping. A file that
+//! would deadlock on its mutexes, or create more than [`crate::task::MAX_TASKS`] threads, is
+//! refused before the run (see `locks`).
 //!
 //! **Calibration.** `run t` is fixed work: the work the calibration CPU does in t µs at its
 //! maximum frequency and capacity (`"calibration": "CPUn"`; an integer ns-per-loop is taken as
@@ -34,6 +36,7 @@
 mod grammar;
 mod json;
 mod legacy;
+mod locks;
 pub mod lower;
 pub mod metric;
 
