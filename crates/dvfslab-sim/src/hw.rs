@@ -674,8 +674,14 @@ impl Sim {
         self.stats.counters.iter_mut().for_each(|n| *n = 0);
         self.stats.responses_ns.clear();
         self.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.stats.work_done_before_warmup = self.tasks.iter().map(|t| t.work_done).sum();
+        self.stats.work_done_before_warmup = self.workload_work_done();
         self.stats.time_to_top_ns = None;
+    }
+
+    /// Work the workload's own tasks have done so far (cycles at base frequency): background
+    /// kernel threads' work is not the benchmark's.
+    fn workload_work_done(&self) -> f64 {
+        self.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
     }
 
     /// Settle every account at the end of the run.
@@ -693,7 +699,7 @@ impl Sim {
         }
         self.rapl_sample();
         self.stats.sim_time_ns = end - self.warmup_ns;
-        self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum::<f64>() - self.stats.work_done_before_warmup;
+        self.stats.work_done = self.workload_work_done() - self.stats.work_done_before_warmup;
         self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.cpus.len() {
