@@ -602,7 +602,8 @@ impl Sim {
         c.seg_rate = rate;
         c.seg_token = c.seg_token.wrapping_add(1);
         let start = now.max(c.stall_until).max(c.halt_until);
-        let end = start + (left / rate).ceil() as u64;
+        // Work too long for the clock (a fuzzed rt-app runtime) ends never rather than wrapping.
+        let end = start.saturating_add((left / rate).ceil() as u64);
         let token = c.seg_token;
         self.q.push(end, Event::SegmentEnd { cpu: cpu as u32, token });
     }
