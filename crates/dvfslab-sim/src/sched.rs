@@ -69,7 +69,7 @@ const MAX_PROGRAM_NESTING: u32 = 64;
 const MAX_INHERITED_NAME_LEN: usize = 48;
 
 /// What is left to do of a task's sleep or exit after its CPU has switched to the next task.
-enum Unfinished {
+pub(crate) enum Unfinished {
     /// The governor callback of the sleep's dequeue (RT or CFS).
     Sleep { cpu: usize, rt: bool },
     /// Waking the exited task's parent if it waits for its children.
@@ -236,15 +236,34 @@ impl Sim {
     fn queue_push(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.push(task);
-        c.queue_by_vruntime.insert((self.tasks[task].vruntime, task));
+        c.queue_min_vruntime = c.queue_min_vruntime.min(self.tasks[task].vruntime);
     }
 
     /// Take `task` out of the tasks waiting on `cpu`.
     fn queue_remove(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.retain(|&t| t != task);
-        let found = c.queue_by_vruntime.remove(&(self.tasks[task].vruntime, task));
-        debug_assert!(found, "task {task} waits on CPU {cpu} with the vruntime it queued with");
+        if self.tasks[task].vruntime == c.queue_min_vruntime {
+            c.queue_min_stale = true;
+        }
+    }
+
+    /// The smallest vruntime among the tasks waiting on `cpu`, if any.
+    fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
+        let c = &self.cpus[cpu];
+        if c.queue_min_stale {
+            let min = c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX);
+            let c = &mut self.cpus[cpu];
+            c.queue_min_vruntime = min;
+            c.queue_min_stale = false;
+        }
+        let c = &self.cpus[cpu];
+        debug_assert_eq!(
+            c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX),
+            c.queue_min_vruntime,
+            "a waiting task's vruntime changed"
+        );
+        (!c.queue.is_empty()).then_some(c.queue_min_vruntime)
     }
 
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
@@ -517,7 +536,7 @@ impl Sim {
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
-        let queued_min = self.cpus[cpu].queue_by_vruntime.first().map(|&(v, _)| v);
+        let queued_min = self.queued_min_vruntime(cpu);
         let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
         self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
     }
@@ -657,11 +676,17 @@ impl Sim {
             return;
         }
         self.program_nesting += 1;
-        let mut unfinished = Vec::new();
+        // One stack for every nesting level: a level finishes its own entries, above `base`.
+        let mut unfinished = std::mem::take(&mut self.unfinished);
+        let base = unfinished.len();
         while self.interpret(cpu, &mut unfinished) {}
-        while let Some(left) = unfinished.pop() {
+        while unfinished.len() > base {
+            let left = unfinished.pop().expect("above base");
+            self.unfinished = unfinished;
             self.finish_switch(left);
+            unfinished = std::mem::take(&mut self.unfinished);
         }
+        self.unfinished = unfinished;
         self.program_nesting -= 1;
     }
 

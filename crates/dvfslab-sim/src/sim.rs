@@ -58,9 +58,12 @@ pub(crate) struct Cpu {
     pub curr: Option<usize>,
     /// Tasks waiting to run (not the current one).
     pub queue: Vec<usize>,
-    /// The waiting tasks by (vruntime, id): a queued task's vruntime does not change while it
-    /// waits, so the smallest is at hand without a scan of `queue`.
-    pub queue_by_vruntime: std::collections::BTreeSet<(u64, usize)>,
+    /// The smallest vruntime among the waiting tasks (u64::MAX with none), unless `stale`: a
+    /// queued task's vruntime does not change while it waits, so only taking out the task that
+    /// held it makes it stale (`Sim::queued_min_vruntime`), and a burst of enqueues costs no
+    /// scan of `queue`.
+    pub queue_min_vruntime: u64,
+    pub queue_min_stale: bool,
     /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,
@@ -233,6 +236,8 @@ pub struct Sim {
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
     pub(crate) program_nesting: u32,
+    /// What is left of the switches of the programs under way (`Sim::run_program`).
+    pub(crate) unfinished: Vec<crate::sched::Unfinished>,
     /// An error met within an event (a fork past [`MAX_TASKS`]): the run stops with it.
     pub(crate) failure: Option<SimError>,
     pub(crate) deferred_programs: Vec<(usize, usize, u32)>,
@@ -310,7 +315,8 @@ impl Sim {
             .map(|c| Cpu {
                 curr: None,
                 queue: Vec::new(),
-                queue_by_vruntime: Default::default(),
+                queue_min_vruntime: u64::MAX,
+                queue_min_stale: false,
                 runnable_load: 0,
                 min_vruntime: 0,
                 avg: SchedAvg::default(),
@@ -458,6 +464,7 @@ impl Sim {
             live_tasks: 0,
             waiting: 0,
             program_nesting: 0,
+            unfinished: Vec::new(),
             failure: None,
             deferred_programs: Vec::new(),
             events: 0,
