@@ -4,6 +4,7 @@ Private: use the `dvfslab` package, which wraps these calls. Everything structur
 boundary as JSON text, except the timelines, which come as columns of Python lists.
 """
 
+from collections.abc import Callable
 from typing import TypedDict
 
 class DvfsError(Exception):
@@ -97,13 +98,16 @@ def simulate(
     timeline: bool,
     explain: bool = False,
     workload_source: str | None = None,
+    progress: Callable[[float, float], object] | None = None,
 ) -> SimulateOutput:
     """Run one simulation.
 
     `platform_source` names the preset in error messages (a file path or a preset id);
     `governor` and `workload` are spec strings (`name:key=value,...`); `duration_ns=None` runs
     the workload's default duration. With `workload_source` (an rt-app file's name, used in
-    errors and as the result's workload), `workload` is that file's text.
+    errors and as the result's workload), `workload` is that file's text. Every 2^16 events
+    the run checks for signals (Ctrl-C raises KeyboardInterrupt) and calls
+    `progress(now_s, end_s)`; an exception from either stops the run and is raised.
     """
 
 def governors() -> str:

@@ -3,6 +3,8 @@
 example: 108 runs, 36 already stored, 72 to run
 example: 40/72 runs (56%), 0:00:10 elapsed, ETA 0:00:08
 example: 72/72 runs in 0:00:18
+
+One long simulation (`run_progress`) shows a bar of simulated seconds on a terminal only.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TextIO
 
 PLAIN_INTERVAL_S = 10.0
+# A single run shows its bar only once it has taken this long: short runs stay quiet.
+RUN_BAR_DELAY_S = 1.0
 
 
 class Progress:
@@ -126,3 +130,60 @@ class Progress:
 
 def _clock(seconds: float) -> str:
     return str(timedelta(seconds=round(seconds)))
+
+
+@contextlib.contextmanager
+def run_progress(
+    title: str, enabled: bool, stream: TextIO | None = None
+) -> Iterator[Callable[[float, float], None] | None]:
+    """A `progress(now_s, end_s)` callback for one simulation (`dvfslab.simulate`) that draws
+    a transient bar of simulated seconds on `stream` (stderr) once the run has taken
+    `RUN_BAR_DELAY_S`; None, and nothing shown, if not `enabled` or not on a terminal."""
+    out = stream or sys.stderr
+    if not enabled or not out.isatty():
+        yield None
+        return
+    shown = _RunBar(title, out)
+    try:
+        yield shown.update
+    finally:
+        shown.close()
+
+
+class _RunBar:
+    def __init__(self, title: str, stream: TextIO) -> None:
+        self.title = title
+        self.stream = stream
+        self.started = time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def update(self, now_s: float, end_s: float) -> None:
+        if self._bar is None:
+            if time.monotonic() - self.started < RUN_BAR_DELAY_S:
+                return
+            self._open(end_s)
+        self._bar.update(self._task, completed=now_s, total=end_s)
+
+    def _open(self, end_s: float) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
+
+        self._bar = RichProgress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.3g}/{task.total:.3g} s simulated"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=self.stream),
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(self.title, total=end_s)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Union
 
@@ -28,6 +29,7 @@ def simulate(
     seed: int = 0,
     timeline: bool = False,
     explain: bool = False,
+    progress: Callable[[float, float], None] | None = None,
 ) -> SimResult:
     """Simulate `workload` on `platform` under `governor` and return what it cost and achieved.
 
@@ -39,8 +41,11 @@ def simulate(
     seed:       the run's only source of randomness: same inputs and seed, same result
     timeline:   also record per-CPU frequency, util_avg and idle-state timelines
     explain:    also record every frequency decision with its inputs (`df_decisions()`)
+    progress:   called as progress(now_s, end_s) with the simulated time reached, every 65536
+                events (some tens of ms); an exception it raises stops the run
 
-    Raises ConfigError (a ValueError) for bad input and SimulationError if the run fails.
+    Ctrl-C stops a run with KeyboardInterrupt. Raises ConfigError (a ValueError) for bad
+    input and SimulationError if the run fails.
     """
     platform_json, source = load_platform(platform)
     workload_text, workload_source = _workload(workload)
@@ -54,6 +59,7 @@ def simulate(
         bool(timeline),
         bool(explain),
         workload_source,
+        progress,
     )
     return SimResult(output["result_json"], output["timeline"], output["explain"])
 

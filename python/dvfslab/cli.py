@@ -18,6 +18,7 @@ from dvfslab import __version__, _core
 from dvfslab._cli_campaign import add_campaign, add_compare, add_validate
 from dvfslab._core import ConfigError, DvfsError
 from dvfslab._files import replace_atomically
+from dvfslab._progress import run_progress
 from dvfslab._table import fmt_number, fmt_seconds, print_fields, print_table
 from dvfslab.api import checked_seed, duration_ns, simulate
 from dvfslab.platforms import describe_platform, list_platforms, load_platform
@@ -272,15 +273,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         if trace.suffix.lower() not in (".json", ".txt"):
             raise ConfigError(f"--trace {trace}: expected a .json (Perfetto) or .txt (ftrace) file")
 
-    result = simulate(
-        args.platform,
-        args.governor,
-        args.workload,
-        duration_s=args.duration,
-        seed=args.seed,
-        timeline=timeline is not None or trace is not None,
-        explain=args.explain is not None,
-    )
+    # A bar on a terminal; none when the output is JSON for a pipe or a file.
+    quiet = args.json and not sys.stdout.isatty()
+    with run_progress("simulating", enabled=not quiet) as progress:
+        result = simulate(
+            args.platform,
+            args.governor,
+            args.workload,
+            duration_s=args.duration,
+            seed=args.seed,
+            timeline=timeline is not None or trace is not None,
+            explain=args.explain is not None,
+            progress=progress,
+        )
     if timeline is not None:
         result.write_timeline(timeline)
     if trace is not None:

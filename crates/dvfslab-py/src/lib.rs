@@ -6,7 +6,12 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dvfslab_sim::{governor, workload, Platform, SimConfig, SimError};
+use std::ops::ControlFlow;
+
+use dvfslab_sim::sim::Progress;
+use dvfslab_sim::{governor, workload, Platform, Sim, SimConfig, SimError};
+
+type SimResultOf<T> = dvfslab_sim::Result<T>;
 
 create_exception!(_core, DvfsError, PyException, "Root of every dvfslab error.");
 create_exception!(_core, SimulationError, DvfsError, "The simulation reached a state it cannot go on from.");
@@ -21,10 +26,50 @@ fn to_py(py: Python<'_>, err: SimError) -> PyErr {
     }
 }
 
+/// Build the simulation: of the workload spec in `cfg`, or of the rt-app file text in it.
+fn build_sim(
+    platform_json: &str,
+    platform_source: &str,
+    cfg: &SimConfig,
+    rtapp_file: Option<&str>,
+) -> SimResultOf<Sim> {
+    let plat = Platform::from_json(platform_json, platform_source)?;
+    match rtapp_file {
+        None => Sim::new(plat, cfg),
+        Some(file) => {
+            let rtapp = workload::rtapp::RtApp::parse(&cfg.workload, &format!("rt-app {file}"))?;
+            rtapp.check(&plat)?;
+            Sim::with_workload(plat, cfg, Box::new(rtapp), format!("rt-app:{file}"))
+        }
+    }
+}
+
+/// The run's progress hook: Python's pending signals (Ctrl-C raises KeyboardInterrupt
+/// there), then the caller's `progress(now_s, end_s)`. An exception stops the run; it is kept
+/// in `raised` for the caller to raise.
+fn python_hook(progress: Option<&PyObject>, raised: &mut Option<PyErr>, at: Progress) -> ControlFlow<()> {
+    let outcome = Python::with_gil(|py| {
+        py.check_signals()?;
+        if let Some(callback) = progress {
+            callback.call1(py, (at.now_ns as f64 / 1e9, at.end_ns as f64 / 1e9))?;
+        }
+        Ok::<(), PyErr>(())
+    });
+    match outcome {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(e) => {
+            *raised = Some(e);
+            ControlFlow::Break(())
+        }
+    }
+}
+
 /// Run one simulation; returns {"result_json": str, "timeline": dict | None}. With
-/// `workload_source` (a file name), `workload` is the text of that rt-app file.
+/// `workload_source` (a file name), `workload` is the text of that rt-app file. Signals are
+/// checked, and `progress(now_s, end_s)` called, every 2^16 events of the run: Ctrl-C stops it
+/// with KeyboardInterrupt, and an exception `progress` raises stops it too.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -37,15 +82,19 @@ fn simulate<'py>(
     timeline: bool,
     explain: bool,
     workload_source: Option<String>,
+    progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline, explain };
-    let (pj, ps) = (platform_json.to_string(), platform_source.to_string());
-    let outcome = py.allow_threads(move || {
-        std::panic::catch_unwind(move || match workload_source {
-            Some(file) => workload::rtapp::simulate(&pj, &ps, &cfg.workload, &file, &cfg),
-            None => dvfslab_sim::simulate(&pj, &ps, &cfg),
-        })
+    let mut raised: Option<PyErr> = None;
+    let outcome = py.allow_threads(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let sim = build_sim(platform_json, platform_source, &cfg, workload_source.as_deref())?;
+            sim.run_with_progress(&mut |at| python_hook(progress.as_ref(), &mut raised, at))
+        }))
     });
+    if let Some(e) = raised {
+        return Err(e);
+    }
     let result = match outcome {
         Ok(r) => r.map_err(|e| to_py(py, e))?,
         Err(_) => return Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),

@@ -118,10 +118,15 @@ impl Sim {
         groups.into_iter().map(|(_, g)| g).collect()
     }
 
-    /// Runnable load of `cpu`: its runnable tasks' load averages.
+    /// Runnable load of `cpu`: its runnable tasks' load averages (a sum kept up to date, so
+    /// that placing many tasks costs no scan of each run-queue).
     pub(crate) fn runnable_load(&self, cpu: usize) -> u64 {
         let c = &self.cpus[cpu];
-        c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum()
+        debug_assert_eq!(
+            c.runnable_load,
+            c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum::<u64>()
+        );
+        c.runnable_load
     }
 
     /// Load average of `cpu` with blocked load (decayed to now on an idle CPU), and at least

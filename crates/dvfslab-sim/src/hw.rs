@@ -602,7 +602,8 @@ impl Sim {
         c.seg_rate = rate;
         c.seg_token = c.seg_token.wrapping_add(1);
         let start = now.max(c.stall_until).max(c.halt_until);
-        let end = start + (left / rate).ceil() as u64;
+        // Work too long for the clock (a fuzzed rt-app runtime) ends never rather than wrapping.
+        let end = start.saturating_add((left / rate).ceil() as u64);
         let token = c.seg_token;
         self.q.push(end, Event::SegmentEnd { cpu: cpu as u32, token });
     }
@@ -674,8 +675,14 @@ impl Sim {
         self.stats.counters.iter_mut().for_each(|n| *n = 0);
         self.stats.responses_ns.clear();
         self.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.stats.work_done_before_warmup = self.tasks.iter().map(|t| t.work_done).sum();
+        self.stats.work_done_before_warmup = self.workload_work_done();
         self.stats.time_to_top_ns = None;
+    }
+
+    /// Work the workload's own tasks have done so far (cycles at base frequency): background
+    /// kernel threads' work is not the benchmark's.
+    fn workload_work_done(&self) -> f64 {
+        self.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
     }
 
     /// Settle every account at the end of the run.
@@ -693,7 +700,7 @@ impl Sim {
         }
         self.rapl_sample();
         self.stats.sim_time_ns = end - self.warmup_ns;
-        self.stats.work_done = self.tasks.iter().map(|t| t.work_done).sum::<f64>() - self.stats.work_done_before_warmup;
+        self.stats.work_done = self.workload_work_done() - self.stats.work_done_before_warmup;
         self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.cpus.len() {

@@ -395,6 +395,10 @@ fn interpolate_voltage(curve: &[(u32, f64)], khz: u32) -> f64 {
     curve[curve.len() - 1].1
 }
 
+/// The most logical CPUs a platform may have: far above today's largest machines, and a bound
+/// on the per-CPU state a run allocates.
+pub const MAX_CPUS: usize = 16_384;
+
 fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     let err = |field: &str, msg: String| Err(SimError::config(source, field, msg));
     if f.schema != SCHEMA {
@@ -496,6 +500,10 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         if p.p_leak_ref_mw < 0.0 {
             return err(&at("power.p_leak_ref_mw"), "expected >= 0".into());
         }
+        if c.idle_states.is_empty() {
+            // A CPU with nothing to run sits in one of these states; C1 at least always exists.
+            return err(&at("idle_states"), "expected at least one idle state (e.g. C1)".into());
+        }
         for (j, s) in c.idle_states.iter().enumerate() {
             if s.exit_latency_us < 0.0 || s.target_residency_us < 0.0 {
                 return err(&at(&format!("idle_states[{j}]")), "latencies must be >= 0".into());
@@ -515,6 +523,14 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
                 );
             }
         }
+    }
+    let cores_per_package: u64 = f.clusters.iter().map(|c| c.cores_per_package as u64).sum();
+    let ncpus = t.packages as u64 * cores_per_package * t.threads_per_core as u64;
+    if ncpus > MAX_CPUS as u64 {
+        return err(
+            "clusters",
+            format!("{ncpus} CPUs in all (packages × cores_per_package × threads_per_core); at most {MAX_CPUS}"),
+        );
     }
     let pp = &f.package_power;
     if pp.p_uncore_active_w < 0.0 || pp.p_pkg_idle_w < 0.0 || pp.p_uncore_dyn_w < 0.0 {

@@ -61,6 +61,20 @@ fn next_avg_idle(avg_ns: u64, sample_ns: u64) -> u64 {
 const RR_TIMESLICE_NS: u64 = 100_000_000;
 /// Steps a program may take without running, blocking or exiting before it is declared stuck.
 const MAX_INSTANT_STEPS: usize = 10_000;
+/// Programs interpreted within programs (see [`Sim::run_program`]) at most: a bound on the
+/// stack whatever the workload, far above what wake-up chains reach in practice.
+const MAX_PROGRAM_NESTING: u32 = 64;
+/// A forked task's name is its parent's with its id appended while the parent's is shorter
+/// than this (see `Sim::child_name`).
+const MAX_INHERITED_NAME_LEN: usize = 48;
+
+/// What is left to do of a task's sleep or exit after its CPU has switched to the next task.
+pub(crate) enum Unfinished {
+    /// The governor callback of the sleep's dequeue (RT or CFS).
+    Sleep { cpu: usize, rt: bool },
+    /// Waking the exited task's parent if it waits for its children.
+    Exit { cpu: usize, task: usize },
+}
 
 impl Sim {
     fn sched_latency_ns(&self) -> u64 {
@@ -186,6 +200,7 @@ impl Sim {
         let now = self.cpu_pelt_now(cpu);
         let waited_until = self.cpus[cpu].stall_pelt_end;
         let t = &mut self.tasks[task];
+        let load_before = t.avg.load_avg;
         if running && t.avg.last_update_time < waited_until && waited_until <= now {
             // The current task was woken only once its CPU had left its idle state.
             if t.avg.update(waited_until, 0, 0, false, t.weight, self.pelt_shift) {
@@ -195,6 +210,60 @@ impl Sim {
         if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
             t.util_est.on_pelt_refresh();
         }
+        if t.on_rq {
+            let rq = &mut self.cpus[cpu].runnable_load;
+            *rq = *rq - load_before + t.avg.load_avg;
+        }
+    }
+
+    /// `task` joins the run-queue of `cpu` (its CPU), current or waiting.
+    fn rq_attach(&mut self, task: usize, cpu: usize) {
+        let t = &mut self.tasks[task];
+        debug_assert!(!t.on_rq && t.cpu == cpu);
+        t.on_rq = true;
+        self.cpus[cpu].runnable_load += t.avg.load_avg;
+    }
+
+    /// `task` leaves the run-queue of `cpu` (its CPU).
+    fn rq_detach(&mut self, task: usize, cpu: usize) {
+        let t = &mut self.tasks[task];
+        debug_assert!(t.on_rq && t.cpu == cpu);
+        t.on_rq = false;
+        self.cpus[cpu].runnable_load -= t.avg.load_avg;
+    }
+
+    /// Add `task` to the tasks waiting on `cpu`.
+    fn queue_push(&mut self, cpu: usize, task: usize) {
+        let c = &mut self.cpus[cpu];
+        c.queue.push(task);
+        c.queue_min_vruntime = c.queue_min_vruntime.min(self.tasks[task].vruntime);
+    }
+
+    /// Take `task` out of the tasks waiting on `cpu`.
+    fn queue_remove(&mut self, cpu: usize, task: usize) {
+        let c = &mut self.cpus[cpu];
+        c.queue.retain(|&t| t != task);
+        if self.tasks[task].vruntime == c.queue_min_vruntime {
+            c.queue_min_stale = true;
+        }
+    }
+
+    /// The smallest vruntime among the tasks waiting on `cpu`, if any.
+    fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
+        let c = &self.cpus[cpu];
+        if c.queue_min_stale {
+            let min = c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX);
+            let c = &mut self.cpus[cpu];
+            c.queue_min_vruntime = min;
+            c.queue_min_stale = false;
+        }
+        let c = &self.cpus[cpu];
+        debug_assert_eq!(
+            c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX),
+            c.queue_min_vruntime,
+            "a waiting task's vruntime changed"
+        );
+        (!c.queue.is_empty()).then_some(c.queue_min_vruntime)
     }
 
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
@@ -408,10 +477,11 @@ impl Sim {
             tl.wakeup(self.q.now(), task, cpu);
         }
         self.cpus[cpu].util_est_sum += self.tasks[task].util_est.value();
+        self.rq_attach(task, cpu);
         if self.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
-            self.cpus[cpu].queue.push(task);
+            self.queue_push(cpu, task);
             self.waiting += 1;
             let curr = self.cpus[cpu].curr.expect("a current task");
             match (self.rt_prio(task), self.rt_prio(curr)) {
@@ -466,7 +536,7 @@ impl Sim {
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
-        let queued_min = self.cpus[cpu].queue.iter().map(|&q| self.tasks[q].vruntime).min();
+        let queued_min = self.queued_min_vruntime(cpu);
         let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
         self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
     }
@@ -479,9 +549,9 @@ impl Sim {
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(curr, true, true);
         let next = next.unwrap_or_else(|| self.best_queued(cpu));
+        self.queue_remove(cpu, next);
+        self.queue_push(cpu, curr);
         let c = &mut self.cpus[cpu];
-        c.queue.retain(|&t| t != next);
-        c.queue.push(curr);
         c.curr = None;
         c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -525,8 +595,18 @@ impl Sim {
         }
     }
 
-    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed.
+    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed, and run it.
     pub(crate) fn set_curr(&mut self, cpu: usize, task: usize) {
+        if self.switch_in(cpu, task) {
+            self.run_program(cpu);
+        }
+    }
+
+    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed. Returns
+    /// whether its program is to be interpreted now (the caller does it); otherwise a run
+    /// segment was started.
+    #[must_use]
+    fn switch_in(&mut self, cpu: usize, task: usize) -> bool {
         let now = self.q.now();
         if self.cpus[cpu].curr.is_none() {
             self.update_cpu_pelt(cpu);
@@ -564,9 +644,9 @@ impl Sim {
         // empty segment ends when it is ready, and the program goes on from there.
         if t.work_left > 0.0 || self.cpus[cpu].stall_until.max(self.cpus[cpu].halt_until) > now {
             self.start_segment(cpu);
-        } else {
-            self.run_program(cpu);
+            return false;
         }
+        true
     }
 
     /// The current task finished its run segment.
@@ -580,14 +660,61 @@ impl Sim {
         self.run_program(cpu);
     }
 
+    /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
+    ///
+    /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
+    /// here in turn: the rest of the blocking (the governor callback of `dequeue_task`, the
+    /// parent's wake-up) waits on a stack and is done, last first, once the CPU has settled,
+    /// in the order nested calls would do it, without a stack frame per task. Programs
+    /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
+    /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
+    /// end of the event (`run_deferred_programs`).
+    pub(crate) fn run_program(&mut self, cpu: usize) {
+        let task = self.cpus[cpu].curr.expect("a current task");
+        if self.program_nesting >= MAX_PROGRAM_NESTING {
+            self.deferred_programs.push((cpu, task, self.cpus[cpu].seg_token));
+            return;
+        }
+        self.program_nesting += 1;
+        // One stack for every nesting level: a level finishes its own entries, above `base`.
+        let mut unfinished = std::mem::take(&mut self.unfinished);
+        let base = unfinished.len();
+        while self.interpret(cpu, &mut unfinished) {}
+        while unfinished.len() > base {
+            let left = unfinished.pop().expect("above base");
+            self.unfinished = unfinished;
+            self.finish_switch(left);
+            unfinished = std::mem::take(&mut self.unfinished);
+        }
+        self.unfinished = unfinished;
+        self.program_nesting -= 1;
+    }
+
+    /// Programs deferred by [`Sim::run_program`], run at the end of an event, oldest first;
+    /// one whose CPU has moved on (its task switched out or started a segment) is dropped:
+    /// the task's program resumes when it runs again.
+    pub(crate) fn run_deferred_programs(&mut self) {
+        let mut next = 0;
+        while next < self.deferred_programs.len() {
+            let (cpu, task, token) = self.deferred_programs[next];
+            next += 1;
+            if self.cpus[cpu].curr == Some(task) && self.cpus[cpu].seg_token == token {
+                self.run_program(cpu);
+            }
+        }
+        self.deferred_programs.clear();
+    }
+
     /// Interpret the current task's program until it runs work, blocks or exits. Operations
     /// that wake other tasks may preempt this one; it then stops here and resumes at its next
-    /// operation when it runs again.
-    fn run_program(&mut self, cpu: usize) {
+    /// operation when it runs again. Returns whether `cpu` switched to another task whose
+    /// program is to be interpreted now, with what is left of the switch pushed on
+    /// `unfinished`.
+    fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
         let task = self.cpus[cpu].curr.expect("a current task");
         for _ in 0..MAX_INSTANT_STEPS {
             if self.cpus[cpu].curr != Some(task) {
-                return;
+                return false;
             }
             let now = self.q.now();
             let t = &mut self.tasks[task];
@@ -595,7 +722,7 @@ impl Sim {
             t.pc += 1;
             match op {
                 Op::Run { cycles, mem_frac } => {
-                    let w = self.draw(cycles);
+                    let w = self.draw(task, cycles);
                     if w > 0.0 {
                         let t = &mut self.tasks[task];
                         t.work_left = w;
@@ -603,17 +730,17 @@ impl Sim {
                         t.mem_frac = mem_frac;
                         t.fixed_time = false;
                         self.start_segment(cpu);
-                        return;
+                        return false;
                     }
                 }
                 Op::RunFor { ns } => {
-                    let w = self.draw(ns).round();
+                    let w = self.draw(task, ns).round();
                     if w > 0.0 {
                         let t = &mut self.tasks[task];
                         t.work_left = w;
                         t.fixed_time = true;
                         self.start_segment(cpu);
-                        return;
+                        return false;
                     }
                 }
                 Op::Mark(mark) => self.mark(task, mark),
@@ -636,16 +763,16 @@ impl Sim {
                     }
                 }
                 Op::Sleep { ns } => {
-                    let d = self.draw(ns).max(0.0) as u64;
-                    self.sleep_curr(cpu, Some(now + d));
-                    return;
+                    // A float beyond u64 saturates: such a sleep outlasts any run.
+                    let d = self.draw(task, ns).max(0.0) as u64;
+                    return self.block_and_switch(cpu, Some(now.saturating_add(d)), unfinished);
                 }
                 Op::WaitPeriod { period_ns } => {
                     let t = &mut self.tasks[task];
-                    let next = t.start_ns + ((now - t.start_ns) / period_ns + 1) * period_ns;
+                    let periods = (now - t.start_ns) / period_ns + 1;
+                    let next = t.start_ns.saturating_add(periods.saturating_mul(period_ns));
                     t.activation_ns = next;
-                    self.sleep_curr(cpu, Some(next));
-                    return;
+                    return self.block_and_switch(cpu, Some(next), unfinished);
                 }
                 Op::Post { ch, sync } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
@@ -658,8 +785,7 @@ impl Sim {
                 Op::Wait { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {
-                        self.sleep_curr(cpu, None);
-                        return;
+                        return self.block_and_switch(cpu, None, unfinished);
                     }
                 }
                 Op::Ask { ch, answer, sync } => {
@@ -669,8 +795,7 @@ impl Sim {
                 Op::Take { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_take(ch, task) {
-                        self.sleep_curr(cpu, None);
-                        return;
+                        return self.block_and_switch(cpu, None, unfinished);
                     }
                 }
                 Op::Answer { sync } => {
@@ -680,31 +805,32 @@ impl Sim {
                 }
                 Op::Barrier { id, n } => {
                     if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
-                        self.sleep_curr(cpu, None);
-                        return;
+                        return self.block_and_switch(cpu, None, unfinished);
                     }
                 }
                 Op::Lock { id } => {
                     if let Outcome::Sleep = self.mutex_lock(id, task) {
-                        self.sleep_curr(cpu, None);
-                        return;
+                        return self.block_and_switch(cpu, None, unfinished);
                     }
                 }
                 Op::Unlock { id } => self.mutex_unlock(id, cpu),
                 Op::Io { dev, service_ns, transfer_ns } => {
-                    let service = self.draw(service_ns).max(0.0) as u64;
-                    let transfer = self.draw(transfer_ns).max(0.0) as u64;
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
                     self.io_submit(dev, task, service, transfer);
-                    self.sleep_curr(cpu, None);
-                    return;
+                    return self.block_and_switch(cpu, None, unfinished);
                 }
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
                         let id = self.tasks.len();
+                        if id >= crate::task::MAX_TASKS {
+                            self.refuse_fork(task);
+                            break;
+                        }
                         let prog = self.programs[program as usize].clone();
-                        let mut child =
-                            crate::task::Task::new(id, format!("{}-{id}", self.tasks[task].name), prog, now);
+                        let mut child = crate::task::Task::new(id, self.child_name(task, id), prog, now);
                         child.parent = Some(task);
+                        child.root = self.tasks[task].root;
                         child.cpu = cpu;
                         self.tasks.push(child);
                         self.tasks[task].live_children += 1;
@@ -715,8 +841,7 @@ impl Sim {
                 Op::WaitChildren => {
                     if self.tasks[task].live_children > 0 {
                         self.tasks[task].waiting_children = true;
-                        self.sleep_curr(cpu, None);
-                        return;
+                        return self.block_and_switch(cpu, None, unfinished);
                     }
                 }
                 Op::Exec => {
@@ -728,13 +853,13 @@ impl Sim {
                     if dest != cpu && self.cpus[dest].curr.is_none() {
                         self.note_migration(task, cpu, dest, "exec");
                         self.migrate_running(cpu, dest);
-                        return;
+                        return false;
                     }
                 }
                 Op::Yield => {
                     if !self.cpus[cpu].queue.is_empty() {
                         self.preempt(cpu, None);
-                        return;
+                        return false;
                     }
                 }
                 Op::SetAffinity { cpus } => {
@@ -743,7 +868,7 @@ impl Sim {
                         // Off this CPU now: requeue through wake-up placement.
                         self.sleep_curr(cpu, None);
                         self.wake_task(task, None, UpdateFlags::default());
-                        return;
+                        return false;
                     }
                 }
                 Op::SetUclamp { min, max } => {
@@ -757,21 +882,54 @@ impl Sim {
                     t.program = next.load();
                     t.pc = 0;
                 }
-                Op::Exit => {
-                    self.exit_task(cpu);
-                    return;
-                }
+                Op::Exit => return self.exit_and_switch(cpu, unfinished),
             }
         }
         // A program that loops without running or sleeping would hang the simulation.
-        self.exit_task(cpu);
+        self.exit_and_switch(cpu, unfinished)
     }
 
-    fn draw(&mut self, amount: crate::task::Amount) -> f64 {
+    /// The name of `parent`'s child `id`: the parent's name and the id ("make-3"), or, past a
+    /// few generations, the workload task's name, an ellipsis and the id ("a-…-4096"), so that
+    /// a long chain of forks does not grow its names with its length.
+    fn child_name(&self, parent: usize, id: usize) -> String {
+        let name = &self.tasks[parent].name;
+        if name.len() < MAX_INHERITED_NAME_LEN {
+            format!("{name}-{id}")
+        } else {
+            format!("{}-…-{id}", self.tasks[self.tasks[parent].root].name)
+        }
+    }
+
+    /// A fork past [`crate::task::MAX_TASKS`]: the run stops at the end of this event with an
+    /// error that says who forked. The task goes on as if the fork had failed.
+    fn refuse_fork(&mut self, task: usize) {
+        if self.failure.is_some() {
+            return;
+        }
+        let name = &self.tasks[task].name;
+        let root = &self.tasks[self.tasks[task].root].name;
+        self.failure = Some(crate::error::SimError::config(
+            format!("workload '{}'", self.workload_name),
+            "tasks",
+            format!(
+                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have, at {:.3} ms \
+                 simulated: does a task fork without end?",
+                crate::task::MAX_TASKS,
+                self.q.now() as f64 * 1e-6
+            ),
+        ));
+    }
+
+    /// An amount for `task`'s operation: background kernel threads draw from their own
+    /// stream. A range too wide for a float to span is read as its low end.
+    fn draw(&mut self, task: usize, amount: crate::task::Amount) -> f64 {
         use rand::Rng;
+        let rng = if self.tasks[task].attrs.background { &mut self.background_rng } else { &mut self.rng };
         match amount {
             crate::task::Amount::Fixed(v) => v,
-            crate::task::Amount::Uniform(lo, hi) => self.rng.gen_range(lo..=hi),
+            crate::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
+            crate::task::Amount::Uniform(lo, _) => lo,
         }
     }
 
@@ -807,6 +965,40 @@ impl Sim {
 
     /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
     fn sleep_curr(&mut self, cpu: usize, wake_at: Option<u64>) {
+        let left = self.put_to_sleep(cpu, wake_at);
+        self.pick_next(cpu);
+        self.finish_switch(left);
+    }
+
+    /// Put the current task to sleep and switch `cpu` to what runs next, leaving the rest of
+    /// the sleep on `unfinished`. Returns whether the next task's program is to run now.
+    fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>, unfinished: &mut Vec<Unfinished>) -> bool {
+        unfinished.push(self.put_to_sleep(cpu, wake_at));
+        self.switch_next(cpu)
+    }
+
+    /// Make the current task exit and switch `cpu` to what runs next, leaving the rest of the
+    /// exit on `unfinished`. Returns whether the next task's program is to run now.
+    fn exit_and_switch(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
+        unfinished.push(self.put_to_exit(cpu));
+        // The CPU moves on first, so that the parent woken after finds it in a settled state.
+        self.switch_next(cpu)
+    }
+
+    /// What is left of a switch once the CPU has moved on.
+    fn finish_switch(&mut self, left: Unfinished) {
+        match left {
+            Unfinished::Sleep { cpu, rt: true } => {
+                // dequeue_top_rt_rq calls the governor every time.
+                self.cpufreq_update_util(cpu, UpdateFlags::default());
+            }
+            Unfinished::Sleep { cpu, rt: false } => self.cfs_util_change(cpu, UpdateFlags::default()),
+            Unfinished::Exit { cpu, task } => self.notify_parent(cpu, task),
+        }
+    }
+
+    /// The first part of a sleep: the task leaves `cpu`, with its timer armed.
+    fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) -> Unfinished {
         let task = self.dequeue_curr(cpu);
         let cap = self.plat.cpus[cpu].cap_orig;
         let t = &mut self.tasks[task];
@@ -818,17 +1010,11 @@ impl Sim {
             self.q.push(at, Event::TimerWake { task: task as u32, token });
             self.cpus[cpu].timers.push(at);
         }
-        let rt = self.rt_prio(task).is_some();
-        self.pick_next(cpu);
-        if rt {
-            // dequeue_top_rt_rq calls the governor every time.
-            self.cpufreq_update_util(cpu, UpdateFlags::default());
-        } else {
-            self.cfs_util_change(cpu, UpdateFlags::default());
-        }
+        Unfinished::Sleep { cpu, rt: self.rt_prio(task).is_some() }
     }
 
-    fn exit_task(&mut self, cpu: usize) {
+    /// The first part of an exit: the task leaves `cpu` for good.
+    fn put_to_exit(&mut self, cpu: usize) -> Unfinished {
         let task = self.dequeue_curr(cpu);
         let util = self.tasks[task].avg.util_avg;
         self.cpus[cpu].avg.remove_util(util);
@@ -836,9 +1022,11 @@ impl Sim {
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
-        // The CPU moves on first, so that the parent woken below finds it in a settled state.
-        self.pick_next(cpu);
-        // The parent sleeping in wait4 is woken by the last child's exit (SIGCHLD, not sync).
+        Unfinished::Exit { cpu, task }
+    }
+
+    /// The parent sleeping in wait4 is woken by its last child's exit (SIGCHLD, not sync).
+    fn notify_parent(&mut self, cpu: usize, task: usize) {
         if let Some(parent) = self.tasks[task].parent {
             let p = &mut self.tasks[parent];
             p.live_children -= 1;
@@ -855,6 +1043,7 @@ impl Sim {
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(task, true, true);
+        self.rq_detach(task, cpu);
         let ue = self.tasks[task].util_est.value();
         self.uclamp_dequeued(task, cpu);
         let c = &mut self.cpus[cpu];
@@ -868,30 +1057,38 @@ impl Sim {
 
     /// Run the next waiting task, or pull one from a busy CPU, or go idle.
     pub(crate) fn pick_next(&mut self, cpu: usize) {
+        if self.switch_next(cpu) {
+            self.run_program(cpu);
+        }
+    }
+
+    /// Switch `cpu` to the next waiting task, or one pulled from a busy CPU, or go idle.
+    /// Returns whether the new task's program is to be interpreted now (the caller does it).
+    #[must_use]
+    fn switch_next(&mut self, cpu: usize) -> bool {
         debug_assert!(self.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
         if !self.cpus[cpu].queue.is_empty() {
             let next = self.best_queued(cpu);
-            self.cpus[cpu].queue.retain(|&t| t != next);
+            self.queue_remove(cpu, next);
             self.waiting -= 1;
-            self.set_curr(cpu, next);
-            return;
+            return self.switch_in(cpu, next);
         }
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
         // briefly, on average, does not balance on going idle (idle_balance).
         if self.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
             if let Some((src, task)) = self.find_busiest(cpu) {
-                self.cpus[src].queue.retain(|&t| t != task);
+                self.queue_remove(src, task);
                 self.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
-                self.set_curr(cpu, task);
-                return;
+                return self.switch_in(cpu, task);
             }
             if self.pull_misfit(cpu) {
-                return;
+                return false;
             }
         }
         self.go_idle(cpu);
+        false
     }
 
     /// New-idle balancing: the CPU with the most waiting tasks that may move, nearest first
@@ -940,10 +1137,12 @@ impl Sim {
         d.avg.add_util(util);
         d.util_changed = true;
         d.util_est_sum += ue;
+        self.rq_detach(task, src);
         let t = &mut self.tasks[task];
-        t.vruntime = t.vruntime.saturating_sub(src_min) + d.min_vruntime;
+        t.vruntime = t.vruntime.saturating_sub(src_min) + self.cpus[dst].min_vruntime;
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
+        self.rq_attach(task, dst);
     }
 
     fn go_idle(&mut self, cpu: usize) {
@@ -1170,7 +1369,7 @@ impl Sim {
         });
         if let Some((task, dst)) = found {
             self.note_migration(task, cpu, dst, "push");
-            self.cpus[cpu].queue.retain(|&t| t != task);
+            self.queue_remove(cpu, task);
             self.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);

@@ -2,6 +2,8 @@
 //! discrete-event simulation. This file holds the state and the event loop; the hardware side
 //! (frequencies, power, counters) is in `hw.rs`, the scheduler and PELT in `sched.rs`.
 
+use std::ops::ControlFlow;
+
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 
@@ -12,7 +14,7 @@ use crate::governor::{Governor, GovernorConfig, Relation, UpdateFlags};
 use crate::observe::{Decision, Timeline};
 use crate::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::platform::Platform;
-use crate::task::Task;
+use crate::task::{Task, MAX_TASKS};
 use crate::workload::{RunStats, Workload};
 
 /// The event queue is swept of stale events when it holds at least this many, and then when
@@ -21,6 +23,22 @@ use crate::workload::{RunStats, Workload};
 /// stale of 2.8 M pops), and the stale entries deepen the heap every pop walks; sweeping from
 /// 256 rather than 1024 made such runs 4–6% faster, with the same pop order.
 const QUEUE_SWEEP_MIN: usize = 256;
+
+/// Mixed into the seed for the background kernel threads' random stream.
+const BACKGROUND_STREAM: u64 = 0x6b77_6f72_6b65_7273;
+
+/// How often (in events handled) a run reports its progress to its hook: about every 20–50
+/// ms of wall time, so that an interrupt is seen promptly at the cost of one compare an event.
+pub const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
+
+/// How far a run is, for a progress hook ([`Sim::run_with_progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Simulated time reached.
+    pub now_ns: TimeNs,
+    /// Simulated time at which the run ends (sooner if its tasks all exit).
+    pub end_ns: TimeNs,
+}
 
 /// What to simulate, besides the platform.
 #[derive(Clone, Debug, Default)]
@@ -40,6 +58,15 @@ pub(crate) struct Cpu {
     pub curr: Option<usize>,
     /// Tasks waiting to run (not the current one).
     pub queue: Vec<usize>,
+    /// The smallest vruntime among the waiting tasks (u64::MAX with none), unless `stale`: a
+    /// queued task's vruntime does not change while it waits, so only taking out the task that
+    /// held it makes it stale (`Sim::queued_min_vruntime`), and a burst of enqueues costs no
+    /// scan of `queue`.
+    pub queue_min_vruntime: u64,
+    pub queue_min_stale: bool,
+    /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
+    /// (`Sim::runnable_load`).
+    pub runnable_load: u64,
     pub min_vruntime: u64,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
@@ -165,6 +192,9 @@ pub struct Sim {
     pub(crate) plat: std::rc::Rc<Platform>,
     pub(crate) q: EventQueue,
     pub(crate) rng: Pcg64,
+    /// The background kernel threads' own random stream, so that they leave the workload's
+    /// draws as they would be without them.
+    pub(crate) background_rng: Pcg64,
     pub(crate) driver: Driver,
     pub(crate) tick_ns: u64,
     pub(crate) invariant: bool,
@@ -203,6 +233,14 @@ pub struct Sim {
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
     pub(crate) waiting: usize,
+    /// Programs being interpreted within one another now, and those deferred to the end of the
+    /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
+    pub(crate) program_nesting: u32,
+    /// What is left of the switches of the programs under way (`Sim::run_program`).
+    pub(crate) unfinished: Vec<crate::sched::Unfinished>,
+    /// An error met within an event (a fork past [`MAX_TASKS`]): the run stops with it.
+    pub(crate) failure: Option<SimError>,
+    pub(crate) deferred_programs: Vec<(usize, usize, u32)>,
     /// Events handled (stale ones dropped uncounted).
     pub(crate) events: u64,
     /// CPUs, and cores with every thread, that wake-up placement would find idle: its scans
@@ -278,6 +316,9 @@ impl Sim {
             .map(|c| Cpu {
                 curr: None,
                 queue: Vec::new(),
+                queue_min_vruntime: u64::MAX,
+                queue_min_stale: false,
+                runnable_load: 0,
                 min_vruntime: 0,
                 avg: SchedAvg::default(),
                 util_est_sum: 0,
@@ -393,6 +434,7 @@ impl Sim {
         let mut sim = Sim {
             q: EventQueue::default(),
             rng: Pcg64::seed_from_u64(cfg.seed),
+            background_rng: Pcg64::seed_from_u64(cfg.seed ^ BACKGROUND_STREAM),
             driver,
             tick_ns,
             invariant,
@@ -422,6 +464,10 @@ impl Sim {
             started: false,
             live_tasks: 0,
             waiting: 0,
+            program_nesting: 0,
+            unfinished: Vec::new(),
+            failure: None,
+            deferred_programs: Vec::new(),
             events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
@@ -431,18 +477,36 @@ impl Sim {
             hetero,
             plat: std::rc::Rc::new(plat),
         };
-        crate::workload::validate_programs(
-            &sim.workload_name,
-            &sim.workload.tasks(&sim.plat),
-            &sim.programs,
-            sim.workload.devices().len(),
-        )?;
+        let specs = sim.workload.tasks(&sim.plat);
+        crate::workload::validate_programs(&sim.workload_name, &specs, &sim.programs, sim.workload.devices().len())?;
+        let background = if sim.kthreads.0 > 0.0 { sim.plat.ncpus() } else { 0 };
+        if specs.len() + background > MAX_TASKS {
+            return Err(SimError::config(
+                format!("workload '{}'", sim.workload_name),
+                "tasks",
+                format!(
+                    "{} tasks{} exceed the limit of {MAX_TASKS} tasks a run may have",
+                    specs.len(),
+                    if background > 0 { format!(" and {background} kernel threads") } else { String::new() }
+                ),
+            ));
+        }
         sim.init_hardware();
         Ok(sim)
     }
 
     /// Run to the end and summarise.
-    pub fn run(mut self) -> Result<crate::result::SimResult> {
+    pub fn run(self) -> Result<crate::result::SimResult> {
+        self.run_with_progress(&mut |_| ControlFlow::Continue(()))
+    }
+
+    /// Run to the end and summarise, calling `hook` every [`PROGRESS_EVERY_EVENTS`] events
+    /// with how far the run is: it may show progress, and stop the run early (an interrupt)
+    /// by returning `Break`, which makes the run an error.
+    pub fn run_with_progress(
+        mut self,
+        hook: &mut dyn FnMut(Progress) -> ControlFlow<()>,
+    ) -> Result<crate::result::SimResult> {
         #[allow(clippy::disallowed_methods)] // wall time of the run, reported, never simulated
         let wall = std::time::Instant::now();
         for p in 0..self.policies.len() {
@@ -450,10 +514,12 @@ impl Sim {
         }
         self.started = true;
         let specs = self.workload.tasks(&self.plat);
-        let background = crate::workload::kthreads(&self.plat, self.kthreads.0, self.kthreads.1);
+        let (hz, us) = self.kthreads;
+        let background = crate::workload::kthreads(&self.plat, hz, us, &mut self.background_rng);
         for spec in specs.into_iter().chain(background) {
             self.spawn(spec);
         }
+        self.run_deferred_programs();
         self.q.push(self.end_ns, Event::End);
         if self.warmup_ns > 0 {
             self.q.push(self.warmup_ns, Event::WarmupEnd);
@@ -484,6 +550,20 @@ impl Sim {
                     if next < self.end_ns {
                         self.q.push(next, Event::RaplSample);
                     }
+                }
+            }
+            self.run_deferred_programs();
+            if let Some(e) = self.failure.take() {
+                return Err(e);
+            }
+            if self.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                let progress = Progress { now_ns: self.q.now(), end_ns: self.end_ns };
+                if hook(progress).is_break() {
+                    return Err(SimError::Simulation(format!(
+                        "stopped at {:.3} s of {:.3} s simulated",
+                        progress.now_ns as f64 * 1e-9,
+                        progress.end_ns as f64 * 1e-9
+                    )));
                 }
             }
             if self.live_tasks == 0 && !self.tasks.is_empty() {

@@ -191,9 +191,14 @@ pub struct Task {
     /// Counted loops under way: (index of the Repeat op, passes still to run).
     pub loops: Vec<(usize, u32)>,
     pub parent: Option<usize>,
+    /// The workload's task this one descends from by forks (itself if it was not forked).
+    pub root: usize,
     pub live_children: u32,
     pub waiting_children: bool,
     pub attrs: crate::workload::TaskAttrs,
+    /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
+    /// `runnable_load`.
+    pub on_rq: bool,
     /// Placed on a CPU once (the first wake-up is a fork: fork balancing and new-task util).
     pub placed: bool,
     /// The return address (absolute channel id) of the token last taken by `Op::Take`.
@@ -227,14 +232,19 @@ impl Task {
             marks: Vec::new(),
             loops: Vec::new(),
             parent: None,
+            root: id,
             live_children: 0,
             waiting_children: false,
             placed: false,
+            on_rq: false,
             answer_to: None,
             attrs: crate::workload::TaskAttrs::default(),
         }
     }
 }
 
-/// The most tasks one run may create (a fork bomb's bound).
+/// The most tasks a run may create, its workload's own, background kernel threads and forked
+/// ones together. It bounds a fork bomb (a task that forks itself, an rt-app `fork` loop):
+/// such a run stops with an error naming the task that forked past it, rather than growing
+/// until memory runs out. At 64 Ki tasks a run takes some tens of MB.
 pub const MAX_TASKS: usize = 65_536;

@@ -318,29 +318,39 @@ pub fn common(text: &str) -> Result<Common> {
     })
 }
 
-/// Background kernel threads (spec §1.4: kworkers, RCU, writeback, timers), one pinned to
+/// Background kernel threads (kworkers, RCU, writeback, timers; docs/model.md), one pinned to
 /// each CPU: each wakes `hz` times a second on average, at intervals uniform between half and
 /// one and a half of the mean so that the CPUs drift apart, and works `us` microseconds at its
 /// cluster's base frequency. They wake idle CPUs, take turns with the benchmark's tasks and
 /// give menu a next timer, as the real ones do.
-pub fn kthreads(plat: &Platform, hz: f64, us: f64) -> Vec<TaskSpec> {
+///
+/// Each starts at its first wake-up, drawn here from `rng` (the run's background stream, not
+/// the workload's), so a kernel thread that never wakes within the run changes nothing.
+pub fn kthreads(plat: &Platform, hz: f64, us: f64, rng: &mut impl rand::Rng) -> Vec<TaskSpec> {
     if hz <= 0.0 {
         return Vec::new();
     }
-    let mean_ns = 1e9 / hz;
+    // A wake-up rate so low that its interval is infinite (or beyond u64 ns) never wakes.
+    let mean_ns = (1e9 / hz).min(KTHREAD_INTERVAL_MAX_NS);
+    let interval = Amount::Uniform(0.5 * mean_ns, 1.5 * mean_ns);
     (0..plat.ncpus())
         .map(|cpu| {
             let base_khz = plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
             let program: Rc<[Op]> = vec![
-                Op::Sleep { ns: Amount::Uniform(0.5 * mean_ns, 1.5 * mean_ns) },
                 Op::Run { cycles: Amount::Fixed(us * base_khz / 1000.0), mem_frac: 0.0 },
+                Op::Sleep { ns: interval },
                 Op::Jump { to: 0 },
             ]
             .into();
-            TaskSpec::new(format!("kworker/{cpu}"), program).pinned(vec![cpu]).background()
+            let first_wake_ns = rng.gen_range(0.5 * mean_ns..=1.5 * mean_ns) as TimeNs;
+            TaskSpec::new(format!("kworker/{cpu}"), program).pinned(vec![cpu]).background().start_at(first_wake_ns)
         })
         .collect()
 }
+
+/// The longest mean interval between a kernel thread's wake-ups: 10^18 ns, some 30 years,
+/// longer than any run, and 1.5 times it still fits in the u64 of simulated time.
+const KTHREAD_INTERVAL_MAX_NS: f64 = 1e18;
 
 /// Check that every program's jumps, spawns and devices point at something that exists, so a
 /// malformed workload is an error before the run rather than a crash during it.
