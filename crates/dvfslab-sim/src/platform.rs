@@ -492,13 +492,19 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
             return err(&at("frequency.hw_switch_us"), format!("expected 0..100000, got {}", q.hw_switch_us));
         }
         let p = &c.power;
-        for (name, v) in [("c_eff_nf", p.c_eff_nf), ("v_ref_mv", p.v_ref_mv), ("activity", p.activity)] {
-            if !(v > 0.0 && v.is_finite()) {
-                return err(&at(&format!("power.{name}")), format!("expected a positive number, got {v}"));
+        // Bounds far outside any real core (a few nF, tens of W), so that the power model's
+        // integer arithmetic (the DT Energy Model's µW per OPP) cannot overflow.
+        for (name, v, lo, hi) in [
+            ("c_eff_nf", p.c_eff_nf, 0.0, 100.0),
+            ("v_ref_mv", p.v_ref_mv, 100.0, 2_000.0),
+            ("activity", p.activity, 0.0, 2.0),
+        ] {
+            if !(v > lo && v <= hi) {
+                return err(&at(&format!("power.{name}")), format!("expected a number in ({lo}, {hi}], got {v}"));
             }
         }
-        if p.p_leak_ref_mw < 0.0 {
-            return err(&at("power.p_leak_ref_mw"), "expected >= 0".into());
+        if !(0.0..=1_000_000.0).contains(&p.p_leak_ref_mw) {
+            return err(&at("power.p_leak_ref_mw"), format!("expected 0..1000000, got {}", p.p_leak_ref_mw));
         }
         if c.idle_states.is_empty() {
             // A CPU with nothing to run sits in one of these states; C1 at least always exists.
@@ -533,8 +539,12 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         );
     }
     let pp = &f.package_power;
-    if pp.p_uncore_active_w < 0.0 || pp.p_pkg_idle_w < 0.0 || pp.p_uncore_dyn_w < 0.0 {
-        return err("package_power", "powers must be >= 0".into());
+    for (name, w) in
+        [("p_uncore_active_w", pp.p_uncore_active_w), ("p_pkg_idle_w", pp.p_pkg_idle_w), ("p_uncore_dyn_w", pp.p_uncore_dyn_w)]
+    {
+        if !(0.0..=100_000.0).contains(&w) {
+            return err(&format!("package_power.{name}"), format!("expected 0..100000 W, got {w}"));
+        }
     }
     if let Some(pl) = pp.power_limit_w {
         if pl <= pp.p_uncore_active_w {
@@ -547,8 +557,8 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     if !(1.0..=2.0).contains(&pp.smt_activity_gain) {
         return err("package_power.smt_activity_gain", format!("expected 1.0..2.0, got {}", pp.smt_activity_gain));
     }
-    if f.rapl.energy_unit_uj.is_nan() || f.rapl.energy_unit_uj <= 0.0 || !(8..=64).contains(&f.rapl.counter_bits) {
-        return err("rapl", "expected energy_unit_uj > 0 and counter_bits in 8..64".into());
+    if !(f.rapl.energy_unit_uj > 0.0 && f.rapl.energy_unit_uj <= 1e9) || !(8..=64).contains(&f.rapl.counter_bits) {
+        return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
     }
     if ![100, 250, 300, 1000].contains(&f.defaults.hz) {
         return err("defaults.hz", format!("expected 100, 250, 300 or 1000, got {}", f.defaults.hz));

@@ -2,8 +2,8 @@
 //! workload, built and run for a simulated millisecond), rt-app JSON, and platform presets.
 //! rt-app documents run for a simulated millisecond too. Whatever the input, the answer is a value or an error: a panic fails the case.
 //!
-//! `PROPTEST_CASES` sets the number of cases per target (default 256 here, a bounded run for
-//! every test session); docs/robustness.md gives the command and result of a long run.
+//! `PROPTEST_CASES` sets the number of cases per target (default 256, the same cases at every
+//! test session); docs/robustness.md gives the command and result of a long run.
 
 mod common;
 
@@ -11,13 +11,21 @@ use dvfslab_sim::spec::Knob;
 use dvfslab_sim::workload::rtapp::RtApp;
 use dvfslab_sim::{governor, workload, Platform, Sim, SimConfig};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
+use proptest::test_runner::{Config, RngSeed};
 
 const SMALL: &str = "skylake-e3-1240v5";
 
+/// The cases of a test session are the same every time (a fixed seed), so a test run passes or
+/// fails by the code alone; `PROPTEST_CASES` set (a long run) draws new ones each time, unless
+/// `PROPTEST_RNG_SEED` fixes them.
 fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256);
-    Config { cases, failure_persistence: None, ..Config::default() }
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok());
+    let rng_seed = match (cases, std::env::var("PROPTEST_RNG_SEED")) {
+        (_, Ok(seed)) => RngSeed::Fixed(seed.parse().expect("PROPTEST_RNG_SEED: expected a number")),
+        (Some(_), Err(_)) => RngSeed::Random,
+        (None, Err(_)) => RngSeed::Fixed(0),
+    };
+    Config { cases: cases.unwrap_or(256), rng_seed, failure_persistence: None, ..Config::default() }
 }
 
 /// Run `governor` on `workload` for a simulated millisecond; an error is an answer, a panic not.

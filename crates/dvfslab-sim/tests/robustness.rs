@@ -80,11 +80,15 @@ fn edited_preset(edit: impl Fn(&mut serde_json::Value)) -> Result<Platform, SimE
 
 #[test]
 fn degenerate_presets_are_refused_naming_the_file_and_field() {
-    let cases: [(&str, Edit); 5] = [
+    let cases: [(&str, Edit); 8] = [
         ("clusters[0].idle_states", |v| v["clusters"][0]["idle_states"] = serde_json::json!([])),
         ("clusters[0].frequency.pstates_khz", |v| v["clusters"][0]["frequency"]["pstates_khz"] = serde_json::json!([])),
         ("clusters[0].cores_per_package", |v| v["clusters"][0]["cores_per_package"] = serde_json::json!(0)),
         ("topology.packages", |v| v["topology"]["packages"] = serde_json::json!(0)),
+        // Found by fuzzing: the DT Energy Model's integer µW overflowed.
+        ("clusters[0].power.c_eff_nf", |v| v["clusters"][0]["power"]["c_eff_nf"] = serde_json::json!(1e308)),
+        ("clusters[0].power.p_leak_ref_mw", |v| v["clusters"][0]["power"]["p_leak_ref_mw"] = serde_json::json!(1e308)),
+        ("package_power.p_uncore_active_w", |v| v["package_power"]["p_uncore_active_w"] = serde_json::json!(1e308)),
         ("clusters", |v| {
             v["clusters"][0]["cores_per_package"] = serde_json::json!(4_000_000_000u32);
             v["clusters"][0]["frequency"]["turbo_khz_by_active_cores"] = serde_json::Value::Null;
