@@ -539,9 +539,11 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         );
     }
     let pp = &f.package_power;
-    for (name, w) in
-        [("p_uncore_active_w", pp.p_uncore_active_w), ("p_pkg_idle_w", pp.p_pkg_idle_w), ("p_uncore_dyn_w", pp.p_uncore_dyn_w)]
-    {
+    for (name, w) in [
+        ("p_uncore_active_w", pp.p_uncore_active_w),
+        ("p_pkg_idle_w", pp.p_pkg_idle_w),
+        ("p_uncore_dyn_w", pp.p_uncore_dyn_w),
+    ] {
         if !(0.0..=100_000.0).contains(&w) {
             return err(&format!("package_power.{name}"), format!("expected 0..100000 W, got {w}"));
         }

@@ -109,7 +109,10 @@ impl Parser<'_> {
     /// The column is counted in characters from the start of the line, only once an error is
     /// certain: counting at every string would make a one-line document quadratic.
     fn error_at(&self, at: Place, message: impl Into<String>) -> SyntaxError {
-        let column = self.text[at.line_start..at.pos.min(self.s.len())].chars().count() as u32 + 1;
+        // Characters are counted by their first bytes (any byte but a UTF-8 continuation byte),
+        // so that a place inside a multi-byte character (after a bad escape) counts that character.
+        let before = &self.s[at.line_start..at.pos.min(self.s.len())];
+        let column = before.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u32 + 1;
         SyntaxError { line: at.line, column, message: message.into() }
     }
 
@@ -256,19 +259,25 @@ impl Parser<'_> {
                 Some(_) => {
                     self.bump(); // backslash
                     let Some(c) = self.peek() else { return Err(unterminated(self)) };
+                    let escaped = match c {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            self.bump();
+                            out.push(self.unicode_escape()?);
+                            continue;
+                        }
+                        // Reported at the escaped character, whole even when it is not ASCII.
+                        _ => return Err(self.error(format!("unknown escape '\\{}'", self.char_here()))),
+                    };
                     self.bump();
-                    match c {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'u' => out.push(self.unicode_escape()?),
-                        _ => return Err(self.error(format!("unknown escape '\\{}'", c as char))),
-                    }
+                    out.push(escaped);
                 }
             }
         }
@@ -407,5 +416,13 @@ mod tests {
             assert_eq!(e.line, line, "{text}: {e}");
             assert!(e.to_string().contains(what), "{text}: {e}");
         }
+    }
+
+    /// Found by fuzzing: an unknown escape of a character of several bytes once cut it in two.
+    #[test]
+    fn an_unknown_escape_of_a_wide_character_names_it_whole() {
+        let e = parse("{\"é\\ௐ\": 1}").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 5), "{e}");
+        assert!(e.to_string().contains("unknown escape '\\ௐ'"), "{e}");
     }
 }
