@@ -559,7 +559,8 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     if !(1.0..=2.0).contains(&pp.smt_activity_gain) {
         return err("package_power.smt_activity_gain", format!("expected 1.0..2.0, got {}", pp.smt_activity_gain));
     }
-    if !(f.rapl.energy_unit_uj > 0.0 && f.rapl.energy_unit_uj <= 1e9) || !(8..=64).contains(&f.rapl.counter_bits) {
+    let unit_ok = f.rapl.energy_unit_uj > 0.0 && f.rapl.energy_unit_uj <= 1e9;
+    if !unit_ok || !(8..=64).contains(&f.rapl.counter_bits) {
         return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
     }
     if ![100, 250, 300, 1000].contains(&f.defaults.hz) {
