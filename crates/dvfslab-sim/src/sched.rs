@@ -377,9 +377,9 @@ impl Sim {
         s.policy != t.policy && s.llc == t.llc
     }
 
-    /// Every CPU id, for a search of the whole machine (built only when nearer ones failed).
-    pub(crate) fn all_cpus(&self) -> Vec<usize> {
-        (0..self.cpus.len()).collect()
+    /// Every CPU id, for a search of the whole machine.
+    pub(crate) fn all_cpus(&self) -> &[usize] {
+        &self.every_cpu
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
@@ -1355,6 +1355,10 @@ impl Sim {
     /// balancing). A cache-hot task stays; one that has waited longer than the migration cost
     /// is cold by then.
     fn push_to_idle(&mut self, cpu: usize) {
+        // A loaded machine has nowhere to push: skip the walk over the queue.
+        if self.idle_cpus == 0 {
+            return;
+        }
         let t = &self.plat.cpus[cpu];
         let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
         let now = self.q.now();
@@ -1364,7 +1368,7 @@ impl Sim {
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
                 .or_else(|| self.find_idle_core(task, pkg, cpu))
                 .or_else(|| self.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.find_idle_cpu(task, &self.all_cpus(), cpu))
+                .or_else(|| self.find_idle_cpu(task, self.all_cpus(), cpu))
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
@@ -1391,12 +1395,13 @@ impl Sim {
         }
         let t = &self.plat.cpus[cpu];
         let llc = &self.plat.llcs[t.llc];
-        let src = self.spread_source(cpu);
+        // With no idle core there is no destination, which counts as a balanced domain.
+        let src = if self.idle_cores == 0 { None } else { self.spread_source(cpu) };
         let task = src.and_then(|s| self.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
             self.find_idle_core(task, llc, src)
                 .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, src))
-                .or_else(|| self.find_idle_core(task, &self.all_cpus(), src))
+                .or_else(|| self.find_idle_core(task, self.all_cpus(), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
         let attempts = &mut self.cpus[cpu].spread;
