@@ -76,6 +76,13 @@ pub(crate) enum Unfinished {
     Exit { cpu: usize, task: usize },
 }
 
+/// `cpus` in order from `start` (from the first when `start` is not among them), wrapping
+/// around once: the order select_idle_core and select_idle_cpu scan an LLC in.
+fn scan_from(cpus: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
+    let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
+    cpus[pos..].iter().chain(&cpus[..pos]).copied()
+}
+
 impl Sim {
     fn sched_latency_ns(&self) -> u64 {
         SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
@@ -393,8 +400,7 @@ impl Sim {
         if self.idle_cores == 0 {
             return None;
         }
-        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
+        scan_from(cpus, start).find(|&c| {
             self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
         })
     }
@@ -405,8 +411,7 @@ impl Sim {
         if self.idle_cpus == 0 {
             return None;
         }
-        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
+        scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
 
     /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
@@ -1481,6 +1486,16 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scans_start_at_the_given_cpu_and_wrap_around_once() {
+        let llc = [4, 5, 6, 7];
+        assert_eq!(scan_from(&llc, 6).collect::<Vec<_>>(), [6, 7, 4, 5]);
+        assert_eq!(scan_from(&llc, 4).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        // A start outside the list scans it from its first CPU.
+        assert_eq!(scan_from(&llc, 9).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        assert_eq!(scan_from(&[], 0).count(), 0);
+    }
 
     #[test]
     fn avg_idle_follows_idle_periods_with_weight_one_eighth_and_a_cap() {
