@@ -347,8 +347,12 @@ impl Sim {
 
     /// The package controller's evaluation: every domain of the package runs, from now, the
     /// turbo limit for the cores active now (the grid is the delay; no further switch time).
+    /// On a package rail every switch changes every core's voltage: the cores are repowered
+    /// once after all domains switched rather than once per domain (nothing reads a core's
+    /// power in between, and settling its energy again at the same instant adds nothing).
     pub(crate) fn pcu_tick(&mut self, pkg: usize) {
         self.packages[pkg].pcu_pending = false;
+        let mut rail_changed = false;
         for i in 0..self.plat.packages[pkg].domains.len() {
             let d = self.plat.packages[pkg].domains[i];
             let target = self.hardware_target(d);
@@ -357,8 +361,20 @@ impl Sim {
                 dom.pending_khz = Some(target);
             } else if target != dom.actual_khz {
                 dom.pending_khz = Some(target);
-                self.freq_apply(d);
+                rail_changed |= self.apply_pending_freq(d, RailCores::Later);
             }
+        }
+        if rail_changed {
+            let plat = std::rc::Rc::clone(&self.plat);
+            self.repower_cores(&plat.packages[pkg].cores);
+        }
+    }
+
+    /// Settle the energy of `cores` at their old power, then give them their power now.
+    fn repower_cores(&mut self, cores: &[usize]) {
+        for &core in cores {
+            self.touch_core(core);
+            self.cores[core].power_w = self.core_power(core);
         }
     }
 
@@ -493,13 +509,20 @@ impl Sim {
 
     /// The domain now runs its pending frequency.
     pub(crate) fn freq_apply(&mut self, d: usize) {
-        let Some(new) = self.domains[d].pending_khz.take() else { return };
+        self.apply_pending_freq(d, RailCores::Now);
+    }
+
+    /// Switch domain `d` to its pending frequency. Returns whether it switched on a package
+    /// rail whose cores' power the caller still has to settle ([`RailCores::Later`]).
+    fn apply_pending_freq(&mut self, d: usize, rail_cores: RailCores) -> bool {
+        let Some(new) = self.domains[d].pending_khz.take() else { return false };
         if new == self.domains[d].actual_khz {
-            return;
+            return false;
         }
         let cl = self.plat.domains[d].cluster;
         let pkg = self.plat.domains[d].package;
         let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let defer_rail = package_rail && rail_cores == RailCores::Later;
         for i in 0..self.plat.domains[d].cpus.len() {
             let cpu = self.plat.domains[d].cpus[i];
             self.account_segment(cpu);
@@ -508,7 +531,11 @@ impl Sim {
         }
         let plat = std::rc::Rc::clone(&self.plat);
         // The cores whose power changes: the domain's, or the package's when they share a rail.
-        let repowered = if package_rail { &plat.packages[pkg].cores } else { &plat.domains[d].cores };
+        let repowered: &[usize] = match (package_rail, defer_rail) {
+            (true, true) => &[],
+            (true, false) => &plat.packages[pkg].cores,
+            (false, _) => &plat.domains[d].cores,
+        };
         for &core in repowered {
             self.touch_core(core);
         }
@@ -545,6 +572,7 @@ impl Sim {
                 tl.frequency(self.q.now(), cpu, new);
             }
         }
+        defer_rail
     }
 
     /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
@@ -710,4 +738,13 @@ impl Sim {
         }
         self.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
     }
+}
+
+/// When a frequency switch on a package rail repowers the package's cores.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RailCores {
+    /// With the switch.
+    Now,
+    /// Once, by the caller, after switching several domains at the same instant.
+    Later,
 }

@@ -84,7 +84,7 @@ impl Sim {
             local_cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>(),
             local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
         );
-        let src = self.active_balance_source(cpus, &self.all_cpus(), local_group)?;
+        let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
         let task = self.cpus[src].curr?;
         let dst = self.find_idle_core(task, local_cpus, local_cpus[0]);
         Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))

@@ -76,6 +76,13 @@ pub(crate) enum Unfinished {
     Exit { cpu: usize, task: usize },
 }
 
+/// `cpus` in order from `start` (from the first when `start` is not among them), wrapping
+/// around once: the order select_idle_core and select_idle_cpu scan an LLC in.
+fn scan_from(cpus: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
+    let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
+    cpus[pos..].iter().chain(&cpus[..pos]).copied()
+}
+
 impl Sim {
     fn sched_latency_ns(&self) -> u64 {
         SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
@@ -377,9 +384,9 @@ impl Sim {
         s.policy != t.policy && s.llc == t.llc
     }
 
-    /// Every CPU id, for a search of the whole machine (built only when nearer ones failed).
-    pub(crate) fn all_cpus(&self) -> Vec<usize> {
-        (0..self.cpus.len()).collect()
+    /// Every CPU id, for a search of the whole machine.
+    pub(crate) fn all_cpus(&self) -> &[usize] {
+        &self.every_cpu
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
@@ -393,8 +400,7 @@ impl Sim {
         if self.idle_cores == 0 {
             return None;
         }
-        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| {
+        scan_from(cpus, start).find(|&c| {
             self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
         })
     }
@@ -405,8 +411,7 @@ impl Sim {
         if self.idle_cpus == 0 {
             return None;
         }
-        let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
-        cpus.iter().cycle().skip(pos).take(cpus.len()).copied().find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
+        scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
 
     /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
@@ -1355,6 +1360,10 @@ impl Sim {
     /// balancing). A cache-hot task stays; one that has waited longer than the migration cost
     /// is cold by then.
     fn push_to_idle(&mut self, cpu: usize) {
+        // A loaded machine has nowhere to push: skip the walk over the queue.
+        if self.idle_cpus == 0 {
+            return;
+        }
         let t = &self.plat.cpus[cpu];
         let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
         let now = self.q.now();
@@ -1364,7 +1373,7 @@ impl Sim {
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
                 .or_else(|| self.find_idle_core(task, pkg, cpu))
                 .or_else(|| self.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.find_idle_cpu(task, &self.all_cpus(), cpu))
+                .or_else(|| self.find_idle_cpu(task, self.all_cpus(), cpu))
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
@@ -1391,12 +1400,13 @@ impl Sim {
         }
         let t = &self.plat.cpus[cpu];
         let llc = &self.plat.llcs[t.llc];
-        let src = self.spread_source(cpu);
+        // With no idle core there is no destination, which counts as a balanced domain.
+        let src = if self.idle_cores == 0 { None } else { self.spread_source(cpu) };
         let task = src.and_then(|s| self.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
             self.find_idle_core(task, llc, src)
                 .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, src))
-                .or_else(|| self.find_idle_core(task, &self.all_cpus(), src))
+                .or_else(|| self.find_idle_core(task, self.all_cpus(), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
         let attempts = &mut self.cpus[cpu].spread;
@@ -1476,6 +1486,16 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scans_start_at_the_given_cpu_and_wrap_around_once() {
+        let llc = [4, 5, 6, 7];
+        assert_eq!(scan_from(&llc, 6).collect::<Vec<_>>(), [6, 7, 4, 5]);
+        assert_eq!(scan_from(&llc, 4).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        // A start outside the list scans it from its first CPU.
+        assert_eq!(scan_from(&llc, 9).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        assert_eq!(scan_from(&[], 0).count(), 0);
+    }
 
     #[test]
     fn avg_idle_follows_idle_periods_with_weight_one_eighth_and_a_cap() {

@@ -247,6 +247,8 @@ pub struct Sim {
     /// have nothing to find at zero.
     pub(crate) idle_cpus: usize,
     pub(crate) idle_cores: usize,
+    /// Every CPU id in order, for searches of the whole machine (built once, not per search).
+    pub(crate) every_cpu: Vec<usize>,
     pub(crate) governor_name: String,
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
@@ -471,6 +473,7 @@ impl Sim {
             events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
+            every_cpu: (0..plat.ncpus()).collect(),
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
             seed: cfg.seed,
