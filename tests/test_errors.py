@@ -120,6 +120,13 @@ def test_simulate_rejects_durations_that_are_not_positive_finite_numbers(duratio
         dvfslab.simulate(SMALL, "performance", "cpu-bound", duration_s=duration_s)
 
 
+def test_a_duration_too_long_for_nanoseconds_is_refused_not_overflowed():
+    # Found by fuzzing a campaign file: 1e308 s times 1e9 is infinite, and had no int.
+    with pytest.raises(ConfigError) as excinfo:
+        dvfslab.simulate(SMALL, "performance", "cpu-bound", duration_s=1e308)
+    assert str(excinfo.value) == "duration_s must be at most 18446744074 s (got 1e+308)"
+
+
 @pytest.mark.parametrize("seed", [-1, 2**64, 1.5, True])
 def test_simulate_rejects_seeds_outside_u64(seed):
     with pytest.raises(ConfigError, match="seed"):

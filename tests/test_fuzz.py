@@ -299,6 +299,7 @@ def mutated_campaigns(draw: st.DrawFn) -> dict[str, Any]:
 
 @FUZZ
 @given(doc=mutated_campaigns())
+@example(doc={**CAMPAIGN, "duration_s": 1e308})
 def test_any_mutated_campaign_is_checked_or_refused(doc: dict[str, Any], tmp_path_factory) -> None:
     base = Path(tmp_path_factory.mktemp("campaign"))
 

@@ -71,15 +71,17 @@ def duration_ns(duration_s: float | None, name: str = "duration_s") -> int | Non
     if isinstance(duration_s, bool) or not isinstance(duration_s, numbers.Real):
         raise ConfigError(f"{name} must be a number of seconds (got {duration_s!r})")
     seconds = float(duration_s)
-    shown = int(seconds) if seconds.is_integer() else seconds
+    shown = int(seconds) if seconds.is_integer() and abs(seconds) < 1e15 else seconds
     if not math.isfinite(seconds):
         raise ConfigError(f"{name} must be a finite number of seconds (got {seconds})")
     if seconds <= 0:
         raise ConfigError(f"{name} must be > 0 (got {shown})")
-    ns = round(seconds * NS_PER_S)
-    if ns < 1:
+    # Compared in seconds first: a huge float times 1e9 is infinite, and infinity has no int.
+    too_long = seconds > DURATION_NS_MAX / NS_PER_S
+    ns = 0 if too_long else round(seconds * NS_PER_S)
+    if not too_long and ns < 1:
         raise ConfigError(f"{name} must be at least 1 ns (got {shown})")
-    if ns > DURATION_NS_MAX:
+    if too_long or ns > DURATION_NS_MAX:
         raise ConfigError(
             f"{name} must be at most {DURATION_NS_MAX / NS_PER_S:.0f} s (got {shown})"
         )
