@@ -215,8 +215,9 @@ def shipped_preset(preset_id: str) -> dict[str, Any]:
 
 
 PRESETS = {p: shipped_preset(p) for p in dvfslab.platforms.preset_ids()}
+# Each draw is a fresh copy: a list shared between draws could be put inside itself.
 ODD_VALUES = st.one_of(
-    st.sampled_from([[], {}, None, "", 0, -1, 1e308, -1e-9, [0], [[]], True]),
+    st.sampled_from([[], {}, None, "", 0, -1, 1e308, -1e-9, [0], [[]], True]).map(copy.deepcopy),
     st.integers(min_value=-(2**40), max_value=2**40),
     st.floats(allow_nan=False),
 )
