@@ -153,7 +153,10 @@ def _checked_benchmarks(
         is_file = spec.endswith(".json") or any(s in spec for s in (os.sep, os.altsep) if s)
         file_text = None
         if is_file:
-            spec, file_text = _read_workload_file(check, spec_path, base_dir / spec)
+            file_text = _read_workload_file(check, spec_path, base_dir / spec)
+            # Named by its path as written ("playback.json"), as `dvfslab run -w` names it: run
+            # keys then stay when the campaign's folder moves.
+            spec = os.path.normpath(spec)
             knobs: list[str] | None = None
         else:
             workload = spec.split(":", 1)[0]
@@ -189,9 +192,9 @@ def _spec_path(path: str, written: object, key: str) -> str:
     return child(path, key) if isinstance(written, dict) else path
 
 
-def _read_workload_file(check: Checker, path: str, file: Path) -> tuple[str, str]:
+def _read_workload_file(check: Checker, path: str, file: Path) -> str:
     try:
-        return str(file.resolve()), file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         check.fail(path, f"cannot read workload file {file}: {getattr(e, 'strerror', None) or e}")
 

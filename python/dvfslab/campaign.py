@@ -16,7 +16,6 @@ when it would be reproduced.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from dvfslab import _core
-from dvfslab._campaign_check import campaign_from_dict as _checked_campaign
+from dvfslab._campaign_check import campaign_from_dict
 from dvfslab._campaign_model import (
     Benchmark,
     Campaign,
@@ -120,35 +119,6 @@ def load_campaign(campaign: CampaignRef) -> Campaign:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
     return campaign_from_dict(doc, source=str(path), base_dir=path.parent, default_name=path.stem)
-
-
-def campaign_from_dict(
-    doc: dict[str, Any],
-    source: str,
-    base_dir: Path | None = None,
-    default_name: str | None = None,
-) -> Campaign:
-    """Check a campaign document (a campaign file's parsed TOML) and build the Campaign.
-
-    `source` names the document in errors; an rt-app file or preset file it names by a
-    relative path is read from `base_dir` (default: the current directory). Raises ConfigError
-    naming the source, the key and what was expected.
-    """
-    campaign = _checked_campaign(doc, source, base_dir=base_dir, default_name=default_name)
-    return dataclasses.replace(
-        campaign, benchmarks=tuple(_named_as_written(b, doc) for b in campaign.benchmarks)
-    )
-
-
-def _named_as_written(benchmark: Benchmark, doc: dict[str, Any]) -> Benchmark:
-    """An rt-app file benchmark named by its path as the campaign wrote it ("playback.json"),
-    not where it was found: runs and results then say "rt-app:playback.json" as
-    `dvfslab run -w playback.json` does, and the keys stay when the campaign's folder moves."""
-    if benchmark.workload_file_text is None:
-        return benchmark
-    entry = doc["benchmarks"][benchmark.name]
-    written = entry["workload"] if isinstance(entry, dict) else entry
-    return dataclasses.replace(benchmark, workload=os.path.normpath(written))
 
 
 def _find_campaign(campaign: CampaignRef) -> Path:
