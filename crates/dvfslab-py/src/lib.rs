@@ -11,8 +11,6 @@ use std::ops::ControlFlow;
 use dvfslab_sim::sim::Progress;
 use dvfslab_sim::{governor, workload, Platform, Sim, SimConfig, SimError};
 
-type SimResultOf<T> = dvfslab_sim::Result<T>;
-
 create_exception!(_core, DvfsError, PyException, "Root of every dvfslab error.");
 create_exception!(_core, SimulationError, DvfsError, "The simulation reached a state it cannot go on from.");
 
@@ -32,15 +30,10 @@ fn build_sim(
     platform_source: &str,
     cfg: &SimConfig,
     rtapp_file: Option<&str>,
-) -> SimResultOf<Sim> {
-    let plat = Platform::from_json(platform_json, platform_source)?;
+) -> dvfslab_sim::Result<Sim> {
     match rtapp_file {
-        None => Sim::new(plat, cfg),
-        Some(file) => {
-            let rtapp = workload::rtapp::RtApp::parse(&cfg.workload, &format!("rt-app {file}"))?;
-            rtapp.check(&plat)?;
-            Sim::with_workload(plat, cfg, Box::new(rtapp), format!("rt-app:{file}"))
-        }
+        None => Sim::new(Platform::from_json(platform_json, platform_source)?, cfg),
+        Some(file) => workload::rtapp::build(platform_json, platform_source, &cfg.workload, file, cfg),
     }
 }
 

@@ -227,8 +227,19 @@ pub fn simulate(
     file: &str,
     cfg: &crate::SimConfig,
 ) -> Result<crate::SimResult> {
+    build(platform_json, platform_source, text, file, cfg)?.run()
+}
+
+/// The simulation `simulate` runs, built and checked but not started.
+pub fn build(
+    platform_json: &str,
+    platform_source: &str,
+    text: &str,
+    file: &str,
+    cfg: &crate::SimConfig,
+) -> Result<crate::Sim> {
     let plat = Platform::from_json(platform_json, platform_source)?;
     let rtapp = RtApp::parse(text, &format!("rt-app {file}"))?;
     rtapp.check(&plat)?;
-    crate::Sim::with_workload(plat, cfg, Box::new(rtapp), format!("rt-app:{file}"))?.run()
+    crate::Sim::with_workload(plat, cfg, Box::new(rtapp), format!("rt-app:{file}"))
 }
