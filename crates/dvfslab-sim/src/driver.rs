@@ -7,7 +7,12 @@
 //! ones included, and the hardware caps a turbo request at the bin it can grant.
 
 use crate::error::{Result, SimError};
+use crate::kernel::KernelVersion;
 use crate::platform::{Platform, Vendor};
+
+/// acpi-cpufreq's cap on a `_PSS` latency with FFH (MSR) control: larger values come from
+/// buggy firmware (`acpi_cpufreq_cpu_init`).
+const ACPI_FFH_LATENCY_CAP_NS: u64 = 20_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {
@@ -111,9 +116,37 @@ impl Driver {
         }
     }
 
-    /// `cpuinfo.transition_latency` as this driver reports it (None = unknown).
+    /// `cpuinfo.transition_latency` as this driver reports it (None = unknown, CPUFREQ_ETERNAL).
+    ///
+    /// acpi-cpufreq (`acpi_cpufreq_cpu_init`, every version modelled) reports the largest `_PSS`
+    /// TransitionLatency, capped at 20 µs for FFH (MSR) control as on every modern Intel and AMD
+    /// part; firmware that gives none leaves 0, never CPUFREQ_ETERNAL. The preset's
+    /// `transition_latency_ns["acpi-cpufreq"]` is that `_PSS` value (null: the firmware gives 0).
     pub fn transition_latency_ns(self, plat: &Platform, cluster: usize) -> Option<u64> {
-        plat.transition_latency_ns(cluster, self.name())
+        let reported = plat.transition_latency_ns(cluster, self.name());
+        match self {
+            Driver::AcpiCpufreq => Some(reported.unwrap_or(0).min(ACPI_FFH_LATENCY_CAP_NS)),
+            _ => reported,
+        }
+    }
+
+    /// `cpuinfo.max_freq` (kHz): the top of the table, except acpi-cpufreq since 5.12
+    /// (`acpi_cpufreq_cpu_init`), which scales the top `_PSS` entry (taken as CPPC nominal) by
+    /// `get_max_boost_ratio` when the firmware has a `_CPC`:
+    ///
+    /// ```text
+    ///   max_freq = pss_top · ((highest_perf << 10) / nominal_perf) >> 10
+    /// ```
+    /// It is schedutil's reference when PELT is invariant.
+    pub fn cpuinfo_max_khz(self, plat: &Platform, cluster: usize, kernel: KernelVersion) -> u32 {
+        let top = *self.table_khz(plat, cluster).last().expect("a non-empty table");
+        if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12) {
+            return top;
+        }
+        match crate::invariance::acpi_max_boost_ratio(kernel, plat) {
+            Some(ratio) => (top as u64 * ratio >> 10) as u32,
+            None => top,
+        }
     }
 }
 

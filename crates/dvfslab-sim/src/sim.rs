@@ -290,11 +290,12 @@ impl Sim {
             0 => plat.file.defaults.hz,
             hz => hz,
         };
-        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"))?;
         let kernel = match gov_cfg.text_value("kernel") {
             Some(v) => crate::kernel::KernelVersion::parse(v)?,
             None => crate::kernel::KernelVersion::DEFAULT,
         };
+        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
+        let invariant = crate::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -415,7 +416,6 @@ impl Sim {
             })
             .collect();
         let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();
-        let invariant = gov_cfg.values.get("invariant") != 0.0;
         let pelt_shift = 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros();
         let tick_ns = (1_000_000_000 + hz as u64 / 2) / hz as u64;
         let hetero = crate::capacity::Hetero::new(
@@ -727,6 +727,10 @@ impl PolicyCtx<'_> {
         let cl = self.sim.plat.policies[self.policy].cluster;
         let limits = &self.sim.plat.turbo_limit_khz[cl];
         limits[n.clamp(1, limits.len()) - 1]
+    }
+    /// `cpuinfo.max_freq` of this policy (kHz), as the driver sets it for the simulated kernel.
+    pub fn cpuinfo_max_khz(&self) -> u32 {
+        self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.sim.plat.policies[self.policy].cluster, self.sim.kernel)
     }
     /// `cpuinfo.transition_latency` the driver reports (None = unknown).
     pub fn transition_latency_ns(&self) -> Option<u64> {
