@@ -179,6 +179,53 @@ pub fn table_lookup(table: &[u32], target: u32, relation: crate::governor::Relat
 mod tests {
     use super::*;
     use crate::governor::Relation;
+    use crate::kernel::default_transition_delay_us;
+
+    fn preset(json: &str, id: &str) -> Platform {
+        Platform::from_json(json, id).unwrap()
+    }
+
+    fn epyc() -> Platform {
+        preset(include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json"), "epyc7742-2s")
+    }
+
+    fn haswell() -> Platform {
+        preset(include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"), "haswell")
+    }
+
+    /// acpi_cpufreq_cpu_init: the largest _PSS latency, capped at 20 µs under FFH; a firmware
+    /// that gives none leaves 0 (never CPUFREQ_ETERNAL), and cpufreq's default delay for 0 is
+    /// LATENCY_MULTIPLIER, 1 ms, at every version (cpufreq_policy_transition_delay_us; 4.7-4.13
+    /// sugov_init).
+    #[test]
+    fn acpi_cpufreq_reports_its_pss_latency_capped_at_20_us_and_never_eternal() {
+        let epyc = epyc();
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0), Some(0));
+        for (k, expected_us) in [((4, 9), 1000), ((5, 9), 1000), ((6, 9), 1000), ((6, 12), 1000), ((6, 18), 1000)] {
+            let latency = Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0);
+            let delay = default_transition_delay_us(KernelVersion(k.0, k.1), None, latency);
+            assert_eq!(delay, expected_us, "EPYC at {}.{}", k.0, k.1);
+        }
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&haswell(), 0), Some(10_000));
+        // A buggy firmware's 500 µs is capped at 20 µs.
+        let text = include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json")
+            .replace(r#""acpi-cpufreq": 10000"#, r#""acpi-cpufreq": 500000"#);
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&preset(&text, "slow-pss"), 0), Some(20_000));
+    }
+
+    /// acpi_cpufreq_cpu_init since 5.12: cpuinfo.max_freq = top _PSS entry · get_max_boost_ratio
+    /// (AMD: amd_get_highest_perf's 166 for Rome over _CPC nominal 110 → 1545/1024); without a
+    /// _CPC, or before 5.12, the table's top.
+    #[test]
+    fn acpi_cpufreq_max_freq_is_boost_scaled_from_cppc_since_5_12() {
+        let epyc = epyc();
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 11)), 2_250_000);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12)), 2_250_000 * 1545 >> 10);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(6, 18)), 3_394_775);
+        let haswell = haswell();
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 2_301_000);
+        assert_eq!(Driver::IntelCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 3_100_000);
+    }
 
     #[test]
     fn relations_pick_as_cpufreq_does() {

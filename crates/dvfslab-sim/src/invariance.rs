@@ -178,6 +178,74 @@ pub fn scale_from_counters(acnt: u64, mcnt: u64, ratio: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
+    const EPYC: &str = include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json");
+    const HASWELL: &str = include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json");
+    const POWER8: &str = include_str!("../../../python/dvfslab/data/platforms/power8-powernv.json");
+    const HIKEY: &str = include_str!("../../../python/dvfslab/data/platforms/hikey960.json");
+
+    fn plat(json: &str) -> Platform {
+        Platform::from_json(json, "test").unwrap()
+    }
+
+    /// init_freq_invariance (x86, 5.7: Intel only), amd_set_max_freq_ratio (5.11, needs _CPC),
+    /// arm64's arch_scale_freq_capacity (4.15); powerpc has none.
+    #[test]
+    fn invariance_follows_the_kernel_and_architecture() {
+        let v = |a, b| KernelVersion(a, b);
+        assert!(!kernel_is_invariant(v(6, 18), &plat(POWER8)));
+        assert!(!kernel_is_invariant(v(5, 6), &plat(HASWELL)));
+        assert!(kernel_is_invariant(v(5, 7), &plat(HASWELL)));
+        assert!(!kernel_is_invariant(v(5, 10), &plat(EPYC)));
+        assert!(kernel_is_invariant(v(5, 11), &plat(EPYC)));
+        let no_cpc =
+            EPYC.replace(r#""cppc": {"highest_perf": 166, "nominal_perf": 110, "preferred_cores": false},"#, "");
+        assert!(!kernel_is_invariant(v(6, 18), &plat(&no_cpc)));
+        assert!(!kernel_is_invariant(v(4, 14), &plat(HIKEY)));
+        assert!(kernel_is_invariant(v(4, 15), &plat(HIKEY)));
+    }
+
+    #[test]
+    fn invariant_follows_the_kernel_by_default_and_is_refused_on_power() {
+        let v = KernelVersion(6, 18);
+        assert!(!resolve_invariant(-1.0, v, &plat(POWER8)).unwrap());
+        assert!(!resolve_invariant(0.0, v, &plat(POWER8)).unwrap());
+        let err = resolve_invariant(1.0, v, &plat(POWER8)).unwrap_err().to_string();
+        assert!(err.contains("invariant") && err.contains("POWER"), "{err}");
+        // The x86 patches evaluated on kernels before they were merged: allowed on request.
+        assert!(!resolve_invariant(-1.0, KernelVersion(5, 2), &plat(HASWELL)).unwrap());
+        assert!(resolve_invariant(1.0, KernelVersion(5, 2), &plat(HASWELL)).unwrap());
+    }
+
+    /// amd_set_max_freq_ratio: midpoint of CPPC highest (amd_get_highest_perf: 166 on Rome up
+    /// to 6.11; the register without preferred cores from 6.12, amd_get_boost_ratio_numerator)
+    /// over nominal and P0 — not a ratio of frequencies.
+    #[test]
+    fn amd_reference_is_the_midpoint_of_cppc_performance() {
+        let epyc = plat(EPYC);
+        let acpi = Driver::AcpiCpufreq;
+        assert_eq!(reference_ratios(&epyc, None, KernelVersion(6, 18), acpi).unwrap(), vec![(1545 + 1024) >> 1]);
+        let reg255 = EPYC.replace(r#""highest_perf": 166"#, r#""highest_perf": 255"#);
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 11), &plat(&reg255)), Some(166));
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 12), &plat(&reg255)), Some(255));
+        let pref = reg255.replace(r#""preferred_cores": false"#, r#""preferred_cores": true"#);
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 12), &plat(&pref)), Some(166));
+        assert_eq!(
+            reference_ratios(&plat(&reg255), None, KernelVersion(6, 12), acpi).unwrap(),
+            vec![(255 * 1024 / 110 + 1024) >> 1]
+        );
+    }
+
+    /// acpi_cpufreq_cpu_init 5.12+: no CPPC boost ratio → arch_set_max_freq_ratio(true), the
+    /// reference drops to base; intel_cpufreq keeps the 4-core turbo.
+    #[test]
+    fn acpi_cpufreq_without_cppc_puts_the_intel_reference_at_base_from_5_12() {
+        let h = plat(HASWELL);
+        let four_core = 2_800_000 * 1024 / 2_300_000;
+        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 11), Driver::AcpiCpufreq).unwrap(), vec![four_core]);
+        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 12), Driver::AcpiCpufreq).unwrap(), vec![1024]);
+        assert_eq!(reference_ratios(&h, None, KernelVersion(6, 18), Driver::IntelCpufreq).unwrap(), vec![four_core]);
+    }
+
     #[test]
     fn worked_example_of_the_spec() {
         // Base 2.4 GHz, 4C turbo 3.6 GHz -> ratio 1536; a 4 ms tick at 3.0 / 3.9 GHz.
