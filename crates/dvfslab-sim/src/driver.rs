@@ -144,7 +144,7 @@ impl Driver {
             return top;
         }
         match crate::invariance::acpi_max_boost_ratio(kernel, plat) {
-            Some(ratio) => (top as u64 * ratio >> 10) as u32,
+            Some(ratio) => ((top as u64 * ratio) >> 10) as u32,
             None => top,
         }
     }
@@ -220,7 +220,7 @@ mod tests {
     fn acpi_cpufreq_max_freq_is_boost_scaled_from_cppc_since_5_12() {
         let epyc = epyc();
         assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 11)), 2_250_000);
-        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12)), 2_250_000 * 1545 >> 10);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12)), (2_250_000 * 1545) >> 10);
         assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(6, 18)), 3_394_775);
         let haswell = haswell();
         assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 2_301_000);
