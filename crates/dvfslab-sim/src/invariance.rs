@@ -61,13 +61,18 @@ pub fn resolve_invariant(setting: f64, kernel: KernelVersion, plat: &Platform) -
 /// AMD's CPPC boost numerator: what the kernel takes as highest performance.
 ///
 /// ```text
-///   5.11 - 6.11  amd_get_highest_perf: 166 for family 17h models 30h-3Fh and 70h-7Fh and
-///                family 19h models 20h-2Fh and 40h-6Fh, else 255
+///   5.11 - 5.12  the HighestPerformance register (perf_caps.highest_perf)
+///   5.13 - 6.11  amd_get_highest_perf (commit 3743d55b289c, 5.13, backported to 5.11/5.12
+///                stable): 166 for family 17h models 30h-3Fh and 70h-7Fh and family 19h
+///                models 20h-2Fh and 40h-6Fh, else 255
 ///   6.12 -       amd_get_boost_ratio_numerator: 166 (CPPC_HIGHEST_PERF_PREFCORE) with preferred
 ///                cores, else the HighestPerformance register
 /// ```
 pub fn amd_boost_numerator(kernel: KernelVersion, plat: &Platform) -> Option<u64> {
     let cppc = plat.file.cppc?;
+    if kernel < KernelVersion(5, 13) {
+        return Some(cppc.highest_perf as u64);
+    }
     if kernel >= KernelVersion(6, 12) {
         return Some(if cppc.preferred_cores { 166 } else { cppc.highest_perf as u64 });
     }
@@ -216,15 +221,17 @@ mod tests {
         assert!(resolve_invariant(1.0, KernelVersion(5, 2), &plat(HASWELL)).unwrap());
     }
 
-    /// amd_set_max_freq_ratio: midpoint of CPPC highest (amd_get_highest_perf: 166 on Rome up
-    /// to 6.11; the register without preferred cores from 6.12, amd_get_boost_ratio_numerator)
-    /// over nominal and P0 — not a ratio of frequencies.
+    /// amd_set_max_freq_ratio: midpoint of CPPC highest (the register on 5.11-5.12;
+    /// amd_get_highest_perf's 166 on Rome 5.13-6.11; the register without preferred cores from
+    /// 6.12, amd_get_boost_ratio_numerator) over nominal and P0 — not a ratio of frequencies.
     #[test]
     fn amd_reference_is_the_midpoint_of_cppc_performance() {
         let epyc = plat(EPYC);
         let acpi = Driver::AcpiCpufreq;
         assert_eq!(reference_ratios(&epyc, None, KernelVersion(6, 18), acpi).unwrap(), vec![(1545 + 1024) >> 1]);
         let reg255 = EPYC.replace(r#""highest_perf": 166"#, r#""highest_perf": 255"#);
+        assert_eq!(amd_boost_numerator(KernelVersion(5, 12), &plat(&reg255)), Some(255));
+        assert_eq!(amd_boost_numerator(KernelVersion(5, 13), &plat(&reg255)), Some(166));
         assert_eq!(amd_boost_numerator(KernelVersion(6, 11), &plat(&reg255)), Some(166));
         assert_eq!(amd_boost_numerator(KernelVersion(6, 12), &plat(&reg255)), Some(255));
         let pref = reg255.replace(r#""preferred_cores": false"#, r#""preferred_cores": true"#);
