@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 import dvfslab
+from dvfslab.platforms import describe_platform
 
 HASWELL = "haswell-e5-2670v3-2s"
 CORES = 24
@@ -64,3 +65,38 @@ def test_a_busy_cpu_util_avg_approaches_full_scale():
     result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=1", duration_s=0.5)
     [busy] = busy_cpus(result)
     assert 900 < busy["util_avg_max"] <= 1024
+
+
+# Defaults that follow the simulated kernel and the machine.
+
+
+def test_schedutil_on_power_is_not_frequency_invariant_and_refuses_invariant_1():
+    # powerpc has no arch_scale_freq_capacity: the default is the non-invariant run.
+    workload = "periodic:threads=4,run_us=2000,period_us=8000"
+    default = dvfslab.simulate("power8-powernv", "schedutil", workload, duration_s=0.3, seed=1)
+    off = dvfslab.simulate("power8-powernv", "schedutil:invariant=0", workload, duration_s=0.3, seed=1)
+    assert default.energy_j == off.energy_j
+    with pytest.raises(dvfslab.ConfigError, match="POWER"):
+        dvfslab.simulate("power8-powernv", "schedutil:invariant=1", workload, duration_s=0.1)
+
+
+def test_ondemand_io_is_busy_follows_should_io_be_busy():
+    # cpufreq_ondemand.c should_io_be_busy: Haswell-EP is Intel family 6 model 63, so I/O wait
+    # counts as busy by default; io_is_busy=1 is accepted and equals the default.
+    workload = "dbench4:clients=2"
+    default = dvfslab.simulate(HASWELL, "ondemand", workload, duration_s=0.5)
+    busy = dvfslab.simulate(HASWELL, "ondemand:io_is_busy=1", workload, duration_s=0.5)
+    idle = dvfslab.simulate(HASWELL, "ondemand:io_is_busy=0", workload, duration_s=0.5)
+    assert default.energy_j == busy.energy_j
+    assert default.energy_j != idle.energy_j
+
+
+def test_epyc_preset_shows_its_pss_latency_cppc_and_one_ms_rate_limit():
+    # acpi_cpufreq_cpu_init: the firmware's _PSS latency, 0 on this part, never CPUFREQ_ETERNAL;
+    # cpufreq_policy_transition_delay_us then gives 1 ms. From 5.12 cpuinfo.max_freq is the
+    # top _PSS entry scaled by CPPC 166/110.
+    info = describe_platform("epyc7742-2s")
+    assert info["transition_latency"] == "acpi-cpufreq 0 us, amd-pstate 20 us"
+    assert info["cppc"] == "highest_perf 166, nominal_perf 110"
+    assert info["policies"][0]["rate_limit_us"] == 1000
+    assert info["policies"][0]["cpuinfo_max_khz"] == 3_394_775

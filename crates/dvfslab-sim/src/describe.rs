@@ -38,6 +38,7 @@ pub fn describe(p: &Platform) -> Value {
                 "base_khz": q.base_khz,
                 "max_khz": q.max_khz,
                 "frequencies_khz": driver.map(|d| d.table_khz(p, pol.cluster)),
+                "cpuinfo_max_khz": driver.map(|d| d.cpuinfo_max_khz(p, pol.cluster, KernelVersion::DEFAULT)),
                 "transition_latency_ns": latency,
                 "rate_limit_us": rate_limit_us,
                 "response_time_ms_default": response,
@@ -70,14 +71,54 @@ pub fn describe(p: &Platform) -> Value {
         "llcs": p.llcs.len(),
         "driver": f.defaults.driver,
         "hz": f.defaults.hz,
+        "transition_latency": transition_latencies(p),
+        "cpuid": f.cpuid.map(|id| format!("family {} model {}", id.family, id.model)),
+        "cppc": f.cppc.map(|c| {
+            let pref = if c.preferred_cores { ", preferred cores" } else { "" };
+            format!("highest_perf {}, nominal_perf {}{pref}", c.highest_perf, c.nominal_perf)
+        }),
         "clusters": clusters,
         "policies": policies,
     })
 }
 
+/// The preset's transition latency per driver, as the drivers report it ("acpi-cpufreq 0 us,
+/// amd-pstate 20 us"; acpi-cpufreq's is its `_PSS` value after the driver's 20 µs FFH cap).
+fn transition_latencies(p: &Platform) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (ci, c) in p.file.clusters.iter().enumerate() {
+        for name in c.frequency.transition_latency_ns.keys() {
+            let reported = match Driver::parse(name) {
+                Ok(d) => d.transition_latency_ns(p, ci),
+                Err(_) => p.transition_latency_ns(ci, name),
+            };
+            let text = match reported {
+                Some(ns) => format!("{name} {} us", ns as f64 / 1000.0),
+                None => format!("{name} unknown"),
+            };
+            if !parts.contains(&text) {
+                parts.push(text);
+            }
+        }
+    }
+    parts.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `dvfslab platforms epyc7742-2s` shows acpi-cpufreq's _PSS latency (0: the firmware gives
+    /// none) and the CPPC values behind the AMD invariance reference.
+    #[test]
+    fn x86_presets_show_their_pss_latency_and_cppc() {
+        let text = include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json");
+        let d = describe(&Platform::from_json(text, "epyc7742-2s").unwrap());
+        assert_eq!(d["transition_latency"], json!("acpi-cpufreq 0 us, amd-pstate 20 us"));
+        assert_eq!(d["cppc"], json!("highest_perf 166, nominal_perf 110"));
+        assert_eq!(d["cpuid"], json!("family 23 model 49"));
+        assert_eq!(d["policies"][0]["rate_limit_us"], json!(1000));
+    }
 
     #[test]
     fn policies_keep_their_fields_and_gain_rate_limit_and_response_time() {
@@ -87,6 +128,7 @@ mod tests {
         for key in ["policy", "cpus", "cluster", "capacity", "min_khz", "max_khz", "frequencies_khz"] {
             assert!(pol.get(key).is_some(), "{key}");
         }
+        assert_eq!(d["transition_latency"], json!("scmi 1450 us"));
         // scmi reports 1450 µs: 1.5 × on the default kernel.
         assert_eq!(pol["rate_limit_us"], json!(2175));
         // Juno's big cluster: 1.0 / 1.2 GHz → capacity 853 at the second-highest OPP.

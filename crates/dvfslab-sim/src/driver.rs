@@ -7,7 +7,12 @@
 //! ones included, and the hardware caps a turbo request at the bin it can grant.
 
 use crate::error::{Result, SimError};
+use crate::kernel::KernelVersion;
 use crate::platform::{Platform, Vendor};
+
+/// acpi-cpufreq's cap on a `_PSS` latency with FFH (MSR) control: larger values come from
+/// buggy firmware (`acpi_cpufreq_cpu_init`).
+const ACPI_FFH_LATENCY_CAP_NS: u64 = 20_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {
@@ -111,9 +116,37 @@ impl Driver {
         }
     }
 
-    /// `cpuinfo.transition_latency` as this driver reports it (None = unknown).
+    /// `cpuinfo.transition_latency` as this driver reports it (None = unknown, CPUFREQ_ETERNAL).
+    ///
+    /// acpi-cpufreq (`acpi_cpufreq_cpu_init`, every version modelled) reports the largest `_PSS`
+    /// TransitionLatency, capped at 20 µs for FFH (MSR) control as on every modern Intel and AMD
+    /// part; firmware that gives none leaves 0, never CPUFREQ_ETERNAL. The preset's
+    /// `transition_latency_ns["acpi-cpufreq"]` is that `_PSS` value (null: the firmware gives 0).
     pub fn transition_latency_ns(self, plat: &Platform, cluster: usize) -> Option<u64> {
-        plat.transition_latency_ns(cluster, self.name())
+        let reported = plat.transition_latency_ns(cluster, self.name());
+        match self {
+            Driver::AcpiCpufreq => Some(reported.unwrap_or(0).min(ACPI_FFH_LATENCY_CAP_NS)),
+            _ => reported,
+        }
+    }
+
+    /// `cpuinfo.max_freq` (kHz): the top of the table, except acpi-cpufreq since 5.12
+    /// (`acpi_cpufreq_cpu_init`), which scales the top `_PSS` entry (taken as CPPC nominal) by
+    /// `get_max_boost_ratio` when the firmware has a `_CPC`:
+    ///
+    /// ```text
+    ///   max_freq = pss_top · ((highest_perf << 10) / nominal_perf) >> 10
+    /// ```
+    /// It is schedutil's reference when PELT is invariant.
+    pub fn cpuinfo_max_khz(self, plat: &Platform, cluster: usize, kernel: KernelVersion) -> u32 {
+        let top = *self.table_khz(plat, cluster).last().expect("a non-empty table");
+        if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12) {
+            return top;
+        }
+        match crate::invariance::acpi_max_boost_ratio(kernel, plat) {
+            Some(ratio) => ((top as u64 * ratio) >> 10) as u32,
+            None => top,
+        }
     }
 }
 
@@ -146,6 +179,53 @@ pub fn table_lookup(table: &[u32], target: u32, relation: crate::governor::Relat
 mod tests {
     use super::*;
     use crate::governor::Relation;
+    use crate::kernel::default_transition_delay_us;
+
+    fn preset(json: &str, id: &str) -> Platform {
+        Platform::from_json(json, id).unwrap()
+    }
+
+    fn epyc() -> Platform {
+        preset(include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json"), "epyc7742-2s")
+    }
+
+    fn haswell() -> Platform {
+        preset(include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"), "haswell")
+    }
+
+    /// acpi_cpufreq_cpu_init: the largest _PSS latency, capped at 20 µs under FFH; a firmware
+    /// that gives none leaves 0 (never CPUFREQ_ETERNAL), and cpufreq's default delay for 0 is
+    /// LATENCY_MULTIPLIER, 1 ms, at every version (cpufreq_policy_transition_delay_us; 4.7-4.13
+    /// sugov_init).
+    #[test]
+    fn acpi_cpufreq_reports_its_pss_latency_capped_at_20_us_and_never_eternal() {
+        let epyc = epyc();
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0), Some(0));
+        for (k, expected_us) in [((4, 9), 1000), ((5, 9), 1000), ((6, 9), 1000), ((6, 12), 1000), ((6, 18), 1000)] {
+            let latency = Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0);
+            let delay = default_transition_delay_us(KernelVersion(k.0, k.1), None, latency);
+            assert_eq!(delay, expected_us, "EPYC at {}.{}", k.0, k.1);
+        }
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&haswell(), 0), Some(10_000));
+        // A buggy firmware's 500 µs is capped at 20 µs.
+        let text = include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json")
+            .replace(r#""acpi-cpufreq": 10000"#, r#""acpi-cpufreq": 500000"#);
+        assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&preset(&text, "slow-pss"), 0), Some(20_000));
+    }
+
+    /// acpi_cpufreq_cpu_init since 5.12: cpuinfo.max_freq = top _PSS entry · get_max_boost_ratio
+    /// (AMD: amd_get_highest_perf's 166 for Rome over _CPC nominal 110 → 1545/1024); without a
+    /// _CPC, or before 5.12, the table's top.
+    #[test]
+    fn acpi_cpufreq_max_freq_is_boost_scaled_from_cppc_since_5_12() {
+        let epyc = epyc();
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 11)), 2_250_000);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12)), (2_250_000 * 1545) >> 10);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(6, 18)), 3_394_775);
+        let haswell = haswell();
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 2_301_000);
+        assert_eq!(Driver::IntelCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 3_100_000);
+    }
 
     #[test]
     fn relations_pick_as_cpufreq_does() {

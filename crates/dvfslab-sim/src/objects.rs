@@ -236,7 +236,10 @@ impl Sim {
 
     /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
     fn iowait_sleep(&mut self, task: usize, asleep: bool) {
+        // The idle time until now was spent with the old count (ondemand's io_is_busy reads it).
+        let now = self.q.now();
         let c = &mut self.cpus[self.tasks[task].cpu];
+        c.account_iowait(now);
         if asleep {
             c.nr_iowait += 1;
         } else {

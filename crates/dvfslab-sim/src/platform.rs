@@ -27,6 +27,12 @@ pub struct PlatformFile {
     pub package_power: PackagePowerFile,
     pub rapl: RaplFile,
     pub defaults: DefaultsFile,
+    /// x86 CPUID family and model (decimal): what model-specific kernel rules key on.
+    #[serde(default)]
+    pub cpuid: Option<CpuIdFile>,
+    /// The firmware's ACPI `_CPC` performance capabilities; None when the firmware has no `_CPC`.
+    #[serde(default)]
+    pub cppc: Option<CppcFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -40,6 +46,27 @@ pub enum Vendor {
     Amd,
     Arm,
     Ibm,
+}
+
+/// x86 CPUID identification (family as the kernel's `x86`, model as `x86_model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuIdFile {
+    pub family: u32,
+    pub model: u32,
+}
+
+/// ACPI CPPC performance capabilities (`_CPC`), in the firmware's abstract performance units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CppcFile {
+    /// HighestPerformance as the register/`_CPC` reports it.
+    pub highest_perf: u32,
+    /// NominalPerformance: the highest sustained level, which acpi-cpufreq's top `_PSS` entry is.
+    pub nominal_perf: u32,
+    /// Whether HighestPerformance differs between cores (AMD "preferred cores").
+    #[serde(default)]
+    pub preferred_cores: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -562,6 +589,11 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     let unit_ok = f.rapl.energy_unit_uj > 0.0 && f.rapl.energy_unit_uj <= 1e9;
     if !unit_ok || !(8..=64).contains(&f.rapl.counter_bits) {
         return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
+    }
+    if let Some(c) = &f.cppc {
+        if !(1..=1_000_000).contains(&c.nominal_perf) || !(1..=1_000_000).contains(&c.highest_perf) {
+            return err("cppc", "expected highest_perf and nominal_perf in 1..1000000".into());
+        }
     }
     if ![100, 250, 300, 1000].contains(&f.defaults.hz) {
         return err("defaults.hz", format!("expected 100, 250, 300 or 1000, got {}", f.defaults.hz));

@@ -1267,6 +1267,7 @@ impl Sim {
     pub(crate) fn account_busy_idle(&mut self, cpu: usize) {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
+        c.account_iowait(now);
         match c.idle_state {
             None => c.busy_ns += now - c.idle_since,
             Some(s) => c.idle_ns[s] += now - c.idle_since,

@@ -77,6 +77,11 @@ pub(crate) struct Cpu {
     /// Tasks asleep in iowait that slept here (rq->nr_iowait): the menu governor keeps such a
     /// CPU out of idle states whose exit would outlast a share of the predicted idle time.
     pub nr_iowait: u32,
+    /// Idle time spent while `nr_iowait` > 0, ns (the tick-sched iowait_sleeptime that
+    /// `get_cpu_iowait_time_us` reads): ondemand's io_is_busy counts it as busy.
+    pub iowait_ns: u64,
+    /// Up to when `iowait_ns` is accounted.
+    pub iowait_mark: TimeNs,
     /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
     pub clock_pelt: u64,
     pub clock_task: u64,
@@ -187,6 +192,17 @@ pub(crate) struct Package {
     pub numa_spread: crate::sched::SpreadAttempts,
 }
 
+impl Cpu {
+    /// Bring `iowait_ns` up to `now`: idle time counts as I/O wait while a task that slept here
+    /// waits on I/O (tick-sched's iowait_sleeptime, read by `get_cpu_iowait_time_us`).
+    pub(crate) fn account_iowait(&mut self, now: TimeNs) {
+        if self.idle_state.is_some() && self.nr_iowait > 0 {
+            self.iowait_ns += now - self.idle_since.max(self.iowait_mark);
+        }
+        self.iowait_mark = now;
+    }
+}
+
 pub struct Sim {
     /// Shared so that loops over the layout can run while the state changes.
     pub(crate) plat: std::rc::Rc<Platform>,
@@ -290,11 +306,12 @@ impl Sim {
             0 => plat.file.defaults.hz,
             hz => hz,
         };
-        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"))?;
         let kernel = match gov_cfg.text_value("kernel") {
             Some(v) => crate::kernel::KernelVersion::parse(v)?,
             None => crate::kernel::KernelVersion::DEFAULT,
         };
+        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
+        let invariant = crate::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -342,6 +359,8 @@ impl Sim {
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 util_changed: false,
                 nr_iowait: 0,
+                iowait_ns: 0,
+                iowait_mark: 0,
                 spread: Default::default(),
                 timers: Vec::new(),
                 aperf: 0.0,
@@ -415,7 +434,6 @@ impl Sim {
             })
             .collect();
         let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();
-        let invariant = gov_cfg.values.get("invariant") != 0.0;
         let pelt_shift = 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros();
         let tick_ns = (1_000_000_000 + hz as u64 / 2) / hz as u64;
         let hetero = crate::capacity::Hetero::new(
@@ -704,6 +722,16 @@ impl PolicyCtx<'_> {
         let c = &self.sim.cpus[cpu];
         c.busy_ns + if c.idle_state.is_none() { self.sim.q.now() - c.idle_since } else { 0 }
     }
+    /// Cumulative idle time of `cpu` with a task asleep in iowait on it, up to now (ns).
+    pub fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
+        let c = &self.sim.cpus[cpu];
+        let ongoing = c.idle_state.is_some() && c.nr_iowait > 0;
+        c.iowait_ns + if ongoing { self.sim.q.now() - c.idle_since.max(c.iowait_mark) } else { 0 }
+    }
+    /// The platform's vendor and x86 CPUID family/model, for model-specific defaults.
+    pub fn cpu_identity(&self) -> (crate::platform::Vendor, Option<crate::platform::CpuIdFile>) {
+        (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
+    }
     /// APERF, MPERF and TSC of `cpu` now (cycles). APERF counts at the running frequency and
     /// MPERF at base, both only in C0; TSC counts at base always.
     pub fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
@@ -727,6 +755,10 @@ impl PolicyCtx<'_> {
         let cl = self.sim.plat.policies[self.policy].cluster;
         let limits = &self.sim.plat.turbo_limit_khz[cl];
         limits[n.clamp(1, limits.len()) - 1]
+    }
+    /// `cpuinfo.max_freq` of this policy (kHz), as the driver sets it for the simulated kernel.
+    pub fn cpuinfo_max_khz(&self) -> u32 {
+        self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.sim.plat.policies[self.policy].cluster, self.sim.kernel)
     }
     /// `cpuinfo.transition_latency` the driver reports (None = unknown).
     pub fn transition_latency_ns(&self) -> Option<u64> {

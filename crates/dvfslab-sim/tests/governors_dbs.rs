@@ -163,7 +163,8 @@ mod tunables {
             ("ondemand:powersave_bias=1001", "powersave_bias", "out of range"),
             ("ondemand:sampling_rate=-1", "sampling_rate", "out of range"),
             ("ondemand:freq_step=5", "freq_step", "unknown tunable"),
-            ("ondemand:io_is_busy=1", "io_is_busy", "out of range"),
+            // io_is_busy is 0 or 1 (or "kernel", should_io_be_busy); 1 was refused before it was modelled.
+            ("ondemand:io_is_busy=2", "io_is_busy", "out of range"),
             ("conservative:up_threshold=101", "up_threshold", "out of range"),
             ("conservative:down_threshold=0", "down_threshold", "out of range"),
             ("conservative:freq_step=101", "freq_step", "out of range"),

@@ -257,3 +257,92 @@ mod transitions {
         assert!(free.iter().any(|&p| p != 22_500 && p != 0), "{:?}", &free[..free.len().min(20)]);
     }
 }
+
+/// Defaults that follow the simulated kernel and the machine: acpi-cpufreq's latency and
+/// cpuinfo.max_freq, frequency invariance per architecture, ondemand's io_is_busy.
+mod kernel_defaults {
+    use super::*;
+    use dvfslab_sim::{simulate, SimConfig};
+
+    /// Governor decisions in a short explained run.
+    fn decisions(platform: &str, governor: &str, workload: &str, duration_s: f64) -> usize {
+        let cfg = SimConfig {
+            governor: governor.into(),
+            workload: workload.into(),
+            duration_ns: Some((duration_s * 1e9) as u64),
+            seed: 0,
+            timeline: false,
+            explain: true,
+        };
+        let r = simulate(&common::preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{e}"));
+        r.decisions.expect("explained").len()
+    }
+
+    /// acpi_cpufreq_cpu_init reports EPYC's _PSS latency, 0, so schedutil's rate limit is
+    /// cpufreq_policy_transition_delay_us' 1 ms at 5.9 and 6.12, not the 10 ms and 6.44 s that
+    /// CPUFREQ_ETERNAL would give (one decision per policy and run at 6.12).
+    #[test]
+    fn epyc_schedutil_rate_limit_defaults_to_1_ms_at_5_9_and_6_12() {
+        let w = "periodic:threads=1,run_us=2000,period_us=4000,jitter_pct=50";
+        // 5.9 has no AMD invariance: run it invariant, as the freq_max evaluation did, so that
+        // schedutil's requests move with the load.
+        for kernel in ["5.9,invariant=1", "6.12"] {
+            let default = decisions("epyc7742-2s", &format!("schedutil:kernel={kernel}"), w, 0.5);
+            let one_ms = decisions("epyc7742-2s", &format!("schedutil:kernel={kernel},rate_limit_us=1000"), w, 0.5);
+            let ten_ms = decisions("epyc7742-2s", &format!("schedutil:kernel={kernel},rate_limit_us=10000"), w, 0.5);
+            assert_eq!(default, one_ms, "kernel {kernel}");
+            assert_ne!(default, ten_ms, "kernel {kernel}");
+        }
+        assert!(decisions("epyc7742-2s", "schedutil:kernel=6.12", w, 0.5) > 20);
+    }
+
+    /// powerpc has no arch_scale_freq_capacity: schedutil on POWER scales policy->cur and PELT
+    /// is unscaled unless asked otherwise; invariant=1 is refused there.
+    #[test]
+    fn power_runs_without_frequency_invariance() {
+        let w = "periodic:threads=4,run_us=2000,period_us=8000";
+        let default = run("power8-powernv", "schedutil", w, 0.3, 1).summary;
+        let off = run("power8-powernv", "schedutil:invariant=0", w, 0.3, 1).summary;
+        assert_eq!(default.energy_j, off.energy_j);
+        assert_eq!(default.metric.value, off.metric.value);
+        let cfg = SimConfig {
+            governor: "schedutil:invariant=1".into(),
+            workload: w.into(),
+            duration_ns: Some(100_000_000),
+            seed: 0,
+            timeline: false,
+            explain: false,
+        };
+        let err = match simulate(&common::preset("power8-powernv"), "power8-powernv", &cfg) {
+            Ok(_) => panic!("invariant=1 was accepted on POWER"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("POWER"), "{err}");
+    }
+
+    /// x86 frequency invariance arrived in 5.7 (init_freq_invariance): a 5.6 run is the
+    /// non-invariant one, a 5.7 run is not.
+    #[test]
+    fn intel_is_invariant_from_5_7() {
+        let w = "periodic:threads=2,run_us=2000,period_us=8000";
+        let energy = |g: &str| run("haswell-e5-2670v3-2s", g, w, 0.3, 1).summary.energy_j;
+        assert_eq!(energy("schedutil:kernel=5.6"), energy("schedutil:kernel=5.6,invariant=0"));
+        assert_ne!(energy("schedutil:kernel=5.7"), energy("schedutil:kernel=5.7,invariant=0"));
+    }
+
+    /// should_io_be_busy (cpufreq_ondemand.c): Haswell-EP (family 6, model 63) counts iowait
+    /// as busy by default, so ondemand sees dbench's disk waits as load.
+    #[test]
+    fn ondemand_counts_io_wait_as_busy_on_intel_by_default() {
+        let w = "dbench4:clients=2";
+        let avg_khz = |g: &str| {
+            let r = run("haswell-e5-2670v3-2s", g, w, 0.5, 0).summary;
+            let busy: Vec<f64> = r.per_cpu.iter().filter(|c| c.busy_pct > 1.0).map(|c| c.avg_freq_khz).collect();
+            busy.iter().sum::<f64>() / busy.len() as f64
+        };
+        let default = avg_khz("ondemand");
+        let io_idle = avg_khz("ondemand:io_is_busy=0");
+        assert_eq!(default, avg_khz("ondemand:io_is_busy=1"));
+        assert!(default > io_idle, "io_is_busy default {default} kHz vs 0: {io_idle} kHz");
+    }
+}

@@ -54,6 +54,8 @@ pub(super) struct Dbs {
     sample_delay_ns: u64,
     cpus: Vec<CpuDbs>,
     started: bool,
+    /// Count idle time with a task waiting on I/O as busy (`io_is_busy`, ondemand only).
+    pub io_busy: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -75,6 +77,7 @@ impl Dbs {
             sample_delay_ns: 0,
             cpus: Vec::new(),
             started: false,
+            io_busy: false,
         }
     }
 
@@ -92,7 +95,12 @@ impl Dbs {
             self.cpus = ctx
                 .cpus()
                 .iter()
-                .map(|&cpu| CpuDbs { cpu, prev_update_us: now_us, prev_idle_us: idle_us(ctx, cpu), prev_load: 0 })
+                .map(|&cpu| CpuDbs {
+                    cpu,
+                    prev_update_us: now_us,
+                    prev_idle_us: idle_us(ctx, cpu, self.io_busy),
+                    prev_load: 0,
+                })
                 .collect();
         }
         // cpufreq_dbs_governor_limits, which the core also runs right after start: bring the
@@ -133,7 +141,7 @@ impl Dbs {
         let mut max_load = 0;
         let mut idle_periods: Option<u64> = None;
         for j in self.cpus.iter_mut() {
-            let cur_idle_us = idle_us(ctx, j.cpu);
+            let cur_idle_us = idle_us(ctx, j.cpu, self.io_busy);
             let elapsed_us = now_us - j.prev_update_us;
             let idle_us = cur_idle_us.saturating_sub(j.prev_idle_us);
             j.prev_update_us = now_us;
@@ -172,9 +180,12 @@ pub(super) fn window_load_pct(elapsed_us: u64, idle_us: u64) -> u32 {
     }
 }
 
-/// Cumulative idle time of `cpu` (µs), NO_HZ micro-accounted: all non-busy time.
-fn idle_us(ctx: &PolicyCtx, cpu: usize) -> u64 {
-    (ctx.now_ns() - ctx.cpu_busy_ns(cpu)) / 1000
+/// Cumulative idle time of `cpu` (µs), NO_HZ micro-accounted, as `get_cpu_idle_time` gives it:
+/// all non-busy time, less the time with a task asleep in I/O wait when `io_busy`.
+fn idle_us(ctx: &PolicyCtx, cpu: usize, io_busy: bool) -> u64 {
+    let idle_ns = ctx.now_ns() - ctx.cpu_busy_ns(cpu);
+    let iowait_ns = if io_busy { ctx.cpu_iowait_ns(cpu) } else { 0 };
+    idle_ns.saturating_sub(iowait_ns) / 1000
 }
 
 /// The sampling rate in force: the requested one (0 = the default), raised to the floor.

@@ -108,10 +108,21 @@ pub const REGISTRY: &[&GovernorInfo] = &[
     &userspace::INFO,
 ];
 
+/// `invariant=`: -1 follows the kernel (`crate::invariance::kernel_is_invariant`).
+pub const INVARIANT_CHOICES: &[(&str, f64)] = &[("kernel", -1.0), ("off", 0.0), ("on", 1.0)];
+
 /// Settings of the system around the governor, given in the same spec string because a
 /// published configuration names them together (`schedutil:invariant=0`).
 pub const SYSTEM_KNOBS: &[Knob] = &[
-    Knob::new("invariant", "bool", 1.0, 0.0, 1.0, "frequency-invariant PELT (x86 APERF/MPERF, arm64 cpufreq scale)").integer(),
+    Knob::new(
+        "invariant",
+        "enum",
+        -1.0,
+        -1.0,
+        1.0,
+        "frequency-invariant PELT: kernel (as the simulated kernel has it on this platform), 0 or 1 (x86 APERF/MPERF, arm64 cpufreq scale; 1 is refused on POWER)",
+    )
+    .choices(INVARIANT_CHOICES),
     Knob::new("pelt_multiplier", "x", 1.0, 1.0, 4.0, "PELT time multiplier: 1, 2 or 4 (half-life 32, 16, 8 ms)").integer(),
     Knob::new("hz", "Hz", 0.0, 0.0, 1000.0, "scheduler tick rate: 100, 250, 300 or 1000 (0 = the platform's default)").integer(),
     Knob::new(

@@ -19,20 +19,22 @@
 //!
 //! Differences from Linux: the sample is taken inside the scheduler callback (Linux defers it
 //! to irq_work and a kworker on that CPU, whose few µs of work count as busy time);
-//! `io_is_busy` must be 0: the simulator does not account I/O wait per CPU, so idle time with
-//! a task waiting for I/O always counts as idle (Linux defaults it to 1 on Intel Core 2 and
-//! later, where ondemand then sees I/O-bound CPUs as busier); `ignore_nice_load` is accepted
+//! `io_is_busy` counts as busy the idle time of a CPU on which a task sleeps in I/O wait,
+//! split where the count of such tasks changes (Linux's tick-sched classifies each idle period
+//! by the count when it ends or is read); `ignore_nice_load` is accepted
 //! but changes nothing, all tasks being nice 0; a `sampling_rate` below the kernel's floor (two ticks, 10 ms before 4.14) is raised
 //! to it rather than rejected, because the tick is known only when the run starts;
-//! `powersave_bias` above 1000 is rejected (Linux clamps it); cpuinfo min/max are the ends of
-//! the driver's table; the efficient relations of ≥ 5.16 (`RELATION_CE`...) act as the plain
+//! `powersave_bias` above 1000 is rejected (Linux clamps it); cpuinfo min is the bottom of the
+//! driver's table and cpuinfo max the driver's `cpuinfo.max_freq` (above the table with
+//! acpi-cpufreq and CPPC from 5.12); the efficient relations of ≥ 5.16 (`RELATION_CE`...) act as the plain
 //! ones (no entry is flagged inefficient); a long idle is detected from the idle time, as
 //! Linux does since commit 7592019634f8 (2018), where spec §5.2 writes the elapsed time.
 //!
 //! Tunables: `sampling_rate` (µs; default 0 = max(2 ticks, the cpufreq transition delay of the
 //! kernel version and driver), e.g. 8 ms at HZ=250 on 6.18, 10 ms with acpi-cpufreq on 5.9),
 //! `up_threshold` (%, 95, 11..100), `sampling_down_factor` (1, 1..100 000), `powersave_bias`
-//! (‰, 0, 0..1000), `ignore_nice_load` (0/1, 0), `io_is_busy` (0 only).
+//! (‰, 0, 0..1000), `ignore_nice_load` (0/1, 0), `io_is_busy` (kernel = 1 on Intel family 6
+//! model ≥ 15, else 0; or 0/1).
 //!
 //! References: drivers/cpufreq/cpufreq_ondemand.c, cpufreq_governor.c;
 //! Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §5, A.2, B.3 item 10.
@@ -40,6 +42,7 @@
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::driver::table_lookup;
+use crate::platform::{CpuIdFile, Vendor};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -56,20 +59,41 @@ pub const INFO: GovernorInfo = GovernorInfo {
             .integer(),
         Knob::new("ignore_nice_load", "bool", 0.0, 0.0, 1.0, "niced time as idle (no effect: all tasks nice 0)")
             .integer(),
-        Knob::new("io_is_busy", "bool", 0.0, 0.0, 0.0, "I/O wait as busy; only 0: I/O wait counts as idle").integer(),
+        Knob::new(
+            "io_is_busy",
+            "enum",
+            -1.0,
+            -1.0,
+            1.0,
+            "I/O wait as busy: kernel (1 on Intel family 6 model 15 and later, else 0), 0 or 1",
+        )
+        .choices(IO_IS_BUSY_CHOICES),
     ],
     driver: None,
     check: super::no_cross_check,
     check_platform: super::runs_anywhere,
     build: |k: &KnobValues| {
-        Box::new(Ondemand::new(
+        let mut g = Ondemand::new(
             k.get_u64("sampling_rate"),
             k.get_u64("up_threshold") as u32,
             k.get_u64("sampling_down_factor"),
             k.get_u64("powersave_bias") as u32,
-        ))
+        );
+        let io_is_busy = k.get("io_is_busy");
+        g.io_is_busy = (io_is_busy >= 0.0).then_some(io_is_busy != 0.0);
+        Box::new(g)
     },
 };
+
+/// `io_is_busy=`: -1 takes the kernel's default for the CPU ([`should_io_be_busy`]).
+const IO_IS_BUSY_CHOICES: &[(&str, f64)] = &[("kernel", -1.0)];
+
+/// ondemand's default `io_is_busy` (`should_io_be_busy`, cpufreq_ondemand.c, unchanged since
+/// before 4.7): only Intel family 6 from model 15 (Core 2) on, whose idle is efficient
+/// enough; every other CPU (AMD, Arm, POWER) counts I/O wait as idle.
+fn should_io_be_busy(vendor: Vendor, cpuid: Option<CpuIdFile>) -> bool {
+    vendor == Vendor::Intel && cpuid.is_some_and(|id| id.family == 6 && id.model >= 15)
+}
 
 /// up_threshold default with NO_HZ idle micro-accounting (MICRO_FREQUENCY_UP_THRESHOLD; 80
 /// without it, which the simulator never lacks).
@@ -84,6 +108,11 @@ struct Ondemand {
     split: Option<BiasSplit>,
     /// The next sample only switches to the low entry of `split` (OD_SUB_SAMPLE).
     sub_sample_due: bool,
+    /// `io_is_busy` as given; None takes [`should_io_be_busy`] at start.
+    io_is_busy: Option<bool>,
+    /// `cpuinfo.max_freq` (kHz), the top of the proportional range; 0 until start (then the
+    /// table's top stands in).
+    cpuinfo_max_khz: u32,
 }
 
 /// How a powersave_bias target is approached: the high entry first, then `lo_khz`.
@@ -112,6 +141,8 @@ impl Ondemand {
             powersave_bias,
             split: None,
             sub_sample_due: false,
+            io_is_busy: None,
+            cpuinfo_max_khz: 0,
         }
     }
 
@@ -168,7 +199,8 @@ impl Ondemand {
             (target, max_khz)
         } else {
             // Otherwise in proportion to the load, over the hardware range.
-            let f = proportional_khz(load, table[0], table[table.len() - 1]);
+            let top = if self.cpuinfo_max_khz > 0 { self.cpuinfo_max_khz } else { table[table.len() - 1] };
+            let f = proportional_khz(load, table[0], top);
             self.dbs.rate_mult = 1;
             let target = if self.powersave_bias > 0 { self.bias_target(table, f, Relation::L) } else { f };
             (Some((target, Relation::C)), f)
@@ -224,6 +256,9 @@ fn bias_split(
 
 impl Governor for Ondemand {
     fn start(&mut self, ctx: &mut PolicyCtx) {
+        let (vendor, cpuid) = ctx.cpu_identity();
+        self.dbs.io_busy = self.io_is_busy.unwrap_or_else(|| should_io_be_busy(vendor, cpuid));
+        self.cpuinfo_max_khz = ctx.cpuinfo_max_khz();
         if self.dbs.start(ctx) {
             self.split = None;
             self.sub_sample_due = false;
@@ -246,6 +281,18 @@ impl Governor for Ondemand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// should_io_be_busy (cpufreq_ondemand.c): Intel family 6 from model 15 only; AMD never.
+    #[test]
+    fn io_is_busy_defaults_to_1_on_intel_core_2_and_later_only() {
+        let id = |family, model| Some(CpuIdFile { family, model });
+        assert!(should_io_be_busy(Vendor::Intel, id(6, 63)));
+        assert!(should_io_be_busy(Vendor::Intel, id(6, 15)));
+        assert!(!should_io_be_busy(Vendor::Intel, id(6, 14)));
+        assert!(!should_io_be_busy(Vendor::Intel, id(15, 6)));
+        assert!(!should_io_be_busy(Vendor::Amd, id(23, 49)));
+        assert!(!should_io_be_busy(Vendor::Arm, None));
+    }
 
     /// The OPP table of spec §2.10 (0.8–3.0 GHz).
     const TABLE: &[u32] = &[800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];

@@ -310,7 +310,7 @@ impl Schedutil {
     fn get_next_freq(&mut self, ctx: &PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
         let cur = ctx.cur_khz() as u64;
         let new_form = self.margins || ctx.kernel() >= KernelVersion(6, 8);
-        let reference = if ctx.invariant() { *ctx.table_khz().last().expect("a table") as u64 } else { cur };
+        let reference = if ctx.invariant() { ctx.cpuinfo_max_khz() as u64 } else { cur };
         let raw = if new_form {
             // perf carries the headroom and is capped at capacity; a non-invariant reference gets
             // its own 25% margin so a saturated CPU still climbs (get_capacity_ref_freq, 6.8).
