@@ -4,7 +4,7 @@
 //! (default 6.18), following spec/algorithms.md §2:
 //!
 //! ```text
-//!   util   = max(util_avg, util_est [, runnable_avg ≥ 6.5]) ≤ capacity     (get_util)
+//!   util   = max(util_avg [, util_est ≥ 4.17] [, runnable_avg ≥ 6.5]) ≤ capacity     (get_util)
 //!   actual = max(util, iowait_boost)
 //!   perf   = actual + actual/4 (≤ capacity)     1.25 headroom (map_util_perf; ≤ 6.7: on the frequency)
 //!            | approximate_util_avg(mult·actual/1024, rate_limit_us)   with margins=1 (§8)
@@ -12,17 +12,21 @@
 //!                                         ≤ 6.7  actual clamped to [min, max] (min if inverted)
 //!   raw    = ref · perf / capacity              ref = cpuinfo.max_freq if invariant, else cur
 //!                                                     (≥ 6.8: perf ≤ capacity and ref = 1.25 · cur)
-//!   next   = lowest table frequency ≥ raw, within [min, max]   (resolve, RELATION_L)
+//!   next   = raw within [min, max], rounded up to a table entry      (cpufreq_driver_resolve_freq)
+//!            when the driver has a table; intel_cpufreq has none and keeps the kHz
 //! ```
-//! Rate limiting counts from the last *change*; a single-CPU policy holds its frequency while
-//! the CPU never went idle since the last evaluation (sugov_hold_freq; 5.18+: not while
-//! uclamp_max caps the run-queue); a shared policy takes the highest perf of its CPUs.
+//! Rate limiting counts from the last *change* (4.7 – 4.13: from the last evaluation); a
+//! single-CPU policy holds its frequency while the CPU never went idle since the last
+//! evaluation (4.12+, sugov_hold_freq; 5.18+: not while uclamp_max caps the run-queue); a
+//! shared policy takes the highest perf of its CPUs. Before 6.0 the iowait boost is applied
+//! after the uclamp clamping, so uclamp_max does not bound it.
 //!
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
 //! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled.
-//! The iowait boost doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
-//! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min).
+//! The iowait boost (4.9+) doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
+//! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min); 4.9 – 4.13 jump
+//! straight to the maximum and halve at each evaluation.
 //!
 //! Tunables: `rate_limit_us` (µs; -1 = cpufreq's default transition delay for the kernel
 //! version and driver), `margins` (0 = mainline 1.25 headroom, 1 = the margins series),
