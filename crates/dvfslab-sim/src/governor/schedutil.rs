@@ -15,7 +15,7 @@
 //!   next   = raw within [min, max], rounded up to a table entry      (cpufreq_driver_resolve_freq)
 //!            when the driver has a table; intel_cpufreq has none and keeps the kHz
 //! ```
-//! Rate limiting counts from the last *change* (4.7 – 4.13: from the last evaluation); a
+//! Rate limiting counts from the last *change* (4.7 – 4.11: from the last evaluation); a
 //! single-CPU policy holds its frequency while the CPU never went idle since the last
 //! evaluation (4.12+, sugov_hold_freq; 5.18+: not while uclamp_max caps the run-queue); a
 //! shared policy takes the highest perf of its CPUs. Before 6.0 the iowait boost is applied
@@ -292,15 +292,15 @@ impl Schedutil {
         }
     }
 
-    /// sugov_update_next_freq (sugov_update_commit before 4.18): from 4.14 the timestamp
-    /// moves only when the frequency changes; before that sugov_update_commit set it on every
+    /// sugov_update_next_freq (earlier, sugov_update_commit): from 4.12 the timestamp moves
+    /// only when the frequency changes; in 4.7 – 4.11 sugov_update_commit set it on every
     /// evaluated update, so the rate limit counted from the last evaluation, changed or not.
     /// Returns whether there is a new frequency to ask the driver for.
     fn commit_next_freq(&mut self, time: u64, f: u32, kernel: KernelVersion) -> bool {
         if self.need_freq_update {
             self.need_freq_update = false;
         } else if self.next_freq == f {
-            if kernel < KernelVersion(4, 14) {
+            if kernel < KernelVersion(4, 12) {
                 self.last_freq_update_time = Some(time);
             }
             return false;
@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn rate_limit_counts_from_the_last_change() {
-        // 4.14+ (sugov_update_commit, later sugov_update_next_freq): an unchanged frequency
+        // 4.12+ (sugov_update_commit, later sugov_update_next_freq): an unchanged frequency
         // leaves last_freq_update_time where it was.
         let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
         let k = KernelVersion(6, 18);
@@ -622,11 +622,11 @@ mod tests {
     }
 
     #[test]
-    fn rate_limit_before_4_14_counts_from_every_evaluation() {
-        // 4.7 – 4.13 (sugov_update_commit): last_freq_update_time = time on every evaluated
+    fn rate_limit_before_4_12_counts_from_every_evaluation() {
+        // 4.7 – 4.11 (sugov_update_commit): last_freq_update_time = time on every evaluated
         // update, before the "unchanged" check, so an unchanged evaluation also restarts the wait.
         let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
-        let k = KernelVersion(4, 13);
+        let k = KernelVersion(4, 11);
         assert!(s.commit_next_freq(0, 1_000_000, k));
         assert!(!s.commit_next_freq(2_500_000, 1_000_000, k));
         assert_eq!(s.last_freq_update_time, Some(2_500_000));
