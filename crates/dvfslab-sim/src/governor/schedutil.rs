@@ -24,8 +24,9 @@
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
 //! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled.
-//! The iowait boost (4.9+) doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
-//! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min); 4.9 – 4.13 jump
+//! The iowait boost (4.9+) doubles from a floor, in capacity units: 1024/8 from 5.2 on, and
+//! before that the policy's minimum frequency (`1024 · policy->min / cpuinfo.max_freq` in
+//! capacity terms, the boost then being kept in kHz); 4.9 – 4.13 jump
 //! straight to the maximum and halve at each evaluation.
 //!
 //! Tunables: `rate_limit_us` (µs; -1 = cpufreq's default transition delay for the kernel
@@ -87,16 +88,19 @@ pub const INFO: GovernorInfo = GovernorInfo {
     },
 };
 
-/// Lowest iowait boost from 5.8 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
+/// Lowest iowait boost from 5.2 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
 const IOWAIT_BOOST_MIN: u64 = 128;
 
-/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.8 on, before
-/// that the lowest frequency's share of the highest (sg_cpu->min), so a part with a wide
-/// range starts lower.
-fn iowait_boost_floor(kernel: KernelVersion, table_khz: &[u32]) -> u64 {
-    match (table_khz.first(), table_khz.last()) {
-        (Some(&min), Some(&max)) if kernel < KernelVersion(5, 8) && max > 0 => 1024 * min as u64 / max as u64,
-        _ => IOWAIT_BOOST_MIN,
+/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.2 on (Peter
+/// Zijlstra's "sched/cpufreq: Fix 32-bit math overflow" moved the boost to capacity units);
+/// 4.14 – 5.1 kept the boost in kHz starting at policy->min and capped at cpuinfo.max_freq,
+/// which is the policy minimum's share of the highest frequency in capacity units, so a part
+/// with a wide range starts lower.
+fn iowait_boost_floor(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> u64 {
+    if kernel < KernelVersion(5, 2) && cpuinfo_max_khz > 0 {
+        SCHED_CAPACITY_SCALE * policy_min_khz as u64 / cpuinfo_max_khz as u64
+    } else {
+        IOWAIT_BOOST_MIN
     }
 }
 
@@ -116,13 +120,15 @@ enum IowaitRule {
 }
 
 impl IowaitRule {
-    fn for_kernel(kernel: KernelVersion, table_khz: &[u32]) -> IowaitRule {
+    /// The rule of `kernel` for a policy whose minimum is `policy_min_khz` and whose table tops
+    /// at `cpuinfo_max_khz`.
+    fn for_kernel(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> IowaitRule {
         if kernel < KernelVersion(4, 9) {
             IowaitRule::Absent
         } else if kernel < KernelVersion(4, 14) {
             IowaitRule::JumpToMax
         } else {
-            IowaitRule::Double { floor: iowait_boost_floor(kernel, table_khz) }
+            IowaitRule::Double { floor: iowait_boost_floor(kernel, policy_min_khz, cpuinfo_max_khz) }
         }
     }
 }
@@ -167,7 +173,9 @@ impl Governor for Schedutil {
         self.rate_limit_used_us = rate_limit_us;
         self.freq_update_delay_ns = rate_limit_us * 1000;
         self.cpus = vec![SugovCpu::default(); ctx.cpus().len()];
-        self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.table_khz());
+        // sugov_start / sugov_limits: the pre-5.2 floor follows the policy's current minimum.
+        let cpuinfo_max = *ctx.table_khz().last().expect("a table");
+        self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.min_khz(), cpuinfo_max);
         self.next_freq = 0;
         self.cached_raw_freq = 0;
         self.last_freq_update_time = None;
@@ -563,18 +571,30 @@ mod tests {
     #[test]
     fn iowait_boost_sequence() {
         // B.3 item 6: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
-        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), &TABLE);
+        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
 
     #[test]
-    fn iowait_boost_before_5_8_starts_at_the_lowest_frequency_share() {
-        // sg_cpu->min = 1024 · 800 / 3000 MHz = 273: 273 → 546 → 1024 (capped) → 1024, then
-        // 512, and the next halving (256) falls under the floor and ends the boost.
-        assert_eq!(iowait_boost_floor(KernelVersion(5, 2), &TABLE), 273);
-        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), &TABLE);
+    fn iowait_boost_before_5_2_starts_at_the_policy_minimum() {
+        // 4.14 – 5.1 (sugov_set_iowait_boost): the boost starts at policy->min (kHz) and doubles
+        // up to cpuinfo.max_freq; in capacity terms 1024 · 800 / 3000 MHz = 273: 273 → 546 →
+        // 1024 (capped) → 1024, then 512, and the next halving (256) falls under the floor.
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 1), TABLE[0], TABLE[6]), 273);
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 1), TABLE[0], TABLE[6]);
         assert_eq!(rule, IowaitRule::Double { floor: 273 });
         assert_eq!(boost_sequence(rule), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
+        // A raised scaling_min_freq (1.2 GHz) raises that floor: 1024 · 1200 / 3000 = 409.
+        assert_eq!(iowait_boost_floor(KernelVersion(4, 19), 1_200_000, TABLE[6]), 409);
+    }
+
+    #[test]
+    fn iowait_boost_starts_at_an_eighth_from_5_2() {
+        // 5.2+ (IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE / 8, read in 5.2.1 and 5.4 sources;
+        // 5.0.4 still starts at policy->min): the same sequence as 6.x.
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), TABLE[0], TABLE[6]);
+        assert_eq!(rule, IowaitRule::Double { floor: IOWAIT_BOOST_MIN });
+        assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
 
     #[test]
@@ -583,17 +603,17 @@ mod tests {
         // sugov_iowait_boost uses the boost then halves it, with no floor. The doubling from a
         // floor came with "cpufreq: schedutil: Make iowait boost more energy efficient" (4.14).
         for kernel in [KernelVersion(4, 9), KernelVersion(4, 13)] {
-            let rule = IowaitRule::for_kernel(kernel, &TABLE);
+            let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[6]);
             assert_eq!(rule, IowaitRule::JumpToMax, "{kernel}");
             assert_eq!(boost_sequence(rule), vec![1024, 1024, 1024, 1024, 512, 256, 128, 64], "{kernel}");
         }
-        assert_eq!(IowaitRule::for_kernel(KernelVersion(4, 14), &TABLE), IowaitRule::Double { floor: 273 });
+        assert_eq!(IowaitRule::for_kernel(KernelVersion(4, 14), TABLE[0], TABLE[6]), IowaitRule::Double { floor: 273 });
     }
 
     #[test]
     fn no_iowait_boost_before_4_9() {
         // SCHED_CPUFREQ_IOWAIT and schedutil's iowait boosting arrived in 4.9.
-        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), &TABLE);
+        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![0; 8]);
     }
 
