@@ -18,7 +18,7 @@
 //! Rate limiting counts from the last *change* (4.7 – 4.11: from the last evaluation); a
 //! single-CPU policy holds its frequency while the CPU never went idle since the last
 //! evaluation (4.12+, sugov_hold_freq; 5.18+: not while uclamp_max caps the run-queue); a
-//! shared policy takes the highest perf of its CPUs. Before 6.0 the iowait boost is applied
+//! shared policy takes the highest perf of its CPUs. Before 5.18 the iowait boost is applied
 //! after the uclamp clamping, so uclamp_max does not bound it.
 //!
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
@@ -343,10 +343,10 @@ impl Schedutil {
         cap: u64,
         uclamp: Option<(u64, u64)>,
     ) -> u64 {
-        // Before 6.0 the iowait boost was taken after the clamping (sugov_iowait_apply took the
-        // max of the boost and the already clamped util), so uclamp_max did not cap it; 6.0
+        // Before 5.18 the iowait boost was taken after the clamping (sugov_iowait_apply took the
+        // max of the boost and the already clamped util), so uclamp_max did not cap it; 5.18
         // ("sched/uclamp: Fix iowait boost escaping uclamp restriction") clamps the boost too.
-        let boost_escapes_uclamp = uclamp.is_some() && kernel < KernelVersion(6, 0);
+        let boost_escapes_uclamp = uclamp.is_some() && kernel < KernelVersion(5, 18);
         let actual = if boost_escapes_uclamp { util } else { util.max(boost) };
         let perf = if self.margins {
             let scaled = (self.rt_mult * actual) >> 10;
@@ -655,14 +655,16 @@ mod tests {
     }
 
     #[test]
-    fn iowait_boost_escapes_uclamp_max_before_6_0() {
-        // util 200 under uclamp (0, 300) with a full boost (1024). 5.3 – 5.19: the util is
-        // clamped (schedutil_cpu_util / uclamp_rq_util_with) and sugov_iowait_apply then takes
-        // max(boost, util), so the boost wins whole. 6.0 clamps the boost as well.
+    fn iowait_boost_escapes_uclamp_max_before_5_18() {
+        // util 200 under uclamp (0, 300) with a full boost (1024). 5.3 – 5.17: the util is
+        // clamped (schedutil_cpu_util / effective_cpu_util) and sugov_iowait_apply then takes
+        // max(boost, util), so the boost wins whole (read in 5.4 and 5.17 sources). 5.18 clamps
+        // the boost as well (uclamp_rq_util_with on it, read in 5.19).
         let s = Schedutil::default();
         let clamp = Some((0, 300));
         assert_eq!(s.effective_perf(KernelVersion(5, 10), 200, 1024, 1024, clamp), 1024);
-        assert_eq!(s.effective_perf(KernelVersion(5, 19), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 17), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 18), 200, 1024, 1024, clamp), 300);
         assert_eq!(s.effective_perf(KernelVersion(6, 0), 200, 1024, 1024, clamp), 300);
         // No boost: both eras clamp the util alike; without uclamp the boost counts in both.
         assert_eq!(s.effective_perf(KernelVersion(5, 10), 400, 0, 1024, clamp), 300);
