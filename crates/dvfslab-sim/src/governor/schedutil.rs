@@ -91,8 +91,8 @@ pub const INFO: GovernorInfo = GovernorInfo {
 /// Lowest iowait boost from 5.2 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
 const IOWAIT_BOOST_MIN: u64 = 128;
 
-/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.2 on (Peter
-/// Zijlstra's "sched/cpufreq: Fix 32-bit math overflow" moved the boost to capacity units);
+/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.2 on, when the
+/// boost is kept in capacity units (sugov_iowait_reset / sugov_iowait_boost in 5.2 and 5.4);
 /// 4.14 – 5.1 kept the boost in kHz starting at policy->min and capped at cpuinfo.max_freq,
 /// which is the policy minimum's share of the highest frequency in capacity units, so a part
 /// with a wide range starts lower.
