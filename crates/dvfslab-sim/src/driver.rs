@@ -148,6 +148,27 @@ impl Driver {
             None => top,
         }
     }
+
+    /// Whether the cpufreq core can round a request to a table entry for this driver: drivers
+    /// with a `target_index` callback can, intel_pstate's passive mode (`intel_cpufreq`, only
+    /// `target` and `fast_switch`) cannot, so it takes any kHz and picks its P-state itself.
+    pub fn resolves_in_table(self) -> bool {
+        !matches!(self, Driver::IntelCpufreq | Driver::IntelPstate)
+    }
+
+    /// cpufreq_driver_resolve_freq (drivers/cpufreq/cpufreq.c): the request clamped to the
+    /// policy limits, then the lowest table entry at or above it (CPUFREQ_RELATION_L) when the
+    /// driver has a table. intel_cpufreq has none: the clamped kHz itself comes back, and
+    /// intel_cpufreq_fast_switch later rounds it up to a P-state (DIV_ROUND_UP by the ratio's
+    /// 100 MHz), which on its table of every ratio is the same lowest-entry-at-or-above.
+    pub fn resolve_freq(self, table: &[u32], target_khz: u32, min_khz: u32, max_khz: u32) -> u32 {
+        let target = target_khz.clamp(min_khz, max_khz);
+        if self.resolves_in_table() {
+            table_lookup(table, target, crate::governor::Relation::L).clamp(min_khz, max_khz)
+        } else {
+            target
+        }
+    }
 }
 
 /// Pick a table entry for `target` with a cpufreq relation (the table is ascending).
@@ -237,5 +258,17 @@ mod tests {
         assert_eq!(table_lookup(&t, 1_500_000, Relation::C), 1_600_000);
         assert_eq!(table_lookup(&t, 3_000_000, Relation::L), 2_000_000);
         assert_eq!(table_lookup(&t, 100_000, Relation::H), 800_000);
+    }
+
+    #[test]
+    fn only_table_drivers_round_a_resolved_request() {
+        // cpufreq_driver_resolve_freq: target_index drivers get the RELATION_L entry;
+        // intel_cpufreq (no target_index, no resolve_freq) gets the clamped kHz back.
+        let t = [800_000, 1_200_000, 1_600_000, 2_000_000];
+        assert_eq!(Driver::AcpiCpufreq.resolve_freq(&t, 1_300_000, 800_000, 2_000_000), 1_600_000);
+        assert_eq!(Driver::CpufreqDt.resolve_freq(&t, 1_300_000, 800_000, 1_200_000), 1_200_000);
+        assert_eq!(Driver::IntelCpufreq.resolve_freq(&t, 1_300_000, 800_000, 2_000_000), 1_300_000);
+        assert_eq!(Driver::IntelCpufreq.resolve_freq(&t, 2_500_000, 800_000, 2_000_000), 2_000_000);
+        assert_eq!(Driver::IntelCpufreq.resolve_freq(&t, 500_000, 800_000, 2_000_000), 800_000);
     }
 }

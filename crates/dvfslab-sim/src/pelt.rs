@@ -232,7 +232,38 @@ pub fn initial_task_util(cap_orig: u64, rq_util: u64, rq_load: u64, task_weight:
     (rq_util * task_weight / (rq_load + 1)).min(spare_half)
 }
 
-/// util_est of a task, current (>= 6.8) rules of §1.8.
+/// Which util_est rules a kernel applies when a task goes to sleep (util_est_update /
+/// util_est_dequeue in kernel/sched/fair.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UtilEstRules {
+    /// 4.17 – 5.4: the sample moves the EWMA by a quarter of the difference, up as well as
+    /// down; the task's estimate is max(ewma, enqueued), enqueued being the last sample.
+    EwmaOnly,
+    /// 5.5 – 6.7: as above, plus UTIL_EST_FASTUP ("sched/fair/util_est: Implement faster
+    /// ramp-up EWMA on utilization increases", 5.5): a sample above the EWMA replaces it.
+    FastUp,
+    /// 6.8+ ("sched/fair: Remove SCHED_FEAT(UTIL_EST_FASTUP)" and the single-field util_est):
+    /// fast-up always, no `enqueued`, the estimate is the EWMA.
+    #[default]
+    Current,
+}
+
+impl UtilEstRules {
+    /// The rules of `kernel` (util_est itself came in 4.17; earlier kernels get 4.17's rules,
+    /// and schedutil does not read the estimate there).
+    pub fn for_kernel(kernel: crate::kernel::KernelVersion) -> UtilEstRules {
+        use crate::kernel::KernelVersion;
+        if kernel >= KernelVersion(6, 8) {
+            UtilEstRules::Current
+        } else if kernel >= KernelVersion(5, 5) {
+            UtilEstRules::FastUp
+        } else {
+            UtilEstRules::EwmaOnly
+        }
+    }
+}
+
+/// util_est of a task (util_est_update in kernel/sched/fair.c, by [`UtilEstRules`]).
 ///
 /// `unchanged` is the kernel's UTIL_AVG_UNCHANGED flag: set when a sample is taken, cleared when
 /// the task's PELT average next moves. While set, a further sleep would only re-sample the
@@ -240,18 +271,34 @@ pub fn initial_task_util(cap_orig: u64, rq_util: u64, rq_load: u64, task_weight:
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UtilEst {
     pub ewma: u64,
+    /// The last sample taken (util_est.enqueued), before 6.8.
+    pub enqueued: u64,
     pub unchanged: bool,
+    pub rules: UtilEstRules,
 }
 
 impl UtilEst {
-    /// The ewma without the flag (`_task_util_est`).
+    /// An empty estimate following `rules`.
+    pub fn with_rules(rules: UtilEstRules) -> UtilEst {
+        UtilEst { rules, ..UtilEst::default() }
+    }
+
+    /// The task's estimate without the flag (`_task_util_est`): the EWMA from 6.8, before that
+    /// max(ewma, enqueued).
     pub fn value(&self) -> u64 {
-        self.ewma
+        match self.rules {
+            UtilEstRules::Current => self.ewma,
+            UtilEstRules::EwmaOnly | UtilEstRules::FastUp => self.ewma.max(self.enqueued),
+        }
     }
 
     /// Called at a dequeue-for-sleep with the task's util_avg and runnable_avg and the CPU's cap_orig.
     pub fn on_sleep(&mut self, util_avg: u64, runnable_avg: u64, cap_orig: u64) {
         if self.unchanged {
+            return;
+        }
+        if self.rules != UtilEstRules::Current {
+            self.sample_before_6_8(util_avg, runnable_avg, cap_orig);
             return;
         }
         if self.ewma <= util_avg {
@@ -273,6 +320,29 @@ impl UtilEst {
             }
         }
         self.unchanged = true;
+    }
+
+    /// The two-field util_est of 4.17 – 6.7: the sample is stored as `enqueued`; with FastUp a
+    /// larger sample replaces the EWMA, otherwise the EWMA moves a quarter of the way to it
+    /// unless it is within the 1 % margin, in which case nothing at all is written (the
+    /// early return before WRITE_ONCE). The capacity and starvation guards are as today's.
+    fn sample_before_6_8(&mut self, util_avg: u64, runnable_avg: u64, cap_orig: u64) {
+        if self.rules == UtilEstRules::FastUp && self.ewma < util_avg {
+            self.ewma = util_avg;
+            self.enqueued = util_avg;
+            self.unchanged = true;
+            return;
+        }
+        if self.ewma.abs_diff(util_avg) < UTIL_EST_MARGIN || util_avg > cap_orig {
+            return;
+        }
+        self.enqueued = util_avg;
+        self.unchanged = true;
+        if util_avg < self.ewma && util_avg + UTIL_EST_MARGIN < runnable_avg {
+            return;
+        }
+        // ewma + (sample - ewma) / 4, in the kernel's shifts: (4 · ewma + diff) >> 2.
+        self.ewma = ((self.ewma << UTIL_EST_WEIGHT_SHIFT) + util_avg - self.ewma) >> UTIL_EST_WEIGHT_SHIFT;
     }
 
     /// Called whenever the task's own PELT average was refreshed (update() returned true).
@@ -558,7 +628,7 @@ mod tests {
             ((400, false, 200, 210, 1024), (350, true)), // runnable exactly at the margin: decay
         ];
         for ((ewma, unchanged, util, runnable, cap), (want, want_flag)) in cases {
-            let mut ue = UtilEst { ewma, unchanged };
+            let mut ue = UtilEst { ewma, unchanged, ..UtilEst::default() };
             ue.on_sleep(util, runnable, cap);
             assert_eq!((ue.value(), ue.unchanged), (want, want_flag), "from {ewma}/{unchanged} at {util}");
         }
@@ -566,7 +636,7 @@ mod tests {
 
     #[test]
     fn util_est_sequence() {
-        let mut ue = UtilEst { ewma: 400, unchanged: false };
+        let mut ue = UtilEst { ewma: 400, ..UtilEst::default() };
         ue.on_sleep(200, 200, 1024);
         assert_eq!(ue.value(), 350);
         // Re-enqueued and dequeued without any PELT refresh: the flag blocks a new sample.
@@ -574,7 +644,50 @@ mod tests {
         assert_eq!(ue.value(), 350);
         ue.on_pelt_refresh();
         ue.on_sleep(600, 600, 1024);
-        assert_eq!(ue, UtilEst { ewma: 600, unchanged: true });
+        assert_eq!(ue, UtilEst { ewma: 600, unchanged: true, ..UtilEst::default() });
+    }
+
+    /// The estimates after each of `samples` (util_avg at a sleep, no starvation), from 400.
+    fn estimates(rules: UtilEstRules, samples: &[u64]) -> Vec<(u64, u64)> {
+        let mut ue = UtilEst { ewma: 400, enqueued: 400, ..UtilEst::with_rules(rules) };
+        samples
+            .iter()
+            .map(|&u| {
+                ue.on_pelt_refresh();
+                ue.on_sleep(u, u, 1024);
+                (ue.ewma, ue.value())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn util_est_grows_at_once_only_from_5_5() {
+        // A task grown to 800: 4.17 – 5.4 move the EWMA a quarter of the way per sleep
+        // (400 → 500 → 575) but read max(ewma, enqueued) = 800 at once; 5.5 – 6.7 (UTIL_EST_FASTUP)
+        // and 6.8+ take the larger sample into the EWMA itself.
+        use crate::kernel::KernelVersion;
+        let up = [800, 800];
+        assert_eq!(UtilEstRules::for_kernel(KernelVersion(5, 4)), UtilEstRules::EwmaOnly);
+        assert_eq!(estimates(UtilEstRules::for_kernel(KernelVersion(5, 4)), &up), vec![(500, 800), (575, 800)]);
+        assert_eq!(UtilEstRules::for_kernel(KernelVersion(5, 5)), UtilEstRules::FastUp);
+        assert_eq!(estimates(UtilEstRules::FastUp, &up), vec![(800, 800), (800, 800)]);
+        assert_eq!(UtilEstRules::for_kernel(KernelVersion(6, 8)), UtilEstRules::Current);
+        assert_eq!(estimates(UtilEstRules::Current, &up), vec![(800, 800), (800, 800)]);
+    }
+
+    #[test]
+    fn util_est_reads_the_last_sample_too_before_6_8() {
+        // Shrinking to 200 then back to 420: before 6.8 _task_util_est is max(ewma, enqueued), so
+        // the last sample (420) shows over the decayed EWMA (350 → 367); 6.8 reads the EWMA alone
+        // (which fast-up lifts to 420).
+        let down_up = [200, 420];
+        assert_eq!(estimates(UtilEstRules::FastUp, &down_up), vec![(350, 350), (420, 420)]);
+        assert_eq!(estimates(UtilEstRules::EwmaOnly, &down_up), vec![(350, 350), (367, 420)]);
+        assert_eq!(estimates(UtilEstRules::Current, &down_up), vec![(350, 350), (420, 420)]);
+        // Within the 1 % margin nothing is written before 6.8: enqueued keeps the older sample.
+        let mut ue = UtilEst { ewma: 400, enqueued: 380, ..UtilEst::with_rules(UtilEstRules::EwmaOnly) };
+        ue.on_sleep(395, 395, 1024);
+        assert_eq!((ue.ewma, ue.enqueued, ue.unchanged), (400, 380, false));
     }
 
     #[test]

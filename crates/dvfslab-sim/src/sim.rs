@@ -797,6 +797,13 @@ impl PolicyCtx<'_> {
             self.sim.pending_inputs.extend_from_slice(inputs);
         }
     }
+    /// What the cpufreq core makes of a governor's request `khz` before the driver acts
+    /// (cpufreq_driver_resolve_freq): clamped to the limits, and rounded up to a table entry
+    /// when the driver has a table (not intel_cpufreq).
+    pub fn resolve_freq(&self, khz: u32) -> u32 {
+        let pol = &self.sim.policies[self.policy];
+        self.sim.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+    }
     /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
     pub fn request_khz(&mut self, khz: u32, relation: Relation) {
         let pol = &self.sim.policies[self.policy];

@@ -91,3 +91,82 @@ fn resolved_frequencies_are_table_entries_within_limits() {
         assert!([600_000, 1_000_000, 1_200_000, 450_000, 800_000, 950_000].contains(&d.resolved_khz));
     }
 }
+
+/// Decisions of one policy, in time order.
+fn of_policy(r: &SimResult, policy: usize) -> Vec<&dvfslab_sim::observe::Decision> {
+    r.decisions.as_ref().unwrap().iter().filter(|d| d.policy == policy).collect()
+}
+
+/// Two threads per CPU, overlapping: a task leaves while the other keeps the CPU busy, so the
+/// utilisation falls on a CPU that has not been idle.
+const OVERLAP: &str = "periodic:threads=12,run_us=4000,period_us=10000,jitter_pct=90";
+
+/// How many times each policy's frequency went down, summed over the policies.
+fn steps_down(r: &SimResult) -> usize {
+    let policies = r.decisions.as_ref().unwrap().iter().map(|d| d.policy).max().unwrap_or(0) + 1;
+    (0..policies).map(|p| of_policy(r, p).windows(2).filter(|w| w[1].resolved_khz < w[0].resolved_khz).count()).sum()
+}
+
+#[test]
+fn busy_hold_from_4_12() {
+    // sugov_cpu_is_busy (cpufreq_schedutil.c) came in 4.12: before it a single-CPU policy
+    // lowers its frequency even when the CPU never idled since the last evaluation. The other
+    // 4.12 change, the rate limit counted from changes only (sugov_update_commit), is taken out
+    // with rate_limit_us=0, so the held decreases are the difference (a held evaluation commits
+    // nothing, hence no decision to look at directly).
+    let run = |kernel: &str| {
+        explain("skylake-e3-1240v5", &format!("schedutil:kernel={kernel},rate_limit_us=0"), OVERLAP, 1.0)
+    };
+    let (old, new) = (run("4.11"), run("4.12"));
+    assert!(steps_down(&old) > steps_down(&new), "{} vs {}", steps_down(&old), steps_down(&new));
+}
+
+#[test]
+fn util_est_enters_the_signal_in_4_17() {
+    // util_est (sched/fair.c, cpu_util_cfs) is 4.17's: a 4.16 schedutil reads util_avg alone.
+    let w = "periodic:threads=4,run_us=3000,period_us=12000,jitter_pct=40";
+    let ests = |kernel: &str| -> Vec<f64> {
+        let r = explain("juno-r2", &format!("schedutil:kernel={kernel}"), w, 0.5);
+        r.decisions.unwrap().iter().map(|d| input(d, "util_est")).collect()
+    };
+    let old = ests("4.16");
+    assert!(!old.is_empty() && old.iter().all(|&e| e == 0.0), "{old:?}");
+    assert!(ests("4.17").iter().any(|&e| e > 0.0));
+}
+
+#[test]
+fn runnable_boost_counts_even_when_the_cpu_emptied() {
+    // cpu_util_cfs_boost = cpu_util(cpu, NULL, -1, 1), 6.5+: max(util_avg, runnable_avg, util_est)
+    // with no condition on nr_running, so the callback of the last task leaving still sees the
+    // contention it had.
+    let w = "periodic:threads=16,run_us=2000,period_us=8000,jitter_pct=80";
+    let r = explain("skylake-e3-1240v5", "schedutil:kernel=6.18", w, 1.0);
+    let log = r.decisions.unwrap();
+    assert!(log.iter().any(|d| input(d, "runnable_avg") > input(d, "util_avg").max(input(d, "util_est"))));
+    for d in &log {
+        let runnable = input(d, "runnable_avg").min(input(d, "capacity"));
+        assert!(input(d, "util") >= runnable, "t={} util {} < runnable {runnable}", d.time_ns, input(d, "util"));
+    }
+}
+
+#[test]
+fn intel_cpufreq_commits_every_raw_change() {
+    // intel_cpufreq has no target_index, so cpufreq_driver_resolve_freq hands schedutil the
+    // clamped kHz: every change of the raw request is a new next_freq (and restarts the rate
+    // limit), even where intel_cpufreq_fast_switch rounds it up to the same P-state.
+    // acpi-cpufreq resolves to its table first: consecutive commits always differ there.
+    let w = "periodic:threads=6,run_us=3000,period_us=10000,jitter_pct=60";
+    let repeats = |driver: &str| {
+        let r = explain("haswell-e5-2670v3-2s", &format!("schedutil:driver={driver}"), w, 0.5);
+        let n = r.summary.per_cpu.len();
+        let mut repeats = 0;
+        for pol in 0..n {
+            let log = of_policy(&r, pol);
+            repeats += log.windows(2).filter(|p| p[0].resolved_khz == p[1].resolved_khz).count();
+            assert!(log.iter().all(|d| d.resolved_khz % 100_000 == 0), "{driver}: P-states are 100 MHz ratios");
+        }
+        repeats
+    };
+    assert!(repeats("intel_cpufreq") > 0);
+    assert_eq!(repeats("acpi-cpufreq"), 0);
+}

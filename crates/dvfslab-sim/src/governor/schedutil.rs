@@ -4,7 +4,7 @@
 //! (default 6.18), following spec/algorithms.md §2:
 //!
 //! ```text
-//!   util   = max(util_avg, util_est [, runnable_avg ≥ 6.5]) ≤ capacity     (get_util)
+//!   util   = max(util_avg [, util_est ≥ 4.17] [, runnable_avg ≥ 6.5]) ≤ capacity     (get_util)
 //!   actual = max(util, iowait_boost)
 //!   perf   = actual + actual/4 (≤ capacity)     1.25 headroom (map_util_perf; ≤ 6.7: on the frequency)
 //!            | approximate_util_avg(mult·actual/1024, rate_limit_us)   with margins=1 (§8)
@@ -12,17 +12,22 @@
 //!                                         ≤ 6.7  actual clamped to [min, max] (min if inverted)
 //!   raw    = ref · perf / capacity              ref = cpuinfo.max_freq if invariant, else cur
 //!                                                     (≥ 6.8: perf ≤ capacity and ref = 1.25 · cur)
-//!   next   = lowest table frequency ≥ raw, within [min, max]   (resolve, RELATION_L)
+//!   next   = raw within [min, max], rounded up to a table entry      (cpufreq_driver_resolve_freq)
+//!            when the driver has a table; intel_cpufreq has none and keeps the kHz
 //! ```
-//! Rate limiting counts from the last *change*; a single-CPU policy holds its frequency while
-//! the CPU never went idle since the last evaluation (sugov_hold_freq; 5.18+: not while
-//! uclamp_max caps the run-queue); a shared policy takes the highest perf of its CPUs.
+//! Rate limiting counts from the last *change* (4.7 – 4.11: from the last evaluation); a
+//! single-CPU policy holds its frequency while the CPU never went idle since the last
+//! evaluation (4.12+, sugov_hold_freq; 5.18+: not while uclamp_max caps the run-queue); a
+//! shared policy takes the highest perf of its CPUs. Before 5.18 the iowait boost is applied
+//! after the uclamp clamping, so uclamp_max does not bound it.
 //!
 //! Differences from Linux: every driver is treated as fast-switching (no slow-path kthread);
 //! there are no RT, DL or IRQ signals yet (util is the CFS part), so the ≤ 6.7 and ≥ 6.8
 //! aggregation formulas coincide; `adjust_perf` (intel_cpufreq with HWP) is not modelled.
-//! The iowait boost doubles from a floor, in capacity units: 1024/8 from 5.8 on, and
-//! before that `1024 · cpuinfo.min_freq / cpuinfo.max_freq` (sg_cpu->min).
+//! The iowait boost (4.9+) doubles from a floor, in capacity units: 1024/8 from 5.2 on, and
+//! before that the policy's minimum frequency (`1024 · policy->min / cpuinfo.max_freq` in
+//! capacity terms, the boost then being kept in kHz); 4.9 – 4.13 jump
+//! straight to the maximum and halve at each evaluation.
 //!
 //! Tunables: `rate_limit_us` (µs; -1 = cpufreq's default transition delay for the kernel
 //! version and driver), `margins` (0 = mainline 1.25 headroom, 1 = the margins series),
@@ -33,6 +38,7 @@
 
 use super::{margins, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::kernel::KernelVersion;
+use crate::pelt::SCHED_CAPACITY_SCALE;
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -82,16 +88,48 @@ pub const INFO: GovernorInfo = GovernorInfo {
     },
 };
 
-/// Lowest iowait boost from 5.8 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
+/// Lowest iowait boost from 5.2 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
 const IOWAIT_BOOST_MIN: u64 = 128;
 
-/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.8 on, before
-/// that the lowest frequency's share of the highest (sg_cpu->min), so a part with a wide
-/// range starts lower.
-fn iowait_boost_floor(kernel: KernelVersion, table_khz: &[u32]) -> u64 {
-    match (table_khz.first(), table_khz.last()) {
-        (Some(&min), Some(&max)) if kernel < KernelVersion(5, 8) && max > 0 => 1024 * min as u64 / max as u64,
-        _ => IOWAIT_BOOST_MIN,
+/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.2 on, when the
+/// boost is kept in capacity units (sugov_iowait_reset / sugov_iowait_boost in 5.2 and 5.4);
+/// 4.14 – 5.1 kept the boost in kHz starting at policy->min and capped at cpuinfo.max_freq,
+/// which is the policy minimum's share of the highest frequency in capacity units, so a part
+/// with a wide range starts lower.
+fn iowait_boost_floor(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> u64 {
+    if kernel < KernelVersion(5, 2) && cpuinfo_max_khz > 0 {
+        SCHED_CAPACITY_SCALE * policy_min_khz as u64 / cpuinfo_max_khz as u64
+    } else {
+        IOWAIT_BOOST_MIN
+    }
+}
+
+/// How an I/O wake-up boosts the CPU, by kernel version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum IowaitRule {
+    /// 4.7, 4.8: schedutil has no iowait boost (SCHED_CPUFREQ_IOWAIT came in 4.9).
+    #[default]
+    Absent,
+    /// 4.9 – 4.13 (sugov_set_iowait_boost / sugov_iowait_boost): every I/O wake-up sets the
+    /// boost to the maximum (iowait_boost_max = cpuinfo.max_freq, 1024 here); each evaluation
+    /// uses it and then halves it.
+    JumpToMax,
+    /// 4.14+ (Joel Fernandes' "make iowait boost more energy efficient"): start at `floor`,
+    /// double per I/O wake-up, halve per evaluation without one, drop below the floor.
+    Double { floor: u64 },
+}
+
+impl IowaitRule {
+    /// The rule of `kernel` for a policy whose minimum is `policy_min_khz` and whose table tops
+    /// at `cpuinfo_max_khz`.
+    fn for_kernel(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> IowaitRule {
+        if kernel < KernelVersion(4, 9) {
+            IowaitRule::Absent
+        } else if kernel < KernelVersion(4, 14) {
+            IowaitRule::JumpToMax
+        } else {
+            IowaitRule::Double { floor: iowait_boost_floor(kernel, policy_min_khz, cpuinfo_max_khz) }
+        }
     }
 }
 
@@ -113,8 +151,8 @@ struct Schedutil {
     rate_limit_used_us: u64,
     /// PELT multiplier shift, for the headroom EAS asks about.
     pelt_lshift: u32,
-    /// The iowait boost's floor (capacity units).
-    boost_min: u64,
+    /// How I/O wake-ups boost, for the kernel version.
+    iowait_rule: IowaitRule,
     // Per-CPU state (sugov_cpu), indexed by position in the policy.
     cpus: Vec<SugovCpu>,
 }
@@ -135,7 +173,9 @@ impl Governor for Schedutil {
         self.rate_limit_used_us = rate_limit_us;
         self.freq_update_delay_ns = rate_limit_us * 1000;
         self.cpus = vec![SugovCpu::default(); ctx.cpus().len()];
-        self.boost_min = iowait_boost_floor(ctx.kernel(), ctx.table_khz());
+        // sugov_start / sugov_limits: the pre-5.2 floor follows the policy's current minimum.
+        let cpuinfo_max = *ctx.table_khz().last().expect("a table");
+        self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.min_khz(), cpuinfo_max);
         self.next_freq = 0;
         self.cached_raw_freq = 0;
         self.last_freq_update_time = None;
@@ -160,7 +200,7 @@ impl Governor for Schedutil {
         Some(if self.margins {
             margins::dvfs_headroom((self.rt_mult * actual) >> 10, self.rate_limit_used_us, self.pelt_lshift)
         } else {
-            actual + (actual >> 2)
+            map_headroom(actual)
         })
     }
 
@@ -168,7 +208,7 @@ impl Governor for Schedutil {
         let time = ctx.now_ns();
         let Some(idx) = ctx.cpus().iter().position(|&c| c == cpu) else { return };
         let tick_ns = ctx.tick_ns();
-        iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.boost_min);
+        iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.iowait_rule);
         self.cpus[idx].last_update = time;
         if flags.remote || !self.should_update(time) {
             return;
@@ -181,7 +221,7 @@ impl Governor for Schedutil {
                 continue;
             }
             let c = ctx.cpus()[j];
-            let boost = iowait_apply(&mut self.cpus[j], time, ctx.cap_orig(c), tick_ns, self.boost_min);
+            let boost = iowait_apply(&mut self.cpus[j], time, ctx.cap_orig(c), tick_ns, self.iowait_rule);
             let p = self.get_util(ctx, c, boost);
             self.cpus[j].util = p.perf;
             if p.perf >= util {
@@ -193,7 +233,8 @@ impl Governor for Schedutil {
         let saved = self.cached_raw_freq;
         let (mut f, raw, reference) = self.get_next_freq(ctx, util, cap);
         let mut held = false;
-        if !shared {
+        // sugov_cpu_is_busy came in 4.12; before it a single-CPU policy lowers at once.
+        if !shared && ctx.kernel() >= KernelVersion(4, 12) {
             // Busy hold: no idle entry since the last evaluation means the CPU is saturated;
             // do not lower its frequency on a possibly stale utilisation.
             let calls = ctx.cpu_idle_calls(cpu);
@@ -208,7 +249,7 @@ impl Governor for Schedutil {
                 held = true;
             }
         }
-        if !self.commit_next_freq(time, f) {
+        if !self.commit_next_freq(time, f, ctx.kernel()) {
             return;
         }
         if ctx.explaining() {
@@ -259,11 +300,17 @@ impl Schedutil {
         }
     }
 
-    /// sugov_update_next_freq: the timestamp moves only when the frequency changes.
-    fn commit_next_freq(&mut self, time: u64, f: u32) -> bool {
+    /// sugov_update_next_freq (earlier, sugov_update_commit): from 4.12 the timestamp moves
+    /// only when the frequency changes; in 4.7 – 4.11 sugov_update_commit set it on every
+    /// evaluated update, so the rate limit counted from the last evaluation, changed or not.
+    /// Returns whether there is a new frequency to ask the driver for.
+    fn commit_next_freq(&mut self, time: u64, f: u32, kernel: KernelVersion) -> bool {
         if self.need_freq_update {
             self.need_freq_update = false;
         } else if self.next_freq == f {
+            if kernel < KernelVersion(4, 12) {
+                self.last_freq_update_time = Some(time);
+            }
             return false;
         }
         self.next_freq = f;
@@ -273,23 +320,40 @@ impl Schedutil {
 
     /// get_util + sugov_effective_cpu_perf for one CPU.
     fn get_util(&self, ctx: &PolicyCtx, cpu: usize, boost: u64) -> Parts {
+        let kernel = ctx.kernel();
         let (util_avg, util_est, cap) = ctx.cpu_util_parts(cpu);
+        let util_est = if kernel >= KernelVersion(4, 17) { util_est } else { 0 };
         let runnable = ctx.cpu_runnable_avg(cpu);
-        let mut util = util_avg.max(util_est);
-        // Runnable boosting (6.5+): a queue of waiting tasks counts as demand.
-        if ctx.kernel() >= KernelVersion(6, 5) && ctx.cpu_nr_running(cpu) > 0 {
-            util = util.max(runnable);
-        }
+        let util = cfs_util(kernel, util_avg, util_est, runnable);
         // A runnable RT task asks for the maximum unless uclamp is in use (then its clamps do).
         let uclamp = ctx.cpu_uclamp(cpu);
         let util = if ctx.cpu_rt_runnable(cpu) && uclamp.is_none() { cap } else { util.min(cap) };
-        let actual = util.max(boost);
+        let perf = self.effective_perf(kernel, util, boost, cap, uclamp);
+        Parts { util_avg, util_est, runnable, util, boost, perf, uclamp }
+    }
+
+    /// The perf asked for a CPU whose utilisation is `util` (≤ cap) and iowait boost `boost`,
+    /// under the run-queue's uclamp (min, max): the headroom (≥ 6.8 and margins; up to 6.7 it
+    /// goes on the frequency), then the clamps.
+    fn effective_perf(
+        &self,
+        kernel: KernelVersion,
+        util: u64,
+        boost: u64,
+        cap: u64,
+        uclamp: Option<(u64, u64)>,
+    ) -> u64 {
+        // Before 5.18 the iowait boost was taken after the clamping (sugov_iowait_apply took the
+        // max of the boost and the already clamped util), so uclamp_max did not cap it; 5.18
+        // ("sched/uclamp: Fix iowait boost escaping uclamp restriction") clamps the boost too.
+        let boost_escapes_uclamp = uclamp.is_some() && kernel < KernelVersion(5, 18);
+        let actual = if boost_escapes_uclamp { util } else { util.max(boost) };
         let perf = if self.margins {
             let scaled = (self.rt_mult * actual) >> 10;
-            margins::dvfs_headroom(scaled, self.rate_limit_used_us, ctx.pelt_multiplier().trailing_zeros()).min(cap)
-        } else if ctx.kernel() >= KernelVersion(6, 8) {
+            margins::dvfs_headroom(scaled, self.rate_limit_used_us, self.pelt_lshift).min(cap)
+        } else if kernel >= KernelVersion(6, 8) {
             // sugov_effective_cpu_perf: headroom here, capped at the capacity.
-            (actual + (actual >> 2)).min(cap)
+            map_headroom(actual).min(cap)
         } else {
             // Up to 6.7 the headroom is applied to the frequency (map_util_freq).
             actual
@@ -297,45 +361,99 @@ impl Schedutil {
         let perf = match uclamp {
             None => perf,
             // sugov_effective_cpu_perf: the cap bounds the headroom, the floor wins over it.
-            Some((min, max)) if self.margins || ctx.kernel() >= KernelVersion(6, 8) => perf.min(max.min(cap)).max(min),
+            Some((min, max)) if self.margins || kernel >= KernelVersion(6, 8) => perf.min(max.min(cap)).max(min),
             // uclamp_rq_util_with: an inverted pair yields the floor.
             Some((min, max)) if min >= max => min.min(cap),
             Some((min, max)) => perf.clamp(min, max).min(cap),
         };
-        Parts { util_avg, util_est, runnable, util, boost, perf, uclamp }
+        if boost_escapes_uclamp {
+            perf.max(boost)
+        } else {
+            perf
+        }
     }
 
-    /// get_next_freq: raw = ref · perf / capacity, resolved in the table within the limits.
+    /// get_next_freq: raw = ref · perf / capacity, resolved by the cpufreq core
+    /// (cpufreq_driver_resolve_freq: a table entry, or the clamped kHz for intel_cpufreq).
     /// Returns (resolved, raw, reference).
     fn get_next_freq(&mut self, ctx: &PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
-        let cur = ctx.cur_khz() as u64;
-        let new_form = self.margins || ctx.kernel() >= KernelVersion(6, 8);
-        let reference = if ctx.invariant() { ctx.cpuinfo_max_khz() as u64 } else { cur };
-        let raw = if new_form {
-            // perf carries the headroom and is capped at capacity; a non-invariant reference gets
-            // its own 25% margin so a saturated CPU still climbs (get_capacity_ref_freq, 6.8).
-            let reference = if ctx.invariant() { reference } else { cur + (cur >> 2) };
-            reference * util / cap
+        let form = if self.margins || ctx.kernel() >= KernelVersion(6, 8) {
+            FreqForm::CappedPerf
         } else {
-            // map_util_freq up to 6.7: (f + f/4) · util / cap.
-            (reference + (reference >> 2)) * util / cap
-        } as u32;
+            FreqForm::MapUtilFreq
+        };
+        let (raw, reference) = raw_next_freq(form, ctx.invariant(), ctx.cpuinfo_max_khz(), ctx.cur_khz(), util, cap);
         if raw == self.cached_raw_freq && !self.need_freq_update && self.next_freq != 0 {
-            return (self.next_freq, raw, reference as u32);
+            return (self.next_freq, raw, reference);
         }
         self.cached_raw_freq = raw;
-        let (min, max) = (ctx.min_khz(), ctx.max_khz());
-        let target = raw.clamp(min, max);
-        let f = crate::driver::table_lookup(ctx.table_khz(), target, Relation::L).clamp(min, max);
-        (f, raw, reference as u32)
+        (ctx.resolve_freq(raw), raw, reference)
     }
 }
 
-/// sugov_iowait_boost: on every callback, before rate limiting. An I/O wake-up starts the
-/// boost at its floor `min` or doubles it (once per evaluated update); more than a tick without
-/// callbacks restarts it.
-fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64, min: u64) {
+/// The CFS utilisation schedutil reads (cpu_util_cfs; 6.5+ cpu_util_cfs_boost), before the
+/// capacity cap: max(util_avg, util_est), and from 6.5 (runnable boosting) runnable_avg too.
+/// cpu_util(cpu, NULL, -1, boost=1) takes the runnable average whatever the number of queued
+/// tasks: a CPU that just emptied still reports the contention it had. `util_est` is 0 before
+/// 4.17, which had no util_est.
+fn cfs_util(kernel: KernelVersion, util_avg: u64, util_est: u64, runnable_avg: u64) -> u64 {
+    let util = util_avg.max(util_est);
+    if kernel >= KernelVersion(6, 5) {
+        util.max(runnable_avg)
+    } else {
+        util
+    }
+}
+
+/// The 1.25 DVFS headroom of mainline schedutil (map_util_perf: util + util/4).
+fn map_headroom(util: u64) -> u64 {
+    util + (util >> 2)
+}
+
+/// Where get_next_freq puts the 1.25 headroom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FreqForm {
+    /// Up to 6.7 (map_util_freq): raw = 1.25 · ref · util / cap, ref = cpuinfo.max_freq when
+    /// invariant, else the current frequency.
+    MapUtilFreq,
+    /// 6.8+ (and the margins series): perf already carries the headroom and is capped at the
+    /// capacity; raw = ref · perf / cap with ref = cpuinfo.max_freq when invariant, else
+    /// 1.25 · cur (get_capacity_ref_freq), so a saturated non-invariant CPU still climbs.
+    CappedPerf,
+}
+
+/// get_next_freq's arithmetic: (raw kHz, reference kHz) for `perf` on a CPU of capacity `cap`.
+fn raw_next_freq(form: FreqForm, invariant: bool, max_khz: u32, cur_khz: u32, perf: u64, cap: u64) -> (u32, u32) {
+    let (max, cur) = (max_khz as u64, cur_khz as u64);
+    let reference = if invariant { max } else { cur };
+    let raw = match form {
+        FreqForm::MapUtilFreq => map_headroom(reference) * perf / cap,
+        FreqForm::CappedPerf => {
+            let reference = if invariant { reference } else { map_headroom(cur) };
+            reference * perf / cap
+        }
+    };
+    (raw as u32, reference as u32)
+}
+
+/// sugov_iowait_boost (sugov_set_iowait_boost before 5.0): on every callback, before rate
+/// limiting. From 4.14 an I/O wake-up starts the boost at its floor or doubles it (once per
+/// evaluated update); 4.9 – 4.13 set it to the maximum. More than a tick without callbacks
+/// restarts it.
+fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64, rule: IowaitRule) {
     let io = flags.iowait;
+    let min = match rule {
+        IowaitRule::Absent => return,
+        IowaitRule::JumpToMax => {
+            if io {
+                c.iowait_boost = SCHED_CAPACITY_SCALE;
+            } else if c.iowait_boost != 0 && time.saturating_sub(c.last_update) > tick_ns {
+                c.iowait_boost = 0;
+            }
+            return;
+        }
+        IowaitRule::Double { floor } => floor,
+    };
     if c.iowait_boost != 0 && time.saturating_sub(c.last_update) > tick_ns {
         c.iowait_boost = if io { min } else { 0 };
         c.iowait_boost_pending = io;
@@ -346,13 +464,13 @@ fn iowait_boost(c: &mut SugovCpu, time: u64, flags: UpdateFlags, tick_ns: u64, m
     }
     c.iowait_boost_pending = true;
     // Double the boost at each request, up to the capacity scale.
-    c.iowait_boost = if c.iowait_boost != 0 { (c.iowait_boost * 2).min(1024) } else { min };
+    c.iowait_boost = if c.iowait_boost != 0 { (c.iowait_boost * 2).min(SCHED_CAPACITY_SCALE) } else { min };
 }
 
-/// sugov_iowait_apply: when an update is evaluated. Without a new I/O wake-up since the last
-/// evaluation the boost halves, and vanishes below its floor `min`. Returns the boost in
-/// capacity units.
-fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, min: u64) -> u64 {
+/// sugov_iowait_apply: when an update is evaluated. From 4.14, without a new I/O wake-up
+/// since the last evaluation the boost halves, and vanishes below its floor; 4.9 – 4.13 use
+/// the boost and then halve it. Returns the boost in capacity units.
+fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, rule: IowaitRule) -> u64 {
     if c.iowait_boost == 0 {
         return 0;
     }
@@ -361,6 +479,15 @@ fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, min: u64) -
         c.iowait_boost_pending = false;
         return 0;
     }
+    let min = match rule {
+        IowaitRule::Absent => return 0,
+        IowaitRule::JumpToMax => {
+            let used = c.iowait_boost;
+            c.iowait_boost >>= 1;
+            return (used * cap) >> 10;
+        }
+        IowaitRule::Double { floor } => floor,
+    };
     if !c.iowait_boost_pending {
         c.iowait_boost >>= 1;
         if c.iowait_boost < min {
@@ -375,12 +502,20 @@ fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, min: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::Driver;
 
     const TABLE: [u32; 7] = [800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];
 
+    /// What acpi-cpufreq (a table driver) resolves `raw` to with the whole table allowed.
+    fn resolved(raw: u32) -> u32 {
+        Driver::AcpiCpufreq.resolve_freq(&TABLE, raw, TABLE[0], TABLE[6])
+    }
+
     #[test]
     fn invariant_frequency_table_of_the_spec() {
-        // §2.10 / B.3 item 3, ≥ 6.8 form: perf = min(1.25 · util, 1024), raw = max · perf / 1024.
+        // 6.8+ (sugov_effective_cpu_perf, get_next_freq): perf = min(1.25 · util, capacity),
+        // raw = cpuinfo.max_freq · perf / capacity, resolved to the lowest entry at or above.
+        let s = Schedutil::default();
         let cases = [
             (100, 366_210, 800_000),
             (300, 1_098_632, 1_200_000),
@@ -391,40 +526,43 @@ mod tests {
             (820, 3_000_000, 3_000_000),
         ];
         for (util, raw, f) in cases {
-            let perf = (util + (util >> 2)).min(1024);
-            let got = 3_000_000u64 * perf / 1024;
-            assert_eq!(got, raw, "util {util}");
-            assert_eq!(crate::driver::table_lookup(&TABLE, got as u32, Relation::L), f, "util {util}");
+            let perf = s.effective_perf(KernelVersion(6, 8), util, 0, 1024, None);
+            let (got, reference) = raw_next_freq(FreqForm::CappedPerf, true, 3_000_000, 800_000, perf, 1024);
+            assert_eq!((got, reference), (raw, 3_000_000), "util {util}");
+            assert_eq!(resolved(got), f, "util {util}");
         }
     }
 
     #[test]
     fn non_invariant_tipping_point() {
-        // B.3 item 4 (≤ 6.7 form): cur 1.2 GHz, raw = (cur + cur/4) · util / 1024:
+        // ≤ 6.7 (map_util_freq): cur 1.2 GHz, raw = (cur + cur/4) · util / 1024:
         // 819 stays at 1.2 GHz, 820 moves to 1.6 GHz, and even 1024 only reaches 1.6 GHz.
-        let cur = 1_200_000u64;
-        for (util, raw, f) in [(800, 1_171_875, 1_200_000), (819, 1_199_707, 1_200_000), (820, 1_201_171, 1_600_000)] {
-            let got = (cur + (cur >> 2)) * util / 1024;
-            assert_eq!(got, raw);
-            assert_eq!(crate::driver::table_lookup(&TABLE, got as u32, Relation::L), f);
+        let s = Schedutil::default();
+        let cases = [
+            (800, 1_171_875, 1_200_000),
+            (819, 1_199_707, 1_200_000),
+            (820, 1_201_171, 1_600_000),
+            (1024, 1_500_000, 1_600_000),
+        ];
+        for (util, raw, f) in cases {
+            let perf = s.effective_perf(KernelVersion(6, 7), util, 0, 1024, None);
+            let (got, reference) = raw_next_freq(FreqForm::MapUtilFreq, false, 3_000_000, 1_200_000, perf, 1024);
+            assert_eq!((got, reference), (raw, 1_200_000), "util {util}");
+            assert_eq!(resolved(got), f, "util {util}");
         }
-        assert_eq!(
-            crate::driver::table_lookup(&TABLE, ((cur + (cur >> 2)) * 1024 / 1024) as u32, Relation::L),
-            1_600_000
-        );
     }
 
     /// The boosts evaluated after four I/O wake-ups and then four plain callbacks, 1 ms apart.
-    fn boost_sequence(min: u64) -> Vec<u64> {
+    fn boost_sequence(rule: IowaitRule) -> Vec<u64> {
         let tick = 4_000_000;
         let mut c = SugovCpu::default();
         let mut seen = Vec::new();
         let mut t = 0;
         for k in 0..8 {
             t += 1_000_000;
-            iowait_boost(&mut c, t, UpdateFlags { iowait: k < 4, ..UpdateFlags::default() }, tick, min);
+            iowait_boost(&mut c, t, UpdateFlags { iowait: k < 4, ..UpdateFlags::default() }, tick, rule);
             c.last_update = t;
-            seen.push(iowait_apply(&mut c, t, 1024, tick, min));
+            seen.push(iowait_apply(&mut c, t, 1024, tick, rule));
         }
         seen
     }
@@ -432,35 +570,112 @@ mod tests {
     #[test]
     fn iowait_boost_sequence() {
         // B.3 item 6: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
-        let floor = iowait_boost_floor(KernelVersion(6, 8), &TABLE);
-        assert_eq!(boost_sequence(floor), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
+        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[6]);
+        assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
 
     #[test]
-    fn iowait_boost_before_5_8_starts_at_the_lowest_frequency_share() {
-        // sg_cpu->min = 1024 · 800 / 3000 MHz = 273: 273 → 546 → 1024 (capped) → 1024, then
-        // 512, and the next halving (256) falls under the floor and ends the boost.
-        let floor = iowait_boost_floor(KernelVersion(5, 2), &TABLE);
-        assert_eq!(floor, 273);
-        assert_eq!(boost_sequence(floor), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
+    fn iowait_boost_before_5_2_starts_at_the_policy_minimum() {
+        // 4.14 – 5.1 (sugov_set_iowait_boost): the boost starts at policy->min (kHz) and doubles
+        // up to cpuinfo.max_freq; in capacity terms 1024 · 800 / 3000 MHz = 273: 273 → 546 →
+        // 1024 (capped) → 1024, then 512, and the next halving (256) falls under the floor.
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 1), TABLE[0], TABLE[6]), 273);
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 1), TABLE[0], TABLE[6]);
+        assert_eq!(rule, IowaitRule::Double { floor: 273 });
+        assert_eq!(boost_sequence(rule), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
+        // A raised scaling_min_freq (1.2 GHz) raises that floor: 1024 · 1200 / 3000 = 409.
+        assert_eq!(iowait_boost_floor(KernelVersion(4, 19), 1_200_000, TABLE[6]), 409);
+    }
+
+    #[test]
+    fn iowait_boost_starts_at_an_eighth_from_5_2() {
+        // 5.2+ (IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE / 8, read in 5.2.1 and 5.4 sources;
+        // 5.0.4 still starts at policy->min): the same sequence as 6.x.
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), TABLE[0], TABLE[6]);
+        assert_eq!(rule, IowaitRule::Double { floor: IOWAIT_BOOST_MIN });
+        assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
+    }
+
+    #[test]
+    fn iowait_boost_jumps_to_the_maximum_before_4_14() {
+        // 4.9 – 4.13 (sugov_set_iowait_boost): each I/O wake-up sets iowait_boost_max, and
+        // sugov_iowait_boost uses the boost then halves it, with no floor. The doubling from a
+        // floor came with "cpufreq: schedutil: Make iowait boost more energy efficient" (4.14).
+        for kernel in [KernelVersion(4, 9), KernelVersion(4, 13)] {
+            let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[6]);
+            assert_eq!(rule, IowaitRule::JumpToMax, "{kernel}");
+            assert_eq!(boost_sequence(rule), vec![1024, 1024, 1024, 1024, 512, 256, 128, 64], "{kernel}");
+        }
+        assert_eq!(IowaitRule::for_kernel(KernelVersion(4, 14), TABLE[0], TABLE[6]), IowaitRule::Double { floor: 273 });
+    }
+
+    #[test]
+    fn no_iowait_boost_before_4_9() {
+        // SCHED_CPUFREQ_IOWAIT and schedutil's iowait boosting arrived in 4.9.
+        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), TABLE[0], TABLE[6]);
+        assert_eq!(boost_sequence(rule), vec![0; 8]);
     }
 
     #[test]
     fn iowait_boost_restarts_after_a_tick_without_callbacks() {
         let tick = 4_000_000;
+        let rule = IowaitRule::Double { floor: IOWAIT_BOOST_MIN };
         let mut c = SugovCpu { iowait_boost: 1024, last_update: 0, ..SugovCpu::default() };
-        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true, ..UpdateFlags::default() }, tick, IOWAIT_BOOST_MIN);
+        iowait_boost(&mut c, 5_000_000, UpdateFlags { iowait: true, ..UpdateFlags::default() }, tick, rule);
         assert_eq!(c.iowait_boost, IOWAIT_BOOST_MIN);
     }
 
     #[test]
     fn rate_limit_counts_from_the_last_change() {
+        // 4.12+ (sugov_update_commit, later sugov_update_next_freq): an unchanged frequency
+        // leaves last_freq_update_time where it was.
         let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
-        assert!(s.commit_next_freq(0, 1_000_000));
+        let k = KernelVersion(6, 18);
+        assert!(s.commit_next_freq(0, 1_000_000, k));
         assert!(!s.should_update(1_000_000));
         assert!(s.should_update(2_000_000));
         // Same frequency: no commit, and the timestamp stays.
-        assert!(!s.commit_next_freq(2_500_000, 1_000_000));
+        assert!(!s.commit_next_freq(2_500_000, 1_000_000, k));
         assert_eq!(s.last_freq_update_time, Some(0));
+        assert!(s.should_update(3_000_000));
+    }
+
+    #[test]
+    fn rate_limit_before_4_12_counts_from_every_evaluation() {
+        // 4.7 – 4.11 (sugov_update_commit): last_freq_update_time = time on every evaluated
+        // update, before the "unchanged" check, so an unchanged evaluation also restarts the wait.
+        let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
+        let k = KernelVersion(4, 11);
+        assert!(s.commit_next_freq(0, 1_000_000, k));
+        assert!(!s.commit_next_freq(2_500_000, 1_000_000, k));
+        assert_eq!(s.last_freq_update_time, Some(2_500_000));
+        assert!(!s.should_update(3_000_000));
+        assert!(s.should_update(4_500_000));
+    }
+
+    #[test]
+    fn iowait_boost_escapes_uclamp_max_before_5_18() {
+        // util 200 under uclamp (0, 300) with a full boost (1024). 5.3 – 5.17: the util is
+        // clamped (schedutil_cpu_util / effective_cpu_util) and sugov_iowait_apply then takes
+        // max(boost, util), so the boost wins whole (read in 5.4 and 5.17 sources). 5.18 clamps
+        // the boost as well (uclamp_rq_util_with on it, read in 5.19).
+        let s = Schedutil::default();
+        let clamp = Some((0, 300));
+        assert_eq!(s.effective_perf(KernelVersion(5, 10), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 17), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 18), 200, 1024, 1024, clamp), 300);
+        assert_eq!(s.effective_perf(KernelVersion(6, 0), 200, 1024, 1024, clamp), 300);
+        // No boost: both eras clamp the util alike; without uclamp the boost counts in both.
+        assert_eq!(s.effective_perf(KernelVersion(5, 10), 400, 0, 1024, clamp), 300);
+        assert_eq!(s.effective_perf(KernelVersion(5, 10), 200, 512, 1024, None), 512);
+    }
+
+    #[test]
+    fn runnable_boost_from_6_5() {
+        // cpu_util(cpu, NULL, -1, boost=1), 6.5+: max(util_avg, util_est, runnable_avg); before
+        // 6.5 the runnable average is not part of schedutil's util.
+        assert_eq!(cfs_util(KernelVersion(6, 4), 300, 250, 700), 300);
+        assert_eq!(cfs_util(KernelVersion(6, 5), 300, 250, 700), 700);
+        assert_eq!(cfs_util(KernelVersion(6, 5), 300, 450, 100), 450);
     }
 }
