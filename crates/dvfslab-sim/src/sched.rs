@@ -68,12 +68,20 @@ const MAX_PROGRAM_NESTING: u32 = 64;
 /// than this (see `Sim::child_name`).
 const MAX_INHERITED_NAME_LEN: usize = 48;
 
-/// What is left to do of a task's sleep or exit after its CPU has switched to the next task.
-pub(crate) enum Unfinished {
-    /// The governor callback of the sleep's dequeue (RT or CFS).
-    Sleep { cpu: usize, rt: bool },
-    /// Waking the exited task's parent if it waits for its children.
-    Exit { cpu: usize, task: usize },
+/// What is left to do of a task's exit after its CPU has switched to the next task: waking
+/// the exited task's parent if it waits for its children. (A sleep leaves nothing: its
+/// dequeue's governor callback runs before the switch, see [`Sim::dequeue_callback`].)
+pub(crate) struct Unfinished {
+    cpu: usize,
+    task: usize,
+}
+
+/// Whether the scheduler calls the governor of a CPU another CPU enqueued a task on. Before
+/// 4.14 it called only the running CPU's own hook (`cfs_rq_util_change` in fair.c checked
+/// that the cfs_rq was `this_rq()`'s); remote callbacks came with "sched: cpufreq: Allow
+/// remote cpufreq callbacks" (4.14).
+fn remote_callbacks(kernel: crate::kernel::KernelVersion) -> bool {
+    kernel >= crate::kernel::KernelVersion(4, 14)
 }
 
 /// `cpus` in order from `start` (from the first when `start` is not among them), wrapping
@@ -498,6 +506,9 @@ impl Sim {
             }
         }
         self.check_overutilized(cpu);
+        if flags.remote && !remote_callbacks(self.kernel) {
+            return;
+        }
         if self.rt_prio(task).is_some() {
             // enqueue_top_rt_rq calls the governor every time.
             self.cpufreq_update_util(cpu, flags);
@@ -668,8 +679,8 @@ impl Sim {
     /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
     ///
     /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
-    /// here in turn: the rest of the blocking (the governor callback of `dequeue_task`, the
-    /// parent's wake-up) waits on a stack and is done, last first, once the CPU has settled,
+    /// here in turn: the rest of an exit (the parent's wake-up) waits on a stack and is done,
+    /// last first, once the CPU has settled,
     /// in the order nested calls would do it, without a stack frame per task. Programs
     /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
     /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
@@ -770,14 +781,14 @@ impl Sim {
                 Op::Sleep { ns } => {
                     // A float beyond u64 saturates: such a sleep outlasts any run.
                     let d = self.draw(task, ns).max(0.0) as u64;
-                    return self.block_and_switch(cpu, Some(now.saturating_add(d)), unfinished);
+                    return self.block_and_switch(cpu, Some(now.saturating_add(d)));
                 }
                 Op::WaitPeriod { period_ns } => {
                     let t = &mut self.tasks[task];
                     let periods = (now - t.start_ns) / period_ns + 1;
                     let next = t.start_ns.saturating_add(periods.saturating_mul(period_ns));
                     t.activation_ns = next;
-                    return self.block_and_switch(cpu, Some(next), unfinished);
+                    return self.block_and_switch(cpu, Some(next));
                 }
                 Op::Post { ch, sync } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
@@ -790,7 +801,7 @@ impl Sim {
                 Op::Wait { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Ask { ch, answer, sync } => {
@@ -800,7 +811,7 @@ impl Sim {
                 Op::Take { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_take(ch, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Answer { sync } => {
@@ -810,12 +821,12 @@ impl Sim {
                 }
                 Op::Barrier { id, n } => {
                     if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Lock { id } => {
                     if let Outcome::Sleep = self.mutex_lock(id, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Unlock { id } => self.mutex_unlock(id, cpu),
@@ -823,7 +834,7 @@ impl Sim {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
                     self.io_submit(dev, task, service, transfer);
-                    return self.block_and_switch(cpu, None, unfinished);
+                    return self.block_and_switch(cpu, None);
                 }
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
@@ -846,7 +857,7 @@ impl Sim {
                 Op::WaitChildren => {
                     if self.tasks[task].live_children > 0 {
                         self.tasks[task].waiting_children = true;
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Exec => {
@@ -970,15 +981,14 @@ impl Sim {
 
     /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
     fn sleep_curr(&mut self, cpu: usize, wake_at: Option<u64>) {
-        let left = self.put_to_sleep(cpu, wake_at);
+        self.put_to_sleep(cpu, wake_at);
         self.pick_next(cpu);
-        self.finish_switch(left);
     }
 
-    /// Put the current task to sleep and switch `cpu` to what runs next, leaving the rest of
-    /// the sleep on `unfinished`. Returns whether the next task's program is to run now.
-    fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>, unfinished: &mut Vec<Unfinished>) -> bool {
-        unfinished.push(self.put_to_sleep(cpu, wake_at));
+    /// Put the current task to sleep and switch `cpu` to what runs next. Returns whether the
+    /// next task's program is to run now.
+    fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>) -> bool {
+        self.put_to_sleep(cpu, wake_at);
         self.switch_next(cpu)
     }
 
@@ -990,20 +1000,30 @@ impl Sim {
         self.switch_next(cpu)
     }
 
-    /// What is left of a switch once the CPU has moved on.
+    /// What is left of an exit once the CPU has moved on.
     fn finish_switch(&mut self, left: Unfinished) {
-        match left {
-            Unfinished::Sleep { cpu, rt: true } => {
-                // dequeue_top_rt_rq calls the governor every time.
-                self.cpufreq_update_util(cpu, UpdateFlags::default());
-            }
-            Unfinished::Sleep { cpu, rt: false } => self.cfs_util_change(cpu, UpdateFlags::default()),
-            Unfinished::Exit { cpu, task } => self.notify_parent(cpu, task),
+        self.notify_parent(left.cpu, left.task);
+    }
+
+    /// The governor callback of a dequeue that takes `task` off `cpu` (sleep or exit). In
+    /// `__schedule` the dequeue (`deactivate_task` → `dequeue_task`) runs before the CPU picks
+    /// its next task and, finding none, switches to the idle task, whose idle loop is what
+    /// counts an idle call (`tick_nohz_idle_stop_tick`, kernel/time/tick-sched.c). So the
+    /// governor sees the CPU as still busy at a sleep: schedutil's busy hold
+    /// (`sugov_cpu_is_busy`) applies to it.
+    fn dequeue_callback(&mut self, cpu: usize, task: usize) {
+        if self.rt_prio(task).is_some() {
+            // dequeue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            // dequeue_entity's PELT update (cfs_rq_util_change when the util changed).
+            self.cfs_util_change(cpu, UpdateFlags::default());
         }
     }
 
-    /// The first part of a sleep: the task leaves `cpu`, with its timer armed.
-    fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) -> Unfinished {
+    /// The first part of a sleep: the task leaves `cpu`, with its timer armed, and the
+    /// dequeue's governor callback runs.
+    fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
         let cap = self.plat.cpus[cpu].cap_orig;
         let t = &mut self.tasks[task];
@@ -1015,7 +1035,7 @@ impl Sim {
             self.q.push(at, Event::TimerWake { task: task as u32, token });
             self.cpus[cpu].timers.push(at);
         }
-        Unfinished::Sleep { cpu, rt: self.rt_prio(task).is_some() }
+        self.dequeue_callback(cpu, task);
     }
 
     /// The first part of an exit: the task leaves `cpu` for good.
@@ -1027,7 +1047,9 @@ impl Sim {
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
-        Unfinished::Exit { cpu, task }
+        // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
+        self.dequeue_callback(cpu, task);
+        Unfinished { cpu, task }
     }
 
     /// The parent sleeping in wait4 is woken by its last child's exit (SIGCHLD, not sync).
