@@ -13,7 +13,7 @@
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
-use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
+use crate::pelt::{cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
 use crate::platform::IdlePower;
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
@@ -82,6 +82,30 @@ pub(crate) struct Unfinished {
 /// remote cpufreq callbacks" (4.14).
 fn remote_callbacks(kernel: crate::kernel::KernelVersion) -> bool {
     kernel >= crate::kernel::KernelVersion(4, 14)
+}
+
+/// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and
+/// remove_entity_load_avg for an exiting task; fair.c): util, runnable and load all leave, each
+/// sum by the task's average times the run-queue's divider, floored at the remaining average
+/// times PELT_MIN_DIVIDER as the kernel does, so that sum and average stay consistent.
+fn detach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
+    rq.remove_util(se.util_avg);
+    let div = rq.divider();
+    rq.runnable_avg = rq.runnable_avg.saturating_sub(se.runnable_avg);
+    rq.runnable_sum = rq.runnable_sum.saturating_sub(se.runnable_avg * div).max(rq.runnable_avg * PELT_MIN_DIVIDER);
+    rq.load_avg = rq.load_avg.saturating_sub(se.load_avg);
+    rq.load_sum = rq.load_sum.saturating_sub(se.load_avg * div).max(rq.load_avg * PELT_MIN_DIVIDER);
+}
+
+/// Add a task's averages `se` to the run-queue's `rq` it joins (attach_entity_load_avg,
+/// fair.c): util, runnable and load, each sum as the average times the run-queue's divider.
+fn attach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
+    rq.add_util(se.util_avg);
+    let div = rq.divider();
+    rq.runnable_avg += se.runnable_avg;
+    rq.runnable_sum += se.runnable_avg * div;
+    rq.load_avg += se.load_avg;
+    rq.load_sum += se.load_avg * div;
 }
 
 /// `cpus` in order from `start` (from the first when `start` is not among them), wrapping
@@ -350,7 +374,8 @@ impl Sim {
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
-        self.cpus[cpu].avg.add_util(util);
+        // wake_up_new_task attaches the new task's util, runnable and load.
+        attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
         self.cpus[cpu].util_changed = true;
         // wake_up_new_task enqueues from the parent's CPU.
         let source = self.tasks[task].parent.map_or(cpu, |p| self.tasks[p].cpu);
@@ -464,13 +489,12 @@ impl Sim {
             // Decay the task to now on its old CPU, detach it there, attach it here.
             self.update_cpu_pelt(prev);
             self.update_task_pelt(task, false, false);
-            let util = self.tasks[task].avg.util_avg;
-            self.cpus[prev].avg.remove_util(util);
+            detach_task_avg(&mut self.cpus[prev].avg, &self.tasks[task].avg);
             self.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
             let pelt_now = self.cpu_pelt_now(cpu);
             self.tasks[task].avg.last_update_time = pelt_now;
-            self.cpus[cpu].avg.add_util(util);
+            attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
             self.cpus[cpu].util_changed = true;
             self.tasks[task].cpu = cpu;
         } else {
@@ -1041,8 +1065,7 @@ impl Sim {
     /// The first part of an exit: the task leaves `cpu` for good.
     fn put_to_exit(&mut self, cpu: usize) -> Unfinished {
         let task = self.dequeue_curr(cpu);
-        let util = self.tasks[task].avg.util_avg;
-        self.cpus[cpu].avg.remove_util(util);
+        detach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
         self.cpus[cpu].util_changed = true;
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
@@ -1150,18 +1173,17 @@ impl Sim {
     pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
         self.update_cpu_pelt(src);
         self.update_task_pelt(task, true, false);
-        let util = self.tasks[task].avg.util_avg;
         let ue = self.tasks[task].util_est.value();
         self.uclamp_dequeued(task, src);
         let s = &mut self.cpus[src];
-        s.avg.remove_util(util);
+        detach_task_avg(&mut s.avg, &self.tasks[task].avg);
         s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
         self.update_cpu_pelt(dst);
         let pelt_now = self.cpu_pelt_now(dst);
         let d = &mut self.cpus[dst];
-        d.avg.add_util(util);
+        attach_task_avg(&mut d.avg, &self.tasks[task].avg);
         d.util_changed = true;
         d.util_est_sum += ue;
         self.rq_detach(task, src);

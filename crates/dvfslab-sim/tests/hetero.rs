@@ -179,9 +179,10 @@ mod eas {
     fn energy_aware_placement_saves_energy_on_a_light_load() {
         // Eight light periodic threads start spread over every cluster by fork balancing;
         // without EAS each stays where it started (its CPU is idle and it fits), with EAS they
-        // gather where the Energy Model says work is cheapest.
+        // gather where the Energy Model says work is cheapest. (Juno saves about 5 % since a
+        // fork or migration attaches the task's runnable and load averages with its util.)
         let w = "periodic:threads=8,run_us=300,period_us=16000";
-        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.93)] {
+        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.96)] {
             let eas = common::run(platform, "schedutil", w, 2.0, 1).summary;
             let off = common::run(platform, "schedutil:eas=0", w, 2.0, 1).summary;
             let ratio = eas.energy_j / off.energy_j;

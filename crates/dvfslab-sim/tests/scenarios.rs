@@ -294,3 +294,36 @@ mod dequeue_callback {
         assert!(d.len() <= 15, "{} decisions", d.len());
     }
 }
+
+mod migration {
+    use dvfslab_sim::{simulate, SimConfig};
+
+    #[test]
+    fn a_migrating_task_takes_its_runnable_and_load_averages_along() {
+        // detach_entity_load_avg / attach_entity_load_avg (kernel/sched/fair.c) move a task's
+        // util, runnable and load sums between run-queues. A run-queue's runnable_avg counts
+        // every runnable task and its util_avg only the running one, so runnable_avg >= util_avg
+        // holds on each CPU as long as both move together. Six periodic tasks on 8 CPUs migrate
+        // at wake-up; schedutil reads both signals (sugov_get_util). Moving util alone left
+        // runnable_avg up to 512 below util_avg at every one of the 42 decisions.
+        let cfg = SimConfig {
+            governor: "schedutil:kernel=6.18,driver=acpi-cpufreq".into(),
+            workload: "periodic:threads=6,run_us=3000,period_us=10000".into(),
+            duration_ns: Some(300_000_000),
+            explain: true,
+            ..SimConfig::default()
+        };
+        let platform = "skylake-e3-1240v5";
+        let r = simulate(&super::common::preset(platform), platform, &cfg).unwrap();
+        let input = |d: &dvfslab_sim::observe::Decision, name: &str| {
+            d.inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).expect("schedutil explains it")
+        };
+        let decisions = r.decisions.unwrap();
+        assert!(decisions.len() > 10);
+        for d in &decisions {
+            // Truncation of the averages may leave them a unit or two apart.
+            let (runnable, util) = (input(d, "runnable_avg"), input(d, "util_avg"));
+            assert!(runnable + 2.0 >= util, "at {} ns: runnable_avg {runnable} < util_avg {util}", d.time_ns);
+        }
+    }
+}
