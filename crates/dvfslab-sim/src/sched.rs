@@ -10,6 +10,7 @@
 //! off a NUMA node running more tasks than another (numa_balance.rs). Fork placement is in
 //! fork_balance.rs.
 
+use crate::capacity::AsymWakeup;
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
@@ -451,10 +452,20 @@ impl Sim {
     /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
     /// running only the waker, favour the waker); select_idle_sibling then takes the target if
     /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
-    /// CPU, in the target's LLC, else the target.
+    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
+    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
     fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.allowed(task, c);
         let prev = self.tasks[task].cpu;
+        let asym_cfs = self.hetero.asym && self.rt_prio(task).is_none();
+        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::WakeCap {
+            // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
+            // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
+            let this_cpu = waker.map_or(prev, |(w, _)| w);
+            if self.wake_cap(task, this_cpu, prev) {
+                return self.select_fork_cpu(task, this_cpu);
+            }
+        }
         let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
         let target = match waker {
             Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
@@ -468,7 +479,7 @@ impl Sim {
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task, prev),
         };
-        if self.hetero.asym && self.rt_prio(task).is_none() {
+        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
         if self.cpu_is_idle(target) {

@@ -377,3 +377,38 @@ mod remote_callbacks {
         }
     }
 }
+
+/// Placement mechanisms exist from the kernel version that introduced them.
+mod placement_by_kernel {
+    use super::*;
+
+    #[test]
+    fn misfit_migration_starts_with_4_20() {
+        // update_misfit_status and the group_misfit_task balance type came in 4.20: on 4.19 a
+        // hog that outgrew its little CPU stays there (it never sleeps, so no wake-up moves it).
+        let r = run_tasks("pixel6", "schedutil:kernel=4.19", vec![hog()], 500 * MS);
+        let log = r.migrations.unwrap();
+        assert!(log.iter().all(|m| m.reason != "misfit" && m.reason != "misfit_idle"), "{log:?}");
+        assert!(r.summary.per_cpu[LITTLE].iter().any(|c| c.busy_pct > 99.0));
+        let r = run_tasks("pixel6", "schedutil:kernel=4.20", vec![hog()], 500 * MS);
+        assert!(r.migrations.unwrap().iter().any(|m| m.reason == "misfit"));
+    }
+
+    #[test]
+    fn capacity_aware_wake_ups_follow_the_kernel_of_the_time() {
+        // A 300-util periodic task, too big for a little CPU, without EAS. 5.7+:
+        // select_idle_capacity finds an idle CPU it fits, never a little one. 4.9-5.6: wake_cap
+        // finds it does not fit a little CPU and find_idlest_cpu (the slow path) places it by
+        // load, off the little cluster too (on 4.19 without any misfit migration to help).
+        // Before 4.9 the wake-up path ignored capacity: the idle previous CPU is taken, so a
+        // task started on a little CPU stays on little CPUs.
+        for governor in ["schedutil:kernel=5.7,eas=0", "schedutil:kernel=5.6,eas=0", "schedutil:kernel=4.19"] {
+            let r = run_tasks("pixel6", governor, vec![periodic("p", 300.0)], 2000 * MS);
+            let busy_little: f64 = r.summary.per_cpu[LITTLE].iter().map(|c| c.busy_pct).sum();
+            assert!(busy_little < 5.0, "{governor}: {busy_little} % on little CPUs");
+        }
+        let r = run_tasks("pixel6", "schedutil:kernel=4.8", vec![periodic("p", 300.0)], 2000 * MS);
+        let busy_other: f64 = r.summary.per_cpu[MID].iter().chain(&r.summary.per_cpu[BIG]).map(|c| c.busy_pct).sum();
+        assert!(busy_other < 1.0, "{busy_other} % on mid and big CPUs");
+    }
+}
