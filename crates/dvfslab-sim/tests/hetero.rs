@@ -412,3 +412,24 @@ mod placement_by_kernel {
         assert!(busy_other < 1.0, "{busy_other} % on mid and big CPUs");
     }
 }
+
+mod exit_callback {
+    use super::*;
+
+    #[test]
+    fn an_exiting_tasks_dequeue_calls_the_governor() {
+        // do_exit ends in __schedule, whose dequeue_task runs the governor callback like a
+        // sleep's, before the CPU goes idle. A task pinned on big CPU 6 (a two-CPU policy,
+        // so no busy hold) runs 40 ms and exits: schedutil re-evaluates at the exit and, with
+        // the task's util gone, drops the policy to its lowest frequency.
+        let work = vec![Op::Run { cycles: Amount::Fixed(cycles_for_util(1024.0, 40 * MS)), mem_frac: 0.0 }, Op::Exit];
+        let task = TaskSpec::new("once", Rc::from(work)).pinned(vec![6]);
+        let r = run_tasks("pixel6", "schedutil:kernel=6.18", vec![task], 100 * MS);
+        let big: Vec<&Decision> = r.decisions.as_ref().unwrap().iter().filter(|d| d.policy == 2).collect();
+        let last = big.last().expect("decisions on the big policy");
+        let lowest = big.iter().map(|d| d.resolved_khz).min().unwrap();
+        assert!(big.iter().any(|d| d.resolved_khz > lowest), "{big:?}");
+        assert_eq!(last.resolved_khz, lowest, "{last:?}");
+        assert!(last.time_ns >= 30 * MS, "{last:?}");
+    }
+}
