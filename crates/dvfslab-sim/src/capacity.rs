@@ -95,6 +95,10 @@ pub(crate) struct Hetero {
     pub fits: FitsRule,
     /// CPU capacities differ (SD_ASYM_CPUCAPACITY): misfit and capacity-aware wake-ups.
     pub asym: bool,
+    /// Misfit tasks are detected and moved up (update_misfit_status, group_misfit_task: 4.20+).
+    pub misfit: bool,
+    /// How a CFS wake-up on an asymmetric platform looks for its CPU in this kernel.
+    pub asym_wakeup: AsymWakeup,
     /// Energy-aware wake-up placement runs (EAS preconditions hold and `eas=1`).
     pub eas: bool,
     pub em: Option<crate::energy_model::EnergyModel>,
@@ -109,6 +113,31 @@ pub(crate) struct Hetero {
     /// Runnable boosting in the utilisation EAS predicts frequencies with (6.5+).
     pub runnable_boost: bool,
     pub migrations: Option<Vec<crate::observe::Migration>>,
+}
+
+/// Wake-up placement of a CFS task on an asymmetric platform, by kernel version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsymWakeup {
+    /// Before 4.9: the symmetric path (wake_affine, select_idle_sibling), capacity-blind.
+    Symmetric,
+    /// 4.9-5.6: `wake_cap` sends a task that does not fit the smaller of the waking and the
+    /// previous CPU to the slow path (find_idlest_cpu, SD_BALANCE_WAKE being set at the
+    /// asymmetric level); one that fits takes the symmetric path.
+    WakeCap,
+    /// 5.7+: `select_idle_capacity` scans for an idle CPU the task fits.
+    SelectIdleCapacity,
+}
+
+impl AsymWakeup {
+    fn for_kernel(kernel: KernelVersion) -> AsymWakeup {
+        if kernel >= KernelVersion(5, 7) {
+            AsymWakeup::SelectIdleCapacity
+        } else if kernel >= KernelVersion(4, 9) {
+            AsymWakeup::WakeCap
+        } else {
+            AsymWakeup::Symmetric
+        }
+    }
 }
 
 /// What decides whether EAS can run (sched_is_eas_possible, §9.6 preconditions).
@@ -134,6 +163,8 @@ impl Hetero {
         Hetero {
             fits,
             asym,
+            misfit: asym && eas.kernel >= KernelVersion(4, 20),
+            asym_wakeup: AsymWakeup::for_kernel(eas.kernel),
             eas: eas.knob_on
                 && asym
                 && em.is_some()

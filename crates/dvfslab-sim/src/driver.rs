@@ -116,6 +116,14 @@ impl Driver {
         }
     }
 
+    /// `policy->dvfs_possible_from_any_cpu`: any CPU may change this driver's frequency, so a
+    /// governor may act on a callback from a CPU outside the policy. cpufreq-dt
+    /// (`cpufreq_init`) and scmi-cpufreq (`scmi_cpufreq_init`) set it; acpi-cpufreq,
+    /// intel_pstate/intel_cpufreq and powernv-cpufreq do not.
+    pub fn dvfs_possible_from_any_cpu(self) -> bool {
+        matches!(self, Driver::CpufreqDt | Driver::Scmi)
+    }
+
     /// `cpuinfo.transition_latency` as this driver reports it (None = unknown, CPUFREQ_ETERNAL).
     ///
     /// acpi-cpufreq (`acpi_cpufreq_cpu_init`, every version modelled) reports the largest `_PSS`

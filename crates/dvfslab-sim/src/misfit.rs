@@ -12,6 +12,11 @@
 //!                   to the smallest idle CPU more than ~5 % bigger where it fits
 //!                   (little → mid → big), else the biggest such idle CPU
 //! ```
+//! By kernel version: misfit detection and up-migration exist from 4.20; the overutilized
+//! switch comes with EAS (5.0); wake-ups scan for a fitting CPU (`select_idle_capacity`) from
+//! 5.7, before which `wake_cap` (4.9-5.6) sends a task that does not fit to the slow path, and
+//! before 4.9 placement ignores capacity (see `capacity::AsymWakeup`).
+//!
 //! Differences from Linux: the running task moves at once (Linux kicks a NOHZ idle balance,
 //! which walks the idle CPUs in id order and moves it with the stopper a little later); only
 //! idle CPUs pull a misfit task; the destination is chosen among all idle bigger CPUs rather
@@ -47,8 +52,12 @@ impl Sim {
         self.hetero.overutilized
     }
 
-    /// update_misfit_status: the current task of `cpu` if it is a misfit.
+    /// update_misfit_status: the current task of `cpu` if it is a misfit (4.20+; before, a
+    /// task that outgrew its CPU stayed until its next wake-up).
     fn misfit_task(&self, cpu: usize) -> Option<usize> {
+        if !self.hetero.misfit {
+            return None;
+        }
         let task = self.cpus[cpu].curr?;
         if self.rt_prio(task).is_some() {
             return None;
@@ -126,6 +135,18 @@ impl Sim {
         // The task's util left one run-queue and attached to the other.
         self.cfs_util_change(src, UpdateFlags::default());
         self.cfs_util_change(dst, UpdateFlags::default());
+    }
+
+    /// wake_cap (4.9-5.6): whether a wake-up of `task` by `this_cpu` must take the slow path
+    /// because the task does not fit the smaller of the waking and the previous CPU, on a
+    /// platform where that CPU is at least 1/8 smaller than the biggest.
+    pub(crate) fn wake_cap(&self, task: usize, this_cpu: usize, prev: usize) -> bool {
+        let min_cap = self.plat.cpus[prev].cap_orig.min(self.plat.cpus[this_cpu].cap_orig);
+        let max_cap = self.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
+        if max_cap - min_cap < max_cap >> 3 {
+            return false;
+        }
+        !crate::capacity::fits_capacity(self.task_util_est(task), min_cap, self.hetero.fits)
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the

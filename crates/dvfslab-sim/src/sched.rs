@@ -10,10 +10,11 @@
 //! off a NUMA node running more tasks than another (numa_balance.rs). Fork placement is in
 //! fork_balance.rs.
 
+use crate::capacity::AsymWakeup;
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::objects::Outcome;
-use crate::pelt::{cap_scale, initial_task_util, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
+use crate::pelt::{cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
 use crate::platform::IdlePower;
 use crate::sim::Sim;
 use crate::task::{Mark, Op, TaskState};
@@ -68,12 +69,44 @@ const MAX_PROGRAM_NESTING: u32 = 64;
 /// than this (see `Sim::child_name`).
 const MAX_INHERITED_NAME_LEN: usize = 48;
 
-/// What is left to do of a task's sleep or exit after its CPU has switched to the next task.
-pub(crate) enum Unfinished {
-    /// The governor callback of the sleep's dequeue (RT or CFS).
-    Sleep { cpu: usize, rt: bool },
-    /// Waking the exited task's parent if it waits for its children.
-    Exit { cpu: usize, task: usize },
+/// What is left to do of a task's exit after its CPU has switched to the next task: waking
+/// the exited task's parent if it waits for its children. (A sleep leaves nothing: its
+/// dequeue's governor callback runs before the switch, see [`Sim::dequeue_callback`].)
+pub(crate) struct Unfinished {
+    cpu: usize,
+    task: usize,
+}
+
+/// Whether the scheduler calls the governor of a CPU another CPU enqueued a task on. Before
+/// 4.14 it called only the running CPU's own hook (`cfs_rq_util_change` in fair.c checked
+/// that the cfs_rq was `this_rq()`'s); remote callbacks came with "sched: cpufreq: Allow
+/// remote cpufreq callbacks" (4.14).
+fn remote_callbacks(kernel: crate::kernel::KernelVersion) -> bool {
+    kernel >= crate::kernel::KernelVersion(4, 14)
+}
+
+/// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and
+/// remove_entity_load_avg for an exiting task; fair.c): util, runnable and load all leave, each
+/// sum by the task's average times the run-queue's divider, floored at the remaining average
+/// times PELT_MIN_DIVIDER as the kernel does, so that sum and average stay consistent.
+fn detach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
+    rq.remove_util(se.util_avg);
+    let div = rq.divider();
+    rq.runnable_avg = rq.runnable_avg.saturating_sub(se.runnable_avg);
+    rq.runnable_sum = rq.runnable_sum.saturating_sub(se.runnable_avg * div).max(rq.runnable_avg * PELT_MIN_DIVIDER);
+    rq.load_avg = rq.load_avg.saturating_sub(se.load_avg);
+    rq.load_sum = rq.load_sum.saturating_sub(se.load_avg * div).max(rq.load_avg * PELT_MIN_DIVIDER);
+}
+
+/// Add a task's averages `se` to the run-queue's `rq` it joins (attach_entity_load_avg,
+/// fair.c): util, runnable and load, each sum as the average times the run-queue's divider.
+fn attach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
+    rq.add_util(se.util_avg);
+    let div = rq.divider();
+    rq.runnable_avg += se.runnable_avg;
+    rq.runnable_sum += se.runnable_avg * div;
+    rq.load_avg += se.load_avg;
+    rq.load_sum += se.load_avg * div;
 }
 
 /// `cpus` in order from `start` (from the first when `start` is not among them), wrapping
@@ -301,9 +334,16 @@ impl Sim {
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
 
+    /// A task whose util_est follows the simulated kernel's rules (util_est_update by version).
+    fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::task::Task {
+        let mut task = crate::task::Task::new(id, name, program, start_ns);
+        task.util_est = crate::pelt::UtilEst::with_rules(crate::pelt::UtilEstRules::for_kernel(self.kernel));
+        task
+    }
+
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
         let id = self.tasks.len();
-        let mut task = crate::task::Task::new(id, spec.name, spec.program, spec.start_ns);
+        let mut task = self.new_task(id, spec.name, spec.program, spec.start_ns);
         self.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
         // A run ends when its benchmark's tasks have all exited: kernel threads never do.
         if !spec.attrs.background {
@@ -342,7 +382,8 @@ impl Sim {
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
-        self.cpus[cpu].avg.add_util(util);
+        // wake_up_new_task attaches the new task's util, runnable and load.
+        attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
         self.cpus[cpu].util_changed = true;
         // wake_up_new_task enqueues from the parent's CPU.
         let source = self.tasks[task].parent.map_or(cpu, |p| self.tasks[p].cpu);
@@ -418,10 +459,20 @@ impl Sim {
     /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
     /// running only the waker, favour the waker); select_idle_sibling then takes the target if
     /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
-    /// CPU, in the target's LLC, else the target.
+    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
+    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
     fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.allowed(task, c);
         let prev = self.tasks[task].cpu;
+        let asym_cfs = self.hetero.asym && self.rt_prio(task).is_none();
+        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::WakeCap {
+            // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
+            // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
+            let this_cpu = waker.map_or(prev, |(w, _)| w);
+            if self.wake_cap(task, this_cpu, prev) {
+                return self.select_fork_cpu(task, this_cpu);
+            }
+        }
         let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
         let target = match waker {
             Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
@@ -435,7 +486,7 @@ impl Sim {
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task, prev),
         };
-        if self.hetero.asym && self.rt_prio(task).is_none() {
+        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
         if self.cpu_is_idle(target) {
@@ -456,13 +507,12 @@ impl Sim {
             // Decay the task to now on its old CPU, detach it there, attach it here.
             self.update_cpu_pelt(prev);
             self.update_task_pelt(task, false, false);
-            let util = self.tasks[task].avg.util_avg;
-            self.cpus[prev].avg.remove_util(util);
+            detach_task_avg(&mut self.cpus[prev].avg, &self.tasks[task].avg);
             self.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
             let pelt_now = self.cpu_pelt_now(cpu);
             self.tasks[task].avg.last_update_time = pelt_now;
-            self.cpus[cpu].avg.add_util(util);
+            attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
             self.cpus[cpu].util_changed = true;
             self.tasks[task].cpu = cpu;
         } else {
@@ -498,6 +548,9 @@ impl Sim {
             }
         }
         self.check_overutilized(cpu);
+        if flags.remote && !remote_callbacks(self.kernel) {
+            return;
+        }
         if self.rt_prio(task).is_some() {
             // enqueue_top_rt_rq calls the governor every time.
             self.cpufreq_update_util(cpu, flags);
@@ -668,8 +721,8 @@ impl Sim {
     /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
     ///
     /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
-    /// here in turn: the rest of the blocking (the governor callback of `dequeue_task`, the
-    /// parent's wake-up) waits on a stack and is done, last first, once the CPU has settled,
+    /// here in turn: the rest of an exit (the parent's wake-up) waits on a stack and is done,
+    /// last first, once the CPU has settled,
     /// in the order nested calls would do it, without a stack frame per task. Programs
     /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
     /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
@@ -770,14 +823,14 @@ impl Sim {
                 Op::Sleep { ns } => {
                     // A float beyond u64 saturates: such a sleep outlasts any run.
                     let d = self.draw(task, ns).max(0.0) as u64;
-                    return self.block_and_switch(cpu, Some(now.saturating_add(d)), unfinished);
+                    return self.block_and_switch(cpu, Some(now.saturating_add(d)));
                 }
                 Op::WaitPeriod { period_ns } => {
                     let t = &mut self.tasks[task];
                     let periods = (now - t.start_ns) / period_ns + 1;
                     let next = t.start_ns.saturating_add(periods.saturating_mul(period_ns));
                     t.activation_ns = next;
-                    return self.block_and_switch(cpu, Some(next), unfinished);
+                    return self.block_and_switch(cpu, Some(next));
                 }
                 Op::Post { ch, sync } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
@@ -790,7 +843,7 @@ impl Sim {
                 Op::Wait { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Ask { ch, answer, sync } => {
@@ -800,7 +853,7 @@ impl Sim {
                 Op::Take { ch } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_take(ch, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Answer { sync } => {
@@ -810,12 +863,12 @@ impl Sim {
                 }
                 Op::Barrier { id, n } => {
                     if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Lock { id } => {
                     if let Outcome::Sleep = self.mutex_lock(id, task) {
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Unlock { id } => self.mutex_unlock(id, cpu),
@@ -823,7 +876,7 @@ impl Sim {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
                     self.io_submit(dev, task, service, transfer);
-                    return self.block_and_switch(cpu, None, unfinished);
+                    return self.block_and_switch(cpu, None);
                 }
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
@@ -833,7 +886,7 @@ impl Sim {
                             break;
                         }
                         let prog = self.programs[program as usize].clone();
-                        let mut child = crate::task::Task::new(id, self.child_name(task, id), prog, now);
+                        let mut child = self.new_task(id, self.child_name(task, id), prog, now);
                         child.parent = Some(task);
                         child.root = self.tasks[task].root;
                         child.cpu = cpu;
@@ -846,7 +899,7 @@ impl Sim {
                 Op::WaitChildren => {
                     if self.tasks[task].live_children > 0 {
                         self.tasks[task].waiting_children = true;
-                        return self.block_and_switch(cpu, None, unfinished);
+                        return self.block_and_switch(cpu, None);
                     }
                 }
                 Op::Exec => {
@@ -970,15 +1023,14 @@ impl Sim {
 
     /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
     fn sleep_curr(&mut self, cpu: usize, wake_at: Option<u64>) {
-        let left = self.put_to_sleep(cpu, wake_at);
+        self.put_to_sleep(cpu, wake_at);
         self.pick_next(cpu);
-        self.finish_switch(left);
     }
 
-    /// Put the current task to sleep and switch `cpu` to what runs next, leaving the rest of
-    /// the sleep on `unfinished`. Returns whether the next task's program is to run now.
-    fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>, unfinished: &mut Vec<Unfinished>) -> bool {
-        unfinished.push(self.put_to_sleep(cpu, wake_at));
+    /// Put the current task to sleep and switch `cpu` to what runs next. Returns whether the
+    /// next task's program is to run now.
+    fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>) -> bool {
+        self.put_to_sleep(cpu, wake_at);
         self.switch_next(cpu)
     }
 
@@ -990,20 +1042,30 @@ impl Sim {
         self.switch_next(cpu)
     }
 
-    /// What is left of a switch once the CPU has moved on.
+    /// What is left of an exit once the CPU has moved on.
     fn finish_switch(&mut self, left: Unfinished) {
-        match left {
-            Unfinished::Sleep { cpu, rt: true } => {
-                // dequeue_top_rt_rq calls the governor every time.
-                self.cpufreq_update_util(cpu, UpdateFlags::default());
-            }
-            Unfinished::Sleep { cpu, rt: false } => self.cfs_util_change(cpu, UpdateFlags::default()),
-            Unfinished::Exit { cpu, task } => self.notify_parent(cpu, task),
+        self.notify_parent(left.cpu, left.task);
+    }
+
+    /// The governor callback of a dequeue that takes `task` off `cpu` (sleep or exit). In
+    /// `__schedule` the dequeue (`deactivate_task` → `dequeue_task`) runs before the CPU picks
+    /// its next task and, finding none, switches to the idle task, whose idle loop is what
+    /// counts an idle call (`tick_nohz_idle_stop_tick`, kernel/time/tick-sched.c). So the
+    /// governor sees the CPU as still busy at a sleep: schedutil's busy hold
+    /// (`sugov_cpu_is_busy`) applies to it.
+    fn dequeue_callback(&mut self, cpu: usize, task: usize) {
+        if self.rt_prio(task).is_some() {
+            // dequeue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            // dequeue_entity's PELT update (cfs_rq_util_change when the util changed).
+            self.cfs_util_change(cpu, UpdateFlags::default());
         }
     }
 
-    /// The first part of a sleep: the task leaves `cpu`, with its timer armed.
-    fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) -> Unfinished {
+    /// The first part of a sleep: the task leaves `cpu`, with its timer armed, and the
+    /// dequeue's governor callback runs.
+    fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
         let cap = self.plat.cpus[cpu].cap_orig;
         let t = &mut self.tasks[task];
@@ -1015,19 +1077,20 @@ impl Sim {
             self.q.push(at, Event::TimerWake { task: task as u32, token });
             self.cpus[cpu].timers.push(at);
         }
-        Unfinished::Sleep { cpu, rt: self.rt_prio(task).is_some() }
+        self.dequeue_callback(cpu, task);
     }
 
     /// The first part of an exit: the task leaves `cpu` for good.
     fn put_to_exit(&mut self, cpu: usize) -> Unfinished {
         let task = self.dequeue_curr(cpu);
-        let util = self.tasks[task].avg.util_avg;
-        self.cpus[cpu].avg.remove_util(util);
+        detach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
         self.cpus[cpu].util_changed = true;
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
         self.live_tasks -= 1;
-        Unfinished::Exit { cpu, task }
+        // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
+        self.dequeue_callback(cpu, task);
+        Unfinished { cpu, task }
     }
 
     /// The parent sleeping in wait4 is woken by its last child's exit (SIGCHLD, not sync).
@@ -1128,18 +1191,17 @@ impl Sim {
     pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
         self.update_cpu_pelt(src);
         self.update_task_pelt(task, true, false);
-        let util = self.tasks[task].avg.util_avg;
         let ue = self.tasks[task].util_est.value();
         self.uclamp_dequeued(task, src);
         let s = &mut self.cpus[src];
-        s.avg.remove_util(util);
+        detach_task_avg(&mut s.avg, &self.tasks[task].avg);
         s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
         self.update_cpu_pelt(dst);
         let pelt_now = self.cpu_pelt_now(dst);
         let d = &mut self.cpus[dst];
-        d.avg.add_util(util);
+        attach_task_avg(&mut d.avg, &self.tasks[task].avg);
         d.util_changed = true;
         d.util_est_sum += ue;
         self.rq_detach(task, src);
@@ -1487,6 +1549,33 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// util_est_update's rules are the simulated kernel's: every task the workload spawns (and
+    /// every child it forks) samples by them.
+    #[test]
+    fn tasks_estimate_utilisation_by_the_kernels_rules() {
+        use crate::pelt::UtilEstRules;
+        let json = include_str!("../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
+        for (kernel, rules) in
+            [("5.4", UtilEstRules::EwmaOnly), ("5.9", UtilEstRules::FastUp), ("6.8", UtilEstRules::Current)]
+        {
+            let cfg = crate::SimConfig {
+                governor: format!("schedutil:kernel={kernel}"),
+                workload: "periodic:threads=3".into(),
+                duration_ns: Some(1_000_000),
+                ..crate::SimConfig::default()
+            };
+            let mut sim = Sim::new(crate::Platform::from_json(json, "skylake").unwrap(), &cfg).unwrap();
+            for p in 0..sim.policies.len() {
+                sim.with_governor(p, |g, ctx| g.start(ctx));
+            }
+            for spec in sim.workload.tasks(&sim.plat) {
+                sim.spawn(spec);
+            }
+            assert_eq!(sim.tasks.len(), 3);
+            assert!(sim.tasks.iter().all(|t| t.util_est.rules == rules), "kernel {kernel}");
+        }
+    }
 
     #[test]
     fn scans_start_at_the_given_cpu_and_wrap_around_once() {

@@ -764,6 +764,13 @@ impl PolicyCtx<'_> {
     pub fn transition_latency_ns(&self) -> Option<u64> {
         self.sim.driver.transition_latency_ns(&self.sim.plat, self.sim.plat.policies[self.policy].cluster)
     }
+    /// Whether a governor may act on a callback with `flags` (cpufreq_this_cpu_can_update,
+    /// kernel/sched/cpufreq.c; cpufreq_can_do_remote_dvfs in 4.14-5.0): a callback from one of
+    /// the policy's own CPUs always, a remote one only when the driver lets any CPU change the
+    /// frequency (`dvfs_possible_from_any_cpu`).
+    pub fn this_cpu_can_update(&self, flags: crate::governor::UpdateFlags) -> bool {
+        !flags.remote || self.sim.driver.dvfs_possible_from_any_cpu()
+    }
     /// The driver's name, as in sysfs scaling_driver.
     pub fn driver_name(&self) -> &'static str {
         self.sim.driver.name()

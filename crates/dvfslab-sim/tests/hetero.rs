@@ -179,9 +179,10 @@ mod eas {
     fn energy_aware_placement_saves_energy_on_a_light_load() {
         // Eight light periodic threads start spread over every cluster by fork balancing;
         // without EAS each stays where it started (its CPU is idle and it fits), with EAS they
-        // gather where the Energy Model says work is cheapest.
+        // gather where the Energy Model says work is cheapest. (Juno saves about 5 % since a
+        // fork or migration attaches the task's runnable and load averages with its util.)
         let w = "periodic:threads=8,run_us=300,period_us=16000";
-        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.93)] {
+        for (platform, at_most) in [("pixel6", 0.96), ("hikey960", 0.6), ("juno-r2", 0.96)] {
             let eas = common::run(platform, "schedutil", w, 2.0, 1).summary;
             let off = common::run(platform, "schedutil:eas=0", w, 2.0, 1).summary;
             let ratio = eas.energy_j / off.energy_j;
@@ -362,16 +363,73 @@ mod remote_callbacks {
     }
 
     #[test]
-    fn a_wake_up_enqueued_from_another_policy_is_not_evaluated_there() {
-        // The little CPU 0 enqueues the sleeper on big CPU 6: the big policy cannot act on that
-        // callback, so it re-evaluates only when CPU 6 itself calls (its tick, the dequeue).
-        let decisions = big_decisions(0);
+    fn a_wake_up_enqueued_from_another_policy_is_evaluated_there_on_cpufreq_dt() {
+        // The little CPU 0 enqueues the sleeper on big CPU 6 (one LLC on Pixel 6). cpufreq-dt
+        // sets dvfs_possible_from_any_cpu (cpufreq_init, drivers/cpufreq/cpufreq-dt.c), so
+        // cpufreq_this_cpu_can_update (kernel/sched/cpufreq.c; cpufreq_can_do_remote_dvfs
+        // 4.14-5.4) lets schedutil's sugov_should_update_freq act on that remote callback: the
+        // big policy re-evaluates at the wake-up as when big CPU 7, in the policy, wakes it.
         // The waker posts when its 10 ms period starts, plus its own idle exit (under 0.5 ms).
         let at_wakeup = |t: u64| t % (10 * MS) < MS;
-        assert!(!decisions.is_empty());
-        assert!(decisions.iter().all(|&t| !at_wakeup(t)), "{decisions:?}");
-        // Woken by big CPU 7, in the same policy, the sleeper's enqueue is evaluated at once.
-        let decisions = big_decisions(7);
-        assert!(decisions.iter().filter(|&&t| at_wakeup(t)).count() >= 10, "{decisions:?}");
+        for waker_cpu in [0, 7] {
+            let decisions = big_decisions(waker_cpu);
+            assert!(decisions.iter().filter(|&&t| at_wakeup(t)).count() >= 10, "{waker_cpu}: {decisions:?}");
+        }
+    }
+}
+
+/// Placement mechanisms exist from the kernel version that introduced them.
+mod placement_by_kernel {
+    use super::*;
+
+    #[test]
+    fn misfit_migration_starts_with_4_20() {
+        // update_misfit_status and the group_misfit_task balance type came in 4.20: on 4.19 a
+        // hog that outgrew its little CPU stays there (it never sleeps, so no wake-up moves it).
+        let r = run_tasks("pixel6", "schedutil:kernel=4.19", vec![hog()], 500 * MS);
+        let log = r.migrations.unwrap();
+        assert!(log.iter().all(|m| m.reason != "misfit" && m.reason != "misfit_idle"), "{log:?}");
+        assert!(r.summary.per_cpu[LITTLE].iter().any(|c| c.busy_pct > 99.0));
+        let r = run_tasks("pixel6", "schedutil:kernel=4.20", vec![hog()], 500 * MS);
+        assert!(r.migrations.unwrap().iter().any(|m| m.reason == "misfit"));
+    }
+
+    #[test]
+    fn capacity_aware_wake_ups_follow_the_kernel_of_the_time() {
+        // A 300-util periodic task, too big for a little CPU, without EAS. 5.7+:
+        // select_idle_capacity finds an idle CPU it fits, never a little one. 4.9-5.6: wake_cap
+        // finds it does not fit a little CPU and find_idlest_cpu (the slow path) places it by
+        // load, off the little cluster too (on 4.19 without any misfit migration to help).
+        // Before 4.9 the wake-up path ignored capacity: the idle previous CPU is taken, so a
+        // task started on a little CPU stays on little CPUs.
+        for governor in ["schedutil:kernel=5.7,eas=0", "schedutil:kernel=5.6,eas=0", "schedutil:kernel=4.19"] {
+            let r = run_tasks("pixel6", governor, vec![periodic("p", 300.0)], 2000 * MS);
+            let busy_little: f64 = r.summary.per_cpu[LITTLE].iter().map(|c| c.busy_pct).sum();
+            assert!(busy_little < 5.0, "{governor}: {busy_little} % on little CPUs");
+        }
+        let r = run_tasks("pixel6", "schedutil:kernel=4.8", vec![periodic("p", 300.0)], 2000 * MS);
+        let busy_other: f64 = r.summary.per_cpu[MID].iter().chain(&r.summary.per_cpu[BIG]).map(|c| c.busy_pct).sum();
+        assert!(busy_other < 1.0, "{busy_other} % on mid and big CPUs");
+    }
+}
+
+mod exit_callback {
+    use super::*;
+
+    #[test]
+    fn an_exiting_tasks_dequeue_calls_the_governor() {
+        // do_exit ends in __schedule, whose dequeue_task runs the governor callback like a
+        // sleep's, before the CPU goes idle. A task pinned on big CPU 6 (a two-CPU policy,
+        // so no busy hold) runs 40 ms and exits: schedutil re-evaluates at the exit and, with
+        // the task's util gone, drops the policy to its lowest frequency.
+        let work = vec![Op::Run { cycles: Amount::Fixed(cycles_for_util(1024.0, 40 * MS)), mem_frac: 0.0 }, Op::Exit];
+        let task = TaskSpec::new("once", Rc::from(work)).pinned(vec![6]);
+        let r = run_tasks("pixel6", "schedutil:kernel=6.18", vec![task], 100 * MS);
+        let big: Vec<&Decision> = r.decisions.as_ref().unwrap().iter().filter(|d| d.policy == 2).collect();
+        let last = big.last().expect("decisions on the big policy");
+        let lowest = big.iter().map(|d| d.resolved_khz).min().unwrap();
+        assert!(big.iter().any(|d| d.resolved_khz > lowest), "{big:?}");
+        assert_eq!(last.resolved_khz, lowest, "{last:?}");
+        assert!(last.time_ns >= 30 * MS, "{last:?}");
     }
 }

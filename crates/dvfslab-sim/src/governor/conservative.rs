@@ -200,8 +200,8 @@ impl Governor for Conservative {
         true
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, _flags: UpdateFlags) {
-        if !self.dbs.sample_due(ctx.now_ns()) {
+    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, flags: UpdateFlags) {
+        if !self.dbs.sample_due(ctx, flags) {
             return;
         }
         self.sample(ctx);

@@ -115,8 +115,15 @@ impl Dbs {
         first
     }
 
-    /// Whether a callback at `now_ns` takes a sample; if so it is recorded as the last one.
-    pub fn sample_due(&mut self, now_ns: u64) -> bool {
+    /// Whether a scheduler callback with `flags` takes a sample (dbs_update_util_handler); if
+    /// so it is recorded as the last one. A remote callback the policy cannot act on is
+    /// ignored (cpufreq_this_cpu_can_update; cpufreq_can_do_remote_dvfs since 4.14, when
+    /// remote callbacks appeared).
+    pub fn sample_due(&mut self, ctx: &PolicyCtx, flags: super::UpdateFlags) -> bool {
+        if !ctx.this_cpu_can_update(flags) {
+            return false;
+        }
+        let now_ns = ctx.now_ns();
         if now_ns.saturating_sub(self.last_sample_ns) < self.sample_delay_ns {
             return false;
         }

@@ -42,8 +42,10 @@ pub struct UpdateFlags {
     /// A task that waited on I/O was enqueued.
     pub iowait: bool,
     /// The callback runs on a CPU outside the policy: another CPU of the LLC enqueued a woken
-    /// task here. Fast-switching governors cannot act on it (cpufreq_this_cpu_can_update);
-    /// schedutil still records the iowait boost, intel_pstate ignores it entirely.
+    /// task here (4.14+; before, such an enqueue called no governor). schedutil and the DBS
+    /// governors act on it only if the driver lets any CPU change the frequency
+    /// ([`PolicyCtx::this_cpu_can_update`]); schedutil still records the iowait boost;
+    /// intel_pstate ignores it entirely.
     pub remote: bool,
 }
 

@@ -269,8 +269,8 @@ impl Governor for Ondemand {
         true
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, _flags: UpdateFlags) {
-        if !self.dbs.sample_due(ctx.now_ns()) {
+    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, flags: UpdateFlags) {
+        if !self.dbs.sample_due(ctx, flags) {
             return;
         }
         let delay_us = self.sample(ctx);

@@ -210,7 +210,7 @@ impl Governor for Schedutil {
         let tick_ns = ctx.tick_ns();
         iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.iowait_rule);
         self.cpus[idx].last_update = time;
-        if flags.remote || !self.should_update(time) {
+        if !ctx.this_cpu_can_update(flags) || !self.should_update(time) {
             return;
         }
         let shared = ctx.cpus().len() > 1;
