@@ -52,7 +52,9 @@ impl Env<'_> {
     fn cpu_util(&self, cpu: usize, dst: Option<usize>, boost: bool) -> u64 {
         let s = &self.snaps[cpu];
         let mut util = s.util_avg;
-        if boost && s.busy {
+        // Runnable boosting (6.5+) reads runnable_avg whether or not tasks are queued, as
+        // schedutil's get_util does.
+        if boost {
             util = util.max(s.runnable);
         }
         let on_dst = dst == Some(cpu);
