@@ -337,6 +337,15 @@ impl IntelPstate {
         }
     }
 
+    /// A sample if `sample_rate_ms` has passed since the last one (intel_pstate_update_util)
+    /// and the CPU did not stay idle all along.
+    fn due_sample(&mut self, ctx: &mut PolicyCtx, cpu: usize) -> Option<Sample> {
+        if ctx.now_ns().saturating_sub(self.sampler.time_ns) < self.sample_rate_ns {
+            return None;
+        }
+        self.sampler.take(ctx, cpu)
+    }
+
     fn set_pstate(&mut self, ctx: &mut PolicyCtx, pstate: i64) {
         ctx.request_khz((pstate.max(0) as u32) * SCALING_KHZ, Relation::H);
     }
@@ -449,19 +458,15 @@ impl Governor for IntelPstate {
         match self.algorithm {
             Algorithm::Load => {
                 self.iowait.update(now, tick, flags.iowait);
-                if now.saturating_sub(self.sampler.time_ns) >= self.sample_rate_ns {
-                    if let Some(s) = self.sampler.take(ctx, cpu) {
-                        self.sample_load(ctx, &s);
-                    }
+                if let Some(s) = self.due_sample(ctx, cpu) {
+                    self.sample_load(ctx, &s);
                 }
             }
             Algorithm::Pid => {
                 // intel_pstate_update_util (4.6+): the PID also samples from the scheduler's
                 // callback once sample_rate_ms has passed since the last sample.
-                if now.saturating_sub(self.sampler.time_ns) >= self.sample_rate_ns {
-                    if let Some(s) = self.sampler.take(ctx, cpu) {
-                        self.sample_pid(ctx, &s);
-                    }
+                if let Some(s) = self.due_sample(ctx, cpu) {
+                    self.sample_pid(ctx, &s);
                 }
             }
             Algorithm::Hwp if self.dynamic_boost_on => {
