@@ -450,8 +450,12 @@ impl Governor for IntelPstate {
     }
 
     fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
-        // Only the CPU's own callbacks count (the driver ignores remote ones).
+        // Only the CPU's own callbacks count (the driver ignores remote ones), except that
+        // HWP keeps a remote callback's I/O-wait flag for the next local one.
         if self.cpu != Some(cpu) || flags.remote {
+            if self.cpu == Some(cpu) && self.algorithm == Algorithm::Hwp {
+                self.dynamic_boost.remote(flags.iowait);
+            }
             return;
         }
         let (now, tick) = (ctx.now_ns(), ctx.tick_ns());

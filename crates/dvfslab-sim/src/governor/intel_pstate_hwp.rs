@@ -77,12 +77,16 @@ pub(super) struct DynamicBoost {
     last_io_ns: Option<u64>,
     /// `cpu->last_update`: the last raise or the last callback without I/O wait.
     last_update_ns: u64,
+    /// An I/O-wait flag from a callback run on another CPU, kept for the next local one
+    /// (`cpu->sched_flags`).
+    pending_iowait: bool,
 }
 
 impl DynamicBoost {
     /// One scheduler callback of the CPU. `limits` are the HWP min and max without boost.
     /// Returns whether the boosted minimum changed.
     pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool, limits: Range, guaranteed: i64) -> bool {
+        let iowait = iowait || std::mem::take(&mut self.pending_iowait);
         if iowait {
             // One I/O wait says little; two within two ticks make a boost candidate.
             let repeated = self.last_io_ns.is_some_and(|t| now_ns < t + 2 * tick_ns);
@@ -98,6 +102,13 @@ impl DynamicBoost {
             }
             expired
         }
+    }
+
+    /// A callback for this CPU that ran on another one: intel_pstate_update_util_hwp acts only
+    /// on its own CPU but first adds the flags to `cpu->sched_flags`, so an I/O-wait flag
+    /// counts at the CPU's next own callback.
+    pub fn remote(&mut self, iowait: bool) {
+        self.pending_iowait |= iowait;
     }
 
     /// Raise the minimum one level: half way to guaranteed, guaranteed, then the maximum.
@@ -176,6 +187,23 @@ mod tests {
             b.update(ms(t), tick, true, no_turbo, 23);
         }
         assert_eq!(b.boost_min, 23);
+    }
+
+    /// An I/O wait seen by a remote callback counts at the CPU's next own callback
+    /// (`cpu->sched_flags |= flags` in intel_pstate_update_util_hwp, 4.18+).
+    #[test]
+    fn dynamic_boost_keeps_remote_io_waits_for_the_next_local_callback() {
+        let tick = 4_000_000;
+        let ms = |t: u64| t * 1_000_000;
+        let mut b = DynamicBoost::default();
+        b.remote(true);
+        assert!(!b.update(ms(0), tick, false, FULL, 23)); // first I/O wait: a candidate only
+        b.remote(true);
+        assert!(b.update(ms(1), tick, false, FULL, 23)); // second within two ticks: boost
+        assert_eq!(b.boost_min, 17);
+        // The flag is used once.
+        assert!(!b.update(ms(2), tick, false, FULL, 23));
+        assert_eq!(b.boost_min, 17);
     }
 
     /// The hold time counts from the last callback, not from the last raise
