@@ -12,7 +12,15 @@
 //! With `slow_rampdown=0` (kernels before 4.8) the global simply follows the local request.
 
 use crate::engine::Event;
+use crate::kernel::KernelVersion;
 use crate::sim::Sim;
+
+/// Whether requests reach powernv by fast switch: schedutil uses `->fast_switch` where the
+/// driver has one, and powernv has `powernv_fast_switch` from 4.10 (absent in 4.9, present in
+/// 4.14). Other governors always go through `__cpufreq_driver_target` and `target_index`.
+pub(crate) fn fast_switch_used(governor: &str, kernel: KernelVersion) -> bool {
+    governor == "schedutil" && kernel >= KernelVersion(4, 10)
+}
 
 /// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
 pub const MAX_RAMP_DOWN_TIME_MS: u64 = 5120;
@@ -68,6 +76,15 @@ impl Sim {
     /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
     pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
         let new_idx = self.pstate_index(policy, khz);
+        if self.powernv_fast_switch {
+            // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
+            // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
+            let r = &mut self.ramps[policy];
+            r.reset();
+            r.timer_token = r.timer_token.wrapping_add(1);
+            self.set_global_khz(policy, khz);
+            return;
+        }
         if !self.slow_rampdown {
             self.set_global_khz(policy, khz);
             return;

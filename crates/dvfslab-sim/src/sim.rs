@@ -221,6 +221,9 @@ pub struct Sim {
     pub(crate) kernel: crate::kernel::KernelVersion,
     /// powernv: let the global (voltage) P-state fall slowly (4.8+).
     pub(crate) slow_rampdown: bool,
+    /// powernv: requests arrive by fast switch (schedutil on 4.10+), which sets the global
+    /// P-state equal to the local one (`powernv_fast_switch`).
+    pub(crate) powernv_fast_switch: bool,
     pub(crate) ramps: Vec<crate::powernv::Ramp>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
@@ -462,6 +465,7 @@ impl Sim {
             pelt_shift,
             kernel,
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
+            powernv_fast_switch: crate::powernv::fast_switch_used(gov_info.name, kernel),
             ramps: vec![crate::powernv::Ramp::default(); plat.policies.len()],
             cpus,
             cores,
@@ -817,7 +821,9 @@ impl PolicyCtx<'_> {
         let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
         let target = khz.clamp(min_khz, max_khz);
         let f = table_lookup(&pol.table, target, relation).clamp(min_khz, max_khz);
-        self.sim.set_policy_freq(self.policy, f);
+        if cpufreq_core_calls_driver(self.sim.kernel, self.sim.driver, target, f, pol.cur_khz) {
+            self.sim.set_policy_freq(self.policy, f);
+        }
         let hw_khz = {
             let domain = self.sim.plat.policies[self.policy].domain;
             let d = &self.sim.domains[domain];
@@ -844,5 +850,55 @@ impl PolicyCtx<'_> {
         let token = pol.timer_token;
         let at = self.sim.q.now() + delay_ns;
         self.sim.q.push(at, Event::GovernorTimer { policy: self.policy as u32, token });
+    }
+}
+
+/// Whether the cpufreq core passes a governor's request on to the driver
+/// (`__cpufreq_driver_target`, drivers/cpufreq/cpufreq.c). `clamped_khz` is the request within
+/// the policy limits, `resolved_khz` the table entry it selects, `cur_khz` is `policy->cur`.
+///
+/// - 5.14+: the request is resolved to a table entry (`__resolve_freq`) and the core returns
+///   early when that entry is `policy->cur`.
+/// - 4.7–5.13: the early return compares the clamped raw request with `policy->cur`; for a
+///   table driver (`->target_index`) `__target_index` then returns early when the selected
+///   entry is `policy->cur`, so both forms skip the same requests for table drivers.
+/// - intel_pstate in active mode is a `->setpolicy` driver: its own algorithm writes the
+///   P-state and the core takes no part, so every request reaches the hardware model.
+/// - intel_cpufreq (`->target`, no table in the kernel): only a clamped request equal to
+///   `policy->cur` is skipped.
+pub(crate) fn cpufreq_core_calls_driver(
+    kernel: crate::kernel::KernelVersion,
+    driver: Driver,
+    clamped_khz: u32,
+    resolved_khz: u32,
+    cur_khz: u32,
+) -> bool {
+    match driver {
+        Driver::IntelPstate => true,
+        Driver::IntelCpufreq => clamped_khz != cur_khz,
+        _ if kernel >= crate::kernel::KernelVersion(5, 14) => resolved_khz != cur_khz,
+        _ => clamped_khz != cur_khz && resolved_khz != cur_khz,
+    }
+}
+
+#[cfg(test)]
+mod core_target_tests {
+    use super::*;
+    use crate::kernel::KernelVersion;
+
+    /// A request that resolves to the current entry never reaches a table driver, in the
+    /// 5.14+ form (`__resolve_freq` first) and in the 4.7–5.13 form (`__target_index`).
+    #[test]
+    fn a_request_resolving_to_the_current_entry_stops_in_the_core() {
+        for kernel in [KernelVersion(4, 8), KernelVersion(5, 13), KernelVersion(5, 14), KernelVersion(6, 18)] {
+            assert!(!cpufreq_core_calls_driver(kernel, Driver::Powernv, 2_100_000, 2_061_000, 2_061_000));
+            assert!(!cpufreq_core_calls_driver(kernel, Driver::AcpiCpufreq, 2_061_000, 2_061_000, 2_061_000));
+            assert!(cpufreq_core_calls_driver(kernel, Driver::Powernv, 2_100_000, 2_128_000, 2_061_000));
+        }
+        // A ->target driver without a table is skipped only on an equal clamped request.
+        assert!(cpufreq_core_calls_driver(KernelVersion(5, 4), Driver::IntelCpufreq, 2_050_000, 2_000_000, 2_000_000));
+        assert!(!cpufreq_core_calls_driver(KernelVersion(5, 4), Driver::IntelCpufreq, 2_000_000, 2_000_000, 2_000_000));
+        // intel_pstate's own algorithms do not go through the core.
+        assert!(cpufreq_core_calls_driver(KernelVersion(6, 18), Driver::IntelPstate, 800_000, 800_000, 800_000));
     }
 }

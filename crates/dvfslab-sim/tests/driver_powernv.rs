@@ -78,3 +78,37 @@ fn without_slow_rampdown_the_global_follows_the_local() {
     let slow = run("ondemand");
     assert!(slow.summary.energy_j > r.summary.energy_j, "{} vs {}", slow.summary.energy_j, r.summary.energy_j);
 }
+
+/// The global P-state steps only when the ramp timer fires, not at every ondemand sample.
+///
+/// `__cpufreq_driver_target` (drivers/cpufreq/cpufreq.c) returns before the driver when the
+/// request resolves to the current table entry (5.14+: `__resolve_freq` before the
+/// `policy->cur` check; 4.7–5.13: the same check on the table entry in `__target_index`), so
+/// ondemand's proportional requests at the minimum never reach `powernv_cpufreq_target_index`
+/// and only `gpstate_timer_handler` (2 s period, last at 5.12 s) lowers the global P-state.
+#[test]
+fn global_pstate_steps_at_the_ramp_timer() {
+    let r = run("ondemand");
+    let cpu = busy_cpu(&r);
+    let g = |t| global_at(&r, cpu, t);
+    // The local request drops to the minimum at 0.380 s; the timer fires 2 s, 4 s and 4.76 s
+    // (5120 ms of ramp) later.
+    assert_eq!(g(2.385), 3_358_000);
+    assert_eq!(g(4.385), 2_527_000);
+    assert_eq!(g(5.145), 2_061_000);
+    // Between timer firings the global P-state holds still.
+    assert_eq!(g(1.0), g(2.3));
+    assert_eq!(g(2.45), g(4.3));
+}
+
+/// Under schedutil powernv is driven by fast switch (`powernv_fast_switch`, 4.10+), which
+/// writes the global P-state equal to the local one: no slow ramp. Before 4.10 the driver had
+/// no fast switch and schedutil's requests went through `powernv_cpufreq_target_index`.
+#[test]
+fn schedutil_fast_switch_has_no_ramp() {
+    let r = run("schedutil");
+    let cpu = busy_cpu(&r);
+    assert_eq!(global_at(&r, cpu, 1.0), 2_061_000, "global follows the local request at once");
+    let old = run("schedutil:kernel=4.9");
+    assert!(global_at(&old, cpu, 1.0) > 2_061_000, "4.9: still ramping: {}", global_at(&old, cpu, 1.0));
+}

@@ -97,9 +97,17 @@ mod step_response {
     #[test]
     fn pid_climbs_one_p_state_per_sample() {
         let (n, mine) = samples_to_top("intel_pstate:algorithm=1");
+        // The PID samples from the CPU's scheduler callbacks once sample_rate_ms (10 ms) has
+        // passed (intel_pstate_update_util, 4.6+), not on a 10 ms timer: the first sample is
+        // the first callback after the step (the tick at 304 ms, spanning the idle time), then
+        // the first tick (4 ms period) at least 10 ms after the last sample, i.e. every 12 ms.
+        assert_eq!(mine[1].time_ns, STEP_NS + 4_000_000, "{mine:?}");
+        for pair in mine[2..].windows(2) {
+            assert_eq!(pair[1].time_ns - pair[0].time_ns, 12_000_000, "{pair:?}");
+        }
         // The first sample drops to the minimum (idle time scales core_busy down), then each
-        // fully busy sample adds one P-state: 12 → 31 is 19 steps.
-        assert_eq!(n, 20, "{mine:?}");
+        // fully busy sample adds one P-state: 12 → 31 is 19 steps of 12 ms.
+        assert_eq!(n, 24, "{mine:?}");
         let first = &mine[1];
         assert!(input(first, "core_busy") < 5.0 && input(first, "pid_out") > 15.0, "{first:?}");
         for d in &mine[2..21] {

@@ -15,9 +15,10 @@
 //!   callbacks once `sample_rate_ms` has passed since the last sample, so a busy CPU is
 //!   sampled at a tick and a CPU waking from a long idle period at its wake-up, with a sample
 //!   spanning the idle time (which pulls an old high request down before the task runs). The
-//!   PID controller and the HWP model run on a governor timer (the PID's deferrable timer of
-//!   ≤4.5). An interval in which the CPU never left idle (MPERF unchanged) is skipped as in
-//!   Linux. The first sample after start is a baseline only, as in Linux.
+//!   PID controller samples the same way (`intel_pstate_update_util`, 4.6+; its deferrable
+//!   timer of ≤4.5 is not modelled); the HWP model runs on a governor timer. An interval in
+//!   which the CPU never left idle (MPERF unchanged) is skipped as in Linux. The first sample
+//!   after start is a baseline only, as in Linux.
 //! - A policy spanning several CPUs (never the case for intel_pstate) is sampled on its first.
 //! - Core parts only: ratios are kHz / 100 000; `min_pstate`, `max_pstate` (=
 //!   `max_pstate_physical`, no config-TDP) and `turbo_pstate` (1-core turbo) come from the
@@ -336,6 +337,15 @@ impl IntelPstate {
         }
     }
 
+    /// A sample if `sample_rate_ms` has passed since the last one (intel_pstate_update_util)
+    /// and the CPU did not stay idle all along.
+    fn due_sample(&mut self, ctx: &mut PolicyCtx, cpu: usize) -> Option<Sample> {
+        if ctx.now_ns().saturating_sub(self.sampler.time_ns) < self.sample_rate_ns {
+            return None;
+        }
+        self.sampler.take(ctx, cpu)
+    }
+
     fn set_pstate(&mut self, ctx: &mut PolicyCtx, pstate: i64) {
         ctx.request_khz((pstate.max(0) as u32) * SCALING_KHZ, Relation::H);
     }
@@ -424,7 +434,7 @@ impl Governor for IntelPstate {
             let cur = self.range.clamp((ctx.cur_khz() / SCALING_KHZ) as i64);
             self.set_pstate(ctx, cur);
         }
-        if self.algorithm != Algorithm::Load {
+        if self.algorithm == Algorithm::Hwp {
             ctx.arm_timer(self.period_ns());
         }
     }
@@ -432,28 +442,35 @@ impl Governor for IntelPstate {
     fn timer(&mut self, ctx: &mut PolicyCtx) {
         let Some(cpu) = self.cpu else { return };
         ctx.arm_timer(self.period_ns());
+        // Only the HWP model runs on the timer: the modelled hardware's evaluation window.
         let Some(s) = self.sampler.take(ctx, cpu) else { return };
-        match self.algorithm {
-            Algorithm::Load => self.sample_load(ctx, &s),
-            Algorithm::Pid => self.sample_pid(ctx, &s),
-            Algorithm::Hwp => self.sample_hwp(ctx, &s),
-            Algorithm::Performance => {}
+        if self.algorithm == Algorithm::Hwp {
+            self.sample_hwp(ctx, &s);
         }
     }
 
     fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
-        // Only the CPU's own callbacks count (the driver ignores remote ones).
+        // Only the CPU's own callbacks count (the driver ignores remote ones), except that
+        // HWP keeps a remote callback's I/O-wait flag for the next local one.
         if self.cpu != Some(cpu) || flags.remote {
+            if self.cpu == Some(cpu) && self.algorithm == Algorithm::Hwp {
+                self.dynamic_boost.remote(flags.iowait);
+            }
             return;
         }
         let (now, tick) = (ctx.now_ns(), ctx.tick_ns());
         match self.algorithm {
             Algorithm::Load => {
                 self.iowait.update(now, tick, flags.iowait);
-                if now.saturating_sub(self.sampler.time_ns) >= self.sample_rate_ns {
-                    if let Some(s) = self.sampler.take(ctx, cpu) {
-                        self.sample_load(ctx, &s);
-                    }
+                if let Some(s) = self.due_sample(ctx, cpu) {
+                    self.sample_load(ctx, &s);
+                }
+            }
+            Algorithm::Pid => {
+                // intel_pstate_update_util (4.6+): the PID also samples from the scheduler's
+                // callback once sample_rate_ms has passed since the last sample.
+                if let Some(s) = self.due_sample(ctx, cpu) {
+                    self.sample_pid(ctx, &s);
                 }
             }
             Algorithm::Hwp if self.dynamic_boost_on => {
@@ -477,9 +494,9 @@ impl Governor for IntelPstate {
 
     fn wants_util_updates(&self) -> bool {
         match self.algorithm {
-            Algorithm::Load => true,
+            Algorithm::Load | Algorithm::Pid => true,
             Algorithm::Hwp => self.dynamic_boost_on,
-            Algorithm::Pid | Algorithm::Performance => false,
+            Algorithm::Performance => false,
         }
     }
 }
@@ -528,7 +545,8 @@ mod tests {
             IntelPstate::new(&KnobValues::resolve(&spec, INFO.knobs, "governor", &[]).unwrap().0)
         };
         assert!(build("intel_pstate").wants_util_updates()); // the I/O-wait boost
-        assert!(!build("intel_pstate:algorithm=1").wants_util_updates());
+                                                             // The PID samples from the scheduler's callbacks (intel_pstate_update_util, 4.6+).
+        assert!(build("intel_pstate:algorithm=1").wants_util_updates());
         assert!(!build("intel_pstate:algorithm=2").wants_util_updates());
         let mut g = build("intel_pstate:algorithm=2,hwp_dynamic_boost=1");
         assert!(g.wants_util_updates());

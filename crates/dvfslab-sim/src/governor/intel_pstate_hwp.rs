@@ -33,7 +33,9 @@
 //!   without EPP.
 //! - `hwp_dynamic_boost` (Linux 4.19+): an I/O-wait wake-up seen twice within two ticks raises
 //!   the HWP minimum one level, `(min + guaranteed)/2` → guaranteed → max; the boost is dropped
-//!   after `HWP_BOOST_HOLD_TIME_NS` without a new trigger (`intel_pstate_hwp_boost_up/down`).
+//!   at a callback without I/O wait that comes more than `HWP_BOOST_HOLD_TIME_NS` after the
+//!   previous callback or raise (`intel_pstate_hwp_boost_up/down`: every such callback moves
+//!   `last_update`), so a CPU that keeps getting callbacks keeps its boost until it idles.
 
 use super::intel_pstate::{Pstates, Range, Sample};
 
@@ -73,25 +75,40 @@ pub(super) struct DynamicBoost {
     /// The raised HWP minimum, 0 when not boosting.
     pub boost_min: i64,
     last_io_ns: Option<u64>,
-    last_boost_ns: u64,
+    /// `cpu->last_update`: the last raise or the last callback without I/O wait.
+    last_update_ns: u64,
+    /// An I/O-wait flag from a callback run on another CPU, kept for the next local one
+    /// (`cpu->sched_flags`).
+    pending_iowait: bool,
 }
 
 impl DynamicBoost {
     /// One scheduler callback of the CPU. `limits` are the HWP min and max without boost.
     /// Returns whether the boosted minimum changed.
     pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool, limits: Range, guaranteed: i64) -> bool {
+        let iowait = iowait || std::mem::take(&mut self.pending_iowait);
         if iowait {
             // One I/O wait says little; two within two ticks make a boost candidate.
             let repeated = self.last_io_ns.is_some_and(|t| now_ns < t + 2 * tick_ns);
             self.last_io_ns = Some(now_ns);
             repeated && self.boost_up(now_ns, limits, guaranteed)
-        } else if self.boost_min != 0 && now_ns > self.last_boost_ns + HWP_BOOST_HOLD_TIME_NS {
-            // Nothing new for the hold time: back to the plain limits.
-            self.boost_min = 0;
-            true
         } else {
-            false
+            // intel_pstate_hwp_boost_down: the hold time counts from the previous callback
+            // (or raise), and every callback without I/O wait restarts it.
+            let expired = self.boost_min != 0 && now_ns > self.last_update_ns + HWP_BOOST_HOLD_TIME_NS;
+            self.last_update_ns = now_ns;
+            if expired {
+                self.boost_min = 0;
+            }
+            expired
         }
+    }
+
+    /// A callback for this CPU that ran on another one: intel_pstate_update_util_hwp acts only
+    /// on its own CPU but first adds the flags to `cpu->sched_flags`, so an I/O-wait flag
+    /// counts at the CPU's next own callback.
+    pub fn remote(&mut self, iowait: bool) {
+        self.pending_iowait |= iowait;
     }
 
     /// Raise the minimum one level: half way to guaranteed, guaranteed, then the maximum.
@@ -112,7 +129,7 @@ impl DynamicBoost {
             return false;
         };
         self.boost_min = next;
-        self.last_boost_ns = now_ns;
+        self.last_update_ns = now_ns;
         true
     }
 }
@@ -155,8 +172,9 @@ mod tests {
             levels.push(b.boost_min);
         }
         assert_eq!(levels, [17, 23, 31, 31]);
+        // The last raise was at 3 ms; a callback more than 3 ms later drops the boost.
         assert!(!b.update(ms(6), tick, false, FULL, 23)); // within 3 ms of the last raise
-        assert!(b.update(ms(7), tick, false, FULL, 23));
+        assert!(b.update(ms(10), tick, false, FULL, 23)); // 4 ms after the previous callback
         assert_eq!(b.boost_min, 0);
         // I/O waits more than two ticks apart never boost.
         let mut b = DynamicBoost::default();
@@ -169,5 +187,42 @@ mod tests {
             b.update(ms(t), tick, true, no_turbo, 23);
         }
         assert_eq!(b.boost_min, 23);
+    }
+
+    /// An I/O wait seen by a remote callback counts at the CPU's next own callback
+    /// (`cpu->sched_flags |= flags` in intel_pstate_update_util_hwp, 4.18+).
+    #[test]
+    fn dynamic_boost_keeps_remote_io_waits_for_the_next_local_callback() {
+        let tick = 4_000_000;
+        let ms = |t: u64| t * 1_000_000;
+        let mut b = DynamicBoost::default();
+        b.remote(true);
+        assert!(!b.update(ms(0), tick, false, FULL, 23)); // first I/O wait: a candidate only
+        b.remote(true);
+        assert!(b.update(ms(1), tick, false, FULL, 23)); // second within two ticks: boost
+        assert_eq!(b.boost_min, 17);
+        // The flag is used once.
+        assert!(!b.update(ms(2), tick, false, FULL, 23));
+        assert_eq!(b.boost_min, 17);
+    }
+
+    /// The hold time counts from the last callback, not from the last raise
+    /// (`intel_pstate_hwp_boost_down` sets `cpu->last_update = cpu->sample.time` on every
+    /// callback without I/O wait, 4.18+): callbacks 1 ms apart keep the boost for good.
+    #[test]
+    fn dynamic_boost_holds_while_callbacks_keep_coming() {
+        let tick = 4_000_000;
+        let ms = |t: u64| t * 1_000_000;
+        let mut b = DynamicBoost::default();
+        b.update(ms(0), tick, true, FULL, 23);
+        assert!(b.update(ms(1), tick, true, FULL, 23));
+        assert_eq!(b.boost_min, 17);
+        for t in 2..=20 {
+            assert!(!b.update(ms(t), tick, false, FULL, 23), "dropped at {t} ms");
+        }
+        assert_eq!(b.boost_min, 17);
+        // Idle for longer than the hold time: the next callback drops it.
+        assert!(b.update(ms(24), tick, false, FULL, 23));
+        assert_eq!(b.boost_min, 0);
     }
 }
