@@ -275,6 +275,33 @@ mod timers {
         assert!(phase(&log, "t", "t").slack_us.unwrap() < -1000.0, "{log:?}");
     }
 
+    /// rt-app's timer (src/rt-app.c, run_event, case rtapp_timer) computes the slack as the next
+    /// release minus now, before deciding to sleep. A 12 ms activation every 10 ms: in relative
+    /// mode (rt-app's default) the late release moves to now, so every activation is 2 ms late;
+    /// in absolute mode the grid stays, and the lateness grows by 2 ms per activation. Neither
+    /// mode sleeps, so rt-app logs no wake-up latency (wu_latency = 0 on that path).
+    #[test]
+    fn late_timers_run_at_once_and_absolute_mode_accumulates_lateness() {
+        let text = |mode: &str| {
+            format!(
+                r#"{{"tasks": {{"t": {{"cpus": [0], "runtime": 12000, "timer": {{"ref": "unique", "period": 10000, "mode": "{mode}"}}}}}}}}"#
+            )
+        };
+        let relative = run(JUNO, PERF, &text("relative"), 1.0).1;
+        let absolute = run(JUNO, PERF, &text("absolute"), 1.0).1;
+        for log in [&relative, &absolute] {
+            let p = phase(log, "t", "t");
+            // Back to back: 1 s / 12 ms activations, none waits for a period.
+            assert!((82..=84).contains(&p.iterations), "{p:?}");
+            assert!(near(p.period_us, 12_000.0, 20.0), "{p:?}");
+            assert_eq!(log.wu_lat_us, 0.0, "{log:?}");
+        }
+        assert!(near(phase(&relative, "t", "t").slack_us.unwrap(), -2000.0, 20.0), "{relative:?}");
+        // Lateness k × 2 ms at activation k: a mean of about 83 × 2 ms / 2.
+        let abs_slack = phase(&absolute, "t", "t").slack_us.unwrap();
+        assert!(abs_slack < -70_000.0 && abs_slack > -100_000.0, "{absolute:?}");
+    }
+
     #[test]
     fn a_shared_timer_is_shared_by_instances_a_unique_one_is_not() {
         let text = |r: &str| {
@@ -676,5 +703,42 @@ mod scale {
         assert_eq!(rtapp.layout().phases[1].phase, "p1");
         let plat = Platform::from_json(&common::preset(JUNO), JUNO).unwrap();
         assert_eq!(rtapp.tasks(&plat).len(), n);
+    }
+}
+
+/// A late activation does not sleep: rt-app's timer event (src/rt-app.c, `run_event`, case
+/// `rtapp_timer`) sleeps only while the next release is ahead, so a task that overruns its
+/// period keeps its CPU busy. The kernel then sees an always-running task, and schedutil
+/// (sugov_update_single, kernel/sched/cpufreq_schedutil.c) raises the frequency.
+mod late_timers {
+    use super::*;
+
+    /// The busiest CPU's busy share (%).
+    fn busiest(r: &SimResult) -> f64 {
+        r.summary.per_cpu.iter().map(|c| c.busy_pct).fold(0.0, f64::max)
+    }
+
+    /// A task asking 99 % of its CPU at the maximum frequency on a machine with one CPU per
+    /// policy (haswell: 3.1 GHz max, 2.3 GHz base, the periodic workload's unit of work).
+    #[test]
+    fn an_overrunning_99_percent_periodic_task_keeps_its_cpu_busy() {
+        // 9.9 ms at 3.1 GHz is 13.343 ms at base. The built-in periodic workload releases on an
+        // absolute grid: a late activation starts at once. Before, it waited for the next grid
+        // point, and the CPU read far less busy than the task asks.
+        let run_us = 9_900.0 * 3_100.0 / 2_300.0;
+        let spec = format!("periodic:run_us={run_us:.0},period_us=10000");
+        let r = common::run("haswell-e5-2670v3-2s", "schedutil", &spec, 2.0, 1);
+        assert!(busiest(&r) > 97.0, "busy {:.1} %", busiest(&r));
+    }
+
+    #[test]
+    fn an_overrunning_99_percent_rtapp_task_keeps_its_cpu_busy_in_both_modes() {
+        for mode in ["relative", "absolute"] {
+            let text = format!(
+                r#"{{"global": {{"calibration": 100}}, "tasks": {{"t": {{"run": 99000, "timer": {{"ref": "unique", "period": 100000, "mode": "{mode}"}}}}}}}}"#
+            );
+            let (r, _) = run("haswell-e5-2670v3-2s", "schedutil", &text, 2.0);
+            assert!(busiest(&r) > 97.0, "{mode}: busy {:.1} %", busiest(&r));
+        }
     }
 }
