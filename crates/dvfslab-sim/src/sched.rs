@@ -1207,9 +1207,11 @@ impl Sim {
         self.core_changed(core, cpu);
         let prev = self.cpus[cpu].switched_out.take();
         if let Some(tl) = self.timeline.as_mut() {
+            // The switch to the idle task comes first; the idle task then enters the state
+            // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
             let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
             tl.idle(now, cpu, name);
-            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
         }
     }
 
