@@ -285,6 +285,17 @@ mod timers {
         assert!(phase(&log, "t", "t").slack_us.unwrap() < -1000.0, "{log:?}");
     }
 
+    /// rt-app v0.x (the grammar before September 2014) adds the period to the previous release
+    /// and sleeps only while that release is ahead (src/rt-app.c, thread_body, August 2014): a
+    /// late thread keeps the grid, as rt-app's later absolute mode, and its lateness grows.
+    #[test]
+    fn a_legacy_thread_keeps_its_release_grid() {
+        let text = format!(r#"{{{ON_BIG}"tasks": {{"t": {{"exec": 12000, "period": 10000}}}}}}"#);
+        let (_, log) = run(JUNO, PERF, &text, 1.0);
+        let slack = phase(&log, "t", "t").slack_us.unwrap();
+        assert!(slack < -20_000.0, "{log:?}");
+    }
+
     /// rt-app's timer (src/rt-app.c, run_event, case rtapp_timer) computes the slack as the next
     /// release minus now, before deciding to sleep. A 12 ms activation every 10 ms: in relative
     /// mode (rt-app's default) the late release moves to now, so every activation is 2 ms late;
