@@ -128,3 +128,25 @@ def test_cli_writes_both_formats(cli, tmp_path) -> None:
     assert bad.code == 1
     assert "error:" in bad.stderr
     assert ".json" in bad.stderr
+
+
+def test_ftrace_follows_the_kernels_order_around_idle_and_starts_with_every_frequency(
+    result: dvfslab.SimResult,
+) -> None:
+    # Kernel order (kernel/sched/idle.c do_idle): the idle task logs cpu_idle entry after the
+    # sched_switch to it, and a CPU logs cpu_idle exit before the switch to the woken task.
+    lines = [LINE.match(ln) for ln in ftrace.render(result).splitlines()]
+    events = [m for m in lines if m]
+    ncpus = len(result.per_cpu)
+    first = events[:ncpus]
+    assert [(m["event"], float(m["ts"])) for m in first] == [("cpu_frequency", 0.0)] * ncpus
+    assert sorted(int(m["cpu"]) for m in first) == list(range(ncpus))
+    idle = [m for m in events if m["event"] == "cpu_idle"]
+    assert idle
+    assert all(m["task"].strip() == "<idle>" and m["pid"] == "0" for m in idle)
+    previous: dict[int, str] = {}
+    for m in events:
+        cpu = int(m["cpu"])
+        if m["event"] == "sched_switch" and m["pid"] == "0":
+            assert previous.get(cpu, "").startswith("cpu_idle: state=4294967295"), m.string
+        previous[cpu] = f'{m["event"]}: {m["fields"]}'

@@ -124,7 +124,10 @@ mod tests {
     fn policies_keep_their_fields_and_gain_rate_limit_and_response_time() {
         let text = include_str!("../../../python/dvfslab/data/platforms/juno-r2.json");
         let d = describe(&Platform::from_json(text, "juno-r2").unwrap());
-        let pol = &d["policies"][0];
+        // Policies are numbered in CPU order: policy0 is the LITTLE cluster's (CPU 0), policy1
+        // the big one's (CPUs 1-2).
+        let pol = &d["policies"][1];
+        assert_eq!(pol["cpus"], json!([1, 2]));
         for key in ["policy", "cpus", "cluster", "capacity", "min_khz", "max_khz", "frequencies_khz"] {
             assert!(pol.get(key).is_some(), "{key}");
         }

@@ -128,6 +128,10 @@ impl Sim {
         c.switched_out = Some((task, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.count_placement_idle(src);
+        if let Some(tl) = self.timeline.as_mut() {
+            // The source's switch-out precedes the destination's switch-in (Timeline::reserve_switch).
+            tl.reserve_switch(src);
+        }
         self.migrate_queued(task, src, dst);
         self.set_curr(dst, task);
         self.pick_next(src);

@@ -36,6 +36,8 @@ pub struct Timeline {
     pub global_khz: Vec<u32>,
     /// Task names by id (pid = id + 1 in traces).
     pub task_names: Vec<String>,
+    /// Places in the order kept for a CPU's next switch (`reserve_switch`), by CPU.
+    reserved_switch_seq: Vec<(u32, u64)>,
 }
 
 impl Timeline {
@@ -58,8 +60,23 @@ impl Timeline {
         self.util_avg.push(util as u32);
     }
 
-    pub fn switch(&mut self, t: TimeNs, cpu: usize, prev: Option<usize>, prev_state: char, next: Option<usize>) {
+    /// Keep the next place in the order for `cpu`'s next switch, recorded later: an active
+    /// migration takes the task off its source CPU (the stopper preempts it there,
+    /// migration_cpu_stop in kernel/sched/core.c) before the destination runs it, so the
+    /// source's switch-out comes first in a trace although the source picks its next task after.
+    pub fn reserve_switch(&mut self, cpu: usize) {
         let seq = self.next_seq();
+        self.reserved_switch_seq.push((cpu as u32, seq));
+    }
+
+    /// A context switch. Rows are in recording order, and `seq` gives the order of events of
+    /// the same nanosecond (a reserved place can put a row before the one recorded before it).
+    pub fn switch(&mut self, t: TimeNs, cpu: usize, prev: Option<usize>, prev_state: char, next: Option<usize>) {
+        let reserved = self.reserved_switch_seq.iter().position(|&(c, _)| c == cpu as u32);
+        let seq = match reserved {
+            Some(i) => self.reserved_switch_seq.swap_remove(i).1,
+            None => self.next_seq(),
+        };
         self.switch_seq.push(seq);
         self.switch_time_ns.push(t);
         self.switch_cpu.push(cpu as u32);
@@ -122,4 +139,94 @@ pub struct Migration {
     pub util: u64,
     /// Whether that util fitted the source CPU (util_fits_cpu > 0 with the task's clamps).
     pub fitted_src: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reserved_switch_keeps_its_earlier_place_in_the_order() {
+        let mut tl = Timeline::default();
+        tl.reserve_switch(3);
+        tl.switch(10, 5, None, 'I', Some(1));
+        tl.switch(10, 3, Some(1), 'R', None);
+        assert_eq!(tl.switch_cpu, vec![5, 3]);
+        assert!(tl.switch_seq[1] < tl.switch_seq[0]);
+        // Used once: the next switch of CPU 3 takes a new place.
+        tl.switch(20, 3, None, 'I', Some(2));
+        assert!(tl.switch_seq[2] > tl.switch_seq[0]);
+    }
+
+    fn timeline_of(platform: &str, workload: &str, duration_ns: u64) -> Timeline {
+        let path = format!("{}/../../python/dvfslab/data/platforms/{platform}.json", env!("CARGO_MANIFEST_DIR"));
+        let json = std::fs::read_to_string(&path).unwrap();
+        let cfg = crate::SimConfig {
+            governor: "schedutil".into(),
+            workload: workload.into(),
+            duration_ns: Some(duration_ns),
+            seed: 1,
+            timeline: true,
+            explain: false,
+        };
+        crate::simulate(&json, platform, &cfg).unwrap().timeline.unwrap()
+    }
+
+    #[test]
+    fn every_cpu_has_its_frequency_at_time_zero_before_any_change() {
+        let tl = timeline_of("juno-r2", "periodic:threads=2", 20_000_000);
+        let first: Vec<(u64, u32)> = tl.freq_time_ns.iter().zip(&tl.freq_cpu).take(6).map(|(&t, &c)| (t, c)).collect();
+        assert_eq!(first, (0..6).map(|c| (0, c)).collect::<Vec<_>>());
+        // LITTLE CPUs (0, 3-5) start at their lowest OPP, 450 MHz; big ones (1-2) at 600 MHz.
+        assert_eq!(&tl.freq_khz[..6], &[450_000, 600_000, 600_000, 450_000, 450_000, 450_000]);
+    }
+
+    #[test]
+    fn a_cpu_switches_to_idle_before_it_enters_an_idle_state_and_leaves_it_before_the_switch() {
+        // Kernel order: __schedule traces sched_switch to the idle task, whose do_idle then
+        // traces cpu_idle (kernel/sched/idle.c); on a wake-up the CPU leaves the state
+        // (cpu_idle exit) before schedule_idle switches to the woken task.
+        let tl = timeline_of("juno-r2", "periodic:threads=2", 200_000_000);
+        let mut idle_entries = 0;
+        for (i, (state, &cpu)) in tl.idle_state.iter().map(String::as_str).zip(&tl.idle_cpu).enumerate() {
+            let (t, seq) = (tl.idle_time_ns[i], tl.idle_seq[i]);
+            let same = |j: usize| tl.switch_cpu[j] == cpu && tl.switch_time_ns[j] == t;
+            let switch = (0..tl.switch_seq.len()).find(|&j| same(j));
+            match (state, switch) {
+                ("C0", Some(j)) => assert!(seq < tl.switch_seq[j] && tl.switch_next[j] >= 0),
+                (_, Some(j)) if tl.switch_next[j] < 0 => {
+                    idle_entries += 1;
+                    assert!(seq > tl.switch_seq[j], "idle entry on cpu{cpu} at {t} before its switch");
+                }
+                _ => {}
+            }
+        }
+        assert!(idle_entries > 10);
+    }
+
+    #[test]
+    fn an_active_migration_switches_out_on_the_source_before_the_destination_switches_in() {
+        // A single busy task starts on a LITTLE CPU of pixel6 and is moved to a bigger CPU by
+        // misfit active balance (the stopper preempts it on the source first).
+        let tl = timeline_of("pixel6", "cpu-bound:threads=1", 300_000_000);
+        let n = tl.switch_seq.len();
+        let mut migrations = 0;
+        for i in 0..n {
+            let (Some(task), 'R') = (u64::try_from(tl.switch_prev[i]).ok(), tl.switch_prev_state[i]) else { continue };
+            let moved_in = (0..n).find(|&j| {
+                tl.switch_time_ns[j] == tl.switch_time_ns[i]
+                    && tl.switch_cpu[j] != tl.switch_cpu[i]
+                    && tl.switch_next[j] == task as i64
+            });
+            if let Some(j) = moved_in {
+                migrations += 1;
+                assert!(
+                    tl.switch_seq[i] < tl.switch_seq[j],
+                    "switch-in on cpu{} before the switch-out",
+                    tl.switch_cpu[j]
+                );
+            }
+        }
+        assert!(migrations > 0);
+    }
 }

@@ -123,6 +123,13 @@ pub enum VoltageScope {
 pub struct ClusterFile {
     pub id: String,
     pub cores_per_package: u32,
+    /// The Linux CPU numbers of this cluster's CPUs, in core order (package 0's cores first),
+    /// where they are not the ones `topology.cpu_numbering` gives: Linux numbers the boot CPU 0
+    /// and the others in device-tree order (of_parse_and_init_cpus, arch/arm64/kernel/smp.c),
+    /// so a board that boots on a LITTLE core of its second cluster numbers that core 0.
+    /// Single-threaded cores only.
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
     pub capacity_dmips_mhz: u32,
     pub frequency: FrequencyFile,
     pub power: CorePowerFile,
@@ -565,6 +572,9 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
             format!("{ncpus} CPUs in all (packages × cores_per_package × threads_per_core); at most {MAX_CPUS}"),
         );
     }
+    if let Err((field, msg)) = validate_cpu_ids(f, ncpus as usize) {
+        return err(&field, msg);
+    }
     let pp = &f.package_power;
     for (name, w) in [
         ("p_uncore_active_w", pp.p_uncore_active_w),
@@ -601,6 +611,56 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     Ok(())
 }
 
+/// Explicit cluster CPU numbers (`clusters[i].cpus`) must cover the cluster's cores, and every
+/// CPU must get a distinct number below the CPU count.
+fn validate_cpu_ids(f: &PlatformFile, ncpus: usize) -> std::result::Result<(), (String, String)> {
+    let explicit = f.clusters.iter().enumerate().filter_map(|(i, c)| c.cpus.as_ref().map(|ids| (i, c, ids)));
+    for (i, c, ids) in explicit {
+        let at = format!("clusters[{i}].cpus");
+        if f.topology.threads_per_core != 1 {
+            return Err((at, "explicit CPU numbers need threads_per_core 1".into()));
+        }
+        let want = f.topology.packages as usize * c.cores_per_package as usize;
+        if ids.len() != want {
+            return Err((at, format!("expected {want} CPU numbers (packages × cores_per_package), got {}", ids.len())));
+        }
+    }
+    let mut seen = vec![false; ncpus];
+    for id in cpu_ids(f) {
+        match seen.get_mut(id) {
+            Some(s) if !*s => *s = true,
+            _ => return Err(("clusters".into(), format!("CPU number {id} is out of range or given twice"))),
+        }
+    }
+    Ok(())
+}
+
+/// The Linux CPU number of every CPU, by core (packages, then clusters, then cores in order)
+/// and thread: a cluster's explicit `cpus`, else `topology.cpu_numbering`.
+fn cpu_ids(f: &PlatformFile) -> Vec<usize> {
+    let t = &f.topology;
+    let (tpc, npkg) = (t.threads_per_core as usize, t.packages as usize);
+    let ncores = npkg * f.clusters.iter().map(|c| c.cores_per_package as usize).sum::<usize>();
+    let scheme = |core: usize, thread: usize| match t.cpu_numbering {
+        CpuNumbering::SmtLast => thread * ncores + core,
+        CpuNumbering::SmtConsecutive => core * tpc + thread,
+    };
+    let mut ids = Vec::with_capacity(ncores * tpc);
+    let mut core = 0;
+    for pkg in 0..npkg {
+        for c in &f.clusters {
+            for k in 0..c.cores_per_package as usize {
+                match &c.cpus {
+                    Some(list) => ids.push(list[pkg * c.cores_per_package as usize + k] as usize),
+                    None => ids.extend((0..tpc).map(|th| scheme(core, th))),
+                }
+                core += 1;
+            }
+        }
+    }
+    ids
+}
+
 fn layout(file: PlatformFile) -> Platform {
     let t = file.topology.clone();
     let tpc = t.threads_per_core as usize;
@@ -619,10 +679,8 @@ fn layout(file: PlatformFile) -> Platform {
         (0..npkg).map(|_| PackageTopo { cores: vec![], cpus: vec![], domains: vec![] }).collect();
     let mut llcs: Vec<Vec<usize>> = Vec::new();
 
-    let cpu_id = |core: usize, thread: usize| match t.cpu_numbering {
-        CpuNumbering::SmtLast => thread * ncores + core,
-        CpuNumbering::SmtConsecutive => core * tpc + thread,
-    };
+    let all_ids = cpu_ids(&file);
+    let cpu_id = |core: usize, thread: usize| all_ids[core * tpc + thread];
 
     for pkg in 0..npkg {
         let mut pkg_llc: Option<usize> = None;
@@ -765,4 +823,58 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(id: &str) -> Platform {
+        let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
+        Platform::from_json(&std::fs::read_to_string(&path).unwrap(), id).unwrap()
+    }
+
+    fn cpus_of_cluster(p: &Platform, cluster: &str) -> Vec<usize> {
+        (0..p.ncpus()).filter(|&c| p.cluster(p.cpus[c].cluster).id == cluster).collect()
+    }
+
+    #[test]
+    fn juno_r2_numbers_its_boot_a53_cpu0_then_the_device_tree_order() {
+        // arm64 of_parse_and_init_cpus (arch/arm64/kernel/smp.c) gives the boot CPU (A53_0 on
+        // Juno) logical id 0 and the others ids in DT order: A72_0, A72_1, A53_1..3.
+        let p = preset("juno-r2");
+        assert_eq!(cpus_of_cluster(&p, "big"), vec![1, 2]);
+        assert_eq!(cpus_of_cluster(&p, "little"), vec![0, 3, 4, 5]);
+        // The big cluster's policy covers its CPUs; policies follow CPU order (policy0 = CPU 0's).
+        assert_eq!(p.policies[p.cpus[1].policy].cpus, vec![1, 2]);
+        assert_eq!(p.cpus[0].policy, 0);
+        assert_eq!(p.llcs[p.cpus[1].llc], vec![1, 2]);
+    }
+
+    #[test]
+    fn two_socket_smt_machines_number_first_threads_socket_by_socket_then_siblings() {
+        // x86 enumerates thread 0 of every core of socket 0, then of socket 1, then the second
+        // threads in the same order (2 x 12 cores: 0-11, 12-23, siblings 24-35, 36-47).
+        let p = preset("haswell-e5-2670v3-2s");
+        let at = |c: usize| (p.cpus[c].package, p.cpus[c].thread);
+        assert_eq!((at(0), at(11), at(12), at(23)), ((0, 0), (0, 0), (1, 0), (1, 0)));
+        assert_eq!((at(24), at(36), at(47)), ((0, 1), (1, 1), (1, 1)));
+        assert_eq!(p.cores[p.cpus[5].core].cpus, vec![5, 29]);
+        // POWER8 numbers a core's 8 threads consecutively.
+        let p = preset("power8-powernv");
+        assert_eq!(p.cores[p.cpus[8].core].cpus, (8..16).collect::<Vec<_>>());
+        assert_eq!(p.cpus[80].package, 1);
+    }
+
+    #[test]
+    fn explicit_cpu_numbers_must_cover_each_cpu_once() {
+        let path = format!("{}/../../python/dvfslab/data/platforms/juno-r2.json", env!("CARGO_MANIFEST_DIR"));
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["clusters"][0]["cpus"] = serde_json::json!([0, 2]);
+        let e = Platform::from_json(&v.to_string(), "x").unwrap_err().to_string();
+        assert!(e.contains("CPU number 0 is out of range or given twice"), "{e}");
+        v["clusters"][0]["cpus"] = serde_json::json!([1]);
+        let e = Platform::from_json(&v.to_string(), "x").unwrap_err().to_string();
+        assert!(e.contains("clusters[0].cpus") && e.contains("expected 2 CPU numbers"), "{e}");
+    }
 }

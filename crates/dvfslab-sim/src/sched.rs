@@ -832,6 +832,17 @@ impl Sim {
                     t.activation_ns = next;
                     return self.block_and_switch(cpu, Some(next));
                 }
+                Op::Timer { period_ns, mode } => {
+                    // rt-app's timer event (src/rt-app.c, run_event, `case rtapp_timer`): sleep
+                    // only while the next release is ahead; a late task goes on at once.
+                    let t = &mut self.tasks[task];
+                    let (release, sleep) = mode.next_release(t.activation_ns, period_ns, now);
+                    t.activation_ns = release;
+                    t.timer_reached_ns = now;
+                    if sleep {
+                        return self.block_and_switch(cpu, Some(release), unfinished);
+                    }
+                }
                 Op::Post { ch, sync } => {
                     let ch = ch + self.tasks[task].attrs.channel_base;
                     self.channel_post(ch, cpu, sync)
@@ -1003,6 +1014,19 @@ impl Sim {
                 self.stats.counters[n] += amount;
             }
             Mark::ActivationDone => self.stats.responses_ns.push(now - self.tasks[task].activation_ns),
+            Mark::TimerWakeUp => {
+                // A release already past when the timer was reached is no wake-up: latency 0.
+                let t = &self.tasks[task];
+                self.stats.responses_ns.push(now - t.activation_ns.max(t.timer_reached_ns));
+            }
+            Mark::SinceRelease(slot) => {
+                let since = now - self.tasks[task].activation_ns;
+                let lat = &mut self.stats.latencies_ns;
+                if lat.len() <= slot as usize {
+                    lat.resize_with(slot as usize + 1, Vec::new);
+                }
+                lat[slot as usize].push(since);
+            }
             Mark::Start(slot) => {
                 let marks = &mut self.tasks[task].marks;
                 if marks.len() <= slot as usize {
@@ -1245,9 +1269,11 @@ impl Sim {
         self.core_changed(core, cpu);
         let prev = self.cpus[cpu].switched_out.take();
         if let Some(tl) = self.timeline.as_mut() {
+            // The switch to the idle task comes first; the idle task then enters the state
+            // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
             let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
             tl.idle(now, cpu, name);
-            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
         }
     }
 

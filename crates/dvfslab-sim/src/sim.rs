@@ -520,6 +520,17 @@ impl Sim {
         Ok(sim)
     }
 
+    /// Every CPU's frequency at time 0 in the timeline, before any change, so that a trace
+    /// says each CPU's frequency from its start.
+    fn trace_initial_frequencies(&mut self) {
+        let khz: Vec<u32> = (0..self.cpus.len()).map(|cpu| self.cpu_khz(cpu)).collect();
+        if let Some(tl) = self.timeline.as_mut() {
+            for (cpu, &f) in khz.iter().enumerate() {
+                tl.frequency(0, cpu, f);
+            }
+        }
+    }
+
     /// Run to the end and summarise.
     pub fn run(self) -> Result<crate::result::SimResult> {
         self.run_with_progress(&mut |_| ControlFlow::Continue(()))
@@ -534,6 +545,7 @@ impl Sim {
     ) -> Result<crate::result::SimResult> {
         #[allow(clippy::disallowed_methods)] // wall time of the run, reported, never simulated
         let wall = std::time::Instant::now();
+        self.trace_initial_frequencies();
         for p in 0..self.policies.len() {
             self.with_governor(p, |g, ctx| g.start(ctx));
         }

@@ -43,9 +43,15 @@ pub enum Op {
     Run { cycles: Amount, mem_frac: f64 },
     /// Sleep for a duration (ns).
     Sleep { ns: Amount },
-    /// Sleep until the next multiple of `period_ns` after the task's start (a periodic timer).
-    /// `Mark::PeriodStart` is recorded at the wake-up.
+    /// Sleep until the next multiple of `period_ns` after the task's start: a release that
+    /// skips the grid points already past (a display's vsync). The release time is the task's
+    /// `activation_ns`.
     WaitPeriod { period_ns: u64 },
+    /// An application's periodic timer (rt-app's `timer` event): the next release is the
+    /// previous one plus `period_ns`; the task sleeps until it if it is still ahead, and goes on
+    /// at once, without sleeping, when it is already past. What a late release becomes depends
+    /// on `mode`. The release time is the task's `activation_ns` (the first is its start).
+    Timer { period_ns: u64, mode: TimerMode },
     /// Execute for a fixed wall time (ns), whatever the frequency (rt-app's `runtime`).
     RunFor { ns: Amount },
     /// Post one token to channel `ch`, waking its first waiter if any (a pipe write, a
@@ -105,6 +111,35 @@ pub enum Op {
     Exit,
 }
 
+/// How a periodic [`Op::Timer`] treats a release that is already past when the task reaches it
+/// (rt-app's `mode` key of a `timer` event; `relative` is rt-app's default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerMode {
+    /// The late release is moved to now: the following ones are counted from here.
+    Relative,
+    /// The releases stay on the fixed grid from the task's start: a late task runs its
+    /// activations back to back until it has caught up (clock_nanosleep with TIMER_ABSTIME,
+    /// or a periodic timerfd).
+    Absolute,
+}
+
+impl TimerMode {
+    /// The release after `prev` and whether to sleep until it, seen at time `now`: the grid
+    /// point `prev + period` if it is still ahead; if it is past, that grid point in absolute
+    /// mode (no sleep) or `now` in relative mode (no sleep).
+    pub fn next_release(self, prev: TimeNs, period_ns: u64, now: TimeNs) -> (TimeNs, bool) {
+        let due = prev.saturating_add(period_ns);
+        if now < due {
+            (due, true)
+        } else {
+            match self {
+                TimerMode::Relative => (now, false),
+                TimerMode::Absolute => (due, false),
+            }
+        }
+    }
+}
+
 /// A program produced in pieces on demand, so that a benchmark of millions of steps holds one
 /// piece at a time. Each piece ends with `Op::Continue` to the next, with a jump or with an
 /// exit; jumps and counted loops stay within their piece.
@@ -148,6 +183,11 @@ pub enum Mark {
     Start(u16),
     /// End interval `slot`: its duration becomes a latency sample of that slot.
     End(u16),
+    /// A latency sample of `slot`: the time since the task's last release (`activation_ns`).
+    SinceRelease(u16),
+    /// The wake-up latency of the [`Op::Timer`] just passed: now minus its release if the task
+    /// slept until it, 0 if it went on without sleeping (rt-app's `wu_lat`).
+    TimerWakeUp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +222,8 @@ pub struct Task {
     pub util_est: UtilEst,
     pub start_ns: TimeNs,
     pub activation_ns: TimeNs,
+    /// When the task last reached an [`Op::Timer`] (for its wake-up latency).
+    pub timer_reached_ns: TimeNs,
     pub timer_token: u32,
     pub weight: u64,
     /// Run segments of fixed wall time (RunFor) rather than fixed work.
@@ -226,6 +268,7 @@ impl Task {
             util_est: UtilEst::default(),
             start_ns,
             activation_ns: start_ns,
+            timer_reached_ns: start_ns,
             timer_token: 0,
             weight: 1024,
             fixed_time: false,
@@ -248,3 +291,31 @@ impl Task {
 /// such a run stops with an error naming the task that forked past it, rather than growing
 /// until memory runs out. At 64 Ki tasks a run takes some tens of MB.
 pub const MAX_TASKS: usize = 65_536;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // rt-app's timer event (src/rt-app.c, run_event, case rtapp_timer): t_next += period; sleep
+    // until t_next only if now is before it; otherwise, in relative mode, t_next = now.
+
+    #[test]
+    fn a_timer_sleeps_until_a_release_still_ahead_in_either_mode() {
+        for mode in [TimerMode::Relative, TimerMode::Absolute] {
+            assert_eq!(mode.next_release(1_000, 10_000, 4_000), (11_000, true));
+        }
+    }
+
+    #[test]
+    fn a_late_relative_timer_goes_on_at_once_and_restarts_its_grid_at_now() {
+        assert_eq!(TimerMode::Relative.next_release(1_000, 10_000, 25_000), (25_000, false));
+    }
+
+    #[test]
+    fn a_late_absolute_timer_goes_on_at_once_and_keeps_its_grid() {
+        // Two periods behind: this release and the next are both past, the task runs on.
+        assert_eq!(TimerMode::Absolute.next_release(1_000, 10_000, 25_000), (11_000, false));
+        assert_eq!(TimerMode::Absolute.next_release(11_000, 10_000, 25_000), (21_000, false));
+        assert_eq!(TimerMode::Absolute.next_release(21_000, 10_000, 25_000), (31_000, true));
+    }
+}

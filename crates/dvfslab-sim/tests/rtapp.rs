@@ -101,12 +101,21 @@ fn phase<'a>(s: &'a Summary, task: &str, phase: &str) -> &'a PhaseFigures {
     s.phases.iter().find(|p| p.task == task && p.phase == phase).unwrap_or_else(|| panic!("no {task}/{phase}: {s:?}"))
 }
 
+/// A shipped example calibrated on `CPU0`, calibrated on Juno's big CPU 1 instead.
+fn on_big(text: &str) -> String {
+    assert!(text.contains(r#""calibration" : "CPU0""#));
+    text.replace(r#""calibration" : "CPU0""#, r#""calibration" : "CPU1""#)
+}
+
 fn near(x: f64, want: f64, tol: f64) -> bool {
     (x - want).abs() <= tol
 }
 
-/// Pinned to the big CPU 0 of juno-r2, the calibration CPU.
+/// juno-r2 numbers its CPUs as Linux does there: LITTLE CPU 0 (the boot CPU, rt-app's default
+/// calibration CPU), big CPUs 1-2, LITTLE CPUs 3-5.
 const JUNO: &str = "juno-r2";
+/// Calibrate on Juno's big CPU 1 (tests written for a big calibration CPU).
+const ON_BIG: &str = r#""global": {"calibration": "CPU1"}, "#;
 const PERF: &str = "performance";
 
 mod examples {
@@ -152,12 +161,12 @@ mod examples {
 
     #[test]
     fn governor_efficiency_recipe_measures_the_run_phase() {
-        // 8 loops of (timer 1 s, run 0.7 s) pinned to CPU 1, calibrated at 96 ns/loop.
+        // 8 loops of (timer 1 s, run 0.7 s) pinned to CPU 0, calibrated at 96 ns/loop there.
         let text = example("governor-efficiency.json");
         let (r, log) = run(JUNO, PERF, &text, 5.5);
         let busy = phase(&log, "probe", "busy");
         assert_eq!(busy.iterations, 4, "runs end at 1.7, 2.7, 3.7 and 4.7 s: {log:?}");
-        // 700 ms rounded down to whole 96 ns loops, on a big CPU (as fast as CPU 0) at its maximum.
+        // 700 ms rounded down to whole 96 ns loops, on the calibration CPU 0 at its maximum.
         assert!(near(busy.run_us, 700_000.0, 500.0), "{busy:?}");
         assert_eq!(busy.perf, Some(700_000_000 / 96).map(|l| l as f64 / 1000.0));
         assert!(near(r.summary.metric.value, 1.0, 0.001), "{}", r.summary.metric.value);
@@ -168,7 +177,7 @@ mod examples {
         let n = idle.iterations as f64;
         let want = (1_000_000.0 + (n - 1.0) * 300_000.0) / n - log.wu_lat_us;
         assert!(near(idle.slack_us.unwrap(), want, 100.0), "{idle:?}");
-        // At the big CPUs' lowest frequency, half their maximum, the run takes twice as long.
+        // At the LITTLE CPUs' lowest frequency, 450 of 950 MHz, the run takes 2.1 times as long.
         let slow = run(JUNO, "powersave", &text, 6.0).1;
         assert!(phase(&slow, "probe", "busy").run_us > 1.9 * 700_000.0, "{slow:?}");
     }
@@ -179,7 +188,7 @@ mod grammar {
 
     #[test]
     fn repeated_keys_run_in_order() {
-        let text = r#"{"tasks": {"t": {"cpus": [0], "loop": 3, "runtime": 1000, "sleep": 1000, "runtime": 2000}}}"#;
+        let text = r#"{"tasks": {"t": {"cpus": [1], "loop": 3, "runtime": 1000, "sleep": 1000, "runtime": 2000}}}"#;
         let (_, log) = run(JUNO, PERF, text, 1.0);
         let p = phase(&log, "t", "t");
         assert_eq!(p.iterations, 3);
@@ -192,7 +201,7 @@ mod grammar {
     #[test]
     fn run_is_fixed_work_and_runtime_fixed_time() {
         let text = |event: &str| {
-            format!(r#"{{"tasks": {{"t": {{"cpus": [0], "loop": 5, "{event}": 10000, "sleep": 5000}}}}}}"#)
+            format!(r#"{{{ON_BIG}"tasks": {{"t": {{"cpus": [1], "loop": 5, "{event}": 10000, "sleep": 5000}}}}}}"#)
         };
         for (event, slow_stretch) in [("run", 2.0), ("runtime", 1.0)] {
             let fast = run(JUNO, "userspace:scaling_setspeed=1200000", &text(event), 1.0).0.summary.metric.value;
@@ -204,9 +213,9 @@ mod grammar {
 
     #[test]
     fn calibration_cpu_sets_the_speed_of_run() {
-        // Calibrated on a LITTLE CPU (485/1024 of the big one's capacity at 950 vs 1200 MHz),
-        // 10 ms of run take 10 ms there and 3.75 ms on the big CPU 0.
-        let text = r#"{"global": {"calibration": "CPU2"}, "tasks": {"t": {"cpus": [0], "loop": 4, "run": 10000, "sleep": 1000}}}"#;
+        // Calibrated on the LITTLE CPU 0 (485/1024 of the big one's capacity at 950 vs 1200 MHz),
+        // 10 ms of run take 10 ms there and 3.75 ms on the big CPU 1.
+        let text = r#"{"global": {"calibration": "CPU0"}, "tasks": {"t": {"cpus": [1], "loop": 4, "run": 10000, "sleep": 1000}}}"#;
         let (r, log) = run(JUNO, PERF, text, 1.0);
         let want = 10_000.0 * 485.0 * 950.0 / (1024.0 * 1200.0);
         assert!(near(phase(&log, "t", "t").run_us, want, 20.0), "{log:?}");
@@ -215,9 +224,10 @@ mod grammar {
 
     #[test]
     fn phases_run_in_order_with_their_loops_and_affinity() {
-        // One pass: warm 2 × 1.2 ms, split 1.4 ms, home 3 × 2.4 ms (on a LITTLE CPU), about
-        // 11 ms; 0.2 s holds over ten passes, the last one maybe cut short.
-        let (r, log) = run(JUNO, PERF, &example("phases-affinity.json"), 0.2);
+        // Calibrated on the big CPU 1. One pass: warm on the LITTLE CPU 0 (its runs take 2.7
+        // times as long), split 1.4 ms on CPU 1, home on the big CPU 2; 0.2 s holds over ten
+        // passes, the last one maybe cut short.
+        let (r, log) = run(JUNO, PERF, &on_big(&example("phases-affinity.json")), 0.2);
         let passes = phase(&log, "walker", "split").iterations;
         assert!(passes > 10, "{log:?}");
         let warm = phase(&log, "walker", "warm").iterations;
@@ -235,7 +245,7 @@ mod grammar {
     #[test]
     fn fork_starts_instance_zero_templates() {
         // launcher (loop 1) forks helper and worker (instance 0) once each; they loop forever.
-        let (_, log) = run(JUNO, PERF, &example("fork.json"), 0.5);
+        let (_, log) = run(JUNO, PERF, &on_big(&example("fork.json")), 0.5);
         assert_eq!(phase(&log, "launcher", "first").iterations, 1);
         assert_eq!(phase(&log, "launcher", "second").iterations, 1);
         // worker, forked at about 10 ms, loops every 40 ms or so.
@@ -273,6 +283,44 @@ mod timers {
         let text = r#"{"tasks": {"t": {"cpus": [0], "runtime": 12000, "timer": {"ref": "unique", "period": 10000}}}}"#;
         let (_, log) = run(JUNO, PERF, text, 1.0);
         assert!(phase(&log, "t", "t").slack_us.unwrap() < -1000.0, "{log:?}");
+    }
+
+    /// rt-app v0.x (the grammar before September 2014) adds the period to the previous release
+    /// and sleeps only while that release is ahead (src/rt-app.c, thread_body, August 2014): a
+    /// late thread keeps the grid, as rt-app's later absolute mode, and its lateness grows.
+    #[test]
+    fn a_legacy_thread_keeps_its_release_grid() {
+        let text = format!(r#"{{{ON_BIG}"tasks": {{"t": {{"exec": 12000, "period": 10000}}}}}}"#);
+        let (_, log) = run(JUNO, PERF, &text, 1.0);
+        let slack = phase(&log, "t", "t").slack_us.unwrap();
+        assert!(slack < -20_000.0, "{log:?}");
+    }
+
+    /// rt-app's timer (src/rt-app.c, run_event, case rtapp_timer) computes the slack as the next
+    /// release minus now, before deciding to sleep. A 12 ms activation every 10 ms: in relative
+    /// mode (rt-app's default) the late release moves to now, so every activation is 2 ms late;
+    /// in absolute mode the grid stays, and the lateness grows by 2 ms per activation. Neither
+    /// mode sleeps, so rt-app logs no wake-up latency (wu_latency = 0 on that path).
+    #[test]
+    fn late_timers_run_at_once_and_absolute_mode_accumulates_lateness() {
+        let text = |mode: &str| {
+            format!(
+                r#"{{"tasks": {{"t": {{"cpus": [0], "runtime": 12000, "timer": {{"ref": "unique", "period": 10000, "mode": "{mode}"}}}}}}}}"#
+            )
+        };
+        let relative = run(JUNO, PERF, &text("relative"), 1.0).1;
+        let absolute = run(JUNO, PERF, &text("absolute"), 1.0).1;
+        for log in [&relative, &absolute] {
+            let p = phase(log, "t", "t");
+            // Back to back: 1 s / 12 ms activations, none waits for a period.
+            assert!((82..=84).contains(&p.iterations), "{p:?}");
+            assert!(near(p.period_us, 12_000.0, 20.0), "{p:?}");
+            assert_eq!(log.wu_lat_us, 0.0, "{log:?}");
+        }
+        assert!(near(phase(&relative, "t", "t").slack_us.unwrap(), -2000.0, 20.0), "{relative:?}");
+        // Lateness k × 2 ms at activation k: a mean of about 83 × 2 ms / 2.
+        let abs_slack = phase(&absolute, "t", "t").slack_us.unwrap();
+        assert!(abs_slack < -70_000.0 && abs_slack > -100_000.0, "{absolute:?}");
     }
 
     #[test]
@@ -676,5 +724,42 @@ mod scale {
         assert_eq!(rtapp.layout().phases[1].phase, "p1");
         let plat = Platform::from_json(&common::preset(JUNO), JUNO).unwrap();
         assert_eq!(rtapp.tasks(&plat).len(), n);
+    }
+}
+
+/// A late activation does not sleep: rt-app's timer event (src/rt-app.c, `run_event`, case
+/// `rtapp_timer`) sleeps only while the next release is ahead, so a task that overruns its
+/// period keeps its CPU busy. The kernel then sees an always-running task, and schedutil
+/// (sugov_update_single, kernel/sched/cpufreq_schedutil.c) raises the frequency.
+mod late_timers {
+    use super::*;
+
+    /// The busiest CPU's busy share (%).
+    fn busiest(r: &SimResult) -> f64 {
+        r.summary.per_cpu.iter().map(|c| c.busy_pct).fold(0.0, f64::max)
+    }
+
+    /// A task asking 99 % of its CPU at the maximum frequency on a machine with one CPU per
+    /// policy (haswell: 3.1 GHz max, 2.3 GHz base, the periodic workload's unit of work).
+    #[test]
+    fn an_overrunning_99_percent_periodic_task_keeps_its_cpu_busy() {
+        // 9.9 ms at 3.1 GHz is 13.343 ms at base. The built-in periodic workload releases on an
+        // absolute grid: a late activation starts at once. Before, it waited for the next grid
+        // point, and the CPU read far less busy than the task asks.
+        let run_us = 9_900.0 * 3_100.0 / 2_300.0;
+        let spec = format!("periodic:run_us={run_us:.0},period_us=10000");
+        let r = common::run("haswell-e5-2670v3-2s", "schedutil", &spec, 2.0, 1);
+        assert!(busiest(&r) > 97.0, "busy {:.1} %", busiest(&r));
+    }
+
+    #[test]
+    fn an_overrunning_99_percent_rtapp_task_keeps_its_cpu_busy_in_both_modes() {
+        for mode in ["relative", "absolute"] {
+            let text = format!(
+                r#"{{"global": {{"calibration": 100}}, "tasks": {{"t": {{"run": 99000, "timer": {{"ref": "unique", "period": 100000, "mode": "{mode}"}}}}}}}}"#
+            );
+            let (r, _) = run("haswell-e5-2670v3-2s", "schedutil", &text, 2.0);
+            assert!(busiest(&r) > 97.0, "{mode}: busy {:.1} %", busiest(&r));
+        }
     }
 }

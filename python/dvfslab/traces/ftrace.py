@@ -4,15 +4,18 @@
     #           TASK-PID     CPU#     TIMESTAMP  FUNCTION
         cpu-bound-0-1       [003]     0.004000: sched_switch: prev_comm=... ==> next_comm=...
 
-Events: sched_switch, sched_wakeup, cpu_frequency (state = kHz) and cpu_idle (state = idle
-state index, 4294967295 when the CPU leaves idle), with the kernel's field names. Task pids are
+Events: sched_switch, sched_wakeup, cpu_frequency (state = kHz; every CPU's first at time 0)
+and cpu_idle (state = idle state index, 4294967295 when the CPU leaves idle), with the kernel's
+field names, in the kernel's order: `<idle>-0` enters an idle state after the switch to it, a CPU
+leaves it before the switch to the woken task, and a migrated task leaves its source CPU before
+it runs on the destination. Task pids are
 task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
+from itertools import chain
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,8 +34,9 @@ def render(result: SimResult) -> str:
     def comm(task: int, cpu: int) -> str:
         return f"swapper/{cpu}" if task < 0 else names[task].replace(" ", "_")[:15]
 
-    # Every event as (time_ns, seq, cpu, function, fields), merged in recording order: `seq`
-    # orders events of the same nanosecond as the simulator produced them.
+    # Every event as (time_ns, seq, cpu, function, fields), in time then `seq` order: `seq`
+    # orders events of the same nanosecond as they happen in the kernel (rows of one kind are
+    # not always in `seq` order: a migration's source switch-out keeps an earlier place).
     def switch_fields(p: int, st: str, n: int, cpu: int) -> str:
         return (
             f"prev_comm={comm(p, cpu)} prev_pid={p + 1} prev_prio={PRIO_NORMAL} prev_state={st}"
@@ -75,7 +79,7 @@ def render(result: SimResult) -> str:
         "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION",
     ]
     current = [-1] * ncpus
-    for t, _, cpu, func, fields in heapq.merge(*streams, key=lambda e: (e[0], e[1])):
+    for t, _, cpu, func, fields in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
         who = current[cpu]
         task = "<idle>-0" if who < 0 else f"{comm(who, cpu)}-{who + 1}"
         lines.append(f"{task:>20} [{cpu:03d}] {t / 1e9:13.6f}: {func}: {fields}")

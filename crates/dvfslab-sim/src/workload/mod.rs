@@ -375,6 +375,7 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 }
                 Op::Barrier { n: 0, .. } => return err(format!("op {i}: a barrier needs at least one task")),
                 Op::WaitPeriod { period_ns: 0 } => return err(format!("op {i}: period must be > 0")),
+                Op::Timer { period_ns: 0, .. } => return err(format!("op {i}: period must be > 0")),
                 _ => {}
             }
         }

@@ -2,7 +2,10 @@
 //!
 //! The work is `run_us` of execution at the cluster's base frequency (it stretches at lower
 //! frequencies, like rt-app's `run`), optionally jittered uniformly by ±`jitter_pct`, released
-//! by a timer every `period_us`. The metric is the mean response time (release to completion)
+//! by a timer every `period_us` on a fixed grid from the thread's start (an absolute timer, as
+//! clock_nanosleep with TIMER_ABSTIME or a periodic timerfd gives): an activation that overruns
+//! does not sleep, the next starts at once and the thread runs back to back until it has caught
+//! up. The metric is the mean response time (release to completion)
 //! in µs, as rt-app's per-activation log gives it; it exceeds the period when activations
 //! overrun. (Slack, period minus response, can turn negative, which the harmonic means of
 //! higher-is-better tables cannot take.)
@@ -10,11 +13,11 @@
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
+use crate::task::{Amount, Mark, Op, TimerMode};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "periodic",
-    description: "N threads running run_us of work every period_us (timer-released)",
+    description: "N threads running run_us of work every period_us (absolute timer: a late thread runs back to back)",
     metric: "mean_response",
     unit: "us",
     better: Better::Lower,
@@ -55,7 +58,7 @@ impl Workload for Periodic {
         let program: std::rc::Rc<[Op]> = vec![
             Op::Run { cycles: Amount::jittered(cycles, self.jitter_pct), mem_frac: self.mem_frac },
             Op::Mark(Mark::ActivationDone),
-            Op::WaitPeriod { period_ns: self.period_ns },
+            Op::Timer { period_ns: self.period_ns, mode: TimerMode::Absolute },
             Op::Jump { to: 0 },
         ]
         .into();

@@ -10,7 +10,7 @@
 //!                                        signal/broadcast/sync: on r's target; sleep: sleep
 //!     run r's duration (unless r is a sleep)
 //!     unlock the mutexes taken, in reverse order
-//! run exec minus the durations above; timer(period)
+//! run exec minus the durations above; timer(period), absolute mode
 //! ```
 //!
 //! Differences from rt-app v0.x: `deadline` is accepted and not checked; access lists follow
@@ -165,7 +165,9 @@ pub fn parse_thread(path: &str, entries: &[(String, Node)], resources: &[Resourc
     events.push(EventDef {
         path: join(path, "period"),
         line: get(entries, "period").unwrap_or(exec_node).line,
-        event: Event::Timer { name: "unique-period".into(), unique: true, period_us, absolute: false },
+        // v0.x's thread loop adds the period to the previous release and sleeps only while that
+        // is ahead, never re-anchoring (src/rt-app.c, thread_body, August 2014): absolute mode.
+        event: Event::Timer { name: "unique-period".into(), unique: true, period_us, absolute: true },
     });
     let phase = PhaseDef {
         name: path.rsplit('.').next().unwrap_or(path).to_string(),

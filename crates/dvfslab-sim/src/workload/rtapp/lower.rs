@@ -11,7 +11,7 @@
 //! | `run t` | `Run` of the work t µs take on the calibration CPU at its max frequency |
 //! | `runtime t` | `RunFor t` |
 //! | `sleep t` | `Sleep t` (nothing for 0) |
-//! | `timer {period P}` | `WaitPeriod P` (× users for a shared ref), then `ActivationDone` |
+//! | `timer {period P, mode}` | `Timer P mode` (× users for a shared ref), then `TimerWakeUp` |
 //! | `lock m` / `unlock m` | `Lock m` / `Unlock m` |
 //! | `wait {c, m}` | `Unlock m`, `Lock H(c)`, `Lock m` (pthread_cond_wait) |
 //! | `signal c` | `Unlock H(c)` |
@@ -40,7 +40,7 @@ use std::rc::Rc;
 use super::grammar::{
     barrier_parties, Calibration, Event, GResult, GrammarError, Loop, MemRunKind, Model, PhaseDef, PolicyKind, TaskDef,
 };
-use crate::task::{Amount, Mark, Op};
+use crate::task::{Amount, Mark, Op, TimerMode};
 use crate::workload::SchedPolicy;
 
 /// Finite loops are unrolled; past this many operations a program is refused.
@@ -63,9 +63,9 @@ pub enum SlotKind {
     Period,
     /// One `run` or `runtime` event; `ref_ns` is its duration at calibration speed.
     Run { ref_ns: f64 },
-    /// Before each `timer` of the phase: the time since the task's previous timer expiry (its
-    /// wake-up), or since its start. The timer's slack is its period minus this, minus the
-    /// previous wake-up latency.
+    /// Before each `timer` of the phase: the time since the task's previous timer release (or
+    /// its start). The timer's slack is its period minus this: rt-app's `t_next - now`, negative
+    /// when the activation is late.
     TimerBusy,
 }
 
@@ -99,8 +99,6 @@ pub struct PhaseInfo {
 pub struct Layout {
     pub slots: Vec<Slot>,
     pub phases: Vec<PhaseInfo>,
-    /// Per task template, its phases' `TimerBusy` slots: all restart at each timer expiry.
-    pub timer_busy: Vec<Vec<u16>>,
 }
 
 /// A thread started at launch.
@@ -276,8 +274,7 @@ pub fn lower(model: &Model) -> GResult<(Layout, Built)> {
     // Threads started so far on each shared timer.
     let mut shared_timer_offsets: HashMap<&str, u32> = HashMap::new();
     for (ti, t) in model.tasks.iter().enumerate() {
-        let mut em =
-            Emitter { model, facts: &facts, layout: &layout, ids: &mut ids, template: ti, phase_base, ops: Vec::new() };
+        let mut em = Emitter { model, facts: &facts, layout: &layout, ids: &mut ids, phase_base, ops: Vec::new() };
         // Up to three variants: forked (for fork targets; others get a placeholder that the
         // table needs), the first instance's (with the prologue) and the other instances'.
         let forked_target = facts.fork_targets.contains(&t.name);
@@ -340,7 +337,6 @@ fn too_many_slots(path: &str) -> GrammarError {
 fn make_layout(model: &Model, facts: &Facts) -> GResult<Layout> {
     let mut layout = Layout::default();
     for t in &model.tasks {
-        let mut busy = Vec::new();
         for p in &t.phases {
             let phase = layout.phases.len();
             let mut slot = |kind: SlotKind, path: &str| -> GResult<u16> {
@@ -351,7 +347,7 @@ fn make_layout(model: &Model, facts: &Facts) -> GResult<Layout> {
             let timers =
                 p.events.iter().filter(|e| matches!(e.event, Event::Timer { period_us, .. } if period_us > 0)).count();
             if timers > 0 {
-                busy.push(slot(SlotKind::TimerBusy, &p.path)?);
+                slot(SlotKind::TimerBusy, &p.path)?;
             }
             for e in &p.events {
                 match e.event {
@@ -395,7 +391,6 @@ fn make_layout(model: &Model, facts: &Facts) -> GResult<Layout> {
             }
             layout.phases.push(info);
         }
-        layout.timer_busy.push(busy);
     }
     Ok(layout)
 }
@@ -430,8 +425,7 @@ struct Emitter<'a> {
     facts: &'a Facts,
     layout: &'a Layout,
     ids: &'a mut Ids,
-    /// This template's index, and the index in `layout.phases` of its first phase.
-    template: usize,
+    /// The index in `layout.phases` of this template's first phase.
     phase_base: usize,
     ops: Vec<Op>,
 }
@@ -452,7 +446,6 @@ impl Emitter<'_> {
                 self.ops.push(Op::SetUclamp { min: t.util_min, max: t.util_max });
             }
         }
-        self.restart_timer_busy();
         let loop_start = self.ops.len();
         let reps = match t.loops {
             Loop::Forever => 1,
@@ -525,12 +518,6 @@ impl Emitter<'_> {
         self.ops.push(Op::Mark(Mark::End(period_slot)));
     }
 
-    /// Restart the template's `TimerBusy` intervals (at its start and at each timer expiry).
-    fn restart_timer_busy(&mut self) {
-        let slots = &self.layout.timer_busy[self.template];
-        self.ops.extend(slots.iter().map(|&s| Op::Mark(Mark::Start(s))));
-    }
-
     fn timed(&mut self, slot: u16, op: Op) {
         self.ops.extend([Op::Mark(Mark::Start(slot)), op, Op::Mark(Mark::End(slot))]);
     }
@@ -566,15 +553,15 @@ impl Emitter<'_> {
             }
             Event::Sleep(us) => self.ops.push(Op::Sleep { ns: Amount::Fixed(*us as f64 * 1000.0) }),
             Event::Timer { period_us: 0, .. } => {}
-            Event::Timer { name, unique, period_us, .. } => {
+            Event::Timer { name, unique, period_us, absolute } => {
                 let users = if *unique { 1 } else { self.facts.timer_users(name) as u64 };
                 let slot = busy_slot.expect("a phase with a timer has a timer slot");
+                let mode = if *absolute { TimerMode::Absolute } else { TimerMode::Relative };
                 self.ops.extend([
-                    Op::Mark(Mark::End(slot)),
-                    Op::WaitPeriod { period_ns: period_us * users * 1000 },
-                    Op::Mark(Mark::ActivationDone),
+                    Op::Mark(Mark::SinceRelease(slot)),
+                    Op::Timer { period_ns: period_us * users * 1000, mode },
+                    Op::Mark(Mark::TimerWakeUp),
                 ]);
-                self.restart_timer_busy();
             }
             Event::Lock(m) => {
                 let id = self.ids.mutex(m);

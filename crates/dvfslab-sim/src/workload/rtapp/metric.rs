@@ -6,11 +6,12 @@
 //! period_us  = mean(iteration duration)                     rt-app `period`
 //! run_us     = Σ over the phase's run/runtime events of       rt-app `run` (wall time, so it
 //!              their mean duration                          includes preemption)
-//! slack_us   = P_eff / timers − mean(busy) − wu_lat         rt-app `slack` (per timer; × timers
-//!                                                           with cumulative_slack)
-//!   busy     = time from the previous timer expiry (the task's wake-up) to this timer
+//! slack_us   = P_eff / timers − mean(busy)                  rt-app `slack` (per timer; × timers
+//!                                                           with cumulative_slack), negative
+//!                                                           when activations are late
+//!   busy     = time from the previous timer release (or the start) to this timer
 //!   P_eff    = the phase's timer periods, a shared timer's times its users
-//!   wu_lat   = mean wake-up latency after a timer, over the whole run
+//! wu_lat_us  = mean wake-up latency after a timer, 0 for a release already past (rt-app's `wu_lat`)
 //! ```
 //!
 //! The headline is the **run stretch**: the time all `run` and `runtime` events took divided by
@@ -85,7 +86,9 @@ pub fn summarise(layout: &Layout, stats: &RunStats, cumulative_slack: bool) -> S
         let periods = samples(stats, info.period_slot as usize);
         let n = periods.len();
         let slack_us = (info.timers > 0 && busy_per_phase[i].1 > 0).then(|| {
-            let per_timer = info.c_period_eff_us as f64 / info.timers as f64 - busy_per_phase[i].0 - wu_lat_us;
+            // rt-app's slack is the next release minus now (src/rt-app.c, run_event), and the
+            // next release is the previous one plus the period: period minus time since release.
+            let per_timer = info.c_period_eff_us as f64 / info.timers as f64 - busy_per_phase[i].0;
             if cumulative_slack {
                 per_timer * info.timers as f64
             } else {

@@ -17,9 +17,8 @@
 //! **Differences from rt-app** (the approximations, in the order they matter):
 //! - condition signals and `resume` are not always lost when nobody waits: one is remembered
 //!   (see [`lower`]); a broadcast wakes up to as many threads as could wait;
-//! - `timer` waits for the next multiple of its period since the thread's start: a late timer
-//!   skips to the next period instead of firing at once (relative mode) or catching up
-//!   (absolute mode); a timer shared by k threads fires every k periods for each;
+//! - a timer shared by k threads fires every k periods for each (its release grid is per
+//!   thread), and the timers of a thread share one release grid;
 //! - SCHED_DEADLINE runs as SCHED_FIFO priority 99, without throttling; nice values and the
 //!   policy of forked threads are not applied; phase-level policy changes are refused;
 //! - `mem`, `memrun` and `iorun` take a fixed time (constants in [`lower`]);
