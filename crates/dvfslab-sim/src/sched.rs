@@ -840,7 +840,7 @@ impl Sim {
                     t.activation_ns = release;
                     t.timer_reached_ns = now;
                     if sleep {
-                        return self.block_and_switch(cpu, Some(release), unfinished);
+                        return self.block_and_switch(cpu, Some(release));
                     }
                 }
                 Op::Post { ch, sync } => {
