@@ -134,7 +134,11 @@ impl Sim {
         }
         self.migrate_queued(task, src, dst);
         self.set_curr(dst, task);
-        self.pick_next(src);
+        // Running the task on `dst` may already have woken a task onto the emptied `src`
+        // (its program runs at once); only a CPU still empty picks its next task.
+        if self.cpus[src].curr.is_none() {
+            self.pick_next(src);
+        }
         self.deepen_idle(src);
         // The task's util left one run-queue and attached to the other.
         self.cfs_util_change(src, UpdateFlags::default());

@@ -199,3 +199,20 @@ fn a_progress_hook_sees_the_run_advance_and_can_stop_it() {
     assert!(seen[0].now_ns > 0 && seen[0].now_ns < seen[1].now_ns && seen[1].now_ns < 1_000_000_000, "{seen:?}");
     assert!(seen.iter().all(|p| p.end_ns == 1_000_000_000), "{seen:?}");
 }
+
+/// A NUMA spread that moves a running task can run the task's program on its new CPU before
+/// the old CPU picks its next task; when that program wakes a task onto the old CPU, the old
+/// CPU is busy again and must not pick a second one. (Found in an intel-invariance kernbench
+/// run: the old CPU's core power was integrated over a wrapped interval, 2.3e10 J.)
+#[test]
+fn a_migration_that_refills_the_source_cpu_keeps_one_task_there() {
+    let cfg = SimConfig {
+        governor: "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq".into(),
+        workload: "kernbench:units=2700,jobs=64".into(),
+        seed: 8317950564777040115,
+        ..SimConfig::default()
+    };
+    let r = simulate(&common::preset("broadwell-e5-2698v4-2s"), "broadwell-e5-2698v4-2s", &cfg).unwrap();
+    let watts = r.summary.energy_j / r.summary.sim_time_s;
+    assert!((100.0..400.0).contains(&watts), "{watts} W");
+}
