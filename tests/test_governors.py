@@ -74,7 +74,9 @@ def test_schedutil_on_power_is_not_frequency_invariant_and_refuses_invariant_1()
     # powerpc has no arch_scale_freq_capacity: the default is the non-invariant run.
     workload = "periodic:threads=4,run_us=2000,period_us=8000"
     default = dvfslab.simulate("power8-powernv", "schedutil", workload, duration_s=0.3, seed=1)
-    off = dvfslab.simulate("power8-powernv", "schedutil:invariant=0", workload, duration_s=0.3, seed=1)
+    off = dvfslab.simulate(
+        "power8-powernv", "schedutil:invariant=0", workload, duration_s=0.3, seed=1
+    )
     assert default.energy_j == off.energy_j
     with pytest.raises(dvfslab.ConfigError, match="POWER"):
         dvfslab.simulate("power8-powernv", "schedutil:invariant=1", workload, duration_s=0.1)

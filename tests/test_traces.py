@@ -149,4 +149,4 @@ def test_ftrace_follows_the_kernels_order_around_idle_and_starts_with_every_freq
         cpu = int(m["cpu"])
         if m["event"] == "sched_switch" and m["pid"] == "0":
             assert previous.get(cpu, "").startswith("cpu_idle: state=4294967295"), m.string
-        previous[cpu] = f'{m["event"]}: {m["fields"]}'
+        previous[cpu] = f"{m['event']}: {m['fields']}"
