@@ -38,6 +38,8 @@ pub struct Timeline {
     pub task_names: Vec<String>,
     /// Places in the order kept for a CPU's next switch (`reserve_switch`), by CPU.
     reserved_switch_seq: Vec<(u32, u64)>,
+    /// By CPU, the earliest time its next event may carry (`hold_until`).
+    cpu_floor: Vec<TimeNs>,
 }
 
 impl Timeline {
@@ -46,16 +48,31 @@ impl Timeline {
         self.seq
     }
 
+    /// The time an event of `cpu` at `t` is logged at: never before the CPU's floor.
+    fn stamp(&self, cpu: usize, t: TimeNs) -> TimeNs {
+        self.cpu_floor.get(cpu).map_or(t, |&floor| t.max(floor))
+    }
+
+    /// Log `cpu`'s events from now on no earlier than `t`. A CPU leaving an idle state runs
+    /// nothing until the hardware is back (the state's exit latency): the kernel logs its
+    /// `cpu_idle` exit, and the switch to the woken task, only then.
+    pub fn hold_until(&mut self, cpu: usize, t: TimeNs) {
+        if self.cpu_floor.len() <= cpu {
+            self.cpu_floor.resize(cpu + 1, 0);
+        }
+        self.cpu_floor[cpu] = self.cpu_floor[cpu].max(t);
+    }
+
     pub fn frequency(&mut self, t: TimeNs, cpu: usize, khz: u32) {
         let seq = self.next_seq();
         self.freq_seq.push(seq);
-        self.freq_time_ns.push(t);
+        self.freq_time_ns.push(self.stamp(cpu, t));
         self.freq_cpu.push(cpu as u32);
         self.freq_khz.push(khz);
     }
 
     pub fn util(&mut self, t: TimeNs, cpu: usize, util: u64) {
-        self.util_time_ns.push(t);
+        self.util_time_ns.push(self.stamp(cpu, t));
         self.util_cpu.push(cpu as u32);
         self.util_avg.push(util as u32);
     }
@@ -78,7 +95,7 @@ impl Timeline {
             None => self.next_seq(),
         };
         self.switch_seq.push(seq);
-        self.switch_time_ns.push(t);
+        self.switch_time_ns.push(self.stamp(cpu, t));
         self.switch_cpu.push(cpu as u32);
         self.switch_prev.push(prev.map_or(-1, |p| p as i64));
         self.switch_prev_state.push(prev_state);
@@ -86,7 +103,7 @@ impl Timeline {
     }
 
     pub fn global(&mut self, t: TimeNs, cpu: usize, khz: u32) {
-        self.global_time_ns.push(t);
+        self.global_time_ns.push(self.stamp(cpu, t));
         self.global_cpu.push(cpu as u32);
         self.global_khz.push(khz);
     }
@@ -102,7 +119,7 @@ impl Timeline {
     pub fn idle(&mut self, t: TimeNs, cpu: usize, state: &str) {
         let seq = self.next_seq();
         self.idle_seq.push(seq);
-        self.idle_time_ns.push(t);
+        self.idle_time_ns.push(self.stamp(cpu, t));
         self.idle_cpu.push(cpu as u32);
         self.idle_state.push(state.to_string());
     }
@@ -173,6 +190,41 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_exit_is_logged_once_the_hardware_is_back() {
+        // The woken CPU runs nothing during its idle state's exit latency: the kernel traces
+        // cpu_idle's exit, and the switch to the woken task, when the hardware is back.
+        let platform = "skylake-e3-1240v5";
+        let tl = timeline_of(platform, "periodic:threads=2,run_us=500,period_us=20000", 200_000_000);
+        let path = format!("{}/../../python/dvfslab/data/platforms/{platform}.json", env!("CARGO_MANIFEST_DIR"));
+        let plat = crate::Platform::from_json(&std::fs::read_to_string(&path).unwrap(), platform).unwrap();
+        let slowest_exit_ns =
+            plat.cluster(0).idle_states.iter().map(|s| s.exit_latency_us as u64 * 1000).max().unwrap();
+        let mut gaps = Vec::new();
+        for i in (0..tl.idle_state.len()).filter(|&i| tl.idle_state[i] == "C0") {
+            let cpu = tl.idle_cpu[i];
+            let woken = (0..tl.wakeup_seq.len())
+                .filter(|&j| tl.wakeup_cpu[j] == cpu && tl.wakeup_seq[j] < tl.idle_seq[i])
+                .max_by_key(|&j| tl.wakeup_seq[j]);
+            if let Some(j) = woken {
+                gaps.push(tl.idle_time_ns[i] - tl.wakeup_time_ns[j]);
+            }
+        }
+        assert!(gaps.iter().any(|&g| g > 0), "every exit logged at its wake-up");
+        assert!(gaps.iter().all(|&g| g <= slowest_exit_ns), "{gaps:?}");
+        // A CPU's own events keep their order in time.
+        let mut rows: Vec<(u64, u32, u64)> = Vec::new();
+        rows.extend((0..tl.switch_seq.len()).map(|i| (tl.switch_seq[i], tl.switch_cpu[i], tl.switch_time_ns[i])));
+        rows.extend((0..tl.idle_seq.len()).map(|i| (tl.idle_seq[i], tl.idle_cpu[i], tl.idle_time_ns[i])));
+        rows.extend((0..tl.freq_seq.len()).map(|i| (tl.freq_seq[i], tl.freq_cpu[i], tl.freq_time_ns[i])));
+        rows.sort_unstable();
+        let mut last = std::collections::HashMap::new();
+        for (seq, cpu, t) in rows {
+            let before = last.insert(cpu, t).unwrap_or(0);
+            assert!(t >= before, "cpu{cpu}: event {seq} at {t} after one at {before}");
+        }
+    }
+
+    #[test]
     fn every_cpu_has_its_frequency_at_time_zero_before_any_change() {
         let tl = timeline_of("juno-r2", "periodic:threads=2", 20_000_000);
         let first: Vec<(u64, u32)> = tl.freq_time_ns.iter().zip(&tl.freq_cpu).take(6).map(|(&t, &c)| (t, c)).collect();
@@ -213,8 +265,10 @@ mod tests {
         let mut migrations = 0;
         for i in 0..n {
             let (Some(task), 'R') = (u64::try_from(tl.switch_prev[i]).ok(), tl.switch_prev_state[i]) else { continue };
+            // The destination may log its switch-in later, once out of its idle state.
+            let (t, exit_window) = (tl.switch_time_ns[i], 2_000_000);
             let moved_in = (0..n).find(|&j| {
-                tl.switch_time_ns[j] == tl.switch_time_ns[i]
+                (t..=t + exit_window).contains(&tl.switch_time_ns[j])
                     && tl.switch_cpu[j] != tl.switch_cpu[i]
                     && tl.switch_next[j] == task as i64
             });

@@ -685,6 +685,7 @@ impl Sim {
             self.core_changed(core, cpu);
             self.arm_tick(cpu);
             if let Some(tl) = self.timeline.as_mut() {
+                tl.hold_until(cpu, ready_at);
                 tl.idle(now, cpu, "C0");
             }
         }

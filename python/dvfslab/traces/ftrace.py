@@ -10,6 +10,9 @@ field names, in the kernel's order: `<idle>-0` enters an idle state after the sw
 leaves it before the switch to the woken task, and a migrated task leaves its source CPU before
 it runs on the destination. Task pids are
 task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
+A CPU woken from an idle state logs its `cpu_idle` exit and the switch to the woken task once
+the state's exit latency has passed, as the kernel does; the run summary counts that wait as
+the CPU's busy time, so task slices fall short of `busy_pct` by the exits.
 """
 
 from __future__ import annotations
