@@ -2,22 +2,8 @@
 
 mod common;
 
-use dvfslab_sim::{simulate, SimConfig, SimResult};
-
-fn explain(platform: &str, governor: &str, workload: &str, duration_s: f64) -> SimResult {
-    let cfg = SimConfig {
-        governor: governor.into(),
-        workload: workload.into(),
-        duration_ns: Some((duration_s * 1e9) as u64),
-        explain: true,
-        ..SimConfig::default()
-    };
-    simulate(&common::preset(platform), platform, &cfg).unwrap()
-}
-
-fn input(d: &dvfslab_sim::observe::Decision, name: &str) -> f64 {
-    d.inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no input {name}"))
-}
+use common::{explain, input};
+use dvfslab_sim::SimResult;
 
 #[test]
 fn four_core_reference_keeps_all_core_turbo_below_1024() {

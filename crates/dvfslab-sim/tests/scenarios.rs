@@ -266,16 +266,7 @@ mod kernel_defaults {
 
     /// Governor decisions in a short explained run.
     fn decisions(platform: &str, governor: &str, workload: &str, duration_s: f64) -> usize {
-        let cfg = SimConfig {
-            governor: governor.into(),
-            workload: workload.into(),
-            duration_ns: Some((duration_s * 1e9) as u64),
-            seed: 0,
-            timeline: false,
-            explain: true,
-        };
-        let r = simulate(&common::preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{e}"));
-        r.decisions.expect("explained").len()
+        common::explain(platform, governor, workload, duration_s).decisions.expect("explained").len()
     }
 
     /// acpi_cpufreq_cpu_init reports EPYC's _PSS latency, 0, so schedutil's rate limit is
@@ -285,19 +276,9 @@ mod kernel_defaults {
     fn epyc_schedutil_rate_limit_defaults_to_1_ms_at_5_9_and_6_12() {
         let w = "periodic:threads=1,run_us=2000,period_us=4000,jitter_pct=50";
         for kernel in ["5.9", "6.12"] {
-            let cfg = SimConfig {
-                governor: format!("schedutil:kernel={kernel}"),
-                workload: w.into(),
-                duration_ns: Some(500_000_000),
-                explain: true,
-                ..SimConfig::default()
-            };
-            let r = simulate(&common::preset("epyc7742-2s"), "epyc7742-2s", &cfg).unwrap();
+            let r = common::explain("epyc7742-2s", &format!("schedutil:kernel={kernel}"), w, 0.5);
             let log = r.decisions.expect("explained");
-            let used: Vec<f64> = log
-                .iter()
-                .flat_map(|d| d.inputs.iter().filter(|(k, _)| *k == "rate_limit_us").map(|(_, v)| *v))
-                .collect();
+            let used: Vec<f64> = log.iter().map(|d| common::input(d, "rate_limit_us")).collect();
             assert!(!used.is_empty() && used.iter().all(|&v| v == 1000.0), "kernel {kernel}: {used:?}");
         }
         assert!(decisions("epyc7742-2s", "schedutil:kernel=6.12", w, 0.5) > 5);
@@ -355,22 +336,13 @@ mod kernel_defaults {
 }
 
 mod dequeue_callback {
-    use dvfslab_sim::{simulate, SimConfig};
-
     fn decisions(
         platform: &str,
         governor: &str,
         workload: &str,
         duration_s: f64,
     ) -> Vec<dvfslab_sim::observe::Decision> {
-        let cfg = SimConfig {
-            governor: governor.into(),
-            workload: workload.into(),
-            duration_ns: Some((duration_s * 1e9) as u64),
-            explain: true,
-            ..SimConfig::default()
-        };
-        simulate(&super::common::preset(platform), platform, &cfg).unwrap().decisions.unwrap()
+        super::common::explain(platform, governor, workload, duration_s).decisions.unwrap()
     }
 
     #[test]
@@ -392,7 +364,7 @@ mod dequeue_callback {
 }
 
 mod migration {
-    use dvfslab_sim::{simulate, SimConfig};
+    use super::common::{explain, input};
 
     #[test]
     fn a_migrating_task_takes_its_runnable_and_load_averages_along() {
@@ -402,18 +374,12 @@ mod migration {
         // holds on each CPU as long as both move together. Six periodic tasks on 8 CPUs migrate
         // at wake-up; schedutil reads both signals (sugov_get_util). Moving util alone left
         // runnable_avg up to 512 below util_avg at every one of the 42 decisions.
-        let cfg = SimConfig {
-            governor: "schedutil:kernel=6.18,driver=acpi-cpufreq".into(),
-            workload: "periodic:threads=6,run_us=3000,period_us=10000".into(),
-            duration_ns: Some(300_000_000),
-            explain: true,
-            ..SimConfig::default()
-        };
-        let platform = "skylake-e3-1240v5";
-        let r = simulate(&super::common::preset(platform), platform, &cfg).unwrap();
-        let input = |d: &dvfslab_sim::observe::Decision, name: &str| {
-            d.inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).expect("schedutil explains it")
-        };
+        let r = explain(
+            "skylake-e3-1240v5",
+            "schedutil:kernel=6.18,driver=acpi-cpufreq",
+            "periodic:threads=6,run_us=3000,period_us=10000",
+            0.3,
+        );
         let decisions = r.decisions.unwrap();
         assert!(decisions.len() > 10);
         for d in &decisions {

@@ -24,3 +24,20 @@ pub fn run_on(json: &str, name: &str, governor: &str, workload: &str, duration_s
     };
     simulate(json, name, &cfg).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A short run with the governors' decision log (`--explain`), seed 0.
+pub fn explain(platform: &str, governor: &str, workload: &str, duration_s: f64) -> SimResult {
+    let cfg = SimConfig {
+        governor: governor.into(),
+        workload: workload.into(),
+        duration_ns: Some((duration_s * 1e9) as u64),
+        explain: true,
+        ..SimConfig::default()
+    };
+    simulate(&preset(platform), platform, &cfg).unwrap_or_else(|e| panic!("{governor}: {e}"))
+}
+
+/// One of a decision's recorded inputs, by name (schedutil's `util_avg`, `rate_limit_us`, ...).
+pub fn input(d: &dvfslab_sim::observe::Decision, name: &str) -> f64 {
+    d.inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no input {name}"))
+}
