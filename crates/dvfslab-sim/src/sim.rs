@@ -833,7 +833,7 @@ impl PolicyCtx<'_> {
         let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
         let target = khz.clamp(min_khz, max_khz);
         let f = table_lookup(&pol.table, target, relation).clamp(min_khz, max_khz);
-        if cpufreq_core_calls_driver(self.sim.kernel, self.sim.driver, target, f, pol.cur_khz) {
+        if cpufreq_core_calls_driver(self.sim.driver, target, f, pol.cur_khz) {
             self.sim.set_policy_freq(self.policy, f);
         }
         let hw_khz = {
@@ -869,48 +869,37 @@ impl PolicyCtx<'_> {
 /// (`__cpufreq_driver_target`, drivers/cpufreq/cpufreq.c). `clamped_khz` is the request within
 /// the policy limits, `resolved_khz` the table entry it selects, `cur_khz` is `policy->cur`.
 ///
-/// - 5.14+: the request is resolved to a table entry (`__resolve_freq`) and the core returns
-///   early when that entry is `policy->cur`.
-/// - 4.7–5.13: the early return compares the clamped raw request with `policy->cur`; for a
-///   table driver (`->target_index`) `__target_index` then returns early when the selected
-///   entry is `policy->cur`, so both forms skip the same requests for table drivers.
+/// - A table driver never sees a request that selects `policy->cur`: from 5.14 the core
+///   resolves the request (`__resolve_freq`) before comparing with `policy->cur`; on 4.7–5.13
+///   it compares the clamped request, and `__target_index` then drops one whose table entry is
+///   `policy->cur`. Both forms skip the same requests.
 /// - intel_pstate in active mode is a `->setpolicy` driver: its own algorithm writes the
 ///   P-state and the core takes no part, so every request reaches the hardware model.
 /// - intel_cpufreq (`->target`, no table in the kernel): only a clamped request equal to
 ///   `policy->cur` is skipped.
-pub(crate) fn cpufreq_core_calls_driver(
-    kernel: crate::kernel::KernelVersion,
-    driver: Driver,
-    clamped_khz: u32,
-    resolved_khz: u32,
-    cur_khz: u32,
-) -> bool {
+pub(crate) fn cpufreq_core_calls_driver(driver: Driver, clamped_khz: u32, resolved_khz: u32, cur_khz: u32) -> bool {
     match driver {
         Driver::IntelPstate => true,
         Driver::IntelCpufreq => clamped_khz != cur_khz,
-        _ if kernel >= crate::kernel::KernelVersion(5, 14) => resolved_khz != cur_khz,
-        _ => clamped_khz != cur_khz && resolved_khz != cur_khz,
+        _ => resolved_khz != cur_khz,
     }
 }
 
 #[cfg(test)]
 mod core_target_tests {
     use super::*;
-    use crate::kernel::KernelVersion;
 
-    /// A request that resolves to the current entry never reaches a table driver, in the
-    /// 5.14+ form (`__resolve_freq` first) and in the 4.7–5.13 form (`__target_index`).
+    /// A request that resolves to the current entry never reaches a table driver (5.14+:
+    /// `__resolve_freq` first; 4.7–5.13: `__target_index`), whatever the raw request was.
     #[test]
     fn a_request_resolving_to_the_current_entry_stops_in_the_core() {
-        for kernel in [KernelVersion(4, 8), KernelVersion(5, 13), KernelVersion(5, 14), KernelVersion(6, 18)] {
-            assert!(!cpufreq_core_calls_driver(kernel, Driver::Powernv, 2_100_000, 2_061_000, 2_061_000));
-            assert!(!cpufreq_core_calls_driver(kernel, Driver::AcpiCpufreq, 2_061_000, 2_061_000, 2_061_000));
-            assert!(cpufreq_core_calls_driver(kernel, Driver::Powernv, 2_100_000, 2_128_000, 2_061_000));
-        }
+        assert!(!cpufreq_core_calls_driver(Driver::Powernv, 2_100_000, 2_061_000, 2_061_000));
+        assert!(!cpufreq_core_calls_driver(Driver::AcpiCpufreq, 2_061_000, 2_061_000, 2_061_000));
+        assert!(cpufreq_core_calls_driver(Driver::Powernv, 2_100_000, 2_128_000, 2_061_000));
         // A ->target driver without a table is skipped only on an equal clamped request.
-        assert!(cpufreq_core_calls_driver(KernelVersion(5, 4), Driver::IntelCpufreq, 2_050_000, 2_000_000, 2_000_000));
-        assert!(!cpufreq_core_calls_driver(KernelVersion(5, 4), Driver::IntelCpufreq, 2_000_000, 2_000_000, 2_000_000));
+        assert!(cpufreq_core_calls_driver(Driver::IntelCpufreq, 2_050_000, 2_000_000, 2_000_000));
+        assert!(!cpufreq_core_calls_driver(Driver::IntelCpufreq, 2_000_000, 2_000_000, 2_000_000));
         // intel_pstate's own algorithms do not go through the core.
-        assert!(cpufreq_core_calls_driver(KernelVersion(6, 18), Driver::IntelPstate, 800_000, 800_000, 800_000));
+        assert!(cpufreq_core_calls_driver(Driver::IntelPstate, 800_000, 800_000, 800_000));
     }
 }
