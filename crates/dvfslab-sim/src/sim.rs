@@ -196,10 +196,14 @@ impl Cpu {
     /// Bring `iowait_ns` up to `now`: idle time counts as I/O wait while a task that slept here
     /// waits on I/O (tick-sched's iowait_sleeptime, read by `get_cpu_iowait_time_us`).
     pub(crate) fn account_iowait(&mut self, now: TimeNs) {
-        if self.idle_state.is_some() && self.nr_iowait > 0 {
-            self.iowait_ns += now - self.idle_since.max(self.iowait_mark);
-        }
+        self.iowait_ns = self.iowait_ns_at(now);
         self.iowait_mark = now;
+    }
+
+    /// `iowait_ns` as it stands at `now`, the idle period under way included.
+    pub(crate) fn iowait_ns_at(&self, now: TimeNs) -> u64 {
+        let ongoing = self.idle_state.is_some() && self.nr_iowait > 0;
+        self.iowait_ns + if ongoing { now - self.idle_since.max(self.iowait_mark) } else { 0 }
     }
 }
 
@@ -740,9 +744,7 @@ impl PolicyCtx<'_> {
     }
     /// Cumulative idle time of `cpu` with a task asleep in iowait on it, up to now (ns).
     pub fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
-        let c = &self.sim.cpus[cpu];
-        let ongoing = c.idle_state.is_some() && c.nr_iowait > 0;
-        c.iowait_ns + if ongoing { self.sim.q.now() - c.idle_since.max(c.iowait_mark) } else { 0 }
+        self.sim.cpus[cpu].iowait_ns_at(self.sim.q.now())
     }
     /// The platform's vendor and x86 CPUID family/model, for model-specific defaults.
     pub fn cpu_identity(&self) -> (crate::platform::Vendor, Option<crate::platform::CpuIdFile>) {
