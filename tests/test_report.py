@@ -77,10 +77,10 @@ DETAIL_KEYS = {
 EXPECTED = {
     ("tput", "fast"): (1.10, 1.10 / 1.2, "improved"),
     ("tput", "slow"): (0.80, 0.80 / 0.8, "regressed"),
-    ("tput", "same"): (1.001, 1.001, "within noise"),
+    ("tput", "same"): (1.001, 1.001, "neutral"),
     ("elapsed", "fast"): (0.90, 100 / 108, "improved"),
     ("elapsed", "slow"): (1.25, (1 / 1.25) / 0.8, "regressed"),
-    ("elapsed", "same"): (1.001, 1 / 1.001, "within noise"),
+    ("elapsed", "same"): (1.001, 1 / 1.001, "neutral"),
     ("tput", BASELINE): (1.0, 1.0, "baseline"),
     ("elapsed", BASELINE): (1.0, 1.0, "baseline"),
 }
@@ -121,20 +121,42 @@ def test_summary_ratio_ppw_and_verdict(report, benchmark, config):
     assert row["perf_ratio_ci_low"] <= row["perf_ratio"] <= row["perf_ratio_ci_high"]
 
 
-def test_summary_interval_excludes_one_for_real_changes(report):
-    for config in ("fast", "slow"):
-        row = summary_row(report, "elapsed", config)
-        assert not (row["perf_ratio_ci_low"] <= 1 <= row["perf_ratio_ci_high"])
-    # elapsed/fast by hand: per parameter v = (s/A)^2 / n on both sides; jobs=2: s = sqrt(4/3),
-    # A = 50; jobs=16: s = sqrt(0.16/3), A = 20; var(log G) = 2 (v2 + v16) / 2^2
-    v2, v16 = (4 / 3) / 50**2 / 4, (0.16 / 3) / 20**2 / 4
+def test_summary_interval_is_a_point_when_every_iteration_gives_the_same_answer(report):
+    # Every configuration scales the baseline's samples iteration by iteration: the samples
+    # spread, the per-iteration answers (ratios) do not.
+    row = summary_row(report, "elapsed", "fast")
+    assert (row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]) == pytest.approx((0.9, 0.9))
+
+
+SPREAD_FACTORS = [1.02, 1.06, 1.10, 1.14]
+
+
+@pytest.fixture(scope="module")
+def spread_report():
+    """tput/fast's iterations answer 1.02, 1.06, 1.10, 1.14 on both parameters."""
+    df = synthetic_results()
+    fast = (df["config"] == "fast") & (df["benchmark"] == "tput")
+    base = df[(df["config"] == BASELINE) & (df["benchmark"] == "tput")]
+    for (param, it), value in base.set_index(["param", "iteration"])["metric_value"].items():
+        at = fast & (df["param"] == param) & (df["iteration"] == it)
+        df.loc[at, "metric_value"] = value * SPREAD_FACTORS[it]
+    return build_report(df, BASELINE)
+
+
+def test_summary_interval_and_verdict_follow_the_spread_of_the_answers(spread_report):
+    # The interval comes from the spread of the answers' logs, around the ratio of means.
+    factors = SPREAD_FACTORS
+    row = summary_row(spread_report, "tput", "fast")
+    logs = [math.log(f) for f in factors]
+    mean = sum(logs) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)
     from dvfslab.stats import student_t_quantile
 
-    df = (2 * v2 + 2 * v16) ** 2 / ((2 * v2**2 + 2 * v16**2) / 3)
-    half = student_t_quantile(0.975, df) * math.sqrt((2 * v2 + 2 * v16) / 4)
-    row = summary_row(report, "elapsed", "fast")
-    assert row["perf_ratio_ci_low"] == pytest.approx(0.9 * math.exp(-half))
-    assert row["perf_ratio_ci_high"] == pytest.approx(0.9 * math.exp(half))
+    half = student_t_quantile(0.95, 3) * sd * math.sqrt(1 + 1 / 4)
+    assert row["perf_ratio_ci_low"] == pytest.approx(row["perf_ratio"] * math.exp(-half))
+    assert row["perf_ratio_ci_high"] == pytest.approx(row["perf_ratio"] * math.exp(half))
+    assert row["perf_ratio_ci_low"] < 1.02 < row["perf_ratio_ci_high"]
+    assert row["verdict"] == "uncertain"
 
 
 def test_summary_power_is_the_run_length_weighted_average(report):
@@ -262,8 +284,9 @@ def test_unknown_format_is_an_error(report):
 
 def test_json_parses_back_with_the_documented_schema(report):
     doc = json.loads(render(report, "json"))
-    assert doc["schema"] == REPORT_SCHEMA == "dvfslab-report/1"
-    assert (doc["baseline"], doc["significance"], doc["confidence"]) == (BASELINE, "ci", 0.95)
+    assert doc["schema"] == REPORT_SCHEMA == "dvfslab-report/2"
+    assert (doc["baseline"], doc["significance"]) == (BASELINE, "ci")
+    assert (doc["level"], doc["neutral_band"]) == (0.9, 0.02)
     assert len(doc["summary"]) == 2 * 4
     assert len(doc["detail"]) == 2 * 2 * 4
     assert all(set(row) == SUMMARY_KEYS for row in doc["summary"])
@@ -271,7 +294,14 @@ def test_json_parses_back_with_the_documented_schema(report):
     fast = next(r for r in doc["summary"] if (r["benchmark"], r["config"]) == ("tput", "fast"))
     assert fast["perf_ratio"] == pytest.approx(1.1)
     lo, hi = fast["perf_ratio_ci"]
-    assert lo < 1.1 < hi
+    assert lo == pytest.approx(1.1)
+    assert hi == pytest.approx(1.1)
+    assert {r["verdict"] for r in doc["summary"]} == {
+        "baseline",
+        "improved",
+        "regressed",
+        "neutral",
+    }
     base = next(r for r in doc["detail"] if r["config"] == BASELINE)
     assert base["significance_score"] is None  # NaN becomes null
     assert isinstance(base["significant"], bool)
@@ -302,7 +332,8 @@ def test_markdown_tables_have_the_expected_rows(report):
     tables = _markdown_tables(text)
     titles = list(tables)
     assert titles == [
-        f"box: performance ratio to {BASELINE} (geometric mean over parameters; ~ within noise)",
+        f"box: performance ratio to {BASELINE} "
+        "(geometric mean over parameters; ~ neutral, ? uncertain)",
         "box: average package power (W)",
         f"box: performance-per-watt ratio to {BASELINE} (higher is better)",
         "box tput (MB/s, Hmean, higher is better)",
@@ -362,10 +393,13 @@ def test_text_on_a_terminal_keeps_every_cell_whole(report):
     assert "-0.00%" not in plain
 
 
-def test_text_can_show_the_ratio_intervals(report):
-    text = render(report, "text", show_ci=True)
-    row = summary_row(report, "tput", "fast")
-    assert f"1.10 [{row['perf_ratio_ci_low']:.2f}, {row['perf_ratio_ci_high']:.2f}]" in text
+def test_text_shows_the_ratio_intervals_that_spread(spread_report):
+    text = render(spread_report, "text")
+    row = summary_row(spread_report, "tput", "fast")
+    lo, hi = row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]
+    ratio = f"{row['perf_ratio']:.2f}? [{lo:.2f}, {hi:.2f}]"
+    assert ratio in text
+    assert ratio not in render(spread_report, "text", show_ci=False)
 
 
 def test_one_exporter_per_format():

@@ -292,30 +292,47 @@ def test_summary_ratio_without_spread_has_a_point_interval():
 
 
 def test_summary_ratio_interval_by_hand():
-    # One parameter, Amean: base [9, 10, 11] (A 10, s 1), new [19, 20, 21] (A 20, s 1).
-    # v_base = 1/(3*100) = 1/300, v_new = 1/(3*400) = 1/1200, var(log G) = 1/240,
-    # Welch df = (1/240)^2 / (((1/300)^2 + (1/1200)^2) / 2).
-    r = stats.summary_ratio([([9, 10, 11], [19, 20, 21])], "lower")
-    df = (1 / 240) ** 2 / (((1 / 300) ** 2 + (1 / 1200) ** 2) / 2)
-    half = stats.student_t_quantile(0.975, df) * math.sqrt(1 / 240)
+    # One parameter, iterations paired: base [10, 10, 10], new [18, 20, 22] -> answers
+    # x_k = ln 1.8, ln 2.0, ln 2.2; G = 20 / 10 = 2 (lower is better: amean).
+    r = stats.summary_ratio([([10, 10, 10], [18, 20, 22])], "lower")
+    xs = [math.log(1.8), math.log(2.0), math.log(2.2)]
+    mean = sum(xs) / 3
+    s = math.sqrt(sum((x - mean) ** 2 for x in xs) / 2)
+    half = stats.student_t_quantile(0.95, 2) * s * math.sqrt(1 + 1 / 3)
     assert r.ratio == pytest.approx(2.0)
     assert r.ci_low == pytest.approx(2.0 * math.exp(-half))
     assert r.ci_high == pytest.approx(2.0 * math.exp(half))
 
 
-def test_summary_ratio_of_hmeans_uses_the_reciprocals():
-    # reciprocals of base: 0.1 +- 0.01 -> v = s_y^2 / (n * ybar^2) with s_y = 0.01 * sqrt(2)
-    base = [1 / 0.09, 1 / 0.11]
-    r = stats.summary_ratio([(base, [2 * x for x in base])], "higher")
-    v = (0.01 * math.sqrt(2)) ** 2 / (2 * 0.1**2)
-    half = stats.student_t_quantile(0.975, 2.0) * math.sqrt(2 * v)
-    assert r.ratio == pytest.approx(2.0)
-    assert r.ci_high == pytest.approx(2.0 * math.exp(half))
+def test_summary_ratio_answers_are_per_iteration_gmeans_over_parameters():
+    # Two parameters that move opposite ways in each iteration: every iteration's gmean over
+    # them is exactly 1, so the model's answer does not spread although each parameter does.
+    base = ([10.0, 10.0, 10.0], [10.0, 10.0, 10.0])
+    new = ([11.0, 12.0, 13.0], [100 / 11, 100 / 12, 100 / 13])
+    r = stats.summary_ratio(list(zip(base, new)), "higher")
+    assert (r.ci_low, r.ci_high) == pytest.approx((r.ratio, r.ratio))
 
 
-def test_summary_ratio_with_one_sample_per_side_has_a_point_interval():
+def test_summary_ratio_level_widens_the_interval():
+    pairs = [([10.0, 10.0, 10.0, 10.0], [10.5, 11.0, 11.5, 12.0])]
+    narrow = stats.summary_ratio(pairs, "higher", level=0.5)
+    wide = stats.summary_ratio(pairs, "higher", level=0.9)
+    assert wide.ci_low < narrow.ci_low < narrow.ratio < narrow.ci_high < wide.ci_high
+
+
+def test_summary_ratio_of_one_iteration_has_no_interval():
     r = stats.summary_ratio([([10.0], [12.0])], "lower")
-    assert (r.ratio, r.ci_low, r.ci_high) == pytest.approx((1.2, 1.2, 1.2))
+    assert r.ratio == pytest.approx(1.2)
+    assert math.isnan(r.ci_low)
+    assert math.isnan(r.ci_high)
+
+
+def test_prediction_halfwidth_by_hand():
+    # xs 1, 2, 3: s = 1, t_{0.95, 2} = 2.919986, sqrt(1 + 1/3)
+    got = stats.prediction_halfwidth([1.0, 2.0, 3.0])
+    assert got == pytest.approx(2.919986 * math.sqrt(4 / 3), rel=1e-5)
+    assert stats.prediction_halfwidth([5.0, 5.0]) == 0.0
+    assert math.isnan(stats.prediction_halfwidth([5.0]))
 
 
 # -- performance per watt and verdicts ---------------------------------------------------------
@@ -366,24 +383,26 @@ def test_perf_per_watt_ratio_reproduces_the_published_table():
 
 
 @pytest.mark.parametrize(
-    ("value", "lo", "hi", "better", "expected"),
+    ("lo", "hi", "better", "expected"),
     [
-        (1.05, 1.02, 1.08, "higher", "improved"),
-        (1.05, 1.02, 1.08, "lower", "regressed"),
-        (0.90, 0.88, 0.92, "lower", "improved"),
-        (0.90, 0.88, 0.92, "higher", "regressed"),
-        (1.05, 0.98, 1.12, "higher", "within noise"),  # the interval holds 1
-        (1.008, 1.007, 1.009, "higher", "within noise"),  # inside the 1% noise threshold
-        (1.05, math.nan, math.nan, "higher", "improved"),  # no spread known: threshold only
-        (math.nan, math.nan, math.nan, "higher", "n/a"),
+        (1.03, 1.08, "higher", "improved"),
+        (1.03, 1.08, "lower", "regressed"),
+        (0.88, 0.92, "lower", "improved"),
+        (0.88, 0.92, "higher", "regressed"),
+        (0.985, 1.015, "higher", "neutral"),  # inside the +-2% band
+        (0.98, 1.02, "lower", "neutral"),  # on its edges
+        (1.01, 1.05, "higher", "uncertain"),  # straddles the band's upper edge
+        (0.97, 1.01, "higher", "uncertain"),  # straddles the lower edge
+        (0.95, 1.08, "higher", "uncertain"),  # both
+        (math.nan, math.nan, "higher", "uncertain"),  # no interval known
     ],
 )
-def test_verdict(value, lo, hi, better, expected):
-    assert stats.verdict(value, lo, hi, better) == expected
+def test_verdict(lo, hi, better, expected):
+    assert stats.verdict(lo, hi, better) == expected
 
 
-def test_verdict_noise_threshold_is_a_setting():
-    assert stats.verdict(1.008, 1.007, 1.009, "higher", noise_threshold=0.0) == "improved"
+def test_verdict_band_is_a_setting():
+    assert stats.verdict(1.01, 1.05, "higher", band=0.005) == "improved"
 
 
 def test_bad_direction_is_a_config_error_naming_the_value():

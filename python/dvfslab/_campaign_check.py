@@ -16,8 +16,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from dvfslab import _core
-from dvfslab._campaign_model import Benchmark, Campaign, Config, Platform, SweepValues
-from dvfslab._campaign_schema import BenchmarkTable, CampaignFile, ConfigTable, first_error
+from dvfslab._campaign_model import (
+    Benchmark,
+    Campaign,
+    Config,
+    FittedConstants,
+    Platform,
+    SweepValues,
+)
+from dvfslab._campaign_schema import (
+    BenchmarkTable,
+    CampaignFile,
+    ConfigTable,
+    CrossValidateTable,
+    first_error,
+)
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
 from dvfslab.platforms import load_platform
@@ -72,6 +85,8 @@ def campaign_from_dict(
         duration_s=top.duration_s,
         description=top.description,
         source=source,
+        nominal=top.nominal,
+        fitted=_checked_fitted(check, top.cross_validate, platforms, benchmarks),
     )
     if not campaign.runs():
         check.fail("", "no runs: no benchmark runs on any platform that a config runs on")
@@ -250,3 +265,66 @@ def _distinct(check: Checker, values: list[Any], path: str) -> tuple[str, ...]:
             check.fail(child(path, i), f"{text} is listed twice")
         texts.append(text)
     return tuple(texts)
+
+
+def _checked_fitted(
+    check: Checker,
+    table: CrossValidateTable | None,
+    platforms: list[Platform],
+    benchmarks: list[Benchmark],
+) -> FittedConstants:
+    """`[cross_validate]`: platforms of the campaign, constants that exist where they say."""
+    if table is None:
+        return FittedConstants()
+    presets = {p.name: json.loads(p.preset_json) for p in platforms}
+    workloads = {b.workload.split(":", 1)[0] for b in benchmarks if b.workload_file_text is None}
+    knobs = {w["name"]: {k["name"] for k in w["knobs"]} for w in json.loads(_core.workloads())}
+    on_one = table.fitted_on_one or {}
+    for platform, constants in on_one.items():
+        path = child(child("cross_validate", "fitted_on_one"), platform)
+        if platform not in presets:
+            check.fail(path, f"{platform!r} is not a campaign platform ({', '.join(presets)})")
+        for constant in constants:
+            where = child(path, constant)
+            if constant.startswith("/"):
+                if not _is_number_at(presets[platform], constant):
+                    check.fail(where, f"the preset has no number at {constant}")
+            else:
+                _check_knob(check, where, constant, workloads, knobs)
+    on_all = table.fitted_on_all or {}
+    for knob in on_all:
+        _check_knob(
+            check, child(child("cross_validate", "fitted_on_all"), knob), knob, workloads, knobs
+        )
+    return FittedConstants(
+        on_one={p: dict(c) for p, c in on_one.items()},
+        on_all={k: tuple(v) for k, v in on_all.items()},
+    )
+
+
+def _check_knob(
+    check: Checker, path: str, text: str, workloads: set[str], knobs: dict[str, set[str]]
+) -> None:
+    """`text` is 'workload:knob' for a workload the campaign runs and one of its knobs."""
+    workload, _, knob = text.partition(":")
+    if not knob or workload not in workloads:
+        known = ", ".join(sorted(workloads))
+        check.fail(path, f"expected 'workload:knob' for a workload of the campaign ({known})")
+    if knob not in knobs.get(workload, set()):
+        check.fail(path, f"{workload} has no knob {knob!r}")
+
+
+def _is_number_at(doc: Any, pointer: str) -> bool:
+    """Does the JSON Pointer name a number, or a declared constant, in `doc`?"""
+    node = doc
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        elif isinstance(node, dict) and token in node:
+            node = node[token]
+        else:
+            return False
+    if isinstance(node, dict):
+        node = node.get("value")
+    return isinstance(node, (int, float)) and not isinstance(node, bool)

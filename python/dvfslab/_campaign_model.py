@@ -2,7 +2,9 @@
 
 A run sits at coordinates (platform, benchmark, config, param, iteration). Its seed is hashed
 from the campaign seed and those coordinates (`run_seed`), its key from everything that decides
-its result (`run_key`). `dvfslab.campaign` reads campaigns from files and runs them.
+its result (`run_key`). Unless the campaign is nominal, iteration i simulates the i-th model
+variant (`dvfslab.variants`): its preset and workload are the ones the runs then carry.
+`dvfslab.campaign` reads campaigns from files and runs them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dvfslab import _core
+from dvfslab import _core, variants
 from dvfslab.api import duration_ns
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
@@ -119,6 +121,8 @@ class Run:
     run_key: str
     workload_file_text: str | None = field(default=None, repr=False, compare=False)
     """The rt-app file's text when `workload` is "rt-app:PATH"."""
+    preset_json: str = field(default="", repr=False, compare=False)
+    """The preset the run simulates: the platform's, or this iteration's variant of it."""
 
     def simulated_workload(self) -> tuple[str, str | None]:
         """(workload, workload_source) as `_core.simulate` takes them: the spec and None, or
@@ -136,6 +140,22 @@ class Run:
 
 
 @dataclass(frozen=True)
+class FittedConstants:
+    """The constants fitted on the campaign's published cells (its `[cross_validate]` table),
+    which a cross-validation refits without the machine it scores.
+
+    A constant is a preset's JSON Pointer ("/clusters/0/power/c_eff_nf") or a workload knob
+    ("pgbench:client_us")."""
+
+    on_one: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per platform, the constants fitted on its cells alone, each with its value before the
+    fit: the fold that scores the platform has only that value."""
+    on_all: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Workload knobs chosen on every platform's cells, each with the values to choose among:
+    each fold chooses again on the other platforms."""
+
+
+@dataclass(frozen=True)
 class Campaign:
     name: str
     baseline: str
@@ -150,12 +170,17 @@ class Campaign:
     description: str = ""
     source: str | None = None
     """The campaign file, if it came from one."""
+    nominal: bool = False
+    """Every iteration simulates the fixed model (the declared constants at their values, no
+    seed-driven variation), instead of one model variant each."""
+    fitted: FittedConstants = field(default_factory=FittedConstants)
 
     def runs(self) -> list[Run]:
         """Every run, ordered platform, benchmark, param, config, iteration, as written."""
         version = _core.version()
+        presets: dict[tuple[str, int, int], str] = {}
         return [
-            self._run(platform, bench, param, workload, config, iteration, version)
+            self._run(platform, bench, param, workload, config, iteration, version, presets)
             for platform in self.platforms
             for bench in self.benchmarks
             if bench.runs_on(platform.name)
@@ -174,11 +199,23 @@ class Campaign:
         config: Config,
         iteration: int,
         sim_version: str,
+        presets: dict[tuple[str, int, int], str],
     ) -> Run:
         duration_s = bench.duration_s if bench.duration_s is not None else self.duration_s
         seed = run_seed(self.seed, platform.name, config.name, bench.name, param, iteration)
+        preset_json = platform.preset_json
+        if not self.nominal:
+            iterations = bench.iterations or self.iterations
+            where = (platform.name, iteration, iterations)
+            if where not in presets:
+                presets[where] = variants.variant_preset(
+                    platform.preset_json, platform.ref, self.seed, iteration, iterations
+                )
+            preset_json = presets[where]
+            if bench.workload_file_text is None:
+                workload = variants.variant_workload(workload, self.seed, iteration, iterations)
         key = run_key(
-            platform.preset_json,
+            preset_json,
             config.governor,
             workload,
             duration_s,
@@ -198,6 +235,7 @@ class Campaign:
             seed,
             key,
             bench.workload_file_text,
+            preset_json,
         )
 
     def restricted(
@@ -236,6 +274,7 @@ class Campaign:
             "seed": self.seed,
             "iterations": self.iterations,
             "duration_s": self.duration_s,
+            "nominal": self.nominal,
             "sim_version": _core.version(),
             "platforms": [{"name": p.name, "ref": p.ref} for p in self.platforms],
             "configs": [

@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
     StringConstraints,
     Tag,
     ValidationError,
@@ -121,6 +122,26 @@ class BenchmarkTable(_Table):
     platforms: Optional[PlatformIds] = None
 
 
+Value = Annotated[float, Field(allow_inf_nan=False), Expect("a number")]
+
+
+class CrossValidateTable(_Table):
+    """`[cross_validate]`: the constants fitted on the campaign's published cells."""
+
+    fitted_on_one: Optional[
+        Annotated[
+            dict[str, dict[str, Value]],
+            Expect("a table of platform = { constant = value before the fit }"),
+        ]
+    ] = None
+    fitted_on_all: Optional[
+        Annotated[
+            dict[str, Annotated[list[Value], Field(min_length=2)]],
+            Expect("a table of 'workload:knob' = [at least two candidate values]"),
+        ]
+    ] = None
+
+
 class CampaignFile(_Table):
     platforms: Annotated[
         list[Annotated[Text, Expect("a preset id")]],
@@ -157,6 +178,8 @@ class CampaignFile(_Table):
     seed: Annotated[int, Field(ge=0, le=SEED_MAX), Expect(f"an integer in 0..{SEED_MAX}")] = 0
     iterations: Iterations = 1
     duration_s: Optional[Seconds] = None
+    nominal: Annotated[StrictBool, Expect("true or false")] = False
+    cross_validate: Optional[CrossValidateTable] = None
 
 
 def first_error(e: ValidationError, source: str) -> str:

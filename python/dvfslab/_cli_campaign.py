@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from dvfslab._runner import RunSummary
+    from dvfslab.campaign import Campaign
 
 CommandFactory = Callable[..., argparse.ArgumentParser]
-COMPARE_ITERATIONS = 3
+COMPARE_ITERATIONS = 5
 REPORT_FORMATS = ("text", "markdown", "csv", "json")
 
 
@@ -46,8 +48,11 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         "      -w cpu-bound --sweep threads=1,2,4,8 --iterations 5 --duration 2\n"
         "  dvfslab compare ... --out results/mine     keep the runs; run again to reuse them\n\n"
         "The first -g is the baseline. Each (platform, governor, parameter, iteration) is one run\n"
-        "with its own seed; the table shows each configuration's mean per parameter and its\n"
-        "ratio to the baseline's. `dvfslab campaign report DIR` gives the full comparison.",
+        "with its own seed, and each iteration a model variant (--nominal: the fixed model); the\n"
+        "tables show each configuration's mean per parameter and its ratio to the baseline's,\n"
+        "then each ratio's 90% interval over the variants and the verdict: improved, regressed,\n"
+        "neutral (within +-2%), or uncertain. `dvfslab campaign report DIR` gives the full\n"
+        "comparison.",
     )
     p.add_argument(
         "-p",
@@ -100,6 +105,7 @@ def add_compare(commands: Any, command: CommandFactory) -> None:
         metavar="N",
         help="the seed each run's own seed derives from (default 0)",
     )
+    _add_nominal(p)
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -139,12 +145,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     }
     if args.duration is not None:
         doc["duration_s"] = args.duration
+    if args.nominal:
+        doc["nominal"] = True
     campaign = campaign_from_dict(doc, source="dvfslab compare")
     with _results_dir(args.out) as out:
         summary = run_campaign(campaign, out, jobs=args.jobs, force=args.force)
         _print_summary(summary, keep=args.out is not None)
         print()
-        print_means(load_results(out), [c.name for c in campaign.configs], campaign.baseline)
+        results = load_results(out)
+        print_means(results, [c.name for c in campaign.configs], campaign.baseline)
+        if len(campaign.configs) > 1:
+            print()
+            print_verdicts(results, campaign.baseline)
     return 0
 
 
@@ -162,6 +174,85 @@ def _results_dir(out: str | None) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="dvfslab-compare-") as tmp:
         yield Path(tmp)
+
+
+# -- run --variants --------------------------------------------------------------------------
+
+VARIANT_COLUMNS = (("metric_value", "metric"), ("energy_j", "energy [J]"), ("avg_package_w", "W"))
+
+
+def run_variants(args: argparse.Namespace) -> int:
+    """`dvfslab run --variants N`: one run per model variant, summarised with 90% intervals."""
+    import json
+
+    from dvfslab import stats
+
+    if args.variants < 2:
+        raise ConfigError(f"--variants must be >= 2 (got {args.variants}): an interval needs two")
+    for flag, value in (("--timeline", args.timeline), ("--trace", args.trace)):
+        if value is not None:
+            raise ConfigError(f"{flag} records one run; it cannot go with --variants")
+    if args.explain is not None:
+        raise ConfigError("--explain records one run; it cannot go with --variants")
+    doc: dict[str, Any] = {
+        "name": "run",
+        "platforms": [args.platform],
+        "configs": {"run": args.governor},
+        "baseline": "run",
+        "benchmarks": {_benchmark_name(args.workload): {"workload": args.workload}},
+        "iterations": args.variants,
+        "seed": args.seed,
+    }
+    if args.duration is not None:
+        doc["duration_s"] = args.duration
+    campaign = campaign_from_dict(doc, source="dvfslab run --variants")
+    quiet = args.json and not sys.stdout.isatty()
+    with _results_dir(None) as out:
+        run_campaign(campaign, out, progress=not quiet)
+        results = load_results(out)
+    first = results.iloc[0]
+    summary: dict[str, Any] = {
+        "platform": str(first["platform"]),
+        "governor": args.governor,
+        "workload": args.workload,
+        "variants": args.variants,
+        "metric": {
+            "name": str(first["metric_name"]),
+            "unit": str(first["metric_unit"]),
+            "better": str(first["better"]),
+        },
+    }
+    for column, _ in VARIANT_COLUMNS:
+        values = [float(x) for x in results[column]]
+        mean = stats.amean(values)
+        half = stats.prediction_halfwidth(values)
+        summary[column] = {"mean": mean, "interval": [mean - half, mean + half]}
+    summary["runs"] = [
+        {"iteration": int(r["iteration"]), "seed": int(r["seed"]), "workload": r["workload"]}
+        | {column: float(r[column]) for column, _ in VARIANT_COLUMNS}
+        for r in results.to_dict("records")
+    ]
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    metric = summary["metric"]
+    rows = [
+        [
+            f"{metric['name']} [{metric['unit']}]" if column == "metric_value" else label,
+            fmt_number(summary[column]["mean"]),
+            " - ".join(fmt_number(x) for x in summary[column]["interval"]),
+        ]
+        for column, label in VARIANT_COLUMNS
+    ]
+    print_table(
+        ["quantity", "mean", "90% interval"],
+        rows,
+        right={"mean", "90% interval"},
+        title=f"{summary['platform']}, {args.governor}, {args.workload}: {args.variants} model "
+        f"variants ({metric['better']} is better); the interval is where one more variant's "
+        "value would lie",
+    )
+    return 0
 
 
 # -- campaign --------------------------------------------------------------------------------
@@ -208,6 +299,7 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
     )
     _add_force(run)
     _add_part(run, "run only")
+    _add_nominal(run)
     _add_jobs(run)
     run.add_argument(
         "--ray",
@@ -270,6 +362,8 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     if args.ray is not None and args.jobs is not None:
         raise ConfigError("--jobs and --ray exclude each other: Ray runs one run per cluster CPU")
     campaign = load_campaign(args.campaign).restricted(args.benchmark, args.platform)
+    if args.nominal:
+        campaign = dataclasses.replace(campaign, nominal=True)
     summary = run_campaign(
         campaign,
         args.out,
@@ -317,6 +411,8 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         "  dvfslab validate intel-invariance --markdown > agreement.md  (tables for a document)\n"
         "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
         "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n"
+        "  dvfslab validate intel-invariance --cross-validate  (leave one machine out)\n"
+        "  dvfslab validate intel-invariance --nominal  (the fixed model, no variants)\n"
         "  dvfslab validate intel-invariance --benchmark pgbench-ro --platform skylake-e3-1240v5\n"
         "      (only those cells: a quick check after changing one benchmark model)\n"
         "  dvfslab validate intel-invariance --json > before.json; (change the model);\n"
@@ -356,13 +452,19 @@ def add_validate(commands: Any, command: CommandFactory) -> None:
         action="store_true",
         help="also fit each platform's package-power constants to the published watts",
     )
+    p.add_argument(
+        "--cross-validate",
+        action="store_true",
+        help="also score each machine with the constants fitted on the campaign refitted "
+        "without it (the campaign's [cross_validate] table; leave one machine out)",
+    )
     _add_part(p, "run and score only")
+    _add_nominal(p)
     _add_jobs(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import dataclasses
     import json
 
     from dvfslab.power_fit import fit_power, print_fits
@@ -393,6 +495,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             iterations=args.iterations,
             benchmarks=tuple(dataclasses.replace(b, iterations=None) for b in campaign.benchmarks),
         )
+    if args.nominal:
+        campaign = dataclasses.replace(campaign, nominal=True)
     summary = run_campaign(
         campaign, args.out, jobs=args.jobs, progress=not args.quiet, force=args.force
     )
@@ -408,6 +512,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     fits = fit_power(results, published_power(campaign.name)) if args.fit_power else None
     if fits is not None:
         result["power_fit"] = [f.to_dict() for f in fits]
+    if args.cross_validate:
+        from dvfslab.cross_validate import cross_validate
+
+        def run_fold(fold: Campaign, store: Path) -> None:
+            run_campaign(fold, store, jobs=args.jobs, progress=not args.quiet, force=args.force)
+
+        where = summary.out_dir.with_name(f"{summary.out_dir.name}.cross-validate")
+        result["cross_validated"] = cross_validate(campaign, where, run_fold)
     diff = compare(earlier, result, args.against) if earlier is not None else None
     if args.json:
         print(json.dumps(result | ({"against": diff} if diff is not None else {}), indent=2))
@@ -476,6 +588,34 @@ def print_means(results: pd.DataFrame, configs: list[str], baseline: str) -> Non
         )
 
 
+def print_verdicts(results: pd.DataFrame, baseline: str) -> None:
+    """Per platform, each configuration's ratio to the baseline with its 90% interval over the
+    iterations and its verdict."""
+    from dvfslab.report import build_report
+
+    report = build_report(results, baseline)
+    rows = [
+        [
+            r["platform"],
+            r["benchmark"],
+            r["config"],
+            fmt_number(r["perf_ratio"], 3),
+            f"{fmt_number(r['perf_ratio_ci_low'], 3)} - {fmt_number(r['perf_ratio_ci_high'], 3)}",
+            r["verdict"],
+        ]
+        for r in report.summary.to_dict("records")
+        if r["config"] != baseline
+    ]
+    print_table(
+        ["platform", "benchmark", "config", "ratio", "90% interval", "verdict"],
+        rows,
+        right={"ratio", "90% interval"},
+        title=f"ratio to {baseline} (gmean over parameters), its 90% interval over the "
+        "iterations, and what it says (neutral: within +-2%; uncertain: the interval straddles "
+        "an edge)",
+    )
+
+
 def _print_summary(summary: RunSummary, keep: bool) -> None:
     where = f" in {summary.out_dir}" if keep else ""
     workers = "worker" if summary.workers == 1 else "workers"
@@ -489,6 +629,15 @@ def _print_summary(summary: RunSummary, keep: bool) -> None:
     print(
         f"{summary.campaign}: {summary.total} runs{where}: {summary.cached} already stored, "
         f"{ran}, {fmt_seconds(summary.wall_time_s)}"
+    )
+
+
+def _add_nominal(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nominal",
+        action="store_true",
+        help="simulate the fixed model in every iteration, instead of one model variant each "
+        "(the model's uncertain constants drawn over their declared ranges)",
     )
 
 

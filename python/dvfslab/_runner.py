@@ -394,7 +394,7 @@ def _task(campaign: Campaign, index: int, run: Run) -> RunTask:
     workload, workload_source = run.simulated_workload()
     return RunTask(
         index,
-        platform.preset_json,
+        run.preset_json or platform.preset_json,
         platform.ref,
         run.governor,
         workload,

@@ -166,7 +166,7 @@ def check_setup(campaign: Campaign, run: Run) -> None:
     workload, workload_source = run.simulated_workload()
     try:
         _core.simulate(
-            platform.preset_json,
+            run.preset_json or platform.preset_json,
             platform.ref,
             run.governor,
             _checkable(workload, workload_source),

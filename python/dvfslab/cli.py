@@ -199,7 +199,9 @@ def _add_run(commands: Any) -> None:
         "  dvfslab run -p skylake-e3-1240v5 -g userspace:scaling_setspeed=1800000 "
         "-w cpu-bound --json\n"
         "  dvfslab run -p ./my-box.json -g powersave:hz=1000 -w cpu-bound "
-        "--timeline out.parquet\n\n" + SPEC_HELP,
+        "--timeline out.parquet\n"
+        "  dvfslab run -p skylake-e3-1240v5 -g schedutil -w tbench:clients=4 --variants 8\n\n"
+        + SPEC_HELP,
     )
     p.add_argument(
         "-p",
@@ -254,6 +256,14 @@ def _add_run(commands: Any) -> None:
         help="record each frequency the governors ask for, with its inputs (which evaluations "
         "ask: docs/governors.md): print them, or write them to FILE",
     )
+    p.add_argument(
+        "--variants",
+        type=int,
+        metavar="N",
+        help="run N model variants (the model's uncertain constants drawn over their declared "
+        "ranges, a Latin hypercube) and print the metric, energy and power with their 90%% "
+        "interval over them",
+    )
     _add_json_flag(p, "print the run's result JSON (schema dvfslab-run/1) and nothing else")
 
 
@@ -261,6 +271,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Checked here as well as in simulate() so that the messages name the flags.
     duration_ns(args.duration, "--duration")
     checked_seed(args.seed, "--seed")
+    if args.variants is not None:
+        from dvfslab._cli_campaign import run_variants
+
+        return run_variants(args)
     timeline = Path(args.timeline) if args.timeline is not None else None
     if timeline is not None:
         timeline_format(timeline, "--timeline")

@@ -78,9 +78,11 @@ def render_html(
         f"<h1>{escape(title)}</h1>",
         f'<p class="note">Every configuration is compared with <b>{escape(report.baseline)}</b>. '
         "A ratio is result / baseline, the geometric mean over a benchmark's parameters, with its "
-        f"{report.confidence:.0%} interval; above 1 is better for higher-is-better benchmarks, "
-        "below 1 for lower-is-better ones. Ratios within "
-        f"{report.noise_threshold:.0%} of 1, or whose interval holds 1, are within noise (~). "
+        f"{report.level:.0%} interval over the iterations (each a model variant: the model's "
+        "uncertain constants drawn over their ranges); above 1 is better for higher-is-better "
+        "benchmarks, below 1 for lower-is-better ones. A ratio is improved or regressed only when "
+        f"its whole interval lies beyond 1 +- {report.neutral_band:.0%}, neutral (~) when it lies "
+        "within, and uncertain (?) otherwise: the model cannot tell. "
         "Performance per watt is relative to the baseline, higher is better. Detail tables follow "
         "MMTests: a positive percentage is an improvement, *starred* when significant "
         f"({'mean +- 1.96 sd bands apart' if report.significance == 'ci' else 't-test p < 0.10'})."
@@ -88,8 +90,10 @@ def render_html(
     ]
     for platform, rows in report.summary.groupby("platform", sort=False):
         body.append(f"<h2>{escape(str(platform))}</h2>")
-        body += _platform_charts(rows, report.baseline, report.confidence)
-        body += [_html_table(t) for t in summary_tables(report, platform=str(platform))]
+        body += _platform_charts(rows, report.baseline, report.level)
+        body += [
+            _html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
+        ]
         details = report.detail[report.detail["platform"] == platform]
         for benchmark, detail in details.groupby("benchmark", sort=False):
             body.append(f"<h3>{escape(str(benchmark))}</h3>")
@@ -112,7 +116,7 @@ def render_html(
 # -- the report's charts -------------------------------------------------------------------------
 
 
-def _platform_charts(rows: pd.DataFrame, baseline: str, confidence: float) -> list[str]:
+def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[str]:
     records = rows.to_dict("records")
     configs = list(dict.fromkeys(r["config"] for r in records))
     others = [c for c in configs if c != baseline]
@@ -127,7 +131,7 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, confidence: float) -> li
     labels = [label[g] for g in groups]
     return [
         _svg.bar_chart(
-            f"Performance ratio to {baseline} ({confidence:.0%} interval)",
+            f"Performance ratio to {baseline} ({level:.0%} interval)",
             labels,
             others,
             ratio,

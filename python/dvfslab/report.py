@@ -11,7 +11,7 @@ Exporters render a report, one per format, all with `write(report, out)`:
     text      MMTests compare-kernels tables (rich on a terminal, aligned plain text otherwise)
     markdown  the same tables as pipe tables
     csv       the summary (or, with table="detail", the detail) as one flat table
-    json      {"schema": "dvfslab-report/1", "summary": [...], "detail": [...]}
+    json      {"schema": "dvfslab-report/2", "summary": [...], "detail": [...]}
 `export(report, "markdown", out)` picks one by name.
 """
 
@@ -33,7 +33,7 @@ from dvfslab._table import print_markdown_table, print_table
 if TYPE_CHECKING:
     import pandas as pd
 
-REPORT_SCHEMA = "dvfslab-report/1"
+REPORT_SCHEMA = "dvfslab-report/2"
 RESULT_COLUMNS = (
     "platform",
     "benchmark",
@@ -61,11 +61,11 @@ class Report:
     summary: pd.DataFrame
     detail: pd.DataFrame
     significance: Literal["ci", "ttest"] = "ci"
-    confidence: float = stats.CONFIDENCE
-    noise_threshold: float = stats.NOISE_THRESHOLD
+    level: float = stats.INTERVAL_LEVEL
+    neutral_band: float = stats.NEUTRAL_BAND
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (schema "dvfslab-report/1"); NaN becomes None."""
+        """The report as JSON-ready data (schema "dvfslab-report/2"); NaN becomes None."""
         summary = []
         for row in self.summary.to_dict("records"):
             row["perf_ratio_ci"] = [row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]]
@@ -76,8 +76,8 @@ class Report:
                 "schema": REPORT_SCHEMA,
                 "baseline": self.baseline,
                 "significance": self.significance,
-                "confidence": self.confidence,
-                "noise_threshold": self.noise_threshold,
+                "level": self.level,
+                "neutral_band": self.neutral_band,
                 "summary": summary,
                 "detail": detail,
             }
@@ -96,16 +96,17 @@ def build_report(
     baseline: str,
     *,
     significance: Literal["ci", "ttest"] = "ci",
-    confidence: float = stats.CONFIDENCE,
-    noise_threshold: float = stats.NOISE_THRESHOLD,
+    level: float = stats.INTERVAL_LEVEL,
+    neutral_band: float = stats.NEUTRAL_BAND,
 ) -> Report:
     """Compare every configuration in `results` with `baseline`.
 
-    results:         one row per run, with the columns of RESULT_COLUMNS
-    baseline:        the configuration every other is compared with, on each platform
-    significance:    "ci" (MMTests since 2024: mean +- 1.96 sd bands apart) or "ttest" (before)
-    confidence:      of the ratio intervals
-    noise_threshold: ratios within 1 +- this are "within noise" (criterion.rs' 1%)
+    results:      one row per run, with the columns of RESULT_COLUMNS
+    baseline:     the configuration every other is compared with, on each platform
+    significance: "ci" (MMTests since 2024: mean +- 1.96 sd bands apart) or "ttest" (before),
+                  for the per-parameter detail rows
+    level:        of the ratio intervals over the iterations (the model variants)
+    neutral_band: a ratio whose interval lies within 1 +- this is neutral (`stats.verdict`)
 
     Raises ConfigError when a column is missing, `better` is not higher/lower, a benchmark mixes
     directions or units, or the baseline has no runs for a platform and benchmark.
@@ -120,14 +121,14 @@ def build_report(
     for (platform, benchmark), runs in df.groupby(["platform", "benchmark"], sort=False):
         group = _Group(str(platform), str(benchmark), runs, baseline)
         detail += group.detail_rows(significance)
-        summary += group.summary_rows(confidence, noise_threshold)
+        summary += group.summary_rows(level, neutral_band)
     return Report(
         baseline=baseline,
         summary=pd.DataFrame(summary, columns=list(_SUMMARY_COLUMNS)),
         detail=pd.DataFrame(detail, columns=list(_DETAIL_COLUMNS)),
         significance=significance,
-        confidence=confidence,
-        noise_threshold=noise_threshold,
+        level=level,
+        neutral_band=neutral_band,
     )
 
 
@@ -241,7 +242,7 @@ class _Group:
                 )
         return rows
 
-    def summary_rows(self, confidence: float, noise_threshold: float) -> list[dict[str, Any]]:
+    def summary_rows(self, level: float, neutral_band: float) -> list[dict[str, Any]]:
         base_w = self.avg_package_w(self.baseline)
         rows = []
         for config in self.configs:
@@ -251,7 +252,7 @@ class _Group:
                 if base and new:
                     pairs.append((base, new))
             is_baseline = config == self.baseline
-            r = stats.summary_ratio(pairs, self.better, confidence)
+            r = stats.summary_ratio(pairs, self.better, level)
             if is_baseline:  # exactly 1 by definition, not a comparison with itself
                 r = stats.RatioSummary(1.0, 1.0, 1.0, tuple(1.0 for _ in pairs))
             power_w = self.avg_package_w(config)
@@ -274,9 +275,7 @@ class _Group:
                     "verdict": (
                         "baseline"
                         if is_baseline
-                        else stats.verdict(
-                            r.ratio, r.ci_low, r.ci_high, self.better, noise_threshold
-                        )
+                        else stats.verdict(r.ci_low, r.ci_high, self.better, neutral_band)
                     ),
                 }
             )
@@ -361,8 +360,9 @@ def summary_tables(
     performance per watt.
 
     Rows are benchmarks, columns configurations, as in the published evaluations. A ratio is
-    "~" when it is within noise, a PPW ratio when it rounds to 1.00; with show_ci a ratio is
-    followed by its interval.
+    "~" when its verdict is neutral and followed by "?" when uncertain (`stats.verdict`), a PPW
+    ratio is "~" when it rounds to 1.00; with show_ci a ratio is followed by its interval
+    unless that is a point.
     """
     tables = []
     for name, rows in report.summary.groupby("platform", sort=False):
@@ -378,7 +378,7 @@ def summary_tables(
         tables += [
             Table(
                 f"{name}: performance ratio to {report.baseline} "
-                "(geometric mean over parameters; ~ within noise)",
+                "(geometric mean over parameters; ~ neutral, ? uncertain)",
                 ["benchmark", "better", *others],
                 [[row[0], better[row[0]], *row[1:]] for row in ratio_rows],
                 frozenset(others),
@@ -461,9 +461,12 @@ def _grid(
 
 
 def _ratio_text(row: dict[str, Any], show_ci: bool) -> str:
-    text = stats.fmt_ratio(row["perf_ratio"], row["verdict"] == "within noise")
-    if show_ci and not math.isnan(row["perf_ratio_ci_low"]):
-        text += f" [{row['perf_ratio_ci_low']:.2f}, {row['perf_ratio_ci_high']:.2f}]"
+    text = stats.fmt_ratio(row["perf_ratio"], row["verdict"] == "neutral")
+    if row["verdict"] == "uncertain":
+        text += "?"
+    lo, hi = row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]
+    if show_ci and hi > lo:  # a point interval (answers that do not spread) says nothing more
+        text += f" [{lo:.2f}, {hi:.2f}]"
     return text
 
 
@@ -538,7 +541,7 @@ class TextExporter:
     """Summary tables, then detail tables: rich on a terminal, aligned plain text otherwise."""
 
     layout: Layout = "mmtests"
-    show_ci: bool = False
+    show_ci: bool = True
 
     def write(self, report: Report, out: TextIO) -> None:
         for i, table in enumerate(_all_tables(report, self.layout, self.show_ci)):
@@ -559,7 +562,7 @@ class MarkdownExporter:
     """The text tables as GitHub pipe tables under `###` headings."""
 
     layout: Layout = "mmtests"
-    show_ci: bool = False
+    show_ci: bool = True
 
     def write(self, report: Report, out: TextIO) -> None:
         for i, table in enumerate(_all_tables(report, self.layout, self.show_ci)):

@@ -2,9 +2,9 @@
 
 Every function here is pure: plain numbers in, plain numbers out. The MMTests rules (which mean,
 which spread, the sign of the percentage, when a difference is starred) are re-derived from the
-description in the spec (workloads.md Part B, MMTests @638401e0: Stat.pm, Compare.pm,
-subselection-confidence-interval.py). Where the lab adds something MMTests does not have (a
-confidence interval of the mean ratio, performance per watt, a verdict), the docstring says so.
+description of MMTests @638401e0 (Stat.pm, Compare.pm, subselection-confidence-interval.py).
+Where the lab adds something MMTests does not have (a ratio's interval over the model variants,
+performance per watt, a verdict), the docstring says so.
 
 Directions: `better` is "higher" (throughput: MB/s, ops/s) or "lower" (time, latency). A higher
 metric is summarised by its harmonic mean, a lower one by its arithmetic mean (`mean_kind`).
@@ -28,14 +28,18 @@ if TYPE_CHECKING:
     Rows = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
 Better = Literal["higher", "lower"]
-Verdict = Literal["improved", "regressed", "within noise", "n/a"]
+Verdict = Literal["improved", "regressed", "neutral", "uncertain"]
 
 CONFIDENCE = 0.95
-"""The confidence of every interval here (MMTests' alpha = 0.05)."""
+"""The confidence of the MMTests intervals here (MMTests' alpha = 0.05)."""
+INTERVAL_LEVEL = 0.90
+"""The level of a ratio's interval over the model variants."""
+NEUTRAL_BAND = 0.02
+"""A ratio within 1 +- this is neutral: the published evaluations print `~` for about +-2%."""
+FLOAT_NOISE = 1e-12
+"""A spread below this share of the values is rounding, not a spread."""
 TTEST_LEVEL = 0.10
 """p-value below which the pre-2024 MMTests t-test called a difference significant."""
-NOISE_THRESHOLD = 0.01
-"""A ratio within 1 +- this is "within noise" even when significant (criterion.rs' default)."""
 SUBSELECTION_RESAMPLES = 1000
 SUBSELECTION_FRACTION = 0.8
 GMEAN_ZERO_RATIO = 0.00001
@@ -427,7 +431,7 @@ def fmt_ratio(value: float, neutral: bool = False, decimals: int = 2) -> str:
 
 @dataclass(frozen=True)
 class RatioSummary:
-    """Gmean over parameters of result/baseline, with its confidence interval."""
+    """Gmean over parameters of result/baseline, with the interval of the model's answer."""
 
     ratio: float
     ci_low: float
@@ -439,44 +443,63 @@ class RatioSummary:
 def summary_ratio(
     pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
     better: str,
-    confidence: float = CONFIDENCE,
+    level: float = INTERVAL_LEVEL,
 ) -> RatioSummary:
-    """The benchmark's score: geometric mean over parameters of mean(new) / mean(base).
+    """The benchmark's score, geometric mean over parameters of mean(new) / mean(base), and the
+    interval in which the model puts it (the lab's addition: MMTests has none for Gmean).
 
-    `pairs` holds (base_samples, new_samples) for each parameter; the means are those of
-    `mean_for`. The interval is the lab's addition (MMTests has none for Gmean): on log scale,
+    `pairs` holds (base_samples, new_samples) per parameter, the samples in iteration order; the
+    means are those of `mean_for`. Iteration k of both sides simulated the same model variant
+    (and a nominal campaign the same model), so each iteration gives one answer,
 
-        log G = (1/P) sum_p log r_p,    var(log G) = (1/P^2) sum_p (v_p,new + v_p,base)
-        v = s^2 / (n * A^2) for an Amean,   v = s_y^2 / (n * ybar^2) with y = 1/x for an Hmean
+        g_k = gmean_p new_p[k] / base_p[k],     x_k = ln g_k,
 
-    (the delta method: each v is the squared standard error of the mean over the mean), and
-    G * exp(+- t * sqrt(var)) with Student's t at Welch-Satterthwaite degrees of freedom. A side
-    with one sample adds no variance; with no variance anywhere the interval is [G, G].
+    and the interval is a prediction interval for one more such answer: the spread of the
+    answers over the model's uncertain constants and the run-to-run variation, which is where the
+    real machine's ratio should lie if the model's ranges hold,
+
+        G * exp(+- t_{(1+level)/2, n-1} * s_x * sqrt(1 + 1/n))
+
+    with s_x the sample standard deviation of the x_k over the n iterations every parameter has
+    on both sides. Fewer than two such iterations: the interval is unknown (NaN); answers that do
+    not spread give the point [G, G].
     """
-    ratios, log_vars, dfs = [], [], []
-    ok = True
+    ratios = []
     for base, new in pairs:
-        b, n = _values(base), _values(new)
-        mb, mn = mean_for(b, better), mean_for(n, better)
-        ratios.append(ratio(mn, mb))
-        if not (mb > 0 and mn > 0):
-            ok = False
-            continue
-        for side in (b, n):
-            v = _log_mean_var(side, better)
-            log_vars.append(v)
-            dfs.append(len(side) - 1)
+        ratios.append(ratio(mean_for(_values(new), better), mean_for(_values(base), better)))
     g = gmean_ratio(ratios)
-    if not ok or not ratios or math.isnan(g):
+    half = prediction_halfwidth(_iteration_log_ratios(pairs), level)
+    if not ratios or math.isnan(g) or math.isnan(half):
         return RatioSummary(g, math.nan, math.nan, tuple(ratios))
-    p = len(ratios)
-    var = math.fsum(log_vars) / (p * p)
-    if var == 0:
-        return RatioSummary(g, g, g, tuple(ratios))
-    denom = math.fsum(v * v / d for v, d in zip(log_vars, dfs) if d > 0 and v > 0)
-    df = math.fsum(log_vars) ** 2 / denom if denom > 0 else math.inf
-    half = student_t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
     return RatioSummary(g, g * math.exp(-half), g * math.exp(half), tuple(ratios))
+
+
+def prediction_halfwidth(xs: Sequence[float], level: float = INTERVAL_LEVEL) -> float:
+    """Half the width of the `level` prediction interval of one more sample like `xs`:
+
+        t_{(1+level)/2, n-1} * s * sqrt(1 + 1/n)
+
+    (normal samples, mean and spread estimated from the n samples). NaN for fewer than two."""
+    v = _values(xs)
+    if len(v) < 2:
+        return math.nan
+    spread = stddev(v)
+    if spread <= FLOAT_NOISE * max(1.0, max(abs(x) for x in v)):
+        return 0.0  # equal answers, up to rounding (ratios of scaled samples)
+    n = len(v)
+    return student_t_quantile(0.5 + level / 2, n - 1) * spread * math.sqrt(1 + 1 / n)
+
+
+def _iteration_log_ratios(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
+    """ln g_k for each iteration k that every parameter has, finite and positive, on both sides."""
+    if not pairs:
+        return []
+    out = []
+    for k in range(min(min(len(b), len(n)) for b, n in pairs)):
+        logs = [math.log(n[k] / b[k]) for b, n in pairs if b[k] > 0 and n[k] > 0]
+        if len(logs) == len(pairs):
+            out.append(math.fsum(logs) / len(logs))
+    return out
 
 
 def perf_per_watt(value: float, avg_package_w: float, better: str) -> float:
@@ -508,25 +531,21 @@ def perf_per_watt_ratio(perf_ratio: float, better: str, base_w: float, new_w: fl
     return oriented * base_w / new_w
 
 
-def verdict(
-    value: float,
-    ci_low: float,
-    ci_high: float,
-    better: str,
-    noise_threshold: float = NOISE_THRESHOLD,
-) -> Verdict:
-    """improved / regressed / within noise, for a ratio result/baseline and its interval.
+def verdict(ci_low: float, ci_high: float, better: str, band: float = NEUTRAL_BAND) -> Verdict:
+    """What the model can say about a ratio result/baseline, from its interval.
 
-    Within noise when the interval holds 1 or the ratio is within 1 +- noise_threshold (both
-    criterion.rs' rules); otherwise improved when the ratio moved the way `better` prefers.
-    A NaN interval (unknown spread) leaves the threshold rule alone; a NaN ratio gives "n/a".
+    improved or regressed when the whole interval lies beyond 1 +- band on one side (which side
+    is better follows `better`), neutral when it lies within 1 +- band, and uncertain when it
+    straddles an edge of the band or is unknown (NaN): the model cannot tell.
     """
-    direction = _direction(better)
-    if math.isnan(value):
-        return "n/a"
-    if abs(value - 1.0) <= noise_threshold or (ci_low <= 1.0 <= ci_high):
-        return "within noise"
-    return "improved" if (value > 1.0) == (direction == "higher") else "regressed"
+    if math.isnan(ci_low) or math.isnan(ci_high):
+        return "uncertain"
+    if ci_low > 1.0 + band or ci_high < 1.0 - band:
+        higher = ci_low > 1.0 + band
+        return "improved" if higher == (_direction(better) == "higher") else "regressed"
+    if ci_low >= 1.0 - band - 1e-12 and ci_high <= 1.0 + band + 1e-12:
+        return "neutral"
+    return "uncertain"
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -547,15 +566,6 @@ def _direction(better: str) -> Better:
 def _z(confidence: float) -> float:
     """The two-sided normal quantile: 1.959964 for 95% (R's qnorm(0.975))."""
     return NormalDist().inv_cdf(0.5 + confidence / 2)
-
-
-def _log_mean_var(xs: list[float], better: str) -> float:
-    """Squared relative standard error of the mean `mean_for` takes (0 for one sample)."""
-    if len(xs) < 2:
-        return 0.0
-    ys = [1.0 / x for x in xs] if mean_kind(better) == "hmean" else xs
-    m = math.fsum(ys) / len(ys)
-    return stddev(ys) ** 2 / (len(ys) * m * m)
 
 
 def _resampled(

@@ -18,10 +18,14 @@ Scores (`scores`):
     ppw_direction_agreement  as direction_agreement, over the perf-per-watt cells
 Cells without a simulated value (a platform or configuration not run) count in no score.
 
-Each simulated ratio also carries its 95% interval over the iterations (`simulated_ci`, the
-report's interval of the gmean ratio). A missed ratio cell whose interval reaches the published
-direction is a miss within the simulation's own noise (`ratio_misses_within_ci`): more
-iterations could turn it either way, where a miss outside its interval is the model's.
+Each simulated ratio also carries its 90% interval over the iterations, which are model variants
+unless the campaign ran `--nominal` (`simulated_ci`, the report's interval of the gmean ratio),
+and the report's verdict on it (`simulated_verdict`: improved, regressed, neutral or uncertain).
+The scores of the intervals, over the ratio cells:
+    coverage                       published ratios inside the simulated 90% interval
+    called_share                   cells with a verdict other than uncertain
+    confident_direction_agreement  called cells whose verdict is the published direction
+    median_ci_halfwidth            median of (high - low) / 2 of the intervals
 """
 
 from __future__ import annotations
@@ -41,13 +45,12 @@ import pandas as pd
 
 from dvfslab._core import ConfigError
 from dvfslab._table import print_markdown_table, print_table
+from dvfslab.stats import NEUTRAL_BAND
 
 if TYPE_CHECKING:
     from dvfslab.report import Report
 
-VALIDATE_SCHEMA = "dvfslab-validate/1"
-NEUTRAL_BAND = 0.02
-"""A ratio within 1 +- this is neutral (the publications' `~` covers about +-2%)."""
+VALIDATE_SCHEMA = "dvfslab-validate/2"
 POWER_TOLERANCE = 0.25
 """A simulated power within +-25% of the published one agrees."""
 
@@ -83,7 +86,9 @@ class Cell:
     """Detail cells: the published value over the baseline's at the same parameter."""
     simulated_ratio: float | None = None
     simulated_ci: tuple[float, float] | None = None
-    """Ratio cells: the 95% interval of the simulated ratio over the iterations."""
+    """Ratio cells: the 90% interval of the simulated ratio over the iterations."""
+    simulated_verdict: str | None = None
+    """Ratio cells: improved / regressed / neutral / uncertain (`dvfslab.stats.verdict`)."""
 
     @property
     def agree(self) -> bool | None:
@@ -110,17 +115,26 @@ class Cell:
         )
 
     @property
-    def miss_within_ci(self) -> bool:
-        """A ratio cell that misses, though its simulated interval reaches the published
-        direction: a value inside the interval would have agreed."""
-        if self.table != "ratios" or self.agree is not False or self.simulated_ci is None:
-            return False
+    def covered(self) -> bool | None:
+        """Ratio cells: is the published ratio inside the simulated interval? None: no interval."""
+        if self.table != "ratios" or self.simulated_ci is None:
+            return None
         lo, hi = self.simulated_ci
-        wanted = direction(self.published, self.better, self.neutral)
-        reachable = {direction(lo, self.better), direction(hi, self.better)}
-        if lo <= 1.0 + NEUTRAL_BAND and hi >= 1.0 - NEUTRAL_BAND:
-            reachable.add("neutral")
-        return wanted in reachable
+        return lo - 1e-12 <= self.published <= hi + 1e-12
+
+    @property
+    def called(self) -> bool | None:
+        """Ratio cells: did the simulation give a verdict other than uncertain? None: no verdict."""
+        if self.table != "ratios" or self.simulated_verdict is None:
+            return None
+        return self.simulated_verdict != "uncertain"
+
+    @property
+    def called_right(self) -> bool | None:
+        """Called ratio cells: is the verdict the published direction? None: not called."""
+        if not self.called:
+            return None
+        return self.simulated_verdict == direction(self.published, self.better, self.neutral)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -141,7 +155,8 @@ class Cell:
             out["simulated_ratio"] = _finite_or_none(self.simulated_ratio)
         if self.table == "ratios":
             out["simulated_ci"] = list(self.simulated_ci) if self.simulated_ci else None
-            out["miss_within_ci"] = self.miss_within_ci
+            out["simulated_verdict"] = self.simulated_verdict
+            out["covered"] = self.covered
         return out
 
 
@@ -181,17 +196,35 @@ def median_abs_ln_error(cells: list[Cell]) -> float | None:
     return statistics.median(errors) if errors else None
 
 
+def share(flags: list[bool | None]) -> float | None:
+    """The share of True among the flags that are not None; None when all are."""
+    judged = [f for f in flags if f is not None]
+    return sum(judged) / len(judged) if judged else None
+
+
+def interval_scores(cells: list[Cell]) -> dict[str, Any]:
+    """The scores of the ratio cells' intervals and verdicts (see the module docstring)."""
+    ratios = [c for c in cells if c.table == "ratios" and c.simulated is not None]
+    halves = [(c.simulated_ci[1] - c.simulated_ci[0]) / 2 for c in ratios if c.simulated_ci]
+    return {
+        "coverage": share([c.covered for c in ratios]),
+        "called_share": share([c.called for c in ratios]),
+        "confident_direction_agreement": share([c.called_right for c in ratios]),
+        "median_ci_halfwidth": statistics.median(halves) if halves else None,
+    }
+
+
 def scores(cells: list[Cell]) -> dict[str, Any]:
-    """The four headline scores and how many cells each one judged."""
+    """The headline scores and how many cells each one judged."""
     by = {t: [c for c in cells if c.table == t] for t in TABLES}
     return {
+        **interval_scores(cells),
         "direction_agreement": direction_agreement(by["ratios"]),
         "median_abs_ln_error": median_abs_ln_error(by["ratios"]),
         "power_within_25pct": direction_agreement(by["power"]),
         "ppw_direction_agreement": direction_agreement(by["perf-per-watt"]),
         "detail_direction_agreement": direction_agreement(by["detail"]),
         "power_median_abs_ln_error": median_abs_ln_error(by["power"]),
-        "ratio_misses_within_ci": sum(c.miss_within_ci for c in by["ratios"]),
         "judged": {t: sum(c.agree is not None for c in by[t]) for t in TABLES},
         "published": {t: len(by[t]) for t in TABLES},
     }
@@ -342,10 +375,14 @@ def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
             "perf-per-watt": "perf_per_watt_ratio",
         }[cell.table]
         ci = (float(srow["perf_ratio_ci_low"]), float(srow["perf_ratio_ci_high"]))
-        known = cell.table == "ratios" and all(math.isfinite(x) for x in ci)
+        is_ratio = cell.table == "ratios"
+        known = is_ratio and all(math.isfinite(x) for x in ci)
         out.append(
             dataclasses.replace(
-                cell, simulated=float(srow[column]), simulated_ci=ci if known else None
+                cell,
+                simulated=float(srow[column]),
+                simulated_ci=ci if known else None,
+                simulated_verdict=str(srow["verdict"]) if is_ratio else None,
             )
         )
     return out
@@ -389,6 +426,10 @@ SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
     ("power_median_abs_ln_error", "power", "median |ln(simulated / published)| over power cells"),
     ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
     ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
+    ("coverage", "ratios", "published ratios inside the simulated 90% interval"),
+    ("called_share", "ratios", "ratio cells with a verdict other than uncertain"),
+    ("confident_direction_agreement", "ratios", "called ratio cells with the published direction"),
+    ("median_ci_halfwidth", "ratios", "median half-width of the ratio cells' 90% intervals"),
 )
 """Each score with the table whose cells it counts and what it measures (both views)."""
 
@@ -397,8 +438,8 @@ def print_validation(result: dict[str, Any]) -> None:
     cells = result["cells"]
     titles = {
         "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
-        "neutral); agree = same direction (neutral within +-2%); (ci) = a miss whose 95% "
-        "interval over the iterations reaches the published direction",
+        "neutral); agree = same direction (neutral within +-2%); verdict = what the simulated "
+        "90% interval over the iterations says (? = uncertain)",
         "power": "average package power [W]; agree = within +-25%",
         "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
         "detail": "per-parameter values (a timed workload run shorter than published compares "
@@ -420,8 +461,8 @@ def print_validation(result: dict[str, Any]) -> None:
             if table == "ratios":
                 ci = c["simulated_ci"]
                 row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
-            agree = {True: "yes", False: "NO", None: "-"}[c["agree"]]
-            row.append(agree + (" (ci)" if c.get("miss_within_ci") else ""))
+                row.append(c["simulated_verdict"] or "-")
+            row.append({True: "yes", False: "NO", None: "-"}[c["agree"]])
             rows.append(row)
         if not rows:
             continue
@@ -429,9 +470,9 @@ def print_validation(result: dict[str, Any]) -> None:
         headers += ["param"] if table == "detail" else []
         headers += ["config", "published", "simulated"]
         headers += ["pub ratio", "sim ratio"] if table == "detail" else []
-        headers += ["sim 95% ci"] if table == "ratios" else []
+        headers += ["sim 90% interval", "verdict"] if table == "ratios" else []
         headers += ["agree"]
-        numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 95% ci", "agree"}
+        numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 90% interval", "agree"}
         print_table(headers, rows, right=numeric, title=f"{table}: {titles[table]}")
         print()
     judged, published = result["judged"], result["published"]
@@ -444,13 +485,14 @@ def print_validation(result: dict[str, Any]) -> None:
     )
     for key, table, what in SCORE_ROWS:
         print(
-            f"  {key:28s} {fmt_value(result[key], 3):>7s}  {what} ({judged[table]} of "
+            f"  {key:30s} {fmt_value(result[key], 3):>7s}  {what} ({judged[table]} of "
             f"{published[table]} cells simulated)"
         )
-    print(
-        f"  {'ratio_misses_within_ci':28s} {result['ratio_misses_within_ci']:>7d}  missed ratio "
-        "cells whose 95% interval over the iterations reaches the published direction (ci)"
-    )
+    cross = result.get("cross_validated")
+    if cross is not None:
+        print("cross-validated: each machine scored with the fitted constants refitted without it")
+        for key, _, what in SCORE_ROWS:
+            print(f"  {key:30s} {fmt_value(cross[key], 3):>7s}  {what}")
 
 
 # -- markdown view -------------------------------------------------------------------------------
@@ -465,19 +507,26 @@ _MARKDOWN_TITLES = {
 def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None) -> None:
     """The validation as Markdown to go under a document's `##` section: the scores, then per
     machine (`###`) one table (`####`) per published table with a row per benchmark and a column
-    per configuration, each cell `published → simulated`, marked ✗ where they disagree ((ci): a
-    ratio miss within its 95% interval); per detail table a row per parameter, the baseline's
+    per configuration, each cell `published → simulated`, marked ✗ where they disagree and ? where
+    the simulated verdict is uncertain; per detail table a row per parameter, the baseline's
     values and the others' ratios to it."""
     out = out or sys.stdout
     judged, published = result["judged"], result["published"]
+    cross = result.get("cross_validated")
     rows = [
-        [key, fmt_value(result[key], 3), f"{judged[table]} of {published[table]}"]
+        [
+            key,
+            fmt_value(result[key], 3),
+            *([fmt_value(cross[key], 3)] if cross is not None else []),
+            f"{judged[table]} of {published[table]}",
+        ]
         for key, table, _ in SCORE_ROWS
     ]
+    values = ["value", *(["cross-validated"] if cross is not None else [])]
     print_markdown_table(
-        ["score", "value", "cells simulated"],
+        ["score", *values, "cells simulated"],
         rows,
-        right={"value", "cells simulated"},
+        right={*values, "cells simulated"},
         title=f"{result['campaign']}: scores",
         out=out,
     )
@@ -529,7 +578,9 @@ def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
         published, simulated = cell["published"], cell["simulated"]
     text = ("~" if cell["neutral"] else "") + f"{fmt_value(published)} → {fmt_value(simulated)}"
     if cell["agree"] is False:
-        text += " ✗ (ci)" if cell.get("miss_within_ci") else " ✗"
+        text += " ✗"
+    if cell.get("simulated_verdict") == "uncertain":
+        text += " ?"
     return text
 
 

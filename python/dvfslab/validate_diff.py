@@ -27,7 +27,7 @@ from dvfslab.validate import SCORE_ROWS, VALIDATE_SCHEMA, fmt_value
 MOVED = 0.02
 """A simulated value that changed by more than this share moved."""
 
-SCORE_KEYS: tuple[str, ...] = (*(key for key, _, _ in SCORE_ROWS), "ratio_misses_within_ci")
+SCORE_KEYS: tuple[str, ...] = tuple(key for key, _, _ in SCORE_ROWS)
 _CELL_KEY = ("table", "machine", "benchmark", "param", "config")
 
 
@@ -113,8 +113,7 @@ def _verdict(agree: bool | None) -> str:
 def _score_rows(diff: dict[str, Any]) -> list[list[str]]:
     rows = []
     for k, s in diff["scores"].items():
-        digits = 0 if k == "ratio_misses_within_ci" else 3
-        rows.append([k, fmt_value(s["before"], digits), fmt_value(s["after"], digits)])
+        rows.append([k, fmt_value(s["before"], 3), fmt_value(s["after"], 3)])
     return rows
 
 

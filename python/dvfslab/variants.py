@@ -1,0 +1,220 @@
+"""Model variants: the simulator with every constant it takes on trust drawn over its range.
+
+The model's uncertain constants are declared where their values live, each with a plausible
+range and its source: a preset's numbers written `{"value", "range", "source"}`
+(docs/platform-format.md), and workload knobs with a declared range (`dvfslab workloads --json`).
+A campaign iteration draws one variant, shared by every configuration and parameter of that
+iteration on a platform, so that ratios compare like with like. The draw is a Latin hypercube
+over the iterations: each constant's range is cut into as many equal strata as there are
+iterations and every stratum is used once, in an order that is random per constant, which spreads
+a handful of iterations over each range far better than independent draws.
+
+A variant also varies what a real machine varies from one run to the next, by the run's seed:
+when the tasks start relative to each other and to the tick (`phase_us`), and how much CPU work
+each request takes (`work_jitter_pct`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from dvfslab import _core
+
+SEED_VARIATION: tuple[tuple[str, float], ...] = (
+    ("phase_us", 4000.0),
+    ("work_jitter_pct", 5.0),
+)
+"""Common workload knobs a variant sets (unless the spec sets them), varied by the run's seed.
+
+phase_us: tasks start up to one 250-Hz tick apart, the granularity at which a real run's start
+lands on the tick at random. work_jitter_pct: each request's CPU work varies by +-5%, a spread
+of the order of the run-to-run variation of a cache- and branch-predictor-bound request."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One constant the model takes on trust: where it lives, its value and plausible range."""
+
+    kind: Literal["platform", "workload"]
+    name: str
+    """A preset constant's JSON Pointer ("/clusters/0/power/c_eff_nf"), or a knob's name."""
+    value: float
+    low: float
+    high: float
+    source: str
+    integer: bool = False
+    """Drawn in whole numbers (written as an integer in the preset, or an integer knob)."""
+
+    def draw(self, quantile: float) -> float:
+        """The value at `quantile` (0..1) of the range, uniform over it."""
+        x = self.low + quantile * (self.high - self.low)
+        return float(min(max(round(x), self.low), self.high)) if self.integer else x
+
+
+def platform_constants(preset_json: str, source: str) -> list[Declared]:
+    """The preset's declared constants, in document order."""
+    info = json.loads(_core.describe_platform(preset_json, source))
+    return [
+        Declared(
+            "platform",
+            c["path"],
+            float(c["value"]),
+            float(c["range"][0]),
+            float(c["range"][1]),
+            c["source"],
+            bool(c.get("integer", False)),
+        )
+        for c in info.get("uncertain", [])
+    ]
+
+
+def workload_constants(workload: str) -> list[Declared]:
+    """The declared knobs of `workload`'s model (a spec) that the spec does not set itself."""
+    name, params = _split_spec(workload)
+    knobs = _declared_knobs().get(name, [])
+    return [k for k in knobs if k.name not in params]
+
+
+def quantile(seed: int, name: str, iteration: int, iterations: int) -> float:
+    """Where iteration `iteration` (1..iterations) of a campaign seeded `seed` draws the
+    constant `name`: the Latin hypercube's stratum for this iteration, and a uniform point in it.
+
+        stratum = permutation_name(iteration - 1),   q = (stratum + u) / iterations
+
+    The permutation depends on the seed and the constant only, so every iteration of one campaign
+    uses a different stratum; u on the iteration as well.
+    """
+    if not 1 <= iteration <= iterations:
+        raise ValueError(f"iteration {iteration} is not within 1..{iterations}")
+    strata = list(range(iterations))
+    random.Random(_digest(seed, name)).shuffle(strata)
+    u = random.Random(_digest(seed, name, iteration)).random()
+    return (strata[iteration - 1] + u) / iterations
+
+
+def variant_preset(
+    preset_json: str, source: str, seed: int, iteration: int, iterations: int
+) -> str:
+    """The preset's text with each declared constant replaced by this iteration's draw (the
+    declaration kept, so the simulator still checks the value against its range)."""
+    constants = platform_constants(preset_json, source)
+    if not constants:
+        return preset_json
+    doc = json.loads(preset_json)
+    for c in constants:
+        holder = _pointer(doc, c.name)
+        value = c.draw(quantile(seed, f"platform:{c.name}", iteration, iterations))
+        holder["value"] = int(value) if c.integer else value
+    return json.dumps(doc, indent=1)
+
+
+def variant_workload(workload: str, seed: int, iteration: int, iterations: int) -> str:
+    """The workload spec with each declared knob it leaves unset drawn for this iteration, and
+    the seed-driven variation knobs (`SEED_VARIATION`) it leaves unset."""
+    name, params = _split_spec(workload)
+    extra = [
+        f"{c.name}={knob_text(c.draw(quantile(seed, where, iteration, iterations)))}"
+        for c in workload_constants(workload)
+        for where in [f"workload:{name}:{c.name}"]
+    ]
+    extra += [f"{k}={knob_text(v)}" for k, v in SEED_VARIATION if k not in params]
+    if not extra:
+        return workload
+    return f"{workload}{',' if params else ':'}{','.join(extra)}"
+
+
+def set_constants(preset_json: str, values: dict[str, float]) -> str:
+    """The preset with the number at each JSON Pointer of `values` replaced. A declared constant
+    keeps its declaration, its range moved with the value (the same relative width around it)."""
+    doc = json.loads(preset_json)
+    for pointer, value in values.items():
+        parent, key = _parent(doc, pointer)
+        node = parent[key]
+        if isinstance(node, dict):
+            old = float(node["value"])
+            low, high = (float(x) for x in node["range"])
+            scale = value / old if old else 1.0
+            node["range"] = sorted([low * scale, high * scale]) if old else [low, high]
+            node["value"] = value
+        else:
+            parent[key] = value
+    return json.dumps(doc, indent=1)
+
+
+def with_knobs(workload: str, values: dict[str, float]) -> str:
+    """The workload spec with each knob of `values` set (replacing the spec's own value)."""
+    name, _, rest = workload.partition(":")
+    items = [item for item in rest.split(",") if item.strip()]
+    kept = [item for item in items if item.partition("=")[0].strip() not in values]
+    kept += [f"{knob}={knob_text(value)}" for knob, value in values.items()]
+    return f"{name}:{','.join(kept)}" if kept else name
+
+
+def declared_for(preset_json: str, source: str, workload: str) -> list[Declared]:
+    """Every constant a variant of (preset, workload) draws."""
+    return platform_constants(preset_json, source) + workload_constants(workload)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@cache
+def _declared_knobs() -> dict[str, list[Declared]]:
+    """Each workload's knobs with a declared range, the common ones included."""
+    common = json.loads(_core.common_workload_knobs())
+    out: dict[str, list[Declared]] = {}
+    for w in json.loads(_core.workloads()):
+        out[w["name"]] = [
+            Declared(
+                "workload",
+                k["name"],
+                float(k["default"]),
+                float(k["range"][0]),
+                float(k["range"][1]),
+                k["source"],
+                bool(k.get("integer", False)),
+            )
+            for k in [*w["knobs"], *common]
+            if k.get("range") is not None
+        ]
+    return out
+
+
+def _split_spec(workload: str) -> tuple[str, set[str]]:
+    """A spec's name and the knobs it sets."""
+    name, _, rest = workload.partition(":")
+    params = {item.partition("=")[0].strip() for item in rest.split(",") if item.strip()}
+    return name.strip(), params
+
+
+def _parent(doc: Any, pointer: str) -> tuple[Any, Any]:
+    """The container and key (or index) a JSON Pointer (RFC 6901) names inside `doc`."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+    node = doc
+    for token in tokens[:-1]:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    return node, int(tokens[-1]) if isinstance(node, list) else tokens[-1]
+
+
+def _pointer(doc: Any, pointer: str) -> dict[str, Any]:
+    """The declared constant a JSON Pointer names inside `doc`."""
+    parent, key = _parent(doc, pointer)
+    node = parent[key]
+    if not isinstance(node, dict) or "value" not in node:
+        raise _core.ConfigError(f"{pointer}: not a declared constant of the preset")
+    return node
+
+
+def knob_text(value: float) -> str:
+    """A knob value as a spec writes it: whole numbers without a fraction, others in full."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _digest(*parts: object) -> int:
+    text = json.dumps(["dvfslab-variant/1", *parts])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
