@@ -5,7 +5,7 @@ published cells whose verdict changed or whose simulated value moved.
     ... change a model constant or mechanism ...
     dvfslab validate intel-invariance --against before.json
 
-This is the record a calibration step needs (docs/validation.md keeps one per experiment): what
+This is the record a calibration step needs (its commit message keeps one per experiment): what
 the change bought, what it cost, and which cells crossed the line. A value "moved" when it
 changed by more than `MOVED`, the width of the neutral band, so that a cell listed as moved may
 have changed its verdict under another reading. Cells present in only one of the two (a partial

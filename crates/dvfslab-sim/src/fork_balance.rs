@@ -25,8 +25,8 @@
 //! Left out: Linux also keeps a fork on its NUMA node (before 5.5 while the node's runnable
 //! load exceeds the idlest node's by no more than `imbalance`, since 5.5 while the node has
 //! an idle CPU), counting on the periodic load balancer (`Sim::spread_numa`) to spread the
-//! tasks later. With the rule the campaign's package power agreed worse even after a refit
-//! (docs/validation-experiments.md, item 4); nodes are compared like the other levels.
+//! tasks later. With the rule the intel-invariance campaign's package power agreed worse even
+//! after a refit; nodes are compared like the other levels.
 
 use crate::sim::Sim;
 
