@@ -436,7 +436,51 @@ mod tests {
                     assert!((k.min..=k.max).contains(&v), "{} {}: {v}", info.name, k.name);
                     assert!(!k.integer || v.fract() == 0.0, "{} {}: {v}", info.name, k.name);
                 }
+                // An uncertain constant's range holds its default and lies within what the
+                // knob accepts, so that every value drawn from it is a valid spec.
+                if let Some(u) = k.uncertainty {
+                    let what = format!("{} {}: range [{}, {}]", info.name, k.name, u.lo, u.hi);
+                    assert!(u.lo < u.hi, "{what}");
+                    assert!((u.lo..=u.hi).contains(&k.default), "{what}, default {}", k.default);
+                    assert!(k.min <= u.lo && u.hi <= k.max, "{what}, knob [{}, {}]", k.min, k.max);
+                    assert!(!u.source.trim().is_empty(), "{what}: no source");
+                }
             }
         }
     }
+
+    #[test]
+    fn no_workload_knob_shares_a_name_with_another_or_a_common_one() {
+        for info in REGISTRY {
+            let names: Vec<&str> = info.knobs.iter().chain(COMMON_KNOBS).map(|k| k.name).collect();
+            for (i, name) in names.iter().enumerate() {
+                assert!(!names[..i].contains(name), "{}: knob {name} declared twice", info.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_campaign_workloads_declare_their_costs_uncertain() {
+        for name in ["pgbench", "netperf", "tbench", "dbench4", "kernbench", "gitsource"] {
+            let info = REGISTRY.iter().find(|w| w.name == name).expect("registered");
+            let uncertain = info.knobs.iter().filter(|k| k.uncertainty.is_some()).count();
+            assert!(uncertain >= 2, "{name}: {uncertain} uncertain knobs");
+        }
+        // A cost knob reaches the model: 3 µs more per operation adds 9,000 cycles (at 3 GHz)
+        // to each of the client's loadfile lines.
+        let plat = crate::platform::Platform::from_json(SKYLAKE_JSON, "skylake-e3-1240v5").unwrap();
+        let client_work = |spec: &str| {
+            let (_, w) = parse(spec).unwrap();
+            let client = w.tasks(&plat)[0].program.clone();
+            client
+                .iter()
+                .filter_map(|op| if let Op::Run { cycles, .. } = op { Some(cycles.mean()) } else { None })
+                .sum::<f64>()
+        };
+        let added = client_work("tbench:client_us=8") - client_work("tbench");
+        let lines = estimates::nbench::LOADFILE_OPS as f64;
+        assert!((added / (9000.0 * lines) - 1.0).abs() < 1e-9, "{added} cycles over {lines} lines");
+    }
+
+    const SKYLAKE_JSON: &str = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
 }
