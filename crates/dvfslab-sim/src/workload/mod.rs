@@ -290,6 +290,24 @@ pub const COMMON_KNOBS: &[Knob] = &[
         "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers); 0 = none",
     ),
     Knob::new("kthread_us", "us", 20.0, 1.0, 10_000.0, "work of each background wake-up, as time at base frequency"),
+    Knob::new(
+        "phase_us",
+        "us",
+        0.0,
+        0.0,
+        1e7,
+        "each task the workload starts with begins after a delay drawn uniformly in [0, phase_us) from the run's \
+         seed, as a real machine's tasks never start together; 0 = all at their start",
+    ),
+    Knob::new(
+        "work_jitter_pct",
+        "%",
+        0.0,
+        0.0,
+        90.0,
+        "the work of every run segment of the workload's tasks is multiplied by a factor drawn uniformly in \
+         [1 - p/100, 1 + p/100] from the run's seed (requests never cost quite the same); 0 = none",
+    ),
 ];
 
 /// What a workload spec's common knobs ask for; the defaults for rt-app files, workloads
@@ -299,6 +317,10 @@ pub struct Common {
     pub warmup_ns: u64,
     pub kthread_hz: f64,
     pub kthread_us: f64,
+    /// Start phases of the workload's first tasks: delays uniform in `[0, phase_ns)`.
+    pub phase_ns: f64,
+    /// Work jitter: every run segment's work times a factor uniform in `[1 - j, 1 + j]`.
+    pub work_jitter: f64,
 }
 
 /// The common knobs of workload spec `text`.
@@ -315,6 +337,8 @@ pub fn common(text: &str) -> Result<Common> {
         warmup_ns: (values.get("warmup_ms") * 1e6) as u64,
         kthread_hz: values.get("kthread_hz"),
         kthread_us: values.get("kthread_us"),
+        phase_ns: values.get("phase_us") * 1000.0,
+        work_jitter: values.get("work_jitter_pct") / 100.0,
     })
 }
 
