@@ -121,11 +121,18 @@ def system_tunables() -> str:
 
 def workloads() -> str:
     """JSON list: [{"name", "description", "metric", "unit", "better", "knobs": [{"name",
-    "unit", "default", "description"}]}]."""
+    "unit", "default", "min", "max", "choices", "integer", "description", "range",
+    "source"}]}].
+
+    "range" is [lo, hi] for a knob standing for a constant known only to lie in that range
+    (an estimated or calibrated cost, its default inside it), and "source" says where the
+    range comes from; both are null for other knobs.
+    """
 
 def common_workload_knobs() -> str:
-    """JSON list of the knobs every workload spec accepts besides its own: [{"name", "unit",
-    "default", "description"}]."""
+    """JSON list of the knobs every workload spec accepts besides its own (warm-up, background
+    kernel threads, start phases, work jitter), each as in `workloads()`: [{"name", "unit",
+    "default", "min", "max", "choices", "integer", "description", "range", "source"}]."""
 
 def describe_platform(platform_json: str, platform_source: str) -> str:
     """JSON: {"id", "name", "description", "vendor", "packages", "cores", "cpus",

@@ -475,14 +475,36 @@ def _show_platform(info: dict[str, Any]) -> None:
 
 
 def _show_parameters(kind: str, parameters: list[dict[str, Any]]) -> None:
-    if parameters:
+    if not parameters:
+        return
+    # Knobs standing for uncertain constants show the range their value is believed to lie in.
+    if any(p.get("range") for p in parameters):
         print_table(
-            [kind, "unit", "default", "description"],
+            [kind, "unit", "default", "range", "description"],
             [
-                (p["name"], p["unit"] or "", _json_value(p["default"]), p["description"])
+                (
+                    p["name"],
+                    p["unit"] or "",
+                    _json_value(p["default"]),
+                    _range(p.get("range")),
+                    p["description"],
+                )
                 for p in parameters
             ],
         )
+        return
+    print_table(
+        [kind, "unit", "default", "description"],
+        [
+            (p["name"], p["unit"] or "", _json_value(p["default"]), p["description"])
+            for p in parameters
+        ],
+    )
+
+
+def _range(bounds: list[float] | None) -> str:
+    """An uncertain knob's range as `lo..hi`, "" for a knob without one."""
+    return f"{_json_value(bounds[0])}..{_json_value(bounds[1])}" if bounds else ""
 
 
 def _show_run(result: SimResult) -> None:

@@ -176,8 +176,13 @@ fn knobs_json(knobs: &[dvfslab_sim::spec::Knob]) -> Vec<serde_json::Value> {
                 Some(name) => serde_json::json!(name),
                 None => serde_json::json!(k.default),
             };
+            let (range, source) = match k.uncertainty {
+                Some(u) => (serde_json::json!([u.lo, u.hi]), serde_json::json!(u.source)),
+                None => (serde_json::Value::Null, serde_json::Value::Null),
+            };
             serde_json::json!({"name": k.name, "unit": k.unit, "default": default, "min": k.min, "max": k.max,
-                "choices": names, "integer": k.integer, "description": k.description})
+                "choices": names, "integer": k.integer, "description": k.description, "range": range,
+                "source": source})
         })
         .collect()
 }

@@ -783,6 +783,7 @@ impl Sim {
                 Op::Run { cycles, mem_frac } => {
                     let w = self.draw(task, cycles);
                     if w > 0.0 {
+                        let w = self.jittered(task, w);
                         let t = &mut self.tasks[task];
                         t.work_left = w;
                         t.work_submitted += w;
@@ -1000,6 +1001,19 @@ impl Sim {
             crate::task::Amount::Fixed(v) => v,
             crate::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
             crate::task::Amount::Uniform(lo, _) => lo,
+        }
+    }
+
+    /// Work `w` of a run segment of `task` with the workload's work jitter (`work_jitter_pct`):
+    /// times a factor uniform in `[1 - j, 1 + j]`, of mean 1. Background kernel threads are
+    /// the machine's, not the workload's, and keep their work.
+    fn jittered(&mut self, task: usize, w: f64) -> f64 {
+        use rand::Rng;
+        let j = self.work_jitter;
+        if j > 0.0 && !self.tasks[task].attrs.background {
+            w * self.variation_rng.gen_range(1.0 - j..=1.0 + j)
+        } else {
+            w
         }
     }
 

@@ -26,6 +26,9 @@ const QUEUE_SWEEP_MIN: usize = 256;
 
 /// Mixed into the seed for the background kernel threads' random stream.
 const BACKGROUND_STREAM: u64 = 0x6b77_6f72_6b65_7273;
+/// Mixed into the seed for the stream of start phases and work jitter (`phase_us`,
+/// `work_jitter_pct`).
+const VARIATION_STREAM: u64 = 0x7661_7269_6174_696f;
 
 /// How often (in events handled) a run reports its progress to its hook: about every 20–50
 /// ms of wall time, so that an interrupt is seen promptly at the cost of one compare an event.
@@ -215,6 +218,12 @@ pub struct Sim {
     /// The background kernel threads' own random stream, so that they leave the workload's
     /// draws as they would be without them.
     pub(crate) background_rng: Pcg64,
+    /// The start phases' and work jitter's own random stream, so that the workload's own draws
+    /// stay as they would be without them, and a run with neither draws nothing from it.
+    pub(crate) variation_rng: Pcg64,
+    /// Start phases (ns) and work jitter (a fraction) the workload spec asks for.
+    pub(crate) phase_ns: f64,
+    pub(crate) work_jitter: f64,
     pub(crate) driver: Driver,
     pub(crate) tick_ns: u64,
     pub(crate) invariant: bool,
@@ -462,6 +471,9 @@ impl Sim {
             q: EventQueue::default(),
             rng: Pcg64::seed_from_u64(cfg.seed),
             background_rng: Pcg64::seed_from_u64(cfg.seed ^ BACKGROUND_STREAM),
+            variation_rng: Pcg64::seed_from_u64(cfg.seed ^ VARIATION_STREAM),
+            phase_ns: common.phase_ns,
+            work_jitter: common.work_jitter,
             driver,
             tick_ns,
             invariant,
@@ -555,6 +567,7 @@ impl Sim {
         }
         self.started = true;
         let specs = self.workload.tasks(&self.plat);
+        let specs = self.with_start_phases(specs);
         let (hz, us) = self.kthreads;
         let background = crate::workload::kthreads(&self.plat, hz, us, &mut self.background_rng);
         for spec in specs.into_iter().chain(background) {
@@ -621,6 +634,19 @@ impl Sim {
         self.finish(end);
         let wall_s = wall.elapsed().as_secs_f64();
         Ok(crate::result::summarise(&self, end, wall_s))
+    }
+
+    /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in
+    /// `[0, phase_ns)`, drawn in task order.
+    fn with_start_phases(&mut self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
+        use rand::Rng;
+        if self.phase_ns > 0.0 {
+            for spec in &mut specs {
+                spec.start_ns =
+                    spec.start_ns.saturating_add(self.variation_rng.gen_range(0.0..self.phase_ns) as TimeNs);
+            }
+        }
+        specs
     }
 
     /// Whether `ev` still stands: a tokened event whose owner has moved on (a re-armed tick, a

@@ -61,6 +61,18 @@ pub struct Knob {
     pub choices: &'static [(&'static str, f64)],
     /// Only whole numbers make sense (counts, enumerations).
     pub integer: bool,
+    /// For a knob that stands for a constant not known exactly (an estimated or calibrated
+    /// cost of a workload model): the range its true value is believed to lie in, and why.
+    pub uncertainty: Option<Uncertainty>,
+}
+
+/// The range of an uncertain knob's value and where the range comes from (a measurement, a
+/// published figure, an estimate), so that model variants can be drawn across it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Uncertainty {
+    pub lo: f64,
+    pub hi: f64,
+    pub source: &'static str,
 }
 
 impl Knob {
@@ -72,7 +84,14 @@ impl Knob {
         max: f64,
         description: &'static str,
     ) -> Knob {
-        Knob { name, unit, default, min, max, description, choices: &[], integer: false }
+        Knob { name, unit, default, min, max, description, choices: &[], integer: false, uncertainty: None }
+    }
+
+    /// A knob whose default is a constant known only to lie in `[lo, hi]`, for the reason
+    /// `source` gives.
+    pub const fn uncertain(mut self, lo: f64, hi: f64, source: &'static str) -> Knob {
+        self.uncertainty = Some(Uncertainty { lo, hi, source });
+        self
     }
 
     /// A knob that only takes whole numbers.

@@ -201,6 +201,64 @@ mod background {
     }
 }
 
+mod variation {
+    use super::*;
+    use dvfslab_sim::result::RunJson;
+
+    /// A run's summary as JSON, less what names the spec and seed or measures the host.
+    fn figures(r: &RunJson) -> serde_json::Value {
+        let mut v = serde_json::to_value(r).unwrap();
+        let map = v.as_object_mut().unwrap();
+        for key in ["workload", "seed", "wall_time_s"] {
+            map.remove(key).expect("a field of the summary");
+        }
+        v
+    }
+
+    #[test]
+    fn start_phases_and_work_jitter_at_zero_leave_a_run_as_it_was() {
+        for base in ["tbench:clients=2", "periodic:threads=2", "pgbench:clients=3", "gitsource:commands=50"] {
+            let plain = run("skylake-e3-1240v5", "schedutil", base, 0.1, 3).summary;
+            let zero = format!("{base},phase_us=0,work_jitter_pct=0");
+            let with = run("skylake-e3-1240v5", "schedutil", &zero, 0.1, 3).summary;
+            assert_eq!(figures(&with), figures(&plain), "{base}");
+        }
+    }
+
+    #[test]
+    fn start_phases_and_work_jitter_tell_seeds_apart_and_repeat_per_seed() {
+        let tbench = |spec: &str, seed| run("skylake-e3-1240v5", "schedutil", spec, 0.1, seed).summary;
+        // Without them every seed of tbench runs the same copies of its programs.
+        assert_eq!(figures(&tbench("tbench:clients=2", 1)), figures(&tbench("tbench:clients=2", 2)));
+        for knobs in ["phase_us=1000", "work_jitter_pct=5", "phase_us=1000,work_jitter_pct=5"] {
+            let spec = format!("tbench:clients=2,{knobs}");
+            let (one, two) = (tbench(&spec, 1), tbench(&spec, 2));
+            assert_ne!(one.metric.value, two.metric.value, "{knobs}");
+            assert_eq!(figures(&tbench(&spec, 1)), figures(&one), "{knobs}");
+        }
+    }
+
+    #[test]
+    fn work_jitter_keeps_the_work_in_expectation() {
+        // 2 threads × 200 activations of 2 ms at base frequency, each done within its period:
+        // ±20% draws average within 2% (the mean of 400 draws has a 0.6% deviation).
+        let work = |spec: &str| run("skylake-e3-1240v5", "performance", spec, 2.0, 5).summary.work_done_cycles;
+        let plain = work("periodic:threads=2,run_us=2000,period_us=10000");
+        let jittered = work("periodic:threads=2,run_us=2000,period_us=10000,work_jitter_pct=20");
+        assert_ne!(jittered, plain);
+        assert!((jittered / plain - 1.0).abs() < 0.02, "{jittered} against {plain} cycles");
+    }
+
+    #[test]
+    fn a_start_phase_delays_a_task_by_less_than_the_phase() {
+        // One always-running thread started within the first 100 ms of 200: it does between
+        // half and all of the work it does from time zero.
+        let work = |spec: &str| run("skylake-e3-1240v5", "performance", spec, 0.2, 7).summary.work_done_cycles;
+        let ratio = work("cpu-bound:threads=1,phase_us=100000") / work("cpu-bound:threads=1");
+        assert!(ratio > 0.5 && ratio < 1.0, "{ratio}");
+    }
+}
+
 mod transitions {
     use super::common::preset;
     use dvfslab_sim::{simulate, SimConfig, SimResult};

@@ -2,7 +2,7 @@
 //! (spec/workloads.md A1; MMTests `config-io-dbench4-async`: fileio backend, no -s/-S/-F).
 //!
 //! Each client loops over the loadfile with no think time. Every operation is a burst of
-//! VFS work in system time (`estimates::dbench`). `Flush` is `fsync(fd)` on XFS, two waits on
+//! VFS work in system time (`estimates::dbench`, scaled by the knobs declared there). `Flush` is `fsync(fd)` on XFS, two waits on
 //! the storage device all clients share (`device` knob, see `disk.rs`): the file's own dirty
 //! pages are written and waited for in iowait (`file_write_and_wait_range`, clients side by
 //! side), then the log is forced, a group commit that a kernel worker writes while every
@@ -30,7 +30,7 @@
 use std::rc::Rc;
 
 use super::disk::{Disk, DEVICE_KNOB};
-use super::estimates::{dbench, ipc, nbench};
+use super::estimates::{dbench, ipc, nbench, ns_cycles, us_cycles};
 use super::loadfile::{synthesise, Line, NbOp};
 use super::{measure, Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
@@ -49,6 +49,11 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Knob::new("ops", "lines", nbench::LOADFILE_OPS as f64, 100.0, 100_000.0, "loadfile length (client-tiny: 3573)")
             .integer(),
         Knob::new("log_mb", "MiB", 10.0, 1.0, 2048.0, "XFS log size (MMTests' filesystem gets the 10 MiB minimum)"),
+        dbench::METADATA_SCALE,
+        dbench::IO_US,
+        dbench::IO_NS_PER_BYTE,
+        dbench::LOGGED_KIB,
+        dbench::WRITEBACK_US,
     ],
     build: |k: &KnobValues| {
         Box::new(Dbench {
@@ -56,6 +61,13 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             disk: Disk::from_knob(k.get_u64("device")),
             ops: k.get_u64("ops") as usize,
             log_bytes: k.get("log_mb") * MIB,
+            costs: Costs {
+                metadata_scale: k.get(dbench::METADATA_SCALE.name),
+                io: us_cycles(k.get(dbench::IO_US.name)),
+                io_per_byte: ns_cycles(k.get(dbench::IO_NS_PER_BYTE.name)),
+                logged_bytes: k.get(dbench::LOGGED_KIB.name) * KIB,
+                writeback_ns: k.get(dbench::WRITEBACK_US.name) * 1000.0,
+            },
         })
     },
 };
@@ -71,6 +83,7 @@ const DATA: u32 = 0;
 const LOG: u32 = 1;
 /// xfsaild, writing metadata back to free log space.
 const AIL: u32 = 2;
+const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
 struct Dbench {
@@ -78,22 +91,49 @@ struct Dbench {
     disk: Disk,
     ops: usize,
     log_bytes: f64,
+    costs: Costs,
+}
+
+/// The knobs' costs: a factor on the metadata operations' work, a ReadX's or WriteX's work
+/// besides its copy and per byte copied (cycles), the log space of a transaction (bytes)
+/// and xfsaild's time to write one back (ns).
+struct Costs {
+    metadata_scale: f64,
+    io: f64,
+    io_per_byte: f64,
+    logged_bytes: f64,
+    writeback_ns: f64,
+}
+
+impl Costs {
+    /// The knobs' defaults.
+    #[cfg(test)]
+    const DEFAULT: Costs = Costs {
+        metadata_scale: dbench::METADATA_SCALE.default,
+        io: us_cycles(dbench::IO_US.default),
+        io_per_byte: ns_cycles(dbench::IO_NS_PER_BYTE.default),
+        logged_bytes: dbench::LOGGED_KIB.default * KIB,
+        writeback_ns: dbench::WRITEBACK_US.default * 1000.0,
+    };
+
+    /// VFS work of one line, in cycles.
+    fn vfs_cycles(&self, line: &Line) -> f64 {
+        match line.op {
+            NbOp::ReadX | NbOp::WriteX => self.io + line.size as f64 * self.io_per_byte,
+            op => {
+                let cycles = dbench::METADATA_CYCLES
+                    .iter()
+                    .find(|(name, _)| NbOp::from_name(name) == Some(op))
+                    .map(|&(_, cycles)| cycles)
+                    .unwrap_or_else(|| panic!("estimates::dbench::METADATA_CYCLES has no cost for {op:?}"));
+                cycles * self.metadata_scale
+            }
+        }
+    }
 }
 
 fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
-}
-
-/// VFS work of one line, in cycles.
-fn vfs_cycles(line: &Line) -> f64 {
-    match line.op {
-        NbOp::ReadX | NbOp::WriteX => dbench::IO_BASE_CYCLES + line.size as f64 * dbench::IO_CYCLES_PER_BYTE,
-        op => dbench::METADATA_CYCLES
-            .iter()
-            .find(|(name, _)| NbOp::from_name(name) == Some(op))
-            .map(|&(_, cycles)| cycles)
-            .unwrap_or_else(|| panic!("estimates::dbench::METADATA_CYCLES has no cost for {op:?}")),
-    }
 }
 
 fn is_logged(line: &Line) -> bool {
@@ -105,7 +145,7 @@ impl Dbench {
     /// passes that the log cannot hold.
     fn writeback_share(&self, lines: &[Line]) -> f64 {
         let transactions = lines.iter().filter(|l| is_logged(l)).count() as f64;
-        let pass_bytes = transactions * dbench::LOGGED_BYTES_PER_TRANSACTION;
+        let pass_bytes = transactions * self.costs.logged_bytes;
         (1.0 - self.log_bytes / (self.clients as f64 * pass_bytes)).max(0.0)
     }
 
@@ -113,7 +153,7 @@ impl Dbench {
     fn program(&self) -> Rc<[Op]> {
         let lines = synthesise(self.ops);
         let share = self.writeback_share(&lines);
-        let writeback = Amount::Fixed(dbench::WRITEBACK_NS_PER_TRANSACTION);
+        let writeback = Amount::Fixed(self.costs.writeback_ns);
         let mut p = Vec::with_capacity(lines.len() * 4 + 3);
         p.push(Op::Mark(Mark::Start(PASS)));
         // The waiting transactions spread evenly over the pass (an error-diffusion walk).
@@ -126,7 +166,7 @@ impl Dbench {
                     p.push(Op::Io { dev: AIL, service_ns: writeback, transfer_ns: Amount::ZERO });
                 }
             }
-            p.push(run(vfs_cycles(line)));
+            p.push(run(self.costs.vfs_cycles(line)));
             if line.op == NbOp::Flush {
                 p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns(), transfer_ns: Amount::ZERO });
                 p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns(), transfer_ns: Amount::ZERO });
@@ -181,7 +221,13 @@ mod tests {
 
     /// MMTests' setup: the default 10 MiB log.
     fn dbench(clients: u32) -> Dbench {
-        Dbench { clients, disk: Disk::from_knob(1), ops: nbench::LOADFILE_OPS as usize, log_bytes: 10.0 * MIB }
+        Dbench {
+            clients,
+            disk: Disk::from_knob(1),
+            ops: nbench::LOADFILE_OPS as usize,
+            log_bytes: 10.0 * MIB,
+            costs: Costs::DEFAULT,
+        }
     }
 
     fn waits_of(d: &Dbench) -> Vec<u32> {
@@ -203,7 +249,7 @@ mod tests {
     fn transactions_wait_for_writeback_only_once_the_log_cannot_hold_every_clients_pass() {
         let lines = synthesise(nbench::LOADFILE_OPS as usize);
         let transactions = lines.iter().filter(|l| is_logged(l)).count() as f64;
-        let pass_bytes = transactions * dbench::LOGGED_BYTES_PER_TRANSACTION;
+        let pass_bytes = transactions * Costs::DEFAULT.logged_bytes;
         let writebacks = |d: &Dbench| waits_of(d).iter().filter(|&&dev| dev == AIL).count() as f64;
         // 8 clients' passes fit in 10 MiB: nobody waits.
         assert!(8.0 * pass_bytes < 10.0 * MIB);

@@ -5,13 +5,57 @@
 //!
 //! Costs are in cycles at the platform's base frequency (work), or nanoseconds (device and
 //! wall times), so that one number serves every machine.
+//!
+//! The costs that set the CPU time of the campaign's benchmarks are knobs of their workload
+//! (`tbench:client_us=6`), declared here with their default, the range the true value is
+//! believed to lie in and the reason for that range ([`Knob::uncertain`]), so that model
+//! variants can be drawn across those ranges. A knob's work is microseconds (or nanoseconds per
+//! byte) at the [`REF_HZ`] reference clock, turned into cycles by [`us_cycles`] and
+//! [`ns_cycles`].
+
+use crate::spec::Knob;
+
+/// Cycles at [`REF_HZ`] of `us` microseconds of work. Dividing by 10^6 rounds once, as the
+/// literal `5e-6` does, so that `us_cycles(5.0)` is `5e-6 * REF_HZ` to the last bit
+/// (multiplying by `1e-6`, itself inexact, is not).
+pub const fn us_cycles(us: f64) -> f64 {
+    us / 1e6 * REF_HZ
+}
+
+/// Cycles at [`REF_HZ`] of `ns` nanoseconds of work (a cost per byte), as [`us_cycles`].
+pub const fn ns_cycles(ns: f64) -> f64 {
+    ns / 1e9 * REF_HZ
+}
 
 /// Kernel-side costs shared by many models (spec/workloads.md §1.1), at a ~3–4 GHz reference.
 pub mod kernel {
-    /// fork(): 40–120 µs.
-    pub const FORK_CYCLES: f64 = 80e-6 * 3.0e9;
-    /// execve + dynamic link + page faults of a small binary: 200–600 µs.
-    pub const EXEC_CYCLES: f64 = 400e-6 * 3.0e9;
+    use super::{us_cycles, Knob};
+    /// fork(): 40–120 µs. A knob of gitsource, whose chain of short processes it paces.
+    pub const FORK_US: Knob = Knob::new(
+        "fork_us",
+        "us",
+        80.0,
+        0.0,
+        10_000.0,
+        "fork() of a small process, charged to the parent, µs at 3 GHz",
+    )
+    .uncertain(40.0, 120.0, "estimate: fork() of a shell copies its page tables and mm, 40–120 µs at ~3 GHz");
+    pub const FORK_CYCLES: f64 = us_cycles(FORK_US.default);
+    /// execve + dynamic link + page faults of a small binary: 200–600 µs. A knob of gitsource.
+    pub const EXEC_US: Knob = Knob::new(
+        "exec_us",
+        "us",
+        400.0,
+        0.0,
+        100_000.0,
+        "execve, dynamic linking and first page faults of a small binary, µs at 3 GHz",
+    )
+    .uncertain(
+        200.0,
+        600.0,
+        "estimate: execve of a small dynamically linked binary with its page faults, 200–600 µs",
+    );
+    pub const EXEC_CYCLES: f64 = us_cycles(EXEC_US.default);
     /// exit + reap: 20–60 µs.
     pub const EXIT_CYCLES: f64 = 40e-6 * 3.0e9;
 }
@@ -91,23 +135,65 @@ pub mod nbench {
 
 /// tbench: each loadfile operation is one request/response on loopback TCP (A1).
 pub mod tbench {
+    use super::Knob;
     /// Client side per operation (send syscall, TCP tx, loopback rx softirq, receive of the
     /// reply): 3–8 µs (A1 `c_cli` [EST]). Calibrate against 1-client tbench MB/s at a
     /// pinned frequency.
-    pub const CLIENT_CYCLES: f64 = 5e-6 * 3.0e9;
+    pub const CLIENT_US: Knob = Knob::new(
+        "client_us",
+        "us",
+        5.0,
+        0.0,
+        1000.0,
+        "client work per loadfile operation besides the copies (send, loopback softirq, receive), µs at 3 GHz",
+    )
+    .uncertain(
+        3.0,
+        8.0,
+        "estimate: a small loopback TCP send with its receive softirq and the receive of the reply, 3–8 µs at ~3 GHz; \
+         not calibrated (1-client tbench at a pinned frequency would)",
+    );
     /// Server side per operation (tbench_srv: read header and payload, write the reply):
     /// 3–8 µs (A1 `c_srv` [EST]).
-    pub const SERVER_CYCLES: f64 = 5e-6 * 3.0e9;
+    pub const SERVER_US: Knob = Knob::new(
+        "server_us",
+        "us",
+        5.0,
+        0.0,
+        1000.0,
+        "tbench_srv work per loadfile operation besides the copies (read the request, write the reply), µs at 3 GHz",
+    )
+    .uncertain(
+        3.0,
+        8.0,
+        "estimate: tbench_srv's read of the request and loopback TCP write of the reply, 3–8 µs at ~3 GHz; \
+         not calibrated",
+    );
     /// Copy cost per byte moved, charged to each side for the bytes it sends or receives:
     /// 0.5 ns/byte (A1 [EST]).
-    pub const COPY_CYCLES_PER_BYTE: f64 = 0.5e-9 * 3.0e9;
+    pub const COPY_NS_PER_BYTE: Knob = Knob::new(
+        "copy_ns_per_byte",
+        "ns/byte",
+        0.5,
+        0.0,
+        100.0,
+        "copy cost of each byte a side sends or receives, ns at 3 GHz",
+    )
+    .uncertain(
+        0.12,
+        1.0,
+        "estimate, no range published: from the loopback copy measured on the campaign's Haswell (netperf's \
+         0.12 ns/byte, docs/validation.md, calibrated constants) to twice the 0.5 ns/byte estimate",
+    );
 }
 
 /// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config) (A1).
 pub mod dbench {
+    use super::Knob;
     /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs (A1 `c_vfs` [EST];
     /// creates, renames and unlinks at the top, stat-like queries at the bottom). Calibrate
     /// against the per-operation AvgLat table of a 1-client dbench run at a pinned frequency.
+    /// dbench4 scales them all by its knob [`METADATA_SCALE`].
     pub const METADATA_CYCLES: [(&str, f64); 12] = [
         ("NTCreateX", 8e-6 * 3.0e9),
         ("Close", 3e-6 * 3.0e9),
@@ -151,9 +237,41 @@ pub mod dbench {
         true
     }
 
+    /// A factor on every [`METADATA_CYCLES`] cost, a knob of dbench4: the costs are one
+    /// estimate, uncertain together.
+    pub const METADATA_SCALE: Knob = Knob::new(
+        "metadata_scale",
+        "x",
+        1.0,
+        0.0,
+        100.0,
+        "factor on the VFS work of every metadata operation (2–10 µs each at 3 GHz)",
+    )
+    .uncertain(
+        0.5,
+        2.0,
+        "estimate: a create, unlink or rename on XFS 8–10 µs, a stat-like query 2–4 µs at ~3 GHz; not \
+         calibrated (the AvgLat table of a 1-client dbench run at a pinned frequency would)",
+    );
+
     /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (A1 `c_vfs` [EST]).
-    pub const IO_BASE_CYCLES: f64 = 1e-6 * 3.0e9;
-    pub const IO_CYCLES_PER_BYTE: f64 = 0.3e-9 * 3.0e9;
+    pub const IO_US: Knob =
+        Knob::new("io_us", "us", 1.0, 0.0, 1000.0, "VFS work of a ReadX or WriteX besides its copy, µs at 3 GHz")
+            .uncertain(0.5, 2.0, "estimate: a buffered read() or write() system call on a cached file, about 1 µs");
+    pub const IO_NS_PER_BYTE: Knob = Knob::new(
+        "io_ns_per_byte",
+        "ns/byte",
+        0.3,
+        0.0,
+        100.0,
+        "copy between the page cache and the client's buffer per byte, ns at 3 GHz",
+    )
+    .uncertain(
+        0.12,
+        0.5,
+        "estimate: from the user-space copy measured on the campaign's Haswell (0.12 ns/byte, \
+         docs/validation.md, netperf) to twice the page cache's 0.25 ns/byte estimate",
+    );
 
     /// The operations that change metadata, each an XFS transaction whose changes go to the
     /// log (the others read, or dirty the page cache only).
@@ -163,16 +281,37 @@ pub mod dbench {
     /// the 10 MiB log, the passes of the 5.5-rc7 runs on an 8-CPU machine (LKML, commit
     /// 52262ee567ad) peak at 8–32 clients, so the log stops holding every client's last pass
     /// near 12 clients: 10 MiB / 12 clients / 843 transactions a pass ≈ 1 KiB.
-    pub const LOGGED_BYTES_PER_TRANSACTION: f64 = 1024.0;
+    pub const LOGGED_KIB: Knob =
+        Knob::new("logged_kib", "KiB", 1.0, 0.01, 1024.0, "XFS log space one metadata transaction takes").uncertain(
+            0.4,
+            1.5,
+            "calibrated: Linux 5.5-rc7 dbench4 passes on an 8-CPU machine peak at 8–32 clients (LKML, commit \
+         52262ee567ad), so the 10 MiB log holds every client's pass up to 8–32 clients: 1.5–0.4 KiB a \
+         transaction (docs/validation.md, calibrated constants)",
+        );
     /// xfsaild's time to write back one transaction's changes in place, serially: 10.8 µs
     /// [CAL] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
     /// 48-CPU one, whatever their CPUs and disks (the model gives 463 and 460 ms).
-    pub const WRITEBACK_NS_PER_TRANSACTION: f64 = 10_800.0;
+    pub const WRITEBACK_US: Knob = Knob::new(
+        "writeback_us",
+        "us",
+        10.8,
+        0.0,
+        10_000.0,
+        "xfsaild's time to write one transaction's changes back in place, freeing its log space",
+    )
+    .uncertain(
+        10.0,
+        12.0,
+        "calibrated: the 64-client dbench4 passes of Linux 5.5-rc7, 469 ms on an 8-CPU machine and 479 ms on \
+         a 48-CPU one (LKML, commit 52262ee567ad; docs/validation.md, calibrated constants)",
+    );
 }
 
 /// netperf over loopback (A5). Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
 /// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
 pub mod netperf {
+    use super::Knob;
     /// TCP send syscall and protocol tx of a small segment: 3–6 µs (A5 `c_tx` [EST]).
     pub const TCP_TX_CYCLES: f64 = 4e-6 * 3.0e9;
     /// Loopback receive softirq, charged to the sending CPU: 2–4 µs (A5 `c_softirq` [EST]).
@@ -180,22 +319,58 @@ pub mod netperf {
     /// recv syscall of a small TCP message: [EST] 1.5 µs (part of A5's 3–6 µs per side).
     pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
     /// UDP send: no connection state or ACK. [CAL] With the softirq below, 2.59 µs per
-    /// datagram and `COPY_CYCLES_PER_BYTE`: the sender's time per datagram on the campaign's
+    /// datagram and `COPY_NS_PER_BYTE`: the sender's time per datagram on the campaign's
     /// own Haswell (2 × E5-2670 v3, Linux 5.5, the saturated sender at its 3.1 GHz turbo) in
     /// Mel Gorman's UDP_STREAM runs (LKML, "ACPI _CST introduced performance regresions on
     /// Haswll", October 2020): 193–203 Mbit/s at 64 bytes, 2,994–3,060 at 1,024 and
     /// 28,540–29,190 at 16,384, every size's received rate equal to the sent one. A line
     /// through the three sizes gives 2.59 µs + 0.12 ns/byte; split between the send and the
-    /// softirq in A5's 3 : 2 (A5's estimates, 3 and 2 µs, ran half as fast).
-    pub const UDP_TX_CYCLES: f64 = 1.55e-6 * 3.0e9;
-    /// UDP loopback receive softirq, charged to the sending CPU: [CAL] see `UDP_TX_CYCLES`.
-    pub const UDP_SOFTIRQ_CYCLES: f64 = 1.04e-6 * 3.0e9;
+    /// softirq in A5's 3 : 2 (A5's estimates, 3 and 2 µs, ran half as fast). Both run on the
+    /// sender's CPU, so only their sum matters; each knob's range is the sum's.
+    pub const UDP_SEND_US: Knob =
+        Knob::new("udp_send_us", "us", 1.55, 0.0, 1000.0, "UDP sendto of a datagram besides its copy, µs at 3 GHz")
+            .uncertain(1.4, 1.7, UDP_SENDER_SOURCE);
+    /// UDP loopback receive softirq, charged to the sending CPU: [CAL] see `UDP_SEND_US`.
+    pub const UDP_SOFTIRQ_US: Knob = Knob::new(
+        "udp_softirq_us",
+        "us",
+        1.04,
+        0.0,
+        1000.0,
+        "loopback receive softirq of a UDP datagram, on the sender's CPU, µs at 3 GHz",
+    )
+    .uncertain(0.94, 1.14, UDP_SENDER_SOURCE);
+    /// The calibration of the UDP sender's costs, and their range: ±10%, for the sender's clock
+    /// (taken as the 3.1 GHz single-core turbo) and the 3 : 2 split.
+    const UDP_SENDER_SOURCE: &str = "calibrated: Mel Gorman's UDP_STREAM runs on a 2 × E5-2670 v3 at Linux 5.5 \
+        (LKML, October 2020) put the sender at 2.59 µs + 0.12 ns/byte per datagram, split 3 : 2 between the send \
+        and the softirq; ±10% for the turbo clock assumed (docs/validation.md, calibrated constants)";
     /// UDP recvfrom: [EST] 1 µs.
-    pub const UDP_RX_CYCLES: f64 = 1e-6 * 3.0e9;
+    pub const UDP_RECV_US: Knob =
+        Knob::new("udp_recv_us", "us", 1.0, 0.0, 1000.0, "UDP recvfrom of a datagram besides its copy, µs at 3 GHz")
+            .uncertain(
+                0.5,
+                2.0,
+                "estimate: a recvfrom system call, about 1 µs; the Haswell runs lost no datagram, so the \
+                 receiver kept up with a 2.59 µs sender (docs/validation.md, calibrated constants)",
+            );
     /// Copy per byte, each side (`copy_from_user` on the sender, `copy_to_user` on the
     /// receiver, of TCP and UDP alike): [CAL] 0.12 ns/byte, the slope of the Haswell sender's
-    /// time per datagram over the sizes (`UDP_TX_CYCLES`); A5 estimated 0.25–0.4.
-    pub const COPY_CYCLES_PER_BYTE: f64 = 0.12e-9 * 3.0e9;
+    /// time per datagram over the sizes (`UDP_SEND_US`); A5 estimated 0.25–0.4.
+    pub const COPY_NS_PER_BYTE: Knob = Knob::new(
+        "copy_ns_per_byte",
+        "ns/byte",
+        0.12,
+        0.0,
+        100.0,
+        "copy to or from user space per byte, each side, ns at 3 GHz",
+    )
+    .uncertain(
+        0.1,
+        0.14,
+        "calibrated: the slope of the UDP_STREAM sender's time per datagram over 64, 1,024 and 16,384 bytes on a \
+         2 × E5-2670 v3 (Mel Gorman, LKML, October 2020; docs/validation.md, calibrated constants)",
+    );
     /// TCP_STREAM per send call: [CAL] 0.78 µs, with `STREAM_SEGMENT_CYCLES_PER_BYTE` and the
     /// copy, the sender's time per send on the campaign's own Haswell (2 × E5-2670 v3, Linux
     /// 5.5-rc1, the saturated sender at its 3.1 GHz turbo) in Mel Gorman's netperf-tcp runs
@@ -203,16 +378,46 @@ pub mod netperf {
     /// December 2019, the baseline kernel): 667 Mbit/s at 64 bytes, 8,124 at 1,024 and 30,063
     /// at 16,384 (nine sizes). A line through the nine gives 0.78 µs + 0.21 ns/byte; A5 had
     /// estimated 2–4 µs, too dear for a send that mostly appends to a corked segment.
-    pub const STREAM_SEND_CYCLES: f64 = 0.78e-6 * 3.0e9;
+    pub const STREAM_SEND_US: Knob = Knob::new(
+        "stream_send_us",
+        "us",
+        0.78,
+        0.0,
+        1000.0,
+        "TCP_STREAM send call besides its copy and segments, µs at 3 GHz",
+    )
+    .uncertain(0.7, 0.86, TCP_SENDER_SOURCE);
     /// TCP_STREAM's loopback segments (up to 64 KiB each), transmitted and received in the
-    /// sender's softirq, per byte: [CAL] 0.09 ns/byte, the slope of `STREAM_SEND_CYCLES`'s
-    /// line less the copy (`COPY_CYCLES_PER_BYTE`).
-    pub const STREAM_SEGMENT_CYCLES_PER_BYTE: f64 = 0.09e-9 * 3.0e9;
+    /// sender's softirq, per byte: [CAL] 0.09 ns/byte, the slope of `STREAM_SEND_US`'s
+    /// line less the copy (`COPY_NS_PER_BYTE`).
+    pub const STREAM_SEGMENT_NS_PER_BYTE: Knob = Knob::new(
+        "stream_segment_ns_per_byte",
+        "ns/byte",
+        0.09,
+        0.0,
+        100.0,
+        "TCP_STREAM loopback segments' transmit and receive per byte, on the sender's CPU, ns at 3 GHz",
+    )
+    .uncertain(0.07, 0.11, TCP_SENDER_SOURCE);
+    /// The calibration of the TCP_STREAM sender's costs, and their range: ±10%, the sizes'
+    /// spread about the line and the sender's clock.
+    const TCP_SENDER_SOURCE: &str = "calibrated: Mel Gorman's netperf-tcp runs on a 2 × E5-2670 v3 at Linux \
+        5.5-rc1 (LKML, December 2019) put the sender at 0.78 µs + 0.21 ns/byte per send, less the 0.12 ns/byte \
+        copy; ±10% for the sizes' spread about that line (up to 6%) and the turbo clock assumed \
+        (docs/validation.md, calibrated constants)";
     /// TCP_STREAM per recv call on the receiver (MMTests passes `-M` = the send size, so one
     /// message per call): [EST] 0.6 µs, a system call and `tcp_recvmsg` taking what is queued,
     /// about the cost of the send's fixed part. A5's 1.5 µs would cap the receiver at 340
     /// Mbit/s at 64 bytes, half the measured rate.
-    pub const STREAM_RECV_CYCLES: f64 = 0.6e-6 * 3.0e9;
+    pub const STREAM_RECV_US: Knob =
+        Knob::new("stream_recv_us", "us", 0.6, 0.0, 1000.0, "TCP_STREAM recv call besides its copy, µs at 3 GHz")
+            .uncertain(
+                0.4,
+                0.75,
+                "estimate: a recv system call taking what is queued, about the send's fixed part; above ~0.75 µs the \
+         receiver could not keep up with the 667 Mbit/s measured at 64 bytes (docs/validation.md, calibrated \
+         constants)",
+            );
     /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned (A5 [EST]); the
     /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
     pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
@@ -239,21 +444,65 @@ pub mod netperf {
 /// pgbench against a local PostgreSQL (A4). Calibrate against single-client TPS
 /// at a pinned frequency.
 pub mod pgbench {
+    use super::Knob;
     /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs (A4 RO `c_srv` [EST]).
-    pub const RO_SELECT_CYCLES: f64 = 25e-6 * 3.0e9;
+    pub const SELECT_US: Knob = Knob::new(
+        "select_us",
+        "us",
+        25.0,
+        0.0,
+        10_000.0,
+        "backend work of a select-only transaction's SELECT (parse, plan, execute), µs at 3 GHz",
+    )
+    .uncertain(
+        15.0,
+        40.0,
+        "estimate: PostgreSQL's parse, plan and execute of one indexed SELECT, 15–40 µs at ~3 GHz; \
+         sweeps against the campaign keep 25 (docs/validation.md, calibrated constants)",
+    );
     /// tpcb-like statements (BEGIN, UPDATE accounts, SELECT, UPDATE tellers, UPDATE branches,
-    /// INSERT history, END): 10–40 µs each (A4 RW `c_srv` [EST]).
+    /// INSERT history, END): 10–40 µs each (A4 RW `c_srv` [EST]); scaled together by the
+    /// [`RW_SCALE`] knob.
     pub const RW_STATEMENT_CYCLES: [f64; 7] =
         [8e-6 * 3.0e9, 30e-6 * 3.0e9, 15e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 15e-6 * 3.0e9];
     /// pgbench client side per statement (build, send, poll, parse reply): 3–8 µs
     /// (A4 `c_client_stmt` [EST]), the bottom of the range. MMTests' later `-j` rule (CPUs /
     /// nodes / 8 threads) gives each thread at least 8 CPUs' worth of backends, which it keeps
-    /// busy only if a statement costs it at most an eighth of `RO_SELECT_CYCLES`. The
+    /// busy only if a statement costs it at most an eighth of `SELECT_US`. The
     /// intel-invariance evaluation agrees: its pgbench-ro draws more package power than
     /// kernbench on all three machines, where at the top of the range MMTests' two pgbench
     /// threads of the time (`-j` = NUMA nodes) bound the Xeons' throughput with most CPUs
     /// idle (docs/validation.md, calibrated constants).
-    pub const CLIENT_STATEMENT_CYCLES: f64 = 3e-6 * 3.0e9;
+    pub const CLIENT_US: Knob = Knob::new(
+        "client_us",
+        "us",
+        3.0,
+        0.0,
+        10_000.0,
+        "pgbench thread work per statement (build, send, poll, parse the reply), µs at 3 GHz",
+    )
+    .uncertain(
+        3.0,
+        8.0,
+        "estimate 3–8 µs per statement at ~3 GHz; the bottom is kept because pgbench-ro drew more package \
+         power than kernbench on all three machines of the campaign (docs/validation.md, calibrated constants)",
+    );
+    /// A factor on every [`RW_STATEMENT_CYCLES`] cost, a knob of pgbench: one estimate,
+    /// uncertain together.
+    pub const RW_SCALE: Knob = Knob::new(
+        "rw_scale",
+        "x",
+        1.0,
+        0.0,
+        100.0,
+        "factor on the backend work of the tpcb-like statements (8–30 µs each at 3 GHz)",
+    )
+    .uncertain(
+        0.5,
+        2.0,
+        "estimate: PostgreSQL's tpcb-like statements 10–40 µs each at ~3 GHz, around the 20 µs mean of the \
+         defaults; not calibrated (single-client read-write TPS at a pinned frequency would)",
+    );
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
     /// mean [EST], inside A4's ranges. Each SELECT walks to a different row and buffer, so no
     /// two round trips cost the same; with fixed costs the closed loop locks into one
@@ -302,14 +551,30 @@ pub const REF_HZ: f64 = 3.0e9;
 /// the build is almost all parallel work on two cores at their top turbo, and 21.2 s at 160
 /// jobs on 80 CPUs, where the serial start and link are a third of it.
 pub mod kernbench {
-    use super::REF_HZ;
+    use super::{Knob, REF_HZ};
     /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 (A2 `N_units` [EST]);
     /// count the `CC` lines of a real build.
     pub const UNITS_REAL: f64 = 2700.0;
     /// cc1 work per unit, lognormal: median 0.1 s at 4 GHz [CAL] (mean 0.15 s with the σ
     /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. A2's
-    /// estimate, 0.35–0.5 s, made that build 1,200 s.
+    /// estimate, 0.35–0.5 s, made that build 1,200 s. Scaled by the [`COMPILE_SCALE`] knob.
     pub const CC1_MEDIAN_CYCLES: f64 = 0.1 * 4.0e9;
+    /// A factor on the compilers' work (cc1 and as, [`CC1_MEDIAN_CYCLES`]), a knob of
+    /// kernbench.
+    pub const COMPILE_SCALE: Knob = Knob::new(
+        "compile_scale",
+        "x",
+        1.0,
+        0.0,
+        100.0,
+        "factor on the work of every cc1 and as (median 0.1 s a unit at 4 GHz)",
+    )
+    .uncertain(
+        0.85,
+        1.15,
+        "calibrated on Broadwell's published 284 s at 2 jobs under invariant schedutil; the table's other cells \
+         came out at 0.85–1.01 of the published (docs/validation.md, calibrated constants)",
+    );
     /// σ of ln(cc1 work): 0.8–1.0 (A2 `W_cc1` [EST]; its tail to ~10 s goes with A2's median,
     /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
@@ -328,8 +593,24 @@ pub mod kernbench {
     pub const MEM_FRAC: f64 = 0.15;
     /// Serial startup: 2.25 s in all [CAL], shared among [`START_PROCS`] steps. A2 estimates
     /// 3–8 s, as for a tree fresh from `mrproper`; start and link are scaled by one factor
-    /// (0.45) to the 160-job Elapsed.
+    /// (0.45) to the 160-job Elapsed. Both scaled by the [`SERIAL_SCALE`] knob.
     pub const START_CYCLES: f64 = 2.25 * REF_HZ;
+    /// A factor on the serial start and link ([`START_CYCLES`], [`LINK_STEPS_CYCLES`]), a knob
+    /// of kernbench.
+    pub const SERIAL_SCALE: Knob = Knob::new(
+        "serial_scale",
+        "x",
+        1.0,
+        0.0,
+        100.0,
+        "factor on the build's serial start (2.25 s at 3 GHz) and link chain (4.5 s)",
+    )
+    .uncertain(
+        0.75,
+        1.25,
+        "calibrated on one published cell, Broadwell's 21.2 s at 160 jobs, where start and link are a third; \
+         their steps are estimated (docs/validation.md, calibrated constants)",
+    );
     /// Steps of the serial startup: [EST] 5. MMTests (2019) times each build after a warm-up
     /// build and `make clean`, which keeps the host tools, the configuration and the generated
     /// headers (only `mrproper` removes them), so a timed build starts with make's parse of the
@@ -349,16 +630,37 @@ pub mod kernbench {
 /// the total against the measured Elapsed of the full suite, or against Doug Smythies'
 /// PIDs-per-second figures (~1780 PIDs/s with `performance` on an i5-9600K, A3).
 pub mod gitsource {
-    use super::REF_HZ;
+    use super::Knob;
     /// Processes started by the whole suite: 10^5–10^6 (A3 `N_tasks` [EST]).
     pub const TASKS_REAL: f64 = 3.0e5;
     /// Work of one command besides fork/exec/exit: lognormal, median 0.3 ms at f_max ~4 GHz
-    /// (A3 `W_i` [EST]).
-    pub const WORK_MEDIAN_CYCLES: f64 = 0.3e-3 * 4.0e9;
+    /// (A3 `W_i` [EST]), 400 µs at the 3 GHz reference.
+    pub const WORK_MEDIAN_US: Knob = Knob::new(
+        "work_us",
+        "us",
+        400.0,
+        0.0,
+        1e6,
+        "median work of one command besides fork, exec and exit (lognormal, σ_log 1), µs at 3 GHz",
+    )
+    .uncertain(
+        200.0,
+        600.0,
+        "estimate: a git or coreutils command of git's test suite, median 0.3 ms at ~4 GHz; not calibrated \
+         (the Elapsed of the whole suite, or Doug Smythies' processes a second, would)",
+    );
     /// σ of ln(command work): 1.0 (A3 `W_i` [EST]).
     pub const WORK_SIGMA_LOG: f64 = 1.0;
     /// Shell interpretation between two commands: 30–100 µs (A3 `w_parent` [EST]).
-    pub const PARENT_CYCLES: f64 = 60e-6 * REF_HZ;
+    pub const PARENT_US: Knob = Knob::new(
+        "shell_us",
+        "us",
+        60.0,
+        0.0,
+        1e6,
+        "the shell's work between two commands (interpreting the test script), µs at 3 GHz",
+    )
+    .uncertain(30.0, 100.0, "estimate: sh interpreting a line or two of a test script, 30–100 µs at ~3 GHz");
     /// Share of commands that are pipelines of 2–3 processes (A3 `p_pipe` 0.1 [EST]) ...
     pub const PIPE_FRAC: f64 = 0.1;
     /// ... of which this share has three stages ([EST]: A3 gives k = 2..3, taken as even).

@@ -16,6 +16,8 @@
 //! `W_i` is lognormal (median 0.3 ms at ~4 GHz, σ 1.0), binned (see `sample`). fork is
 //! charged to the shell, exec and exit to the child (`estimates::kernel`); the child notifies
 //! the shell while still current, as `do_exit` does. The run ends after the last command.
+//! The command's work, the shell's, fork and exec are knobs (`work_us`, `shell_us`, `fork_us`,
+//! `exec_us`), their defaults and ranges declared in `estimates`.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan of the chain. `commands` scales
 //! the suite; the real `make test` starts about 3·10^5 processes. Shortcomings: no test-suite
@@ -24,7 +26,7 @@
 
 use std::rc::Rc;
 
-use super::estimates::{gitsource as est, kernel};
+use super::estimates::{gitsource as est, kernel, us_cycles};
 use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
@@ -36,16 +38,31 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     metric: "elapsed",
     unit: "s",
     better: Better::Lower,
-    knobs: &[Knob::new(
-        "commands",
-        "processes",
-        2000.0,
-        1.0,
-        1e7,
-        "commands run by the shell; the full suite starts ~300000 processes",
-    )
-    .integer()],
-    build: |k: &KnobValues| Box::new(Gitsource { commands: k.get_u64("commands") as usize }),
+    knobs: &[
+        Knob::new(
+            "commands",
+            "processes",
+            2000.0,
+            1.0,
+            1e7,
+            "commands run by the shell; the full suite starts ~300000 processes",
+        )
+        .integer(),
+        est::WORK_MEDIAN_US,
+        est::PARENT_US,
+        kernel::FORK_US,
+        kernel::EXEC_US,
+    ],
+    build: |k: &KnobValues| {
+        let us = |knob: &Knob| us_cycles(k.get(knob.name));
+        let costs = Costs {
+            work_median: us(&est::WORK_MEDIAN_US),
+            shell: us(&est::PARENT_US),
+            fork: us(&kernel::FORK_US),
+            exec: us(&kernel::EXEC_US),
+        };
+        Box::new(Gitsource { commands: k.get_u64("commands") as usize, costs })
+    },
 };
 
 /// Bins of the command work distribution.
@@ -81,6 +98,17 @@ fn program(kind: Kind, bin: usize) -> u32 {
 
 struct Gitsource {
     commands: usize,
+    costs: Costs,
+}
+
+/// The knobs' work, in cycles: the median of a command's own, the shell's per command, a
+/// fork (charged to the shell) and an exec.
+#[derive(Clone, Copy)]
+struct Costs {
+    work_median: f64,
+    shell: f64,
+    fork: f64,
+    exec: f64,
 }
 
 /// Commands built at a time (see `pieces`).
@@ -107,11 +135,11 @@ fn commands(n: usize, piece: usize) -> Vec<Command> {
 }
 
 /// The shell's part of one command: fork its children, wait for each, count it.
-fn shell_command(sh: &mut Vec<Op>, cmd: Command) {
+fn shell_command(sh: &mut Vec<Op>, cmd: Command, costs: &Costs) {
     let fork = |sh: &mut Vec<Op>, program: u32| {
-        sh.extend([fixed(kernel::FORK_CYCLES), Op::Spawn { program, count: 1 }]);
+        sh.extend([fixed(costs.fork), Op::Spawn { program, count: 1 }]);
     };
-    sh.push(fixed(est::PARENT_CYCLES));
+    sh.push(fixed(costs.shell));
     let children = match cmd {
         Command::Single { bin, io } => {
             fork(sh, program(if io { Kind::SingleIo } else { Kind::Single }, bin));
@@ -141,8 +169,8 @@ fn fixed(cycles: f64) -> Op {
 }
 
 /// A child: exec, `body`, exit after telling the shell.
-fn child(body: Vec<Op>) -> Rc<[Op]> {
-    let mut p = vec![Op::Exec, fixed(kernel::EXEC_CYCLES)];
+fn child(body: Vec<Op>, exec_cycles: f64) -> Rc<[Op]> {
+    let mut p = vec![Op::Exec, fixed(exec_cycles)];
     p.extend(body);
     p.extend([fixed(kernel::EXIT_CYCLES), Op::Post { ch: CHILD_CH, sync: false }, Op::Exit]);
     p.into()
@@ -150,16 +178,18 @@ fn child(body: Vec<Op>) -> Rc<[Op]> {
 
 impl Workload for Gitsource {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
-        let sh = pieces::program(self.commands, COMMANDS_PER_PIECE, vec![Op::Exit], |piece, steps, sh| {
+        let costs = self.costs;
+        let sh = pieces::program(self.commands, COMMANDS_PER_PIECE, vec![Op::Exit], move |piece, steps, sh| {
             for cmd in commands(steps.len(), piece) {
-                shell_command(sh, cmd);
+                shell_command(sh, cmd, &costs);
             }
         });
         vec![TaskSpec::new("sh", sh)]
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        let work = sample::lognormal(BINS, est::WORK_MEDIAN_CYCLES, est::WORK_SIGMA_LOG);
+        let work = sample::lognormal(BINS, self.costs.work_median, est::WORK_SIGMA_LOG);
+        let child = |body| child(body, self.costs.exec);
         let half = |b: usize| cpu(sample::scaled(work[b], 0.5));
         let write =
             Op::Io { dev: 0, service_ns: Amount::Uniform(est::IO_NS.0, est::IO_NS.1), transfer_ns: Amount::ZERO };

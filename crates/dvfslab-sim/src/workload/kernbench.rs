@@ -17,7 +17,8 @@
 //! Metric: Elapsed in seconds (lower is better), the makespan, as MMTests parses `time`.
 //! `units` scales the whole build: the startup and link are scaled by
 //! `units / 2700`, so the serial share stays that of the real build; `units=2700` is the
-//! full defconfig build. Shortcomings: the units are one flat pool (no directory sub-makes or
+//! full defconfig build. `compile_scale` and `serial_scale` scale the compilers' work and the
+//! serial start and link, the calibrated costs (`estimates::kernbench`). Shortcomings: the units are one flat pool (no directory sub-makes or
 //! `built-in.a` archives), a recipe leaves out `rm`, `mv` and objtool's per-object check
 //! (x86-64's default ORC unwinder selects stack validation), no module builds, no I/O;
 //! per-unit work comes from a binned lognormal (see `sample`).
@@ -40,8 +41,17 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Knob::new("jobs", "jobs", 0.0, 0.0, 4096.0, "make -j job slots (0 = number of CPUs)").integer(),
         Knob::new("units", "units", 64.0, 1.0, 100_000.0, "compilation units; 2700 = a full defconfig vmlinux")
             .integer(),
+        est::COMPILE_SCALE,
+        est::SERIAL_SCALE,
     ],
-    build: |k: &KnobValues| Box::new(Kernbench { jobs: k.get_u64("jobs") as u32, units: k.get_u64("units") as usize }),
+    build: |k: &KnobValues| {
+        Box::new(Kernbench {
+            jobs: k.get_u64("jobs") as u32,
+            units: k.get_u64("units") as usize,
+            compile_scale: k.get(est::COMPILE_SCALE.name),
+            serial_scale: k.get(est::SERIAL_SCALE.name),
+        })
+    },
 };
 
 /// Bins of the cc1 work distribution.
@@ -55,6 +65,9 @@ const PROGRESS: u16 = 0;
 struct Kernbench {
     jobs: u32,
     units: usize,
+    /// Factors on the compilers' work and on the serial start and link.
+    compile_scale: f64,
+    serial_scale: f64,
 }
 
 fn run(cycles: f64) -> Op {
@@ -121,7 +134,7 @@ impl Workload for Kernbench {
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES, est::CC1_SIGMA_LOG);
+        let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
         let done = Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 });
         let mut p: Vec<Rc<[Op]>> = Vec::new();
         for (u, b) in sample::layout(self.units, BINS, 0).into_iter().enumerate() {
@@ -142,9 +155,10 @@ impl Workload for Kernbench {
             p.push(process(vec![Op::Run { cycles: as_work, mem_frac: est::MEM_FRAC }], gcc_ch));
             p.push(process(vec![run(est::FIXDEP_CYCLES)], sh_ch));
         }
-        p.push(process(vec![run(est::START_CYCLES * self.scale() / self.start_procs() as f64)], MAKE_CH));
+        let serial = self.serial_scale;
+        p.push(process(vec![run(est::START_CYCLES * serial * self.scale() / self.start_procs() as f64)], MAKE_CH));
         for &w in &est::LINK_STEPS_CYCLES {
-            p.push(process(vec![run(w * self.scale()), done.clone()], MAKE_CH));
+            p.push(process(vec![run(w * serial * self.scale()), done.clone()], MAKE_CH));
         }
         p
     }

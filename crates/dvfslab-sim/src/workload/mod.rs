@@ -290,6 +290,24 @@ pub const COMMON_KNOBS: &[Knob] = &[
         "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers); 0 = none",
     ),
     Knob::new("kthread_us", "us", 20.0, 1.0, 10_000.0, "work of each background wake-up, as time at base frequency"),
+    Knob::new(
+        "phase_us",
+        "us",
+        0.0,
+        0.0,
+        1e7,
+        "each task the workload starts with begins after a delay drawn uniformly in [0, phase_us) from the run's \
+         seed, as a real machine's tasks never start together; 0 = all at their start",
+    ),
+    Knob::new(
+        "work_jitter_pct",
+        "%",
+        0.0,
+        0.0,
+        90.0,
+        "the work of every run segment of the workload's tasks is multiplied by a factor drawn uniformly in \
+         [1 - p/100, 1 + p/100] from the run's seed (requests never cost quite the same); 0 = none",
+    ),
 ];
 
 /// What a workload spec's common knobs ask for; the defaults for rt-app files, workloads
@@ -299,6 +317,10 @@ pub struct Common {
     pub warmup_ns: u64,
     pub kthread_hz: f64,
     pub kthread_us: f64,
+    /// Start phases of the workload's first tasks: delays uniform in `[0, phase_ns)`.
+    pub phase_ns: f64,
+    /// Work jitter: every run segment's work times a factor uniform in `[1 - j, 1 + j]`.
+    pub work_jitter: f64,
 }
 
 /// The common knobs of workload spec `text`.
@@ -315,6 +337,8 @@ pub fn common(text: &str) -> Result<Common> {
         warmup_ns: (values.get("warmup_ms") * 1e6) as u64,
         kthread_hz: values.get("kthread_hz"),
         kthread_us: values.get("kthread_us"),
+        phase_ns: values.get("phase_us") * 1000.0,
+        work_jitter: values.get("work_jitter_pct") / 100.0,
     })
 }
 
@@ -436,7 +460,51 @@ mod tests {
                     assert!((k.min..=k.max).contains(&v), "{} {}: {v}", info.name, k.name);
                     assert!(!k.integer || v.fract() == 0.0, "{} {}: {v}", info.name, k.name);
                 }
+                // An uncertain constant's range holds its default and lies within what the
+                // knob accepts, so that every value drawn from it is a valid spec.
+                if let Some(u) = k.uncertainty {
+                    let what = format!("{} {}: range [{}, {}]", info.name, k.name, u.lo, u.hi);
+                    assert!(u.lo < u.hi, "{what}");
+                    assert!((u.lo..=u.hi).contains(&k.default), "{what}, default {}", k.default);
+                    assert!(k.min <= u.lo && u.hi <= k.max, "{what}, knob [{}, {}]", k.min, k.max);
+                    assert!(!u.source.trim().is_empty(), "{what}: no source");
+                }
             }
         }
     }
+
+    #[test]
+    fn no_workload_knob_shares_a_name_with_another_or_a_common_one() {
+        for info in REGISTRY {
+            let names: Vec<&str> = info.knobs.iter().chain(COMMON_KNOBS).map(|k| k.name).collect();
+            for (i, name) in names.iter().enumerate() {
+                assert!(!names[..i].contains(name), "{}: knob {name} declared twice", info.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_campaign_workloads_declare_their_costs_uncertain() {
+        for name in ["pgbench", "netperf", "tbench", "dbench4", "kernbench", "gitsource"] {
+            let info = REGISTRY.iter().find(|w| w.name == name).expect("registered");
+            let uncertain = info.knobs.iter().filter(|k| k.uncertainty.is_some()).count();
+            assert!(uncertain >= 2, "{name}: {uncertain} uncertain knobs");
+        }
+        // A cost knob reaches the model: 3 µs more per operation adds 9,000 cycles (at 3 GHz)
+        // to each of the client's loadfile lines.
+        let plat = crate::platform::Platform::from_json(SKYLAKE_JSON, "skylake-e3-1240v5").unwrap();
+        let client_work = |spec: &str| {
+            let (_, w) = parse(spec).unwrap();
+            let client = w.tasks(&plat)[0].program.clone();
+            client
+                .iter()
+                .filter_map(|op| if let Op::Run { cycles, .. } = op { Some(cycles.mean()) } else { None })
+                .sum::<f64>()
+        };
+        let added = client_work("tbench:client_us=8") - client_work("tbench");
+        let lines = estimates::nbench::LOADFILE_OPS as f64;
+        assert!((added / (9000.0 * lines) - 1.0).abs() < 1e-9, "{added} cycles over {lines} lines");
+    }
+
+    const SKYLAKE_JSON: &str = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
 }

@@ -17,12 +17,13 @@
 //! gives: with it both pairs share one socket, which the published UDP watts fit and the TCP
 //! watts do not (docs/validation.md, what the model gets wrong, item 5).
 //!
-//! Costs are `estimates::netperf`. Metric, as netperf reports it: transactions per second for
+//! Costs are `estimates::netperf`, the STREAM tests' knobs (the RR tests' costs are fixed).
+//! Metric, as netperf reports it: transactions per second for
 //! RR, received megabits per second for STREAM (both higher is better).
 
 use std::rc::Rc;
 
-use super::estimates::{ipc, netperf};
+use super::estimates::{ipc, netperf, ns_cycles, us_cycles};
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
@@ -53,6 +54,13 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             "request/response (RR) or send (STREAM) size; 0 = 1 (RR) or 16384 (STREAM)",
         )
         .integer(),
+        netperf::UDP_SEND_US,
+        netperf::UDP_SOFTIRQ_US,
+        netperf::UDP_RECV_US,
+        netperf::COPY_NS_PER_BYTE,
+        netperf::STREAM_SEND_US,
+        netperf::STREAM_SEGMENT_NS_PER_BYTE,
+        netperf::STREAM_RECV_US,
     ],
     build: |k: &KnobValues| {
         let test = match k.get_u64("test") {
@@ -66,7 +74,17 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             (0, _) => 1,
             (s, _) => s,
         };
-        Box::new(Netperf { test, size })
+        let us = |knob: &Knob| us_cycles(k.get(knob.name));
+        let costs = Costs {
+            udp_send: us(&netperf::UDP_SEND_US),
+            udp_softirq: us(&netperf::UDP_SOFTIRQ_US),
+            udp_recv: us(&netperf::UDP_RECV_US),
+            copy_per_byte: ns_cycles(k.get(netperf::COPY_NS_PER_BYTE.name)),
+            stream_send: us(&netperf::STREAM_SEND_US),
+            stream_segment_per_byte: ns_cycles(k.get(netperf::STREAM_SEGMENT_NS_PER_BYTE.name)),
+            stream_recv: us(&netperf::STREAM_RECV_US),
+        };
+        Box::new(Netperf { test, size, costs })
     },
 };
 
@@ -88,6 +106,32 @@ const BACK: u32 = 1;
 struct Netperf {
     test: Test,
     size: u32,
+    costs: Costs,
+}
+
+/// The knobs' costs, in cycles (per byte for the copy and the TCP segments).
+struct Costs {
+    udp_send: f64,
+    udp_softirq: f64,
+    udp_recv: f64,
+    copy_per_byte: f64,
+    stream_send: f64,
+    stream_segment_per_byte: f64,
+    stream_recv: f64,
+}
+
+impl Costs {
+    /// The knobs' defaults.
+    #[cfg(test)]
+    const DEFAULT: Costs = Costs {
+        udp_send: us_cycles(netperf::UDP_SEND_US.default),
+        udp_softirq: us_cycles(netperf::UDP_SOFTIRQ_US.default),
+        udp_recv: us_cycles(netperf::UDP_RECV_US.default),
+        copy_per_byte: ns_cycles(netperf::COPY_NS_PER_BYTE.default),
+        stream_send: us_cycles(netperf::STREAM_SEND_US.default),
+        stream_segment_per_byte: ns_cycles(netperf::STREAM_SEGMENT_NS_PER_BYTE.default),
+        stream_recv: us_cycles(netperf::STREAM_RECV_US.default),
+    };
 }
 
 fn run(cycles: f64) -> Op {
@@ -98,9 +142,9 @@ impl Netperf {
     /// Work of one RR message on each side: (sender: tx + softirq, receiver: rx), with the
     /// payload copied once on each side.
     fn rr_costs(&self) -> (f64, f64) {
-        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        let (c, copy) = (&self.costs, self.size as f64 * self.costs.copy_per_byte);
         match self.test {
-            Test::UdpRr => (netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy, netperf::UDP_RX_CYCLES + copy),
+            Test::UdpRr => (c.udp_send + c.udp_softirq + copy, c.udp_recv + copy),
             _ => (netperf::TCP_TX_CYCLES + netperf::TCP_SOFTIRQ_CYCLES + copy, netperf::TCP_RX_CYCLES + copy),
         }
     }
@@ -126,9 +170,9 @@ impl Netperf {
         if self.test == Test::UdpStream {
             return self.udp_stream();
         }
-        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        let (c, copy) = (&self.costs, self.size as f64 * self.costs.copy_per_byte);
         // The send also carries its share of the loopback segments it transmits and receives.
-        let send = netperf::STREAM_SEND_CYCLES + copy + self.size as f64 * netperf::STREAM_SEGMENT_CYCLES_PER_BYTE;
+        let send = c.stream_send + copy + self.size as f64 * c.stream_segment_per_byte;
         let window_msgs =
             (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
         // The sender starts with a window of credits, then spends one per send.
@@ -137,7 +181,7 @@ impl Netperf {
         sender.extend([Op::Wait { ch: BACK }, run(send), Op::Post { ch: FORWARD, sync: false }, Op::Jump { to: top }]);
         let receiver: Rc<[Op]> = vec![
             Op::Wait { ch: FORWARD },
-            run(netperf::STREAM_RECV_CYCLES + copy),
+            run(c.stream_recv + copy),
             Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
             Op::Post { ch: BACK, sync: false },
             Op::Jump { to: 0 },
@@ -147,20 +191,20 @@ impl Netperf {
     }
 
     fn udp_stream(&self) -> Vec<TaskSpec> {
-        let copy = self.size as f64 * netperf::COPY_CYCLES_PER_BYTE;
+        let (c, copy) = (&self.costs, self.size as f64 * self.costs.copy_per_byte);
         // The receive buffer is charged each datagram's truesize, not its payload, and a
         // datagram is queued while what is already queued does not exceed the buffer: one
         // more than fit whole.
         let buffered = netperf::UDP_RCVBUF_BYTES / netperf::skb_truesize(self.size) + 1;
         let sender: Rc<[Op]> = vec![
-            run(netperf::UDP_TX_CYCLES + netperf::UDP_SOFTIRQ_CYCLES + copy),
+            run(c.udp_send + c.udp_softirq + copy),
             Op::Offer { ch: FORWARD, capacity: buffered },
             Op::Jump { to: 0 },
         ]
         .into();
         let receiver: Rc<[Op]> = vec![
             Op::Wait { ch: FORWARD },
-            run(netperf::UDP_RX_CYCLES + copy),
+            run(c.udp_recv + copy),
             Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
             Op::Jump { to: 0 },
         ]
@@ -197,7 +241,7 @@ mod tests {
     use super::*;
 
     fn offered_capacity(size: u32) -> u32 {
-        let tasks = Netperf { test: Test::UdpStream, size }.udp_stream();
+        let tasks = Netperf { test: Test::UdpStream, size, costs: Costs::DEFAULT }.udp_stream();
         match tasks[0].program.iter().find(|op| matches!(op, Op::Offer { .. })) {
             Some(Op::Offer { capacity, .. }) => *capacity,
             _ => panic!("the UDP_STREAM sender offers its datagrams"),

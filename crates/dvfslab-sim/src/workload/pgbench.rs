@@ -27,8 +27,9 @@
 //!   teller rows per branch, locked one statement earlier, are left out: the branch lock is
 //!   the tighter one.)
 //!
-//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`; every statement's cost,
-//! client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
+//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`, the main ones knobs
+//! (`client_us`, `select_us`, `rw_scale`); every statement's cost, client and backend, is
+//! drawn around its mean (`COST_SPREAD_PCT`).
 //!
 //! Metric: transactions per second over the run (higher is better). MMTests takes the
 //! harmonic mean of 4-second batches after an 8-second warm-up; runs here are shorter than
@@ -40,7 +41,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::disk::{Disk, DEVICE_KNOB};
-use super::estimates::{ipc, pgbench};
+use super::estimates::{ipc, pgbench, us_cycles};
 use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues};
@@ -67,13 +68,21 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         )
         .integer(),
         DEVICE_KNOB,
+        pgbench::CLIENT_US,
+        pgbench::SELECT_US,
+        pgbench::RW_SCALE,
     ],
     build: |k: &KnobValues| {
         let clients = k.get_u64("clients") as u32;
         let rw = k.get_u64("rw") != 0;
         let threads = k.get_u64("threads") as u32;
         let scale = k.get_u64("scale") as u32;
-        Box::new(Pgbench { clients, threads, rw, scale, disk: Disk::from_knob(k.get_u64("device")) })
+        let costs = Costs {
+            client: us_cycles(k.get(pgbench::CLIENT_US.name)),
+            select: us_cycles(k.get(pgbench::SELECT_US.name)),
+            rw_scale: k.get(pgbench::RW_SCALE.name),
+        };
+        Box::new(Pgbench { clients, threads, rw, scale, disk: Disk::from_knob(k.get_u64("device")), costs })
     },
 };
 
@@ -99,6 +108,25 @@ struct Pgbench {
     /// Branch rows (`-s`).
     scale: u32,
     disk: Disk,
+    costs: Costs,
+}
+
+/// Mean work of a statement, in cycles: the pgbench thread's, the backend's SELECT of a
+/// select-only transaction, and the factor on the tpcb-like statements' backend work.
+struct Costs {
+    client: f64,
+    select: f64,
+    rw_scale: f64,
+}
+
+impl Costs {
+    /// The knobs' defaults.
+    #[cfg(test)]
+    const DEFAULT: Costs = Costs {
+        client: us_cycles(pgbench::CLIENT_US.default),
+        select: us_cycles(pgbench::SELECT_US.default),
+        rw_scale: pgbench::RW_SCALE.default,
+    };
 }
 
 /// The channel of connection `conn`: its backend waits there for the next statement.
@@ -110,11 +138,8 @@ fn reply(t: u32) -> u32 {
     2 * t + 1
 }
 
-fn client_work() -> Op {
-    Op::Run {
-        cycles: Amount::jittered(pgbench::CLIENT_STATEMENT_CYCLES, pgbench::COST_SPREAD_PCT),
-        mem_frac: ipc::MEM_FRAC,
-    }
+fn client_work(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: ipc::MEM_FRAC }
 }
 
 impl Pgbench {
@@ -135,9 +160,9 @@ impl Pgbench {
     /// Backend work of each statement of one transaction.
     fn script(&self) -> Vec<f64> {
         if self.rw {
-            pgbench::RW_STATEMENT_CYCLES.to_vec()
+            pgbench::RW_STATEMENT_CYCLES.iter().map(|c| c * self.costs.rw_scale).collect()
         } else {
-            vec![pgbench::RO_SELECT_CYCLES]
+            vec![self.costs.select]
         }
     }
 
@@ -180,10 +205,11 @@ impl Pgbench {
 
     /// pgbench thread `t` driving connections `conns`: their first statements, then for every
     /// reply the next statement on that reply's connection.
-    fn thread(t: u32, conns: impl Iterator<Item = u32>) -> Rc<[Op]> {
-        let mut p: Vec<Op> = conns.flat_map(|c| [client_work(), Op::Post { ch: connection(c), sync: true }]).collect();
+    fn thread(&self, t: u32, conns: impl Iterator<Item = u32>) -> Rc<[Op]> {
+        let work = || client_work(self.costs.client);
+        let mut p: Vec<Op> = conns.flat_map(|c| [work(), Op::Post { ch: connection(c), sync: true }]).collect();
         let top = p.len();
-        p.extend([Op::Take { ch: reply(t) }, client_work(), Op::Answer { sync: true }, Op::Jump { to: top }]);
+        p.extend([Op::Take { ch: reply(t) }, work(), Op::Answer { sync: true }, Op::Jump { to: top }]);
         p.into()
     }
 
@@ -205,7 +231,7 @@ impl Workload for Pgbench {
             (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c, c % threads))).collect();
         tasks.extend((0..threads).map(|t| {
             let conns = (t..self.clients).step_by(threads as usize);
-            TaskSpec::new(format!("pgbench-{t}"), Self::thread(t, conns))
+            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
         }));
         tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
         tasks
@@ -230,6 +256,18 @@ impl Workload for Pgbench {
 mod tests {
     use super::*;
 
+    /// A model with the default device and costs.
+    fn pgbench(clients: u32, threads: u32, rw: bool, scale: u32) -> Pgbench {
+        Pgbench {
+            clients,
+            threads,
+            rw,
+            scale,
+            disk: Disk::from_knob(DEVICE_KNOB.default as u64),
+            costs: Costs::DEFAULT,
+        }
+    }
+
     fn waits(program: &[Op]) -> Vec<u32> {
         program.iter().filter_map(|op| if let Op::Wait { ch } = op { Some(*ch) } else { None }).collect()
     }
@@ -244,11 +282,10 @@ mod tests {
 
     #[test]
     fn a_thread_polls_one_reply_queue_and_answers_on_the_replying_connection() {
-        let pg =
-            Pgbench { clients: 16, threads: 2, rw: false, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg = pgbench(16, 2, false, 1);
         // Thread 1 owns connections 1, 3, ..., 15: it sends their first statements, then takes
         // whichever reply comes first from its own queue and answers on that connection.
-        let thread = Pgbench::thread(1, (1..16).step_by(2));
+        let thread = pg.thread(1, (1..16).step_by(2));
         let first: Vec<u32> = thread
             .iter()
             .take_while(|op| !matches!(op, Op::Take { .. }))
@@ -272,9 +309,8 @@ mod tests {
     fn read_write_runs_use_the_thread_count_mmtests_passes() {
         let text = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
         let plat = Platform::from_json(text, "skylake-e3-1240v5").expect("the preset parses");
-        let disk = || Disk::from_knob(DEVICE_KNOB.default as u64);
-        let rw = Pgbench { clients: 8, threads: 0, rw: true, scale: 172, disk: disk() };
-        let ro = Pgbench { clients: 8, threads: 0, rw: false, scale: 172, disk: disk() };
+        let rw = pgbench(8, 0, true, 172);
+        let ro = pgbench(8, 0, false, 172);
         assert_eq!(rw.threads(&plat), 1);
         assert_eq!(rw.threads(&plat), ro.threads(&plat));
         let threads = rw.tasks(&plat).iter().filter(|t| t.name.starts_with("pgbench-")).count();
@@ -283,8 +319,7 @@ mod tests {
 
     #[test]
     fn every_statement_cost_is_drawn_around_its_mean() {
-        let pg =
-            Pgbench { clients: 1, threads: 0, rw: true, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg = pgbench(1, 0, true, 1);
         let spread = pgbench::COST_SPREAD_PCT / 100.0;
         let backend = pg.backend(0, 0);
         let costs: Vec<&Amount> =
@@ -298,13 +333,14 @@ mod tests {
                 other => panic!("backend statement cost {other:?} is not spread around {mean}"),
             }
         }
-        assert!(matches!(client_work(), Op::Run { cycles: Amount::Uniform(lo, hi), .. } if lo < hi));
+        assert!(
+            matches!(client_work(Costs::DEFAULT.client), Op::Run { cycles: Amount::Uniform(lo, hi), .. } if lo < hi)
+        );
     }
 
     #[test]
     fn a_read_write_backend_counts_its_transaction_when_it_answers_the_last_statement() {
-        let pg =
-            Pgbench { clients: 4, threads: 0, rw: true, scale: 1, disk: Disk::from_knob(DEVICE_KNOB.default as u64) };
+        let pg = pgbench(4, 0, true, 1);
         let backend = pg.backend(3, 0);
         assert_eq!(waits(&backend), vec![connection(3); 7]);
         let marks: Vec<usize> =
@@ -321,12 +357,11 @@ mod tests {
 
     #[test]
     fn read_write_transactions_pick_their_branch_among_the_scale() {
-        let disk = || Disk::from_knob(DEVICE_KNOB.default as u64);
         // Scale 1: one transaction per program, always on the one branch.
-        let serial = Pgbench { clients: 8, threads: 0, rw: true, scale: 1, disk: disk() };
+        let serial = pgbench(8, 0, true, 1);
         assert_eq!(locked_branches(&serial.backend(5, 5)), vec![BRANCH]);
         // Scale 172: a sequence of draws within 0..172, each lock released after its commit.
-        let pg = Pgbench { clients: 8, threads: 0, rw: true, scale: 172, disk: disk() };
+        let pg = pgbench(8, 0, true, 172);
         let backend = pg.backend(5, 5);
         let drawn = locked_branches(&backend);
         assert_eq!(drawn.len(), BRANCH_DRAWS);
@@ -340,7 +375,7 @@ mod tests {
         assert_ne!(locked_branches(&pg.backend(6, 6)), drawn);
         assert_eq!(locked_branches(&pg.backend(5, 5)), drawn);
         // Read-only backends take no lock at any scale.
-        let ro = Pgbench { clients: 8, threads: 0, rw: false, scale: 172, disk: disk() };
+        let ro = pgbench(8, 0, false, 172);
         assert!(locked_branches(&ro.backend(5, 1)).is_empty());
     }
 }

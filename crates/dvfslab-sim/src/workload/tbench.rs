@@ -7,14 +7,14 @@
 //! tbench_srv process per connection) wakes, works, posts the reply and sleeps. At most one
 //! task of a pair is runnable, so with N ≤ NCPU/2 every CPU is partly idle and throughput is
 //! set by burst length ÷ frequency plus the wake-up and idle-exit latencies. Packet sizes are
-//! those of `sockio.c`; costs are `estimates::tbench`.
+//! those of `sockio.c`; costs are knobs declared in `estimates::tbench`.
 //!
 //! Metric, as dbench computes it: 1e-6 · (ReadX return + WriteX bytes) / elapsed seconds
 //! (MB/s, decimal). The client counts the bytes when it receives the reply.
 
 use std::rc::Rc;
 
-use super::estimates::{ipc, nbench, tbench};
+use super::estimates::{ipc, nbench, ns_cycles, tbench, us_cycles};
 use super::loadfile::{synthesise, Line};
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::platform::Platform;
@@ -27,8 +27,22 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     metric: "throughput",
     unit: "MB/s",
     better: Better::Higher,
-    knobs: &[Knob::new("clients", "clients", 1.0, 1.0, 1024.0, "client/server pairs (tbench N)").integer()],
-    build: |k: &KnobValues| Box::new(Tbench { clients: k.get_u64("clients") as u32 }),
+    knobs: &[
+        Knob::new("clients", "clients", 1.0, 1.0, 1024.0, "client/server pairs (tbench N)").integer(),
+        tbench::CLIENT_US,
+        tbench::SERVER_US,
+        tbench::COPY_NS_PER_BYTE,
+    ],
+    build: |k: &KnobValues| {
+        Box::new(Tbench {
+            clients: k.get_u64("clients") as u32,
+            costs: Costs {
+                client: us_cycles(k.get(tbench::CLIENT_US.name)),
+                server: us_cycles(k.get(tbench::SERVER_US.name)),
+                copy_per_byte: ns_cycles(k.get(tbench::COPY_NS_PER_BYTE.name)),
+            },
+        })
+    },
 };
 
 /// Counter of ReadX/WriteX bytes.
@@ -36,6 +50,14 @@ const BYTES: u16 = 0;
 
 struct Tbench {
     clients: u32,
+    costs: Costs,
+}
+
+/// Work per operation, in cycles: each side's fixed part, and the copy per byte moved.
+struct Costs {
+    client: f64,
+    server: f64,
+    copy_per_byte: f64,
 }
 
 fn run(cycles: f64) -> Op {
@@ -44,12 +66,12 @@ fn run(cycles: f64) -> Op {
 
 /// Client `i`: per line, work (the previous reply's receive and this request's send), post
 /// the request, wait for the reply, count the data bytes.
-fn client_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
+fn client_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]> {
     let mut p = Vec::with_capacity(lines.len() * 4 + 1);
     for (k, line) in lines.iter().enumerate() {
         let prev_reply = lines[(k + lines.len() - 1) % lines.len()].reply_bytes();
-        let copy = (prev_reply + line.request_bytes()) as f64 * tbench::COPY_CYCLES_PER_BYTE;
-        p.push(run(tbench::CLIENT_CYCLES + copy));
+        let copy = (prev_reply + line.request_bytes()) as f64 * costs.copy_per_byte;
+        p.push(run(costs.client + copy));
         p.push(Op::Post { ch: req, sync: true });
         p.push(Op::Wait { ch: rep });
         if line.data_bytes() > 0 {
@@ -61,12 +83,12 @@ fn client_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
 }
 
 /// Server `i`: per line, wait for the request, work (read it, write the reply), reply.
-fn server_program(lines: &[Line], req: u32, rep: u32) -> Rc<[Op]> {
+fn server_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]> {
     let mut p = Vec::with_capacity(lines.len() * 3 + 1);
     for line in lines {
-        let copy = (line.request_bytes() + line.reply_bytes()) as f64 * tbench::COPY_CYCLES_PER_BYTE;
+        let copy = (line.request_bytes() + line.reply_bytes()) as f64 * costs.copy_per_byte;
         p.push(Op::Wait { ch: req });
-        p.push(run(tbench::SERVER_CYCLES + copy));
+        p.push(run(costs.server + copy));
         p.push(Op::Post { ch: rep, sync: true });
     }
     p.push(Op::Jump { to: 0 });
@@ -78,7 +100,7 @@ impl Workload for Tbench {
         // Every pair runs the same two programs on its own two channels (request 2i, reply
         // 2i + 1): one copy of each program serves all pairs.
         let lines = synthesise(nbench::LOADFILE_OPS as usize);
-        let (client, server) = (client_program(&lines, 0, 1), server_program(&lines, 0, 1));
+        let (client, server) = (client_program(&lines, &self.costs, 0, 1), server_program(&lines, &self.costs, 0, 1));
         let mut tasks = Vec::with_capacity(2 * self.clients as usize);
         for i in 0..self.clients {
             tasks.push(TaskSpec::new(format!("tbench-{i}"), client.clone()).channel_base(2 * i));
