@@ -20,7 +20,7 @@ from dvfslab.campaign import (
     load_campaign,
     run_campaign,
 )
-from dvfslab.store import finished_keys, load_results
+from dvfslab.store import finished_keys, load_manifest, load_results
 
 PERIODIC = "periodic:run_us=1000,period_us=8000,jitter_pct=20"
 
@@ -390,6 +390,54 @@ def test_cli_compare_prints_a_mean_table_per_parameter(cli, tmp_path):
     df = load_results(tmp_path / "cmp")
     assert len(df) == 8
     assert df.attrs["baseline"] == "schedutil"
+
+
+def test_cli_compare_gives_each_ratio_an_interval_and_a_verdict(cli, tmp_path):
+    args = ["compare", "-p", SMALL, "-g", "powersave", "-g", "performance"]
+    args += ["-w", "cpu-bound:threads=2", "--iterations", "3", "--duration", "0.1"]
+    run = cli(*args, "--out", str(tmp_path / "cmp"))
+    assert run.code == 0, run.stderr
+    row = next(line for line in run.stdout.splitlines() if "cpu-bound" in line.split()[1:2])
+    # platform, benchmark, config, ratio, low - high, verdict
+    fields = row.split()
+    assert fields[:3] == [SMALL, "cpu-bound", "performance"]
+    ratio, low, high = float(fields[3]), float(fields[4]), float(fields[6])
+    assert low <= ratio <= high
+    assert fields[7] == ("improved" if low > 1.02 else "uncertain")
+    df = load_results(tmp_path / "cmp")
+    assert all("phase_us=4000" in w for w in df["workload"])  # a model variant per iteration
+    nominal = cli(*args, "--nominal", "--out", str(tmp_path / "nominal"))
+    assert nominal.code == 0, nominal.stderr
+    assert set(load_results(tmp_path / "nominal")["workload"]) == {"cpu-bound:threads=2"}
+
+
+def test_cli_campaign_run_nominal_runs_the_specs_as_written(cli, tmp_path):
+    path = write_text(
+        tmp_path / "c.toml",
+        f'platforms = ["{SMALL}"]\nbaseline = "a"\niterations = 2\nduration_s = 0.05\n'
+        '[configs]\na = "performance"\n[benchmarks]\nt = "tbench:clients=1"\n',
+    )
+    run = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"), "--nominal")
+    assert run.code == 0, run.stderr
+    assert set(load_results(tmp_path / "out")["workload"]) == {"tbench:clients=1"}
+    assert load_manifest(tmp_path / "out")["nominal"] is True
+
+
+def test_cli_run_variants_prints_each_quantity_with_its_interval(cli):
+    args = ["run", "-p", SMALL, "-g", "schedutil", "-w", "tbench:clients=2", "--duration", "0.05"]
+    run = cli(*args, "--variants", "3", "--json")
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["variants"] == 3
+    assert len(out["runs"]) == 3
+    assert len({r["workload"] for r in out["runs"]}) == 3  # three different variants
+    for quantity in ("metric_value", "energy_j", "avg_package_w"):
+        low, high = out[quantity]["interval"]
+        values = [r[quantity] for r in out["runs"]]
+        assert 0 < low < min(values) <= max(values) < high
+    assert cli(*args, "--variants", "1").stderr.startswith("error: --variants must be >= 2")
+    refused = cli(*args, "--variants", "2", "--explain")
+    assert "--explain records one run; it cannot go with --variants" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -78,20 +78,39 @@ def test_direction_agreement_handles_neutral_cells():
 
 
 @pytest.mark.parametrize(
-    ("published", "simulated", "ci", "neutral", "within"),
+    ("published", "ci", "verdict", "neutral", "covered", "called_right"),
     [
-        (1.00, 1.025, (1.015, 1.035), True, True),  # the interval reaches into the +-2% band
-        (1.00, 1.10, (1.08, 1.12), True, False),  # wholly improved: the model's miss
-        (1.06, 1.00, (0.99, 1.03), False, True),  # reaches "improved" at its top
-        (1.06, 1.00, (1.00, 1.00), False, False),  # no spread at all
-        (1.10, 1.10, (1.00, 1.20), False, False),  # agrees: not a miss
+        (1.03, (1.015, 1.035), "uncertain", False, True, None),  # straddles the band's edge
+        (1.00, (1.08, 1.12), "improved", True, False, False),  # wholly improved: the model's miss
+        (1.06, (1.03, 1.09), "improved", False, True, True),
+        (0.95, (0.99, 1.01), "neutral", False, False, False),
+        (1.01, (0.99, 1.01), "neutral", False, True, True),
     ],
 )
-def test_a_miss_within_its_interval_is_flagged(published, simulated, ci, neutral, within):
-    cell = dataclasses.replace(ratio_cell(published, simulated, neutral=neutral), simulated_ci=ci)
-    assert cell.miss_within_ci is within
+def test_interval_scores_of_a_ratio_cell(published, ci, verdict, neutral, covered, called_right):
+    cell = dataclasses.replace(
+        ratio_cell(published, (ci[0] + ci[1]) / 2, neutral=neutral),
+        simulated_ci=ci,
+        simulated_verdict=verdict,
+    )
+    assert cell.covered is covered
+    assert cell.called is (verdict != "uncertain")
+    assert cell.called_right is called_right
     assert cell.to_dict()["simulated_ci"] == list(ci)
-    assert scores([cell])["ratio_misses_within_ci"] == int(within)
+    got = scores([cell])
+    assert got["coverage"] == float(covered)
+    assert got["called_share"] == float(verdict != "uncertain")
+    assert got["confident_direction_agreement"] == (
+        None if called_right is None else float(called_right)
+    )
+    assert got["median_ci_halfwidth"] == pytest.approx((ci[1] - ci[0]) / 2)
+
+
+def test_interval_scores_without_intervals_judge_nothing():
+    got = scores([ratio_cell(1.0, 1.05)])
+    assert got["coverage"] is None
+    assert got["called_share"] is None
+    assert got["median_ci_halfwidth"] is None
 
 
 def test_median_abs_ln_error():
@@ -219,12 +238,11 @@ def test_cli_end_to_end_json(cli, tmp_path: Path):
     } | {("detail", "gitsource")}
     assert all(c["machine"] == "skylake-e3-1240v5" for c in simulated)
     assert doc["judged"]["ratios"] == 2  # inv-4c on two benchmarks
-    # One iteration: no spread, so each simulated ratio's interval is the ratio itself, and no
-    # miss can be within it.
+    # One iteration: no interval, so the model cannot tell.
     for cell in (c for c in simulated if c["table"] == "ratios"):
-        assert cell["simulated_ci"] == [pytest.approx(cell["simulated"])] * 2
-        assert cell["miss_within_ci"] is False
-    assert doc["ratio_misses_within_ci"] == 0
+        assert cell["simulated_ci"] is None
+        assert cell["simulated_verdict"] == "uncertain"
+    assert (doc["coverage"], doc["called_share"]) == (None, 0.0)
     # --iterations 1 ran one iteration per point, not the file's 5.
     assert len(list((out / "runs").glob("*.parquet"))) == 2 * (2 + 1)
 

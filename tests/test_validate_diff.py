@@ -74,8 +74,8 @@ def write(tmp_path: Path, doc: object, name: str = "earlier.json") -> Path:
     ("doc", "expected"),
     [
         ("{not json", "not a `dvfslab validate --json` output"),
-        ([1, 2], "field 'schema': expected 'dvfslab-validate/1', got 'list'"),
-        ({"schema": "dvfslab-run/1"}, "field 'schema': expected 'dvfslab-validate/1'"),
+        ([1, 2], "field 'schema': expected 'dvfslab-validate/2', got 'list'"),
+        ({"schema": "dvfslab-run/1"}, "field 'schema': expected 'dvfslab-validate/2'"),
         ({"schema": VALIDATE_SCHEMA, "campaign": "c"}, "field 'cells' is missing"),
         (validation([]) | {"campaign": "other"}, "field 'campaign': 'other', expected 'c'"),
         (validation([]) | {"cells": {}}, "field 'cells': expected a list"),

@@ -122,8 +122,7 @@ def test_a_campaign_iteration_is_one_variant_for_every_config_and_parameter():
     assert all(len(presets) == 1 for presets in by_iteration.values())
     assert len({next(iter(p)) for p in by_iteration.values()}) == 3
     costs = {
-        (r.iteration, r.config, r.param): r.workload.split(",", 1)[1].split(",", 1)[1]
-        for r in runs
+        (r.iteration, r.config, r.param): r.workload.split(",", 1)[1].split(",", 1)[1] for r in runs
     }
     for iteration in (1, 2, 3):
         assert len({v for (i, _, _), v in costs.items() if i == iteration}) == 1

@@ -224,9 +224,7 @@ def run_variants(args: argparse.Namespace) -> int:
     }
     for column, _ in VARIANT_COLUMNS:
         values = [float(x) for x in results[column]]
-        mean = stats.amean(values)
-        half = stats.prediction_halfwidth(values)
-        summary[column] = {"mean": mean, "interval": [mean - half, mean + half]}
+        summary[column] = {"mean": stats.amean(values), "interval": _interval(values)}
     summary["runs"] = [
         {"iteration": int(r["iteration"]), "seed": int(r["seed"]), "workload": r["workload"]}
         | {column: float(r[column]) for column, _ in VARIANT_COLUMNS}
@@ -253,6 +251,21 @@ def run_variants(args: argparse.Namespace) -> int:
         "value would lie",
     )
     return 0
+
+
+def _interval(values: list[float]) -> list[float]:
+    """The 90% prediction interval of one more variant's value: on log scale for positive
+    quantities (a throughput or an energy cannot go below 0, and spreads by factors)."""
+    import math
+
+    from dvfslab import stats
+
+    if all(v > 0 for v in values):
+        logs = [math.log(v) for v in values]
+        center, half = stats.amean(logs), stats.prediction_halfwidth(logs)
+        return [math.exp(center - half), math.exp(center + half)]
+    center, half = stats.amean(values), stats.prediction_halfwidth(values)
+    return [center - half, center + half]
 
 
 # -- campaign --------------------------------------------------------------------------------

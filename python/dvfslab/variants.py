@@ -132,9 +132,12 @@ def set_constants(preset_json: str, values: dict[str, float]) -> str:
     """The preset with the number at each JSON Pointer of `values` replaced. A declared constant
     keeps its declaration, its range moved with the value (the same relative width around it)."""
     doc = json.loads(preset_json)
-    for pointer, value in values.items():
+    for pointer, number in values.items():
         parent, key = _parent(doc, pointer)
         node = parent[key]
+        written = node["value"] if isinstance(node, dict) else node
+        # A whole number stays one where the file wrote one (an integer field must parse).
+        value: float = int(number) if isinstance(written, int) and number == int(number) else number
         if isinstance(node, dict):
             old = float(node["value"])
             low, high = (float(x) for x in node["range"])
