@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from dvfslab.platforms import preset_values
+
 PRESET_IDS = (
     "broadwell-e5-2698v4-2s",
     "epyc7742-2s",
@@ -62,7 +64,11 @@ class Presets:
         return Path(str(resources.files("dvfslab") / "data" / "platforms" / f"{platform_id}.json"))
 
     def doc(self, platform_id: str) -> dict[str, Any]:
-        return json.loads(self.path(platform_id).read_text(encoding="utf-8"))
+        """The preset's data, declared constants as their values (as the simulator reads it)."""
+        doc: dict[str, Any] = preset_values(
+            json.loads(self.path(platform_id).read_text(encoding="utf-8"))
+        )
+        return doc
 
     def hardware_freqs_khz(self, platform_id: str) -> set[int]:
         """Every frequency the hardware can run: P-states/OPPs, turbo bins, min, base, max."""

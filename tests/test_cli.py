@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 import dvfslab
+from dvfslab import ConfigError
+from dvfslab.platforms import describe_platform
 
 SMALL = "skylake-e3-1240v5"
 RESULT_KEYS = {
@@ -81,7 +83,8 @@ def test_platforms_name_describes_one_preset(cli):
 def test_platforms_name_shows_the_idle_states_and_their_measured_exits(cli):
     human = cli("platforms", "epyc7742-2s")
     assert human.code == 0, human.stderr
-    rows = {line.split()[1]: line.split()[2:] for line in human.stdout.splitlines()[-3:]}
+    lines = human.stdout.splitlines()
+    rows = {line.split()[1]: line.split()[2:] for line in lines if line.startswith("core ")}
     # CC6: the _CST's 400 us for menu, 22.5 us measured with the package awake.
     assert rows["C2"][:3] == ["400", "22.5", "800"]
     assert rows["C1"][:2] == ["1", "1"]  # no measurement: the table's exit either way
@@ -89,6 +92,36 @@ def test_platforms_name_shows_the_idle_states_and_their_measured_exits(cli):
     info = json.loads(cli("platforms", "epyc7742-2s", "--json").stdout)
     c2 = info["clusters"][0]["idle_states"][-1]
     assert (c2["name"], c2["exit_latency_pkg_awake_us"], c2["power"]) == ("C2", 22.5, "power_gated")
+
+
+def test_platforms_name_lists_the_declared_constants(cli):
+    info = json.loads(cli("platforms", "skylake-e3-1240v5", "--json").stdout)
+    declared = {c["path"]: c for c in info["uncertain"]}
+    c_eff = declared["/clusters/0/power/c_eff_nf"]
+    assert (c_eff["value"], c_eff["integer"]) == (2.119, False)
+    assert c_eff["range"][0] < 2.119 < c_eff["range"][1]
+    assert c_eff["source"]
+    assert declared["/clusters/0/frequency/transition_latency_ns/acpi-cpufreq"]["integer"] is True
+
+    human = cli("platforms", "skylake-e3-1240v5")
+    assert human.code == 0, human.stderr
+    text = human.stdout.split("Uncertain constants", 1)[1]
+    row = next(line for line in text.splitlines() if line.startswith("/clusters/0/power/c_eff_nf "))
+    assert row.split()[1:3] == ["2.119", "1.9071..2.3309"]
+    assert len(text.strip().splitlines()) == len(info["uncertain"]) + 2  # title and header
+
+
+def test_a_malformed_declared_constant_names_the_file_and_its_path(cli, presets, tmp_path):
+    def unsourced(doc):
+        doc["clusters"][0]["power"]["c_eff_nf"] = {"value": 2.119, "range": [1.9, 2.3]}
+
+    path = presets.write_edited("skylake-e3-1240v5", tmp_path, unsourced)
+    with pytest.raises(ConfigError, match=r"-edited\.json: /clusters/0/power/c_eff_nf: \"source\""):
+        describe_platform(path)
+    run = cli("platforms", str(path))
+    assert run.code != 0
+    assert str(path) in run.stderr
+    assert "/clusters/0/power/c_eff_nf" in run.stderr
 
 
 def test_governors_json_lists_the_generic_governors_with_their_tunables(cli):

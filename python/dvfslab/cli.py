@@ -472,6 +472,36 @@ def _show_platform(info: dict[str, Any]) -> None:
         title="idle states (menu chooses by the table's exit; a core whose package stays awake "
         "leaves in the measured one)",
     )
+    _show_uncertain(info["uncertain"])
+
+
+SOURCE_WIDTH = 70
+"""Characters of a declared constant's source shown in the text view (`--json` has it all)."""
+
+
+def _show_uncertain(constants: list[dict[str, Any]]) -> None:
+    """The preset's declared constants: what a model variant may draw each from, and why."""
+    if not constants:
+        return
+    print()
+    print_table(
+        ["constant", "value", "range", "source"],
+        [
+            (
+                c["path"],
+                _json_value(c["value"]),
+                f"{_json_value(c['range'][0])}..{_json_value(c['range'][1])}",
+                _truncated(c["source"], SOURCE_WIDTH),
+            )
+            for c in constants
+        ],
+        right={"value", "range"},
+        title="Uncertain constants (declared ranges; full sources with --json)",
+    )
+
+
+def _truncated(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _show_parameters(kind: str, parameters: list[dict[str, Any]]) -> None:

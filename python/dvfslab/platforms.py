@@ -62,6 +62,18 @@ def list_platforms() -> list[dict[str, Any]]:
     return [describe_platform(preset_id) for preset_id in preset_ids()]
 
 
+def preset_values(doc: Any) -> Any:
+    """A parsed preset with each declared constant (`{"value", "range", "source"}`,
+    docs/platform-format.md) replaced by its value, as the simulator reads it."""
+    if isinstance(doc, dict):
+        if "value" in doc and "range" in doc:
+            return doc["value"]
+        return {key: preset_values(child) for key, child in doc.items()}
+    if isinstance(doc, list):
+        return [preset_values(child) for child in doc]
+    return doc
+
+
 def _looks_like_path(text: str) -> bool:
     separators = [sep for sep in (os.sep, os.altsep) if sep]
     return text.endswith(".json") or any(sep in text for sep in separators)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dvfslab.platforms import load_platform
+from dvfslab.platforms import load_platform, preset_values
 
 CONSTANTS = ("p_uncore_active_w", "p_uncore_dyn_w", "p_pkg_idle_w", "core_scale")
 """The constants of the model; `core_scale` multiplies `c_eff_nf` and `p_leak_ref_mw`."""
@@ -102,7 +102,7 @@ def cell_terms(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def preset_constants(platform: str) -> dict[str, float]:
-    pp = json.loads(load_platform(platform)[0])["package_power"]
+    pp = preset_values(json.loads(load_platform(platform)[0]))["package_power"]
     return {
         "p_uncore_active_w": float(pp["p_uncore_active_w"]),
         "p_uncore_dyn_w": float(pp.get("p_uncore_dyn_w", 0.0)),

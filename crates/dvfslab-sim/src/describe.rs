@@ -79,6 +79,7 @@ pub fn describe(p: &Platform) -> Value {
         }),
         "clusters": clusters,
         "policies": policies,
+        "uncertain": p.uncertain,
     })
 }
 
@@ -136,5 +137,22 @@ mod tests {
         assert_eq!(pol["rate_limit_us"], json!(2175));
         // Juno's big cluster: 1.0 / 1.2 GHz → capacity 853 at the second-highest OPP.
         assert_eq!(pol["response_time_ms_default"]["32"], json!(crate::pelt::approximate_runtime_steps(854, 0)));
+    }
+
+    /// The declared constants appear with their pointer, value, range, source and integer flag,
+    /// in document order.
+    #[test]
+    fn declared_constants_are_listed_in_document_order() {
+        let text = include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json");
+        let d = describe(&Platform::from_json(text, "epyc7742-2s").unwrap());
+        let list = d["uncertain"].as_array().unwrap();
+        assert_eq!(list[0]["path"], json!("/topology/smt_throughput"));
+        let nominal = list.last().unwrap();
+        assert_eq!(nominal["path"], json!("/cppc/nominal_perf"));
+        assert_eq!(
+            (&nominal["value"], &nominal["range"], &nominal["integer"]),
+            (&json!(110.0), &json!([100.0, 120.0]), &json!(true))
+        );
+        assert!(nominal["source"].as_str().unwrap().contains("100..120"));
     }
 }

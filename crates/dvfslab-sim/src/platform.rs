@@ -347,20 +347,42 @@ pub struct Platform {
     /// Highest frequency each cluster can run when `n` cores of its package are active, after
     /// turbo bins and the package power limit: `turbo_limit_khz[cluster][n-1]`.
     pub turbo_limit_khz: Vec<Vec<u32>>,
+    /// The constants the preset declares uncertain, in document order (docs/platform-format.md,
+    /// "Uncertain constants").
+    pub uncertain: Vec<Uncertain>,
+}
+
+/// A numeric field written as `{"value": v, "range": [lo, hi], "source": "..."}`: the model uses
+/// `value`; a model variant may draw the constant anywhere in `range`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Uncertain {
+    /// JSON Pointer (RFC 6901) of the field, e.g. `/clusters/0/power/c_eff_nf`.
+    pub path: String,
+    pub value: f64,
+    pub range: [f64; 2],
+    pub source: String,
+    /// `value` is written as a JSON integer: draws must be whole numbers, since the field may be
+    /// an integer one.
+    pub integer: bool,
 }
 
 impl Platform {
     /// Parse and validate a preset. `source` names the file in errors.
     pub fn from_json(text: &str, source: &str) -> Result<Platform> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let file: PlatformFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut doc: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| SimError::config(source, "(document)", format!("{e}")))?;
+        let mut uncertain = Vec::new();
+        take_uncertain(&mut doc, &mut String::new(), &mut uncertain, source)?;
+        let file: PlatformFile = serde_path_to_error::deserialize(doc).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let field = if path == "." { "(document)".to_string() } else { path };
             SimError::config(source, field, format!("{inner}"))
         })?;
         validate(&file, source)?;
-        Ok(layout(file))
+        let mut plat = layout(file);
+        plat.uncertain = uncertain;
+        Ok(plat)
     }
 
     pub fn id(&self) -> &str {
@@ -412,6 +434,71 @@ impl Platform {
         all.dedup();
         all
     }
+}
+
+/// Replace every declared constant under `v` (an object with `value` and `range`) by its value,
+/// collecting it with its JSON Pointer path; `path` is the pointer of `v`.
+fn take_uncertain(v: &mut serde_json::Value, path: &mut String, out: &mut Vec<Uncertain>, source: &str) -> Result<()> {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) if map.contains_key("value") && map.contains_key("range") => {
+            let declared = parse_uncertain(map, path).map_err(|msg| SimError::config(source, path.clone(), msg))?;
+            *v = map["value"].clone();
+            out.push(declared);
+        }
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                let len = path.len();
+                // RFC 6901 escaping: `~` first, then `/`.
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                take_uncertain(child, path, out, source)?;
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter_mut().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                take_uncertain(child, path, out, source)?;
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn parse_uncertain(
+    map: &serde_json::Map<String, serde_json::Value>,
+    path: &str,
+) -> std::result::Result<Uncertain, String> {
+    const FORM: &str = r#"{"value": number, "range": [lo, hi], "source": "text"}"#;
+    if let Some(key) = map.keys().find(|k| !["value", "range", "source"].contains(&k.as_str())) {
+        return Err(format!("unknown key {key:?} in a declared constant (expected {FORM})"));
+    }
+    let number = map["value"].as_number().ok_or_else(|| format!("\"value\" must be a number (expected {FORM})"))?;
+    let value = number.as_f64().ok_or_else(|| "\"value\" is not a finite number".to_string())?;
+    let range = match map["range"].as_array().map(|r| r.iter().map(|x| x.as_f64()).collect::<Vec<_>>()) {
+        Some(r) if r.len() == 2 && r.iter().all(Option::is_some) => [r[0].unwrap(), r[1].unwrap()],
+        _ => return Err(format!("\"range\" must be two numbers [lo, hi] (expected {FORM})")),
+    };
+    let [lo, hi] = range;
+    if lo >= hi {
+        return Err(format!("\"range\" [{lo}, {hi}] must have lo < hi"));
+    }
+    if !(lo..=hi).contains(&value) {
+        return Err(format!("\"value\" {value} is outside its range [{lo}, {hi}]"));
+    }
+    let source = match map.get("source").and_then(|s| s.as_str()) {
+        Some(s) if !s.trim().is_empty() => s.to_string(),
+        _ => {
+            return Err(format!(
+                "\"source\" must be a non-empty string saying where the value and range come from (expected {FORM})"
+            ))
+        }
+    };
+    Ok(Uncertain { path: path.to_string(), value, range, source, integer: number.is_i64() || number.is_u64() })
 }
 
 fn interpolate_voltage(curve: &[(u32, f64)], khz: u32) -> f64 {
@@ -776,7 +863,7 @@ fn layout(file: PlatformFile) -> Platform {
         policies.push(PolicyTopo { domain: d, cluster: cpus[cpu].cluster, cpus: members });
     }
     let turbo_limit_khz = file.clusters.iter().map(|c| turbo_limits(&file, c)).collect();
-    Platform { file, cpus, cores, domains, policies, packages, llcs, turbo_limit_khz }
+    Platform { file, cpus, cores, domains, policies, packages, llcs, turbo_limit_khz, uncertain: Vec::new() }
 }
 
 /// Highest sustained frequency with `n` active cores: the turbo bin (or `max_khz` when the part
@@ -876,5 +963,60 @@ mod tests {
         v["clusters"][0]["cpus"] = serde_json::json!([1]);
         let e = Platform::from_json(&v.to_string(), "x").unwrap_err().to_string();
         assert!(e.contains("clusters[0].cpus") && e.contains("expected 2 CPU numbers"), "{e}");
+    }
+
+    /// Juno with its big cluster's `c_eff_nf` and first idle state's exit latency written as
+    /// declared constants (`c_eff` and `exit` are the raw JSON put in their place).
+    fn juno_declaring(c_eff: serde_json::Value, exit: serde_json::Value) -> Result<Platform> {
+        let path = format!("{}/../../python/dvfslab/data/platforms/juno-r2.json", env!("CARGO_MANIFEST_DIR"));
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        // The preset's own declared constants, as plain numbers: only the two below are declared.
+        take_uncertain(&mut v, &mut String::new(), &mut Vec::new(), "juno-r2").unwrap();
+        v["clusters"][0]["power"]["c_eff_nf"] = c_eff;
+        v["clusters"][0]["idle_states"][0]["exit_latency_us"] = exit;
+        Platform::from_json(&v.to_string(), "box.json")
+    }
+
+    #[test]
+    fn declared_constants_are_used_at_their_value_and_listed_in_document_order() {
+        let p = juno_declaring(
+            serde_json::json!({"value": 0.5, "range": [0.4, 0.6], "source": "fit"}),
+            serde_json::json!({"value": 40, "range": [20, 80], "source": "table"}),
+        )
+        .unwrap();
+        assert_eq!(p.file.clusters[0].power.c_eff_nf, 0.5);
+        assert_eq!(p.file.clusters[0].idle_states[0].exit_latency_us, 40.0);
+        let paths: Vec<_> = p.uncertain.iter().map(|u| (u.path.as_str(), u.integer)).collect();
+        assert_eq!(paths, [("/clusters/0/power/c_eff_nf", false), ("/clusters/0/idle_states/0/exit_latency_us", true)]);
+        assert_eq!((p.uncertain[0].value, p.uncertain[0].range), (0.5, [0.4, 0.6]));
+        assert_eq!(p.uncertain[1].source, "table");
+    }
+
+    #[test]
+    fn a_malformed_declared_constant_names_the_file_the_path_and_what_was_expected() {
+        let exit = serde_json::json!(40);
+        let cases = [
+            (serde_json::json!({"value": "x", "range": [0, 1], "source": "s"}), "must be a number"),
+            (serde_json::json!({"value": 0.5, "range": [0.4], "source": "s"}), "two numbers"),
+            (serde_json::json!({"value": 0.5, "range": [0.4, "a"], "source": "s"}), "two numbers"),
+            (serde_json::json!({"value": 0.5, "range": [0.6, 0.6], "source": "s"}), "lo < hi"),
+            (serde_json::json!({"value": 0.7, "range": [0.4, 0.6], "source": "s"}), "outside its range"),
+            (serde_json::json!({"value": 0.5, "range": [0.4, 0.6]}), "\"source\" must be a non-empty"),
+            (serde_json::json!({"value": 0.5, "range": [0.4, 0.6], "source": " "}), "\"source\" must be a non-empty"),
+            (
+                serde_json::json!({"value": 0.5, "range": [0.4, 0.6], "source": "s", "unit": "nF"}),
+                "unknown key \"unit\"",
+            ),
+        ];
+        for (c_eff, expected) in cases {
+            let e = juno_declaring(c_eff, exit.clone()).unwrap_err().to_string();
+            assert!(e.starts_with("box.json: /clusters/0/power/c_eff_nf: ") && e.contains(expected), "{e}");
+        }
+    }
+
+    #[test]
+    fn plain_numbers_declare_nothing() {
+        let p = juno_declaring(serde_json::json!(0.5), serde_json::json!(40)).unwrap();
+        assert!(p.uncertain.is_empty());
     }
 }
