@@ -174,6 +174,7 @@ class Campaign:
     """Every iteration simulates the fixed model (the declared constants at their values, no
     seed-driven variation), instead of one model variant each."""
     fitted: FittedConstants = field(default_factory=FittedConstants)
+    """What `dvfslab validate --cross-validate` refits (dvfslab.cross_validate)."""
 
     def runs(self) -> list[Run]:
         """Every run, ordered platform, benchmark, param, config, iteration, as written."""

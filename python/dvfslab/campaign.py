@@ -152,11 +152,11 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
 
 
 def distinct_setups(runs: Sequence[Run]) -> list[Run]:
-    """The first run of each distinct (platform, governor, workload): what `check_setup` needs
-    to see once."""
-    first: dict[tuple[str, str, str], Run] = {}
+    """The first run of each distinct (platform and its variant, governor, workload): what
+    `check_setup` needs to see once."""
+    first: dict[tuple[str, str, str, str], Run] = {}
     for run in runs:
-        first.setdefault((run.platform, run.governor, run.workload), run)
+        first.setdefault((run.platform, run.preset_json, run.governor, run.workload), run)
     return list(first.values())
 
 
