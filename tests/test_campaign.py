@@ -215,6 +215,7 @@ def test_sweep_builds_params_and_specs_in_the_order_written():
         },
         iterations=1,
         configs={"schedutil": "schedutil"},
+        nominal=True,  # the specs as built, without a variant's knobs
     )
     runs = campaign_from_dict(doc, source="t").runs()
     assert [(r.benchmark, r.param, r.workload) for r in runs] == [
@@ -251,7 +252,6 @@ def test_adding_runs_leaves_every_other_seed_and_key_unchanged():
     small = campaign_from_dict(campaign_doc(), source="t").runs()
     grown_doc = campaign_doc(
         platforms=[SMALL, "pixel6"],
-        iterations=3,
         configs={**TINY["configs"], "powersave": "powersave"},
         benchmarks={
             "periodic": {**TINY["benchmarks"]["periodic"], "sweep": {"threads": [1, 2, 4]}},
@@ -259,10 +259,21 @@ def test_adding_runs_leaves_every_other_seed_and_key_unchanged():
         },
     )
     grown = {_coordinates(r): r for r in campaign_from_dict(grown_doc, source="t").runs()}
-    assert len(grown) == 2 * 3 * (3 + 1) * 3
+    assert len(grown) == 2 * 3 * (3 + 1) * 2
     for run in small:
         twin = grown[_coordinates(run)]
         assert (twin.seed, twin.run_key) == (run.seed, run.run_key)
+
+
+def test_more_iterations_redraw_the_variants_but_keep_a_nominal_campaigns_runs():
+    def keys(**changes):
+        runs = campaign_from_dict(campaign_doc(**changes), source="t").runs()
+        return {_coordinates(r): (r.seed, r.run_key) for r in runs}
+
+    for nominal, kept in ((True, True), (False, False)):
+        two, three = keys(nominal=nominal), keys(nominal=nominal, iterations=3)
+        assert all((three[c] == k) is kept for c, k in two.items())
+        assert all(three[c][0] == k[0] for c, k in two.items())  # seeds stay
 
 
 def test_seed_depends_on_coordinates_and_key_on_inputs():
@@ -506,7 +517,8 @@ def test_cli_campaign_runs_an_rtapp_file_relative_to_the_campaign(cli, tmp_path)
     out = tmp_path / "out"
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    run = cli("campaign", "run", str(path), "--out", str(out), cwd=elsewhere)
+    # Nominal: the stored run is then comparable with a direct run of the preset as shipped.
+    run = cli("campaign", "run", str(path), "--out", str(out), "--nominal", cwd=elsewhere)
     assert run.code == 0, run.stderr
     assert f"tiny: 2 runs in {out}: 0 already stored, 2 run" in run.stdout
     df = load_results(out)

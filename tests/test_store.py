@@ -74,8 +74,9 @@ def test_results_table_has_one_row_per_run_with_the_contract_columns(tmp_path):
 
 
 def test_a_stored_run_is_what_simulate_returns(tmp_path):
-    run = tiny().runs()[-1]
-    run_quietly(tiny(), tmp_path)
+    # Nominal: the run simulates the shipped preset and the spec as written.
+    run = tiny(nominal=True).runs()[-1]
+    run_quietly(tiny(nominal=True), tmp_path)
     row = load_results(tmp_path).iloc[-1]
     direct = dvfslab.simulate(SMALL, run.governor, run.workload, run.duration_s, run.seed)
     assert row["metric_value"] == direct.metric.value
@@ -91,16 +92,17 @@ def test_rerun_is_all_cache_hits(tmp_path):
 
 
 def test_growing_a_campaign_runs_only_the_new_runs(tmp_path):
-    run_quietly(tiny(), tmp_path)
-    grown = tiny(iterations=3, configs={**TINY["configs"], "powersave": "powersave"})
+    # Nominal: more iterations would otherwise redraw every model variant.
+    run_quietly(tiny(nominal=True), tmp_path)
+    grown = tiny(nominal=True, iterations=3, configs={**TINY["configs"], "powersave": "powersave"})
     summary = run_quietly(grown, tmp_path)
     assert (summary.total, summary.cached, summary.executed) == (18, TINY_RUNS, 10)
     assert len(load_results(tmp_path)) == 18
 
 
 def test_runs_the_campaign_no_longer_has_are_left_out(tmp_path):
-    run_quietly(tiny(), tmp_path)
-    run_quietly(tiny(iterations=1), tmp_path)
+    run_quietly(tiny(nominal=True), tmp_path)
+    run_quietly(tiny(nominal=True, iterations=1), tmp_path)
     assert len(run_files(tmp_path)) == TINY_RUNS
     assert list(load_results(tmp_path)["iteration"]) == [1] * 4
 

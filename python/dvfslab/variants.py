@@ -158,11 +158,6 @@ def with_knobs(workload: str, values: dict[str, float]) -> str:
     return f"{name}:{','.join(kept)}" if kept else name
 
 
-def declared_for(preset_json: str, source: str, workload: str) -> list[Declared]:
-    """Every constant a variant of (preset, workload) draws."""
-    return platform_constants(preset_json, source) + workload_constants(workload)
-
-
 # -- helpers -----------------------------------------------------------------------------------
 
 
