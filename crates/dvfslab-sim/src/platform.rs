@@ -369,6 +369,14 @@ pub struct Uncertain {
 impl Platform {
     /// Parse and validate a preset. `source` names the file in errors.
     pub fn from_json(text: &str, source: &str) -> Result<Platform> {
+        // A key written twice is an error, as the typed parse makes it; the generic pass below
+        // would keep the last silently.
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "(document)".to_string() } else { path };
+            SimError::config(source, field, format!("{}", e.into_inner()))
+        })?;
         let mut doc: serde_json::Value =
             serde_json::from_str(text).map_err(|e| SimError::config(source, "(document)", format!("{e}")))?;
         let mut uncertain = Vec::new();
@@ -433,6 +441,57 @@ impl Platform {
         all.sort_unstable();
         all.dedup();
         all
+    }
+}
+
+/// Any JSON document in which no object names a key twice.
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<NoDuplicateKeys, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<NoDuplicateKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!("duplicate field `{key}`")));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(NoDuplicateKeys)
     }
 }
 
@@ -975,6 +1034,16 @@ mod tests {
         v["clusters"][0]["power"]["c_eff_nf"] = c_eff;
         v["clusters"][0]["idle_states"][0]["exit_latency_us"] = exit;
         Platform::from_json(&v.to_string(), "box.json")
+    }
+
+    #[test]
+    fn a_key_written_twice_is_an_error_naming_it() {
+        let path = format!("{}/../../python/dvfslab/data/platforms/juno-r2.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let twice = text.replacen('{', "{\"name\": \"again\",", 1);
+        assert_ne!(twice, text);
+        let e = Platform::from_json(&twice, "box.json").unwrap_err().to_string();
+        assert!(e.contains("box.json") && e.contains("duplicate field `name`"), "{e}");
     }
 
     #[test]
