@@ -1,8 +1,9 @@
 """The `compare` and `campaign` subcommands of the `dvfslab` command (see cli.py).
 
-dvfslab compare -p PLATFORM -g GOV_A -g GOV_B ... -w WORKLOAD [--sweep KNOB=v1,v2,..]
-dvfslab campaign list | run NAME|FILE.toml | report DIR
-dvfslab validate NAME|FILE.toml [--json] [--iterations N] [--out DIR] [--jobs N]
+dvfslab compare -p PLATFORM -g GOV_A -g GOV_B ... -w WORKLOAD [--sweep KNOB=v1,v2,..] [--nominal]
+dvfslab campaign list | run NAME|FILE.toml [--nominal] | report DIR
+dvfslab validate NAME|FILE.toml [--json] [--iterations N] [--nominal] [--cross-validate]
+dvfslab run ... --variants N (cli.py hands it to `run_variants` here)
 """
 
 from __future__ import annotations
