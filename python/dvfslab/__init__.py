@@ -5,14 +5,23 @@
     >>> result.metric, result.energy_j, result.df_cpus_summary()
 
 `simulate` returns a `SimResult`; every error it raises is a `DvfsError`, bad input a
-`ConfigError` (also a ValueError). `list_platforms()` lists the shipped platform presets.
+`ConfigError` (also a ValueError). `list_platforms()` lists the shipped platform presets;
+`read_trace(path)` reads a recorded ftrace text trace (or a trace.dat) into tables.
 """
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
 
 from dvfslab._core import ConfigError, DvfsError, SimulationError
 from dvfslab._core import version as _native_version
 from dvfslab.api import simulate
 from dvfslab.platforms import list_platforms
 from dvfslab.result import Metric, SimResult
+
+if TYPE_CHECKING:
+    from dvfslab.traces.read import Trace
 
 # The package version; `_core.version()` adds a digest of the simulator's sources after a "+",
 # which results stores use so that runs of another simulator build are never reused.
@@ -26,5 +35,14 @@ __all__ = [
     "SimulationError",
     "__version__",
     "list_platforms",
+    "read_trace",
     "simulate",
 ]
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """A recorded trace as tables (`dvfslab.traces.read.Trace`): switches, wake-ups, frequency,
+    idle states and markers. pandas is imported only when a trace is read."""
+    from dvfslab.traces.read import read_trace as read
+
+    return read(path)

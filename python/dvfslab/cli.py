@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_campaign(commands, _command)
     add_validate(commands, _command)
     _add_bench(commands)
+    _add_trace(commands)
     return parser
 
 
@@ -335,6 +336,66 @@ def _show_decisions(result: SimResult) -> None:
     for col in ("raw_khz", "resolved_khz", "min_khz", "max_khz", "hw_khz"):
         shown[col.replace("_khz", "_mhz")] = (shown.pop(col) / 1000).round(1)
     print(shown.to_string(index=False, na_rep="-"))
+
+
+def _add_trace(commands: Any) -> None:
+    p = _command(
+        commands,
+        "trace",
+        "Read a recorded trace.",
+        _cmd_trace_help,
+        "  dvfslab trace summary trace.txt          (trace-cmd report output, or trace_pipe text)\n"
+        "  dvfslab trace summary trace.dat --json   (needs trace-cmd installed)",
+    )
+    sub = p.add_subparsers(title="commands", dest="trace_command", metavar="COMMAND")
+    summary = _command(
+        sub,
+        "summary",
+        "What a trace holds: its span, events, and per CPU its busy share and frequencies.",
+        cmd_trace_summary,
+        "  dvfslab trace summary trace.txt\n  dvfslab trace summary trace.txt --json",
+    )
+    summary.add_argument("file", metavar="FILE", help="ftrace text, or a trace-cmd trace.dat")
+    _add_json_flag(summary)
+
+
+def _cmd_trace_help(args: argparse.Namespace) -> int:
+    raise ConfigError("trace needs a command: summary (see 'dvfslab trace -h')")
+
+
+def cmd_trace_summary(args: argparse.Namespace) -> int:
+    from dvfslab.traces.read import read_trace
+
+    info = read_trace(args.file).summary()
+    if args.json:
+        _print_json(info)
+        return 0
+    span = info["end_s"] - info["start_s"]
+    print(
+        f"{info['path']}: {info['cpus']} CPUs, {span:.6f} s ({info['start_s']:.6f} to "
+        f"{info['end_s']:.6f}), {info['tasks']} tasks, {info['markers']} markers"
+    )
+    print_table(
+        ["event", "count", "read"],
+        [
+            [name, n, "skipped" if name in info["skipped"] else "yes"]
+            for name, n in info["events"].items()
+        ],
+        right={"count"},
+    )
+    rows = []
+    for c in info["per_cpu"]:
+        busy = "-" if c["busy_pct"] is None else f"{c['busy_pct']:.1f}"
+        top = sorted(c["freq_residency_khz_pct"].items(), key=lambda kv: -kv[1])[:3]
+        freqs = ", ".join(f"{_mhz(khz)} {pct:.0f}%" for khz, pct in top) or "-"
+        rows.append([c["cpu"], busy, c["frequency_changes"], freqs])
+    print()
+    print_table(
+        ["cpu", "busy %", "freq changes", "time at frequency (top 3)"],
+        rows,
+        right={"cpu", "busy %", "freq changes"},
+    )
+    return 0
 
 
 def _add_bench(commands: Any) -> None:

@@ -1,0 +1,125 @@
+"""dvfslab.read_trace and `dvfslab trace summary`: recorded ftrace text into tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from dvfslab import ConfigError
+from dvfslab.traces import write_trace
+from dvfslab.traces.read import TRACE_DAT_MAGIC
+
+LISA_JUNO = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
+
+
+def test_a_real_juno_trace_reads_into_tables():
+    trace = dvfslab.read_trace(LISA_JUNO)
+    assert trace.cpus == 6  # its `cpus=6` header
+    assert trace.counts == {
+        "sched_switch": 617,
+        "sched_wakeup": 333,
+        "print": 7,
+        "sched_overutilized": 1,
+    }
+    assert trace.skipped == {"sched_overutilized": 1}
+    assert len(trace.switches) == 617
+    assert len(trace.wakeups) == 333
+    first = trace.switches.iloc[0]
+    assert (first["time_s"], first["cpu"], first["prev_comm"], first["prev_pid"]) == (
+        76.211513,
+        1,
+        "trace-cmd",
+        1701,
+    )
+    assert (first["next_comm"], first["next_pid"], first["prev_state"]) == ("swapper/1", 0, "64")
+    assert set(trace.wakeups["target_cpu"]) <= set(range(6))
+    assert trace.markers["text"].iloc[0] == "TRACE_MARKER_START"
+    assert trace.markers["text"].iloc[1].startswith("cpu_frequency_devlib:")
+    assert trace.switches["time_s"].is_monotonic_increasing
+
+
+def test_what_dvfslab_writes_reads_back(tmp_path):
+    result = dvfslab.simulate(
+        "juno-r2", "schedutil", "periodic:threads=3", duration_s=0.3, timeline=True
+    )
+    path = write_trace(result, tmp_path / "run.txt")
+    trace = dvfslab.read_trace(path)
+    written = result.df_cpus_frequency().sort_values(["cpu", "time_s"], kind="stable")
+    read = trace.frequency.sort_values(["cpu", "time_s"], kind="stable")
+    assert list(read["cpu"]) == list(written["cpu"])
+    assert list(read["freq_khz"]) == list(written["freq_khz"])
+    assert list(read["time_s"]) == pytest.approx(list(written["time_s"]), abs=1e-6)
+    assert len(trace.switches) == len(result.timeline_columns()["switch"]["time_ns"])
+    # Every CPU enters and leaves idle states by index; -1 marks the exits.
+    assert set(trace.idle["state"]) >= {-1}
+    summary = trace.summary()
+    for cpu in summary["per_cpu"]:
+        residency = cpu["freq_residency_khz_pct"]
+        assert sum(residency.values()) == pytest.approx(100.0)
+        if cpu["busy_pct"] is not None:
+            assert 0.0 <= cpu["busy_pct"] <= 100.0
+
+
+def test_kernel_trace_file_lines_with_flags_and_tgid_read_too(tmp_path):
+    path = tmp_path / "trace_pipe.txt"
+    path.write_text(
+        "# tracer: nop\n"
+        "#\n"
+        "          <idle>-0       (-------) [002] d..2.  5.000100: cpu_idle: state=4294967295 "
+        "cpu_id=2\n"
+        "          <idle>-0       [002] d..2  5.000200: cpu_frequency: state=1200000 cpu_id=2\n"
+        "            bash-42      [001] ....  5.000300: tracing_mark_write: hello world\n"
+        "            bash-42      [001] d..3  5.000400: sched_wakeup_new: comm=cat pid=43 "
+        "prio=120 target_cpu=003\n",
+        encoding="utf-8",
+    )
+    trace = dvfslab.read_trace(path)
+    assert list(trace.idle["state"]) == [-1]
+    assert list(trace.frequency[["cpu", "freq_khz"]].iloc[0]) == [2, 1200000]
+    assert list(trace.markers["text"]) == ["hello world"]
+    assert list(trace.wakeups[["pid", "target_cpu", "new"]].iloc[0]) == [43, 3, True]
+    assert trace.cpus == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("this is not a trace\n", ":2: not an ftrace event line"),
+        ("  a-1 [000] 1.000000: sched_switch: prev_comm=a\n", ":2: sched_switch: cannot read"),
+        ("  a-1 [000] 1.000000: cpu_frequency: state=fast cpu_id=0\n", ":2: cpu_frequency"),
+    ],
+)
+def test_a_malformed_line_is_named_by_file_and_line(tmp_path, line, says):
+    path = tmp_path / "bad.txt"
+    path.write_text("# tracer: nop\n" + line, encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"{path}{says}"):
+        dvfslab.read_trace(path)
+
+
+def test_a_trace_dat_needs_trace_cmd(tmp_path, monkeypatch):
+    path = tmp_path / "trace.dat"
+    path.write_bytes(TRACE_DAT_MAGIC + b"\0" * 64)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(ConfigError, match=r"needs trace-cmd .*package `trace-cmd`"):
+        dvfslab.read_trace(path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        dvfslab.read_trace(tmp_path / "missing.txt")
+
+
+def test_cli_trace_summary(cli):
+    run = cli("trace", "summary", str(LISA_JUNO), "--json")
+    assert run.code == 0, run.stderr
+    info = json.loads(run.stdout)
+    assert (info["cpus"], info["events"]["sched_switch"], info["markers"]) == (6, 617, 7)
+    assert info["skipped"] == {"sched_overutilized": 1}
+    assert info["end_s"] - info["start_s"] == pytest.approx(0.328007)
+    text = cli("trace", "summary", str(LISA_JUNO))
+    assert text.code == 0, text.stderr
+    assert "sched_overutilized" in text.stdout
+    assert "skipped" in text.stdout
+    bad = cli("trace", "summary", str(LISA_JUNO.with_name("nope.txt")))
+    assert bad.code == 1
+    assert bad.stderr.startswith("error: trace file")
