@@ -123,3 +123,27 @@ def test_cli_trace_summary(cli):
     bad = cli("trace", "summary", str(LISA_JUNO.with_name("nope.txt")))
     assert bad.code == 1
     assert bad.stderr.startswith("error: trace file")
+
+
+def test_a_cpu_map_names_each_cpus_type():
+    from dvfslab.traces.read import cpu_map, preset_cpu_map
+
+    assert cpu_map("big=1-2,little=0,3-5") == preset_cpu_map("juno-r2")
+    summary = dvfslab.read_trace(LISA_JUNO).summary(cpu_map("big=1-2,little=0,3-5"))
+    assert [c["type"] for c in summary["per_cpu"]] == [
+        "little",
+        "big",
+        "big",
+        "little",
+        "little",
+        "little",
+    ]
+    with pytest.raises(ConfigError, match="leaves out CPU 5 of the trace's 6"):
+        dvfslab.read_trace(LISA_JUNO).summary(cpu_map("big=1-2,little=0,3-4"))
+    for bad, says in (
+        ("big", "expected TYPE=CPUS"),
+        ("big=1-x", "not a CPU number"),
+        ("a=1,b=1", "CPU 1 is given twice"),
+    ):
+        with pytest.raises(ConfigError, match=says):
+            cpu_map(bad)

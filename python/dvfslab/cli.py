@@ -353,9 +353,23 @@ def _add_trace(commands: Any) -> None:
         "summary",
         "What a trace holds: its span, events, and per CPU its busy share and frequencies.",
         cmd_trace_summary,
-        "  dvfslab trace summary trace.txt\n  dvfslab trace summary trace.txt --json",
+        "  dvfslab trace summary trace.txt\n  dvfslab trace summary trace.txt --json\n"
+        "  dvfslab trace summary trace.txt --cpus big=1-2,little=0,3-5\n"
+        "  dvfslab trace summary trace.txt -p juno-r2   (the preset's CPU numbering)",
     )
     summary.add_argument("file", metavar="FILE", help="ftrace text, or a trace-cmd trace.dat")
+    where = summary.add_mutually_exclusive_group()
+    where.add_argument(
+        "--cpus",
+        metavar="TYPE=CPUS,...",
+        help="the trace's CPU types, e.g. big=1-2,little=0,3-5",
+    )
+    where.add_argument(
+        "-p",
+        "--platform",
+        metavar="PLATFORM",
+        help="take the CPU types from a preset's clusters (its CPU numbering)",
+    )
     _add_json_flag(summary)
 
 
@@ -364,9 +378,14 @@ def _cmd_trace_help(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_summary(args: argparse.Namespace) -> int:
-    from dvfslab.traces.read import read_trace
+    from dvfslab.traces.read import cpu_map, preset_cpu_map, read_trace
 
-    info = read_trace(args.file).summary()
+    types = None
+    if args.cpus is not None:
+        types = cpu_map(args.cpus)
+    elif args.platform is not None:
+        types = preset_cpu_map(args.platform)
+    info = read_trace(args.file).summary(types)
     if args.json:
         _print_json(info)
         return 0
@@ -388,10 +407,10 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
         busy = "-" if c["busy_pct"] is None else f"{c['busy_pct']:.1f}"
         top = sorted(c["freq_residency_khz_pct"].items(), key=lambda kv: -kv[1])[:3]
         freqs = ", ".join(f"{_mhz(khz)} {pct:.0f}%" for khz, pct in top) or "-"
-        rows.append([c["cpu"], busy, c["frequency_changes"], freqs])
+        rows.append([c["cpu"], c["type"] or "-", busy, c["frequency_changes"], freqs])
     print()
     print_table(
-        ["cpu", "busy %", "freq changes", "time at frequency (top 3)"],
+        ["cpu", "type", "busy %", "freq changes", "time at frequency (top 3)"],
         rows,
         right={"cpu", "busy %", "freq changes"},
     )

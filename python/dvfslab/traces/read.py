@@ -66,8 +66,9 @@ class Trace:
         """The events read but not turned into tables, with their counts."""
         return {k: v for k, v in self.counts.items() if k not in _PARSERS}
 
-    def summary(self) -> dict[str, Any]:
-        """What the trace holds: span, events, and per CPU its busy share and frequencies."""
+    def summary(self, cpu_types: dict[int, str] | None = None) -> dict[str, Any]:
+        """What the trace holds: span, events, and per CPU its busy share and frequencies;
+        with `cpu_types` (CPU -> cluster name: `cpu_map`, `preset_cpu_map`), each CPU's type."""
         times = [df["time_s"] for df in self._tables() if not df.empty]
         start = min(float(t.min()) for t in times) if times else 0.0
         end = max(float(t.max()) for t in times) if times else 0.0
@@ -76,11 +77,19 @@ class Trace:
             per_cpu.append(
                 {
                     "cpu": cpu,
+                    "type": (cpu_types or {}).get(cpu),
                     "busy_pct": _busy_pct(self.switches, cpu, start, end),
                     "frequency_changes": int((self.frequency["cpu"] == cpu).sum()),
                     "freq_residency_khz_pct": _residency(self.frequency, cpu, end),
                 }
             )
+        if cpu_types is not None:
+            unmapped = sorted(set(range(self.cpus)) - set(cpu_types))
+            if unmapped:
+                raise ConfigError(
+                    f"{self.path}: the CPU map leaves out CPU {', '.join(map(str, unmapped))} of "
+                    f"the trace's {self.cpus}"
+                )
         return {
             "path": self.path,
             "cpus": self.cpus,
@@ -114,6 +123,38 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
             return _parse(f, str(source))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: not ftrace text (byte {e.start} is not UTF-8)") from None
+
+
+def cpu_map(text: str) -> dict[int, str]:
+    """CPU -> type from `big=1-2,little=0,3-5` (a type's CPUs as numbers and ranges)."""
+    out: dict[int, str] = {}
+    name = None
+    for item in (i.strip() for i in text.split(",")):
+        if "=" in item:
+            name, _, item = item.partition("=")
+            name = name.strip()
+        if not name or not item:
+            raise ConfigError(
+                f"--cpus {text!r}: expected TYPE=CPUS[,CPUS...][,TYPE=...] such as "
+                "big=1-2,little=0,3-5"
+            )
+        low, _, high = item.partition("-")
+        try:
+            cpus = range(int(low), int(high or low) + 1)
+        except ValueError:
+            raise ConfigError(f"--cpus {text!r}: {item!r} is not a CPU number or range") from None
+        for cpu in cpus:
+            if cpu in out:
+                raise ConfigError(f"--cpus {text!r}: CPU {cpu} is given twice")
+            out[cpu] = name
+    return out
+
+
+def preset_cpu_map(platform: str) -> dict[int, str]:
+    """CPU -> cluster name of a platform preset, its CPUs numbered as the preset numbers them."""
+    from dvfslab.platforms import describe_platform
+
+    return {cpu: p["cluster"] for p in describe_platform(platform)["policies"] for cpu in p["cpus"]}
 
 
 def _trace_cmd_report(path: Path) -> str:
