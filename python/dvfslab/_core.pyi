@@ -5,7 +5,7 @@ boundary as JSON text, except the timelines, which come as columns of Python lis
 """
 
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 class DvfsError(Exception):
     """Root of every error the simulator raises."""
@@ -148,3 +148,8 @@ def bench(scenario: str, platform_json: str, seconds_simulated: float) -> str:
 def bench_scenarios() -> str:
     """JSON: [{"name", "platform", "governor", "workload", "default_seconds"}], the fixed speed
     scenarios."""
+
+def read_ftrace(text: str, source: str) -> dict[str, Any]:
+    """ftrace text (`source` names it in errors, with the line) as columns: {"cpus_header": int,
+    "counts": {event: n}, "switches", "wakeups", "frequency", "idle", "markers": {column: list}}
+    (dvfslab.traces.read gives them as DataFrames)."""

@@ -235,6 +235,56 @@ fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str)
     Ok(dvfslab_sim::describe::describe(&p).to_string())
 }
 
+/// Read ftrace text (`source` names it in errors) into its tables, as columns: {"cpus_header",
+/// "counts": {event: n}, "switches": {...}, "wakeups": {...}, "frequency": {...}, "idle": {...},
+/// "markers": {...}}.
+#[pyfunction]
+fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyDict>> {
+    let t = py.allow_threads(|| dvfslab_sim::ftrace_read::read_ftrace(text, source)).map_err(|e| to_py(py, e))?;
+    let out = PyDict::new(py);
+    out.set_item("cpus_header", t.cpus_header)?;
+    let counts = PyDict::new(py);
+    for (name, n) in &t.counts {
+        counts.set_item(name, n)?;
+    }
+    out.set_item("counts", counts)?;
+    let s = &t.switches;
+    let switches = PyDict::new(py);
+    switches.set_item("time_s", &s.time_s)?;
+    switches.set_item("cpu", &s.cpu)?;
+    switches.set_item("prev_comm", &s.prev_comm)?;
+    switches.set_item("prev_pid", &s.prev_pid)?;
+    switches.set_item("prev_state", &s.prev_state)?;
+    switches.set_item("next_comm", &s.next_comm)?;
+    switches.set_item("next_pid", &s.next_pid)?;
+    out.set_item("switches", switches)?;
+    let w = &t.wakeups;
+    let wakeups = PyDict::new(py);
+    wakeups.set_item("time_s", &w.time_s)?;
+    wakeups.set_item("cpu", &w.cpu)?;
+    wakeups.set_item("comm", &w.comm)?;
+    wakeups.set_item("pid", &w.pid)?;
+    wakeups.set_item("target_cpu", &w.target_cpu)?;
+    wakeups.set_item("new", &w.new)?;
+    out.set_item("wakeups", wakeups)?;
+    for (name, table, value) in [("frequency", &t.frequency, "freq_khz"), ("idle", &t.idle, "state")] {
+        let d = PyDict::new(py);
+        d.set_item("time_s", &table.time_s)?;
+        d.set_item("logged_cpu", &table.logged_cpu)?;
+        d.set_item("cpu", &table.cpu)?;
+        d.set_item(value, &table.state)?;
+        out.set_item(name, d)?;
+    }
+    let m = &t.markers;
+    let markers = PyDict::new(py);
+    markers.set_item("time_s", &m.time_s)?;
+    markers.set_item("cpu", &m.cpu)?;
+    markers.set_item("pid", &m.pid)?;
+    markers.set_item("text", &m.text)?;
+    out.set_item("markers", markers)?;
+    Ok(out)
+}
+
 /// Run one fixed speed scenario, as JSON.
 #[pyfunction]
 #[pyo3(name = "bench", signature = (scenario, platform_json, seconds_simulated))]
@@ -283,5 +333,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(read_ftrace, m)?)?;
     Ok(())
 }

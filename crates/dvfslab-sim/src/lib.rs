@@ -29,6 +29,7 @@ pub mod energy_model;
 pub mod engine;
 pub mod error;
 mod fork_balance;
+pub mod ftrace_read;
 pub mod governor;
 mod hw;
 pub mod invariance;

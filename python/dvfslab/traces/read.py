@@ -1,22 +1,16 @@
-"""Reading ftrace text: the output of `trace-cmd report`, the kernel's `trace` / `trace_pipe`
-files, and the `.txt` traces dvfslab writes. A trace.dat is read through `trace-cmd report`.
+"""Recorded traces as tables: ftrace text (the output of `trace-cmd report`, the kernel's
+`trace` / `trace_pipe` files, the `.txt` traces dvfslab writes), read by the simulator's native
+reader (`dvfslab_sim::ftrace_read`), and a trace.dat through `trace-cmd report`.
 
-Each event line is
-
-    COMM-PID [CPU] [FLAGS] TIMESTAMP: EVENT: FIELDS
-
-(`FLAGS`, such as `d..2`, appear in the kernel's own files, not in `trace-cmd report` by
-default; a `(TGID)` column may follow PID.) The events a frequency study needs become tables:
-`sched_switch`, `sched_wakeup` / `sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, and the markers
-user space writes (`print`, `tracing_mark_write`). Every other event is counted and skipped. A
-line that is not an event, or a known event whose fields do not parse, is an error naming the
-file and line.
+The events a frequency study needs become tables: `sched_switch`, `sched_wakeup` /
+`sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, and the markers user space writes (`print`,
+`tracing_mark_write`). Every other event is counted and skipped. A line that is not an event,
+or a known event whose fields do not parse, is an error naming the file and line.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from collections import Counter
@@ -26,19 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from dvfslab import _core
 from dvfslab._core import ConfigError
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 """The first bytes of a trace-cmd trace.dat file."""
-CPU_IDLE_EXIT = 4294967295
-"""cpu_idle's state when a CPU leaves idle (PWR_EVENT_EXIT, (u32)-1)."""
-
-_LINE = re.compile(
-    r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
-    r"(?:[\w.]{4,5}\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<body>.*)$"
-)
-_FIELD = re.compile(r"(\w+)=(\S*)")
-_HEADER = re.compile(r"^\s*(#|version\s*=|cpus\s*=|CPU \d+ is empty|$)")
 
 
 @dataclass(frozen=True)
@@ -64,7 +50,7 @@ class Trace:
     @property
     def skipped(self) -> dict[str, int]:
         """The events read but not turned into tables, with their counts."""
-        return {k: v for k, v in self.counts.items() if k not in _PARSERS}
+        return {k: v for k, v in self.counts.items() if k not in TABLE_EVENTS}
 
     def summary(self, cpu_types: dict[int, str] | None = None) -> dict[str, Any]:
         """What the trace holds: span, events, and per CPU its busy share and frequencies;
@@ -117,12 +103,12 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     except OSError as e:
         raise ConfigError(f"cannot read trace file {source}: {e.strerror or e}") from None
     if head == TRACE_DAT_MAGIC:
-        return _parse(_trace_cmd_report(source).splitlines(), str(source))
+        return _parse(_trace_cmd_report(source), str(source))
     try:
-        with source.open(encoding="utf-8", errors="strict") as f:
-            return _parse(f, str(source))
+        text = source.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: not ftrace text (byte {e.start} is not UTF-8)") from None
+    return _parse(text, str(source))
 
 
 def cpu_map(text: str) -> dict[int, str]:
@@ -170,74 +156,22 @@ def _trace_cmd_report(path: Path) -> str:
     return done.stdout
 
 
-def _parse(lines: Any, source: str) -> Trace:
-    rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in _TABLES}
-    counts: Counter[str] = Counter()
-    cpus = 0
-    max_cpu = -1
-    for number, line in enumerate(lines, 1):
-        m = _LINE.match(line)
-        if m is None:
-            if _HEADER.match(line):
-                header = re.match(r"^\s*cpus\s*=\s*(\d+)", line)
-                if header:
-                    cpus = int(header.group(1))
-                continue
-            raise ConfigError(
-                f"{source}:{number}: not an ftrace event line "
-                f"(expected 'COMM-PID [CPU] TIMESTAMP: EVENT: FIELDS'): {line.strip()[:120]!r}"
-            )
-        event = m.group("event")
-        counts[event] += 1
-        cpu = int(m.group("cpu"))
-        max_cpu = max(max_cpu, cpu)
-        parser = _PARSERS.get(event)
-        if parser is None:
-            continue
-        table, parse = parser
-        try:
-            row = parse(m)
-        except (KeyError, ValueError) as e:
-            raise ConfigError(
-                f"{source}:{number}: {event}: cannot read its fields ({e}): "
-                f"{m.group('body').strip()[:120]!r}"
-            ) from None
-        rows[table].append((float(m.group("ts")), cpu, *row))
-    frames = {name: pd.DataFrame(rows[name], columns=list(cols)) for name, cols in _TABLES.items()}
-    return Trace(source, **frames, counts=dict(counts), cpus=max(cpus, max_cpu + 1))
-
-
-def _fields(body: str) -> dict[str, str]:
-    return dict(_FIELD.findall(body))
-
-
-def _switch(m: re.Match[str]) -> tuple[Any, ...]:
-    f = _fields(m.group("body"))
-    state = f["prev_state"]
-    return (f["prev_comm"], int(f["prev_pid"]), state, f["next_comm"], int(f["next_pid"]))
-
-
-def _wakeup(m: re.Match[str]) -> tuple[Any, ...]:
-    f = _fields(m.group("body"))
-    target = int(f.get("target_cpu", f.get("cpu", "-1")))
-    return (f["comm"], int(f["pid"]), target, m.group("event") == "sched_wakeup_new")
-
-
-def _frequency(m: re.Match[str]) -> tuple[Any, ...]:
-    f = _fields(m.group("body"))
-    return (int(f["cpu_id"]), int(f["state"]))
-
-
-def _idle(m: re.Match[str]) -> tuple[Any, ...]:
-    f = _fields(m.group("body"))
-    state = int(f["state"])
-    return (int(f["cpu_id"]), -1 if state == CPU_IDLE_EXIT else state)
-
-
-def _marker(m: re.Match[str]) -> tuple[Any, ...]:
-    # trace-cmd prints `print: <ip>s: text`; the kernel's file `tracing_mark_write: text`.
-    text = re.sub(r"^\s*(0x[0-9a-f]+s?:\s*|tracing_mark_write:\s*)", "", m.group("body"))
-    return (int(m.group("pid")), text.strip())
+def _parse(text: str, source: str) -> Trace:
+    columns = _core.read_ftrace(text, source)
+    frames = {
+        name: pd.DataFrame(columns[name], columns=list(cols)) for name, cols in _TABLES.items()
+    }
+    times = [frame["cpu"] for name, frame in frames.items() if name in ("switches", "wakeups")]
+    highest = max((int(c.max()) for c in times if not c.empty), default=-1)
+    for name in ("frequency", "idle"):
+        if not frames[name].empty:
+            highest = max(highest, int(frames[name]["cpu"].max()))
+    return Trace(
+        source,
+        **frames,
+        counts=dict(columns["counts"]),
+        cpus=max(int(columns["cpus_header"]), highest + 1),
+    )
 
 
 _TABLES: dict[str, tuple[str, ...]] = {
@@ -247,15 +181,18 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "idle": ("time_s", "logged_cpu", "cpu", "state"),
     "markers": ("time_s", "cpu", "pid", "text"),
 }
-_PARSERS = {
-    "sched_switch": ("switches", _switch),
-    "sched_wakeup": ("wakeups", _wakeup),
-    "sched_wakeup_new": ("wakeups", _wakeup),
-    "cpu_frequency": ("frequency", _frequency),
-    "cpu_idle": ("idle", _idle),
-    "print": ("markers", _marker),
-    "tracing_mark_write": ("markers", _marker),
-}
+TABLE_EVENTS = frozenset(
+    {
+        "sched_switch",
+        "sched_wakeup",
+        "sched_wakeup_new",
+        "cpu_frequency",
+        "cpu_idle",
+        "print",
+        "tracing_mark_write",
+    }
+)
+"""The events the tables hold; the others are counted and skipped."""
 
 
 def _busy_pct(switches: pd.DataFrame, cpu: int, start: float, end: float) -> float | None:
