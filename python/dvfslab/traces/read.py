@@ -161,11 +161,9 @@ def _parse(text: str, source: str) -> Trace:
     frames = {
         name: pd.DataFrame(columns[name], columns=list(cols)) for name, cols in _TABLES.items()
     }
-    times = [frame["cpu"] for name, frame in frames.items() if name in ("switches", "wakeups")]
-    highest = max((int(c.max()) for c in times if not c.empty), default=-1)
-    for name in ("frequency", "idle"):
-        if not frames[name].empty:
-            highest = max(highest, int(frames[name]["cpu"].max()))
+    # Every CPU a table names: the ones events were logged on, and those they are about.
+    cpu_columns = [frame["cpu"] for frame in frames.values()]
+    highest = max((int(c.max()) for c in cpu_columns if not c.empty), default=-1)
     return Trace(
         source,
         **frames,
