@@ -33,7 +33,7 @@ from dvfslab._campaign_schema import (
 )
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
-from dvfslab.platforms import load_platform
+from dvfslab.platforms import load_platform, pointer_parent
 
 
 def campaign_from_dict(
@@ -316,15 +316,11 @@ def _check_knob(
 
 def _is_number_at(doc: Any, pointer: str) -> bool:
     """Does the JSON Pointer name a number, or a declared constant, in `doc`?"""
-    node = doc
-    for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        elif isinstance(node, dict) and token in node:
-            node = node[token]
-        else:
-            return False
+    try:
+        parent, key = pointer_parent(doc, pointer)
+        node = parent[key]
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
     if isinstance(node, dict):
         node = node.get("value")
     return isinstance(node, (int, float)) and not isinstance(node, bool)

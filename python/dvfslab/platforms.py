@@ -74,6 +74,16 @@ def preset_values(doc: Any) -> Any:
     return doc
 
 
+def pointer_parent(doc: Any, pointer: str) -> tuple[Any, Any]:
+    """The container and key (or index) a JSON Pointer (RFC 6901, "/clusters/0/power/c_eff_nf")
+    names inside a parsed preset; KeyError, IndexError or ValueError when it names nothing."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+    node = doc
+    for token in tokens[:-1]:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    return node, int(tokens[-1]) if isinstance(node, list) else tokens[-1]
+
+
 def _looks_like_path(text: str) -> bool:
     separators = [sep for sep in (os.sep, os.altsep) if sep]
     return text.endswith(".json") or any(sep in text for sep in separators)

@@ -182,8 +182,7 @@ def power_agrees(published: float, simulated: float, tolerance: float = POWER_TO
 
 def direction_agreement(cells: list[Cell]) -> float | None:
     """Share of the simulated cells that agree (each cell's own rule); None if none simulated."""
-    judged = [c.agree for c in cells if c.agree is not None]
-    return sum(judged) / len(judged) if judged else None
+    return share([c.agree for c in cells])
 
 
 def median_abs_ln_error(cells: list[Cell]) -> float | None:

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any, Literal
 
 from dvfslab import _core
+from dvfslab.platforms import pointer_parent
 
 SEED_VARIATION: tuple[tuple[str, float], ...] = (
     ("phase_us", 4000.0),
@@ -133,7 +134,7 @@ def set_constants(preset_json: str, values: dict[str, float]) -> str:
     keeps its declaration, its range moved with the value (the same relative width around it)."""
     doc = json.loads(preset_json)
     for pointer, number in values.items():
-        parent, key = _parent(doc, pointer)
+        parent, key = pointer_parent(doc, pointer)
         node = parent[key]
         written = node["value"] if isinstance(node, dict) else node
         # A whole number stays one where the file wrote one (an integer field must parse).
@@ -190,18 +191,9 @@ def _split_spec(workload: str) -> tuple[str, set[str]]:
     return name.strip(), params
 
 
-def _parent(doc: Any, pointer: str) -> tuple[Any, Any]:
-    """The container and key (or index) a JSON Pointer (RFC 6901) names inside `doc`."""
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-    node = doc
-    for token in tokens[:-1]:
-        node = node[int(token)] if isinstance(node, list) else node[token]
-    return node, int(tokens[-1]) if isinstance(node, list) else tokens[-1]
-
-
 def _pointer(doc: Any, pointer: str) -> dict[str, Any]:
     """The declared constant a JSON Pointer names inside `doc`."""
-    parent, key = _parent(doc, pointer)
+    parent, key = pointer_parent(doc, pointer)
     node = parent[key]
     if not isinstance(node, dict) or "value" not in node:
         raise _core.ConfigError(f"{pointer}: not a declared constant of the preset")

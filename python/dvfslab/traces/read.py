@@ -158,9 +158,7 @@ def _trace_cmd_report(path: Path) -> str:
 
 def _parse(text: str, source: str) -> Trace:
     columns = _core.read_ftrace(text, source)
-    frames = {
-        name: pd.DataFrame(columns[name], columns=list(cols)) for name, cols in _TABLES.items()
-    }
+    frames = {name: pd.DataFrame(columns[name]) for name in TABLES}
     # Every CPU a table names: the ones events were logged on, and those they are about.
     cpu_columns = [frame["cpu"] for frame in frames.values()]
     highest = max((int(c.max()) for c in cpu_columns if not c.empty), default=-1)
@@ -172,13 +170,8 @@ def _parse(text: str, source: str) -> Trace:
     )
 
 
-_TABLES: dict[str, tuple[str, ...]] = {
-    "switches": ("time_s", "cpu", "prev_comm", "prev_pid", "prev_state", "next_comm", "next_pid"),
-    "wakeups": ("time_s", "cpu", "comm", "pid", "target_cpu", "new"),
-    "frequency": ("time_s", "logged_cpu", "cpu", "freq_khz"),
-    "idle": ("time_s", "logged_cpu", "cpu", "state"),
-    "markers": ("time_s", "cpu", "pid", "text"),
-}
+TABLES = ("switches", "wakeups", "frequency", "idle", "markers")
+"""The trace's tables; their columns are the native reader's (listed on `Trace`)."""
 TABLE_EVENTS = frozenset(
     {
         "sched_switch",
