@@ -13,6 +13,22 @@ from dvfslab.traces import write_trace
 from dvfslab.traces.read import TRACE_DAT_MAGIC
 
 LISA_JUNO = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
+LISA_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-schedutil.txt"
+
+
+def test_a_schedutil_trace_gives_its_run_queues_utilisation_and_rt_tasks():
+    trace = dvfslab.read_trace(LISA_SCHEDUTIL)
+    assert trace.counts["sched_load_cfs_rq"] == 191  # the root run-queues' lines, all kept
+    assert trace.skipped == {"sched_migrate_task": 28}
+    assert sorted(trace.pelt["cpu"].unique()) == list(range(6))
+    assert trace.pelt["util"].between(0, 1024).all()
+    assert (trace.pelt["runnable"] == -1).all()  # sched_load_cfs_rq has no runnable average
+    # The watchdog threads are RT (prio 0), the idle task and kworkers CFS (120).
+    rt = trace.switches[trace.switches["next_prio"] < 100]
+    assert "watchdog/0" in set(rt["next_comm"])
+    assert set(trace.frequency["freq_khz"]) == {450000, 800000, 850000}
+    # devlib's markers, from `trace-cmd report -R`'s `ip=.. buf=..`, keep only the text.
+    assert trace.markers["text"].iloc[0].startswith("cpu_frequency_devlib:")
 
 
 def test_a_real_juno_trace_reads_into_tables():

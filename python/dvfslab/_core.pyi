@@ -151,5 +151,6 @@ def bench_scenarios() -> str:
 
 def read_ftrace(text: str, source: str) -> dict[str, Any]:
     """ftrace text (`source` names it in errors, with the line) as columns: {"cpus_header": int,
-    "counts": {event: n}, "switches", "wakeups", "frequency", "idle", "markers": {column: list}}
-    (dvfslab.traces.read gives them as DataFrames)."""
+    "counts": {event: n}, "table_events": [event], and "switches", "wakeups", "frequency",
+    "idle", "markers", "pelt", "util_est", "pstate": {column: list}} (dvfslab.traces.read gives
+    them as DataFrames)."""

@@ -236,8 +236,8 @@ fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str)
 }
 
 /// Read ftrace text (`source` names it in errors) into its tables, as columns: {"cpus_header",
-/// "counts": {event: n}, "switches": {...}, "wakeups": {...}, "frequency": {...}, "idle": {...},
-/// "markers": {...}}.
+/// "counts": {event: n}, "table_events": [...], and each table of `FtraceTables::tables` as
+/// {column: [...]}}.
 #[pyfunction]
 fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyDict>> {
     let t = py.allow_threads(|| dvfslab_sim::ftrace_read::read_ftrace(text, source)).map_err(|e| to_py(py, e))?;
@@ -248,40 +248,21 @@ fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound
         counts.set_item(name, n)?;
     }
     out.set_item("counts", counts)?;
-    let s = &t.switches;
-    let switches = PyDict::new(py);
-    switches.set_item("time_s", &s.time_s)?;
-    switches.set_item("cpu", &s.cpu)?;
-    switches.set_item("prev_comm", &s.prev_comm)?;
-    switches.set_item("prev_pid", &s.prev_pid)?;
-    switches.set_item("prev_state", &s.prev_state)?;
-    switches.set_item("next_comm", &s.next_comm)?;
-    switches.set_item("next_pid", &s.next_pid)?;
-    out.set_item("switches", switches)?;
-    let w = &t.wakeups;
-    let wakeups = PyDict::new(py);
-    wakeups.set_item("time_s", &w.time_s)?;
-    wakeups.set_item("cpu", &w.cpu)?;
-    wakeups.set_item("comm", &w.comm)?;
-    wakeups.set_item("pid", &w.pid)?;
-    wakeups.set_item("target_cpu", &w.target_cpu)?;
-    wakeups.set_item("new", &w.new)?;
-    out.set_item("wakeups", wakeups)?;
-    for (name, table, value) in [("frequency", &t.frequency, "freq_khz"), ("idle", &t.idle, "state")] {
-        let d = PyDict::new(py);
-        d.set_item("time_s", &table.time_s)?;
-        d.set_item("logged_cpu", &table.logged_cpu)?;
-        d.set_item("cpu", &table.cpu)?;
-        d.set_item(value, &table.state)?;
-        out.set_item(name, d)?;
+    for (name, columns) in t.tables() {
+        let table = PyDict::new(py);
+        for (column, values) in columns {
+            use dvfslab_sim::ftrace_read::Column;
+            match values {
+                Column::F64(v) => table.set_item(column, v)?,
+                Column::I64(v) => table.set_item(column, v)?,
+                Column::U32(v) => table.set_item(column, v)?,
+                Column::Str(v) => table.set_item(column, v)?,
+                Column::Bool(v) => table.set_item(column, v)?,
+            }
+        }
+        out.set_item(name, table)?;
     }
-    let m = &t.markers;
-    let markers = PyDict::new(py);
-    markers.set_item("time_s", &m.time_s)?;
-    markers.set_item("cpu", &m.cpu)?;
-    markers.set_item("pid", &m.pid)?;
-    markers.set_item("text", &m.text)?;
-    out.set_item("markers", markers)?;
+    out.set_item("table_events", dvfslab_sim::ftrace_read::TABLE_EVENTS.to_vec())?;
     Ok(out)
 }
 

@@ -24,6 +24,9 @@ pub struct FtraceTables {
     pub frequency: CpuStates,
     pub idle: CpuStates,
     pub markers: Markers,
+    pub pelt: Pelt,
+    pub util_est: UtilEst,
+    pub pstate: PstateSamples,
 }
 
 #[derive(Debug, Default)]
@@ -33,8 +36,11 @@ pub struct Switches {
     pub prev_comm: Vec<String>,
     pub prev_pid: Vec<i64>,
     pub prev_state: Vec<String>,
+    /// The kernel's priority: below 100 an RT task, -1 a deadline task, 100-139 CFS.
+    pub prev_prio: Vec<i64>,
     pub next_comm: Vec<String>,
     pub next_pid: Vec<i64>,
+    pub next_prio: Vec<i64>,
 }
 
 #[derive(Debug, Default)]
@@ -43,6 +49,7 @@ pub struct Wakeups {
     pub cpu: Vec<u32>,
     pub comm: Vec<String>,
     pub pid: Vec<i64>,
+    pub prio: Vec<i64>,
     pub target_cpu: Vec<i64>,
     /// `sched_wakeup_new`: a forked task's first wake-up.
     pub new: Vec<bool>,
@@ -58,12 +65,156 @@ pub struct CpuStates {
     pub state: Vec<i64>,
 }
 
+/// A CPU's root cfs_rq PELT signals, from `sched_pelt_cfs` (mainline's tracepoint as LISA's
+/// module and `sched_tp` print it) or `sched_load_cfs_rq` (the out-of-tree event of the 4.x
+/// EAS kernels). Task groups' cfs_rqs (`path` other than `/`) are counted, not kept: schedutil
+/// reads the root one.
+#[derive(Debug, Default)]
+pub struct Pelt {
+    pub time_s: Vec<f64>,
+    pub cpu: Vec<i64>,
+    pub util: Vec<i64>,
+    pub load: Vec<i64>,
+    /// -1 where the event has no runnable average (before 5.7).
+    pub runnable: Vec<i64>,
+}
+
+/// A CPU's root cfs_rq util_est (`sched_util_est_cfs`): the sum of its queued tasks' estimates.
+#[derive(Debug, Default)]
+pub struct UtilEst {
+    pub time_s: Vec<f64>,
+    pub cpu: Vec<i64>,
+    pub enqueued: Vec<i64>,
+}
+
+/// intel_pstate's `pstate_sample`: one per sample of a CPU (its `intel_pstate_update_pstate`
+/// inputs and result), logged on the CPU sampled.
+#[derive(Debug, Default)]
+pub struct PstateSamples {
+    pub time_s: Vec<f64>,
+    pub cpu: Vec<u32>,
+    pub core_busy: Vec<i64>,
+    pub scaled_busy: Vec<i64>,
+    pub from: Vec<i64>,
+    pub to: Vec<i64>,
+    pub mperf: Vec<i64>,
+    pub aperf: Vec<i64>,
+    pub tsc: Vec<i64>,
+    pub freq: Vec<i64>,
+    pub io_boost: Vec<i64>,
+}
+
 #[derive(Debug, Default)]
 pub struct Markers {
     pub time_s: Vec<f64>,
     pub cpu: Vec<u32>,
     pub pid: Vec<i64>,
     pub text: Vec<String>,
+}
+
+/// The events turned into tables; every other event is counted and skipped.
+pub const TABLE_EVENTS: &[&str] = &[
+    "sched_switch",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "cpu_frequency",
+    "cpu_idle",
+    "print",
+    "tracing_mark_write",
+    "sched_pelt_cfs",
+    "lisa__sched_pelt_cfs",
+    "sched_load_cfs_rq",
+    "sched_util_est_cfs",
+    "lisa__sched_util_est_cfs",
+    "pstate_sample",
+];
+
+/// A borrowed column of one table, for bindings that hand the tables on.
+pub enum Column<'a> {
+    F64(&'a [f64]),
+    I64(&'a [i64]),
+    U32(&'a [u32]),
+    Str(&'a [String]),
+    Bool(&'a [bool]),
+}
+
+impl FtraceTables {
+    /// Every table by name, each as its named columns.
+    pub fn tables(&self) -> Vec<(&'static str, Vec<(&'static str, Column<'_>)>)> {
+        use Column::*;
+        let (s, w, m, p, u, ps) =
+            (&self.switches, &self.wakeups, &self.markers, &self.pelt, &self.util_est, &self.pstate);
+        vec![
+            (
+                "switches",
+                vec![
+                    ("time_s", F64(&s.time_s)),
+                    ("cpu", U32(&s.cpu)),
+                    ("prev_comm", Str(&s.prev_comm)),
+                    ("prev_pid", I64(&s.prev_pid)),
+                    ("prev_prio", I64(&s.prev_prio)),
+                    ("prev_state", Str(&s.prev_state)),
+                    ("next_comm", Str(&s.next_comm)),
+                    ("next_pid", I64(&s.next_pid)),
+                    ("next_prio", I64(&s.next_prio)),
+                ],
+            ),
+            (
+                "wakeups",
+                vec![
+                    ("time_s", F64(&w.time_s)),
+                    ("cpu", U32(&w.cpu)),
+                    ("comm", Str(&w.comm)),
+                    ("pid", I64(&w.pid)),
+                    ("prio", I64(&w.prio)),
+                    ("target_cpu", I64(&w.target_cpu)),
+                    ("new", Bool(&w.new)),
+                ],
+            ),
+            ("frequency", cpu_state_columns(&self.frequency, "freq_khz")),
+            ("idle", cpu_state_columns(&self.idle, "state")),
+            (
+                "markers",
+                vec![("time_s", F64(&m.time_s)), ("cpu", U32(&m.cpu)), ("pid", I64(&m.pid)), ("text", Str(&m.text))],
+            ),
+            (
+                "pelt",
+                vec![
+                    ("time_s", F64(&p.time_s)),
+                    ("cpu", I64(&p.cpu)),
+                    ("util", I64(&p.util)),
+                    ("load", I64(&p.load)),
+                    ("runnable", I64(&p.runnable)),
+                ],
+            ),
+            ("util_est", vec![("time_s", F64(&u.time_s)), ("cpu", I64(&u.cpu)), ("enqueued", I64(&u.enqueued))]),
+            (
+                "pstate",
+                vec![
+                    ("time_s", F64(&ps.time_s)),
+                    ("cpu", U32(&ps.cpu)),
+                    ("core_busy", I64(&ps.core_busy)),
+                    ("scaled_busy", I64(&ps.scaled_busy)),
+                    ("from", I64(&ps.from)),
+                    ("to", I64(&ps.to)),
+                    ("mperf", I64(&ps.mperf)),
+                    ("aperf", I64(&ps.aperf)),
+                    ("tsc", I64(&ps.tsc)),
+                    ("freq", I64(&ps.freq)),
+                    ("io_boost", I64(&ps.io_boost)),
+                ],
+            ),
+        ]
+    }
+}
+
+fn cpu_state_columns<'a>(t: &'a CpuStates, value: &'static str) -> Vec<(&'static str, Column<'a>)> {
+    vec![
+        ("time_s", Column::F64(&t.time_s)),
+        ("logged_cpu", Column::U32(&t.logged_cpu)),
+        ("cpu", Column::I64(&t.cpu)),
+        (value, Column::I64(&t.state)),
+    ]
 }
 
 /// Read ftrace `text`; `source` names it in errors.
@@ -120,27 +271,88 @@ impl FtraceTables {
         };
         match ev.event {
             "sched_switch" => {
+                let row = switch_fields(ev.body).ok_or_else(|| {
+                    "expected prev_comm=.. prev_pid=.. prev_prio=.. prev_state=.. next_comm=.. next_pid=.. \
+                     next_prio=.., or 'COMM:PID [PRIO] STATE ==> COMM:PID [PRIO]'"
+                        .to_string()
+                })?;
                 let s = &mut self.switches;
-                let row = (f("prev_comm")?, int("prev_pid")?, f("prev_state")?, f("next_comm")?, int("next_pid")?);
                 s.time_s.push(ev.time_s);
                 s.cpu.push(ev.cpu);
-                s.prev_comm.push(row.0.to_string());
-                s.prev_pid.push(row.1);
-                s.prev_state.push(row.2.to_string());
-                s.next_comm.push(row.3.to_string());
-                s.next_pid.push(row.4);
+                s.prev_comm.push(row.prev.0.to_string());
+                s.prev_pid.push(row.prev.1);
+                s.prev_prio.push(row.prev.2);
+                s.prev_state.push(row.prev_state.to_string());
+                s.next_comm.push(row.next.0.to_string());
+                s.next_pid.push(row.next.1);
+                s.next_prio.push(row.next.2);
             }
             "sched_wakeup" | "sched_wakeup_new" => {
+                let (comm, pid, prio, target) = wakeup_fields(ev.body).ok_or_else(|| {
+                    "expected comm=.. pid=.. prio=.. target_cpu=.., or 'COMM:PID [PRIO] CPU:NNN'".to_string()
+                })?;
                 let w = &mut self.wakeups;
-                // target_cpu since 3.x; older kernels print cpu=.
-                let target = int("target_cpu").or_else(|_| int("cpu")).unwrap_or(-1);
-                let row = (f("comm")?, int("pid")?);
                 w.time_s.push(ev.time_s);
                 w.cpu.push(ev.cpu);
-                w.comm.push(row.0.to_string());
-                w.pid.push(row.1);
+                w.comm.push(comm.to_string());
+                w.pid.push(pid);
+                w.prio.push(prio);
                 w.target_cpu.push(target);
                 w.new.push(ev.event == "sched_wakeup_new");
+            }
+            "sched_pelt_cfs" | "lisa__sched_pelt_cfs" | "sched_load_cfs_rq" => {
+                if f("path")? != "/" {
+                    return Ok(());
+                }
+                let p = &mut self.pelt;
+                let row = (int("cpu")?, int("util")?, int("load")?);
+                p.time_s.push(ev.time_s);
+                p.cpu.push(row.0);
+                p.util.push(row.1);
+                p.load.push(row.2);
+                p.runnable.push(int("runnable").unwrap_or(-1));
+            }
+            "sched_util_est_cfs" | "lisa__sched_util_est_cfs" => {
+                if f("path")? != "/" {
+                    return Ok(());
+                }
+                let u = &mut self.util_est;
+                let row = (int("cpu")?, int("enqueued")?);
+                u.time_s.push(ev.time_s);
+                u.cpu.push(row.0);
+                u.enqueued.push(row.1);
+            }
+            "pstate_sample" => {
+                let p = &mut self.pstate;
+                let row = [
+                    int("core_busy")?,
+                    int("scaled_busy")?,
+                    int("from")?,
+                    int("to")?,
+                    int("mperf")?,
+                    int("aperf")?,
+                    int("tsc")?,
+                    int("freq")?,
+                    int("io_boost").unwrap_or(0),
+                ];
+                p.time_s.push(ev.time_s);
+                p.cpu.push(ev.cpu);
+                for (column, value) in [
+                    &mut p.core_busy,
+                    &mut p.scaled_busy,
+                    &mut p.from,
+                    &mut p.to,
+                    &mut p.mperf,
+                    &mut p.aperf,
+                    &mut p.tsc,
+                    &mut p.freq,
+                    &mut p.io_boost,
+                ]
+                .into_iter()
+                .zip(row)
+                {
+                    column.push(value);
+                }
             }
             "cpu_frequency" | "cpu_idle" => {
                 let (cpu, state) = (int("cpu_id")?, int("state")?);
@@ -168,10 +380,70 @@ fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
     body.split_ascii_whitespace().find_map(|tok| tok.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
 }
 
-/// What user space wrote: trace-cmd prints `print: <ip>s: text`, the kernel's file
-/// `tracing_mark_write: text`.
+/// One side of a switch: (comm, pid, prio).
+type SwitchSide<'a> = (&'a str, i64, i64);
+
+struct SwitchRow<'a> {
+    prev: SwitchSide<'a>,
+    prev_state: &'a str,
+    next: SwitchSide<'a>,
+}
+
+/// sched_switch's fields, as the kernel prints them (`prev_comm=... next_prio=...`) or as
+/// trace-cmd's sched plugin does (`COMM:PID [PRIO] STATE ==> COMM:PID [PRIO]`).
+fn switch_fields(body: &str) -> Option<SwitchRow<'_>> {
+    let keyed = field(body, "prev_pid").is_some();
+    if let (false, Some((prev, next))) = (keyed, body.split_once("==>")) {
+        // `prev` ends with the state; comm may hold spaces and colons, so split from the right.
+        let prev = prev.trim();
+        let (task, state) = prev.rsplit_once(' ')?;
+        return Some(SwitchRow { prev: plugin_task(task)?, prev_state: state, next: plugin_task(next.trim())? });
+    }
+    let int = |key: &str| field(body, key)?.parse::<i64>().ok();
+    Some(SwitchRow {
+        prev: (field(body, "prev_comm")?, int("prev_pid")?, int("prev_prio").unwrap_or(-1)),
+        prev_state: field(body, "prev_state")?,
+        next: (field(body, "next_comm")?, int("next_pid")?, int("next_prio").unwrap_or(-1)),
+    })
+}
+
+/// `COMM:PID [PRIO]` of trace-cmd's sched plugin.
+fn plugin_task(text: &str) -> Option<SwitchSide<'_>> {
+    let (task, prio) = text.rsplit_once('[')?;
+    let prio = prio.trim_end().strip_suffix(']')?.trim().parse().ok()?;
+    let (comm, pid) = task.trim_end().rsplit_once(':')?;
+    Some((comm, pid.parse().ok()?, prio))
+}
+
+/// sched_wakeup's (comm, pid, prio, target CPU), as the kernel prints them (`target_cpu=`;
+/// `cpu=` before 3.x) or as trace-cmd's plugin does (`COMM:PID [PRIO] [success=1] CPU:NNN`).
+/// The target is -1 when the event does not say.
+fn wakeup_fields(body: &str) -> Option<(&str, i64, i64, i64)> {
+    if field(body, "pid").is_none() {
+        let (task, cpu) = match body.rsplit_once("CPU:") {
+            Some((task, cpu)) => (task, cpu.trim().parse().ok()?),
+            None => (body, -1),
+        };
+        let task = task.trim();
+        let task = task.strip_suffix("success=1").map_or(task, str::trim_end);
+        let (comm, pid, prio) = plugin_task(task)?;
+        return Some((comm, pid, prio, cpu));
+    }
+    let int = |key: &str| field(body, key)?.parse::<i64>().ok();
+    let target = int("target_cpu").or_else(|| int("cpu")).unwrap_or(-1);
+    Some((field(body, "comm")?, int("pid")?, int("prio").unwrap_or(-1), target))
+}
+
+/// What user space wrote: trace-cmd prints `print: <ip>s: text` (`ip=.. buf=text` with -R),
+/// the kernel's file `tracing_mark_write: text`.
 fn marker_text(body: &str) -> &str {
     let mut text = body.trim_start();
+    // `trace-cmd report -R`: `ip=<symbol or address> buf=text`.
+    if text.starts_with("ip=") {
+        if let Some(at) = text.find(" buf=") {
+            return text[at + 5..].trim();
+        }
+    }
     if let Some(rest) = text.strip_prefix("0x") {
         if let Some(colon) = rest.find(':') {
             if rest[..colon].trim_end_matches('s').bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -264,6 +536,53 @@ mod tests {
         assert_eq!(t.markers.text, ["hello world", "TRACE_MARKER_START"]);
         assert_eq!(t.markers.pid, [42, 1702]);
         assert_eq!(t.counts.last().unwrap(), &("sched_overutilized".to_string(), 1));
+    }
+
+    #[test]
+    fn trace_cmd_plugin_formats_read_like_the_kernel_ones() {
+        let text = "\
+            \x20 <idle>-0     [000]  2084.141382: sched_switch:         swapper/0:0 [120] R ==> watchdog/0:12 [0]\n\
+            \x20 kworker/2:1-2923  [002]  2084.021765: sched_switch:   kworker/2:1:2923 [120] D|K ==> swapper/2:0 [120]\n\
+            \x20 bash-1 [001] 5.0: sched_wakeup: rt-app:1702 [120] success=1 CPU:003\n\
+            \x20 bash-1 [001] 5.1: sched_wakeup: kworker/1:0:17 [120] CPU:001\n\
+            \x20 bash-1 [001] 5.2: sched_switch: prev_comm=a b prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=c next_pid=4 next_prio=98\n";
+        let t = read_ftrace(text, "t.txt").unwrap();
+        let s = &t.switches;
+        assert_eq!(s.next_comm[..2], ["watchdog/0", "swapper/2"]);
+        assert_eq!((s.next_pid[0], s.next_prio[0], s.prev_prio[0]), (12, 0, 120));
+        assert_eq!((s.prev_comm[1].as_str(), s.prev_pid[1], s.prev_state[1].as_str()), ("kworker/2:1", 2923, "D|K"));
+        assert_eq!(t.wakeups.comm, ["rt-app", "kworker/1:0"]);
+        assert_eq!(t.wakeups.target_cpu, [3, 1]);
+        assert_eq!(t.wakeups.prio, [120, 120]);
+        // The kernel's own format has an arrow too; it is read by its keys.
+        assert_eq!((s.next_pid[2], s.next_prio[2]), (4, 98));
+    }
+
+    #[test]
+    fn root_run_queue_signals_and_pstate_samples_become_tables() {
+        let text = "\
+            \x20 <idle>-0 [002] 2084.021507: sched_load_cfs_rq: cpu=2 path=/ load=0 util=7\n\
+            \x20 <idle>-0 [002] 2084.021523: sched_load_cfs_rq: cpu=2 path=/autogroup-1 load=0 util=0\n\
+            \x20 t-5 [001] 9.5: sched_pelt_cfs: cpu=1 path=/ load=90 runnable=80 util=70 update_time=9500000\n\
+            \x20 t-5 [001] 9.6: sched_util_est_cfs: cpu=1 path=/ enqueued=55 ewma=0 util=70\n\
+            \x20 t-5 [003] 9.7: pstate_sample: core_busy=105 scaled_busy=76 from=16 to=20 mperf=2660 aperf=2800 tsc=3000 freq=2100000 io_boost=0\n\
+            \x20 <idle>-0 [002] 9.8: sched_load_se: cpu=2 path=(null) comm=k pid=2 load=0 util=0\n";
+        let t = read_ftrace(text, "t.txt").unwrap();
+        assert_eq!((t.pelt.cpu.as_slice(), t.pelt.util.as_slice()), ([2, 1].as_slice(), [7, 70].as_slice()));
+        assert_eq!(t.pelt.runnable, [-1, 80]);
+        assert_eq!((t.util_est.cpu[0], t.util_est.enqueued[0]), (1, 55));
+        assert_eq!((t.pstate.cpu[0], t.pstate.to[0], t.pstate.aperf[0], t.pstate.freq[0]), (3, 20, 2800, 2_100_000));
+        let counted: Vec<_> = t.counts.iter().map(|(name, n)| (name.as_str(), *n)).collect();
+        assert!(counted.contains(&("sched_load_cfs_rq", 2)) && counted.contains(&("sched_load_se", 1)), "{counted:?}");
+        let tables: Vec<&str> = t.tables().iter().map(|(name, _)| *name).collect();
+        assert!(tables.contains(&"pelt") && tables.contains(&"pstate"), "{tables:?}");
+    }
+
+    #[test]
+    fn raw_markers_keep_only_what_user_space_wrote() {
+        let text = "  sh-3 [001] 1.0: print: ip=tracing_mark_write buf=cpu_frequency_devlib: state=450000 cpu_id=0\n";
+        let t = read_ftrace(text, "t.txt").unwrap();
+        assert_eq!(t.markers.text, ["cpu_frequency_devlib: state=450000 cpu_id=0"]);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 reader (`dvfslab_sim::ftrace_read`), and a trace.dat through `trace-cmd report`.
 
 The events a frequency study needs become tables: `sched_switch`, `sched_wakeup` /
-`sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, and the markers user space writes (`print`,
-`tracing_mark_write`). Every other event is counted and skipped. A line that is not an event,
+`sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, the markers user space writes (`print`,
+`tracing_mark_write`), the root run-queues' PELT signals (`sched_pelt_cfs`,
+`sched_load_cfs_rq`, `sched_util_est_cfs`) and intel_pstate's `pstate_sample`. Every other event
+is counted and skipped. A line that is not an event,
 or a known event whose fields do not parse, is an error naming the file and line.
 """
 
@@ -33,24 +35,35 @@ class Trace:
 
     path: str
     switches: pd.DataFrame
-    """time_s, cpu, prev_comm, prev_pid, prev_state, next_comm, next_pid"""
+    """time_s, cpu, prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio
+    (prio as the kernel counts it: below 100 an RT task)"""
     wakeups: pd.DataFrame
-    """time_s, cpu (where the event was logged), comm, pid, target_cpu, new (a fork's first)"""
+    """time_s, cpu (where the event was logged), comm, pid, prio, target_cpu, new (a fork's
+    first)"""
     frequency: pd.DataFrame
     """time_s, logged_cpu (where the event was logged), cpu, freq_khz"""
     idle: pd.DataFrame
     """time_s, logged_cpu, cpu, state (an idle state's index, -1 when the CPU leaves idle)"""
     markers: pd.DataFrame
     """time_s, cpu, pid, text: what user space wrote to trace_marker"""
+    pelt: pd.DataFrame
+    """time_s, cpu, util, load, runnable (-1 when not recorded): each CPU's root cfs_rq"""
+    util_est: pd.DataFrame
+    """time_s, cpu, enqueued: each CPU's root cfs_rq util_est"""
+    pstate: pd.DataFrame
+    """time_s, cpu, core_busy, scaled_busy, from, to, mperf, aperf, tsc, freq, io_boost
+    (intel_pstate's pstate_sample)"""
     counts: dict[str, int] = field(default_factory=dict)
     """Events by name, the skipped ones included."""
     cpus: int = 0
     """CPUs: the trace's `cpus=N` header, else one more than the highest CPU seen."""
+    table_events: frozenset[str] = frozenset()
+    """The events the tables hold; the others are counted and skipped."""
 
     @property
     def skipped(self) -> dict[str, int]:
         """The events read but not turned into tables, with their counts."""
-        return {k: v for k, v in self.counts.items() if k not in TABLE_EVENTS}
+        return {k: v for k, v in self.counts.items() if k not in self.table_events}
 
     def summary(self, cpu_types: dict[int, str] | None = None) -> dict[str, Any]:
         """What the trace holds: span, events, and per CPU its busy share and frequencies;
@@ -89,7 +102,7 @@ class Trace:
         }
 
     def _tables(self) -> list[pd.DataFrame]:
-        return [self.switches, self.wakeups, self.frequency, self.idle, self.markers]
+        return [getattr(self, name) for name in TABLES]
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
@@ -150,7 +163,9 @@ def _trace_cmd_report(path: Path) -> str:
             f"{path} is a trace.dat: reading it needs trace-cmd (the Debian/Ubuntu package "
             "`trace-cmd`), or give the text of `trace-cmd report` instead"
         )
-    done = subprocess.run([tool, "report", str(path)], capture_output=True, text=True, check=False)
+    # -R: every event's fields as the kernel prints them (key=value), not as trace-cmd's
+    # plugins reformat some of them.
+    done = subprocess.run([tool, "report", "-R", str(path)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ConfigError(f"{path}: trace-cmd report failed: {done.stderr.strip()[-500:]}")
     return done.stdout
@@ -167,23 +182,12 @@ def _parse(text: str, source: str) -> Trace:
         **frames,
         counts=dict(columns["counts"]),
         cpus=max(int(columns["cpus_header"]), highest + 1),
+        table_events=frozenset(columns["table_events"]),
     )
 
 
-TABLES = ("switches", "wakeups", "frequency", "idle", "markers")
+TABLES = ("switches", "wakeups", "frequency", "idle", "markers", "pelt", "util_est", "pstate")
 """The trace's tables; their columns are the native reader's (listed on `Trace`)."""
-TABLE_EVENTS = frozenset(
-    {
-        "sched_switch",
-        "sched_wakeup",
-        "sched_wakeup_new",
-        "cpu_frequency",
-        "cpu_idle",
-        "print",
-        "tracing_mark_write",
-    }
-)
-"""The events the tables hold; the others are counted and skipped."""
 
 
 def _busy_pct(switches: pd.DataFrame, cpu: int, start: float, end: float) -> float | None:
