@@ -165,7 +165,9 @@ def _trace_cmd_report(path: Path) -> str:
         )
     # -R: every event's fields as the kernel prints them (key=value), not as trace-cmd's
     # plugins reformat some of them.
-    done = subprocess.run([tool, "report", "-R", str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [tool, "report", "-R", str(path)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise ConfigError(f"{path}: trace-cmd report failed: {done.stderr.strip()[-500:]}")
     return done.stdout
