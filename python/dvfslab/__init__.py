@@ -6,13 +6,14 @@
 
 `simulate` returns a `SimResult`; every error it raises is a `DvfsError`, bad input a
 `ConfigError` (also a ValueError). `list_platforms()` lists the shipped platform presets;
-`read_trace(path)` reads a recorded ftrace text trace (or a trace.dat) into tables.
+`read_trace(path)` reads a recorded ftrace text trace (or a trace.dat) into tables;
+`replay_governor(path, platform, governor)` sets a governor's decisions beside a recording's.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dvfslab._core import ConfigError, DvfsError, SimulationError
 from dvfslab._core import version as _native_version
@@ -21,6 +22,7 @@ from dvfslab.platforms import list_platforms
 from dvfslab.result import Metric, SimResult
 
 if TYPE_CHECKING:
+    from dvfslab.platforms import PlatformRef
     from dvfslab.traces.read import Trace
 
 # The package version; `_core.version()` adds a digest of the simulator's sources after a "+",
@@ -36,6 +38,7 @@ __all__ = [
     "__version__",
     "list_platforms",
     "read_trace",
+    "replay_governor",
     "simulate",
 ]
 
@@ -46,3 +49,13 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     from dvfslab.traces.read import read_trace as read
 
     return read(path)
+
+
+def replay_governor(
+    path: str | os.PathLike[str], platform: PlatformRef, governor: str, *, window_ms: float = 5.0
+) -> dict[str, Any]:
+    """A governor replayed against a recorded trace: its decisions beside the recorded
+    frequency changes (`dvfslab.traces.replay.replay_governor`)."""
+    from dvfslab.traces.replay import replay_governor as replay
+
+    return replay(path, platform, governor, window_ms=window_ms)

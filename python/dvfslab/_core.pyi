@@ -149,6 +149,16 @@ def bench_scenarios() -> str:
     """JSON: [{"name", "platform", "governor", "workload", "default_seconds"}], the fixed speed
     scenarios."""
 
+def replay_governor(
+    platform_json: str,
+    platform_source: str,
+    governor: str,
+    trace_text: str,
+    trace_source: str,
+    window_ms: float,
+) -> str:
+    """The governor replayed against recorded ftrace text, as JSON (dvfslab.traces.replay)."""
+
 def read_ftrace(text: str, source: str) -> dict[str, Any]:
     """ftrace text (`source` names it in errors, with the line) as columns: {"cpus_header": int,
     "counts": {event: n}, "table_events": [event], and "switches", "wakeups", "frequency",

@@ -18,7 +18,11 @@ SEED_MAX = 2**64 - 1
 DURATION_NS_MAX = 2**64 - 1
 
 WorkloadRef = Union[str, "os.PathLike[str]"]
-"""A workload spec ("periodic:threads=4,run_us=2000") or the path of an rt-app JSON file."""
+"""A workload spec ("periodic:threads=4,run_us=2000"), the path of an rt-app JSON file, or
+"trace:FILE", a recorded trace's tasks."""
+
+TRACE_PREFIX = "trace:"
+"""A workload `trace:FILE` runs the tasks of a recorded trace (dvfslab.traces.workload)."""
 
 
 def simulate(
@@ -36,7 +40,8 @@ def simulate(
     platform:   a shipped preset id (see `dvfslab.list_platforms()`) or a preset file's path
     governor:   a spec, "name:key=value,...", keys being the governor's sysfs tunables,
                 e.g. "userspace:scaling_setspeed=1800000" or "performance:hz=1000"
-    workload:   a spec, e.g. "cpu-bound:threads=8", or an rt-app JSON file's path
+    workload:   a spec, e.g. "cpu-bound:threads=8", an rt-app JSON file's path, or
+                "trace:FILE", the tasks of a recorded trace replayed
     duration_s: simulated seconds; None runs the workload's own default duration
     seed:       the run's only source of randomness: same inputs and seed, same result
     timeline:   also record per-CPU frequency, util_avg and idle-state timelines
@@ -48,7 +53,7 @@ def simulate(
     input and SimulationError if the run fails.
     """
     platform_json, source = load_platform(platform)
-    workload_text, workload_source = _workload(workload)
+    workload_text, workload_source = _workload(workload, platform)
     output = _core.simulate(
         platform_json,
         source,
@@ -99,8 +104,13 @@ def checked_seed(seed: int, name: str = "seed") -> int:
     return int(seed)
 
 
-def _workload(workload: WorkloadRef) -> tuple[str, str | None]:
-    """(text, None) for a spec; (the file's text, its name) for an rt-app .json file."""
+def _workload(workload: WorkloadRef, platform: PlatformRef) -> tuple[str, str | None]:
+    """(text, None) for a spec; (the file's text, its name) for an rt-app .json file; (the
+    rt-app text that replays it, "trace:FILE") for a recorded trace."""
+    if isinstance(workload, str) and workload.startswith(TRACE_PREFIX):
+        from dvfslab.traces.workload import rtapp_for
+
+        return rtapp_for(workload[len(TRACE_PREFIX) :], platform), workload
     if not isinstance(workload, os.PathLike) and not (
         isinstance(workload, str) and workload.lower().endswith(".json")
     ):

@@ -240,7 +240,7 @@ fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str)
 /// {column: [...]}}.
 #[pyfunction]
 fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyDict>> {
-    let t = py.allow_threads(|| dvfslab_sim::ftrace_read::read_ftrace(text, source)).map_err(|e| to_py(py, e))?;
+    let t = py.allow_threads(|| dvfslab_sim::trace::read::read_ftrace(text, source)).map_err(|e| to_py(py, e))?;
     let out = PyDict::new(py);
     out.set_item("cpus_header", t.cpus_header)?;
     let counts = PyDict::new(py);
@@ -251,7 +251,7 @@ fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound
     for (name, columns) in t.tables() {
         let table = PyDict::new(py);
         for (column, values) in columns {
-            use dvfslab_sim::ftrace_read::Column;
+            use dvfslab_sim::trace::read::Column;
             match values {
                 Column::F64(v) => table.set_item(column, v)?,
                 Column::I64(v) => table.set_item(column, v)?,
@@ -262,8 +262,33 @@ fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound
         }
         out.set_item(name, table)?;
     }
-    out.set_item("table_events", dvfslab_sim::ftrace_read::TABLE_EVENTS.to_vec())?;
+    out.set_item("table_events", dvfslab_sim::trace::read::TABLE_EVENTS.to_vec())?;
     Ok(out)
+}
+
+/// Replay `governor` on the platform against recorded ftrace text (`trace_source` names it in
+/// errors); decisions pair with recorded changes within `window_ms`. The comparison as JSON.
+#[pyfunction]
+#[pyo3(signature = (platform_json, platform_source, governor, trace_text, trace_source, window_ms))]
+fn replay_governor(
+    py: Python<'_>,
+    platform_json: &str,
+    platform_source: &str,
+    governor: &str,
+    trace_text: &str,
+    trace_source: &str,
+    window_ms: f64,
+) -> PyResult<String> {
+    use dvfslab_sim::trace::{read::read_ftrace, replay};
+    let cfg = replay::ReplayConfig { governor: governor.to_string(), window_ns: (window_ms * 1e6).round() as u64 };
+    let report = py
+        .allow_threads(|| {
+            let plat = dvfslab_sim::Platform::from_json(platform_json, platform_source)?;
+            let tables = read_ftrace(trace_text, trace_source)?;
+            replay::replay_governor(plat, &tables, trace_source, &cfg)
+        })
+        .map_err(|e| to_py(py, e))?;
+    Ok(serde_json::to_string(&report).expect("a report serialises"))
 }
 
 /// Run one fixed speed scenario, as JSON.
@@ -315,5 +340,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(read_ftrace, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_governor, m)?)?;
     Ok(())
 }

@@ -29,7 +29,6 @@ pub mod energy_model;
 pub mod engine;
 pub mod error;
 mod fork_balance;
-pub mod ftrace_read;
 pub mod governor;
 mod hw;
 pub mod invariance;
@@ -47,6 +46,7 @@ mod sched;
 pub mod sim;
 pub mod spec;
 pub mod task;
+pub mod trace;
 pub mod workload;
 
 pub use error::{Result, SimError};

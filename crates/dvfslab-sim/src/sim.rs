@@ -10,7 +10,7 @@ use rand_pcg::Pcg64;
 use crate::driver::{table_lookup, Driver};
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
-use crate::governor::{Governor, GovernorConfig, Relation, UpdateFlags};
+use crate::governor::{Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
 use crate::observe::{Decision, Timeline};
 use crate::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::platform::Platform;
@@ -667,10 +667,10 @@ impl Sim {
 
     /// Call a policy's governor with a context; the governor is taken out for the call so it
     /// can use the simulation mutably.
-    pub(crate) fn with_governor(&mut self, policy: usize, f: impl FnOnce(&mut dyn Governor, &mut PolicyCtx)) {
+    pub(crate) fn with_governor(&mut self, policy: usize, f: impl FnOnce(&mut dyn Governor, &mut dyn PolicyCtx)) {
         let Some(mut gov) = self.governors[policy].take() else { return };
         {
-            let mut ctx = PolicyCtx { sim: self, policy };
+            let mut ctx = LivePolicy { sim: self, policy };
             f(gov.as_mut(), &mut ctx);
         }
         self.governors[policy] = Some(gov);
@@ -690,173 +690,122 @@ impl Sim {
     }
 }
 
-/// What a governor instance may see and do, for its own policy.
-pub struct PolicyCtx<'a> {
+/// A policy of the running simulation, as its governor sees it.
+pub struct LivePolicy<'a> {
     sim: &'a mut Sim,
     policy: usize,
 }
 
-impl PolicyCtx<'_> {
-    pub fn now_ns(&self) -> TimeNs {
+impl PolicyCtx for LivePolicy<'_> {
+    fn now_ns(&self) -> TimeNs {
         self.sim.q.now()
     }
-    pub fn cpus(&self) -> &[usize] {
+    fn cpus(&self) -> &[usize] {
         &self.sim.plat.policies[self.policy].cpus
     }
-    pub fn min_khz(&self) -> u32 {
+    fn min_khz(&self) -> u32 {
         self.sim.policies[self.policy].min_khz
     }
-    pub fn max_khz(&self) -> u32 {
+    fn max_khz(&self) -> u32 {
         self.sim.policies[self.policy].max_khz
     }
-    pub fn cur_khz(&self) -> u32 {
+    fn cur_khz(&self) -> u32 {
         self.sim.policies[self.policy].cur_khz
     }
-    pub fn table_khz(&self) -> &[u32] {
+    fn table_khz(&self) -> &[u32] {
         &self.sim.policies[self.policy].table
     }
-    /// CFS utilisation of `cpu` as schedutil reads it: max(util_avg, util_est), with the
-    /// blocked signal of an idle CPU decayed to now, capped at the CPU's capacity.
-    pub fn cpu_util(&self, cpu: usize) -> u64 {
-        self.sim.cpu_util_now(cpu)
-    }
-    pub fn cap_orig(&self, cpu: usize) -> u64 {
+    fn cap_orig(&self, cpu: usize) -> u64 {
         self.sim.plat.cpus[cpu].cap_orig
     }
-    /// Utilisation parts of `cpu` for a governor that wants them separately: (util_avg decayed
-    /// to now, util_est of the enqueued tasks, capacity).
-    pub fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
+    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
         let c = &self.sim.cpus[cpu];
         (self.sim.cpu_util_avg_now(cpu), c.util_est_sum, self.sim.plat.cpus[cpu].cap_orig)
     }
-    /// The root cfs_rq runnable_avg of `cpu` (scaled by the number of runnable tasks).
-    pub fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
+    fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].avg.runnable_avg
     }
-    /// Whether an RT task is running or waiting on `cpu`.
-    pub fn cpu_rt_runnable(&self, cpu: usize) -> bool {
+    fn cpu_rt_runnable(&self, cpu: usize) -> bool {
         self.sim.rt_runnable(cpu)
     }
-    /// The run-queue's uclamp (min, max): max-aggregated over its runnable tasks, an idle
-    /// run-queue keeping its last max. None while no task uses uclamp (or before 5.3).
-    pub fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
+    fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
         self.sim.rq_uclamp(cpu)
     }
-    /// How many times `cpu` has entered idle so far.
-    pub fn cpu_idle_calls(&self, cpu: usize) -> u64 {
+    fn cpu_idle_calls(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].idle_calls
     }
-    /// The kernel version whose behaviour is simulated.
-    pub fn kernel(&self) -> crate::kernel::KernelVersion {
+    fn kernel(&self) -> crate::kernel::KernelVersion {
         self.sim.kernel
     }
-    /// cpufreq's default transition delay for this policy: schedutil's default rate limit.
-    pub fn default_transition_delay_us(&self) -> u64 {
+    fn default_transition_delay_us(&self) -> u64 {
         crate::kernel::default_transition_delay_us(
             self.sim.kernel,
             self.sim.driver.transition_delay_us(),
             self.transition_latency_ns(),
         )
     }
-    /// Number of CFS tasks on `cpu` (running and waiting).
-    pub fn cpu_nr_running(&self, cpu: usize) -> u64 {
+    fn cpu_nr_running(&self, cpu: usize) -> u64 {
         let c = &self.sim.cpus[cpu];
         c.curr.is_some() as u64 + c.queue.len() as u64
     }
-    /// Cumulative busy (non-idle) time of `cpu` up to now, ns: what get_cpu_idle_time() leaves.
-    pub fn cpu_busy_ns(&self, cpu: usize) -> u64 {
+    fn cpu_busy_ns(&self, cpu: usize) -> u64 {
         let c = &self.sim.cpus[cpu];
         c.busy_ns + if c.idle_state.is_none() { self.sim.q.now() - c.idle_since } else { 0 }
     }
-    /// Cumulative idle time of `cpu` with a task asleep in iowait on it, up to now (ns).
-    pub fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
+    fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].iowait_ns_at(self.sim.q.now())
     }
-    /// The platform's vendor and x86 CPUID family/model, for model-specific defaults.
-    pub fn cpu_identity(&self) -> (crate::platform::Vendor, Option<crate::platform::CpuIdFile>) {
+    fn cpu_identity(&self) -> (crate::platform::Vendor, Option<crate::platform::CpuIdFile>) {
         (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
     }
-    /// APERF, MPERF and TSC of `cpu` now (cycles). APERF counts at the running frequency and
-    /// MPERF at base, both only in C0; TSC counts at base always.
-    pub fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
+    fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
         self.sim.sync_counters(cpu);
         let c = &self.sim.cpus[cpu];
         let base = self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
         let tsc = (self.sim.q.now() as u128 * base as u128 / 1_000_000) as u64;
         (c.aperf as u64, c.mperf as u64, tsc)
     }
-    /// The frequency `cpu` runs now (kHz), as the hardware reports it.
-    pub fn cpu_actual_khz(&self, cpu: usize) -> u32 {
-        self.sim.cpu_khz(cpu)
-    }
-    /// The hardware limits of the policy's cluster: (min, base, max) kHz.
-    pub fn cpuinfo_khz(&self) -> (u32, u32, u32) {
+    fn cpuinfo_khz(&self) -> (u32, u32, u32) {
         let f = &self.sim.plat.cluster(self.sim.plat.policies[self.policy].cluster).frequency;
         (f.min_khz, f.base_khz, f.max_khz)
     }
-    /// The turbo bin (kHz) for `n` active cores in the package, after the power limit.
-    pub fn turbo_khz(&self, n: usize) -> u32 {
-        let cl = self.sim.plat.policies[self.policy].cluster;
-        let limits = &self.sim.plat.turbo_limit_khz[cl];
-        limits[n.clamp(1, limits.len()) - 1]
-    }
-    /// `cpuinfo.max_freq` of this policy (kHz), as the driver sets it for the simulated kernel.
-    pub fn cpuinfo_max_khz(&self) -> u32 {
+    fn cpuinfo_max_khz(&self) -> u32 {
         self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.sim.plat.policies[self.policy].cluster, self.sim.kernel)
     }
-    /// `cpuinfo.transition_latency` the driver reports (None = unknown).
-    pub fn transition_latency_ns(&self) -> Option<u64> {
+    fn transition_latency_ns(&self) -> Option<u64> {
         self.sim.driver.transition_latency_ns(&self.sim.plat, self.sim.plat.policies[self.policy].cluster)
     }
-    /// Whether a governor may act on a callback with `flags` (cpufreq_this_cpu_can_update,
-    /// kernel/sched/cpufreq.c; cpufreq_can_do_remote_dvfs in 4.14-5.0): a callback from one of
-    /// the policy's own CPUs always, a remote one only when the driver lets any CPU change the
-    /// frequency (`dvfs_possible_from_any_cpu`).
-    pub fn this_cpu_can_update(&self, flags: crate::governor::UpdateFlags) -> bool {
+    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
         !flags.remote || self.sim.driver.dvfs_possible_from_any_cpu()
     }
-    /// The driver's name, as in sysfs scaling_driver.
-    pub fn driver_name(&self) -> &'static str {
-        self.sim.driver.name()
-    }
-    /// The scheduler tick period (ns).
-    pub fn tick_ns(&self) -> u64 {
+    fn tick_ns(&self) -> u64 {
         self.sim.tick_ns
     }
-    /// Whether PELT is frequency-invariant in this run.
-    pub fn invariant(&self) -> bool {
+    fn invariant(&self) -> bool {
         self.sim.invariant
     }
-    /// PELT multiplier (1, 2 or 4).
-    pub fn pelt_multiplier(&self) -> u64 {
+    fn pelt_multiplier(&self) -> u64 {
         1 << (10 - self.sim.pelt_shift)
     }
-    /// Whether decisions are being recorded: a governor may skip gathering inputs if not.
-    pub fn explaining(&self) -> bool {
+    fn explaining(&self) -> bool {
         self.sim.explain.is_some()
     }
-    /// The inputs behind the next [`PolicyCtx::request_khz`] (name, value), for `--explain`.
-    pub fn explain(&mut self, inputs: &[(&'static str, f64)]) {
+    fn explain(&mut self, inputs: &[(&'static str, f64)]) {
         if self.sim.explain.is_some() {
             self.sim.pending_inputs.clear();
             self.sim.pending_inputs.extend_from_slice(inputs);
         }
     }
-    /// More inputs for the same request, after [`PolicyCtx::explain`].
-    pub fn explain_more(&mut self, inputs: &[(&'static str, f64)]) {
+    fn explain_more(&mut self, inputs: &[(&'static str, f64)]) {
         if self.sim.explain.is_some() {
             self.sim.pending_inputs.extend_from_slice(inputs);
         }
     }
-    /// What the cpufreq core makes of a governor's request `khz` before the driver acts
-    /// (cpufreq_driver_resolve_freq): clamped to the limits, and rounded up to a table entry
-    /// when the driver has a table (not intel_cpufreq).
-    pub fn resolve_freq(&self, khz: u32) -> u32 {
+    fn resolve_freq(&self, khz: u32) -> u32 {
         let pol = &self.sim.policies[self.policy];
         self.sim.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
     }
-    /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
-    pub fn request_khz(&mut self, khz: u32, relation: Relation) {
+    fn request_khz(&mut self, khz: u32, relation: Relation) {
         let pol = &self.sim.policies[self.policy];
         let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
         let target = khz.clamp(min_khz, max_khz);
@@ -883,8 +832,7 @@ impl PolicyCtx<'_> {
             });
         }
     }
-    /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
-    pub fn arm_timer(&mut self, delay_ns: u64) {
+    fn arm_timer(&mut self, delay_ns: u64) {
         let pol = &mut self.sim.policies[self.policy];
         pol.timer_token = pol.timer_token.wrapping_add(1);
         let token = pol.timer_token;

@@ -1,6 +1,6 @@
 """Recorded traces as tables: ftrace text (the output of `trace-cmd report`, the kernel's
 `trace` / `trace_pipe` files, the `.txt` traces dvfslab writes), read by the simulator's native
-reader (`dvfslab_sim::ftrace_read`), and a trace.dat through `trace-cmd report`.
+reader (`dvfslab_sim::trace::read`), and a trace.dat through `trace-cmd report`.
 
 The events a frequency study needs become tables: `sched_switch`, `sched_wakeup` /
 `sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, the markers user space writes (`print`,
@@ -18,12 +18,15 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+
+if TYPE_CHECKING:
+    from dvfslab.platforms import PlatformRef
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 """The first bytes of a trace-cmd trace.dat file."""
@@ -38,8 +41,8 @@ class Trace:
     """time_s, cpu, prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio
     (prio as the kernel counts it: below 100 an RT task)"""
     wakeups: pd.DataFrame
-    """time_s, cpu (where the event was logged), comm, pid, prio, target_cpu, new (a fork's
-    first)"""
+    """time_s, cpu (where the event was logged), comm, pid, prio, target_cpu, waker_pid (the
+    task it was logged from: 0 for an interrupt or the idle task), new (a fork's first)"""
     frequency: pd.DataFrame
     """time_s, logged_cpu (where the event was logged), cpu, freq_khz"""
     idle: pd.DataFrame
@@ -107,6 +110,11 @@ class Trace:
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read an ftrace text file, or a trace.dat through `trace-cmd report`."""
+    return parse_text(trace_text(path), str(path))
+
+
+def trace_text(path: str | os.PathLike[str]) -> str:
+    """The ftrace text of a trace file: the file itself, or a trace.dat's `trace-cmd report`."""
     source = Path(path)
     try:
         with source.open("rb") as f:
@@ -116,12 +124,11 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     except OSError as e:
         raise ConfigError(f"cannot read trace file {source}: {e.strerror or e}") from None
     if head == TRACE_DAT_MAGIC:
-        return _parse(_trace_cmd_report(source), str(source))
+        return _trace_cmd_report(source)
     try:
-        text = source.read_text(encoding="utf-8")
+        return source.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: not ftrace text (byte {e.start} is not UTF-8)") from None
-    return _parse(text, str(source))
 
 
 def cpu_map(text: str) -> dict[int, str]:
@@ -149,7 +156,7 @@ def cpu_map(text: str) -> dict[int, str]:
     return out
 
 
-def preset_cpu_map(platform: str) -> dict[int, str]:
+def preset_cpu_map(platform: PlatformRef) -> dict[int, str]:
     """CPU -> cluster name of a platform preset, its CPUs numbered as the preset numbers them."""
     from dvfslab.platforms import describe_platform
 
@@ -173,7 +180,8 @@ def _trace_cmd_report(path: Path) -> str:
     return done.stdout
 
 
-def _parse(text: str, source: str) -> Trace:
+def parse_text(text: str, source: str) -> Trace:
+    """ftrace `text` as tables; `source` names it in errors."""
     columns = _core.read_ftrace(text, source)
     frames = {name: pd.DataFrame(columns[name]) for name in TABLES}
     # Every CPU a table names: the ones events were logged on, and those they are about.

@@ -116,7 +116,7 @@ impl Conservative {
     }
 
     /// One sample (cs_dbs_update): the load, then at most one step.
-    fn sample(&mut self, ctx: &mut PolicyCtx) {
+    fn sample(&mut self, ctx: &mut dyn PolicyCtx) {
         let load = self.dbs.update(ctx);
         let idle_periods = self.dbs.idle_periods.take();
         let limits = Limits { cur: ctx.cur_khz(), min: ctx.min_khz(), max: ctx.max_khz() };
@@ -188,7 +188,7 @@ fn freq_step_khz(freq_step_pct: u32, policy_max_khz: u32) -> u32 {
 }
 
 impl Governor for Conservative {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         if self.dbs.start(ctx) {
             self.down_skip = 0;
         }
@@ -200,7 +200,7 @@ impl Governor for Conservative {
         true
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, flags: UpdateFlags) {
+    fn util_update(&mut self, ctx: &mut dyn PolicyCtx, _cpu: usize, flags: UpdateFlags) {
         if !self.dbs.sample_due(ctx, flags) {
             return;
         }

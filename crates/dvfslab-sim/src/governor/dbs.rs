@@ -83,7 +83,7 @@ impl Dbs {
 
     /// Governor start (the first call) and limits change (every call). Returns true on the
     /// first call, when the governor should initialise its own state.
-    pub fn start(&mut self, ctx: &mut PolicyCtx) -> bool {
+    pub fn start(&mut self, ctx: &mut dyn PolicyCtx) -> bool {
         let first = !self.started;
         if first {
             self.started = true;
@@ -119,7 +119,7 @@ impl Dbs {
     /// so it is recorded as the last one. A remote callback the policy cannot act on is
     /// ignored (cpufreq_this_cpu_can_update; cpufreq_can_do_remote_dvfs since 4.14, when
     /// remote callbacks appeared).
-    pub fn sample_due(&mut self, ctx: &PolicyCtx, flags: super::UpdateFlags) -> bool {
+    pub fn sample_due(&mut self, ctx: &dyn PolicyCtx, flags: super::UpdateFlags) -> bool {
         if !ctx.this_cpu_can_update(flags) {
             return false;
         }
@@ -142,7 +142,7 @@ impl Dbs {
     }
 
     /// The policy's load (%) since the previous sample: the busiest CPU's (dbs_update).
-    pub fn update(&mut self, ctx: &PolicyCtx) -> u32 {
+    pub fn update(&mut self, ctx: &dyn PolicyCtx) -> u32 {
         let sampling_us = self.sampling_rate_us * self.rate_mult;
         let now_us = ctx.now_ns() / 1000;
         let mut max_load = 0;
@@ -189,14 +189,14 @@ pub(super) fn window_load_pct(elapsed_us: u64, idle_us: u64) -> u32 {
 
 /// Cumulative idle time of `cpu` (µs), NO_HZ micro-accounted, as `get_cpu_idle_time` gives it:
 /// all non-busy time, less the time with a task asleep in I/O wait when `io_busy`.
-fn idle_us(ctx: &PolicyCtx, cpu: usize, io_busy: bool) -> u64 {
+fn idle_us(ctx: &dyn PolicyCtx, cpu: usize, io_busy: bool) -> u64 {
     let idle_ns = ctx.now_ns() - ctx.cpu_busy_ns(cpu);
     let iowait_ns = if io_busy { ctx.cpu_iowait_ns(cpu) } else { 0 };
     idle_ns.saturating_sub(iowait_ns) / 1000
 }
 
 /// The sampling rate in force: the requested one (0 = the default), raised to the floor.
-fn resolve_sampling_rate_us(requested_us: u64, ctx: &PolicyCtx) -> u64 {
+fn resolve_sampling_rate_us(requested_us: u64, ctx: &dyn PolicyCtx) -> u64 {
     let kernel = ctx.kernel();
     let latency_us = ctx.transition_latency_ns().map(|ns| (ns / 1000).max(1));
     let floor = sampling_rate_floor_us(kernel, ctx.tick_ns(), latency_us);

@@ -251,13 +251,13 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn baseline(&mut self, ctx: &mut PolicyCtx, cpu: usize) {
+    fn baseline(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize) {
         self.prev = ctx.cpu_counters(cpu);
         self.time_ns = ctx.now_ns();
     }
 
     /// A new sample, or None if the CPU stayed idle since the last one (MPERF unchanged).
-    fn take(&mut self, ctx: &mut PolicyCtx, cpu: usize) -> Option<Sample> {
+    fn take(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize) -> Option<Sample> {
         let (aperf, mperf, tsc) = ctx.cpu_counters(cpu);
         let (pa, pm, pt) = self.prev;
         if mperf == pm || tsc == pt {
@@ -339,18 +339,18 @@ impl IntelPstate {
 
     /// A sample if `sample_rate_ms` has passed since the last one (intel_pstate_update_util)
     /// and the CPU did not stay idle all along.
-    fn due_sample(&mut self, ctx: &mut PolicyCtx, cpu: usize) -> Option<Sample> {
+    fn due_sample(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize) -> Option<Sample> {
         if ctx.now_ns().saturating_sub(self.sampler.time_ns) < self.sample_rate_ns {
             return None;
         }
         self.sampler.take(ctx, cpu)
     }
 
-    fn set_pstate(&mut self, ctx: &mut PolicyCtx, pstate: i64) {
+    fn set_pstate(&mut self, ctx: &mut dyn PolicyCtx, pstate: i64) {
         ctx.request_khz((pstate.max(0) as u32) * SCALING_KHZ, Relation::H);
     }
 
-    fn sample_load(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+    fn sample_load(&mut self, ctx: &mut dyn PolicyCtx, s: &Sample) {
         let t = get_target_pstate(&self.pstates, self.limits.no_turbo, s, self.iowait.boost);
         let pstate = self.range.clamp(t.target);
         ctx.explain(&[
@@ -365,7 +365,7 @@ impl IntelPstate {
         self.set_pstate(ctx, pstate);
     }
 
-    fn sample_pid(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+    fn sample_pid(&mut self, ctx: &mut dyn PolicyCtx, s: &Sample) {
         let current = (ctx.cur_khz() / SCALING_KHZ) as i64;
         let core_busy = perf_scaled(s, self.pstates.max_physical, current, self.sample_rate_ns);
         let terms = self.pid.calc(core_busy);
@@ -392,7 +392,7 @@ impl IntelPstate {
         Range { lo, hi: self.range.hi }
     }
 
-    fn sample_hwp(&mut self, ctx: &mut PolicyCtx, s: &Sample) {
+    fn sample_hwp(&mut self, ctx: &mut dyn PolicyCtx, s: &Sample) {
         let range = self.hwp_range();
         let c = hwp_autonomous(&self.pstates, s, self.epp, range);
         self.hwp_desired = c.desired;
@@ -411,7 +411,7 @@ impl IntelPstate {
 }
 
 impl Governor for IntelPstate {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         self.pstates = Pstates::from_khz(ctx.cpuinfo_khz());
         self.range = perf_range(&self.pstates, &self.limits, ctx.min_khz(), ctx.max_khz());
         if self.algorithm == Algorithm::Performance {
@@ -439,7 +439,7 @@ impl Governor for IntelPstate {
         }
     }
 
-    fn timer(&mut self, ctx: &mut PolicyCtx) {
+    fn timer(&mut self, ctx: &mut dyn PolicyCtx) {
         let Some(cpu) = self.cpu else { return };
         ctx.arm_timer(self.period_ns());
         // Only the HWP model runs on the timer: the modelled hardware's evaluation window.
@@ -449,7 +449,7 @@ impl Governor for IntelPstate {
         }
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
+    fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
         // Only the CPU's own callbacks count (the driver ignores remote ones), except that
         // HWP keeps a remote callback's I/O-wait flag for the next local one.
         if self.cpu != Some(cpu) || flags.remote {

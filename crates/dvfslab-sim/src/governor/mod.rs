@@ -2,10 +2,12 @@
 //!
 //! A governor instance decides for one policy. It sees what a kernel governor sees through
 //! [`PolicyCtx`]: the policy's CPUs, their utilisation, idle time and counters, the limits and
-//! the frequency table, and it asks the driver for a frequency. Adding a governor means one
+//! the frequency table, and it asks the driver for a frequency. The simulation and a replay of
+//! a recorded trace each implement [`PolicyCtx`]. Adding a governor means one
 //! file with an `INFO` and one line in [`REGISTRY`].
 
 mod conservative;
+mod context;
 mod dbs;
 mod intel_pstate;
 mod intel_pstate_hwp;
@@ -23,7 +25,7 @@ use crate::kernel::KernelVersion;
 use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues, Spec};
 
-pub use crate::sim::PolicyCtx;
+pub use context::PolicyCtx;
 
 /// How a requested frequency is matched to the table (cpufreq's CPUFREQ_RELATION_*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,11 +53,11 @@ pub struct UpdateFlags {
 
 pub trait Governor {
     /// Called when the governor starts on the policy, and when its limits change.
-    fn start(&mut self, ctx: &mut PolicyCtx);
+    fn start(&mut self, ctx: &mut dyn PolicyCtx);
     /// Scheduler utilisation callback for one of the policy's CPUs.
-    fn util_update(&mut self, _ctx: &mut PolicyCtx, _cpu: usize, _flags: UpdateFlags) {}
+    fn util_update(&mut self, _ctx: &mut dyn PolicyCtx, _cpu: usize, _flags: UpdateFlags) {}
     /// The governor's own timer, armed with [`PolicyCtx::arm_timer`], fired.
-    fn timer(&mut self, _ctx: &mut PolicyCtx) {}
+    fn timer(&mut self, _ctx: &mut dyn PolicyCtx) {}
     /// Whether the scheduler should call [`Governor::util_update`] at all (saves work for
     /// static governors).
     fn wants_util_updates(&self) -> bool {

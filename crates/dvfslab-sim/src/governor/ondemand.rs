@@ -148,7 +148,7 @@ impl Ondemand {
 
     /// One sample (od_dbs_update): either the low half of a powersave_bias split, or a load
     /// evaluation. Returns the delay until the next sample (µs).
-    fn sample(&mut self, ctx: &mut PolicyCtx) -> u64 {
+    fn sample(&mut self, ctx: &mut dyn PolicyCtx) -> u64 {
         let sub_sample = std::mem::take(&mut self.sub_sample_due);
         if let (true, true, Some(split)) = (sub_sample, self.dbs.sample_delay_set(), self.split) {
             ctx.explain(&[
@@ -255,7 +255,7 @@ fn bias_split(
 }
 
 impl Governor for Ondemand {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         let (vendor, cpuid) = ctx.cpu_identity();
         self.dbs.io_busy = self.io_is_busy.unwrap_or_else(|| should_io_be_busy(vendor, cpuid));
         self.cpuinfo_max_khz = ctx.cpuinfo_max_khz();
@@ -269,7 +269,7 @@ impl Governor for Ondemand {
         true
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, _cpu: usize, flags: UpdateFlags) {
+    fn util_update(&mut self, ctx: &mut dyn PolicyCtx, _cpu: usize, flags: UpdateFlags) {
         if !self.dbs.sample_due(ctx, flags) {
             return;
         }

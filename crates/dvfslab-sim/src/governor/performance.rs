@@ -23,7 +23,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
 struct Performance;
 
 impl Governor for Performance {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         let max = ctx.max_khz();
         ctx.request_khz(max, Relation::H);
     }

@@ -23,7 +23,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
 struct Powersave;
 
 impl Governor for Powersave {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         let min = ctx.min_khz();
         ctx.request_khz(min, Relation::L);
     }

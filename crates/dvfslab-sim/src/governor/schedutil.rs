@@ -167,7 +167,7 @@ struct SugovCpu {
 }
 
 impl Governor for Schedutil {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         let rate_limit_us =
             if self.rate_limit_us < 0.0 { ctx.default_transition_delay_us() } else { self.rate_limit_us as u64 };
         self.rate_limit_used_us = rate_limit_us;
@@ -204,7 +204,7 @@ impl Governor for Schedutil {
         })
     }
 
-    fn util_update(&mut self, ctx: &mut PolicyCtx, cpu: usize, flags: UpdateFlags) {
+    fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
         let time = ctx.now_ns();
         let Some(idx) = ctx.cpus().iter().position(|&c| c == cpu) else { return };
         let tick_ns = ctx.tick_ns();
@@ -319,7 +319,7 @@ impl Schedutil {
     }
 
     /// get_util + sugov_effective_cpu_perf for one CPU.
-    fn get_util(&self, ctx: &PolicyCtx, cpu: usize, boost: u64) -> Parts {
+    fn get_util(&self, ctx: &dyn PolicyCtx, cpu: usize, boost: u64) -> Parts {
         let kernel = ctx.kernel();
         let (util_avg, util_est, cap) = ctx.cpu_util_parts(cpu);
         let util_est = if kernel >= KernelVersion(4, 17) { util_est } else { 0 };
@@ -376,7 +376,7 @@ impl Schedutil {
     /// get_next_freq: raw = ref · perf / capacity, resolved by the cpufreq core
     /// (cpufreq_driver_resolve_freq: a table entry, or the clamped kHz for intel_cpufreq).
     /// Returns (resolved, raw, reference).
-    fn get_next_freq(&mut self, ctx: &PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
+    fn get_next_freq(&mut self, ctx: &dyn PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
         let form = if self.margins || ctx.kernel() >= KernelVersion(6, 8) {
             FreqForm::CappedPerf
         } else {

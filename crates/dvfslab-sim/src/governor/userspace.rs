@@ -34,7 +34,7 @@ struct Userspace {
 }
 
 impl Governor for Userspace {
-    fn start(&mut self, ctx: &mut PolicyCtx) {
+    fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         if self.setspeed_khz == 0 {
             self.setspeed_khz = ctx.max_khz();
         }

@@ -51,6 +51,9 @@ pub struct Wakeups {
     pub pid: Vec<i64>,
     pub prio: Vec<i64>,
     pub target_cpu: Vec<i64>,
+    /// The task the event was logged from: the waker (0 when an interrupt or the idle task
+    /// woke it).
+    pub waker_pid: Vec<i64>,
     /// `sched_wakeup_new`: a forked task's first wake-up.
     pub new: Vec<bool>,
 }
@@ -168,6 +171,7 @@ impl FtraceTables {
                     ("pid", I64(&w.pid)),
                     ("prio", I64(&w.prio)),
                     ("target_cpu", I64(&w.target_cpu)),
+                    ("waker_pid", I64(&w.waker_pid)),
                     ("new", Bool(&w.new)),
                 ],
             ),
@@ -298,6 +302,7 @@ impl FtraceTables {
                 w.pid.push(pid);
                 w.prio.push(prio);
                 w.target_cpu.push(target);
+                w.waker_pid.push(ev.pid);
                 w.new.push(ev.event == "sched_wakeup_new");
             }
             "sched_pelt_cfs" | "lisa__sched_pelt_cfs" | "sched_load_cfs_rq" => {
@@ -554,6 +559,7 @@ mod tests {
         assert_eq!(t.wakeups.comm, ["rt-app", "kworker/1:0"]);
         assert_eq!(t.wakeups.target_cpu, [3, 1]);
         assert_eq!(t.wakeups.prio, [120, 120]);
+        assert_eq!(t.wakeups.waker_pid, [1, 1]);
         // The kernel's own format has an arrow too; it is read by its keys.
         assert_eq!((s.next_pid[2], s.next_prio[2]), (4, 98));
     }

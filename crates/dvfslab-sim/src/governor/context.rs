@@ -1,0 +1,85 @@
+//! What a governor sees of its policy and the one thing it does: ask for a frequency.
+//!
+//! Governors read their inputs only through [`PolicyCtx`], so the same governor code decides in
+//! a live simulation (`crate::sim::LivePolicy`, inputs from the simulated scheduler and
+//! hardware) and against a recording (`crate::replay`, inputs from a kernel trace). The methods
+//! mirror what a kernel governor reads: the scheduler's per-CPU signals, the cpufreq policy and
+//! its driver, the hardware counters.
+
+use super::{Relation, UpdateFlags};
+use crate::kernel::KernelVersion;
+use crate::platform::{CpuIdFile, Vendor};
+
+/// One policy as its governor sees it.
+pub trait PolicyCtx {
+    /// Now, in ns since the start.
+    fn now_ns(&self) -> u64;
+    /// The policy's CPUs (policy->cpus).
+    fn cpus(&self) -> &[usize];
+    /// The policy's limits (policy->min, policy->max) and current frequency (policy->cur), kHz.
+    fn min_khz(&self) -> u32;
+    fn max_khz(&self) -> u32;
+    fn cur_khz(&self) -> u32;
+    /// The frequency table, ascending (kHz).
+    fn table_khz(&self) -> &[u32];
+    /// The capacity of `cpu` at its highest frequency (arch_scale_cpu_capacity).
+    fn cap_orig(&self, cpu: usize) -> u64;
+    /// Utilisation parts of `cpu` for a governor that wants them separately: (util_avg decayed
+    /// to now, util_est of the enqueued tasks, capacity).
+    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64);
+    /// The root cfs_rq runnable_avg of `cpu` (scaled by the number of runnable tasks).
+    fn cpu_runnable_avg(&self, cpu: usize) -> u64;
+    /// Whether an RT task is running or waiting on `cpu`.
+    fn cpu_rt_runnable(&self, cpu: usize) -> bool;
+    /// The run-queue's uclamp (min, max): max-aggregated over its runnable tasks, an idle
+    /// run-queue keeping its last max. None while no task uses uclamp (or before 5.3).
+    fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)>;
+    /// How many times `cpu` has entered idle so far.
+    fn cpu_idle_calls(&self, cpu: usize) -> u64;
+    /// The kernel version whose behaviour is simulated.
+    fn kernel(&self) -> KernelVersion;
+    /// cpufreq's default transition delay for this policy: schedutil's default rate limit.
+    fn default_transition_delay_us(&self) -> u64;
+    /// Number of CFS tasks on `cpu` (running and waiting).
+    fn cpu_nr_running(&self, cpu: usize) -> u64;
+    /// Cumulative busy (non-idle) time of `cpu` up to now, ns: what get_cpu_idle_time() leaves.
+    fn cpu_busy_ns(&self, cpu: usize) -> u64;
+    /// Cumulative idle time of `cpu` with a task asleep in iowait on it, up to now (ns).
+    fn cpu_iowait_ns(&self, cpu: usize) -> u64;
+    /// The platform's vendor and x86 CPUID family/model, for model-specific defaults.
+    fn cpu_identity(&self) -> (Vendor, Option<CpuIdFile>);
+    /// APERF, MPERF and TSC of `cpu` now (cycles). APERF counts at the running frequency and
+    /// MPERF at base, both only in C0; TSC counts at base always.
+    fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64);
+    /// The hardware limits of the policy's cluster: (min, base, max) kHz.
+    fn cpuinfo_khz(&self) -> (u32, u32, u32);
+    /// `cpuinfo.max_freq` of this policy (kHz), as the driver sets it for the simulated kernel.
+    fn cpuinfo_max_khz(&self) -> u32;
+    /// `cpuinfo.transition_latency` the driver reports (None = unknown).
+    fn transition_latency_ns(&self) -> Option<u64>;
+    /// Whether a governor may act on a callback with `flags` (cpufreq_this_cpu_can_update,
+    /// kernel/sched/cpufreq.c; cpufreq_can_do_remote_dvfs in 4.14-5.0): a callback from one of
+    /// the policy's own CPUs always, a remote one only when the driver lets any CPU change the
+    /// frequency (`dvfs_possible_from_any_cpu`).
+    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool;
+    /// The scheduler tick period (ns).
+    fn tick_ns(&self) -> u64;
+    /// Whether PELT is frequency-invariant in this run.
+    fn invariant(&self) -> bool;
+    /// PELT multiplier (1, 2 or 4).
+    fn pelt_multiplier(&self) -> u64;
+    /// Whether decisions are being recorded: a governor may skip gathering inputs if not.
+    fn explaining(&self) -> bool;
+    /// The inputs behind the next [`PolicyCtx::request_khz`] (name, value), for `--explain`.
+    fn explain(&mut self, inputs: &[(&'static str, f64)]);
+    /// More inputs for the same request, after [`PolicyCtx::explain`].
+    fn explain_more(&mut self, inputs: &[(&'static str, f64)]);
+    /// What the cpufreq core makes of a governor's request `khz` before the driver acts
+    /// (cpufreq_driver_resolve_freq): clamped to the limits, and rounded up to a table entry
+    /// when the driver has a table (not intel_cpufreq).
+    fn resolve_freq(&self, khz: u32) -> u32;
+    /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
+    fn request_khz(&mut self, khz: u32, relation: Relation);
+    /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
+    fn arm_timer(&mut self, delay_ns: u64);
+}

@@ -1,0 +1,179 @@
+//! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
+//! replay (`super::replay`), its values those the trace showed last.
+
+use crate::driver::table_lookup;
+use crate::governor::{PolicyCtx, Relation, UpdateFlags};
+use crate::kernel::KernelVersion;
+use crate::platform::{CpuIdFile, Vendor};
+use crate::sim::Sim;
+
+/// The recorded state the governors read, as of the event being replayed.
+pub(super) struct Recorded {
+    pub(super) now_ns: u64,
+    pub(super) util: Vec<u64>,
+    pub(super) util_est: Vec<u64>,
+    pub(super) runnable: Vec<u64>,
+    pub(super) rt_running: Vec<bool>,
+    pub(super) task_running: Vec<bool>,
+    pub(super) idle_calls: Vec<u64>,
+    /// Busy time so far and since when the CPU has been busy (None while idle).
+    pub(super) busy_ns: Vec<u64>,
+    pub(super) busy_since: Vec<Option<u64>>,
+    /// APERF / MPERF as the recorded busy time and frequency imply (no trace carries them).
+    pub(super) aperf: Vec<f64>,
+    pub(super) mperf: Vec<f64>,
+    pub(super) counted_to: Vec<u64>,
+    pub(super) cur_khz: Vec<u32>,
+    pub(super) timers: Vec<Option<u64>>,
+    pub(super) pending_inputs: Vec<(&'static str, f64)>,
+    pub(super) decisions: Vec<ModelDecision>,
+}
+
+pub(super) struct ModelDecision {
+    pub(super) time_ns: u64,
+    pub(super) policy: usize,
+    pub(super) khz: u32,
+    pub(super) inputs: Vec<(&'static str, f64)>,
+}
+
+/// One policy of the replay, as its governor sees it.
+pub(super) struct RecordedPolicy<'a> {
+    pub(super) sim: &'a Sim,
+    pub(super) rec: &'a mut Recorded,
+    pub(super) policy: usize,
+}
+
+impl RecordedPolicy<'_> {
+    fn cluster(&self) -> usize {
+        self.sim.plat.policies[self.policy].cluster
+    }
+
+    fn base_khz(&self, cpu: usize) -> u64 {
+        self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
+    }
+}
+
+impl PolicyCtx for RecordedPolicy<'_> {
+    fn now_ns(&self) -> u64 {
+        self.rec.now_ns
+    }
+    fn cpus(&self) -> &[usize] {
+        &self.sim.plat.policies[self.policy].cpus
+    }
+    fn min_khz(&self) -> u32 {
+        self.sim.policies[self.policy].min_khz
+    }
+    fn max_khz(&self) -> u32 {
+        self.sim.policies[self.policy].max_khz
+    }
+    fn cur_khz(&self) -> u32 {
+        self.rec.cur_khz[self.policy]
+    }
+    fn table_khz(&self) -> &[u32] {
+        &self.sim.policies[self.policy].table
+    }
+    fn cap_orig(&self, cpu: usize) -> u64 {
+        self.sim.plat.cpus[cpu].cap_orig
+    }
+    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
+        (self.rec.util[cpu], self.rec.util_est[cpu], self.cap_orig(cpu))
+    }
+    fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
+        self.rec.runnable[cpu]
+    }
+    fn cpu_rt_runnable(&self, cpu: usize) -> bool {
+        self.rec.rt_running[cpu]
+    }
+    fn cpu_uclamp(&self, _cpu: usize) -> Option<(u64, u64)> {
+        None
+    }
+    fn cpu_idle_calls(&self, cpu: usize) -> u64 {
+        self.rec.idle_calls[cpu]
+    }
+    fn kernel(&self) -> KernelVersion {
+        self.sim.kernel
+    }
+    fn default_transition_delay_us(&self) -> u64 {
+        crate::kernel::default_transition_delay_us(
+            self.sim.kernel,
+            self.sim.driver.transition_delay_us(),
+            self.transition_latency_ns(),
+        )
+    }
+    fn cpu_nr_running(&self, cpu: usize) -> u64 {
+        self.rec.task_running[cpu] as u64
+    }
+    fn cpu_busy_ns(&self, cpu: usize) -> u64 {
+        self.rec.busy_ns[cpu] + self.rec.busy_since[cpu].map_or(0, |since| self.rec.now_ns - since)
+    }
+    fn cpu_iowait_ns(&self, _cpu: usize) -> u64 {
+        0
+    }
+    fn cpu_identity(&self) -> (Vendor, Option<CpuIdFile>) {
+        (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
+    }
+    fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
+        self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.plat.cpus[cpu].policy);
+        let tsc = self.rec.now_ns as u128 * self.base_khz(cpu) as u128 / 1_000_000;
+        (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
+    }
+    fn cpuinfo_khz(&self) -> (u32, u32, u32) {
+        let f = &self.sim.plat.cluster(self.cluster()).frequency;
+        (f.min_khz, f.base_khz, f.max_khz)
+    }
+    fn cpuinfo_max_khz(&self) -> u32 {
+        self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.cluster(), self.sim.kernel)
+    }
+    fn transition_latency_ns(&self) -> Option<u64> {
+        self.sim.driver.transition_latency_ns(&self.sim.plat, self.cluster())
+    }
+    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
+        !flags.remote || self.sim.driver.dvfs_possible_from_any_cpu()
+    }
+    fn tick_ns(&self) -> u64 {
+        self.sim.tick_ns
+    }
+    fn invariant(&self) -> bool {
+        self.sim.invariant
+    }
+    fn pelt_multiplier(&self) -> u64 {
+        1 << (10 - self.sim.pelt_shift)
+    }
+    fn explaining(&self) -> bool {
+        true
+    }
+    fn explain(&mut self, inputs: &[(&'static str, f64)]) {
+        self.rec.pending_inputs.clear();
+        self.rec.pending_inputs.extend_from_slice(inputs);
+    }
+    fn explain_more(&mut self, inputs: &[(&'static str, f64)]) {
+        self.rec.pending_inputs.extend_from_slice(inputs);
+    }
+    fn resolve_freq(&self, khz: u32) -> u32 {
+        let pol = &self.sim.policies[self.policy];
+        self.sim.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+    }
+    fn request_khz(&mut self, khz: u32, relation: Relation) {
+        let pol = &self.sim.policies[self.policy];
+        let target = khz.clamp(pol.min_khz, pol.max_khz);
+        let resolved = table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz);
+        let inputs = std::mem::take(&mut self.rec.pending_inputs);
+        self.rec.decisions.push(ModelDecision { time_ns: self.rec.now_ns, policy: self.policy, khz: resolved, inputs });
+    }
+    fn arm_timer(&mut self, delay_ns: u64) {
+        self.rec.timers[self.policy] = Some(self.rec.now_ns + delay_ns);
+    }
+}
+
+impl Recorded {
+    /// Bring the implied APERF/MPERF of `cpu` up to now: busy time at the recorded frequency.
+    pub(super) fn count_cycles(&mut self, cpu: usize, base_khz: u64, policy: usize) {
+        let from = self.counted_to[cpu].max(self.busy_since[cpu].unwrap_or(self.now_ns));
+        if self.busy_since[cpu].is_some() && self.now_ns > from {
+            let busy = (self.now_ns - from) as f64;
+            self.aperf[cpu] += busy * self.cur_khz[policy] as f64 / 1e6;
+            self.mperf[cpu] += busy * base_khz as f64 / 1e6;
+        }
+        self.counted_to[cpu] = self.now_ns;
+    }
+}

@@ -1,0 +1,164 @@
+"""`dvfslab replay governor` and dvfslab.replay_governor: a governor against a real recording."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from dvfslab import ConfigError
+
+JUNO_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-schedutil.txt"
+LINUX_4_19 = "schedutil:kernel=4.19"
+
+
+def test_schedutil_on_the_juno_recording_matches_the_kernel_where_its_inputs_were_traced():
+    report = dvfslab.replay_governor(JUNO_SCHEDUTIL, "juno-r0", LINUX_4_19)
+    # The trace's five changes: the first falls before every LITTLE CPU has reported its
+    # utilisation (the model's state is unknown there), so four are judged.
+    assert len(report["warm_up"]) == 1
+    assert report["recorded_changes"] == 4
+    exact = {(c["policy"], c["recorded_khz"]) for c in report["changes"] if c["status"] == "exact"}
+    # big to 800 MHz on a migrated task's utilisation, LITTLE down to 450 MHz when it decays,
+    # LITTLE to the top when an RT task (prio < 100) runs: the formula as 4.19 has it.
+    assert exact == {(1, 800_000), (0, 450_000), (0, 850_000)}
+    for c in report["changes"]:
+        if c["status"] == "exact":
+            # The scpi driver's kthread logs the change after the decision.
+            assert -3.0 < (c["model_s"] - c["recorded_s"]) * 1e3 <= 0.0
+    assert report["decisions"] == len(report["changes"])
+    assert report["exact_match"] == pytest.approx(3 / report["decisions"])
+    assert "util_est" in report["unobservable"]  # 4.19 has util_est; the trace does not
+    shown = report["divergences"]
+    assert shown
+    assert all(c["status"] != "exact" for c in shown)
+    assert all(dict(c["inputs"]).keys() >= {"util_avg", "util"} for c in shown if c["inputs"])
+
+
+def test_every_model_decision_stays_in_the_table_and_within_the_trace():
+    report = dvfslab.replay_governor(JUNO_SCHEDUTIL, "juno-r0", "ondemand:kernel=4.19")
+    tables = {0: {450_000, 575_000, 700_000, 775_000, 850_000}}
+    tables[1] = {450_000, 625_000, 800_000, 950_000, 1_100_000}
+    assert report["unobservable"] == ["iowait_time"]
+    for c in report["changes"]:
+        if c["model_khz"] is not None:
+            assert c["model_khz"] in tables[c["policy"]]
+            assert 2084.02 <= c["model_s"] <= 2084.45
+
+
+def test_the_cli_prints_the_comparison(capsys):
+    from dvfslab.cli import main
+
+    assert main(["replay", "governor", str(JUNO_SCHEDUTIL), "-p", "juno-r0", "-g", LINUX_4_19]) == 0
+    out = capsys.readouterr().out
+    for shown in ("exact OPP", "warm_up", "not in the trace: util_est"):
+        assert shown in out
+    assert (
+        main(
+            ["replay", "governor", str(JUNO_SCHEDUTIL), "-p", "juno-r0", "-g", LINUX_4_19, "--json"]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert {"decisions", "exact_match", "within_one_opp", "unexplained", "divergences"} <= set(data)
+
+
+def test_a_recording_of_another_machine_or_without_inputs_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="not in juno-r2's table"):
+        dvfslab.replay_governor(JUNO_SCHEDUTIL, "juno-r2", LINUX_4_19)
+    empty = tmp_path / "empty.txt"
+    empty.write_text(
+        "  sh-1 [000] 1.0: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 "
+        "prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n"
+    )
+    with pytest.raises(ConfigError, match="nothing to replay"):
+        dvfslab.replay_governor(empty, "juno-r0", LINUX_4_19)
+    with pytest.raises(ConfigError, match="kernel"):
+        dvfslab.replay_governor(JUNO_SCHEDUTIL, "juno-r0", "schedutil:kernel=3.10")
+
+
+JUNO_TASKS = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
+
+# A made-up recording on juno-r2 (big = CPUs 1-2 at 1200 MHz, capacity 1024; LITTLE = 0, 3-5
+# at 950 MHz): `a` runs 2 ms on a big CPU, sleeps until a timer wakes it 3 ms
+# later, runs 1 ms during which it wakes `b` half-way, and `b` runs 1 ms on a LITTLE CPU.
+
+
+def _switch(cpu: int, t: str, prev: tuple[str, int, str], nxt: tuple[str, int]) -> str:
+    fields = (
+        f"prev_comm={prev[0]} prev_pid={prev[1]} prev_prio=120 prev_state={prev[2]} ==> "
+        f"next_comm={nxt[0]} next_pid={nxt[1]} next_prio=120"
+    )
+    return f"  {prev[0]}-{prev[1]} [{cpu:03d}] {t}: sched_switch: {fields}\n"
+
+
+def _wakeup(cpu: int, t: str, waker: tuple[str, int], pid: int, target: int) -> str:
+    body = f"comm=t pid={pid} prio=120 target_cpu={target:03d}"
+    return f"  {waker[0]}-{waker[1]} [{cpu:03d}] {t}: sched_wakeup: {body}\n"
+
+
+IDLE1, IDLE0 = ("swapper/1", 0), ("swapper/0", 0)
+SMALL = (
+    "  <idle>-0 [001] 1.000000: cpu_frequency: state=1200000 cpu_id=1\n"
+    "  <idle>-0 [000] 1.000000: cpu_frequency: state=950000 cpu_id=0\n"
+    + _switch(1, "1.000000", (*IDLE1, "R"), ("a", 10))
+    + _switch(0, "1.000000", (*IDLE0, "R"), ("b", 11))
+    + _switch(0, "1.000001", ("b", 11, "S"), IDLE0)
+    + _switch(1, "1.002000", ("a", 10, "S"), IDLE1)
+    + _wakeup(1, "1.005000", ("<idle>", 0), 10, 1)
+    + _switch(1, "1.005000", (*IDLE1, "R"), ("a", 10))
+    + _wakeup(1, "1.005500", ("a", 10), 11, 0)
+    + _switch(0, "1.005500", (*IDLE0, "R"), ("b", 11))
+    + _switch(1, "1.006000", ("a", 10, "S"), IDLE1)
+    + _switch(0, "1.006500", ("b", 11, "S"), IDLE0)
+)
+
+
+def test_a_recording_becomes_rtapp_threads_that_redo_its_work_and_wake_ups(tmp_path):
+    from dvfslab.traces.read import parse_text
+    from dvfslab.traces.workload import trace_to_rtapp
+
+    doc = trace_to_rtapp(parse_text(SMALL, "small.txt"), "juno-r2")
+    assert doc["global"]["calibration"] == "CPU1"  # the first of the biggest CPUs
+    a = doc["tasks"]["a-10"]["phases"]["replay"]
+    b = doc["tasks"]["b-11"]["phases"]["replay"]
+    assert a.pop("loop") == 1
+    assert b.pop("loop") == 1
+    assert list(a.values()) == [2000, 3000, 500, "wake_11", 500]
+    assert [k.rsplit("_", 1)[0] for k in a] == ["run", "sleep", "run", "sem_post", "run"]
+    # 1 ms on a LITTLE at its top frequency, capacity 383 (485 x 950 / 1200): 383 / 1024 of
+    # the big CPU's work, 374.0 µs, and the 0.37 µs of its first 1-µs run carried into it.
+    assert list(b.values()) == ["wake_11", 374]
+    assert [k.rsplit("_", 1)[0] for k in b] == ["sem_wait", "run"]
+    assert doc["tasks"]["a-10"]["delay"] == 0
+
+
+def test_a_trace_runs_as_a_workload_under_any_governor():
+    workload = f"trace:{JUNO_TASKS}"
+    r1 = dvfslab.simulate("juno-r2", "schedutil", workload, seed=3)
+    r2 = dvfslab.simulate("juno-r2", "schedutil", workload, seed=3)
+    assert (r1.metric, r1.energy_j) == (r2.metric, r2.energy_j)
+    assert r1.metric.name == "run_stretch"
+    assert r1.metric.value >= 1.0
+    assert r1.energy_j > 0
+    fast = dvfslab.simulate("juno-r2", "performance", workload, seed=3)
+    assert fast.metric.value <= r1.metric.value  # the top frequencies finish the work soonest
+
+
+def test_replay_workload_sets_each_governor_beside_the_recording(capsys):
+    from dvfslab.cli import main
+
+    args = ["replay", "workload", str(JUNO_TASKS), "-p", "juno-r2", "-g", "performance"]
+    assert main([*args, "-g", "schedutil", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rec = report["recorded"]
+    # devlib's markers say the recording ran at the top frequencies.
+    assert rec["residency"] == {"big": {"1200000": 1.0}, "little": {"950000": 1.0}}
+    assert sum(rec["busy_share"].values()) == pytest.approx(1.0)
+    assert set(report["runs"]) == {"performance", "schedutil"}
+    assert report["runs"]["performance"]["residency"]["big"].get("1200000", 0) > 0.99
+    assert report["error"]["residency_distance"]["big"] < 0.01
+    assert main(args) == 0
+    assert "performance against the recording" in capsys.readouterr().out
