@@ -24,6 +24,7 @@ PRESET_IDS = (
     "haswell-e5-2670v3-2s",
     "hikey960",
     "i7-2600k",
+    "juno-r0",
     "juno-r2",
     "pixel6",
     "power8-powernv",
