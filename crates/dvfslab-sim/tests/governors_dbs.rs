@@ -1,4 +1,4 @@
-//! Scenarios for the sampling governors, ondemand and conservative (spec/algorithms.md §5).
+//! Scenarios for the sampling governors, ondemand and conservative (drivers/cpufreq/cpufreq_governor.c; docs/governors.md).
 
 mod common;
 

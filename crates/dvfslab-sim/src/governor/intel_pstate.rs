@@ -50,7 +50,7 @@
 //! `activity_window_us` (µs, 10000), `hwp_dynamic_boost` (bool, 0).
 //!
 //! References: drivers/cpufreq/intel_pstate.c (4.11-era and 5.x); Documentation/admin-guide/
-//! pm/intel_pstate.rst; Intel SDM vol. 3 §14.4 (HWP); spec/algorithms.md §4.
+//! pm/intel_pstate.rst; Intel SDM vol. 3, section 14.4 (HWP); drivers/cpufreq/intel_pstate.c.
 
 use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
 use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
