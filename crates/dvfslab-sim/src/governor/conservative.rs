@@ -18,9 +18,12 @@
 //!
 //! Differences from Linux: as for ondemand (sampling inside the scheduler callback;
 //! `ignore_nice_load` accepted without effect; `sampling_rate` raised to the kernel's floor
-//! rather than rejected; long idles detected from the idle time). As Linux's sysfs stores do,
-//! a spec whose `up_threshold` is not above its `down_threshold` is refused
-//! ([`thresholds_uncrossed`]). `freq_step` above 100 is rejected (Linux clamps it to 100).
+//! rather than rejected; long idles detected from the idle time). `freq_step` above 100 is
+//! rejected (Linux clamps it to 100).
+//!
+//! Checks: the thresholds are cross-checked before the run ([`GovernorInfo::check`], here
+//! [`thresholds_uncrossed`]): a spec whose `up_threshold` is not above its `down_threshold` is
+//! refused, as Linux's `up_threshold_store` and `down_threshold_store` refuse such a write.
 //!
 //! Tunables: `sampling_rate` (µs; default 0 = max(2 ticks, the cpufreq transition delay of
 //! the kernel version and driver)), `up_threshold` (%, 80, 2..100), `down_threshold` (%, 20,
@@ -28,7 +31,7 @@
 //! `sampling_down_factor` (1, 1..10), `ignore_nice_load` (0/1, 0).
 //!
 //! References: drivers/cpufreq/cpufreq_conservative.c, cpufreq_governor.c;
-//! Documentation/admin-guide/pm/cpufreq.rst; drivers/cpufreq/cpufreq_conservative.c; docs/governors.md.
+//! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};

@@ -37,7 +37,7 @@
 //! model ≥ 15, else 0; or 0/1).
 //!
 //! References: drivers/cpufreq/cpufreq_ondemand.c, cpufreq_governor.c;
-//! Documentation/admin-guide/pm/cpufreq.rst; drivers/cpufreq/cpufreq_ondemand.c; docs/governors.md.
+//! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
