@@ -119,6 +119,10 @@ def system_tunables() -> str:
     (invariance, PELT multiplier, HZ, driver, ...): [{"name", "unit", "default",
     "description"}]."""
 
+def kernel_versions() -> str:
+    """JSON: {"default": "6.18", "modelled": "4.7-4.20, 5.0-5.19, 6.0-6.18"}, the kernel versions
+    a governor spec's `kernel=` may name."""
+
 def workloads() -> str:
     """JSON list: [{"name", "description", "metric", "unit", "better", "knobs": [{"name",
     "unit", "default", "min", "max", "choices", "integer", "description", "range",

@@ -208,6 +208,14 @@ fn system_tunables() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
+/// The kernel versions whose behaviour can be simulated (`kernel=`), as JSON: {"default":
+/// "6.18", "modelled": "4.7-4.20, 5.0-5.19, 6.0-6.18"}.
+#[pyfunction]
+fn kernel_versions() -> String {
+    let default = dvfslab_sim::kernel::KernelVersion::DEFAULT.to_string();
+    serde_json::json!({"default": default, "modelled": dvfslab_sim::kernel::modelled_versions()}).to_string()
+}
+
 /// Every workload model with its knobs and metric, as JSON.
 #[pyfunction]
 fn workloads() -> String {
@@ -327,6 +335,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(governors, m)?)?;
     m.add_function(wrap_pyfunction!(system_tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_versions, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(common_workload_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(describe_platform, m)?)?;
