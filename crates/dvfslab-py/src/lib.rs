@@ -77,7 +77,8 @@ fn simulate<'py>(
     workload_source: Option<String>,
     progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline, explain };
+    let cfg =
+        SimConfig::new(governor, workload).duration_ns(duration_ns).seed(seed).timeline(timeline).explain(explain);
     let mut raised: Option<PyErr> = None;
     let outcome = py.allow_threads(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

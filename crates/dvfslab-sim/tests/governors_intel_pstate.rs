@@ -13,9 +13,8 @@ fn config(governor: &str, workload: &str, duration_s: f64) -> SimConfig {
         governor: governor.into(),
         workload: workload.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
-        seed: 0,
-        timeline: false,
         explain: true,
+        ..SimConfig::default()
     }
 }
 
