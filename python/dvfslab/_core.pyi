@@ -110,6 +110,20 @@ def simulate(
     `progress(now_s, end_s)`; an exception from either stops the run and is raised.
     """
 
+def check(
+    platform_json: str,
+    platform_source: str,
+    governor: str,
+    workload: str,
+    duration_ns: int | None = None,
+    workload_source: str | None = None,
+) -> None:
+    """Check a configuration as `simulate` with the same arguments would before running, without
+    running it: the platform, the governor spec and its fit to the platform, the workload spec
+    (or, with `workload_source`, the rt-app file text in `workload`) and the run's limits (a
+    warm-up that ends before `duration_ns`; None = the workload's default duration). Raises
+    the ConfigError the run would raise."""
+
 def governors() -> str:
     """JSON list: [{"name", "description", "tunables": [{"name", "unit", "default",
     "description"}]}]."""

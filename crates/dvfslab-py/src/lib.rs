@@ -168,6 +168,34 @@ fn simulate<'py>(
     Ok(out)
 }
 
+/// Check a configuration as `simulate` would before running it, without running it: the
+/// platform, the governor spec and its fit to the platform (driver, HWP, invariance, kernel),
+/// the workload spec or rt-app file, and the run's own limits (a warm-up that ends before
+/// `duration_ns`, None meaning the workload's default). Raises the error the run would raise.
+#[pyfunction]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns=None, workload_source=None))]
+fn check(
+    py: Python<'_>,
+    platform_json: &str,
+    platform_source: &str,
+    governor: &str,
+    workload: &str,
+    duration_ns: Option<u64>,
+    workload_source: Option<String>,
+) -> PyResult<()> {
+    let cfg = SimConfig::new(governor, workload).duration_ns(duration_ns);
+    // Building the simulation is where a run refuses its input; the built one is dropped.
+    let outcome = py.allow_threads(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            build_sim(platform_json, platform_source, &cfg, workload_source.as_deref()).map(drop)
+        }))
+    });
+    match outcome {
+        Ok(r) => r.map_err(|e| to_py(py, e)),
+        Err(_) => Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),
+    }
+}
+
 fn knobs_json(knobs: &[dvfslab_sim::spec::Knob]) -> Vec<serde_json::Value> {
     knobs
         .iter()
@@ -337,6 +365,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(governors, m)?)?;
     m.add_function(wrap_pyfunction!(system_tunables, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(common_workload_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(describe_platform, m)?)?;
