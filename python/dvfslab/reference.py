@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dvfslab import _core
+from dvfslab._files import replace_atomically
 
 COMMAND = "python -m dvfslab.reference docs/reference"
 """How to regenerate the committed pages (from the repository root)."""
@@ -116,9 +117,13 @@ def write(out_dir: str | Path) -> list[Path]:
     written = []
     for name, page in PAGES.items():
         path = out / name
-        path.write_text(page(), encoding="utf-8")
+        _write_text(path, page())
         written.append(path)
     return written
+
+
+def _write_text(path: Path, text: str) -> None:
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def _parameter_table(kind: str, parameters: list[dict[str, Any]]) -> list[str]:
