@@ -1,7 +1,7 @@
 //! Scenarios of the intel_pstate governor (active mode): the response to a load step per
 //! algorithm, the global limits, HWP's EPP, and tunable errors.
 
-mod common;
+use crate::common;
 
 use dvfslab_sim::observe::Decision;
 use dvfslab_sim::{simulate, Platform, SimConfig, SimResult};

@@ -1,7 +1,7 @@
 //! Heterogeneous platforms: fits rules, misfit migration, overutilized and EAS placement, the
 //! Energy Model, uclamp in frequency selection and placement, response_time_ms defaults.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

@@ -1,6 +1,6 @@
 //! End-to-end scenarios of the simulator: invariants that every run must keep.
 
-mod common;
+use crate::common;
 
 use common::run;
 

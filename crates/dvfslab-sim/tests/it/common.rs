@@ -1,5 +1,4 @@
 //! Shared helpers: load the shipped presets and run short simulations.
-#![allow(dead_code)] // each test binary uses its own part of these helpers
 
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 

@@ -1,6 +1,6 @@
 //! Scenarios for the sampling governors, ondemand and conservative (drivers/cpufreq/cpufreq_governor.c; docs/governors.md).
 
-mod common;
+use crate::common;
 
 use common::preset;
 use dvfslab_sim::observe::Decision;
