@@ -261,8 +261,9 @@ def test_fmt_ratio_prints_tilde_when_neutral():
 
 
 def test_gmean_over_parameters_reproduces_the_published_scores():
-    """A benchmark's score (as in the published tables) is the Gmean over its parameters of result/baseline. The
-    published per-parameter values (intel-invariance detail table) give the published ratios."""
+    """A benchmark's score is the Gmean over its parameters of result/baseline, as in the
+    published tables: the published per-parameter values (intel-invariance detail table) give
+    the published ratios."""
     detail = pd.read_csv(CALIBRATION / "intel-invariance-detail.csv")
     published = pd.read_csv(CALIBRATION / "intel-invariance-ratios.csv").set_index(
         ["machine", "benchmark", "config"]
