@@ -32,7 +32,7 @@ pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
 pub enum FitsRule {
     /// Mainline: util below 80 % of the capacity.
     Margin80,
-    /// The margins series (`util_fits_cpu` with `fits=tick`): util still below the capacity after growing for `delta_us`
+    /// The margins series (`fits=tick`): util still below the capacity after growing for `delta_us`
     /// of PELT time (one tick, shifted by the PELT multiplier).
     Tick { delta_us: u64 },
 }

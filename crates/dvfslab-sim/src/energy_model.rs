@@ -1,4 +1,4 @@
-//! The Energy Model (`kernel/power/energy_model.c`; docs/heterogeneous.md): per performance domain, its performance states
+//! The Energy Model (docs/heterogeneous.md): per performance domain, its performance states
 //! with power, performance and cost, as Linux builds it from a device tree's
 //! `dynamic-power-coefficient` and the OPP table (`kernel/power/energy_model.c`,
 //! `drivers/opp/of.c`), and the energy estimate EAS compares placements with.

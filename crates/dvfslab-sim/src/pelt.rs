@@ -111,7 +111,8 @@ impl SchedAvg {
     /// Account the interval since `last_update_time` up to `now` (PELT clock, ns) during which the
     /// entity had `load` (weight-less: number/weight runnable, 0 = blocked), `runnable` and `running`.
     /// `weight` multiplies load_sum into load_avg (1 for run-queues). `time_shift` is 10 normally and
-    /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), as the out-of-tree PELT multiplier patch (`sched_pelt_lshift`) does.
+    /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), as the out-of-tree
+    /// PELT multiplier patch (`sched_pelt_lshift`) does.
     /// Returns true when the averages were refreshed (a period boundary was crossed).
     pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool, weight: u64, time_shift: u32) -> bool {
         debug_assert!(time_shift <= SCHED_CAPACITY_SHIFT, "PELT multiplier must be >= 1");
@@ -214,8 +215,9 @@ impl SchedAvg {
     }
 }
 
-/// Initial util of a forked task (`post_init_entity_util_avg`, `kernel/sched/fair.c`). `cap_orig` the CPU capacity,
-/// `rq_util`/`rq_load` the destination cfs_rq util_avg and load_avg, `task_weight` 1024 for nice 0.
+/// Initial util of a forked task (`post_init_entity_util_avg`, kernel/sched/fair.c). `cap_orig`
+/// the CPU capacity, `rq_util`/`rq_load` the destination cfs_rq util_avg and load_avg,
+/// `task_weight` 1024 for nice 0.
 ///
 /// A new task gets a share of the rq's current util proportional to its weight, but never more
 /// than half of the spare capacity, so a fork storm cannot claim more than the CPU has left.
@@ -584,8 +586,8 @@ mod tests {
 
     #[test]
     fn periodic_steady_state() {
-        // (busy ms, period ms, trough, peak) of a periodic task. For 8/16 a published table prints a peak of 545,
-        // but the closed form 1024·(1−y^b)/(1−y^T) with b = 7.63, T = 15.26 periods gives 554.4
+        // (busy ms, period ms, trough, peak) of a periodic task. For 8/16 a peak of 545 has been
+        // quoted, but the closed form 1024·(1−y^b)/(1−y^T) with b = 7.63, T = 15.26 periods gives 554.4
         // (and its own trough 469 = 554·y^(T−b)), so 554 is used here.
         let cases = [(4, 16, 225, 288), (8, 16, 469, 554), (2, 8, 240, 272)];
         for (busy, period, lo, hi) in cases {

@@ -1,6 +1,7 @@
 //! powernv-cpufreq's global P-state (POWER8): the chip-wide voltage request that the driver
 //! lets fall slower than the per-core (local) frequency request, so that a core that speeds
-//! up again soon finds its voltage still there (`drivers/cpufreq/powernv-cpufreq.c`, `gpstate_timer_handler`).
+//! up again soon finds its voltage still there (drivers/cpufreq/powernv-cpufreq.c,
+//! `gpstate_timer_handler`).
 //!
 //! ```text
 //!   P-state index 0 = highest frequency; larger index = lower frequency.

@@ -569,7 +569,7 @@ mod tests {
 
     #[test]
     fn iowait_boost_sequence() {
-        // sugov_iowait_boost / sugov_iowait_apply: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
+        // sugov_iowait_boost: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
         let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }

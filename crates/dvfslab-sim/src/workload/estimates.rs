@@ -617,8 +617,8 @@ pub mod kernbench {
     /// build and `make clean`, which keeps the host tools, the configuration and the generated
     /// headers (only `mrproper` removes them), so a timed build starts with make's parse of the
     /// top Makefile, the two compiles `make clean` removed (`bounds.s`, `asm-offsets.s`) and
-    /// the syscall and atomics checks: a few steps of a few hundred ms, not the first estimate's chain of short
-    /// host-tool processes, which the desktop's published gitsource says would run cold
+    /// the syscall and atomics checks: a few steps of a few hundred ms, not the first estimate's
+    /// chain of short host-tool processes, which the desktop's published gitsource says would run cold
     /// (docs/validation.md, item 4). `make V=1` timestamps would measure them.
     pub const START_PROCS: f64 = 5.0;
     /// The serial link chain: vmlinux.o link, modpost, three kallsyms link passes, final link,

@@ -1,4 +1,4 @@
-//! Scenarios for the sampling governors, ondemand and conservative (drivers/cpufreq/cpufreq_governor.c; docs/governors.md).
+//! Scenarios for the sampling governors, ondemand and conservative (docs/governors.md).
 
 use crate::common;
 

@@ -127,7 +127,7 @@ mod misfit {
 
     #[test]
     fn the_tick_rule_moves_it_at_the_series_thresholds() {
-        // The tick fits rule at HZ=250: the little CPU holds util ≤ 83, the mid one ≤ 451 (4 ms of growth).
+        // fits=tick at HZ=250: the little CPU holds util ≤ 83, the mid one ≤ 451 (4 ms of growth).
         let little = dvfslab_sim::capacity::FitsRule::new(1, 4 * MS, 0);
         let largest = |cap: u64| (0..=1024).filter(|&u| dvfslab_sim::capacity::fits_capacity(u, cap, little)).max();
         assert_eq!((largest(160), largest(498)), (Some(83), Some(451)));
