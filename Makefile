@@ -1,5 +1,5 @@
 # `make check` runs exactly what CI runs.
-.PHONY: install test-deps check fmt lint test-rust test-python bench
+.PHONY: install test-deps check fmt lint test-rust test-python bench reference
 
 install:
 	pip install -e '.[dev]'
@@ -26,6 +26,10 @@ test-python:
 fmt:
 	cargo fmt --all
 	ruff format python tests
+
+# The generated reference pages (tests/test_reference.py checks they are current).
+reference:
+	python -m dvfslab.reference docs/reference
 
 bench:
 	cargo bench -p dvfslab-sim --bench speed

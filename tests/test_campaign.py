@@ -174,12 +174,20 @@ def test_bad_tunable_stops_the_campaign_before_any_run(tmp_path):
 
 
 def test_a_warm_up_is_checked_without_simulating_it():
-    # 100 s of tbench with 64 clients would take minutes to simulate; the check takes a 1 ns
-    # run with the warm-up at 0.
-    doc = campaign_doc(benchmarks={"tb": "tbench:clients=64,warmup_ms=100000"}, iterations=1)
+    # 100 s of tbench with 64 clients would take minutes to simulate; the check runs nothing.
+    tb = {"workload": "tbench:clients=64,warmup_ms=100000", "duration_s": 200}
+    doc = campaign_doc(benchmarks={"tb": tb}, iterations=1)
     started = time.monotonic()
     check_campaign(campaign_from_dict(doc, source="t"))
     assert time.monotonic() - started < 30
+
+
+def test_a_warm_up_longer_than_the_run_is_refused_by_the_check():
+    doc = campaign_doc(benchmarks={"tb": "tbench:clients=2,warmup_ms=500"}, iterations=1)
+    with pytest.raises(
+        ConfigError, match=r"^t: platform .*benchmark tb: .*warmup_ms: the warm-up \(500 ms\)"
+    ):
+        check_campaign(campaign_from_dict(doc, source="t"))
 
 
 @pytest.mark.parametrize("value", ["-5", "abc", "1e400"])

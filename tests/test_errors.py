@@ -8,7 +8,8 @@ import math
 import pytest
 
 import dvfslab
-from dvfslab import ConfigError, DvfsError
+from dvfslab import ConfigError, DvfsError, _core
+from dvfslab.platforms import load_platform
 
 SMALL = "skylake-e3-1240v5"
 
@@ -189,64 +190,85 @@ def test_a_frequency_switch_halt_is_bounded(presets, tmp_path):
         dvfslab.simulate(path, "performance", "cpu-bound", duration_s=0.1)
 
 
-@pytest.mark.parametrize(
-    ("platform", "governor", "workload", "expected"),
-    [
-        pytest.param(
-            SMALL,
-            "performance",
-            "cpu-bound:threads=1.5",
-            ["workload 'cpu-bound': threads: expected a whole number, got 1.5"],
-            id="fractional thread count",
-        ),
-        pytest.param(
-            SMALL,
-            "ondemand:up_threshold=90.5",
-            "cpu-bound",
-            ["governor 'ondemand': up_threshold: expected a whole number"],
-            id="fractional sysfs tunable",
-        ),
-        pytest.param(
-            SMALL,
-            "conservative:up_threshold=20,down_threshold=30",
-            "cpu-bound",
-            ["governor 'conservative': up_threshold: must be above down_threshold"],
-            id="crossed conservative thresholds",
-        ),
-        pytest.param(
-            SMALL,
-            "intel_pstate:min_perf_pct=60,max_perf_pct=50",
-            "cpu-bound",
-            ["governor 'intel_pstate': min_perf_pct: must not exceed max_perf_pct"],
-            id="intel_pstate minimum above maximum",
-        ),
-        pytest.param(
-            "haswell-e5-2670v3-2s",
-            "intel_pstate:algorithm=hwp",
-            "cpu-bound",
-            ["governor 'intel_pstate': algorithm: hwp needs an HWP-capable part"],
-            id="HWP on a part without it",
-        ),
-        pytest.param(
-            SMALL,
-            "schedutil:hz=200",
-            "cpu-bound",
-            ["governor 'schedutil': hz: expected 100, 250, 300 or 1000, got 200"],
-            id="tick rate no kernel config offers",
-        ),
-        pytest.param(
-            SMALL,
-            "schedutil:kernel=6.19",
-            "cpu-bound",
-            ["governor 'schedutil': kernel: 6.19 is not a modelled version", "6.0-6.18"],
-            id="kernel not modelled",
-        ),
-    ],
-)
+DOCUMENTED_RULES = [
+    pytest.param(
+        SMALL,
+        "performance",
+        "cpu-bound:threads=1.5",
+        ["workload 'cpu-bound': threads: expected a whole number, got 1.5"],
+        id="fractional thread count",
+    ),
+    pytest.param(
+        SMALL,
+        "ondemand:up_threshold=90.5",
+        "cpu-bound",
+        ["governor 'ondemand': up_threshold: expected a whole number"],
+        id="fractional sysfs tunable",
+    ),
+    pytest.param(
+        SMALL,
+        "conservative:up_threshold=20,down_threshold=30",
+        "cpu-bound",
+        ["governor 'conservative': up_threshold: must be above down_threshold"],
+        id="crossed conservative thresholds",
+    ),
+    pytest.param(
+        SMALL,
+        "intel_pstate:min_perf_pct=60,max_perf_pct=50",
+        "cpu-bound",
+        ["governor 'intel_pstate': min_perf_pct: must not exceed max_perf_pct"],
+        id="intel_pstate minimum above maximum",
+    ),
+    pytest.param(
+        "haswell-e5-2670v3-2s",
+        "intel_pstate:algorithm=hwp",
+        "cpu-bound",
+        ["governor 'intel_pstate': algorithm: hwp needs an HWP-capable part"],
+        id="HWP on a part without it",
+    ),
+    pytest.param(
+        SMALL,
+        "schedutil:hz=200",
+        "cpu-bound",
+        ["governor 'schedutil': hz: expected 100, 250, 300 or 1000, got 200"],
+        id="tick rate no kernel config offers",
+    ),
+    pytest.param(
+        SMALL,
+        "schedutil:kernel=6.19",
+        "cpu-bound",
+        ["governor 'schedutil': kernel: 6.19 is not a modelled version", "6.0-6.18"],
+        id="kernel not modelled",
+    ),
+]
+
+
+@pytest.mark.parametrize(("platform", "governor", "workload", "expected"), DOCUMENTED_RULES)
 def test_specs_breaking_a_documented_rule_are_refused(cli, platform, governor, workload, expected):
     assert_one_line_error(cli(*run_args(platform, governor, workload)), expected)
     with pytest.raises(ConfigError, match=expected[0]):
         dvfslab.simulate(platform, governor, workload, duration_s=0.1)
+
+
+@pytest.mark.parametrize(("platform", "governor", "workload", "expected"), DOCUMENTED_RULES)
+def test_the_check_refuses_what_the_run_refuses_with_the_same_message(
+    platform, governor, workload, expected
+):
+    platform_json, source = load_platform(platform)
+    with pytest.raises(ConfigError) as run_error:
+        dvfslab.simulate(platform, governor, workload, duration_s=0.1)
+    with pytest.raises(ConfigError) as check_error:
+        _core.check(platform_json, source, governor, workload, 100_000_000)
+    assert str(check_error.value) == str(run_error.value)
+
+
+def test_the_check_accepts_a_valid_setup_and_refuses_a_warm_up_past_the_end():
+    platform_json, source = load_platform(SMALL)
+    assert (
+        _core.check(platform_json, source, "schedutil", "tbench:warmup_ms=50", 100_000_000) is None
+    )
+    with pytest.raises(ConfigError, match=r"warmup_ms: the warm-up \(200 ms\) must end before"):
+        _core.check(platform_json, source, "schedutil", "tbench:warmup_ms=200", 100_000_000)
 
 
 def test_hwp_runs_on_the_part_that_has_it():

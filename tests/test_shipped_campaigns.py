@@ -19,7 +19,7 @@ EXPECTED = (
 )
 
 
-# Every test each publication lists (spec/campaigns.md §2-§5), by the campaign's benchmark ids.
+# Every test each publication lists (docs/campaigns.md), by the campaign's benchmark ids.
 PUBLISHED_TESTS = {
     "amd-epyc-freqmax": {"tbench4", "dbench4", "kernbench", "gitsource"},
     "intel-pstate-load-based": {

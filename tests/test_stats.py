@@ -1,6 +1,6 @@
-"""dvfslab.stats against hand-computed values and the spec's MMTests test vectors (workloads.md
-Part B): the B5 worked example, the B7 Gmean rule on the published intel-invariance tables, and
-the edge cases (one sample, zero variance, lower is better).
+"""dvfslab.stats against hand-computed values and MMTests' statistics (Stat.pm,
+Compare.pm): a worked example, the Gmean-over-parameters rule on the published intel-invariance
+tables, and the edge cases (one sample, zero variance, lower is better).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from dvfslab import ConfigError, stats
 from report_data import CALIBRATION
 
-# The worked example of spec B5 (a higher-is-better metric).
+# A worked example (a higher-is-better metric), computed by hand.
 B5_BASE = [100, 102, 98, 101, 99]
 B5_NEW = [105, 107, 103, 106, 104]
 Z95 = 1.959963984540054
@@ -261,8 +261,9 @@ def test_fmt_ratio_prints_tilde_when_neutral():
 
 
 def test_gmean_over_parameters_reproduces_the_published_scores():
-    """Spec B7: a benchmark's score is the Gmean over its parameters of result/baseline. The
-    published per-parameter values (intel-invariance detail table) give the published ratios."""
+    """A benchmark's score is the Gmean over its parameters of result/baseline, as in the
+    published tables: the published per-parameter values (intel-invariance detail table) give
+    the published ratios."""
     detail = pd.read_csv(CALIBRATION / "intel-invariance-detail.csv")
     published = pd.read_csv(CALIBRATION / "intel-invariance-ratios.csv").set_index(
         ["machine", "benchmark", "config"]

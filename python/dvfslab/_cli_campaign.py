@@ -22,6 +22,7 @@ from dvfslab._core import ConfigError
 from dvfslab._table import fmt_number, fmt_seconds, print_table
 from dvfslab.api import checked_seed, duration_ns
 from dvfslab.campaign import campaign_from_dict, list_campaigns, load_campaign, run_campaign
+from dvfslab.report import EXPORTERS as REPORT_EXPORTERS
 from dvfslab.store import load_results
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 CommandFactory = Callable[..., argparse.ArgumentParser]
 COMPARE_ITERATIONS = 5
-REPORT_FORMATS = ("text", "markdown", "csv", "json")
 
 
 # -- compare ---------------------------------------------------------------------------------
@@ -335,9 +335,9 @@ def add_campaign(commands: Any, command: CommandFactory) -> None:
     report.add_argument("directory", metavar="DIR", help="a results store (campaign run --out)")
     report.add_argument(
         "--format",
-        choices=REPORT_FORMATS,
+        choices=tuple(REPORT_EXPORTERS),
         default="text",
-        help="text (default), markdown, csv (the summary) or json",
+        help=f"{', '.join(REPORT_EXPORTERS)} (default text; csv is the summary table)",
     )
     report.add_argument("--html", metavar="FILE", help="also write an HTML report with charts")
 

@@ -110,6 +110,20 @@ def simulate(
     `progress(now_s, end_s)`; an exception from either stops the run and is raised.
     """
 
+def check(
+    platform_json: str,
+    platform_source: str,
+    governor: str,
+    workload: str,
+    duration_ns: int | None = None,
+    workload_source: str | None = None,
+) -> None:
+    """Check a configuration as `simulate` with the same arguments would before running, without
+    running it: the platform, the governor spec and its fit to the platform, the workload spec
+    (or, with `workload_source`, the rt-app file text in `workload`) and the run's limits (a
+    warm-up that ends before `duration_ns`; None = the workload's default duration). Raises
+    the ConfigError the run would raise."""
+
 def governors() -> str:
     """JSON list: [{"name", "description", "tunables": [{"name", "unit", "default",
     "description"}]}]."""
@@ -118,6 +132,10 @@ def system_tunables() -> str:
     """JSON list of the settings every governor spec accepts besides its own tunables
     (invariance, PELT multiplier, HZ, driver, ...): [{"name", "unit", "default",
     "description"}]."""
+
+def kernel_versions() -> str:
+    """JSON: {"default": "6.18", "modelled": "4.7-4.20, 5.0-5.19, 6.0-6.18"}, the kernel versions
+    a governor spec's `kernel=` may name."""
 
 def workloads() -> str:
     """JSON list: [{"name", "description", "metric", "unit", "better", "knobs": [{"name",

@@ -16,8 +16,6 @@ when it would be reproduced.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +35,7 @@ from dvfslab._campaign_model import (
     run_seed,
 )
 from dvfslab._core import ConfigError
+from dvfslab.api import duration_ns
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,8 +63,6 @@ __all__ = [
     "run_key",
     "run_seed",
 ]
-
-WARMUP_KNOB = "warmup_ms"
 
 CampaignRef = Union[str, "os.PathLike[str]"]
 """A shipped campaign's name ("example") or the path of a campaign file ("./mine.toml")."""
@@ -152,28 +149,27 @@ def check_campaign(campaign: Campaign, runs: Sequence[Run] | None = None) -> Non
 
 
 def distinct_setups(runs: Sequence[Run]) -> list[Run]:
-    """The first run of each distinct (platform and its variant, governor, workload): what
-    `check_setup` needs to see once."""
-    first: dict[tuple[str, str, str, str], Run] = {}
+    """The first run of each distinct (platform and its variant, governor, workload,
+    duration): what `check_setup` needs to see once."""
+    first: dict[tuple[str, str, str, str, float | None], Run] = {}
     for run in runs:
-        first.setdefault((run.platform, run.preset_json, run.governor, run.workload), run)
+        key = (run.platform, run.preset_json, run.governor, run.workload, run.duration_s)
+        first.setdefault(key, run)
     return list(first.values())
 
 
 def check_setup(campaign: Campaign, run: Run) -> None:
-    """Have the simulator check `run`'s platform, governor and workload with a 1 ns run."""
+    """Have the simulator check `run`'s platform, governor, workload and duration as the run
+    would, without running it (`_core.check`)."""
     platform = campaign.platform(run.platform)
     workload, workload_source = run.simulated_workload()
     try:
-        _core.simulate(
+        _core.check(
             run.preset_json or platform.preset_json,
             platform.ref,
             run.governor,
-            _checkable(workload, workload_source),
-            1,
-            0,
-            False,
-            False,
+            workload,
+            duration_ns(run.duration_s),
             workload_source,
         )
     except ConfigError as e:
@@ -183,35 +179,6 @@ def check_setup(campaign: Campaign, run: Run) -> None:
             f"{where}: platform {run.platform}, config {run.config}, "
             f"benchmark {run.benchmark}{param}: {e}"
         ) from None
-
-
-def _checkable(workload: str, workload_source: str | None) -> str:
-    """The workload as checked: a valid `warmup_ms` becomes 0.
-
-    The simulator refuses a warm-up that does not end before the run, and a 1 ns check would
-    otherwise have to simulate the whole warm-up (half a second for most shipped setups, many
-    minutes for all of one). A value out of the knob's range, or not a number, is kept for the
-    simulator to name.
-    """
-    if workload_source is not None:  # an rt-app file: no knobs
-        return workload
-    name, _, knobs = workload.partition(":")
-    items = knobs.split(",") if knobs else []
-    for i, item in enumerate(items):
-        key, _, value = item.partition("=")
-        if key.strip() == WARMUP_KNOB and _within_warmup_range(value):
-            items[i] = f"{key}=0"
-            return f"{name}:{','.join(items)}"
-    return workload
-
-
-def _within_warmup_range(value: str) -> bool:
-    knob = next(k for k in json.loads(_core.common_workload_knobs()) if k["name"] == WARMUP_KNOB)
-    try:
-        ms = float(value)
-    except ValueError:
-        return False
-    return "_" not in value and math.isfinite(ms) and knob["min"] <= ms <= knob["max"]
 
 
 def run_campaign(

@@ -548,8 +548,6 @@ def cmd_replay_workload(args: argparse.Namespace) -> int:
 
     trace = read_trace(args.file)
     if args.rtapp:
-        from dvfslab.result import replace_atomically
-
         text = rtapp_for(args.file, args.platform)
         replace_atomically(
             Path(args.rtapp), lambda tmp: Path(tmp).write_text(text, encoding="utf-8")

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from dvfslab import _svg
 from dvfslab._core import ConfigError
+from dvfslab._files import replace_atomically
 from dvfslab.report import Report, Table, detail_table, summary_tables
-from dvfslab.result import replace_atomically
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -413,7 +413,7 @@ def detail_table(rows: pd.DataFrame, layout: Layout = "mmtests") -> Table:
     layout "mmtests": rows are statistic x parameter (Hmean/Amean, then (H)Stddev, then
     (H)CoeffVar), each cell `value (pct%)`, the mean row `value *pct%*` when significant.
     layout "changelog": one row per parameter, `mean +- CoeffVar% (pct%)`, the baseline's
-    parentheses blank, as in SUSE changelog tables (spec B8).
+    parentheses blank, as in SUSE changelog tables.
     """
     if layout not in ("mmtests", "changelog"):
         raise ConfigError(f"layout must be 'mmtests' or 'changelog' (got {layout!r})")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from dvfslab._core import ConfigError, DvfsError
-from dvfslab._files import replace_atomically as replace_atomically  # for the exporters
+from dvfslab._files import replace_atomically
 
 if TYPE_CHECKING:
     import pandas as pd

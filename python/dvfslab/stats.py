@@ -124,7 +124,7 @@ def coeff_var(xs: Iterable[float], better: str = "lower") -> float:
     """Coefficient of variation in percent, 100 * sd / mean (MMTests calc_coeffvar).
 
     mean and sd as `better` selects (Hmean and HStddev, or Amean and Stddev); 0 if the mean is 0.
-    This is also the "+- x%" of SUSE changelog tables (spec B8).
+    This is also the "+- x%" of SUSE changelog tables.
     """
     v = _values(xs)
     m, sd = mean_for(v, better), stddev_for(v, better)
@@ -175,7 +175,7 @@ class Summary:
 
 
 def summarise(xs: Iterable[float], better: str) -> Summary:
-    """The statistics MMTests prints for one operation (spec B10 `summarise`)."""
+    """The statistics MMTests prints for one operation (MMTests' Compare.pm summary)."""
     v = _values(xs)
     return Summary(
         kind=mean_kind(better),

@@ -77,7 +77,8 @@ fn simulate<'py>(
     workload_source: Option<String>,
     progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = SimConfig { governor: governor.into(), workload: workload.into(), duration_ns, seed, timeline, explain };
+    let cfg =
+        SimConfig::new(governor, workload).duration_ns(duration_ns).seed(seed).timeline(timeline).explain(explain);
     let mut raised: Option<PyErr> = None;
     let outcome = py.allow_threads(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -167,6 +168,34 @@ fn simulate<'py>(
     Ok(out)
 }
 
+/// Check a configuration as `simulate` would before running it, without running it: the
+/// platform, the governor spec and its fit to the platform (driver, HWP, invariance, kernel),
+/// the workload spec or rt-app file, and the run's own limits (a warm-up that ends before
+/// `duration_ns`, None meaning the workload's default). Raises the error the run would raise.
+#[pyfunction]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns=None, workload_source=None))]
+fn check(
+    py: Python<'_>,
+    platform_json: &str,
+    platform_source: &str,
+    governor: &str,
+    workload: &str,
+    duration_ns: Option<u64>,
+    workload_source: Option<String>,
+) -> PyResult<()> {
+    let cfg = SimConfig::new(governor, workload).duration_ns(duration_ns);
+    // Building the simulation is where a run refuses its input; the built one is dropped.
+    let outcome = py.allow_threads(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            build_sim(platform_json, platform_source, &cfg, workload_source.as_deref()).map(drop)
+        }))
+    });
+    match outcome {
+        Ok(r) => r.map_err(|e| to_py(py, e)),
+        Err(_) => Err(SimulationError::new_err("internal error: the simulator panicked (please report this)")),
+    }
+}
+
 fn knobs_json(knobs: &[dvfslab_sim::spec::Knob]) -> Vec<serde_json::Value> {
     knobs
         .iter()
@@ -206,6 +235,14 @@ fn system_tunables() -> String {
         list.push(serde_json::json!({"name": name, "unit": "text", "default": null, "description": description}));
     }
     serde_json::Value::Array(list).to_string()
+}
+
+/// The kernel versions whose behaviour can be simulated (`kernel=`), as JSON: {"default":
+/// "6.18", "modelled": "4.7-4.20, 5.0-5.19, 6.0-6.18"}.
+#[pyfunction]
+fn kernel_versions() -> String {
+    let default = dvfslab_sim::kernel::KernelVersion::DEFAULT.to_string();
+    serde_json::json!({"default": default, "modelled": dvfslab_sim::kernel::modelled_versions()}).to_string()
 }
 
 /// Every workload model with its knobs and metric, as JSON.
@@ -333,6 +370,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(governors, m)?)?;
     m.add_function(wrap_pyfunction!(system_tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(common_workload_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(describe_platform, m)?)?;

@@ -70,8 +70,7 @@ pub fn run(scenario: &Scenario, platform_json: &str, seconds: f64) -> Result<Val
         workload: scenario.workload.into(),
         duration_ns: Some((seconds * 1e9) as u64),
         seed: 1,
-        timeline: false,
-        explain: false,
+        ..SimConfig::default()
     };
     let r = crate::simulate(platform_json, scenario.platform, &cfg)?.summary;
     let busy_cpu_s: f64 = r.per_cpu.iter().map(|c| c.busy_pct / 100.0 * r.sim_time_s).sum();

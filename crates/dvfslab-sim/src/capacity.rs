@@ -1,5 +1,5 @@
 //! CPU capacities on asymmetric (big.LITTLE) platforms, whether a utilisation fits a CPU, and
-//! the run-queue uclamp aggregation (spec/algorithms.md §9.1, §9.2, §9.7 and §8.4).
+//! the run-queue uclamp aggregation (`kernel/sched/fair.c`, `kernel/sched/sched.h`; docs/heterogeneous.md).
 //!
 //! ```text
 //!   capacity_of(cpu)      = cap_orig − cpufreq pressure       (no RT/DL/IRQ signals to subtract)
@@ -32,7 +32,7 @@ pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
 pub enum FitsRule {
     /// Mainline: util below 80 % of the capacity.
     Margin80,
-    /// The margins series (§8.4): util still below the capacity after growing for `delta_us`
+    /// The margins series (`fits=tick`): util still below the capacity after growing for `delta_us`
     /// of PELT time (one tick, shifted by the PELT multiplier).
     Tick { delta_us: u64 },
 }
@@ -140,7 +140,7 @@ impl AsymWakeup {
     }
 }
 
-/// What decides whether EAS can run (sched_is_eas_possible, §9.6 preconditions).
+/// What decides whether EAS can run (`sched_is_eas_possible`, `kernel/sched/topology.c`).
 pub(crate) struct EasInputs<'a> {
     pub knob_on: bool,
     pub governor: &'a str,
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn fits_table_of_the_margins_series() {
-        // §8.4: (capacity, mainline 80 %, tick rule at HZ=250, at HZ=1000).
+        // (capacity, mainline 80 %, tick rule at HZ=250, at HZ=1000).
         let table = [
             (160, 127, 83, 141),
             (256, 204, 188, 239),
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn util_fits_cpu_cases() {
-        // §9.2 on Pixel 6 capacities (little 160, mid 498, big 1024).
+        // util_fits_cpu on Pixel 6 capacities (little 160, mid 498, big 1024).
         let caps = |c: u64| CpuCaps { cap_orig: c, capacity: c, actual: c };
         let r = FitsRule::Margin80;
         // Without uclamp only util counts.

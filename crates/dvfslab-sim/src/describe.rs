@@ -19,10 +19,10 @@ pub fn describe(p: &Platform) -> Value {
             let latency = driver.and_then(|d| d.transition_latency_ns(p, pol.cluster));
             let table = driver.map_or_else(|| q.pstates_khz.clone(), |d| d.table_khz(p, pol.cluster));
             let cap = p.cpus[pol.cpus[0]].cap_orig;
-            // schedutil's default rate limit for the default kernel and driver (§2.8).
+            // schedutil's default rate limit for the default kernel and driver (kernel.rs).
             let rate_limit_us =
                 driver.map(|d| default_transition_delay_us(KernelVersion::DEFAULT, d.transition_delay_us(), latency));
-            // The margins series' default response_time_ms per PELT half-life (§8.6, v2).
+            // The margins series' default response_time_ms per PELT half-life (v2; margins.rs).
             let response: serde_json::Map<String, Value> = [(32, 0), (16, 1), (8, 2)]
                 .iter()
                 .map(|&(half_life_ms, lshift)| {

@@ -1,4 +1,4 @@
-//! The Energy Model (spec/algorithms.md §9.5): per performance domain, its performance states
+//! The Energy Model (docs/heterogeneous.md): per performance domain, its performance states
 //! with power, performance and cost, as Linux builds it from a device tree's
 //! `dynamic-power-coefficient` and the OPP table (`kernel/power/energy_model.c`,
 //! `drivers/opp/of.c`), and the energy estimate EAS compares placements with.
@@ -149,7 +149,7 @@ pub fn dt_power_uw(plat: &Platform, cluster: usize, khz: u32) -> u64 {
 mod tests {
     use super::*;
 
-    /// B.3 item 13: a little domain of capacity 512 with 500/1000/1500 MHz at 50/150/350 mW.
+    /// Worked example: a little domain of capacity 512 with 500/1000/1500 MHz at 50/150/350 mW.
     fn little(form: CostForm) -> PerfDomain {
         let opps = [(500_000, 50_000), (1_000_000, 150_000), (1_500_000, 350_000)];
         PerfDomain::new(vec![0], 512, &opps, form)

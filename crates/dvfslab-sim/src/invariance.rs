@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn amd_midpoint_of_the_spec() {
-        // B.3 item 8: highest perf 166 over nominal 100 -> 1699 -> midpoint 1361; the
+        // Worked example: highest perf 166 over nominal 100 -> 1699 -> midpoint 1361; the
         // frequency path 3700/2450 MHz -> 1546 -> 1285.
         assert_eq!(amd_midpoint(166 * 1024 / 100), 1361);
         assert_eq!(amd_midpoint(3700 * 1024 / 2450), 1285);

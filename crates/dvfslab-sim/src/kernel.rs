@@ -43,7 +43,7 @@ impl KernelVersion {
 const MAINLINE_SERIES: &[(u32, u32, u32)] = &[(4, 7, 20), (5, 0, 19), (6, 0, KernelVersion::DEFAULT.1)];
 
 /// The modelled versions as text: "4.7-4.20, 5.0-5.19, 6.0-6.18".
-fn modelled_versions() -> String {
+pub fn modelled_versions() -> String {
     let ranges: Vec<String> =
         MAINLINE_SERIES.iter().map(|&(major, first, last)| format!("{major}.{first}-{major}.{last}")).collect();
     ranges.join(", ")

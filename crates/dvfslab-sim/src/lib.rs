@@ -5,14 +5,7 @@
 //! ```no_run
 //! use dvfslab_sim::{simulate, SimConfig};
 //! let text = std::fs::read_to_string("haswell-e5-2670v3-2s.json").unwrap();
-//! let cfg = SimConfig {
-//!     governor: "performance".into(),
-//!     workload: "cpu-bound:threads=8".into(),
-//!     duration_ns: Some(1_000_000_000),
-//!     seed: 0,
-//!     timeline: false,
-//!     explain: false,
-//! };
+//! let cfg = SimConfig::new("performance", "cpu-bound:threads=8").duration_ns(Some(1_000_000_000));
 //! let result = simulate(&text, "haswell", &cfg).unwrap();
 //! println!("{}", result.summary.avg_package_w);
 //! ```

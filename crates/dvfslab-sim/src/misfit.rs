@@ -1,4 +1,4 @@
-//! Capacity-aware scheduling on asymmetric platforms (spec/algorithms.md §9.3, §9.4): the
+//! Capacity-aware scheduling on asymmetric platforms (`kernel/sched/fair.c`; docs/heterogeneous.md): the
 //! overutilized switch, misfit tasks and their up-migration, and wake-up placement that looks
 //! for a CPU the task fits (`select_idle_capacity`).
 //!

@@ -184,7 +184,7 @@ mod tests {
             duration_ns: Some(duration_ns),
             seed: 1,
             timeline: true,
-            explain: false,
+            ..crate::SimConfig::default()
         };
         crate::simulate(&json, platform, &cfg).unwrap().timeline.unwrap()
     }

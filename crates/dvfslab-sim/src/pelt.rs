@@ -1,5 +1,5 @@
-//! PELT — per-entity load tracking (spec `algorithms.md` §1), plus util_est (§1.8) and the
-//! closed-form helpers of Qais Yousef's margins series (§8.2, §8.3).
+//! PELT — per-entity load tracking (`kernel/sched/pelt.c`), plus util_est (`kernel/sched/fair.c`) and the
+//! closed-form helpers of Qais Yousef's margins series (`approximate_util_avg`, `approximate_runtime`).
 //!
 //! Behaviour follows the kernel's `kernel/sched/pelt.c`; the code and comments here are our own.
 //!
@@ -92,7 +92,7 @@ fn accumulate_segments(periods: u64, d1: u64, d3: u64) -> u64 {
     tail + full + d3
 }
 
-/// PELT state of one entity or run-queue (§1.3).
+/// PELT state of one entity or run-queue (`struct sched_avg`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SchedAvg {
     /// PELT-clock ns of the last accounted instant (advanced in whole time units only).
@@ -111,7 +111,8 @@ impl SchedAvg {
     /// Account the interval since `last_update_time` up to `now` (PELT clock, ns) during which the
     /// entity had `load` (weight-less: number/weight runnable, 0 = blocked), `runnable` and `running`.
     /// `weight` multiplies load_sum into load_avg (1 for run-queues). `time_shift` is 10 normally and
-    /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), variant (b) of §1.10.
+    /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), as the out-of-tree
+    /// PELT multiplier patch (`sched_pelt_lshift`) does.
     /// Returns true when the averages were refreshed (a period boundary was crossed).
     pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool, weight: u64, time_shift: u32) -> bool {
         debug_assert!(time_shift <= SCHED_CAPACITY_SHIFT, "PELT multiplier must be >= 1");
@@ -214,8 +215,9 @@ impl SchedAvg {
     }
 }
 
-/// Initial util of a forked task (post_init_entity_util_avg, §1.7). `cap_orig` the CPU capacity,
-/// `rq_util`/`rq_load` the destination cfs_rq util_avg and load_avg, `task_weight` 1024 for nice 0.
+/// Initial util of a forked task (`post_init_entity_util_avg`, kernel/sched/fair.c). `cap_orig`
+/// the CPU capacity, `rq_util`/`rq_load` the destination cfs_rq util_avg and load_avg,
+/// `task_weight` 1024 for nice 0.
 ///
 /// A new task gets a share of the rq's current util proportional to its weight, but never more
 /// than half of the spare capacity, so a fork storm cannot claim more than the CPU has left.
@@ -352,7 +354,7 @@ impl UtilEst {
 }
 
 /// Closed-form helpers for tests and for the margins series:
-/// periods needed for util to grow from 0 to `util` (approximate_runtime in §8.3, §1.12 table)
+/// periods needed for util to grow from 0 to `util` (`approximate_runtime` of the margins series)
 ///
 /// Steps one whole period at a time from an empty average; `util` is clamped to 1024, the
 /// ceiling of an always-running entity, so the loop always ends.
@@ -382,7 +384,7 @@ pub fn approximate_runtime_steps(util: u64, lshift: u32) -> u64 {
     steps
 }
 
-/// util reached after running `delta_us` from `util` (approximate_util_avg, §8.2)
+/// util reached after running `delta_us` from `util` (`approximate_util_avg` of the margins series)
 ///
 /// `delta_us` is fed to the accumulator as PELT time units (1024 ns), as the patch does. The
 /// starting sum is the smallest consistent with `util` (period start), and the segment split is
@@ -475,7 +477,7 @@ mod tests {
 
     #[test]
     fn decay_period_aligned() {
-        // §1.12 table: (idle periods, util_avg, util_avg when 1024 was reached by running)
+        // Decay from 1024, y^32 = 1/2: (idle periods, util_avg, util_avg when 1024 was reached by running)
         let table = [
             (1, 1002, 1002),
             (2, 980, 981),
@@ -584,8 +586,8 @@ mod tests {
 
     #[test]
     fn periodic_steady_state() {
-        // (busy ms, period ms, trough, peak) from §1.12. For 8/16 the spec prints a peak of 545,
-        // but the closed form 1024·(1−y^b)/(1−y^T) with b = 7.63, T = 15.26 periods gives 554.4
+        // (busy ms, period ms, trough, peak) of a periodic task. For 8/16 a peak of 545 has been
+        // quoted, but the closed form 1024·(1−y^b)/(1−y^T) with b = 7.63, T = 15.26 periods gives 554.4
         // (and its own trough 469 = 554·y^(T−b)), so 554 is used here.
         let cases = [(4, 16, 225, 288), (8, 16, 469, 554), (2, 8, 240, 272)];
         for (busy, period, lo, hi) in cases {
@@ -619,7 +621,7 @@ mod tests {
     fn util_est_rules() {
         // (ewma, unchanged, util_avg, runnable_avg, cap_orig) -> (ewma', unchanged')
         let cases = [
-            ((400, false, 200, 200, 1024), (350, true)), // §1.12: 3/4*400 + 1/4*200
+            ((400, false, 200, 200, 1024), (350, true)), // util_est's EWMA (w = 1/4): 3/4*400 + 1/4*200
             ((350, false, 600, 600, 1024), (600, true)), // increases adopted at once
             ((350, true, 100, 100, 1024), (350, true)),  // no PELT refresh since last sample
             ((400, false, 395, 395, 1024), (400, true)), // within the 1 % margin
@@ -753,7 +755,7 @@ mod tests {
 
     #[test]
     fn approximate_util_avg_table() {
-        // (delta us, [(util, expected)]) from §8.2 (v2 values)
+        // (delta us, [(util, expected)]) from the margins series' approximate_util_avg (v2 values)
         let cases: [(u64, [(u64, u64); 4]); 5] = [
             (500, [(100, 109), (256, 264), (512, 517), (800, 802)]),
             (1000, [(100, 119), (256, 272), (512, 522), (800, 804)]),

@@ -1,6 +1,7 @@
 //! powernv-cpufreq's global P-state (POWER8): the chip-wide voltage request that the driver
 //! lets fall slower than the per-core (local) frequency request, so that a core that speeds
-//! up again soon finds its voltage still there (spec/algorithms.md §7).
+//! up again soon finds its voltage still there (drivers/cpufreq/powernv-cpufreq.c,
+//! `gpstate_timer_handler`).
 //!
 //! ```text
 //!   P-state index 0 = highest frequency; larger index = lower frequency.
@@ -177,7 +178,7 @@ mod tests {
 
     #[test]
     fn ramp_of_the_spec() {
-        // §7.5 / B.3 item 12: 41 P-states, request drops from 0 to 40 at t = 0.
+        // Worked example: 41 P-states, request drops from 0 to 40 at t = 0.
         let g = |t| calc_global(t, 0, 40, 40);
         assert_eq!(g(0), 0);
         assert_eq!(g(2000), 6);

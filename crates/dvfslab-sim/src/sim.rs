@@ -56,6 +56,37 @@ pub struct SimConfig {
     pub explain: bool,
 }
 
+/// Built with `..SimConfig::default()` or these setters, so that a new field with a default
+/// touches no caller.
+impl SimConfig {
+    /// `workload` under `governor` (spec strings), everything else at its default: the
+    /// workload's own duration, seed 0, no timeline, no explain records.
+    pub fn new(governor: impl Into<String>, workload: impl Into<String>) -> SimConfig {
+        SimConfig { governor: governor.into(), workload: workload.into(), ..SimConfig::default() }
+    }
+
+    /// Simulated time (None: the workload's default duration).
+    pub fn duration_ns(mut self, duration_ns: Option<TimeNs>) -> SimConfig {
+        self.duration_ns = duration_ns;
+        self
+    }
+
+    pub fn seed(mut self, seed: u64) -> SimConfig {
+        self.seed = seed;
+        self
+    }
+
+    pub fn timeline(mut self, timeline: bool) -> SimConfig {
+        self.timeline = timeline;
+        self
+    }
+
+    pub fn explain(mut self, explain: bool) -> SimConfig {
+        self.explain = explain;
+        self
+    }
+}
+
 /// Per logical CPU: run-queue, PELT, idle state, counters and statistics.
 pub(crate) struct Cpu {
     pub curr: Option<usize>,

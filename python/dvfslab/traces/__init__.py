@@ -25,7 +25,7 @@ EXPORTERS: dict[str, Callable[[SimResult], str]] = {".json": chrome.render, ".tx
 
 def write_trace(result: SimResult, path: str | os.PathLike[str]) -> Path:
     """Write `result`'s trace to `path`, in the format its suffix names; return the path."""
-    from dvfslab.result import replace_atomically
+    from dvfslab._files import replace_atomically
 
     target = Path(path)
     render = EXPORTERS.get(target.suffix.lower())

@@ -1,7 +1,7 @@
 //! conservative: sample how busy the policy's CPUs were and move the frequency one fixed step
 //! at a time: up above `up_threshold`, down below `down_threshold`.
 //!
-//! What it models: `cpufreq_conservative` of kernels ≥ 4.7 (spec/algorithms.md §5.4) on the
+//! What it models: `cpufreq_conservative` of kernels ≥ 4.7 (`cs_dbs_update`) on the
 //! sampling machinery of `dbs.rs`. The governor keeps its own `requested` frequency, which
 //! the driver rounds down (up) to a table entry when it rises (falls):
 //!
@@ -14,13 +14,16 @@
 //!                                     → requested = requested − step (min if ≤ step), RELATION_L
 //! ```
 //! With a table coarser than the step, a rise stalls on the current entry until the requested
-//! frequency reaches the next one (B.3 item 11).
+//! frequency reaches the next one (the tests below show it).
 //!
 //! Differences from Linux: as for ondemand (sampling inside the scheduler callback;
 //! `ignore_nice_load` accepted without effect; `sampling_rate` raised to the kernel's floor
-//! rather than rejected; long idles detected from the idle time). As Linux's sysfs stores do,
-//! a spec whose `up_threshold` is not above its `down_threshold` is refused
-//! ([`thresholds_uncrossed`]). `freq_step` above 100 is rejected (Linux clamps it to 100).
+//! rather than rejected; long idles detected from the idle time). `freq_step` above 100 is
+//! rejected (Linux clamps it to 100).
+//!
+//! Checks: the thresholds are cross-checked before the run ([`GovernorInfo::check`], here
+//! [`thresholds_uncrossed`]): a spec whose `up_threshold` is not above its `down_threshold` is
+//! refused, as Linux's `up_threshold_store` and `down_threshold_store` refuse such a write.
 //!
 //! Tunables: `sampling_rate` (µs; default 0 = max(2 ticks, the cpufreq transition delay of
 //! the kernel version and driver)), `up_threshold` (%, 80, 2..100), `down_threshold` (%, 20,
@@ -28,7 +31,7 @@
 //! `sampling_down_factor` (1, 1..10), `ignore_nice_load` (0/1, 0).
 //!
 //! References: drivers/cpufreq/cpufreq_conservative.c, cpufreq_governor.c;
-//! Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §5, A.2, B.3 item 11.
+//! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
@@ -215,7 +218,7 @@ mod tests {
     use super::*;
     use crate::driver::table_lookup;
 
-    /// The OPP table of spec §2.10 (0.8–3.0 GHz).
+    /// An OPP table of 0.8–3.0 GHz.
     const TABLE: &[u32] = &[800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];
 
     fn cs(sampling_down_factor: u32, requested_khz: u32) -> Conservative {
@@ -224,14 +227,14 @@ mod tests {
         g
     }
 
-    /// Limits of the §2.10 policy with the current frequency `cur`.
+    /// Limits of a 0.8–3.0 GHz policy with the current frequency `cur`.
     fn at(cur: u32) -> Limits {
         Limits { cur, min: 800_000, max: 3_000_000 }
     }
 
     #[test]
     fn steps_are_five_percent_of_the_maximum() {
-        // B.3 item 11: 5 % of 3.0 GHz.
+        // get_freq_step: 5 % of 3.0 GHz.
         assert_eq!(freq_step_khz(5, 3_000_000), 150_000);
         assert_eq!(freq_step_khz(5, 3_900_000), 195_000);
         assert_eq!(freq_step_khz(1, 50), FALLBACK_STEP_KHZ);
@@ -239,7 +242,7 @@ mod tests {
 
     #[test]
     fn rising_steps_stall_on_a_coarse_table() {
-        // B.3 item 11: from 1.2 GHz, loads above 80 request 1.35, 1.5, 1.65 GHz; RELATION_H
+        // Worked example: from 1.2 GHz, loads above 80 request 1.35, 1.5, 1.65 GHz; RELATION_H
         // keeps 1.2 GHz until the request reaches 1.6 GHz.
         let mut g = cs(1, 1_200_000);
         let mut cur = 1_200_000;

@@ -1,7 +1,7 @@
 //! The sampling machinery ondemand and conservative share ("DBS", demand-based switching):
 //! when to take a sample, and the policy's load over the window since the previous one.
 //!
-//! Mirrors `drivers/cpufreq/cpufreq_governor.c` of kernels ≥ 4.7 (spec/algorithms.md §5.2).
+//! Mirrors `drivers/cpufreq/cpufreq_governor.c` of kernels ≥ 4.7 (`dbs_update`).
 //! There is no timer: a sample is taken from the scheduler's cpufreq callback (enqueue, dequeue,
 //! tick) of any CPU of the policy, once `sample_delay` has passed since the previous one, so
 //! an idle CPU takes no samples and the first one after an idle spell covers all of it.
@@ -19,12 +19,12 @@
 //!   policy load = max over its CPUs          S = sampling_rate · rate_mult
 //! ```
 //! A long idle is recognised from the idle time, as Linux does since commit 7592019634f8
-//! (2018); spec §5.2 writes the elapsed time, the older rule.
+//! (2018); before it the elapsed time was used.
 //!
 //! The `sampling_rate` default follows cpufreq_dbs_governor_init for the simulated kernel:
 //!
 //! ```text
-//!   ≥ 4.14   max(2·TICK_USEC, cpufreq_policy_transition_delay_us)   (the delay rule of A.4/§2.8)
+//!   ≥ 4.14   max(2·TICK_USEC, cpufreq_policy_transition_delay_us)   (cpufreq_policy_transition_delay_us)
 //!   < 4.14   max(10 000 µs, 1000 · latency_us)                       (NO_HZ min_sampling_rate rule)
 //! ```
 
@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn default_sampling_rate_follows_the_kernel_era() {
-        // B.3 item 14: acpi-cpufreq reporting 10 µs; the transition delay per era comes from
+        // acpi-cpufreq reporting 10 µs; the transition delay per era comes from
         // kernel.rs, DBS takes at least two ticks (8 ms at HZ=250, 2 ms at HZ=1000).
         let lat = Some(10);
         assert_eq!(default_sampling_rate_us(KernelVersion(5, 9), HZ250_NS, 10_000, lat), 10_000);

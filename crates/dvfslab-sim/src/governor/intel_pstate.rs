@@ -34,7 +34,9 @@
 //!   `num_pstates`) are not modelled.
 //! - The I/O-wait boost follows current kernels (start at 1/8, double, cap 1) and is
 //!   evaluated on every scheduler callback of the CPU (the 4.6–4.x rule "1.0 on any I/O
-//!   wait" is not modelled); no shipped workload produces I/O waits yet.
+//!   wait" is not modelled). The workloads that block on a storage device (dbench4, fio,
+//!   iozone, seq-read, random-read, pgbench's WAL flush, gitsource's fsyncs) wake
+//!   with the I/O-wait flag and so drive it.
 //! - HWP's autonomous choice is a model (assumptions in intel_pstate_hwp.rs): every
 //!   `activity_window_us` the hardware picks ⌈busy · delivered ratio / (0.9 · EPP/255)⌉
 //!   (EPP 0: the maximum), within HWP min/max. `algorithm=hwp` needs a part with HWP
@@ -50,7 +52,7 @@
 //! `activity_window_us` (µs, 10000), `hwp_dynamic_boost` (bool, 0).
 //!
 //! References: drivers/cpufreq/intel_pstate.c (4.11-era and 5.x); Documentation/admin-guide/
-//! pm/intel_pstate.rst; Intel SDM vol. 3 §14.4 (HWP); spec/algorithms.md §4.
+//! pm/intel_pstate.rst; Intel SDM vol. 3, section 14.4 (HWP); docs/governors.md.
 
 use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
 use super::intel_pstate_load::{get_target_pstate, IowaitBoost};

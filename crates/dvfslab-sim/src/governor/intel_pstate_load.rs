@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn load_based_spec_example() {
-        // §4.4 / B.3 item 9: turbo 36, busy 0.5, Δa/Δm 1.2, max_physical 24 → 22, then +3 → 25.
+        // get_target_pstate: turbo 36, busy 0.5, Δa/Δm 1.2, max_physical 24 → 22, then +3 → 25.
         let p = Pstates { min: 8, max: 24, max_physical: 24, turbo: 36 };
         let t = get_target_pstate(&p, false, &sample(60, 50, 100), 0);
         assert_eq!(t, LoadTarget { busy_frac: 128, avg_pstate: 28, target: 25 });

@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn spec_example_fully_busy_and_delivered_steps_up_one() {
-        // §4.3 / B.3 item 9: current 20, max_physical 24, Δa/Δm = 20/24 → 100 % → err −3 → 21.
+        // pid_calc: current 20, max_physical 24, Δa/Δm = 20/24 → 100 % → err −3 → 21.
         let mut pid = Pid::new(&CORE);
         let (busy, out, target) = step(&mut pid, &busy_sample(20_000, 24_000), 20);
         assert_eq!(fp_toint(busy + 128), 100);

@@ -1,4 +1,4 @@
-//! The margins series (Qais Yousef, 2023; spec/algorithms.md §8): DVFS headroom and response
+//! The margins series (Qais Yousef, 2023; docs/heterogeneous.md): DVFS headroom and response
 //! time derived from real limits instead of the 1.25 constant.
 //!
 //! ```text
@@ -43,7 +43,7 @@ mod tests {
 
     #[test]
     fn headroom_values_of_the_spec() {
-        // §8.5 with rate_limit_us = 2000: 100→138, 256→287, 512→533, 800→809; 10 ms: 276/402/609/842.
+        // Headroom with rate_limit_us = 2000: 100→138, 256→287, 512→533, 800→809; 10 ms: 276/402/609/842.
         for (u, want) in [(100, 138), (256, 287), (512, 533), (800, 809)] {
             assert_eq!(dvfs_headroom(u, 2000, 0), want, "util {u}");
         }
@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn response_time_examples_of_the_spec() {
-        // §8.6: cap 1024 with ... 2.8, 3.0 GHz -> cap2 955 -> 125 ms; setting 62 ms -> mult 2064.
+        // Default response_time_ms: cap 1024 with ... 2.8, 3.0 GHz -> cap2 955 -> 125 ms; setting 62 ms -> mult 2064.
         let big = [2_000_000, 2_400_000, 2_800_000, 3_000_000];
         assert_eq!(default_response_time_ms(&big, 1024, 0), 125);
         assert_eq!(response_time_mult(125, 62), 2064);

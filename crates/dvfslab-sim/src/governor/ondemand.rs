@@ -1,7 +1,7 @@
 //! ondemand: sample how busy the policy's CPUs were; above `up_threshold` jump to the maximum,
 //! otherwise pick a frequency proportional to the load.
 //!
-//! What it models: `cpufreq_ondemand` of kernels ≥ 4.7 (spec/algorithms.md §5.3) on the
+//! What it models: `cpufreq_ondemand` of kernels ≥ 4.7 (`od_update`) on the
 //! sampling machinery of `dbs.rs` (load = the busiest CPU's busy share since the last sample):
 //!
 //! ```text
@@ -28,7 +28,7 @@
 //! driver's table and cpuinfo max the driver's `cpuinfo.max_freq` (above the table with
 //! acpi-cpufreq and CPPC from 5.12); the efficient relations of ≥ 5.16 (`RELATION_CE`...) act as the plain
 //! ones (no entry is flagged inefficient); a long idle is detected from the idle time, as
-//! Linux does since commit 7592019634f8 (2018), where spec §5.2 writes the elapsed time.
+//! Linux does since commit 7592019634f8 (2018); before it the elapsed time was used.
 //!
 //! Tunables: `sampling_rate` (µs; default 0 = max(2 ticks, the cpufreq transition delay of the
 //! kernel version and driver), e.g. 8 ms at HZ=250 on 6.18, 10 ms with acpi-cpufreq on 5.9),
@@ -37,7 +37,7 @@
 //! model ≥ 15, else 0; or 0/1).
 //!
 //! References: drivers/cpufreq/cpufreq_ondemand.c, cpufreq_governor.c;
-//! Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §5, A.2, B.3 item 10.
+//! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
@@ -294,7 +294,7 @@ mod tests {
         assert!(!should_io_be_busy(Vendor::Arm, None));
     }
 
-    /// The OPP table of spec §2.10 (0.8–3.0 GHz).
+    /// An OPP table of 0.8–3.0 GHz.
     const TABLE: &[u32] = &[800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];
     const MAX: u32 = 3_000_000;
 
@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn load_85_picks_the_closest_entry_to_2_67_ghz() {
-        // B.3 item 10: 800 000 + 85 · 2 200 000 / 100 = 2 670 000 kHz -> 2.8 GHz (RELATION_C).
+        // Worked example: 800 000 + 85 · 2 200 000 / 100 = 2 670 000 kHz -> 2.8 GHz (RELATION_C).
         assert_eq!(proportional_khz(85, 800_000, MAX), 2_670_000);
         let step = od(95, 1, 0).evaluate(85, 1_200_000, MAX, TABLE);
         assert_eq!(step.target, Some((2_670_000, Relation::C)));

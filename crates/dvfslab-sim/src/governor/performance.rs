@@ -5,7 +5,7 @@
 //! Differences from Linux: none. With a driver whose top table entry means "turbo allowed"
 //! (acpi-cpufreq's P0), the hardware then runs the turbo bin for the number of active cores.
 //! Tunables: none.
-//! References: Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §6.
+//! References: Documentation/admin-guide/pm/cpufreq.rst; drivers/cpufreq/cpufreq_performance.c.
 
 use super::{Governor, GovernorInfo, PolicyCtx, Relation};
 use crate::spec::KnobValues;

@@ -5,7 +5,7 @@
 //! Differences from Linux: none. (intel_pstate's *active* "powersave" is a driver policy, not
 //! this governor; it comes with the intel_pstate model.)
 //! Tunables: none.
-//! References: Documentation/admin-guide/pm/cpufreq.rst; spec/algorithms.md §6.
+//! References: Documentation/admin-guide/pm/cpufreq.rst; drivers/cpufreq/cpufreq_powersave.c.
 
 use super::{Governor, GovernorInfo, PolicyCtx, Relation};
 use crate::spec::KnobValues;

@@ -1,13 +1,13 @@
 //! schedutil: frequency from the scheduler's utilisation, at every utilisation change.
 //!
 //! What it models: `kernel/sched/cpufreq_schedutil.c` as of the `kernel=` version chosen
-//! (default 6.18), following spec/algorithms.md §2:
+//! (default 6.18):
 //!
 //! ```text
 //!   util   = max(util_avg [, util_est ≥ 4.17] [, runnable_avg ≥ 6.5]) ≤ capacity     (get_util)
 //!   actual = max(util, iowait_boost)
 //!   perf   = actual + actual/4 (≤ capacity)     1.25 headroom (map_util_perf; ≤ 6.7: on the frequency)
-//!            | approximate_util_avg(mult·actual/1024, rate_limit_us)   with margins=1 (§8)
+//!            | approximate_util_avg(mult·actual/1024, rate_limit_us)   with margins=1 (margins.rs)
 //!   uclamp = the run-queue's (min, max):  ≥ 6.8  perf = max(min, min(perf, max))   floor wins
 //!                                         ≤ 6.7  actual clamped to [min, max] (min if inverted)
 //!   raw    = ref · perf / capacity              ref = cpuinfo.max_freq if invariant, else cur
@@ -34,7 +34,7 @@
 //! `response_time_ms` (ms, margins=1; -1 = the policy's default), `response_time_pct` (%, scales
 //! the default: 80 mimics the 1.25 headroom).
 //!
-//! References: spec/algorithms.md §2 and §8; Documentation/scheduler/schedutil.rst.
+//! References: Documentation/scheduler/schedutil.rst; docs/governors.md; docs/heterogeneous.md (margins).
 
 use super::{margins, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::kernel::KernelVersion;
@@ -569,7 +569,7 @@ mod tests {
 
     #[test]
     fn iowait_boost_sequence() {
-        // B.3 item 6: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
+        // sugov_iowait_boost: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
         let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }

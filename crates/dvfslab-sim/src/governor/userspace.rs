@@ -6,7 +6,7 @@
 //! Differences from Linux: the speed is set once, from the spec string, before the run starts;
 //! 0 (the default) keeps the frequency the policy had, which here is its maximum.
 //! Tunables: `scaling_setspeed` (kHz, default 0 = leave as is).
-//! References: drivers/cpufreq/cpufreq_userspace.c; spec/algorithms.md §6.
+//! References: drivers/cpufreq/cpufreq_userspace.c; Documentation/admin-guide/pm/cpufreq.rst.
 
 use super::{Governor, GovernorInfo, PolicyCtx, Relation};
 use crate::spec::{Knob, KnobValues};

@@ -1,5 +1,5 @@
 //! dbench4: N clients replaying the NBENCH loadfile against a local filesystem
-//! (spec/workloads.md A1; MMTests `config-io-dbench4-async`: fileio backend, no -s/-S/-F).
+//! (docs/workloads-net.md; MMTests `config-io-dbench4-async`: fileio backend, no -s/-S/-F).
 //!
 //! Each client loops over the loadfile with no think time. Every operation is a burst of
 //! VFS work in system time (`estimates::dbench`, scaled by the knobs declared there). `Flush` is `fsync(fd)` on XFS, two waits on

@@ -1,7 +1,9 @@
 //! Every estimated ([EST]) parameter of the workload models, in one place, each with its
-//! source or the way to calibrate it (spec/workloads.md). Models read them from here; the
+//! source or the way to calibrate it. Models read them from here; the
 //! validation work calibrates them here, never inside a model. [CAL] marks a value fitted to a
 //! published measurement, with the procedure in docs/validation.md ("Calibrated constants").
+//! "The first estimate" is the range estimated before calibration, from the published
+//! per-operation costs; docs/workloads-net.md and docs/workloads-compute.md describe the models.
 //!
 //! Costs are in cycles at the platform's base frequency (work), or nanoseconds (device and
 //! wall times), so that one number serves every machine.
@@ -27,7 +29,7 @@ pub const fn ns_cycles(ns: f64) -> f64 {
     ns / 1e9 * REF_HZ
 }
 
-/// Kernel-side costs shared by many models (spec/workloads.md §1.1), at a ~3–4 GHz reference.
+/// Kernel-side costs shared by many models (fork, exec, exit, wake-up), at a ~3–4 GHz reference.
 pub mod kernel {
     use super::{us_cycles, Knob};
     /// fork(): 40–120 µs. A knob of gitsource, whose chain of short processes it paces.
@@ -63,27 +65,27 @@ pub mod kernel {
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
 // --- apache) ---
 
-/// Pipes and unix-domain sockets (perf bench sched messaging / pipe, §1.1, §1.3, A6), and
+/// Pipes and unix-domain sockets (perf bench sched messaging / pipe), and
 /// what all the network and IPC models share.
 pub mod ipc {
-    /// How much of a syscall-heavy burst's time at base frequency is memory stall (§1.1,
-    /// "network/IPC ≈ 0.1" [EST]). Calibrate by comparing a model's metric at two pinned
+    /// How much of a syscall-heavy burst's time at base frequency is memory stall (network/IPC
+    /// ≈ 0.1 [EST]). Calibrate by comparing a model's metric at two pinned
     /// frequencies with the real benchmark's.
     pub const MEM_FRAC: f64 = 0.1;
-    /// A 100-byte pipe write including the wake-up of the reader: 1–2 µs (A6 `c_w` [EST];
-    /// §1.1 "pipe/unix-socket 100 B write + wakeup 1.5–3 µs"). Calibrate with `perf bench
+    /// A 100-byte pipe write including the wake-up of the reader: 1–2 µs ([EST]; the
+    /// first estimate of a 100 B pipe/unix-socket write + wakeup was 1.5–3 µs). Calibrate with `perf bench
     /// sched pipe` pinned to one CPU at a fixed frequency (µs/loop ≈ 2·(write + read)).
     pub const PIPE_WRITE_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// A pipe read of one message, including the switch into the reader: 1–2 µs (A6 `c_r` [EST]).
+    /// A pipe read of one message, including the switch into the reader: 1–2 µs ([EST]).
     pub const PIPE_READ_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// A 100-byte `AF_UNIX` stream write: 2–3 µs (A6 `c_w` socket [EST]).
+    /// A 100-byte `AF_UNIX` stream write: 2–3 µs ([EST]).
     pub const SOCKET_WRITE_CYCLES: f64 = 2.5e-6 * 3.0e9;
-    /// An `AF_UNIX` stream read: 2–3 µs (A6 `c_r` socket [EST]).
+    /// An `AF_UNIX` stream read: 2–3 µs ([EST]).
     pub const SOCKET_READ_CYCLES: f64 = 2.5e-6 * 3.0e9;
-    /// Pipe capacity in 100-byte messages: 64 KiB (§1.3 [KNOW]) / 100 B.
+    /// Pipe capacity in 100-byte messages: 64 KiB (`PIPE_DEF_BUFFERS` pages [KNOW]) / 100 B.
     pub const PIPE_CAPACITY_MSGS: u32 = 655;
     /// `AF_UNIX` stream capacity in small messages: sndbuf ≈ 208 KiB counted with skb
-    /// truesize, ≈ 200–300 messages (§1.3 [EST]). Calibrate by counting how many 100-byte
+    /// truesize, ≈ 200–300 messages ([EST]). Calibrate by counting how many 100-byte
     /// writes succeed on a non-blocking socketpair before EAGAIN.
     pub const SOCKET_CAPACITY_MSGS: u32 = 250;
     /// Extra cost per message read in process mode (an address-space switch that threads of
@@ -98,9 +100,9 @@ pub mod ipc {
     pub const REAP_CYCLES: f64 = 1e-6 * 3.0e9;
 }
 
-/// The NBENCH loadfile that dbench and tbench replay (A1).
+/// The NBENCH loadfile that dbench and tbench replay.
 pub mod nbench {
-    /// Fallback operation mix, percent of loadfile lines (A1 "Fallback operation mix" [EST],
+    /// Fallback operation mix, percent of loadfile lines ([EST],
     /// from typical full-`client.txt` dbench output counts). Replace with the counts of the
     /// real `client-tiny.txt` (lines 601–4173 of dbench's `loadfiles/client.txt`).
     pub const MIX_PCT: [(&str, f64); 14] = [
@@ -121,23 +123,23 @@ pub mod nbench {
     ];
     /// ReadX return / WriteX sizes in bytes and their shares: [EST], chosen so the mean
     /// (≈ 13.6 KiB) puts 1-client tbench near the published 49 MB/s on a 1.4 GHz KNM core
-    /// (A1, Gherdovich 2020) and a few hundred MB/s on desktop cores. Replace with the real
+    /// (Gherdovich 2020) and a few hundred MB/s on desktop cores. Replace with the real
     /// loadfile's sizes.
     pub const IO_SIZES: [(u32, f64); 4] = [(1024, 0.40), (4096, 0.30), (16384, 0.15), (65536, 0.15)];
     /// Characters in a file name (paths like `\clients\client1\~dmtmp\WORD\CHAP10.DOC`):
-    /// [EST] 36. Request sizes grow by 2 bytes per character (A1 table [SRC] `sockio.c`).
+    /// [EST] 36. Request sizes grow by 2 bytes per character ([SRC] `sockio.c`).
     pub const NAME_CHARS: u32 = 36;
     /// Directory entries a Find returns: [EST] uniform 1..=20.
     pub const FIND_ENTRIES: (u32, u32) = (1, 20);
-    /// The measured loadfile, `client-tiny.txt`: 3,573 lines (A1 [SRC]).
+    /// The measured loadfile, `client-tiny.txt`: 3,573 lines ([SRC]).
     pub const LOADFILE_OPS: u32 = 3573;
 }
 
-/// tbench: each loadfile operation is one request/response on loopback TCP (A1).
+/// tbench: each loadfile operation is one request/response on loopback TCP.
 pub mod tbench {
     use super::Knob;
     /// Client side per operation (send syscall, TCP tx, loopback rx softirq, receive of the
-    /// reply): 3–8 µs (A1 `c_cli` [EST]). Calibrate against 1-client tbench MB/s at a
+    /// reply): 3–8 µs ([EST]). Calibrate against 1-client tbench MB/s at a
     /// pinned frequency.
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
@@ -154,7 +156,7 @@ pub mod tbench {
          not calibrated (1-client tbench at a pinned frequency would)",
     );
     /// Server side per operation (tbench_srv: read header and payload, write the reply):
-    /// 3–8 µs (A1 `c_srv` [EST]).
+    /// 3–8 µs ([EST]).
     pub const SERVER_US: Knob = Knob::new(
         "server_us",
         "us",
@@ -170,7 +172,7 @@ pub mod tbench {
          not calibrated",
     );
     /// Copy cost per byte moved, charged to each side for the bytes it sends or receives:
-    /// 0.5 ns/byte (A1 [EST]).
+    /// 0.5 ns/byte ([EST]).
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
         "copy_ns_per_byte",
         "ns/byte",
@@ -187,10 +189,10 @@ pub mod tbench {
     );
 }
 
-/// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config) (A1).
+/// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config).
 pub mod dbench {
     use super::Knob;
-    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs (A1 `c_vfs` [EST];
+    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs ([EST];
     /// creates, renames and unlinks at the top, stat-like queries at the bottom). Calibrate
     /// against the per-operation AvgLat table of a 1-client dbench run at a pinned frequency.
     /// dbench4 scales them all by its knob [`METADATA_SCALE`].
@@ -254,7 +256,7 @@ pub mod dbench {
          calibrated (the AvgLat table of a 1-client dbench run at a pinned frequency would)",
     );
 
-    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (A1 `c_vfs` [EST]).
+    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache ([EST]).
     pub const IO_US: Knob =
         Knob::new("io_us", "us", 1.0, 0.0, 1000.0, "VFS work of a ReadX or WriteX besides its copy, µs at 3 GHz")
             .uncertain(0.5, 2.0, "estimate: a buffered read() or write() system call on a cached file, about 1 µs");
@@ -308,15 +310,15 @@ pub mod dbench {
     );
 }
 
-/// netperf over loopback (A5). Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
+/// netperf over loopback. Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
 /// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
 pub mod netperf {
     use super::Knob;
-    /// TCP send syscall and protocol tx of a small segment: 3–6 µs (A5 `c_tx` [EST]).
+    /// TCP send syscall and protocol tx of a small segment: 3–6 µs ([EST]).
     pub const TCP_TX_CYCLES: f64 = 4e-6 * 3.0e9;
-    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs (A5 `c_softirq` [EST]).
+    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs ([EST]).
     pub const TCP_SOFTIRQ_CYCLES: f64 = 3e-6 * 3.0e9;
-    /// recv syscall of a small TCP message: [EST] 1.5 µs (part of A5's 3–6 µs per side).
+    /// recv syscall of a small TCP message: [EST] 1.5 µs (part of the first estimate's 3–6 µs per side).
     pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
     /// UDP send: no connection state or ACK. [CAL] With the softirq below, 2.59 µs per
     /// datagram and `COPY_NS_PER_BYTE`: the sender's time per datagram on the campaign's
@@ -325,7 +327,7 @@ pub mod netperf {
     /// Haswll", October 2020): 193–203 Mbit/s at 64 bytes, 2,994–3,060 at 1,024 and
     /// 28,540–29,190 at 16,384, every size's received rate equal to the sent one. A line
     /// through the three sizes gives 2.59 µs + 0.12 ns/byte; split between the send and the
-    /// softirq in A5's 3 : 2 (A5's estimates, 3 and 2 µs, ran half as fast). Both run on the
+    /// softirq in the first estimate's 3 : 2 (its 3 and 2 µs ran half as fast). Both run on the
     /// sender's CPU, so only their sum matters; each knob's range is the sum's.
     pub const UDP_SEND_US: Knob =
         Knob::new("udp_send_us", "us", 1.55, 0.0, 1000.0, "UDP sendto of a datagram besides its copy, µs at 3 GHz")
@@ -356,7 +358,7 @@ pub mod netperf {
             );
     /// Copy per byte, each side (`copy_from_user` on the sender, `copy_to_user` on the
     /// receiver, of TCP and UDP alike): [CAL] 0.12 ns/byte, the slope of the Haswell sender's
-    /// time per datagram over the sizes (`UDP_SEND_US`); A5 estimated 0.25–0.4.
+    /// time per datagram over the sizes (`UDP_SEND_US`); the first estimate was 0.25–0.4.
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
         "copy_ns_per_byte",
         "ns/byte",
@@ -376,8 +378,8 @@ pub mod netperf {
     /// 5.5-rc1, the saturated sender at its 3.1 GHz turbo) in Mel Gorman's netperf-tcp runs
     /// (LKML, "sched, fair: Allow a small degree of load imbalance between SD_NUMA domains",
     /// December 2019, the baseline kernel): 667 Mbit/s at 64 bytes, 8,124 at 1,024 and 30,063
-    /// at 16,384 (nine sizes). A line through the nine gives 0.78 µs + 0.21 ns/byte; A5 had
-    /// estimated 2–4 µs, too dear for a send that mostly appends to a corked segment.
+    /// at 16,384 (nine sizes). A line through the nine gives 0.78 µs + 0.21 ns/byte; the first
+    /// estimate was 2–4 µs, too dear for a send that mostly appends to a corked segment.
     pub const STREAM_SEND_US: Knob = Knob::new(
         "stream_send_us",
         "us",
@@ -407,7 +409,7 @@ pub mod netperf {
         (docs/validation.md, calibrated constants)";
     /// TCP_STREAM per recv call on the receiver (MMTests passes `-M` = the send size, so one
     /// message per call): [EST] 0.6 µs, a system call and `tcp_recvmsg` taking what is queued,
-    /// about the cost of the send's fixed part. A5's 1.5 µs would cap the receiver at 340
+    /// about the cost of the send's fixed part. The first estimate's 1.5 µs would cap the receiver at 340
     /// Mbit/s at 64 bytes, half the measured rate.
     pub const STREAM_RECV_US: Knob =
         Knob::new("stream_recv_us", "us", 0.6, 0.0, 1000.0, "TCP_STREAM recv call besides its copy, µs at 3 GHz")
@@ -418,7 +420,7 @@ pub mod netperf {
          receiver could not keep up with the 667 Mbit/s measured at 64 bytes (docs/validation.md, calibrated \
          constants)",
             );
-    /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned (A5 [EST]); the
+    /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned ([EST]); the
     /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
     pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
     pub const STREAM_MAX_INFLIGHT_MSGS: u32 = 4096;
@@ -441,11 +443,11 @@ pub mod netperf {
     }
 }
 
-/// pgbench against a local PostgreSQL (A4). Calibrate against single-client TPS
+/// pgbench against a local PostgreSQL. Calibrate against single-client TPS
 /// at a pinned frequency.
 pub mod pgbench {
     use super::Knob;
-    /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs (A4 RO `c_srv` [EST]).
+    /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs ([EST]).
     pub const SELECT_US: Knob = Knob::new(
         "select_us",
         "us",
@@ -461,12 +463,12 @@ pub mod pgbench {
          sweeps against the campaign keep 25 (docs/validation.md, calibrated constants)",
     );
     /// tpcb-like statements (BEGIN, UPDATE accounts, SELECT, UPDATE tellers, UPDATE branches,
-    /// INSERT history, END): 10–40 µs each (A4 RW `c_srv` [EST]); scaled together by the
+    /// INSERT history, END): 10–40 µs each ([EST]); scaled together by the
     /// [`RW_SCALE`] knob.
     pub const RW_STATEMENT_CYCLES: [f64; 7] =
         [8e-6 * 3.0e9, 30e-6 * 3.0e9, 15e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 15e-6 * 3.0e9];
     /// pgbench client side per statement (build, send, poll, parse reply): 3–8 µs
-    /// (A4 `c_client_stmt` [EST]), the bottom of the range. MMTests' later `-j` rule (CPUs /
+    /// ([EST]), the bottom of the range. MMTests' later `-j` rule (CPUs /
     /// nodes / 8 threads) gives each thread at least 8 CPUs' worth of backends, which it keeps
     /// busy only if a statement costs it at most an eighth of `SELECT_US`. The
     /// intel-invariance evaluation agrees: its pgbench-ro draws more package power than
@@ -504,23 +506,23 @@ pub mod pgbench {
          defaults; not calibrated (single-client read-write TPS at a pinned frequency would)",
     );
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
-    /// mean [EST], inside A4's ranges. Each SELECT walks to a different row and buffer, so no
+    /// mean [EST], inside the first estimate's ranges. Each SELECT walks to a different row and buffer, so no
     /// two round trips cost the same; with fixed costs the closed loop locks into one
     /// rhythm, and with it into one placement that a real run would not keep (backends
     /// queued behind the pgbench thread on its CPU while other CPUs idle).
     pub const COST_SPREAD_PCT: f64 = 25.0;
-    /// Memory-stall share of backend work: 0.2 (A4 `mem_frac` [EST]).
+    /// Memory-stall share of backend work: 0.2 ([EST]).
     pub const MEM_FRAC: f64 = 0.2;
     /// walwriter wakes every wal_writer_delay = 200 ms [KNOW] and works [EST] 20 µs.
     pub const WALWRITER_PERIOD_NS: u64 = 200_000_000;
     pub const WALWRITER_CYCLES: f64 = 20e-6 * 3.0e9;
-    /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 (A4 [SRC] pgbench-bench).
+    /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 ([SRC] pgbench-bench).
     pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }
 
 /// ApacheBench against a local httpd serving a static page (Phoronix `pts/apache`: `ab -n
-/// 1000000 -c 100`, no keep-alive). No spec section: the costs are [EST] from the loopback TCP
-/// costs of A1 and A5. Calibrate against ab's requests per second at 1 and 100 connections
+/// 1000000 -c 100`, no keep-alive). The costs are [EST] from the loopback TCP
+/// costs of tbench and netperf. Calibrate against ab's requests per second at 1 and 100 connections
 /// on one pinned CPU at a fixed frequency.
 pub mod apache {
     /// ab per request: connect (the handshake's softirq work on ab's CPU), write the request,
@@ -544,7 +546,7 @@ pub mod apache {
 /// 1024-capacity core at ~3 GHz is `t · REF_HZ` cycles, as in [`kernel`].
 pub const REF_HZ: f64 = 3.0e9;
 
-/// kernbench: `make -jN vmlinux` of a defconfig kernel (A2). Σ work should match the real
+/// kernbench: `make -jN vmlinux` of a defconfig kernel. Σ work should match the real
 /// build's User time and the serial parts its Elapsed at `-j` = CPUs; with no User time
 /// published, both are calibrated [CAL] on the two ends of Broadwell's published Elapsed under
 /// invariant schedutil-4C (docs/validation.md, calibrated constants): 284.0 s at 2 jobs, where
@@ -552,11 +554,11 @@ pub const REF_HZ: f64 = 3.0e9;
 /// jobs on 80 CPUs, where the serial start and link are a third of it.
 pub mod kernbench {
     use super::{Knob, REF_HZ};
-    /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 (A2 `N_units` [EST]);
+    /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 ([EST]);
     /// count the `CC` lines of a real build.
     pub const UNITS_REAL: f64 = 2700.0;
     /// cc1 work per unit, lognormal: median 0.1 s at 4 GHz [CAL] (mean 0.15 s with the σ
-    /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. A2's
+    /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. The first
     /// estimate, 0.35–0.5 s, made that build 1,200 s. Scaled by the [`COMPILE_SCALE`] knob.
     pub const CC1_MEDIAN_CYCLES: f64 = 0.1 * 4.0e9;
     /// A factor on the compilers' work (cc1 and as, [`CC1_MEDIAN_CYCLES`]), a knob of
@@ -575,24 +577,24 @@ pub mod kernbench {
         "calibrated on Broadwell's published 284 s at 2 jobs under invariant schedutil; the table's other cells \
          came out at 0.85–1.01 of the published (docs/validation.md, calibrated constants)",
     );
-    /// σ of ln(cc1 work): 0.8–1.0 (A2 `W_cc1` [EST]; its tail to ~10 s goes with A2's median,
+    /// σ of ln(cc1 work): 0.8–1.0 ([EST]; its tail to ~10 s goes with the first estimate's median,
     /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
-    /// `as` work as a share of its unit's cc1 work (A2 model: `cpu(0.05·W_cc1)` [EST]).
+    /// `as` work as a share of its unit's cc1 work ([EST]).
     pub const AS_FRAC: f64 = 0.05;
-    /// fixdep after each object: 2 ms (A2 model [EST]).
+    /// fixdep after each object: 2 ms ([EST]).
     pub const FIXDEP_CYCLES: f64 = 2e-3 * REF_HZ;
-    /// `sh -c` of a recipe, besides its exec: [EST] 0.3 ms (A2 names the processes, not
+    /// `sh -c` of a recipe, besides its exec: [EST] 0.3 ms (the processes are known, not
     /// their cost); calibrate with `perf sched timehist`.
     pub const SHELL_CYCLES: f64 = 0.3e-3 * REF_HZ;
     /// The gcc driver besides its exec: [EST] 0.3 ms, as `sh -c` above.
     pub const GCC_DRIVER_CYCLES: f64 = 0.3e-3 * REF_HZ;
-    /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs (A2 model [EST]).
+    /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs ([EST]).
     pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
-    /// Memory-stall share of compile work: 0.1–0.2 (A2 `mem_frac`, §1.1 [EST]).
+    /// Memory-stall share of compile work: 0.1–0.2 ([EST]).
     pub const MEM_FRAC: f64 = 0.15;
-    /// Serial startup: 2.25 s in all [CAL], shared among [`START_PROCS`] steps. A2 estimates
-    /// 3–8 s, as for a tree fresh from `mrproper`; start and link are scaled by one factor
+    /// Serial startup: 2.25 s in all [CAL], shared among [`START_PROCS`] steps. The first estimate
+    /// was 3–8 s, as for a tree fresh from `mrproper`; start and link are scaled by one factor
     /// (0.45) to the 160-job Elapsed. Both scaled by the [`SERIAL_SCALE`] knob.
     pub const START_CYCLES: f64 = 2.25 * REF_HZ;
     /// A factor on the serial start and link ([`START_CYCLES`], [`LINK_STEPS_CYCLES`]), a knob
@@ -615,26 +617,26 @@ pub mod kernbench {
     /// build and `make clean`, which keeps the host tools, the configuration and the generated
     /// headers (only `mrproper` removes them), so a timed build starts with make's parse of the
     /// top Makefile, the two compiles `make clean` removed (`bounds.s`, `asm-offsets.s`) and
-    /// the syscall and atomics checks: a few steps of a few hundred ms, not A2's chain of short
-    /// host-tool processes, which the desktop's published gitsource says would run cold
+    /// the syscall and atomics checks: a few steps of a few hundred ms, not the first estimate's
+    /// chain of short host-tool processes, which the desktop's published gitsource says would run cold
     /// (docs/validation.md, item 4). `make V=1` timestamps would measure them.
     pub const START_PROCS: f64 = 5.0;
     /// The serial link chain: vmlinux.o link, modpost, three kallsyms link passes, final link,
-    /// 4.5 s in all [CAL] (A2's 6–15 s estimate, with its proportions, scaled as the start
+    /// 4.5 s in all [CAL] (the first estimate's 6–15 s, with its proportions, scaled as the start
     /// above). `make V=1` timestamps would measure it directly.
     pub const LINK_STEPS_CYCLES: [f64; 6] =
         [1.35 * REF_HZ, 0.45 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ];
 }
 
-/// gitsource: git's `make test`, a serialized chain of short processes (A3, A12.4). Calibrate
+/// gitsource: git's `make test`, a serialized chain of short processes. Calibrate
 /// the total against the measured Elapsed of the full suite, or against Doug Smythies'
-/// PIDs-per-second figures (~1780 PIDs/s with `performance` on an i5-9600K, A3).
+/// PIDs-per-second figures (~1780 PIDs/s with `performance` on an i5-9600K).
 pub mod gitsource {
     use super::Knob;
-    /// Processes started by the whole suite: 10^5–10^6 (A3 `N_tasks` [EST]).
+    /// Processes started by the whole suite: 10^5–10^6 ([EST]).
     pub const TASKS_REAL: f64 = 3.0e5;
     /// Work of one command besides fork/exec/exit: lognormal, median 0.3 ms at f_max ~4 GHz
-    /// (A3 `W_i` [EST]), 400 µs at the 3 GHz reference.
+    /// ([EST]), 400 µs at the 3 GHz reference.
     pub const WORK_MEDIAN_US: Knob = Knob::new(
         "work_us",
         "us",
@@ -649,9 +651,9 @@ pub mod gitsource {
         "estimate: a git or coreutils command of git's test suite, median 0.3 ms at ~4 GHz; not calibrated \
          (the Elapsed of the whole suite, or Doug Smythies' processes a second, would)",
     );
-    /// σ of ln(command work): 1.0 (A3 `W_i` [EST]).
+    /// σ of ln(command work): 1.0 ([EST]).
     pub const WORK_SIGMA_LOG: f64 = 1.0;
-    /// Shell interpretation between two commands: 30–100 µs (A3 `w_parent` [EST]).
+    /// Shell interpretation between two commands: 30–100 µs ([EST]).
     pub const PARENT_US: Knob = Knob::new(
         "shell_us",
         "us",
@@ -661,31 +663,31 @@ pub mod gitsource {
         "the shell's work between two commands (interpreting the test script), µs at 3 GHz",
     )
     .uncertain(30.0, 100.0, "estimate: sh interpreting a line or two of a test script, 30–100 µs at ~3 GHz");
-    /// Share of commands that are pipelines of 2–3 processes (A3 `p_pipe` 0.1 [EST]) ...
+    /// Share of commands that are pipelines of 2–3 processes (0.1 [EST]) ...
     pub const PIPE_FRAC: f64 = 0.1;
-    /// ... of which this share has three stages ([EST]: A3 gives k = 2..3, taken as even).
+    /// ... of which this share has three stages ([EST]: 2 or 3 stages, taken as even).
     pub const PIPE3_FRAC: f64 = 0.5;
     /// Share of commands that end with a small write and fsync under `$TRASH_DIRECTORY`
-    /// (A3 `p_io` 0.05 [EST]).
+    /// (0.05 [EST]).
     pub const IO_FRAC: f64 = 0.05;
-    /// Device time of such a write: [EST] uniform 50–150 µs (SSD; A3 gives no figure).
+    /// Device time of such a write: [EST] uniform 50–150 µs (SSD; no published figure).
     pub const IO_NS: (f64, f64) = (50e3, 150e3);
-    /// Memory-stall share of shell and git work: [EST] 0.1 (as §1.1's kernel-side work).
+    /// Memory-stall share of shell and git work: [EST] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
     pub const MEM_FRAC: f64 = 0.1;
 }
 
-/// NAS Parallel Benchmarks, class C, OpenMP (A7).
+/// NAS Parallel Benchmarks, class C, OpenMP.
 pub mod nas {
     use super::REF_HZ;
 
     /// One NAS kernel at class C.
     pub struct Kernel {
         pub name: &'static str,
-        /// Outer iterations at class C (A7 [KNOW]; UA's 200 is [EST]).
+        /// Outer iterations at class C ([KNOW]; UA's 200 is [EST]).
         pub iterations: u32,
-        /// Parallel regions (barriers) per iteration: 5–15 (A7 [EST]).
+        /// Parallel regions (barriers) per iteration: 5–15 ([EST]).
         pub regions: u32,
-        /// Memory-stall share (A7 `mem_frac` [EST]).
+        /// Memory-stall share ([EST]).
         pub mem_frac: f64,
         /// Total work of the run, in cycles at REF_HZ summed over threads ([EST]: single-core
         /// class C times of a ~3 GHz core; calibrate to the real Elapsed at class C).
@@ -709,22 +711,22 @@ pub mod nas {
         k("ua", 200, 15, 0.3, 500.0),
     ];
     /// Load imbalance between the threads of a region, as a coefficient of variation:
-    /// 0.01–0.05 (A7 `cv_imb` [EST]).
+    /// 0.01–0.05 ([EST]).
     pub const CV_IMB: f64 = 0.03;
 }
 
-/// Storage devices for the I/O benchmarks (fio, iozone, file reads; A8, A9, §1.3). A request's
+/// Storage devices for the I/O benchmarks (fio, iozone, file reads). A request's
 /// device time is `access · LN(σ) + bytes / bandwidth`: a lognormal access time (seek,
 /// flash read) and a transfer. Calibrate with fio at iodepth 1 (access) and a large
 /// sequential transfer (bandwidth) on the real device. The flushes that dbench's fsync and
-/// pgbench's WAL commit wait on are uniform between bounds instead (A1, A4).
+/// pgbench's WAL commit wait on are uniform between bounds instead.
 pub mod storage {
     use crate::workload::Completion;
 
     /// One device.
     pub struct Device {
         pub name: &'static str,
-        /// Requests in service at once (internal parallelism; A8 `k_dev`).
+        /// Requests in service at once (internal parallelism).
         pub queue_depth: u32,
         /// Median access time of a random read, ns.
         pub rand_read_ns: f64,
@@ -748,7 +750,7 @@ pub mod storage {
 
     /// In the order of the `device` knob.
     pub const DEVICES: [Device; 3] = [
-        // NVMe TLC: 4 KiB random read median 80 µs, σ 0.3, k_dev 32+ (A8 [EST]); sequential
+        // NVMe TLC: 4 KiB random read median 80 µs, σ 0.3, k_dev 32+ ([EST]); sequential
         // 60 µs, writes into the SLC cache 20 µs, 3 GB/s ([EST]).
         Device {
             name: "nvme",
@@ -760,12 +762,12 @@ pub mod storage {
             bytes_per_ns: 3.0,
             sigma_log: 0.3,
             // The data write and the journal commit, each a 20–100 µs write with its cache
-            // flush: 0.05–0.3 ms ([EST]; A1 gives no NVMe figure). WAL: 20–100 µs (A4 [EST]).
+            // flush: 0.05–0.3 ms ([EST]; no published NVMe figure). WAL: 20–100 µs ([EST]).
             fsync_ns: (0.05e6, 0.3e6),
             wal_flush_ns: (20e3, 100e3),
             completion: Completion::Submitter,
         },
-        // SATA SSD: ~100 µs (A8 [EST]); sequential 60 µs, write 50 µs, 520 MB/s; 8 requests
+        // SATA SSD: ~100 µs ([EST]); sequential 60 µs, write 50 µs, 520 MB/s; 8 requests
         // at once, ~80k IOPS at depth 32 ([EST]).
         Device {
             name: "sata-ssd",
@@ -776,13 +778,13 @@ pub mod storage {
             rand_write_ns: 50e3,
             bytes_per_ns: 0.52,
             sigma_log: 0.3,
-            // fsync 0.2–2 ms (A1 [EST]); WAL 0.2–1 ms (A4 [EST]).
+            // fsync 0.2–2 ms ([EST]); WAL 0.2–1 ms ([EST]).
             fsync_ns: (0.2e6, 2.0e6),
             wal_flush_ns: (0.2e6, 1.0e6),
             completion: Completion::CpuZero,
         },
         // 7200 rpm disk: one head; a random access is a seek (~4 ms) plus half a turn
-        // (4.2 ms), σ 0.4; sequential and cached writes 0.1 ms; 150 MB/s ([EST], "HDD ms" A8).
+        // (4.2 ms), σ 0.4; sequential and cached writes 0.1 ms; 150 MB/s ([EST]).
         Device {
             name: "hdd",
             queue_depth: 1,
@@ -792,7 +794,7 @@ pub mod storage {
             rand_write_ns: 8e6,
             bytes_per_ns: 0.15,
             sigma_log: 0.4,
-            // fsync 5–20 ms (A1 [EST]); WAL 2–10 ms (A4 [EST]).
+            // fsync 5–20 ms ([EST]); WAL 2–10 ms ([EST]).
             fsync_ns: (5.0e6, 20.0e6),
             wal_flush_ns: (2.0e6, 10.0e6),
             completion: Completion::CpuZero,
@@ -800,32 +802,32 @@ pub mod storage {
     ];
 }
 
-/// The page cache path of buffered reads and writes (A9, A12 file reads).
+/// The page cache path of buffered reads and writes (iozone, the file reads).
 pub mod page_cache {
     use super::REF_HZ;
-    /// Copy between user and page cache: ~0.25 ns per byte (A9 `c_copy` [EST]) ...
+    /// Copy between user and page cache: ~0.25 ns per byte ([EST]) ...
     pub const COPY_CYCLES_PER_BYTE: f64 = 0.25e-9 * REF_HZ;
-    /// ... plus 0.5 µs per read/write call (A9 `c_copy` [EST]).
+    /// ... plus 0.5 µs per read/write call ([EST]).
     pub const COPY_CYCLES_PER_CALL: f64 = 0.5e-6 * REF_HZ;
     /// Filesystem work per written record, new file (block allocation): 0.3–1 µs, upper end
-    /// (A9 `c_fs` [EST]).
+    /// ([EST]).
     pub const FS_WRITE_CYCLES: f64 = 1.0e-6 * REF_HZ;
-    /// The same for a rewrite (blocks already allocated): lower end (A9 `c_fs` [EST]).
+    /// The same for a rewrite (blocks already allocated): lower end ([EST]).
     pub const FS_REWRITE_CYCLES: f64 = 0.3e-6 * REF_HZ;
-    /// Flusher CPU per 4 KiB page written back: [EST] 1 µs (A9 `c_wb_per_page`, no figure).
+    /// Flusher CPU per 4 KiB page written back: [EST] 1 µs (no published figure).
     pub const WRITEBACK_CYCLES_PER_PAGE: f64 = 1.0e-6 * REF_HZ;
     /// Bytes the flusher submits at once: [EST] 1 MiB (a large bio of a writeback chunk).
     pub const WRITEBACK_CHUNK_BYTES: f64 = 1048576.0;
-    /// `vm.dirty_background_ratio`: 10% of available memory (A9 [KNOW]).
+    /// `vm.dirty_background_ratio`: 10% of available memory ([KNOW]).
     pub const DIRTY_BACKGROUND_RATIO: f64 = 0.10;
-    /// `vm.dirty_ratio`: 20% of available memory (A9 [KNOW]).
+    /// `vm.dirty_ratio`: 20% of available memory ([KNOW]).
     pub const DIRTY_RATIO: f64 = 0.20;
     /// Readahead window of a sequential reader: `read_ahead_kb` 128 KiB ([KNOW] default).
     pub const READAHEAD_BYTES: f64 = 131072.0;
 }
 
-/// PostMark on a local filesystem (Phoronix `pts/postmark`). No spec section: the metadata
-/// costs are dbench's (A1 `c_vfs` [EST]), the data path is [`page_cache`]. Calibrate against
+/// PostMark on a local filesystem (Phoronix `pts/postmark`). The metadata
+/// costs are dbench's ([EST]), the data path is [`page_cache`]. Calibrate against
 /// PostMark's transactions per second on one pinned CPU at a fixed frequency.
 pub mod postmark {
     use super::dbench::metadata_cycles;
@@ -843,101 +845,101 @@ pub mod postmark {
     /// PostMark's default buffered I/O goes through stdio, whose buffer is the file's block
     /// size: the kernel sees 4 KiB reads and writes [KNOW, glibc].
     pub const STDIO_RECORD_BYTES: f64 = 4096.0;
-    /// Memory-stall share of the page-cache copies: [EST] 0.2 (between §1.1's network 0.1 and
+    /// Memory-stall share of the page-cache copies: [EST] 0.2 (between `ipc::MEM_FRAC`'s 0.1 and
     /// a streaming copy).
     pub const MEM_FRAC: f64 = 0.2;
     /// PostMark's `set seed` default: 42 [KNOW].
     pub const SEED: u64 = 42;
 }
 
-/// fio with libaio, direct=1 (A8).
+/// fio with libaio, direct=1.
 pub mod fio {
     use super::REF_HZ;
-    /// Submission (io_submit, block layer): 3–10 µs (A8 `c_sub` [EST]).
+    /// Submission (io_submit, block layer): 3–10 µs ([EST]).
     pub const SUBMIT_CYCLES: f64 = 6e-6 * REF_HZ;
-    /// Completion (IRQ, io_getevents return), charged to the woken job: 2–5 µs (A8 `c_irq`
-    /// [EST]).
+    /// Completion (IRQ, io_getevents return), charged to the woken job: 2–5 µs
+    /// ([EST]).
     pub const COMPLETE_CYCLES: f64 = 3e-6 * REF_HZ;
 }
 
-/// YCSB over redis (A10). Calibrate the costs against redis-benchmark and YCSB's own
+/// YCSB over redis. Calibrate the costs against redis-benchmark and YCSB's own
 /// unthrottled throughput on one pinned CPU at a fixed frequency.
 pub mod ycsb_redis {
     use super::REF_HZ;
-    /// redis GET, parse to reply: 2–8 µs (A10 `c_op` [EST]).
+    /// redis GET, parse to reply: 2–8 µs ([EST]).
     pub const GET_CYCLES: f64 = 3e-6 * REF_HZ;
-    /// redis SET: 2–8 µs (A10 `c_op` [EST]); a little more than GET (an allocation).
+    /// redis SET: 2–8 µs ([EST]); a little more than GET (an allocation).
     pub const SET_CYCLES: f64 = 4e-6 * REF_HZ;
-    /// YCSB (Java) client work per operation: 15–40 µs (A10 `c_cli` [EST]).
+    /// YCSB (Java) client work per operation: 15–40 µs ([EST]).
     pub const CLIENT_CYCLES: f64 = 25e-6 * REF_HZ;
-    /// Loopback TCP send of a small segment, receive softirq included: 4–8 µs (§1.1 [EST]).
+    /// Loopback TCP send of a small segment, receive softirq included: 4–8 µs ([EST]).
     pub const TCP_SEND_CYCLES: f64 = 6e-6 * REF_HZ;
-    /// serverCron every 1/hz = 100 ms (A10, redis `hz` 10 [KNOW]) ...
+    /// serverCron every 1/hz = 100 ms (redis `hz` 10 [KNOW]) ...
     pub const CRON_PERIOD_NS: u64 = 100_000_000;
-    /// ... doing 50–500 µs of work (A10 `c_cron` [EST]).
+    /// ... doing 50–500 µs of work ([EST]).
     pub const CRON_CYCLES: f64 = 200e-6 * REF_HZ;
 }
 
-/// ffmpeg / x264 encode as a rotating dependency chain with parallel side work (A11).
+/// ffmpeg / x264 encode as a rotating dependency chain with parallel side work.
 pub mod ffmpeg {
     use super::REF_HZ;
-    /// Work of one dependency token: 1–4 ms (A11 `b` [EST]); uniform 1–3 ms.
+    /// Work of one dependency token: 1–4 ms ([EST]); uniform 1–3 ms.
     pub const TOKEN_CYCLES: (f64, f64) = (1e-3 * REF_HZ, 3e-3 * REF_HZ);
-    /// Tokens per frame: [EST] 4 (A11 "one frame ≈ m tokens").
+    /// Tokens per frame: [EST] 4.
     pub const TOKENS_PER_FRAME: u32 = 4;
     /// Parallel side work (slices, lookahead) per token, as a share of the token's work,
-    /// spread over the workers: A11's P_bg workers at duty d_bg 0.3 ([EST]), taken as
+    /// spread over the workers: a few workers at duty 0.3 ([EST]), taken as
     /// two workers' worth, 0.6.
     pub const SIDE_FRAC: f64 = 0.6;
     /// Memory-stall share of encoding: [EST] 0.1.
     pub const MEM_FRAC: f64 = 0.1;
 }
 
-/// SPECpower-like graduated load (A12.2 [UNVERIFIED]).
+/// SPECpower-like graduated load ([UNVERIFIED]).
 pub mod specpower {
     use super::REF_HZ;
-    /// Work of one transaction: [EST] 1 ms ("ms-scale bursts", A12.2).
+    /// Work of one transaction: [EST] 1 ms ("ms-scale bursts").
     pub const TX_CYCLES: f64 = 1e-3 * REF_HZ;
     /// Memory-stall share of a transaction: [EST] 0.1.
     pub const MEM_FRAC: f64 = 0.1;
 }
 
-/// Speedometer 2 in Chrome on Android (A13). All [EST]: calibrate the iteration time on the
+/// Speedometer 2 in Chrome on Android. All [EST]: calibrate the iteration time on the
 /// device (score = 60 / iteration seconds; ~100–180 runs/min on current big cores).
 pub mod speedometer {
     /// Subtests per iteration: 16 suites × 3 steps (add, complete, delete) ([KNOW] Speedometer 2.0).
     pub const SUBTESTS: usize = 48;
-    /// Main-thread bursts per subtest: [EST] 8 (A13 "for item in 1..100" scaled to match the
+    /// Main-thread bursts per subtest: [EST] 8 (a subtest's "for item in 1..100" scaled to match the
     /// iteration time).
     pub const BURSTS_PER_SUBTEST: usize = 8;
     /// Burst length on the fastest core at its top frequency, lognormal: median 0.5–2 ms
-    /// (A13 `W_js` [EST]); 0.8 ms.
+    /// ([EST]); 0.8 ms.
     pub const BURST_MEDIAN_S: f64 = 0.8e-3;
-    /// σ of ln(burst length): [EST] 0.8 (A13 gives only the median's range).
+    /// σ of ln(burst length): [EST] 0.8 (only the median's range is estimated).
     pub const BURST_SIGMA_LOG: f64 = 0.8;
-    /// Async gap between subtests: uniform 0–4 ms (A13 [EST]).
+    /// Async gap between subtests: uniform 0–4 ms ([EST]).
     pub const GAP_NS: (f64, f64) = (0.0, 4e6);
-    /// The compositor draws a frame every this many bursts (requestAnimationFrame; A13 [EST]).
+    /// The compositor draws a frame every this many bursts (requestAnimationFrame; [EST]).
     pub const COMPOSITOR_EVERY: usize = 4;
-    /// Compositor work per frame: 0.3 ms (A13 model [EST]).
+    /// Compositor work per frame: 0.3 ms ([EST]).
     pub const COMPOSITOR_S: f64 = 0.3e-3;
-    /// A thread-pool helper wakes once per subtest for 0.2 ms ([EST]; A13's helper threads
+    /// A thread-pool helper wakes once per subtest for 0.2 ms ([EST]; the helper threads
     /// "wake briefly").
     pub const HELPER_S: f64 = 0.2e-3;
 }
 
-/// UiBench / Jankbench frame pipeline (A14). All [EST]: calibrate against the mean and max
+/// UiBench / Jankbench frame pipeline. All [EST]: calibrate against the mean and max
 /// frame durations of a real run on the device.
 pub mod uibench {
     /// UI thread work per frame on the fastest core at its top frequency, lognormal: median
-    /// 2–4 ms with a heavy tail (A14 `u` [EST]); 3 ms.
+    /// 2–4 ms with a heavy tail ([EST]); 3 ms.
     pub const UI_MEDIAN_S: f64 = 3e-3;
-    /// σ of ln(UI work): [EST] 0.5, the heavy tail of A14.
+    /// σ of ln(UI work): [EST] 0.5, a heavy tail.
     pub const UI_SIGMA_LOG: f64 = 0.5;
-    /// RenderThread work per frame: median 2–5 ms (A14 `r` [EST]); 3 ms.
+    /// RenderThread work per frame: median 2–5 ms ([EST]); 3 ms.
     pub const RT_MEDIAN_S: f64 = 3e-3;
     /// σ of ln(RenderThread work): [EST] 0.5.
     pub const RT_SIGMA_LOG: f64 = 0.5;
-    /// surfaceflinger composition at the next vsync: 1–2 ms (A14 `s` [EST]).
+    /// surfaceflinger composition at the next vsync: 1–2 ms ([EST]).
     pub const SF_S: (f64, f64) = (1e-3, 2e-3);
 }

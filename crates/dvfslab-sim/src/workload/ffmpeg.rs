@@ -1,4 +1,4 @@
-//! ffmpeg: a multi-threaded encode of a fixed clip, timed (spec A11; Phoronix `pts/ffmpeg`).
+//! ffmpeg: a multi-threaded encode of a fixed clip, timed (Phoronix `pts/ffmpeg`).
 //!
 //! Frame-parallel encoding is a chain of dependent work items: item `t` needs item `t−1`
 //! (the reference frame's progress), and consecutive items run on consecutive worker

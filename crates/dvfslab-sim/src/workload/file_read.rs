@@ -1,5 +1,5 @@
 //! seq-read and random-read: one process reading a large file on disk through the page cache,
-//! timed (spec A12, campaign intel-pstate-load-based: "random and sequential reads of a
+//! timed (campaign intel-pstate-load-based: "random and sequential reads of a
 //! 50 GB file on a disk").
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! fio: `ioengine=libaio, direct=1, iodepth=1`, `jobs` jobs, for a fixed time (spec A8).
+//! fio: `ioengine=libaio, direct=1, iodepth=1`, `jobs` jobs, for a fixed time (docs/workloads-compute.md).
 //!
 //! Each job is a two-state alternation: a short CPU burst, then a sleep in io_getevents
 //! (iowait) while the device serves the request; the completion wakes it with the iowait

@@ -1,4 +1,4 @@
-//! freq-response: Doug Smythies' fixed-work-packet periodic test ("consume", spec A12.1;
+//! freq-response: Doug Smythies' fixed-work-packet periodic test ("consume";
 //! campaign intel-pstate-load-based: "the frequency response to a fixed work packet at 75 Hz
 //! work/sleep over a range of loads").
 //!

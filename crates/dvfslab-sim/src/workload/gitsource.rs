@@ -1,5 +1,5 @@
-//! gitsource: git's `make test`, a serialized chain of short-lived processes (spec A3; Doug
-//! Smythies' PIDs-per-second test A12.4 is the same shape).
+//! gitsource: git's `make test`, a serialized chain of short-lived processes (docs/workloads-compute.md;
+//! Doug Smythies' PIDs-per-second test is the same shape).
 //!
 //! One shell runs the commands one after another. For each it interprets a little script,
 //! forks, and sleeps in wait4 until the child exits. Fork balancing puts each child on an

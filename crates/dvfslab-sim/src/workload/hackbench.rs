@@ -1,5 +1,5 @@
 //! hackbench (`perf bench sched messaging`): groups of 20 senders and 20 receivers spraying
-//! 100-byte messages over pipes or unix sockets (spec/workloads.md A6).
+//! 100-byte messages over pipes or unix sockets (`perf bench sched messaging`; docs/workloads-net.md).
 //!
 //! The parent forks (or creates threads for) each group's receivers, then its senders; each
 //! worker reports ready and waits for the parent's GO, which wakes all 40·G at once. Every

@@ -1,5 +1,5 @@
 //! iozone write / rewrite: one process writing a file in records through the page cache
-//! (spec A9; `iozone -i 0 [-e]`).
+//! (`iozone -i 0 [-e]`).
 //!
 //! The writer copies each record into the page cache (system time: frequency-sensitive).
 //! Dirty data is handed to a flusher kworker in writeback chunks. The flusher starts once

@@ -1,4 +1,4 @@
-//! kernbench: `make -jN vmlinux` of a defconfig kernel, timed (spec/workloads.md A2).
+//! kernbench: `make -jN vmlinux` of a defconfig kernel, timed (MMTests; docs/workloads-compute.md).
 //!
 //! make is a jobserver with `jobs` slots. Each compilation unit is a process tree, every
 //! process a new task placed by fork balancing with a fresh `util_avg`:

@@ -1,4 +1,4 @@
-//! The NBENCH loadfile that dbench and tbench replay (spec/workloads.md A1).
+//! The NBENCH loadfile that dbench and tbench replay (dbench's `client.txt` format; docs/workloads-net.md).
 //!
 //! The real measured file (`client-tiny.txt`, 3,573 lines of dbench's `client.txt`) was not
 //! available, so the loadfile is synthesised from the fallback operation mix: the exact count
@@ -63,7 +63,7 @@ pub(super) struct Line {
 }
 
 impl Line {
-    /// Bytes tbench's client sends for this operation (`sockio.c`, spec A1 table [SRC]).
+    /// Bytes tbench's client sends for this operation (`sockio.c` [SRC]).
     pub(super) fn request_bytes(&self) -> u32 {
         let name = 2 * nbench::NAME_CHARS;
         match self.op {
@@ -81,7 +81,7 @@ impl Line {
         }
     }
 
-    /// Bytes tbench's server replies (`sockio.c`, spec A1 table [SRC]).
+    /// Bytes tbench's server replies (`sockio.c` [SRC]).
     pub(super) fn reply_bytes(&self) -> u32 {
         match self.op {
             NbOp::NtCreateX => 87,

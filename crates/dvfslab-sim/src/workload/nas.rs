@@ -1,4 +1,4 @@
-//! nas: the NAS Parallel Benchmarks, OpenMP, class C (spec A7).
+//! nas: the NAS Parallel Benchmarks, OpenMP, class C (docs/workloads-compute.md).
 //!
 //! `threads` workers run the kernel's outer iterations; each iteration is a number of
 //! parallel regions, each ending in a barrier:

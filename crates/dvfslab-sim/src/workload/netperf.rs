@@ -1,4 +1,4 @@
-//! netperf over loopback: one netperf/netserver pair, no affinity (spec/workloads.md A5;
+//! netperf over loopback: one netperf/netserver pair, no affinity (docs/workloads-net.md;
 //! MMTests `config-network-netperf-{rr,stream}-ipv4-unbound`).
 //!
 //! - **UDP_RR, TCP_RR**: the canonical two-task ping-pong. The client sends a request (send
@@ -10,8 +10,8 @@
 //!   flight (credits returned by the receiver's reads).
 //! - **UDP_STREAM**: the sender never blocks: each datagram goes through the loopback stack on
 //!   its CPU into the receiver's socket buffer, and is dropped when the buffer is full. The
-//!   metric counts received bytes (spec A5), the receiver's rate when it falls behind: the
-//!   recv rows of MMTests' report (its send rows hold the sender's rate; docs/validation.md).
+//!   metric counts received bytes, the receiver's rate when it falls behind: the recv rows of
+//!   MMTests' report (its send rows hold the sender's rate; docs/validation.md).
 //!
 //! The STREAM receivers are woken without the sync hint, which Linux's `sock_def_readable`
 //! gives: with it both pairs share one socket, which the published UDP watts fit and the TCP

@@ -1,4 +1,4 @@
-//! pgbench against a local PostgreSQL, select-only or tpcb-like (spec/workloads.md A4; MMTests
+//! pgbench against a local PostgreSQL, select-only or tpcb-like (docs/workloads-net.md; MMTests
 //! `config-db-pgbench-timed-{ro,rw}-scale1`, and the older `-small` configurations whose database
 //! is sized to the machine's memory).
 //!

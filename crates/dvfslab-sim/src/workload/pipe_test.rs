@@ -1,5 +1,5 @@
 //! pipe-test: `perf bench sched pipe` with the two tasks pinned to CPUs of two different
-//! cores, the token-passing ping-pong of Doug Smythies' tests (spec/workloads.md A12.5).
+//! cores, the token-passing ping-pong of Doug Smythies' tests (docs/workloads-compute.md).
 //!
 //! Task A writes to pipe 1 and reads from pipe 2; task B reads pipe 1 and writes pipe 2, for
 //! `loops` round trips. Each write wakes the other task (sync wake-up, but the affinity keeps
@@ -27,7 +27,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     better: Better::Lower,
     knobs: &[
         Knob::new("loops", "loops", 10_000.0, 1.0, 100_000.0, "round trips (perf -l)").integer(),
-        Knob::new("work_us", "us", 0.0, 0.0, 1e6, "work at each stop, as time at base frequency (A12.5 sweeps)"),
+        Knob::new("work_us", "us", 0.0, 0.0, 1e6, "work at each stop, as time at base frequency (Smythies sweeps it)"),
     ],
     build: |k: &KnobValues| Box::new(PipeTest { loops: k.get_u64("loops") as u32, work_us: k.get("work_us") }),
 };

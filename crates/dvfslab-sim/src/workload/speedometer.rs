@@ -1,4 +1,4 @@
-//! speedometer: Speedometer 2 in Chrome on a phone (spec A13; campaign margins-pixel6).
+//! speedometer: Speedometer 2 in Chrome on a phone (campaign margins-pixel6).
 //!
 //! The renderer main thread (CrRendererMain) runs the benchmark's subtests: bursts of
 //! JavaScript, style and layout separated by short async gaps (timers,

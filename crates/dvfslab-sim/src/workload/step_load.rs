@@ -1,5 +1,5 @@
-//! step-load: a step from idle to 100% on one CPU; how long until the top frequency (spec
-//! A12.3; campaign intel-pstate-load-based: "a step from idle to 100% on one CPU (time to
+//! step-load: a step from idle to 100% on one CPU; how long until the top frequency
+//! (campaign intel-pstate-load-based: "a step from idle to 100% on one CPU (time to
 //! reach the top P-state)"; Google's schedutil test allows 70 ms).
 //!
 //! The machine idles for `idle_ms`, then one thread pinned to the last CPU (a big core on

@@ -1,4 +1,4 @@
-//! The storage devices of the I/O benchmarks (fio, iozone, file reads; spec A8, A9, §1.3).
+//! The storage devices of the I/O benchmarks (fio, iozone, file reads; docs/workloads-compute.md).
 //!
 //! A device serves up to `queue_depth` requests at once, the rest wait in FIFO order; a
 //! completion wakes the submitter with the iowait flag. A request's device time is

@@ -1,5 +1,5 @@
 //! tbench: N client/server pairs replaying the NBENCH loadfile over loopback TCP
-//! (spec/workloads.md A1).
+//! (docs/workloads-net.md).
 //!
 //! Each loadfile operation is one synchronous request/response: the client works (send
 //! syscall, TCP tx, the loopback receive softirq on its own CPU, and the receive of the

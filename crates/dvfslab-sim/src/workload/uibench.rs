@@ -1,4 +1,4 @@
-//! uibench: the Android UI frame pipeline of UiBench / Jankbench (spec A14; campaign
+//! uibench: the Android UI frame pipeline of UiBench / Jankbench (campaign
 //! margins-pixel6).
 //!
 //! At each vsync the UI thread runs input, animation and layout and records a display list;

@@ -1,5 +1,5 @@
 //! ycsb-redis: YCSB clients driving a redis server at a target rate, reporting latency per
-//! operation type (spec A10; the powernv campaign's 50% read / 50% update runs).
+//! operation type (the powernv campaign's 50% read / 50% update runs).
 //!
 //! `threads` YCSB client threads each pace at `target / threads` op/s: sleep until the
 //! operation's scheduled start, do the client-side work, send the request over loopback TCP

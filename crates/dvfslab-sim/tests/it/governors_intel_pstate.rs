@@ -1,7 +1,7 @@
 //! Scenarios of the intel_pstate governor (active mode): the response to a load step per
 //! algorithm, the global limits, HWP's EPP, and tunable errors.
 
-mod common;
+use crate::common;
 
 use dvfslab_sim::observe::Decision;
 use dvfslab_sim::{simulate, Platform, SimConfig, SimResult};
@@ -13,9 +13,8 @@ fn config(governor: &str, workload: &str, duration_s: f64) -> SimConfig {
         governor: governor.into(),
         workload: workload.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
-        seed: 0,
-        timeline: false,
         explain: true,
+        ..SimConfig::default()
     }
 }
 

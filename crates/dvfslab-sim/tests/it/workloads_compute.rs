@@ -1,7 +1,7 @@
 //! The compute, I/O and interactive benchmark models: each runs and reports its benchmark's
 //! metric, and each reproduces the behaviour it exists for.
 
-mod common;
+use crate::common;
 
 use common::run;
 use dvfslab_sim::workload::estimates::storage::DEVICES;

@@ -1,7 +1,7 @@
 //! The network and IPC benchmark models: tbench, dbench4, netperf, hackbench, pipe-test and
 //! pgbench. Each test runs a small preset for a short simulated time.
 
-mod common;
+use crate::common;
 
 use common::run;
 

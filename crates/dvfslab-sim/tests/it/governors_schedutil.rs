@@ -1,6 +1,6 @@
 //! schedutil in whole simulations: the behaviours the x86 invariance work is about.
 
-mod common;
+use crate::common;
 
 use common::{explain, input};
 use dvfslab_sim::SimResult;

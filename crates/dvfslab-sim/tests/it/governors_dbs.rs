@@ -1,6 +1,6 @@
-//! Scenarios for the sampling governors, ondemand and conservative (spec/algorithms.md §5).
+//! Scenarios for the sampling governors, ondemand and conservative (docs/governors.md).
 
-mod common;
+use crate::common;
 
 use common::preset;
 use dvfslab_sim::observe::Decision;
@@ -17,8 +17,8 @@ fn simulate_explained(governor: &str, workload: &str, duration_s: f64) -> Result
         workload: workload.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
         seed: 1,
-        timeline: false,
         explain: true,
+        ..SimConfig::default()
     };
     simulate(&preset(SKYLAKE), SKYLAKE, &cfg).map_err(|e| e.to_string())
 }

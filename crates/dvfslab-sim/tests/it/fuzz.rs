@@ -5,7 +5,7 @@
 //! `PROPTEST_CASES` sets the number of cases per target (default 256, the same cases at every
 //! test session); docs/robustness.md gives the command and result of a long run.
 
-mod common;
+use crate::common;
 
 use dvfslab_sim::spec::Knob;
 use dvfslab_sim::workload::rtapp::RtApp;

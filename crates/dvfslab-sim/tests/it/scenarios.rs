@@ -1,6 +1,6 @@
 //! End-to-end scenarios of the simulator: invariants that every run must keep.
 
-mod common;
+use crate::common;
 
 use common::run;
 
@@ -355,9 +355,7 @@ mod kernel_defaults {
             governor: "schedutil:invariant=1".into(),
             workload: w.into(),
             duration_ns: Some(100_000_000),
-            seed: 0,
-            timeline: false,
-            explain: false,
+            ..SimConfig::default()
         };
         let err = match simulate(&common::preset("power8-powernv"), "power8-powernv", &cfg) {
             Ok(_) => panic!("invariant=1 was accepted on POWER"),

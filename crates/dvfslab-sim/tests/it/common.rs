@@ -1,5 +1,4 @@
 //! Shared helpers: load the shipped presets and run short simulations.
-#![allow(dead_code)] // each test binary uses its own part of these helpers
 
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 
@@ -19,8 +18,7 @@ pub fn run_on(json: &str, name: &str, governor: &str, workload: &str, duration_s
         workload: workload.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
         seed,
-        timeline: false,
-        explain: false,
+        ..SimConfig::default()
     };
     simulate(json, name, &cfg).unwrap_or_else(|e| panic!("{e}"))
 }

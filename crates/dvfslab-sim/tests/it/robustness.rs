@@ -1,7 +1,7 @@
 //! Inputs at the edges: many tasks, fork bombs, degenerate presets, extreme knobs, and a run
 //! stopped from outside. Each gives a result or a configuration error, never a crash.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::rc::Rc;

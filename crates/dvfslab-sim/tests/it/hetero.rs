@@ -1,7 +1,7 @@
 //! Heterogeneous platforms: fits rules, misfit migration, overutilized and EAS placement, the
 //! Energy Model, uclamp in frequency selection and placement, response_time_ms defaults.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
@@ -127,7 +127,7 @@ mod misfit {
 
     #[test]
     fn the_tick_rule_moves_it_at_the_series_thresholds() {
-        // §8.4 at HZ=250: the little CPU holds util ≤ 83, the mid one ≤ 451 (4 ms of growth).
+        // fits=tick at HZ=250: the little CPU holds util ≤ 83, the mid one ≤ 451 (4 ms of growth).
         let little = dvfslab_sim::capacity::FitsRule::new(1, 4 * MS, 0);
         let largest = |cap: u64| (0..=1024).filter(|&u| dvfslab_sim::capacity::fits_capacity(u, cap, little)).max();
         assert_eq!((largest(160), largest(498)), (Some(83), Some(451)));
@@ -227,7 +227,7 @@ mod eas {
 
     #[test]
     fn a_task_that_does_not_fit_the_biggest_cpu_makes_the_system_overutilized() {
-        // §9.8: with the 80 % margin a hog on the big CPU (util → 1024 > 819) never fits, so
+        // With the 80 % margin a hog on the big CPU (util → 1024 > 819) never fits, so
         // EAS stays off and a light task's wake-ups take the usual path. With the tick rule the
         // biggest CPU always fits (1024 at HZ=250) and EAS keeps placing the light task.
         let light = || periodic("light", 40.0).start_at(300 * MS);
@@ -281,7 +281,7 @@ mod uclamp {
         assert_eq!(plain.last().unwrap().resolved_khz, 500_000, "{plain:?}");
         assert!(plain.iter().filter(|d| d.time_ns > 300 * MS).all(|d| d.resolved_khz == 500_000), "{plain:?}");
         // A floor of 512 asks for 2802 MHz · 512/1024 = 1401 MHz or more, from the start.
-        // While it is runnable (an idle run-queue has no floor, §9.7).
+        // While it is runnable (an idle run-queue has no floor, uclamp_rq_util_with).
         let boosted = big_requests("schedutil", small().uclamp(Some(512), None), 0);
         let runnable: Vec<&Decision> = boosted.iter().filter(|d| input(d, "uclamp_min") == Some(512.0)).collect();
         assert!(runnable.len() >= 10 && runnable.iter().all(|d| d.resolved_khz >= 1_426_000), "{boosted:?}");
@@ -326,7 +326,7 @@ mod response_time {
 
     #[test]
     fn pixel6_defaults_match_the_published_figures() {
-        // §8.6: the v2 defaults reported for Pixel 6 — 8/29/155 ms (PELT half-life 32 ms) and
+        // The margins series' v2 defaults reported for Pixel 6 — 8/29/155 ms (PELT half-life 32 ms) and
         // 4/15/78 ms (16 ms) for little/mid/big — from the second-highest OPP's capacity.
         let plat = Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
         let d = dvfslab_sim::describe::describe(&plat);

@@ -1,6 +1,6 @@
 //! powernv-cpufreq on POWER8: the global (voltage) P-state falls slower than the local one.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

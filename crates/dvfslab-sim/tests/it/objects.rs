@@ -1,6 +1,6 @@
 //! The blocking primitives that workload models are built from, each in a small workload.
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 

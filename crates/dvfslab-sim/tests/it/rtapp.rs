@@ -1,6 +1,6 @@
 //! rt-app files: every shipped example runs, and the events mean what rt-app means.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,18 @@
+//! The simulator's integration tests, built as one binary with a module per area: one link of
+//! the simulator instead of one per file. Run one area with a filter, e.g.
+//! `cargo test --release -p dvfslab-sim --test it fuzz::`.
+
+mod common;
+
+mod driver_powernv;
+mod fuzz;
+mod governors_dbs;
+mod governors_intel_pstate;
+mod governors_schedutil;
+mod hetero;
+mod objects;
+mod robustness;
+mod rtapp;
+mod scenarios;
+mod workloads_compute;
+mod workloads_net;
