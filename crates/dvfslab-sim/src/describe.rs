@@ -2,10 +2,10 @@
 
 use serde_json::{json, Value};
 
-use crate::driver::Driver;
 use crate::governor::margins;
+use crate::hw::driver::Driver;
+use crate::hw::platform::Platform;
 use crate::kernel::{default_transition_delay_us, KernelVersion};
-use crate::platform::Platform;
 
 pub fn describe(p: &Platform) -> Value {
     let f = &p.file;
@@ -136,7 +136,7 @@ mod tests {
         // scmi reports 1450 µs: 1.5 × on the default kernel.
         assert_eq!(pol["rate_limit_us"], json!(2175));
         // Juno's big cluster: 1.0 / 1.2 GHz → capacity 853 at the second-highest OPP.
-        assert_eq!(pol["response_time_ms_default"]["32"], json!(crate::pelt::approximate_runtime_steps(854, 0)));
+        assert_eq!(pol["response_time_ms_default"]["32"], json!(crate::sched::pelt::approximate_runtime_steps(854, 0)));
     }
 
     /// The declared constants appear with their pointer, value, range, source and integer flag,

@@ -14,36 +14,22 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod bench;
-pub mod capacity;
 pub mod describe;
-pub mod driver;
-mod eas;
-pub mod energy_model;
 pub mod engine;
 pub mod error;
-mod fork_balance;
 pub mod governor;
-mod hw;
-pub mod invariance;
+pub mod hw;
 pub mod kernel;
-mod menu;
-mod misfit;
-mod numa_balance;
-mod objects;
 pub mod observe;
-pub mod pelt;
-pub mod platform;
-pub mod powernv;
 pub mod result;
-mod sched;
+pub mod sched;
 pub mod sim;
 pub mod spec;
-pub mod task;
 pub mod trace;
 pub mod workload;
 
 pub use error::{Result, SimError};
-pub use platform::Platform;
+pub use hw::platform::Platform;
 pub use result::SimResult;
 pub use sim::{Sim, SimConfig};
 

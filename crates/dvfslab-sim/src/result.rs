@@ -157,7 +157,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
         finished_work: sim
             .tasks
             .iter()
-            .filter(|t| t.state == crate::task::TaskState::Exited || t.work_left == 0.0)
+            .filter(|t| t.state == crate::sched::task::TaskState::Exited || t.work_left == 0.0)
             .map(|t| (t.work_submitted, t.work_done))
             .collect(),
     }

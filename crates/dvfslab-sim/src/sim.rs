@@ -1,20 +1,20 @@
 //! One simulation: a platform, a governor configuration, a workload and a seed, run as a
 //! discrete-event simulation. This file holds the state and the event loop; the hardware side
-//! (frequencies, power, counters) is in `hw.rs`, the scheduler and PELT in `sched.rs`.
+//! (frequencies, power, counters) is in `hw/`, the scheduler and PELT in `sched/`.
 
 use std::ops::ControlFlow;
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 
-use crate::driver::{table_lookup, Driver};
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
 use crate::governor::{Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
+use crate::hw::driver::{table_lookup, Driver};
+use crate::hw::platform::Platform;
 use crate::observe::{Decision, Timeline};
-use crate::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
-use crate::platform::Platform;
-use crate::task::{Task, MAX_TASKS};
+use crate::sched::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
+use crate::sched::task::{Task, MAX_TASKS};
 use crate::workload::{RunStats, Workload};
 
 /// The event queue is swept of stale events when it holds at least this many, and then when
@@ -139,7 +139,7 @@ pub(crate) struct Cpu {
     pub idle_state: Option<usize>,
     pub idle_since: TimeNs,
     /// The menu governor's record of recent idle periods.
-    pub idle_history: crate::menu::IdleHistory,
+    pub idle_history: crate::hw::cpuidle::IdleHistory,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
@@ -268,7 +268,7 @@ pub struct Sim {
     /// powernv: requests arrive by fast switch (schedutil on 4.10+), which sets the global
     /// P-state equal to the local one (`powernv_fast_switch`).
     pub(crate) powernv_fast_switch: bool,
-    pub(crate) ramps: Vec<crate::powernv::Ramp>,
+    pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -279,8 +279,8 @@ pub struct Sim {
     pub(crate) gov_wants_util: bool,
     pub(crate) workload: Box<dyn Workload>,
     /// Programs that `Op::Spawn` starts.
-    pub(crate) programs: Vec<std::rc::Rc<[crate::task::Op]>>,
-    pub(crate) objects: crate::objects::Objects,
+    pub(crate) programs: Vec<std::rc::Rc<[crate::sched::task::Op]>>,
+    pub(crate) objects: crate::sched::objects::Objects,
     pub(crate) stats: RunStats,
     pub(crate) timeline: Option<Timeline>,
     pub(crate) explain: Option<Vec<Decision>>,
@@ -316,7 +316,7 @@ pub struct Sim {
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
     /// Capacities, misfit, EAS and uclamp state (asymmetric platforms).
-    pub(crate) hetero: crate::capacity::Hetero,
+    pub(crate) hetero: crate::sched::capacity::Hetero,
 }
 
 impl Sim {
@@ -357,8 +357,9 @@ impl Sim {
             Some(v) => crate::kernel::KernelVersion::parse(v)?,
             None => crate::kernel::KernelVersion::DEFAULT,
         };
-        let freq_ratio = crate::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
-        let invariant = crate::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
+        let freq_ratio =
+            crate::hw::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
+        let invariant = crate::hw::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -483,11 +484,11 @@ impl Sim {
         let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();
         let pelt_shift = 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros();
         let tick_ns = (1_000_000_000 + hz as u64 / 2) / hz as u64;
-        let hetero = crate::capacity::Hetero::new(
+        let hetero = crate::sched::capacity::Hetero::new(
             &plat,
             &tables,
-            crate::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
-            crate::capacity::EasInputs {
+            crate::sched::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
+            crate::sched::capacity::EasInputs {
                 knob_on: gov_cfg.values.get("eas") != 0.0,
                 governor: gov_info.name,
                 invariant,
@@ -512,8 +513,8 @@ impl Sim {
             pelt_shift,
             kernel,
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
-            powernv_fast_switch: crate::powernv::fast_switch_used(gov_info.name, kernel),
-            ramps: vec![crate::powernv::Ramp::default(); plat.policies.len()],
+            powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.name, kernel),
+            ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
             cpus,
             cores,
             domains,
@@ -523,7 +524,7 @@ impl Sim {
             governors,
             gov_wants_util,
             programs: workload.programs(&plat),
-            objects: crate::objects::Objects::with_devices(workload.devices()),
+            objects: crate::sched::objects::Objects::with_devices(workload.devices()),
             workload,
             stats: RunStats::default(),
             timeline: cfg.timeline.then(Timeline::default),
@@ -786,7 +787,7 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].iowait_ns_at(self.sim.q.now())
     }
-    fn cpu_identity(&self) -> (crate::platform::Vendor, Option<crate::platform::CpuIdFile>) {
+    fn cpu_identity(&self) -> (crate::hw::platform::Vendor, Option<crate::hw::platform::CpuIdFile>) {
         (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
     }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {

@@ -216,7 +216,7 @@ impl Governor for Conservative {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::table_lookup;
+    use crate::hw::driver::table_lookup;
 
     /// An OPP table of 0.8–3.0 GHz.
     const TABLE: &[u32] = &[800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];

@@ -7,8 +7,8 @@
 //! its driver, the hardware counters.
 
 use super::{Relation, UpdateFlags};
+use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::kernel::KernelVersion;
-use crate::platform::{CpuIdFile, Vendor};
 
 /// One policy as its governor sees it.
 pub trait PolicyCtx {

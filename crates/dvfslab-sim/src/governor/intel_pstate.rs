@@ -58,7 +58,7 @@ use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
 use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
 use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 
 /// `algorithm=hwp`'s number.

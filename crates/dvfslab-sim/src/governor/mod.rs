@@ -21,8 +21,8 @@ mod schedutil;
 mod userspace;
 
 use crate::error::{Result, SimError};
+use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
-use crate::platform::Platform;
 use crate::spec::{Knob, KnobValues, Spec};
 
 pub use context::PolicyCtx;
@@ -112,7 +112,7 @@ pub const REGISTRY: &[&GovernorInfo] = &[
     &userspace::INFO,
 ];
 
-/// `invariant=`: -1 follows the kernel (`crate::invariance::kernel_is_invariant`).
+/// `invariant=`: -1 follows the kernel (`crate::hw::invariance::kernel_is_invariant`).
 pub const INVARIANT_CHOICES: &[(&str, f64)] = &[("kernel", -1.0), ("off", 0.0), ("on", 1.0)];
 
 /// Settings of the system around the governor, given in the same spec string because a
@@ -145,7 +145,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         1.0,
         "fits_capacity: 80pct (util < 0.8 capacity) or tick (util still below capacity after one tick, margins series)",
     )
-    .choices(crate::capacity::FITS_CHOICES),
+    .choices(crate::sched::capacity::FITS_CHOICES),
     Knob::new(
         "eas",
         "bool",

@@ -41,8 +41,8 @@
 
 use super::dbs::Dbs;
 use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
-use crate::driver::table_lookup;
-use crate::platform::{CpuIdFile, Vendor};
+use crate::hw::driver::table_lookup;
+use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {

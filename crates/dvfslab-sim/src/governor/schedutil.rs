@@ -38,7 +38,7 @@
 
 use super::{margins, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::kernel::KernelVersion;
-use crate::pelt::SCHED_CAPACITY_SCALE;
+use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -502,7 +502,7 @@ fn iowait_apply(c: &mut SugovCpu, time: u64, cap: u64, tick_ns: u64, rule: Iowai
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::Driver;
+    use crate::hw::driver::Driver;
 
     const TABLE: [u32; 7] = [800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];
 

@@ -1,10 +1,10 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
-use crate::driver::table_lookup;
 use crate::governor::{PolicyCtx, Relation, UpdateFlags};
+use crate::hw::driver::table_lookup;
+use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::kernel::KernelVersion;
-use crate::platform::{CpuIdFile, Vendor};
 use crate::sim::Sim;
 
 /// The recorded state the governors read, as of the event being replayed.

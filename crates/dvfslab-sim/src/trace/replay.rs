@@ -26,9 +26,9 @@ use super::read::FtraceTables;
 use super::recorded::{ModelDecision, Recorded, RecordedPolicy};
 use crate::error::{Result, SimError};
 use crate::governor::{Governor, UpdateFlags};
+use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
-use crate::pelt::SCHED_CAPACITY_SCALE;
-use crate::platform::Platform;
+use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::sim::{Sim, SimConfig};
 
 /// How many divergences the report details.

@@ -5,9 +5,9 @@
 //! and grows with frequency by `1 - mem_frac` of the speed-up.
 
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "cpu-bound",

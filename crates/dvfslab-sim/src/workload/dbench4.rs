@@ -33,9 +33,9 @@ use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{dbench, ipc, nbench, ns_cycles, us_cycles};
 use super::loadfile::{synthesise, Line, NbOp};
 use super::{measure, Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "dbench4",

@@ -10,8 +10,8 @@
 
 use super::estimates::storage::Device;
 use super::{storage, DeviceSpec, Service};
+use crate::sched::task::Amount;
 use crate::spec::Knob;
-use crate::task::Amount;
 
 /// The `device` knob: `nvme`, `sata-ssd` (the default; also `ssd`) or `hdd`.
 pub(super) const DEVICE_KNOB: Knob = storage::knob(1.0);

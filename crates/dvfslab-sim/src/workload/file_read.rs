@@ -19,9 +19,9 @@
 use super::estimates::page_cache as est;
 use super::storage::{self, Access};
 use super::{measure, pieces, sample, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const SEQ_INFO: WorkloadInfo = WorkloadInfo {
     name: "seq-read",

@@ -21,9 +21,9 @@ use std::rc::Rc;
 use super::estimates::fio as est;
 use super::storage::{self, Access};
 use super::{sample, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 const RW_CHOICES: &[(&str, f64)] = &[("read", 0.0), ("write", 1.0), ("randread", 2.0), ("randwrite", 3.0)];
 

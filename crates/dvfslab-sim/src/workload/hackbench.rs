@@ -19,9 +19,9 @@ use std::rc::Rc;
 
 use super::estimates::{ipc, kernel};
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "hackbench",

@@ -27,9 +27,9 @@ use std::rc::Rc;
 use super::estimates::page_cache as est;
 use super::storage::{self, Access};
 use super::{measure, pieces, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 const OP_CHOICES: &[(&str, f64)] = &[("write", 0.0), ("rewrite", 1.0)];
 

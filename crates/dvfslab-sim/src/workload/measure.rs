@@ -2,7 +2,7 @@
 //! recorded into the benchmark's own number.
 
 use super::{Metric, RunStats, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
 
 /// The metric of `info` with this value.
 pub fn metric(info: &WorkloadInfo, value: f64) -> Metric {

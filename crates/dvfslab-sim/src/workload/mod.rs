@@ -38,9 +38,9 @@ use std::rc::Rc;
 
 use crate::engine::TimeNs;
 use crate::error::{Result, SimError};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Op};
 use crate::spec::{Knob, KnobValues, Spec};
-use crate::task::{Amount, Op};
 
 /// A task to create when the run starts.
 #[derive(Clone, Debug)]
@@ -492,7 +492,7 @@ mod tests {
         }
         // A cost knob reaches the model: 3 µs more per operation adds 9,000 cycles (at 3 GHz)
         // to each of the client's loadfile lines.
-        let plat = crate::platform::Platform::from_json(SKYLAKE_JSON, "skylake-e3-1240v5").unwrap();
+        let plat = crate::hw::platform::Platform::from_json(SKYLAKE_JSON, "skylake-e3-1240v5").unwrap();
         let client_work = |spec: &str| {
             let (_, w) = parse(spec).unwrap();
             let client = w.tasks(&plat)[0].program.clone();

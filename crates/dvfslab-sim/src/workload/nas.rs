@@ -22,9 +22,9 @@ use std::rc::Rc;
 
 use super::estimates::nas as est;
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 /// The kernels by name, in the order of `estimates::nas::KERNELS`.
 const KERNEL_CHOICES: &[(&str, f64)] = &[

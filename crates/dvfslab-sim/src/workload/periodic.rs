@@ -11,9 +11,9 @@
 //! higher-is-better tables cannot take.)
 
 use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op, TimerMode};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op, TimerMode};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "periodic",

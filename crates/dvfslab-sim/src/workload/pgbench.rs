@@ -43,9 +43,9 @@ use rand_pcg::Pcg64;
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{ipc, pgbench, us_cycles};
 use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "pgbench",

@@ -13,7 +13,7 @@
 use std::ops::Range;
 use std::rc::Rc;
 
-use crate::task::{NextPiece, Op, Pieces};
+use crate::sched::task::{NextPiece, Op, Pieces};
 
 /// A program of `steps` steps in pieces of `per_piece`: `emit(piece, steps, ops)` appends the
 /// operations of the steps in range, and `tail` ends the last piece (an exit, usually).
@@ -56,7 +56,7 @@ impl<F: Fn(usize, Range<usize>, &mut Vec<Op>) + 'static> Pieces for Steps<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::Mark;
+    use crate::sched::task::Mark;
 
     fn mark(step: usize) -> Op {
         Op::Mark(Mark::Add { counter: 0, amount: step as u64 })

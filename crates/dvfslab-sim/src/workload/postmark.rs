@@ -29,9 +29,9 @@ use rand_pcg::Pcg64;
 
 use super::estimates::{page_cache, postmark};
 use super::{measure, pieces, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "postmark",

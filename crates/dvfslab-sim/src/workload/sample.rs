@@ -14,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 
-use crate::task::Amount;
+use crate::sched::task::Amount;
 
 /// Quantile points per bin for the bin means (midpoint rule).
 const POINTS_PER_BIN: usize = 64;

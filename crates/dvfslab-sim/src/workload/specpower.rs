@@ -22,9 +22,9 @@ use std::rc::Rc;
 
 use super::estimates::specpower as est;
 use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
-use crate::platform::Platform;
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
-use crate::task::{Amount, Mark, Op};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "specpower",

@@ -13,8 +13,8 @@
 
 use super::estimates::storage::{Device, DEVICES};
 use super::{sample, DeviceSpec, Service};
+use crate::sched::task::Amount;
 use crate::spec::Knob;
-use crate::task::Amount;
 
 /// Device names for the `device` knob, in the order of `estimates::storage::DEVICES`; `ssd`
 /// is another name for the SATA SSD.

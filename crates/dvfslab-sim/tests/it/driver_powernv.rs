@@ -4,8 +4,8 @@ use crate::common;
 
 use std::rc::Rc;
 
-use dvfslab_sim::platform::Platform;
-use dvfslab_sim::task::{Amount, Op};
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::{Amount, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 

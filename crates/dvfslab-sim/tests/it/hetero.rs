@@ -5,9 +5,9 @@ use crate::common;
 
 use std::rc::Rc;
 
+use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::observe::{Decision, Migration};
-use dvfslab_sim::platform::Platform;
-use dvfslab_sim::task::{Amount, Op};
+use dvfslab_sim::sched::task::{Amount, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
@@ -128,8 +128,9 @@ mod misfit {
     #[test]
     fn the_tick_rule_moves_it_at_the_series_thresholds() {
         // fits=tick at HZ=250: the little CPU holds util ≤ 83, the mid one ≤ 451 (4 ms of growth).
-        let little = dvfslab_sim::capacity::FitsRule::new(1, 4 * MS, 0);
-        let largest = |cap: u64| (0..=1024).filter(|&u| dvfslab_sim::capacity::fits_capacity(u, cap, little)).max();
+        let little = dvfslab_sim::sched::capacity::FitsRule::new(1, 4 * MS, 0);
+        let largest =
+            |cap: u64| (0..=1024).filter(|&u| dvfslab_sim::sched::capacity::fits_capacity(u, cap, little)).max();
         assert_eq!((largest(160), largest(498)), (Some(83), Some(451)));
         let utils = climbs("schedutil:eas=0,fits=tick", ramp(20.0, 900.0, 250), 4000 * MS);
         assert!((84..84 + 16).contains(&utils[0]), "{utils:?}");

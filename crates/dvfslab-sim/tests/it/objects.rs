@@ -4,9 +4,9 @@ use crate::common;
 
 use std::rc::Rc;
 
+use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::observe::Migration;
-use dvfslab_sim::platform::Platform;
-use dvfslab_sim::task::{Amount, Mark, Op};
+use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
@@ -832,7 +832,7 @@ fn rome_packages_idle_only_together() {
     // does; each package on its own, socket 1 idles the whole run.
     let together = run(&plat);
     let mut apart_plat = plat.clone();
-    apart_plat.file.package_power.idle_scope = dvfslab_sim::platform::IdleScope::Package;
+    apart_plat.file.package_power.idle_scope = dvfslab_sim::hw::platform::IdleScope::Package;
     let apart = run(&apart_plat);
     let idle = |r: &dvfslab_sim::result::RunJson, p: usize| r.packages[p].idle_s;
     assert!((idle(&apart, 1) - 0.05).abs() < 1e-9, "apart: socket 1 idle {} s", idle(&apart, 1));

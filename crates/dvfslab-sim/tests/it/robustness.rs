@@ -6,9 +6,9 @@ use crate::common;
 use std::ops::ControlFlow;
 use std::rc::Rc;
 
-use dvfslab_sim::platform::Platform;
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::{Amount, Mark, Op, MAX_TASKS};
 use dvfslab_sim::sim::Progress;
-use dvfslab_sim::task::{Amount, Mark, Op, MAX_TASKS};
 use dvfslab_sim::workload::{Better, Metric, RunStats, SchedPolicy, TaskSpec, Workload};
 use dvfslab_sim::{simulate, Sim, SimConfig, SimError, SimResult};
 

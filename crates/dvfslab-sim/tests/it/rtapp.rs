@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use dvfslab_sim::platform::Platform;
-use dvfslab_sim::task::Op;
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::Op;
 use dvfslab_sim::workload::rtapp::{self, PhaseFigures, RtApp, Summary};
 use dvfslab_sim::workload::{DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
@@ -496,7 +496,7 @@ mod errors {
 
     #[test]
     fn more_threads_than_a_run_may_create_are_refused() {
-        let limit = dvfslab_sim::task::MAX_TASKS;
+        let limit = dvfslab_sim::sched::task::MAX_TASKS;
         let cases = [
             // One task over the limit, named at its instance with its line.
             (

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::json::{Node, Value};
-use crate::task::MAX_TASKS;
+use crate::sched::task::MAX_TASKS;
 
 /// A grammar error: the JSON path and what is wrong with it (the line is in the message).
 #[derive(Clone, Debug, PartialEq)]

@@ -40,7 +40,7 @@ use std::rc::Rc;
 use super::grammar::{
     barrier_parties, Calibration, Event, GResult, GrammarError, Loop, MemRunKind, Model, PhaseDef, PolicyKind, TaskDef,
 };
-use crate::task::{Amount, Mark, Op, TimerMode};
+use crate::sched::task::{Amount, Mark, Op, TimerMode};
 use crate::workload::SchedPolicy;
 
 /// Finite loops are unrolled; past this many operations a program is refused.

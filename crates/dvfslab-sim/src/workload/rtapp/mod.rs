@@ -6,7 +6,7 @@
 //! sleeps, periodic timers, mutexes, conditions, suspend/resume, semaphores, barriers, forks,
 //! yields, memory and I/O. Scheduling policy and priority, affinity (per phase too), uclamp
 //! and the start delay are applied. See docs/rtapp.md for every event's mapping. A file that
-//! would deadlock on its mutexes, or create more than [`crate::task::MAX_TASKS`] threads, is
+//! would deadlock on its mutexes, or create more than [`crate::sched::task::MAX_TASKS`] threads, is
 //! refused before the run (see `locks`).
 //!
 //! **Calibration.** `run t` is fixed work: the work the calibration CPU does in t µs at its
@@ -42,8 +42,8 @@ pub mod metric;
 use std::rc::Rc;
 
 use crate::error::{Result, SimError};
-use crate::platform::Platform;
-use crate::task::{Amount, Op};
+use crate::hw::platform::Platform;
+use crate::sched::task::{Amount, Op};
 use crate::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 
 pub use grammar::Calibration;

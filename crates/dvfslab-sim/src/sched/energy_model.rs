@@ -24,8 +24,8 @@
 //! (µW/MHz/V²), the inverse of how those presets were derived. Leakage, idle and uncore power
 //! are not in it, as in Linux.
 
+use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
-use crate::platform::{Platform, Vendor};
 
 /// Which cost formula the kernel uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn pixel6_model_from_the_preset() {
-        let text = include_str!("../../../python/dvfslab/data/platforms/pixel6.json");
+        let text = include_str!("../../../../python/dvfslab/data/platforms/pixel6.json");
         let plat = Platform::from_json(text, "pixel6").unwrap();
         let tables: Vec<Vec<u32>> =
             plat.policies.iter().map(|p| plat.cluster(p.cluster).frequency.pstates_khz.clone()).collect();
@@ -210,7 +210,7 @@ mod tests {
         assert!(em.domains.iter().all(|d| d.states.iter().all(|s| !s.inefficient)));
         // A mid CPU at its lowest OPP does work more cheaply than a little one at its top.
         assert!(em.domains[1].states[0].cost < em.domains[0].states.last().unwrap().cost);
-        let text = include_str!("../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
+        let text = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
         let x86 = Platform::from_json(text, "skylake").unwrap();
         assert!(EnergyModel::from_platform(&x86, &[], KernelVersion(6, 18)).is_none());
     }

@@ -18,10 +18,10 @@
 //! `_CPC` (`amd_set_max_freq_ratio` gives up without CPPC's nominal performance), POWER never
 //! (powerpc defines no `arch_scale_freq_capacity`).
 
-use crate::driver::Driver;
 use crate::error::{Result, SimError};
+use crate::hw::driver::Driver;
+use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
-use crate::platform::{Platform, Vendor};
 
 /// Whether the simulated kernel makes PELT frequency-invariant on `plat`, and so whether
 /// schedutil's reference is `cpuinfo.max_freq` (else `policy->cur`).
@@ -183,10 +183,10 @@ pub fn scale_from_counters(acnt: u64, mcnt: u64, ratio: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const EPYC: &str = include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json");
-    const HASWELL: &str = include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json");
-    const POWER8: &str = include_str!("../../../python/dvfslab/data/platforms/power8-powernv.json");
-    const HIKEY: &str = include_str!("../../../python/dvfslab/data/platforms/hikey960.json");
+    const EPYC: &str = include_str!("../../../../python/dvfslab/data/platforms/epyc7742-2s.json");
+    const HASWELL: &str = include_str!("../../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json");
+    const POWER8: &str = include_str!("../../../../python/dvfslab/data/platforms/power8-powernv.json");
+    const HIKEY: &str = include_str!("../../../../python/dvfslab/data/platforms/hikey960.json");
 
     fn plat(json: &str) -> Platform {
         Platform::from_json(json, "test").unwrap()

@@ -7,8 +7,8 @@
 //! ones included, and the hardware caps a turbo request at the bin it can grant.
 
 use crate::error::{Result, SimError};
+use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
-use crate::platform::{Platform, Vendor};
 
 /// acpi-cpufreq's cap on a `_PSS` latency with FFH (MSR) control: larger values come from
 /// buggy firmware (`acpi_cpufreq_cpu_init`).
@@ -151,7 +151,7 @@ impl Driver {
         if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12) {
             return top;
         }
-        match crate::invariance::acpi_max_boost_ratio(kernel, plat) {
+        match crate::hw::invariance::acpi_max_boost_ratio(kernel, plat) {
             Some(ratio) => ((top as u64 * ratio) >> 10) as u32,
             None => top,
         }
@@ -215,11 +215,11 @@ mod tests {
     }
 
     fn epyc() -> Platform {
-        preset(include_str!("../../../python/dvfslab/data/platforms/epyc7742-2s.json"), "epyc7742-2s")
+        preset(include_str!("../../../../python/dvfslab/data/platforms/epyc7742-2s.json"), "epyc7742-2s")
     }
 
     fn haswell() -> Platform {
-        preset(include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"), "haswell")
+        preset(include_str!("../../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"), "haswell")
     }
 
     /// acpi_cpufreq_cpu_init: the largest _PSS latency, capped at 20 µs under FFH; a firmware
@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&haswell(), 0), Some(10_000));
         // A buggy firmware's 500 µs is capped at 20 µs.
         let mut doc: serde_json::Value =
-            serde_json::from_str(include_str!("../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"))
+            serde_json::from_str(include_str!("../../../../python/dvfslab/data/platforms/haswell-e5-2670v3-2s.json"))
                 .unwrap();
         doc["clusters"][0]["frequency"]["transition_latency_ns"]["acpi-cpufreq"] = serde_json::json!(500000);
         let text = doc.to_string();

@@ -2,7 +2,7 @@
 //! one operation at a time; workloads build programs, the scheduler runs them.
 
 use crate::engine::TimeNs;
-use crate::pelt::{SchedAvg, UtilEst};
+use crate::sched::pelt::{SchedAvg, UtilEst};
 
 /// An amount drawn each time an operation runs: fixed, or uniform in `[lo, hi]`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -141,7 +141,7 @@ impl Sim {
     }
 
     /// The search over performance domains; None keeps prev.
-    fn feec_search(&self, env: &Env, em: &crate::energy_model::EnergyModel) -> Option<usize> {
+    fn feec_search(&self, env: &Env, em: &crate::sched::energy_model::EnergyModel) -> Option<usize> {
         let task_busy = env.p_util;
         let (mut best_delta, mut prev_delta) = (u64::MAX, u64::MAX);
         let (mut best_fits, mut prev_fits) = (-1i8, -1i8);

@@ -20,7 +20,7 @@
 //! max-aggregation; the code is our own.
 
 use crate::kernel::KernelVersion;
-use crate::pelt::{approximate_util_avg, SCHED_CAPACITY_SCALE};
+use crate::sched::pelt::{approximate_util_avg, SCHED_CAPACITY_SCALE};
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
@@ -101,7 +101,7 @@ pub(crate) struct Hetero {
     pub asym_wakeup: AsymWakeup,
     /// Energy-aware wake-up placement runs (EAS preconditions hold and `eas=1`).
     pub eas: bool,
-    pub em: Option<crate::energy_model::EnergyModel>,
+    pub em: Option<crate::sched::energy_model::EnergyModel>,
     /// The root domain's overutilized flag (only meaningful with EAS).
     pub overutilized: bool,
     /// The kernel has uclamp (5.3+).
@@ -150,7 +150,7 @@ pub(crate) struct EasInputs<'a> {
 
 impl Hetero {
     pub fn new(
-        plat: &crate::platform::Platform,
+        plat: &crate::hw::platform::Platform,
         tables: &[Vec<u32>],
         fits: FitsRule,
         eas: EasInputs,
@@ -158,7 +158,7 @@ impl Hetero {
     ) -> Hetero {
         let first = plat.cpus.first().map_or(0, |c| c.cap_orig);
         let asym = plat.cpus.iter().any(|c| c.cap_orig != first);
-        let em = crate::energy_model::EnergyModel::from_platform(plat, tables, eas.kernel);
+        let em = crate::sched::energy_model::EnergyModel::from_platform(plat, tables, eas.kernel);
         let no_smt = plat.file.topology.threads_per_core == 1;
         Hetero {
             fits,
@@ -267,7 +267,7 @@ impl Sim {
     /// The task's util_avg decayed to now if it sleeps (sync_entity_load_avg).
     pub(crate) fn task_util_avg_now(&self, task: usize) -> u64 {
         let t = &self.tasks[task];
-        if t.state != crate::task::TaskState::Sleeping || !t.placed {
+        if t.state != crate::sched::task::TaskState::Sleeping || !t.placed {
             return t.avg.util_avg;
         }
         let mut avg = t.avg.clone();

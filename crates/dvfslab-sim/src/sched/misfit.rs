@@ -22,9 +22,9 @@
 //! idle CPUs pull a misfit task; the destination is chosen among all idle bigger CPUs rather
 //! than by whichever balances first.
 
-use crate::capacity::capacity_greater;
 use crate::governor::UpdateFlags;
-use crate::pelt::SCHED_CAPACITY_SCALE;
+use crate::sched::capacity::capacity_greater;
+use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::sim::Sim;
 
 impl Sim {
@@ -154,7 +154,7 @@ impl Sim {
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
-        !crate::capacity::fits_capacity(self.task_util_est(task), min_cap, self.hetero.fits)
+        !crate::sched::capacity::fits_capacity(self.task_util_est(task), min_cap, self.hetero.fits)
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the

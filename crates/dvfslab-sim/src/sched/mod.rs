@@ -10,14 +10,26 @@
 //! off a NUMA node running more tasks than another (numa_balance.rs). Fork placement is in
 //! fork_balance.rs.
 
-use crate::capacity::AsymWakeup;
+pub mod capacity;
+pub(crate) mod eas;
+pub mod energy_model;
+mod fork_balance;
+mod misfit;
+mod numa_balance;
+pub(crate) mod objects;
+pub mod pelt;
+pub mod task;
+
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
-use crate::objects::Outcome;
-use crate::pelt::{cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
-use crate::platform::IdlePower;
+use crate::hw::platform::IdlePower;
+use crate::sched::capacity::AsymWakeup;
+use crate::sched::objects::Outcome;
+use crate::sched::pelt::{
+    cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE,
+};
+use crate::sched::task::{Mark, Op, TaskState};
 use crate::sim::Sim;
-use crate::task::{Mark, Op, TaskState};
 use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
 
@@ -320,7 +332,7 @@ impl Sim {
 
     /// `read` applied to the root cfs_rq average of `cpu`, with an idle CPU's blocked signals
     /// decayed to now (on a copy: the CPU's state is not changed).
-    pub(crate) fn with_cpu_avg_now<R>(&self, cpu: usize, read: impl Fn(&crate::pelt::SchedAvg) -> R) -> R {
+    pub(crate) fn with_cpu_avg_now<R>(&self, cpu: usize, read: impl Fn(&crate::sched::pelt::SchedAvg) -> R) -> R {
         let c = &self.cpus[cpu];
         if c.curr.is_some() {
             return read(&c.avg);
@@ -335,9 +347,10 @@ impl Sim {
     // -----------------------------------------------------------------------------------------
 
     /// A task whose util_est follows the simulated kernel's rules (util_est_update by version).
-    fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::task::Task {
-        let mut task = crate::task::Task::new(id, name, program, start_ns);
-        task.util_est = crate::pelt::UtilEst::with_rules(crate::pelt::UtilEstRules::for_kernel(self.kernel));
+    fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::sched::task::Task {
+        let mut task = crate::sched::task::Task::new(id, name, program, start_ns);
+        task.util_est =
+            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.kernel));
         task
     }
 
@@ -894,7 +907,7 @@ impl Sim {
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
                         let id = self.tasks.len();
-                        if id >= crate::task::MAX_TASKS {
+                        if id >= crate::sched::task::MAX_TASKS {
                             self.refuse_fork(task);
                             break;
                         }
@@ -972,7 +985,7 @@ impl Sim {
         }
     }
 
-    /// A fork past [`crate::task::MAX_TASKS`]: the run stops at the end of this event with an
+    /// A fork past [`crate::sched::task::MAX_TASKS`]: the run stops at the end of this event with an
     /// error that says who forked. The task goes on as if the fork had failed.
     fn refuse_fork(&mut self, task: usize) {
         if self.failure.is_some() {
@@ -986,7 +999,7 @@ impl Sim {
             format!(
                 "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have, at {:.3} ms \
                  simulated: does a task fork without end?",
-                crate::task::MAX_TASKS,
+                crate::sched::task::MAX_TASKS,
                 self.q.now() as f64 * 1e-6
             ),
         ));
@@ -994,13 +1007,13 @@ impl Sim {
 
     /// An amount for `task`'s operation: background kernel threads draw from their own
     /// stream. A range too wide for a float to span is read as its low end.
-    fn draw(&mut self, task: usize, amount: crate::task::Amount) -> f64 {
+    fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
         use rand::Rng;
         let rng = if self.tasks[task].attrs.background { &mut self.background_rng } else { &mut self.rng };
         match amount {
-            crate::task::Amount::Fixed(v) => v,
-            crate::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
-            crate::task::Amount::Uniform(lo, _) => lo,
+            crate::sched::task::Amount::Fixed(v) => v,
+            crate::sched::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
+            crate::sched::task::Amount::Uniform(lo, _) => lo,
         }
     }
 
@@ -1412,7 +1425,7 @@ impl Sim {
             c.tick_mperf = c.mperf;
             if self.invariant && mcnt > 0 {
                 let ratio = self.freq_ratio[self.plat.cpus[cpu].cluster];
-                match crate::invariance::scale_from_counters(acnt, mcnt, ratio) {
+                match crate::hw::invariance::scale_from_counters(acnt, mcnt, ratio) {
                     Some(s) => self.cpus[cpu].freq_scale = s,
                     None => self.disable_invariance(),
                 }
@@ -1595,8 +1608,8 @@ mod tests {
     /// every child it forks) samples by them.
     #[test]
     fn tasks_estimate_utilisation_by_the_kernels_rules() {
-        use crate::pelt::UtilEstRules;
-        let json = include_str!("../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
+        use crate::sched::pelt::UtilEstRules;
+        let json = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
         for (kernel, rules) in
             [("5.4", UtilEstRules::EwmaOnly), ("5.9", UtilEstRules::FastUp), ("6.8", UtilEstRules::Current)]
         {

@@ -6,8 +6,14 @@
 //! it was last accounted, and is "touched" (energy += power · elapsed) before anything that
 //! changes its power. Counters are advanced the same way before frequency or C-state changes.
 
+pub(crate) mod cpuidle;
+pub mod driver;
+pub mod invariance;
+pub mod platform;
+pub mod powernv;
+
 use crate::engine::Event;
-use crate::platform::{IdlePower, IdleScope, VoltageScope};
+use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
 use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
@@ -385,7 +391,7 @@ impl Sim {
         let d = self.plat.policies[policy].domain;
         self.domains[d].request_khz = self.domain_request(d);
         self.retarget(d);
-        if self.driver == crate::driver::Driver::Powernv {
+        if self.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
             // only then does the global (voltage) P-state follow.
             self.powernv_target(policy, khz);
@@ -577,7 +583,7 @@ impl Sim {
 
     /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
     pub(crate) fn x86_counters(&self) -> bool {
-        matches!(self.plat.file.vendor, crate::platform::Vendor::Intel | crate::platform::Vendor::Amd)
+        matches!(self.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
     }
 
     /// Work per ns (cycles at base frequency) of the task current on `cpu`:
