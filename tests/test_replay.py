@@ -162,3 +162,39 @@ def test_replay_workload_sets_each_governor_beside_the_recording(capsys):
     assert report["error"]["residency_distance"]["big"] < 0.01
     assert main(args) == 0
     assert "performance against the recording" in capsys.readouterr().out
+
+
+def test_compare_and_campaigns_take_a_recording_as_a_benchmark(tmp_path, capsys):
+    from dvfslab.campaign import campaign_from_dict
+    from dvfslab.cli import main
+
+    args = ["compare", "-p", "juno-r2", "-g", "performance", "-g", "schedutil"]
+    assert main([*args, "-w", f"trace:{JUNO_TASKS}", "--iterations", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "lisa-juno-trace" in out
+    assert "schedutil" in out
+    doc = {
+        "name": "t",
+        "platforms": ["juno-r2", "juno-r0"],
+        "configs": {"su": "schedutil"},
+        "baseline": "su",
+        "benchmarks": {"rec": {"workload": f"trace:{JUNO_TASKS}"}},
+    }
+    runs = campaign_from_dict(doc, source="t.toml").runs()
+    # The recording's work is made per platform (its capacities and frequencies).
+    texts = {r.platform: r.workload_file_text for r in runs}
+    assert texts["juno-r2"] != texts["juno-r0"]
+    assert all(r.simulated_workload()[1] == f"trace:{JUNO_TASKS}" for r in runs)
+    with pytest.raises(ConfigError, match=r"benchmarks\.rec\.sweep: a recorded trace has no knobs"):
+        campaign_from_dict(
+            {
+                **doc,
+                "benchmarks": {"rec": {"workload": f"trace:{JUNO_TASKS}", "sweep": {"a": [1]}}},
+            },
+            source="t.toml",
+        )
+    with pytest.raises(ConfigError, match="does not exist"):
+        campaign_from_dict(
+            {**doc, "benchmarks": {"rec": {"workload": f"trace:{tmp_path}/none.txt"}}},
+            source="t.toml",
+        )

@@ -33,6 +33,7 @@ from dvfslab._campaign_schema import (
 )
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
+from dvfslab.api import TRACE_PREFIX
 from dvfslab.platforms import load_platform, pointer_parent
 
 
@@ -165,6 +166,10 @@ def _checked_benchmarks(
         _check_key(check, name, path, "a benchmark id")
         spec_path = _spec_path(path, written[name], "workload")
         spec = entry.workload
+        subset = _checked_subset(check, entry.platforms, path, platforms)
+        if spec.startswith(TRACE_PREFIX):
+            benchmarks.append(_trace_benchmark(check, name, entry, spec_path, base_dir, subset))
+            continue
         is_file = spec.endswith(".json") or any(s in spec for s in (os.sep, os.altsep) if s)
         file_text = None
         if is_file:
@@ -179,7 +184,6 @@ def _checked_benchmarks(
                 known = ", ".join(sorted(workloads))
                 check.fail(spec_path, f"unknown workload {workload!r} (known: {known})")
             knobs = [k["name"] for k in workloads[workload]["knobs"]]
-        subset = _checked_subset(check, entry.platforms, path, platforms)
         benchmarks.append(
             Benchmark(
                 name=name,
@@ -194,6 +198,34 @@ def _checked_benchmarks(
             )
         )
     return benchmarks
+
+
+def _trace_benchmark(
+    check: Checker,
+    name: str,
+    entry: BenchmarkTable,
+    spec_path: str,
+    base_dir: Path,
+    subset: tuple[str, ...] | None,
+) -> Benchmark:
+    """A benchmark of a recording's tasks (`trace:PATH`, the path relative to the campaign
+    file): a file that exists, and no sweep (a recording has no knobs)."""
+    written = entry.workload[len(TRACE_PREFIX) :]
+    if not written:
+        check.fail(spec_path, "expected trace:PATH, the path of a recorded trace")
+    trace = base_dir / written
+    if not trace.is_file():
+        check.fail(spec_path, f"trace file {trace} does not exist")
+    if entry.sweep:
+        check.fail(child(child("benchmarks", name), "sweep"), "a recorded trace has no knobs")
+    return Benchmark(
+        name=name,
+        workload=f"{TRACE_PREFIX}{os.path.normpath(written)}",
+        duration_s=entry.duration_s,
+        iterations=entry.iterations,
+        platforms=subset,
+        trace_path=str(trace),
+    )
 
 
 def _check_key(check: Checker, key: str, path: str, what: str) -> None:
@@ -277,7 +309,7 @@ def _checked_fitted(
     if table is None:
         return FittedConstants()
     presets = {p.name: json.loads(p.preset_json) for p in platforms}
-    workloads = {b.workload.split(":", 1)[0] for b in benchmarks if b.workload_file_text is None}
+    workloads = {b.workload.split(":", 1)[0] for b in benchmarks if not b.from_file}
     knobs = {w["name"]: {k["name"] for k in w["knobs"]} for w in json.loads(_core.workloads())}
     on_one = table.fitted_on_one or {}
     for platform, constants in on_one.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dvfslab import _core, variants
-from dvfslab.api import duration_ns
+from dvfslab.api import TRACE_PREFIX, duration_ns
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
 SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
@@ -76,6 +76,14 @@ class Benchmark:
     """Overrides the campaign's iterations."""
     platforms: tuple[str, ...] | None = None
     workload_file_text: str | None = field(default=None, repr=False)
+    trace_path: str | None = None
+    """For a workload "trace:PATH": the recording's path, its tasks becoming an rt-app text per
+    platform (dvfslab.traces.workload)."""
+
+    @property
+    def from_file(self) -> bool:
+        """An rt-app file's or a recording's tasks, rather than a model with knobs."""
+        return self.workload_file_text is not None or self.trace_path is not None
 
     def runs_on(self, platform: str) -> bool:
         return self.platforms is None or platform in self.platforms
@@ -87,6 +95,8 @@ class Benchmark:
         Without a sweep, one point: ("", the workload as written); an rt-app file's workload is
         "rt-app:PATH", as `dvfslab run -w PATH` names it.
         """
+        if self.trace_path is not None:
+            return [("", self.workload)]
         if self.workload_file_text is not None:
             return [("", f"{RTAPP_PREFIX}{self.workload}")]
         points: list[list[tuple[str, str]]] = [[]]
@@ -120,7 +130,8 @@ class Run:
     seed: int
     run_key: str
     workload_file_text: str | None = field(default=None, repr=False, compare=False)
-    """The rt-app file's text when `workload` is "rt-app:PATH"."""
+    """The rt-app text when `workload` is "rt-app:PATH" (the file's) or "trace:PATH" (made from
+    the recording for the run's platform)."""
     preset_json: str = field(default="", repr=False, compare=False)
     """The preset the run simulates: the platform's, or this iteration's variant of it."""
 
@@ -129,6 +140,8 @@ class Run:
         an rt-app file's text and its path (which the result then names as "rt-app:PATH")."""
         if self.workload_file_text is None:
             return self.workload, None
+        if self.workload.startswith(TRACE_PREFIX):
+            return self.workload_file_text, self.workload
         return self.workload_file_text, self.workload[len(RTAPP_PREFIX) :]
 
     def describe(self) -> str:
@@ -203,6 +216,11 @@ class Campaign:
         presets: dict[tuple[str, int, int], str],
     ) -> Run:
         duration_s = bench.duration_s if bench.duration_s is not None else self.duration_s
+        file_text = bench.workload_file_text
+        if bench.trace_path is not None:
+            from dvfslab.traces.workload import rtapp_for
+
+            file_text = rtapp_for(bench.trace_path, platform.ref)
         seed = run_seed(self.seed, platform.name, config.name, bench.name, param, iteration)
         preset_json = platform.preset_json
         if not self.nominal:
@@ -213,16 +231,10 @@ class Campaign:
                     platform.preset_json, platform.ref, self.seed, iteration, iterations
                 )
             preset_json = presets[where]
-            if bench.workload_file_text is None:
+            if not bench.from_file:
                 workload = variants.variant_workload(workload, self.seed, iteration, iterations)
         key = run_key(
-            preset_json,
-            config.governor,
-            workload,
-            duration_s,
-            seed,
-            sim_version,
-            bench.workload_file_text,
+            preset_json, config.governor, workload, duration_s, seed, sim_version, file_text
         )
         return Run(
             platform.name,
@@ -235,7 +247,7 @@ class Campaign:
             duration_s,
             seed,
             key,
-            bench.workload_file_text,
+            file_text,
             preset_json,
         )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from dvfslab._core import ConfigError
 from dvfslab._table import fmt_number, fmt_seconds, print_table
-from dvfslab.api import checked_seed, duration_ns
+from dvfslab.api import TRACE_PREFIX, checked_seed, duration_ns
 from dvfslab.campaign import campaign_from_dict, list_campaigns, load_campaign, run_campaign
 from dvfslab.report import EXPORTERS as REPORT_EXPORTERS
 from dvfslab.store import load_results
@@ -162,7 +162,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _benchmark_name(workload: str) -> str:
-    """The benchmark's name in compare's tables: an rt-app file's stem, or the spec's name."""
+    """The benchmark's name in compare's tables: an rt-app file's or a trace's stem, or the
+    spec's name."""
+    if workload.startswith(TRACE_PREFIX):
+        return Path(workload[len(TRACE_PREFIX) :]).stem
     if workload.lower().endswith(".json") or any(s in workload for s in (os.sep, os.altsep) if s):
         return Path(workload).stem
     return workload.split(":")[0]

@@ -74,7 +74,7 @@ def fold_campaign(campaign: Campaign, platform: str, constants: dict[str, float]
 
 def _with(bench: Benchmark, knobs: dict[str, float]) -> Benchmark:
     """The benchmark with the knobs of its workload among `knobs` ('workload:knob') set."""
-    if bench.workload_file_text is not None:
+    if bench.from_file:
         return bench
     name = bench.workload.split(":", 1)[0]
     mine = {k.split(":", 1)[1]: v for k, v in knobs.items() if k.split(":", 1)[0] == name}
