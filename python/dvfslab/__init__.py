@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dvfslab._core import ConfigError, DvfsError, SimulationError
 from dvfslab._core import version as _native_version
 from dvfslab.api import simulate
+from dvfslab.governors import Governor
 from dvfslab.platforms import list_platforms
 from dvfslab.result import Metric, SimResult
 
@@ -32,6 +33,7 @@ __version__: str = _native_version().split("+", 1)[0]
 __all__ = [
     "ConfigError",
     "DvfsError",
+    "Governor",
     "Metric",
     "SimResult",
     "SimulationError",

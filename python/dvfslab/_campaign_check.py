@@ -34,6 +34,8 @@ from dvfslab._campaign_schema import (
 from dvfslab._checks import Checker, child
 from dvfslab._core import ConfigError
 from dvfslab.api import TRACE_PREFIX
+from dvfslab.governors import PYTHON_PREFIX
+from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent
 
 
@@ -142,7 +144,12 @@ def _checked_configs(
         path = child("configs", name)
         _check_key(check, name, path, "a config name")
         governor = entry.governor.split(":", 1)[0]
-        if governor not in governors:
+        if entry.governor.startswith(PYTHON_PREFIX):
+            try:
+                resolve_governor(entry.governor)
+            except ConfigError as e:
+                check.fail(_spec_path(path, written[name], "governor"), str(e))
+        elif governor not in governors:
             check.fail(
                 _spec_path(path, written[name], "governor"),
                 f"unknown governor {governor!r} (known: {', '.join(sorted(governors))})",

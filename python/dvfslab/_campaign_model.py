@@ -16,6 +16,7 @@ from typing import Any
 
 from dvfslab import _core, variants
 from dvfslab.api import TRACE_PREFIX, duration_ns
+from dvfslab.governors import PYTHON_PREFIX, source_digest
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
 SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
@@ -361,6 +362,9 @@ def run_key(
         "duration_ns": duration_ns(duration_s),
         "seed": seed,
     }
+    if governor.startswith(PYTHON_PREFIX):
+        # A Python governor's result follows its code: a changed module is a new run.
+        inputs["governor_source"] = source_digest(governor)
     return _sha256("dvfslab-run-key/1", inputs).hex()[:32]
 
 

@@ -88,6 +88,26 @@ def version() -> str:
     """The package version and a digest of the simulator's sources, "0.1.0+<digest>": two
     builds with the same string simulate the same way."""
 
+class Policy:
+    """What a Python governor sees of its policy at one call (dvfslab.governors)."""
+
+    cpus: list[int]
+    now_s: float
+    cpu: int | None
+    cur_khz: int
+    min_khz: int
+    max_khz: int
+    table_khz: list[int]
+    cpuinfo_max_khz: int
+    kernel: str
+    util_avg: list[int]
+    util_est: list[int]
+    capacity: list[int]
+    nr_running: list[int]
+    busy_s: list[float]
+    idle_s: list[float]
+    iowait_s: list[float]
+
 def simulate(
     platform_json: str,
     platform_source: str,
@@ -99,6 +119,7 @@ def simulate(
     explain: bool = False,
     workload_source: str | None = None,
     progress: Callable[[float, float], object] | None = None,
+    python_governor: tuple[str, object] | None = None,
 ) -> SimulateOutput:
     """Run one simulation.
 

@@ -88,16 +88,21 @@ def execute(task: RunTask) -> Outcome:
     """Simulate one run; never raises for a simulator error, which comes back in the Outcome."""
     result_json = error_type = error = None
     try:
+        from dvfslab.governors import resolve
+
+        governor, python_governor = resolve(task.governor)
         output = _core.simulate(
             task.preset_json,
             task.preset_source,
-            task.governor,
+            governor,
             task.workload,
             task.duration_ns,
             task.seed,
             False,
             False,
             task.workload_source,
+            None,
+            python_governor,
         )
         result_json = output["result_json"]
     except (KeyboardInterrupt, SystemExit):

@@ -11,6 +11,8 @@ from typing import Union
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+from dvfslab.governors import Governor
+from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import PlatformRef, load_platform
 from dvfslab.result import NS_PER_S, SimResult
 
@@ -27,7 +29,7 @@ TRACE_PREFIX = "trace:"
 
 def simulate(
     platform: PlatformRef,
-    governor: str,
+    governor: str | Governor,
     workload: WorkloadRef,
     duration_s: float | None = None,
     seed: int = 0,
@@ -39,7 +41,8 @@ def simulate(
 
     platform:   a shipped preset id (see `dvfslab.list_platforms()`) or a preset file's path
     governor:   a spec, "name:key=value,...", keys being the governor's sysfs tunables,
-                e.g. "userspace:scaling_setspeed=1800000" or "performance:hz=1000"
+                e.g. "userspace:scaling_setspeed=1800000" or "performance:hz=1000"; a
+                `dvfslab.Governor` instance, or "python:MODULE:CLASS,..." naming one
     workload:   a spec, e.g. "cpu-bound:threads=8", an rt-app JSON file's path, or
                 "trace:FILE", the tasks of a recorded trace replayed
     duration_s: simulated seconds; None runs the workload's own default duration
@@ -54,10 +57,13 @@ def simulate(
     """
     platform_json, source = load_platform(platform)
     workload_text, workload_source = _workload(workload, platform)
+    governor_spec, python_governor = resolve_governor(
+        governor if isinstance(governor, Governor) else _spec("governor", governor)
+    )
     output = _core.simulate(
         platform_json,
         source,
-        _spec("governor", governor),
+        governor_spec,
         workload_text,
         duration_ns(duration_s),
         checked_seed(seed),
@@ -65,6 +71,7 @@ def simulate(
         bool(explain),
         workload_source,
         progress,
+        python_governor,
     )
     return SimResult(output["result_json"], output["timeline"], output["explain"])
 

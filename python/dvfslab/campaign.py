@@ -36,6 +36,7 @@ from dvfslab._campaign_model import (
 )
 from dvfslab._core import ConfigError
 from dvfslab.api import duration_ns
+from dvfslab.governors import resolve as resolve_governor
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -164,10 +165,11 @@ def check_setup(campaign: Campaign, run: Run) -> None:
     platform = campaign.platform(run.platform)
     workload, workload_source = run.simulated_workload()
     try:
+        governor, _ = resolve_governor(run.governor)
         _core.check(
             run.preset_json or platform.preset_json,
             platform.ref,
-            run.governor,
+            governor,
             workload,
             duration_ns(run.duration_s),
             workload_source,

@@ -14,6 +14,8 @@ use dvfslab_sim::{governor, workload, Platform, Sim, SimConfig, SimError};
 create_exception!(_core, DvfsError, PyException, "Root of every dvfslab error.");
 create_exception!(_core, SimulationError, DvfsError, "The simulation reached a state it cannot go on from.");
 
+mod py_governor;
+
 fn to_py(py: Python<'_>, err: SimError) -> PyErr {
     match err {
         SimError::Config { .. } => match py.import("dvfslab._core").and_then(|m| m.getattr("ConfigError")) {
@@ -62,7 +64,7 @@ fn python_hook(progress: Option<&PyObject>, raised: &mut Option<PyErr>, at: Prog
 /// checked, and `progress(now_s, end_s)` called, every 2^16 events of the run: Ctrl-C stops it
 /// with KeyboardInterrupt, and an exception `progress` raises stops it too.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None, progress=None))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None, progress=None, python_governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -76,14 +78,36 @@ fn simulate<'py>(
     explain: bool,
     workload_source: Option<String>,
     progress: Option<PyObject>,
+    python_governor: Option<(String, PyObject)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg =
         SimConfig::new(governor, workload).duration_ns(duration_ns).seed(seed).timeline(timeline).explain(explain);
     let mut raised: Option<PyErr> = None;
     let outcome = py.allow_threads(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let sim = build_sim(platform_json, platform_source, &cfg, workload_source.as_deref())?;
-            sim.run_with_progress(&mut |at| python_hook(progress.as_ref(), &mut raised, at))
+            let mut sim = build_sim(platform_json, platform_source, &cfg, workload_source.as_deref())?;
+            let in_governor: py_governor::Raised = Default::default();
+            if let Some((name, obj)) = &python_governor {
+                match python_governors(obj, sim.policy_count(), &in_governor) {
+                    Ok(govs) => {
+                        let mut govs = govs.into_iter();
+                        sim.replace_governors(name, |_| Box::new(govs.next().expect("one per policy")));
+                    }
+                    Err(e) => {
+                        raised = Some(e);
+                        return Err(dvfslab_sim::SimError::Simulation("the Python governor failed".into()));
+                    }
+                }
+            }
+            let result = sim.run_with_progress(&mut |at| python_hook(progress.as_ref(), &mut raised, at));
+            if let Some((e, at)) = in_governor.borrow_mut().take() {
+                raised = Some(Python::with_gil(|py| {
+                    let stopped = SimulationError::new_err(format!("the governor raised at {at:.6} s simulated"));
+                    stopped.set_cause(py, Some(e));
+                    stopped
+                }));
+            }
+            result
         }))
     });
     if let Some(e) = raised {
@@ -166,6 +190,23 @@ fn simulate<'py>(
         }
     }
     Ok(out)
+}
+
+/// One copy of the user's governor per policy (`copy.deepcopy`), each run by a [`PyGovernor`].
+fn python_governors(
+    obj: &PyObject,
+    policies: usize,
+    raised: &py_governor::Raised,
+) -> PyResult<Vec<py_governor::PyGovernor>> {
+    Python::with_gil(|py| {
+        let deepcopy = py.import("copy")?.getattr("deepcopy")?;
+        (0..policies)
+            .map(|_| {
+                let copy = deepcopy.call1((obj.clone_ref(py),))?.unbind();
+                py_governor::PyGovernor::new(py, copy, raised.clone())
+            })
+            .collect()
+    })
 }
 
 /// Check a configuration as `simulate` would before running it, without running it: the
@@ -380,5 +421,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(read_ftrace, m)?)?;
     m.add_function(wrap_pyfunction!(replay_governor, m)?)?;
+    m.add_class::<py_governor::Policy>()?;
     Ok(())
 }

@@ -697,6 +697,22 @@ impl Sim {
         }
     }
 
+    /// The number of cpufreq policies, each with its governor.
+    pub fn policy_count(&self) -> usize {
+        self.governors.len()
+    }
+
+    /// Put `make(policy)`'s governor on each policy in place of the configured one: a governor
+    /// built outside the registry (a user's, from Python), named `name` in the result. The
+    /// configuration's system settings (kernel, invariance, tick, driver) stay.
+    pub fn replace_governors(&mut self, name: &str, mut make: impl FnMut(usize) -> Box<dyn Governor>) {
+        for (p, slot) in self.governors.iter_mut().enumerate() {
+            *slot = Some(make(p));
+        }
+        self.gov_wants_util = self.governors.iter().flatten().any(|g| g.wants_util_updates());
+        self.governor_name = name.to_string();
+    }
+
     /// Call a policy's governor with a context; the governor is taken out for the call so it
     /// can use the simulation mutably.
     pub(crate) fn with_governor(&mut self, policy: usize, f: impl FnOnce(&mut dyn Governor, &mut dyn PolicyCtx)) {
@@ -863,6 +879,9 @@ impl PolicyCtx for LivePolicy<'_> {
                 inputs,
             });
         }
+    }
+    fn fail(&mut self, error: SimError) {
+        self.sim.failure.get_or_insert(error);
     }
     fn arm_timer(&mut self, delay_ns: u64) {
         let pol = &mut self.sim.policies[self.policy];

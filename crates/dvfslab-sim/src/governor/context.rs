@@ -82,4 +82,7 @@ pub trait PolicyCtx {
     fn request_khz(&mut self, khz: u32, relation: Relation);
     /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.
     fn arm_timer(&mut self, delay_ns: u64);
+    /// Stop the run with `error` once the current event is handled (a governor outside the
+    /// registry that cannot go on: a user's that raised).
+    fn fail(&mut self, error: crate::error::SimError);
 }

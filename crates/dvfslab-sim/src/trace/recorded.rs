@@ -27,6 +27,8 @@ pub(super) struct Recorded {
     pub(super) timers: Vec<Option<u64>>,
     pub(super) pending_inputs: Vec<(&'static str, f64)>,
     pub(super) decisions: Vec<ModelDecision>,
+    /// An error a governor stopped the replay with.
+    pub(super) failure: Option<crate::error::SimError>,
 }
 
 pub(super) struct ModelDecision {
@@ -159,6 +161,9 @@ impl PolicyCtx for RecordedPolicy<'_> {
         let resolved = table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz);
         let inputs = std::mem::take(&mut self.rec.pending_inputs);
         self.rec.decisions.push(ModelDecision { time_ns: self.rec.now_ns, policy: self.policy, khz: resolved, inputs });
+    }
+    fn fail(&mut self, error: crate::error::SimError) {
+        self.rec.failure.get_or_insert(error);
     }
     fn arm_timer(&mut self, delay_ns: u64) {
         self.rec.timers[self.policy] = Some(self.rec.now_ns + delay_ns);

@@ -145,6 +145,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
         timers: vec![None; npol],
         pending_inputs: Vec::new(),
         decisions: Vec::new(),
+        failure: None,
     };
     for (p, gov) in governors.iter_mut().enumerate() {
         gov.start(&mut RecordedPolicy { sim, rec: &mut rec, policy: p });
@@ -200,6 +201,9 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
                 None
             }
         };
+        if let Some(e) = rec.failure.take() {
+            return Err(e);
+        }
         if let Some(cpu) = kick {
             let p = sim.plat.cpus[cpu].policy;
             if governors[p].wants_util_updates() {

@@ -1,0 +1,160 @@
+"""Governors written in Python: subclass `Governor`, and the simulator calls it where it calls a
+built-in governor, applies its answer through the same cpufreq core and driver, and records it
+with `explain=True` (docs/research.md).
+
+    class Stepper(dvfslab.Governor):
+        trigger = "sampling"
+        sampling_ms = 10
+        def update(self, policy):
+            busy = max(policy.busy_s) / (max(policy.busy_s) + min(policy.idle_s) or 1)
+            i = policy.table_khz.index(policy.cur_khz)
+            i = min(i + 1, len(policy.table_khz) - 1) if busy > 0.8 else max(i - 1, 0)
+            return policy.table_khz[i]
+
+    dvfslab.simulate("pixel6", Stepper(), "periodic:threads=4", duration_s=2)
+
+A spec names one too: "python:MODULE:CLASS,key=value,...", MODULE importable (the current
+directory included) or a file path; each key is a class attribute to set (a tunable) or one of
+the system keys every governor takes (kernel=, invariant=, hz=, driver=...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from dvfslab import _core
+from dvfslab._core import ConfigError
+
+if TYPE_CHECKING:
+    from dvfslab._core import Policy
+
+PYTHON_PREFIX = "python:"
+"""A governor spec "python:MODULE:CLASS,..." names a `Governor` subclass."""
+
+BASE_GOVERNOR = "performance"
+"""The registry governor whose system settings a Python governor's run takes; its own
+decisions never run (each policy's governor is replaced before the run starts)."""
+
+
+class Governor:
+    """Base class of a governor written in Python. Each policy gets its own copy of the
+    instance (`copy.deepcopy`), so instance attributes are per-policy state."""
+
+    trigger: str = "sampling"
+    """"sampling": `update` runs every `sampling_ms` of simulated time (as ondemand's timer);
+    "scheduler": at every utilisation change of a CPU of the policy (where schedutil runs),
+    at most once per `rate_limit_us`."""
+    sampling_ms: float = 10.0
+    rate_limit_us: float = 0.0
+
+    def start(self, policy: Policy) -> None:
+        """Called once when the governor starts on the policy."""
+
+    def update(self, policy: Policy) -> int | None:
+        """The frequency to ask for (kHz; the driver takes the lowest table entry at or above
+        it, within the limits), or None to leave it."""
+        raise NotImplementedError(f"{type(self).__name__} must define update(self, policy)")
+
+
+def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]:
+    """(the spec `_core.simulate` takes, and for a Python governor its name and instance)."""
+    if isinstance(governor, Governor):
+        return BASE_GOVERNOR, (type(governor).__name__, governor)
+    if not isinstance(governor, str) or not governor.startswith(PYTHON_PREFIX):
+        return governor, None
+    target, _, settings = governor[len(PYTHON_PREFIX) :].partition(",")
+    module_name, _, class_name = target.rpartition(":")
+    if not module_name or not class_name:
+        raise ConfigError(
+            f"governor {governor!r}: expected python:MODULE:CLASS[,key=value,...], e.g. "
+            "python:mygovs:Stepper,sampling_ms=4"
+        )
+    cls = _load_class(governor, module_name, class_name)
+    instance = cls()
+    system: list[str] = []
+    system_keys = {k["name"] for k in json.loads(_core.system_tunables())} | {
+        "kernel",
+        "driver",
+        "freq_max",
+    }
+    for item in filter(None, (s.strip() for s in settings.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"governor {governor!r}: expected key=value, got {item!r}")
+        if key in system_keys:
+            system.append(item)
+        elif hasattr(cls, key) and not callable(getattr(cls, key)):
+            setattr(instance, key, _value(governor, key, value, getattr(cls, key)))
+        else:
+            tunables = [
+                k for k in vars(cls) if not k.startswith("_") and not callable(getattr(cls, k))
+            ]
+            known = ", ".join(sorted({*tunables, "trigger", "sampling_ms", "rate_limit_us"}))
+            raise ConfigError(
+                f"governor {governor!r}: {key}: not a tunable of {class_name} (its tunables: "
+                f"{known}; system keys: {', '.join(sorted(system_keys))})"
+            )
+    base = BASE_GOVERNOR + (":" + ",".join(system) if system else "")
+    return base, (governor, instance)
+
+
+def source_digest(spec: str) -> str:
+    """SHA-256 of the source file of the module a "python:" spec names: what a stored result
+    of it depends on besides the spec."""
+    module_name = spec[len(PYTHON_PREFIX) :].partition(",")[0].rpartition(":")[0]
+    source = getattr(_load_module(spec, module_name), "__file__", None)
+    if source is None:
+        raise ConfigError(f"governor {spec!r}: {module_name} has no source file")
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+
+
+def _load_class(spec: str, module_name: str, class_name: str) -> type[Governor]:
+    module = _load_module(spec, module_name)
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Governor)):
+        raise ConfigError(
+            f"governor {spec!r}: {module_name} has no dvfslab.Governor subclass {class_name!r}"
+        )
+    return cls
+
+
+def _load_module(spec: str, module_name: str) -> ModuleType:
+    """The module a spec names: a file path ending in .py, or an importable name (the current
+    directory included)."""
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if loader_spec is None or loader_spec.loader is None or not path.is_file():
+                raise ConfigError(f"governor {spec!r}: no Python file {path}")
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path:
+                sys.path.insert(0, "")
+            module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"governor {spec!r}: cannot import {module_name}: {e}") from None
+    return module
+
+
+def _value(spec: str, key: str, text: str, default: Any) -> Any:
+    """`text` as the type of the class attribute it sets."""
+    kind = type(default)
+    try:
+        if kind is bool:
+            if text not in ("0", "1", "true", "false"):
+                raise ValueError(text)
+            return text in ("1", "true")
+        return kind(text) if kind in (int, float, str) else float(text)
+    except ValueError:
+        raise ConfigError(
+            f"governor {spec!r}: {key}: expected {kind.__name__}, got {text!r}"
+        ) from None

@@ -1,0 +1,178 @@
+"""Governors written in Python (dvfslab.Governor): called like the built-in ones, their requests
+applied by the same cpufreq code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from dvfslab import ConfigError, SimulationError
+
+PIXEL6_LITTLE = [
+    300000,
+    574000,
+    738000,
+    930000,
+    1098000,
+    1197000,
+    1328000,
+    1401000,
+    1598000,
+    1704000,
+    1803000,
+]
+
+
+class Fixed(dvfslab.Governor):
+    """Always the table entry at `index`."""
+
+    index = 3
+
+    def update(self, policy):
+        return policy.table_khz[self.index]
+
+
+class Threshold(dvfslab.Governor):
+    trigger = "scheduler"
+    rate_limit_us = 5000
+
+    def update(self, policy):
+        return policy.max_khz if max(policy.util_avg) > 300 else policy.min_khz
+
+
+def test_the_requested_frequency_is_what_every_cpu_of_the_policy_runs():
+    r = dvfslab.simulate("pixel6", Fixed(), "cpu-bound:threads=8", duration_s=0.5, explain=True)
+    freqs = r.df_cpus_time_in_freq()
+    little = freqs[freqs["cpu"] < 4]
+    # From the first sampling period on, the LITTLE cluster runs its fourth entry only.
+    ran = little.groupby("freq_khz")["time_s"].sum()
+    assert ran.idxmax() == 930000
+    assert ran[930000] / ran.sum() > 0.95
+    decisions = r.df_decisions()
+    assert set(decisions[decisions["policy"] == 0]["resolved_khz"]) == {930000}
+    assert r.governor == "Fixed"
+
+
+def test_a_request_between_entries_resolves_up_as_for_the_built_in_governors():
+    class Between(dvfslab.Governor):
+        def update(self, policy):
+            return policy.table_khz[1] + 1  # just above an entry: the next one
+
+    r = dvfslab.simulate("pixel6", Between(), "cpu-bound:threads=8", duration_s=0.2, explain=True)
+    d = r.df_decisions()
+    assert set(d[d["policy"] == 0]["resolved_khz"]) == {PIXEL6_LITTLE[2]}
+
+
+def test_the_scheduler_trigger_follows_utilisation_within_its_rate_limit():
+    busy = dvfslab.simulate(
+        "pixel6", Threshold(), "cpu-bound:threads=8", duration_s=1, explain=True
+    )
+    idle = dvfslab.simulate("pixel6", Threshold(), "periodic:threads=1,run_us=100", duration_s=1)
+    assert (
+        busy.df_cpus_summary()["avg_freq_khz"].min() > idle.df_cpus_summary()["avg_freq_khz"].max()
+    )
+    times = busy.df_decisions().groupby("policy")["time_s"].apply(lambda t: t.diff().min())
+    assert (times.dropna() >= 0.005 - 1e-9).all()  # never two requests within rate_limit_us
+
+
+def test_each_policy_gets_its_own_copy_and_the_same_seed_the_same_result():
+    class Counting(dvfslab.Governor):
+        calls = 0
+
+        def start(self, policy):
+            self.cpus = list(policy.cpus)
+
+        def update(self, policy):
+            self.calls += 1
+            assert policy.cpus == self.cpus
+            return None
+
+    gov = Counting()
+    r1 = dvfslab.simulate("pixel6", gov, "periodic:threads=4", duration_s=0.3, seed=5)
+    r2 = dvfslab.simulate("pixel6", gov, "periodic:threads=4", duration_s=0.3, seed=5)
+    assert gov.calls == 0  # the caller's instance is left as it was
+    assert (r1.metric, r1.energy_j) == (r2.metric, r2.energy_j)
+
+
+def test_an_exception_in_user_code_stops_the_run_with_its_time_and_traceback():
+    class Boom(dvfslab.Governor):
+        sampling_ms = 5
+
+        def update(self, policy):
+            if policy.now_s > 0.1:
+                raise RuntimeError("boom")
+
+    with pytest.raises(SimulationError, match=r"raised at 0\.105000 s simulated") as e:
+        dvfslab.simulate("pixel6", Boom(), "periodic:threads=4", duration_s=2)
+    assert isinstance(e.value.__cause__, RuntimeError)
+    assert e.value.__cause__.__traceback__ is not None
+
+    class Wrong(dvfslab.Governor):
+        def update(self, policy):
+            return "fast"
+
+    with pytest.raises(SimulationError) as e:
+        dvfslab.simulate("pixel6", Wrong(), "periodic:threads=4", duration_s=1)
+    assert "frequency in kHz (int) or None, got 'fast'" in str(e.value.__cause__)
+
+
+def test_a_spec_names_the_class_its_tunables_and_the_system_keys(tmp_path, monkeypatch):
+    module = tmp_path / "mygovs.py"
+    module.write_text(
+        "import dvfslab\n"
+        "class Fixed(dvfslab.Governor):\n"
+        "    index = 1\n"
+        "    def update(self, policy):\n"
+        "        return policy.table_khz[self.index]\n"
+    )
+    spec = f"python:{module}:Fixed,index=2,kernel=6.8"
+    r = dvfslab.simulate("pixel6", spec, "cpu-bound:threads=8", duration_s=0.2, explain=True)
+    d = r.df_decisions()
+    assert set(d[d["policy"] == 0]["resolved_khz"]) == {PIXEL6_LITTLE[2]}
+    assert r.governor == spec
+    monkeypatch.chdir(tmp_path)
+    by_module = dvfslab.simulate(
+        "pixel6", "python:mygovs:Fixed,index=2,kernel=6.8", "cpu-bound:threads=8", duration_s=0.2
+    )
+    assert by_module.energy_j == r.energy_j
+    for bad, message in [
+        ("python:mygovs:Nope", "has no dvfslab.Governor subclass 'Nope'"),
+        ("python:mygovs:Fixed,speed=3", "speed: not a tunable of Fixed"),
+        ("python:mygovs:Fixed,index=two", "index: expected int, got 'two'"),
+        ("python:nosuchmodule:Fixed", "cannot import nosuchmodule"),
+        ("python:Fixed", "expected python:MODULE:CLASS"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            dvfslab.simulate("pixel6", bad, "cpu-bound:threads=1", duration_s=0.1)
+
+
+def test_compare_runs_a_python_governor_beside_a_built_in_one(tmp_path, capsys):
+    from dvfslab.cli import main
+
+    module = Path(__file__)
+    spec = f"python:{module}:Fixed,index=10"
+    args = ["compare", "-p", "pixel6", "-g", "schedutil", "-g", spec, "-w", "cpu-bound:threads=2"]
+    assert main([*args, "--duration", "0.3", "--iterations", "1"]) == 0
+    assert spec in capsys.readouterr().out
+
+
+def test_a_campaign_reruns_a_python_governor_whose_module_changed(tmp_path):
+    from dvfslab.campaign import campaign_from_dict
+
+    module = tmp_path / "edited.py"
+    body = "import dvfslab\nclass G(dvfslab.Governor):\n    def update(self, policy):\n"
+    body += "        return {}\n"
+    module.write_text(body.format("policy.max_khz"))
+    doc = {
+        "name": "t",
+        "platforms": ["pixel6"],
+        "configs": {"g": f"python:{module}:G"},
+        "baseline": "g",
+        "benchmarks": {"b": "cpu-bound:threads=1"},
+    }
+    before = [r.run_key for r in campaign_from_dict(doc, source="t.toml").runs()]
+    module.write_text(body.format("policy.min_khz"))
+    after = [r.run_key for r in campaign_from_dict(doc, source="t.toml").runs()]
+    assert before != after
