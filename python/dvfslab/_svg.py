@@ -1,5 +1,5 @@
 """Inline-SVG charts for the HTML report, drawn by matplotlib: grouped bars, category lines,
-step lines.
+step lines, scatter plots.
 
 Each function returns one `<svg>` element as a string, with no script and no external
 reference, so a report opens offline. Text stays text (svg.fonttype "none"), so it is small,
@@ -131,6 +131,26 @@ def line_chart(
                     ys.append(p[0])
             chart.ax.plot(xs, ys, color=color(si), lw=1.5)
         chart.categories(categories)
+        return chart.svg()
+
+
+def scatter_chart(
+    title: str,
+    series: Mapping[str, Sequence[tuple[float, float, str]]],
+    *,
+    x_label: str,
+    y_label: str,
+    decimals: int = 3,
+) -> str:
+    """Points (x, y, label) per series, each with its label and values on hover."""
+    with _Chart(title, list(series), y_label) as chart:
+        chart.ax.set_xlabel(x_label)
+        chart.ax.grid(True, axis="both")
+        for si, points in enumerate(series.values()):
+            for x, y, label in points:
+                if _finite(x) and _finite(y):
+                    (marker,) = chart.ax.plot(x, y, "o", ms=6, color=color(si))
+                    chart.tip(marker, f"{label}: {x:.{decimals}f}, {y:.{decimals}f}")
         return chart.svg()
 
 

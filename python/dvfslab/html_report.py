@@ -113,6 +113,29 @@ def render_html(
     )
 
 
+def write_tune_html(path: str | os.PathLike[str], summary: dict[str, Any], title: str) -> Path:
+    """A `dvfslab tune` search as one HTML file: its Pareto front and the plot of its trials."""
+    from dvfslab.tune import front_table, pareto_svg
+
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        '<p class="note">Each trial ran every workload beside the governor with its default '
+        "tunables; its objectives are ratios to that default, on its least favourable "
+        "iteration (model variant).</p>",
+        pareto_svg(summary),
+        _html_table(front_table(summary)),
+    ]
+    text = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+    path = Path(path)
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
 # -- the report's charts -------------------------------------------------------------------------
 
 
