@@ -258,17 +258,22 @@ def test_the_check_refuses_what_the_run_refuses_with_the_same_message(
     with pytest.raises(ConfigError) as run_error:
         dvfslab.simulate(platform, governor, workload, duration_s=0.1)
     with pytest.raises(ConfigError) as check_error:
-        _core.check(platform_json, source, governor, workload, 100_000_000)
+        _core.check(platform_json, source, governor, workload, duration_ns=100_000_000)
     assert str(check_error.value) == str(run_error.value)
 
 
 def test_the_check_accepts_a_valid_setup_and_refuses_a_warm_up_past_the_end():
     platform_json, source = load_platform(SMALL)
     assert (
-        _core.check(platform_json, source, "schedutil", "tbench:warmup_ms=50", 100_000_000) is None
+        _core.check(
+            platform_json, source, "schedutil", "tbench:warmup_ms=50", duration_ns=100_000_000
+        )
+        is None
     )
     with pytest.raises(ConfigError, match=r"warmup_ms: the warm-up \(200 ms\) must end before"):
-        _core.check(platform_json, source, "schedutil", "tbench:warmup_ms=200", 100_000_000)
+        _core.check(
+            platform_json, source, "schedutil", "tbench:warmup_ms=200", duration_ns=100_000_000
+        )
 
 
 def test_hwp_runs_on_the_part_that_has_it():

@@ -30,7 +30,9 @@ def suitable_preset(governor: str, workload: str) -> str:
     for platform in ids:
         platform_json, source = load_platform(platform)
         try:
-            _core.check(platform_json, source, governor, workload, int(DURATION_S * 1e9))
+            _core.check(
+                platform_json, source, governor, workload, duration_ns=int(DURATION_S * 1e9)
+            )
         except _core.ConfigError as e:
             refusals.append(f"{platform}: {e}")
             continue

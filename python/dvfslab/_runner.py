@@ -96,13 +96,10 @@ def execute(task: RunTask) -> Outcome:
             task.preset_source,
             governor,
             task.workload,
-            task.duration_ns,
-            task.seed,
-            False,
-            False,
-            task.workload_source,
-            None,
-            python_governor,
+            duration_ns=task.duration_ns,
+            seed=task.seed,
+            workload_source=task.workload_source,
+            python_governor=python_governor,
         )
         result_json = output["result_json"]
     except (KeyboardInterrupt, SystemExit):

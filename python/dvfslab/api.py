@@ -65,13 +65,13 @@ def simulate(
         source,
         governor_spec,
         workload_text,
-        duration_ns(duration_s),
-        checked_seed(seed),
-        bool(timeline),
-        bool(explain),
-        workload_source,
-        progress,
-        python_governor,
+        duration_ns=duration_ns(duration_s),
+        seed=checked_seed(seed),
+        timeline=bool(timeline),
+        explain=bool(explain),
+        workload_source=workload_source,
+        progress=progress,
+        python_governor=python_governor,
     )
     return SimResult(output["result_json"], output["timeline"], output["explain"])
 

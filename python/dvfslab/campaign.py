@@ -171,8 +171,8 @@ def check_setup(campaign: Campaign, run: Run) -> None:
             platform.ref,
             governor,
             workload,
-            duration_ns(run.duration_s),
-            workload_source,
+            duration_ns=duration_ns(run.duration_s),
+            workload_source=workload_source,
         )
     except ConfigError as e:
         where = campaign.source or f"campaign {campaign.name}"

@@ -59,12 +59,13 @@ fn python_hook(progress: Option<&PyObject>, raised: &mut Option<PyErr>, at: Prog
     }
 }
 
-/// Run one simulation; returns {"result_json": str, "timeline": dict | None}. With
+/// Run one simulation; returns {"result_json": str, "timeline": dict | None}. The run's
+/// options are keywords, each with a default, so a new one changes no caller. With
 /// `workload_source` (a file name), `workload` is the text of that rt-app file. Signals are
 /// checked, and `progress(now_s, end_s)` called, every 2^16 events of the run: Ctrl-C stops it
 /// with KeyboardInterrupt, and an exception `progress` raises stops it too.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns, seed, timeline, explain=false, workload_source=None, progress=None, python_governor=None))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, *, duration_ns=None, seed=0, timeline=false, explain=false, workload_source=None, progress=None, python_governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -214,7 +215,7 @@ fn python_governors(
 /// the workload spec or rt-app file, and the run's own limits (a warm-up that ends before
 /// `duration_ns`, None meaning the workload's default). Raises the error the run would raise.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, workload, duration_ns=None, workload_source=None))]
+#[pyo3(signature = (platform_json, platform_source, governor, workload, *, duration_ns=None, workload_source=None))]
 fn check(
     py: Python<'_>,
     platform_json: &str,
