@@ -38,12 +38,18 @@ from dvfslab.platforms import PlatformRef, describe_platform
 from dvfslab.traces.read import Trace
 
 PER_CPU_KTHREAD = re.compile(r"^(?:kworker/(\d+):|ksoftirqd/(\d+)$|watchdog/(\d+)$|cpuhp/(\d+)$)")
+"""Kernel threads bound to one CPU, the CPU in the name."""
 LEFT_OUT = re.compile(r"^(?:migration/\d+|sugov:\d+)$")
+"""Threads the simulation stands for itself: the stoppers, schedutil's kthreads."""
 DEVLIB_FREQUENCY = r"cpu_frequency_devlib:\s+state=(\d+)\s+cpu_id=(\d+)"
+"""devlib's marker of a CPU's frequency, written where the kernel logged no change."""
 
 
 @dataclass
 class _Task:
+    """One task of the recording while it is followed: its rt-app events so far and where it
+    stands."""
+
     name: str
     prio: int
     cpu_bound: int | None
@@ -54,6 +60,7 @@ class _Task:
     blocked_since: float | None = None
     exited: bool = False
     carry_us: float = 0.0
+    """Work below a whole µs, carried to the task's next run."""
 
 
 def frequency_points(trace: Trace) -> pd.DataFrame:

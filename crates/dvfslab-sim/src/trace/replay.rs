@@ -117,9 +117,7 @@ enum Input {
 pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &ReplayConfig) -> Result<ReplayReport> {
     // The simulation supplies what the governor reads of the machine: its driver, tables and
     // limits, tick, invariance and kernel version; its workload never runs.
-    let sim_cfg =
-        SimConfig { governor: cfg.governor.clone(), workload: "cpu-bound:threads=1".into(), ..Default::default() };
-    let mut sim = Sim::new(plat, &sim_cfg)?;
+    let mut sim = Sim::new(plat, &SimConfig::new(&cfg.governor, "cpu-bound:threads=1"))?;
     let mut governors: Vec<Box<dyn Governor>> =
         sim.governors.iter_mut().map(|g| g.take().expect("a governor per policy")).collect();
     let sim = &sim;
