@@ -15,6 +15,7 @@ create_exception!(_core, DvfsError, PyException, "Root of every dvfslab error.")
 create_exception!(_core, SimulationError, DvfsError, "The simulation reached a state it cannot go on from.");
 
 mod py_governor;
+mod stepper;
 
 fn to_py(py: Python<'_>, err: SimError) -> PyErr {
     match err {
@@ -423,5 +424,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_ftrace, m)?)?;
     m.add_function(wrap_pyfunction!(replay_governor, m)?)?;
     m.add_class::<py_governor::Policy>()?;
+    m.add_class::<stepper::SteppedSim>()?;
     Ok(())
 }

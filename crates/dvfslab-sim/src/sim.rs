@@ -34,6 +34,15 @@ const VARIATION_STREAM: u64 = 0x7661_7269_6174_696f;
 /// ms of wall time, so that an interrupt is seen promptly at the cost of one compare an event.
 pub const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
 
+/// Where [`Sim::advance`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advance {
+    /// A governor asked for a pause ([`PolicyCtx::pause`]); the run goes on at the next call.
+    Paused,
+    /// The run reached its end (or its tasks all exited).
+    Ended,
+}
+
 /// How far a run is, for a progress hook ([`Sim::run_with_progress`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
@@ -303,6 +312,10 @@ pub struct Sim {
     pub(crate) unfinished: Vec<crate::sched::Unfinished>,
     /// An error met within an event (a fork past [`MAX_TASKS`]): the run stops with it.
     pub(crate) failure: Option<SimError>,
+    /// A governor asked [`Sim::advance`] to return after the current event.
+    pub(crate) pause_requested: bool,
+    /// The queue is swept of stale events when it reaches this length (see QUEUE_SWEEP_MIN).
+    pub(crate) sweep_at: usize,
     pub(crate) deferred_programs: Vec<(usize, usize, u32)>,
     /// Events handled (stale ones dropped uncounted).
     pub(crate) events: u64,
@@ -539,6 +552,8 @@ impl Sim {
             program_nesting: 0,
             unfinished: Vec::new(),
             failure: None,
+            pause_requested: false,
+            sweep_at: QUEUE_SWEEP_MIN,
             deferred_programs: Vec::new(),
             events: 0,
             idle_cpus: plat.ncpus(),
@@ -593,6 +608,13 @@ impl Sim {
     ) -> Result<crate::result::SimResult> {
         #[allow(clippy::disallowed_methods)] // wall time of the run, reported, never simulated
         let wall = std::time::Instant::now();
+        self.begin();
+        while self.advance(hook)? == Advance::Paused {}
+        Ok(self.summary(wall.elapsed().as_secs_f64()))
+    }
+
+    /// Start the run: the governors, the workload's tasks and the run's own events.
+    pub fn begin(&mut self) {
         self.trace_initial_frequencies();
         for p in 0..self.policies.len() {
             self.with_governor(p, |g, ctx| g.start(ctx));
@@ -611,14 +633,18 @@ impl Sim {
             self.q.push(self.warmup_ns, Event::WarmupEnd);
         }
         self.q.push(crate::hw::RAPL_SAMPLE_NS.min(self.end_ns), Event::RaplSample);
-        let mut sweep_at = QUEUE_SWEEP_MIN;
+    }
+
+    /// Handle events until the run ends, or until a governor asked for a pause
+    /// ([`PolicyCtx::pause`]: a controller outside the simulation decides next).
+    pub fn advance(&mut self, hook: &mut dyn FnMut(Progress) -> ControlFlow<()>) -> Result<Advance> {
         while let Some((_, ev)) = self.q.pop() {
             if !self.is_live(&ev) {
                 continue;
             }
             self.events += 1;
             match ev {
-                Event::End => break,
+                Event::End => return Ok(Advance::Ended),
                 Event::WarmupEnd => self.end_warmup(),
                 Event::SegmentEnd { cpu, .. } => self.segment_end(cpu as usize),
                 Event::Tick { cpu, .. } => self.tick(cpu as usize),
@@ -653,19 +679,42 @@ impl Sim {
                 }
             }
             if self.live_tasks == 0 && !self.tasks.is_empty() {
-                break;
+                return Ok(Advance::Ended);
             }
-            if self.q.len() >= sweep_at {
+            if self.q.len() >= self.sweep_at {
                 let mut q = std::mem::take(&mut self.q);
                 q.retain(|e| self.is_live(e));
                 self.q = q;
-                sweep_at = QUEUE_SWEEP_MIN.max(2 * self.q.len());
+                self.sweep_at = QUEUE_SWEEP_MIN.max(2 * self.q.len());
+            }
+            if std::mem::take(&mut self.pause_requested) {
+                return Ok(Advance::Paused);
             }
         }
+        Ok(Advance::Ended)
+    }
+
+    /// The run's result, from the time reached (after [`Sim::advance`] ended it); `wall_s` is
+    /// the wall time it took.
+    pub fn summary(mut self, wall_s: f64) -> crate::result::SimResult {
         let end = self.q.now();
         self.finish(end);
-        let wall_s = wall.elapsed().as_secs_f64();
-        Ok(crate::result::summarise(&self, end, wall_s))
+        crate::result::summarise(&self, end, wall_s)
+    }
+
+    /// Energy the packages drew so far, the warm-up included (J).
+    pub fn energy_so_far_j(&mut self) -> f64 {
+        (0..self.packages.len()).map(|p| self.package_energy_j(p) + self.packages[p].energy_before_warmup_j).sum()
+    }
+
+    /// Simulated time now (ns).
+    pub fn now_ns(&self) -> TimeNs {
+        self.q.now()
+    }
+
+    /// Ask for `khz` on `policy` now, as its governor would (the cpufreq core, then the driver).
+    pub fn request_khz(&mut self, policy: usize, khz: u32) {
+        self.with_governor(policy, |_, ctx| ctx.request_khz(khz, Relation::L));
     }
 
     /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in
@@ -700,6 +749,21 @@ impl Sim {
     /// The number of cpufreq policies, each with its governor.
     pub fn policy_count(&self) -> usize {
         self.governors.len()
+    }
+
+    /// The number of logical CPUs.
+    pub fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// A policy's CPUs.
+    pub fn policy_cpus(&self, policy: usize) -> &[usize] {
+        &self.plat.policies[policy].cpus
+    }
+
+    /// A policy's frequency table as its driver gives it (kHz, ascending).
+    pub fn policy_table_khz(&self, policy: usize) -> &[u32] {
+        &self.policies[policy].table
     }
 
     /// Put `make(policy)`'s governor on each policy in place of the configured one: a governor
@@ -882,6 +946,9 @@ impl PolicyCtx for LivePolicy<'_> {
     }
     fn fail(&mut self, error: SimError) {
         self.sim.failure.get_or_insert(error);
+    }
+    fn pause(&mut self) {
+        self.sim.pause_requested = true;
     }
     fn arm_timer(&mut self, delay_ns: u64) {
         let pol = &mut self.sim.policies[self.policy];

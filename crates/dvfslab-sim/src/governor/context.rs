@@ -85,4 +85,8 @@ pub trait PolicyCtx {
     /// Stop the run with `error` once the current event is handled (a governor outside the
     /// registry that cannot go on: a user's that raised).
     fn fail(&mut self, error: crate::error::SimError);
+    /// Return control to whoever drives the simulation once the current event is handled (a
+    /// controller stepping it, such as a reinforcement-learning environment); a no-op where no
+    /// one steps it.
+    fn pause(&mut self) {}
 }

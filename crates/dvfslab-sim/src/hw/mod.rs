@@ -675,6 +675,19 @@ impl Sim {
         total
     }
 
+    /// Energy the cores of `policy` drew so far (J), their share of the uncore left out; the
+    /// warm-up's is not counted once it ended.
+    pub fn policy_energy_so_far_j(&mut self, policy: usize) -> f64 {
+        let mut cores: Vec<usize> = self.plat.policies[policy].cpus.iter().map(|&c| self.plat.cpus[c].core).collect();
+        cores.dedup();
+        let mut total = 0.0;
+        for core in cores {
+            self.touch_core(core);
+            total += self.cores[core].energy_j;
+        }
+        total
+    }
+
     /// The warm-up is over: bring every account up to now, then start them again from zero, so
     /// that the metric, energy, power and per-CPU figures cover the measured interval only.
     pub(crate) fn end_warmup(&mut self) {
