@@ -250,10 +250,10 @@ def test_a_failed_run_stops_the_campaign_and_keeps_the_finished_ones(tmp_path, m
     doomed = campaign.runs()[5]
     simulate = _core.simulate
 
-    def failing(*args):
-        if args[5] == doomed.seed:  # the real run, not the 1 ns pre-flight check (seed 0)
+    def failing(*args, **options):
+        if options["seed"] == doomed.seed:
             raise dvfslab.SimulationError("the model diverged")
-        return simulate(*args)
+        return simulate(*args, **options)
 
     monkeypatch.setattr(_core, "simulate", failing)
     with pytest.raises(dvfslab.SimulationError) as e:
