@@ -72,10 +72,13 @@ impl IdleHistory {
             return None;
         }
         // kept[j]: the sums of the newest j samples.
+        // (Summed in a local, each prefix only written out: reading back an entry just written
+        // stalls on the store.)
         let mut kept = [Sums::default(); INTERVALS + 1];
-        for j in 0..INTERVALS {
-            kept[j + 1] = kept[j];
-            kept[j + 1].add(self.samples[j], 1);
+        let mut sums = Sums::default();
+        for (j, &s) in self.samples.iter().enumerate() {
+            sums.add(s, 1);
+            kept[j + 1] = sums;
         }
         let (mut avg_ns, mut len) = (self.avg_ns, self.len);
         let mut tick = (now / tick_ns + 1) * tick_ns;
