@@ -304,7 +304,10 @@ def test_bench_reports_speed_for_every_scenario(cli):
     # The large machine's rows, with their goals in simulated seconds per wall second.
     assert "epyc7742-2s, schedutil, cpu-bound:threads=256" in benches[3]["setup"]
     assert "tbench:clients=256" in benches[4]["setup"]
-    assert [(b["goal"], b["goal_unit"]) for b in benches[3:]] == [(200, "simulated s per wall s"), (1, "simulated s per wall s")]
+    assert [(b["goal"], b["goal_unit"]) for b in benches[3:]] == [
+        (200, "simulated s per wall s"),
+        (1, "simulated s per wall s"),
+    ]
     assert {b["goal_unit"] for b in benches[:3]} == {"events/s"}
 
 

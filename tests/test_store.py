@@ -201,7 +201,9 @@ def test_a_campaign_on_a_multi_process_ray_cluster_gives_the_local_results(tmp_p
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
         cluster.add_node(num_cpus=1)
-        summary = run_campaign(tiny(), tmp_path / "ray", ray_address=cluster.address, progress=False)
+        summary = run_campaign(
+            tiny(), tmp_path / "ray", ray_address=cluster.address, progress=False
+        )
     finally:
         cluster.shutdown()
     assert (summary.backend, summary.executed, summary.workers) == ("ray", TINY_RUNS, 2)

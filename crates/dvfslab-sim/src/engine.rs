@@ -84,13 +84,21 @@ fn slot_of(event: &Event) -> Option<usize> {
 /// CPU's new tick supersedes its queued one, which stays in its list and is skipped there.
 #[derive(Default)]
 struct TickLists {
-    /// (time, ticks as (seq, cpu), how many of them were read).
-    lists: std::collections::VecDeque<(TimeNs, Vec<(u64, u32)>, usize)>,
+    lists: std::collections::VecDeque<TickList>,
     /// Per CPU, the (seq, token) of its queued tick.
     queued: Vec<Option<(u64, u32)>>,
     len: usize,
     /// Emptied lists, kept for their storage.
     spare: Vec<Vec<(u64, u32)>>,
+}
+
+/// The ticks due at one instant.
+struct TickList {
+    time: TimeNs,
+    /// (seq, cpu), in seq order.
+    ticks: Vec<(u64, u32)>,
+    /// How many of `ticks` were read.
+    read: usize,
 }
 
 impl TickLists {
@@ -103,29 +111,29 @@ impl TickLists {
             self.len += 1;
         }
         // Most ticks go to the next tick boundary, at the front or just behind it.
-        let at = self.lists.iter().position(|l| l.0 >= time).unwrap_or(self.lists.len());
-        if self.lists.get(at).is_none_or(|l| l.0 != time) {
-            let list = self.spare.pop().unwrap_or_default();
-            self.lists.insert(at, (time, list, 0));
+        let at = self.lists.iter().position(|l| l.time >= time).unwrap_or(self.lists.len());
+        if self.lists.get(at).is_none_or(|l| l.time != time) {
+            let ticks = self.spare.pop().unwrap_or_default();
+            self.lists.insert(at, TickList { time, ticks, read: 0 });
         }
-        self.lists[at].1.push((seq, cpu));
+        self.lists[at].ticks.push((seq, cpu));
     }
 
     /// The earliest queued tick, after dropping the read and superseded ones before it.
     fn peek(&mut self) -> Option<Entry> {
         loop {
-            let (time, list, read) = self.lists.front_mut()?;
-            while let Some(&(seq, cpu)) = list.get(*read) {
+            let list = self.lists.front_mut()?;
+            while let Some(&(seq, cpu)) = list.ticks.get(list.read) {
                 match self.queued[cpu as usize] {
                     Some((queued, token)) if queued == seq => {
-                        return Some(Entry { time: *time, seq, event: Event::Tick { cpu, token } });
+                        return Some(Entry { time: list.time, seq, event: Event::Tick { cpu, token } });
                     }
-                    _ => *read += 1,
+                    _ => list.read += 1,
                 }
             }
-            let (_, mut list, _) = self.lists.pop_front().expect("a front list");
-            list.clear();
-            self.spare.push(list);
+            let mut ticks = self.lists.pop_front().expect("a front list").ticks;
+            ticks.clear();
+            self.spare.push(ticks);
         }
     }
 
@@ -134,7 +142,7 @@ impl TickLists {
         self.queued[cpu as usize] = None;
         self.len -= 1;
         if let Some(front) = self.lists.front_mut() {
-            front.2 += 1;
+            front.read += 1;
         }
     }
 
@@ -149,10 +157,10 @@ impl TickLists {
             }
         }
         let queued = &self.queued;
-        for (_, list, read) in self.lists.iter_mut() {
-            list.drain(..*read);
-            *read = 0;
-            list.retain(|&(seq, cpu)| queued[cpu as usize].is_some_and(|(q, _)| q == seq));
+        for list in self.lists.iter_mut() {
+            list.ticks.drain(..list.read);
+            list.read = 0;
+            list.ticks.retain(|&(seq, cpu)| queued[cpu as usize].is_some_and(|(q, _)| q == seq));
         }
     }
 }
