@@ -253,26 +253,23 @@ impl SlotTree {
     fn store(&mut self, slot: usize, new: u128) -> u128 {
         let leaf = self.events.len() + slot;
         let old = std::mem::replace(&mut self.nodes[leaf].0, new);
-        if new < old {
-            let mut node = leaf / 2;
-            while node >= 1 {
-                let (held, holder) = self.nodes[node];
+        let mut node = leaf / 2;
+        while node >= 1 {
+            let (held, holder) = self.nodes[node];
+            if new < old {
                 if holder as usize != slot && held <= new {
                     break;
                 }
                 self.nodes[node] = (new, slot as u32);
-                node /= 2;
+            } else {
+                if holder as usize != slot {
+                    break;
+                }
+                // Both children read, the winner picked without a branch on which side the
+                // slot is (a branch there mispredicts half the time).
+                self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
             }
-        } else {
-            // The winner of the subtree below is carried up, so each match reads only the
-            // other side (a left child wins a tie, as in `grow`).
-            let (mut node, mut best) = (leaf, (new, slot as u32));
-            while node > 1 && self.nodes[node / 2].1 as usize == slot {
-                let other = self.nodes[node ^ 1];
-                best = if node % 2 == 0 { Self::winner(best, other) } else { Self::winner(other, best) };
-                node /= 2;
-                self.nodes[node] = best;
-            }
+            node /= 2;
         }
         old
     }
