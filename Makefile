@@ -1,5 +1,5 @@
 # `make check` runs exactly what CI runs.
-.PHONY: install test-deps check fmt lint test-rust test-python bench reference
+.PHONY: install test-deps check fmt lint test-rust test-python bench reference fingerprint
 
 install:
 	pip install -e '.[dev]'
@@ -31,6 +31,11 @@ fmt:
 reference:
 	python -m dvfslab.reference docs/reference
 
+# The speed table (docs/speed.md): the scenarios in Rust (median of three), then through Python.
 bench:
 	cargo bench -p dvfslab-sim --bench speed
 	dvfslab bench
+
+# A sha256 of each result of a fixed set of runs, to compare two builds (docs/speed.md).
+fingerprint:
+	scripts/fingerprint

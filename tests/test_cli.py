@@ -279,7 +279,8 @@ def test_bench_reports_speed_for_every_scenario(cli):
     run = cli("bench", "--seconds", "0.02", "--json")
     assert run.code == 0, run.stderr
     benches = json.loads(run.stdout)
-    assert [b["scenario"] for b in benches] == ["periodic", "server", "database"]
+    names = [b["scenario"] for b in benches]
+    assert names == ["periodic", "server", "database", "epyc-loaded", "epyc-server"]
     expected = {
         "scenario",
         "setup",
@@ -287,15 +288,27 @@ def test_bench_reports_speed_for_every_scenario(cli):
         "sim_time_s",
         "wall_time_s",
         "events_per_s",
+        "sim_s_per_wall_s",
         "sim_cpu_s_per_wall_s",
+        "goal",
+        "goal_unit",
     }
     for bench in benches:
         assert expected <= bench.keys()
         assert bench["sim_time_s"] == pytest.approx(0.02, rel=0.01)
         assert bench["events"] > 0
         assert bench["events_per_s"] > 0
+        assert bench["sim_s_per_wall_s"] == pytest.approx(0.02 / bench["wall_time_s"], rel=0.01)
     assert "tbench:clients=320" in benches[1]["setup"]
     assert "pgbench:rw=0" in benches[2]["setup"]
+    # The large machine's rows, with their goals in simulated seconds per wall second.
+    assert "epyc7742-2s, schedutil, cpu-bound:threads=256" in benches[3]["setup"]
+    assert "tbench:clients=256" in benches[4]["setup"]
+    assert [(b["goal"], b["goal_unit"]) for b in benches[3:]] == [
+        (200, "simulated s per wall s"),
+        (1, "simulated s per wall s"),
+    ]
+    assert {b["goal_unit"] for b in benches[:3]} == {"events/s"}
 
 
 def test_bench_repeats_report_the_fastest_run(cli):
@@ -308,6 +321,7 @@ def test_bench_repeats_report_the_fastest_run(cli):
     text = cli("bench", "--scenario", "periodic", "--seconds", "0.05", "--repeat", "2")
     assert text.code == 0, text.stderr
     assert "fastest of 2" in text.stdout
+    assert "10,000,000 events/s (" in text.stdout  # the scenario's goal
     bad = cli("bench", "--repeat", "0")
     assert bad.code != 0
     assert "--repeat" in bad.stderr

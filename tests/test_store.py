@@ -192,6 +192,45 @@ def test_ray_runs_the_same_tasks(tmp_path):
     assert list(load_results(local)["metric_value"]) == list(df["metric_value"])
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_campaign_on_a_multi_process_ray_cluster_gives_the_local_results(tmp_path):
+    # A head node and a second node, each its own raylet and worker processes, reached by the
+    # head's address as `--ray HOST:PORT` reaches a cluster started with `ray start --head`.
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        summary = run_campaign(
+            tiny(), tmp_path / "ray", ray_address=cluster.address, progress=False
+        )
+    finally:
+        cluster.shutdown()
+    assert (summary.backend, summary.executed, summary.workers) == ("ray", TINY_RUNS, 2)
+    run_quietly(tiny(), tmp_path / "local")
+    on_ray, local = (load_results(tmp_path / d).set_index("run_key") for d in ("ray", "local"))
+    assert os.getpid() not in set(on_ray["worker_pid"])
+    # Every run's whole result, its wall time aside, is the one this process computes.
+    assert sorted(on_ray.index) == sorted(local.index)
+    for key in local.index:
+        ray_json, local_json = (json.loads(df.at[key, "run_json"]) for df in (on_ray, local))
+        ray_json.pop("wall_time_s")
+        local_json.pop("wall_time_s")
+        assert ray_json == local_json, key
+
+
+def test_a_ray_client_address_without_ray_client_is_a_config_error(tmp_path, monkeypatch):
+    import socket
+
+    from dvfslab._runner import check_ray
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # Ray without its client extra
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with pytest.raises(ConfigError, match=r"needs Ray Client \(ray\[client\]\): pip install"):
+            check_ray(f"ray://127.0.0.1:{port}")
+
+
 @pytest.mark.parametrize(
     ("address", "says"),
     [

@@ -317,6 +317,20 @@ def check_ray(address: str) -> None:
             f"--ray {address}: cannot reach {host}:{port} ({reason}); is a Ray cluster "
             "running there (`ray start --head`)?"
         ) from None
+    if address.startswith(RAY_CLIENT_SCHEME):
+        _check_ray_client(address)
+
+
+def _check_ray_client(address: str) -> None:
+    """A Ray Client address needs ray's client extra (grpcio), which plain `pip install ray`
+    leaves out; without it ray.init fails deep inside Ray."""
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            f"--ray {address}: a ray:// address needs Ray Client (ray[client]): "
+            "pip install 'dvfslab[ray]' (or pip install 'ray[client]')"
+        ) from None
 
 
 def ray_endpoint(address: str) -> tuple[str, int] | None:

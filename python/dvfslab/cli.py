@@ -758,11 +758,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 (
                     "speed",
                     f"{fmt_number(bench['events_per_s'])} events/s, "
+                    f"{fmt_number(bench['sim_s_per_wall_s'])} simulated s per wall-s, "
                     f"{fmt_number(bench['sim_cpu_s_per_wall_s'])} simulated CPU-s per wall-s",
                 ),
+                ("goal", _bench_goal(bench)),
             ]
         )
     return 0
+
+
+def _bench_goal(bench: dict[str, Any]) -> str:
+    reached = bench["events_per_s" if bench["goal_unit"] == "events/s" else "sim_s_per_wall_s"]
+    verdict = "reached" if reached >= bench["goal"] else "not reached"
+    return f"{fmt_number(bench['goal'])} {bench['goal_unit']} ({verdict})"
 
 
 def _bench_wall(times: list[float]) -> str:

@@ -11,8 +11,13 @@
 //!   as Linux 5.2 ran it, read-only pgbench with 48 clients and two pgbench threads: the
 //!   benchmark that takes the largest share of the intel-invariance campaign's time, with
 //!   hundreds of thousands of short idle periods a second (menu, the event queue, SMT).
+//! - `epyc-loaded`: `epyc7742-2s` (256 CPUs), schedutil, 256 CPU-bound threads: the tick
+//!   path of a large, fully loaded machine (PELT, governor callbacks, the package controller).
+//! - `epyc-server`: `epyc7742-2s`, schedutil, tbench with 256 client/server pairs: wake-up
+//!   placement and idle-CPU searches over 256 CPUs.
 //!
-//! Seed 1 for all.
+//! Seed 1 for all. Each scenario has a goal, in events per wall second or in simulated seconds
+//! per wall second, that `dvfslab bench` and `make bench` print beside the figure.
 
 use serde_json::{json, Value};
 
@@ -29,7 +34,14 @@ pub struct Scenario {
     pub workload: &'static str,
     /// Simulated seconds by default: about half a wall second on a laptop core.
     pub default_seconds: f64,
+    /// The speed to reach, in the unit of `goal_unit`.
+    pub goal: f64,
+    /// `events/s` or `simulated s per wall s`.
+    pub goal_unit: &'static str,
 }
+
+const EVENTS: &str = "events/s";
+const SIM_S: &str = "simulated s per wall s";
 
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
@@ -38,6 +50,8 @@ pub const SCENARIOS: &[Scenario] = &[
         governor: "performance",
         workload: "periodic:threads=48,run_us=2000,period_us=10000,jitter_pct=20,offset_us=200",
         default_seconds: 60.0,
+        goal: 10e6,
+        goal_unit: EVENTS,
     },
     Scenario {
         name: "server",
@@ -45,6 +59,8 @@ pub const SCENARIOS: &[Scenario] = &[
         governor: "schedutil:invariant=1,freq_max=4c,kernel=5.2,driver=intel_cpufreq",
         workload: "tbench:clients=320",
         default_seconds: 0.2,
+        goal: 10e6,
+        goal_unit: EVENTS,
     },
     Scenario {
         name: "database",
@@ -52,6 +68,26 @@ pub const SCENARIOS: &[Scenario] = &[
         governor: "schedutil:invariant=0,kernel=5.2,driver=intel_cpufreq",
         workload: "pgbench:rw=0,clients=48,threads=2",
         default_seconds: 1.0,
+        goal: 10e6,
+        goal_unit: EVENTS,
+    },
+    Scenario {
+        name: "epyc-loaded",
+        platform: "epyc7742-2s",
+        governor: "schedutil",
+        workload: "cpu-bound:threads=256",
+        default_seconds: 40.0,
+        goal: 200.0,
+        goal_unit: SIM_S,
+    },
+    Scenario {
+        name: "epyc-server",
+        platform: "epyc7742-2s",
+        governor: "schedutil",
+        workload: "tbench:clients=256",
+        default_seconds: 0.1,
+        goal: 1.0,
+        goal_unit: SIM_S,
     },
 ];
 
@@ -81,8 +117,11 @@ pub fn run(scenario: &Scenario, platform_json: &str, seconds: f64) -> Result<Val
         "sim_time_s": r.sim_time_s,
         "wall_time_s": r.wall_time_s,
         "events_per_s": r.events as f64 / r.wall_time_s,
+        "sim_s_per_wall_s": r.sim_time_s / r.wall_time_s,
         "sim_cpu_s_per_wall_s": r.sim_time_s * r.per_cpu.len() as f64 / r.wall_time_s,
         "busy_cpu_s_per_wall_s": busy_cpu_s / r.wall_time_s,
+        "goal": scenario.goal,
+        "goal_unit": scenario.goal_unit,
     }))
 }
 

@@ -5,12 +5,15 @@
 //!
 //! Busy machines cancel most of what they schedule (a run segment ended by every preemption
 //! and every frequency change, a tick re-armed at every wake-up). Those two kinds are at most
-//! one per CPU, and a new one always supersedes the CPU's last, so they live apart in a
-//! tournament tree with one leaf per (CPU, kind), replaced in place: no stale copies to sift
-//! past, and a new key replays only the matches it can change. The rest go to a binary heap,
-//! which the loop sweeps of stale events now and then (`retain`) so that it stays near its
-//! live size. Both order by the same (time, seq) keys, so the merged order, and with it every
-//! run, is what one heap of everything gives.
+//! one per CPU, and a new one always supersedes the CPU's last. Run-segment ends live apart in
+//! a tournament tree with one leaf per CPU, replaced in place: no stale copies to sift past,
+//! and a new key replays only the matches it can change. Ticks fall on a few instants (the
+//! tick boundaries: every busy CPU's next tick is the same one), so they are kept in one list
+//! per instant, in scheduling order, and a superseded tick is skipped when its list is read:
+//! a machine of hundreds of loaded CPUs pops its ticks in constant time. The rest go to a
+//! binary heap, which the loop sweeps of stale events now and then (`retain`) so that it
+//! stays near its live size. All order by the same (time, seq) keys, so the merged order, and
+//! with it every run, is what one heap of everything gives.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -69,12 +72,96 @@ impl Ord for Entry {
     }
 }
 
-/// The place of an event that each CPU holds at most one of, or None for the other kinds.
+/// The slot of a run segment's end (one per CPU), None for the other kinds.
 fn slot_of(event: &Event) -> Option<usize> {
     match *event {
-        Event::SegmentEnd { cpu, .. } => Some(2 * cpu as usize),
-        Event::Tick { cpu, .. } => Some(2 * cpu as usize + 1),
+        Event::SegmentEnd { cpu, .. } => Some(cpu as usize),
         _ => None,
+    }
+}
+
+/// The ticks, one list per instant in time order, each list in scheduling (seq) order. A
+/// CPU's new tick supersedes its queued one, which stays in its list and is skipped there.
+#[derive(Default)]
+struct TickLists {
+    lists: std::collections::VecDeque<TickList>,
+    /// Per CPU, the (seq, token) of its queued tick.
+    queued: Vec<Option<(u64, u32)>>,
+    len: usize,
+    /// Emptied lists, kept for their storage.
+    spare: Vec<Vec<(u64, u32)>>,
+}
+
+/// The ticks due at one instant.
+struct TickList {
+    time: TimeNs,
+    /// (seq, cpu), in seq order.
+    ticks: Vec<(u64, u32)>,
+    /// How many of `ticks` were read.
+    read: usize,
+}
+
+impl TickLists {
+    fn push(&mut self, time: TimeNs, seq: u64, cpu: u32, token: u32) {
+        let c = cpu as usize;
+        if c >= self.queued.len() {
+            self.queued.resize(c + 1, None);
+        }
+        if self.queued[c].replace((seq, token)).is_none() {
+            self.len += 1;
+        }
+        // Most ticks go to the next tick boundary, at the front or just behind it.
+        let at = self.lists.iter().position(|l| l.time >= time).unwrap_or(self.lists.len());
+        if self.lists.get(at).is_none_or(|l| l.time != time) {
+            let ticks = self.spare.pop().unwrap_or_default();
+            self.lists.insert(at, TickList { time, ticks, read: 0 });
+        }
+        self.lists[at].ticks.push((seq, cpu));
+    }
+
+    /// The earliest queued tick, after dropping the read and superseded ones before it.
+    fn peek(&mut self) -> Option<Entry> {
+        loop {
+            let list = self.lists.front_mut()?;
+            while let Some(&(seq, cpu)) = list.ticks.get(list.read) {
+                match self.queued[cpu as usize] {
+                    Some((queued, token)) if queued == seq => {
+                        return Some(Entry { time: list.time, seq, event: Event::Tick { cpu, token } });
+                    }
+                    _ => list.read += 1,
+                }
+            }
+            let mut ticks = self.lists.pop_front().expect("a front list").ticks;
+            ticks.clear();
+            self.spare.push(ticks);
+        }
+    }
+
+    /// Take the tick `peek` returned.
+    fn pop_peeked(&mut self, cpu: u32) {
+        self.queued[cpu as usize] = None;
+        self.len -= 1;
+        if let Some(front) = self.lists.front_mut() {
+            front.read += 1;
+        }
+    }
+
+    /// Drop the queued ticks `live` rejects.
+    fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
+        for (cpu, queued) in self.queued.iter_mut().enumerate() {
+            if let Some((_, token)) = *queued {
+                if !live(&Event::Tick { cpu: cpu as u32, token }) {
+                    *queued = None;
+                    self.len -= 1;
+                }
+            }
+        }
+        let queued = &self.queued;
+        for list in self.lists.iter_mut() {
+            list.ticks.drain(..list.read);
+            list.read = 0;
+            list.ticks.retain(|&(seq, cpu)| queued[cpu as usize].is_some_and(|(q, _)| q == seq));
+        }
     }
 }
 
@@ -178,6 +265,8 @@ impl SlotTree {
                 if holder as usize != slot {
                     break;
                 }
+                // Both children read, the winner picked without a branch on which side the
+                // slot is (a branch there mispredicts half the time).
                 self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
             }
             node /= 2;
@@ -190,8 +279,9 @@ impl SlotTree {
 pub struct EventQueue {
     /// Events of the kinds without a slot.
     heap: BinaryHeap<Entry>,
-    /// Each CPU's run-segment end and tick.
+    /// Each CPU's run-segment end.
     slots: SlotTree,
+    ticks: TickLists,
     seq: u64,
     now: TimeNs,
 }
@@ -203,7 +293,7 @@ impl EventQueue {
 
     /// Events scheduled and not yet popped (stale ones included until swept or superseded).
     pub fn len(&self) -> usize {
-        self.heap.len() + self.slots.len()
+        self.heap.len() + self.slots.len() + self.ticks.len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -213,7 +303,8 @@ impl EventQueue {
     /// Keep only the events `live` accepts.
     pub fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
         self.heap.retain(|e| live(&e.event));
-        self.slots.retain(live);
+        self.slots.retain(&mut live);
+        self.ticks.retain(live);
     }
 
     /// Schedule `event` at `time`. Scheduling into the past is a bug in the caller. A run
@@ -224,19 +315,31 @@ impl EventQueue {
         let time = time.max(self.now);
         self.seq += 1;
         let entry = Entry { time, seq: self.seq, event };
-        match slot_of(&event) {
-            Some(slot) => self.slots.set(slot, entry),
-            None => self.heap.push(entry),
+        match event {
+            Event::Tick { cpu, token } => self.ticks.push(time, self.seq, cpu, token),
+            _ => match slot_of(&event) {
+                Some(slot) => self.slots.set(slot, entry),
+                None => self.heap.push(entry),
+            },
         }
     }
 
     pub fn pop(&mut self) -> Option<(TimeNs, Event)> {
-        let from_slots = match (self.heap.peek(), self.slots.peek()) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(h), Some(s)) => key(&s) < key(h),
+        // No event has the key NO_KEY: it stands for an empty queue.
+        let tick = self.ticks.peek();
+        let slot = self.slots.peek();
+        let (tick_key, slot_key) = (tick.as_ref().map_or(NO_KEY, key), slot.as_ref().map_or(NO_KEY, key));
+        let heap_key = self.heap.peek().map_or(NO_KEY, key);
+        let e = match (tick, slot) {
+            (Some(t), _) if tick_key < slot_key && tick_key < heap_key => {
+                if let Event::Tick { cpu, .. } = t.event {
+                    self.ticks.pop_peeked(cpu);
+                }
+                t
+            }
+            (_, Some(_)) if slot_key < heap_key => self.slots.pop()?,
+            _ => self.heap.pop()?,
         };
-        let e = if from_slots { self.slots.pop()? } else { self.heap.pop()? };
         self.now = e.time;
         Some((e.time, e.event))
     }
@@ -299,7 +402,8 @@ mod tests {
     }
 
     /// Against a plain list that drops a CPU's previous event of the same kind and pops the
-    /// smallest (time, seq): random pushes and pops, with equal times and supersessions.
+    /// smallest (time, seq): random pushes, pops and sweeps, with equal times and
+    /// supersessions.
     #[test]
     fn pops_in_the_order_of_a_reference_list() {
         use rand::{Rng, SeedableRng};
@@ -307,8 +411,16 @@ mod tests {
         let mut q = EventQueue::default();
         let mut reference: Vec<(TimeNs, u64, Event)> = Vec::new();
         let mut seq = 0;
+        let token = |e: &Event| match *e {
+            Event::SegmentEnd { token, .. } | Event::Tick { token, .. } | Event::TimerWake { token, .. } => token,
+            _ => 0,
+        };
         for step in 0..20_000u32 {
-            if rng.gen_bool(0.55) {
+            if rng.gen_bool(0.01) {
+                // A sweep: events made stale (here, every seventh token) go.
+                q.retain(|e| token(e) % 7 != 0);
+                reference.retain(|(_, _, e)| token(e) % 7 != 0);
+            } else if rng.gen_bool(0.55) {
                 let time = q.now() + rng.gen_range(0..50);
                 let cpu = rng.gen_range(0..6);
                 let event = match rng.gen_range(0..3) {
@@ -317,8 +429,14 @@ mod tests {
                     _ => Event::TimerWake { task: cpu, token: step },
                 };
                 seq += 1;
-                if let Some(slot) = slot_of(&event) {
-                    reference.retain(|(_, _, e)| slot_of(e) != Some(slot));
+                // A CPU's run-segment end or tick supersedes its last of the same kind.
+                let owner = |e: &Event| match *e {
+                    Event::SegmentEnd { cpu, .. } => Some((0, cpu)),
+                    Event::Tick { cpu, .. } => Some((1, cpu)),
+                    _ => None,
+                };
+                if let Some(o) = owner(&event) {
+                    reference.retain(|(_, _, e)| owner(e) != Some(o));
                 }
                 reference.push((time, seq, event));
                 q.push(time, event);

@@ -208,6 +208,8 @@ pub(crate) struct Policy {
     pub cur_khz: u32,
     pub table: Vec<u32>,
     pub timer_token: u32,
+    /// The driver's `cpuinfo.max_freq` for the simulated kernel, read at every decision.
+    pub cpuinfo_max_khz: u32,
 }
 
 /// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
@@ -471,7 +473,15 @@ impl Sim {
             .iter()
             .map(|p| {
                 let table = driver.table_khz(&plat, p.cluster);
-                Policy { min_khz: table[0], max_khz: table[table.len() - 1], cur_khz: table[0], table, timer_token: 0 }
+                let cpuinfo_max_khz = driver.cpuinfo_max_khz(&plat, p.cluster, kernel);
+                Policy {
+                    min_khz: table[0],
+                    max_khz: table[table.len() - 1],
+                    cur_khz: table[0],
+                    table,
+                    timer_token: 0,
+                    cpuinfo_max_khz,
+                }
             })
             .collect();
         let packages = plat
@@ -882,7 +892,7 @@ impl PolicyCtx for LivePolicy<'_> {
         (f.min_khz, f.base_khz, f.max_khz)
     }
     fn cpuinfo_max_khz(&self) -> u32 {
-        self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.sim.plat.policies[self.policy].cluster, self.sim.kernel)
+        self.sim.policies[self.policy].cpuinfo_max_khz
     }
     fn transition_latency_ns(&self) -> Option<u64> {
         self.sim.driver.transition_latency_ns(&self.sim.plat, self.sim.plat.policies[self.policy].cluster)

@@ -48,31 +48,11 @@ impl IdleHistory {
         if self.len < INTERVALS {
             return self.avg_ns;
         }
-        const MAX_AGREEING_VARIANCE_NS2: u128 = 20_000 * 20_000;
-        let (mut sum, mut squares) = (0u128, 0u128);
-        let (mut largest, mut second) = (0u64, 0u64);
+        let mut sums = Sums::default();
         for &s in &self.samples {
-            sum += s as u128;
-            squares += (s as u128) * (s as u128);
-            if s > largest {
-                second = largest;
-                largest = s;
-            } else if s > second {
-                second = s;
-            }
+            sums.add(s, 1);
         }
-        let n = INTERVALS as u128;
-        for (n, dropped) in [(n, None), (n - 1, Some(largest)), (n - 2, Some(second))] {
-            if let Some(d) = dropped {
-                sum -= d as u128;
-                squares -= (d as u128) * (d as u128);
-            }
-            let spread = n * squares - sum * sum; // n² · variance, never negative
-            if spread <= MAX_AGREEING_VARIANCE_NS2 * n * n || sum * sum > 36 * spread {
-                return (sum / n) as u64;
-            }
-        }
-        self.avg_ns
+        sums.typical(self.avg_ns)
     }
 
     /// The predicted idle duration from `now`, given the next known timer (absolute).
@@ -84,23 +64,89 @@ impl IdleHistory {
     /// shorter than `tick_ns`, the tick wake-up at which menu stops trusting the short history,
     /// if one comes before the next timer. From then on the CPU can sleep as deep as its next
     /// timer allows. Ticks fire on multiples of `tick_ns`.
+    ///
+    /// The replay needs no copy of the history: after k tick wake-ups it holds k long samples
+    /// and the newest 8 − k of its own, whose sums are prefix sums taken once.
     pub fn gives_up_at(&self, now: TimeNs, predicted: u64, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
         if predicted >= tick_ns {
             return None;
         }
-        let mut history = *self;
+        // kept[j]: the sums of the newest j samples.
+        // (Summed in a local, each prefix only written out: reading back an entry just written
+        // stalls on the store.)
+        let mut kept = [Sums::default(); INTERVALS + 1];
+        let mut sums = Sums::default();
+        for (j, &s) in self.samples.iter().enumerate() {
+            sums.add(s, 1);
+            kept[j + 1] = sums;
+        }
+        let (mut avg_ns, mut len) = (self.avg_ns, self.len);
         let mut tick = (now / tick_ns + 1) * tick_ns;
-        for _ in 0..INTERVALS {
+        for k in 1..=INTERVALS {
             if next_timer.is_some_and(|t| t <= tick) {
                 return None;
             }
-            history.push(TICK_WAKEUP_SAMPLE_NS);
-            if history.predict_ns(tick, next_timer) >= tick_ns {
+            // `push(TICK_WAKEUP_SAMPLE_NS)`, then `predict_ns(tick, next_timer)`.
+            avg_ns = if len == 0 { TICK_WAKEUP_SAMPLE_NS } else { avg_ns - avg_ns / 8 + TICK_WAKEUP_SAMPLE_NS / 8 };
+            len = (len + 1).min(INTERVALS);
+            let typical = if len < INTERVALS {
+                avg_ns
+            } else {
+                let mut sums = kept[INTERVALS - k];
+                sums.add(TICK_WAKEUP_SAMPLE_NS, k as u128);
+                sums.typical(avg_ns)
+            };
+            if next_timer.map_or(u64::MAX, |t| t.saturating_sub(tick)).min(typical) >= tick_ns {
                 return Some(tick);
             }
             tick += tick_ns;
         }
         None
+    }
+}
+
+/// Count, sum, sum of squares and the two largest of a set of idle periods.
+#[derive(Clone, Copy, Default)]
+struct Sums {
+    sum: u128,
+    squares: u128,
+    largest: u64,
+    second: u64,
+}
+
+impl Sums {
+    /// Add `times` copies of `s`.
+    fn add(&mut self, s: u64, times: u128) {
+        self.sum += times * s as u128;
+        self.squares += times * (s as u128) * (s as u128);
+        // Past two copies, more change neither of the two largest.
+        for _ in 0..times.min(2) {
+            if s > self.largest {
+                self.second = self.largest;
+                self.largest = s;
+            } else if s > self.second {
+                self.second = s;
+            }
+        }
+    }
+
+    /// menu's typical interval of these INTERVALS samples (see [`IdleHistory::typical_ns`]),
+    /// `avg_ns` when they never agree.
+    fn typical(self, avg_ns: u64) -> u64 {
+        const MAX_AGREEING_VARIANCE_NS2: u128 = 20_000 * 20_000;
+        let Sums { mut sum, mut squares, largest, second } = self;
+        let n = INTERVALS as u128;
+        for (n, dropped) in [(n, None), (n - 1, Some(largest)), (n - 2, Some(second))] {
+            if let Some(d) = dropped {
+                sum -= d as u128;
+                squares -= (d as u128) * (d as u128);
+            }
+            let spread = n * squares - sum * sum; // n² · variance, never negative
+            if spread <= MAX_AGREEING_VARIANCE_NS2 * n * n || sum * sum > 36 * spread {
+                return (sum / n) as u64;
+            }
+        }
+        avg_ns
     }
 }
 
@@ -175,6 +221,51 @@ mod tests {
         let long = history(&[10_000_000; 8]);
         assert_eq!(long.predict_ns(1_000, None), 10_000_000);
         assert_eq!(long.predict_ns(1_000, Some(2_001_000)), 2_000_000);
+    }
+
+    /// The replay as menu lives it: push a tick wake-up's sample, predict again.
+    fn gives_up_by_replay(h: &IdleHistory, now: TimeNs, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
+        if h.predict_ns(now, next_timer) >= tick_ns {
+            return None;
+        }
+        let mut history = *h;
+        let mut tick = (now / tick_ns + 1) * tick_ns;
+        for _ in 0..INTERVALS {
+            if next_timer.is_some_and(|t| t <= tick) {
+                return None;
+            }
+            history.push(TICK_WAKEUP_SAMPLE_NS);
+            if history.predict_ns(tick, next_timer) >= tick_ns {
+                return Some(tick);
+            }
+            tick += tick_ns;
+        }
+        None
+    }
+
+    #[test]
+    fn giving_up_agrees_with_the_replay() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        let mut gave_up = 0;
+        for _ in 0..20_000 {
+            let tick_ns = [1_000_000, 4_000_000][rng.gen_range(0..2)];
+            let mut h = IdleHistory::default();
+            for _ in 0..rng.gen_range(0..12) {
+                let s = match rng.gen_range(0..10) {
+                    0 => TICK_WAKEUP_SAMPLE_NS,
+                    1 => rng.gen_range(0..200_000_000),
+                    _ => rng.gen_range(0..3 * tick_ns),
+                };
+                h.push(s);
+            }
+            let now = rng.gen_range(0..1_000_000_000);
+            let timer = rng.gen_bool(0.5).then(|| now + rng.gen_range(0..20 * tick_ns));
+            let expected = gives_up_by_replay(&h, now, timer, tick_ns);
+            assert_eq!(h.gives_up_at(now, h.predict_ns(now, timer), timer, tick_ns), expected, "{h:?} {now} {timer:?}");
+            gave_up += expected.is_some() as u32;
+        }
+        assert!(gave_up > 1_000, "{gave_up}");
     }
 
     #[test]

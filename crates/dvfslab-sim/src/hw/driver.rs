@@ -83,6 +83,21 @@ impl Driver {
         }
     }
 
+    /// The last entry of [`Driver::table_khz`], without building the table: governors ask for
+    /// it on every decision.
+    fn table_top_khz(self, plat: &Platform, cluster: usize) -> u32 {
+        let f = &plat.cluster(cluster).frequency;
+        let below_base = || f.pstates_khz.iter().rev().copied().find(|&k| k <= f.base_khz);
+        let top = match self {
+            Driver::AcpiCpufreq if plat.file.vendor == Vendor::Intel && f.max_khz > f.base_khz => {
+                Some(f.base_khz + 1000)
+            }
+            Driver::AcpiCpufreq => below_base(),
+            _ => f.pstates_khz.last().copied(),
+        };
+        top.expect("a non-empty table")
+    }
+
     /// The frequency the hardware aims for when the policy requests `khz`, before the turbo
     /// limit for the active-core count is applied. The "turbo allowed" entries map to max_khz.
     pub fn hardware_target_khz(self, plat: &Platform, cluster: usize, khz: u32) -> u32 {
@@ -147,7 +162,7 @@ impl Driver {
     /// ```
     /// It is schedutil's reference when PELT is invariant.
     pub fn cpuinfo_max_khz(self, plat: &Platform, cluster: usize, kernel: KernelVersion) -> u32 {
-        let top = *self.table_khz(plat, cluster).last().expect("a non-empty table");
+        let top = self.table_top_khz(plat, cluster);
         if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12) {
             return top;
         }
@@ -257,6 +272,16 @@ mod tests {
         let haswell = haswell();
         assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 2_301_000);
         assert_eq!(Driver::IntelCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 3_100_000);
+    }
+
+    #[test]
+    fn the_table_top_is_the_tables_last_entry() {
+        for plat in [epyc(), haswell()] {
+            for &(name, driver) in Driver::ALL {
+                let table = driver.table_khz(&plat, 0);
+                assert_eq!(Some(&driver.table_top_khz(&plat, 0)), table.last(), "{name}");
+            }
+        }
     }
 
     #[test]

@@ -419,8 +419,19 @@ impl Sim {
         if !self.only_awake_cpus_vote(d) || !self.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
-        let votes = |p: &&usize| self.plat.policies[**p].cpus.iter().any(|&c| self.cpu_awake(c));
-        dom.policies.iter().filter(votes).map(request).max().unwrap_or(self.domains[d].request_khz)
+        // The highest request of a voting policy; whether a policy votes matters only when its
+        // request would raise the highest so far (on an Intel package most requests are equal).
+        let mut highest: Option<u32> = None;
+        for p in &dom.policies {
+            let khz = request(p);
+            if highest.is_some_and(|h| h >= khz) {
+                continue;
+            }
+            if self.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
+                highest = Some(khz);
+            }
+        }
+        highest.unwrap_or(self.domains[d].request_khz)
     }
 
     /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:

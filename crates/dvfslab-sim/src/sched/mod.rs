@@ -790,9 +790,11 @@ impl Sim {
             }
             let now = self.q.now();
             let t = &mut self.tasks[task];
-            let op = t.program[t.pc].clone();
+            // The program is shared (a count, not a copy), so the operation is read in place.
+            let program = std::rc::Rc::clone(&t.program);
+            let pc = t.pc;
             t.pc += 1;
-            match op {
+            match program[pc] {
                 Op::Run { cycles, mem_frac } => {
                     let w = self.draw(task, cycles);
                     if w > 0.0 {
@@ -946,8 +948,8 @@ impl Sim {
                         return false;
                     }
                 }
-                Op::SetAffinity { cpus } => {
-                    self.tasks[task].attrs.affinity = cpus;
+                Op::SetAffinity { ref cpus } => {
+                    self.tasks[task].attrs.affinity = cpus.clone();
                     if !self.allowed(task, cpu) {
                         // Off this CPU now: requeue through wake-up placement.
                         self.sleep_curr(cpu, None);
@@ -961,7 +963,7 @@ impl Sim {
                     a.uclamp_min = min;
                     a.uclamp_max = max;
                 }
-                Op::Continue(next) => {
+                Op::Continue(ref next) => {
                     let t = &mut self.tasks[task];
                     t.program = next.load();
                     t.pc = 0;

@@ -381,7 +381,13 @@ const KTHREAD_INTERVAL_MAX_NS: f64 = 1e18;
 pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], devices: usize) -> Result<()> {
     let all =
         tasks.iter().map(|t| (t.name.as_str(), &t.program)).chain(programs.iter().map(|p| ("(spawned program)", p)));
+    // Tasks of one kind share their program (tbench's clients, thousands of operations each):
+    // one check of each is enough, and the first task that has it is the one an error names.
+    let mut checked = std::collections::HashSet::new();
     for (task, prog) in all {
+        if !checked.insert(prog.as_ptr()) {
+            continue;
+        }
         let err = |msg: String| Err(SimError::config(format!("workload '{name}'"), task, msg));
         if prog.is_empty() {
             return err("empty program".into());
