@@ -108,6 +108,31 @@ class Policy:
     idle_s: list[float]
     iowait_s: list[float]
 
+class SteppedSim:
+    """A simulation stepped one decision interval at a time (dvfslab.gym)."""
+
+    tables_khz: list[list[int]]
+    policy_cpus: list[list[int]]
+    result_json: str | None
+
+    def __init__(
+        self,
+        platform_json: str,
+        platform_source: str,
+        governor: str,
+        workload: str,
+        decision_ns: int,
+        *,
+        duration_ns: int | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    def step(self, opp: list[int]) -> bool:
+        """Ask each policy for its table entry `opp[p]`, run to the next decision; True once the
+        run ended."""
+    def observe(self) -> dict[str, Any]:
+        """time_s, util, idle, busy_s (per CPU), opp, cur_khz (per policy), energy_j and
+        policy_energy_j since the start."""
+
 def simulate(
     platform_json: str,
     platform_source: str,

@@ -33,14 +33,17 @@ try:
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError("dvfslab.gym needs Gymnasium: pip install 'dvfslab[gym]'") from e
 
+POWER_BOUND_W = float(np.finfo(np.float32).max)
+"""The power space's upper bound: no policy's power is bounded by the model."""
+
 Reward = Callable[[dict[str, np.ndarray], dict[str, float]], float]
 
 
-class DvfsEnv(gymnasium.Env):  # type: ignore[misc]
+class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
     """The simulator as a Gymnasium environment: `platform` runs `workload` for `duration_s`
     simulated seconds, the agent choosing every policy's frequency every `decision_ms`."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it so)
 
     def __init__(
         self,
@@ -67,16 +70,26 @@ class DvfsEnv(gymnasium.Env):  # type: ignore[misc]
         self._policy_cpus = probe.policy_cpus
         ncpus = sum(len(c) for c in self._policy_cpus)
         self.action_space = spaces.MultiDiscrete([len(t) for t in self._tables])
-        self.observation_space = spaces.Dict(
+        self.observation_space = spaces.Dict(  # type: ignore[assignment]
             {
                 "util": spaces.Box(0.0, 1.0, (ncpus,), np.float32),
                 "idle": spaces.Box(0.0, 1.0, (ncpus,), np.float32),
                 "opp": spaces.MultiDiscrete([len(t) for t in self._tables]),
-                "power_w": spaces.Box(0.0, np.inf, (len(self._tables),), np.float32),
+                "power_w": spaces.Box(0.0, POWER_BOUND_W, (len(self._tables),), np.float32),
             }
         )
         self._sim: Any = None
         self._last: dict[str, Any] = {}
+
+    @property
+    def policy_cpus(self) -> list[list[int]]:
+        """Each policy's CPUs, as the observation's per-CPU arrays number them."""
+        return [list(c) for c in self._policy_cpus]
+
+    @property
+    def tables_khz(self) -> list[list[int]]:
+        """Each policy's frequency table (kHz, ascending): an action is an index in it."""
+        return [list(t) for t in self._tables]
 
     def _new_sim(self, seed: int) -> Any:
         return _core.SteppedSim(
@@ -98,9 +111,7 @@ class DvfsEnv(gymnasium.Env):  # type: ignore[misc]
         obs, info = self._observation(self._last, self._last)
         return obs, info
 
-    def step(
-        self, action: Any
-    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._sim is None:
             raise RuntimeError("call reset() before step()")
         ended = self._sim.step([int(a) for a in np.asarray(action).reshape(-1)])
@@ -129,7 +140,7 @@ class DvfsEnv(gymnasium.Env):  # type: ignore[misc]
         for p, cpus in enumerate(self._policy_cpus):
             share = 1.0 - now["cur_khz"][p] / self._tables[p][-1]
             lost += share * sum(now["busy_s"][c] for c in cpus)
-        obs = {
+        obs: dict[str, np.ndarray] = {
             "util": np.asarray(now["util"], dtype=np.float32),
             "idle": np.asarray(now["idle"], dtype=np.float32),
             "opp": np.asarray(now["opp"], dtype=np.int64),
