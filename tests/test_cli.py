@@ -280,7 +280,14 @@ def test_bench_reports_speed_for_every_scenario(cli):
     assert run.code == 0, run.stderr
     benches = json.loads(run.stdout)
     names = [b["scenario"] for b in benches]
-    assert names == ["periodic", "server", "database", "epyc-loaded", "epyc-server"]
+    assert names == [
+        "periodic",
+        "server",
+        "database",
+        "epyc-loaded",
+        "epyc-server",
+        "python-governor",
+    ]
     expected = {
         "scenario",
         "setup",
@@ -299,6 +306,9 @@ def test_bench_reports_speed_for_every_scenario(cli):
         assert bench["events"] > 0
         assert bench["events_per_s"] > 0
         assert bench["sim_s_per_wall_s"] == pytest.approx(0.02 / bench["wall_time_s"], rel=0.01)
+    # 48 policies asking every 1 ms: at 1..19 ms (the run ends at 20 ms).
+    assert benches[5]["decisions"] == 48 * 19
+    assert benches[5]["decisions_per_s"] > 0
     assert "tbench:clients=320" in benches[1]["setup"]
     assert "pgbench:rw=0" in benches[2]["setup"]
     # The large machine's rows, with their goals in simulated seconds per wall second.

@@ -119,3 +119,30 @@ def test_an_objective_is_the_least_favourable_iteration():
     got = scores(df)
     assert got["perf"] == pytest.approx(0.95)  # the worse of 1.10 and 0.95
     assert got["energy"] == pytest.approx(1.2)  # the worse of 0.9 and 1.2
+
+
+def test_a_killed_search_resumes_with_the_runs_it_finished(tmp_path, monkeypatch):
+    from dvfslab import tune as tune_module
+
+    out = tmp_path / "search"
+    real = tune_module._Evaluator.__call__
+    calls = []
+
+    def dies_in_the_second_trial(self, spec, progress):
+        calls.append(spec)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the search is killed mid-trial
+        return real(self, spec, progress)
+
+    monkeypatch.setattr(tune_module._Evaluator, "__call__", dies_in_the_second_trial)
+    assert main([*SEARCH, "--trials", "3", "--out", str(out)]) != 0  # interrupted
+    stored = len(list((out / "runs" / "runs").rglob("*.parquet")))
+    assert stored == 4  # the default's and the first trial's 2 iterations each
+    monkeypatch.setattr(tune_module._Evaluator, "__call__", real)
+    assert main([*SEARCH, "--trials", "3", "--out", str(out), "--json"]) == 0
+    import optuna
+
+    study = optuna.load_study(study_name="dvfslab-tune", storage=f"sqlite:///{out / 'study.db'}")
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == 3
+    assert complete[0].number == 0  # the trial finished before the kill is kept, not rerun

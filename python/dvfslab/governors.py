@@ -158,3 +158,57 @@ def _value(spec: str, key: str, text: str, default: Any) -> Any:
         raise ConfigError(
             f"governor {spec!r}: {key}: expected {kind.__name__}, got {text!r}"
         ) from None
+
+
+BENCH_SCENARIO: dict[str, Any] = {
+    "name": "python-governor",
+    "platform": "haswell-e5-2670v3-2s",
+    "governor": "a Python governor sampling every 1 ms",
+    "workload": "periodic:threads=8",
+    "default_seconds": 10.0,
+    "goal": 1e5,
+    "goal_unit": "decisions/s",
+}
+"""`dvfslab bench`'s row for governors in Python: 48 policies, each asking every 1 ms."""
+
+
+class _BenchGovernor(Governor):
+    """Reads its policy and asks for the top frequency when a CPU is busy: a cheap decision,
+    so the row measures the simulator's cost of calling Python."""
+
+    sampling_ms = 1.0
+    decisions = 0
+
+    def update(self, policy: Policy) -> int | None:
+        type(self).decisions += 1
+        return policy.max_khz if max(policy.util_avg) > 512 else None
+
+
+def bench(seconds: float) -> dict[str, Any]:
+    """The python-governor bench row, in the shape of the simulator's own rows."""
+    import time
+
+    from dvfslab.api import simulate
+
+    _BenchGovernor.decisions = 0
+    s = BENCH_SCENARIO
+    started = time.perf_counter()
+    result = simulate(s["platform"], _BenchGovernor(), s["workload"], duration_s=seconds, seed=1)
+    wall = time.perf_counter() - started
+    n = _BenchGovernor.decisions
+    events = int(result.to_dict().get("events", 0))
+    cpus = len(result.per_cpu)
+    return {
+        "scenario": s["name"],
+        "setup": f"{s['platform']}, {s['governor']}, {s['workload']}",
+        "events": events,
+        "sim_time_s": result.sim_time_s,
+        "wall_time_s": wall,
+        "events_per_s": events / wall,
+        "sim_s_per_wall_s": result.sim_time_s / wall,
+        "sim_cpu_s_per_wall_s": cpus * result.sim_time_s / wall,
+        "decisions": n,
+        "decisions_per_s": n / wall,
+        "goal": s["goal"],
+        "goal_unit": s["goal_unit"],
+    }

@@ -78,6 +78,7 @@ impl SteppedSim {
     /// Build and start the run; every `decision_ns` the controller acts (`step`). `governor`
     /// gives the system settings (kernel=, invariant=...): its own decisions never run.
     #[new]
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (platform_json, platform_source, governor, workload, decision_ns, *, duration_ns=None, seed=0))]
     fn new(
         py: Python<'_>,
