@@ -54,10 +54,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
 
 
 def replay_governor(
-    path: str | os.PathLike[str], platform: PlatformRef, governor: str, *, window_ms: float = 5.0
+    path: str | os.PathLike[str], platform: PlatformRef, governor: str, **options: Any
 ) -> dict[str, Any]:
     """A governor replayed against a recorded trace: its decisions beside the recorded
-    frequency changes (`dvfslab.traces.replay.replay_governor`)."""
+    frequency changes (`dvfslab.traces.replay.replay_governor`, which takes `window_ms`)."""
     from dvfslab.traces.replay import replay_governor as replay
 
-    return replay(path, platform, governor, window_ms=window_ms)
+    return replay(path, platform, governor, **options)

@@ -420,6 +420,8 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
 
 
 def _add_replay(commands: Any) -> None:
+    from dvfslab.traces.replay import DEFAULT_WINDOW_MS
+
     p = _command(
         commands,
         "replay",
@@ -453,9 +455,10 @@ def _add_replay(commands: Any) -> None:
     governor.add_argument(
         "--window-ms",
         type=float,
-        default=5.0,
+        default=DEFAULT_WINDOW_MS,
         metavar="MS",
-        help="pair a model change with a recorded one this close in time (default: 5)",
+        help=f"pair a model change with a recorded one this close in time (default: "
+        f"{DEFAULT_WINDOW_MS:g})",
     )
     _add_json_flag(governor)
     workload = _command(

@@ -10,7 +10,6 @@ from typing import Any
 
 from dvfslab import _core
 from dvfslab.platforms import PlatformRef, load_platform
-from dvfslab.traces.read import trace_text
 
 DEFAULT_WINDOW_MS = 5.0
 """A model change and a recorded one pair within this time: the kernel's slow path (a kthread
@@ -28,6 +27,8 @@ def replay_governor(
     with the recorded changes. Keys: decisions, recorded_changes, model_changes, exact_match,
     within_one_opp, unexplained, explainable, unobservable, timing_ms, changes, divergences,
     warm_up (docs/traces.md)."""
+    from dvfslab.traces.read import trace_text  # pandas, only when a trace is read
+
     text = trace_text(trace)
     output = _core.replay_governor(*load_platform(platform), governor, text, str(trace), window_ms)
     report: dict[str, Any] = json.loads(output)
