@@ -1,4 +1,7 @@
-"""What the fixed-frequency governors make the hardware do (Haswell-EP, 2 x 12 cores).
+"""What the fixed-frequency governors make the hardware do (Haswell-EP, 2 x 12 cores), through
+the Python API. The turbo bins under performance, powersave's minimum, POWER's invariance and
+ondemand's io_is_busy are the simulator's own scenario tests
+(crates/dvfslab-sim/tests/it/scenarios.rs).
 
 Haswell-EP turbo bins (published): 1-2 active cores 3.1 GHz, ..., 6-12 active cores 2.6 GHz;
 P-states 1.2 GHz .. 2.3 GHz base in 100 MHz steps. CPUs n and n+24 are SMT siblings.
@@ -12,7 +15,6 @@ import dvfslab
 from dvfslab.platforms import describe_platform
 
 HASWELL = "haswell-e5-2670v3-2s"
-CORES = 24
 
 
 def busy_cpus(result, threshold_pct: float = 90.0) -> list[dict]:
@@ -22,34 +24,6 @@ def busy_cpus(result, threshold_pct: float = 90.0) -> list[dict]:
 def share_at(row: dict, khz: int) -> float:
     total = sum(row["time_in_freq"].values())
     return row["time_in_freq"].get(str(khz), 0.0) / total if total else 1.0
-
-
-def test_performance_runs_one_busy_core_at_the_one_core_turbo_bin():
-    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=1", duration_s=0.5)
-    [busy] = busy_cpus(result)
-    assert busy["avg_freq_khz"] == pytest.approx(3_100_000, rel=0.01)
-    assert share_at(busy, 3_100_000) > 0.95
-
-
-def test_performance_runs_a_full_machine_at_the_all_core_turbo_bin():
-    # Two threads that start on one core's siblings are spread by active balancing, which
-    # waits for the imbalance to persist (from 144 ms in this 24-CPU LLC): run long enough for
-    # the moved thread's new CPU to be busy most of the run.
-    result = dvfslab.simulate(HASWELL, "performance", "cpu-bound:threads=24", duration_s=2.0)
-    busy = busy_cpus(result)
-    assert len(busy) == CORES
-    assert len({row["cpu"] % CORES for row in busy}) == CORES, "one thread per core"
-    for row in busy:
-        assert row["avg_freq_khz"] == pytest.approx(2_600_000, rel=0.01), row["cpu"]
-        assert share_at(row, 2_600_000) > 0.95, row["cpu"]
-
-
-def test_powersave_keeps_every_cpu_at_the_minimum():
-    result = dvfslab.simulate(HASWELL, "powersave", "cpu-bound:threads=1", duration_s=0.5)
-    [busy] = busy_cpus(result)
-    assert busy["avg_freq_khz"] == pytest.approx(1_200_000, rel=0.01)
-    for row in result.per_cpu:
-        assert share_at(row, 1_200_000) > 0.99, row["cpu"]
 
 
 def test_userspace_runs_at_scaling_setspeed():
@@ -68,29 +42,6 @@ def test_a_busy_cpu_util_avg_approaches_full_scale():
 
 
 # Defaults that follow the simulated kernel and the machine.
-
-
-def test_schedutil_on_power_is_not_frequency_invariant_and_refuses_invariant_1():
-    # powerpc has no arch_scale_freq_capacity: the default is the non-invariant run.
-    workload = "periodic:threads=4,run_us=2000,period_us=8000"
-    default = dvfslab.simulate("power8-powernv", "schedutil", workload, duration_s=0.3, seed=1)
-    off = dvfslab.simulate(
-        "power8-powernv", "schedutil:invariant=0", workload, duration_s=0.3, seed=1
-    )
-    assert default.energy_j == off.energy_j
-    with pytest.raises(dvfslab.ConfigError, match="POWER"):
-        dvfslab.simulate("power8-powernv", "schedutil:invariant=1", workload, duration_s=0.1)
-
-
-def test_ondemand_io_is_busy_follows_should_io_be_busy():
-    # cpufreq_ondemand.c should_io_be_busy: Haswell-EP is Intel family 6 model 63, so I/O wait
-    # counts as busy by default; io_is_busy=1 is accepted and equals the default.
-    workload = "dbench4:clients=2"
-    default = dvfslab.simulate(HASWELL, "ondemand", workload, duration_s=0.5)
-    busy = dvfslab.simulate(HASWELL, "ondemand:io_is_busy=1", workload, duration_s=0.5)
-    idle = dvfslab.simulate(HASWELL, "ondemand:io_is_busy=0", workload, duration_s=0.5)
-    assert default.energy_j == busy.energy_j
-    assert default.energy_j != idle.energy_j
 
 
 def test_epyc_preset_shows_its_pss_latency_cppc_and_one_ms_rate_limit():

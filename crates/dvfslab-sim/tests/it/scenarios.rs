@@ -21,6 +21,9 @@ mod performance {
         let r = run("haswell-e5-2670v3-2s", "performance", "cpu-bound:threads=24", 1.0, 0);
         let busy: Vec<_> = r.summary.per_cpu.iter().filter(|c| c.busy_pct > 50.0).collect();
         assert_eq!(busy.len(), 24);
+        // One thread per core: CPUs n and n + 24 are SMT siblings.
+        let cores: std::collections::BTreeSet<usize> = busy.iter().map(|c| c.cpu % 24).collect();
+        assert_eq!(cores.len(), 24);
         for c in busy {
             assert!((c.avg_freq_khz - 2_600_000.0).abs() < 30_000.0, "cpu {} at {}", c.cpu, c.avg_freq_khz);
         }
