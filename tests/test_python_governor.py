@@ -53,6 +53,12 @@ def test_the_requested_frequency_is_what_every_cpu_of_the_policy_runs():
     decisions = r.df_decisions()
     assert set(decisions[decisions["policy"] == 0]["resolved_khz"]) == {930000}
     assert r.governor == "Fixed"
+    # --explain keeps what the governor saw, at each policy's busiest CPU.
+    inputs = ["cur_khz", "util_avg_max", "util_est_max", "nr_running_max", "busy_share_max"]
+    assert set(inputs) <= set(decisions.columns)
+    late = decisions[decisions["time_s"] > 0.1]
+    assert (late["busy_share_max"] > 0.9).all()  # 8 CPU-bound threads on 8 CPUs
+    assert (late["util_avg_max"] <= 1024).all()
 
 
 def test_a_request_between_entries_resolves_up_as_for_the_built_in_governors():

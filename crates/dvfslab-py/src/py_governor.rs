@@ -139,7 +139,19 @@ impl PyGovernor {
             return;
         }
         let policy = self.policy(ctx, cpu);
-        let (cur, max_util) = (policy.cur_khz, policy.util_avg.iter().copied().max().unwrap_or(0));
+        // What --explain keeps of the inputs the governor saw: each per-CPU signal at its
+        // busiest CPU.
+        let top = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
+        let busiest =
+            policy.busy_s.iter().zip(&policy.idle_s).map(|(b, i)| if b + i > 0.0 { b / (b + i) } else { 0.0 });
+        let inputs = [
+            ("cur_khz", policy.cur_khz as f64),
+            ("util_avg_max", top(&policy.util_avg)),
+            ("util_est_max", top(&policy.util_est)),
+            ("nr_running_max", top(&policy.nr_running)),
+            ("busy_share_max", busiest.fold(0.0, f64::max)),
+            ("cpu", policy.cpu.map_or(-1.0, |c| c as f64)),
+        ];
         let answer = Python::with_gil(|py| -> PyResult<Option<u32>> {
             let out = self.obj.call_method1(py, "update", (policy,))?;
             if out.is_none(py) {
@@ -162,7 +174,7 @@ impl PyGovernor {
             Ok(None) => {}
             Ok(Some(khz)) => {
                 if ctx.explaining() {
-                    ctx.explain(&[("cur_khz", cur as f64), ("util_avg_max", max_util as f64)]);
+                    ctx.explain(&inputs);
                 }
                 ctx.request_khz(khz, Relation::L);
                 self.last_update_ns = Some(ctx.now_ns());
