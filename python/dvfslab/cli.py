@@ -547,8 +547,9 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
 
 
 def cmd_replay_workload(args: argparse.Namespace) -> int:
+    from dvfslab.traces.compare import replay_workload
     from dvfslab.traces.read import read_trace
-    from dvfslab.traces.workload import replay_workload, rtapp_for
+    from dvfslab.traces.workload import rtapp_for
 
     trace = read_trace(args.file)
     if args.rtapp:

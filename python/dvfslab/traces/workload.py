@@ -1,6 +1,6 @@
 """A recorded trace as a workload: each task's runs, sleeps and wake-ups, written as an rt-app
-file that the simulator runs under any governor (closed loop), and the figures that set a
-simulation beside its recording (docs/traces.md).
+file that the simulator runs under any governor (closed loop; docs/traces.md). Running it and
+comparing with the recording is `dvfslab.traces.compare`.
 
 Each task of the trace becomes an rt-app thread that replays what it did:
 
@@ -25,7 +25,6 @@ import functools
 import json
 import os
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from typing import Any
 import pandas as pd
 
 from dvfslab._core import ConfigError
-from dvfslab.api import TRACE_PREFIX
 from dvfslab.platforms import PlatformRef, describe_platform
 from dvfslab.traces.read import Trace
 
@@ -161,7 +159,7 @@ def trace_to_rtapp(trace: Trace, platform: PlatformRef) -> dict[str, Any]:
                 t.events.append(("run", whole))
         t.running_since = now
 
-    for kind, row in _events_in_order(trace):
+    for kind, row in events_in_order(trace):
         now = float(row.time_s)
         if kind == "switch":
             prev = task(int(row.prev_pid), str(row.prev_comm), int(row.prev_prio))
@@ -228,7 +226,7 @@ def _cpus(info: dict[str, Any]) -> list[dict[str, Any]]:
     return [by_cpu[c] for c in sorted(by_cpu)]
 
 
-def _events_in_order(trace: Trace) -> list[tuple[str, Any]]:
+def events_in_order(trace: Trace) -> list[tuple[str, Any]]:
     """Switches and wake-ups by time; at equal times a wake-up first (it precedes the switch
     to the task it woke)."""
     switches = [("switch", r) for r in trace.switches.itertuples(index=False)]
@@ -293,120 +291,3 @@ def _rtapp_cached(path: str, mtime_ns: int, size: int, platform: str) -> str:
     from dvfslab.traces.read import read_trace
 
     return json.dumps(trace_to_rtapp(read_trace(path), platform), indent=1)
-
-
-def figures(
-    trace: Trace, cpu_types: dict[int, str], start_s: float, end_s: float
-) -> dict[str, Any]:
-    """What a run of the workload looks like, for a recording or a simulation's trace alike:
-    per CPU type its share of the busy time and its time at each frequency, and the tasks'
-    activation durations (wake-up to block)."""
-    busy: dict[str, float] = defaultdict(float)
-    sw = trace.switches.sort_values("time_s", kind="stable")
-    for cpu, rows in sw.groupby("cpu"):
-        times = [*rows["time_s"].astype(float), end_s]
-        for t0, t1, pid in zip(times, times[1:], rows["next_pid"]):
-            if int(pid) != 0:
-                busy[cpu_types.get(int(cpu), "?")] += max(min(t1, end_s) - max(t0, start_s), 0.0)
-    total_busy = sum(busy.values())
-    residency: dict[str, dict[int, float]] = {}
-    for cpu, rows in frequency_points(trace).groupby("cpu"):
-        kind = cpu_types.get(int(cpu), "?")
-        if kind in residency:
-            continue  # one CPU per type: a cluster shares its frequency
-        # Before its first known value a CPU ran that value, as far as the trace tells.
-        times = [start_s, *rows["time_s"].astype(float).iloc[1:], end_s]
-        spent: dict[int, float] = defaultdict(float)
-        for t0, t1, khz in zip(times, times[1:], rows["freq_khz"]):
-            spent[int(khz)] += max(min(t1, end_s) - max(t0, start_s), 0.0)
-        span = sum(spent.values())
-        residency[kind] = {k: v / span for k, v in sorted(spent.items())} if span > 0 else {}
-    return {
-        "busy_share": {k: v / total_busy for k, v in sorted(busy.items())} if total_busy else {},
-        "busy_s": total_busy,
-        "residency": residency,
-        "activation_ms": _activations(trace, start_s, end_s),
-    }
-
-
-def _activations(trace: Trace, start_s: float, end_s: float) -> dict[str, float | int]:
-    """Wake-up to the next block of the same task, in ms: count, median, 90th percentile."""
-    woke: dict[int, float] = {}
-    spans: list[float] = []
-    for kind, row in _events_in_order(trace):
-        t = float(row.time_s)
-        if not start_s <= t <= end_s:
-            continue
-        if kind == "wakeup":
-            woke.setdefault(int(row.pid), t)
-        elif int(row.prev_pid) in woke and not str(row.prev_state).startswith("R"):
-            spans.append((t - woke.pop(int(row.prev_pid))) * 1e3)
-    if not spans:
-        return {"count": 0, "median": 0.0, "p90": 0.0}
-    s = pd.Series(spans)
-    return {"count": len(spans), "median": float(s.median()), "p90": float(s.quantile(0.9))}
-
-
-def replay_workload(
-    trace: Trace,
-    platform: PlatformRef,
-    governors: list[str],
-    *,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Run the recording's tasks (`trace_to_rtapp`) under each governor, and set each run's
-    figures (`figures`) beside the recording's. The first governor is taken as the one that
-    was recorded: its `error` is the model's own error on this workload."""
-    from dvfslab.api import simulate
-    from dvfslab.traces import ftrace
-    from dvfslab.traces.read import parse_text, preset_cpu_map
-
-    if not governors:
-        raise ConfigError("replay workload needs at least one governor")
-    types = preset_cpu_map(platform)
-    text = rtapp_for(trace.path, platform)
-    start = float(trace.switches["time_s"].min())
-    end = float(trace.switches["time_s"].max())
-    recorded = figures(trace, types, start, end)
-    runs: dict[str, Any] = {}
-    for governor in governors:
-        result = simulate(
-            platform, governor, f"{TRACE_PREFIX}{trace.path}", seed=seed, timeline=True
-        )
-        simulated = parse_text(ftrace.render(result), f"{governor} on {trace.path}")
-        runs[governor] = {
-            **figures(simulated, types, 0.0, result.sim_time_s),
-            "sim_time_s": result.sim_time_s,
-            "energy_j": result.energy_j,
-            "run_stretch": result.metric.value,
-        }
-    first = runs[governors[0]]
-    return {
-        "trace": trace.path,
-        "span_s": end - start,
-        "tasks": len(json.loads(text)["tasks"]),
-        "recorded": recorded,
-        "runs": runs,
-        "error": _error(first, recorded),
-    }
-
-
-def _error(sim: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
-    """How far a run of the recorded governor is from the recording: busy time (ratio), each
-    CPU type's busy share (difference), each type's frequency residency (total variation
-    distance: half the summed absolute differences, 0 = same, 1 = disjoint), activations
-    (ratio of medians)."""
-    kinds = sorted(set(sim["busy_share"]) | set(rec["busy_share"]))
-    residency = {}
-    for kind in sorted(set(sim["residency"]) & set(rec["residency"])):
-        a, b = sim["residency"][kind], rec["residency"][kind]
-        residency[kind] = 0.5 * sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in set(a) | set(b))
-    rec_act = rec["activation_ms"]["median"]
-    return {
-        "busy_ratio": sim["busy_s"] / rec["busy_s"] if rec["busy_s"] else None,
-        "busy_share_diff": {
-            k: sim["busy_share"].get(k, 0.0) - rec["busy_share"].get(k, 0.0) for k in kinds
-        },
-        "residency_distance": residency,
-        "activation_median_ratio": sim["activation_ms"]["median"] / rec_act if rec_act else None,
-    }
