@@ -182,3 +182,17 @@ def test_a_campaign_reruns_a_python_governor_whose_module_changed(tmp_path):
     module.write_text(body.format("policy.min_khz"))
     after = [r.run_key for r in campaign_from_dict(doc, source="t.toml").runs()]
     assert before != after
+
+
+def test_the_digest_of_a_governor_reads_its_module_without_running_it(tmp_path, monkeypatch):
+    from dvfslab.governors import source_digest
+
+    marker = tmp_path / "ran"
+    (tmp_path / "sideeffect.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    by_name = source_digest("python:sideeffect:G")
+    by_path = source_digest(f"python:{tmp_path / 'sideeffect.py'}:G")
+    assert by_name == by_path
+    assert not marker.exists()
+    with pytest.raises(ConfigError, match="no source file for nosuchmodule"):
+        source_digest("python:nosuchmodule:G")

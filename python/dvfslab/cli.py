@@ -441,10 +441,7 @@ def _add_replay(commands: Any) -> None:
         "  dvfslab replay governor trace.txt -p juno-r0 \\\n"
         "      -g schedutil:kernel=4.19,rate_limit_us=20000",
     )
-    governor.add_argument("file", metavar="FILE", help="ftrace text, or a trace-cmd trace.dat")
-    governor.add_argument(
-        "-p", "--platform", required=True, metavar="PLATFORM", help="the recorded machine's preset"
-    )
+    _add_recording(governor)
     governor.add_argument(
         "-g",
         "--governor",
@@ -471,10 +468,7 @@ def _add_replay(commands: Any) -> None:
         "  dvfslab replay workload trace.txt -p juno-r2 -g schedutil --rtapp tasks.json\n"
         "  dvfslab run -p juno-r2 -g schedutil -w trace:trace.txt   (the same tasks as a workload)",
     )
-    workload.add_argument("file", metavar="FILE", help="ftrace text, or a trace-cmd trace.dat")
-    workload.add_argument(
-        "-p", "--platform", required=True, metavar="PLATFORM", help="the recorded machine's preset"
-    )
+    _add_recording(workload)
     workload.add_argument(
         "-g",
         "--governor",
@@ -489,6 +483,14 @@ def _add_replay(commands: Any) -> None:
     )
     workload.add_argument("--seed", type=int, default=0, help="the runs' seed (default: 0)")
     _add_json_flag(workload)
+
+
+def _add_recording(p: argparse.ArgumentParser) -> None:
+    """The recording a replay reads, and the preset of the machine it was recorded on."""
+    p.add_argument("file", metavar="FILE", help="ftrace text, or a trace-cmd trace.dat")
+    p.add_argument(
+        "-p", "--platform", required=True, metavar="PLATFORM", help="the recorded machine's preset"
+    )
 
 
 def _cmd_replay_help(args: argparse.Namespace) -> int:

@@ -79,11 +79,7 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
     cls = _load_class(governor, module_name, class_name)
     instance = cls()
     system: list[str] = []
-    system_keys = {k["name"] for k in json.loads(_core.system_tunables())} | {
-        "kernel",
-        "driver",
-        "freq_max",
-    }
+    system_keys = {k["name"] for k in json.loads(_core.system_tunables())}
     for item in filter(None, (s.strip() for s in settings.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key:
@@ -107,11 +103,20 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
 
 def source_digest(spec: str) -> str:
     """SHA-256 of the source file of the module a "python:" spec names: what a stored result
-    of it depends on besides the spec."""
+    of it depends on besides the spec. The file is found, not run."""
     module_name = spec[len(PYTHON_PREFIX) :].partition(",")[0].rpartition(":")[0]
-    source = getattr(_load_module(spec, module_name), "__file__", None)
-    if source is None:
-        raise ConfigError(f"governor {spec!r}: {module_name} has no source file")
+    if module_name.endswith(".py"):
+        source: str | None = module_name
+    else:
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        try:
+            found = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):
+            found = None
+        source = found.origin if found is not None else None
+    if source is None or not Path(source).is_file():
+        raise ConfigError(f"governor {spec!r}: no source file for {module_name}")
     return hashlib.sha256(Path(source).read_bytes()).hexdigest()
 
 

@@ -108,8 +108,9 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         run_seed = int(self.np_random.integers(0, 2**63 - 1)) if seed is None else seed
         self._sim = self._new_sim(run_seed)
         self._last = self._sim.observe()
-        obs, info = self._observation(self._last, self._last)
-        return obs, info
+        # The first decision comes one interval after the start, from nothing spent.
+        start = {"time_s": 0.0, "energy_j": 0.0, "policy_energy_j": [0.0] * len(self._tables)}
+        return self._observation(start, self._last)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._sim is None:
@@ -130,11 +131,8 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
     def _observation(
         self, before: dict[str, Any], now: dict[str, Any]
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        span = max(now["time_s"] - before["time_s"], 1e-12) if now is not before else 1.0
-        power = [
-            (n - b) / span if now is not before else 0.0
-            for n, b in zip(now["policy_energy_j"], before["policy_energy_j"])
-        ]
+        span = now["time_s"] - before["time_s"]
+        power = [(n - b) / span for n, b in zip(now["policy_energy_j"], before["policy_energy_j"])]
         # CPU time lost to running below the top frequency: busy time x (1 - f / f_max).
         lost = 0.0
         for p, cpus in enumerate(self._policy_cpus):

@@ -88,7 +88,7 @@ def integer_tunables(governor: str) -> set[str]:
             return {
                 k["name"]
                 for k in [*g["tunables"], *json.loads(_core.system_tunables())]
-                if k.get("integer")
+                if k.get("integer")  # the text keys (kernel=, driver=) have no flag
             }
     raise ConfigError(f"unknown governor {name!r}")
 
@@ -100,7 +100,7 @@ def trial_spec(governor: str, values: dict[str, float], params: list[Param]) -> 
         v = values[p.name]
         settings.append(f"{p.name}={round(v) if p.integer else float(f'{v:.6g}')}")
     joined = ",".join(settings)
-    if governor.startswith("python:") or ":" in governor:
+    if ":" in governor:  # a spec with settings already, or a python: one
         return f"{governor},{joined}"
     return f"{governor}:{joined}"
 

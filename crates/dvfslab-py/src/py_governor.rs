@@ -190,10 +190,8 @@ impl PyGovernor {
 
 impl Governor for PyGovernor {
     fn start(&mut self, ctx: &mut dyn PolicyCtx) {
-        let n = ctx.cpus().len();
         self.last_busy_ns = ctx.cpus().iter().map(|&c| ctx.cpu_busy_ns(c)).collect();
         self.last_iowait_ns = ctx.cpus().iter().map(|&c| ctx.cpu_iowait_ns(c)).collect();
-        debug_assert_eq!(self.last_busy_ns.len(), n);
         self.last_call_ns = ctx.now_ns();
         let policy = self.policy(ctx, None);
         let started = Python::with_gil(|py| self.obj.call_method1(py, "start", (policy,)).map(drop));

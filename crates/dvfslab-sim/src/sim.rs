@@ -812,6 +812,42 @@ impl Sim {
     }
 }
 
+/// What a policy's governor reads of the machine, the driver and the kernel: the same whether
+/// the run is live ([`LivePolicy`]) or replayed from a recording (`crate::trace`).
+impl Sim {
+    pub(crate) fn policy_cpuinfo_khz(&self, policy: usize) -> (u32, u32, u32) {
+        let f = &self.plat.cluster(self.plat.policies[policy].cluster).frequency;
+        (f.min_khz, f.base_khz, f.max_khz)
+    }
+    pub(crate) fn policy_transition_latency_ns(&self, policy: usize) -> Option<u64> {
+        self.driver.transition_latency_ns(&self.plat, self.plat.policies[policy].cluster)
+    }
+    pub(crate) fn policy_default_transition_delay_us(&self, policy: usize) -> u64 {
+        crate::kernel::default_transition_delay_us(
+            self.kernel,
+            self.driver.transition_delay_us(),
+            self.policy_transition_latency_ns(policy),
+        )
+    }
+    /// cpufreq_this_cpu_can_update: see [`PolicyCtx::this_cpu_can_update`].
+    pub(crate) fn governor_may_act(&self, flags: UpdateFlags) -> bool {
+        !flags.remote || self.driver.dvfs_possible_from_any_cpu()
+    }
+    pub(crate) fn pelt_multiplier(&self) -> u64 {
+        1 << (10 - self.pelt_shift)
+    }
+    pub(crate) fn policy_resolve_freq(&self, policy: usize, khz: u32) -> u32 {
+        let pol = &self.policies[policy];
+        self.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+    }
+    /// A request of `khz` within the policy's limits, and the table entry it selects.
+    pub(crate) fn policy_target(&self, policy: usize, khz: u32, relation: Relation) -> (u32, u32) {
+        let pol = &self.policies[policy];
+        let target = khz.clamp(pol.min_khz, pol.max_khz);
+        (target, table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz))
+    }
+}
+
 /// A policy of the running simulation, as its governor sees it.
 pub struct LivePolicy<'a> {
     sim: &'a mut Sim,
@@ -860,11 +896,7 @@ impl PolicyCtx for LivePolicy<'_> {
         self.sim.kernel
     }
     fn default_transition_delay_us(&self) -> u64 {
-        crate::kernel::default_transition_delay_us(
-            self.sim.kernel,
-            self.sim.driver.transition_delay_us(),
-            self.transition_latency_ns(),
-        )
+        self.sim.policy_default_transition_delay_us(self.policy)
     }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         let c = &self.sim.cpus[cpu];
@@ -888,17 +920,16 @@ impl PolicyCtx for LivePolicy<'_> {
         (c.aperf as u64, c.mperf as u64, tsc)
     }
     fn cpuinfo_khz(&self) -> (u32, u32, u32) {
-        let f = &self.sim.plat.cluster(self.sim.plat.policies[self.policy].cluster).frequency;
-        (f.min_khz, f.base_khz, f.max_khz)
+        self.sim.policy_cpuinfo_khz(self.policy)
     }
     fn cpuinfo_max_khz(&self) -> u32 {
         self.sim.policies[self.policy].cpuinfo_max_khz
     }
     fn transition_latency_ns(&self) -> Option<u64> {
-        self.sim.driver.transition_latency_ns(&self.sim.plat, self.sim.plat.policies[self.policy].cluster)
+        self.sim.policy_transition_latency_ns(self.policy)
     }
     fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
-        !flags.remote || self.sim.driver.dvfs_possible_from_any_cpu()
+        self.sim.governor_may_act(flags)
     }
     fn tick_ns(&self) -> u64 {
         self.sim.tick_ns
@@ -907,7 +938,7 @@ impl PolicyCtx for LivePolicy<'_> {
         self.sim.invariant
     }
     fn pelt_multiplier(&self) -> u64 {
-        1 << (10 - self.sim.pelt_shift)
+        self.sim.pelt_multiplier()
     }
     fn explaining(&self) -> bool {
         self.sim.explain.is_some()
@@ -924,14 +955,12 @@ impl PolicyCtx for LivePolicy<'_> {
         }
     }
     fn resolve_freq(&self, khz: u32) -> u32 {
-        let pol = &self.sim.policies[self.policy];
-        self.sim.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+        self.sim.policy_resolve_freq(self.policy, khz)
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
         let pol = &self.sim.policies[self.policy];
         let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
-        let target = khz.clamp(min_khz, max_khz);
-        let f = table_lookup(&pol.table, target, relation).clamp(min_khz, max_khz);
+        let (target, f) = self.sim.policy_target(self.policy, khz, relation);
         if cpufreq_core_calls_driver(self.sim.driver, target, f, pol.cur_khz) {
             self.sim.set_policy_freq(self.policy, f);
         }

@@ -100,16 +100,14 @@ class _Frequencies:
     def work_khz_s(self, cpu: int, t0: float, t1: float) -> float:
         """∫ frequency dt over [t0, t1] on `cpu`, in kHz·s (the first known value before it)."""
         times, khz = self.times[cpu], self.khz[cpu]
-        i = max(bisect.bisect_right(times, t0) - 1, 0)
-        total, t = 0.0, t0
-        while t < t1:
-            end = min(times[i + 1], t1) if i + 1 < len(times) else t1
-            total += khz[i] * max(end - t, 0.0)
-            t = max(end, t)
-            i += 1
-            if i >= len(times):
-                total += khz[-1] * max(t1 - t, 0.0)
+        first = max(bisect.bisect_right(times, t0) - 1, 0)
+        total = 0.0
+        for k in range(first, len(times)):
+            start = t0 if k == first else times[k]
+            if start >= t1:
                 break
+            end = min(times[k + 1], t1) if k + 1 < len(times) else t1
+            total += khz[k] * (end - start)
         return total
 
 

@@ -2,7 +2,6 @@
 //! replay (`super::replay`), its values those the trace showed last.
 
 use crate::governor::{PolicyCtx, Relation, UpdateFlags};
-use crate::hw::driver::table_lookup;
 use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::kernel::KernelVersion;
 use crate::sim::Sim;
@@ -46,10 +45,6 @@ pub(super) struct RecordedPolicy<'a> {
 }
 
 impl RecordedPolicy<'_> {
-    fn cluster(&self) -> usize {
-        self.sim.plat.policies[self.policy].cluster
-    }
-
     fn base_khz(&self, cpu: usize) -> u64 {
         self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
     }
@@ -96,11 +91,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         self.sim.kernel
     }
     fn default_transition_delay_us(&self) -> u64 {
-        crate::kernel::default_transition_delay_us(
-            self.sim.kernel,
-            self.sim.driver.transition_delay_us(),
-            self.transition_latency_ns(),
-        )
+        self.sim.policy_default_transition_delay_us(self.policy)
     }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         self.rec.task_running[cpu] as u64
@@ -120,17 +111,16 @@ impl PolicyCtx for RecordedPolicy<'_> {
         (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
     }
     fn cpuinfo_khz(&self) -> (u32, u32, u32) {
-        let f = &self.sim.plat.cluster(self.cluster()).frequency;
-        (f.min_khz, f.base_khz, f.max_khz)
+        self.sim.policy_cpuinfo_khz(self.policy)
     }
     fn cpuinfo_max_khz(&self) -> u32 {
-        self.sim.driver.cpuinfo_max_khz(&self.sim.plat, self.cluster(), self.sim.kernel)
+        self.sim.policies[self.policy].cpuinfo_max_khz
     }
     fn transition_latency_ns(&self) -> Option<u64> {
-        self.sim.driver.transition_latency_ns(&self.sim.plat, self.cluster())
+        self.sim.policy_transition_latency_ns(self.policy)
     }
     fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
-        !flags.remote || self.sim.driver.dvfs_possible_from_any_cpu()
+        self.sim.governor_may_act(flags)
     }
     fn tick_ns(&self) -> u64 {
         self.sim.tick_ns
@@ -139,7 +129,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         self.sim.invariant
     }
     fn pelt_multiplier(&self) -> u64 {
-        1 << (10 - self.sim.pelt_shift)
+        self.sim.pelt_multiplier()
     }
     fn explaining(&self) -> bool {
         true
@@ -152,13 +142,10 @@ impl PolicyCtx for RecordedPolicy<'_> {
         self.rec.pending_inputs.extend_from_slice(inputs);
     }
     fn resolve_freq(&self, khz: u32) -> u32 {
-        let pol = &self.sim.policies[self.policy];
-        self.sim.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+        self.sim.policy_resolve_freq(self.policy, khz)
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
-        let pol = &self.sim.policies[self.policy];
-        let target = khz.clamp(pol.min_khz, pol.max_khz);
-        let resolved = table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz);
+        let (_, resolved) = self.sim.policy_target(self.policy, khz, relation);
         let inputs = std::mem::take(&mut self.rec.pending_inputs);
         self.rec.decisions.push(ModelDecision { time_ns: self.rec.now_ns, policy: self.policy, khz: resolved, inputs });
     }
