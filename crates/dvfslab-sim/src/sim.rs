@@ -520,7 +520,7 @@ impl Sim {
             cfg.explain,
         );
         let governors: Vec<Option<Box<dyn Governor>>> =
-            plat.policies.iter().map(|_| Some((gov_info.build)(&gov_cfg.values))).collect();
+            plat.policies.iter().map(|p| Some((gov_info.build)(gov_cfg.values_for_policy(p.cpus[0])))).collect();
         let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
         let mut sim = Sim {
             q: EventQueue::default(),

@@ -26,7 +26,7 @@ def replay_governor(
     """Feed a recorded trace's inputs to `governor` on `platform` and compare its decisions
     with the recorded changes. Keys: decisions, recorded_changes, model_changes, exact_match,
     within_one_opp, unexplained, explainable, unobservable, timing_ms, changes, divergences,
-    warm_up (docs/traces.md)."""
+    warm_up, at_end (docs/traces.md)."""
     from dvfslab.traces.read import trace_text  # pandas, only when a trace is read
 
     text = trace_text(trace)

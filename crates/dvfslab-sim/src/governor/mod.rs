@@ -63,6 +63,11 @@ pub trait Governor {
     fn wants_util_updates(&self) -> bool {
         false
     }
+    /// Replaying a recording: the kernel set the policy to `khz` at `time_ns`. A governor with
+    /// a memory of its last decision (schedutil's next_freq and rate-limit timestamp) takes that
+    /// one as its own, so each later decision is judged from the kernel's state rather than from
+    /// the model's earlier choices.
+    fn adopt_recorded(&mut self, _khz: u32, _time_ns: u64) {}
     /// The perf a utilisation-driven governor asks for `actual` on a CPU of capacity `cap`
     /// (its DVFS headroom, sugov_effective_cpu_perf without clamps), for EAS to predict the
     /// OPP with. None: not utilisation-driven.
@@ -177,6 +182,17 @@ pub struct GovernorConfig {
     pub spec: Spec,
     pub values: KnobValues,
     pub text: Vec<(String, String)>,
+    /// Tunables set for one policy (`policyN.KEY=VALUE`, N its first CPU), each with the
+    /// values that policy's governor gets: the spec's own, overridden by its keys.
+    pub per_policy: Vec<(usize, KnobValues)>,
+}
+
+/// A per-policy tunable's key: `policyN.KEY`, as sysfs spells the path of a governor's tunables
+/// when the driver gives each policy its own (`/sys/devices/system/cpu/cpufreq/policyN/<gov>/KEY`,
+/// CPUFREQ_HAVE_GOVERNOR_PER_POLICY, as Arm big.LITTLE drivers do).
+fn per_policy_key(key: &str) -> Option<(usize, &str)> {
+    let (policy, knob) = key.strip_prefix("policy")?.split_once('.')?;
+    Some((policy.parse().ok()?, knob))
 }
 
 impl GovernorConfig {
@@ -186,8 +202,12 @@ impl GovernorConfig {
         let mut all: Vec<Knob> = info.knobs.to_vec();
         all.extend_from_slice(SYSTEM_KNOBS);
         let text_keys: Vec<&str> = SYSTEM_TEXT_KEYS.iter().map(|(k, _)| *k).collect();
-        let (values, text) = KnobValues::resolve(&spec, &all, "governor", &text_keys)?;
+        let (shared, per_policy_params): (Vec<_>, Vec<_>) =
+            spec.params.iter().cloned().partition(|(k, _)| per_policy_key(k).is_none());
+        let shared_spec = Spec { name: spec.name.clone(), params: shared };
+        let (values, text) = KnobValues::resolve(&shared_spec, &all, "governor", &text_keys)?;
         let owner = format!("governor '{}'", spec.name);
+        let per_policy = Self::resolve_per_policy(info, &shared_spec, &per_policy_params)?;
         let pm = values.get("pelt_multiplier");
         if ![1.0, 2.0, 4.0].contains(&pm) {
             return Err(SimError::config(owner, "pelt_multiplier", format!("expected 1, 2 or 4, got {pm}")));
@@ -197,7 +217,7 @@ impl GovernorConfig {
             return Err(SimError::config(owner, "hz", format!("expected 100, 250, 300 or 1000, got {hz}")));
         }
         (info.check)(&values).map_err(|(field, message)| SimError::config(&owner, field, message))?;
-        let config = GovernorConfig { spec, values, text };
+        let config = GovernorConfig { spec, values, text, per_policy };
         config.kernel().map_err(|e| match e {
             SimError::Config { message, .. } => SimError::config(&owner, "kernel", message),
             other => other,
@@ -205,15 +225,86 @@ impl GovernorConfig {
         Ok((config, info))
     }
 
+    /// Each policy named in `policyN.KEY` keys gets the spec's governor tunables overridden by
+    /// its own; only the governor's tunables can differ by policy, not the system's settings.
+    fn resolve_per_policy(
+        info: &GovernorInfo,
+        shared: &Spec,
+        params: &[(String, String)],
+    ) -> Result<Vec<(usize, KnobValues)>> {
+        let mut policies: Vec<usize> = params.iter().filter_map(|(k, _)| per_policy_key(k)).map(|(n, _)| n).collect();
+        policies.sort_unstable();
+        policies.dedup();
+        let own: Vec<&str> = info.knobs.iter().map(|k| k.name).collect();
+        let mut out = Vec::new();
+        for n in policies {
+            let mut spec = Spec {
+                name: shared.name.clone(),
+                params: shared.params.iter().filter(|(k, _)| own.contains(&k.as_str())).cloned().collect(),
+            };
+            for (key, value) in params {
+                let Some((m, knob)) = per_policy_key(key) else { continue };
+                if m != n {
+                    continue;
+                }
+                if !own.contains(&knob) {
+                    let known = if own.is_empty() { "none".to_string() } else { own.join(", ") };
+                    return Err(SimError::config(
+                        format!("governor '{}'", info.name),
+                        key,
+                        format!("not a tunable of {} that a policy can set (known: {known})", info.name),
+                    ));
+                }
+                spec.params.retain(|(k, _)| k != knob);
+                spec.params.push((knob.to_string(), value.clone()));
+            }
+            // Errors name the key as given: policyN.KEY.
+            let in_policy = |field: &str, message: String| {
+                SimError::config(format!("governor '{}'", info.name), format!("policy{n}.{field}"), message)
+            };
+            let (values, _) = KnobValues::resolve(&spec, info.knobs, "governor", &[]).map_err(|e| match e {
+                SimError::Config { field, message, .. } => in_policy(&field, message),
+                other => other,
+            })?;
+            (info.check)(&values).map_err(|(field, message)| in_policy(field, message))?;
+            out.push((n, values));
+        }
+        Ok(out)
+    }
+
+    /// The tunables the governor of the policy whose first CPU is `first_cpu` runs with.
+    pub fn values_for_policy(&self, first_cpu: usize) -> &KnobValues {
+        self.per_policy.iter().find(|(n, _)| *n == first_cpu).map_or(&self.values, |(_, v)| v)
+    }
+
     /// The kernel version whose behaviour to simulate (`kernel=`, else the newest modelled).
     pub fn kernel(&self) -> Result<KernelVersion> {
         self.text_value("kernel").map_or(Ok(KernelVersion::DEFAULT), KernelVersion::parse)
     }
 
-    /// Whether the configuration can run on `plat`: what the governor's tunables need of it.
+    /// Whether the configuration can run on `plat`: what the governor's tunables need of it,
+    /// and a policy for every `policyN.` key.
     pub fn check_platform(&self, info: &GovernorInfo, plat: &Platform) -> Result<()> {
+        let owner = format!("governor '{}'", info.name);
         (info.check_platform)(&self.values, plat)
-            .map_err(|(field, message)| SimError::config(format!("governor '{}'", info.name), field, message))
+            .map_err(|(field, message)| SimError::config(&owner, field, message))?;
+        for (n, values) in &self.per_policy {
+            if !plat.policies.iter().any(|p| p.cpus.first() == Some(n)) {
+                let names: Vec<String> = plat.policies.iter().map(|p| format!("policy{}", p.cpus[0])).collect();
+                return Err(SimError::config(
+                    &owner,
+                    format!("policy{n}"),
+                    format!(
+                        "no cpufreq policy starts at CPU {n} on {} (its policies: {})",
+                        plat.file.id,
+                        names.join(", ")
+                    ),
+                ));
+            }
+            (info.check_platform)(values, plat)
+                .map_err(|(field, message)| SimError::config(&owner, format!("policy{n}.{field}"), message))?;
+        }
+        Ok(())
     }
 
     pub fn text_value(&self, key: &str) -> Option<&str> {
@@ -285,6 +376,28 @@ mod tests {
         let err = error_of("intel_pstate:min_perf_pct=60,max_perf_pct=50");
         assert!(err.contains("governor 'intel_pstate': min_perf_pct: must not exceed max_perf_pct"), "{err}");
         assert!(GovernorConfig::parse("intel_pstate:min_perf_pct=50,max_perf_pct=50").is_ok());
+    }
+
+    /// `policyN.KEY` overrides one of the governor's own tunables for the policy whose first
+    /// CPU is N; the rest keep the spec's values.
+    #[test]
+    fn a_tunable_can_be_set_for_one_policy() {
+        let (cfg, _) = GovernorConfig::parse("schedutil:rate_limit_us=2000,policy4.rate_limit_us=40000").unwrap();
+        assert_eq!(cfg.values_for_policy(0).get("rate_limit_us"), 2000.0);
+        assert_eq!(cfg.values_for_policy(4).get("rate_limit_us"), 40000.0);
+        assert_eq!(cfg.values_for_policy(6).get("rate_limit_us"), 2000.0);
+        // A per-policy key alone overrides the default for that policy only.
+        let (cfg, _) = GovernorConfig::parse("ondemand:policy1.up_threshold=90").unwrap();
+        assert_eq!(
+            (cfg.values_for_policy(0).get("up_threshold"), cfg.values_for_policy(1).get("up_threshold")),
+            (95.0, 90.0)
+        );
+        assert!(error_of("schedutil:policy1.hz=100").contains("policy1.hz: not a tunable of schedutil"));
+        assert!(error_of("schedutil:policy1.rate=1").contains("known: rate_limit_us"));
+        assert!(error_of("ondemand:policy0.up_threshold=101").contains("policy0.up_threshold: 101 is out of range"));
+        // The governor's own cross-checks run on each policy's values.
+        let err = error_of("conservative:policy2.up_threshold=10");
+        assert!(err.contains("policy2.up_threshold: must be above down_threshold"), "{err}");
     }
 
     #[test]

@@ -196,6 +196,13 @@ impl Governor for Schedutil {
         true
     }
 
+    fn adopt_recorded(&mut self, khz: u32, time_ns: u64) {
+        self.next_freq = khz;
+        self.last_freq_update_time = Some(time_ns);
+        self.cached_raw_freq = 0;
+        self.need_freq_update = false;
+    }
+
     fn dvfs_headroom(&self, actual: u64, _cap: u64) -> Option<u64> {
         Some(if self.margins {
             margins::dvfs_headroom((self.rt_mult * actual) >> 10, self.rate_limit_used_us, self.pelt_lshift)

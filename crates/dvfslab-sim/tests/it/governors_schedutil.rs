@@ -160,3 +160,32 @@ fn intel_cpufreq_commits_every_raw_change() {
     assert!(repeats("intel_cpufreq") > 0);
     assert_eq!(repeats("acpi-cpufreq"), 0);
 }
+
+/// Per-policy tunables reach each policy's governor: on pixel6 (policies 0, 4, 6) only the
+/// middle cluster's schedutil runs with the rate limit set for policy4; the one given to a
+/// CPU where no policy starts is refused with the platform's policies named.
+#[test]
+fn a_rate_limit_set_for_one_policy_applies_to_that_policy_only() {
+    let r = explain("pixel6", "schedutil:rate_limit_us=3000,policy4.rate_limit_us=7000", "cpu-bound:threads=8", 0.05);
+    let decisions = r.decisions.expect("explained");
+    let limit_of = |policy: usize| {
+        let limits: Vec<f64> =
+            decisions.iter().filter(|d| d.policy == policy).map(|d| input(d, "rate_limit_us")).collect();
+        assert!(!limits.is_empty(), "policy {policy} decided nothing");
+        assert!(limits.windows(2).all(|w| w[0] == w[1]));
+        limits[0]
+    };
+    assert_eq!((limit_of(0), limit_of(1), limit_of(2)), (3000.0, 7000.0, 3000.0));
+    let cfg = dvfslab_sim::SimConfig {
+        governor: "schedutil:policy5.rate_limit_us=1000".into(),
+        workload: "cpu-bound".into(),
+        duration_ns: Some(1_000_000),
+        ..dvfslab_sim::SimConfig::default()
+    };
+    let Err(err) = dvfslab_sim::simulate(&common::preset("pixel6"), "pixel6", &cfg) else { panic!("policy5 accepted") };
+    let err = err.to_string();
+    assert!(
+        err.contains("policy5: no cpufreq policy starts at CPU 5 on pixel6 (its policies: policy0, policy4, policy6)"),
+        "{err}"
+    );
+}
