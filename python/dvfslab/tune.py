@@ -213,7 +213,7 @@ class _Evaluator:
 
     def __call__(self, spec: str, progress: bool) -> dict[str, float]:
         from dvfslab.campaign import campaign_from_dict, run_campaign
-        from dvfslab.store import load_results
+        from dvfslab.campaign.store import load_results
 
         doc = {**self.doc, "configs": {DEFAULT_CONFIG: self.governor, "trial": spec}}
         campaign = campaign_from_dict(doc, source="dvfslab tune")
@@ -306,7 +306,7 @@ def _summary(study: Any, objectives: list[str]) -> dict[str, Any]:
 
 def pareto_svg(summary: dict[str, Any]) -> str:
     """The trials in the plane of the first two objectives: the front, the others, the default."""
-    from dvfslab._svg import scatter_chart
+    from dvfslab.report.svg import scatter_chart
 
     x, y = list(summary["objectives"])[:2]
     dots = {

@@ -19,10 +19,9 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dvfslab import _svg
 from dvfslab._core import ConfigError
 from dvfslab._files import replace_atomically
-from dvfslab.report import Report, Table, detail_table, summary_tables
+from dvfslab.report import Report, Table, detail_table, summary_tables, svg
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +152,7 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
         power[key] = (r["avg_package_w"], math.nan, math.nan)
     labels = [label[g] for g in groups]
     return [
-        _svg.bar_chart(
+        svg.bar_chart(
             f"Performance ratio to {baseline} ({level:.0%} interval)",
             labels,
             others,
@@ -161,8 +160,8 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
             y_label="result / baseline",
             base=1.0,
         ),
-        _svg.bar_chart("Average package power", labels, configs, power, y_label="W", decimals=1),
-        _svg.bar_chart(
+        svg.bar_chart("Average package power", labels, configs, power, y_label="W", decimals=1),
+        svg.bar_chart(
             f"Performance per watt relative to {baseline}",
             labels,
             others,
@@ -188,7 +187,7 @@ def _param_chart(detail: pd.DataFrame) -> str:
         ]
         for c in configs
     }
-    return _svg.line_chart(
+    return svg.line_chart(
         f"{first['benchmark']}: {kind} per parameter (+- {'H' if kind == 'Hmean' else ''}Stddev;"
         f" {first['better']} is better)",
         params,
@@ -228,13 +227,13 @@ def _residency_charts(df: pd.DataFrame) -> list[str]:
             part.assign(series=series).groupby(["series", "freq_khz"], sort=False)["time_s"].sum()
         )
         share = 100.0 * seconds / seconds.groupby(level="series").transform("sum")
-        values: dict[tuple[str, str], _svg.Bar] = {
+        values: dict[tuple[str, str], svg.Bar] = {
             (_mhz(khz), str(name)): (float(pct), math.nan, math.nan)
             for (name, khz), pct in share.items()
         }
         freqs = sorted({int(khz) for _, khz in share.index})
         charts.append(
-            _svg.bar_chart(
+            svg.bar_chart(
                 _title("Time at each frequency", key),
                 [_mhz(f) for f in freqs],
                 list(dict.fromkeys(str(name) for name, _ in share.index)),
@@ -277,7 +276,7 @@ def _timeline_charts(df: pd.DataFrame) -> list[str]:
                     series[f"cpu{cpu}"] = (xs, ys)
             if series:
                 charts.append(
-                    _svg.step_chart(
+                    svg.step_chart(
                         _title(caption + note, key), series, x_label="time (s)", y_label=unit
                     )
                 )
