@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from dvfslab.tune import front_table, integer_tunables, parse_param, tune
+    from dvfslab.tune import front_table, integer_tunables, parse_param, tune, write_html
 
     integers = integer_tunables(args.governor)
     params = [parse_param(text, integers) for text in args.param]
@@ -71,9 +71,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         progress=not (args.quiet or args.json),
     )
     if args.html:
-        from dvfslab.report.html import write_tune_html
-
-        write_tune_html(args.html, summary, f"{args.governor} on {args.platform}: tuning")
+        write_html(args.html, summary, f"{args.governor} on {args.platform}: tuning")
     if args.json:
         print_json(summary)
         return 0

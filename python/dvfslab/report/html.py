@@ -91,48 +91,30 @@ def render_html(
         body.append(f"<h2>{escape(str(platform))}</h2>")
         body += _platform_charts(rows, report.baseline, report.level)
         body += [
-            _html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
+            html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
         ]
         details = report.detail[report.detail["platform"] == platform]
         for benchmark, detail in details.groupby("benchmark", sort=False):
             body.append(f"<h3>{escape(str(benchmark))}</h3>")
             body.append(_param_chart(detail))
-            body.append(_html_table(detail_table(detail)))
+            body.append(html_table(detail_table(detail)))
     if time_in_freq is not None:
         body.append("<h2>Frequency residency</h2>")
         body += _residency_charts(time_in_freq)
     if timeline is not None:
         body.append("<h2>Timelines</h2>")
         body += _timeline_charts(timeline)
+    return page(title, body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """An HTML document of `body`'s elements under `title`, with the report's style."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
-
-
-def write_tune_html(path: str | os.PathLike[str], summary: dict[str, Any], title: str) -> Path:
-    """A `dvfslab tune` search as one HTML file: its Pareto front and the plot of its trials."""
-    from dvfslab.tune import front_table, pareto_svg
-
-    body = [
-        f"<h1>{escape(title)}</h1>",
-        '<p class="note">Each trial ran every workload beside the governor with its default '
-        "tunables; its objectives are ratios to that default, on its least favourable "
-        "iteration (model variant).</p>",
-        pareto_svg(summary),
-        _html_table(front_table(summary)),
-    ]
-    text = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
-    path = Path(path)
-    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-    return path
 
 
 # -- the report's charts -------------------------------------------------------------------------
@@ -196,7 +178,7 @@ def _param_chart(detail: pd.DataFrame) -> str:
     )
 
 
-def _html_table(table: Table) -> str:
+def html_table(table: Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     rows = []
     for row in table.rows:
