@@ -19,7 +19,8 @@ from dvfslab.cli.campaign_runs import (
     print_summary,
 )
 from dvfslab.cli.parser import command
-from dvfslab.report import REPORT_FORMATS, build_report, export
+from dvfslab.report import REPORT_FORMATS, build_report, export, render
+from dvfslab.report.doc_blocks import write_block
 from dvfslab.report.printing import print_table
 
 
@@ -81,16 +82,24 @@ def register(commands: Any) -> None:
         cmd_campaign_report,
         "  dvfslab campaign report results/example\n"
         "  dvfslab campaign report results/example --format markdown\n"
-        "  dvfslab campaign report results/example --html report.html",
+        "  dvfslab campaign report results/example --html report.html\n"
+        "  dvfslab campaign report results/margins-pixel6 --into docs/campaigns.md\n"
+        "      (the Markdown report replaces the lines between `<!-- campaign-report:\n"
+        "      margins-pixel6 -->` and `<!-- end campaign-report -->` in the document)",
     )
     report.add_argument("directory", metavar="DIR", help="a results store (campaign run --out)")
     report.add_argument(
         "--format",
-        choices=tuple(REPORT_FORMATS),
-        default="text",
+        choices=REPORT_FORMATS,
         help=f"{', '.join(REPORT_FORMATS)} (default text; csv is the summary table)",
     )
     report.add_argument("--html", metavar="FILE", help="also write an HTML report with charts")
+    report.add_argument(
+        "--into",
+        metavar="DOC.md",
+        help="write the Markdown report into DOC.md, between the markers named after the "
+        "campaign, instead of printing it",
+    )
 
 
 def _cmd_campaign_help(args: argparse.Namespace) -> int:
@@ -143,7 +152,10 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign_report(args: argparse.Namespace) -> int:
-
+    if args.into is not None and args.format not in (None, "markdown"):
+        raise ConfigError(
+            f"--into writes the Markdown report; it cannot go with --format {args.format}"
+        )
     results = load_results(args.directory)
     if results.empty:
         raise ConfigError(f"{args.directory}: no finished runs yet (dvfslab campaign run ...)")
@@ -151,7 +163,14 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
     if not baseline:
         raise ConfigError(f"{args.directory}: the manifest names no baseline")
     report = build_report(results, baseline)
-    export(report, args.format)
+    if args.into is not None:
+        name = results.attrs.get("campaign")
+        if not name:
+            raise ConfigError(f"{args.directory}: the manifest names no campaign")
+        path = write_block(args.into, name, render(report, "markdown"))
+        print(f"{path}: the {name} report block replaced", file=sys.stderr)
+    else:
+        export(report, args.format or "text")
     if args.html is not None:
         from dvfslab.report.html import write_html
 
