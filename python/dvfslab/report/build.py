@@ -15,7 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from dvfslab._core import ConfigError
 from dvfslab.report import stats
@@ -46,7 +46,7 @@ class Report:
     baseline: str
     summary: pd.DataFrame
     detail: pd.DataFrame
-    significance: Literal["ci", "ttest"] = "ci"
+    significance: stats.SignificanceMethod = "ci"
     level: float = stats.INTERVAL_LEVEL
     neutral_band: float = stats.NEUTRAL_BAND
 
@@ -81,7 +81,7 @@ def build_report(
     results: pd.DataFrame,
     baseline: str,
     *,
-    significance: Literal["ci", "ttest"] = "ci",
+    significance: stats.SignificanceMethod = "ci",
     level: float = stats.INTERVAL_LEVEL,
     neutral_band: float = stats.NEUTRAL_BAND,
 ) -> Report:
@@ -99,8 +99,9 @@ def build_report(
     """
     import pandas as pd
 
-    if significance not in ("ci", "ttest"):
-        raise ConfigError(f"significance must be 'ci' or 'ttest' (got {significance!r})")
+    if significance not in stats.SIGNIFICANCE_METHODS:
+        methods = " or ".join(repr(m) for m in stats.SIGNIFICANCE_METHODS)
+        raise ConfigError(f"significance must be {methods} (got {significance!r})")
     df = _checked_results(results, baseline)
     detail: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
@@ -186,7 +187,7 @@ class _Group:
         cell = self.cells.get((config, param))
         return None if cell is None else [float(x) for x in cell["metric_value"]]
 
-    def detail_rows(self, method: Literal["ci", "ttest"]) -> list[dict[str, Any]]:
+    def detail_rows(self, method: stats.SignificanceMethod) -> list[dict[str, Any]]:
         rows = []
         for param in self.params:
             base = self.samples(self.baseline, param)

@@ -78,7 +78,8 @@ class CsvExporter:
 
     def write(self, report: Report, out: TextIO) -> None:
         if self.table not in self.columns:
-            raise ConfigError(f"csv table must be 'summary' or 'detail' (got {self.table!r})")
+            tables = " or ".join(repr(t) for t in self.columns)
+            raise ConfigError(f"csv table must be {tables} (got {self.table!r})")
         frame = report.summary if self.table == "summary" else report.detail
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(self.columns[self.table])

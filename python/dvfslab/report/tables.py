@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, get_args
 
 from dvfslab._core import ConfigError
 from dvfslab.report import stats
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 Layout = Literal["mmtests", "changelog"]
 """A detail table's layout (`detail_table`)."""
+LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 
 PPW_NEUTRAL = 0.005
 """A PPW ratio that rounds to 1.00 prints as "~", as in the published tables."""
@@ -96,8 +97,9 @@ def detail_table(rows: pd.DataFrame, layout: Layout = "mmtests") -> Table:
     layout "changelog": one row per parameter, `mean +- CoeffVar% (pct%)`, the baseline's
     parentheses blank, as in SUSE changelog tables.
     """
-    if layout not in ("mmtests", "changelog"):
-        raise ConfigError(f"layout must be 'mmtests' or 'changelog' (got {layout!r})")
+    if layout not in LAYOUTS:
+        layouts = " or ".join(repr(x) for x in LAYOUTS)
+        raise ConfigError(f"layout must be {layouts} (got {layout!r})")
     records = rows.to_dict("records")
     configs = list(dict.fromkeys(r["config"] for r in records))
     params = list(dict.fromkeys(r["param"] for r in records))
