@@ -20,10 +20,7 @@ from dvfslab.cli.parser import SPEC_HELP, Parser, UsageError
 COMMAND_GROUPS = (listings, run, compare, campaign, validate, bench, trace, replay, tune)
 """The modules whose `register` adds their commands, in the order `dvfslab --help` lists them."""
 
-
 EXIT_ERROR = 1
-
-
 EXIT_INTERRUPTED = 130
 
 

@@ -30,6 +30,8 @@ def command(
     handler: Callable[[argparse.Namespace], int],
     examples: str,
 ) -> argparse.ArgumentParser:
+    """Add the subcommand `name` to `commands` (an argparse subparsers action): `summary` in
+    the list of commands, `examples` under its --help, `handler` run with the parsed args."""
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
         help=summary,
