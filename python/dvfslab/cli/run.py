@@ -206,7 +206,7 @@ def _show_decisions(result: SimResult) -> None:
     shown = df.copy()
     shown.insert(0, "time_ms", (shown.pop("time_s") * 1e3).round(3))
     for col in ("raw_khz", "resolved_khz", "min_khz", "max_khz", "hw_khz"):
-        shown[col.replace("_khz", "mhz")] = (shown.pop(col) / 1000).round(1)
+        shown[col.replace("_khz", "_mhz")] = (shown.pop(col) / 1000).round(1)
     print(shown.to_string(index=False, na_rep="-"))
 
 
