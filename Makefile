@@ -1,5 +1,5 @@
 # `make check` runs exactly what CI runs.
-.PHONY: install test-deps check fmt lint test-rust test-python bench reference fingerprint
+.PHONY: install test-deps check fmt lint test-rust test-python bench reference fingerprint campaign-docs
 
 install:
 	pip install -e '.[dev]'
@@ -30,6 +30,16 @@ fmt:
 # The generated reference pages (tests/test_reference.py checks they are current).
 reference:
 	python -m dvfslab.reference docs/reference
+
+# The predicted tables of docs/campaigns.md, each from its campaign's results store: run the
+# campaigns first (`dvfslab campaign run NAME`, into results/NAME; RESULTS=DIR for another place).
+# Only the lines between a block's markers change (tests/test_campaign_docs.py).
+RESULTS ?= results
+CAMPAIGN_DOCS = docs/campaigns.md
+campaign-docs:
+	for name in $$(sed -n 's/^<!-- campaign-report: \(.*\) -->$$/\1/p' $(CAMPAIGN_DOCS)); do \
+		python -m dvfslab campaign report $(RESULTS)/$$name --into $(CAMPAIGN_DOCS) || exit 1; \
+	done
 
 # The speed table (docs/speed.md): the scenarios in Rust (median of three), then through Python.
 bench:

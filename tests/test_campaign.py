@@ -20,7 +20,7 @@ from dvfslab.campaign import (
     load_campaign,
     run_campaign,
 )
-from dvfslab.store import finished_keys, load_manifest, load_results
+from dvfslab.campaign.store import finished_keys, load_manifest, load_results
 
 PERIODIC = "periodic:run_us=1000,period_us=8000,jitter_pct=20"
 

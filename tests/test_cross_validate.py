@@ -1,4 +1,4 @@
-"""dvfslab.cross_validate: each machine scored with the constants fitted without it."""
+"""dvfslab.validate.leave_one_out: each machine scored with the constants fitted without it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from dvfslab import ConfigError
 from dvfslab.campaign import campaign_from_dict, run_campaign
-from dvfslab.cross_validate import _best_value, cross_validate, fold_campaign
-from dvfslab.store import load_results
+from dvfslab.campaign.store import load_results
+from dvfslab.validate.leave_one_out import _best_value, cross_validate, fold_campaign
 
 SKYLAKE, HASWELL = "skylake-e3-1240v5", "haswell-e5-2670v3-2s"
 UNCORE = "/package_power/p_uncore_active_w"

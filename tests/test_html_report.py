@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from dvfslab import ConfigError
-from dvfslab.html_report import render_html, write_html
 from dvfslab.report import build_report
+from dvfslab.report.html import render_html, write_html
 from report_data import BASELINE, synthetic_results
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dvfslab.power_fit import fit_power, power_terms, preset_constants
+from dvfslab.validate.power_fit import fit_power, power_terms, preset_constants
 
 PLATFORM = "haswell-e5-2670v3-2s"
 

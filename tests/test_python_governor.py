@@ -155,7 +155,7 @@ def test_a_spec_names_the_class_its_tunables_and_the_system_keys(tmp_path, monke
 
 
 def test_compare_runs_a_python_governor_beside_a_built_in_one(tmp_path, capsys):
-    from dvfslab.cli import main
+    from dvfslab.cli.main import main
 
     module = Path(__file__)
     spec = f"python:{module}:Fixed,index=10"

@@ -69,7 +69,7 @@ def test_every_model_decision_stays_in_the_table_and_within_the_trace():
 
 
 def test_the_cli_prints_the_comparison(capsys):
-    from dvfslab.cli import main
+    from dvfslab.cli.main import main
 
     assert main(["replay", "governor", str(JUNO_SCHEDUTIL), "-p", "juno-r0", "-g", LINUX_4_19]) == 0
     out = capsys.readouterr().out
@@ -168,7 +168,7 @@ def test_a_trace_runs_as_a_workload_under_any_governor():
 
 
 def test_replay_workload_sets_each_governor_beside_the_recording(capsys):
-    from dvfslab.cli import main
+    from dvfslab.cli.main import main
 
     args = ["replay", "workload", str(JUNO_TASKS), "-p", "juno-r2", "-g", "performance"]
     assert main([*args, "-g", "schedutil", "--json"]) == 0
@@ -186,7 +186,7 @@ def test_replay_workload_sets_each_governor_beside_the_recording(capsys):
 
 def test_compare_and_campaigns_take_a_recording_as_a_benchmark(tmp_path, capsys):
     from dvfslab.campaign import campaign_from_dict
-    from dvfslab.cli import main
+    from dvfslab.cli.main import main
 
     args = ["compare", "-p", "juno-r2", "-g", "performance", "-g", "schedutil"]
     assert main([*args, "-w", f"trace:{JUNO_TASKS}", "--iterations", "1"]) == 0

@@ -19,13 +19,13 @@ import pytest
 from dvfslab import ConfigError
 from dvfslab.report import (
     EXPORTERS,
-    REPORT_SCHEMA,
     RESULT_COLUMNS,
     build_report,
     detail_tables,
     export,
     render,
 )
+from dvfslab.report.build import REPORT_SCHEMA
 from report_data import (
     BASELINE,
     CALIBRATION,
@@ -150,7 +150,7 @@ def test_summary_interval_and_verdict_follow_the_spread_of_the_answers(spread_re
     logs = [math.log(f) for f in factors]
     mean = sum(logs) / 4
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)
-    from dvfslab.stats import student_t_quantile
+    from dvfslab.report.stats import student_t_quantile
 
     half = student_t_quantile(0.95, 3) * sd * math.sqrt(1 + 1 / 4)
     assert row["perf_ratio_ci_low"] == pytest.approx(row["perf_ratio"] * math.exp(-half))

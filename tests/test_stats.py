@@ -1,4 +1,4 @@
-"""dvfslab.stats against hand-computed values and MMTests' statistics (Stat.pm,
+"""dvfslab.report.stats against hand-computed values and MMTests' statistics (Stat.pm,
 Compare.pm): a worked example, the Gmean-over-parameters rule on the published intel-invariance
 tables, and the edge cases (one sample, zero variance, lower is better).
 """
@@ -10,7 +10,8 @@ import math
 import pandas as pd
 import pytest
 
-from dvfslab import ConfigError, stats
+from dvfslab import ConfigError
+from dvfslab.report import stats
 from report_data import CALIBRATION
 
 # A worked example (a higher-is-better metric), computed by hand.

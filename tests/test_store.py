@@ -18,9 +18,9 @@ import dvfslab
 from campaign_helpers import SLOW, SMALL, TINY, TINY_RUNS, campaign_doc, write_campaign
 from dvfslab import ConfigError
 from dvfslab._progress import Progress
-from dvfslab._runner import default_jobs
 from dvfslab.campaign import campaign_from_dict, run_campaign
-from dvfslab.store import finished_keys, load_manifest, load_results, locked, run_files
+from dvfslab.campaign.runner import default_jobs
+from dvfslab.campaign.store import finished_keys, load_manifest, load_results, locked, run_files
 
 CONTRACT_COLUMNS = [
     "platform",
@@ -222,7 +222,7 @@ def test_a_campaign_on_a_multi_process_ray_cluster_gives_the_local_results(tmp_p
 def test_a_ray_client_address_without_ray_client_is_a_config_error(tmp_path, monkeypatch):
     import socket
 
-    from dvfslab._runner import check_ray
+    from dvfslab.campaign.runner import check_ray
 
     monkeypatch.setitem(sys.modules, "grpc", None)  # Ray without its client extra
     with socket.create_server(("127.0.0.1", 0)) as server:

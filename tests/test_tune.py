@@ -8,7 +8,7 @@ import json
 import pytest
 
 from dvfslab import ConfigError
-from dvfslab.cli import main
+from dvfslab.cli.main import main
 from dvfslab.tune import Param, parse_param, scores, trial_spec
 
 SEARCH = [

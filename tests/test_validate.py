@@ -16,15 +16,14 @@ import pytest
 import dvfslab
 from campaign_helpers import TINY_VALIDATION as TINY
 from dvfslab.campaign import load_campaign
-from dvfslab.validate import (
+from dvfslab.validate.cells import (
     Cell,
-    calibration_names,
     direction,
     direction_agreement,
     median_abs_ln_error,
-    published_cells,
     scores,
 )
+from dvfslab.validate.published import calibration_names, published_cells
 
 TOP_KEYS = {
     "direction_agreement",

@@ -11,7 +11,7 @@ import pytest
 from campaign_helpers import TINY_VALIDATION as TINY
 from dvfslab._core import ConfigError
 from dvfslab.validate import VALIDATE_SCHEMA
-from dvfslab.validate_diff import SCORE_KEYS, compare, load_validation
+from dvfslab.validate.diff import SCORE_KEYS, compare, load_validation
 
 
 def cell(config: str, simulated: float | None, agree: bool | None, table: str = "ratios"):

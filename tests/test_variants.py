@@ -1,5 +1,5 @@
-"""dvfslab.variants: model variants drawn from the declared constants, and what a campaign does
-with them."""
+"""dvfslab.campaign.variants: model variants drawn from the declared constants, and what a
+campaign does with them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from dvfslab import ConfigError, variants
-from dvfslab.campaign import campaign_from_dict
+from dvfslab import ConfigError
+from dvfslab.campaign import campaign_from_dict, variants
 from dvfslab.platforms import load_platform
 
 PRESET = "skylake-e3-1240v5"

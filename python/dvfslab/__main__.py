@@ -1,5 +1,5 @@
 """`python -m dvfslab`: the same as the `dvfslab` command."""
 
-from dvfslab.cli import main
+from dvfslab.cli.main import main
 
 raise SystemExit(main())

@@ -22,11 +22,13 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any, Literal
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+from dvfslab._files import replace_atomically
 from dvfslab.report import Table
 
 Direction = Literal["maximize", "minimize"]
@@ -213,7 +215,7 @@ class _Evaluator:
 
     def __call__(self, spec: str, progress: bool) -> dict[str, float]:
         from dvfslab.campaign import campaign_from_dict, run_campaign
-        from dvfslab.store import load_results
+        from dvfslab.campaign.store import load_results
 
         doc = {**self.doc, "configs": {DEFAULT_CONFIG: self.governor, "trial": spec}}
         campaign = campaign_from_dict(doc, source="dvfslab tune")
@@ -306,7 +308,7 @@ def _summary(study: Any, objectives: list[str]) -> dict[str, Any]:
 
 def pareto_svg(summary: dict[str, Any]) -> str:
     """The trials in the plane of the first two objectives: the front, the others, the default."""
-    from dvfslab._svg import scatter_chart
+    from dvfslab.report.svg import scatter_chart
 
     x, y = list(summary["objectives"])[:2]
     dots = {
@@ -345,3 +347,24 @@ def _shown(value: float | int | None) -> str:
     if value is None:
         return "-"
     return str(value) if isinstance(value, int) else f"{value:.4g}"
+
+
+def write_html(path: str | os.PathLike[str], summary: dict[str, Any], title: str) -> Path:
+    """A search as one HTML file, written atomically: its Pareto front and the plot of its
+    trials."""
+    from dvfslab.report.html import html_table, page
+
+    text = page(
+        title,
+        [
+            f"<h1>{escape(title)}</h1>",
+            '<p class="note">Each trial ran every workload beside the governor with its default '
+            "tunables; its objectives are ratios to that default, on its least favourable "
+            "iteration (model variant).</p>",
+            pareto_svg(summary),
+            html_table(front_table(summary)),
+        ],
+    )
+    path = Path(path)
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path

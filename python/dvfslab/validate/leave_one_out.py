@@ -24,11 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dvfslab import variants
-from dvfslab._campaign_model import Benchmark, Campaign
-from dvfslab.report import build_report
-from dvfslab.store import load_results
-from dvfslab.validate import Cell, fill_simulated, published_cells, scores
+from dvfslab.campaign import variants
+from dvfslab.campaign.model import Benchmark, Campaign
+from dvfslab.campaign.store import load_results
+from dvfslab.report.build import build_report
+from dvfslab.validate.cells import Cell, scores
+from dvfslab.validate.published import fill_simulated, published_cells
 
 Runner = Callable[[Campaign, Path], None]
 """Runs a campaign into a results store (the caller's jobs and progress settings)."""

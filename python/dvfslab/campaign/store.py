@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from dvfslab.campaign import Run
+    from dvfslab.campaign.model import Run
 
 STORE_SCHEMA = "dvfslab-store/1"
 MANIFEST = "campaign.json"

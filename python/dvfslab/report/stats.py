@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from dvfslab._core import ConfigError
 
@@ -243,6 +243,11 @@ def cidiff(
     return diff / cisum if cisum != 0 else diff
 
 
+SignificanceMethod = Literal["ci", "ttest"]
+"""How a detail row's difference is judged (`significance`)."""
+SIGNIFICANCE_METHODS: tuple[SignificanceMethod, ...] = get_args(SignificanceMethod)
+
+
 @dataclass(frozen=True)
 class Significance:
     """Whether a difference of means is marked `*x%*` in an MMTests table, and why.
@@ -252,14 +257,14 @@ class Significance:
 
     significant: bool
     score: float
-    method: Literal["ci", "ttest"]
+    method: SignificanceMethod
 
 
 def significance(
     base_samples: Iterable[float],
     new_samples: Iterable[float],
     better: str,
-    method: Literal["ci", "ttest"] = "ci",
+    method: SignificanceMethod = "ci",
     level: float = TTEST_LEVEL,
 ) -> Significance:
     """Is `new` significantly different from `base`? The rule MMTests stars a mean row by.
@@ -280,7 +285,8 @@ def significance(
         p = ttest_p(base, new, better)
         return Significance(p < level, p, "ttest")
     if method != "ci":
-        raise ConfigError(f"significance method must be 'ci' or 'ttest' (got {method!r})")
+        methods = " or ".join(repr(m) for m in SIGNIFICANCE_METHODS)
+        raise ConfigError(f"significance method must be {methods} (got {method!r})")
     b, n = summarise(base, better), summarise(new, better)
     if any(math.isnan(x) for x in (b.mean, b.stddev, n.mean, n.stddev)):
         return Significance(False, math.nan, "ci")

@@ -7,7 +7,7 @@ into one line naming the file, the key path as TOML spells it and what was expec
     without , : =, got true (a boolean)
 
 What needs more than the file (known governors, workloads and their knobs, platform presets,
-names that refer to each other) is checked in `dvfslab._campaign_check` after this.
+names that refer to each other) is checked in `dvfslab.campaign.check` after this.
 
 No `from __future__ import annotations` and no `X | None`: pydantic reads these annotations at
 run time, on every Python the package supports.
@@ -31,8 +31,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from dvfslab._checks import child, describe
 from dvfslab.api import SEED_MAX
+from dvfslab.campaign.key_errors import child, describe
 
 ITERATIONS_MAX = 10_000
 SPEC_RESERVED = ",:="

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dvfslab._core import ConfigError
-from dvfslab._table import print_markdown_table, print_table
-from dvfslab.validate import SCORE_ROWS, VALIDATE_SCHEMA, fmt_value
+from dvfslab.report.printing import print_markdown_table, print_table
+from dvfslab.validate.published import VALIDATE_SCHEMA
+from dvfslab.validate.views import SCORE_ROWS, fmt_value
 
 MOVED = 0.02
 """A simulated value that changed by more than this share moved."""

@@ -19,10 +19,9 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dvfslab import _svg
 from dvfslab._core import ConfigError
 from dvfslab._files import replace_atomically
-from dvfslab.report import Report, Table, detail_table, summary_tables
+from dvfslab.report import Report, Table, detail_table, summary_tables, svg
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,48 +91,30 @@ def render_html(
         body.append(f"<h2>{escape(str(platform))}</h2>")
         body += _platform_charts(rows, report.baseline, report.level)
         body += [
-            _html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
+            html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
         ]
         details = report.detail[report.detail["platform"] == platform]
         for benchmark, detail in details.groupby("benchmark", sort=False):
             body.append(f"<h3>{escape(str(benchmark))}</h3>")
             body.append(_param_chart(detail))
-            body.append(_html_table(detail_table(detail)))
+            body.append(html_table(detail_table(detail)))
     if time_in_freq is not None:
         body.append("<h2>Frequency residency</h2>")
         body += _residency_charts(time_in_freq)
     if timeline is not None:
         body.append("<h2>Timelines</h2>")
         body += _timeline_charts(timeline)
+    return page(title, body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """An HTML document of `body`'s elements under `title`, with the report's style."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
-
-
-def write_tune_html(path: str | os.PathLike[str], summary: dict[str, Any], title: str) -> Path:
-    """A `dvfslab tune` search as one HTML file: its Pareto front and the plot of its trials."""
-    from dvfslab.tune import front_table, pareto_svg
-
-    body = [
-        f"<h1>{escape(title)}</h1>",
-        '<p class="note">Each trial ran every workload beside the governor with its default '
-        "tunables; its objectives are ratios to that default, on its least favourable "
-        "iteration (model variant).</p>",
-        pareto_svg(summary),
-        _html_table(front_table(summary)),
-    ]
-    text = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
-    path = Path(path)
-    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-    return path
 
 
 # -- the report's charts -------------------------------------------------------------------------
@@ -153,7 +134,7 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
         power[key] = (r["avg_package_w"], math.nan, math.nan)
     labels = [label[g] for g in groups]
     return [
-        _svg.bar_chart(
+        svg.bar_chart(
             f"Performance ratio to {baseline} ({level:.0%} interval)",
             labels,
             others,
@@ -161,8 +142,8 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
             y_label="result / baseline",
             base=1.0,
         ),
-        _svg.bar_chart("Average package power", labels, configs, power, y_label="W", decimals=1),
-        _svg.bar_chart(
+        svg.bar_chart("Average package power", labels, configs, power, y_label="W", decimals=1),
+        svg.bar_chart(
             f"Performance per watt relative to {baseline}",
             labels,
             others,
@@ -188,7 +169,7 @@ def _param_chart(detail: pd.DataFrame) -> str:
         ]
         for c in configs
     }
-    return _svg.line_chart(
+    return svg.line_chart(
         f"{first['benchmark']}: {kind} per parameter (+- {'H' if kind == 'Hmean' else ''}Stddev;"
         f" {first['better']} is better)",
         params,
@@ -197,7 +178,7 @@ def _param_chart(detail: pd.DataFrame) -> str:
     )
 
 
-def _html_table(table: Table) -> str:
+def html_table(table: Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     rows = []
     for row in table.rows:
@@ -228,13 +209,13 @@ def _residency_charts(df: pd.DataFrame) -> list[str]:
             part.assign(series=series).groupby(["series", "freq_khz"], sort=False)["time_s"].sum()
         )
         share = 100.0 * seconds / seconds.groupby(level="series").transform("sum")
-        values: dict[tuple[str, str], _svg.Bar] = {
+        values: dict[tuple[str, str], svg.Bar] = {
             (_mhz(khz), str(name)): (float(pct), math.nan, math.nan)
             for (name, khz), pct in share.items()
         }
         freqs = sorted({int(khz) for _, khz in share.index})
         charts.append(
-            _svg.bar_chart(
+            svg.bar_chart(
                 _title("Time at each frequency", key),
                 [_mhz(f) for f in freqs],
                 list(dict.fromkeys(str(name) for name, _ in share.index)),
@@ -277,7 +258,7 @@ def _timeline_charts(df: pd.DataFrame) -> list[str]:
                     series[f"cpu{cpu}"] = (xs, ys)
             if series:
                 charts.append(
-                    _svg.step_chart(
+                    svg.step_chart(
                         _title(caption + note, key), series, x_label="time (s)", y_label=unit
                     )
                 )

@@ -3,7 +3,7 @@
 A run sits at coordinates (platform, benchmark, config, param, iteration). Its seed is hashed
 from the campaign seed and those coordinates (`run_seed`), its key from everything that decides
 its result (`run_key`). Unless the campaign is nominal, iteration i simulates the i-th model
-variant (`dvfslab.variants`): its preset and workload are the ones the runs then carry.
+variant (`dvfslab.campaign.variants`): its preset and workload are the ones the runs then carry.
 `dvfslab.campaign` reads campaigns from files and runs them.
 """
 
@@ -14,8 +14,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dvfslab import _core, variants
+from dvfslab import _core
 from dvfslab.api import TRACE_PREFIX, duration_ns
+from dvfslab.campaign import variants
 from dvfslab.governors import PYTHON_PREFIX, source_digest
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
@@ -188,7 +189,7 @@ class Campaign:
     """Every iteration simulates the fixed model (the declared constants at their values, no
     seed-driven variation), instead of one model variant each."""
     fitted: FittedConstants = field(default_factory=FittedConstants)
-    """What `dvfslab validate --cross-validate` refits (dvfslab.cross_validate)."""
+    """What `dvfslab validate --cross-validate` refits (dvfslab.validate.leave_one_out)."""
 
     def runs(self) -> list[Run]:
         """Every run, ordered platform, benchmark, param, config, iteration, as written."""

@@ -21,16 +21,15 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dvfslab import _core, store
+from dvfslab import _core
 from dvfslab._core import ConfigError, SimulationError
 from dvfslab._progress import Progress
 from dvfslab.api import duration_ns
-from dvfslab.campaign import check_setup, distinct_setups
-
-if TYPE_CHECKING:
-    from dvfslab.campaign import Campaign, Run
+from dvfslab.campaign import store
+from dvfslab.campaign.model import Campaign, Run
+from dvfslab.campaign.preflight import check_setup, distinct_setups
 
 ORPHAN_POLL_S = 0.5  # how often a pool worker checks that the campaign process is alive
 RAY_POLL_S = 0.5
@@ -131,12 +130,30 @@ def default_jobs() -> int:
 
 def run_campaign(
     campaign: Campaign,
-    out_dir: str | os.PathLike[str] | None,
+    out_dir: str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
     force: bool = False,
 ) -> RunSummary:
+    """Run every run of `campaign` not yet stored in `out_dir`, storing each as it finishes.
+
+    out_dir:     the results store (default results/<campaign name>); see
+                 `dvfslab.campaign.store`
+    jobs:        local worker processes (default: every CPU this process may use)
+    ray_address: run on a Ray cluster instead ("auto", "ray://host:10001", or "local" for an
+                 instance started here); needs the `ray` package
+    progress:    show progress on stderr: a bar on a terminal, a line every 10 s otherwise
+    force:       store the runs even in a store another campaign wrote (its manifest is
+                 replaced; its run files stay, and those with the same key are reused)
+
+    Safe to interrupt or kill at any point: finished runs are kept and the next call runs the
+    rest; a run file that is not whole is named on stderr and run again. Raises ConfigError for
+    bad input (a store of another campaign, without `force`) before running anything, and the
+    first run's error (naming its coordinates) if a run fails. Local workers are started with
+    the "spawn" method: a script that calls this must guard its top level with
+    `if __name__ == "__main__"`.
+    """
     started = time.monotonic()
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs must be an integer >= 1 (got {jobs!r})")

@@ -1,6 +1,6 @@
 """Checking a campaign document (a parsed TOML file, docs/campaign-format.md) into a Campaign.
 
-`dvfslab._campaign_schema` checks the document's shape (keys, types, ranges) with pydantic;
+`dvfslab.campaign.schema` checks the document's shape (keys, types, ranges) with pydantic;
 what needs more than the file is checked here: governors, workloads and their knobs, platform
 presets, and names that must refer to each other. Every error is a ConfigError naming the file,
 the key path and what was expected.
@@ -16,7 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from dvfslab import _core
-from dvfslab._campaign_model import (
+from dvfslab._core import ConfigError
+from dvfslab.api import TRACE_PREFIX
+from dvfslab.campaign.key_errors import Checker, child
+from dvfslab.campaign.model import (
     Benchmark,
     Campaign,
     Config,
@@ -24,16 +27,13 @@ from dvfslab._campaign_model import (
     Platform,
     SweepValues,
 )
-from dvfslab._campaign_schema import (
+from dvfslab.campaign.schema import (
     BenchmarkTable,
     CampaignFile,
     ConfigTable,
     CrossValidateTable,
     first_error,
 )
-from dvfslab._checks import Checker, child
-from dvfslab._core import ConfigError
-from dvfslab.api import TRACE_PREFIX
 from dvfslab.governors import PYTHON_PREFIX
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent

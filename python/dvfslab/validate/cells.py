@@ -1,0 +1,205 @@
+"""A published number beside its simulated counterpart (`Cell`), and the scores over a
+campaign's cells.
+
+Scores (`scores`):
+    direction_agreement      ratio cells whose direction (improved / regressed / neutral) is the
+                             published one; neutral = the publication's `~`, or within +-2%
+    median_abs_ln_error      median over ratio cells of |ln(simulated / published)|
+    power_within_25pct       power cells whose simulated watts are within +-25% of the published
+    ppw_direction_agreement  as direction_agreement, over the perf-per-watt cells
+Cells without a simulated value (a platform or configuration not run) count in no score.
+
+Each simulated ratio also carries its 90% interval over the iterations, which are model variants
+unless the campaign ran `--nominal` (`simulated_ci`, the report's interval of the gmean ratio),
+and the report's verdict on it (`simulated_verdict`: improved, regressed, neutral or uncertain).
+The scores of the intervals, over the ratio cells:
+    coverage                       published ratios inside the simulated 90% interval
+    called_share                   cells with a verdict other than uncertain
+    confident_direction_agreement  called cells whose verdict is the published direction
+    median_ci_halfwidth            median of (high - low) / 2 of the intervals
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from dvfslab.report.stats import NEUTRAL_BAND
+
+POWER_TOLERANCE = 0.25
+"""A simulated power within +-25% of the published one agrees."""
+
+TableName = Literal["ratios", "power", "perf-per-watt", "detail"]
+TABLES: tuple[TableName, ...] = get_args(TableName)
+"""The published tables, in the order the views show them."""
+Direction = Literal["improved", "regressed", "neutral"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One published number and its simulated counterpart."""
+
+    table: TableName
+    machine: str
+    benchmark: str
+    param: str
+    """The sweep point for detail cells ("clients=8"; "" for none), "" for the others."""
+    config: str
+    published: float
+    better: str = "higher"
+    """Of the published quantity: perf ratios follow the benchmark, ppw is always higher."""
+    neutral: bool = False
+    """The publication printed `~`."""
+    unit: str = ""
+    simulated: float | None = None
+    published_ratio: float | None = None
+    """Detail cells: the published value over the baseline's at the same parameter."""
+    simulated_ratio: float | None = None
+    simulated_ci: tuple[float, float] | None = None
+    """Ratio cells: the 90% interval of the simulated ratio over the iterations."""
+    simulated_verdict: str | None = None
+    """Ratio cells: improved / regressed / neutral / uncertain (`dvfslab.report.stats.verdict`)."""
+
+    @property
+    def agree(self) -> bool | None:
+        """Does the simulation agree with the publication on this cell? None: not simulated.
+
+        ratios and perf-per-watt: same direction; power: within +-25%; detail: the per-parameter
+        ratio to the baseline has the same direction (absolute values of scaled-down benchmarks
+        are not comparable).
+        """
+        if self.simulated is None or not math.isfinite(self.simulated):
+            return None
+        if self.table == "power":
+            return power_agrees(self.published, self.simulated)
+        if self.table == "detail":
+            if self.published_ratio is None or self.simulated_ratio is None:
+                return None
+            if not math.isfinite(self.simulated_ratio):
+                return None
+            return direction(self.published_ratio, self.better) == direction(
+                self.simulated_ratio, self.better
+            )
+        return direction(self.published, self.better, self.neutral) == direction(
+            self.simulated, self.better
+        )
+
+    @property
+    def covered(self) -> bool | None:
+        """Ratio cells: is the published ratio inside the simulated interval? None: no interval."""
+        if self.table != "ratios" or self.simulated_ci is None:
+            return None
+        lo, hi = self.simulated_ci
+        return lo - 1e-12 <= self.published <= hi + 1e-12
+
+    @property
+    def called(self) -> bool | None:
+        """Ratio cells: did the simulation give a verdict other than uncertain? None: no verdict."""
+        if self.table != "ratios" or self.simulated_verdict is None:
+            return None
+        return self.simulated_verdict != "uncertain"
+
+    @property
+    def called_right(self) -> bool | None:
+        """Called ratio cells: is the verdict the published direction? None: not called."""
+        if not self.called:
+            return None
+        return self.simulated_verdict == direction(self.published, self.better, self.neutral)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "table": self.table,
+            "machine": self.machine,
+            "benchmark": self.benchmark,
+            "param": self.param,
+            "config": self.config,
+            "published": self.published,
+            "simulated": _finite_or_none(self.simulated),
+            "agree": self.agree,
+            "better": self.better,
+            "neutral": self.neutral,
+        }
+        if self.table == "detail":
+            out["unit"] = self.unit
+            out["published_ratio"] = _finite_or_none(self.published_ratio)
+            out["simulated_ratio"] = _finite_or_none(self.simulated_ratio)
+        if self.table == "ratios":
+            out["simulated_ci"] = list(self.simulated_ci) if self.simulated_ci else None
+            out["simulated_verdict"] = self.simulated_verdict
+            out["covered"] = self.covered
+        return out
+
+
+# -- scoring -------------------------------------------------------------------------------------
+
+
+def direction(
+    ratio: float, better: str, neutral: bool = False, band: float = NEUTRAL_BAND
+) -> Direction:
+    """improved / regressed / neutral for a ratio result/baseline.
+
+    Neutral when flagged (the publication's `~`) or within 1 +- band; otherwise improved when the
+    ratio moved the way `better` ("higher" or "lower") prefers.
+    """
+    if neutral or abs(ratio - 1.0) <= band + 1e-9:
+        return "neutral"
+    return "improved" if (ratio > 1.0) == (better == "higher") else "regressed"
+
+
+def power_agrees(published: float, simulated: float, tolerance: float = POWER_TOLERANCE) -> bool:
+    return published > 0 and abs(simulated / published - 1.0) <= tolerance + 1e-12
+
+
+def direction_agreement(cells: list[Cell]) -> float | None:
+    """Share of the simulated cells that agree (each cell's own rule); None if none simulated."""
+    return share([c.agree for c in cells])
+
+
+def median_abs_ln_error(cells: list[Cell]) -> float | None:
+    """Median over the simulated cells of |ln(simulated / published)|."""
+    errors = [
+        abs(math.log(c.simulated / c.published))
+        for c in cells
+        if c.simulated is not None and c.simulated > 0 and c.published > 0
+    ]
+    return statistics.median(errors) if errors else None
+
+
+def share(flags: list[bool | None]) -> float | None:
+    """The share of True among the flags that are not None; None when all are."""
+    judged = [f for f in flags if f is not None]
+    return sum(judged) / len(judged) if judged else None
+
+
+def interval_scores(cells: list[Cell]) -> dict[str, Any]:
+    """The scores of the ratio cells' intervals and verdicts (see the module docstring)."""
+    ratios = [c for c in cells if c.table == "ratios" and c.simulated is not None]
+    halves = [(c.simulated_ci[1] - c.simulated_ci[0]) / 2 for c in ratios if c.simulated_ci]
+    return {
+        "coverage": share([c.covered for c in ratios]),
+        "called_share": share([c.called for c in ratios]),
+        "confident_direction_agreement": share([c.called_right for c in ratios]),
+        "median_ci_halfwidth": statistics.median(halves) if halves else None,
+    }
+
+
+def scores(cells: list[Cell]) -> dict[str, Any]:
+    """The headline scores and how many cells each one judged."""
+    by = {t: [c for c in cells if c.table == t] for t in TABLES}
+    return {
+        **interval_scores(cells),
+        "direction_agreement": direction_agreement(by["ratios"]),
+        "median_abs_ln_error": median_abs_ln_error(by["ratios"]),
+        "power_within_25pct": direction_agreement(by["power"]),
+        "ppw_direction_agreement": direction_agreement(by["perf-per-watt"]),
+        "detail_direction_agreement": direction_agreement(by["detail"]),
+        "power_median_abs_ln_error": median_abs_ln_error(by["power"]),
+        "judged": {t: sum(c.agree is not None for c in by[t]) for t in TABLES},
+        "published": {t: len(by[t]) for t in TABLES},
+    }
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

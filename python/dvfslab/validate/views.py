@@ -1,0 +1,186 @@
+"""A validation (`validate_report`'s result) as text tables or Markdown: the scores, then per
+table and machine the published and simulated cells."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, TextIO
+
+from dvfslab.report.printing import print_markdown_table, print_table
+from dvfslab.validate.cells import TABLES, TableName
+
+# -- text view -----------------------------------------------------------------------------------
+
+SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
+    ("direction_agreement", "ratios", "ratio cells with the published direction"),
+    ("median_abs_ln_error", "ratios", "median |ln(simulated / published)| over ratio cells"),
+    ("power_within_25pct", "power", "power cells within +-25%"),
+    ("power_median_abs_ln_error", "power", "median |ln(simulated / published)| over power cells"),
+    ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
+    ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
+    ("coverage", "ratios", "published ratios inside the simulated 90% interval"),
+    ("called_share", "ratios", "ratio cells with a verdict other than uncertain"),
+    ("confident_direction_agreement", "ratios", "called ratio cells with the published direction"),
+    ("median_ci_halfwidth", "ratios", "median half-width of the ratio cells' 90% intervals"),
+)
+"""Each score with the table whose cells it counts and what it measures (both views)."""
+
+
+def print_validation(result: dict[str, Any]) -> None:
+    cells = result["cells"]
+    titles = {
+        "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
+        "neutral); agree = same direction (neutral within +-2%); verdict = what the simulated "
+        "90% interval over the iterations says (? = uncertain)",
+        "power": "average package power [W]; agree = within +-25%",
+        "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
+        "detail": "per-parameter values (a timed workload run shorter than published compares "
+        "by its ratio to the baseline); agree = same direction of that ratio",
+    }
+    for table in TABLES:
+        rows = []
+        for c in (c for c in cells if c["table"] == table):
+            row: list[object] = [
+                c["machine"],
+                c["benchmark"],
+                *([c["param"] or "-"] if table == "detail" else []),
+                c["config"],
+                ("~" if c["neutral"] else "") + fmt_value(c["published"]),
+                fmt_value(c["simulated"]),
+            ]
+            if table == "detail":
+                row += [fmt_value(c["published_ratio"]), fmt_value(c["simulated_ratio"])]
+            if table == "ratios":
+                ci = c["simulated_ci"]
+                row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
+                row.append(c["simulated_verdict"] or "-")
+            row.append({True: "yes", False: "NO", None: "-"}[c["agree"]])
+            rows.append(row)
+        if not rows:
+            continue
+        headers = ["machine", "benchmark"]
+        headers += ["param"] if table == "detail" else []
+        headers += ["config", "published", "simulated"]
+        headers += ["pub ratio", "sim ratio"] if table == "detail" else []
+        headers += ["sim 90% interval", "verdict"] if table == "ratios" else []
+        headers += ["agree"]
+        numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 90% interval", "agree"}
+        print_table(headers, rows, right=numeric, title=f"{table}: {titles[table]}")
+        print()
+    judged, published = result["judged"], result["published"]
+    only = result.get("only", {})
+    part = "; ".join(f"{key} {', '.join(names)}" for key, names in only.items())
+    print(
+        f"validation of {result['campaign']}"
+        + (f" (only {part})" if part else "")
+        + " against the published measurements"
+    )
+    for key, table, what in SCORE_ROWS:
+        print(
+            f"  {key:30s} {fmt_value(result[key], 3):>7s}  {what} ({judged[table]} of "
+            f"{published[table]} cells simulated)"
+        )
+    cross = result.get("cross_validated")
+    if cross is not None:
+        print("cross-validated: each machine scored with the fitted constants refitted without it")
+        for key, _, what in SCORE_ROWS:
+            print(f"  {key:30s} {fmt_value(cross[key], 3):>7s}  {what}")
+
+
+# -- markdown view -------------------------------------------------------------------------------
+
+_MARKDOWN_TITLES = {
+    "ratios": "performance ratio to the baseline",
+    "power": "average package power (W)",
+    "perf-per-watt": "performance-per-watt ratio to the baseline",
+}
+
+
+def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None) -> None:
+    """The validation as Markdown to go under a document's `##` section: the scores, then per
+    machine (`###`) one table (`####`) per published table with a row per benchmark and a column
+    per configuration, each cell `published → simulated`, marked ✗ where they disagree and ? where
+    the simulated verdict is uncertain; per detail table a row per parameter, the baseline's
+    values and the others' ratios to it."""
+    out = out or sys.stdout
+    judged, published = result["judged"], result["published"]
+    cross = result.get("cross_validated")
+    rows = [
+        [
+            key,
+            fmt_value(result[key], 3),
+            *([fmt_value(cross[key], 3)] if cross is not None else []),
+            f"{judged[table]} of {published[table]}",
+        ]
+        for key, table, _ in SCORE_ROWS
+    ]
+    values = ["value", *(["cross-validated"] if cross is not None else [])]
+    print_markdown_table(
+        ["score", *values, "cells simulated"],
+        rows,
+        right={*values, "cells simulated"},
+        title=f"{result['campaign']}: scores",
+        out=out,
+    )
+    cells = [c for c in result["cells"] if c["simulated"] is not None]
+    for machine in dict.fromkeys(c["machine"] for c in cells):
+        print(f"\n### {machine}", file=out)
+        mine = [c for c in cells if c["machine"] == machine]
+        for table, what in _MARKDOWN_TITLES.items():
+            part = [c for c in mine if c["table"] == table]
+            if part:
+                print(file=out)
+                _print_grid(part, "benchmark", f"{machine}: {what}", out)
+        detail = [c for c in mine if c["table"] == "detail"]
+        for benchmark in dict.fromkeys(c["benchmark"] for c in detail):
+            part = [c for c in detail if c["benchmark"] == benchmark]
+            title = f"{machine} {benchmark}: {part[0]['config']} in {part[0]['unit']}, the others'"
+            print(file=out)
+            _print_grid(part, "param", title + " ratio to it", out)
+
+
+def _print_grid(cells: list[dict[str, Any]], row_key: str, title: str, out: TextIO) -> None:
+    """One pipe table: a row per `row_key` value, a column per configuration."""
+    configs = list(dict.fromkeys(c["config"] for c in cells))
+    row_names = list(dict.fromkeys(c[row_key] for c in cells))
+    by_key = {(c[row_key], c["config"]): c for c in cells}
+    # A detail table's first configuration is its baseline: its values, the others' ratios.
+    ratio_of = row_key == "param"
+    rows = [
+        [
+            name,
+            *(
+                _markdown_cell(by_key.get((name, config)), ratio_of and i > 0)
+                for i, config in enumerate(configs)
+            ),
+        ]
+        for name in row_names
+    ]
+    print_markdown_table(
+        [row_key, *configs], rows, right=set(configs), title=title, level=4, out=out
+    )
+
+
+def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
+    if cell is None:
+        return ""
+    if as_ratio:
+        published, simulated = cell["published_ratio"], cell["simulated_ratio"]
+    else:
+        published, simulated = cell["published"], cell["simulated"]
+    text = ("~" if cell["neutral"] else "") + f"{fmt_value(published)} → {fmt_value(simulated)}"
+    if cell["agree"] is False:
+        text += " ✗"
+    if cell.get("simulated_verdict") == "uncertain":
+        text += " ?"
+    return text
+
+
+def fmt_value(value: float | None, decimals: int = 2) -> str:
+    """A cell's number for the views: `decimals` places, one from 100 up, "-" when missing."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    return f"{value:.{decimals}f}"
