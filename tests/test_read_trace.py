@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,30 @@ def test_a_trace_dat_needs_trace_cmd(tmp_path, monkeypatch):
         dvfslab.read_trace(path)
     with pytest.raises(ConfigError, match="does not exist"):
         dvfslab.read_trace(tmp_path / "missing.txt")
+
+
+def _fake_trace_cmd(bin_dir, script):
+    """A `trace-cmd` on PATH that runs `script` (sh): what dvfslab asks of the real one."""
+    tool = bin_dir / "trace-cmd"
+    tool.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+    tool.chmod(0o755)
+    return str(bin_dir)
+
+
+def test_a_trace_dat_is_read_through_trace_cmd_report_raw(tmp_path, monkeypatch):
+    path = tmp_path / "trace.dat"
+    path.write_bytes(TRACE_DAT_MAGIC + b"\0" * 64)
+    calls = tmp_path / "calls.txt"
+    # The fake prints the shipped text of LISA's recording when asked for `report -R FILE`.
+    script = f'echo "$@" >> {calls}\n[ "$1 $2" = "report -R" ] && cat {LISA_JUNO}\n'
+    monkeypatch.setenv("PATH", _fake_trace_cmd(tmp_path, script) + os.pathsep + os.environ["PATH"])
+    trace = dvfslab.read_trace(path)
+    assert calls.read_text().split() == ["report", "-R", str(path)]
+    assert len(trace.switches) == len(dvfslab.read_trace(LISA_JUNO).switches) == 617
+    failing = _fake_trace_cmd(tmp_path, 'echo "trace-cmd: bad magic" >&2\nexit 1\n')
+    monkeypatch.setenv("PATH", failing + os.pathsep + os.environ["PATH"])
+    with pytest.raises(ConfigError, match=r"trace-cmd report failed: trace-cmd: bad magic"):
+        dvfslab.read_trace(path)
 
 
 def test_cli_trace_summary(cli):

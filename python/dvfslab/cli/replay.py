@@ -130,7 +130,7 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
             c["status"],
         ]
         for c in sorted(
-            report["warm_up"] + report["changes"],
+            report["warm_up"] + report["changes"] + report["at_end"],
             key=lambda c: c["recorded_s"] if c["recorded_s"] is not None else c["model_s"],
         )
     ]
