@@ -14,6 +14,7 @@ from dvfslab.traces import write_trace
 from dvfslab.traces.read import TRACE_DAT_MAGIC
 
 LISA_JUNO = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
+JUNO_SCHEDUTIL = LISA_JUNO.with_name("lisa-juno-schedutil.txt")
 LISA_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-schedutil.txt"
 
 
@@ -188,3 +189,31 @@ def test_a_cpu_map_names_each_cpus_type():
     ):
         with pytest.raises(ConfigError, match=says):
             cpu_map(bad)
+
+
+def test_idle_exits_time_the_last_remote_signal_to_the_exit(tmp_path):
+    path = tmp_path / "wake.txt"
+    path.write_text(
+        # CPU 1 sleeps in state 2; CPU 0 updates its load from afar (an idle balancer), later
+        # wakes a task onto it: the exit 200 us after that wake-up is what the wake-up cost.
+        "  <idle>-0 [001] 1.000000: cpu_idle: state=2 cpu_id=1\n"
+        "  b-7 [000] 1.010000: sched_load_cfs_rq: cpu=1 path=/ load=0 util=3\n"
+        "  b-7 [000] 1.015000: sched_wakeup: comm=a pid=9 prio=120 target_cpu=001\n"
+        "  <idle>-0 [001] 1.015200: cpu_idle: state=4294967295 cpu_id=1\n"
+        # A timer wakes CPU 1 from state 0: no signal from another CPU, so not counted.
+        "  <idle>-0 [001] 1.020000: cpu_idle: state=0 cpu_id=1\n"
+        "  <idle>-0 [001] 1.021000: cpu_idle: state=4294967295 cpu_id=1\n",
+        encoding="utf-8",
+    )
+    exits = dvfslab.read_trace(path).summary()["idle_exits"]
+    assert exits == [{"state": 2, "wakeups": 1, "median_us": 200.0, "min_us": 200.0}]
+
+
+def test_the_juno_recording_wakes_from_wfi_faster_than_from_power_down():
+    exits = {e["state"]: e for e in dvfslab.read_trace(JUNO_SCHEDUTIL).summary()["idle_exits"]}
+    assert set(exits) == {0, 1, 2}  # WFI, cpu-sleep, cluster-sleep
+    assert exits[0]["median_us"] < 10 < exits[1]["min_us"]
+    assert exits[0]["median_us"] < exits[2]["min_us"]
+    # Far below the device tree's 1500 and 1600 us (entry + exit, a worst case).
+    assert exits[1]["median_us"] < 300
+    assert exits[2]["median_us"] < 300

@@ -87,4 +87,11 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
         rows,
         right={"cpu", "busy %", "freq changes"},
     )
+    if info["idle_exits"]:
+        print("\nwake-ups from idle, from another CPU's signal to the idle exit (upper bounds):")
+        print_table(
+            ["idle state", "wake-ups", "median us", "min us"],
+            [[e["state"], e["wakeups"], e["median_us"], e["min_us"]] for e in info["idle_exits"]],
+            right={"idle state", "wake-ups", "median us", "min us"},
+        )
     return 0

@@ -50,7 +50,8 @@ class Trace:
     markers: pd.DataFrame
     """time_s, cpu, pid, text: what user space wrote to trace_marker"""
     pelt: pd.DataFrame
-    """time_s, cpu, util, load, runnable (-1 when not recorded): each CPU's root cfs_rq"""
+    """time_s, logged_cpu, cpu, util, load, runnable (-1 when not recorded): each CPU's root
+    cfs_rq"""
     util_est: pd.DataFrame
     """time_s, cpu, enqueued: each CPU's root cfs_rq util_est"""
     pstate: pd.DataFrame
@@ -69,8 +70,11 @@ class Trace:
         return {k: v for k, v in self.counts.items() if k not in self.table_events}
 
     def summary(self, cpu_types: dict[int, str] | None = None) -> dict[str, Any]:
-        """What the trace holds: span, events, and per CPU its busy share and frequencies;
-        with `cpu_types` (CPU -> cluster name: `cpu_map`, `preset_cpu_map`), each CPU's type."""
+        """What the trace holds: span, events, per CPU its busy share and frequencies (with
+        `cpu_types`, CPU -> cluster name from `cpu_map` or `preset_cpu_map`, each CPU's type),
+        and how long wake-ups from each idle state took (`dvfslab.traces.idle`)."""
+        from dvfslab.traces.idle import idle_exits
+
         times = [df["time_s"] for df in self._tables() if not df.empty]
         start = min(float(t.min()) for t in times) if times else 0.0
         end = max(float(t.max()) for t in times) if times else 0.0
@@ -102,6 +106,7 @@ class Trace:
             "tasks": int(pd.concat([self.switches["next_pid"], self.wakeups["pid"]]).nunique()),
             "markers": len(self.markers),
             "per_cpu": per_cpu,
+            "idle_exits": idle_exits(self),
         }
 
     def _tables(self) -> list[pd.DataFrame]:

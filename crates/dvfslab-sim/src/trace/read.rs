@@ -75,6 +75,9 @@ pub struct CpuStates {
 #[derive(Debug, Default)]
 pub struct Pelt {
     pub time_s: Vec<f64>,
+    /// The CPU the event was logged on: another than `cpu` when that CPU enqueued or dequeued
+    /// a task there (a remote wake-up, a migration).
+    pub logged_cpu: Vec<u32>,
     pub cpu: Vec<i64>,
     pub util: Vec<i64>,
     pub load: Vec<i64>,
@@ -185,6 +188,7 @@ impl FtraceTables {
                 "pelt",
                 vec![
                     ("time_s", F64(&p.time_s)),
+                    ("logged_cpu", U32(&p.logged_cpu)),
                     ("cpu", I64(&p.cpu)),
                     ("util", I64(&p.util)),
                     ("load", I64(&p.load)),
@@ -312,6 +316,7 @@ impl FtraceTables {
                 let p = &mut self.pelt;
                 let row = (int("cpu")?, int("util")?, int("load")?);
                 p.time_s.push(ev.time_s);
+                p.logged_cpu.push(ev.cpu);
                 p.cpu.push(row.0);
                 p.util.push(row.1);
                 p.load.push(row.2);
