@@ -351,9 +351,10 @@ mod sync {
             "c": {"cpus": [1], "runtime": 5000, "barrier": "b"}}}"#;
         let (_, log) = run(JUNO, PERF, text, 0.5);
         let (a, c) = (phase(&log, "a", "a"), phase(&log, "c", "c"));
-        // a waits for c every time (plus, at most, a wake-up from idle: 1.5 ms on Juno).
+        // a waits for c every time (plus, at most, a wake-up from idle: 1.6 ms on Juno with
+        // every core asleep, as at the start, which shortens a's mean period by 1.6 ms / 99).
         for p in [a, c] {
-            assert!(p.period_us > 4990.0 && p.period_us < 6600.0, "{log:?}");
+            assert!(p.period_us > 4980.0 && p.period_us < 6600.0, "{log:?}");
         }
         assert!(a.iterations.abs_diff(c.iterations) <= 1, "{log:?}");
     }
