@@ -64,9 +64,15 @@ def test_ftrace_idle_states_are_numbered_as_cpuidle_lists_them(platform: str, fi
     names = [list(c["time_in_idle_state"]) for c in run.per_cpu]
     assert all(n[0] == first for n in names)
     idle = run.timeline_columns()["idle"]
+    # The timeline logs an exit when the wake-up starts, at the time the core will be up:
+    # ftrace lists events in time order.
+    rows = sorted(
+        zip(idle["time_ns"], idle["seq"], idle["cpu"], idle["state"], strict=True),
+        key=lambda r: (r[0], r[1]),
+    )
     expected = [
         ftrace.CPU_IDLE_EXIT if state == "C0" else names[cpu].index(state)
-        for cpu, state in zip(idle["cpu"], idle["state"])
+        for _, _, cpu, state in rows
     ]
     got = [int(m) for m in re.findall(r"cpu_idle: state=(\d+)", ftrace.render(run))]
     assert got == expected

@@ -11,21 +11,21 @@ ones are the closest.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from dvfslab.traces.read import Trace
 
-
-def idle_exits(trace: Trace) -> list[dict[str, Any]]:
-    """Per idle state index the recording shows, the wake-ups signalled from another CPU:
-    their count and the median and smallest time (µs) from the signal to the idle exit."""
-    signals = _remote_signals(trace)
+def idle_exits(
+    idle: pd.DataFrame, wakeups: pd.DataFrame, pelt: pd.DataFrame
+) -> list[dict[str, Any]]:
+    """Per idle state index the recording shows (a trace's `idle`, `wakeups` and `pelt`
+    tables), the wake-ups signalled from another CPU: their count and the median and smallest
+    time (µs) from the signal to the idle exit."""
+    signals = _remote_signals(wakeups, pelt)
     by_state: dict[int, list[float]] = {}
-    for cpu, periods in _idle_periods(trace.idle).items():
+    for cpu, periods in _idle_periods(idle).items():
         times = np.sort(signals.get(cpu, np.empty(0)))
         for state, entered, left in periods:
             # The last signal before the exit: an idle-load balancer that updates an idle
@@ -44,14 +44,12 @@ def idle_exits(trace: Trace) -> list[dict[str, Any]]:
     ]
 
 
-def _remote_signals(trace: Trace) -> dict[int, np.ndarray]:
+def _remote_signals(wakeups: pd.DataFrame, pelt: pd.DataFrame) -> dict[int, np.ndarray]:
     """Per CPU, the times another CPU logged a wake-up or a run-queue update for it."""
     parts = []
-    w = trace.wakeups
-    remote = w[w["target_cpu"] != w["cpu"]]
+    remote = wakeups[wakeups["target_cpu"] != wakeups["cpu"]]
     parts.append(pd.DataFrame({"cpu": remote["target_cpu"], "time_s": remote["time_s"]}))
-    p = trace.pelt
-    remote = p[p["cpu"] != p["logged_cpu"]]
+    remote = pelt[pelt["cpu"] != pelt["logged_cpu"]]
     parts.append(pd.DataFrame({"cpu": remote["cpu"], "time_s": remote["time_s"]}))
     both = pd.concat(parts, ignore_index=True)
     return {int(cpu): group["time_s"].to_numpy() for cpu, group in both.groupby("cpu")}

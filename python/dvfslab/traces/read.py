@@ -24,6 +24,7 @@ import pandas as pd
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+from dvfslab.traces.idle import idle_exits
 
 if TYPE_CHECKING:
     from dvfslab.platforms import PlatformRef
@@ -73,8 +74,6 @@ class Trace:
         """What the trace holds: span, events, per CPU its busy share and frequencies (with
         `cpu_types`, CPU -> cluster name from `cpu_map` or `preset_cpu_map`, each CPU's type),
         and how long wake-ups from each idle state took (`dvfslab.traces.idle`)."""
-        from dvfslab.traces.idle import idle_exits
-
         times = [df["time_s"] for df in self._tables() if not df.empty]
         start = min(float(t.min()) for t in times) if times else 0.0
         end = max(float(t.max()) for t in times) if times else 0.0
@@ -106,7 +105,7 @@ class Trace:
             "tasks": int(pd.concat([self.switches["next_pid"], self.wakeups["pid"]]).nunique()),
             "markers": len(self.markers),
             "per_cpu": per_cpu,
-            "idle_exits": idle_exits(self),
+            "idle_exits": idle_exits(self.idle, self.wakeups, self.pelt),
         }
 
     def _tables(self) -> list[pd.DataFrame]:
