@@ -13,6 +13,7 @@ check: install test-deps lint test-rust test-python
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps --quiet
 	ruff check python tests
 	ruff format --check python tests
 	mypy

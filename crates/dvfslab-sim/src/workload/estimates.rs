@@ -1,6 +1,6 @@
-//! Every estimated ([EST]) parameter of the workload models, in one place, each with its
+//! Every estimated (\[EST\]) parameter of the workload models, in one place, each with its
 //! source or the way to calibrate it. Models read them from here; the
-//! validation work calibrates them here, never inside a model. [CAL] marks a value fitted to a
+//! validation work calibrates them here, never inside a model. \[CAL\] marks a value fitted to a
 //! published measurement, with the procedure in docs/validation.md ("Calibrated constants").
 //! "The first estimate" is the range estimated before calibration, from the published
 //! per-operation costs; docs/workloads-net.md and docs/workloads-compute.md describe the models.
@@ -69,40 +69,40 @@ pub mod kernel {
 /// what all the network and IPC models share.
 pub mod ipc {
     /// How much of a syscall-heavy burst's time at base frequency is memory stall (network/IPC
-    /// ≈ 0.1 [EST]). Calibrate by comparing a model's metric at two pinned
+    /// ≈ 0.1 \[EST\]). Calibrate by comparing a model's metric at two pinned
     /// frequencies with the real benchmark's.
     pub const MEM_FRAC: f64 = 0.1;
-    /// A 100-byte pipe write including the wake-up of the reader: 1–2 µs ([EST]; the
+    /// A 100-byte pipe write including the wake-up of the reader: 1–2 µs (\[EST\]; the
     /// first estimate of a 100 B pipe/unix-socket write + wakeup was 1.5–3 µs). Calibrate with `perf bench
     /// sched pipe` pinned to one CPU at a fixed frequency (µs/loop ≈ 2·(write + read)).
     pub const PIPE_WRITE_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// A pipe read of one message, including the switch into the reader: 1–2 µs ([EST]).
+    /// A pipe read of one message, including the switch into the reader: 1–2 µs (\[EST\]).
     pub const PIPE_READ_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// A 100-byte `AF_UNIX` stream write: 2–3 µs ([EST]).
+    /// A 100-byte `AF_UNIX` stream write: 2–3 µs (\[EST\]).
     pub const SOCKET_WRITE_CYCLES: f64 = 2.5e-6 * 3.0e9;
-    /// An `AF_UNIX` stream read: 2–3 µs ([EST]).
+    /// An `AF_UNIX` stream read: 2–3 µs (\[EST\]).
     pub const SOCKET_READ_CYCLES: f64 = 2.5e-6 * 3.0e9;
-    /// Pipe capacity in 100-byte messages: 64 KiB (`PIPE_DEF_BUFFERS` pages [KNOW]) / 100 B.
+    /// Pipe capacity in 100-byte messages: 64 KiB (`PIPE_DEF_BUFFERS` pages \[KNOW\]) / 100 B.
     pub const PIPE_CAPACITY_MSGS: u32 = 655;
     /// `AF_UNIX` stream capacity in small messages: sndbuf ≈ 208 KiB counted with skb
-    /// truesize, ≈ 200–300 messages ([EST]). Calibrate by counting how many 100-byte
+    /// truesize, ≈ 200–300 messages (\[EST\]). Calibrate by counting how many 100-byte
     /// writes succeed on a non-blocking socketpair before EAGAIN.
     pub const SOCKET_CAPACITY_MSGS: u32 = 250;
     /// Extra cost per message read in process mode (an address-space switch that threads of
-    /// one process avoid): [EST] 0.3 µs. Calibrate from the process/thread time ratio of
+    /// one process avoid): \[EST\] 0.3 µs. Calibrate from the process/thread time ratio of
     /// `perf bench sched messaging` at a fixed frequency.
     pub const PROCESS_SWITCH_CYCLES: f64 = 0.3e-6 * 3.0e9;
-    /// pthread_create of a minimal-stack thread: [EST] 15 µs (fork is `kernel::FORK_CYCLES`).
+    /// pthread_create of a minimal-stack thread: \[EST\] 15 µs (fork is `kernel::FORK_CYCLES`).
     pub const THREAD_CREATE_CYCLES: f64 = 15e-6 * 3.0e9;
-    /// Thread exit: [EST] 10 µs (process exit is `kernel::EXIT_CYCLES`).
+    /// Thread exit: \[EST\] 10 µs (process exit is `kernel::EXIT_CYCLES`).
     pub const THREAD_EXIT_CYCLES: f64 = 10e-6 * 3.0e9;
-    /// The parent's wait4 / pthread_join of one exited worker: [EST] 1 µs.
+    /// The parent's wait4 / pthread_join of one exited worker: \[EST\] 1 µs.
     pub const REAP_CYCLES: f64 = 1e-6 * 3.0e9;
 }
 
 /// The NBENCH loadfile that dbench and tbench replay.
 pub mod nbench {
-    /// Fallback operation mix, percent of loadfile lines ([EST],
+    /// Fallback operation mix, percent of loadfile lines (\[EST\],
     /// from typical full-`client.txt` dbench output counts). Replace with the counts of the
     /// real `client-tiny.txt` (lines 601–4173 of dbench's `loadfiles/client.txt`).
     pub const MIX_PCT: [(&str, f64); 14] = [
@@ -121,17 +121,17 @@ pub mod nbench {
         ("LockX", 0.05),
         ("UnlockX", 0.05),
     ];
-    /// ReadX return / WriteX sizes in bytes and their shares: [EST], chosen so the mean
+    /// ReadX return / WriteX sizes in bytes and their shares: \[EST\], chosen so the mean
     /// (≈ 13.6 KiB) puts 1-client tbench near the published 49 MB/s on a 1.4 GHz KNM core
     /// (Gherdovich 2020) and a few hundred MB/s on desktop cores. Replace with the real
     /// loadfile's sizes.
     pub const IO_SIZES: [(u32, f64); 4] = [(1024, 0.40), (4096, 0.30), (16384, 0.15), (65536, 0.15)];
     /// Characters in a file name (paths like `\clients\client1\~dmtmp\WORD\CHAP10.DOC`):
-    /// [EST] 36. Request sizes grow by 2 bytes per character ([SRC] `sockio.c`).
+    /// \[EST\] 36. Request sizes grow by 2 bytes per character (\[SRC\] `sockio.c`).
     pub const NAME_CHARS: u32 = 36;
-    /// Directory entries a Find returns: [EST] uniform 1..=20.
+    /// Directory entries a Find returns: \[EST\] uniform 1..=20.
     pub const FIND_ENTRIES: (u32, u32) = (1, 20);
-    /// The measured loadfile, `client-tiny.txt`: 3,573 lines ([SRC]).
+    /// The measured loadfile, `client-tiny.txt`: 3,573 lines (\[SRC\]).
     pub const LOADFILE_OPS: u32 = 3573;
 }
 
@@ -139,7 +139,7 @@ pub mod nbench {
 pub mod tbench {
     use super::Knob;
     /// Client side per operation (send syscall, TCP tx, loopback rx softirq, receive of the
-    /// reply): 3–8 µs ([EST]). Calibrate against 1-client tbench MB/s at a
+    /// reply): 3–8 µs (\[EST\]). Calibrate against 1-client tbench MB/s at a
     /// pinned frequency.
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
@@ -156,7 +156,7 @@ pub mod tbench {
          not calibrated (1-client tbench at a pinned frequency would)",
     );
     /// Server side per operation (tbench_srv: read header and payload, write the reply):
-    /// 3–8 µs ([EST]).
+    /// 3–8 µs (\[EST\]).
     pub const SERVER_US: Knob = Knob::new(
         "server_us",
         "us",
@@ -172,7 +172,7 @@ pub mod tbench {
          not calibrated",
     );
     /// Copy cost per byte moved, charged to each side for the bytes it sends or receives:
-    /// 0.5 ns/byte ([EST]).
+    /// 0.5 ns/byte (\[EST\]).
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
         "copy_ns_per_byte",
         "ns/byte",
@@ -192,7 +192,7 @@ pub mod tbench {
 /// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config).
 pub mod dbench {
     use super::Knob;
-    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs ([EST];
+    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs (\[EST\];
     /// creates, renames and unlinks at the top, stat-like queries at the bottom). Calibrate
     /// against the per-operation AvgLat table of a 1-client dbench run at a pinned frequency.
     /// dbench4 scales them all by its knob [`METADATA_SCALE`].
@@ -256,7 +256,7 @@ pub mod dbench {
          calibrated (the AvgLat table of a 1-client dbench run at a pinned frequency would)",
     );
 
-    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache ([EST]).
+    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (\[EST\]).
     pub const IO_US: Knob =
         Knob::new("io_us", "us", 1.0, 0.0, 1000.0, "VFS work of a ReadX or WriteX besides its copy, µs at 3 GHz")
             .uncertain(0.5, 2.0, "estimate: a buffered read() or write() system call on a cached file, about 1 µs");
@@ -278,7 +278,7 @@ pub mod dbench {
     /// The operations that change metadata, each an XFS transaction whose changes go to the
     /// log (the others read, or dirty the page cache only).
     pub const LOGGED_OPS: [&str; 4] = ["NTCreateX", "Unlink", "Rename", "Sfileinfo"];
-    /// Log space a transaction's changes take: 1 KiB [CAL] (an inode core, a directory
+    /// Log space a transaction's changes take: 1 KiB \[CAL\] (an inode core, a directory
     /// block's changed range, an allocation-group header, each with its log headers). With
     /// the 10 MiB log, the passes of the 5.5-rc7 runs on an 8-CPU machine (LKML, commit
     /// 52262ee567ad) peak at 8–32 clients, so the log stops holding every client's last pass
@@ -292,7 +292,7 @@ pub mod dbench {
          transaction (docs/validation.md, calibrated constants)",
         );
     /// xfsaild's time to write back one transaction's changes in place, serially: 10.8 µs
-    /// [CAL] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
+    /// \[CAL\] on the same runs' 64-client passes, 469 ms on the 8-CPU machine and 479 ms on the
     /// 48-CPU one, whatever their CPUs and disks (the model gives 463 and 460 ms).
     pub const WRITEBACK_US: Knob = Knob::new(
         "writeback_us",
@@ -314,13 +314,13 @@ pub mod dbench {
 /// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
 pub mod netperf {
     use super::Knob;
-    /// TCP send syscall and protocol tx of a small segment: 3–6 µs ([EST]).
+    /// TCP send syscall and protocol tx of a small segment: 3–6 µs (\[EST\]).
     pub const TCP_TX_CYCLES: f64 = 4e-6 * 3.0e9;
-    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs ([EST]).
+    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs (\[EST\]).
     pub const TCP_SOFTIRQ_CYCLES: f64 = 3e-6 * 3.0e9;
-    /// recv syscall of a small TCP message: [EST] 1.5 µs (part of the first estimate's 3–6 µs per side).
+    /// recv syscall of a small TCP message: \[EST\] 1.5 µs (part of the first estimate's 3–6 µs per side).
     pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// UDP send: no connection state or ACK. [CAL] With the softirq below, 2.59 µs per
+    /// UDP send: no connection state or ACK. \[CAL\] With the softirq below, 2.59 µs per
     /// datagram and `COPY_NS_PER_BYTE`: the sender's time per datagram on the campaign's
     /// own Haswell (2 × E5-2670 v3, Linux 5.5, the saturated sender at its 3.1 GHz turbo) in
     /// Mel Gorman's UDP_STREAM runs (LKML, "ACPI _CST introduced performance regresions on
@@ -332,7 +332,7 @@ pub mod netperf {
     pub const UDP_SEND_US: Knob =
         Knob::new("udp_send_us", "us", 1.55, 0.0, 1000.0, "UDP sendto of a datagram besides its copy, µs at 3 GHz")
             .uncertain(1.4, 1.7, UDP_SENDER_SOURCE);
-    /// UDP loopback receive softirq, charged to the sending CPU: [CAL] see `UDP_SEND_US`.
+    /// UDP loopback receive softirq, charged to the sending CPU: \[CAL\] see `UDP_SEND_US`.
     pub const UDP_SOFTIRQ_US: Knob = Knob::new(
         "udp_softirq_us",
         "us",
@@ -347,7 +347,7 @@ pub mod netperf {
     const UDP_SENDER_SOURCE: &str = "calibrated: Mel Gorman's UDP_STREAM runs on a 2 × E5-2670 v3 at Linux 5.5 \
         (LKML, October 2020) put the sender at 2.59 µs + 0.12 ns/byte per datagram, split 3 : 2 between the send \
         and the softirq; ±10% for the turbo clock assumed (docs/validation.md, calibrated constants)";
-    /// UDP recvfrom: [EST] 1 µs.
+    /// UDP recvfrom: \[EST\] 1 µs.
     pub const UDP_RECV_US: Knob =
         Knob::new("udp_recv_us", "us", 1.0, 0.0, 1000.0, "UDP recvfrom of a datagram besides its copy, µs at 3 GHz")
             .uncertain(
@@ -357,7 +357,7 @@ pub mod netperf {
                  receiver kept up with a 2.59 µs sender (docs/validation.md, calibrated constants)",
             );
     /// Copy per byte, each side (`copy_from_user` on the sender, `copy_to_user` on the
-    /// receiver, of TCP and UDP alike): [CAL] 0.12 ns/byte, the slope of the Haswell sender's
+    /// receiver, of TCP and UDP alike): \[CAL\] 0.12 ns/byte, the slope of the Haswell sender's
     /// time per datagram over the sizes (`UDP_SEND_US`); the first estimate was 0.25–0.4.
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
         "copy_ns_per_byte",
@@ -373,7 +373,7 @@ pub mod netperf {
         "calibrated: the slope of the UDP_STREAM sender's time per datagram over 64, 1,024 and 16,384 bytes on a \
          2 × E5-2670 v3 (Mel Gorman, LKML, October 2020; docs/validation.md, calibrated constants)",
     );
-    /// TCP_STREAM per send call: [CAL] 0.78 µs, with `STREAM_SEGMENT_CYCLES_PER_BYTE` and the
+    /// TCP_STREAM per send call: \[CAL\] 0.78 µs, with `STREAM_SEGMENT_CYCLES_PER_BYTE` and the
     /// copy, the sender's time per send on the campaign's own Haswell (2 × E5-2670 v3, Linux
     /// 5.5-rc1, the saturated sender at its 3.1 GHz turbo) in Mel Gorman's netperf-tcp runs
     /// (LKML, "sched, fair: Allow a small degree of load imbalance between SD_NUMA domains",
@@ -390,7 +390,7 @@ pub mod netperf {
     )
     .uncertain(0.7, 0.86, TCP_SENDER_SOURCE);
     /// TCP_STREAM's loopback segments (up to 64 KiB each), transmitted and received in the
-    /// sender's softirq, per byte: [CAL] 0.09 ns/byte, the slope of `STREAM_SEND_US`'s
+    /// sender's softirq, per byte: \[CAL\] 0.09 ns/byte, the slope of `STREAM_SEND_US`'s
     /// line less the copy (`COPY_NS_PER_BYTE`).
     pub const STREAM_SEGMENT_NS_PER_BYTE: Knob = Knob::new(
         "stream_segment_ns_per_byte",
@@ -408,7 +408,7 @@ pub mod netperf {
         copy; ±10% for the sizes' spread about that line (up to 6%) and the turbo clock assumed \
         (docs/validation.md, calibrated constants)";
     /// TCP_STREAM per recv call on the receiver (MMTests passes `-M` = the send size, so one
-    /// message per call): [EST] 0.6 µs, a system call and `tcp_recvmsg` taking what is queued,
+    /// message per call): \[EST\] 0.6 µs, a system call and `tcp_recvmsg` taking what is queued,
     /// about the cost of the send's fixed part. The first estimate's 1.5 µs would cap the receiver at 340
     /// Mbit/s at 64 bytes, half the measured rate.
     pub const STREAM_RECV_US: Knob =
@@ -420,19 +420,19 @@ pub mod netperf {
          receiver could not keep up with the 667 Mbit/s measured at 64 bytes (docs/validation.md, calibrated \
          constants)",
             );
-    /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned ([EST]); the
+    /// Bytes in flight before the sender blocks: 128 KiB–6 MiB auto-tuned (\[EST\]); the
     /// model uses 256 KiB, at most `STREAM_MAX_INFLIGHT_MSGS` messages.
     pub const STREAM_WINDOW_BYTES: u32 = 256 * 1024;
     pub const STREAM_MAX_INFLIGHT_MSGS: u32 = 4096;
     /// UDP_STREAM receive buffer: `net.core.rmem_default`, 212,992 bytes of truesize. The
     /// MMTests of 2019 (`netperf-bench`) passes socket sizes only to a remote server's test
-    /// (`-s 851968 -S 851968` for UDP_STREAM), so a loopback run keeps the default [SRC]; its
+    /// (`-s 851968 -S 851968` for UDP_STREAM), so a loopback run keeps the default \[SRC\]; its
     /// versions of 2012–2015 passed `-s 32768 -S 32768`, which Linux would double to 65,536.
     pub const UDP_RCVBUF_BYTES: u32 = 212_992;
     /// Bytes a datagram's buffer holds beside its payload: headroom (64), Ethernet, IP and UDP
     /// headers (42) and the trailing `skb_shared_info` (320) [EST, x86-64 sizes].
     pub const SKB_DATA_OVERHEAD_BYTES: u32 = 426;
-    /// `struct sk_buff` itself, as counted in truesize [EST].
+    /// `struct sk_buff` itself, as counted in truesize \[EST\].
     pub const SKB_STRUCT_BYTES: u32 = 256;
 
     /// What a received datagram of `payload` bytes is charged against the socket's receive
@@ -447,7 +447,7 @@ pub mod netperf {
 /// at a pinned frequency.
 pub mod pgbench {
     use super::Knob;
-    /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs ([EST]).
+    /// select-only: parse, plan and execute one indexed SELECT: 15–40 µs (\[EST\]).
     pub const SELECT_US: Knob = Knob::new(
         "select_us",
         "us",
@@ -463,12 +463,12 @@ pub mod pgbench {
          sweeps against the campaign keep 25 (docs/validation.md, calibrated constants)",
     );
     /// tpcb-like statements (BEGIN, UPDATE accounts, SELECT, UPDATE tellers, UPDATE branches,
-    /// INSERT history, END): 10–40 µs each ([EST]); scaled together by the
+    /// INSERT history, END): 10–40 µs each (\[EST\]); scaled together by the
     /// [`RW_SCALE`] knob.
     pub const RW_STATEMENT_CYCLES: [f64; 7] =
         [8e-6 * 3.0e9, 30e-6 * 3.0e9, 15e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 25e-6 * 3.0e9, 15e-6 * 3.0e9];
     /// pgbench client side per statement (build, send, poll, parse reply): 3–8 µs
-    /// ([EST]), the bottom of the range. MMTests' later `-j` rule (CPUs /
+    /// (\[EST\]), the bottom of the range. MMTests' later `-j` rule (CPUs /
     /// nodes / 8 threads) gives each thread at least 8 CPUs' worth of backends, which it keeps
     /// busy only if a statement costs it at most an eighth of `SELECT_US`. The
     /// intel-invariance evaluation agrees: its pgbench-ro draws more package power than
@@ -506,36 +506,36 @@ pub mod pgbench {
          defaults; not calibrated (single-client read-write TPS at a pinned frequency would)",
     );
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
-    /// mean [EST], inside the first estimate's ranges. Each SELECT walks to a different row and buffer, so no
+    /// mean \[EST\], inside the first estimate's ranges. Each SELECT walks to a different row and buffer, so no
     /// two round trips cost the same; with fixed costs the closed loop locks into one
     /// rhythm, and with it into one placement that a real run would not keep (backends
     /// queued behind the pgbench thread on its CPU while other CPUs idle).
     pub const COST_SPREAD_PCT: f64 = 25.0;
-    /// Memory-stall share of backend work: 0.2 ([EST]).
+    /// Memory-stall share of backend work: 0.2 (\[EST\]).
     pub const MEM_FRAC: f64 = 0.2;
-    /// walwriter wakes every wal_writer_delay = 200 ms [KNOW] and works [EST] 20 µs.
+    /// walwriter wakes every wal_writer_delay = 200 ms \[KNOW\] and works \[EST\] 20 µs.
     pub const WALWRITER_PERIOD_NS: u64 = 200_000_000;
     pub const WALWRITER_CYCLES: f64 = 20e-6 * 3.0e9;
-    /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 ([SRC] pgbench-bench).
+    /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 (\[SRC\] pgbench-bench).
     pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }
 
 /// ApacheBench against a local httpd serving a static page (Phoronix `pts/apache`: `ab -n
-/// 1000000 -c 100`, no keep-alive). The costs are [EST] from the loopback TCP
+/// 1000000 -c 100`, no keep-alive). The costs are \[EST\] from the loopback TCP
 /// costs of tbench and netperf. Calibrate against ab's requests per second at 1 and 100 connections
 /// on one pinned CPU at a fixed frequency.
 pub mod apache {
     /// ab per request: connect (the handshake's softirq work on ab's CPU), write the request,
-    /// read the response, close: about four of tbench's 5-µs client operations, 20 µs [EST].
+    /// read the response, close: about four of tbench's 5-µs client operations, 20 µs \[EST\].
     pub const AB_REQUEST_CYCLES: f64 = 20e-6 * 3.0e9;
     /// An httpd worker per request: accept, read and parse, map the URL to the file (stat,
     /// open), write headers and body, append the access-log line, close: about eight of
-    /// tbench's 5-µs server operations, 40 µs [EST].
+    /// tbench's 5-µs server operations, 40 µs \[EST\].
     pub const HTTPD_REQUEST_CYCLES: f64 = 40e-6 * 3.0e9;
     /// Spread of both costs, uniform ±25% around the mean [EST, as pgbench's]: connections
     /// end at different points of the socket buffers and log pages.
     pub const COST_SPREAD_PCT: f64 = 25.0;
-    /// httpd 2.4's `MaxRequestWorkers` default for the threaded MPMs: 150 [KNOW].
+    /// httpd 2.4's `MaxRequestWorkers` default for the threaded MPMs: 150 \[KNOW\].
     pub const MAX_REQUEST_WORKERS: u32 = 150;
 }
 
@@ -548,16 +548,16 @@ pub const REF_HZ: f64 = 3.0e9;
 
 /// kernbench: `make -jN vmlinux` of a defconfig kernel. Σ work should match the real
 /// build's User time and the serial parts its Elapsed at `-j` = CPUs; with no User time
-/// published, both are calibrated [CAL] on the two ends of Broadwell's published Elapsed under
+/// published, both are calibrated \[CAL\] on the two ends of Broadwell's published Elapsed under
 /// invariant schedutil-4C (docs/validation.md, calibrated constants): 284.0 s at 2 jobs, where
 /// the build is almost all parallel work on two cores at their top turbo, and 21.2 s at 160
 /// jobs on 80 CPUs, where the serial start and link are a third of it.
 pub mod kernbench {
     use super::{Knob, REF_HZ};
-    /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 ([EST]);
+    /// Compilation units of a defconfig `vmlinux` build: 2,500–3,000 (\[EST\]);
     /// count the `CC` lines of a real build.
     pub const UNITS_REAL: f64 = 2700.0;
-    /// cc1 work per unit, lognormal: median 0.1 s at 4 GHz [CAL] (mean 0.15 s with the σ
+    /// cc1 work per unit, lognormal: median 0.1 s at 4 GHz \[CAL\] (mean 0.15 s with the σ
     /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. The first
     /// estimate, 0.35–0.5 s, made that build 1,200 s. Scaled by the [`COMPILE_SCALE`] knob.
     pub const CC1_MEDIAN_CYCLES: f64 = 0.1 * 4.0e9;
@@ -577,23 +577,23 @@ pub mod kernbench {
         "calibrated on Broadwell's published 284 s at 2 jobs under invariant schedutil; the table's other cells \
          came out at 0.85–1.01 of the published (docs/validation.md, calibrated constants)",
     );
-    /// σ of ln(cc1 work): 0.8–1.0 ([EST]; its tail to ~10 s goes with the first estimate's median,
+    /// σ of ln(cc1 work): 0.8–1.0 (\[EST\]; its tail to ~10 s goes with the first estimate's median,
     /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
-    /// `as` work as a share of its unit's cc1 work ([EST]).
+    /// `as` work as a share of its unit's cc1 work (\[EST\]).
     pub const AS_FRAC: f64 = 0.05;
-    /// fixdep after each object: 2 ms ([EST]).
+    /// fixdep after each object: 2 ms (\[EST\]).
     pub const FIXDEP_CYCLES: f64 = 2e-3 * REF_HZ;
-    /// `sh -c` of a recipe, besides its exec: [EST] 0.3 ms (the processes are known, not
+    /// `sh -c` of a recipe, besides its exec: \[EST\] 0.3 ms (the processes are known, not
     /// their cost); calibrate with `perf sched timehist`.
     pub const SHELL_CYCLES: f64 = 0.3e-3 * REF_HZ;
-    /// The gcc driver besides its exec: [EST] 0.3 ms, as `sh -c` above.
+    /// The gcc driver besides its exec: \[EST\] 0.3 ms, as `sh -c` above.
     pub const GCC_DRIVER_CYCLES: f64 = 0.3e-3 * REF_HZ;
-    /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs ([EST]).
+    /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs (\[EST\]).
     pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
-    /// Memory-stall share of compile work: 0.1–0.2 ([EST]).
+    /// Memory-stall share of compile work: 0.1–0.2 (\[EST\]).
     pub const MEM_FRAC: f64 = 0.15;
-    /// Serial startup: 2.25 s in all [CAL], shared among [`START_PROCS`] steps. The first estimate
+    /// Serial startup: 2.25 s in all \[CAL\], shared among [`START_PROCS`] steps. The first estimate
     /// was 3–8 s, as for a tree fresh from `mrproper`; start and link are scaled by one factor
     /// (0.45) to the 160-job Elapsed. Both scaled by the [`SERIAL_SCALE`] knob.
     pub const START_CYCLES: f64 = 2.25 * REF_HZ;
@@ -613,7 +613,7 @@ pub mod kernbench {
         "calibrated on one published cell, Broadwell's 21.2 s at 160 jobs, where start and link are a third; \
          their steps are estimated (docs/validation.md, calibrated constants)",
     );
-    /// Steps of the serial startup: [EST] 5. MMTests (2019) times each build after a warm-up
+    /// Steps of the serial startup: \[EST\] 5. MMTests (2019) times each build after a warm-up
     /// build and `make clean`, which keeps the host tools, the configuration and the generated
     /// headers (only `mrproper` removes them), so a timed build starts with make's parse of the
     /// top Makefile, the two compiles `make clean` removed (`bounds.s`, `asm-offsets.s`) and
@@ -622,7 +622,7 @@ pub mod kernbench {
     /// (docs/validation.md, item 4). `make V=1` timestamps would measure them.
     pub const START_PROCS: f64 = 5.0;
     /// The serial link chain: vmlinux.o link, modpost, three kallsyms link passes, final link,
-    /// 4.5 s in all [CAL] (the first estimate's 6–15 s, with its proportions, scaled as the start
+    /// 4.5 s in all \[CAL\] (the first estimate's 6–15 s, with its proportions, scaled as the start
     /// above). `make V=1` timestamps would measure it directly.
     pub const LINK_STEPS_CYCLES: [f64; 6] =
         [1.35 * REF_HZ, 0.45 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ, 0.675 * REF_HZ];
@@ -633,10 +633,10 @@ pub mod kernbench {
 /// PIDs-per-second figures (~1780 PIDs/s with `performance` on an i5-9600K).
 pub mod gitsource {
     use super::Knob;
-    /// Processes started by the whole suite: 10^5–10^6 ([EST]).
+    /// Processes started by the whole suite: 10^5–10^6 (\[EST\]).
     pub const TASKS_REAL: f64 = 3.0e5;
     /// Work of one command besides fork/exec/exit: lognormal, median 0.3 ms at f_max ~4 GHz
-    /// ([EST]), 400 µs at the 3 GHz reference.
+    /// (\[EST\]), 400 µs at the 3 GHz reference.
     pub const WORK_MEDIAN_US: Knob = Knob::new(
         "work_us",
         "us",
@@ -651,9 +651,9 @@ pub mod gitsource {
         "estimate: a git or coreutils command of git's test suite, median 0.3 ms at ~4 GHz; not calibrated \
          (the Elapsed of the whole suite, or Doug Smythies' processes a second, would)",
     );
-    /// σ of ln(command work): 1.0 ([EST]).
+    /// σ of ln(command work): 1.0 (\[EST\]).
     pub const WORK_SIGMA_LOG: f64 = 1.0;
-    /// Shell interpretation between two commands: 30–100 µs ([EST]).
+    /// Shell interpretation between two commands: 30–100 µs (\[EST\]).
     pub const PARENT_US: Knob = Knob::new(
         "shell_us",
         "us",
@@ -663,16 +663,16 @@ pub mod gitsource {
         "the shell's work between two commands (interpreting the test script), µs at 3 GHz",
     )
     .uncertain(30.0, 100.0, "estimate: sh interpreting a line or two of a test script, 30–100 µs at ~3 GHz");
-    /// Share of commands that are pipelines of 2–3 processes (0.1 [EST]) ...
+    /// Share of commands that are pipelines of 2–3 processes (0.1 \[EST\]) ...
     pub const PIPE_FRAC: f64 = 0.1;
-    /// ... of which this share has three stages ([EST]: 2 or 3 stages, taken as even).
+    /// ... of which this share has three stages (\[EST\]: 2 or 3 stages, taken as even).
     pub const PIPE3_FRAC: f64 = 0.5;
     /// Share of commands that end with a small write and fsync under `$TRASH_DIRECTORY`
-    /// (0.05 [EST]).
+    /// (0.05 \[EST\]).
     pub const IO_FRAC: f64 = 0.05;
-    /// Device time of such a write: [EST] uniform 50–150 µs (SSD; no published figure).
+    /// Device time of such a write: \[EST\] uniform 50–150 µs (SSD; no published figure).
     pub const IO_NS: (f64, f64) = (50e3, 150e3);
-    /// Memory-stall share of shell and git work: [EST] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
+    /// Memory-stall share of shell and git work: \[EST\] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
     pub const MEM_FRAC: f64 = 0.1;
 }
 
@@ -683,13 +683,13 @@ pub mod nas {
     /// One NAS kernel at class C.
     pub struct Kernel {
         pub name: &'static str,
-        /// Outer iterations at class C ([KNOW]; UA's 200 is [EST]).
+        /// Outer iterations at class C (\[KNOW\]; UA's 200 is \[EST\]).
         pub iterations: u32,
-        /// Parallel regions (barriers) per iteration: 5–15 ([EST]).
+        /// Parallel regions (barriers) per iteration: 5–15 (\[EST\]).
         pub regions: u32,
-        /// Memory-stall share ([EST]).
+        /// Memory-stall share (\[EST\]).
         pub mem_frac: f64,
-        /// Total work of the run, in cycles at REF_HZ summed over threads ([EST]: single-core
+        /// Total work of the run, in cycles at REF_HZ summed over threads (\[EST\]: single-core
         /// class C times of a ~3 GHz core; calibrate to the real Elapsed at class C).
         pub work_cycles: f64,
     }
@@ -711,7 +711,7 @@ pub mod nas {
         k("ua", 200, 15, 0.3, 500.0),
     ];
     /// Load imbalance between the threads of a region, as a coefficient of variation:
-    /// 0.01–0.05 ([EST]).
+    /// 0.01–0.05 (\[EST\]).
     pub const CV_IMB: f64 = 0.03;
 }
 
@@ -805,60 +805,60 @@ pub mod storage {
 /// The page cache path of buffered reads and writes (iozone, the file reads).
 pub mod page_cache {
     use super::REF_HZ;
-    /// Copy between user and page cache: ~0.25 ns per byte ([EST]) ...
+    /// Copy between user and page cache: ~0.25 ns per byte (\[EST\]) ...
     pub const COPY_CYCLES_PER_BYTE: f64 = 0.25e-9 * REF_HZ;
-    /// ... plus 0.5 µs per read/write call ([EST]).
+    /// ... plus 0.5 µs per read/write call (\[EST\]).
     pub const COPY_CYCLES_PER_CALL: f64 = 0.5e-6 * REF_HZ;
     /// Filesystem work per written record, new file (block allocation): 0.3–1 µs, upper end
-    /// ([EST]).
+    /// (\[EST\]).
     pub const FS_WRITE_CYCLES: f64 = 1.0e-6 * REF_HZ;
-    /// The same for a rewrite (blocks already allocated): lower end ([EST]).
+    /// The same for a rewrite (blocks already allocated): lower end (\[EST\]).
     pub const FS_REWRITE_CYCLES: f64 = 0.3e-6 * REF_HZ;
-    /// Flusher CPU per 4 KiB page written back: [EST] 1 µs (no published figure).
+    /// Flusher CPU per 4 KiB page written back: \[EST\] 1 µs (no published figure).
     pub const WRITEBACK_CYCLES_PER_PAGE: f64 = 1.0e-6 * REF_HZ;
-    /// Bytes the flusher submits at once: [EST] 1 MiB (a large bio of a writeback chunk).
+    /// Bytes the flusher submits at once: \[EST\] 1 MiB (a large bio of a writeback chunk).
     pub const WRITEBACK_CHUNK_BYTES: f64 = 1048576.0;
-    /// `vm.dirty_background_ratio`: 10% of available memory ([KNOW]).
+    /// `vm.dirty_background_ratio`: 10% of available memory (\[KNOW\]).
     pub const DIRTY_BACKGROUND_RATIO: f64 = 0.10;
-    /// `vm.dirty_ratio`: 20% of available memory ([KNOW]).
+    /// `vm.dirty_ratio`: 20% of available memory (\[KNOW\]).
     pub const DIRTY_RATIO: f64 = 0.20;
-    /// Readahead window of a sequential reader: `read_ahead_kb` 128 KiB ([KNOW] default).
+    /// Readahead window of a sequential reader: `read_ahead_kb` 128 KiB (\[KNOW\] default).
     pub const READAHEAD_BYTES: f64 = 131072.0;
 }
 
 /// PostMark on a local filesystem (Phoronix `pts/postmark`). The metadata
-/// costs are dbench's ([EST]), the data path is [`page_cache`]. Calibrate against
+/// costs are dbench's (\[EST\]), the data path is [`page_cache`]. Calibrate against
 /// PostMark's transactions per second on one pinned CPU at a fixed frequency.
 pub mod postmark {
     use super::dbench::metadata_cycles;
     use super::REF_HZ;
-    /// open(O_CREAT) of a new file: dbench's NTCreateX (8 µs [EST]).
+    /// open(O_CREAT) of a new file: dbench's NTCreateX (8 µs \[EST\]).
     pub const CREATE_CYCLES: f64 = metadata_cycles("NTCreateX");
-    /// open of an existing file: dbench's Qpathinfo (4 µs [EST]).
+    /// open of an existing file: dbench's Qpathinfo (4 µs \[EST\]).
     pub const OPEN_CYCLES: f64 = metadata_cycles("Qpathinfo");
-    /// close: dbench's Close (3 µs [EST]).
+    /// close: dbench's Close (3 µs \[EST\]).
     pub const CLOSE_CYCLES: f64 = metadata_cycles("Close");
-    /// unlink: dbench's Unlink (8 µs [EST]) ...
+    /// unlink: dbench's Unlink (8 µs \[EST\]) ...
     pub const UNLINK_CYCLES: f64 = metadata_cycles("Unlink");
-    /// ... plus the truncation of its page-cache pages: 0.2 µs per 4 KiB page [EST].
+    /// ... plus the truncation of its page-cache pages: 0.2 µs per 4 KiB page \[EST\].
     pub const FREE_CYCLES_PER_PAGE: f64 = 0.2e-6 * REF_HZ;
     /// PostMark's default buffered I/O goes through stdio, whose buffer is the file's block
     /// size: the kernel sees 4 KiB reads and writes [KNOW, glibc].
     pub const STDIO_RECORD_BYTES: f64 = 4096.0;
-    /// Memory-stall share of the page-cache copies: [EST] 0.2 (between `ipc::MEM_FRAC`'s 0.1 and
+    /// Memory-stall share of the page-cache copies: \[EST\] 0.2 (between `ipc::MEM_FRAC`'s 0.1 and
     /// a streaming copy).
     pub const MEM_FRAC: f64 = 0.2;
-    /// PostMark's `set seed` default: 42 [KNOW].
+    /// PostMark's `set seed` default: 42 \[KNOW\].
     pub const SEED: u64 = 42;
 }
 
 /// fio with libaio, direct=1.
 pub mod fio {
     use super::REF_HZ;
-    /// Submission (io_submit, block layer): 3–10 µs ([EST]).
+    /// Submission (io_submit, block layer): 3–10 µs (\[EST\]).
     pub const SUBMIT_CYCLES: f64 = 6e-6 * REF_HZ;
     /// Completion (IRQ, io_getevents return), charged to the woken job: 2–5 µs
-    /// ([EST]).
+    /// (\[EST\]).
     pub const COMPLETE_CYCLES: f64 = 3e-6 * REF_HZ;
 }
 
@@ -866,80 +866,80 @@ pub mod fio {
 /// unthrottled throughput on one pinned CPU at a fixed frequency.
 pub mod ycsb_redis {
     use super::REF_HZ;
-    /// redis GET, parse to reply: 2–8 µs ([EST]).
+    /// redis GET, parse to reply: 2–8 µs (\[EST\]).
     pub const GET_CYCLES: f64 = 3e-6 * REF_HZ;
-    /// redis SET: 2–8 µs ([EST]); a little more than GET (an allocation).
+    /// redis SET: 2–8 µs (\[EST\]); a little more than GET (an allocation).
     pub const SET_CYCLES: f64 = 4e-6 * REF_HZ;
-    /// YCSB (Java) client work per operation: 15–40 µs ([EST]).
+    /// YCSB (Java) client work per operation: 15–40 µs (\[EST\]).
     pub const CLIENT_CYCLES: f64 = 25e-6 * REF_HZ;
-    /// Loopback TCP send of a small segment, receive softirq included: 4–8 µs ([EST]).
+    /// Loopback TCP send of a small segment, receive softirq included: 4–8 µs (\[EST\]).
     pub const TCP_SEND_CYCLES: f64 = 6e-6 * REF_HZ;
-    /// serverCron every 1/hz = 100 ms (redis `hz` 10 [KNOW]) ...
+    /// serverCron every 1/hz = 100 ms (redis `hz` 10 \[KNOW\]) ...
     pub const CRON_PERIOD_NS: u64 = 100_000_000;
-    /// ... doing 50–500 µs of work ([EST]).
+    /// ... doing 50–500 µs of work (\[EST\]).
     pub const CRON_CYCLES: f64 = 200e-6 * REF_HZ;
 }
 
 /// ffmpeg / x264 encode as a rotating dependency chain with parallel side work.
 pub mod ffmpeg {
     use super::REF_HZ;
-    /// Work of one dependency token: 1–4 ms ([EST]); uniform 1–3 ms.
+    /// Work of one dependency token: 1–4 ms (\[EST\]); uniform 1–3 ms.
     pub const TOKEN_CYCLES: (f64, f64) = (1e-3 * REF_HZ, 3e-3 * REF_HZ);
-    /// Tokens per frame: [EST] 4.
+    /// Tokens per frame: \[EST\] 4.
     pub const TOKENS_PER_FRAME: u32 = 4;
     /// Parallel side work (slices, lookahead) per token, as a share of the token's work,
-    /// spread over the workers: a few workers at duty 0.3 ([EST]), taken as
+    /// spread over the workers: a few workers at duty 0.3 (\[EST\]), taken as
     /// two workers' worth, 0.6.
     pub const SIDE_FRAC: f64 = 0.6;
-    /// Memory-stall share of encoding: [EST] 0.1.
+    /// Memory-stall share of encoding: \[EST\] 0.1.
     pub const MEM_FRAC: f64 = 0.1;
 }
 
-/// SPECpower-like graduated load ([UNVERIFIED]).
+/// SPECpower-like graduated load (\[UNVERIFIED\]).
 pub mod specpower {
     use super::REF_HZ;
-    /// Work of one transaction: [EST] 1 ms ("ms-scale bursts").
+    /// Work of one transaction: \[EST\] 1 ms ("ms-scale bursts").
     pub const TX_CYCLES: f64 = 1e-3 * REF_HZ;
-    /// Memory-stall share of a transaction: [EST] 0.1.
+    /// Memory-stall share of a transaction: \[EST\] 0.1.
     pub const MEM_FRAC: f64 = 0.1;
 }
 
-/// Speedometer 2 in Chrome on Android. All [EST]: calibrate the iteration time on the
+/// Speedometer 2 in Chrome on Android. All \[EST\]: calibrate the iteration time on the
 /// device (score = 60 / iteration seconds; ~100–180 runs/min on current big cores).
 pub mod speedometer {
-    /// Subtests per iteration: 16 suites × 3 steps (add, complete, delete) ([KNOW] Speedometer 2.0).
+    /// Subtests per iteration: 16 suites × 3 steps (add, complete, delete) (\[KNOW\] Speedometer 2.0).
     pub const SUBTESTS: usize = 48;
-    /// Main-thread bursts per subtest: [EST] 8 (a subtest's "for item in 1..100" scaled to match the
+    /// Main-thread bursts per subtest: \[EST\] 8 (a subtest's "for item in 1..100" scaled to match the
     /// iteration time).
     pub const BURSTS_PER_SUBTEST: usize = 8;
     /// Burst length on the fastest core at its top frequency, lognormal: median 0.5–2 ms
-    /// ([EST]); 0.8 ms.
+    /// (\[EST\]); 0.8 ms.
     pub const BURST_MEDIAN_S: f64 = 0.8e-3;
-    /// σ of ln(burst length): [EST] 0.8 (only the median's range is estimated).
+    /// σ of ln(burst length): \[EST\] 0.8 (only the median's range is estimated).
     pub const BURST_SIGMA_LOG: f64 = 0.8;
-    /// Async gap between subtests: uniform 0–4 ms ([EST]).
+    /// Async gap between subtests: uniform 0–4 ms (\[EST\]).
     pub const GAP_NS: (f64, f64) = (0.0, 4e6);
-    /// The compositor draws a frame every this many bursts (requestAnimationFrame; [EST]).
+    /// The compositor draws a frame every this many bursts (requestAnimationFrame; \[EST\]).
     pub const COMPOSITOR_EVERY: usize = 4;
-    /// Compositor work per frame: 0.3 ms ([EST]).
+    /// Compositor work per frame: 0.3 ms (\[EST\]).
     pub const COMPOSITOR_S: f64 = 0.3e-3;
-    /// A thread-pool helper wakes once per subtest for 0.2 ms ([EST]; the helper threads
+    /// A thread-pool helper wakes once per subtest for 0.2 ms (\[EST\]; the helper threads
     /// "wake briefly").
     pub const HELPER_S: f64 = 0.2e-3;
 }
 
-/// UiBench / Jankbench frame pipeline. All [EST]: calibrate against the mean and max
+/// UiBench / Jankbench frame pipeline. All \[EST\]: calibrate against the mean and max
 /// frame durations of a real run on the device.
 pub mod uibench {
     /// UI thread work per frame on the fastest core at its top frequency, lognormal: median
-    /// 2–4 ms with a heavy tail ([EST]); 3 ms.
+    /// 2–4 ms with a heavy tail (\[EST\]); 3 ms.
     pub const UI_MEDIAN_S: f64 = 3e-3;
-    /// σ of ln(UI work): [EST] 0.5, a heavy tail.
+    /// σ of ln(UI work): \[EST\] 0.5, a heavy tail.
     pub const UI_SIGMA_LOG: f64 = 0.5;
-    /// RenderThread work per frame: median 2–5 ms ([EST]); 3 ms.
+    /// RenderThread work per frame: median 2–5 ms (\[EST\]); 3 ms.
     pub const RT_MEDIAN_S: f64 = 3e-3;
-    /// σ of ln(RenderThread work): [EST] 0.5.
+    /// σ of ln(RenderThread work): \[EST\] 0.5.
     pub const RT_SIGMA_LOG: f64 = 0.5;
-    /// surfaceflinger composition at the next vsync: 1–2 ms ([EST]).
+    /// surfaceflinger composition at the next vsync: 1–2 ms (\[EST\]).
     pub const SF_S: (f64, f64) = (1e-3, 2e-3);
 }

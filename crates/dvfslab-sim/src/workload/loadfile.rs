@@ -63,7 +63,7 @@ pub(super) struct Line {
 }
 
 impl Line {
-    /// Bytes tbench's client sends for this operation (`sockio.c` [SRC]).
+    /// Bytes tbench's client sends for this operation (`sockio.c` \[SRC\]).
     pub(super) fn request_bytes(&self) -> u32 {
         let name = 2 * nbench::NAME_CHARS;
         match self.op {
@@ -81,7 +81,7 @@ impl Line {
         }
     }
 
-    /// Bytes tbench's server replies (`sockio.c` [SRC]).
+    /// Bytes tbench's server replies (`sockio.c` \[SRC\]).
     pub(super) fn reply_bytes(&self) -> u32 {
         match self.op {
             NbOp::NtCreateX => 87,

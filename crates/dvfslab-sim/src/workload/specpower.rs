@@ -1,4 +1,4 @@
-//! specpower: a SPECpower_ssj-like graduated load level, fixed time ([UNVERIFIED];
+//! specpower: a SPECpower_ssj-like graduated load level, fixed time (\[UNVERIFIED\];
 //! campaign intel-pstate-load-based: "a fixed-time 20% load in the style of SPECpower").
 //!
 //! One worker per logical CPU. The machine's full throughput X_max is computed for the
