@@ -190,6 +190,28 @@ pub(crate) struct Core {
     pub active: bool,
 }
 
+/// Idle CPUs and idle cores of one LLC, as `Sim::idle_cpus` and `Sim::idle_cores` count them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LlcIdle {
+    pub cpus: usize,
+    pub cores: usize,
+}
+
+impl LlcIdle {
+    /// Every LLC with all its CPUs and cores idle, as at the start.
+    fn all_idle(plat: &Platform) -> Vec<LlcIdle> {
+        plat.llcs
+            .iter()
+            .map(|cpus| {
+                let mut cores: Vec<usize> = cpus.iter().map(|&c| plat.cpus[c].core).collect();
+                cores.sort_unstable();
+                cores.dedup();
+                LlcIdle { cpus: cpus.len(), cores: cores.len() }
+            })
+            .collect()
+    }
+}
+
 /// Per frequency domain: the request and the frequency the hardware runs.
 pub(crate) struct Domain {
     pub request_khz: u32,
@@ -325,6 +347,10 @@ pub struct Sim {
     /// have nothing to find at zero.
     pub(crate) idle_cpus: usize,
     pub(crate) idle_cores: usize,
+    /// The same two counts per LLC (a core's threads share its LLC): a wake-up's searches of
+    /// its target's LLC have nothing to find there at zero, however many idle CPUs the other
+    /// LLCs have.
+    pub(crate) llc_idle: Vec<LlcIdle>,
     /// Every CPU id in order, for searches of the whole machine (built once, not per search).
     pub(crate) every_cpu: Vec<usize>,
     pub(crate) governor_name: String,
@@ -568,6 +594,7 @@ impl Sim {
             events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
+            llc_idle: LlcIdle::all_idle(&plat),
             every_cpu: (0..plat.ncpus()).collect(),
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
