@@ -164,9 +164,6 @@ pub(crate) struct Cpu {
     // Statistics.
     pub busy_ns: u64,
     pub idle_ns: Vec<u64>,
-    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
-    pub freq_ns: Vec<(u32, u64)>,
-    pub freq_since: TimeNs,
     pub util_avg_max: u64,
     /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
     pub idle_calls: u64,
@@ -221,6 +218,11 @@ pub(crate) struct Domain {
     pub pending_khz: Option<u32>,
     pub apply_token: u32,
     pub mv: f64,
+    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
+    /// Every CPU of the domain runs the same frequencies for the same times, so one account
+    /// serves them all (each CPU's `time_in_freq` reads it).
+    pub freq_ns: Vec<(u32, u64)>,
+    pub freq_since: TimeNs,
 }
 
 /// Per cpufreq policy.
@@ -302,6 +304,10 @@ pub struct Sim {
     /// P-state equal to the local one (`powernv_fast_switch`).
     pub(crate) powernv_fast_switch: bool,
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// Per cluster, the voltage (mV) of each frequency its domains run (P-states and turbo
+    /// limits), ascending by frequency: `Platform::voltage_mv`'s values, found by a binary
+    /// search at a switch rather than a walk along the V/f curve (`Sim::voltage_mv`).
+    pub(crate) voltages: Vec<Vec<(u32, f64)>>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -459,8 +465,6 @@ impl Sim {
                 tick_mperf: 0.0,
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
-                freq_ns: Vec::new(),
-                freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
                 switched_out: None,
@@ -491,6 +495,8 @@ impl Sim {
                     pending_khz: None,
                     apply_token: 0,
                     mv: plat.voltage_mv(d.cluster, f),
+                    freq_ns: Vec::new(),
+                    freq_since: 0,
                 }
             })
             .collect();
@@ -564,6 +570,9 @@ impl Sim {
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
             powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.name, kernel),
             ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
+            voltages: (0..plat.file.clusters.len())
+                .map(|cl| plat.hardware_freqs_khz(cl).into_iter().map(|khz| (khz, plat.voltage_mv(cl, khz))).collect())
+                .collect(),
             cpus,
             cores,
             domains,
