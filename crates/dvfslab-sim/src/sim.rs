@@ -172,6 +172,8 @@ pub(crate) struct Cpu {
     /// No current task and none queued, as last counted in `Sim::idle_cpus` (see
     /// `count_placement_idle`).
     pub placement_idle: bool,
+    /// Awake (`Sim::cpu_awake`) as of the last change of its idle state.
+    pub awake: bool,
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -223,6 +225,11 @@ pub(crate) struct Domain {
     /// serves them all (each CPU's `time_in_freq` reads it).
     pub freq_ns: Vec<(u32, u64)>,
     pub freq_since: TimeNs,
+    /// `request_khz` may differ from `Sim::domain_request` with no CPU of the domain having
+    /// woken from or entered a power-gated state since it was taken: the run has just started
+    /// (from then on only awake CPUs vote). Otherwise the request changes only with a policy's
+    /// frequency, which takes it anew, or with a CPU's vote entering or leaving.
+    pub request_unsettled: bool,
 }
 
 /// Per cpufreq policy.
@@ -469,6 +476,7 @@ impl Sim {
                 idle_calls: 0,
                 switched_out: None,
                 placement_idle: true,
+                awake: false,
             })
             .collect();
         let cores = plat
@@ -497,6 +505,7 @@ impl Sim {
                     mv: plat.voltage_mv(d.cluster, f),
                     freq_ns: Vec::new(),
                     freq_since: 0,
+                    request_unsettled: true,
                 }
             })
             .collect();
@@ -666,6 +675,7 @@ impl Sim {
             self.with_governor(p, |g, ctx| g.start(ctx));
         }
         self.started = true;
+        self.domains.iter_mut().for_each(|d| d.request_unsettled = true);
         let specs = self.workload.tasks(&self.plat);
         let specs = self.with_start_phases(specs);
         let (hz, us) = self.kthreads;

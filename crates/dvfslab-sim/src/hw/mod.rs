@@ -22,6 +22,9 @@ pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
 impl Sim {
     /// Power and counters at time zero: every CPU idle in its deepest state.
     pub(crate) fn init_hardware(&mut self) {
+        for cpu in 0..self.cpus.len() {
+            self.cpus[cpu].awake = self.cpu_awake(cpu);
+        }
         for core in 0..self.cores.len() {
             let active = self.core_awake(core);
             self.cores[core].active = active;
@@ -313,7 +316,15 @@ impl Sim {
             }
         }
         self.cores[core].power_w = self.core_power(core);
-        self.vote_changed(self.plat.cores[core].domain);
+        // The domain's vote changes only when this CPU's does (it woke from or entered a
+        // power-gated state), or when its request is not settled yet.
+        let awake = self.cpu_awake(changed_cpu);
+        let d = self.plat.cores[core].domain;
+        if std::mem::replace(&mut self.cpus[changed_cpu].awake, awake) != awake || self.domains[d].request_unsettled {
+            self.vote_changed(d);
+        } else {
+            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.domains[d].request_khz);
+        }
         if self.plat.file.topology.threads_per_core > 1 {
             for i in 0..self.plat.cores[core].cpus.len() {
                 let sib = self.plat.cores[core].cpus[i];
@@ -331,6 +342,7 @@ impl Sim {
             return;
         }
         let req = self.domain_request(d);
+        self.domains[d].request_unsettled = false;
         if req != self.domains[d].request_khz {
             self.domains[d].request_khz = req;
             self.retarget(d);
@@ -401,6 +413,7 @@ impl Sim {
         self.policies[policy].cur_khz = khz;
         let d = self.plat.policies[policy].domain;
         self.domains[d].request_khz = self.domain_request(d);
+        self.domains[d].request_unsettled = !self.started;
         self.retarget(d);
         if self.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
