@@ -577,8 +577,12 @@ impl Sim {
             (true, false) => &plat.packages[pkg].cores,
             (false, _) => &plat.domains[d].cores,
         };
+        // A core that is not active (every thread power-gated) draws nothing at any frequency:
+        // its power is 0 before the switch and after, and its energy has nothing to settle.
         for &core in repowered {
-            self.touch_core(core);
+            if self.cores[core].active {
+                self.touch_core(core);
+            }
         }
         // The PLL relocks: no core of the domain executes for a while, busy or waking.
         let halt_until = self.q.now() + (self.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
@@ -595,7 +599,11 @@ impl Sim {
             self.packages[pkg].mv = self.package_voltage(pkg);
         }
         for &core in repowered {
-            self.cores[core].power_w = self.core_power(core);
+            if self.cores[core].active {
+                self.cores[core].power_w = self.core_power(core);
+            } else {
+                debug_assert!(self.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
+            }
         }
         self.uncore_follows(d, old);
         let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
