@@ -175,6 +175,15 @@ struct SlotTree {
     nodes: Vec<(u128, u32)>,
     events: Vec<Event>,
     len: usize,
+    /// The slot popped last, while its matches are still to be replayed: its leaf is empty,
+    /// but every node on its path still names it with the key it was popped with. That key
+    /// is below every other key in the tree and every key set after it (the smallest of the
+    /// tree then; later ones are at the same time or later, with a larger seq), so those
+    /// nodes are what the tree without the slot would hold everywhere else, and sets of other
+    /// slots stay exact around them. The replay waits for the next peek, or for the slot's
+    /// own next key: a CPU whose segment ended usually starts its next one in the same event,
+    /// and one replay with the new key then does the work of two.
+    popped: Option<usize>,
 }
 
 const NO_KEY: u128 = u128::MAX;
@@ -189,7 +198,8 @@ impl SlotTree {
         self.len
     }
 
-    fn peek(&self) -> Option<Entry> {
+    fn peek(&mut self) -> Option<Entry> {
+        self.settle();
         let &(k, slot) = self.nodes.get(1)?;
         (k != NO_KEY).then(|| Entry { time: (k >> 64) as TimeNs, seq: k as u64, event: self.events[slot as usize] })
     }
@@ -199,20 +209,48 @@ impl SlotTree {
             self.grow(slot + 1);
         }
         self.events[slot] = entry.event;
-        if self.store(slot, key(&entry)) == NO_KEY {
+        if self.popped == Some(slot) {
+            // The path still names the slot with its popped key: replay it with the new one.
+            self.popped = None;
+            self.nodes[self.events.len() + slot].0 = key(&entry);
+            self.replay_from(slot);
+            self.len += 1;
+        } else if self.store(slot, key(&entry)) == NO_KEY {
             self.len += 1;
         }
     }
 
+    /// Take the earliest entry; its slot's matches are replayed later (see `popped`).
     fn pop(&mut self) -> Option<Entry> {
         let entry = self.peek()?;
-        self.store(self.nodes[1].1 as usize, NO_KEY);
+        let slot = self.nodes[1].1 as usize;
+        self.nodes[self.events.len() + slot].0 = NO_KEY;
+        self.popped = Some(slot);
         self.len -= 1;
         Some(entry)
     }
 
+    /// Replay the matches of the slot popped last, if not done yet.
+    fn settle(&mut self) {
+        if let Some(slot) = self.popped.take() {
+            self.replay_from(slot);
+        }
+    }
+
+    /// Replay the matches `slot` was winning, from its leaf up, after its key grew or went.
+    fn replay_from(&mut self, slot: usize) {
+        let mut node = (self.events.len() + slot) / 2;
+        while node >= 1 && self.nodes[node].1 as usize == slot {
+            // Both children read, the winner picked without a branch on which side the slot
+            // is (a branch there mispredicts half the time).
+            self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
+            node /= 2;
+        }
+    }
+
     /// Empty the slots whose events `live` rejects.
     fn retain(&mut self, mut live: impl FnMut(&Event) -> bool) {
+        self.settle();
         let leaves = self.events.len();
         for slot in 0..leaves {
             if self.nodes[leaves + slot].0 != NO_KEY && !live(&self.events[slot]) {
@@ -224,6 +262,7 @@ impl SlotTree {
 
     /// Room for `slots` slots (a power of two of them, so that the tree is complete).
     fn grow(&mut self, slots: usize) {
+        self.settle();
         let old = self.events.len();
         let n = slots.next_power_of_two().max(2);
         let mut nodes = vec![(NO_KEY, 0); 2 * n];
@@ -253,23 +292,18 @@ impl SlotTree {
     fn store(&mut self, slot: usize, new: u128) -> u128 {
         let leaf = self.events.len() + slot;
         let old = std::mem::replace(&mut self.nodes[leaf].0, new);
-        let mut node = leaf / 2;
-        while node >= 1 {
-            let (held, holder) = self.nodes[node];
-            if new < old {
+        if new < old {
+            let mut node = leaf / 2;
+            while node >= 1 {
+                let (held, holder) = self.nodes[node];
                 if holder as usize != slot && held <= new {
                     break;
                 }
                 self.nodes[node] = (new, slot as u32);
-            } else {
-                if holder as usize != slot {
-                    break;
-                }
-                // Both children read, the winner picked without a branch on which side the
-                // slot is (a branch there mispredicts half the time).
-                self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
+                node /= 2;
             }
-            node /= 2;
+        } else {
+            self.replay_from(slot);
         }
         old
     }

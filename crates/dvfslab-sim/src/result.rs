@@ -109,7 +109,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
                 util_avg_max: c.util_avg_max,
                 energy_j: sim.cores[t.core].energy_j / threads,
-                time_in_freq: c
+                time_in_freq: sim.domains[t.domain]
                     .freq_ns
                     .iter()
                     .filter(|&&(_, ns)| ns > 0)

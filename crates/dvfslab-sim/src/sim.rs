@@ -164,9 +164,6 @@ pub(crate) struct Cpu {
     // Statistics.
     pub busy_ns: u64,
     pub idle_ns: Vec<u64>,
-    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
-    pub freq_ns: Vec<(u32, u64)>,
-    pub freq_since: TimeNs,
     pub util_avg_max: u64,
     /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
     pub idle_calls: u64,
@@ -175,6 +172,8 @@ pub(crate) struct Cpu {
     /// No current task and none queued, as last counted in `Sim::idle_cpus` (see
     /// `count_placement_idle`).
     pub placement_idle: bool,
+    /// Awake (`Sim::cpu_awake`) as of the last change of its idle state.
+    pub awake: bool,
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -190,6 +189,28 @@ pub(crate) struct Core {
     pub active: bool,
 }
 
+/// Idle CPUs and idle cores of one LLC, as `Sim::idle_cpus` and `Sim::idle_cores` count them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LlcIdle {
+    pub cpus: usize,
+    pub cores: usize,
+}
+
+impl LlcIdle {
+    /// Every LLC with all its CPUs and cores idle, as at the start.
+    fn all_idle(plat: &Platform) -> Vec<LlcIdle> {
+        plat.llcs
+            .iter()
+            .map(|cpus| {
+                let mut cores: Vec<usize> = cpus.iter().map(|&c| plat.cpus[c].core).collect();
+                cores.sort_unstable();
+                cores.dedup();
+                LlcIdle { cpus: cpus.len(), cores: cores.len() }
+            })
+            .collect()
+    }
+}
+
 /// Per frequency domain: the request and the frequency the hardware runs.
 pub(crate) struct Domain {
     pub request_khz: u32,
@@ -199,6 +220,16 @@ pub(crate) struct Domain {
     pub pending_khz: Option<u32>,
     pub apply_token: u32,
     pub mv: f64,
+    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
+    /// Every CPU of the domain runs the same frequencies for the same times, so one account
+    /// serves them all (each CPU's `time_in_freq` reads it).
+    pub freq_ns: Vec<(u32, u64)>,
+    pub freq_since: TimeNs,
+    /// `request_khz` may differ from `Sim::domain_request` with no CPU of the domain having
+    /// woken from or entered a power-gated state since it was taken: the run has just started
+    /// (from then on only awake CPUs vote). Otherwise the request changes only with a policy's
+    /// frequency, which takes it anew, or with a CPU's vote entering or leaving.
+    pub request_unsettled: bool,
 }
 
 /// Per cpufreq policy.
@@ -280,6 +311,10 @@ pub struct Sim {
     /// P-state equal to the local one (`powernv_fast_switch`).
     pub(crate) powernv_fast_switch: bool,
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// Per cluster, the voltage (mV) of each frequency its domains run (P-states and turbo
+    /// limits), ascending by frequency: `Platform::voltage_mv`'s values, found by a binary
+    /// search at a switch rather than a walk along the V/f curve (`Sim::voltage_mv`).
+    pub(crate) voltages: Vec<Vec<(u32, f64)>>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -325,6 +360,10 @@ pub struct Sim {
     /// have nothing to find at zero.
     pub(crate) idle_cpus: usize,
     pub(crate) idle_cores: usize,
+    /// The same two counts per LLC (a core's threads share its LLC): a wake-up's searches of
+    /// its target's LLC have nothing to find there at zero, however many idle CPUs the other
+    /// LLCs have.
+    pub(crate) llc_idle: Vec<LlcIdle>,
     /// Every CPU id in order, for searches of the whole machine (built once, not per search).
     pub(crate) every_cpu: Vec<usize>,
     pub(crate) governor_name: String,
@@ -433,12 +472,11 @@ impl Sim {
                 tick_mperf: 0.0,
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
-                freq_ns: Vec::new(),
-                freq_since: 0,
                 util_avg_max: 0,
                 idle_calls: 0,
                 switched_out: None,
                 placement_idle: true,
+                awake: false,
             })
             .collect();
         let cores = plat
@@ -465,6 +503,9 @@ impl Sim {
                     pending_khz: None,
                     apply_token: 0,
                     mv: plat.voltage_mv(d.cluster, f),
+                    freq_ns: Vec::new(),
+                    freq_since: 0,
+                    request_unsettled: true,
                 }
             })
             .collect();
@@ -538,6 +579,9 @@ impl Sim {
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
             powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.name, kernel),
             ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
+            voltages: (0..plat.file.clusters.len())
+                .map(|cl| plat.hardware_freqs_khz(cl).into_iter().map(|khz| (khz, plat.voltage_mv(cl, khz))).collect())
+                .collect(),
             cpus,
             cores,
             domains,
@@ -568,6 +612,7 @@ impl Sim {
             events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
+            llc_idle: LlcIdle::all_idle(&plat),
             every_cpu: (0..plat.ncpus()).collect(),
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
@@ -630,6 +675,7 @@ impl Sim {
             self.with_governor(p, |g, ctx| g.start(ctx));
         }
         self.started = true;
+        self.domains.iter_mut().for_each(|d| d.request_unsettled = true);
         let specs = self.workload.tasks(&self.plat);
         let specs = self.with_start_phases(specs);
         let (hz, us) = self.kthreads;

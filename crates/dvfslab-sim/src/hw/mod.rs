@@ -22,6 +22,9 @@ pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
 impl Sim {
     /// Power and counters at time zero: every CPU idle in its deepest state.
     pub(crate) fn init_hardware(&mut self) {
+        for cpu in 0..self.cpus.len() {
+            self.cpus[cpu].awake = self.cpu_awake(cpu);
+        }
         for core in 0..self.cores.len() {
             let active = self.core_awake(core);
             self.cores[core].active = active;
@@ -71,6 +74,16 @@ impl Sim {
         self.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
     }
 
+    /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
+    /// run, interpolated along the V/f curve for any other.
+    fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
+        let table = &self.voltages[cluster];
+        match table.binary_search_by_key(&khz, |&(k, _)| k) {
+            Ok(i) => table[i].1,
+            Err(_) => self.plat.voltage_mv(cluster, khz),
+        }
+    }
+
     /// Power of a core now (W). Busy: activity · C_eff · V² · f (more with several busy SMT
     /// threads) plus leakage; idle: what its shallowest thread's C-state leaves powered.
     fn core_power(&self, core: usize) -> f64 {
@@ -99,7 +112,7 @@ impl Sim {
             // None: no thread is in an idle state (one is waking); Polling returned above.
             None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
             Some(IdlePower::LowVoltage) => {
-                self.plat.core_leak_w(t.cluster, self.plat.voltage_mv(t.cluster, cl.frequency.min_khz))
+                self.plat.core_leak_w(t.cluster, self.voltage_mv(t.cluster, cl.frequency.min_khz))
             }
             Some(IdlePower::PowerGated) => 0.0,
         }
@@ -254,28 +267,29 @@ impl Sim {
     /// `cpu` to now.
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
         let now = self.q.now();
+        if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
+            self.cpus[cpu].counters_ns = now;
+            return;
+        }
         let khz = self.cpu_khz(cpu) as f64;
         let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let in_c0 = matches!(self.idle_power(cpu), None | Some(IdlePower::Polling));
         let c = &mut self.cpus[cpu];
         let dt = (now - c.counters_ns) as f64;
-        if in_c0 {
-            c.aperf += dt * khz * 1e-6;
-            c.mperf += dt * base * 1e-6;
-        }
+        c.aperf += dt * khz * 1e-6;
+        c.mperf += dt * base * 1e-6;
         c.counters_ns = now;
     }
 
-    fn account_freq_time(&mut self, cpu: usize) {
+    /// Add the time since the last account to domain `d`'s time at its frequency.
+    fn account_freq_time(&mut self, d: usize) {
         let now = self.q.now();
-        let khz = self.cpu_khz(cpu);
-        let c = &mut self.cpus[cpu];
-        let dt = now - c.freq_since;
-        match c.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
+        let dom = &mut self.domains[d];
+        let (khz, dt) = (dom.actual_khz, now - dom.freq_since);
+        match dom.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
             Some((_, ns)) => *ns += dt,
-            None => c.freq_ns.push((khz, dt)),
+            None => dom.freq_ns.push((khz, dt)),
         }
-        c.freq_since = now;
+        dom.freq_since = now;
     }
 
     /// A thread of `core` started or stopped running, or changed C-state: settle energy, then
@@ -302,7 +316,15 @@ impl Sim {
             }
         }
         self.cores[core].power_w = self.core_power(core);
-        self.vote_changed(self.plat.cores[core].domain);
+        // The domain's vote changes only when this CPU's does (it woke from or entered a
+        // power-gated state), or when its request is not settled yet.
+        let awake = self.cpu_awake(changed_cpu);
+        let d = self.plat.cores[core].domain;
+        if std::mem::replace(&mut self.cpus[changed_cpu].awake, awake) != awake || self.domains[d].request_unsettled {
+            self.vote_changed(d);
+        } else {
+            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.domains[d].request_khz);
+        }
         if self.plat.file.topology.threads_per_core > 1 {
             for i in 0..self.plat.cores[core].cpus.len() {
                 let sib = self.plat.cores[core].cpus[i];
@@ -320,6 +342,7 @@ impl Sim {
             return;
         }
         let req = self.domain_request(d);
+        self.domains[d].request_unsettled = false;
         if req != self.domains[d].request_khz {
             self.domains[d].request_khz = req;
             self.retarget(d);
@@ -390,6 +413,7 @@ impl Sim {
         self.policies[policy].cur_khz = khz;
         let d = self.plat.policies[policy].domain;
         self.domains[d].request_khz = self.domain_request(d);
+        self.domains[d].request_unsettled = !self.started;
         self.retarget(d);
         if self.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
@@ -464,7 +488,7 @@ impl Sim {
         if let Some(tl) = self.timeline.as_mut() {
             tl.global(self.q.now(), self.plat.policies[policy].cpus[0], khz);
         }
-        self.domains[d].mv = self.plat.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
+        self.domains[d].mv = self.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
         if package_rail {
             self.packages[pkg].mv = self.package_voltage(pkg);
         }
@@ -515,7 +539,7 @@ impl Sim {
             VoltageScope::Domain => self.domains[d].mv,
             VoltageScope::Package => self.packages[self.plat.domains[d].package].mv,
         };
-        let missing_mv = (self.plat.voltage_mv(cl, target) - supplied_mv).max(0.0);
+        let missing_mv = (self.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
         let grid_ns = (q.request_grid_us * 1000.0).round() as u64;
         let now = self.q.now();
@@ -544,8 +568,8 @@ impl Sim {
             let cpu = self.plat.domains[d].cpus[i];
             self.account_segment(cpu);
             self.sync_counters(cpu);
-            self.account_freq_time(cpu);
         }
+        self.account_freq_time(d);
         let plat = std::rc::Rc::clone(&self.plat);
         // The cores whose power changes: the domain's, or the package's when they share a rail.
         let repowered: &[usize] = match (package_rail, defer_rail) {
@@ -553,8 +577,12 @@ impl Sim {
             (true, false) => &plat.packages[pkg].cores,
             (false, _) => &plat.domains[d].cores,
         };
+        // A core that is not active (every thread power-gated) draws nothing at any frequency:
+        // its power is 0 before the switch and after, and its energy has nothing to settle.
         for &core in repowered {
-            self.touch_core(core);
+            if self.cores[core].active {
+                self.touch_core(core);
+            }
         }
         // The PLL relocks: no core of the domain executes for a while, busy or waking.
         let halt_until = self.q.now() + (self.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
@@ -563,7 +591,7 @@ impl Sim {
         }
         let old = self.domains[d].actual_khz;
         self.domains[d].actual_khz = new;
-        self.domains[d].mv = self.plat.voltage_mv(cl, new.max(self.domains[d].global_khz));
+        self.domains[d].mv = self.voltage_mv(cl, new.max(self.domains[d].global_khz));
         if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
             self.stats.time_to_top_ns = Some(self.q.now());
         }
@@ -571,7 +599,11 @@ impl Sim {
             self.packages[pkg].mv = self.package_voltage(pkg);
         }
         for &core in repowered {
-            self.cores[core].power_w = self.core_power(core);
+            if self.cores[core].active {
+                self.cores[core].power_w = self.core_power(core);
+            } else {
+                debug_assert!(self.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
+            }
         }
         self.uncore_follows(d, old);
         let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
@@ -702,15 +734,17 @@ impl Sim {
     /// The warm-up is over: bring every account up to now, then start them again from zero, so
     /// that the metric, energy, power and per-CPU figures cover the measured interval only.
     pub(crate) fn end_warmup(&mut self) {
+        for d in 0..self.domains.len() {
+            self.account_freq_time(d);
+            self.domains[d].freq_ns.clear();
+        }
         for cpu in 0..self.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
-            self.account_freq_time(cpu);
             self.account_busy_idle(cpu);
             let c = &mut self.cpus[cpu];
             c.busy_ns = 0;
             c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
-            c.freq_ns.clear();
             // Keep the tick's counter deltas right while the totals restart from zero.
             c.tick_aperf -= c.aperf;
             c.tick_mperf -= c.mperf;
@@ -750,10 +784,12 @@ impl Sim {
             // The workload finished before its warm-up did: the whole run is the measurement.
             self.warmup_ns = 0;
         }
+        for d in 0..self.domains.len() {
+            self.account_freq_time(d);
+        }
         for cpu in 0..self.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
-            self.account_freq_time(cpu);
             self.account_busy_idle(cpu);
         }
         self.rapl_sample();

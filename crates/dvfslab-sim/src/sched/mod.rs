@@ -149,16 +149,21 @@ impl Sim {
         let core = self.plat.cpus[cpu].core;
         let threads = self.plat.cores[core].cpus.len() as u32;
         let c = &mut self.cores[core];
+        let llc = &mut self.llc_idle[self.plat.cpus[cpu].llc];
         if idle {
             self.idle_cpus += 1;
+            llc.cpus += 1;
             c.placement_idle_threads += 1;
             if c.placement_idle_threads == threads {
                 self.idle_cores += 1;
+                llc.cores += 1;
             }
         } else {
             self.idle_cpus -= 1;
+            llc.cpus -= 1;
             if c.placement_idle_threads == threads {
                 self.idle_cores -= 1;
+                llc.cores -= 1;
             }
             c.placement_idle_threads -= 1;
         }
@@ -508,8 +513,14 @@ impl Sim {
         if prev != target && ok(prev) && same_llc(prev, target) && self.cpu_is_idle(prev) {
             return prev;
         }
-        let llc = &self.plat.llcs[self.plat.cpus[target].llc];
-        self.find_idle_core(task, llc, target).or_else(|| self.find_idle_cpu(task, llc, target)).unwrap_or(target)
+        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
+        let l = self.plat.cpus[target].llc;
+        let llc = &self.plat.llcs[l];
+        debug_assert_eq!(self.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
+        let idle = self.llc_idle[l];
+        let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
+        let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
+        core.or_else(cpu).unwrap_or(target)
     }
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
