@@ -207,7 +207,7 @@ impl GovernorConfig {
         let shared_spec = Spec { name: spec.name.clone(), params: shared };
         let (values, text) = KnobValues::resolve(&shared_spec, &all, "governor", &text_keys)?;
         let owner = format!("governor '{}'", spec.name);
-        let per_policy = Self::resolve_per_policy(info, &shared_spec, &per_policy_params)?;
+        let per_policy = Self::resolve_per_policy(info, (&all, &text_keys), &shared_spec, &per_policy_params)?;
         let pm = values.get("pelt_multiplier");
         if ![1.0, 2.0, 4.0].contains(&pm) {
             return Err(SimError::config(owner, "pelt_multiplier", format!("expected 1, 2 or 4, got {pm}")));
@@ -225,10 +225,12 @@ impl GovernorConfig {
         Ok((config, info))
     }
 
-    /// Each policy named in `policyN.KEY` keys gets the spec's governor tunables overridden by
-    /// its own; only the governor's tunables can differ by policy, not the system's settings.
+    /// Each policy named in `policyN.KEY` keys gets the spec's values with its own keys
+    /// overriding them; only the governor's tunables can differ by policy, not the system's
+    /// settings. `knobs` are every knob a spec takes and the text keys passed through.
     fn resolve_per_policy(
         info: &GovernorInfo,
+        (knobs, text_keys): (&[Knob], &[&str]),
         shared: &Spec,
         params: &[(String, String)],
     ) -> Result<Vec<(usize, KnobValues)>> {
@@ -238,10 +240,7 @@ impl GovernorConfig {
         let own: Vec<&str> = info.knobs.iter().map(|k| k.name).collect();
         let mut out = Vec::new();
         for n in policies {
-            let mut spec = Spec {
-                name: shared.name.clone(),
-                params: shared.params.iter().filter(|(k, _)| own.contains(&k.as_str())).cloned().collect(),
-            };
+            let mut spec = shared.clone();
             for (key, value) in params {
                 let Some((m, knob)) = per_policy_key(key) else { continue };
                 if m != n {
@@ -262,7 +261,7 @@ impl GovernorConfig {
             let in_policy = |field: &str, message: String| {
                 SimError::config(format!("governor '{}'", info.name), format!("policy{n}.{field}"), message)
             };
-            let (values, _) = KnobValues::resolve(&spec, info.knobs, "governor", &[]).map_err(|e| match e {
+            let (values, _) = KnobValues::resolve(&spec, knobs, "governor", text_keys).map_err(|e| match e {
                 SimError::Config { field, message, .. } => in_policy(&field, message),
                 other => other,
             })?;
@@ -386,6 +385,9 @@ mod tests {
         assert_eq!(cfg.values_for_policy(0).get("rate_limit_us"), 2000.0);
         assert_eq!(cfg.values_for_policy(4).get("rate_limit_us"), 40000.0);
         assert_eq!(cfg.values_for_policy(6).get("rate_limit_us"), 2000.0);
+        // The system's settings are the same for every policy.
+        let (cfg, _) = GovernorConfig::parse("schedutil:hz=250,policy4.rate_limit_us=40000").unwrap();
+        assert_eq!((cfg.values_for_policy(0).get("hz"), cfg.values_for_policy(4).get("hz")), (250.0, 250.0));
         // A per-policy key alone overrides the default for that policy only.
         let (cfg, _) = GovernorConfig::parse("ondemand:policy1.up_threshold=90").unwrap();
         assert_eq!(
