@@ -56,66 +56,86 @@ struct GroupLoad {
     avg: u64,
 }
 
+/// A group's capacity and loads as summed over its CPUs.
+#[derive(Clone, Copy, Debug, Default)]
+struct GroupSum {
+    key: usize,
+    capacity: u64,
+    runnable: u64,
+    avg: u64,
+}
+
+impl GroupSum {
+    fn load(&self) -> GroupLoad {
+        let capacity = self.capacity.max(1);
+        GroupLoad { runnable: self.runnable * 1024 / capacity, avg: self.avg * 1024 / capacity }
+    }
+}
+
 impl Sim {
     /// The CPU a task forked on `this_cpu` starts on.
     pub(crate) fn select_fork_cpu(&self, task: usize, this_cpu: usize) -> usize {
-        let allowed: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
-        if allowed.is_empty() {
-            return self.tasks[task].cpu;
-        }
-        let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { allowed[0] };
-        let mut span: Vec<usize> = allowed;
+        let mut span: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let Some(&first) = span.first() else { return self.tasks[task].cpu };
+        let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { first };
+        // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
+        // place a task at every fork.
+        let mut groups: Vec<GroupSum> = Vec::new();
         for level in self.fork_levels() {
-            let groups = self.groups_of(level, &span);
+            self.sum_groups(level, &span, &mut groups);
             if groups.len() < 2 {
                 continue;
             }
-            let local = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
-            match self.find_idlest_group(level, &groups, local) {
-                Some(idlest) => {
-                    cpu = self.find_idlest_group_cpu(&groups[idlest], cpu);
-                    span = groups[idlest].clone();
-                }
-                None => span = groups[local].clone(),
+            let local = groups.iter().position(|g| g.key == self.group_key(level, cpu)).unwrap_or(0);
+            let loads: Vec<GroupLoad> = groups.iter().map(GroupSum::load).collect();
+            let idlest = self.find_idlest_group(level, &loads, local);
+            let key = groups[idlest.unwrap_or(local)].key;
+            span.retain(|&c| self.group_key(level, c) == key);
+            if idlest.is_some() {
+                cpu = self.find_idlest_group_cpu(&span, cpu);
             }
         }
         cpu
     }
 
-    fn fork_levels(&self) -> Vec<Level> {
-        let mut levels = Vec::new();
-        if self.plat.packages.len() > 1 {
-            levels.push(Level::Numa);
-        }
-        if self.plat.llcs.len() > self.plat.packages.len() {
-            levels.push(Level::BetweenLlcs);
-        }
-        levels.push(Level::Llc);
-        if self.plat.file.topology.threads_per_core > 1 {
-            levels.push(Level::Smt);
-        }
-        levels
+    fn fork_levels(&self) -> impl Iterator<Item = Level> {
+        let numa = self.plat.packages.len() > 1;
+        let between_llcs = self.plat.llcs.len() > self.plat.packages.len();
+        let smt = self.plat.file.topology.threads_per_core > 1;
+        [(numa, Level::Numa), (between_llcs, Level::BetweenLlcs), (true, Level::Llc), (smt, Level::Smt)]
+            .into_iter()
+            .filter_map(|(present, level)| present.then_some(level))
     }
 
-    /// `span` split into the groups of `level`, in CPU order (empty groups left out).
-    fn groups_of(&self, level: Level, span: &[usize]) -> Vec<Vec<usize>> {
-        let key = |c: usize| {
-            let t = &self.plat.cpus[c];
-            match level {
-                Level::Numa => t.package,
-                Level::BetweenLlcs => t.llc,
-                Level::Llc if self.plat.file.topology.threads_per_core > 1 => t.core,
-                Level::Llc | Level::Smt => c,
-            }
-        };
-        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for &c in span {
-            match groups.iter_mut().find(|(k, _)| *k == key(c)) {
-                Some((_, g)) => g.push(c),
-                None => groups.push((key(c), vec![c])),
-            }
+    /// Which group of `level` `cpu` belongs to.
+    fn group_key(&self, level: Level, cpu: usize) -> usize {
+        let t = &self.plat.cpus[cpu];
+        match level {
+            Level::Numa => t.package,
+            Level::BetweenLlcs => t.llc,
+            Level::Llc if self.plat.file.topology.threads_per_core > 1 => t.core,
+            Level::Llc | Level::Smt => cpu,
         }
-        groups.into_iter().map(|(_, g)| g).collect()
+    }
+
+    /// `span` split into the groups of `level`, in the order of their first CPU in `span`
+    /// (empty groups left out), each with its capacity and loads summed.
+    fn sum_groups(&self, level: Level, span: &[usize], groups: &mut Vec<GroupSum>) {
+        groups.clear();
+        for &c in span {
+            let key = self.group_key(level, c);
+            let i = match groups.iter().position(|g| g.key == key) {
+                Some(i) => i,
+                None => {
+                    groups.push(GroupSum { key, ..GroupSum::default() });
+                    groups.len() - 1
+                }
+            };
+            let g = &mut groups[i];
+            g.capacity += self.plat.cpus[c].cap_orig;
+            g.runnable += self.runnable_load(c);
+            g.avg += self.avg_load(c);
+        }
     }
 
     /// Runnable load of `cpu`: its runnable tasks' load averages (a sum kept up to date, so
@@ -136,24 +156,17 @@ impl Sim {
         self.with_cpu_avg_now(cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
     }
 
-    fn group_load(&self, group: &[usize]) -> GroupLoad {
-        let capacity: u64 = group.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
-        let runnable: u64 = group.iter().map(|&c| self.runnable_load(c)).sum();
-        let avg: u64 = group.iter().map(|&c| self.avg_load(c)).sum();
-        GroupLoad { runnable: runnable * 1024 / capacity, avg: avg * 1024 / capacity }
-    }
-
     /// The group a fork should move to, or None to stay in the local group.
-    fn find_idlest_group(&self, level: Level, groups: &[Vec<usize>], local: usize) -> Option<usize> {
+    fn find_idlest_group(&self, level: Level, groups: &[GroupLoad], local: usize) -> Option<usize> {
         let pct = level.imbalance_pct();
         let imbalance = 1024 * (pct - 100) / 100;
         let scale = 100 + (pct - 100) / 2;
-        let this = self.group_load(&groups[local]);
+        let this = groups[local];
         let mut idlest: Option<(usize, GroupLoad)> = None;
         // Groups in ring order from the local one, as the domain's group list runs.
         for k in 1..groups.len() {
             let g = (local + k) % groups.len();
-            let load = self.group_load(&groups[g]);
+            let load = groups[g];
             idlest = match idlest {
                 None => Some((g, load)),
                 Some((_, best)) if best.runnable > load.runnable + imbalance => Some((g, load)),
