@@ -218,3 +218,29 @@ def test_compare_and_campaigns_take_a_recording_as_a_benchmark(tmp_path, capsys)
             {**doc, "benchmarks": {"rec": {"workload": f"trace:{tmp_path}/none.txt"}}},
             source="t.toml",
         )
+
+
+def test_a_scan_finds_the_rate_limits_the_juno_recording_allows(capsys):
+    from dvfslab.cli.main import main
+    from dvfslab.traces.replay import scan_tunable
+
+    values = list(range(30_000, 90_001, 5_000))
+    found = scan_tunable(JUNO_SCHEDUTIL, "juno-r0", LINUX_4_19, "rate_limit_us", values)
+    little, big = found["policies"]
+    assert (little["first_cpu"], little["judged"], little["fits"]) == (0, 2, [80_000, 85_000])
+    assert (big["first_cpu"], big["judged"], big["fits"]) == (1, 1, [40_000])
+    # Outside the fits the model either misses a change or makes one the kernel did not.
+    for entry in little["per_value"]:
+        if entry["value"] not in little["fits"]:
+            assert entry["exact"] < 2 or entry["extra"] > 0
+    args = ["replay", "governor", str(JUNO_SCHEDUTIL), "-p", "juno-r0", "-g", LINUX_4_19]
+    assert main([*args, "--scan", "rate_limit_us=30000:90000:5000"]) == 0
+    out = capsys.readouterr().out
+    assert "policy0  2               80000-85000" in out
+    assert "policy0.rate_limit_us=85000,policy1.rate_limit_us=40000" in out
+    assert main([*args, "--scan", "rate_limit_us=9:1:1"]) == 1
+    assert "expected KEY=START:STOP:STEP" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="rate_limit_us is what the scan sets"):
+        scan_tunable(
+            JUNO_SCHEDUTIL, "juno-r0", f"{LINUX_4_19},rate_limit_us=1", "rate_limit_us", [1]
+        )

@@ -34,7 +34,9 @@ def register(commands: Any) -> None:
         "  dvfslab replay governor trace.txt -p juno-r0 -g schedutil:kernel=4.19\n"
         "  dvfslab replay governor trace.dat -p juno-r0 -g schedutil:kernel=4.19 --json\n"
         "  dvfslab replay governor trace.txt -p juno-r0 \\\n"
-        "      -g schedutil:kernel=4.19,rate_limit_us=20000",
+        "      -g schedutil:kernel=4.19,rate_limit_us=20000\n"
+        "  dvfslab replay governor trace.txt -p juno-r0 -g schedutil:kernel=4.19 \\\n"
+        "      --scan rate_limit_us=10000:100000:1000   (the values the recording allows)",
     )
     _add_recording(governor)
     governor.add_argument(
@@ -51,6 +53,13 @@ def register(commands: Any) -> None:
         metavar="MS",
         help=f"pair a model change with a recorded one this close in time (default: "
         f"{DEFAULT_WINDOW_MS:g})",
+    )
+    governor.add_argument(
+        "--scan",
+        metavar="KEY=START:STOP:STEP",
+        help="replay with the governor's tunable KEY at each value from START to STOP, and "
+        "print per policy the values under which every judged change is reproduced exactly "
+        "and no other is made",
     )
     add_json_flag(governor)
     workload = command(
@@ -97,6 +106,8 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
 
     if not args.window_ms > 0:
         raise ConfigError(f"--window-ms: expected a positive number of ms, got {args.window_ms}")
+    if args.scan is not None:
+        return _scan(args)
     report = replay_governor(args.file, args.platform, args.governor, window_ms=args.window_ms)
     if args.json:
         print_json(report)
@@ -212,3 +223,63 @@ def cmd_replay_workload(args: argparse.Namespace) -> int:
         f"x{act_ratio}, frequency residency distance {distance} (0 = same, 1 = disjoint)"
     )
     return 0
+
+
+def _scan_values(text: str) -> tuple[str, list[float]]:
+    """`KEY=START:STOP:STEP` as the key and its values, STOP included."""
+    key, eq, span = text.partition("=")
+    parts = span.split(":")
+    try:
+        start, stop, step = (float(x) for x in parts) if len(parts) == 3 else (0.0, -1.0, 0.0)
+    except ValueError:
+        start, stop, step = 0.0, -1.0, 0.0
+    if not eq or not key or len(parts) != 3 or step <= 0 or stop < start:
+        raise ConfigError(
+            f"--scan {text!r}: expected KEY=START:STOP:STEP with STEP > 0 and STOP >= START, "
+            "e.g. rate_limit_us=10000:100000:1000"
+        )
+    count = int((stop - start) / step + 1e-9) + 1
+    if count > 1000:
+        raise ConfigError(f"--scan {text!r}: {count} values; at most 1000")
+    return key, [start + i * step for i in range(count)]
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from dvfslab.traces.replay import scan_tunable
+
+    key, values = _scan_values(args.scan)
+    found = scan_tunable(
+        args.file, args.platform, args.governor, key, values, window_ms=args.window_ms
+    )
+    if args.json:
+        print_json(found)
+        return 0
+    print(f"{args.file}: {args.governor} on {args.platform}, {key} over {len(values)} values")
+    rows = []
+    for p in found["policies"]:
+        fits = p["fits"]
+        where = _ranges(fits, found["values"]) if fits else "none"
+        if not p["judged"]:
+            where = "no judged change"
+        rows.append([f"policy{p['first_cpu']}", p["judged"], where])
+    print_table(["policy", "judged changes", f"{key} that reproduces them"], rows)
+    chosen = [
+        f"policy{p['first_cpu']}.{key}={p['fits'][len(p['fits']) // 2]}"
+        for p in found["policies"]
+        if p["fits"]
+    ]
+    if chosen:
+        print(f"\ne.g. -g '{args.governor},{','.join(chosen)}'")
+    return 0
+
+
+def _ranges(fits: list[Any], values: list[Any]) -> str:
+    """The fitting values as runs of neighbours in the scanned list: `76000-85000, 90000`."""
+    index = {v: i for i, v in enumerate(values)}
+    runs: list[list[Any]] = []
+    for v in fits:
+        if runs and index[v] == index[runs[-1][-1]] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from dvfslab import _core
+from dvfslab._core import ConfigError
 from dvfslab.platforms import PlatformRef, load_platform
 
 DEFAULT_WINDOW_MS = 5.0
@@ -33,3 +34,56 @@ def replay_governor(
     output = _core.replay_governor(*load_platform(platform), governor, text, str(trace), window_ms)
     report: dict[str, Any] = json.loads(output)
     return report
+
+
+def scan_tunable(
+    trace: str | os.PathLike[str],
+    platform: PlatformRef,
+    governor: str,
+    key: str,
+    values: list[float],
+    *,
+    window_ms: float = DEFAULT_WINDOW_MS,
+) -> dict[str, Any]:
+    """Replay `governor` with its tunable `key` at each of `values`, and find per policy the
+    values under which the model reproduces the recording there: every judged recorded change
+    of the policy to the exact OPP, and no change the recording does not have. A trace does
+    not record how its governor was tuned; these are the settings it allows.
+
+    Keys: key, values, and per policy (by index) its first CPU, judged recorded changes and
+    the values that fit (`fits`), each value's `exact` and `extra` counts beside."""
+    from dvfslab.platforms import describe_platform
+    from dvfslab.traces.read import trace_text
+
+    name, _, params = governor.partition(":")
+    if any(p.split("=", 1)[0].strip() == key for p in params.split(",") if p.strip()):
+        raise ConfigError(f"governor {governor!r}: {key} is what the scan sets; leave it out")
+    if not values:
+        raise ConfigError(f"scan of {key}: no values")
+    text = trace_text(trace)
+    platform_json, source = load_platform(platform)
+    first_cpus = [min(p["cpus"]) for p in describe_platform(platform)["policies"]]
+    policies: list[dict[str, Any]] = [
+        {"policy": i, "first_cpu": cpu, "judged": 0, "fits": [], "per_value": []}
+        for i, cpu in enumerate(first_cpus)
+    ]
+    for value in values:
+        number = int(value) if float(value).is_integer() else value
+        spec = f"{name}:{params + ',' if params else ''}{key}={number}"
+        report = json.loads(
+            _core.replay_governor(platform_json, source, spec, text, str(trace), window_ms)
+        )
+        for entry in policies:
+            mine = [c for c in report["changes"] if c["policy"] == entry["policy"]]
+            judged = [c for c in mine if c["recorded_khz"] is not None]
+            exact = sum(c["status"] == "exact" for c in judged)
+            extra = sum(c["status"] == "extra" for c in mine)
+            entry["judged"] = len(judged)
+            entry["per_value"].append({"value": number, "exact": exact, "extra": extra})
+            if judged and exact == len(judged) and extra == 0:
+                entry["fits"].append(number)
+    return {
+        "key": key,
+        "values": [p["value"] for p in policies[0]["per_value"]],
+        "policies": policies,
+    }
