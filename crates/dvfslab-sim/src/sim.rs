@@ -894,6 +894,63 @@ impl Sim {
     }
 }
 
+/// The [`PolicyCtx`] methods that read only the machine, the driver and the kernel, the same for
+/// the live policy ([`LivePolicy`]) and a replayed one (`crate::trace`): each context expands
+/// them inside its `impl PolicyCtx`, given `self.sim` (a `Sim`) and `self.policy`.
+macro_rules! policy_machine_facts {
+    () => {
+        fn cpus(&self) -> &[usize] {
+            &self.sim.plat.policies[self.policy].cpus
+        }
+        fn min_khz(&self) -> u32 {
+            self.sim.policies[self.policy].min_khz
+        }
+        fn max_khz(&self) -> u32 {
+            self.sim.policies[self.policy].max_khz
+        }
+        fn table_khz(&self) -> &[u32] {
+            &self.sim.policies[self.policy].table
+        }
+        fn cap_orig(&self, cpu: usize) -> u64 {
+            self.sim.plat.cpus[cpu].cap_orig
+        }
+        fn kernel(&self) -> $crate::kernel::KernelVersion {
+            self.sim.kernel
+        }
+        fn default_transition_delay_us(&self) -> u64 {
+            self.sim.policy_default_transition_delay_us(self.policy)
+        }
+        fn cpu_identity(&self) -> ($crate::hw::platform::Vendor, Option<$crate::hw::platform::CpuIdFile>) {
+            (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
+        }
+        fn cpuinfo_khz(&self) -> (u32, u32, u32) {
+            self.sim.policy_cpuinfo_khz(self.policy)
+        }
+        fn cpuinfo_max_khz(&self) -> u32 {
+            self.sim.policies[self.policy].cpuinfo_max_khz
+        }
+        fn transition_latency_ns(&self) -> Option<u64> {
+            self.sim.policy_transition_latency_ns(self.policy)
+        }
+        fn this_cpu_can_update(&self, flags: $crate::governor::UpdateFlags) -> bool {
+            self.sim.governor_may_act(flags)
+        }
+        fn tick_ns(&self) -> u64 {
+            self.sim.tick_ns
+        }
+        fn invariant(&self) -> bool {
+            self.sim.invariant
+        }
+        fn pelt_multiplier(&self) -> u64 {
+            self.sim.pelt_multiplier()
+        }
+        fn resolve_freq(&self, khz: u32) -> u32 {
+            self.sim.policy_resolve_freq(self.policy, khz)
+        }
+    };
+}
+pub(crate) use policy_machine_facts;
+
 /// A policy of the running simulation, as its governor sees it.
 pub struct LivePolicy<'a> {
     sim: &'a mut Sim,
@@ -901,26 +958,12 @@ pub struct LivePolicy<'a> {
 }
 
 impl PolicyCtx for LivePolicy<'_> {
+    policy_machine_facts!();
     fn now_ns(&self) -> TimeNs {
         self.sim.q.now()
     }
-    fn cpus(&self) -> &[usize] {
-        &self.sim.plat.policies[self.policy].cpus
-    }
-    fn min_khz(&self) -> u32 {
-        self.sim.policies[self.policy].min_khz
-    }
-    fn max_khz(&self) -> u32 {
-        self.sim.policies[self.policy].max_khz
-    }
     fn cur_khz(&self) -> u32 {
         self.sim.policies[self.policy].cur_khz
-    }
-    fn table_khz(&self) -> &[u32] {
-        &self.sim.policies[self.policy].table
-    }
-    fn cap_orig(&self, cpu: usize) -> u64 {
-        self.sim.plat.cpus[cpu].cap_orig
     }
     fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
         let c = &self.sim.cpus[cpu];
@@ -938,12 +981,6 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_idle_calls(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].idle_calls
     }
-    fn kernel(&self) -> crate::kernel::KernelVersion {
-        self.sim.kernel
-    }
-    fn default_transition_delay_us(&self) -> u64 {
-        self.sim.policy_default_transition_delay_us(self.policy)
-    }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         let c = &self.sim.cpus[cpu];
         c.curr.is_some() as u64 + c.queue.len() as u64
@@ -955,36 +992,12 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_iowait_ns(&self, cpu: usize) -> u64 {
         self.sim.cpus[cpu].iowait_ns_at(self.sim.q.now())
     }
-    fn cpu_identity(&self) -> (crate::hw::platform::Vendor, Option<crate::hw::platform::CpuIdFile>) {
-        (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
-    }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
         self.sim.sync_counters(cpu);
         let c = &self.sim.cpus[cpu];
         let base = self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
         let tsc = (self.sim.q.now() as u128 * base as u128 / 1_000_000) as u64;
         (c.aperf as u64, c.mperf as u64, tsc)
-    }
-    fn cpuinfo_khz(&self) -> (u32, u32, u32) {
-        self.sim.policy_cpuinfo_khz(self.policy)
-    }
-    fn cpuinfo_max_khz(&self) -> u32 {
-        self.sim.policies[self.policy].cpuinfo_max_khz
-    }
-    fn transition_latency_ns(&self) -> Option<u64> {
-        self.sim.policy_transition_latency_ns(self.policy)
-    }
-    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
-        self.sim.governor_may_act(flags)
-    }
-    fn tick_ns(&self) -> u64 {
-        self.sim.tick_ns
-    }
-    fn invariant(&self) -> bool {
-        self.sim.invariant
-    }
-    fn pelt_multiplier(&self) -> u64 {
-        self.sim.pelt_multiplier()
     }
     fn explaining(&self) -> bool {
         self.sim.explain.is_some()
@@ -999,9 +1012,6 @@ impl PolicyCtx for LivePolicy<'_> {
         if self.sim.explain.is_some() {
             self.sim.pending_inputs.extend_from_slice(inputs);
         }
-    }
-    fn resolve_freq(&self, khz: u32) -> u32 {
-        self.sim.policy_resolve_freq(self.policy, khz)
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
         let pol = &self.sim.policies[self.policy];

@@ -1,10 +1,8 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
-use crate::governor::{PolicyCtx, Relation, UpdateFlags};
-use crate::hw::platform::{CpuIdFile, Vendor};
-use crate::kernel::KernelVersion;
-use crate::sim::Sim;
+use crate::governor::{PolicyCtx, Relation};
+use crate::sim::{policy_machine_facts, Sim};
 
 /// The recorded state the governors read, as of the event being replayed.
 pub(super) struct Recorded {
@@ -51,26 +49,12 @@ impl RecordedPolicy<'_> {
 }
 
 impl PolicyCtx for RecordedPolicy<'_> {
+    policy_machine_facts!();
     fn now_ns(&self) -> u64 {
         self.rec.now_ns
     }
-    fn cpus(&self) -> &[usize] {
-        &self.sim.plat.policies[self.policy].cpus
-    }
-    fn min_khz(&self) -> u32 {
-        self.sim.policies[self.policy].min_khz
-    }
-    fn max_khz(&self) -> u32 {
-        self.sim.policies[self.policy].max_khz
-    }
     fn cur_khz(&self) -> u32 {
         self.rec.cur_khz[self.policy]
-    }
-    fn table_khz(&self) -> &[u32] {
-        &self.sim.policies[self.policy].table
-    }
-    fn cap_orig(&self, cpu: usize) -> u64 {
-        self.sim.plat.cpus[cpu].cap_orig
     }
     fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
         (self.rec.util[cpu], self.rec.util_est[cpu], self.cap_orig(cpu))
@@ -87,12 +71,6 @@ impl PolicyCtx for RecordedPolicy<'_> {
     fn cpu_idle_calls(&self, cpu: usize) -> u64 {
         self.rec.idle_calls[cpu]
     }
-    fn kernel(&self) -> KernelVersion {
-        self.sim.kernel
-    }
-    fn default_transition_delay_us(&self) -> u64 {
-        self.sim.policy_default_transition_delay_us(self.policy)
-    }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         self.rec.task_running[cpu] as u64
     }
@@ -102,34 +80,10 @@ impl PolicyCtx for RecordedPolicy<'_> {
     fn cpu_iowait_ns(&self, _cpu: usize) -> u64 {
         0
     }
-    fn cpu_identity(&self) -> (Vendor, Option<CpuIdFile>) {
-        (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
-    }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
         self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.plat.cpus[cpu].policy);
         let tsc = self.rec.now_ns as u128 * self.base_khz(cpu) as u128 / 1_000_000;
         (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
-    }
-    fn cpuinfo_khz(&self) -> (u32, u32, u32) {
-        self.sim.policy_cpuinfo_khz(self.policy)
-    }
-    fn cpuinfo_max_khz(&self) -> u32 {
-        self.sim.policies[self.policy].cpuinfo_max_khz
-    }
-    fn transition_latency_ns(&self) -> Option<u64> {
-        self.sim.policy_transition_latency_ns(self.policy)
-    }
-    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
-        self.sim.governor_may_act(flags)
-    }
-    fn tick_ns(&self) -> u64 {
-        self.sim.tick_ns
-    }
-    fn invariant(&self) -> bool {
-        self.sim.invariant
-    }
-    fn pelt_multiplier(&self) -> u64 {
-        self.sim.pelt_multiplier()
     }
     fn explaining(&self) -> bool {
         true
@@ -140,9 +94,6 @@ impl PolicyCtx for RecordedPolicy<'_> {
     }
     fn explain_more(&mut self, inputs: &[(&'static str, f64)]) {
         self.rec.pending_inputs.extend_from_slice(inputs);
-    }
-    fn resolve_freq(&self, khz: u32) -> u32 {
-        self.sim.policy_resolve_freq(self.policy, khz)
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
         let (_, resolved) = self.sim.policy_target(self.policy, khz, relation);
