@@ -69,7 +69,7 @@ def test_a_document_without_the_block_is_left_alone(cli, tiny_store, tmp_path):
 
     missing = cli("campaign", "report", str(tiny_store), "--into", str(tmp_path / "nope.md"))
     assert missing.code == 1
-    assert "nope.md: no such file" in missing.stderr
+    assert f"document {tmp_path / 'nope.md'} does not exist" in missing.stderr
 
 
 def test_blocks_that_are_not_closed_or_given_twice_are_refused():

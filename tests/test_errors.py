@@ -9,6 +9,7 @@ import pytest
 
 import dvfslab
 from dvfslab import ConfigError, DvfsError, _core
+from dvfslab.campaign import load_campaign
 from dvfslab.platforms import load_platform
 
 SMALL = "skylake-e3-1240v5"
@@ -279,3 +280,14 @@ def test_the_check_accepts_a_valid_setup_and_refuses_a_warm_up_past_the_end():
 def test_hwp_runs_on_the_part_that_has_it():
     result = dvfslab.simulate(SMALL, "intel_pstate:algorithm=hwp", "cpu-bound", duration_s=0.05)
     assert result.metric.value > 0
+
+
+def test_a_text_file_that_is_not_utf8_is_named_with_the_byte(tmp_path):
+    platform = tmp_path / "p.json"
+    platform.write_bytes(b'{"id": "x\xff"}')
+    with pytest.raises(ConfigError, match=r"platform file .*p\.json: not UTF-8 text \(byte 9 "):
+        load_platform(platform)
+    campaign = tmp_path / "c.toml"
+    campaign.write_bytes(b"\xfe")
+    with pytest.raises(ConfigError, match=r"campaign file .*c\.toml: not UTF-8 text \(byte 0 "):
+        load_campaign(campaign)

@@ -175,7 +175,7 @@ def test_cli_errors_name_the_file_and_the_json_path(cli, tmp_path, text, expecte
 
 def test_a_missing_file_is_named(cli, tmp_path):
     path = tmp_path / "missing.json"
-    assert_one_line_error(cli(*run_args(path)), [f"rt-app {path}: no such file"])
+    assert_one_line_error(cli(*run_args(path)), [f"rt-app file {path} does not exist"])
 
 
 def test_api_errors_are_config_errors(tmp_path):

@@ -1,7 +1,9 @@
-"""Writing a file so that readers see the old one or the whole new one, power cut included.
+"""Reading a user's text file with errors that name it, and writing a file so that readers see
+the old one or the whole new one, power cut included.
 
 Every file dvfslab writes (run results in a store, its manifest, timelines, traces, HTML
-reports, decision logs) goes through `replace_atomically`.
+reports, decision logs) goes through `replace_atomically`; every text file it reads from the
+user (a platform, a campaign, an rt-app file, a document) through `read_text`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,23 @@ from pathlib import Path
 from typing import Callable
 
 TMP_SUFFIX = ".tmp"
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of the `what` file at `path` ("platform file", "rt-app file"), its line
+    endings as written; a ConfigError naming it when it is missing, unreadable or not UTF-8."""
+    from dvfslab._core import ConfigError
+
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{what} {path}: not UTF-8 text (byte {e.start} cannot be decoded)"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {path}: {e.strerror or e}") from None
 
 
 def replace_atomically(

@@ -11,6 +11,7 @@ from typing import Union
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+from dvfslab._files import read_text
 from dvfslab.governors import Governor
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import PlatformRef, load_platform
@@ -123,14 +124,7 @@ def _workload(workload: WorkloadRef, platform: PlatformRef) -> tuple[str, str | 
     ):
         return _spec("workload", workload), None
     path = Path(os.fspath(workload))
-    try:
-        return path.read_text(encoding="utf-8"), str(path)
-    except FileNotFoundError:
-        raise ConfigError(f"rt-app {path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"rt-app {path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise ConfigError(f"rt-app {path}: cannot read it: {e.strerror or e}") from None
+    return read_text(path, "rt-app file"), str(path)
 
 
 def _spec(what: str, spec: object) -> str:

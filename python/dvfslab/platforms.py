@@ -15,6 +15,7 @@ from typing import Any, Union
 
 from dvfslab import _core
 from dvfslab._core import ConfigError
+from dvfslab._files import read_text
 
 PlatformRef = Union[str, "os.PathLike[str]"]
 """A shipped preset's id ("pixel6") or the path of a preset file ("./my-box.json")."""
@@ -90,14 +91,7 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _read_preset_file(path: Path) -> tuple[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"platform file {path} does not exist") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start} cannot be decoded)") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read platform file {path}: {e.strerror or e}") from None
+    text = read_text(path, "platform file")
     try:
         json.loads(text)
     except json.JSONDecodeError as e:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from dvfslab._core import ConfigError
+from dvfslab._files import read_text
 from dvfslab.campaign.check import campaign_from_dict
 from dvfslab.campaign.model import Campaign
 
@@ -57,14 +58,7 @@ def load_campaign(campaign: CampaignRef) -> Campaign:
     Raises ConfigError naming the file, the key and what was expected.
     """
     path = _find_campaign(campaign)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"campaign file {path} does not exist") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start} cannot be decoded)") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read campaign file {path}: {e.strerror or e}") from None
+    text = read_text(path, "campaign file")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

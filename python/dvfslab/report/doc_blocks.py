@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from dvfslab._core import ConfigError
-from dvfslab._files import replace_atomically
+from dvfslab._files import read_text, replace_atomically
 
 BEGIN = "<!-- campaign-report: {name} -->"
 END = "<!-- end campaign-report -->"
@@ -61,12 +61,7 @@ def write_block(path: str | os.PathLike[str], name: str, body: str) -> Path:
     """Replace block `name` of the Markdown file at `path` with `body` (`replace_block`),
     atomically; the file is left as it was when the block cannot be found."""
     target = Path(path)
-    try:
-        text = target.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{target}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{target}: not UTF-8 text (byte {e.start})") from None
+    text = read_text(target, "document")
     updated = replace_block(text, name, body, source=str(target))
     replace_atomically(target, lambda tmp: Path(tmp).write_bytes(updated.encode("utf-8")))
     return target
