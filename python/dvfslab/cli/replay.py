@@ -227,17 +227,17 @@ def cmd_replay_workload(args: argparse.Namespace) -> int:
 
 def _scan_values(text: str) -> tuple[str, list[float]]:
     """`KEY=START:STOP:STEP` as the key and its values, STOP included."""
-    key, eq, span = text.partition("=")
-    parts = span.split(":")
+    bad = ConfigError(
+        f"--scan {text!r}: expected KEY=START:STOP:STEP with STEP > 0 and STOP >= START, "
+        "e.g. rate_limit_us=10000:100000:1000"
+    )
+    key, _, span = text.partition("=")
     try:
-        start, stop, step = (float(x) for x in parts) if len(parts) == 3 else (0.0, -1.0, 0.0)
+        start, stop, step = (float(x) for x in span.split(":"))
     except ValueError:
-        start, stop, step = 0.0, -1.0, 0.0
-    if not eq or not key or len(parts) != 3 or step <= 0 or stop < start:
-        raise ConfigError(
-            f"--scan {text!r}: expected KEY=START:STOP:STEP with STEP > 0 and STOP >= START, "
-            "e.g. rate_limit_us=10000:100000:1000"
-        )
+        raise bad from None
+    if not key or step <= 0 or stop < start:
+        raise bad
     count = int((stop - start) / step + 1e-9) + 1
     if count > 1000:
         raise ConfigError(f"--scan {text!r}: {count} values; at most 1000")
