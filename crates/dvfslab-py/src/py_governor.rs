@@ -99,10 +99,10 @@ impl PyGovernor {
         let mut capacity = Vec::with_capacity(cpus.len());
         let (mut busy_s, mut idle_s, mut iowait_s) = (Vec::new(), Vec::new(), Vec::new());
         for (i, &c) in cpus.iter().enumerate() {
-            let (avg, est, cap) = ctx.cpu_util_parts(c);
-            util_avg.push(avg);
-            util_est.push(est);
-            capacity.push(cap);
+            let signals = ctx.cpu_signals(c);
+            util_avg.push(signals.util_avg);
+            util_est.push(signals.util_est);
+            capacity.push(signals.cap_orig);
             let busy = ctx.cpu_busy_ns(c);
             let iowait = ctx.cpu_iowait_ns(c);
             let busy_delta = busy.saturating_sub(self.last_busy_ns[i]) as f64 / 1e9;

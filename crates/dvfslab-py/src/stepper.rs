@@ -42,11 +42,11 @@ impl Governor for Controlled {
     fn timer(&mut self, ctx: &mut dyn PolicyCtx) {
         let mut seen = self.seen.borrow_mut();
         for (i, &c) in ctx.cpus().iter().enumerate() {
-            let (util, _, cap) = ctx.cpu_util_parts(c);
+            let signals = ctx.cpu_signals(c);
             let busy = ctx.cpu_busy_ns(c);
             let busy_share = (busy - self.last_busy_ns[i]) as f64 / self.period_ns as f64;
             self.last_busy_ns[i] = busy;
-            seen.util[c] = (util as f64 / cap.max(1) as f64).min(1.0);
+            seen.util[c] = (signals.util_avg as f64 / signals.cap_orig.max(1) as f64).min(1.0);
             seen.busy_s[c] = (busy_share * self.period_ns as f64 / 1e9).max(0.0);
             seen.idle[c] = (1.0 - busy_share).clamp(0.0, 1.0);
         }

@@ -5,7 +5,7 @@
 use crate::error::{Result, SimError};
 
 /// A mainline version, compared as (major, minor): 5.10 comes after 5.9.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KernelVersion(pub u32, pub u32);
 
 impl KernelVersion {

@@ -9,7 +9,7 @@ use rand_pcg::Pcg64;
 
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
-use crate::governor::{Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
+use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
 use crate::hw::driver::{table_lookup, Driver};
 use crate::hw::platform::Platform;
 use crate::observe::{Decision, Timeline};
@@ -965,21 +965,17 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cur_khz(&self) -> u32 {
         self.sim.policies[self.policy].cur_khz
     }
-    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
+    fn cpu_signals(&self, cpu: usize) -> CpuSignals {
         let c = &self.sim.cpus[cpu];
-        (self.sim.cpu_util_avg_now(cpu), c.util_est_sum, self.sim.plat.cpus[cpu].cap_orig)
-    }
-    fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
-        self.sim.cpus[cpu].avg.runnable_avg
-    }
-    fn cpu_rt_runnable(&self, cpu: usize) -> bool {
-        self.sim.rt_runnable(cpu)
-    }
-    fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
-        self.sim.rq_uclamp(cpu)
-    }
-    fn cpu_idle_calls(&self, cpu: usize) -> u64 {
-        self.sim.cpus[cpu].idle_calls
+        CpuSignals {
+            util_avg: self.sim.cpu_util_avg_now(cpu),
+            util_est: c.util_est_sum,
+            runnable_avg: c.avg.runnable_avg,
+            cap_orig: self.sim.plat.cpus[cpu].cap_orig,
+            rt_runnable: self.sim.rt_runnable(cpu),
+            uclamp: self.sim.rq_uclamp(cpu),
+            idle_calls: c.idle_calls,
+        }
     }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         let c = &self.sim.cpus[cpu];

@@ -10,6 +10,26 @@ use super::{Relation, UpdateFlags};
 use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::kernel::KernelVersion;
 
+/// The scheduler's per-CPU signals a governor reads (cpu_util_cfs and its neighbours).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuSignals {
+    /// The root cfs_rq's util_avg, an idle CPU's decayed to now.
+    pub util_avg: u64,
+    /// util_est of the enqueued tasks.
+    pub util_est: u64,
+    /// The root cfs_rq's runnable_avg (scaled by the number of runnable tasks).
+    pub runnable_avg: u64,
+    /// The capacity of the CPU at its highest frequency (arch_scale_cpu_capacity).
+    pub cap_orig: u64,
+    /// Whether an RT task is running or waiting on the CPU.
+    pub rt_runnable: bool,
+    /// The run-queue's uclamp (min, max): max-aggregated over its runnable tasks, an idle
+    /// run-queue keeping its last max. None while no task uses uclamp (or before 5.3).
+    pub uclamp: Option<(u64, u64)>,
+    /// How many times the CPU has entered idle so far.
+    pub idle_calls: u64,
+}
+
 /// One policy as its governor sees it.
 pub trait PolicyCtx {
     /// Now, in ns since the start.
@@ -24,18 +44,9 @@ pub trait PolicyCtx {
     fn table_khz(&self) -> &[u32];
     /// The capacity of `cpu` at its highest frequency (arch_scale_cpu_capacity).
     fn cap_orig(&self, cpu: usize) -> u64;
-    /// Utilisation parts of `cpu` for a governor that wants them separately: (util_avg decayed
-    /// to now, util_est of the enqueued tasks, capacity).
-    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64);
-    /// The root cfs_rq runnable_avg of `cpu` (scaled by the number of runnable tasks).
-    fn cpu_runnable_avg(&self, cpu: usize) -> u64;
-    /// Whether an RT task is running or waiting on `cpu`.
-    fn cpu_rt_runnable(&self, cpu: usize) -> bool;
-    /// The run-queue's uclamp (min, max): max-aggregated over its runnable tasks, an idle
-    /// run-queue keeping its last max. None while no task uses uclamp (or before 5.3).
-    fn cpu_uclamp(&self, cpu: usize) -> Option<(u64, u64)>;
-    /// How many times `cpu` has entered idle so far.
-    fn cpu_idle_calls(&self, cpu: usize) -> u64;
+    /// What the scheduler reports of `cpu` for a frequency choice, read in one call: a
+    /// utilisation-driven governor reads it at every update.
+    fn cpu_signals(&self, cpu: usize) -> CpuSignals;
     /// The kernel version whose behaviour is simulated.
     fn kernel(&self) -> KernelVersion;
     /// cpufreq's default transition delay for this policy: schedutil's default rate limit.

@@ -25,7 +25,7 @@ use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
 use crate::spec::{Knob, KnobValues, Spec};
 
-pub use context::PolicyCtx;
+pub use context::{CpuSignals, PolicyCtx};
 
 /// How a requested frequency is matched to the table (cpufreq's CPUFREQ_RELATION_*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -36,7 +36,7 @@
 //!
 //! References: Documentation/scheduler/schedutil.rst; docs/governors.md; docs/heterogeneous.md (margins).
 
-use super::{margins, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use super::{margins, CpuSignals, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::kernel::KernelVersion;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::spec::{Knob, KnobValues};
@@ -153,6 +153,11 @@ struct Schedutil {
     pelt_lshift: u32,
     /// How I/O wake-ups boost, for the kernel version.
     iowait_rule: IowaitRule,
+    // What the policy cannot change during a run, read once at `start`: an update reads its
+    // CPUs' signals and nothing else through the context.
+    kernel: KernelVersion,
+    tick_ns: u64,
+    policy_cpus: Vec<usize>,
     // Per-CPU state (sugov_cpu), indexed by position in the policy.
     cpus: Vec<SugovCpu>,
 }
@@ -173,6 +178,9 @@ impl Governor for Schedutil {
         self.rate_limit_used_us = rate_limit_us;
         self.freq_update_delay_ns = rate_limit_us * 1000;
         self.cpus = vec![SugovCpu::default(); ctx.cpus().len()];
+        self.policy_cpus = ctx.cpus().to_vec();
+        self.kernel = ctx.kernel();
+        self.tick_ns = ctx.tick_ns();
         // sugov_start / sugov_limits: the pre-5.2 floor follows the policy's current minimum.
         let cpuinfo_max = *ctx.table_khz().last().expect("a table");
         self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.min_khz(), cpuinfo_max);
@@ -213,50 +221,53 @@ impl Governor for Schedutil {
 
     fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
         let time = ctx.now_ns();
-        let Some(idx) = ctx.cpus().iter().position(|&c| c == cpu) else { return };
-        let tick_ns = ctx.tick_ns();
+        let Some(idx) = self.policy_cpus.iter().position(|&c| c == cpu) else { return };
+        let (tick_ns, kernel) = (self.tick_ns, self.kernel);
         iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.iowait_rule);
         self.cpus[idx].last_update = time;
         if !ctx.this_cpu_can_update(flags) || !self.should_update(time) {
             return;
         }
-        let shared = ctx.cpus().len() > 1;
+        let shared = self.policy_cpus.len() > 1;
         let mut util = 0;
         let mut parts = Parts::default();
-        for j in 0..ctx.cpus().len() {
+        let mut own = CpuSignals::default();
+        for j in 0..self.policy_cpus.len() {
             if !shared && j != idx {
                 continue;
             }
-            let c = ctx.cpus()[j];
-            let boost = iowait_apply(&mut self.cpus[j], time, ctx.cap_orig(c), tick_ns, self.iowait_rule);
-            let p = self.get_util(ctx, c, boost);
+            let signals = ctx.cpu_signals(self.policy_cpus[j]);
+            if j == idx {
+                own = signals;
+            }
+            let boost = iowait_apply(&mut self.cpus[j], time, signals.cap_orig, tick_ns, self.iowait_rule);
+            let p = self.get_util(&signals, boost);
             self.cpus[j].util = p.perf;
             if p.perf >= util {
                 util = p.perf;
                 parts = p;
             }
         }
-        let cap = ctx.cap_orig(cpu);
+        let cap = own.cap_orig;
         let saved = self.cached_raw_freq;
         let (mut f, raw, reference) = self.get_next_freq(ctx, util, cap);
         let mut held = false;
         // sugov_cpu_is_busy came in 4.12; before it a single-CPU policy lowers at once.
-        if !shared && ctx.kernel() >= KernelVersion(4, 12) {
+        if !shared && kernel >= KernelVersion(4, 12) {
             // Busy hold: no idle entry since the last evaluation means the CPU is saturated;
             // do not lower its frequency on a possibly stale utilisation.
-            let calls = ctx.cpu_idle_calls(cpu);
-            let busy = calls == self.cpus[idx].saved_idle_calls;
-            self.cpus[idx].saved_idle_calls = calls;
+            let busy = own.idle_calls == self.cpus[idx].saved_idle_calls;
+            self.cpus[idx].saved_idle_calls = own.idle_calls;
             // 5.18+: a run-queue held down by uclamp_max is busy by design, not saturated.
-            let capped = ctx.kernel() >= KernelVersion(5, 18)
-                && ctx.cpu_uclamp(cpu).is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
+            let capped = kernel >= KernelVersion(5, 18)
+                && own.uclamp.is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
             if busy && !capped && f < self.next_freq && !self.need_freq_update {
                 f = self.next_freq;
                 self.cached_raw_freq = saved;
                 held = true;
             }
         }
-        if !self.commit_next_freq(time, f, ctx.kernel()) {
+        if !self.commit_next_freq(time, f, kernel) {
             return;
         }
         if ctx.explaining() {
@@ -326,17 +337,15 @@ impl Schedutil {
     }
 
     /// get_util + sugov_effective_cpu_perf for one CPU.
-    fn get_util(&self, ctx: &dyn PolicyCtx, cpu: usize, boost: u64) -> Parts {
-        let kernel = ctx.kernel();
-        let (util_avg, util_est, cap) = ctx.cpu_util_parts(cpu);
-        let util_est = if kernel >= KernelVersion(4, 17) { util_est } else { 0 };
-        let runnable = ctx.cpu_runnable_avg(cpu);
-        let util = cfs_util(kernel, util_avg, util_est, runnable);
+    fn get_util(&self, signals: &CpuSignals, boost: u64) -> Parts {
+        let kernel = self.kernel;
+        let util_est = if kernel >= KernelVersion(4, 17) { signals.util_est } else { 0 };
+        let util = cfs_util(kernel, signals.util_avg, util_est, signals.runnable_avg);
         // A runnable RT task asks for the maximum unless uclamp is in use (then its clamps do).
-        let uclamp = ctx.cpu_uclamp(cpu);
-        let util = if ctx.cpu_rt_runnable(cpu) && uclamp.is_none() { cap } else { util.min(cap) };
+        let (cap, uclamp) = (signals.cap_orig, signals.uclamp);
+        let util = if signals.rt_runnable && uclamp.is_none() { cap } else { util.min(cap) };
         let perf = self.effective_perf(kernel, util, boost, cap, uclamp);
-        Parts { util_avg, util_est, runnable, util, boost, perf, uclamp }
+        Parts { util_avg: signals.util_avg, util_est, runnable: signals.runnable_avg, util, boost, perf, uclamp }
     }
 
     /// The perf asked for a CPU whose utilisation is `util` (≤ cap) and iowait boost `boost`,
@@ -384,7 +393,7 @@ impl Schedutil {
     /// (cpufreq_driver_resolve_freq: a table entry, or the clamped kHz for intel_cpufreq).
     /// Returns (resolved, raw, reference).
     fn get_next_freq(&mut self, ctx: &dyn PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
-        let form = if self.margins || ctx.kernel() >= KernelVersion(6, 8) {
+        let form = if self.margins || self.kernel >= KernelVersion(6, 8) {
             FreqForm::CappedPerf
         } else {
             FreqForm::MapUtilFreq

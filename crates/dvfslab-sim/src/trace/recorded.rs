@@ -1,7 +1,7 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
-use crate::governor::{PolicyCtx, Relation};
+use crate::governor::{CpuSignals, PolicyCtx, Relation};
 use crate::sim::{policy_machine_facts, Sim};
 
 /// The recorded state the governors read, as of the event being replayed.
@@ -56,20 +56,17 @@ impl PolicyCtx for RecordedPolicy<'_> {
     fn cur_khz(&self) -> u32 {
         self.rec.cur_khz[self.policy]
     }
-    fn cpu_util_parts(&self, cpu: usize) -> (u64, u64, u64) {
-        (self.rec.util[cpu], self.rec.util_est[cpu], self.cap_orig(cpu))
-    }
-    fn cpu_runnable_avg(&self, cpu: usize) -> u64 {
-        self.rec.runnable[cpu]
-    }
-    fn cpu_rt_runnable(&self, cpu: usize) -> bool {
-        self.rec.rt_running[cpu]
-    }
-    fn cpu_uclamp(&self, _cpu: usize) -> Option<(u64, u64)> {
-        None
-    }
-    fn cpu_idle_calls(&self, cpu: usize) -> u64 {
-        self.rec.idle_calls[cpu]
+    fn cpu_signals(&self, cpu: usize) -> CpuSignals {
+        CpuSignals {
+            util_avg: self.rec.util[cpu],
+            util_est: self.rec.util_est[cpu],
+            runnable_avg: self.rec.runnable[cpu],
+            cap_orig: self.cap_orig(cpu),
+            rt_runnable: self.rec.rt_running[cpu],
+            // A recording carries no uclamp.
+            uclamp: None,
+            idle_calls: self.rec.idle_calls[cpu],
+        }
     }
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         self.rec.task_running[cpu] as u64
