@@ -46,6 +46,7 @@ campaign-docs:
 bench:
 	cargo bench -p dvfslab-sim --bench speed
 	dvfslab bench
+	dvfslab bench --scenario campaign
 
 # A sha256 of each result of a fixed set of runs, to compare two builds (docs/speed.md).
 fingerprint:

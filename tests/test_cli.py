@@ -338,6 +338,34 @@ def test_bench_repeats_report_the_fastest_run(cli):
     assert "--repeat" in bad.stderr
 
 
+def test_bench_times_a_whole_campaign_only_when_named(cli, tmp_path):
+    from campaign_helpers import TINY, TINY_RUNS, write_campaign
+
+    toml = write_campaign(tmp_path / "tiny.toml", TINY)
+    args = ["bench", "--scenario", "campaign", "--campaign", str(toml), "--jobs", "1"]
+    run = cli(*args, "--json", cwd=tmp_path)
+    assert run.code == 0, run.stderr
+    (bench,) = json.loads(run.stdout)
+    assert bench["scenario"] == "campaign"
+    assert bench["runs"] == TINY_RUNS
+    assert bench["setup"] == "the tiny campaign, 8 runs, 1 worker process"
+    # Every run simulates the campaign's 0.2 s; the row adds them up.
+    assert bench["sim_time_s"] == pytest.approx(TINY_RUNS * 0.2)
+    assert bench["events"] > TINY_RUNS
+    assert 0 < bench["runs_wall_time_s"] < bench["wall_time_s"]
+    assert bench["events_per_s"] == pytest.approx(bench["events"] / bench["wall_time_s"])
+    assert (bench["goal"], bench["goal_unit"]) == (300, "wall s")
+    # The store it ran into is gone; the working directory holds only the campaign file.
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.toml"]
+    text = cli(*args, cwd=tmp_path)
+    assert text.code == 0, text.stderr
+    assert "in 8 runs" in text.stdout
+    assert "300 wall s (reached)" in text.stdout
+    bad = cli("bench", "--scenario", "campaign", "--campaign", "nosuch")
+    assert bad.code != 0
+    assert "nosuch" in bad.stderr
+
+
 def test_bench_runs_one_scenario_and_refuses_unknown_ones(cli):
     run = cli("bench", "--scenario", "server", "--seconds", "0.01", "--json")
     assert run.code == 0, run.stderr
