@@ -144,8 +144,12 @@ pub(crate) struct Cpu {
     pub stall_pelt_end: u64,
     pub tick_token: u32,
     pub tick_armed: bool,
-    // Idle: None while running (C0), Some(state index) while idle.
+    // Idle: None while running (C0), Some(state index) while idle. Set with
+    // `Sim::set_idle_state`, which keeps `idle_power` beside it.
     pub idle_state: Option<usize>,
+    /// How the idle state powers the CPU (its cluster's `idle_states[idle_state].power`): read
+    /// at every counter sync, vote and turbo count, so kept rather than looked up.
+    pub idle_power: Option<crate::hw::platform::IdlePower>,
     pub idle_since: TimeNs,
     /// The menu governor's record of recent idle periods.
     pub idle_history: crate::hw::cpuidle::IdleHistory,
@@ -456,6 +460,7 @@ impl Sim {
                 tick_token: 0,
                 tick_armed: false,
                 idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
+                idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
                 idle_since: 0,
                 idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,

@@ -466,7 +466,17 @@ impl Sim {
 
     /// How the idle state `cpu` is in powers it; None while it runs.
     pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
-        self.cpus[cpu].idle_state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power)
+        let c = &self.cpus[cpu];
+        debug_assert_eq!(c.idle_power, c.idle_state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power));
+        c.idle_power
+    }
+
+    /// Put `cpu` in idle state `state` (None: running).
+    pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
+        let power = state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power);
+        let c = &mut self.cpus[cpu];
+        c.idle_state = state;
+        c.idle_power = power;
     }
 
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and

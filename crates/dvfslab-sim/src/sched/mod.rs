@@ -701,9 +701,8 @@ impl Sim {
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let ready_at = self.core_ready_at(cpu, state);
-            let c = &mut self.cpus[cpu];
-            c.idle_state = None;
-            c.stall_until = ready_at;
+            self.set_idle_state(cpu, None);
+            self.cpus[cpu].stall_until = ready_at;
             let core = self.plat.cpus[cpu].core;
             self.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
@@ -1291,11 +1290,11 @@ impl Sim {
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
         let (state, next_timer, predicted) = self.select_idle_state(cpu);
+        self.set_idle_state(cpu, Some(state));
         let c = &mut self.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
         c.idle_calls += 1;
-        c.idle_state = Some(state);
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
         // A shallow state chosen on a short history is left at the retained tick that makes
@@ -1385,7 +1384,7 @@ impl Sim {
             return;
         }
         self.account_busy_idle(cpu);
-        self.cpus[cpu].idle_state = Some(deepest);
+        self.set_idle_state(cpu, Some(deepest));
         self.core_changed(self.plat.cpus[cpu].core, cpu);
         if let Some(tl) = self.timeline.as_mut() {
             tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
