@@ -157,13 +157,13 @@ struct Schedutil {
     // CPUs' signals and nothing else through the context.
     kernel: KernelVersion,
     tick_ns: u64,
-    policy_cpus: Vec<usize>,
-    // Per-CPU state (sugov_cpu), indexed by position in the policy.
+    // Per-CPU state (sugov_cpu), in the policy's order.
     cpus: Vec<SugovCpu>,
 }
 
 #[derive(Default, Clone)]
 struct SugovCpu {
+    cpu: usize,
     iowait_boost: u64,
     iowait_boost_pending: bool,
     last_update: u64,
@@ -177,8 +177,7 @@ impl Governor for Schedutil {
             if self.rate_limit_us < 0.0 { ctx.default_transition_delay_us() } else { self.rate_limit_us as u64 };
         self.rate_limit_used_us = rate_limit_us;
         self.freq_update_delay_ns = rate_limit_us * 1000;
-        self.cpus = vec![SugovCpu::default(); ctx.cpus().len()];
-        self.policy_cpus = ctx.cpus().to_vec();
+        self.cpus = ctx.cpus().iter().map(|&cpu| SugovCpu { cpu, ..SugovCpu::default() }).collect();
         self.kernel = ctx.kernel();
         self.tick_ns = ctx.tick_ns();
         // sugov_start / sugov_limits: the pre-5.2 floor follows the policy's current minimum.
@@ -221,22 +220,22 @@ impl Governor for Schedutil {
 
     fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
         let time = ctx.now_ns();
-        let Some(idx) = self.policy_cpus.iter().position(|&c| c == cpu) else { return };
+        let Some(idx) = self.cpus.iter().position(|c| c.cpu == cpu) else { return };
         let (tick_ns, kernel) = (self.tick_ns, self.kernel);
         iowait_boost(&mut self.cpus[idx], time, flags, tick_ns, self.iowait_rule);
         self.cpus[idx].last_update = time;
         if !ctx.this_cpu_can_update(flags) || !self.should_update(time) {
             return;
         }
-        let shared = self.policy_cpus.len() > 1;
+        let shared = self.cpus.len() > 1;
         let mut util = 0;
         let mut parts = Parts::default();
         let mut own = CpuSignals::default();
-        for j in 0..self.policy_cpus.len() {
+        for j in 0..self.cpus.len() {
             if !shared && j != idx {
                 continue;
             }
-            let signals = ctx.cpu_signals(self.policy_cpus[j]);
+            let signals = ctx.cpu_signals(self.cpus[j].cpu);
             if j == idx {
                 own = signals;
             }
