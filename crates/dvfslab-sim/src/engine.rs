@@ -165,14 +165,18 @@ impl TickLists {
     }
 }
 
-/// A tournament tree over the slots: each leaf holds one slot's (time, seq) key, or none, and
-/// each inner node the smallest key below it with its slot. Setting or emptying a slot
-/// replays the matches on its path to the root that can change, at most log2(slots).
+/// A tournament tree over the slots: each leaf holds one slot's key, or none, and each inner
+/// node the smallest key below it. Setting or emptying a slot replays the matches on its path
+/// to the root that can change, at most log2(slots).
+///
+/// A node is one number: the entry's (time, seq) with the slot in its low [`SLOT_BITS`] bits,
+/// `(time << 64) | (seq << SLOT_BITS) | slot`, ordered as (time, seq) are (a seq is never
+/// reused, so the slot never decides), and copied up the tree in one move. An empty slot's
+/// node is [`EMPTY`] with its slot, above every entry's.
 #[derive(Default)]
 struct SlotTree {
-    /// (key, slot) per node: the root at 1, slot s's leaf at `events.len() + s`; an empty
-    /// slot's key is `NO_KEY`.
-    nodes: Vec<(u128, u32)>,
+    /// The root at 1, slot s's leaf at `events.len() + s`.
+    nodes: Vec<u128>,
     events: Vec<Event>,
     len: usize,
     /// The slot popped last, while its matches are still to be replayed: its leaf is empty,
@@ -188,9 +192,21 @@ struct SlotTree {
 
 const NO_KEY: u128 = u128::MAX;
 
+/// Bits of a tree node that name its slot: up to 65,536 CPUs, and 2^48 events scheduled in a
+/// run (years of wall time).
+const SLOT_BITS: u32 = 16;
+const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
+/// Every node at or above this is an empty slot's.
+const EMPTY: u128 = !SLOT_MASK;
+
 /// An entry's (time, seq) as one number, ordered as the pair is.
 fn key(e: &Entry) -> u128 {
     ((e.time as u128) << 64) | e.seq as u128
+}
+
+/// The slot a tree node names.
+fn holder(node: u128) -> usize {
+    (node & SLOT_MASK) as usize
 }
 
 impl SlotTree {
@@ -200,22 +216,28 @@ impl SlotTree {
 
     fn peek(&mut self) -> Option<Entry> {
         self.settle();
-        let &(k, slot) = self.nodes.get(1)?;
-        (k != NO_KEY).then(|| Entry { time: (k >> 64) as TimeNs, seq: k as u64, event: self.events[slot as usize] })
+        let &k = self.nodes.get(1)?;
+        (k < EMPTY).then(|| Entry {
+            time: (k >> 64) as TimeNs,
+            seq: (k as u64) >> SLOT_BITS,
+            event: self.events[holder(k)],
+        })
     }
 
     fn set(&mut self, slot: usize, entry: Entry) {
+        assert!(entry.seq < 1 << (64 - SLOT_BITS), "more events than a run can schedule");
         if slot >= self.events.len() {
             self.grow(slot + 1);
         }
         self.events[slot] = entry.event;
+        let node = ((entry.time as u128) << 64) | ((entry.seq as u128) << SLOT_BITS) | slot as u128;
         if self.popped == Some(slot) {
             // The path still names the slot with its popped key: replay it with the new one.
             self.popped = None;
-            self.nodes[self.events.len() + slot].0 = key(&entry);
+            self.nodes[self.events.len() + slot] = node;
             self.replay_from(slot);
             self.len += 1;
-        } else if self.store(slot, key(&entry)) == NO_KEY {
+        } else if self.store(slot, node) >= EMPTY {
             self.len += 1;
         }
     }
@@ -223,8 +245,8 @@ impl SlotTree {
     /// Take the earliest entry; its slot's matches are replayed later (see `popped`).
     fn pop(&mut self) -> Option<Entry> {
         let entry = self.peek()?;
-        let slot = self.nodes[1].1 as usize;
-        self.nodes[self.events.len() + slot].0 = NO_KEY;
+        let slot = holder(self.nodes[1]);
+        self.nodes[self.events.len() + slot] = EMPTY | slot as u128;
         self.popped = Some(slot);
         self.len -= 1;
         Some(entry)
@@ -240,10 +262,10 @@ impl SlotTree {
     /// Replay the matches `slot` was winning, from its leaf up, after its key grew or went.
     fn replay_from(&mut self, slot: usize) {
         let mut node = (self.events.len() + slot) / 2;
-        while node >= 1 && self.nodes[node].1 as usize == slot {
-            // Both children read, the winner picked without a branch on which side the slot
+        while node >= 1 && holder(self.nodes[node]) == slot {
+            // Both children read, the smaller kept without a branch on which side the slot
             // is (a branch there mispredicts half the time).
-            self.nodes[node] = Self::winner(self.nodes[2 * node], self.nodes[2 * node + 1]);
+            self.nodes[node] = self.nodes[2 * node].min(self.nodes[2 * node + 1]);
             node /= 2;
         }
     }
@@ -253,8 +275,8 @@ impl SlotTree {
         self.settle();
         let leaves = self.events.len();
         for slot in 0..leaves {
-            if self.nodes[leaves + slot].0 != NO_KEY && !live(&self.events[slot]) {
-                self.store(slot, NO_KEY);
+            if self.nodes[leaves + slot] < EMPTY && !live(&self.events[slot]) {
+                self.store(slot, EMPTY | slot as u128);
                 self.len -= 1;
             }
         }
@@ -265,41 +287,33 @@ impl SlotTree {
         self.settle();
         let old = self.events.len();
         let n = slots.next_power_of_two().max(2);
-        let mut nodes = vec![(NO_KEY, 0); 2 * n];
+        assert!(n <= 1 << SLOT_BITS, "{slots} CPUs: at most {} are simulated", 1 << SLOT_BITS);
+        let mut nodes = vec![0; 2 * n];
         for slot in 0..n {
-            let k = if slot < old { self.nodes[old + slot].0 } else { NO_KEY };
-            nodes[n + slot] = (k, slot as u32);
+            nodes[n + slot] = if slot < old { self.nodes[old + slot] } else { EMPTY | slot as u128 };
         }
         for i in (1..n).rev() {
-            nodes[i] = Self::winner(nodes[2 * i], nodes[2 * i + 1]);
+            nodes[i] = nodes[2 * i].min(nodes[2 * i + 1]);
         }
         self.nodes = nodes;
         self.events.resize(n, Event::End);
     }
 
-    fn winner(a: (u128, u32), b: (u128, u32)) -> (u128, u32) {
-        if b.0 < a.0 {
-            b
-        } else {
-            a
-        }
-    }
-
-    /// Give `slot` the key `new`, returning its old one, and replay its matches up the path
+    /// Give `slot` the node `new`, returning its old one, and replay its matches up the path
     /// for as long as they can change: a smaller key climbs while it wins; a larger one (or
     /// none) only unsettles the nodes the slot was winning, and nothing above the first it
     /// was not.
     fn store(&mut self, slot: usize, new: u128) -> u128 {
         let leaf = self.events.len() + slot;
-        let old = std::mem::replace(&mut self.nodes[leaf].0, new);
+        let old = std::mem::replace(&mut self.nodes[leaf], new);
         if new < old {
             let mut node = leaf / 2;
             while node >= 1 {
-                let (held, holder) = self.nodes[node];
-                if holder as usize != slot && held <= new {
+                let held = self.nodes[node];
+                if holder(held) != slot && held < new {
                     break;
                 }
-                self.nodes[node] = (new, slot as u32);
+                self.nodes[node] = new;
                 node /= 2;
             }
         } else {

@@ -346,6 +346,9 @@ pub struct Sim {
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
     pub(crate) waiting: usize,
+    /// Whether any task has an RT policy (given at spawn, never changed): without one, the RT
+    /// checks of every enqueue, switch and run-queue PELT update read no task.
+    pub(crate) any_rt: bool,
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
     pub(crate) program_nesting: u32,
@@ -608,6 +611,7 @@ impl Sim {
             started: false,
             live_tasks: 0,
             waiting: 0,
+            any_rt: false,
             program_nesting: 0,
             unfinished: Vec::new(),
             failure: None,

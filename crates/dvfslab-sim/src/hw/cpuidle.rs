@@ -21,12 +21,19 @@ pub(crate) struct IdleHistory {
     samples: [u64; INTERVALS],
     len: usize,
     avg_ns: u64,
+    /// The sum and the sum of squares of `samples` (a short history's zeros included), kept
+    /// as samples come and go rather than summed again at every idle entry.
+    sum: u128,
+    squares: u128,
 }
 
 impl IdleHistory {
     pub fn push(&mut self, ns: u64) {
         // Running average with weight 1/8, as menu's correction factors decay.
         self.avg_ns = if self.len == 0 { ns } else { self.avg_ns - self.avg_ns / 8 + ns / 8 };
+        let (oldest, new) = (self.samples[INTERVALS - 1] as u128, ns as u128);
+        self.sum = self.sum - oldest + new;
+        self.squares = self.squares - oldest * oldest + new * new;
         self.samples.rotate_right(1);
         self.samples[0] = ns;
         self.len = (self.len + 1).min(INTERVALS);
@@ -48,9 +55,9 @@ impl IdleHistory {
         if self.len < INTERVALS {
             return self.avg_ns;
         }
-        let mut sums = Sums::default();
+        let mut sums = Sums { sum: self.sum, squares: self.squares, ..Sums::default() };
         for &s in &self.samples {
-            sums.add(s, 1);
+            sums.rank(s);
         }
         sums.typical(self.avg_ns)
     }
@@ -66,20 +73,22 @@ impl IdleHistory {
     /// timer allows. Ticks fire on multiples of `tick_ns`.
     ///
     /// The replay needs no copy of the history: after k tick wake-ups it holds k long samples
-    /// and the newest 8 − k of its own, whose sums are prefix sums taken once.
+    /// and the newest 8 − k of its own, whose sums are the history's less its k oldest, and
+    /// whose two largest are prefix maxima taken once.
     pub fn gives_up_at(&self, now: TimeNs, predicted: u64, next_timer: Option<TimeNs>, tick_ns: u64) -> Option<TimeNs> {
         if predicted >= tick_ns {
             return None;
         }
-        // kept[j]: the sums of the newest j samples.
-        // (Summed in a local, each prefix only written out: reading back an entry just written
+        // largest[j]: the two largest of the newest j samples.
+        // (Ranked in a local, each prefix only written out: reading back an entry just written
         // stalls on the store.)
-        let mut kept = [Sums::default(); INTERVALS + 1];
-        let mut sums = Sums::default();
+        let mut largest = [(0, 0); INTERVALS + 1];
+        let mut ranked = Sums::default();
         for (j, &s) in self.samples.iter().enumerate() {
-            sums.add(s, 1);
-            kept[j + 1] = sums;
+            ranked.rank(s);
+            largest[j + 1] = (ranked.largest, ranked.second);
         }
+        let mut kept = Sums { sum: self.sum, squares: self.squares, ..Sums::default() };
         let (mut avg_ns, mut len) = (self.avg_ns, self.len);
         let mut tick = (now / tick_ns + 1) * tick_ns;
         for k in 1..=INTERVALS {
@@ -89,10 +98,15 @@ impl IdleHistory {
             // `push(TICK_WAKEUP_SAMPLE_NS)`, then `predict_ns(tick, next_timer)`.
             avg_ns = if len == 0 { TICK_WAKEUP_SAMPLE_NS } else { avg_ns - avg_ns / 8 + TICK_WAKEUP_SAMPLE_NS / 8 };
             len = (len + 1).min(INTERVALS);
+            // The oldest sample left is pushed out by the k-th tick's.
+            let oldest = self.samples[INTERVALS - k] as u128;
+            kept.sum -= oldest;
+            kept.squares -= oldest * oldest;
             let typical = if len < INTERVALS {
                 avg_ns
             } else {
-                let mut sums = kept[INTERVALS - k];
+                let (largest, second) = largest[INTERVALS - k];
+                let mut sums = Sums { largest, second, ..kept };
                 sums.add(TICK_WAKEUP_SAMPLE_NS, k as u128);
                 sums.typical(avg_ns)
             };
@@ -121,33 +135,64 @@ impl Sums {
         self.squares += times * (s as u128) * (s as u128);
         // Past two copies, more change neither of the two largest.
         for _ in 0..times.min(2) {
-            if s > self.largest {
-                self.second = self.largest;
-                self.largest = s;
-            } else if s > self.second {
-                self.second = s;
-            }
+            self.rank(s);
+        }
+    }
+
+    /// Count `s` (once more) among the two largest.
+    fn rank(&mut self, s: u64) {
+        if s > self.largest {
+            self.second = self.largest;
+            self.largest = s;
+        } else if s > self.second {
+            self.second = s;
         }
     }
 
     /// menu's typical interval of these INTERVALS samples (see [`IdleHistory::typical_ns`]),
     /// `avg_ns` when they never agree.
     fn typical(self, avg_ns: u64) -> u64 {
-        const MAX_AGREEING_VARIANCE_NS2: u128 = 20_000 * 20_000;
-        let Sums { mut sum, mut squares, largest, second } = self;
-        let n = INTERVALS as u128;
-        for (n, dropped) in [(n, None), (n - 1, Some(largest)), (n - 2, Some(second))] {
-            if let Some(d) = dropped {
-                sum -= d as u128;
-                squares -= (d as u128) * (d as u128);
-            }
-            let spread = n * squares - sum * sum; // n² · variance, never negative
-            if spread <= MAX_AGREEING_VARIANCE_NS2 * n * n || sum * sum > 36 * spread {
-                return (sum / n) as u64;
-            }
-        }
-        avg_ns
+        // Samples below 2^26 ns (67 ms, a tick wake-up's 45 ms among them) keep every product
+        // of the test below 2^64 (n·Q and S² ≤ 2^58, 36·(n·Q − S²) < 2^64): the same integers
+        // in 64 bits, without 128-bit multiplications and divisions.
+        let Sums { sum, squares, largest, second } = self;
+        let mean = if largest < 1 << 26 {
+            agreeing_mean(sum as u64, squares as u64, largest, second)
+        } else {
+            agreeing_mean(sum, squares, largest, second)
+        };
+        mean.unwrap_or(avg_ns)
     }
+}
+
+/// The mean of INTERVALS samples of sum `sum` and sum of squares `squares`, or of the
+/// INTERVALS − 1 without `largest`, or of the INTERVALS − 2 without `second` too, the first
+/// whose samples agree (see [`IdleHistory::typical_ns`]).
+fn agreeing_mean<T>(mut sum: T, mut squares: T, largest: u64, second: u64) -> Option<u64>
+where
+    T: Copy
+        + Ord
+        + From<u64>
+        + TryInto<u64>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>
+        + std::ops::Div<Output = T>,
+{
+    let max_agreeing_variance_ns2 = T::from(20_000 * 20_000);
+    let n = INTERVALS as u64;
+    for (n, dropped) in [(n, None), (n - 1, Some(largest)), (n - 2, Some(second))] {
+        let n = T::from(n);
+        if let Some(d) = dropped {
+            let d = T::from(d);
+            sum = sum - d;
+            squares = squares - d * d;
+        }
+        let spread = n * squares - sum * sum; // n² · variance, never negative
+        if spread <= max_agreeing_variance_ns2 * n * n || sum * sum > T::from(36) * spread {
+            return (sum / n).try_into().ok();
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -197,8 +242,9 @@ mod tests {
             // then a long outlier (a tick wake-up, a timer).
             let centre = rng.gen_range(1_000..20_000_000u64);
             let spread = centre as f64 * [0.0, 0.05, 0.2, 1.0][rng.gen_range(0..4)];
+            // Up to as many again pushed before: the kept sums follow samples going out.
             let mut h = IdleHistory::default();
-            for _ in 0..INTERVALS {
+            for _ in 0..INTERVALS + rng.gen_range(0..INTERVALS) {
                 let s = if rng.gen_bool(0.1) {
                     45_000_000
                 } else {
@@ -211,6 +257,24 @@ mod tests {
             agreeing += (typical != h.avg_ns) as u32;
         }
         // Both branches were taken many times.
+        assert!((2_000..18_000).contains(&agreeing), "{agreeing}");
+    }
+
+    #[test]
+    fn the_agreement_test_gives_the_same_in_64_and_128_bits_below_67_ms() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        let mut agreeing = 0;
+        for _ in 0..20_000 {
+            let centre = rng.gen_range(1_000..(1u64 << 26));
+            let mut sums = Sums::default();
+            for _ in 0..INTERVALS {
+                sums.add(rng.gen_range(centre / 2..=centre).min((1 << 26) - 1), 1);
+            }
+            let wide = agreeing_mean(sums.sum, sums.squares, sums.largest, sums.second);
+            assert_eq!(agreeing_mean(sums.sum as u64, sums.squares as u64, sums.largest, sums.second), wide);
+            agreeing += wide.is_some() as u32;
+        }
         assert!((2_000..18_000).contains(&agreeing), "{agreeing}");
     }
 

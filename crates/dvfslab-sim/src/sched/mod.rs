@@ -176,6 +176,9 @@ impl Sim {
 
     /// RT priority of a task (1..99), None for CFS.
     pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
+        if !self.any_rt {
+            return None;
+        }
         match self.tasks[task].attrs.policy {
             SchedPolicy::Normal => None,
             SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
@@ -367,6 +370,7 @@ impl Sim {
         if !spec.attrs.background {
             self.live_tasks += 1;
         }
+        self.any_rt |= !matches!(spec.attrs.policy, SchedPolicy::Normal);
         task.attrs = spec.attrs;
         self.tasks.push(task);
         if spec.start_ns <= self.q.now() {
@@ -644,7 +648,11 @@ impl Sim {
     /// equals), else the smallest vruntime.
     fn best_queued(&self, cpu: usize) -> usize {
         let q = &self.cpus[cpu].queue;
-        let rt = q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p);
+        let rt = if self.any_rt {
+            q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p)
+        } else {
+            None
+        };
         match rt {
             Some((_, t)) => t,
             None => *q.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task"),
