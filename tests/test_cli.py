@@ -364,6 +364,10 @@ def test_bench_times_a_whole_campaign_only_when_named(cli, tmp_path):
     bad = cli("bench", "--scenario", "campaign", "--campaign", "nosuch")
     assert bad.code != 0
     assert "nosuch" in bad.stderr
+    # Without the campaign scenario its options would do nothing: refused, not ignored.
+    stray = cli("bench", "--scenario", "periodic", "--jobs", "4")
+    assert stray.code != 0
+    assert "--scenario campaign" in stray.stderr
 
 
 def test_bench_runs_one_scenario_and_refuses_unknown_ones(cli):

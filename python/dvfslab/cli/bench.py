@@ -58,7 +58,6 @@ def register(commands: Any) -> None:
     )
     p.add_argument(
         "--campaign",
-        default=CAMPAIGN_SCENARIO["campaign"],
         metavar="NAME|FILE",
         help="the campaign the campaign scenario runs: a shipped name or a .toml file "
         f"(default: {CAMPAIGN_SCENARIO['campaign']})",
@@ -66,7 +65,6 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--jobs",
         type=int,
-        default=CAMPAIGN_SCENARIO["jobs"],
         metavar="N",
         help=f"worker processes of the campaign scenario (default: {CAMPAIGN_SCENARIO['jobs']})",
     )
@@ -84,12 +82,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise ConfigError(f"--repeat: expected a whole number >= 1, got {args.repeat}")
     chosen = [s for s in _bench_scenarios() if args.scenario is None or s["name"] in args.scenario]
+    # Checked before any scenario runs, so a bad campaign does not wait behind the others.
+    campaign = _campaign_scenario(args)
     results = []
-    if args.scenario is not None and CAMPAIGN_SCENARIO["name"] in args.scenario:
-        # Checked before any scenario runs, so a bad name does not wait behind the others.
-        campaign = load_campaign(args.campaign)
-        if args.jobs < 1:
-            raise ConfigError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
     for scenario in chosen:
         platform_json, _ = load_platform(scenario["platform"])
         seconds = scenario["default_seconds"] if args.seconds is None else args.seconds
@@ -99,8 +94,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         fastest = min(runs, key=lambda r: r["wall_time_s"])
         fastest["wall_times_s"] = [r["wall_time_s"] for r in runs]
         results.append(fastest)
-    if args.scenario is not None and CAMPAIGN_SCENARIO["name"] in args.scenario:
-        results.append(bench_campaign(campaign, args.jobs))
+    if campaign is not None:
+        results.append(bench_campaign(*campaign))
     if args.json:
         print_json(results)
         return 0
@@ -131,6 +126,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
             ]
         )
     return 0
+
+
+def _campaign_scenario(args: argparse.Namespace) -> tuple[Campaign, int] | None:
+    """The campaign and worker count of the campaign scenario, None when it is not chosen."""
+    if args.scenario is None or CAMPAIGN_SCENARIO["name"] not in args.scenario:
+        if args.campaign is not None or args.jobs is not None:
+            raise ConfigError(
+                "--campaign and --jobs are for the campaign scenario: add --scenario campaign"
+            )
+        return None
+    jobs = CAMPAIGN_SCENARIO["jobs"] if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ConfigError(f"--jobs: expected a whole number >= 1, got {jobs}")
+    return load_campaign(args.campaign or CAMPAIGN_SCENARIO["campaign"]), jobs
 
 
 def _bench_run(scenario: dict[str, Any], platform_json: str, seconds: float) -> dict[str, Any]:
