@@ -67,8 +67,9 @@ def scan_tunable(
         {"policy": i, "first_cpu": cpu, "judged": 0, "fits": [], "per_value": []}
         for i, cpu in enumerate(first_cpus)
     ]
-    for value in values:
-        number = int(value) if float(value).is_integer() else value
+    # Whole values as integers, as a user writes them (the spec and the report show them).
+    numbers = [int(v) if float(v).is_integer() else v for v in values]
+    for number in numbers:
         spec = f"{name}:{params + ',' if params else ''}{key}={number}"
         report = json.loads(
             _core.replay_governor(platform_json, source, spec, text, str(trace), window_ms)
@@ -84,6 +85,6 @@ def scan_tunable(
                 entry["fits"].append(number)
     return {
         "key": key,
-        "values": [p["value"] for p in policies[0]["per_value"]],
+        "values": numbers,
         "policies": policies,
     }
