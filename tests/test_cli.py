@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -368,6 +369,24 @@ def test_bench_times_a_whole_campaign_only_when_named(cli, tmp_path):
     stray = cli("bench", "--scenario", "periodic", "--jobs", "4")
     assert stray.code != 0
     assert "--scenario campaign" in stray.stderr
+
+
+def test_bench_ends_with_each_scenario_against_its_goal(cli):
+    run = cli("bench", "--scenario", "periodic", "--scenario", "epyc-loaded", "--seconds", "0.01")
+    assert run.code == 0, run.stderr
+    header, periodic, loaded = run.stdout.strip().splitlines()[-3:]
+    assert header.split() == ["scenario", "now", "goal"]
+    number = r"[\d,.]+"
+    assert re.fullmatch(
+        rf"periodic +{number} events/s +10,000,000 events/s +(not )?reached", periodic
+    )
+    per_wall_s = "simulated s per wall s"
+    assert re.fullmatch(
+        rf"epyc-loaded +{number} {per_wall_s} +200 {per_wall_s} +(not )?reached", loaded
+    )
+    # One scenario alone has nothing to set beside it.
+    one = cli("bench", "--scenario", "periodic", "--seconds", "0.01")
+    assert one.stdout.strip().splitlines()[-1].startswith("goal ")
 
 
 def test_bench_runs_one_scenario_and_refuses_unknown_ones(cli):

@@ -17,7 +17,7 @@ from dvfslab.cli.output import print_json
 from dvfslab.cli.parser import add_json_flag, command
 from dvfslab.governors import Governor
 from dvfslab.platforms import load_platform
-from dvfslab.report.printing import fmt_number, fmt_seconds, print_fields
+from dvfslab.report.printing import fmt_number, fmt_seconds, print_fields, print_table
 
 if TYPE_CHECKING:
     from dvfslab._core import Policy
@@ -125,6 +125,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 ("goal", _bench_goal(bench)),
             ]
         )
+    if len(results) > 1:
+        print()
+        _print_goals(results)
     return 0
 
 
@@ -157,12 +160,35 @@ BENCH_MEASURES = {
 """The result field a goal's unit is measured by; other goals are simulated s per wall s."""
 
 
-def _bench_goal(bench: dict[str, Any]) -> str:
-    reached = bench[BENCH_MEASURES.get(bench["goal_unit"], "sim_s_per_wall_s")]
+def _goal_measured(bench: dict[str, Any]) -> tuple[float, bool]:
+    """What a bench measured in its goal's unit, and whether that meets the goal."""
+    measured: float = bench[BENCH_MEASURES.get(bench["goal_unit"], "sim_s_per_wall_s")]
     # A wall time is a ceiling; every other goal is a speed to reach.
-    met = reached <= bench["goal"] if bench["goal_unit"] == "wall s" else reached >= bench["goal"]
+    met = measured <= bench["goal"] if bench["goal_unit"] == "wall s" else measured >= bench["goal"]
+    return measured, met
+
+
+def _bench_goal(bench: dict[str, Any]) -> str:
+    _, met = _goal_measured(bench)
     verdict = "reached" if met else "not reached"
     return f"{fmt_number(bench['goal'])} {bench['goal_unit']} ({verdict})"
+
+
+def _print_goals(results: list[dict[str, Any]]) -> None:
+    """The scenarios side by side: each one's measure now against its goal."""
+    rows = []
+    for bench in results:
+        measured, met = _goal_measured(bench)
+        unit = bench["goal_unit"]
+        rows.append(
+            [
+                bench["scenario"],
+                f"{fmt_number(measured)} {unit}",
+                f"{fmt_number(bench['goal'])} {unit}",
+                "reached" if met else "not reached",
+            ]
+        )
+    print_table(["scenario", "now", "goal", ""], rows, right=["now", "goal"])
 
 
 def _bench_wall(times: list[float]) -> str:
