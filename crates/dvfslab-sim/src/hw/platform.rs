@@ -219,6 +219,13 @@ pub struct IdleStateFile {
     pub exit_latency_pkg_awake_us: Option<f64>,
 }
 
+/// An idle state's latencies in the simulator's unit (see [`Platform::idle_timing`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdleTiming {
+    pub exit_ns: u64,
+    pub target_residency_ns: u64,
+}
+
 impl IdleStateFile {
     /// The exit latency the OS sees, in the simulator's unit (ns).
     pub fn exit_ns(&self) -> u64 {
@@ -237,6 +244,11 @@ impl IdleStateFile {
     /// The target residency in ns.
     pub fn target_residency_ns(&self) -> u64 {
         (self.target_residency_us * 1000.0) as u64
+    }
+
+    /// Its latencies in ns, as [`Platform::idle_timing`] keeps them.
+    pub fn timing(&self) -> IdleTiming {
+        IdleTiming { exit_ns: self.exit_ns(), target_residency_ns: self.target_residency_ns() }
     }
 }
 
@@ -347,6 +359,9 @@ pub struct Platform {
     /// Highest frequency each cluster can run when `n` cores of its package are active, after
     /// turbo bins and the package power limit: `turbo_limit_khz[cluster][n-1]`.
     pub turbo_limit_khz: Vec<Vec<u32>>,
+    /// Each cluster's idle states' latencies in ns, `idle_timing[cluster][state]`, converted
+    /// once: menu compares them with its prediction at every idle entry.
+    pub idle_timing: Vec<Vec<IdleTiming>>,
     /// The constants the preset declares uncertain, in document order (docs/platform-format.md,
     /// "Uncertain constants").
     pub uncertain: Vec<Uncertain>,
@@ -407,6 +422,11 @@ impl Platform {
 
     pub fn cluster_of_cpu(&self, cpu: usize) -> &ClusterFile {
         &self.file.clusters[self.cpus[cpu].cluster]
+    }
+
+    /// The latencies of `cpu`'s idle states, in ns.
+    pub fn idle_timing_of_cpu(&self, cpu: usize) -> &[IdleTiming] {
+        &self.idle_timing[self.cpus[cpu].cluster]
     }
 
     /// Voltage (mV) the cluster needs at `khz`, linear between the curve's points.
@@ -922,7 +942,19 @@ fn layout(file: PlatformFile) -> Platform {
         policies.push(PolicyTopo { domain: d, cluster: cpus[cpu].cluster, cpus: members });
     }
     let turbo_limit_khz = file.clusters.iter().map(|c| turbo_limits(&file, c)).collect();
-    Platform { file, cpus, cores, domains, policies, packages, llcs, turbo_limit_khz, uncertain: Vec::new() }
+    let idle_timing = file.clusters.iter().map(|c| c.idle_states.iter().map(IdleStateFile::timing).collect()).collect();
+    Platform {
+        file,
+        cpus,
+        cores,
+        domains,
+        policies,
+        packages,
+        llcs,
+        turbo_limit_khz,
+        idle_timing,
+        uncertain: Vec::new(),
+    }
 }
 
 /// Highest sustained frequency with `n` active cores: the turbo bin (or `max_khz` when the part

@@ -185,8 +185,7 @@ impl Sim {
     /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
     /// with none idle, the one with the least load.
     fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
-        let exit_ns =
-            |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.plat.cluster_of_cpu(c).idle_states[s].exit_ns());
+        let exit_ns = |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.plat.idle_timing_of_cpu(c)[s].exit_ns);
         let idle = group
             .iter()
             .copied()

@@ -1340,8 +1340,9 @@ impl Sim {
         let has_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
         let n = if has_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
         let states = &self.plat.cluster_of_cpu(cpu).idle_states;
+        let timing = self.plat.idle_timing_of_cpu(cpu);
         let limit_ns = predicted / (1 + 10 * n);
-        while state > 0 && states[state].exit_ns() > limit_ns {
+        while state > 0 && timing[state].exit_ns > limit_ns {
             state -= 1;
         }
         // A prediction shorter than the first physical state's target residency leaves the
@@ -1351,11 +1352,11 @@ impl Sim {
         // to sleep less than that) and no timer is due before its target residency; before,
         // only a timer due within max(20 µs, that residency) kept the CPU polling.
         if states[state].power == IdlePower::Polling && state + 1 < states.len() {
-            let physical_state = &states[state + 1];
-            let target_ns = physical_state.target_residency_ns();
+            let physical_state = timing[state + 1];
+            let target_ns = physical_state.target_residency_ns;
             let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
             let physical = if self.kernel >= crate::kernel::KernelVersion(5, 0) {
-                physical_state.exit_ns() <= limit_ns && target_ns <= until_timer
+                physical_state.exit_ns <= limit_ns && target_ns <= until_timer
             } else {
                 until_timer > target_ns.max(20_000)
             };
@@ -1376,8 +1377,8 @@ impl Sim {
 
     /// The deepest idle state of `cpu` whose target residency fits in `ns`.
     fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        states.iter().rposition(|s| s.target_residency_ns() <= ns).unwrap_or(0)
+        let timing = self.plat.idle_timing_of_cpu(cpu);
+        timing.iter().rposition(|s| s.target_residency_ns <= ns).unwrap_or(0)
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
