@@ -63,6 +63,13 @@ class Governor:
         raise NotImplementedError(f"{type(self).__name__} must define update(self, policy)")
 
 
+def with_settings(spec: str, settings: str) -> str:
+    """The governor spec `spec` with `settings` ("key=value,...") added after its own."""
+    if ":" in spec:  # a spec with settings already, or a python: one
+        return f"{spec},{settings}"
+    return f"{spec}:{settings}"
+
+
 def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]:
     """(the spec `_core.simulate` takes, and for a Python governor its name and instance)."""
     if isinstance(governor, Governor):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from dvfslab import _core
 from dvfslab._core import ConfigError
 from dvfslab._files import replace_atomically
+from dvfslab.governors import with_settings
 from dvfslab.report import Table
 
 Direction = Literal["maximize", "minimize"]
@@ -101,10 +102,7 @@ def trial_spec(governor: str, values: dict[str, float], params: list[Param]) -> 
     for p in params:
         v = values[p.name]
         settings.append(f"{p.name}={round(v) if p.integer else float(f'{v:.6g}')}")
-    joined = ",".join(settings)
-    if ":" in governor:  # a spec with settings already, or a python: one
-        return f"{governor},{joined}"
-    return f"{governor}:{joined}"
+    return with_settings(governor, ",".join(settings))
 
 
 def tune(

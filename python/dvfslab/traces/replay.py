@@ -52,10 +52,11 @@ def scan_tunable(
 
     Keys: key, values, and per policy (by index) its first CPU, judged recorded changes and
     the values that fit (`fits`), each value's `exact` and `extra` counts beside."""
+    from dvfslab.governors import with_settings
     from dvfslab.platforms import describe_platform
     from dvfslab.traces.read import trace_text
 
-    name, _, params = governor.partition(":")
+    params = governor.partition(":")[2]
     if any(p.split("=", 1)[0].strip() == key for p in params.split(",") if p.strip()):
         raise ConfigError(f"governor {governor!r}: {key} is what the scan sets; leave it out")
     if not values:
@@ -70,7 +71,7 @@ def scan_tunable(
     # Whole values as integers, as a user writes them (the spec and the report show them).
     numbers = [int(v) if float(v).is_integer() else v for v in values]
     for number in numbers:
-        spec = f"{name}:{params + ',' if params else ''}{key}={number}"
+        spec = with_settings(governor, f"{key}={number}")
         report = json.loads(
             _core.replay_governor(platform_json, source, spec, text, str(trace), window_ms)
         )
