@@ -152,8 +152,25 @@ fn simulate<'py>(
             wakeup.set_item("task", &tl.wakeup_task)?;
             wakeup.set_item("cpu", &tl.wakeup_cpu)?;
             wakeup.set_item("seq", &tl.wakeup_seq)?;
+            let waking = PyDict::new(py);
+            waking.set_item("time_ns", &tl.waking_time_ns)?;
+            waking.set_item("cpu", &tl.waking_cpu)?;
+            waking.set_item("task", &tl.waking_task)?;
+            waking.set_item("prev_cpu", &tl.waking_prev_cpu)?;
+            waking.set_item("waker", &tl.waking_waker)?;
+            waking.set_item("context", tl.waking_context.iter().map(|c| c.flag().to_string()).collect::<Vec<_>>())?;
+            waking.set_item("seq", &tl.waking_seq)?;
+            let process = PyDict::new(py);
+            process.set_item("time_ns", &tl.process_time_ns)?;
+            process.set_item("cpu", &tl.process_cpu)?;
+            process.set_item("kind", tl.process_kind.iter().map(|c| c.to_string()).collect::<Vec<_>>())?;
+            process.set_item("task", &tl.process_task)?;
+            process.set_item("child", &tl.process_child)?;
+            process.set_item("seq", &tl.process_seq)?;
             t.set_item("switch", switch)?;
             t.set_item("wakeup", wakeup)?;
+            t.set_item("waking", waking)?;
+            t.set_item("process", process)?;
             t.set_item("task_names", &tl.task_names)?;
             t.set_item("frequency", freq)?;
             t.set_item("util", util)?;
@@ -338,6 +355,7 @@ fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound
                 Column::U32(v) => table.set_item(column, v)?,
                 Column::Str(v) => table.set_item(column, v)?,
                 Column::Bool(v) => table.set_item(column, v)?,
+                Column::Name(v) => table.set_item(column, v)?,
             }
         }
         out.set_item(name, table)?;

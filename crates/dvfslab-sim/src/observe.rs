@@ -1,6 +1,7 @@
 //! Timelines recorded only when asked: one row per change, as columns ready for a DataFrame.
 
 use crate::engine::TimeNs;
+use crate::sched::waker::WakeContext;
 
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
@@ -30,6 +31,23 @@ pub struct Timeline {
     pub wakeup_time_ns: Vec<u64>,
     pub wakeup_task: Vec<u32>,
     pub wakeup_cpu: Vec<u32>,
+    /// sched_waking: on `cpu` (the waker's), with `waker` current there (-1 = idle) and the
+    /// context it ran in, `task` is about to be woken; `prev_cpu` is where it slept.
+    pub waking_seq: Vec<u64>,
+    pub waking_time_ns: Vec<u64>,
+    pub waking_cpu: Vec<u32>,
+    pub waking_task: Vec<u32>,
+    pub waking_prev_cpu: Vec<u32>,
+    pub waking_waker: Vec<i64>,
+    pub waking_context: Vec<WakeContext>,
+    /// Process life: on `cpu`, `task` forked `child` ('F', `child` its new task), exec'd ('E')
+    /// or exited ('X'); -1 where there is no child.
+    pub process_seq: Vec<u64>,
+    pub process_time_ns: Vec<u64>,
+    pub process_cpu: Vec<u32>,
+    pub process_kind: Vec<char>,
+    pub process_task: Vec<u32>,
+    pub process_child: Vec<i64>,
     /// powernv global (voltage) P-state changes, by the first CPU of the policy.
     pub global_time_ns: Vec<u64>,
     pub global_cpu: Vec<u32>,
@@ -114,6 +132,36 @@ impl Timeline {
         self.wakeup_time_ns.push(t);
         self.wakeup_task.push(task as u32);
         self.wakeup_cpu.push(cpu as u32);
+    }
+
+    pub fn waking(
+        &mut self,
+        t: TimeNs,
+        cpu: usize,
+        task: usize,
+        prev_cpu: usize,
+        waker: Option<usize>,
+        context: WakeContext,
+    ) {
+        let seq = self.next_seq();
+        self.waking_seq.push(seq);
+        self.waking_time_ns.push(self.stamp(cpu, t));
+        self.waking_cpu.push(cpu as u32);
+        self.waking_task.push(task as u32);
+        self.waking_prev_cpu.push(prev_cpu as u32);
+        self.waking_waker.push(waker.map_or(-1, |w| w as i64));
+        self.waking_context.push(context);
+    }
+
+    /// A fork ('F', with its child), an exec ('E') or an exit ('X') of `task` on `cpu`.
+    pub fn process(&mut self, t: TimeNs, cpu: usize, kind: char, task: usize, child: Option<usize>) {
+        let seq = self.next_seq();
+        self.process_seq.push(seq);
+        self.process_time_ns.push(self.stamp(cpu, t));
+        self.process_cpu.push(cpu as u32);
+        self.process_kind.push(kind);
+        self.process_task.push(task as u32);
+        self.process_child.push(child.map_or(-1, |c| c as i64));
     }
 
     pub fn idle(&mut self, t: TimeNs, cpu: usize, state: &str) {

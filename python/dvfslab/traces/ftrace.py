@@ -2,10 +2,13 @@
 
     # tracer: nop
     #           TASK-PID     CPU#     TIMESTAMP  FUNCTION
-        cpu-bound-0-1       [003]     0.004000: sched_switch: prev_comm=... ==> next_comm=...
+        cpu-bound-0-1       [003] d..2.     0.004000: sched_switch: prev_comm=... ==> next_comm=...
 
-Events: sched_switch, sched_wakeup, cpu_frequency (state = kHz; every CPU's first at time 0)
-and cpu_idle (state = idle state index, 4294967295 when the CPU leaves idle), with the kernel's
+Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, X exited),
+sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
+a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup,
+sched_process_fork / exec / exit, cpu_frequency (state = kHz; every CPU's first at time 0) and
+cpu_idle (state = idle state index, 4294967295 when the CPU leaves idle), with the kernel's
 field names, in the kernel's order: `<idle>-0` enters an idle state after the switch to it, a CPU
 leaves it before the switch to the woken task, and a migrated task leaves its source CPU before
 it runs on the destination. Task pids are
@@ -49,29 +52,64 @@ def render(result: SimResult) -> str:
     def wakeup_fields(task: int, cpu: int) -> str:
         return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL} target_cpu={cpu:03d}"
 
+    def waking_fields(task: int, prev_cpu: int) -> str:
+        return (
+            f"comm={comm(task, prev_cpu)} pid={task + 1} prio={PRIO_NORMAL} "
+            f"target_cpu={prev_cpu:03d}"
+        )
+
+    def process_fields(kind: str, task: int, child: int, cpu: int) -> str:
+        if kind == "F":
+            return (
+                f"comm={comm(task, cpu)} pid={task + 1} child_comm={comm(child, cpu)} "
+                f"child_pid={child + 1}"
+            )
+        if kind == "E":
+            return f"filename={comm(task, cpu)} pid={task + 1} old_pid={task + 1}"
+        return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL}"
+
     def idle_fields(state: str, cpu: int) -> str:
         index = CPU_IDLE_EXIT if state == "C0" else idle_index[cpu][state]
         return f"state={index} cpu_id={cpu}"
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
-    streams: list[Iterator[tuple[int, int, int, str, str]]] = [
+    wg, pr = tl["waking"], tl["process"]
+    process_events = {
+        "F": "sched_process_fork",
+        "E": "sched_process_exec",
+        "X": "sched_process_exit",
+    }
+    # (time_ns, seq, cpu, function, fields, context flag)
+    streams: list[Iterator[tuple[int, int, int, str, str, str]]] = [
         (
-            (t, q, c, "sched_switch", switch_fields(p, st, n, c))
+            (t, q, c, "sched_switch", switch_fields(p, st, n, c), ".")
             for t, q, c, p, st, n in zip(
                 sw["time_ns"], sw["seq"], sw["cpu"], sw["prev"], sw["prev_state"], sw["next"]
             )
         ),
         (
-            (t, q, c, "sched_wakeup", wakeup_fields(task, c))
+            (t, q, c, "sched_wakeup", wakeup_fields(task, c), ".")
             for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
         ),
         (
-            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}")
+            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", ".")
             for t, q, c, khz in zip(fq["time_ns"], fq["seq"], fq["cpu"], fq["freq_khz"])
         ),
         (
-            (t, q, c, "cpu_idle", idle_fields(state, c))
+            (t, q, c, "cpu_idle", idle_fields(state, c), ".")
             for t, q, c, state in zip(idle["time_ns"], idle["seq"], idle["cpu"], idle["state"])
+        ),
+        (
+            (t, q, c, "sched_waking", waking_fields(task, prev), ctx)
+            for t, q, c, task, prev, ctx in zip(
+                wg["time_ns"], wg["seq"], wg["cpu"], wg["task"], wg["prev_cpu"], wg["context"]
+            )
+        ),
+        (
+            (t, q, c, process_events[kind], process_fields(kind, task, child, c), ".")
+            for t, q, c, kind, task, child in zip(
+                pr["time_ns"], pr["seq"], pr["cpu"], pr["kind"], pr["task"], pr["child"]
+            )
         ),
     ]
 
@@ -79,13 +117,13 @@ def render(result: SimResult) -> str:
         f"cpus={ncpus}",
         "# tracer: nop",
         "#",
-        "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION",
+        "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
     ]
     current = [-1] * ncpus
-    for t, _, cpu, func, fields in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
+    for t, _, cpu, func, fields, ctx in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
         who = current[cpu]
         task = "<idle>-0" if who < 0 else f"{comm(who, cpu)}-{who + 1}"
-        lines.append(f"{task:>20} [{cpu:03d}] {t / 1e9:13.6f}: {func}: {fields}")
+        lines.append(f"{task:>20} [{cpu:03d}] d.{ctx}2. {t / 1e9:13.6f}: {func}: {fields}")
         if func == "sched_switch":
             current[cpu] = int(fields.rsplit("next_pid=", 1)[1].split()[0]) - 1
     return "\n".join(lines) + "\n"

@@ -3,7 +3,8 @@
 reader (`dvfslab_sim::trace::read`), and a trace.dat through `trace-cmd report`.
 
 The events a frequency study needs become tables: `sched_switch`, `sched_wakeup` /
-`sched_wakeup_new`, `cpu_frequency`, `cpu_idle`, the markers user space writes (`print`,
+`sched_wakeup_new`, `sched_waking` (with the context it was logged in), `sched_process_fork` /
+`exec` / `exit`, `cpu_frequency`, `cpu_idle`, the markers user space writes (`print`,
 `tracing_mark_write`), the root run-queues' PELT signals (`sched_pelt_cfs`,
 `sched_load_cfs_rq`, `sched_util_est_cfs`) and intel_pstate's `pstate_sample`. Every other event
 is counted and skipped. A line that is not an event,
@@ -50,6 +51,12 @@ class Trace:
     """time_s, logged_cpu, cpu, state (an idle state's index, -1 when the CPU leaves idle)"""
     markers: pd.DataFrame
     """time_s, cpu, pid, text: what user space wrote to trace_marker"""
+    wakings: pd.DataFrame
+    """time_s, cpu (the waker's), comm, pid, target_cpu, waker_comm, waker_pid, context
+    (sched_waking: 'task', 'softirq', 'hardirq', 'nmi' from the flags column, else 'unknown')"""
+    processes: pd.DataFrame
+    """time_s, cpu, event ('fork', 'exec', 'exit'), pid, parent_pid, comm (a fork's child's
+    comm, an exec's program file name)"""
     pelt: pd.DataFrame
     """time_s, logged_cpu, cpu, util, load, runnable (-1 when not recorded): each CPU's root
     cfs_rq"""
@@ -200,7 +207,18 @@ def parse_text(text: str, source: str) -> Trace:
     )
 
 
-TABLES = ("switches", "wakeups", "frequency", "idle", "markers", "pelt", "util_est", "pstate")
+TABLES = (
+    "switches",
+    "wakeups",
+    "wakings",
+    "processes",
+    "frequency",
+    "idle",
+    "markers",
+    "pelt",
+    "util_est",
+    "pstate",
+)
 """The trace's tables; their columns are the native reader's (listed on `Trace`)."""
 
 

@@ -19,6 +19,7 @@ mod numa_balance;
 pub(crate) mod objects;
 pub mod pelt;
 pub mod task;
+pub mod waker;
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
@@ -29,6 +30,7 @@ use crate::sched::pelt::{
     cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE,
 };
 use crate::sched::task::{Mark, Op, TaskState};
+use crate::sched::waker::Waker;
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
@@ -383,7 +385,7 @@ impl Sim {
     /// A sleeping task's timer fired (or a new task starts).
     pub(crate) fn timer_wake(&mut self, task: usize) {
         if self.tasks[task].placed {
-            self.wake_task(task, None, UpdateFlags::default());
+            self.wake_task(task, Waker::Timer, UpdateFlags::default());
         } else {
             self.start_task(task);
         }
@@ -413,16 +415,19 @@ impl Sim {
         self.enqueue(task, cpu, true, flags);
     }
 
-    /// Wake a sleeping task: `waker` is the CPU of the task that woke it and whether that was
-    /// a synchronous wake-up (the waker is about to sleep); timers and I/O completions have no
-    /// waker. A pending timer of the task is cancelled.
-    pub(crate) fn wake_task(&mut self, task: usize, waker: Option<(usize, bool)>, flags: UpdateFlags) {
+    /// Wake a sleeping task on behalf of `waker` (try_to_wake_up). A pending timer of the task
+    /// is cancelled.
+    pub(crate) fn wake_task(&mut self, task: usize, waker: Waker, flags: UpdateFlags) {
         let t = &mut self.tasks[task];
         if t.state != TaskState::Sleeping {
             return;
         }
         t.timer_token = t.timer_token.wrapping_add(1);
         let prev = t.cpu;
+        if self.timeline.is_some() {
+            self.trace_waking(task, prev, waker);
+        }
+        let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
         let (cpu, why) = match self.find_energy_efficient_cpu(task) {
             Some(cpu) => (cpu, "eas"),
@@ -437,6 +442,15 @@ impl Sim {
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
         self.enqueue(task, cpu, true, flags);
+    }
+
+    /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
+    fn trace_waking(&mut self, task: usize, prev: usize, waker: Waker) {
+        let (cpu, context) = waker.logged_on(prev);
+        let current = self.cpus[cpu].curr;
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.waking(self.q.now(), cpu, task, prev, current, context);
+        }
     }
 
     /// Whether an enqueue on `cpu` done by `source` reaches the governor from outside the
@@ -922,7 +936,12 @@ impl Sim {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
                     self.io_submit(dev, task, service, transfer);
-                    return self.block_and_switch(cpu, None);
+                    self.put_to_sleep(cpu, None);
+                    // The task waits on the device uninterruptibly (io_schedule: state D).
+                    if let Some((_, state)) = self.cpus[cpu].switched_out.as_mut() {
+                        *state = 'D';
+                    }
+                    return self.switch_next(cpu);
                 }
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
@@ -937,6 +956,9 @@ impl Sim {
                         child.root = self.tasks[task].root;
                         child.cpu = cpu;
                         self.tasks.push(child);
+                        if let Some(tl) = self.timeline.as_mut() {
+                            tl.process(now, cpu, 'F', task, Some(id));
+                        }
                         self.tasks[task].live_children += 1;
                         self.live_tasks += 1;
                         self.start_task(id);
@@ -949,6 +971,9 @@ impl Sim {
                     }
                 }
                 Op::Exec => {
+                    if let Some(tl) = self.timeline.as_mut() {
+                        tl.process(now, cpu, 'E', task, None);
+                    }
                     // A new image has the smallest cache footprint a task will ever have: exec
                     // balancing walks the domains as a fork does (find_idlest_cpu with
                     // SD_BALANCE_EXEC). Moving to a busy CPU is left out: the model has no
@@ -971,7 +996,7 @@ impl Sim {
                     if !self.allowed(task, cpu) {
                         // Off this CPU now: requeue through wake-up placement.
                         self.sleep_curr(cpu, None);
-                        self.wake_task(task, None, UpdateFlags::default());
+                        self.wake_task(task, Waker::Requeue, UpdateFlags::default());
                         return false;
                     }
                 }
@@ -1159,6 +1184,9 @@ impl Sim {
         self.cpus[cpu].util_changed = true;
         self.tasks[task].state = TaskState::Exited;
         self.cpus[cpu].switched_out = Some((task, 'X'));
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.process(self.q.now(), cpu, 'X', task, None);
+        }
         self.live_tasks -= 1;
         // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
         self.dequeue_callback(cpu, task);
@@ -1172,7 +1200,7 @@ impl Sim {
             p.live_children -= 1;
             if p.live_children == 0 && p.waiting_children {
                 p.waiting_children = false;
-                self.wake_task(parent, Some((cpu, false)), UpdateFlags::default());
+                self.wake_task(parent, Waker::Task { cpu, sync: false }, UpdateFlags::default());
             }
         }
     }

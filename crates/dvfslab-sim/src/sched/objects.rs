@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
+use crate::sched::waker::Waker;
 use crate::sim::Sim;
 use crate::workload::{Completion, DeviceSpec, Service};
 
@@ -104,7 +105,7 @@ impl Sim {
     pub(crate) fn channel_post(&mut self, ch: u32, waker_cpu: usize, sync: bool) {
         let c = slot(&mut self.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Some((waker_cpu, sync)), UpdateFlags::default()),
+            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default()),
             None => c.tokens += 1,
         }
     }
@@ -114,7 +115,7 @@ impl Sim {
     pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
         let c = slot(&mut self.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Some((waker_cpu, false)), UpdateFlags::default()),
+            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync: false }, UpdateFlags::default()),
             None if c.tokens < capacity as u64 => c.tokens += 1,
             None => {}
         }
@@ -139,7 +140,7 @@ impl Sim {
         match c.waiters.pop_front() {
             Some(task) => {
                 self.tasks[task].answer_to = Some(answer);
-                self.wake_task(task, Some((waker_cpu, sync)), UpdateFlags::default());
+                self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default());
             }
             None => {
                 c.tokens += 1;
@@ -172,7 +173,7 @@ impl Sim {
         }
         let released = std::mem::take(&mut b.arrived);
         for t in released {
-            self.wake_task(t, Some((cpu, false)), UpdateFlags::default());
+            self.wake_task(t, Waker::Task { cpu, sync: false }, UpdateFlags::default());
         }
         Outcome::Continue
     }
@@ -196,7 +197,7 @@ impl Sim {
         let m = slot(&mut self.objects.mutexes, id);
         m.owner = m.waiters.pop_front();
         if let Some(next) = m.owner {
-            self.wake_task(next, Some((cpu, false)), UpdateFlags::default());
+            self.wake_task(next, Waker::Task { cpu, sync: false }, UpdateFlags::default());
         }
     }
 
@@ -281,7 +282,7 @@ impl Sim {
             if iowait {
                 self.iowait_sleep(t, false);
             }
-            let waker = self.completing_cpu(completion, t).map(|cpu| (cpu, false));
+            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t) };
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
         if let Some(next) = next_leader.filter(|_| leader_iowait) {

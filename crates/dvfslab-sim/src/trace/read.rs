@@ -24,6 +24,8 @@ pub struct FtraceTables {
     pub frequency: CpuStates,
     pub idle: CpuStates,
     pub markers: Markers,
+    pub wakings: Wakings,
+    pub processes: Processes,
     pub pelt: Pelt,
     pub util_est: UtilEst,
     pub pstate: PstateSamples,
@@ -56,6 +58,40 @@ pub struct Wakeups {
     pub waker_pid: Vec<i64>,
     /// `sched_wakeup_new`: a forked task's first wake-up.
     pub new: Vec<bool>,
+}
+
+/// `sched_waking`: logged on the waker's CPU, in the waker's context, before the wake-up picks
+/// the woken task's CPU (`try_to_wake_up`).
+#[derive(Debug, Default)]
+pub struct Wakings {
+    pub time_s: Vec<f64>,
+    /// The waker's CPU.
+    pub cpu: Vec<u32>,
+    pub comm: Vec<String>,
+    pub pid: Vec<i64>,
+    /// The CPU the task last ran on, where the kernel prints it (`target_cpu`); -1 when not.
+    pub target_cpu: Vec<i64>,
+    /// The task current on the waker's CPU (the idle task's pid is 0).
+    pub waker_comm: Vec<String>,
+    pub waker_pid: Vec<i64>,
+    /// From the line's flags column: "nmi", "hardirq", "softirq", "task", or "unknown" when the
+    /// line has no flags column (trace-cmd report without its `-l`).
+    pub context: Vec<&'static str>,
+}
+
+/// `sched_process_fork`, `sched_process_exec` and `sched_process_exit`: one row each.
+#[derive(Debug, Default)]
+pub struct Processes {
+    pub time_s: Vec<f64>,
+    pub cpu: Vec<u32>,
+    /// "fork", "exec" or "exit".
+    pub event: Vec<&'static str>,
+    /// The child (fork), the task that exec'd or exited.
+    pub pid: Vec<i64>,
+    /// The parent (fork); the task's pid otherwise.
+    pub parent_pid: Vec<i64>,
+    /// The child's comm (fork), the program's file name (exec), the comm (exit).
+    pub comm: Vec<String>,
 }
 
 /// `cpu_frequency` (state in kHz) or `cpu_idle` (an idle state's index, -1 on exit): the CPU
@@ -123,6 +159,10 @@ pub const TABLE_EVENTS: &[&str] = &[
     "sched_switch",
     "sched_wakeup",
     "sched_wakeup_new",
+    "sched_waking",
+    "sched_process_fork",
+    "sched_process_exec",
+    "sched_process_exit",
     "cpu_frequency",
     "cpu_idle",
     "print",
@@ -142,6 +182,7 @@ pub enum Column<'a> {
     U32(&'a [u32]),
     Str(&'a [String]),
     Bool(&'a [bool]),
+    Name(&'a [&'static str]),
 }
 
 impl FtraceTables {
@@ -176,6 +217,30 @@ impl FtraceTables {
                     ("target_cpu", I64(&w.target_cpu)),
                     ("waker_pid", I64(&w.waker_pid)),
                     ("new", Bool(&w.new)),
+                ],
+            ),
+            (
+                "wakings",
+                vec![
+                    ("time_s", F64(&self.wakings.time_s)),
+                    ("cpu", U32(&self.wakings.cpu)),
+                    ("comm", Str(&self.wakings.comm)),
+                    ("pid", I64(&self.wakings.pid)),
+                    ("target_cpu", I64(&self.wakings.target_cpu)),
+                    ("waker_comm", Str(&self.wakings.waker_comm)),
+                    ("waker_pid", I64(&self.wakings.waker_pid)),
+                    ("context", Name(&self.wakings.context)),
+                ],
+            ),
+            (
+                "processes",
+                vec![
+                    ("time_s", F64(&self.processes.time_s)),
+                    ("cpu", U32(&self.processes.cpu)),
+                    ("event", Name(&self.processes.event)),
+                    ("pid", I64(&self.processes.pid)),
+                    ("parent_pid", I64(&self.processes.parent_pid)),
+                    ("comm", Str(&self.processes.comm)),
                 ],
             ),
             ("frequency", cpu_state_columns(&self.frequency, "freq_khz")),
@@ -263,7 +328,10 @@ pub fn read_ftrace(text: &str, source: &str) -> Result<FtraceTables> {
 
 /// One event line, split.
 struct Event<'a> {
+    comm: &'a str,
     pid: i64,
+    /// The flags column (`d.s2.`), empty when the line has none.
+    flags: &'a str,
     cpu: u32,
     time_s: f64,
     event: &'a str,
@@ -308,6 +376,32 @@ impl FtraceTables {
                 w.target_cpu.push(target);
                 w.waker_pid.push(ev.pid);
                 w.new.push(ev.event == "sched_wakeup_new");
+            }
+            "sched_waking" => {
+                let (comm, pid, _, target) = wakeup_fields(ev.body)
+                    .ok_or_else(|| "expected comm=.. pid=.. prio=.. target_cpu=..".to_string())?;
+                let w = &mut self.wakings;
+                w.time_s.push(ev.time_s);
+                w.cpu.push(ev.cpu);
+                w.comm.push(comm.to_string());
+                w.pid.push(pid);
+                w.target_cpu.push(target);
+                w.waker_comm.push(ev.comm.to_string());
+                w.waker_pid.push(ev.pid);
+                w.context.push(irq_context(ev.flags));
+            }
+            "sched_process_fork" => {
+                let row = (int("pid")?, int("child_pid")?, f("child_comm")?);
+                self.processes.push(ev, "fork", row.1, row.0, row.2);
+            }
+            "sched_process_exec" => {
+                let row = (int("pid")?, f("filename")?);
+                let program = row.1.rsplit('/').next().unwrap_or(row.1);
+                self.processes.push(ev, "exec", row.0, row.0, program);
+            }
+            "sched_process_exit" => {
+                let row = (int("pid")?, f("comm")?);
+                self.processes.push(ev, "exit", row.0, row.0, row.1);
             }
             "sched_pelt_cfs" | "lisa__sched_pelt_cfs" | "sched_load_cfs_rq" => {
                 if f("path")? != "/" {
@@ -382,6 +476,30 @@ impl FtraceTables {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl Processes {
+    fn push(&mut self, ev: &Event, event: &'static str, pid: i64, parent_pid: i64, comm: &str) {
+        self.time_s.push(ev.time_s);
+        self.cpu.push(ev.cpu);
+        self.event.push(event);
+        self.pid.push(pid);
+        self.parent_pid.push(parent_pid);
+        self.comm.push(comm.to_string());
+    }
+}
+
+/// The context an event was logged in, from the flags column's third character (the
+/// kernel's `trace_print_lat_fmt`): `Z` NMI, `H` a hard interrupt within a softirq, `h` a hard
+/// interrupt, `s` a softirq, `.` none (task context). "unknown" without a flags column.
+fn irq_context(flags: &str) -> &'static str {
+    match flags.as_bytes().get(2) {
+        None => "unknown",
+        Some(b'Z') => "nmi",
+        Some(b'H' | b'h') => "hardirq",
+        Some(b's') => "softirq",
+        Some(_) => "task",
     }
 }
 
@@ -479,10 +597,13 @@ fn event_line(line: &str) -> Option<Event<'_>> {
     };
     let dash = task.rfind('-')?;
     let pid: i64 = task[dash + 1..].parse().ok()?;
+    let comm = task[..dash].trim_start();
     let mut rest = line[close + 1..].trim_start();
     // An optional flags column: a token that does not end in ':' and is not the timestamp.
     let first = rest.split_ascii_whitespace().next()?;
+    let mut flags = "";
     if !first.ends_with(':') {
+        flags = first;
         rest = rest[first.len()..].trim_start();
     }
     let ts_end = rest.find(':')?;
@@ -493,7 +614,7 @@ fn event_line(line: &str) -> Option<Event<'_>> {
     if event.is_empty() || !event.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;
     }
-    Some(Event { pid, cpu, time_s, event, body: &rest[ev_end + 1..] })
+    Some(Event { comm, pid, flags, cpu, time_s, event, body: &rest[ev_end + 1..] })
 }
 
 fn find_cpu_column(line: &str) -> Option<usize> {
