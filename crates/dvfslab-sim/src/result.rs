@@ -44,6 +44,12 @@ pub struct CpuJson {
 }
 
 #[derive(Clone, Debug, Serialize)]
+pub struct OperationsJson {
+    pub count: u64,
+    pub unit: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
 pub struct RunJson {
     pub schema: &'static str,
     pub platform: String,
@@ -52,6 +58,9 @@ pub struct RunJson {
     pub workload: String,
     pub seed: u64,
     pub metric: MetricJson,
+    /// The benchmark's own operations in the measured interval, where it counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<OperationsJson>,
     pub energy_j: f64,
     pub avg_package_w: f64,
     pub packages: Vec<PackageJson>,
@@ -124,6 +133,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
         })
         .collect();
     let metric = sim.workload.metric(&sim.stats);
+    let operations = sim.workload.operations(&sim.stats).map(|o| OperationsJson { count: o.count, unit: o.unit });
     SimResult {
         summary: RunJson {
             schema: SCHEMA,
@@ -138,6 +148,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 unit: metric.unit,
                 better: metric.better.as_str(),
             },
+            operations,
             energy_j,
             avg_package_w: if secs > 0.0 { energy_j / secs } else { 0.0 },
             packages,

@@ -32,7 +32,9 @@ use std::rc::Rc;
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{dbench, ipc, nbench, ns_cycles, us_cycles};
 use super::loadfile::{synthesise, Line, NbOp};
-use super::{measure, Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload, WorkloadInfo};
+use super::{
+    measure, Better, Completion, DeviceSpec, Metric, Operations, RunStats, Service, TaskSpec, Workload, WorkloadInfo,
+};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -74,6 +76,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// Counter of ReadX/WriteX bytes (dbench's MB/s, kept for analysis).
 const BYTES: u16 = 0;
+/// Counter of loadfile operations completed (dbench's "Operation Count" total).
+const OPS: u16 = 1;
 /// Latency slot of a pass over the loadfile.
 const PASS: u16 = 0;
 /// The storage device as an fsync's data writeback uses it ...
@@ -174,6 +178,7 @@ impl Dbench {
             if line.data_bytes() > 0 {
                 p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));
             }
+            p.push(Op::Mark(Mark::Add { counter: OPS, amount: 1 }));
         }
         p.push(Op::Mark(Mark::End(PASS)));
         p.push(Op::Jump { to: 0 });
@@ -212,6 +217,10 @@ impl Workload for Dbench {
             passes.iter().map(|&ns| ns as f64).sum::<f64>() / passes.len() as f64
         };
         measure::metric(&INFO, mean_ns / 1e6)
+    }
+
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, OPS, "loadfile operations")
     }
 }
 

@@ -27,7 +27,7 @@
 use std::rc::Rc;
 
 use super::estimates::{gitsource as est, kernel, us_cycles};
-use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, pieces, sample, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -222,5 +222,9 @@ impl Workload for Gitsource {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         measure::metric(&INFO, measure::elapsed_s(stats, PROGRESS as usize, self.commands as u64))
+    }
+
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, PROGRESS, "commands")
     }
 }

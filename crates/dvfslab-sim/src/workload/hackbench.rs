@@ -18,7 +18,7 @@
 use std::rc::Rc;
 
 use super::estimates::{ipc, kernel};
-use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -51,6 +51,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 const FDS: u32 = 20;
 /// Latency slot: GO to the last worker reaped.
 const TOTAL: u16 = 0;
+/// Counter of messages received.
+const MESSAGES: u16 = 0;
 /// Channels: workers report ready, and exited (the parent's wait4 / pthread_join).
 const READY: u32 = 0;
 const EXITED: u32 = 1;
@@ -135,7 +137,12 @@ impl Hackbench {
         let (data, space) = Self::channels(g);
         let mut p = Vec::from(self.start_ops());
         let each = p.len();
-        p.extend([Op::Wait { ch: data }, run(self.read_cycles()), Op::Post { ch: space, sync: true }]);
+        p.extend([
+            Op::Wait { ch: data },
+            run(self.read_cycles()),
+            Op::Post { ch: space, sync: true },
+            Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 }),
+        ]);
         p.push(Op::Repeat { to: each, times: FDS * self.loops });
         p.extend(self.exit_ops());
         p.into()
@@ -188,5 +195,9 @@ impl Workload for Hackbench {
     fn metric(&self, stats: &RunStats) -> Metric {
         let total_ns = stats.latencies_ns.get(TOTAL as usize).and_then(|l| l.first()).copied();
         measure::metric(&INFO, total_ns.unwrap_or(stats.sim_time_ns) as f64 / 1e9)
+    }
+
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, MESSAGES, "messages")
     }
 }

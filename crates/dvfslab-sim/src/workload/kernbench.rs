@@ -26,7 +26,7 @@
 use std::rc::Rc;
 
 use super::estimates::{kernbench as est, kernel};
-use super::{measure, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, sample, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -171,5 +171,10 @@ impl Workload for Kernbench {
     fn metric(&self, stats: &RunStats) -> Metric {
         let total = (self.units + est::LINK_STEPS_CYCLES.len()) as u64;
         measure::metric(&INFO, measure::elapsed_s(stats, PROGRESS as usize, total))
+    }
+
+    /// Compilation units and link steps done.
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, PROGRESS, "build steps")
     }
 }

@@ -215,6 +215,27 @@ pub trait Workload {
     /// How long a run lasts when the user does not say.
     fn default_duration_ns(&self) -> TimeNs;
     fn metric(&self, stats: &RunStats) -> Metric;
+    /// How many of the benchmark's own operations the measured interval completed, counted
+    /// as the benchmark counts them (loadfile operations, transactions, messages, commands):
+    /// the denominator of per-operation statistics (`dvfslab model check`). None where the
+    /// benchmark has no such count.
+    fn operations(&self, _stats: &RunStats) -> Option<Operations> {
+        None
+    }
+}
+
+/// A count of a benchmark's operations, and what one operation is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Operations {
+    pub count: u64,
+    pub unit: &'static str,
+}
+
+impl Operations {
+    /// Counter `counter` of `stats` as `unit`s.
+    pub fn counted(stats: &RunStats, counter: u16, unit: &'static str) -> Option<Operations> {
+        Some(Operations { count: stats.counters.get(counter as usize).copied().unwrap_or(0), unit })
+    }
 }
 
 pub struct WorkloadInfo {

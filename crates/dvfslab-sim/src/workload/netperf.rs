@@ -24,7 +24,7 @@
 use std::rc::Rc;
 
 use super::estimates::{ipc, netperf, ns_cycles, us_cycles};
-use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -233,6 +233,15 @@ impl Workload for Netperf {
             _ => (rate, "trans/s"),
         };
         Metric { unit: unit.into(), ..measure::metric(&INFO, value) }
+    }
+
+    /// RR: transactions; STREAM: bytes received.
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        let unit = match self.test {
+            Test::TcpStream | Test::UdpStream => "bytes",
+            _ => "transactions",
+        };
+        Operations::counted(stats, DONE, unit)
     }
 }
 

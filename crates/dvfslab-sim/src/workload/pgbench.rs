@@ -42,7 +42,7 @@ use rand_pcg::Pcg64;
 
 use super::disk::{Disk, DEVICE_KNOB};
 use super::estimates::{ipc, pgbench, us_cycles};
-use super::{measure, Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -249,6 +249,10 @@ impl Workload for Pgbench {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         measure::metric(&INFO, measure::per_second(stats, TXN))
+    }
+
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, TXN, "transactions")
     }
 }
 

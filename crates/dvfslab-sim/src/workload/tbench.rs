@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use super::estimates::{ipc, nbench, ns_cycles, tbench, us_cycles};
 use super::loadfile::{synthesise, Line};
-use super::{measure, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
@@ -47,6 +47,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// Counter of ReadX/WriteX bytes.
 const BYTES: u16 = 0;
+/// Counter of loadfile operations completed (dbench's "Operation Count" total).
+const OPS: u16 = 1;
 
 struct Tbench {
     clients: u32,
@@ -74,6 +76,7 @@ fn client_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]>
         p.push(run(costs.client + copy));
         p.push(Op::Post { ch: req, sync: true });
         p.push(Op::Wait { ch: rep });
+        p.push(Op::Mark(Mark::Add { counter: OPS, amount: 1 }));
         if line.data_bytes() > 0 {
             p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));
         }
@@ -115,5 +118,9 @@ impl Workload for Tbench {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         measure::metric(&INFO, 1e-6 * measure::per_second(stats, BYTES))
+    }
+
+    fn operations(&self, stats: &RunStats) -> Option<Operations> {
+        Operations::counted(stats, OPS, "loadfile operations")
     }
 }
