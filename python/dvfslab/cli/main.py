@@ -14,10 +14,21 @@ from typing import Callable
 
 from dvfslab import __version__
 from dvfslab._core import DvfsError
-from dvfslab.cli import bench, campaign, compare, listings, replay, run, trace, tune, validate
+from dvfslab.cli import (
+    bench,
+    campaign,
+    compare,
+    listings,
+    record,
+    replay,
+    run,
+    trace,
+    tune,
+    validate,
+)
 from dvfslab.cli.parser import SPEC_HELP, Parser, UsageError
 
-COMMAND_GROUPS = (listings, run, compare, campaign, validate, bench, trace, replay, tune)
+COMMAND_GROUPS = (listings, run, compare, campaign, validate, bench, record, trace, replay, tune)
 """The modules whose `register` adds their commands, in the order `dvfslab --help` lists them."""
 
 EXIT_ERROR = 1
