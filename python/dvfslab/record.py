@@ -4,10 +4,12 @@
 The recorder writes tracefs directly, so it needs nothing but root: it makes a tracing instance
 of its own (`instances/dvfslab-PID`), so that it neither disturbs nor is disturbed by other
 tracing on the machine; enables the events below that this kernel has; turns tracing on; runs the
-command; streams the instance's `trace_pipe` into the output file while the command runs (so a
-long run needs no huge buffer); and, on success, failure or Ctrl-C, turns tracing off, disables
-its events and removes its instance. The output is written beside its final name and renamed
-into place once complete.
+command; reads the instance's `trace` once tracing is off; and, on success, failure or Ctrl-C,
+turns tracing off, disables its events and removes its instance. Nothing reads the buffer while
+the command runs, so the recorder takes no CPU from what it records; the buffer must hold the
+whole recording instead (`--window` records a slice of a long run). When it fills, the newest
+events are dropped and counted, so what is kept is one unbroken stretch. The output is written
+beside its final name and renamed into place once complete.
 
 Events, by what they answer:
 - who runs where, and why they stopped: sched_switch (prev_state: R preempted, S sleeping,
@@ -26,7 +28,6 @@ import contextlib
 import errno
 import os
 import platform
-import select
 import shlex
 import signal
 import subprocess
@@ -61,9 +62,12 @@ kernel's default) is per-CPU and may drift between CPUs."""
 
 TRACEFS_PLACES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
-DEFAULT_BUFFER_KB = 16384
-"""Per-CPU ring buffer of the instance. trace_pipe is drained while the command runs, so the
-buffer only needs to hold what arrives between two reads."""
+DEFAULT_BUFFER_KB = 131072
+"""Per-CPU ring buffer of the instance (KiB), before `buffer_kb` caps the total: about two
+million scheduler events per CPU, some seconds of a network benchmark."""
+
+MAX_TOTAL_BUFFER_KB = 2 * 1024 * 1024
+"""The default buffer's cap over all CPUs, so that a large machine does not give gigabytes."""
 
 INSTANCE_PREFIX = "dvfslab-"
 
@@ -88,7 +92,9 @@ class Recording:
     missing_events: list[str]
     """Asked for, but this kernel has no such event."""
     lost_events: int
-    """Events the ring buffer overwrote before they were read (the instance's overrun count)."""
+    """Events dropped because the ring buffer was full (the instance's per-CPU stats)."""
+    window: tuple[float, float] | None = None
+    """(start, length) in seconds after the command started, when only that was traced."""
     stopped_by: str | None = None
     """'duration' when --duration ended the command, 'interrupt' on Ctrl-C."""
     notes: list[str] = field(default_factory=list)
@@ -206,48 +212,8 @@ class Instance:
         self.enabled.clear()
 
 
-class PipeDrain(threading.Thread):
-    """Copies the instance's trace_pipe into a file until told to stop, then reads what is
-    left. trace_pipe consumes what it returns, so the ring buffer empties as we go."""
-
-    def __init__(self, pipe: Path, out: Path):
-        super().__init__(daemon=True)
-        self.fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
-        self.out = out.open("wb")
-        self.stopping = threading.Event()
-        self.bytes_written = 0
-        self.error: OSError | None = None
-
-    def run(self) -> None:
-        try:
-            poller = select.poll()
-            poller.register(self.fd, select.POLLIN)
-            while not self.stopping.is_set():
-                poller.poll(100)
-                self._read_available()
-            self._read_available()
-        except OSError as e:
-            self.error = e
-        finally:
-            os.close(self.fd)
-            self.out.close()
-
-    def _read_available(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            if not chunk:
-                return
-            self.out.write(chunk)
-            self.bytes_written += len(chunk)
-
-    def finish(self) -> None:
-        self.stopping.set()
-        self.join()
-        if self.error is not None:
-            raise self.error
+def default_buffer_kb(ncpus: int) -> int:
+    return max(1024, min(DEFAULT_BUFFER_KB, MAX_TOTAL_BUFFER_KB // max(ncpus, 1)))
 
 
 def record(
@@ -255,22 +221,32 @@ def record(
     out: str | os.PathLike[str],
     *,
     duration_s: float | None = None,
+    window: tuple[float, float] | None = None,
     events: Sequence[str] = DEFAULT_EVENTS,
-    buffer_kb: int = DEFAULT_BUFFER_KB,
+    buffer_kb: int | None = None,
     tracefs: str | os.PathLike[str] | None = None,
 ) -> Recording:
     """Run `command` under tracing and write its events to `out` as ftrace text.
 
     `duration_s` ends the command (SIGINT, then SIGTERM, then SIGKILL) once that much time has
-    passed; without it, recording lasts as long as the command. `events` are `group/name`
-    tracepoints. The file starts with a comment header (command, kernel, clock) and `cpus=N`.
+    passed; without it, the command runs to its end. `window` = (start, length) traces only
+    that slice of the run, in seconds after the command started (the command runs on). `events`
+    are `group/name` tracepoints. The file starts with a comment header (command, pid, kernel,
+    clock) and `cpus=N`.
     """
     if not command:
         raise RecordError("dvfslab record needs a command to run, after `--`")
     if duration_s is not None and not (duration_s > 0 and duration_s < float("inf")):
         raise RecordError(f"--duration {duration_s}: expected a positive number of seconds")
+    ncpus = os.cpu_count() or 1
+    buffer_kb = default_buffer_kb(ncpus) if buffer_kb is None else buffer_kb
     if buffer_kb < 4:
         raise RecordError(f"--buffer-kb {buffer_kb}: expected at least 4 (KiB per CPU)")
+    if window is not None and not (0 <= window[0] < float("inf") and 0 < window[1] < float("inf")):
+        raise RecordError(
+            f"--window {window[0]}:{window[1]}: expected START:LENGTH in seconds, START ≥ 0 "
+            "and LENGTH > 0"
+        )
     bad = [e for e in events if e.count("/") != 1 or not all(e.split("/"))]
     if bad:
         raise RecordError(
@@ -282,8 +258,9 @@ def record(
         raise RecordError(f"{final}: its folder {final.parent} does not exist")
     root = Path(tracefs) if tracefs is not None else find_tracefs()
     partial = final.with_name(f".{final.name}.partial")
-    body = final.with_name(f".{final.name}.events")
-    ncpus = os.cpu_count() or 1
+    # `kill` (SIGTERM) cleans up as Ctrl-C does: tracing off, instance removed, nothing written.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
         with Instance(root, f"{INSTANCE_PREFIX}{os.getpid()}") as inst:
             inst.write("tracing_on", "0")
@@ -292,29 +269,27 @@ def record(
             for option in ("irq-info", "record-cmd"):
                 if (inst.path / "options" / option).exists():
                     inst.write(f"options/{option}", "1")
+            # A full buffer drops the newest events rather than overwriting the oldest.
+            inst.write("options/overwrite", "0")
             missing = inst.enable(events)
             if not inst.enabled:
                 raise RecordError(
                     f"none of the events asked for exists in {inst.path / 'events'}: "
                     f"{', '.join(events)}"
                 )
-            drain = PipeDrain(inst.path / "trace_pipe", body)
-            drain.start()
             start = time.monotonic()
-            inst.write("tracing_on", "1")
             try:
-                pid, status, stopped_by = _run(command, duration_s)
+                pid, status, stopped_by = _run(command, duration_s, window, inst)
             finally:
                 inst.write("tracing_on", "0")
-                elapsed = time.monotonic() - start
-                drain.finish()
+            elapsed = time.monotonic() - start
             lost = inst.lost_events()
-        header = _header(command, pid, clock, ncpus, status, elapsed)
-        with partial.open("wb") as f:
-            f.write(header.encode())
-            with body.open("rb") as events_file:
-                while chunk := events_file.read(1 << 20):
-                    f.write(chunk)
+            with partial.open("w") as f:
+                f.write(_header(command, pid, clock, ncpus, status, elapsed, window))
+                with (inst.path / "trace").open() as trace:
+                    for line in trace:
+                        if not line.startswith("#"):
+                            f.write(line)
         partial.replace(final)
         return Recording(
             path=final,
@@ -327,15 +302,31 @@ def record(
             missing_events=missing,
             lost_events=lost,
             stopped_by=stopped_by,
+            window=window,
         )
     finally:
-        for leftover in (partial, body):
-            leftover.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
-def _run(command: Sequence[str], duration_s: float | None) -> tuple[int, int, str | None]:
-    """Run the command to its end, or to `duration_s`; Ctrl-C stops it and is re-raised.
-    Returns its pid, exit status and what stopped it early."""
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(
+    command: Sequence[str],
+    duration_s: float | None,
+    window: tuple[float, float] | None,
+    inst: Instance,
+) -> tuple[int, int, str | None]:
+    """Run the command to its end, or to `duration_s`, with tracing on for the whole run or
+    for `window`; Ctrl-C stops it and is re-raised. Returns its pid, exit status and what
+    stopped it early."""
+    start = time.monotonic()
+    deadline = None if duration_s is None else start + duration_s
+    if window is None:
+        inst.write("tracing_on", "1")
     try:
         child = subprocess.Popen(list(command))
     except FileNotFoundError:
@@ -343,14 +334,34 @@ def _run(command: Sequence[str], duration_s: float | None) -> tuple[int, int, st
     except PermissionError:
         raise RecordError(f"{command[0]}: not executable") from None
     try:
-        child.wait(timeout=duration_s)
-        return child.pid, child.returncode, None
-    except subprocess.TimeoutExpired:
+        if window is not None:
+            # Tracing on and off at the window's edges, unless the command ends first.
+            for at, on in ((window[0], "1"), (window[0] + window[1], "0")):
+                if _wait(child, start + at, deadline) or _past(deadline):
+                    break
+                inst.write("tracing_on", on)
+        if _wait(child, None, deadline):
+            return child.pid, child.returncode, None
         _stop(child)
         return child.pid, child.returncode, "duration"
     except KeyboardInterrupt:
         _stop(child)
         raise
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _wait(child: subprocess.Popen[bytes], until: float | None, deadline: float | None) -> bool:
+    """Wait for the command to end, up to `until` and `deadline` (monotonic seconds, None: no
+    limit). True when it ended."""
+    ends = [t for t in (until, deadline) if t is not None]
+    try:
+        child.wait(timeout=None if not ends else max(0.0, min(ends) - time.monotonic()))
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -367,15 +378,22 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 
 
 def _header(
-    command: Sequence[str], pid: int, clock: str, ncpus: int, status: int, elapsed: float
+    command: Sequence[str],
+    pid: int,
+    clock: str,
+    ncpus: int,
+    status: int,
+    elapsed: float,
+    window: tuple[float, float] | None,
 ) -> str:
     """The comment lines `dvfslab model check` reads (`recorded_command`), then the header
     trace-cmd report prints."""
     return (
         f"# dvfslab record: {shlex.join(command)}\n"
         f"# pid {pid}, kernel {platform.release()}, clock {clock}, exit status {status}, "
-        f"{elapsed:.3f} s\n"
-        f"cpus={ncpus}\n"
+        f"{elapsed:.3f} s"
+        + (f", traced from {window[0]:g} s for {window[1]:g} s" if window else "")
+        + f"\ncpus={ncpus}\n"
         "# tracer: nop\n"
         "#\n"
     )

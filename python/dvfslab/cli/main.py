@@ -19,6 +19,7 @@ from dvfslab.cli import (
     campaign,
     compare,
     listings,
+    model,
     record,
     replay,
     run,
@@ -28,7 +29,19 @@ from dvfslab.cli import (
 )
 from dvfslab.cli.parser import SPEC_HELP, Parser, UsageError
 
-COMMAND_GROUPS = (listings, run, compare, campaign, validate, bench, record, trace, replay, tune)
+COMMAND_GROUPS = (
+    listings,
+    run,
+    compare,
+    campaign,
+    validate,
+    model,
+    bench,
+    record,
+    trace,
+    replay,
+    tune,
+)
 """The modules whose `register` adds their commands, in the order `dvfslab --help` lists them."""
 
 EXIT_ERROR = 1

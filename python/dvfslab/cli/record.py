@@ -18,6 +18,7 @@ def register(commands: Any) -> None:
         cmd_record,
         "  sudo dvfslab record -o tbench.txt -- tbench -t 10 2 127.0.0.1\n"
         "  sudo dvfslab record -o hb.txt --duration 5 -- hackbench -l 100000\n"
+        "  sudo dvfslab record -o pg.txt --window 3:0.5 -- pgbench -S -T 8 bench\n"
         "  sudo dvfslab record --events sched/sched_switch,power/cpu_frequency -- make -j4\n"
         "then: dvfslab trace summary tbench.txt, dvfslab model check tbench.txt -w tbench:...",
     )
@@ -31,6 +32,12 @@ def register(commands: Any) -> None:
         help="stop the command after S seconds (SIGINT, then SIGTERM, then SIGKILL)",
     )
     p.add_argument(
+        "--window",
+        metavar="START:LENGTH",
+        help="trace only LENGTH seconds from START seconds after the command starts (the "
+        "command runs on): a steady slice of a long run",
+    )
+    p.add_argument(
         "--events",
         metavar="GROUP/NAME,...",
         help="the tracepoints to enable instead of the default set (see docs/recording.md)",
@@ -40,22 +47,30 @@ def register(commands: Any) -> None:
         type=int,
         default=None,
         metavar="KB",
-        help="ring buffer per CPU in KiB (default 16384)",
+        help="ring buffer per CPU in KiB (default 131072, at most 2 GiB over all CPUs); when "
+        "it fills, later events are dropped and counted",
     )
     add_json_flag(p, "print what was recorded as JSON")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command")
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from dvfslab.record import DEFAULT_BUFFER_KB, DEFAULT_EVENTS, RecordError, record
+    from dvfslab.record import DEFAULT_EVENTS, RecordError, record
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise RecordError("dvfslab record needs a command to run: dvfslab record -- CMD ARGS")
     events = DEFAULT_EVENTS if args.events is None else tuple(args.events.split(","))
-    buffer_kb = DEFAULT_BUFFER_KB if args.buffer_kb is None else args.buffer_kb
+    window = None if args.window is None else _window(args.window)
     try:
-        rec = record(cmd, args.output, duration_s=args.duration, events=events, buffer_kb=buffer_kb)
+        rec = record(
+            cmd,
+            args.output,
+            duration_s=args.duration,
+            window=window,
+            events=events,
+            buffer_kb=args.buffer_kb,
+        )
     except KeyboardInterrupt:
         print("error: interrupted; tracing switched off, nothing written", file=sys.stderr)
         return 130
@@ -70,6 +85,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         "missing_events": rec.missing_events,
         "lost_events": rec.lost_events,
         "stopped_by": rec.stopped_by,
+        "window": rec.window,
     }
     if args.json:
         print_json(info)
@@ -83,9 +99,23 @@ def cmd_record(args: argparse.Namespace) -> int:
             print(f"not in this kernel: {', '.join(rec.missing_events)}")
         if rec.lost_events:
             print(
-                f"warning: {rec.lost_events} events were lost (the ring buffer overflowed): "
-                "raise --buffer-kb or enable fewer events",
+                f"warning: {rec.lost_events} events were dropped (the ring buffer was full): "
+                "raise --buffer-kb, trace a shorter --window or enable fewer events",
                 file=sys.stderr,
             )
     # The command's own failure is the recording's: a benchmark that failed is no ground truth.
     return 0 if rec.exit_status == 0 or rec.stopped_by else 1
+
+
+def _window(text: str) -> tuple[float, float]:
+    from dvfslab.record import RecordError
+
+    start, sep, length = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return float(start), float(length)
+    except ValueError:
+        raise RecordError(
+            f"--window {text!r}: expected START:LENGTH in seconds, e.g. 3:0.5"
+        ) from None

@@ -1,0 +1,107 @@
+"""`dvfslab model check`: a benchmark model against a recording of the real benchmark."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dvfslab._core import ConfigError
+from dvfslab.cli.output import print_json
+from dvfslab.cli.parser import add_json_flag, command
+from dvfslab.report.printing import print_table
+
+
+def register(commands: Any) -> None:
+    p = command(
+        commands,
+        "model",
+        "Check the benchmark models against recordings of the real benchmarks.",
+        _cmd_model_help,
+        "  dvfslab model list\n  dvfslab model check tbench-2\n  dvfslab model check --json",
+    )
+    sub = p.add_subparsers(title="commands", dest="model_command", metavar="COMMAND")
+    command(sub, "list", "The shipped recordings.", cmd_model_list, "  dvfslab model list")
+    check = command(
+        sub,
+        "check",
+        "The same statistics on a recording and on its model's run, side by side, each "
+        "within its tolerance or not (docs/recording.md).",
+        cmd_model_check,
+        "  dvfslab model check                   (every shipped recording)\n"
+        "  dvfslab model check tbench-2 hackbench-pipe\n"
+        "  dvfslab model check my-run.toml --json",
+    )
+    check.add_argument(
+        "recordings",
+        nargs="*",
+        metavar="RECORDING",
+        help="a shipped recording's name or a NAME.toml (default: every shipped recording)",
+    )
+    check.add_argument("--seed", type=int, default=0, help="the model run's seed (default 0)")
+    add_json_flag(check)
+
+
+def _cmd_model_help(args: argparse.Namespace) -> int:
+    raise ConfigError("model needs a command: list or check (see 'dvfslab model -h')")
+
+
+def cmd_model_list(args: argparse.Namespace) -> int:
+    from dvfslab.recordings import load_recording, shipped_recordings
+
+    rows = []
+    for name in shipped_recordings():
+        rec = load_recording(name)
+        rows.append([rec.name, rec.workload, rec.command, f"{rec.window_s:g} s", rec.machine])
+    print_table(["recording", "model", "command", "window", "machine"], rows)
+    return 0
+
+
+def cmd_model_check(args: argparse.Namespace) -> int:
+    from dvfslab.recordings import load_recording, shipped_recordings
+    from dvfslab.recordings.check import check
+
+    names = args.recordings or shipped_recordings()
+    reports = [check(load_recording(name), seed=args.seed) for name in names]
+    if args.json:
+        print_json(reports if args.recordings != [names[0]] or len(names) > 1 else reports[0])
+        return 0
+    for report in reports:
+        _print_report(report)
+    return 0
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    print(
+        f"\n{report['recording']}: model {report['workload']} on {report['platform']}, per "
+        f"operation = per {report['operations_unit']}; {report['within']} of "
+        f"{report['judged']} judged statistics within tolerance"
+    )
+    rows = []
+    for row in report["rows"]:
+        if row["recorded"] is None and row["model"] is None:
+            continue
+        rows.append(
+            [
+                row["role"],
+                row["label"],
+                _fmt(row["recorded"]),
+                _fmt(row["model"]),
+                row["tolerance"],
+                row["verdict"],
+            ]
+        )
+    print_table(
+        ["role", "statistic", "recorded", "model", "tolerance", "verdict"],
+        rows,
+        right={"recorded", "model"},
+    )
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"

@@ -1,0 +1,299 @@
+"""How a benchmark runs, from a trace: the statistics `dvfslab model check` compares between a
+recording of the real benchmark and the model's own trace, computed the same way on both.
+
+Per role (the benchmark's kinds of task, named by a pattern on the task's comm) and for all of
+them together:
+- per operation (the benchmark's own count): CPU time in cycles, switch-outs (sleeping in S,
+  in D, or preempted), wake-ups;
+- run lengths (switch-in to switch-out) and sleep lengths (switch-out asleep to the wake-up),
+  p10 / p50 / p90 in µs;
+- where wake-ups come from: a softirq, a hard interrupt, a kernel thread, or a process (the
+  context sched_waking was logged in, and the task current there);
+- the share of wake-ups that stay on the waker's CPU (sched_wakeup's CPU against
+  sched_waking's);
+- forks and execs per second.
+Intervals cut by the trace's edges (a task already running at its start) are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dvfslab.traces.read import Trace
+
+KERNEL_THREAD = re.compile(
+    r"^(kworker|ksoftirqd|kthreadd|rcu_|migration|kswapd|jbd2|xfsaild|kcompactd|khugepaged|"
+    r"irq/|watchdog|cpuhp|idle_inject|kblockd|writeback|flush-|md\d|dm-|scsi_|nvme|loop\d)"
+)
+"""Comms of kernel threads: a wake-up from one of them is a kernel thread's, not a process's."""
+
+ALL = "all"
+"""The row for every task of the benchmark together."""
+
+STATES = ("S", "D", "R")
+CONTEXTS = ("softirq", "hardirq", "kthread", "process")
+
+
+@dataclass
+class RoleStats:
+    """One role's statistics over the window."""
+
+    tasks: int = 0
+    cpu_cycles: float = 0.0
+    switch_outs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
+    wakeups: int = 0
+    runs_us: list[float] = field(default_factory=list)
+    sleeps_us: list[float] = field(default_factory=list)
+    contexts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CONTEXTS, 0))
+    same_cpu: int = 0
+    placed: int = 0
+    """Wake-ups whose waker CPU and target CPU are both known."""
+
+
+def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
+    """The role whose pattern matches `comm`; a model task's `-N` suffix (its instance) is
+    dropped first, so `tbench_srv-3` is a `tbench_srv`."""
+    base = re.sub(r"-\d+$", "", comm)
+    for role, pattern in roles.items():
+        if pattern.search(base):
+            return role
+    return None
+
+
+def behaviour(
+    trace: Trace,
+    roles: dict[str, str],
+    operations: float,
+    fixed_khz: int | None,
+    window: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """The statistics of `trace` within `window` (trace seconds; the whole trace by default)
+    for the tasks whose comm matches `roles`, per operation of `operations` (the benchmark's
+    count in the window). CPU time becomes cycles at each CPU's traced frequency, or at
+    `fixed_khz` on a machine without cpufreq."""
+    patterns = {role: re.compile(p) for role, p in roles.items()}
+    start, end = window if window is not None else _span(trace)
+    span_s = max(end - start, 1e-12)
+    pid_role = _pid_roles(trace, patterns)
+    stats: dict[str, RoleStats] = defaultdict(RoleStats)
+    for role in pid_role.values():
+        stats[role].tasks += 1
+        stats[ALL].tasks += 1
+    freq_at = _frequency_lookup(trace, fixed_khz)
+
+    _runs_and_switches(trace, pid_role, stats, freq_at, start, end)
+    _wakeups(trace, pid_role, stats, start, end)
+    forks, execs = _process_rates(trace, start, end)
+    ops = max(operations, 1e-12)
+    out: dict[str, Any] = {
+        "window_s": span_s,
+        "operations": operations,
+        "forks_per_s": forks / span_s,
+        "execs_per_s": execs / span_s,
+        "roles": {},
+    }
+    for role in [*roles, ALL]:
+        s = stats[role]
+        woken = sum(s.contexts.values())
+        out["roles"][role] = {
+            "tasks": s.tasks,
+            "cpu_cycles_per_op": s.cpu_cycles / ops,
+            "switch_outs_per_op": sum(s.switch_outs.values()) / ops,
+            "preempted_per_op": s.switch_outs["R"] / ops,
+            "sleeps_s_per_op": s.switch_outs["S"] / ops,
+            "sleeps_d_per_op": s.switch_outs["D"] / ops,
+            "sleep_d_pct": _pct(s.switch_outs["D"], s.switch_outs["S"] + s.switch_outs["D"]),
+            "wakeups_per_op": s.wakeups / ops,
+            "run_us": _quantiles(s.runs_us),
+            "sleep_us": _quantiles(s.sleeps_us),
+            "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
+            "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
+        }
+    return out
+
+
+def _span(trace: Trace) -> tuple[float, float]:
+    times = [float(df["time_s"].min()) for df in (trace.switches, trace.wakeups) if len(df)]
+    ends = [float(df["time_s"].max()) for df in (trace.switches, trace.wakeups) if len(df)]
+    return (min(times), max(ends)) if times else (0.0, 0.0)
+
+
+def _pid_roles(trace: Trace, patterns: dict[str, re.Pattern[str]]) -> dict[int, str]:
+    """Each pid's role, by the last comm the trace gives it (a comm changes at exec)."""
+    comms: dict[int, str] = {}
+    sw = trace.switches
+    for pid, comm in zip(sw["prev_pid"], sw["prev_comm"]):
+        comms[int(pid)] = comm
+    for pid, comm in zip(sw["next_pid"], sw["next_comm"]):
+        comms.setdefault(int(pid), comm)
+    for pid, comm in zip(trace.wakeups["pid"], trace.wakeups["comm"]):
+        comms.setdefault(int(pid), comm)
+    out = {}
+    for pid, comm in comms.items():
+        role = role_of_comm(patterns, comm) if pid != 0 else None
+        if role is not None:
+            out[pid] = role
+    return out
+
+
+def _frequency_lookup(trace: Trace, fixed_khz: int | None) -> Any:
+    """A function (cpu, t) -> kHz from the trace's cpu_frequency events, else `fixed_khz`."""
+    freq = trace.frequency
+    if len(freq) == 0:
+        if fixed_khz is None:
+            raise ValueError(
+                "the trace has no cpu_frequency events: give the machine's fixed frequency"
+            )
+        return lambda cpu, t: fixed_khz
+    per_cpu: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for cpu, rows in freq.groupby("cpu"):
+        per_cpu[int(cpu)] = (rows["time_s"].to_numpy(float), rows["freq_khz"].to_numpy(float))
+
+    def at(cpu: int, t: float) -> float:
+        times, khz = per_cpu.get(cpu, (np.array([0.0]), np.array([fixed_khz or 0.0])))
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        return float(khz[max(i, 0)])
+
+    return at
+
+
+def _runs_and_switches(
+    trace: Trace,
+    pid_role: dict[int, str],
+    stats: dict[str, RoleStats],
+    freq_at: Any,
+    start: float,
+    end: float,
+) -> None:
+    """Run intervals (and their cycles) and switch-outs by state."""
+    running: dict[int, tuple[int, float]] = {}  # cpu -> (pid, since)
+    sw = trace.switches
+    for t, cpu, prev, state, nxt in zip(
+        sw["time_s"], sw["cpu"], sw["prev_pid"], sw["prev_state"], sw["next_pid"]
+    ):
+        t, cpu, prev, nxt = float(t), int(cpu), int(prev), int(nxt)
+        role = pid_role.get(prev)
+        if role is not None and start <= t <= end:
+            kind = _switch_kind(str(state))
+            if kind is not None:
+                for r in (role, ALL):
+                    stats[r].switch_outs[kind] += 1
+            began = running.get(cpu)
+            if began is not None and began[0] == prev:
+                run_s = t - began[1]
+                cycles = run_s * freq_at(cpu, began[1]) * 1e3
+                for r in (role, ALL):
+                    stats[r].cpu_cycles += cycles
+                    stats[r].runs_us.append(run_s * 1e6)
+        running[cpu] = (nxt, t)
+    # What was still running at the end counts as CPU time, not as a run.
+    for cpu, (pid, since) in running.items():
+        role = pid_role.get(pid)
+        if role is not None and since < end:
+            cycles = (end - max(since, start)) * freq_at(cpu, since) * 1e3
+            for r in (role, ALL):
+                stats[r].cpu_cycles += cycles
+
+
+def _switch_kind(state: str) -> str | None:
+    """S sleeping, D uninterruptible, R preempted (R+ too); other states (exit) are not
+    counted."""
+    if state.startswith("R"):
+        return "R"
+    if state.startswith("S"):
+        return "S"
+    if state.startswith("D"):
+        return "D"
+    return None
+
+
+def _wakeups(
+    trace: Trace,
+    pid_role: dict[int, str],
+    stats: dict[str, RoleStats],
+    start: float,
+    end: float,
+) -> None:
+    """Wake-ups: their count, where they came from, where they landed, and sleep lengths."""
+    # The sleep that each wake-up ends: the task's last switch-out asleep before it.
+    sleeps: dict[int, list[float]] = defaultdict(list)
+    sw = trace.switches
+    for t, prev, state in zip(sw["time_s"], sw["prev_pid"], sw["prev_state"]):
+        if int(prev) in pid_role and _switch_kind(str(state)) in ("S", "D"):
+            sleeps[int(prev)].append(float(t))
+    waking: dict[int, tuple[int, str]] = {}  # pid -> (waker CPU, context), the latest
+    wg = trace.wakings
+    wk = trace.wakeups
+    events = sorted(
+        [
+            (float(t), 0, int(p), int(c), ctx, wc)
+            for t, p, c, ctx, wc in zip(
+                wg["time_s"], wg["pid"], wg["cpu"], wg["context"], wg["waker_comm"]
+            )
+        ]
+        + [
+            (float(t), 1, int(p), int(c), "", "")
+            for t, p, c, new in zip(wk["time_s"], wk["pid"], wk["target_cpu"], wk["new"])
+            if not new
+        ],
+        key=lambda e: (e[0], e[1]),
+    )
+    cursor: dict[int, int] = defaultdict(int)
+    for t, is_wakeup, pid, cpu, ctx, waker_comm in events:
+        role = pid_role.get(pid)
+        if role is None:
+            continue
+        if not is_wakeup:
+            waking[pid] = (cpu, _context(ctx, waker_comm))
+            continue
+        if not (start <= t <= end):
+            continue
+        roles = (role, ALL)
+        for r in roles:
+            stats[r].wakeups += 1
+        origin = waking.pop(pid, None)
+        if origin is not None:
+            for r in roles:
+                stats[r].contexts[origin[1]] += 1
+                stats[r].placed += 1
+                stats[r].same_cpu += origin[0] == cpu
+        # The sleep this wake-up ends began at the last switch-out asleep before it.
+        times = sleeps.get(pid, [])
+        k = cursor[pid]
+        while k < len(times) and times[k] <= t:
+            k += 1
+        cursor[pid] = k
+        if k > 0 and times[k - 1] >= start:
+            for r in roles:
+                stats[r].sleeps_us.append((t - times[k - 1]) * 1e6)
+
+
+def _context(ctx: str, waker_comm: str) -> str:
+    """Where a wake-up came from: its interrupt context, else a kernel thread or a process."""
+    if ctx in ("softirq", "hardirq"):
+        return ctx
+    if ctx == "nmi":
+        return "hardirq"
+    return "kthread" if KERNEL_THREAD.search(waker_comm) else "process"
+
+
+def _process_rates(trace: Trace, start: float, end: float) -> tuple[int, int]:
+    pr = trace.processes
+    inside = pr[(pr["time_s"] >= start) & (pr["time_s"] <= end)]
+    return int((inside["event"] == "fork").sum()), int((inside["event"] == "exec").sum())
+
+
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p10": None, "p50": None, "p90": None, "n": 0}
+    q = np.percentile(np.asarray(values), [10, 50, 90])
+    return {"p10": float(q[0]), "p50": float(q[1]), "p90": float(q[2]), "n": len(values)}
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return 100.0 * part / whole if whole else None

@@ -1,0 +1,175 @@
+"""A benchmark model against a recording of the real benchmark: the model runs on the recording
+machine's preset, its own trace is rendered as ftrace text and read back by the same reader, and
+both traces go through the same statistics (`behaviour`). Each statistic then gets a verdict
+against its tolerance, or is only reported where the recording machine's noise rules it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour
+from dvfslab.recordings.manifest import Recording
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far the model may be from the recording: a relative one (`rel`, with `floor` the
+    size below which both values count as equal), or `points` for shares in percent. Neither:
+    reported, not judged."""
+
+    rel: float | None = None
+    floor: float = 0.0
+    points: float | None = None
+
+    def judge(self, recorded: float | None, modelled: float | None) -> str:
+        if self.rel is None and self.points is None:
+            return "reported"
+        if recorded is None or modelled is None:
+            return "n/a"
+        if self.points is not None:
+            return "ok" if abs(modelled - recorded) <= self.points else "off"
+        assert self.rel is not None
+        if max(abs(recorded), abs(modelled)) <= self.floor:
+            return "ok"
+        return "ok" if abs(modelled - recorded) <= self.rel * abs(recorded) else "off"
+
+    def text(self) -> str:
+        if self.points is not None:
+            return f"±{self.points:g} pt"
+        if self.rel is not None:
+            return f"±{self.rel * 100:g}%"
+        return "-"
+
+
+PER_OP_CPU = Tolerance(rel=0.20)
+PER_OP_COUNT = Tolerance(rel=0.25, floor=0.02)
+SHARE = Tolerance(points=10.0)
+MEDIAN = Tolerance(rel=0.30)
+REPORTED = Tolerance()
+
+STATISTICS: list[tuple[str, str, Tolerance]] = [
+    ("cpu_cycles_per_op", "CPU cycles per op", PER_OP_CPU),
+    ("switch_outs_per_op", "switch-outs per op", PER_OP_COUNT),
+    ("preempted_per_op", "  preempted per op", PER_OP_COUNT),
+    ("sleeps_s_per_op", "  sleeps in S per op", PER_OP_COUNT),
+    ("sleeps_d_per_op", "  sleeps in D per op", PER_OP_COUNT),
+    ("wakeups_per_op", "wake-ups per op", PER_OP_COUNT),
+    ("sleep_d_pct", "sleeps in D %", SHARE),
+    ("run_us.p10", "run p10 us", REPORTED),
+    ("run_us.p50", "run p50 us", MEDIAN),
+    ("run_us.p90", "run p90 us", REPORTED),
+    ("sleep_us.p10", "sleep p10 us", REPORTED),
+    ("sleep_us.p50", "sleep p50 us", MEDIAN),
+    ("sleep_us.p90", "sleep p90 us", REPORTED),
+    *[(f"wakeup_context_pct.{c}", f"woken from {c} %", SHARE) for c in CONTEXTS],
+    # Placement on a shared VM varies from run to run (the host moves vCPUs): reported only.
+    ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
+]
+"""(key in a role's statistics, label, tolerance), in the order tables show them."""
+
+WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
+    ("forks_per_s", "forks per s", REPORTED),
+    ("execs_per_s", "execs per s", REPORTED),
+]
+
+
+def recorded_behaviour(rec: Recording) -> dict[str, Any]:
+    """The recording's statistics, over its traced window."""
+    from dvfslab.platforms import describe_platform
+    from dvfslab.traces.read import parse_text
+
+    trace = parse_text(rec.trace_text(), str(rec.trace_path))
+    window = (rec.window_start_s, rec.window_start_s + rec.window_s)
+    return behaviour(
+        trace, rec.roles, rec.operations, _fixed_khz(describe_platform(rec.platform)), window
+    )
+
+
+def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The model's statistics over its measured stretch, on the recording machine's preset
+    under `performance`; and the run's result summary."""
+    import dvfslab
+    from dvfslab.platforms import describe_platform
+    from dvfslab.traces.ftrace import render
+    from dvfslab.traces.read import parse_text
+
+    warmup_ms = round(rec.model_warmup_s * 1000)
+    sep = "," if ":" in rec.workload else ":"
+    workload = f"{rec.workload}{sep}warmup_ms={warmup_ms}"
+    end_s = rec.model_warmup_s + rec.model_duration_s
+    result = dvfslab.simulate(
+        rec.platform, "performance", workload, duration_s=end_s, seed=seed, timeline=True
+    )
+    summary = result.to_dict()
+    ops = summary.get("operations")
+    if ops is None:
+        raise ValueError(f"{rec.workload}: the model counts no operations to compare per op")
+    trace = parse_text(render(result), f"model of {rec.name}")
+    stats = behaviour(
+        trace,
+        rec.roles,
+        float(ops["count"]),
+        _fixed_khz(describe_platform(rec.platform)),
+        (rec.model_warmup_s, end_s),
+    )
+    return stats, summary
+
+
+def _fixed_khz(platform: dict[str, Any]) -> int | None:
+    """The frequency of a preset with one P-state (a machine without cpufreq), else None."""
+    khz = {f for p in platform["policies"] for f in p.get("frequencies_khz", [])}
+    return khz.pop() if len(khz) == 1 else None
+
+
+def compare(recorded: dict[str, Any], modelled: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per statistic and role: both values, the tolerance and the verdict."""
+    rows = []
+    for role in recorded["roles"]:
+        r, m = recorded["roles"][role], modelled["roles"][role]
+        for key, label, tol in STATISTICS:
+            a, b = _get(r, key), _get(m, key)
+            rows.append(_row(role, key, label, a, b, tol))
+    for key, label, tol in WHOLE_RUN:
+        rows.append(_row(ALL, key, label, recorded[key], modelled[key], tol))
+    return rows
+
+
+def _row(role: str, key: str, label: str, a: Any, b: Any, tol: Tolerance) -> dict[str, Any]:
+    return {
+        "role": role,
+        "statistic": key,
+        "label": label,
+        "recorded": a,
+        "model": b,
+        "tolerance": tol.text(),
+        "verdict": tol.judge(a, b),
+    }
+
+
+def _get(stats: dict[str, Any], key: str) -> float | None:
+    value: Any = stats
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return None if value is None else float(value)
+
+
+def check(rec: Recording, seed: int = 0) -> dict[str, Any]:
+    """The recording against its model: both sides' statistics and the verdicts."""
+    recorded = recorded_behaviour(rec)
+    modelled, summary = modelled_behaviour(rec, seed)
+    rows = compare(recorded, modelled)
+    judged = [row for row in rows if row["verdict"] in ("ok", "off")]
+    return {
+        "recording": rec.name,
+        "workload": rec.workload,
+        "platform": rec.platform,
+        "operations_unit": rec.operations_unit,
+        "recorded": recorded,
+        "model": modelled,
+        "model_metric": summary["metric"],
+        "rows": rows,
+        "within": sum(row["verdict"] == "ok" for row in judged),
+        "judged": len(judged),
+    }

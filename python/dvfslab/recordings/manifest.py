@@ -1,0 +1,124 @@
+"""A recording and what is known about it: NAME.toml beside NAME.txt.xz (or NAME.txt), as
+`scripts/record-benchmarks` writes them. The shipped ones are in `dvfslab/data/recordings/`.
+
+    name = "tbench-2"
+    command = "tbench -t 8 2 127.0.0.1"
+    workload = "tbench:clients=2"        # the model to check against it
+    platform = "kvm-guest-2cpu"          # the preset of the machine it was recorded on
+    kernel = "6.18.44"
+    machine = "Intel(R) Xeon(R) Processor, 2 CPUs"
+    window_start_s = 1877.59             # the traced window, in the trace's clock
+    window_s = 0.1
+    operations = 15835.0                 # the benchmark's own operations in the window
+    operations_unit = "loadfile operations"
+    model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
+    model_duration_s = 0.3
+
+    [roles]                              # role -> a pattern on the comm of its tasks
+    client = "^tbench$"
+    server = "^tbench_srv$"
+"""
+
+from __future__ import annotations
+
+import lzma
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dvfslab._core import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "recordings"
+DEFAULT_PLATFORM = "kvm-guest-2cpu"
+
+
+@dataclass(frozen=True)
+class Recording:
+    name: str
+    trace_path: Path
+    command: str
+    workload: str
+    platform: str
+    kernel: str
+    machine: str
+    window_start_s: float
+    window_s: float
+    operations: float
+    operations_unit: str
+    roles: dict[str, str]
+    model_warmup_s: float
+    model_duration_s: float
+
+    def trace_text(self) -> str:
+        """The recording's ftrace text (decompressed)."""
+        data = self.trace_path.read_bytes()
+        if self.trace_path.suffix == ".xz":
+            data = lzma.decompress(data)
+        return data.decode()
+
+
+def shipped_recordings() -> list[str]:
+    """The names of the recordings that come with dvfslab."""
+    return sorted(p.stem for p in SHIPPED.glob("*.toml"))
+
+
+def load_recording(ref: str | os.PathLike[str]) -> Recording:
+    """A shipped recording by name, or a recording's NAME.toml by path."""
+    path = Path(ref)
+    if path.suffix != ".toml":
+        path = SHIPPED / f"{ref}.toml"
+        if not path.exists():
+            raise ConfigError(
+                f"no recording {str(ref)!r}: the shipped ones are "
+                f"{', '.join(shipped_recordings())}; or give a NAME.toml"
+            )
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not TOML: {e}") from None
+    trace = next(
+        (t for t in (path.with_suffix(".txt.xz"), path.with_suffix(".txt")) if t.exists()), None
+    )
+    if trace is None:
+        raise ConfigError(f"{path}: its trace {path.with_suffix('.txt.xz').name} is missing")
+
+    def get(key: str, kind: type, default: object = None) -> object:
+        value = data.get(key, default)
+        if value is None or not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(f"{path}: {key}: expected a {kind.__name__}, got {value!r}")
+        return value
+
+    roles = data.get("roles")
+    if (
+        not isinstance(roles, dict)
+        or not roles
+        or not all(isinstance(v, str) for v in roles.values())
+    ):
+        raise ConfigError(f'{path}: [roles]: expected role = "comm pattern" lines')
+    window_s = float(get("window_s", (int, float)))  # type: ignore[arg-type]
+    return Recording(
+        name=str(get("name", str, path.stem)),
+        trace_path=trace,
+        command=str(get("command", str, "")),
+        workload=str(get("workload", str)),
+        platform=str(get("platform", str, DEFAULT_PLATFORM)),
+        kernel=str(get("kernel", str, "")),
+        machine=str(get("machine", str, "")),
+        window_start_s=float(get("window_start_s", (int, float))),  # type: ignore[arg-type]
+        window_s=window_s,
+        operations=float(get("operations", (int, float))),  # type: ignore[arg-type]
+        operations_unit=str(get("operations_unit", str, "operations")),
+        roles=dict(roles),
+        model_warmup_s=float(get("model_warmup_s", (int, float), 0.2)),  # type: ignore[arg-type]
+        model_duration_s=float(
+            get("model_duration_s", (int, float), max(window_s, 0.2))  # type: ignore[arg-type]
+        ),
+    )

@@ -1,0 +1,194 @@
+"""Recordings of real benchmarks and the model check (docs/recording.md): the statistics on a
+worked example, the model's trace saying who woke whom, the shipped recordings, and
+`dvfslab record` on this machine when it can trace."""
+# ruff: noqa: E501 (the worked example holds trace lines as the kernel prints them)
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dvfslab
+from dvfslab._core import ConfigError
+from dvfslab.record import RecordError, record
+from dvfslab.recordings import load_recording, shipped_recordings
+from dvfslab.recordings.behaviour import behaviour
+from dvfslab.recordings.check import Tolerance, check
+from dvfslab.traces.ftrace import render
+from dvfslab.traces.read import parse_text
+
+# Two tasks on two CPUs: `cli` sends (a softirq on CPU 0 wakes `srv` on CPU 1), sleeps; `srv`
+# runs 20 us, replies from its own softirq on CPU 1, which wakes `cli` on CPU 0 (not the
+# waker's CPU); then `cli` is preempted once by a kworker that a timer woke. Two operations.
+WORKED = """\
+cpus=2
+            cli-10    [000] d.s2.   1.000000: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d.s2.   1.000001: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d..2.   1.000010: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+         <idle>-0     [001] d..2.   1.000002: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d.s2.   1.000020: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+            srv-20    [001] d.s2.   1.000021: sched_wakeup: comm=cli pid=10 prio=120 target_cpu=000
+            srv-20    [001] d..2.   1.000022: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [000] d..2.   1.000030: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cli next_pid=10 next_prio=120
+         <idle>-0     [000] d.h2.   1.000035: sched_waking: comm=kworker/0:1 pid=5 prio=120 target_cpu=000
+            cli-10    [000] d..2.   1.000040: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=kworker/0:1 next_pid=5 next_prio=120
+    kworker/0:1-5     [000] d..2.   1.000045: sched_switch: prev_comm=kworker/0:1 prev_pid=5 prev_prio=120 prev_state=I ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [000] d..2.   1.000100: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+"""
+ROLES = {"client": "^cli$", "server": "^srv$"}
+
+
+def worked_stats() -> dict:
+    trace = parse_text(WORKED, "worked")
+    return behaviour(trace, ROLES, operations=2.0, fixed_khz=1_000_000, window=(1.0, 1.0001))
+
+
+def test_the_reader_keeps_the_waking_context_from_the_flags_column() -> None:
+    trace = parse_text(WORKED, "worked")
+    assert list(trace.wakings["context"]) == ["softirq", "softirq", "hardirq"]
+    assert list(trace.wakings["waker_comm"]) == ["cli", "srv", "<idle>"]
+    without_flags = "cpus=1\n  a-1 [000] 1.0: sched_waking: comm=b pid=2 prio=120 target_cpu=000\n"
+    assert list(parse_text(without_flags, "plain").wakings["context"]) == ["unknown"]
+
+
+def test_statistics_of_a_worked_example() -> None:
+    s = worked_stats()
+    cli, srv = s["roles"]["client"], s["roles"]["server"]
+    # cli ran 1.000030-1.000040 and 1.000045-1.000100 (its first run began before the window's
+    # first switch of it, so only its end counts as CPU time: 1.000000-1.000010 is cut).
+    assert cli["run_us"]["n"] == 2
+    assert cli["run_us"]["p50"] == pytest.approx(32.5)
+    # CPU time at 1 GHz: cli's two whole runs (10 + 55 us) -> 65,000 cycles over 2 ops.
+    assert cli["cpu_cycles_per_op"] == pytest.approx(65_000 / 2, rel=1e-6)
+    assert cli["preempted_per_op"] == pytest.approx(0.5)
+    assert cli["sleeps_s_per_op"] == pytest.approx(1.0)
+    assert srv["sleeps_d_per_op"] == pytest.approx(0.5)
+    assert srv["sleep_d_pct"] == 100.0
+    # Both wake-ups of the benchmark came from softirqs; cli's landed off the waker's CPU.
+    assert s["roles"]["all"]["wakeup_context_pct"]["softirq"] == 100.0
+    assert cli["same_cpu_wakeup_pct"] == 0.0
+    assert srv["same_cpu_wakeup_pct"] == 0.0
+    # cli slept from 1.000010 to its wake-up at 1.000021.
+    assert cli["sleep_us"]["p50"] == pytest.approx(11.0)
+
+
+def test_a_tolerance_judges_relative_and_share_differences() -> None:
+    rel = Tolerance(rel=0.2, floor=0.02)
+    assert rel.judge(100.0, 119.0) == "ok"
+    assert rel.judge(100.0, 121.0) == "off"
+    assert rel.judge(0.01, 0.0) == "ok"  # both below the floor
+    assert rel.judge(None, 1.0) == "n/a"
+    assert Tolerance(points=10).judge(50.0, 61.0) == "off"
+    assert Tolerance().judge(1.0, 100.0) == "reported"
+
+
+def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:
+    # dbench's clients wait on the disk in D and are woken by the completion's softirq;
+    # hackbench forks its workers; tbench's sides wake each other from their syscalls.
+    dbench = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance", "dbench4:clients=2", 0.05, timeline=True
+    )
+    trace = parse_text(render(dbench), "dbench")
+    assert "D" in set(trace.switches["prev_state"])
+    assert "softirq" in set(trace.wakings["context"])
+    hackbench = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance", "hackbench:loops=5", 0.05, timeline=True
+    )
+    trace = parse_text(render(hackbench), "hackbench")
+    forks = trace.processes[trace.processes["event"] == "fork"]
+    assert len(forks) == 40  # 20 senders and 20 receivers
+    assert hackbench.to_dict()["operations"] == {"count": 20 * 20 * 5, "unit": "messages"}
+    tbench = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance", "tbench:clients=1", 0.01, timeline=True
+    )
+    trace = parse_text(render(tbench), "tbench")
+    assert len(trace.wakings) > 0
+    assert set(trace.wakings["waker_comm"]) <= {"tbench-0", "tbench_srv-0"}
+
+
+@pytest.mark.parametrize("name", shipped_recordings())
+def test_every_shipped_recording_loads_with_its_operations(name: str) -> None:
+    rec = load_recording(name)
+    assert rec.operations > 0
+    assert rec.window_s > 0
+    trace = parse_text(rec.trace_text(), name)
+    assert len(trace.switches) > 100
+    first, last = trace.switches["time_s"].min(), trace.switches["time_s"].max()
+    assert first >= rec.window_start_s - 1e-6
+    assert last <= rec.window_start_s + rec.window_s + 0.01
+
+
+def test_model_check_on_a_recording() -> None:
+    report = check(load_recording("tbench-2"))
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
+    # What the recording shows (issue: the loopback receive softirq wakes every side).
+    assert rows[("all", "wakeup_context_pct.softirq")]["recorded"] > 90
+    assert rows[("client", "preempted_per_op")]["recorded"] > 0.2
+    # Both sides were computed and judged.
+    assert rows[("all", "cpu_cycles_per_op")]["model"] > 0
+    assert report["judged"] > 20
+    assert 0 <= report["within"] <= report["judged"]
+
+
+def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "hackbench-pipe", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"recording": "hackbench-pipe"' in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "no-such-recording"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no recording 'no-such-recording'" in done.stderr
+
+
+def test_record_refuses_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match="needs a command"):
+        record([], tmp_path / "t.txt")
+    with pytest.raises(RecordError, match="--window"):
+        record(["true"], tmp_path / "t.txt", window=(1.0, 0.0))
+    with pytest.raises(RecordError, match="does not exist"):
+        record(["true"], tmp_path / "missing" / "t.txt")
+    with pytest.raises(RecordError, match="GROUP/NAME"):
+        record(["true"], tmp_path / "t.txt", events=["sched_switch"])
+    with pytest.raises(ConfigError, match="no recording"):
+        load_recording("nothing-like-this")
+
+
+def can_trace() -> bool:
+    return os.geteuid() == 0 and any(
+        Path(p, "instances").is_dir() or Path(p).parent.is_dir()
+        for p in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+    )
+
+
+@pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
+def test_record_true_on_this_machine(tmp_path: Path) -> None:
+    out = tmp_path / "true.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "record", "-o", str(out), "--", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
+        pytest.skip(done.stderr)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert text.startswith("# dvfslab record: true\n")
+    trace = parse_text(text, str(out))
+    execs = trace.processes[trace.processes["event"] == "exec"]
+    assert "true" in set(execs["comm"])
+    leftovers = list(Path("/sys/kernel/tracing/instances").glob("dvfslab-*"))
+    assert leftovers == []
