@@ -26,6 +26,7 @@ PRESET_IDS = (
     "i7-2600k",
     "juno-r0",
     "juno-r2",
+    "kvm-guest-2cpu",
     "pixel6",
     "power8-powernv",
     "skylake-e3-1240v5",

@@ -38,6 +38,12 @@ def register(commands: Any) -> None:
         help="a shipped recording's name or a NAME.toml (default: every shipped recording)",
     )
     check.add_argument("--seed", type=int, default=0, help="the model run's seed (default 0)")
+    check.add_argument(
+        "--markdown",
+        action="store_true",
+        help="one summary row per recording, all the benchmark's tasks, as a Markdown table "
+        "(the table in docs/recording.md)",
+    )
     add_json_flag(check)
 
 
@@ -63,7 +69,10 @@ def cmd_model_check(args: argparse.Namespace) -> int:
     names = args.recordings or shipped_recordings()
     reports = [check(load_recording(name), seed=args.seed) for name in names]
     if args.json:
-        print_json(reports if args.recordings != [names[0]] or len(names) > 1 else reports[0])
+        print_json(reports[0] if len(args.recordings) == 1 else reports)
+        return 0
+    if args.markdown:
+        print(markdown_summary(reports))
         return 0
     for report in reports:
         _print_report(report)
@@ -95,6 +104,36 @@ def _print_report(report: dict[str, Any]) -> None:
         rows,
         right={"recorded", "model"},
     )
+
+
+SUMMARY = (
+    ("cpu_cycles_per_op", "CPU cycles/op"),
+    ("switch_outs_per_op", "switch-outs/op"),
+    ("preempted_per_op", "preempted/op"),
+    ("wakeups_per_op", "wake-ups/op"),
+    ("sleep_d_pct", "sleeps in D %"),
+)
+
+
+def markdown_summary(reports: list[dict[str, Any]]) -> str:
+    """Per recording, the whole benchmark's main statistics, recorded → model."""
+    head = ["recording", "within tolerance", *(label for _, label in SUMMARY), "woken mostly from"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for report in reports:
+        r, m = report["recorded"]["roles"]["all"], report["model"]["roles"]["all"]
+        cells = [report["recording"], f"{report['within']} of {report['judged']}"]
+        cells += [f"{_fmt(r[key])} → {_fmt(m[key])}" for key, _ in SUMMARY]
+        cells.append(f"{_top_context(r)} → {_top_context(m)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _top_context(stats: dict[str, Any]) -> str:
+    shares = {k: v for k, v in stats["wakeup_context_pct"].items() if v is not None}
+    if not shares:
+        return "-"
+    name, pct = max(shares.items(), key=lambda kv: kv[1])
+    return f"{name} {pct:.0f}%"
 
 
 def _fmt(value: float | None) -> str:

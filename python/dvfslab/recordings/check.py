@@ -6,6 +6,7 @@ against its tolerance, or is only reported where the recording machine's noise r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +90,7 @@ def recorded_behaviour(rec: Recording) -> dict[str, Any]:
 
 def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
     """The model's statistics over its measured stretch, on the recording machine's preset
-    under `performance`; and the run's result summary."""
+    under `performance` at the recording's kernel version; and the run's result summary."""
     import dvfslab
     from dvfslab.platforms import describe_platform
     from dvfslab.traces.ftrace import render
@@ -100,7 +101,7 @@ def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], d
     workload = f"{rec.workload}{sep}warmup_ms={warmup_ms}"
     end_s = rec.model_warmup_s + rec.model_duration_s
     result = dvfslab.simulate(
-        rec.platform, "performance", workload, duration_s=end_s, seed=seed, timeline=True
+        rec.platform, model_governor(rec), workload, duration_s=end_s, seed=seed, timeline=True
     )
     summary = result.to_dict()
     ops = summary.get("operations")
@@ -115,6 +116,14 @@ def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], d
         (rec.model_warmup_s, end_s),
     )
     return stats, summary
+
+
+def model_governor(rec: Recording) -> str:
+    """`performance` at the recording's kernel version (its major.minor), so that the
+    scheduler's version-dependent rules are the recorded kernel's; the simulator refuses a
+    version it does not model."""
+    m = re.match(r"(\d+)\.(\d+)", rec.kernel)
+    return f"performance:kernel={m.group(1)}.{m.group(2)}" if m else "performance"
 
 
 def _fixed_khz(platform: dict[str, Any]) -> int | None:
