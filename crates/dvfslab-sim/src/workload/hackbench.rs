@@ -4,13 +4,10 @@
 //! The parent forks (or creates threads for) each group's receivers, then its senders; each
 //! worker reports ready and waits for the parent's GO, which wakes all 40·G at once. Every
 //! sender then writes `loops` × 20 messages, one to each receiver of its group in turn, and
-//! every receiver reads 20 · `loops`; each write wakes a sleeping reader (sync wake-up), and a
-//! sender blocks while the pipe or socket buffer is full. The parent reaps all workers.
-//!
-//! Model simplification: the 20 pipes of a group are one channel with 20 times the capacity,
-//! read by whichever receiver has waited longest; each receiver still reads exactly
-//! 20 · `loops` messages. (Programs name channels by absolute id, so per-receiver pipes would
-//! need a copy of the unrolled program per receiver.)
+//! every receiver reads 20 · `loops` from its own pipe or socket, which all its group's senders
+//! write to; each write wakes the reader if it sleeps (sync wake-up), and a sender blocks while
+//! that reader's pipe or socket is full. A reader whose buffer holds messages reads on without
+//! sleeping. The parent reaps all workers.
 //!
 //! Metric, as perf reports it: "Total time" in seconds from GO to the last worker reaped
 //! (lower is better). If the run ends first, the value is the run's length.
@@ -73,9 +70,17 @@ impl Hackbench {
     fn workers(&self) -> u32 {
         2 * FDS * self.groups
     }
-    /// Data and free-space channels of group `g`.
-    fn channels(g: u32) -> (u32, u32) {
-        (2 + 2 * g, 3 + 2 * g)
+    /// Data and free-space channels of receiver `r` of group `g`: its pipe or socket.
+    fn channels(g: u32, r: u32) -> (u32, u32) {
+        let fd = g * FDS + r;
+        (2 + 2 * fd, 3 + 2 * fd)
+    }
+    /// Index of group `g`'s senders' program in [`Workload::programs`]; its receivers' follow.
+    fn sender_program(g: u32) -> u32 {
+        g * (FDS + 1)
+    }
+    fn receiver_program(g: u32, r: u32) -> u32 {
+        Self::sender_program(g) + 1 + r
     }
     fn write_cycles(&self) -> f64 {
         if self.pipes {
@@ -121,20 +126,23 @@ impl Hackbench {
         [Op::Post { ch: READY, sync: false }, Op::Barrier { id: GO, n: self.workers() + 1 }]
     }
 
-    /// Each sender writes `FDS · loops` messages, one counted loop (`Op::Repeat`) rather than
-    /// that many copies of the same three operations.
+    /// Each sender writes to every receiver of its group in turn, `loops` times: one counted
+    /// loop (`Op::Repeat`) over the 20 writes.
     fn sender(&self, g: u32) -> Rc<[Op]> {
-        let (data, space) = Self::channels(g);
         let mut p = Vec::from(self.start_ops());
         let each = p.len();
-        p.extend([Op::Wait { ch: space }, run(self.write_cycles()), Op::Post { ch: data, sync: true }]);
-        p.push(Op::Repeat { to: each, times: FDS * self.loops });
+        for r in 0..FDS {
+            let (data, space) = Self::channels(g, r);
+            p.extend([Op::Wait { ch: space }, run(self.write_cycles()), Op::Post { ch: data, sync: true }]);
+        }
+        p.push(Op::Repeat { to: each, times: self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
 
-    fn receiver(&self, g: u32) -> Rc<[Op]> {
-        let (data, space) = Self::channels(g);
+    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages.
+    fn receiver(&self, g: u32, r: u32) -> Rc<[Op]> {
+        let (data, space) = Self::channels(g, r);
         let mut p = Vec::from(self.start_ops());
         let each = p.len();
         p.extend([
@@ -151,17 +159,17 @@ impl Hackbench {
     fn parent(&self) -> Rc<[Op]> {
         let mut p = Vec::new();
         for g in 0..self.groups {
-            let (_, space) = Self::channels(g);
             // Receivers first, each with an empty pipe or socket: its buffer's space is free.
-            for _ in 0..FDS {
+            for r in 0..FDS {
+                let (_, space) = Self::channels(g, r);
                 p.push(run(self.spawn_cycles()));
-                p.push(Op::Spawn { program: 2 * g + 1, count: 1 });
+                p.push(Op::Spawn { program: Self::receiver_program(g, r), count: 1 });
                 p.push(Op::Post { ch: space, sync: false });
                 p.push(Op::Repeat { to: p.len() - 1, times: self.capacity_msgs() });
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
-                p.push(Op::Spawn { program: 2 * g, count: 1 });
+                p.push(Op::Spawn { program: Self::sender_program(g), count: 1 });
             }
         }
         for _ in 0..self.workers() {
@@ -182,9 +190,11 @@ impl Workload for Hackbench {
         vec![TaskSpec::new("hackbench", self.parent())]
     }
 
-    /// Programs 2g and 2g+1: group g's senders and receivers.
+    /// Per group, its senders' program, then each of its receivers' ([`Hackbench::sender_program`]).
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        (0..self.groups).flat_map(|g| [self.sender(g), self.receiver(g)]).collect()
+        (0..self.groups)
+            .flat_map(|g| std::iter::once(self.sender(g)).chain((0..FDS).map(move |r| self.receiver(g, r))))
+            .collect()
     }
 
     /// A time-out: the run ends when every worker has exited.
