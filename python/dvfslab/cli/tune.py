@@ -65,7 +65,8 @@ def register(commands: Any) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="local worker processes; N trials run at once (default: one trial at a time)",
+        help="local worker processes (default: every CPU, one trial at a time); given, N "
+        "trials run at once",
     )
     p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster")
     p.add_argument(
