@@ -233,6 +233,13 @@ def test_parallel_trials_give_the_sequential_search(tmp_path):
     sequential = search(tmp_path / "one", "--trials", "4")
     parallel = search(tmp_path / "two", "--trials", "4", "--jobs", "2")
     assert parallel["trials"] == sequential["trials"]
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'two' / 'study.db'}"
+    t = optuna.load_study(study_name="dvfslab-tune", storage=storage).trials
+    # Two trials at a time: the second started before the first finished.
+    assert t[1].datetime_start < t[0].datetime_complete
+    assert t[3].datetime_start < t[2].datetime_complete
 
 
 @pytest.mark.parametrize("sampler", ["nsga2", "random"])
