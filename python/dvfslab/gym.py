@@ -202,15 +202,16 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
             "opp": np.asarray(now["opp"], dtype=np.int64),
             "power_w": np.asarray(power, dtype=np.float32),
         }
-        responses = list(now.get("responses_s", []))
+        responses = now.get("responses_s", [])
+        total = float(sum(responses))
         deadline = self._deadline_s
         info = {
             "energy_j": now["energy_j"] - before["energy_j"],
             "lost_s": lost,
             "time_s": now["time_s"],
             "responses": len(responses),
-            "response_sum_s": float(sum(responses)),
-            "response_mean_s": float(np.mean(responses)) if responses else 0.0,
+            "response_sum_s": total,
+            "response_mean_s": total / len(responses) if responses else 0.0,
             "response_max_s": max(responses, default=0.0),
             "misses": sum(r > deadline for r in responses) if deadline is not None else 0,
         }

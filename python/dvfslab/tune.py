@@ -23,7 +23,8 @@ Each trial's proposal comes from a sampler seeded with (seed, trial number), so 
 search proposes what the uninterrupted one would have, never its first values again.
 
 No pruning: a run's benchmark metric is known only when the run ends (the simulator reports no
-intermediate metric), and Optuna's pruners (`Trial.report`) take single-objective studies only.
+intermediate metric), Optuna's pruners (`Trial.report`) take single-objective studies only, and
+a trial's iterations run side by side, the least favourable deciding (docs/research.md).
 """
 
 from __future__ import annotations
