@@ -10,6 +10,7 @@ import pytest
 import dvfslab
 from dvfslab import ConfigError, SimulationError
 
+WORKLOAD = "periodic:threads=4"
 PIXEL6_LITTLE = [
     300000,
     574000,
@@ -79,8 +80,10 @@ def test_the_scheduler_trigger_follows_utilisation_within_its_rate_limit():
     assert (
         busy.df_cpus_summary()["avg_freq_khz"].min() > idle.df_cpus_summary()["avg_freq_khz"].max()
     )
-    times = busy.df_decisions().groupby("policy")["time_s"].apply(lambda t: t.diff().min())
-    assert (times.dropna() >= 0.005 - 1e-9).all()  # never two requests within rate_limit_us
+    d = busy.df_decisions()
+    changes = d[d.groupby("policy")["resolved_khz"].diff() != 0]
+    times = changes.groupby("policy")["time_s"].apply(lambda t: t.diff().min())
+    assert (times.dropna() >= 0.005 - 1e-9).all()  # never two changes within rate_limit_us
 
 
 def test_each_policy_gets_its_own_copy_and_the_same_seed_the_same_result():
@@ -121,7 +124,15 @@ def test_an_exception_in_user_code_stops_the_run_with_its_time_and_traceback():
 
     with pytest.raises(SimulationError) as e:
         dvfslab.simulate("pixel6", Wrong(), "periodic:threads=4", duration_s=1)
-    assert "frequency in kHz (int) or None, got 'fast'" in str(e.value.__cause__)
+    assert "frequency in kHz (a number) or None, got 'fast'" in str(e.value.__cause__)
+
+    class NotANumber(dvfslab.Governor):
+        def update(self, policy):
+            return float("nan")
+
+    with pytest.raises(SimulationError) as e:
+        dvfslab.simulate("pixel6", NotANumber(), "periodic:threads=4", duration_s=1)
+    assert "expected a positive frequency" in str(e.value.__cause__)
 
 
 def test_a_spec_names_the_class_its_tunables_and_the_system_keys(tmp_path, monkeypatch):
@@ -196,3 +207,80 @@ def test_the_digest_of_a_governor_reads_its_module_without_running_it(tmp_path, 
     assert not marker.exists()
     with pytest.raises(ConfigError, match="no source file for nosuchmodule"):
         source_digest("python:nosuchmodule:G")
+
+
+class Counting(dvfslab.Governor):
+    """The same frequency at every call, counting the calls (in a list shared by the copies)."""
+
+    trigger = "scheduler"
+    rate_limit_us = 5000
+    calls: list = []  # noqa: RUF012 (shared by the per-policy copies on purpose)
+
+    def update(self, policy):
+        self.calls.append((policy.cpus[0], policy.now_s))
+        return policy.table_khz[2]
+
+
+def test_the_rate_limit_counts_from_the_last_change_of_frequency_as_schedutils():
+    calls = Counting.calls  # a class attribute: not copied with each policy's instance
+    calls.clear()
+    dvfslab.simulate("pixel6", Counting(), "cpu-bound:threads=8", duration_s=0.2)
+    # The frequency never changes after the first request: every utilisation change (each
+    # 4-ms tick here) calls update, where counting from the last call would wait 5 ms.
+    for policy in (0, 4, 6):
+        times = [t for p, t in calls if p == policy]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        assert min(gaps) < 0.005
+        assert len(times) > 0.2 / 0.005 + 1
+
+
+def test_a_float_or_out_of_table_frequency_resolves_to_the_table_as_cpufreq_does():
+    class Floats(dvfslab.Governor):
+        def update(self, policy):
+            if policy.now_s < 0.1:
+                return policy.table_khz[1] + 0.5  # between entries: the next one up
+            return float(policy.table_khz[3])
+
+    r = dvfslab.simulate("pixel6", Floats(), "cpu-bound:threads=8", duration_s=0.2, explain=True)
+    d = r.df_decisions()
+    little = d[d["policy"] == 0]
+    assert list(little["resolved_khz"].unique()) == [PIXEL6_LITTLE[2], PIXEL6_LITTLE[3]]
+
+    class Hertz(dvfslab.Governor):
+        def update(self, policy):
+            return 10**9  # Hz by mistake
+
+    with pytest.warns(RuntimeWarning, match="above the hardware's highest frequency") as said:
+        r = dvfslab.simulate("pixel6", Hertz(), "cpu-bound:threads=8", duration_s=0.2, explain=True)
+    assert len([w for w in said if "highest" in str(w.message)]) == 1  # once a run
+    d = r.df_decisions()
+    assert (d["resolved_khz"] == d["max_khz"]).all()  # clamped to the policy's maximum
+
+
+def test_a_governor_object_takes_tunables_and_system_keys(tmp_path):
+    module = tmp_path / "objs.py"
+    module.write_text(
+        "import dvfslab\n"
+        "class Fixed(dvfslab.Governor):\n"
+        "    index = 1\n"
+        "    def update(self, policy):\n"
+        "        return policy.table_khz[self.index]\n"
+    )
+    by_spec = dvfslab.simulate(
+        "pixel6", f"python:{module}:Fixed,index=2,kernel=5.10,hz=1000", WORKLOAD, duration_s=0.2
+    )
+    gov = Fixed(index=2, kernel="5.10", hz=1000)
+    by_object = dvfslab.simulate("pixel6", gov, WORKLOAD, duration_s=0.2)
+    assert by_object.energy_j == by_spec.energy_j
+    assert by_object.energy_j != dvfslab.simulate("pixel6", Fixed(index=2), WORKLOAD, 0.2).energy_j
+    with pytest.raises(ConfigError, match="speed: not a tunable of Fixed"):
+        Fixed(speed=3)
+
+
+def test_eas_is_off_under_a_python_governor_as_in_linux_and_eas_1_warns():
+    with pytest.warns(RuntimeWarning, match="eas=1: EAS is off under a Python governor"):
+        on = dvfslab.simulate("pixel6", Fixed(eas=1), WORKLOAD, duration_s=0.2)
+    with pytest.warns(RuntimeWarning, match="schedutil:eas=0"):
+        dvfslab.simulate("pixel6", f"python:{Path(__file__)}:Fixed,eas=1", WORKLOAD, 0.2)
+    off = dvfslab.simulate("pixel6", Fixed(eas=0), WORKLOAD, duration_s=0.2)
+    assert on.energy_j == off.energy_j  # the same placement: EAS off in both

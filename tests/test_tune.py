@@ -9,7 +9,7 @@ import pytest
 
 from dvfslab import ConfigError
 from dvfslab.cli.main import main
-from dvfslab.tune import Param, parse_param, scores, trial_spec
+from dvfslab.tune import Categorical, Param, TrialFailed, parse_param, scores, trial_spec
 
 SEARCH = [
     "tune",
@@ -128,11 +128,11 @@ def test_a_killed_search_resumes_with_the_runs_it_finished(tmp_path, monkeypatch
     real = tune_module._Evaluator.__call__
     calls = []
 
-    def dies_in_the_second_trial(self, spec, progress):
-        calls.append(spec)
+    def dies_in_the_second_trial(self, specs):
+        calls.append(specs)
         if len(calls) == 2:
             raise KeyboardInterrupt  # the search is killed mid-trial
-        return real(self, spec, progress)
+        return real(self, specs)
 
     monkeypatch.setattr(tune_module._Evaluator, "__call__", dies_in_the_second_trial)
     assert main([*SEARCH, "--trials", "3", "--out", str(out)]) != 0  # interrupted
@@ -146,3 +146,126 @@ def test_a_killed_search_resumes_with_the_runs_it_finished(tmp_path, monkeypatch
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(complete) == 3
     assert complete[0].number == 0  # the trial finished before the kill is kept, not rerun
+    states = {t.number: t.state for t in study.trials}
+    assert states[1] == optuna.trial.TrialState.FAIL  # the one killed, not RUNNING forever
+    assert optuna.trial.TrialState.RUNNING not in states.values()
+
+
+FAST = [*SEARCH[: SEARCH.index("--iterations")], "--nominal", "--duration", "0.2", "--quiet"]
+FAST[FAST.index("periodic:threads=4")] = "periodic:threads=2"
+
+
+def search(out, *extra):
+    """A fast search's --json summary."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*FAST, "--iterations", "1", "--out", str(out), "--json", *extra]) == 0
+    return json.loads(printed.getvalue())
+
+
+def test_a_zero_metric_is_a_failed_trial_not_a_crash():
+    import pandas as pd
+
+    rows = [("default", 1, 100.0, 10.0, 2.0), ("trial", 1, 0.0, 10.0, 2.0)]
+    df = pd.DataFrame(
+        rows, columns=["config", "iteration", "metric_value", "energy_j", "avg_package_w"]
+    )
+    df["benchmark"], df["param"], df["better"] = "b", "", "higher"
+    with pytest.raises(TrialFailed, match=r"metric_value = 0\.0 for the trial"):
+        scores(df)
+
+
+def test_a_trial_whose_runs_fail_is_marked_failed_and_the_search_goes_on(tmp_path):
+    module = tmp_path / "failing.py"
+    module.write_text(
+        "import dvfslab\n"
+        "class G(dvfslab.Governor):\n"
+        "    mode = 'ok'\n"
+        "    def update(self, policy):\n"
+        "        if self.mode == 'raise':\n"
+        "            raise RuntimeError('boom')\n"
+        "        return policy.max_khz\n"
+    )
+    args = [a if a != "schedutil" else f"python:{module}:G" for a in FAST]
+    args[args.index("rate_limit_us=100..20000:log")] = "mode=ok,raise"
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([*args, "--iterations", "1", "--out", str(tmp_path / "f"), "--sampler", "grid"])
+    assert code == 0
+    text = out.getvalue()
+    assert "1 trials (1 failed)" in text
+    assert "failed: " in text
+    assert "raised" in text
+
+
+def test_a_trial_left_running_by_a_kill_is_marked_failed_on_resume(tmp_path):
+    import optuna
+
+    out = tmp_path / "s"
+    search(out, "--trials", "1")
+    storage = f"sqlite:///{out / 'study.db'}"
+    study = optuna.load_study(study_name="dvfslab-tune", storage=storage)
+    study.ask()  # as a search killed by SIGKILL leaves its trial
+    got = search(out, "--trials", "2")
+    assert [t["trial"] for t in got["trials"]] == [0, 2]
+    assert got["failed"][0]["trial"] == 1
+    assert "killed" in got["failed"][0]["error"]
+    states = [t.state for t in optuna.load_study(study_name="dvfslab-tune", storage=storage).trials]
+    assert optuna.trial.TrialState.RUNNING not in states
+
+
+def test_a_resumed_search_proposes_what_the_uninterrupted_one_would(tmp_path):
+    whole = search(tmp_path / "whole", "--trials", "4")
+    search(tmp_path / "parts", "--trials", "2")
+    resumed = search(tmp_path / "parts", "--trials", "4")
+    values = [t["params"]["rate_limit_us"] for t in resumed["trials"]]
+    assert len(set(values)) == 4  # never the first values again
+    assert [t["params"] for t in resumed["trials"]] == [t["params"] for t in whole["trials"]]
+
+
+def test_parallel_trials_give_the_sequential_search(tmp_path):
+    sequential = search(tmp_path / "one", "--trials", "4")
+    parallel = search(tmp_path / "two", "--trials", "4", "--jobs", "2")
+    assert parallel["trials"] == sequential["trials"]
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'two' / 'study.db'}"
+    t = optuna.load_study(study_name="dvfslab-tune", storage=storage).trials
+    # Two trials at a time: the second started before the first finished.
+    assert t[1].datetime_start < t[0].datetime_complete
+    assert t[3].datetime_start < t[2].datetime_complete
+
+
+@pytest.mark.parametrize("sampler", ["nsga2", "random"])
+def test_a_sampler_is_chosen(tmp_path, sampler):
+    got = search(tmp_path / sampler, "--trials", "2", "--sampler", sampler)
+    assert len(got["trials"]) == 2
+
+
+def test_the_grid_sampler_runs_every_combination_of_ranges_and_lists(tmp_path):
+    args = ["--param", "fits=80pct,tick", "--sampler", "grid", "--grid-points", "2"]
+    got = search(tmp_path / "g", "--trials", "10", *args)
+    assert sorted((t["params"]["rate_limit_us"], t["params"]["fits"]) for t in got["trials"]) == [
+        (100, "80pct"),
+        (100, "tick"),
+        (20000, "80pct"),
+        (20000, "tick"),
+    ]
+    assert {t["spec"] for t in got["trials"]} >= {"schedutil:rate_limit_us=100,fits=tick"}
+
+
+def test_a_list_of_values_is_a_categorical_param():
+    assert parse_param("driver=intel_cpufreq,acpi-cpufreq", set()) == Categorical(
+        "driver", ("intel_cpufreq", "acpi-cpufreq")
+    )
+    with pytest.raises(ConfigError, match="each value once"):
+        parse_param("fits=tick,tick", set())
+    assert Param("r", 100, 10000, True, True).grid(3) == [100, 1000, 10000]
+    spec = trial_spec("schedutil", {"fits": "tick"}, [Categorical("fits", ("80pct", "tick"))])
+    assert spec == "schedutil:fits=tick"

@@ -36,8 +36,9 @@ def episode(env: DvfsEnv, low: float, high: float, seed: int) -> tuple[float, di
     cpus, sizes = env.policy_cpus, [len(t) for t in env.tables_khz]
     total, done, info = 0.0, False, {}
     while not done:
-        obs, reward, done, _, info = env.step(act(obs, cpus, sizes, low, high))
+        obs, reward, terminated, truncated, info = env.step(act(obs, cpus, sizes, low, high))
         total += reward
+        done = terminated or truncated
     return total, json.loads(info["result_json"])
 
 

@@ -125,13 +125,19 @@ class SteppedSim:
         *,
         duration_ns: int | None = None,
         seed: int = 0,
-    ) -> None: ...
+        controlled: list[int] | None = None,
+        start_opp: list[int] | None = None,
+    ) -> None:
+        """`controlled`: the policies `step` drives (default: all), the others under the
+        built-in `governor`, as is every policy until the first decision unless `start_opp`
+        gives each controlled policy's first table index."""
     def step(self, opp: list[int]) -> bool:
-        """Ask each policy for its table entry `opp[p]`, run to the next decision; True once the
-        run ended."""
+        """Ask each controlled policy for its table entry `opp[i]`, run to the next decision;
+        True once the run ended."""
     def observe(self) -> dict[str, Any]:
         """time_s, util, idle, busy_s (per CPU), opp, cur_khz (per policy), energy_j and
-        policy_energy_j since the start."""
+        policy_energy_j since the start, responses_s (the workload's responses that ended in
+        the last interval), truncated (the run reached its duration)."""
 
 def simulate(
     platform_json: str,

@@ -15,7 +15,13 @@ with `explain=True` (docs/research.md).
 
 A spec names one too: "python:MODULE:CLASS,key=value,...", MODULE importable (the current
 directory included) or a file path; each key is a class attribute to set (a tunable) or one of
-the system keys every governor takes (kernel=, invariant=, hz=, driver=...).
+the system keys every governor takes (kernel=, invariant=, hz=, driver=...). An instance takes
+the same keys as keywords: `Stepper(up=0.6, kernel="6.8", hz=1000)`.
+
+EAS: Linux runs energy-aware placement only while schedutil governs every policy
+(sched_is_eas_possible), so a run under a Python governor places tasks without it, whatever
+`eas=` says (`eas=1` warns). Set beside schedutil, compare with "schedutil:eas=0" for the same
+placement.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import importlib
 import importlib.util
 import json
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -50,16 +57,33 @@ class Governor:
     trigger: str = "sampling"
     """"sampling": `update` runs every `sampling_ms` of simulated time (as ondemand's timer);
     "scheduler": at every utilisation change of a CPU of the policy (where schedutil runs),
-    at most once per `rate_limit_us`."""
+    but not within `rate_limit_us` of the last change of the requested frequency (resolved
+    to the table), as schedutil counts its rate limit since Linux 4.12."""
     sampling_ms: float = 10.0
     rate_limit_us: float = 0.0
+
+    def __init__(self, **settings: Any) -> None:
+        """Tunables (class attributes) and system keys (kernel=, invariant=, hz=, eas=...) to
+        set, as a "python:" spec's keys: `Stepper(up=0.6, kernel="6.8")`."""
+        system = system_keys()
+        cls = type(self)
+        self._system_settings: dict[str, str] = {}
+        for key, value in settings.items():
+            if key in system:
+                self._system_settings[key] = _setting_text(value)
+            elif hasattr(cls, key) and not callable(getattr(cls, key)):
+                setattr(self, key, value)
+            else:
+                raise ConfigError(_unknown_key(cls.__name__, key, cls, system))
 
     def start(self, policy: Policy) -> None:
         """Called once when the governor starts on the policy."""
 
     def update(self, policy: Policy) -> int | None:
-        """The frequency to ask for (kHz; the driver takes the lowest table entry at or above
-        it, within the limits), or None to leave it."""
+        """The frequency to ask for, or None to leave it: kHz, an int or a float, resolved as
+        cpufreq resolves a request: rounded up to whole kHz, clamped to [min_khz, max_khz],
+        then the lowest table entry at or above it (CPUFREQ_RELATION_L). Above
+        `cpuinfo_max_khz` it is clamped with a RuntimeWarning (once a run)."""
         raise NotImplementedError(f"{type(self).__name__} must define update(self, policy)")
 
 
@@ -70,10 +94,42 @@ def with_settings(spec: str, settings: str) -> str:
     return f"{spec}:{settings}"
 
 
+def system_keys() -> set[str]:
+    """The system keys every governor takes (kernel=, invariant=, hz=, eas=, driver=...)."""
+    return {k["name"] for k in json.loads(_core.system_tunables())}
+
+
+def eas_off(spec: str, system: str, who: str) -> str:
+    """The built-in governor `spec` with the system keys `system` and EAS off: what a run
+    takes when `who` (a Python governor, the Gymnasium agent) decides for a policy, since
+    Linux runs EAS only while schedutil governs every policy (sched_is_eas_possible). An
+    `eas=` other than 0 among the keys is dropped with a warning, not ignored in silence."""
+    name, _, own = spec.partition(":")
+    kept = []
+    for item in filter(None, (s.strip() for s in [*own.split(","), *system.split(",")])):
+        key, _, value = item.partition("=")
+        if key != "eas":
+            kept.append(item)
+        elif value.strip() not in ("0", "0.0"):
+            warnings.warn(
+                f"{item}: EAS is off under {who}: Linux runs energy-aware placement only while "
+                "schedutil governs every policy; compare with schedutil:eas=0 for the same "
+                "placement",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    return f"{name}:{','.join([*kept, 'eas=0'])}"
+
+
 def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]:
     """(the spec `_core.simulate` takes, and for a Python governor its name and instance)."""
     if isinstance(governor, Governor):
-        return BASE_GOVERNOR, (type(governor).__name__, governor)
+        settings = getattr(governor, "_system_settings", {})
+        keys = ",".join(f"{k}={v}" for k, v in settings.items())
+        return eas_off(BASE_GOVERNOR, keys, "a Python governor"), (
+            type(governor).__name__,
+            governor,
+        )
     if not isinstance(governor, str) or not governor.startswith(PYTHON_PREFIX):
         return governor, None
     target, _, settings = governor[len(PYTHON_PREFIX) :].partition(",")
@@ -86,26 +142,38 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
     cls = _load_class(governor, module_name, class_name)
     instance = cls()
     system: list[str] = []
-    system_keys = {k["name"] for k in json.loads(_core.system_tunables())}
+    known_system = system_keys()
     for item in filter(None, (s.strip() for s in settings.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ConfigError(f"governor {governor!r}: expected key=value, got {item!r}")
-        if key in system_keys:
+        if key in known_system:
             system.append(item)
         elif hasattr(cls, key) and not callable(getattr(cls, key)):
             setattr(instance, key, _value(governor, key, value, getattr(cls, key)))
         else:
-            tunables = [
-                k for k in vars(cls) if not k.startswith("_") and not callable(getattr(cls, k))
-            ]
-            known = ", ".join(sorted({*tunables, "trigger", "sampling_ms", "rate_limit_us"}))
             raise ConfigError(
-                f"governor {governor!r}: {key}: not a tunable of {class_name} (its tunables: "
-                f"{known}; system keys: {', '.join(sorted(system_keys))})"
+                f"governor {governor!r}: " + _unknown_key(class_name, key, cls, known_system)
             )
-    base = BASE_GOVERNOR + (":" + ",".join(system) if system else "")
-    return base, (governor, instance)
+    own = getattr(instance, "_system_settings", {})
+    system = [*(f"{k}={v}" for k, v in own.items()), *system]
+    return eas_off(BASE_GOVERNOR, ",".join(system), "a Python governor"), (governor, instance)
+
+
+def _unknown_key(class_name: str, key: str, cls: type, system: set[str]) -> str:
+    tunables = [k for k in vars(cls) if not k.startswith("_") and not callable(getattr(cls, k))]
+    known = ", ".join(sorted({*tunables, "trigger", "sampling_ms", "rate_limit_us"}))
+    return (
+        f"{key}: not a tunable of {class_name} (its tunables: {known}; system keys: "
+        f"{', '.join(sorted(system))})"
+    )
+
+
+def _setting_text(value: Any) -> str:
+    """A keyword's value as a spec writes it: True is 1."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
 
 
 def source_digest(spec: str) -> str:

@@ -217,12 +217,13 @@ fn python_governors(
     policies: usize,
     raised: &py_governor::Raised,
 ) -> PyResult<Vec<py_governor::PyGovernor>> {
+    let warned = py_governor::Warned::default();
     Python::with_gil(|py| {
         let deepcopy = py.import("copy")?.getattr("deepcopy")?;
         (0..policies)
             .map(|_| {
                 let copy = deepcopy.call1((obj.clone_ref(py),))?.unbind();
-                py_governor::PyGovernor::new(py, copy, raised.clone())
+                py_governor::PyGovernor::new(py, copy, raised.clone(), warned.clone())
             })
             .collect()
     })

@@ -3,8 +3,20 @@
 //! (`"scheduler"`), it sees a read-only [`Policy`] and returns a frequency in kHz, or None to
 //! keep the current one. The request goes through the same cpufreq core and driver code as a
 //! built-in governor's (resolved to the table with CPUFREQ_RELATION_L, within the limits).
+//!
+//! What `update` may return, and what becomes of it (the cpufreq core's rule, in kHz):
+//!
+//! ```text
+//!   f = ceil(value)                        a float is rounded up: kHz are whole in the kernel
+//!   f = clamp(f, min_khz, max_khz)         the policy's limits (cpufreq_driver_resolve_freq)
+//!   f = min { t in table : t >= f }        CPUFREQ_RELATION_L: the lowest entry at or above
+//! ```
+//!
+//! A value above the hardware's highest frequency (`cpuinfo_max_khz`) is clamped too, but with
+//! a RuntimeWarning, once a run: 10^9 "kHz" is a frequency in Hz by mistake more often than a
+//! wish for the top. Zero, a negative value, NaN or infinity stops the run.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use dvfslab_sim::governor::{Governor, PolicyCtx, Relation, UpdateFlags};
@@ -44,22 +56,30 @@ pub struct Policy {
 /// A Python exception raised by a governor, with the simulated time it was raised at.
 pub type Raised = Rc<RefCell<Option<(PyErr, f64)>>>;
 
+/// Whether a run has warned of a request above the hardware's highest frequency (once a run).
+pub type Warned = Rc<Cell<bool>>;
+
 pub struct PyGovernor {
     obj: PyObject,
     scheduler: bool,
     period_ns: u64,
     rate_limit_ns: u64,
-    last_update_ns: Option<u64>,
+    /// When the requested frequency (resolved to the table) last changed, and to what: the
+    /// rate limit counts from there, as schedutil's last_freq_update_time does since 4.12
+    /// (sugov_update_next_freq moves it only when next_freq changes).
+    last_change_ns: Option<u64>,
+    last_resolved_khz: Option<u32>,
     last_call_ns: u64,
     last_busy_ns: Vec<u64>,
     last_iowait_ns: Vec<u64>,
     raised: Raised,
+    warned: Warned,
 }
 
 impl PyGovernor {
     /// The governor `obj` (a `dvfslab.Governor`, this policy's own copy) with its trigger,
     /// sampling period and rate limit read from it.
-    pub fn new(py: Python<'_>, obj: PyObject, raised: Raised) -> PyResult<PyGovernor> {
+    pub fn new(py: Python<'_>, obj: PyObject, raised: Raised, warned: Warned) -> PyResult<PyGovernor> {
         let trigger: String = obj.getattr(py, "trigger")?.extract(py)?;
         let scheduler = match trigger.as_str() {
             "scheduler" => true,
@@ -82,11 +102,13 @@ impl PyGovernor {
             scheduler,
             period_ns: (ms * 1e6).round() as u64,
             rate_limit_ns: (us * 1e3).round() as u64,
-            last_update_ns: None,
+            last_change_ns: None,
+            last_resolved_khz: None,
             last_call_ns: 0,
             last_busy_ns: Vec::new(),
             last_iowait_ns: Vec::new(),
             raised,
+            warned,
         })
     }
 
@@ -152,23 +174,14 @@ impl PyGovernor {
             ("busy_share_max", busiest.fold(0.0, f64::max)),
             ("cpu", policy.cpu.map_or(-1.0, |c| c as f64)),
         ];
+        let limits = (ctx.cpuinfo_max_khz(), ctx.max_khz());
+        let warned = self.warned.clone();
         let answer = Python::with_gil(|py| -> PyResult<Option<u32>> {
             let out = self.obj.call_method1(py, "update", (policy,))?;
             if out.is_none(py) {
                 return Ok(None);
             }
-            let khz: i64 = out.extract(py).map_err(|_| {
-                pyo3::exceptions::PyTypeError::new_err(format!(
-                    "update() must return a frequency in kHz (int) or None, got {}",
-                    out.bind(py).repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
-                ))
-            })?;
-            if khz <= 0 || khz > u32::MAX as i64 {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "update() returned {khz} kHz: expected a positive frequency"
-                )));
-            }
-            Ok(Some(khz as u32))
+            requested_khz(py, out.bind(py), limits, &warned).map(Some)
         });
         match answer {
             Ok(None) => {}
@@ -176,8 +189,12 @@ impl PyGovernor {
                 if ctx.explaining() {
                     ctx.explain(&inputs);
                 }
+                let resolved = ctx.resolve_freq(khz);
+                if self.last_resolved_khz != Some(resolved) {
+                    self.last_resolved_khz = Some(resolved);
+                    self.last_change_ns = Some(ctx.now_ns());
+                }
                 ctx.request_khz(khz, Relation::L);
-                self.last_update_ns = Some(ctx.now_ns());
             }
             Err(e) => {
                 let at = ctx.now_ns() as f64 / 1e9;
@@ -218,10 +235,46 @@ impl Governor for PyGovernor {
         if !ctx.this_cpu_can_update(flags) {
             return;
         }
-        // The class's own rate limit, counted from its last request, as schedutil counts its.
-        if self.last_update_ns.is_some_and(|last| ctx.now_ns() - last < self.rate_limit_ns) {
+        // The class's own rate limit, counted from the last change of the requested frequency,
+        // as schedutil counts its (sugov_should_update_freq).
+        if self.last_change_ns.is_some_and(|last| ctx.now_ns() - last < self.rate_limit_ns) {
             return;
         }
         self.decide(ctx, Some(cpu));
     }
+}
+
+/// What `update` returned, as the whole kHz the cpufreq core takes: a number (int or float,
+/// rounded up), positive and finite; above the hardware's highest frequency it is clamped with
+/// a warning (module header). `limits` is (cpuinfo_max_khz, max_khz).
+fn requested_khz(py: Python<'_>, out: &Bound<'_, PyAny>, limits: (u32, u32), warned: &Warned) -> PyResult<u32> {
+    let number = if out.is_instance_of::<pyo3::types::PyBool>() {
+        None
+    } else if let Ok(i) = out.extract::<i64>() {
+        Some(i as f64)
+    } else {
+        out.extract::<f64>().ok()
+    };
+    let Some(khz) = number else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "update() must return a frequency in kHz (a number) or None, got {}",
+            out.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
+        )));
+    };
+    if !(khz.is_finite() && khz > 0.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "update() returned {khz} kHz: expected a positive frequency"
+        )));
+    }
+    let (cpuinfo_max_khz, max_khz) = limits;
+    if khz > cpuinfo_max_khz as f64 && !warned.replace(true) {
+        let message = format!(
+            "update() returned {khz} kHz, above the hardware's highest frequency \
+             ({cpuinfo_max_khz} kHz): clamped to the policy's maximum ({max_khz} kHz), as \
+             cpufreq clamps every request (a frequency in Hz?); said once a run"
+        );
+        let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+        PyErr::warn(py, &category, &std::ffi::CString::new(message).expect("no NUL"), 1)?;
+    }
+    Ok(khz.ceil().min(u32::MAX as f64) as u32)
 }

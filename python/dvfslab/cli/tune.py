@@ -8,6 +8,7 @@ from typing import Any
 from dvfslab.cli.output import print_json
 from dvfslab.cli.parser import add_json_flag, command
 from dvfslab.report.printing import print_table
+from dvfslab.tune import GRID_POINTS, SAMPLERS
 
 
 def register(commands: Any) -> None:
@@ -18,7 +19,11 @@ def register(commands: Any) -> None:
         cmd_tune,
         "  dvfslab tune -p pixel6 -g schedutil --param rate_limit_us=100..20000:log \\\n"
         "      -w periodic:threads=4 -w hackbench --trials 30 --out tune1\n"
-        "  dvfslab tune ... --out tune1        (again: resumes the search where it stopped)",
+        "  dvfslab tune ... --out tune1        (again: resumes the search where it stopped)\n"
+        "  dvfslab tune -p skylake-e3-1240v5 -g schedutil --param rate_limit_us=500..10000 \\\n"
+        "      --param driver=intel_cpufreq,acpi-cpufreq -w hackbench --sampler grid --jobs 2 \\\n"
+        "      --out tune2\n"
+        "A trial whose runs fail or whose metric is 0 is marked failed and the search goes on.",
     )
     p.add_argument("-p", "--platform", required=True, metavar="PLATFORM")
     p.add_argument("-g", "--governor", required=True, metavar="SPEC", help="the governor to tune")
@@ -26,8 +31,9 @@ def register(commands: Any) -> None:
         "--param",
         action="append",
         required=True,
-        metavar="NAME=LOW..HIGH[:log]",
-        help="a tunable to search, repeatable",
+        metavar="NAME=LOW..HIGH[:log] | NAME=A,B,...",
+        help="a tunable (or system key) to search, repeatable: a range, on a log scale with "
+        ":log (whole-number tunables as integers), or a list of values",
     )
     p.add_argument("-w", "--workload", action="append", required=True, metavar="SPEC")
     p.add_argument(
@@ -41,8 +47,35 @@ def register(commands: Any) -> None:
     p.add_argument("--duration", type=float, metavar="S", help="simulated seconds per run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--nominal", action="store_true", help="the fixed model, no variants")
-    p.add_argument("--jobs", type=int, metavar="N")
+    p.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default="tpe",
+        help="Optuna's sampler (default: tpe); grid: every combination, a range cut into "
+        "--grid-points values",
+    )
+    p.add_argument(
+        "--grid-points",
+        type=int,
+        default=GRID_POINTS,
+        metavar="N",
+        help=f"values per range for --sampler grid (default: {GRID_POINTS})",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: every CPU, one trial at a time); given, N "
+        "trials run at once",
+    )
     p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster")
+    p.add_argument(
+        "--batch",
+        type=int,
+        metavar="K",
+        help="trials asked and run at once, their runs spread over the workers "
+        "(default: --jobs, or 1)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="the search's store (resumable)")
     p.add_argument("--html", metavar="FILE", help="also write the front and its plot as HTML")
     p.add_argument("--quiet", action="store_true", help="no progress")
@@ -66,8 +99,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         seed=args.seed,
         nominal=args.nominal,
+        sampler=args.sampler,
+        grid_points=args.grid_points,
         jobs=args.jobs,
         ray_address=args.ray,
+        batch=args.batch,
         progress=not (args.quiet or args.json),
     )
     if args.html:
@@ -76,7 +112,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print_json(summary)
         return 0
     table = front_table(summary)
-    print(f"{len(summary['trials'])} trials, {len(summary['pareto'])} on the Pareto front")
+    failed = f" ({len(summary['failed'])} failed)" if summary["failed"] else ""
+    print(f"{len(summary['trials'])} trials{failed}, {len(summary['pareto'])} on the Pareto front")
+    for t in summary["failed"]:
+        print(f"trial {t['trial']} failed: {t['error']}")
     print(table.title)
     print_table(table.headers, table.rows, right=table.right)
     return 0
