@@ -34,7 +34,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from dvfslab._core import ConfigError
@@ -96,8 +96,7 @@ class Recording:
     window: tuple[float, float] | None = None
     """(start, length) in seconds after the command started, when only that was traced."""
     stopped_by: str | None = None
-    """'duration' when --duration ended the command, 'interrupt' on Ctrl-C."""
-    notes: list[str] = field(default_factory=list)
+    """'duration' when --duration ended the command."""
 
 
 def find_tracefs() -> Path:

@@ -203,13 +203,8 @@ def _runs_and_switches(
 def _switch_kind(state: str) -> str | None:
     """S sleeping, D uninterruptible, R preempted (R+ too); other states (exit) are not
     counted."""
-    if state.startswith("R"):
-        return "R"
-    if state.startswith("S"):
-        return "S"
-    if state.startswith("D"):
-        return "D"
-    return None
+    kind = state[:1]
+    return kind if kind in STATES else None
 
 
 def _wakeups(
