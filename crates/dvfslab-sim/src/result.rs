@@ -81,13 +81,13 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
     let packages: Vec<PackageJson> = (0..sim.packages.len())
         .map(|p| {
             let pkg = &sim.packages[p];
-            let cores: f64 = sim.plat.packages[p].cores.iter().map(|&c| sim.cores[c].energy_j).sum();
+            let cores: f64 = sim.machine.plat.packages[p].cores.iter().map(|&c| sim.cores[c].energy_j).sum();
             let energy = pkg.uncore_energy_j + cores;
             PackageJson {
                 package: p,
                 energy_j: energy,
                 avg_w: if secs > 0.0 { energy / secs } else { 0.0 },
-                rapl_energy_j: pkg.rapl_units as f64 * sim.plat.file.rapl.energy_unit_uj * 1e-6,
+                rapl_energy_j: pkg.rapl_units as f64 * sim.machine.plat.file.rapl.energy_unit_uj * 1e-6,
                 uncore_energy_j: pkg.uncore_energy_j,
                 idle_s: pkg.idle_ns as f64 * 1e-9,
                 uncore_clock_s: pkg.uncore_clock_s,
@@ -98,10 +98,10 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
     let per_cpu = (0..sim.cpus.len())
         .map(|cpu| {
             let c = &sim.cpus[cpu];
-            let t = &sim.plat.cpus[cpu];
-            let threads = sim.plat.cores[t.core].cpus.len() as f64;
-            let base = sim.plat.cluster(t.cluster).frequency.base_khz as f64;
-            let states = &sim.plat.cluster(t.cluster).idle_states;
+            let t = &sim.machine.plat.cpus[cpu];
+            let threads = sim.machine.plat.cores[t.core].cpus.len() as f64;
+            let base = sim.machine.plat.cluster(t.cluster).frequency.base_khz as f64;
+            let states = &sim.machine.plat.cluster(t.cluster).idle_states;
             CpuJson {
                 cpu,
                 busy_pct: if measured > 0 { 100.0 * c.busy_ns as f64 / measured as f64 } else { 0.0 },
@@ -127,9 +127,9 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
     SimResult {
         summary: RunJson {
             schema: SCHEMA,
-            platform: sim.plat.id().to_string(),
+            platform: sim.machine.plat.id().to_string(),
             governor: sim.governor_name.clone(),
-            driver: sim.driver.name(),
+            driver: sim.machine.driver.name(),
             workload: sim.workload_name.clone(),
             seed: sim.seed,
             metric: MetricJson {

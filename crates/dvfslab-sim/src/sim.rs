@@ -12,6 +12,7 @@ use crate::error::{Result, SimError};
 use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
 use crate::hw::driver::{table_lookup, Driver};
 use crate::hw::platform::Platform;
+use crate::machine::Machine;
 use crate::observe::{Decision, Timeline};
 use crate::sched::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::sched::task::{Task, MAX_TASKS};
@@ -241,10 +242,7 @@ pub(crate) struct Policy {
     pub min_khz: u32,
     pub max_khz: u32,
     pub cur_khz: u32,
-    pub table: Vec<u32>,
     pub timer_token: u32,
-    /// The driver's `cpuinfo.max_freq` for the simulated kernel, read at every decision.
-    pub cpuinfo_max_khz: u32,
 }
 
 /// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
@@ -288,8 +286,9 @@ impl Cpu {
 }
 
 pub struct Sim {
-    /// Shared so that loops over the layout can run while the state changes.
-    pub(crate) plat: std::rc::Rc<Platform>,
+    /// What the run never changes; shared so that loops over the layout can run while the
+    /// state changes, and so that a replay reads the same facts.
+    pub(crate) machine: std::rc::Rc<Machine>,
     pub(crate) q: EventQueue,
     pub(crate) rng: Pcg64,
     /// The background kernel threads' own random stream, so that they leave the workload's
@@ -301,24 +300,10 @@ pub struct Sim {
     /// Start phases (ns) and work jitter (a fraction) the workload spec asks for.
     pub(crate) phase_ns: f64,
     pub(crate) work_jitter: f64,
-    pub(crate) driver: Driver,
-    pub(crate) tick_ns: u64,
-    pub(crate) invariant: bool,
-    /// Frequency-invariance reference per cluster as a ratio to base, times 1024.
-    pub(crate) freq_ratio: Vec<u64>,
-    /// PELT time shift: 10 - log2(multiplier).
-    pub(crate) pelt_shift: u32,
-    pub(crate) kernel: crate::kernel::KernelVersion,
-    /// powernv: let the global (voltage) P-state fall slowly (4.8+).
-    pub(crate) slow_rampdown: bool,
-    /// powernv: requests arrive by fast switch (schedutil on 4.10+), which sets the global
-    /// P-state equal to the local one (`powernv_fast_switch`).
-    pub(crate) powernv_fast_switch: bool,
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
-    /// Per cluster, the voltage (mV) of each frequency its domains run (P-states and turbo
-    /// limits), ascending by frequency: `Platform::voltage_mv`'s values, found by a binary
-    /// search at a switch rather than a walk along the V/f curve (`Sim::voltage_mv`).
-    pub(crate) voltages: Vec<Vec<(u32, f64)>>,
+    /// Frequency-invariant PELT: the machine's setting until out-of-range counter ratios
+    /// switch it off for good.
+    pub(crate) invariant: bool,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<Core>,
     pub(crate) domains: Vec<Domain>,
@@ -371,8 +356,6 @@ pub struct Sim {
     /// its target's LLC have nothing to find there at zero, however many idle CPUs the other
     /// LLCs have.
     pub(crate) llc_idle: Vec<LlcIdle>,
-    /// Every CPU id in order, for searches of the whole machine (built once, not per search).
-    pub(crate) every_cpu: Vec<usize>,
     pub(crate) governor_name: String,
     pub(crate) workload_name: String,
     pub(crate) seed: u64,
@@ -396,31 +379,9 @@ impl Sim {
         workload_name: String,
     ) -> Result<Sim> {
         let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
-        let driver = match (gov_info.driver, gov_cfg.text_value("driver")) {
-            (Some(forced), Some(asked)) if forced != asked => {
-                return Err(SimError::config(
-                    format!("governor '{}'", gov_info.name),
-                    "driver",
-                    format!("this governor is part of the {forced} driver; got driver={asked}"),
-                ))
-            }
-            (Some(forced), _) => Driver::parse(forced)?,
-            (None, Some(name)) => Driver::parse(name)?,
-            (None, None) => Driver::default_for(&plat)?,
-        };
-        driver.check(&plat)?;
-        gov_cfg.check_platform(gov_info, &plat)?;
-        let hz = match gov_cfg.values.get_u64("hz") as u32 {
-            0 => plat.file.defaults.hz,
-            hz => hz,
-        };
-        let kernel = match gov_cfg.text_value("kernel") {
-            Some(v) => crate::kernel::KernelVersion::parse(v)?,
-            None => crate::kernel::KernelVersion::DEFAULT,
-        };
-        let freq_ratio =
-            crate::hw::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
-        let invariant = crate::hw::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
+        let machine = std::rc::Rc::new(Machine::new(plat, &gov_cfg, gov_info)?);
+        let plat = &machine.plat;
+        let (kernel, invariant) = (machine.kernel, machine.invariant);
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -517,20 +478,14 @@ impl Sim {
                 }
             })
             .collect();
-        let policies: Vec<Policy> = plat
-            .policies
+        let policies: Vec<Policy> = machine
+            .tables
             .iter()
-            .map(|p| {
-                let table = driver.table_khz(&plat, p.cluster);
-                let cpuinfo_max_khz = driver.cpuinfo_max_khz(&plat, p.cluster, kernel);
-                Policy {
-                    min_khz: table[0],
-                    max_khz: table[table.len() - 1],
-                    cur_khz: table[0],
-                    table,
-                    timer_token: 0,
-                    cpuinfo_max_khz,
-                }
+            .map(|table| Policy {
+                min_khz: table[0],
+                max_khz: table[table.len() - 1],
+                cur_khz: table[0],
+                timer_token: 0,
             })
             .collect();
         let packages = plat
@@ -553,12 +508,10 @@ impl Sim {
                 numa_spread: Default::default(),
             })
             .collect();
-        let tables: Vec<Vec<u32>> = policies.iter().map(|p: &Policy| p.table.clone()).collect();
-        let pelt_shift = 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros();
-        let tick_ns = (1_000_000_000 + hz as u64 / 2) / hz as u64;
+        let (tables, tick_ns, pelt_shift) = (&machine.tables, machine.tick_ns, machine.pelt_shift);
         let hetero = crate::sched::capacity::Hetero::new(
-            &plat,
-            &tables,
+            plat,
+            tables,
             crate::sched::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
             crate::sched::capacity::EasInputs {
                 knob_on: gov_cfg.values.get("eas") != 0.0,
@@ -578,18 +531,8 @@ impl Sim {
             variation_rng: Pcg64::seed_from_u64(cfg.seed ^ VARIATION_STREAM),
             phase_ns: common.phase_ns,
             work_jitter: common.work_jitter,
-            driver,
-            tick_ns,
-            invariant,
-            freq_ratio,
-            pelt_shift,
-            kernel,
-            slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
-            powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.name, kernel),
             ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
-            voltages: (0..plat.file.clusters.len())
-                .map(|cl| plat.hardware_freqs_khz(cl).into_iter().map(|khz| (khz, plat.voltage_mv(cl, khz))).collect())
-                .collect(),
+            invariant,
             cpus,
             cores,
             domains,
@@ -598,7 +541,7 @@ impl Sim {
             tasks: Vec::new(),
             governors,
             gov_wants_util,
-            programs: workload.programs(&plat),
+            programs: workload.programs(plat),
             objects: crate::sched::objects::Objects::with_devices(workload.devices()),
             workload,
             stats: RunStats::default(),
@@ -621,17 +564,16 @@ impl Sim {
             events: 0,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
-            llc_idle: LlcIdle::all_idle(&plat),
-            every_cpu: (0..plat.ncpus()).collect(),
+            llc_idle: LlcIdle::all_idle(plat),
             governor_name: gov_cfg.spec.canonical(),
             workload_name,
             seed: cfg.seed,
             hetero,
-            plat: std::rc::Rc::new(plat),
+            machine,
         };
-        let specs = sim.workload.tasks(&sim.plat);
+        let specs = sim.workload.tasks(&sim.machine.plat);
         crate::workload::validate_programs(&sim.workload_name, &specs, &sim.programs, sim.workload.devices().len())?;
-        let background = if sim.kthreads.0 > 0.0 { sim.plat.ncpus() } else { 0 };
+        let background = if sim.kthreads.0 > 0.0 { sim.machine.plat.ncpus() } else { 0 };
         if specs.len() + background > MAX_TASKS {
             return Err(SimError::config(
                 format!("workload '{}'", sim.workload_name),
@@ -685,10 +627,10 @@ impl Sim {
         }
         self.started = true;
         self.domains.iter_mut().for_each(|d| d.request_unsettled = true);
-        let specs = self.workload.tasks(&self.plat);
+        let specs = self.workload.tasks(&self.machine.plat);
         let specs = self.with_start_phases(specs);
         let (hz, us) = self.kthreads;
-        let background = crate::workload::kthreads(&self.plat, hz, us, &mut self.background_rng);
+        let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.background_rng);
         for spec in specs.into_iter().chain(background) {
             self.spawn(spec);
         }
@@ -823,12 +765,12 @@ impl Sim {
 
     /// A policy's CPUs.
     pub fn policy_cpus(&self, policy: usize) -> &[usize] {
-        &self.plat.policies[policy].cpus
+        &self.machine.plat.policies[policy].cpus
     }
 
     /// A policy's frequency table as its driver gives it (kHz, ascending).
     pub fn policy_table_khz(&self, policy: usize) -> &[u32] {
-        &self.policies[policy].table
+        &self.machine.tables[policy]
     }
 
     /// Put `make(policy)`'s governor on each policy in place of the configured one: a governor
@@ -858,7 +800,7 @@ impl Sim {
         if !self.gov_wants_util {
             return;
         }
-        let policy = self.plat.cpus[cpu].policy;
+        let policy = self.machine.plat.cpus[cpu].policy;
         self.with_governor(policy, |g, ctx| g.util_update(ctx, cpu, flags));
     }
 
@@ -871,35 +813,35 @@ impl Sim {
 /// the run is live ([`LivePolicy`]) or replayed from a recording (`crate::trace`).
 impl Sim {
     pub(crate) fn policy_cpuinfo_khz(&self, policy: usize) -> (u32, u32, u32) {
-        let f = &self.plat.cluster(self.plat.policies[policy].cluster).frequency;
+        let f = &self.machine.plat.cluster(self.machine.plat.policies[policy].cluster).frequency;
         (f.min_khz, f.base_khz, f.max_khz)
     }
     pub(crate) fn policy_transition_latency_ns(&self, policy: usize) -> Option<u64> {
-        self.driver.transition_latency_ns(&self.plat, self.plat.policies[policy].cluster)
+        self.machine.driver.transition_latency_ns(&self.machine.plat, self.machine.plat.policies[policy].cluster)
     }
     pub(crate) fn policy_default_transition_delay_us(&self, policy: usize) -> u64 {
         crate::kernel::default_transition_delay_us(
-            self.kernel,
-            self.driver.transition_delay_us(),
+            self.machine.kernel,
+            self.machine.driver.transition_delay_us(),
             self.policy_transition_latency_ns(policy),
         )
     }
     /// cpufreq_this_cpu_can_update: see [`PolicyCtx::this_cpu_can_update`].
     pub(crate) fn governor_may_act(&self, flags: UpdateFlags) -> bool {
-        !flags.remote || self.driver.dvfs_possible_from_any_cpu()
+        !flags.remote || self.machine.driver.dvfs_possible_from_any_cpu()
     }
     pub(crate) fn pelt_multiplier(&self) -> u64 {
-        1 << (10 - self.pelt_shift)
+        1 << (10 - self.machine.pelt_shift)
     }
     pub(crate) fn policy_resolve_freq(&self, policy: usize, khz: u32) -> u32 {
         let pol = &self.policies[policy];
-        self.driver.resolve_freq(&pol.table, khz, pol.min_khz, pol.max_khz)
+        self.machine.driver.resolve_freq(&self.machine.tables[policy], khz, pol.min_khz, pol.max_khz)
     }
     /// A request of `khz` within the policy's limits, and the table entry it selects.
     pub(crate) fn policy_target(&self, policy: usize, khz: u32, relation: Relation) -> (u32, u32) {
         let pol = &self.policies[policy];
         let target = khz.clamp(pol.min_khz, pol.max_khz);
-        (target, table_lookup(&pol.table, target, relation).clamp(pol.min_khz, pol.max_khz))
+        (target, table_lookup(&self.machine.tables[policy], target, relation).clamp(pol.min_khz, pol.max_khz))
     }
 }
 
@@ -909,7 +851,7 @@ impl Sim {
 macro_rules! policy_machine_facts {
     () => {
         fn cpus(&self) -> &[usize] {
-            &self.sim.plat.policies[self.policy].cpus
+            &self.sim.machine.plat.policies[self.policy].cpus
         }
         fn min_khz(&self) -> u32 {
             self.sim.policies[self.policy].min_khz
@@ -918,25 +860,25 @@ macro_rules! policy_machine_facts {
             self.sim.policies[self.policy].max_khz
         }
         fn table_khz(&self) -> &[u32] {
-            &self.sim.policies[self.policy].table
+            &self.sim.machine.tables[self.policy]
         }
         fn cap_orig(&self, cpu: usize) -> u64 {
-            self.sim.plat.cpus[cpu].cap_orig
+            self.sim.machine.plat.cpus[cpu].cap_orig
         }
         fn kernel(&self) -> $crate::kernel::KernelVersion {
-            self.sim.kernel
+            self.sim.machine.kernel
         }
         fn default_transition_delay_us(&self) -> u64 {
             self.sim.policy_default_transition_delay_us(self.policy)
         }
         fn cpu_identity(&self) -> ($crate::hw::platform::Vendor, Option<$crate::hw::platform::CpuIdFile>) {
-            (self.sim.plat.file.vendor, self.sim.plat.file.cpuid)
+            (self.sim.machine.plat.file.vendor, self.sim.machine.plat.file.cpuid)
         }
         fn cpuinfo_khz(&self) -> (u32, u32, u32) {
             self.sim.policy_cpuinfo_khz(self.policy)
         }
         fn cpuinfo_max_khz(&self) -> u32 {
-            self.sim.policies[self.policy].cpuinfo_max_khz
+            self.sim.machine.cpuinfo_max_khz[self.policy]
         }
         fn transition_latency_ns(&self) -> Option<u64> {
             self.sim.policy_transition_latency_ns(self.policy)
@@ -945,7 +887,7 @@ macro_rules! policy_machine_facts {
             self.sim.governor_may_act(flags)
         }
         fn tick_ns(&self) -> u64 {
-            self.sim.tick_ns
+            self.sim.machine.tick_ns
         }
         fn invariant(&self) -> bool {
             self.sim.invariant
@@ -980,7 +922,7 @@ impl PolicyCtx for LivePolicy<'_> {
             util_avg: self.sim.cpu_util_avg_now(cpu),
             util_est: c.util_est_sum,
             runnable_avg: c.avg.runnable_avg,
-            cap_orig: self.sim.plat.cpus[cpu].cap_orig,
+            cap_orig: self.sim.machine.plat.cpus[cpu].cap_orig,
             rt_runnable: self.sim.rt_runnable(cpu),
             uclamp: self.sim.rq_uclamp(cpu),
             idle_calls: c.idle_calls,
@@ -1000,7 +942,7 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
         self.sim.sync_counters(cpu);
         let c = &self.sim.cpus[cpu];
-        let base = self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
+        let base = self.sim.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
         let tsc = (self.sim.q.now() as u128 * base as u128 / 1_000_000) as u64;
         (c.aperf as u64, c.mperf as u64, tsc)
     }
@@ -1022,11 +964,11 @@ impl PolicyCtx for LivePolicy<'_> {
         let pol = &self.sim.policies[self.policy];
         let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
         let (target, f) = self.sim.policy_target(self.policy, khz, relation);
-        if cpufreq_core_calls_driver(self.sim.driver, target, f, pol.cur_khz) {
+        if cpufreq_core_calls_driver(self.sim.machine.driver, target, f, pol.cur_khz) {
             self.sim.set_policy_freq(self.policy, f);
         }
         let hw_khz = {
-            let domain = self.sim.plat.policies[self.policy].domain;
+            let domain = self.sim.machine.plat.policies[self.policy].domain;
             let d = &self.sim.domains[domain];
             d.pending_khz.unwrap_or(d.actual_khz)
         };

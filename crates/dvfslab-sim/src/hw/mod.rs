@@ -28,8 +28,8 @@ impl Sim {
         for core in 0..self.cores.len() {
             let active = self.core_awake(core);
             self.cores[core].active = active;
-            let pkg = self.plat.cores[core].package;
-            let cl = self.plat.cores[core].cluster;
+            let pkg = self.machine.plat.cores[core].package;
+            let cl = self.machine.plat.cores[core].cluster;
             if active {
                 self.packages[pkg].active_cores[cl] += 1;
             }
@@ -44,26 +44,26 @@ impl Sim {
         // Without counters, the scale follows the frequency set, from the very start.
         if self.invariant && !self.x86_counters() {
             for cpu in 0..self.cpus.len() {
-                let t = &self.plat.cpus[cpu];
-                let max_khz = self.plat.cluster(t.cluster).frequency.max_khz as u64;
+                let t = &self.machine.plat.cpus[cpu];
+                let max_khz = self.machine.plat.cluster(t.cluster).frequency.max_khz as u64;
                 self.cpus[cpu].freq_scale = (self.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
             }
         }
     }
 
     pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
-        self.domains[self.plat.cpus[cpu].domain].actual_khz
+        self.domains[self.machine.plat.cpus[cpu].domain].actual_khz
     }
 
     /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
     /// that is not is power-gated, every thread in a power-gated state.
     fn core_awake(&self, core: usize) -> bool {
-        self.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
+        self.machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
     }
 
     fn core_voltage(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
-        match self.plat.cluster(t.cluster).frequency.voltage_scope {
+        let t = &self.machine.plat.cores[core];
+        match self.machine.plat.cluster(t.cluster).frequency.voltage_scope {
             VoltageScope::Domain => self.domains[t.domain].mv,
             VoltageScope::Package => self.packages[t.package].mv,
         }
@@ -71,24 +71,24 @@ impl Sim {
 
     /// One rail per package: the highest voltage any of its domains needs.
     fn package_voltage(&self, pkg: usize) -> f64 {
-        self.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
+        self.machine.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
     }
 
     /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
     /// run, interpolated along the V/f curve for any other.
     fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
-        let table = &self.voltages[cluster];
+        let table = &self.machine.voltages[cluster];
         match table.binary_search_by_key(&khz, |&(k, _)| k) {
             Ok(i) => table[i].1,
-            Err(_) => self.plat.voltage_mv(cluster, khz),
+            Err(_) => self.machine.plat.voltage_mv(cluster, khz),
         }
     }
 
     /// Power of a core now (W). Busy: activity · C_eff · V² · f (more with several busy SMT
     /// threads) plus leakage; idle: what its shallowest thread's C-state leaves powered.
     fn core_power(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
-        let cl = self.plat.cluster(t.cluster);
+        let t = &self.machine.plat.cores[core];
+        let cl = self.machine.plat.cluster(t.cluster);
         let mv = self.core_voltage(core);
         let busy = self.cores[core].busy_threads;
         let idle_power = match busy {
@@ -99,20 +99,23 @@ impl Sim {
         // thread].
         let issuing = if idle_power == Some(IdlePower::Polling) { 1 } else { busy };
         if issuing > 0 {
-            let tpc = self.plat.file.topology.threads_per_core as f64;
+            let tpc = self.machine.plat.file.topology.threads_per_core as f64;
             let gain = if tpc > 1.0 {
-                1.0 + (self.plat.file.package_power.smt_activity_gain - 1.0) * (issuing as f64 - 1.0) / (tpc - 1.0)
+                1.0 + (self.machine.plat.file.package_power.smt_activity_gain - 1.0) * (issuing as f64 - 1.0)
+                    / (tpc - 1.0)
             } else {
                 1.0
             };
             let khz = self.domains[t.domain].actual_khz;
-            return self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
+            return self.machine.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
         }
         match idle_power {
             // None: no thread is in an idle state (one is waking); Polling returned above.
-            None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
+            None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => {
+                self.machine.plat.core_leak_w(t.cluster, mv)
+            }
             Some(IdlePower::LowVoltage) => {
-                self.plat.core_leak_w(t.cluster, self.voltage_mv(t.cluster, cl.frequency.min_khz))
+                self.machine.plat.core_leak_w(t.cluster, self.voltage_mv(t.cluster, cl.frequency.min_khz))
             }
             Some(IdlePower::PowerGated) => 0.0,
         }
@@ -120,17 +123,17 @@ impl Sim {
 
     /// The uncore clock level a domain of `cluster` at `khz` calls for.
     fn uncore_level_at(&self, cluster: usize, khz: u32) -> f64 {
-        self.plat.cluster(cluster).frequency.level_of(khz)
+        self.machine.plat.cluster(cluster).frequency.level_of(khz)
     }
 
     fn uncore_level_of(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
+        let t = &self.machine.plat.cores[core];
         self.uncore_level_at(t.cluster, self.domains[t.domain].actual_khz)
     }
 
     /// The packages that idle together with `pkg` (see `IdleScope`).
     fn idle_peers(&self, pkg: usize) -> std::ops::Range<usize> {
-        match self.plat.file.package_power.idle_scope {
+        match self.machine.plat.file.package_power.idle_scope {
             IdleScope::Package => pkg..pkg + 1,
             IdleScope::System => 0..self.packages.len(),
         }
@@ -150,7 +153,7 @@ impl Sim {
             return None;
         }
         let mut top: Option<(f64, u32)> = None;
-        for &core in &self.plat.packages[pkg].cores {
+        for &core in &self.machine.plat.packages[pkg].cores {
             if !self.cores[core].active {
                 continue;
             }
@@ -168,7 +171,7 @@ impl Sim {
     /// the package-idle power, or the static power plus the clock-following share.
     fn set_uncore(&mut self, pkg: usize, state: Option<(f64, u32)>) {
         self.touch_package(pkg);
-        let pp = &self.plat.file.package_power;
+        let pp = &self.machine.plat.file.package_power;
         let p = &mut self.packages[pkg];
         p.uncore_w = state.map_or(pp.p_pkg_idle_w, |(level, _)| pp.p_uncore_active_w + pp.p_uncore_dyn_w * level);
         p.uncore_level = state.map(|(level, _)| level);
@@ -185,7 +188,7 @@ impl Sim {
     /// core at (or above) the uncore's level moves it, and the package is scanned again only
     /// when the last core at the top level leaves.
     fn uncore_after_gating(&mut self, core: usize) {
-        let pkg = self.plat.cores[core].package;
+        let pkg = self.machine.plat.cores[core].package;
         let Some(level) = self.packages[pkg].uncore_level else {
             for p in self.idle_peers(pkg) {
                 self.repower_package(p);
@@ -219,13 +222,13 @@ impl Sim {
     /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
     /// leave the uncore's top level, join it, or raise it.
     fn uncore_follows(&mut self, d: usize, old_khz: u32) {
-        let pkg = self.plat.domains[d].package;
+        let pkg = self.machine.plat.domains[d].package;
         let Some(level) = self.packages[pkg].uncore_level else { return };
-        let awake = self.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
+        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
         if awake == 0 {
             return;
         }
-        let cl = self.plat.domains[d].cluster;
+        let cl = self.machine.plat.domains[d].cluster;
         let (before, after) = (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.domains[d].actual_khz));
         if after > level {
             self.set_uncore(pkg, Some((after, awake)));
@@ -272,7 +275,7 @@ impl Sim {
             return;
         }
         let khz = self.cpu_khz(cpu) as f64;
-        let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+        let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
         let c = &mut self.cpus[cpu];
         let dt = (now - c.counters_ns) as f64;
         c.aperf += dt * khz * 1e-6;
@@ -298,8 +301,8 @@ impl Sim {
     pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
         self.touch_core(core);
         let active = self.core_awake(core);
-        let pkg = self.plat.cores[core].package;
-        let cl = self.plat.cores[core].cluster;
+        let pkg = self.machine.plat.cores[core].package;
+        let cl = self.machine.plat.cores[core].cluster;
         if active != self.cores[core].active {
             self.touch_package(pkg);
             let before = self.packages[pkg].active_cores[cl];
@@ -319,15 +322,15 @@ impl Sim {
         // The domain's vote changes only when this CPU's does (it woke from or entered a
         // power-gated state), or when its request is not settled yet.
         let awake = self.cpu_awake(changed_cpu);
-        let d = self.plat.cores[core].domain;
+        let d = self.machine.plat.cores[core].domain;
         if std::mem::replace(&mut self.cpus[changed_cpu].awake, awake) != awake || self.domains[d].request_unsettled {
             self.vote_changed(d);
         } else {
             debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.domains[d].request_khz);
         }
-        if self.plat.file.topology.threads_per_core > 1 {
-            for i in 0..self.plat.cores[core].cpus.len() {
-                let sib = self.plat.cores[core].cpus[i];
+        if self.machine.plat.file.topology.threads_per_core > 1 {
+            for i in 0..self.machine.plat.cores[core].cpus.len() {
+                let sib = self.machine.plat.cores[core].cpus[i];
                 if sib != changed_cpu && self.cpus[sib].curr.is_some() && self.cpus[sib].idle_state.is_none() {
                     self.resegment(sib);
                 }
@@ -352,12 +355,12 @@ impl Sim {
     /// The active-core count of a package changed: domains asking for turbo get a new ceiling,
     /// at once or at the package controller's next evaluation.
     fn turbo_limit_changed(&mut self, pkg: usize, cluster: usize, before: u32, after: u32) {
-        let limits = &self.plat.turbo_limit_khz[cluster];
+        let limits = &self.machine.plat.turbo_limit_khz[cluster];
         let at = |n: u32| limits[(n.max(1) - 1) as usize];
         if at(before) == at(after) {
             return;
         }
-        let interval_ns = (self.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
+        let interval_ns = (self.machine.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
         if interval_ns > 0 && self.started {
             if !self.packages[pkg].pcu_pending {
                 self.packages[pkg].pcu_pending = true;
@@ -366,9 +369,9 @@ impl Sim {
             }
             return;
         }
-        for i in 0..self.plat.packages[pkg].domains.len() {
-            let d = self.plat.packages[pkg].domains[i];
-            if self.plat.domains[d].cluster == cluster {
+        for i in 0..self.machine.plat.packages[pkg].domains.len() {
+            let d = self.machine.plat.packages[pkg].domains[i];
+            if self.machine.plat.domains[d].cluster == cluster {
                 self.retarget(d);
             }
         }
@@ -382,8 +385,8 @@ impl Sim {
     pub(crate) fn pcu_tick(&mut self, pkg: usize) {
         self.packages[pkg].pcu_pending = false;
         let mut rail_changed = false;
-        for i in 0..self.plat.packages[pkg].domains.len() {
-            let d = self.plat.packages[pkg].domains[i];
+        for i in 0..self.machine.plat.packages[pkg].domains.len() {
+            let d = self.machine.plat.packages[pkg].domains[i];
             let target = self.hardware_target(d);
             let dom = &mut self.domains[d];
             if dom.pending_khz.is_some() {
@@ -394,8 +397,8 @@ impl Sim {
             }
         }
         if rail_changed {
-            let plat = std::rc::Rc::clone(&self.plat);
-            self.repower_cores(&plat.packages[pkg].cores);
+            let machine = std::rc::Rc::clone(&self.machine);
+            self.repower_cores(&machine.plat.packages[pkg].cores);
         }
     }
 
@@ -411,11 +414,11 @@ impl Sim {
     /// active cores.
     pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
         self.policies[policy].cur_khz = khz;
-        let d = self.plat.policies[policy].domain;
+        let d = self.machine.plat.policies[policy].domain;
         self.domains[d].request_khz = self.domain_request(d);
         self.domains[d].request_unsettled = !self.started;
         self.retarget(d);
-        if self.driver == crate::hw::driver::Driver::Powernv {
+        if self.machine.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
             // only then does the global (voltage) P-state follow.
             self.powernv_target(policy, khz);
@@ -425,8 +428,8 @@ impl Sim {
     /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
     /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
     fn only_awake_cpus_vote(&self, d: usize) -> bool {
-        let dom = &self.plat.domains[d];
-        dom.policies.len() >= 2 && !self.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
+        let dom = &self.machine.plat.domains[d];
+        dom.policies.len() >= 2 && !self.machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
     }
 
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
@@ -438,7 +441,7 @@ impl Sim {
     /// (`power_gated_cpus_vote`). With no CPU awake the request stays as it was (every request
     /// counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
-        let dom = &self.plat.domains[d];
+        let dom = &self.machine.plat.domains[d];
         let request = |p: &usize| self.policies[*p].cur_khz;
         if !self.only_awake_cpus_vote(d) || !self.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
@@ -451,7 +454,7 @@ impl Sim {
             if highest.is_some_and(|h| h >= khz) {
                 continue;
             }
-            if self.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
+            if self.machine.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
                 highest = Some(khz);
             }
         }
@@ -467,13 +470,16 @@ impl Sim {
     /// How the idle state `cpu` is in powers it; None while it runs.
     pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
         let c = &self.cpus[cpu];
-        debug_assert_eq!(c.idle_power, c.idle_state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power));
+        debug_assert_eq!(
+            c.idle_power,
+            c.idle_state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power)
+        );
         c.idle_power
     }
 
     /// Put `cpu` in idle state `state` (None: running).
     pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
-        let power = state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power);
+        let power = state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power);
         let c = &mut self.cpus[cpu];
         c.idle_state = state;
         c.idle_power = power;
@@ -482,21 +488,24 @@ impl Sim {
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and
     /// re-power the cores whose rail that changes.
     pub(crate) fn set_global_khz(&mut self, policy: usize, khz: u32) {
-        let d = self.plat.policies[policy].domain;
+        let d = self.machine.plat.policies[policy].domain;
         if self.domains[d].global_khz == khz {
             return;
         }
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
-        let cores: Vec<usize> =
-            if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let cores: Vec<usize> = if package_rail {
+            self.machine.plat.packages[pkg].cores.clone()
+        } else {
+            self.machine.plat.domains[d].cores.clone()
+        };
         for &core in &cores {
             self.touch_core(core);
         }
         self.domains[d].global_khz = khz;
         if let Some(tl) = self.timeline.as_mut() {
-            tl.global(self.q.now(), self.plat.policies[policy].cpus[0], khz);
+            tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
         }
         self.domains[d].mv = self.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
         if package_rail {
@@ -509,13 +518,13 @@ impl Sim {
 
     /// What the hardware of domain `d` should run now, given its request and turbo limits.
     fn hardware_target(&self, d: usize) -> u32 {
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let f = &self.plat.cluster(cl).frequency;
-        let t = self.driver.hardware_target_khz(&self.plat, cl, self.domains[d].request_khz);
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let f = &self.machine.plat.cluster(cl).frequency;
+        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.domains[d].request_khz);
         if t > f.base_khz {
             let n = self.packages[pkg].active_cores[cl].max(1) as usize;
-            t.min(self.plat.turbo_limit_khz[cl][n - 1])
+            t.min(self.machine.plat.turbo_limit_khz[cl][n - 1])
         } else {
             t
         }
@@ -542,12 +551,12 @@ impl Sim {
         dom.pending_khz = Some(target);
         dom.apply_token = dom.apply_token.wrapping_add(1);
         let token = dom.apply_token;
-        let cl = self.plat.domains[d].cluster;
-        let q = &self.plat.cluster(cl).frequency;
+        let cl = self.machine.plat.domains[d].cluster;
+        let q = &self.machine.plat.cluster(cl).frequency;
         // A rise that needs more voltage than the rail holds waits for the ramp.
         let supplied_mv = match q.voltage_scope {
             VoltageScope::Domain => self.domains[d].mv,
-            VoltageScope::Package => self.packages[self.plat.domains[d].package].mv,
+            VoltageScope::Package => self.packages[self.machine.plat.domains[d].package].mv,
         };
         let missing_mv = (self.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
@@ -570,17 +579,18 @@ impl Sim {
         if new == self.domains[d].actual_khz {
             return false;
         }
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
         let defer_rail = package_rail && rail_cores == RailCores::Later;
-        for i in 0..self.plat.domains[d].cpus.len() {
-            let cpu = self.plat.domains[d].cpus[i];
+        for i in 0..self.machine.plat.domains[d].cpus.len() {
+            let cpu = self.machine.plat.domains[d].cpus[i];
             self.account_segment(cpu);
             self.sync_counters(cpu);
         }
         self.account_freq_time(d);
-        let plat = std::rc::Rc::clone(&self.plat);
+        let machine = std::rc::Rc::clone(&self.machine);
+        let plat = &machine.plat;
         // The cores whose power changes: the domain's, or the package's when they share a rail.
         let repowered: &[usize] = match (package_rail, defer_rail) {
             (true, true) => &[],
@@ -595,14 +605,15 @@ impl Sim {
             }
         }
         // The PLL relocks: no core of the domain executes for a while, busy or waking.
-        let halt_until = self.q.now() + (self.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
+        let halt_until =
+            self.q.now() + (self.machine.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
         for &cpu in &plat.domains[d].cpus {
             self.cpus[cpu].halt_until = halt_until;
         }
         let old = self.domains[d].actual_khz;
         self.domains[d].actual_khz = new;
         self.domains[d].mv = self.voltage_mv(cl, new.max(self.domains[d].global_khz));
-        if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
+        if self.stats.time_to_top_ns.is_none() && new >= self.machine.plat.turbo_limit_khz[cl][0] && self.started {
             self.stats.time_to_top_ns = Some(self.q.now());
         }
         if package_rail {
@@ -616,10 +627,10 @@ impl Sim {
             }
         }
         self.uncore_follows(d, old);
-        let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
+        let max_khz = self.machine.plat.cluster(cl).frequency.max_khz as u64;
         let cpufreq_scale = self.invariant && !self.x86_counters();
-        for i in 0..self.plat.domains[d].cpus.len() {
-            let cpu = self.plat.domains[d].cpus[i];
+        for i in 0..self.machine.plat.domains[d].cpus.len() {
+            let cpu = self.machine.plat.domains[d].cpus[i];
             if cpufreq_scale {
                 // arm64 without AMU: the scale follows the frequency set, not the one measured.
                 self.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
@@ -636,7 +647,7 @@ impl Sim {
 
     /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
     pub(crate) fn x86_counters(&self) -> bool {
-        matches!(self.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
+        matches!(self.machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
     }
 
     /// Work per ns (cycles at base frequency) of the task current on `cpu`:
@@ -648,15 +659,15 @@ impl Sim {
                 return 1.0;
             }
         }
-        let t = &self.plat.cpus[cpu];
-        let cl = self.plat.cluster(t.cluster);
+        let t = &self.machine.plat.cpus[cpu];
+        let cl = self.machine.plat.cluster(t.cluster);
         let f = self.domains[t.domain].actual_khz as f64 * 1e-6;
         let fb = cl.frequency.base_khz as f64 * 1e-6;
         let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
         let busy = self.cores[t.core].busy_threads.max(1) as f64;
-        let tpc = self.plat.file.topology.threads_per_core as f64;
+        let tpc = self.machine.plat.file.topology.threads_per_core as f64;
         let share = if busy > 1.0 {
-            (1.0 + (self.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
+            (1.0 + (self.machine.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
         } else {
             1.0
         };
@@ -702,9 +713,9 @@ impl Sim {
 
     /// Read every package's RAPL counter and accumulate its (wrapping) delta.
     pub(crate) fn rapl_sample(&mut self) {
-        let bits = self.plat.file.rapl.counter_bits;
+        let bits = self.machine.plat.file.rapl.counter_bits;
         let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        let unit_j = self.plat.file.rapl.energy_unit_uj * 1e-6;
+        let unit_j = self.machine.plat.file.rapl.energy_unit_uj * 1e-6;
         for pkg in 0..self.packages.len() {
             // The counter never restarts: it counts the warm-up's energy too.
             let total = self.package_energy_j(pkg) + self.packages[pkg].energy_before_warmup_j;
@@ -720,8 +731,8 @@ impl Sim {
     pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
         self.touch_package(pkg);
         let mut total = self.packages[pkg].uncore_energy_j;
-        for i in 0..self.plat.packages[pkg].cores.len() {
-            let core = self.plat.packages[pkg].cores[i];
+        for i in 0..self.machine.plat.packages[pkg].cores.len() {
+            let core = self.machine.plat.packages[pkg].cores[i];
             self.touch_core(core);
             total += self.cores[core].energy_j;
         }
@@ -731,7 +742,8 @@ impl Sim {
     /// Energy the cores of `policy` drew so far (J), their share of the uncore left out; the
     /// warm-up's is not counted once it ended.
     pub fn policy_energy_so_far_j(&mut self, policy: usize) -> f64 {
-        let mut cores: Vec<usize> = self.plat.policies[policy].cpus.iter().map(|&c| self.plat.cpus[c].core).collect();
+        let mut cores: Vec<usize> =
+            self.machine.plat.policies[policy].cpus.iter().map(|&c| self.machine.plat.cpus[c].core).collect();
         cores.dedup();
         let mut total = 0.0;
         for core in cores {
@@ -808,7 +820,7 @@ impl Sim {
         self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.cpus.len() {
-            let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+            let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
             a += self.cpus[cpu].aperf * base;
             m += self.cpus[cpu].mperf;
         }

@@ -64,20 +64,20 @@ impl Ramp {
 
 impl Sim {
     fn pstate_index(&self, policy: usize, khz: u32) -> usize {
-        let table = &self.policies[policy].table;
+        let table = &self.machine.tables[policy];
         let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
         table.len() - 1 - pos
     }
 
     fn pstate_khz(&self, policy: usize, idx: usize) -> u32 {
-        let table = &self.policies[policy].table;
+        let table = &self.machine.tables[policy];
         table[table.len() - 1 - idx]
     }
 
     /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
     pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
         let new_idx = self.pstate_index(policy, khz);
-        if self.powernv_fast_switch {
+        if self.machine.powernv_fast_switch {
             // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
             // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
             let r = &mut self.ramps[policy];
@@ -86,12 +86,12 @@ impl Sim {
             self.set_global_khz(policy, khz);
             return;
         }
-        if !self.slow_rampdown {
+        if !self.machine.slow_rampdown {
             self.set_global_khz(policy, khz);
             return;
         }
         let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.policies[policy].table.len() - 1;
+        let min_idx = self.machine.tables[policy].len() - 1;
         let r = &mut self.ramps[policy];
         let g = match r.last_sampled_ms {
             None => {
@@ -131,7 +131,7 @@ impl Sim {
     /// The ramp-down timer fired: lower the global a step further (gpstate_timer_handler).
     pub(crate) fn powernv_timer(&mut self, policy: usize) {
         let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.policies[policy].table.len() - 1;
+        let min_idx = self.machine.tables[policy].len() - 1;
         let r = &mut self.ramps[policy];
         let local = r.last_lpstate_idx;
         if r.last_gpstate_idx == local {

@@ -191,9 +191,10 @@ impl Hetero {
 impl Sim {
     /// capacity_of(cpu): cap_orig less the capacity a lowered policy maximum takes away.
     pub(crate) fn capacity_of(&self, cpu: usize) -> u64 {
-        let cap = self.plat.cpus[cpu].cap_orig;
-        let pol = &self.policies[self.plat.cpus[cpu].policy];
-        let f_ref = *pol.table.last().unwrap_or(&pol.max_khz) as u64;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let policy = self.machine.plat.cpus[cpu].policy;
+        let pol = &self.policies[policy];
+        let f_ref = *self.machine.tables[policy].last().unwrap_or(&pol.max_khz) as u64;
         if (pol.max_khz as u64) < f_ref && f_ref > 0 {
             (cap * pol.max_khz as u64 / f_ref).max(1)
         } else {
@@ -203,7 +204,7 @@ impl Sim {
 
     pub(crate) fn cpu_caps(&self, cpu: usize) -> CpuCaps {
         let capacity = self.capacity_of(cpu);
-        CpuCaps { cap_orig: self.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
+        CpuCaps { cap_orig: self.machine.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
     }
 
     /// util_fits_cpu with this run's fits rule and uclamp state.
@@ -271,7 +272,7 @@ impl Sim {
             return t.avg.util_avg;
         }
         let mut avg = t.avg.clone();
-        avg.update(self.pelt_clock_estimate(t.cpu), 0, 0, false, t.weight, self.pelt_shift);
+        avg.update(self.pelt_clock_estimate(t.cpu), 0, 0, false, t.weight, self.machine.pelt_shift);
         avg.util_avg
     }
 

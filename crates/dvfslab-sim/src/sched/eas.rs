@@ -98,8 +98,8 @@ impl Sim {
     /// schedutil's utilisation-to-perf mapping for `cpu`'s policy (×1.25, or the margins
     /// series' headroom), which EAS uses to predict the OPP.
     fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
-        let pol = self.plat.cpus[cpu].policy;
-        let cap = self.plat.cpus[cpu].cap_orig;
+        let pol = self.machine.plat.cpus[cpu].policy;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
         self.governors[pol].as_ref().and_then(|g| g.dvfs_headroom(actual, cap)).unwrap_or(actual + (actual >> 2))
     }
 
@@ -127,7 +127,7 @@ impl Sim {
                     util_avg: self.cpu_util_avg_now(cpu),
                     runnable: c.avg.runnable_avg,
                     util_est: c.util_est_sum,
-                    cap: self.plat.cpus[cpu].cap_orig,
+                    cap: self.machine.plat.cpus[cpu].cap_orig,
                     busy: c.curr.is_some() || !c.queue.is_empty(),
                     rt: self.rt_runnable(cpu),
                     clamp: self.rq_uclamp(cpu),

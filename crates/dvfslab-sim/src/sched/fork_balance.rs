@@ -99,9 +99,9 @@ impl Sim {
     }
 
     fn fork_levels(&self) -> impl Iterator<Item = Level> {
-        let numa = self.plat.packages.len() > 1;
-        let between_llcs = self.plat.llcs.len() > self.plat.packages.len();
-        let smt = self.plat.file.topology.threads_per_core > 1;
+        let numa = self.machine.plat.packages.len() > 1;
+        let between_llcs = self.machine.plat.llcs.len() > self.machine.plat.packages.len();
+        let smt = self.machine.plat.file.topology.threads_per_core > 1;
         [(numa, Level::Numa), (between_llcs, Level::BetweenLlcs), (true, Level::Llc), (smt, Level::Smt)]
             .into_iter()
             .filter_map(|(present, level)| present.then_some(level))
@@ -109,11 +109,11 @@ impl Sim {
 
     /// Which group of `level` `cpu` belongs to.
     fn group_key(&self, level: Level, cpu: usize) -> usize {
-        let t = &self.plat.cpus[cpu];
+        let t = &self.machine.plat.cpus[cpu];
         match level {
             Level::Numa => t.package,
             Level::BetweenLlcs => t.llc,
-            Level::Llc if self.plat.file.topology.threads_per_core > 1 => t.core,
+            Level::Llc if self.machine.plat.file.topology.threads_per_core > 1 => t.core,
             Level::Llc | Level::Smt => cpu,
         }
     }
@@ -132,7 +132,7 @@ impl Sim {
                 }
             };
             let g = &mut groups[i];
-            g.capacity += self.plat.cpus[c].cap_orig;
+            g.capacity += self.machine.plat.cpus[c].cap_orig;
             g.runnable += self.runnable_load(c);
             g.avg += self.avg_load(c);
         }
@@ -185,7 +185,8 @@ impl Sim {
     /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
     /// with none idle, the one with the least load.
     fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
-        let exit_ns = |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.plat.idle_timing_of_cpu(c)[s].exit_ns);
+        let exit_ns =
+            |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.machine.plat.idle_timing_of_cpu(c)[s].exit_ns);
         let idle = group
             .iter()
             .copied()

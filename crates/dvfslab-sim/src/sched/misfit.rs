@@ -62,10 +62,10 @@ impl Sim {
         if self.rt_prio(task).is_some() {
             return None;
         }
-        let cap = self.plat.cpus[cpu].cap_orig;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
         // Already on the biggest CPU it may use (p->max_allowed_capacity, 6.10+), or pinned.
         let bigger_allowed =
-            (0..self.cpus.len()).any(|c| c != cpu && self.allowed(task, c) && self.plat.cpus[c].cap_orig > cap);
+            (0..self.cpus.len()).any(|c| c != cpu && self.allowed(task, c) && self.machine.plat.cpus[c].cap_orig > cap);
         if !bigger_allowed || self.task_fits_cpu(task, cpu) {
             return None;
         }
@@ -149,8 +149,8 @@ impl Sim {
     /// because the task does not fit the smaller of the waking and the previous CPU, on a
     /// platform where that CPU is at least 1/8 smaller than the biggest.
     pub(crate) fn wake_cap(&self, task: usize, this_cpu: usize, prev: usize) -> bool {
-        let min_cap = self.plat.cpus[prev].cap_orig.min(self.plat.cpus[this_cpu].cap_orig);
-        let max_cap = self.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
+        let min_cap = self.machine.plat.cpus[prev].cap_orig.min(self.machine.plat.cpus[this_cpu].cap_orig);
+        let max_cap = self.machine.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
@@ -168,7 +168,7 @@ impl Sim {
         if ok(target) && fits(target) > 0 {
             return target;
         }
-        let same_llc = self.plat.cpus[prev].llc == self.plat.cpus[target].llc;
+        let same_llc = self.machine.plat.cpus[prev].llc == self.machine.plat.cpus[target].llc;
         if prev != target && same_llc && ok(prev) && fits(prev) > 0 {
             return prev;
         }

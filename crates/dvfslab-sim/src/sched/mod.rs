@@ -146,10 +146,10 @@ impl Sim {
             return;
         }
         self.cpus[cpu].placement_idle = idle;
-        let core = self.plat.cpus[cpu].core;
-        let threads = self.plat.cores[core].cpus.len() as u32;
+        let core = self.machine.plat.cpus[cpu].core;
+        let threads = self.machine.plat.cores[core].cpus.len() as u32;
         let c = &mut self.cores[core];
-        let llc = &mut self.llc_idle[self.plat.cpus[cpu].llc];
+        let llc = &mut self.llc_idle[self.machine.plat.cpus[cpu].llc];
         if idle {
             self.idle_cpus += 1;
             llc.cpus += 1;
@@ -215,7 +215,7 @@ impl Sim {
     /// already; that runnable time is left out).
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
-        let cap = self.plat.cpus[cpu].cap_orig;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
         let curr = self.cpus[cpu].curr;
         // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
         let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
@@ -227,7 +227,8 @@ impl Sim {
             c.clock_pelt = end;
             c.stall_pelt_end = end - c.lost_idle;
             let waiting = nr.saturating_sub(1);
-            c.util_changed |= c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.pelt_shift);
+            c.util_changed |=
+                c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.machine.pelt_shift);
         }
         let delta = now - c.clock_task;
         c.clock_task = now;
@@ -237,7 +238,7 @@ impl Sim {
             c.clock_pelt = now;
         }
         let pelt_now = c.clock_pelt - c.lost_idle;
-        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
+        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.machine.pelt_shift) {
             c.util_changed = true;
             // util_avg may exceed the capacity scale for a while after migrations attach
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
@@ -263,11 +264,11 @@ impl Sim {
         let load_before = t.avg.load_avg;
         if running && t.avg.last_update_time < waited_until && waited_until <= now {
             // The current task was woken only once its CPU had left its idle state.
-            if t.avg.update(waited_until, 0, 0, false, t.weight, self.pelt_shift) {
+            if t.avg.update(waited_until, 0, 0, false, t.weight, self.machine.pelt_shift) {
                 t.util_est.on_pelt_refresh();
             }
         }
-        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
+        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.machine.pelt_shift) {
             t.util_est.on_pelt_refresh();
         }
         if t.on_rq {
@@ -330,7 +331,7 @@ impl Sim {
     /// idle CPU's blocked average is decayed to now without changing the state.
     pub(crate) fn cpu_util_now(&self, cpu: usize) -> u64 {
         let c = &self.cpus[cpu];
-        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.plat.cpus[cpu].cap_orig)
+        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.machine.plat.cpus[cpu].cap_orig)
     }
 
     /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
@@ -346,7 +347,7 @@ impl Sim {
             return read(&c.avg);
         }
         let mut avg = c.avg.clone();
-        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
+        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.machine.pelt_shift);
         read(&avg)
     }
 
@@ -358,7 +359,7 @@ impl Sim {
     fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::sched::task::Task {
         let mut task = crate::sched::task::Task::new(id, name, program, start_ns);
         task.util_est =
-            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.kernel));
+            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.machine.kernel));
         task
     }
 
@@ -396,7 +397,7 @@ impl Sim {
         let cpu = self.select_fork_cpu(task, self.tasks[task].cpu);
         self.update_cpu_pelt(cpu);
         let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
-        let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
+        let util = initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
         let pelt_now = self.cpu_pelt_now(cpu);
         let t = &mut self.tasks[task];
         t.placed = true;
@@ -443,13 +444,13 @@ impl Sim {
     /// CPU's policy. Within an LLC the source takes the run-queue lock and enqueues itself;
     /// across LLCs the wake-up is queued to the target by IPI (TTWU_QUEUE) and enqueued there.
     fn remote_enqueue(&self, source: usize, cpu: usize) -> bool {
-        let (s, t) = (&self.plat.cpus[source], &self.plat.cpus[cpu]);
+        let (s, t) = (&self.machine.plat.cpus[source], &self.machine.plat.cpus[cpu]);
         s.policy != t.policy && s.llc == t.llc
     }
 
     /// Every CPU id, for a search of the whole machine.
     pub(crate) fn all_cpus(&self) -> &[usize] {
-        &self.every_cpu
+        &self.machine.every_cpu
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
@@ -458,13 +459,14 @@ impl Sim {
         // The counts are exact (debug builds check them), so a loaded machine skips the scan.
         debug_assert_eq!(
             self.idle_cores,
-            self.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
+            self.machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
         );
         if self.idle_cores == 0 {
             return None;
         }
         scan_from(cpus, start).find(|&c| {
-            self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+            self.allowed(task, c)
+                && self.machine.plat.cores[self.machine.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
         })
     }
 
@@ -495,7 +497,7 @@ impl Sim {
                 return self.select_fork_cpu(task, this_cpu);
             }
         }
-        let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
+        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
         let target = match waker {
             Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
                 if ok(prev) && self.cpu_is_idle(prev) {
@@ -518,8 +520,8 @@ impl Sim {
             return prev;
         }
         // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
-        let l = self.plat.cpus[target].llc;
-        let llc = &self.plat.llcs[l];
+        let l = self.machine.plat.cpus[target].llc;
+        let llc = &self.machine.plat.llcs[l];
         debug_assert_eq!(self.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
         let idle = self.llc_idle[l];
         let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
@@ -576,7 +578,7 @@ impl Sim {
             }
         }
         self.check_overutilized(cpu);
-        if flags.remote && !remote_callbacks(self.kernel) {
+        if flags.remote && !remote_callbacks(self.machine.kernel) {
             return;
         }
         if self.rt_prio(task).is_some() {
@@ -668,7 +670,7 @@ impl Sim {
     /// gives it, else the table's.
     fn core_ready_at(&self, cpu: usize, state: usize) -> TimeNs {
         let now = self.q.now();
-        let siblings = self.plat.cores[self.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
+        let siblings = self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
         let mut core_state = state;
         let mut awake_until = None;
         for &sib in siblings {
@@ -678,10 +680,10 @@ impl Sim {
             }
         }
         // The package sleeps only when every core is power-gated (its uncore has no level).
-        let package_awake = self.packages[self.plat.cpus[cpu].package].uncore_level.is_some();
+        let package_awake = self.packages[self.machine.plat.cpus[cpu].package].uncore_level.is_some();
         match awake_until {
             Some(t) => t.max(now),
-            None => now + self.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
+            None => now + self.machine.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
         }
     }
 
@@ -711,7 +713,7 @@ impl Sim {
             let ready_at = self.core_ready_at(cpu, state);
             self.set_idle_state(cpu, None);
             self.cpus[cpu].stall_until = ready_at;
-            let core = self.plat.cpus[cpu].core;
+            let core = self.machine.plat.cpus[cpu].core;
             self.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
             self.arm_tick(cpu);
@@ -1139,7 +1141,7 @@ impl Sim {
     /// dequeue's governor callback runs.
     fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
-        let cap = self.plat.cpus[cpu].cap_orig;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
         let t = &mut self.tasks[task];
         t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
         t.state = TaskState::Sleeping;
@@ -1237,7 +1239,7 @@ impl Sim {
         if self.waiting == 0 {
             return None;
         }
-        let t = &self.plat.cpus[cpu];
+        let t = &self.machine.plat.cpus[cpu];
         let now = self.q.now();
         // The first waiting task of `src` that may run on `cpu` and has not run recently.
         let movable = |src: usize| {
@@ -1248,8 +1250,8 @@ impl Sim {
                 .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
                 .map(|c| (c, movable(c).expect("checked")))
         };
-        busiest(&mut self.plat.llcs[t.llc].iter().copied())
-            .or_else(|| busiest(&mut self.plat.packages[t.package].cpus.iter().copied()))
+        busiest(&mut self.machine.plat.llcs[t.llc].iter().copied())
+            .or_else(|| busiest(&mut self.machine.plat.packages[t.package].cpus.iter().copied()))
             .or_else(|| busiest(&mut (0..self.cpus.len())))
     }
 
@@ -1307,12 +1309,12 @@ impl Sim {
         c.tick_armed = false;
         // A shallow state chosen on a short history is left at the retained tick that makes
         // menu give up on it (`menu`); the tick handler finds the CPU idle and deepens it.
-        if let Some(at) = c.idle_history.gives_up_at(now, predicted, next_timer, self.tick_ns) {
+        if let Some(at) = c.idle_history.gives_up_at(now, predicted, next_timer, self.machine.tick_ns) {
             let token = c.tick_token;
             self.q.push(at, Event::Tick { cpu: cpu as u32, token });
         }
         c.stall_until = 0;
-        let core = self.plat.cpus[cpu].core;
+        let core = self.machine.plat.cpus[cpu].core;
         self.cores[core].busy_threads -= 1;
         self.core_changed(core, cpu);
         let prev = self.cpus[cpu].switched_out.take();
@@ -1320,7 +1322,7 @@ impl Sim {
             // The switch to the idle task comes first; the idle task then enters the state
             // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
-            let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
+            let name = &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name;
             tl.idle(now, cpu, name);
         }
     }
@@ -1337,10 +1339,10 @@ impl Sim {
         let mut state = self.deepest_state_within(cpu, predicted);
         // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
         // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
-        let has_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
+        let has_multiplier = self.machine.kernel < crate::kernel::KernelVersion(6, 13);
         let n = if has_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let timing = self.plat.idle_timing_of_cpu(cpu);
+        let states = &self.machine.plat.cluster_of_cpu(cpu).idle_states;
+        let timing = self.machine.plat.idle_timing_of_cpu(cpu);
         let limit_ns = predicted / (1 + 10 * n);
         while state > 0 && timing[state].exit_ns > limit_ns {
             state -= 1;
@@ -1355,7 +1357,7 @@ impl Sim {
             let physical_state = timing[state + 1];
             let target_ns = physical_state.target_residency_ns;
             let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
-            let physical = if self.kernel >= crate::kernel::KernelVersion(5, 0) {
+            let physical = if self.machine.kernel >= crate::kernel::KernelVersion(5, 0) {
                 physical_state.exit_ns <= limit_ns && target_ns <= until_timer
             } else {
                 until_timer > target_ns.max(20_000)
@@ -1377,7 +1379,7 @@ impl Sim {
 
     /// The deepest idle state of `cpu` whose target residency fits in `ns`.
     fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
-        let timing = self.plat.idle_timing_of_cpu(cpu);
+        let timing = self.machine.plat.idle_timing_of_cpu(cpu);
         timing.iter().rposition(|s| s.target_residency_ns <= ns).unwrap_or(0)
     }
 
@@ -1394,9 +1396,9 @@ impl Sim {
         }
         self.account_busy_idle(cpu);
         self.set_idle_state(cpu, Some(deepest));
-        self.core_changed(self.plat.cpus[cpu].core, cpu);
+        self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
         if let Some(tl) = self.timeline.as_mut() {
-            tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
+            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
         }
     }
 
@@ -1421,7 +1423,7 @@ impl Sim {
             return;
         }
         let now = self.q.now();
-        let next = (now / self.tick_ns + 1) * self.tick_ns;
+        let next = (now / self.machine.tick_ns + 1) * self.machine.tick_ns;
         let c = &mut self.cpus[cpu];
         c.tick_armed = true;
         c.tick_token = c.tick_token.wrapping_add(1);
@@ -1445,7 +1447,7 @@ impl Sim {
             c.tick_aperf = c.aperf;
             c.tick_mperf = c.mperf;
             if self.invariant && mcnt > 0 {
-                let ratio = self.freq_ratio[self.plat.cpus[cpu].cluster];
+                let ratio = self.machine.freq_ratio[self.machine.plat.cpus[cpu].cluster];
                 match crate::hw::invariance::scale_from_counters(acnt, mcnt, ratio) {
                     Some(s) => self.cpus[cpu].freq_scale = s,
                     None => self.disable_invariance(),
@@ -1502,8 +1504,8 @@ impl Sim {
         if self.idle_cpus == 0 {
             return;
         }
-        let t = &self.plat.cpus[cpu];
-        let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
+        let t = &self.machine.plat.cpus[cpu];
+        let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
         let now = self.q.now();
         let mut cold = self.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
         let found = cold.find_map(|task| {
@@ -1536,14 +1538,14 @@ impl Sim {
         if now < self.cpus[cpu].spread.next_ns {
             return;
         }
-        let t = &self.plat.cpus[cpu];
-        let llc = &self.plat.llcs[t.llc];
+        let t = &self.machine.plat.cpus[cpu];
+        let llc = &self.machine.plat.llcs[t.llc];
         // With no idle core there is no destination, which counts as a balanced domain.
         let src = if self.idle_cores == 0 { None } else { self.spread_source(cpu) };
         let task = src.and_then(|s| self.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
             self.find_idle_core(task, llc, src)
-                .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, src))
+                .or_else(|| self.find_idle_core(task, &self.machine.plat.packages[t.package].cpus, src))
                 .or_else(|| self.find_idle_core(task, self.all_cpus(), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
@@ -1567,12 +1569,12 @@ impl Sim {
     /// core is overloaded (every SMT thread running); the idle core has the same capacity as
     /// this one and no runnable load.
     fn spread_source(&self, cpu: usize) -> Option<usize> {
-        let core = &self.plat.cores[self.plat.cpus[cpu].core].cpus;
+        let core = &self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus;
         if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
             return None;
         }
-        let core_cap = core.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>();
-        self.active_balance_source(core, &self.plat.llcs[self.plat.cpus[cpu].llc], (core_cap, 0))
+        let core_cap = core.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>();
+        self.active_balance_source(core, &self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc], (core_cap, 0))
     }
 
     /// The CPU of group `busiest` whose running task active balancing moves to a group with
@@ -1590,10 +1592,10 @@ impl Sim {
         (local_cap, local_load): (u64, u64),
     ) -> Option<usize> {
         let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
-        if self.kernel >= crate::kernel::KernelVersion(5, 5) {
+        if self.machine.kernel >= crate::kernel::KernelVersion(5, 5) {
             return busiest.iter().copied().find(movable);
         }
-        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);
         let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
         let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
         let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
@@ -1644,7 +1646,7 @@ mod tests {
             for p in 0..sim.policies.len() {
                 sim.with_governor(p, |g, ctx| g.start(ctx));
             }
-            for spec in sim.workload.tasks(&sim.plat) {
+            for spec in sim.workload.tasks(&sim.machine.plat) {
                 sim.spawn(spec);
             }
             assert_eq!(sim.tasks.len(), 3);

@@ -230,7 +230,7 @@ impl Sim {
     fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
         const IRQ_CPU: usize = 0;
         let slept_on = self.tasks[task].cpu;
-        let shares_llc = self.plat.cpus[IRQ_CPU].llc == self.plat.cpus[slept_on].llc;
+        let shares_llc = self.machine.plat.cpus[IRQ_CPU].llc == self.machine.plat.cpus[slept_on].llc;
         (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
     }
 

@@ -44,7 +44,7 @@ pub(super) struct RecordedPolicy<'a> {
 
 impl RecordedPolicy<'_> {
     fn base_khz(&self, cpu: usize) -> u64 {
-        self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
+        self.sim.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
     }
 }
 
@@ -78,7 +78,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         0
     }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
-        self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.plat.cpus[cpu].policy);
+        self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.machine.plat.cpus[cpu].policy);
         let tsc = self.rec.now_ns as u128 * self.base_khz(cpu) as u128 / 1_000_000;
         (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
     }

@@ -157,7 +157,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     let mut governors: Vec<Box<dyn Governor>> =
         sim.governors.iter_mut().map(|g| g.take().expect("a governor per policy")).collect();
     let sim = &sim;
-    let ncpus = sim.plat.cpus.len();
+    let ncpus = sim.machine.plat.cpus.len();
     let (inputs, start_s) = inputs_in_order(t, ncpus, source)?;
     check_frequencies(sim, t, source)?;
 
@@ -192,7 +192,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     let mut warm = vec![false; npol];
     let mut last_recorded: Vec<Option<(u64, u32)>> = vec![None; npol];
     let mut worker_woken: Vec<Option<u64>> = vec![None; npol];
-    let after_propagation = sim.kernel >= CPUFREQ_AFTER_PROPAGATION;
+    let after_propagation = sim.machine.kernel >= CPUFREQ_AFTER_PROPAGATION;
     for (i, &(time_ns, input)) in inputs.iter().enumerate() {
         fire_timers(&mut governors, sim, &mut rec, time_ns);
         rec.now_ns = time_ns;
@@ -223,7 +223,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
             }
             Input::Switch { cpu, rt, task, sugov } => {
                 if sugov {
-                    worker_woken[sim.plat.cpus[cpu].policy].get_or_insert(time_ns);
+                    worker_woken[sim.machine.plat.cpus[cpu].policy].get_or_insert(time_ns);
                 }
                 let changed = rec.rt_running[cpu] != rt;
                 rec.rt_running[cpu] = rt;
@@ -231,8 +231,8 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
                 changed.then_some(cpu)
             }
             Input::Idle { cpu, enter } => {
-                let p = sim.plat.cpus[cpu].policy;
-                rec.count_cycles(cpu, sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64, p);
+                let p = sim.machine.plat.cpus[cpu].policy;
+                rec.count_cycles(cpu, sim.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64, p);
                 match (enter, rec.busy_since[cpu]) {
                     (true, Some(since)) => {
                         rec.busy_ns[cpu] += time_ns - since;
@@ -245,9 +245,9 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
                 None
             }
             Input::Frequency { cpu, khz } => {
-                let p = sim.plat.cpus[cpu].policy;
-                for &c in &sim.plat.policies[p].cpus {
-                    rec.count_cycles(c, sim.plat.cluster_of_cpu(c).frequency.base_khz as u64, p);
+                let p = sim.machine.plat.cpus[cpu].policy;
+                for &c in &sim.machine.plat.policies[p].cpus {
+                    rec.count_cycles(c, sim.machine.plat.cluster_of_cpu(c).frequency.base_khz as u64, p);
                 }
                 if last_recorded[p].map(|r| r.1) != Some(khz) {
                     recorded.push((time_ns, p, khz));
@@ -267,7 +267,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
             return Err(e);
         }
         if let Some(cpu) = kick {
-            let p = sim.plat.cpus[cpu].policy;
+            let p = sim.machine.plat.cpus[cpu].policy;
             if governors[p].wants_util_updates() {
                 let mut ctx = RecordedPolicy { sim, rec: &mut rec, policy: p };
                 governors[p].util_update(&mut ctx, cpu, UpdateFlags::default());
@@ -278,7 +278,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     // A governor that sizes a frequency from utilisation answers for its headroom.
     let util_driven = governors.iter().any(|g| g.dvfs_headroom(0, SCHED_CAPACITY_SCALE).is_some());
     let unobservable = if util_driven {
-        unobservable_inputs(sim.kernel, t)
+        unobservable_inputs(sim.machine.kernel, t)
     } else {
         // The sampling governors' load counts I/O wait as busy with io_is_busy; no event
         // records it.
@@ -312,19 +312,20 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
 /// `cpu_frequency` event is a change: before it the policy ran at a frequency the recording
 /// does not tell, chosen at a time it does not tell).
 fn warm_up_ends(sim: &Sim, inputs: &[(u64, Input)]) -> Vec<u64> {
-    let mut first_pelt = vec![u64::MAX; sim.plat.cpus.len()];
+    let mut first_pelt = vec![u64::MAX; sim.machine.plat.cpus.len()];
     for &(time_ns, input) in inputs {
         if let Input::Pelt { cpu, .. } = input {
             first_pelt[cpu] = first_pelt[cpu].min(time_ns);
         }
     }
-    let mut first_change = vec![0; sim.plat.policies.len()];
+    let mut first_change = vec![0; sim.machine.plat.policies.len()];
     for &(time_ns, input) in inputs.iter().rev() {
         if let Input::Frequency { cpu, .. } = input {
-            first_change[sim.plat.cpus[cpu].policy] = time_ns;
+            first_change[sim.machine.plat.cpus[cpu].policy] = time_ns;
         }
     }
-    sim.plat
+    sim.machine
+        .plat
         .policies
         .iter()
         .zip(first_change)
@@ -353,7 +354,7 @@ fn fire_timers(governors: &mut [Box<dyn Governor>], sim: &Sim, rec: &mut Recorde
 /// The first frequency recorded on a policy's CPUs: what it ran before the trace says, as the
 /// best guess; the policy's maximum if the trace records none.
 fn first_recorded_khz(sim: &Sim, t: &FtraceTables, policy: usize) -> u32 {
-    let cpus = &sim.plat.policies[policy].cpus;
+    let cpus = &sim.machine.plat.policies[policy].cpus;
     let f = &t.frequency;
     (0..f.cpu.len())
         .find(|&i| usize::try_from(f.cpu[i]).is_ok_and(|c| cpus.contains(&c)))
@@ -425,14 +426,14 @@ fn check_frequencies(sim: &Sim, t: &FtraceTables, source: &str) -> Result<()> {
     for i in 0..t.frequency.cpu.len() {
         let cpu = t.frequency.cpu[i] as usize;
         let khz = t.frequency.state[i] as u32;
-        let table = &sim.policies[sim.plat.cpus[cpu].policy].table;
+        let table = &sim.machine.tables[sim.machine.plat.cpus[cpu].policy];
         if !table.contains(&khz) {
             return Err(SimError::config(
                 source,
                 "cpu_frequency",
                 format!(
                     "CPU {cpu} ran at {khz} kHz, not in {}'s table for it ({:?}): the trace is from another machine",
-                    sim.plat.id(),
+                    sim.machine.plat.id(),
                     table
                 ),
             ));
@@ -492,7 +493,7 @@ fn compare(
         let nearest = (0..model.len())
             .filter(|&i| !used[i] && model[i].policy == policy && model[i].time_ns.abs_diff(time_ns) <= cfg.window_ns)
             .min_by_key(|&i| model[i].time_ns.abs_diff(time_ns));
-        let table = &sim.policies[policy].table;
+        let table = &sim.machine.tables[policy];
         let change = match nearest {
             Some(i) => {
                 used[i] = true;
@@ -575,7 +576,7 @@ fn compare(
     let share = |n: usize| if decisions == 0 { 1.0 } else { n as f64 / decisions as f64 };
     ReplayReport {
         governor: cfg.governor.clone(),
-        kernel: sim.kernel.to_string(),
+        kernel: sim.machine.kernel.to_string(),
         decisions,
         recorded_changes: recorded.len(),
         model_changes: model.len(),
