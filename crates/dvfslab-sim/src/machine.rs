@@ -81,7 +81,7 @@ impl Machine {
             freq_ratio,
             pelt_shift: 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros(),
             slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
-            powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.name, kernel),
+            powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.enables.fast_switch, kernel),
             voltages,
             tables,
             cpuinfo_max_khz,

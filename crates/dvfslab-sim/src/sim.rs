@@ -9,8 +9,8 @@ use rand_pcg::Pcg64;
 
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
-use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
-use crate::hw::driver::{table_lookup, Driver};
+use crate::governor::core::Policy;
+use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, UpdateFlags};
 use crate::hw::platform::Platform;
 use crate::machine::Machine;
 use crate::observe::{Decision, Timeline};
@@ -235,14 +235,6 @@ pub(crate) struct Domain {
     /// (from then on only awake CPUs vote). Otherwise the request changes only with a policy's
     /// frequency, which takes it anew, or with a CPU's vote entering or leaving.
     pub request_unsettled: bool,
-}
-
-/// Per cpufreq policy.
-pub(crate) struct Policy {
-    pub min_khz: u32,
-    pub max_khz: u32,
-    pub cur_khz: u32,
-    pub timer_token: u32,
 }
 
 /// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
@@ -478,16 +470,7 @@ impl Sim {
                 }
             })
             .collect();
-        let policies: Vec<Policy> = machine
-            .tables
-            .iter()
-            .map(|table| Policy {
-                min_khz: table[0],
-                max_khz: table[table.len() - 1],
-                cur_khz: table[0],
-                timer_token: 0,
-            })
-            .collect();
+        let policies: Vec<Policy> = machine.tables.iter().map(|table| Policy::new(table)).collect();
         let packages = plat
             .packages
             .iter()
@@ -515,7 +498,7 @@ impl Sim {
             crate::sched::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
             crate::sched::capacity::EasInputs {
                 knob_on: gov_cfg.values.get("eas") != 0.0,
-                governor: gov_info.name,
+                governor_enables_eas: gov_info.enables.eas,
                 invariant,
                 kernel,
             },
@@ -809,99 +792,6 @@ impl Sim {
     }
 }
 
-/// What a policy's governor reads of the machine, the driver and the kernel: the same whether
-/// the run is live ([`LivePolicy`]) or replayed from a recording (`crate::trace`).
-impl Sim {
-    pub(crate) fn policy_cpuinfo_khz(&self, policy: usize) -> (u32, u32, u32) {
-        let f = &self.machine.plat.cluster(self.machine.plat.policies[policy].cluster).frequency;
-        (f.min_khz, f.base_khz, f.max_khz)
-    }
-    pub(crate) fn policy_transition_latency_ns(&self, policy: usize) -> Option<u64> {
-        self.machine.driver.transition_latency_ns(&self.machine.plat, self.machine.plat.policies[policy].cluster)
-    }
-    pub(crate) fn policy_default_transition_delay_us(&self, policy: usize) -> u64 {
-        crate::kernel::default_transition_delay_us(
-            self.machine.kernel,
-            self.machine.driver.transition_delay_us(),
-            self.policy_transition_latency_ns(policy),
-        )
-    }
-    /// cpufreq_this_cpu_can_update: see [`PolicyCtx::this_cpu_can_update`].
-    pub(crate) fn governor_may_act(&self, flags: UpdateFlags) -> bool {
-        !flags.remote || self.machine.driver.dvfs_possible_from_any_cpu()
-    }
-    pub(crate) fn pelt_multiplier(&self) -> u64 {
-        1 << (10 - self.machine.pelt_shift)
-    }
-    pub(crate) fn policy_resolve_freq(&self, policy: usize, khz: u32) -> u32 {
-        let pol = &self.policies[policy];
-        self.machine.driver.resolve_freq(&self.machine.tables[policy], khz, pol.min_khz, pol.max_khz)
-    }
-    /// A request of `khz` within the policy's limits, and the table entry it selects.
-    pub(crate) fn policy_target(&self, policy: usize, khz: u32, relation: Relation) -> (u32, u32) {
-        let pol = &self.policies[policy];
-        let target = khz.clamp(pol.min_khz, pol.max_khz);
-        (target, table_lookup(&self.machine.tables[policy], target, relation).clamp(pol.min_khz, pol.max_khz))
-    }
-}
-
-/// The [`PolicyCtx`] methods that read only the machine, the driver and the kernel, the same for
-/// the live policy ([`LivePolicy`]) and a replayed one (`crate::trace`): each context expands
-/// them inside its `impl PolicyCtx`, given `self.sim` (a `Sim`) and `self.policy`.
-macro_rules! policy_machine_facts {
-    () => {
-        fn cpus(&self) -> &[usize] {
-            &self.sim.machine.plat.policies[self.policy].cpus
-        }
-        fn min_khz(&self) -> u32 {
-            self.sim.policies[self.policy].min_khz
-        }
-        fn max_khz(&self) -> u32 {
-            self.sim.policies[self.policy].max_khz
-        }
-        fn table_khz(&self) -> &[u32] {
-            &self.sim.machine.tables[self.policy]
-        }
-        fn cap_orig(&self, cpu: usize) -> u64 {
-            self.sim.machine.plat.cpus[cpu].cap_orig
-        }
-        fn kernel(&self) -> $crate::kernel::KernelVersion {
-            self.sim.machine.kernel
-        }
-        fn default_transition_delay_us(&self) -> u64 {
-            self.sim.policy_default_transition_delay_us(self.policy)
-        }
-        fn cpu_identity(&self) -> ($crate::hw::platform::Vendor, Option<$crate::hw::platform::CpuIdFile>) {
-            (self.sim.machine.plat.file.vendor, self.sim.machine.plat.file.cpuid)
-        }
-        fn cpuinfo_khz(&self) -> (u32, u32, u32) {
-            self.sim.policy_cpuinfo_khz(self.policy)
-        }
-        fn cpuinfo_max_khz(&self) -> u32 {
-            self.sim.machine.cpuinfo_max_khz[self.policy]
-        }
-        fn transition_latency_ns(&self) -> Option<u64> {
-            self.sim.policy_transition_latency_ns(self.policy)
-        }
-        fn this_cpu_can_update(&self, flags: $crate::governor::UpdateFlags) -> bool {
-            self.sim.governor_may_act(flags)
-        }
-        fn tick_ns(&self) -> u64 {
-            self.sim.machine.tick_ns
-        }
-        fn invariant(&self) -> bool {
-            self.sim.invariant
-        }
-        fn pelt_multiplier(&self) -> u64 {
-            self.sim.pelt_multiplier()
-        }
-        fn resolve_freq(&self, khz: u32) -> u32 {
-            self.sim.policy_resolve_freq(self.policy, khz)
-        }
-    };
-}
-pub(crate) use policy_machine_facts;
-
 /// A policy of the running simulation, as its governor sees it.
 pub struct LivePolicy<'a> {
     sim: &'a mut Sim,
@@ -909,7 +799,15 @@ pub struct LivePolicy<'a> {
 }
 
 impl PolicyCtx for LivePolicy<'_> {
-    policy_machine_facts!();
+    fn facts(&self) -> PolicyFacts<'_> {
+        let sim = &*self.sim;
+        PolicyFacts {
+            machine: &sim.machine,
+            policy: self.policy,
+            limits: &sim.policies[self.policy],
+            invariant: sim.invariant,
+        }
+    }
     fn now_ns(&self) -> TimeNs {
         self.sim.q.now()
     }
@@ -961,10 +859,10 @@ impl PolicyCtx for LivePolicy<'_> {
         }
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
-        let pol = &self.sim.policies[self.policy];
-        let (min_khz, max_khz) = (pol.min_khz, pol.max_khz);
-        let (target, f) = self.sim.policy_target(self.policy, khz, relation);
-        if cpufreq_core_calls_driver(self.sim.machine.driver, target, f, pol.cur_khz) {
+        let facts = self.facts();
+        let (min_khz, max_khz) = (facts.min_khz(), facts.max_khz());
+        let (target, f) = facts.target(khz, relation);
+        if facts.calls_driver(target, f) {
             self.sim.set_policy_freq(self.policy, f);
         }
         let hw_khz = {
@@ -998,44 +896,5 @@ impl PolicyCtx for LivePolicy<'_> {
         let token = pol.timer_token;
         let at = self.sim.q.now() + delay_ns;
         self.sim.q.push(at, Event::GovernorTimer { policy: self.policy as u32, token });
-    }
-}
-
-/// Whether the cpufreq core passes a governor's request on to the driver
-/// (`__cpufreq_driver_target`, drivers/cpufreq/cpufreq.c). `clamped_khz` is the request within
-/// the policy limits, `resolved_khz` the table entry it selects, `cur_khz` is `policy->cur`.
-///
-/// - A table driver never sees a request that selects `policy->cur`: from 5.14 the core
-///   resolves the request (`__resolve_freq`) before comparing with `policy->cur`; on 4.7–5.13
-///   it compares the clamped request, and `__target_index` then drops one whose table entry is
-///   `policy->cur`. Both forms skip the same requests.
-/// - intel_pstate in active mode is a `->setpolicy` driver: its own algorithm writes the
-///   P-state and the core takes no part, so every request reaches the hardware model.
-/// - intel_cpufreq (`->target`, no table in the kernel): only a clamped request equal to
-///   `policy->cur` is skipped.
-pub(crate) fn cpufreq_core_calls_driver(driver: Driver, clamped_khz: u32, resolved_khz: u32, cur_khz: u32) -> bool {
-    match driver {
-        Driver::IntelPstate => true,
-        Driver::IntelCpufreq => clamped_khz != cur_khz,
-        _ => resolved_khz != cur_khz,
-    }
-}
-
-#[cfg(test)]
-mod core_target_tests {
-    use super::*;
-
-    /// A request that resolves to the current entry never reaches a table driver (5.14+:
-    /// `__resolve_freq` first; 4.7–5.13: `__target_index`), whatever the raw request was.
-    #[test]
-    fn a_request_resolving_to_the_current_entry_stops_in_the_core() {
-        assert!(!cpufreq_core_calls_driver(Driver::Powernv, 2_100_000, 2_061_000, 2_061_000));
-        assert!(!cpufreq_core_calls_driver(Driver::AcpiCpufreq, 2_061_000, 2_061_000, 2_061_000));
-        assert!(cpufreq_core_calls_driver(Driver::Powernv, 2_100_000, 2_128_000, 2_061_000));
-        // A ->target driver without a table is skipped only on an equal clamped request.
-        assert!(cpufreq_core_calls_driver(Driver::IntelCpufreq, 2_050_000, 2_000_000, 2_000_000));
-        assert!(!cpufreq_core_calls_driver(Driver::IntelCpufreq, 2_000_000, 2_000_000, 2_000_000));
-        // intel_pstate's own algorithms do not go through the core.
-        assert!(cpufreq_core_calls_driver(Driver::IntelPstate, 800_000, 800_000, 800_000));
     }
 }

@@ -1003,13 +1003,19 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
         .collect()
 }
 
+/// A shipped preset by its id, for unit tests that build a part of the simulator alone.
+#[cfg(test)]
+pub(crate) fn test_preset(id: &str) -> Platform {
+    let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
+    Platform::from_json(&std::fs::read_to_string(&path).unwrap(), id).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn preset(id: &str) -> Platform {
-        let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
-        Platform::from_json(&std::fs::read_to_string(&path).unwrap(), id).unwrap()
+        test_preset(id)
     }
 
     fn cpus_of_cluster(p: &Platform, cluster: &str) -> Vec<usize> {

@@ -141,9 +141,10 @@ impl AsymWakeup {
 }
 
 /// What decides whether EAS can run (`sched_is_eas_possible`, `kernel/sched/topology.c`).
-pub(crate) struct EasInputs<'a> {
+pub(crate) struct EasInputs {
     pub knob_on: bool,
-    pub governor: &'a str,
+    /// The governor declares that EAS may run under it ([`crate::governor::Enables::eas`]).
+    pub governor_enables_eas: bool,
     pub invariant: bool,
     pub kernel: KernelVersion,
 }
@@ -169,7 +170,7 @@ impl Hetero {
                 && asym
                 && em.is_some()
                 && no_smt
-                && eas.governor == "schedutil"
+                && eas.governor_enables_eas
                 && eas.invariant
                 && eas.kernel >= KernelVersion(5, 0),
             em,
@@ -310,6 +311,23 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// EAS runs under any governor that declares it enables EAS, whatever its name, on an
+    /// asymmetric platform without SMT with an Energy Model, invariant, 5.0+.
+    #[test]
+    fn eas_follows_the_governors_declaration_not_its_name() {
+        let plat = crate::hw::platform::test_preset("pixel6");
+        let (cfg, info) = crate::governor::GovernorConfig::parse("performance").unwrap();
+        let m = crate::machine::Machine::new(plat, &cfg, info).unwrap();
+        let eas_under = |governor_enables_eas: bool| {
+            let eas = EasInputs { knob_on: true, governor_enables_eas, invariant: true, kernel: KernelVersion(6, 1) };
+            Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas
+        };
+        assert!(eas_under(true));
+        assert!(!eas_under(false));
+        let enabling: Vec<&str> = crate::governor::REGISTRY.iter().filter(|g| g.enables.eas).map(|g| g.name).collect();
+        assert_eq!(enabling, ["schedutil"]);
+    }
 
     /// The largest util that fits `cap` (0..=1024 scanned).
     fn largest_fitting(cap: u64, rule: FitsRule) -> u64 {

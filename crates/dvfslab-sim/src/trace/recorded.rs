@@ -1,8 +1,8 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
-use crate::governor::{CpuSignals, PolicyCtx, Relation};
-use crate::sim::{policy_machine_facts, Sim};
+use crate::governor::{CpuSignals, PolicyCtx, PolicyFacts, Relation};
+use crate::sim::Sim;
 
 /// The recorded state the governors read, as of the event being replayed.
 pub(super) struct Recorded {
@@ -49,7 +49,15 @@ impl RecordedPolicy<'_> {
 }
 
 impl PolicyCtx for RecordedPolicy<'_> {
-    policy_machine_facts!();
+    fn facts(&self) -> PolicyFacts<'_> {
+        let sim = self.sim;
+        PolicyFacts {
+            machine: &sim.machine,
+            policy: self.policy,
+            limits: &sim.policies[self.policy],
+            invariant: sim.invariant,
+        }
+    }
     fn now_ns(&self) -> u64 {
         self.rec.now_ns
     }
@@ -93,7 +101,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         self.rec.pending_inputs.extend_from_slice(inputs);
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
-        let (_, resolved) = self.sim.policy_target(self.policy, khz, relation);
+        let (_, resolved) = self.facts().target(khz, relation);
         let inputs = std::mem::take(&mut self.rec.pending_inputs);
         self.rec.decisions.push(ModelDecision { time_ns: self.rec.now_ns, policy: self.policy, khz: resolved, inputs });
     }
