@@ -1,8 +1,9 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
+use crate::governor::core::Policy;
 use crate::governor::{CpuSignals, PolicyCtx, PolicyFacts, Relation};
-use crate::sim::Sim;
+use crate::machine::Machine;
 
 /// The recorded state the governors read, as of the event being replayed.
 pub(super) struct Recorded {
@@ -37,26 +38,23 @@ pub(super) struct ModelDecision {
 
 /// One policy of the replay, as its governor sees it.
 pub(super) struct RecordedPolicy<'a> {
-    pub(super) sim: &'a Sim,
+    pub(super) machine: &'a Machine,
+    /// Every policy's limits.
+    pub(super) limits: &'a [Policy],
     pub(super) rec: &'a mut Recorded,
     pub(super) policy: usize,
 }
 
 impl RecordedPolicy<'_> {
     fn base_khz(&self, cpu: usize) -> u64 {
-        self.sim.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
+        self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
     }
 }
 
 impl PolicyCtx for RecordedPolicy<'_> {
     fn facts(&self) -> PolicyFacts<'_> {
-        let sim = self.sim;
-        PolicyFacts {
-            machine: &sim.machine,
-            policy: self.policy,
-            limits: &sim.policies[self.policy],
-            invariant: sim.invariant,
-        }
+        let (machine, policy) = (self.machine, self.policy);
+        PolicyFacts { machine, policy, limits: &self.limits[policy], invariant: machine.invariant }
     }
     fn now_ns(&self) -> u64 {
         self.rec.now_ns
@@ -86,7 +84,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         0
     }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
-        self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.machine.plat.cpus[cpu].policy);
+        self.rec.count_cycles(cpu, self.base_khz(cpu), self.machine.plat.cpus[cpu].policy);
         let tsc = self.rec.now_ns as u128 * self.base_khz(cpu) as u128 / 1_000_000;
         (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
     }
