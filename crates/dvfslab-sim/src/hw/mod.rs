@@ -10,6 +10,7 @@ pub(crate) mod cpuidle;
 pub mod driver;
 pub mod invariance;
 pub mod platform;
+pub mod power;
 pub mod powernv;
 
 use crate::engine::Event;
@@ -84,41 +85,21 @@ impl Sim {
         }
     }
 
-    /// Power of a core now (W). Busy: activity · C_eff · V² · f (more with several busy SMT
-    /// threads) plus leakage; idle: what its shallowest thread's C-state leaves powered.
+    /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
+    /// what its shallowest thread's C-state leaves powered.
     fn core_power(&self, core: usize) -> f64 {
-        let t = &self.machine.plat.cores[core];
-        let cl = self.machine.plat.cluster(t.cluster);
-        let mv = self.core_voltage(core);
-        let busy = self.cores[core].busy_threads;
-        let idle_power = match busy {
+        let plat = &self.machine.plat;
+        let t = &plat.cores[core];
+        let cl = plat.cluster(t.cluster);
+        let busy_threads = self.cores[core].busy_threads;
+        let idle = match busy_threads {
             0 => t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
             _ => None,
         };
-        // A polling thread keeps the core clocked and issuing (a pause loop) [EST: as one busy
-        // thread].
-        let issuing = if idle_power == Some(IdlePower::Polling) { 1 } else { busy };
-        if issuing > 0 {
-            let tpc = self.machine.plat.file.topology.threads_per_core as f64;
-            let gain = if tpc > 1.0 {
-                1.0 + (self.machine.plat.file.package_power.smt_activity_gain - 1.0) * (issuing as f64 - 1.0)
-                    / (tpc - 1.0)
-            } else {
-                1.0
-            };
-            let khz = self.domains[t.domain].actual_khz;
-            return self.machine.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
-        }
-        match idle_power {
-            // None: no thread is in an idle state (one is waking); Polling returned above.
-            None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => {
-                self.machine.plat.core_leak_w(t.cluster, mv)
-            }
-            Some(IdlePower::LowVoltage) => {
-                self.machine.plat.core_leak_w(t.cluster, self.voltage_mv(t.cluster, cl.frequency.min_khz))
-            }
-            Some(IdlePower::PowerGated) => 0.0,
-        }
+        let load =
+            power::CoreLoad { busy_threads, idle, khz: self.domains[t.domain].actual_khz, mv: self.core_voltage(core) };
+        let tpc = plat.file.topology.threads_per_core;
+        power::core_w(cl, &plat.file.package_power, tpc, load, || self.voltage_mv(t.cluster, cl.frequency.min_khz))
     }
 
     /// The uncore clock level a domain of `cluster` at `khz` calls for.
@@ -173,7 +154,7 @@ impl Sim {
         self.touch_package(pkg);
         let pp = &self.machine.plat.file.package_power;
         let p = &mut self.packages[pkg];
-        p.uncore_w = state.map_or(pp.p_pkg_idle_w, |(level, _)| pp.p_uncore_active_w + pp.p_uncore_dyn_w * level);
+        p.uncore_w = pp.uncore_w(state.map(|(level, _)| level));
         p.uncore_level = state.map(|(level, _)| level);
         p.uncore_at_top = state.map_or(0, |(_, n)| n);
     }
