@@ -152,8 +152,6 @@ pub(crate) struct Cpu {
     /// at every counter sync, vote and turbo count, so kept rather than looked up.
     pub idle_power: Option<crate::hw::platform::IdlePower>,
     pub idle_since: TimeNs,
-    /// The menu governor's record of recent idle periods.
-    pub idle_history: crate::hw::cpuidle::IdleHistory,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
@@ -293,6 +291,8 @@ pub struct Sim {
     pub(crate) phase_ns: f64,
     pub(crate) work_jitter: f64,
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// The idle governor (menu), with its per-CPU history.
+    pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
     /// Frequency-invariant PELT: the machine's setting until out-of-range counter ratios
     /// switch it off for good.
     pub(crate) invariant: bool,
@@ -418,7 +418,6 @@ impl Sim {
                 idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
                 idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
                 idle_since: 0,
-                idle_history: Default::default(),
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 util_changed: false,
                 nr_iowait: 0,
@@ -515,6 +514,7 @@ impl Sim {
             phase_ns: common.phase_ns,
             work_jitter: common.work_jitter,
             ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
+            idle_governor: crate::hw::cpuidle::for_run(plat.ncpus()),
             invariant,
             cpus,
             cores,

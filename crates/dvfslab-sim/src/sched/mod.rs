@@ -22,7 +22,7 @@ pub mod task;
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
-use crate::hw::platform::IdlePower;
+use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::objects::Outcome;
 use crate::sched::pelt::{
@@ -706,7 +706,7 @@ impl Sim {
         self.update_task_pelt(task, true, false);
         if let Some(state) = self.cpus[cpu].idle_state {
             let slept = now - self.cpus[cpu].idle_since;
-            self.cpus[cpu].idle_history.push(slept);
+            self.idle_governor.reflect(cpu, slept);
             self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
@@ -1299,7 +1299,8 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let (state, next_timer, predicted) = self.select_idle_state(cpu);
+        let choice = self.select_idle_state(cpu);
+        let state = choice.state;
         self.set_idle_state(cpu, Some(state));
         let c = &mut self.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
@@ -1308,8 +1309,8 @@ impl Sim {
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
         // A shallow state chosen on a short history is left at the retained tick that makes
-        // menu give up on it (`menu`); the tick handler finds the CPU idle and deepens it.
-        if let Some(at) = c.idle_history.gives_up_at(now, predicted, next_timer, self.machine.tick_ns) {
+        // the idle governor give up on it; the tick handler finds the CPU idle and deepens it.
+        if let Some(at) = choice.reconsider_at {
             let token = c.tick_token;
             self.q.push(at, Event::Tick { cpu: cpu as u32, token });
         }
@@ -1327,46 +1328,20 @@ impl Sim {
         }
     }
 
-    /// Menu-like idle state selection: predict the idle duration as the sooner of the next
-    /// known timer and the typical recent idle interval (or, when recent intervals disagree,
-    /// their running average: menu's correction factor learns the same), then take the deepest
-    /// state whose target residency fits in it and whose exit latency fits menu's cap; on a
-    /// preset with a polling state, polling when the first physical state's do not. Returns
-    /// the state, the next timer and the prediction.
-    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>, u64) {
+    /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`).
+    fn select_idle_state(&mut self, cpu: usize) -> IdleChoice {
         let next_timer = self.next_timer(cpu);
-        let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
-        let mut state = self.deepest_state_within(cpu, predicted);
-        // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
-        // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
-        let has_multiplier = self.machine.kernel < crate::kernel::KernelVersion(6, 13);
-        let n = if has_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
-        let states = &self.machine.plat.cluster_of_cpu(cpu).idle_states;
-        let timing = self.machine.plat.idle_timing_of_cpu(cpu);
-        let limit_ns = predicted / (1 + 10 * n);
-        while state > 0 && timing[state].exit_ns > limit_ns {
-            state -= 1;
-        }
-        // A prediction shorter than the first physical state's target residency leaves the
-        // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
-        // latency fits the limit above (the prediction itself without iowaiters: so on Intel's
-        // tables, where C1 exits in its target residency, a CPU polls exactly when it expects
-        // to sleep less than that) and no timer is due before its target residency; before,
-        // only a timer due within max(20 µs, that residency) kept the CPU polling.
-        if states[state].power == IdlePower::Polling && state + 1 < states.len() {
-            let physical_state = timing[state + 1];
-            let target_ns = physical_state.target_residency_ns;
-            let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
-            let physical = if self.machine.kernel >= crate::kernel::KernelVersion(5, 0) {
-                physical_state.exit_ns <= limit_ns && target_ns <= until_timer
-            } else {
-                until_timer > target_ns.max(20_000)
-            };
-            if physical {
-                state += 1;
-            }
-        }
-        (state, next_timer, predicted)
+        let plat = &self.machine.plat;
+        let inputs = IdleInputs {
+            now: self.q.now(),
+            next_timer,
+            nr_iowait: self.cpus[cpu].nr_iowait,
+            kernel: self.machine.kernel,
+            tick_ns: self.machine.tick_ns,
+            states: &plat.cluster_of_cpu(cpu).idle_states,
+            timing: plat.idle_timing_of_cpu(cpu),
+        };
+        self.idle_governor.select(cpu, &inputs)
     }
 
     /// The soonest wake-up timer of a task that slept on `cpu` (menu's "next timer event").
@@ -1377,12 +1352,6 @@ impl Sim {
         c.timers.iter().min().copied()
     }
 
-    /// The deepest idle state of `cpu` whose target residency fits in `ns`.
-    fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
-        let timing = self.machine.plat.idle_timing_of_cpu(cpu);
-        timing.iter().rposition(|s| s.target_residency_ns <= ns).unwrap_or(0)
-    }
-
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
     /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
     /// timers allow.
@@ -1390,7 +1359,7 @@ impl Sim {
         let Some(old) = self.cpus[cpu].idle_state else { return };
         let now = self.q.now();
         let until_timer = self.next_timer(cpu).map_or(u64::MAX, |t| t - now);
-        let deepest = self.deepest_state_within(cpu, until_timer);
+        let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
         if deepest <= old {
             return;
         }
