@@ -76,12 +76,12 @@ pub struct SimResult {
 
 pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
     // Everything below covers the measured interval, after the workload's warm-up.
-    let measured = end - sim.warmup_ns;
+    let measured = end - sim.run.warmup_ns;
     let secs = measured as f64 * 1e-9;
-    let packages: Vec<PackageJson> = (0..sim.packages.len())
+    let packages: Vec<PackageJson> = (0..sim.hw.packages.len())
         .map(|p| {
-            let pkg = &sim.packages[p];
-            let cores: f64 = sim.machine.plat.packages[p].cores.iter().map(|&c| sim.cores[c].energy_j).sum();
+            let pkg = &sim.hw.packages[p];
+            let cores: f64 = sim.machine.plat.packages[p].cores.iter().map(|&c| sim.hw.cores[c].energy_j).sum();
             let energy = pkg.uncore_energy_j + cores;
             PackageJson {
                 package: p,
@@ -95,9 +95,9 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
         })
         .collect();
     let energy_j: f64 = packages.iter().map(|p| p.energy_j).sum();
-    let per_cpu = (0..sim.cpus.len())
+    let per_cpu = (0..sim.sched.cpus.len())
         .map(|cpu| {
-            let c = &sim.cpus[cpu];
+            let c = &sim.sched.cpus[cpu];
             let t = &sim.machine.plat.cpus[cpu];
             let threads = sim.machine.plat.cores[t.core].cpus.len() as f64;
             let base = sim.machine.plat.cluster(t.cluster).frequency.base_khz as f64;
@@ -108,8 +108,8 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 // turbostat's Bzy_MHz: base · ΔAPERF/ΔMPERF over the busy time.
                 avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
                 util_avg_max: c.util_avg_max,
-                energy_j: sim.cores[t.core].energy_j / threads,
-                time_in_freq: sim.domains[t.domain]
+                energy_j: sim.hw.cores[t.core].energy_j / threads,
+                time_in_freq: sim.hw.domains[t.domain]
                     .freq_ns
                     .iter()
                     .filter(|&&(_, ns)| ns > 0)
@@ -123,15 +123,15 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             }
         })
         .collect();
-    let metric = sim.workload.metric(&sim.stats);
+    let metric = sim.work.workload.metric(&sim.work.stats);
     SimResult {
         summary: RunJson {
             schema: SCHEMA,
             platform: sim.machine.plat.id().to_string(),
-            governor: sim.governor_name.clone(),
+            governor: sim.cpufreq.governor_name.clone(),
             driver: sim.machine.driver.name(),
-            workload: sim.workload_name.clone(),
-            seed: sim.seed,
+            workload: sim.work.workload_name.clone(),
+            seed: sim.run.seed,
             metric: MetricJson {
                 name: metric.name,
                 value: metric.value,
@@ -143,18 +143,19 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             packages,
             sim_time_s: secs,
             wall_time_s: wall_s,
-            events: sim.events,
-            work_done_cycles: sim.tasks.iter().map(|t| t.work_done).sum(),
-            work_submitted_cycles: sim.tasks.iter().map(|t| t.work_submitted).sum(),
+            events: sim.run.events,
+            work_done_cycles: sim.sched.tasks.iter().map(|t| t.work_done).sum(),
+            work_submitted_cycles: sim.sched.tasks.iter().map(|t| t.work_submitted).sum(),
             per_cpu,
         },
-        timeline: sim.timeline.clone().map(|mut tl| {
-            tl.task_names = sim.tasks.iter().map(|t| t.name.clone()).collect();
+        timeline: sim.run.timeline.clone().map(|mut tl| {
+            tl.task_names = sim.sched.tasks.iter().map(|t| t.name.clone()).collect();
             tl
         }),
-        decisions: sim.explain.clone(),
-        migrations: sim.hetero.migrations.clone(),
+        decisions: sim.cpufreq.explain.clone(),
+        migrations: sim.sched.hetero.migrations.clone(),
         finished_work: sim
+            .sched
             .tasks
             .iter()
             .filter(|t| t.state == crate::sched::task::TaskState::Exited || t.work_left == 0.0)

@@ -40,6 +40,17 @@ impl Policy {
     }
 }
 
+/// The cpufreq core's state: every policy, its governor, and the record of decisions.
+pub(crate) struct Cpufreq {
+    pub(crate) policies: Vec<Policy>,
+    pub(crate) governors: Vec<Option<Box<dyn super::Governor>>>,
+    pub(crate) gov_wants_util: bool,
+    pub(crate) explain: Option<Vec<crate::observe::Decision>>,
+    /// Inputs a governor gave with [`PolicyCtx::explain`] for its next request.
+    pub(crate) pending_inputs: Vec<(&'static str, f64)>,
+    pub(crate) governor_name: String,
+}
+
 /// What a governor reads of its policy that the scheduler does not change: the machine's
 /// facts for the policy, its limits, and whether PELT is frequency-invariant.
 #[derive(Clone, Copy)]

@@ -13,47 +13,118 @@ pub mod platform;
 pub mod power;
 pub mod powernv;
 
-use crate::engine::Event;
+use crate::engine::{Event, TimeNs};
 use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
 use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
 pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
 
+/// The hardware's state: each core's, frequency domain's and package's, powernv's voltage
+/// ramps, and the idle governor.
+pub(crate) struct Hw {
+    pub(crate) cores: Vec<Core>,
+    pub(crate) domains: Vec<Domain>,
+    pub(crate) packages: Vec<Package>,
+    pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// The idle governor (menu), with its per-CPU history.
+    pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
+}
+
+/// Per physical core: busy threads, power and energy.
+pub(crate) struct Core {
+    pub busy_threads: u32,
+    /// Threads with no current task and none queued (`Cpu::placement_idle`).
+    pub placement_idle_threads: u32,
+    pub power_w: f64,
+    pub energy_j: f64,
+    pub since: TimeNs,
+    /// Some thread awake, running or in an idle state that is not power-gated: an active core
+    /// for turbo. A core that is not is power-gated.
+    pub active: bool,
+}
+
+/// Per frequency domain: the request and the frequency the hardware runs.
+pub(crate) struct Domain {
+    pub request_khz: u32,
+    /// Frequency whose voltage the domain keeps (powernv's global P-state); 0 = none.
+    pub global_khz: u32,
+    pub actual_khz: u32,
+    pub pending_khz: Option<u32>,
+    pub apply_token: u32,
+    pub mv: f64,
+    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
+    /// Every CPU of the domain runs the same frequencies for the same times, so one account
+    /// serves them all (each CPU's `time_in_freq` reads it).
+    pub freq_ns: Vec<(u32, u64)>,
+    pub freq_since: TimeNs,
+    /// `request_khz` may differ from `Sim::domain_request` with no CPU of the domain having
+    /// woken from or entered a power-gated state since it was taken: the run has just started
+    /// (from then on only awake CPUs vote). Otherwise the request changes only with a policy's
+    /// frequency, which takes it anew, or with a CPU's vote entering or leaving.
+    pub request_unsettled: bool,
+}
+
+/// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
+pub(crate) struct Package {
+    pub active_cores: Vec<u32>,
+    pub uncore_w: f64,
+    /// The uncore clock's level (0..1 of its range), or `None` while the package is idle.
+    pub uncore_level: Option<f64>,
+    /// Cores not power-gated whose domain runs at the uncore's level (the fastest).
+    pub uncore_at_top: u32,
+    pub uncore_energy_j: f64,
+    /// Time with every core power-gated (the package C-state).
+    pub idle_ns: TimeNs,
+    /// Integral of the uncore clock's level over time (s): what RAPL's uncore share follows.
+    pub uncore_clock_s: f64,
+    pub since: TimeNs,
+    pub mv: f64,
+    pub rapl_last: u64,
+    /// Energy spent before the warm-up ended (set aside from the figures, not from the counter).
+    pub energy_before_warmup_j: f64,
+    /// A turbo-limit re-evaluation is scheduled on the PCU grid.
+    pub pcu_pending: bool,
+    pub rapl_units: u64,
+    /// The NUMA-level balancer's attempts to spread this node: see `Sim::spread_numa`.
+    pub numa_spread: crate::sched::SpreadAttempts,
+}
+
 impl Sim {
     /// Power and counters at time zero: every CPU idle in its deepest state.
     pub(crate) fn init_hardware(&mut self) {
-        for cpu in 0..self.cpus.len() {
-            self.cpus[cpu].awake = self.cpu_awake(cpu);
+        for cpu in 0..self.sched.cpus.len() {
+            self.sched.cpus[cpu].awake = self.cpu_awake(cpu);
         }
-        for core in 0..self.cores.len() {
+        for core in 0..self.hw.cores.len() {
             let active = self.core_awake(core);
-            self.cores[core].active = active;
+            self.hw.cores[core].active = active;
             let pkg = self.machine.plat.cores[core].package;
             let cl = self.machine.plat.cores[core].cluster;
             if active {
-                self.packages[pkg].active_cores[cl] += 1;
+                self.hw.packages[pkg].active_cores[cl] += 1;
             }
         }
-        for pkg in 0..self.packages.len() {
-            self.packages[pkg].mv = self.package_voltage(pkg);
+        for pkg in 0..self.hw.packages.len() {
+            self.hw.packages[pkg].mv = self.package_voltage(pkg);
             self.repower_package(pkg);
         }
-        for core in 0..self.cores.len() {
-            self.cores[core].power_w = self.core_power(core);
+        for core in 0..self.hw.cores.len() {
+            self.hw.cores[core].power_w = self.core_power(core);
         }
         // Without counters, the scale follows the frequency set, from the very start.
-        if self.invariant && !self.x86_counters() {
-            for cpu in 0..self.cpus.len() {
+        if self.sched.invariant && !self.x86_counters() {
+            for cpu in 0..self.sched.cpus.len() {
                 let t = &self.machine.plat.cpus[cpu];
                 let max_khz = self.machine.plat.cluster(t.cluster).frequency.max_khz as u64;
-                self.cpus[cpu].freq_scale = (self.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
+                self.sched.cpus[cpu].freq_scale =
+                    (self.hw.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
             }
         }
     }
 
     pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
-        self.domains[self.machine.plat.cpus[cpu].domain].actual_khz
+        self.hw.domains[self.machine.plat.cpus[cpu].domain].actual_khz
     }
 
     /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
@@ -65,14 +136,14 @@ impl Sim {
     fn core_voltage(&self, core: usize) -> f64 {
         let t = &self.machine.plat.cores[core];
         match self.machine.plat.cluster(t.cluster).frequency.voltage_scope {
-            VoltageScope::Domain => self.domains[t.domain].mv,
-            VoltageScope::Package => self.packages[t.package].mv,
+            VoltageScope::Domain => self.hw.domains[t.domain].mv,
+            VoltageScope::Package => self.hw.packages[t.package].mv,
         }
     }
 
     /// One rail per package: the highest voltage any of its domains needs.
     fn package_voltage(&self, pkg: usize) -> f64 {
-        self.machine.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
+        self.machine.plat.packages[pkg].domains.iter().map(|&d| self.hw.domains[d].mv).fold(0.0, f64::max)
     }
 
     /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
@@ -91,13 +162,17 @@ impl Sim {
         let plat = &self.machine.plat;
         let t = &plat.cores[core];
         let cl = plat.cluster(t.cluster);
-        let busy_threads = self.cores[core].busy_threads;
+        let busy_threads = self.hw.cores[core].busy_threads;
         let idle = match busy_threads {
-            0 => t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
+            0 => t.cpus.iter().filter_map(|&c| self.sched.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
             _ => None,
         };
-        let load =
-            power::CoreLoad { busy_threads, idle, khz: self.domains[t.domain].actual_khz, mv: self.core_voltage(core) };
+        let load = power::CoreLoad {
+            busy_threads,
+            idle,
+            khz: self.hw.domains[t.domain].actual_khz,
+            mv: self.core_voltage(core),
+        };
         let tpc = plat.file.topology.threads_per_core;
         power::core_w(cl, &plat.file.package_power, tpc, load, || self.voltage_mv(t.cluster, cl.frequency.min_khz))
     }
@@ -109,20 +184,20 @@ impl Sim {
 
     fn uncore_level_of(&self, core: usize) -> f64 {
         let t = &self.machine.plat.cores[core];
-        self.uncore_level_at(t.cluster, self.domains[t.domain].actual_khz)
+        self.uncore_level_at(t.cluster, self.hw.domains[t.domain].actual_khz)
     }
 
     /// The packages that idle together with `pkg` (see `IdleScope`).
     fn idle_peers(&self, pkg: usize) -> std::ops::Range<usize> {
         match self.machine.plat.file.package_power.idle_scope {
             IdleScope::Package => pkg..pkg + 1,
-            IdleScope::System => 0..self.packages.len(),
+            IdleScope::System => 0..self.hw.packages.len(),
         }
     }
 
     /// Whether `pkg` and the packages that idle with it have every core power-gated.
     fn may_idle(&self, pkg: usize) -> bool {
-        self.idle_peers(pkg).all(|p| self.packages[p].active_cores.iter().all(|&n| n == 0))
+        self.idle_peers(pkg).all(|p| self.hw.packages[p].active_cores.iter().all(|&n| n == 0))
     }
 
     /// The uncore's state from scratch: None when the package idles (its cores, and those of
@@ -135,7 +210,7 @@ impl Sim {
         }
         let mut top: Option<(f64, u32)> = None;
         for &core in &self.machine.plat.packages[pkg].cores {
-            if !self.cores[core].active {
+            if !self.hw.cores[core].active {
                 continue;
             }
             let level = self.uncore_level_of(core);
@@ -153,7 +228,7 @@ impl Sim {
     fn set_uncore(&mut self, pkg: usize, state: Option<(f64, u32)>) {
         self.touch_package(pkg);
         let pp = &self.machine.plat.file.package_power;
-        let p = &mut self.packages[pkg];
+        let p = &mut self.hw.packages[pkg];
         p.uncore_w = pp.uncore_w(state.map(|(level, _)| level));
         p.uncore_level = state.map(|(level, _)| level);
         p.uncore_at_top = state.map_or(0, |(_, n)| n);
@@ -170,23 +245,23 @@ impl Sim {
     /// when the last core at the top level leaves.
     fn uncore_after_gating(&mut self, core: usize) {
         let pkg = self.machine.plat.cores[core].package;
-        let Some(level) = self.packages[pkg].uncore_level else {
+        let Some(level) = self.hw.packages[pkg].uncore_level else {
             for p in self.idle_peers(pkg) {
                 self.repower_package(p);
             }
             return;
         };
         let mine = self.uncore_level_of(core);
-        if !self.cores[core].active {
+        if !self.hw.cores[core].active {
             if self.may_idle(pkg) {
                 for p in self.idle_peers(pkg) {
                     self.set_uncore(p, None);
                 }
-            } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
+            } else if self.hw.packages[pkg].active_cores.iter().all(|&n| n == 0) {
                 // Awake for the packages it idles with, with no core of its own awake.
                 self.set_uncore(pkg, Some((0.0, 0)));
             } else if mine >= level {
-                let p = &mut self.packages[pkg];
+                let p = &mut self.hw.packages[pkg];
                 p.uncore_at_top -= 1;
                 if p.uncore_at_top == 0 {
                     self.repower_package(pkg);
@@ -195,26 +270,27 @@ impl Sim {
         } else if mine > level {
             self.set_uncore(pkg, Some((mine, 1)));
         } else if mine == level {
-            self.packages[pkg].uncore_at_top += 1;
+            self.hw.packages[pkg].uncore_at_top += 1;
         }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
     }
 
     /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
     /// leave the uncore's top level, join it, or raise it.
     fn uncore_follows(&mut self, d: usize, old_khz: u32) {
         let pkg = self.machine.plat.domains[d].package;
-        let Some(level) = self.packages[pkg].uncore_level else { return };
-        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
+        let Some(level) = self.hw.packages[pkg].uncore_level else { return };
+        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.hw.cores[c].active).count() as u32;
         if awake == 0 {
             return;
         }
         let cl = self.machine.plat.domains[d].cluster;
-        let (before, after) = (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.domains[d].actual_khz));
+        let (before, after) =
+            (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.hw.domains[d].actual_khz));
         if after > level {
             self.set_uncore(pkg, Some((after, awake)));
         } else {
-            let p = &mut self.packages[pkg];
+            let p = &mut self.hw.packages[pkg];
             if before == level {
                 p.uncore_at_top -= awake;
             }
@@ -225,19 +301,19 @@ impl Sim {
                 self.repower_package(pkg);
             }
         }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
     }
 
     fn touch_core(&mut self, core: usize) {
         let now = self.q.now();
-        let c = &mut self.cores[core];
+        let c = &mut self.hw.cores[core];
         c.energy_j += c.power_w * (now - c.since) as f64 * 1e-9;
         c.since = now;
     }
 
     fn touch_package(&mut self, pkg: usize) {
         let now = self.q.now();
-        let p = &mut self.packages[pkg];
+        let p = &mut self.hw.packages[pkg];
         let dt = now - p.since;
         p.uncore_energy_j += p.uncore_w * dt as f64 * 1e-9;
         match p.uncore_level {
@@ -252,12 +328,12 @@ impl Sim {
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
         let now = self.q.now();
         if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
-            self.cpus[cpu].counters_ns = now;
+            self.sched.cpus[cpu].counters_ns = now;
             return;
         }
         let khz = self.cpu_khz(cpu) as f64;
         let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         let dt = (now - c.counters_ns) as f64;
         c.aperf += dt * khz * 1e-6;
         c.mperf += dt * base * 1e-6;
@@ -267,7 +343,7 @@ impl Sim {
     /// Add the time since the last account to domain `d`'s time at its frequency.
     fn account_freq_time(&mut self, d: usize) {
         let now = self.q.now();
-        let dom = &mut self.domains[d];
+        let dom = &mut self.hw.domains[d];
         let (khz, dt) = (dom.actual_khz, now - dom.freq_since);
         match dom.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
             Some((_, ns)) => *ns += dt,
@@ -284,35 +360,40 @@ impl Sim {
         let active = self.core_awake(core);
         let pkg = self.machine.plat.cores[core].package;
         let cl = self.machine.plat.cores[core].cluster;
-        if active != self.cores[core].active {
+        if active != self.hw.cores[core].active {
             self.touch_package(pkg);
-            let before = self.packages[pkg].active_cores[cl];
+            let before = self.hw.packages[pkg].active_cores[cl];
             if active {
-                self.packages[pkg].active_cores[cl] += 1;
+                self.hw.packages[pkg].active_cores[cl] += 1;
             } else {
-                self.packages[pkg].active_cores[cl] -= 1;
+                self.hw.packages[pkg].active_cores[cl] -= 1;
             }
-            self.cores[core].active = active;
+            self.hw.cores[core].active = active;
             self.uncore_after_gating(core);
-            let after = self.packages[pkg].active_cores[cl];
+            let after = self.hw.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
             }
         }
-        self.cores[core].power_w = self.core_power(core);
+        self.hw.cores[core].power_w = self.core_power(core);
         // The domain's vote changes only when this CPU's does (it woke from or entered a
         // power-gated state), or when its request is not settled yet.
         let awake = self.cpu_awake(changed_cpu);
         let d = self.machine.plat.cores[core].domain;
-        if std::mem::replace(&mut self.cpus[changed_cpu].awake, awake) != awake || self.domains[d].request_unsettled {
+        if std::mem::replace(&mut self.sched.cpus[changed_cpu].awake, awake) != awake
+            || self.hw.domains[d].request_unsettled
+        {
             self.vote_changed(d);
         } else {
-            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.domains[d].request_khz);
+            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.hw.domains[d].request_khz);
         }
         if self.machine.plat.file.topology.threads_per_core > 1 {
             for i in 0..self.machine.plat.cores[core].cpus.len() {
                 let sib = self.machine.plat.cores[core].cpus[i];
-                if sib != changed_cpu && self.cpus[sib].curr.is_some() && self.cpus[sib].idle_state.is_none() {
+                if sib != changed_cpu
+                    && self.sched.cpus[sib].curr.is_some()
+                    && self.sched.cpus[sib].idle_state.is_none()
+                {
                     self.resegment(sib);
                 }
             }
@@ -326,9 +407,9 @@ impl Sim {
             return;
         }
         let req = self.domain_request(d);
-        self.domains[d].request_unsettled = false;
-        if req != self.domains[d].request_khz {
-            self.domains[d].request_khz = req;
+        self.hw.domains[d].request_unsettled = false;
+        if req != self.hw.domains[d].request_khz {
+            self.hw.domains[d].request_khz = req;
             self.retarget(d);
         }
     }
@@ -342,9 +423,9 @@ impl Sim {
             return;
         }
         let interval_ns = (self.machine.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
-        if interval_ns > 0 && self.started {
-            if !self.packages[pkg].pcu_pending {
-                self.packages[pkg].pcu_pending = true;
+        if interval_ns > 0 && self.run.started {
+            if !self.hw.packages[pkg].pcu_pending {
+                self.hw.packages[pkg].pcu_pending = true;
                 let next = (self.q.now() / interval_ns + 1) * interval_ns;
                 self.q.push(next, Event::PcuTick { package: pkg as u32 });
             }
@@ -364,12 +445,12 @@ impl Sim {
     /// once after all domains switched rather than once per domain (nothing reads a core's
     /// power in between, and settling its energy again at the same instant adds nothing).
     pub(crate) fn pcu_tick(&mut self, pkg: usize) {
-        self.packages[pkg].pcu_pending = false;
+        self.hw.packages[pkg].pcu_pending = false;
         let mut rail_changed = false;
         for i in 0..self.machine.plat.packages[pkg].domains.len() {
             let d = self.machine.plat.packages[pkg].domains[i];
             let target = self.hardware_target(d);
-            let dom = &mut self.domains[d];
+            let dom = &mut self.hw.domains[d];
             if dom.pending_khz.is_some() {
                 dom.pending_khz = Some(target);
             } else if target != dom.actual_khz {
@@ -387,17 +468,17 @@ impl Sim {
     fn repower_cores(&mut self, cores: &[usize]) {
         for &core in cores {
             self.touch_core(core);
-            self.cores[core].power_w = self.core_power(core);
+            self.hw.cores[core].power_w = self.core_power(core);
         }
     }
 
     /// The policy's governor set a new frequency: the domain runs the highest request of its
     /// active cores.
     pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
-        self.policies[policy].cur_khz = khz;
+        self.cpufreq.policies[policy].cur_khz = khz;
         let d = self.machine.plat.policies[policy].domain;
-        self.domains[d].request_khz = self.domain_request(d);
-        self.domains[d].request_unsettled = !self.started;
+        self.hw.domains[d].request_khz = self.domain_request(d);
+        self.hw.domains[d].request_unsettled = !self.run.started;
         self.retarget(d);
         if self.machine.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
@@ -423,8 +504,8 @@ impl Sim {
     /// counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
         let dom = &self.machine.plat.domains[d];
-        let request = |p: &usize| self.policies[*p].cur_khz;
-        if !self.only_awake_cpus_vote(d) || !self.started {
+        let request = |p: &usize| self.cpufreq.policies[*p].cur_khz;
+        if !self.only_awake_cpus_vote(d) || !self.run.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
         // The highest request of a voting policy; whether a policy votes matters only when its
@@ -439,7 +520,7 @@ impl Sim {
                 highest = Some(khz);
             }
         }
-        highest.unwrap_or(self.domains[d].request_khz)
+        highest.unwrap_or(self.hw.domains[d].request_khz)
     }
 
     /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
@@ -450,7 +531,7 @@ impl Sim {
 
     /// How the idle state `cpu` is in powers it; None while it runs.
     pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         debug_assert_eq!(
             c.idle_power,
             c.idle_state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power)
@@ -461,7 +542,7 @@ impl Sim {
     /// Put `cpu` in idle state `state` (None: running).
     pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
         let power = state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.idle_state = state;
         c.idle_power = power;
     }
@@ -470,7 +551,7 @@ impl Sim {
     /// re-power the cores whose rail that changes.
     pub(crate) fn set_global_khz(&mut self, policy: usize, khz: u32) {
         let d = self.machine.plat.policies[policy].domain;
-        if self.domains[d].global_khz == khz {
+        if self.hw.domains[d].global_khz == khz {
             return;
         }
         let cl = self.machine.plat.domains[d].cluster;
@@ -484,16 +565,16 @@ impl Sim {
         for &core in &cores {
             self.touch_core(core);
         }
-        self.domains[d].global_khz = khz;
-        if let Some(tl) = self.timeline.as_mut() {
+        self.hw.domains[d].global_khz = khz;
+        if let Some(tl) = self.run.timeline.as_mut() {
             tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
         }
-        self.domains[d].mv = self.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
+        self.hw.domains[d].mv = self.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
         if package_rail {
-            self.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.package_voltage(pkg);
         }
         for &core in &cores {
-            self.cores[core].power_w = self.core_power(core);
+            self.hw.cores[core].power_w = self.core_power(core);
         }
     }
 
@@ -502,9 +583,9 @@ impl Sim {
         let cl = self.machine.plat.domains[d].cluster;
         let pkg = self.machine.plat.domains[d].package;
         let f = &self.machine.plat.cluster(cl).frequency;
-        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.domains[d].request_khz);
+        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.hw.domains[d].request_khz);
         if t > f.base_khz {
-            let n = self.packages[pkg].active_cores[cl].max(1) as usize;
+            let n = self.hw.packages[pkg].active_cores[cl].max(1) as usize;
             t.min(self.machine.plat.turbo_limit_khz[cl][n - 1])
         } else {
             t
@@ -516,8 +597,8 @@ impl Sim {
     /// has one. A transition already under way just takes the newer target.
     fn retarget(&mut self, d: usize) {
         let target = self.hardware_target(d);
-        let dom = &mut self.domains[d];
-        if !self.started {
+        let dom = &mut self.hw.domains[d];
+        if !self.run.started {
             dom.pending_khz = Some(target);
             self.freq_apply(d);
             return;
@@ -536,8 +617,8 @@ impl Sim {
         let q = &self.machine.plat.cluster(cl).frequency;
         // A rise that needs more voltage than the rail holds waits for the ramp.
         let supplied_mv = match q.voltage_scope {
-            VoltageScope::Domain => self.domains[d].mv,
-            VoltageScope::Package => self.packages[self.machine.plat.domains[d].package].mv,
+            VoltageScope::Domain => self.hw.domains[d].mv,
+            VoltageScope::Package => self.hw.packages[self.machine.plat.domains[d].package].mv,
         };
         let missing_mv = (self.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
@@ -556,8 +637,8 @@ impl Sim {
     /// Switch domain `d` to its pending frequency. Returns whether it switched on a package
     /// rail whose cores' power the caller still has to settle ([`RailCores::Later`]).
     fn apply_pending_freq(&mut self, d: usize, rail_cores: RailCores) -> bool {
-        let Some(new) = self.domains[d].pending_khz.take() else { return false };
-        if new == self.domains[d].actual_khz {
+        let Some(new) = self.hw.domains[d].pending_khz.take() else { return false };
+        if new == self.hw.domains[d].actual_khz {
             return false;
         }
         let cl = self.machine.plat.domains[d].cluster;
@@ -581,7 +662,7 @@ impl Sim {
         // A core that is not active (every thread power-gated) draws nothing at any frequency:
         // its power is 0 before the switch and after, and its energy has nothing to settle.
         for &core in repowered {
-            if self.cores[core].active {
+            if self.hw.cores[core].active {
                 self.touch_core(core);
             }
         }
@@ -589,37 +670,40 @@ impl Sim {
         let halt_until =
             self.q.now() + (self.machine.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
         for &cpu in &plat.domains[d].cpus {
-            self.cpus[cpu].halt_until = halt_until;
+            self.sched.cpus[cpu].halt_until = halt_until;
         }
-        let old = self.domains[d].actual_khz;
-        self.domains[d].actual_khz = new;
-        self.domains[d].mv = self.voltage_mv(cl, new.max(self.domains[d].global_khz));
-        if self.stats.time_to_top_ns.is_none() && new >= self.machine.plat.turbo_limit_khz[cl][0] && self.started {
-            self.stats.time_to_top_ns = Some(self.q.now());
+        let old = self.hw.domains[d].actual_khz;
+        self.hw.domains[d].actual_khz = new;
+        self.hw.domains[d].mv = self.voltage_mv(cl, new.max(self.hw.domains[d].global_khz));
+        if self.work.stats.time_to_top_ns.is_none()
+            && new >= self.machine.plat.turbo_limit_khz[cl][0]
+            && self.run.started
+        {
+            self.work.stats.time_to_top_ns = Some(self.q.now());
         }
         if package_rail {
-            self.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.package_voltage(pkg);
         }
         for &core in repowered {
-            if self.cores[core].active {
-                self.cores[core].power_w = self.core_power(core);
+            if self.hw.cores[core].active {
+                self.hw.cores[core].power_w = self.core_power(core);
             } else {
-                debug_assert!(self.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
+                debug_assert!(self.hw.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
             }
         }
         self.uncore_follows(d, old);
         let max_khz = self.machine.plat.cluster(cl).frequency.max_khz as u64;
-        let cpufreq_scale = self.invariant && !self.x86_counters();
+        let cpufreq_scale = self.sched.invariant && !self.x86_counters();
         for i in 0..self.machine.plat.domains[d].cpus.len() {
             let cpu = self.machine.plat.domains[d].cpus[i];
             if cpufreq_scale {
                 // arm64 without AMU: the scale follows the frequency set, not the one measured.
-                self.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
+                self.sched.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
             }
-            if self.cpus[cpu].curr.is_some() && self.cpus[cpu].idle_state.is_none() {
+            if self.sched.cpus[cpu].curr.is_some() && self.sched.cpus[cpu].idle_state.is_none() {
                 self.start_segment(cpu);
             }
-            if let Some(tl) = self.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline.as_mut() {
                 tl.frequency(self.q.now(), cpu, new);
             }
         }
@@ -635,17 +719,17 @@ impl Sim {
     /// `t(W) = W · ((1 - m)/f + m/f_base)`, scaled by the µarch capacity and the share of the
     /// core's throughput this SMT thread gets.
     fn cpu_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
-        if let Some(task) = self.cpus[cpu].curr {
-            if self.tasks[task].fixed_time {
+        if let Some(task) = self.sched.cpus[cpu].curr {
+            if self.sched.tasks[task].fixed_time {
                 return 1.0;
             }
         }
         let t = &self.machine.plat.cpus[cpu];
         let cl = self.machine.plat.cluster(t.cluster);
-        let f = self.domains[t.domain].actual_khz as f64 * 1e-6;
+        let f = self.hw.domains[t.domain].actual_khz as f64 * 1e-6;
         let fb = cl.frequency.base_khz as f64 * 1e-6;
         let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
-        let busy = self.cores[t.core].busy_threads.max(1) as f64;
+        let busy = self.hw.cores[t.core].busy_threads.max(1) as f64;
         let tpc = self.machine.plat.file.topology.threads_per_core as f64;
         let share = if busy > 1.0 {
             (1.0 + (self.machine.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
@@ -658,11 +742,11 @@ impl Sim {
     /// Credit the current task of `cpu` with the work done since its segment started.
     pub(crate) fn account_segment(&mut self, cpu: usize) {
         let now = self.q.now();
-        let Some(task) = self.cpus[cpu].curr else { return };
-        let c = &mut self.cpus[cpu];
+        let Some(task) = self.sched.cpus[cpu].curr else { return };
+        let c = &mut self.sched.cpus[cpu];
         let from = c.seg_start.max(c.stall_until).max(c.halt_until);
         if now > from {
-            let t = &mut self.tasks[task];
+            let t = &mut self.sched.tasks[task];
             let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
             t.work_left -= done;
             t.work_done += done;
@@ -672,11 +756,11 @@ impl Sim {
 
     /// (Re)start the run segment of the current task at the current speed.
     pub(crate) fn start_segment(&mut self, cpu: usize) {
-        let Some(task) = self.cpus[cpu].curr else { return };
-        let rate = self.cpu_rate(cpu, self.tasks[task].mem_frac);
+        let Some(task) = self.sched.cpus[cpu].curr else { return };
+        let rate = self.cpu_rate(cpu, self.sched.tasks[task].mem_frac);
         let now = self.q.now();
-        let left = self.tasks[task].work_left;
-        let c = &mut self.cpus[cpu];
+        let left = self.sched.tasks[task].work_left;
+        let c = &mut self.sched.cpus[cpu];
         c.seg_start = now;
         c.seg_rate = rate;
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -697,11 +781,11 @@ impl Sim {
         let bits = self.machine.plat.file.rapl.counter_bits;
         let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let unit_j = self.machine.plat.file.rapl.energy_unit_uj * 1e-6;
-        for pkg in 0..self.packages.len() {
+        for pkg in 0..self.hw.packages.len() {
             // The counter never restarts: it counts the warm-up's energy too.
-            let total = self.package_energy_j(pkg) + self.packages[pkg].energy_before_warmup_j;
+            let total = self.package_energy_j(pkg) + self.hw.packages[pkg].energy_before_warmup_j;
             let counter = ((total / unit_j).floor() as u64) & mask;
-            let p = &mut self.packages[pkg];
+            let p = &mut self.hw.packages[pkg];
             let delta = counter.wrapping_sub(p.rapl_last) & mask;
             p.rapl_units += delta;
             p.rapl_last = counter;
@@ -711,11 +795,11 @@ impl Sim {
     /// Energy of package `pkg` up to now: uncore plus its cores.
     pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
         self.touch_package(pkg);
-        let mut total = self.packages[pkg].uncore_energy_j;
+        let mut total = self.hw.packages[pkg].uncore_energy_j;
         for i in 0..self.machine.plat.packages[pkg].cores.len() {
             let core = self.machine.plat.packages[pkg].cores[i];
             self.touch_core(core);
-            total += self.cores[core].energy_j;
+            total += self.hw.cores[core].energy_j;
         }
         total
     }
@@ -729,7 +813,7 @@ impl Sim {
         let mut total = 0.0;
         for core in cores {
             self.touch_core(core);
-            total += self.cores[core].energy_j;
+            total += self.hw.cores[core].energy_j;
         }
         total
     }
@@ -737,15 +821,15 @@ impl Sim {
     /// The warm-up is over: bring every account up to now, then start them again from zero, so
     /// that the metric, energy, power and per-CPU figures cover the measured interval only.
     pub(crate) fn end_warmup(&mut self) {
-        for d in 0..self.domains.len() {
+        for d in 0..self.hw.domains.len() {
             self.account_freq_time(d);
-            self.domains[d].freq_ns.clear();
+            self.hw.domains[d].freq_ns.clear();
         }
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
             self.account_busy_idle(cpu);
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.sched.cpus[cpu];
             c.busy_ns = 0;
             c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
             // Keep the tick's counter deltas right while the totals restart from zero.
@@ -756,56 +840,56 @@ impl Sim {
             c.util_avg_max = c.avg.util_avg;
         }
         self.rapl_sample();
-        for pkg in 0..self.packages.len() {
-            self.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
-            let p = &mut self.packages[pkg];
+        for pkg in 0..self.hw.packages.len() {
+            self.hw.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
+            let p = &mut self.hw.packages[pkg];
             p.uncore_energy_j = 0.0;
             p.idle_ns = 0;
             p.uncore_clock_s = 0.0;
             p.rapl_units = 0;
         }
-        for core in self.cores.iter_mut() {
+        for core in self.hw.cores.iter_mut() {
             core.energy_j = 0.0;
         }
-        self.stats.counters.iter_mut().for_each(|n| *n = 0);
-        self.stats.responses_ns.clear();
-        self.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.stats.work_done_before_warmup = self.workload_work_done();
-        self.stats.time_to_top_ns = None;
+        self.work.stats.counters.iter_mut().for_each(|n| *n = 0);
+        self.work.stats.responses_ns.clear();
+        self.work.stats.latencies_ns.iter_mut().for_each(Vec::clear);
+        self.work.stats.work_done_before_warmup = self.workload_work_done();
+        self.work.stats.time_to_top_ns = None;
     }
 
     /// Work the workload's own tasks have done so far (cycles at base frequency): background
     /// kernel threads' work is not the benchmark's.
     fn workload_work_done(&self) -> f64 {
-        self.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
+        self.sched.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
     }
 
     /// Settle every account at the end of the run.
     pub(crate) fn finish(&mut self, end: u64) {
         debug_assert_eq!(end, self.q.now());
-        if end < self.warmup_ns {
+        if end < self.run.warmup_ns {
             // The workload finished before its warm-up did: the whole run is the measurement.
-            self.warmup_ns = 0;
+            self.run.warmup_ns = 0;
         }
-        for d in 0..self.domains.len() {
+        for d in 0..self.hw.domains.len() {
             self.account_freq_time(d);
         }
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
             self.account_busy_idle(cpu);
         }
         self.rapl_sample();
-        self.stats.sim_time_ns = end - self.warmup_ns;
-        self.stats.work_done = self.workload_work_done() - self.stats.work_done_before_warmup;
-        self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
+        self.work.stats.sim_time_ns = end - self.run.warmup_ns;
+        self.work.stats.work_done = self.workload_work_done() - self.work.stats.work_done_before_warmup;
+        self.work.stats.energy_j = (0..self.hw.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.sched.cpus.len() {
             let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-            a += self.cpus[cpu].aperf * base;
-            m += self.cpus[cpu].mperf;
+            a += self.sched.cpus[cpu].aperf * base;
+            m += self.sched.cpus[cpu].mperf;
         }
-        self.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
+        self.work.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
     }
 }
 

@@ -81,7 +81,7 @@ impl Sim {
         if self.machine.powernv_fast_switch {
             // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
             // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
-            let r = &mut self.ramps[policy];
+            let r = &mut self.hw.ramps[policy];
             r.reset();
             r.timer_token = r.timer_token.wrapping_add(1);
             self.set_global_khz(policy, khz);
@@ -93,7 +93,7 @@ impl Sim {
         }
         let now_ms = self.q.now() / 1_000_000;
         let min_idx = self.machine.tables[policy].len() - 1;
-        let r = &mut self.ramps[policy];
+        let r = &mut self.hw.ramps[policy];
         let g = match r.last_sampled_ms {
             None => {
                 r.highest_idx = new_idx;
@@ -133,7 +133,7 @@ impl Sim {
     pub(crate) fn powernv_timer(&mut self, policy: usize) {
         let now_ms = self.q.now() / 1_000_000;
         let min_idx = self.machine.tables[policy].len() - 1;
-        let r = &mut self.ramps[policy];
+        let r = &mut self.hw.ramps[policy];
         let local = r.last_lpstate_idx;
         if r.last_gpstate_idx == local {
             r.reset();
@@ -160,7 +160,7 @@ impl Sim {
     }
 
     fn arm_ramp_timer(&mut self, policy: usize) {
-        let r = &mut self.ramps[policy];
+        let r = &mut self.hw.ramps[policy];
         let interval = if r.elapsed_ms + GPSTATE_TIMER_INTERVAL_MS > MAX_RAMP_DOWN_TIME_MS {
             MAX_RAMP_DOWN_TIME_MS.saturating_sub(r.elapsed_ms).max(1)
         } else {

@@ -194,7 +194,7 @@ impl Sim {
     pub(crate) fn capacity_of(&self, cpu: usize) -> u64 {
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         let policy = self.machine.plat.cpus[cpu].policy;
-        let pol = &self.policies[policy];
+        let pol = &self.cpufreq.policies[policy];
         let f_ref = *self.machine.tables[policy].last().unwrap_or(&pol.max_khz) as u64;
         if (pol.max_khz as u64) < f_ref && f_ref > 0 {
             (cap * pol.max_khz as u64 / f_ref).max(1)
@@ -210,14 +210,14 @@ impl Sim {
 
     /// util_fits_cpu with this run's fits rule and uclamp state.
     pub(crate) fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: usize) -> i8 {
-        let h = &self.hetero;
+        let h = &self.sched.hetero;
         util_fits_cpu(util, uclamp_min, uclamp_max, self.cpu_caps(cpu), h.fits, h.uclamp_active())
     }
 
     /// The task's effective clamps (uclamp_eff_value): its requests, or the defaults (min 0,
     /// RT tasks 1024; max 1024).
     pub(crate) fn task_uclamp(&self, task: usize) -> (u64, u64) {
-        let a = &self.tasks[task].attrs;
+        let a = &self.sched.tasks[task].attrs;
         let rt_default = match a.policy {
             SchedPolicy::Normal => 0,
             _ => SCHED_CAPACITY_SCALE,
@@ -230,35 +230,35 @@ impl Sim {
     /// The run-queue clamps of `cpu`: max-aggregated over its runnable tasks; an idle
     /// run-queue reads min 0 and keeps the last max. None when uclamp is not in use.
     pub(crate) fn rq_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
-        if !self.hetero.uclamp_active() {
+        if !self.sched.hetero.uclamp_active() {
             return None;
         }
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         let mut tasks = c.curr.iter().chain(c.queue.iter()).peekable();
         if tasks.peek().is_none() {
-            return Some((0, self.hetero.uclamp_max_idle[cpu]));
+            return Some((0, self.sched.hetero.uclamp_max_idle[cpu]));
         }
         Some(tasks.map(|&t| self.task_uclamp(t)).fold((0, 0), |(lo, hi), (a, b)| (lo.max(a), hi.max(b))))
     }
 
     /// Note a task leaving `cpu`'s run-queue: an idle run-queue keeps its uclamp_max.
     pub(crate) fn uclamp_dequeued(&mut self, task: usize, cpu: usize) {
-        if self.hetero.uclamp_active() {
-            self.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
+        if self.sched.hetero.uclamp_active() {
+            self.sched.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
         }
     }
 
     /// A task's clamp requests changed (or it was created with some): uclamp is in use.
     pub(crate) fn uclamp_requested(&mut self, min: Option<u32>, max: Option<u32>) {
         if min.is_some() || max.is_some() {
-            self.hetero.uclamp_used = true;
+            self.sched.hetero.uclamp_used = true;
         }
     }
 
     /// The PELT clock of `cpu` as a reader outside an update sees it: now on an idle CPU
     /// (its clock is re-synced), the last update on a busy one.
     fn pelt_clock_estimate(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         if c.curr.is_none() {
             self.q.now() - c.lost_idle
         } else {
@@ -268,7 +268,7 @@ impl Sim {
 
     /// The task's util_avg decayed to now if it sleeps (sync_entity_load_avg).
     pub(crate) fn task_util_avg_now(&self, task: usize) -> u64 {
-        let t = &self.tasks[task];
+        let t = &self.sched.tasks[task];
         if t.state != crate::sched::task::TaskState::Sleeping || !t.placed {
             return t.avg.util_avg;
         }
@@ -279,7 +279,7 @@ impl Sim {
 
     /// task_util_est(p) = max(util_avg, util_est).
     pub(crate) fn task_util_est(&self, task: usize) -> u64 {
-        self.task_util_avg_now(task).max(self.tasks[task].util_est.value())
+        self.task_util_avg_now(task).max(self.sched.tasks[task].util_est.value())
     }
 
     /// task_fits_cpu: the task's util and its own clamps fully fit `cpu`.
@@ -290,7 +290,7 @@ impl Sim {
 
     /// Keep a record of a move for `--explain`.
     pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str) {
-        if self.hetero.migrations.is_none() || src == dst {
+        if self.sched.hetero.migrations.is_none() || src == dst {
             return;
         }
         let util = self.task_util_est(task);
@@ -304,7 +304,7 @@ impl Sim {
             util,
             fitted_src,
         };
-        self.hetero.migrations.as_mut().expect("checked").push(m);
+        self.sched.hetero.migrations.as_mut().expect("checked").push(m);
     }
 }
 

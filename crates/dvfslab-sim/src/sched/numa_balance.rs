@@ -41,22 +41,22 @@ impl Sim {
         }
         let pkg = self.machine.plat.cpus[cpu].package;
         let now = self.q.now();
-        if now < self.packages[pkg].numa_spread.next_ns {
+        if now < self.hw.packages[pkg].numa_spread.next_ns {
             return;
         }
-        let interval_ns = self.cpus.len() as u64 * 1_000_000;
+        let interval_ns = self.sched.cpus.len() as u64 * 1_000_000;
         let Some((src, dst)) = self.numa_move(pkg) else {
-            self.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+            self.hw.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
             return;
         };
-        let attempts = &mut self.packages[pkg].numa_spread;
+        let attempts = &mut self.hw.packages[pkg].numa_spread;
         attempts.failed += 1;
         attempts.next_ns = now + interval_ns;
         if attempts.failed <= NUMA_FAILURES_BEFORE_ACTIVE {
             return;
         }
         attempts.failed = 0;
-        let task = self.cpus[src].curr.expect("a running task");
+        let task = self.sched.cpus[src].curr.expect("a running task");
         self.note_migration(task, src, dst, "numa");
         self.migrate_running(src, dst);
     }
@@ -85,7 +85,7 @@ impl Sim {
             local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
         );
         let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
-        let task = self.cpus[src].curr?;
+        let task = self.sched.cpus[src].curr?;
         let dst = self.find_idle_core(task, local_cpus, local_cpus[0]);
         Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
