@@ -1,11 +1,10 @@
 //! What a run never changes: the platform, the cpufreq driver, the kernel version, the tick,
 //! the frequency-invariance references, the PELT time shift, the voltage tables and each
-//! policy's frequency table. Built once from the platform and the governor configuration, then
-//! shared read-only by the live simulation and by a trace replay, which needs the same facts
-//! without a run.
+//! policy's frequency table. Built once from the platform and the governor configuration's
+//! system settings (`crate::governor::core::machine_for`), then shared read-only by the live
+//! simulation and by a trace replay, which needs the same facts without a run.
 
-use crate::error::{Result, SimError};
-use crate::governor::{GovernorConfig, GovernorInfo};
+use crate::error::Result;
 use crate::hw::driver::Driver;
 use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
@@ -38,36 +37,31 @@ pub struct Machine {
     pub(crate) every_cpu: Vec<usize>,
 }
 
+/// The settings around the governor that shape the machine (the governor spec's system keys,
+/// resolved by `crate::governor::core::machine_for`).
+pub(crate) struct Settings<'a> {
+    pub driver: Driver,
+    pub kernel: KernelVersion,
+    /// Tick rate (Hz); 0 = the platform's default.
+    pub hz: u32,
+    /// `freq_max=`: the frequency-invariance reference (None: the kernel's).
+    pub freq_max: Option<&'a str>,
+    /// `invariant=` as given (-1: as the kernel has it).
+    pub invariant: f64,
+    pub pelt_multiplier: u64,
+    pub slow_rampdown: bool,
+    /// Requests reach powernv by fast switch (`powernv_fast_switch_used` in hw/driver.rs).
+    pub powernv_fast_switch: bool,
+}
+
 impl Machine {
-    /// The machine `plat` becomes under the governor configuration `gov_cfg` (of the registry's
-    /// `gov_info`): its driver (the governor's own, `driver=`, or the platform's default), tick,
-    /// kernel, invariance and tables. Refuses a configuration the platform cannot run.
-    pub fn new(plat: Platform, gov_cfg: &GovernorConfig, gov_info: &GovernorInfo) -> Result<Machine> {
-        let driver = match (gov_info.driver, gov_cfg.text_value("driver")) {
-            (Some(forced), Some(asked)) if forced != asked => {
-                return Err(SimError::config(
-                    format!("governor '{}'", gov_info.name),
-                    "driver",
-                    format!("this governor is part of the {forced} driver; got driver={asked}"),
-                ))
-            }
-            (Some(forced), _) => Driver::parse(forced)?,
-            (None, Some(name)) => Driver::parse(name)?,
-            (None, None) => Driver::default_for(&plat)?,
-        };
-        driver.check(&plat)?;
-        gov_cfg.check_platform(gov_info, &plat)?;
-        let hz = match gov_cfg.values.get_u64("hz") as u32 {
-            0 => plat.file.defaults.hz,
-            hz => hz,
-        };
-        let kernel = match gov_cfg.text_value("kernel") {
-            Some(v) => KernelVersion::parse(v)?,
-            None => KernelVersion::DEFAULT,
-        };
-        let freq_ratio =
-            crate::hw::invariance::reference_ratios(&plat, gov_cfg.text_value("freq_max"), kernel, driver)?;
-        let invariant = crate::hw::invariance::resolve_invariant(gov_cfg.values.get("invariant"), kernel, &plat)?;
+    /// The machine `plat` becomes with `settings`: its tick, invariance and tables. Refuses
+    /// an invariance setting the platform cannot have.
+    pub(crate) fn new(plat: Platform, settings: Settings) -> Result<Machine> {
+        let Settings { driver, kernel, hz, .. } = settings;
+        let hz = if hz == 0 { plat.file.defaults.hz } else { hz };
+        let freq_ratio = crate::hw::invariance::reference_ratios(&plat, settings.freq_max, kernel, driver)?;
+        let invariant = crate::hw::invariance::resolve_invariant(settings.invariant, kernel, &plat)?;
         let tables: Vec<Vec<u32>> = plat.policies.iter().map(|p| driver.table_khz(&plat, p.cluster)).collect();
         let cpuinfo_max_khz = plat.policies.iter().map(|p| driver.cpuinfo_max_khz(&plat, p.cluster, kernel)).collect();
         let voltages = (0..plat.file.clusters.len())
@@ -79,9 +73,9 @@ impl Machine {
             tick_ns: (1_000_000_000 + hz as u64 / 2) / hz as u64,
             invariant,
             freq_ratio,
-            pelt_shift: 10 - gov_cfg.values.get_u64("pelt_multiplier").trailing_zeros(),
-            slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
-            powernv_fast_switch: crate::hw::powernv::fast_switch_used(gov_info.enables.fast_switch, kernel),
+            pelt_shift: 10 - settings.pelt_multiplier.trailing_zeros(),
+            slow_rampdown: settings.slow_rampdown,
+            powernv_fast_switch: settings.powernv_fast_switch,
             voltages,
             tables,
             cpuinfo_max_khz,

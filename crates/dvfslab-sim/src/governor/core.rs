@@ -16,11 +16,44 @@
 //! give it from the same [`Machine`].
 
 use super::freq_table::{table_lookup, Relation};
-use super::UpdateFlags;
+use super::{Governor, GovernorConfig, GovernorInfo, UpdateFlags};
+use crate::error::{Result, SimError};
 use crate::hw::driver::Driver;
-use crate::hw::platform::{CpuIdFile, Vendor};
+use crate::hw::platform::{CpuIdFile, Platform, Vendor};
 use crate::kernel::KernelVersion;
-use crate::machine::Machine;
+use crate::machine::{Machine, Settings};
+
+/// The machine `plat` becomes under the governor configuration `gov_cfg` (of the registry's
+/// `gov_info`): its driver (the governor's own, `driver=`, or the platform's default) and the
+/// system settings the spec gives. Refuses a configuration the platform cannot run.
+pub(crate) fn machine_for(plat: Platform, gov_cfg: &GovernorConfig, gov_info: &GovernorInfo) -> Result<Machine> {
+    let driver = match (gov_info.driver, gov_cfg.text_value("driver")) {
+        (Some(forced), Some(asked)) if forced != asked => {
+            return Err(SimError::config(
+                format!("governor '{}'", gov_info.name),
+                "driver",
+                format!("this governor is part of the {forced} driver; got driver={asked}"),
+            ))
+        }
+        (Some(forced), _) => Driver::parse(forced)?,
+        (None, Some(name)) => Driver::parse(name)?,
+        (None, None) => Driver::default_for(&plat)?,
+    };
+    driver.check(&plat)?;
+    gov_cfg.check_platform(gov_info, &plat)?;
+    let kernel = gov_cfg.kernel()?;
+    let settings = Settings {
+        driver,
+        kernel,
+        hz: gov_cfg.values.get_u64("hz") as u32,
+        freq_max: gov_cfg.text_value("freq_max"),
+        invariant: gov_cfg.values.get("invariant"),
+        pelt_multiplier: gov_cfg.values.get_u64("pelt_multiplier"),
+        slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
+        powernv_fast_switch: crate::hw::driver::powernv_fast_switch_used(gov_info.enables.fast_switch, kernel),
+    };
+    Machine::new(plat, settings)
+}
 
 /// One cpufreq policy's state during a run: its limits and current frequency (policy->min,
 /// ->max, ->cur), and the token of its governor's timer.
@@ -49,6 +82,26 @@ pub(crate) struct Cpufreq {
     /// Inputs a governor gave with [`PolicyCtx::explain`] for its next request.
     pub(crate) pending_inputs: Vec<(&'static str, f64)>,
     pub(crate) governor_name: String,
+}
+
+impl Cpufreq {
+    /// Every policy as cpufreq starts it, each with its governor built from `gov_cfg` (its own
+    /// tunables where the spec gives some per policy), not started yet.
+    pub(crate) fn new(machine: &Machine, gov_cfg: &GovernorConfig, gov_info: &GovernorInfo, explain: bool) -> Cpufreq {
+        let plat = &machine.plat;
+        let governors: Vec<Option<Box<dyn Governor>>> =
+            plat.policies.iter().map(|p| Some((gov_info.build)(gov_cfg.values_for_policy(p.cpus[0])))).collect();
+        let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
+        let policies: Vec<Policy> = machine.tables.iter().map(|table| Policy::new(table)).collect();
+        Cpufreq {
+            policies,
+            governors,
+            gov_wants_util,
+            explain: explain.then(Vec::new),
+            pending_inputs: Vec::new(),
+            governor_name: gov_cfg.spec.canonical(),
+        }
+    }
 }
 
 /// What a governor reads of its policy that the scheduler does not change: the machine's
@@ -160,17 +213,18 @@ pub(crate) fn core_calls_driver(driver: Driver, clamped_khz: u32, resolved_khz: 
     }
 }
 
+/// The machine a governor spec makes of a shipped preset, for unit tests that build one part
+/// of the simulator alone: no run, no scheduler.
+#[cfg(test)]
+pub(crate) fn test_machine(preset: &str, governor: &str) -> Machine {
+    let plat = crate::hw::platform::test_preset(preset);
+    let (cfg, info) = GovernorConfig::parse(governor).unwrap();
+    machine_for(plat, &cfg, info).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::governor::GovernorConfig;
-
-    /// The machine a governor spec makes of a preset: no run, no scheduler.
-    pub(crate) fn machine(preset: &str, governor: &str) -> Machine {
-        let plat = crate::hw::platform::test_preset(preset);
-        let (cfg, info) = GovernorConfig::parse(governor).unwrap();
-        Machine::new(plat, &cfg, info).unwrap()
-    }
 
     /// A request that resolves to the current entry never reaches a table driver (5.14+:
     /// `__resolve_freq` first; 4.7–5.13: `__target_index`), whatever the raw request was.
@@ -190,7 +244,7 @@ mod tests {
     /// to the limits before the relation picks an entry.
     #[test]
     fn a_request_is_clamped_to_the_limits_then_matched_to_the_table() {
-        let m = machine("skylake-e3-1240v5", "schedutil:driver=acpi-cpufreq");
+        let m = test_machine("skylake-e3-1240v5", "schedutil:driver=acpi-cpufreq");
         let table = &m.tables[0];
         let mut limits = Policy::new(table);
         assert_eq!((limits.min_khz, limits.cur_khz, limits.max_khz), (table[0], table[0], *table.last().unwrap()));

@@ -133,6 +133,9 @@ pub const REGISTRY: &[&GovernorInfo] = &[
     &userspace::INFO,
 ];
 
+/// Names of the `fits` system knob's values (`crate::sched::capacity::FitsRule`).
+pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
+
 /// `invariant=`: -1 follows the kernel (`crate::hw::invariance::kernel_is_invariant`).
 pub const INVARIANT_CHOICES: &[(&str, f64)] = &[("kernel", -1.0), ("off", 0.0), ("on", 1.0)];
 
@@ -166,7 +169,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         1.0,
         "fits_capacity: 80pct (util < 0.8 capacity) or tick (util still below capacity after one tick, margins series)",
     )
-    .choices(crate::sched::capacity::FITS_CHOICES),
+    .choices(FITS_CHOICES),
     Knob::new(
         "eas",
         "bool",

@@ -27,9 +27,7 @@ impl ScriptedPolicy {
     /// Policy `policy` of preset `preset` under governor spec `governor` (its system settings:
     /// kernel, driver, tick, invariance), every CPU idle with no utilisation, at time 0.
     pub fn new(preset: &str, governor: &str, policy: usize) -> ScriptedPolicy {
-        let plat = crate::hw::platform::test_preset(preset);
-        let (cfg, info) = GovernorConfig::parse(governor).unwrap();
-        let machine = Machine::new(plat, &cfg, info).unwrap();
+        let machine = super::core::test_machine(preset, governor);
         let ncpus = machine.plat.ncpus();
         let signals = (0..ncpus)
             .map(|c| CpuSignals { cap_orig: machine.plat.cpus[c].cap_orig, ..CpuSignals::default() })

@@ -195,6 +195,14 @@ impl Driver {
     }
 }
 
+/// Whether requests reach powernv by fast switch: a governor that enables it (schedutil) uses
+/// `->fast_switch` where the driver has one, and powernv has `powernv_fast_switch` from 4.10
+/// (absent in 4.9, present in 4.14). Other governors always go through
+/// `__cpufreq_driver_target` and `target_index`.
+pub(crate) fn powernv_fast_switch_used(governor_fast_switches: bool, kernel: KernelVersion) -> bool {
+    governor_fast_switches && kernel >= KernelVersion(4, 10)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod powernv;
 
 use crate::engine::{Event, TimeNs};
 use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
+use crate::machine::Machine;
 use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
@@ -29,6 +30,72 @@ pub(crate) struct Hw {
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
     /// The idle governor (menu), with its per-CPU history.
     pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
+}
+
+impl Hw {
+    /// The hardware at the start of a run: every domain at its cluster's lowest frequency,
+    /// nothing accounted yet; `Sim::init_hardware` then powers it as every CPU idles deepest.
+    pub(crate) fn new(machine: &Machine) -> Hw {
+        let plat = &machine.plat;
+        let cores = plat
+            .cores
+            .iter()
+            .map(|core| Core {
+                busy_threads: 0,
+                placement_idle_threads: core.cpus.len() as u32,
+                power_w: 0.0,
+                energy_j: 0.0,
+                since: 0,
+                active: false,
+            })
+            .collect();
+        let domains = plat
+            .domains
+            .iter()
+            .map(|d| {
+                let f = plat.cluster(d.cluster).frequency.min_khz;
+                Domain {
+                    request_khz: f,
+                    global_khz: 0,
+                    actual_khz: f,
+                    pending_khz: None,
+                    apply_token: 0,
+                    mv: plat.voltage_mv(d.cluster, f),
+                    freq_ns: Vec::new(),
+                    freq_since: 0,
+                    request_unsettled: true,
+                }
+            })
+            .collect();
+
+        let packages = plat
+            .packages
+            .iter()
+            .map(|_| Package {
+                active_cores: vec![0; plat.file.clusters.len()],
+                uncore_w: 0.0,
+                uncore_level: None,
+                uncore_at_top: 0,
+                uncore_energy_j: 0.0,
+                idle_ns: 0,
+                uncore_clock_s: 0.0,
+                since: 0,
+                mv: 0.0,
+                rapl_last: 0,
+                energy_before_warmup_j: 0.0,
+                pcu_pending: false,
+                rapl_units: 0,
+                numa_spread: Default::default(),
+            })
+            .collect();
+        Hw {
+            cores,
+            domains,
+            packages,
+            ramps: vec![powernv::Ramp::default(); plat.policies.len()],
+            idle_governor: cpuidle::for_run(plat.ncpus()),
+        }
+    }
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -900,4 +967,36 @@ enum RailCores {
     Now,
     /// Once, by the caller, after switching several domains at the same instant.
     Later,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::core::test_machine;
+
+    /// The hardware built alone from a machine: every domain at its cluster's lowest
+    /// frequency and that frequency's voltage, no core busy, every thread placement-idle, a
+    /// powernv ramp per policy.
+    #[test]
+    fn the_hardware_starts_at_the_lowest_frequency_with_nothing_busy() {
+        for preset in ["haswell-e5-2670v3-2s", "juno-r2", "power8-powernv"] {
+            let m = test_machine(preset, "performance");
+            let hw = Hw::new(&m);
+            assert_eq!(
+                (hw.cores.len(), hw.domains.len(), hw.packages.len()),
+                (m.plat.cores.len(), m.plat.domains.len(), m.plat.packages.len())
+            );
+            for (d, dom) in hw.domains.iter().enumerate() {
+                let cluster = m.plat.domains[d].cluster;
+                let min = m.plat.cluster(cluster).frequency.min_khz;
+                assert_eq!((dom.request_khz, dom.actual_khz, dom.pending_khz), (min, min, None), "{preset}");
+                assert_eq!(dom.mv, m.plat.voltage_mv(cluster, min));
+            }
+            for (c, core) in hw.cores.iter().enumerate() {
+                assert_eq!((core.busy_threads, core.active), (0, false));
+                assert_eq!(core.placement_idle_threads as usize, m.plat.cores[c].cpus.len());
+            }
+            assert_eq!(hw.ramps.len(), m.plat.policies.len());
+        }
+    }
 }

@@ -13,16 +13,7 @@
 //! With `slow_rampdown=0` (kernels before 4.8) the global simply follows the local request.
 
 use crate::engine::Event;
-use crate::kernel::KernelVersion;
 use crate::sim::Sim;
-
-/// Whether requests reach powernv by fast switch: a governor that enables it (schedutil) uses
-/// `->fast_switch` where the driver has one, and powernv has `powernv_fast_switch` from 4.10
-/// (absent in 4.9, present in 4.14). Other governors always go through
-/// `__cpufreq_driver_target` and `target_index`.
-pub(crate) fn fast_switch_used(governor_fast_switches: bool, kernel: KernelVersion) -> bool {
-    governor_fast_switches && kernel >= KernelVersion(4, 10)
-}
 
 /// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
 pub const MAX_RAMP_DOWN_TIME_MS: u64 = 5120;

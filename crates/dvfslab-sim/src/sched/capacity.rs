@@ -24,9 +24,6 @@ use crate::sched::pelt::{approximate_util_avg, SCHED_CAPACITY_SCALE};
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
-/// Names of the `fits` system knob's values.
-pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
-
 /// Which `fits_capacity` the scheduler uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FitsRule {
@@ -316,9 +313,7 @@ mod tests {
     /// asymmetric platform without SMT with an Energy Model, invariant, 5.0+.
     #[test]
     fn eas_follows_the_governors_declaration_not_its_name() {
-        let plat = crate::hw::platform::test_preset("pixel6");
-        let (cfg, info) = crate::governor::GovernorConfig::parse("performance").unwrap();
-        let m = crate::machine::Machine::new(plat, &cfg, info).unwrap();
+        let m = crate::governor::core::test_machine("pixel6", "performance");
         let eas_under = |governor_enables_eas: bool| {
             let eas = EasInputs { knob_on: true, governor_enables_eas, invariant: true, kernel: KernelVersion(6, 1) };
             Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas

@@ -62,6 +62,72 @@ pub(crate) struct Sched {
     pub(crate) hetero: crate::sched::capacity::Hetero,
 }
 
+impl Sched {
+    /// The scheduler at the start of a run: no task, every CPU idle in its deepest state.
+    pub(crate) fn new(machine: &crate::machine::Machine, hetero: crate::sched::capacity::Hetero) -> Sched {
+        let plat = &machine.plat;
+        let ncpus = plat.ncpus();
+        let cpus = (0..ncpus)
+            .map(|c| Cpu {
+                curr: None,
+                queue: Vec::new(),
+                queue_min_vruntime: u64::MAX,
+                queue_min_stale: false,
+                runnable_load: 0,
+                min_vruntime: 0,
+                avg: SchedAvg::default(),
+                util_est_sum: 0,
+                clock_pelt: 0,
+                clock_task: 0,
+                lost_idle: 0,
+                freq_scale: SCHED_CAPACITY_SCALE,
+                seg_token: 0,
+                seg_start: 0,
+                seg_rate: 0.0,
+                stall_until: 0,
+                halt_until: 0,
+                stall_pelt_end: 0,
+                tick_token: 0,
+                tick_armed: false,
+                idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
+                idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
+                idle_since: 0,
+                avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
+                util_changed: false,
+                nr_iowait: 0,
+                iowait_ns: 0,
+                iowait_mark: 0,
+                spread: Default::default(),
+                timers: Vec::new(),
+                aperf: 0.0,
+                mperf: 0.0,
+                counters_ns: 0,
+                tick_aperf: 0.0,
+                tick_mperf: 0.0,
+                busy_ns: 0,
+                idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
+                util_avg_max: 0,
+                idle_calls: 0,
+                switched_out: None,
+                placement_idle: true,
+                awake: false,
+            })
+            .collect();
+        Sched {
+            cpus,
+            tasks: Vec::new(),
+            invariant: machine.invariant,
+            live_tasks: 0,
+            waiting: 0,
+            any_rt: false,
+            idle_cpus: plat.ncpus(),
+            idle_cores: plat.cores.len(),
+            llc_idle: LlcIdle::all_idle(plat),
+            hetero,
+        }
+    }
+}
+
 /// Scheduler tunables scale with log2 of the CPU count, capped at 8 CPUs (the kernel's
 /// default `SCHED_TUNABLESCALING_LOG`).
 fn tunable_factor(ncpus: usize) -> u64 {
@@ -1631,6 +1697,26 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler built alone from a machine: no task, every CPU idle in its deepest state
+    /// and counted idle, for the machine and in each LLC.
+    #[test]
+    fn the_scheduler_starts_with_every_cpu_idle_in_its_deepest_state() {
+        use crate::sched::capacity::{EasInputs, FitsRule, Hetero};
+        let m = crate::governor::core::test_machine("epyc7742-2s", "schedutil");
+        let eas = EasInputs { knob_on: false, governor_enables_eas: true, invariant: m.invariant, kernel: m.kernel };
+        let sched = Sched::new(&m, Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false));
+        assert!(sched.tasks.is_empty());
+        assert_eq!((sched.idle_cpus, sched.idle_cores), (m.plat.ncpus(), m.plat.cores.len()));
+        for (cpu, c) in sched.cpus.iter().enumerate() {
+            let deepest = m.plat.cluster_of_cpu(cpu).idle_states.len() - 1;
+            assert_eq!((c.curr, c.idle_state, c.placement_idle), (None, Some(deepest), true));
+            assert_eq!(c.freq_scale, SCHED_CAPACITY_SCALE);
+        }
+        let per_llc: usize = sched.llc_idle.iter().map(|l| l.cpus).sum();
+        assert_eq!(per_llc, m.plat.ncpus());
+        assert_eq!(sched.llc_idle.len(), m.plat.llcs.len());
+    }
 
     /// util_est_update's rules are the simulated kernel's: every task the workload spawns (and
     /// every child it forks) samples by them.

@@ -3,6 +3,7 @@
 //! (frequencies, power, counters) is in `hw/`, the scheduler and PELT in `sched/`.
 
 mod run;
+mod summary;
 
 use std::ops::ControlFlow;
 
@@ -11,15 +12,14 @@ use rand_pcg::Pcg64;
 
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
-use crate::governor::core::{Cpufreq, Policy};
+use crate::governor::core::Cpufreq;
 use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, UpdateFlags};
 use crate::hw::platform::Platform;
-use crate::hw::{Core, Domain, Hw, Package};
+use crate::hw::Hw;
 use crate::machine::Machine;
 use crate::observe::{Decision, Timeline};
-use crate::sched::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::sched::task::MAX_TASKS;
-use crate::sched::{Cpu, LlcIdle, Sched};
+use crate::sched::Sched;
 use crate::workload::{RunStats, Workload};
 use run::{Run, Work};
 
@@ -130,9 +130,8 @@ impl Sim {
         workload_name: String,
     ) -> Result<Sim> {
         let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
-        let machine = std::rc::Rc::new(Machine::new(plat, &gov_cfg, gov_info)?);
+        let machine = std::rc::Rc::new(crate::governor::core::machine_for(plat, &gov_cfg, gov_info)?);
         let plat = &machine.plat;
-        let (kernel, invariant) = (machine.kernel, machine.invariant);
         let duration_ns = cfg.duration_ns.unwrap_or_else(|| workload.default_duration_ns());
         if duration_ns == 0 {
             return Err(SimError::config("run", "duration", "must be > 0"));
@@ -151,149 +150,27 @@ impl Sim {
             ));
         }
 
-        let ncpus = plat.ncpus();
-        let cpus = (0..ncpus)
-            .map(|c| Cpu {
-                curr: None,
-                queue: Vec::new(),
-                queue_min_vruntime: u64::MAX,
-                queue_min_stale: false,
-                runnable_load: 0,
-                min_vruntime: 0,
-                avg: SchedAvg::default(),
-                util_est_sum: 0,
-                clock_pelt: 0,
-                clock_task: 0,
-                lost_idle: 0,
-                freq_scale: SCHED_CAPACITY_SCALE,
-                seg_token: 0,
-                seg_start: 0,
-                seg_rate: 0.0,
-                stall_until: 0,
-                halt_until: 0,
-                stall_pelt_end: 0,
-                tick_token: 0,
-                tick_armed: false,
-                idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
-                idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
-                idle_since: 0,
-                avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
-                util_changed: false,
-                nr_iowait: 0,
-                iowait_ns: 0,
-                iowait_mark: 0,
-                spread: Default::default(),
-                timers: Vec::new(),
-                aperf: 0.0,
-                mperf: 0.0,
-                counters_ns: 0,
-                tick_aperf: 0.0,
-                tick_mperf: 0.0,
-                busy_ns: 0,
-                idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
-                util_avg_max: 0,
-                idle_calls: 0,
-                switched_out: None,
-                placement_idle: true,
-                awake: false,
-            })
-            .collect();
-        let cores = plat
-            .cores
-            .iter()
-            .map(|core| Core {
-                busy_threads: 0,
-                placement_idle_threads: core.cpus.len() as u32,
-                power_w: 0.0,
-                energy_j: 0.0,
-                since: 0,
-                active: false,
-            })
-            .collect();
-        let domains = plat
-            .domains
-            .iter()
-            .map(|d| {
-                let f = plat.cluster(d.cluster).frequency.min_khz;
-                Domain {
-                    request_khz: f,
-                    global_khz: 0,
-                    actual_khz: f,
-                    pending_khz: None,
-                    apply_token: 0,
-                    mv: plat.voltage_mv(d.cluster, f),
-                    freq_ns: Vec::new(),
-                    freq_since: 0,
-                    request_unsettled: true,
-                }
-            })
-            .collect();
-        let policies: Vec<Policy> = machine.tables.iter().map(|table| Policy::new(table)).collect();
-        let packages = plat
-            .packages
-            .iter()
-            .map(|_| Package {
-                active_cores: vec![0; plat.file.clusters.len()],
-                uncore_w: 0.0,
-                uncore_level: None,
-                uncore_at_top: 0,
-                uncore_energy_j: 0.0,
-                idle_ns: 0,
-                uncore_clock_s: 0.0,
-                since: 0,
-                mv: 0.0,
-                rapl_last: 0,
-                energy_before_warmup_j: 0.0,
-                pcu_pending: false,
-                rapl_units: 0,
-                numa_spread: Default::default(),
-            })
-            .collect();
-        let (tables, tick_ns, pelt_shift) = (&machine.tables, machine.tick_ns, machine.pelt_shift);
         let hetero = crate::sched::capacity::Hetero::new(
             plat,
-            tables,
-            crate::sched::capacity::FitsRule::new(gov_cfg.values.get_u64("fits"), tick_ns, 10 - pelt_shift),
+            &machine.tables,
+            crate::sched::capacity::FitsRule::new(
+                gov_cfg.values.get_u64("fits"),
+                machine.tick_ns,
+                10 - machine.pelt_shift,
+            ),
             crate::sched::capacity::EasInputs {
                 knob_on: gov_cfg.values.get("eas") != 0.0,
                 governor_enables_eas: gov_info.enables.eas,
-                invariant,
-                kernel,
+                invariant: machine.invariant,
+                kernel: machine.kernel,
             },
             cfg.explain,
         );
-        let governors: Vec<Option<Box<dyn Governor>>> =
-            plat.policies.iter().map(|p| Some((gov_info.build)(gov_cfg.values_for_policy(p.cpus[0])))).collect();
-        let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
         let mut sim = Sim {
             q: EventQueue::default(),
-            hw: Hw {
-                cores,
-                domains,
-                packages,
-                ramps: vec![crate::hw::powernv::Ramp::default(); plat.policies.len()],
-                idle_governor: crate::hw::cpuidle::for_run(plat.ncpus()),
-            },
-            sched: Sched {
-                cpus,
-                tasks: Vec::new(),
-                invariant,
-                live_tasks: 0,
-                waiting: 0,
-                any_rt: false,
-                idle_cpus: plat.ncpus(),
-                idle_cores: plat.cores.len(),
-                llc_idle: LlcIdle::all_idle(plat),
-                hetero,
-            },
-            cpufreq: Cpufreq {
-                policies,
-                governors,
-                gov_wants_util,
-                explain: cfg.explain.then(Vec::new),
-                pending_inputs: Vec::new(),
-                governor_name: gov_cfg.spec.canonical(),
-            },
+            hw: Hw::new(&machine),
+            sched: Sched::new(&machine, hetero),
+            cpufreq: Cpufreq::new(&machine, &gov_cfg, gov_info, cfg.explain),
             work: Work {
                 programs: workload.programs(plat),
                 objects: crate::sched::objects::Objects::with_devices(workload.devices()),
@@ -463,7 +340,7 @@ impl Sim {
     pub fn summary(mut self, wall_s: f64) -> crate::result::SimResult {
         let end = self.q.now();
         self.finish(end);
-        crate::result::summarise(&self, end, wall_s)
+        summary::summarise(&self, end, wall_s)
     }
 
     /// Energy the packages drew so far, the warm-up included (J).

@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::read::FtraceTables;
 use super::recorded::{ModelDecision, Recorded, RecordedPolicy};
 use crate::error::{Result, SimError};
-use crate::governor::core::Policy;
+use crate::governor::core::{machine_for, Policy};
 use crate::governor::{Governor, GovernorConfig, UpdateFlags};
 use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
@@ -156,7 +156,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     // tables, tick, invariance and kernel version; the policies keep the limits cpufreq
     // starts them with.
     let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
-    let machine = &Machine::new(plat, &gov_cfg, gov_info)?;
+    let machine = &machine_for(plat, &gov_cfg, gov_info)?;
     let limits: &Vec<Policy> = &machine.tables.iter().map(|table| Policy::new(table)).collect();
     let mut governors: Vec<Box<dyn Governor>> =
         machine.plat.policies.iter().map(|p| (gov_info.build)(gov_cfg.values_for_policy(p.cpus[0]))).collect();
