@@ -1,6 +1,8 @@
 //! One simulation: a platform, a governor configuration, a workload and a seed, run as a
-//! discrete-event simulation. This file holds the state and the event loop; the hardware side
-//! (frequencies, power, counters) is in `hw/`, the scheduler and PELT in `sched/`.
+//! discrete-event simulation. `Sim` owns the event loop and the run's parts: the `Machine`
+//! (what never changes), the hardware (`Hw`, in `hw/`: frequencies, power, counters, idle
+//! states), the scheduler (`Sched`, in `sched/`: run-queues, PELT, placement), the cpufreq core
+//! (`Cpufreq`, in `governor/core.rs`), the workload and the run's own state (`run.rs`).
 
 mod run;
 mod summary;
