@@ -84,6 +84,16 @@ impl Machine {
         })
     }
 
+    /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
+    /// run, interpolated along the V/f curve for any other.
+    pub(crate) fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
+        let table = &self.voltages[cluster];
+        match table.binary_search_by_key(&khz, |&(k, _)| k) {
+            Ok(i) => table[i].1,
+            Err(_) => self.plat.voltage_mv(cluster, khz),
+        }
+    }
+
     /// The platform the machine is built from.
     pub fn platform(&self) -> &Platform {
         &self.plat

@@ -98,6 +98,108 @@ impl Hw {
     }
 }
 
+/// The hardware's own bookkeeping: voltages, the uncore's state, energy and time at each
+/// frequency, read from the machine and the time now, no other part.
+impl Hw {
+    pub(crate) fn core_voltage(&self, m: &Machine, core: usize) -> f64 {
+        let t = &m.plat.cores[core];
+        match m.plat.cluster(t.cluster).frequency.voltage_scope {
+            VoltageScope::Domain => self.domains[t.domain].mv,
+            VoltageScope::Package => self.packages[t.package].mv,
+        }
+    }
+
+    /// One rail per package: the highest voltage any of its domains needs.
+    pub(crate) fn package_voltage(&self, m: &Machine, pkg: usize) -> f64 {
+        m.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
+    }
+
+    fn uncore_level_of(&self, m: &Machine, core: usize) -> f64 {
+        let t = &m.plat.cores[core];
+        m.plat.cluster(t.cluster).frequency.level_of(self.domains[t.domain].actual_khz)
+    }
+
+    /// The packages that idle together with `pkg` (see `IdleScope`).
+    pub(crate) fn idle_peers(&self, m: &Machine, pkg: usize) -> std::ops::Range<usize> {
+        match m.plat.file.package_power.idle_scope {
+            IdleScope::Package => pkg..pkg + 1,
+            IdleScope::System => 0..self.packages.len(),
+        }
+    }
+
+    /// Whether `pkg` and the packages that idle with it have every core power-gated.
+    pub(crate) fn may_idle(&self, m: &Machine, pkg: usize) -> bool {
+        self.idle_peers(m, pkg).all(|p| self.packages[p].active_cores.iter().all(|&n| n == 0))
+    }
+
+    /// The uncore's state from scratch: None when the package idles (its cores, and those of
+    /// the packages that idle with it, all power-gated), else its clock level — that of the
+    /// fastest core not power-gated (uncore frequency scaling; the lowest with none) — and how
+    /// many such cores run at it.
+    pub(crate) fn uncore_scan(&self, m: &Machine, pkg: usize) -> Option<(f64, u32)> {
+        if self.may_idle(m, pkg) {
+            return None;
+        }
+        let mut top: Option<(f64, u32)> = None;
+        for &core in &m.plat.packages[pkg].cores {
+            if !self.cores[core].active {
+                continue;
+            }
+            let level = self.uncore_level_of(m, core);
+            top = match top {
+                Some((l, n)) if level == l => Some((l, n + 1)),
+                Some((l, n)) if level < l => Some((l, n)),
+                _ => Some((level, 1)),
+            };
+        }
+        Some(top.unwrap_or((0.0, 0)))
+    }
+
+    /// Settle the package's energy, then run its uncore in `state` (`uncore_scan`'s form):
+    /// the package-idle power, or the static power plus the clock-following share.
+    pub(crate) fn set_uncore(&mut self, m: &Machine, now: TimeNs, pkg: usize, state: Option<(f64, u32)>) {
+        self.touch_package(now, pkg);
+        let pp = &m.plat.file.package_power;
+        let p = &mut self.packages[pkg];
+        p.uncore_w = pp.uncore_w(state.map(|(level, _)| level));
+        p.uncore_level = state.map(|(level, _)| level);
+        p.uncore_at_top = state.map_or(0, |(_, n)| n);
+    }
+
+    pub(crate) fn repower_package(&mut self, m: &Machine, now: TimeNs, pkg: usize) {
+        let state = self.uncore_scan(m, pkg);
+        self.set_uncore(m, now, pkg, state);
+    }
+
+    pub(crate) fn touch_core(&mut self, now: TimeNs, core: usize) {
+        let c = &mut self.cores[core];
+        c.energy_j += c.power_w * (now - c.since) as f64 * 1e-9;
+        c.since = now;
+    }
+
+    pub(crate) fn touch_package(&mut self, now: TimeNs, pkg: usize) {
+        let p = &mut self.packages[pkg];
+        let dt = now - p.since;
+        p.uncore_energy_j += p.uncore_w * dt as f64 * 1e-9;
+        match p.uncore_level {
+            None => p.idle_ns += dt,
+            Some(level) => p.uncore_clock_s += level * dt as f64 * 1e-9,
+        }
+        p.since = now;
+    }
+
+    /// Add the time since the last account to domain `d`'s time at its frequency.
+    pub(crate) fn account_freq_time(&mut self, now: TimeNs, d: usize) {
+        let dom = &mut self.domains[d];
+        let (khz, dt) = (dom.actual_khz, now - dom.freq_since);
+        match dom.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
+            Some((_, ns)) => *ns += dt,
+            None => dom.freq_ns.push((khz, dt)),
+        }
+        dom.freq_since = now;
+    }
+}
+
 /// Per physical core: busy threads, power and energy.
 pub(crate) struct Core {
     pub busy_threads: u32,
@@ -173,8 +275,8 @@ impl Sim {
             }
         }
         for pkg in 0..self.hw.packages.len() {
-            self.hw.packages[pkg].mv = self.package_voltage(pkg);
-            self.repower_package(pkg);
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
+            self.hw.repower_package(&self.machine, self.q.now(), pkg);
         }
         for core in 0..self.hw.cores.len() {
             self.hw.cores[core].power_w = self.core_power(core);
@@ -200,29 +302,6 @@ impl Sim {
         self.machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
     }
 
-    fn core_voltage(&self, core: usize) -> f64 {
-        let t = &self.machine.plat.cores[core];
-        match self.machine.plat.cluster(t.cluster).frequency.voltage_scope {
-            VoltageScope::Domain => self.hw.domains[t.domain].mv,
-            VoltageScope::Package => self.hw.packages[t.package].mv,
-        }
-    }
-
-    /// One rail per package: the highest voltage any of its domains needs.
-    fn package_voltage(&self, pkg: usize) -> f64 {
-        self.machine.plat.packages[pkg].domains.iter().map(|&d| self.hw.domains[d].mv).fold(0.0, f64::max)
-    }
-
-    /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
-    /// run, interpolated along the V/f curve for any other.
-    fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
-        let table = &self.machine.voltages[cluster];
-        match table.binary_search_by_key(&khz, |&(k, _)| k) {
-            Ok(i) => table[i].1,
-            Err(_) => self.machine.plat.voltage_mv(cluster, khz),
-        }
-    }
-
     /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
     /// what its shallowest thread's C-state leaves powered.
     fn core_power(&self, core: usize) -> f64 {
@@ -238,72 +317,12 @@ impl Sim {
             busy_threads,
             idle,
             khz: self.hw.domains[t.domain].actual_khz,
-            mv: self.core_voltage(core),
+            mv: self.hw.core_voltage(&self.machine, core),
         };
         let tpc = plat.file.topology.threads_per_core;
-        power::core_w(cl, &plat.file.package_power, tpc, load, || self.voltage_mv(t.cluster, cl.frequency.min_khz))
-    }
-
-    /// The uncore clock level a domain of `cluster` at `khz` calls for.
-    fn uncore_level_at(&self, cluster: usize, khz: u32) -> f64 {
-        self.machine.plat.cluster(cluster).frequency.level_of(khz)
-    }
-
-    fn uncore_level_of(&self, core: usize) -> f64 {
-        let t = &self.machine.plat.cores[core];
-        self.uncore_level_at(t.cluster, self.hw.domains[t.domain].actual_khz)
-    }
-
-    /// The packages that idle together with `pkg` (see `IdleScope`).
-    fn idle_peers(&self, pkg: usize) -> std::ops::Range<usize> {
-        match self.machine.plat.file.package_power.idle_scope {
-            IdleScope::Package => pkg..pkg + 1,
-            IdleScope::System => 0..self.hw.packages.len(),
-        }
-    }
-
-    /// Whether `pkg` and the packages that idle with it have every core power-gated.
-    fn may_idle(&self, pkg: usize) -> bool {
-        self.idle_peers(pkg).all(|p| self.hw.packages[p].active_cores.iter().all(|&n| n == 0))
-    }
-
-    /// The uncore's state from scratch: None when the package idles (its cores, and those of
-    /// the packages that idle with it, all power-gated), else its clock level — that of the
-    /// fastest core not power-gated (uncore frequency scaling; the lowest with none) — and how
-    /// many such cores run at it.
-    fn uncore_scan(&self, pkg: usize) -> Option<(f64, u32)> {
-        if self.may_idle(pkg) {
-            return None;
-        }
-        let mut top: Option<(f64, u32)> = None;
-        for &core in &self.machine.plat.packages[pkg].cores {
-            if !self.hw.cores[core].active {
-                continue;
-            }
-            let level = self.uncore_level_of(core);
-            top = match top {
-                Some((l, n)) if level == l => Some((l, n + 1)),
-                Some((l, n)) if level < l => Some((l, n)),
-                _ => Some((level, 1)),
-            };
-        }
-        Some(top.unwrap_or((0.0, 0)))
-    }
-
-    /// Settle the package's energy, then run its uncore in `state` (`uncore_scan`'s form):
-    /// the package-idle power, or the static power plus the clock-following share.
-    fn set_uncore(&mut self, pkg: usize, state: Option<(f64, u32)>) {
-        self.touch_package(pkg);
-        let pp = &self.machine.plat.file.package_power;
-        let p = &mut self.hw.packages[pkg];
-        p.uncore_w = pp.uncore_w(state.map(|(level, _)| level));
-        p.uncore_level = state.map(|(level, _)| level);
-        p.uncore_at_top = state.map_or(0, |(_, n)| n);
-    }
-
-    fn repower_package(&mut self, pkg: usize) {
-        let state = self.uncore_scan(pkg);
-        self.set_uncore(pkg, state);
+        power::core_w(cl, &plat.file.package_power, tpc, load, || {
+            self.machine.voltage_mv(t.cluster, cl.frequency.min_khz)
+        })
     }
 
     /// `core` was just power-gated or woke from it. The package (with the packages that idle
@@ -313,33 +332,33 @@ impl Sim {
     fn uncore_after_gating(&mut self, core: usize) {
         let pkg = self.machine.plat.cores[core].package;
         let Some(level) = self.hw.packages[pkg].uncore_level else {
-            for p in self.idle_peers(pkg) {
-                self.repower_package(p);
+            for p in self.hw.idle_peers(&self.machine, pkg) {
+                self.hw.repower_package(&self.machine, self.q.now(), p);
             }
             return;
         };
-        let mine = self.uncore_level_of(core);
+        let mine = self.hw.uncore_level_of(&self.machine, core);
         if !self.hw.cores[core].active {
-            if self.may_idle(pkg) {
-                for p in self.idle_peers(pkg) {
-                    self.set_uncore(p, None);
+            if self.hw.may_idle(&self.machine, pkg) {
+                for p in self.hw.idle_peers(&self.machine, pkg) {
+                    self.hw.set_uncore(&self.machine, self.q.now(), p, None);
                 }
             } else if self.hw.packages[pkg].active_cores.iter().all(|&n| n == 0) {
                 // Awake for the packages it idles with, with no core of its own awake.
-                self.set_uncore(pkg, Some((0.0, 0)));
+                self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((0.0, 0)));
             } else if mine >= level {
                 let p = &mut self.hw.packages[pkg];
                 p.uncore_at_top -= 1;
                 if p.uncore_at_top == 0 {
-                    self.repower_package(pkg);
+                    self.hw.repower_package(&self.machine, self.q.now(), pkg);
                 }
             }
         } else if mine > level {
-            self.set_uncore(pkg, Some((mine, 1)));
+            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((mine, 1)));
         } else if mine == level {
             self.hw.packages[pkg].uncore_at_top += 1;
         }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
     }
 
     /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
@@ -351,11 +370,11 @@ impl Sim {
         if awake == 0 {
             return;
         }
-        let cl = self.machine.plat.domains[d].cluster;
-        let (before, after) =
-            (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.hw.domains[d].actual_khz));
+        // The uncore clock level a domain of the cluster at a frequency calls for.
+        let levels = &self.machine.plat.cluster(self.machine.plat.domains[d].cluster).frequency;
+        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.hw.domains[d].actual_khz));
         if after > level {
-            self.set_uncore(pkg, Some((after, awake)));
+            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((after, awake)));
         } else {
             let p = &mut self.hw.packages[pkg];
             if before == level {
@@ -365,29 +384,10 @@ impl Sim {
                 p.uncore_at_top += awake;
             }
             if p.uncore_at_top == 0 {
-                self.repower_package(pkg);
+                self.hw.repower_package(&self.machine, self.q.now(), pkg);
             }
         }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
-    }
-
-    fn touch_core(&mut self, core: usize) {
-        let now = self.q.now();
-        let c = &mut self.hw.cores[core];
-        c.energy_j += c.power_w * (now - c.since) as f64 * 1e-9;
-        c.since = now;
-    }
-
-    fn touch_package(&mut self, pkg: usize) {
-        let now = self.q.now();
-        let p = &mut self.hw.packages[pkg];
-        let dt = now - p.since;
-        p.uncore_energy_j += p.uncore_w * dt as f64 * 1e-9;
-        match p.uncore_level {
-            None => p.idle_ns += dt,
-            Some(level) => p.uncore_clock_s += level * dt as f64 * 1e-9,
-        }
-        p.since = now;
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
     }
 
     /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
@@ -407,28 +407,16 @@ impl Sim {
         c.counters_ns = now;
     }
 
-    /// Add the time since the last account to domain `d`'s time at its frequency.
-    fn account_freq_time(&mut self, d: usize) {
-        let now = self.q.now();
-        let dom = &mut self.hw.domains[d];
-        let (khz, dt) = (dom.actual_khz, now - dom.freq_since);
-        match dom.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
-            Some((_, ns)) => *ns += dt,
-            None => dom.freq_ns.push((khz, dt)),
-        }
-        dom.freq_since = now;
-    }
-
     /// A thread of `core` started or stopped running, or changed C-state: settle energy, then
     /// update the core's activity, its package's counts (and turbo limits), power, and the
     /// speed of its busy SMT siblings.
     pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
-        self.touch_core(core);
+        self.hw.touch_core(self.q.now(), core);
         let active = self.core_awake(core);
         let pkg = self.machine.plat.cores[core].package;
         let cl = self.machine.plat.cores[core].cluster;
         if active != self.hw.cores[core].active {
-            self.touch_package(pkg);
+            self.hw.touch_package(self.q.now(), pkg);
             let before = self.hw.packages[pkg].active_cores[cl];
             if active {
                 self.hw.packages[pkg].active_cores[cl] += 1;
@@ -534,7 +522,7 @@ impl Sim {
     /// Settle the energy of `cores` at their old power, then give them their power now.
     fn repower_cores(&mut self, cores: &[usize]) {
         for &core in cores {
-            self.touch_core(core);
+            self.hw.touch_core(self.q.now(), core);
             self.hw.cores[core].power_w = self.core_power(core);
         }
     }
@@ -630,15 +618,15 @@ impl Sim {
             self.machine.plat.domains[d].cores.clone()
         };
         for &core in &cores {
-            self.touch_core(core);
+            self.hw.touch_core(self.q.now(), core);
         }
         self.hw.domains[d].global_khz = khz;
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
         }
-        self.hw.domains[d].mv = self.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
+        self.hw.domains[d].mv = self.machine.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
         if package_rail {
-            self.hw.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
         }
         for &core in &cores {
             self.hw.cores[core].power_w = self.core_power(core);
@@ -687,7 +675,7 @@ impl Sim {
             VoltageScope::Domain => self.hw.domains[d].mv,
             VoltageScope::Package => self.hw.packages[self.machine.plat.domains[d].package].mv,
         };
-        let missing_mv = (self.voltage_mv(cl, target) - supplied_mv).max(0.0);
+        let missing_mv = (self.machine.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
         let grid_ns = (q.request_grid_us * 1000.0).round() as u64;
         let now = self.q.now();
@@ -717,7 +705,7 @@ impl Sim {
             self.account_segment(cpu);
             self.sync_counters(cpu);
         }
-        self.account_freq_time(d);
+        self.hw.account_freq_time(self.q.now(), d);
         let machine = std::rc::Rc::clone(&self.machine);
         let plat = &machine.plat;
         // The cores whose power changes: the domain's, or the package's when they share a rail.
@@ -730,7 +718,7 @@ impl Sim {
         // its power is 0 before the switch and after, and its energy has nothing to settle.
         for &core in repowered {
             if self.hw.cores[core].active {
-                self.touch_core(core);
+                self.hw.touch_core(self.q.now(), core);
             }
         }
         // The PLL relocks: no core of the domain executes for a while, busy or waking.
@@ -741,7 +729,7 @@ impl Sim {
         }
         let old = self.hw.domains[d].actual_khz;
         self.hw.domains[d].actual_khz = new;
-        self.hw.domains[d].mv = self.voltage_mv(cl, new.max(self.hw.domains[d].global_khz));
+        self.hw.domains[d].mv = self.machine.voltage_mv(cl, new.max(self.hw.domains[d].global_khz));
         if self.work.stats.time_to_top_ns.is_none()
             && new >= self.machine.plat.turbo_limit_khz[cl][0]
             && self.run.started
@@ -749,7 +737,7 @@ impl Sim {
             self.work.stats.time_to_top_ns = Some(self.q.now());
         }
         if package_rail {
-            self.hw.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
         }
         for &core in repowered {
             if self.hw.cores[core].active {
@@ -861,11 +849,11 @@ impl Sim {
 
     /// Energy of package `pkg` up to now: uncore plus its cores.
     pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
-        self.touch_package(pkg);
+        self.hw.touch_package(self.q.now(), pkg);
         let mut total = self.hw.packages[pkg].uncore_energy_j;
         for i in 0..self.machine.plat.packages[pkg].cores.len() {
             let core = self.machine.plat.packages[pkg].cores[i];
-            self.touch_core(core);
+            self.hw.touch_core(self.q.now(), core);
             total += self.hw.cores[core].energy_j;
         }
         total
@@ -879,7 +867,7 @@ impl Sim {
         cores.dedup();
         let mut total = 0.0;
         for core in cores {
-            self.touch_core(core);
+            self.hw.touch_core(self.q.now(), core);
             total += self.hw.cores[core].energy_j;
         }
         total
@@ -889,7 +877,7 @@ impl Sim {
     /// that the metric, energy, power and per-CPU figures cover the measured interval only.
     pub(crate) fn end_warmup(&mut self) {
         for d in 0..self.hw.domains.len() {
-            self.account_freq_time(d);
+            self.hw.account_freq_time(self.q.now(), d);
             self.hw.domains[d].freq_ns.clear();
         }
         for cpu in 0..self.sched.cpus.len() {
@@ -939,7 +927,7 @@ impl Sim {
             self.run.warmup_ns = 0;
         }
         for d in 0..self.hw.domains.len() {
-            self.account_freq_time(d);
+            self.hw.account_freq_time(self.q.now(), d);
         }
         for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
@@ -998,5 +986,50 @@ mod tests {
             }
             assert_eq!(hw.ramps.len(), m.plat.policies.len());
         }
+    }
+
+    /// Energy is power integrated over time, settled at each touch; a package's time counts as
+    /// idle while its uncore idles and as clock level × time while it runs.
+    #[test]
+    fn touching_settles_energy_and_package_time() {
+        let m = test_machine("skylake-e3-1240v5", "performance");
+        let mut hw = Hw::new(&m);
+        hw.cores[0].power_w = 2.0;
+        hw.touch_core(500_000_000, 0);
+        assert!((hw.cores[0].energy_j - 1.0).abs() < 1e-12);
+        assert_eq!(hw.cores[0].since, 500_000_000);
+        // Nothing awake: the package idles at its idle power.
+        assert_eq!(hw.uncore_scan(&m, 0), None);
+        hw.repower_package(&m, 0, 0);
+        assert_eq!(hw.packages[0].uncore_w, m.plat.file.package_power.p_pkg_idle_w);
+        hw.set_uncore(&m, 1_000_000_000, 0, Some((0.5, 1)));
+        assert_eq!(hw.packages[0].idle_ns, 1_000_000_000);
+        let busy_w = hw.packages[0].uncore_w;
+        hw.touch_package(3_000_000_000, 0);
+        assert!((hw.packages[0].uncore_clock_s - 1.0).abs() < 1e-12);
+        let idle_j = m.plat.file.package_power.p_pkg_idle_w;
+        assert!((hw.packages[0].uncore_energy_j - (idle_j + 2.0 * busy_w)).abs() < 1e-9);
+        // An awake core at the domain's frequency sets the uncore's level.
+        hw.cores[0].active = true;
+        hw.packages[0].active_cores[0] = 1;
+        let level = m.plat.cluster(0).frequency.level_of(hw.domains[0].actual_khz);
+        assert_eq!(hw.uncore_scan(&m, 0), Some((level, 1)));
+    }
+
+    /// Time at each frequency is one account per domain, in the order the frequencies ran.
+    #[test]
+    fn time_in_frequency_accumulates_per_frequency() {
+        let m = test_machine("juno-r2", "performance");
+        let mut hw = Hw::new(&m);
+        let low = hw.domains[0].actual_khz;
+        hw.account_freq_time(1_000, 0);
+        hw.domains[0].actual_khz = low * 2;
+        hw.account_freq_time(3_000, 0);
+        hw.domains[0].actual_khz = low;
+        hw.account_freq_time(4_000, 0);
+        assert_eq!(hw.domains[0].freq_ns, [(low, 2_000), (low * 2, 2_000)]);
+        // The package rail is its domains' highest voltage.
+        let top = hw.domains.iter().map(|d| d.mv).fold(0.0, f64::max);
+        assert!(hw.package_voltage(&m, 0) <= top && hw.package_voltage(&m, 0) > 0.0);
     }
 }
