@@ -30,6 +30,8 @@ pub(crate) struct Hw {
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
     /// The idle governor (menu), with its per-CPU history.
     pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
+    /// Per CPU: APERF and MPERF.
+    pub(crate) counters: Vec<Counters>,
 }
 
 impl Hw {
@@ -94,6 +96,7 @@ impl Hw {
             packages,
             ramps: vec![powernv::Ramp::default(); plat.policies.len()],
             idle_governor: cpuidle::for_run(plat.ncpus()),
+            counters: vec![Counters::default(); plat.ncpus()],
         }
     }
 }
@@ -198,6 +201,18 @@ impl Hw {
         }
         dom.freq_since = now;
     }
+}
+
+/// Per logical CPU: APERF and MPERF in cycles (f64 so fractions of a cycle are not lost
+/// between updates), up to when they are counted, and their values at the last tick (for the
+/// tick's frequency-invariance scale).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub aperf: f64,
+    pub mperf: f64,
+    pub counters_ns: TimeNs,
+    pub tick_aperf: f64,
+    pub tick_mperf: f64,
 }
 
 /// Per physical core: busy threads, power and energy.
@@ -395,12 +410,12 @@ impl Sim {
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
         let now = self.q.now();
         if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
-            self.sched.cpus[cpu].counters_ns = now;
+            self.hw.counters[cpu].counters_ns = now;
             return;
         }
         let khz = self.cpu_khz(cpu) as f64;
         let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let c = &mut self.sched.cpus[cpu];
+        let c = &mut self.hw.counters[cpu];
         let dt = (now - c.counters_ns) as f64;
         c.aperf += dt * khz * 1e-6;
         c.mperf += dt * base * 1e-6;
@@ -887,12 +902,13 @@ impl Sim {
             let c = &mut self.sched.cpus[cpu];
             c.busy_ns = 0;
             c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
-            // Keep the tick's counter deltas right while the totals restart from zero.
-            c.tick_aperf -= c.aperf;
-            c.tick_mperf -= c.mperf;
-            c.aperf = 0.0;
-            c.mperf = 0.0;
             c.util_avg_max = c.avg.util_avg;
+            // Keep the tick's counter deltas right while the totals restart from zero.
+            let k = &mut self.hw.counters[cpu];
+            k.tick_aperf -= k.aperf;
+            k.tick_mperf -= k.mperf;
+            k.aperf = 0.0;
+            k.mperf = 0.0;
         }
         self.rapl_sample();
         for pkg in 0..self.hw.packages.len() {
@@ -941,8 +957,8 @@ impl Sim {
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.sched.cpus.len() {
             let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-            a += self.sched.cpus[cpu].aperf * base;
-            m += self.sched.cpus[cpu].mperf;
+            a += self.hw.counters[cpu].aperf * base;
+            m += self.hw.counters[cpu].mperf;
         }
         self.work.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
     }

@@ -67,12 +67,6 @@ pub(crate) struct Cpu {
     pub spread: crate::sched::SpreadAttempts,
     /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
     pub timers: Vec<TimeNs>,
-    // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
-    pub aperf: f64,
-    pub mperf: f64,
-    pub counters_ns: TimeNs,
-    pub tick_aperf: f64,
-    pub tick_mperf: f64,
     // Statistics.
     pub busy_ns: u64,
     pub idle_ns: Vec<u64>,

@@ -100,11 +100,6 @@ impl Sched {
                 iowait_mark: 0,
                 spread: Default::default(),
                 timers: Vec::new(),
-                aperf: 0.0,
-                mperf: 0.0,
-                counters_ns: 0,
-                tick_aperf: 0.0,
-                tick_mperf: 0.0,
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
                 util_avg_max: 0,
@@ -1168,7 +1163,7 @@ impl Sim {
         };
         if self.x86_counters() {
             self.sync_counters(cpu);
-            let c = &mut self.sched.cpus[cpu];
+            let c = &mut self.hw.counters[cpu];
             let acnt = (c.aperf - c.tick_aperf) as u64;
             let mcnt = (c.mperf - c.tick_mperf) as u64;
             c.tick_aperf = c.aperf;

@@ -492,7 +492,7 @@ impl PolicyCtx for LivePolicy<'_> {
     }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
         self.sim.sync_counters(cpu);
-        let c = &self.sim.sched.cpus[cpu];
+        let c = &self.sim.hw.counters[cpu];
         let base = self.sim.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64;
         let tsc = (self.sim.q.now() as u128 * base as u128 / 1_000_000) as u64;
         (c.aperf as u64, c.mperf as u64, tsc)

@@ -37,7 +37,14 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 cpu,
                 busy_pct: if measured > 0 { 100.0 * c.busy_ns as f64 / measured as f64 } else { 0.0 },
                 // turbostat's Bzy_MHz: base · ΔAPERF/ΔMPERF over the busy time.
-                avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
+                avg_freq_khz: {
+                    let k = &sim.hw.counters[cpu];
+                    if k.mperf > 0.0 {
+                        base * k.aperf / k.mperf
+                    } else {
+                        0.0
+                    }
+                },
                 util_avg_max: c.util_avg_max,
                 energy_j: sim.hw.cores[t.core].energy_j / threads,
                 time_in_freq: sim.hw.domains[t.domain]
