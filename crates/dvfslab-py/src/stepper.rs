@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::rc::Rc;
 
-use dvfslab_sim::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, Relation, UpdateFlags};
+use dvfslab_sim::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, UpdateFlags};
 use dvfslab_sim::sim::Advance;
 use dvfslab_sim::{Platform, Sim, SimConfig};
 use pyo3::prelude::*;
@@ -146,6 +146,9 @@ struct Shared<'a> {
 }
 
 impl PolicyCtx for Shared<'_> {
+    fn facts(&self) -> PolicyFacts<'_> {
+        self.ctx.facts()
+    }
     fn now_ns(&self) -> u64 {
         self.ctx.now_ns()
     }

@@ -20,6 +20,7 @@ pub mod error;
 pub mod governor;
 pub mod hw;
 pub mod kernel;
+pub mod machine;
 pub mod observe;
 pub mod result;
 pub mod sched;

@@ -3,9 +3,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use crate::engine::TimeNs;
 use crate::observe::Timeline;
-use crate::sim::Sim;
 
 pub const SCHEMA: &str = "dvfslab-run/1";
 
@@ -81,95 +79,4 @@ pub struct SimResult {
     pub migrations: Option<Vec<crate::observe::Migration>>,
     /// Per finished task: (work submitted, work done), for the conservation invariant.
     pub finished_work: Vec<(f64, f64)>,
-}
-
-pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
-    // Everything below covers the measured interval, after the workload's warm-up.
-    let measured = end - sim.warmup_ns;
-    let secs = measured as f64 * 1e-9;
-    let packages: Vec<PackageJson> = (0..sim.packages.len())
-        .map(|p| {
-            let pkg = &sim.packages[p];
-            let cores: f64 = sim.plat.packages[p].cores.iter().map(|&c| sim.cores[c].energy_j).sum();
-            let energy = pkg.uncore_energy_j + cores;
-            PackageJson {
-                package: p,
-                energy_j: energy,
-                avg_w: if secs > 0.0 { energy / secs } else { 0.0 },
-                rapl_energy_j: pkg.rapl_units as f64 * sim.plat.file.rapl.energy_unit_uj * 1e-6,
-                uncore_energy_j: pkg.uncore_energy_j,
-                idle_s: pkg.idle_ns as f64 * 1e-9,
-                uncore_clock_s: pkg.uncore_clock_s,
-            }
-        })
-        .collect();
-    let energy_j: f64 = packages.iter().map(|p| p.energy_j).sum();
-    let per_cpu = (0..sim.cpus.len())
-        .map(|cpu| {
-            let c = &sim.cpus[cpu];
-            let t = &sim.plat.cpus[cpu];
-            let threads = sim.plat.cores[t.core].cpus.len() as f64;
-            let base = sim.plat.cluster(t.cluster).frequency.base_khz as f64;
-            let states = &sim.plat.cluster(t.cluster).idle_states;
-            CpuJson {
-                cpu,
-                busy_pct: if measured > 0 { 100.0 * c.busy_ns as f64 / measured as f64 } else { 0.0 },
-                // turbostat's Bzy_MHz: base · ΔAPERF/ΔMPERF over the busy time.
-                avg_freq_khz: if c.mperf > 0.0 { base * c.aperf / c.mperf } else { 0.0 },
-                util_avg_max: c.util_avg_max,
-                energy_j: sim.cores[t.core].energy_j / threads,
-                time_in_freq: sim.domains[t.domain]
-                    .freq_ns
-                    .iter()
-                    .filter(|&&(_, ns)| ns > 0)
-                    .map(|&(k, ns)| (k.to_string(), ns as f64 * 1e-9))
-                    .collect(),
-                time_in_idle_state: states
-                    .iter()
-                    .zip(&c.idle_ns)
-                    .map(|(s, &ns)| (s.name.clone(), serde_json::json!(ns as f64 * 1e-9)))
-                    .collect(),
-            }
-        })
-        .collect();
-    let metric = sim.workload.metric(&sim.stats);
-    let operations = sim.workload.operations(&sim.stats).map(|o| OperationsJson { count: o.count, unit: o.unit });
-    SimResult {
-        summary: RunJson {
-            schema: SCHEMA,
-            platform: sim.plat.id().to_string(),
-            governor: sim.governor_name.clone(),
-            driver: sim.driver.name(),
-            workload: sim.workload_name.clone(),
-            seed: sim.seed,
-            metric: MetricJson {
-                name: metric.name,
-                value: metric.value,
-                unit: metric.unit,
-                better: metric.better.as_str(),
-            },
-            operations,
-            energy_j,
-            avg_package_w: if secs > 0.0 { energy_j / secs } else { 0.0 },
-            packages,
-            sim_time_s: secs,
-            wall_time_s: wall_s,
-            events: sim.events,
-            work_done_cycles: sim.tasks.iter().map(|t| t.work_done).sum(),
-            work_submitted_cycles: sim.tasks.iter().map(|t| t.work_submitted).sum(),
-            per_cpu,
-        },
-        timeline: sim.timeline.clone().map(|mut tl| {
-            tl.task_names = sim.tasks.iter().map(|t| t.name.clone()).collect();
-            tl
-        }),
-        decisions: sim.explain.clone(),
-        migrations: sim.hetero.migrations.clone(),
-        finished_work: sim
-            .tasks
-            .iter()
-            .filter(|t| t.state == crate::sched::task::TaskState::Exited || t.work_left == 0.0)
-            .map(|t| (t.work_submitted, t.work_done))
-            .collect(),
-    }
 }

@@ -34,7 +34,7 @@
 //! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
-use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -64,6 +64,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
             k.get_u64("sampling_down_factor") as u32,
         ))
     },
+    enables: Enables::NOTHING,
 };
 
 /// `up_threshold` must stay above `down_threshold`, the rule `up_threshold_store` and
@@ -216,7 +217,7 @@ impl Governor for Conservative {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::driver::table_lookup;
+    use crate::governor::freq_table::table_lookup;
 
     /// An OPP table of 0.8–3.0 GHz.
     const TABLE: &[u32] = &[800_000, 1_200_000, 1_600_000, 2_000_000, 2_400_000, 2_800_000, 3_000_000];

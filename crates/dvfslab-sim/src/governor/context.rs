@@ -6,7 +6,7 @@
 //! mirror what a kernel governor reads: the scheduler's per-CPU signals, the cpufreq policy and
 //! its driver, the hardware counters.
 
-use super::{Relation, UpdateFlags};
+use super::{PolicyFacts, Relation, UpdateFlags};
 use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::kernel::KernelVersion;
 
@@ -32,25 +32,43 @@ pub struct CpuSignals {
 
 /// One policy as its governor sees it.
 pub trait PolicyCtx {
+    /// What the policy's governor reads that no scheduler event changes: the machine's facts
+    /// for the policy, its limits and frequency-invariance. The methods below that read only
+    /// these have their answer from it.
+    fn facts(&self) -> PolicyFacts<'_>;
     /// Now, in ns since the start.
     fn now_ns(&self) -> u64;
     /// The policy's CPUs (policy->cpus).
-    fn cpus(&self) -> &[usize];
+    fn cpus(&self) -> &[usize] {
+        self.facts().cpus()
+    }
     /// The policy's limits (policy->min, policy->max) and current frequency (policy->cur), kHz.
-    fn min_khz(&self) -> u32;
-    fn max_khz(&self) -> u32;
+    fn min_khz(&self) -> u32 {
+        self.facts().min_khz()
+    }
+    fn max_khz(&self) -> u32 {
+        self.facts().max_khz()
+    }
     fn cur_khz(&self) -> u32;
     /// The frequency table, ascending (kHz).
-    fn table_khz(&self) -> &[u32];
+    fn table_khz(&self) -> &[u32] {
+        self.facts().table_khz()
+    }
     /// The capacity of `cpu` at its highest frequency (arch_scale_cpu_capacity).
-    fn cap_orig(&self, cpu: usize) -> u64;
+    fn cap_orig(&self, cpu: usize) -> u64 {
+        self.facts().cap_orig(cpu)
+    }
     /// What the scheduler reports of `cpu` for a frequency choice, read in one call: a
     /// utilisation-driven governor reads it at every update.
     fn cpu_signals(&self, cpu: usize) -> CpuSignals;
     /// The kernel version whose behaviour is simulated.
-    fn kernel(&self) -> KernelVersion;
+    fn kernel(&self) -> KernelVersion {
+        self.facts().kernel()
+    }
     /// cpufreq's default transition delay for this policy: schedutil's default rate limit.
-    fn default_transition_delay_us(&self) -> u64;
+    fn default_transition_delay_us(&self) -> u64 {
+        self.facts().default_transition_delay_us()
+    }
     /// Number of CFS tasks on `cpu` (running and waiting).
     fn cpu_nr_running(&self, cpu: usize) -> u64;
     /// Cumulative busy (non-idle) time of `cpu` up to now, ns: what get_cpu_idle_time() leaves.
@@ -58,27 +76,43 @@ pub trait PolicyCtx {
     /// Cumulative idle time of `cpu` with a task asleep in iowait on it, up to now (ns).
     fn cpu_iowait_ns(&self, cpu: usize) -> u64;
     /// The platform's vendor and x86 CPUID family/model, for model-specific defaults.
-    fn cpu_identity(&self) -> (Vendor, Option<CpuIdFile>);
+    fn cpu_identity(&self) -> (Vendor, Option<CpuIdFile>) {
+        self.facts().cpu_identity()
+    }
     /// APERF, MPERF and TSC of `cpu` now (cycles). APERF counts at the running frequency and
     /// MPERF at base, both only in C0; TSC counts at base always.
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64);
     /// The hardware limits of the policy's cluster: (min, base, max) kHz.
-    fn cpuinfo_khz(&self) -> (u32, u32, u32);
+    fn cpuinfo_khz(&self) -> (u32, u32, u32) {
+        self.facts().cpuinfo_khz()
+    }
     /// `cpuinfo.max_freq` of this policy (kHz), as the driver sets it for the simulated kernel.
-    fn cpuinfo_max_khz(&self) -> u32;
+    fn cpuinfo_max_khz(&self) -> u32 {
+        self.facts().cpuinfo_max_khz()
+    }
     /// `cpuinfo.transition_latency` the driver reports (None = unknown).
-    fn transition_latency_ns(&self) -> Option<u64>;
+    fn transition_latency_ns(&self) -> Option<u64> {
+        self.facts().transition_latency_ns()
+    }
     /// Whether a governor may act on a callback with `flags` (cpufreq_this_cpu_can_update,
     /// kernel/sched/cpufreq.c; cpufreq_can_do_remote_dvfs in 4.14-5.0): a callback from one of
     /// the policy's own CPUs always, a remote one only when the driver lets any CPU change the
     /// frequency (`dvfs_possible_from_any_cpu`).
-    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool;
+    fn this_cpu_can_update(&self, flags: UpdateFlags) -> bool {
+        self.facts().this_cpu_can_update(flags)
+    }
     /// The scheduler tick period (ns).
-    fn tick_ns(&self) -> u64;
+    fn tick_ns(&self) -> u64 {
+        self.facts().tick_ns()
+    }
     /// Whether PELT is frequency-invariant in this run.
-    fn invariant(&self) -> bool;
+    fn invariant(&self) -> bool {
+        self.facts().invariant()
+    }
     /// PELT multiplier (1, 2 or 4).
-    fn pelt_multiplier(&self) -> u64;
+    fn pelt_multiplier(&self) -> u64 {
+        self.facts().pelt_multiplier()
+    }
     /// Whether decisions are being recorded: a governor may skip gathering inputs if not.
     fn explaining(&self) -> bool;
     /// The inputs behind the next [`PolicyCtx::request_khz`] (name, value), for `--explain`.
@@ -88,7 +122,9 @@ pub trait PolicyCtx {
     /// What the cpufreq core makes of a governor's request `khz` before the driver acts
     /// (cpufreq_driver_resolve_freq): clamped to the limits, and rounded up to a table entry
     /// when the driver has a table (not intel_cpufreq).
-    fn resolve_freq(&self, khz: u32) -> u32;
+    fn resolve_freq(&self, khz: u32) -> u32 {
+        self.facts().resolve_freq(khz)
+    }
     /// Ask the driver for `khz` (resolved in the table with `relation`, clamped to the limits).
     fn request_khz(&mut self, khz: u32, relation: Relation);
     /// Arm (or re-arm) this policy's governor timer `delay_ns` from now.

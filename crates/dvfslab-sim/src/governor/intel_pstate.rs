@@ -57,7 +57,7 @@
 use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
 use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
 use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
-use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::hw::platform::Platform;
 use crate::spec::{Knob, KnobValues};
 
@@ -92,6 +92,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
     check: limits_ordered,
     check_platform: hwp_on_capable_part,
     build: |k: &KnobValues| Box::new(IntelPstate::new(k)),
+    enables: Enables::NOTHING,
 };
 
 /// `min_perf_pct` may not exceed `max_perf_pct`.

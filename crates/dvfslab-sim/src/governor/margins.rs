@@ -10,8 +10,8 @@
 //! ```
 //! Not merged upstream; simulated as posted in v2 (8 Dec 2023).
 
+use crate::governor::freq_table::table_lookup;
 use crate::governor::Relation;
-use crate::hw::driver::table_lookup;
 use crate::sched::pelt::{approximate_runtime_steps, approximate_util_avg};
 
 /// Headroom of the series: util after growing for one DVFS update interval, in PELT time

@@ -8,7 +8,9 @@
 
 mod conservative;
 mod context;
+pub(crate) mod core;
 mod dbs;
+pub(crate) mod freq_table;
 mod intel_pstate;
 mod intel_pstate_hwp;
 mod intel_pstate_load;
@@ -18,6 +20,8 @@ mod ondemand;
 mod performance;
 mod powersave;
 mod schedutil;
+#[cfg(test)]
+pub(crate) mod scripted;
 mod userspace;
 
 use crate::error::{Result, SimError};
@@ -26,17 +30,8 @@ use crate::kernel::KernelVersion;
 use crate::spec::{Knob, KnobValues, Spec};
 
 pub use context::{CpuSignals, PolicyCtx};
-
-/// How a requested frequency is matched to the table (cpufreq's CPUFREQ_RELATION_*).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Relation {
-    /// Lowest frequency at or above the target.
-    L,
-    /// Highest frequency at or below the target.
-    H,
-    /// Closest; ties go to the lower.
-    C,
-}
+pub use core::PolicyFacts;
+pub use freq_table::Relation;
 
 /// Why the scheduler called the governor (cpufreq_update_util's flags).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,6 +86,27 @@ pub struct GovernorInfo {
     /// [`runs_anywhere`].
     pub check_platform: fn(&KnobValues, &Platform) -> Checked,
     pub build: fn(&KnobValues) -> Box<dyn Governor>,
+    /// What running this governor turns on elsewhere in the kernel.
+    pub enables: Enables,
+}
+
+/// What a governor turns on around it: the kernel keys these on the governor in use, and so
+/// does the simulator, through this declaration rather than by the governor's name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Enables {
+    /// Frequency requests go straight from the scheduler's callback to the driver's
+    /// `->fast_switch` where the driver has one (`cpufreq_enable_fast_switch`, called at the
+    /// governor's init): powernv then sets its global P-state with the local one.
+    pub fast_switch: bool,
+    /// Energy-aware scheduling may run under it: `sched_is_eas_possible`
+    /// (kernel/sched/topology.c) builds perf domains only under a governor that maps
+    /// utilisation to frequency the way EAS predicts (`sugov_is_governor`).
+    pub eas: bool,
+}
+
+impl Enables {
+    /// A governor that turns nothing on.
+    pub const NOTHING: Enables = Enables { fast_switch: false, eas: false };
 }
 
 /// The outcome of a governor's own check: on refusal, the field to blame and what was expected.
@@ -116,6 +132,9 @@ pub const REGISTRY: &[&GovernorInfo] = &[
     &schedutil::INFO,
     &userspace::INFO,
 ];
+
+/// Names of the `fits` system knob's values (`crate::sched::capacity::FitsRule`).
+pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
 
 /// `invariant=`: -1 follows the kernel (`crate::hw::invariance::kernel_is_invariant`).
 pub const INVARIANT_CHOICES: &[(&str, f64)] = &[("kernel", -1.0), ("off", 0.0), ("on", 1.0)];
@@ -150,7 +169,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         1.0,
         "fits_capacity: 80pct (util < 0.8 capacity) or tick (util still below capacity after one tick, margins series)",
     )
-    .choices(crate::sched::capacity::FITS_CHOICES),
+    .choices(FITS_CHOICES),
     Knob::new(
         "eas",
         "bool",

@@ -40,8 +40,8 @@
 //! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
 use super::dbs::Dbs;
-use super::{Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
-use crate::hw::driver::table_lookup;
+use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use crate::governor::freq_table::table_lookup;
 use crate::hw::platform::{CpuIdFile, Vendor};
 use crate::spec::{Knob, KnobValues};
 
@@ -83,6 +83,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
         g.io_is_busy = (io_is_busy >= 0.0).then_some(io_is_busy != 0.0);
         Box::new(g)
     },
+    enables: Enables::NOTHING,
 };
 
 /// `io_is_busy=`: -1 takes the kernel's default for the CPU ([`should_io_be_busy`]).

@@ -7,7 +7,7 @@
 //! Tunables: none.
 //! References: Documentation/admin-guide/pm/cpufreq.rst; drivers/cpufreq/cpufreq_performance.c.
 
-use super::{Governor, GovernorInfo, PolicyCtx, Relation};
+use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation};
 use crate::spec::KnobValues;
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -18,6 +18,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
     check: super::no_cross_check,
     check_platform: super::runs_anywhere,
     build: |_: &KnobValues| Box::new(Performance),
+    enables: Enables::NOTHING,
 };
 
 struct Performance;

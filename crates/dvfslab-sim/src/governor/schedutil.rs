@@ -36,7 +36,7 @@
 //!
 //! References: Documentation/scheduler/schedutil.rst; docs/governors.md; docs/heterogeneous.md (margins).
 
-use super::{margins, CpuSignals, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
+use super::{margins, CpuSignals, Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::kernel::KernelVersion;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::spec::{Knob, KnobValues};
@@ -86,6 +86,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
             ..Schedutil::default()
         })
     },
+    enables: Enables { fast_switch: true, eas: true },
 };
 
 /// Lowest iowait boost from 5.2 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).

@@ -8,7 +8,7 @@
 //! Tunables: `scaling_setspeed` (kHz, default 0 = leave as is).
 //! References: drivers/cpufreq/cpufreq_userspace.c; Documentation/admin-guide/pm/cpufreq.rst.
 
-use super::{Governor, GovernorInfo, PolicyCtx, Relation};
+use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: GovernorInfo = GovernorInfo {
@@ -27,6 +27,7 @@ pub const INFO: GovernorInfo = GovernorInfo {
     check: super::no_cross_check,
     check_platform: super::runs_anywhere,
     build: |k: &KnobValues| Box::new(Userspace { setspeed_khz: k.get_u64("scaling_setspeed") as u32 }),
+    enables: Enables::NOTHING,
 };
 
 struct Userspace {

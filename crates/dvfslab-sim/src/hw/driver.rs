@@ -7,6 +7,7 @@
 //! ones included, and the hardware caps a turbo request at the bin it can grant.
 
 use crate::error::{Result, SimError};
+use crate::governor::freq_table::{table_lookup, Relation};
 use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
 
@@ -187,42 +188,24 @@ impl Driver {
     pub fn resolve_freq(self, table: &[u32], target_khz: u32, min_khz: u32, max_khz: u32) -> u32 {
         let target = target_khz.clamp(min_khz, max_khz);
         if self.resolves_in_table() {
-            table_lookup(table, target, crate::governor::Relation::L).clamp(min_khz, max_khz)
+            table_lookup(table, target, Relation::L).clamp(min_khz, max_khz)
         } else {
             target
         }
     }
 }
 
-/// Pick a table entry for `target` with a cpufreq relation (the table is ascending).
-pub fn table_lookup(table: &[u32], target: u32, relation: crate::governor::Relation) -> u32 {
-    use crate::governor::Relation;
-    match relation {
-        Relation::L => table.iter().copied().find(|&f| f >= target).unwrap_or(table[table.len() - 1]),
-        Relation::H => table.iter().rev().copied().find(|&f| f <= target).unwrap_or(table[0]),
-        Relation::C => {
-            let hi = table.iter().copied().find(|&f| f >= target);
-            let lo = table.iter().rev().copied().find(|&f| f <= target);
-            match (lo, hi) {
-                (Some(l), Some(h)) => {
-                    if target - l <= h - target {
-                        l
-                    } else {
-                        h
-                    }
-                }
-                (Some(l), None) => l,
-                (None, Some(h)) => h,
-                (None, None) => table[0],
-            }
-        }
-    }
+/// Whether requests reach powernv by fast switch: a governor that enables it (schedutil) uses
+/// `->fast_switch` where the driver has one, and powernv has `powernv_fast_switch` from 4.10
+/// (absent in 4.9, present in 4.14). Other governors always go through
+/// `__cpufreq_driver_target` and `target_index`.
+pub(crate) fn powernv_fast_switch_used(governor_fast_switches: bool, kernel: KernelVersion) -> bool {
+    governor_fast_switches && kernel >= KernelVersion(4, 10)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::governor::Relation;
     use crate::kernel::default_transition_delay_us;
 
     fn preset(json: &str, id: &str) -> Platform {
@@ -282,18 +265,6 @@ mod tests {
                 assert_eq!(Some(&driver.table_top_khz(&plat, 0)), table.last(), "{name}");
             }
         }
-    }
-
-    #[test]
-    fn relations_pick_as_cpufreq_does() {
-        let t = [800_000, 1_200_000, 1_600_000, 2_000_000];
-        assert_eq!(table_lookup(&t, 1_300_000, Relation::L), 1_600_000);
-        assert_eq!(table_lookup(&t, 1_300_000, Relation::H), 1_200_000);
-        assert_eq!(table_lookup(&t, 1_300_000, Relation::C), 1_200_000);
-        assert_eq!(table_lookup(&t, 1_400_000, Relation::C), 1_200_000); // tie goes low
-        assert_eq!(table_lookup(&t, 1_500_000, Relation::C), 1_600_000);
-        assert_eq!(table_lookup(&t, 3_000_000, Relation::L), 2_000_000);
-        assert_eq!(table_lookup(&t, 100_000, Relation::H), 800_000);
     }
 
     #[test]

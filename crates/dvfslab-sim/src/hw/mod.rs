@@ -10,151 +10,145 @@ pub(crate) mod cpuidle;
 pub mod driver;
 pub mod invariance;
 pub mod platform;
+pub mod power;
 pub mod powernv;
 
-use crate::engine::Event;
+use crate::engine::{Event, TimeNs};
 use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
+use crate::machine::Machine;
 use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
 pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
 
-impl Sim {
-    /// Power and counters at time zero: every CPU idle in its deepest state.
-    pub(crate) fn init_hardware(&mut self) {
-        for cpu in 0..self.cpus.len() {
-            self.cpus[cpu].awake = self.cpu_awake(cpu);
-        }
-        for core in 0..self.cores.len() {
-            let active = self.core_awake(core);
-            self.cores[core].active = active;
-            let pkg = self.plat.cores[core].package;
-            let cl = self.plat.cores[core].cluster;
-            if active {
-                self.packages[pkg].active_cores[cl] += 1;
-            }
-        }
-        for pkg in 0..self.packages.len() {
-            self.packages[pkg].mv = self.package_voltage(pkg);
-            self.repower_package(pkg);
-        }
-        for core in 0..self.cores.len() {
-            self.cores[core].power_w = self.core_power(core);
-        }
-        // Without counters, the scale follows the frequency set, from the very start.
-        if self.invariant && !self.x86_counters() {
-            for cpu in 0..self.cpus.len() {
-                let t = &self.plat.cpus[cpu];
-                let max_khz = self.plat.cluster(t.cluster).frequency.max_khz as u64;
-                self.cpus[cpu].freq_scale = (self.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
-            }
+/// The hardware's state: each core's, frequency domain's and package's, powernv's voltage
+/// ramps, and the idle governor.
+pub(crate) struct Hw {
+    pub(crate) cores: Vec<Core>,
+    pub(crate) domains: Vec<Domain>,
+    pub(crate) packages: Vec<Package>,
+    pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// The idle governor (menu), with its per-CPU history.
+    pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
+    /// Per CPU: APERF and MPERF.
+    pub(crate) counters: Vec<Counters>,
+}
+
+impl Hw {
+    /// The hardware at the start of a run: every domain at its cluster's lowest frequency,
+    /// nothing accounted yet; `Sim::init_hardware` then powers it as every CPU idles deepest.
+    pub(crate) fn new(machine: &Machine) -> Hw {
+        let plat = &machine.plat;
+        let cores = plat
+            .cores
+            .iter()
+            .map(|core| Core {
+                busy_threads: 0,
+                placement_idle_threads: core.cpus.len() as u32,
+                power_w: 0.0,
+                energy_j: 0.0,
+                since: 0,
+                active: false,
+            })
+            .collect();
+        let domains = plat
+            .domains
+            .iter()
+            .map(|d| {
+                let f = plat.cluster(d.cluster).frequency.min_khz;
+                Domain {
+                    request_khz: f,
+                    global_khz: 0,
+                    actual_khz: f,
+                    pending_khz: None,
+                    apply_token: 0,
+                    mv: plat.voltage_mv(d.cluster, f),
+                    freq_ns: Vec::new(),
+                    freq_since: 0,
+                    request_unsettled: true,
+                }
+            })
+            .collect();
+
+        let packages = plat
+            .packages
+            .iter()
+            .map(|_| Package {
+                active_cores: vec![0; plat.file.clusters.len()],
+                uncore_w: 0.0,
+                uncore_level: None,
+                uncore_at_top: 0,
+                uncore_energy_j: 0.0,
+                idle_ns: 0,
+                uncore_clock_s: 0.0,
+                since: 0,
+                mv: 0.0,
+                rapl_last: 0,
+                energy_before_warmup_j: 0.0,
+                pcu_pending: false,
+                rapl_units: 0,
+                numa_spread: Default::default(),
+            })
+            .collect();
+        Hw {
+            cores,
+            domains,
+            packages,
+            ramps: vec![powernv::Ramp::default(); plat.policies.len()],
+            idle_governor: cpuidle::for_run(plat.ncpus()),
+            counters: vec![Counters::default(); plat.ncpus()],
         }
     }
+}
 
-    pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
-        self.domains[self.plat.cpus[cpu].domain].actual_khz
-    }
-
-    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
-    /// that is not is power-gated, every thread in a power-gated state.
-    fn core_awake(&self, core: usize) -> bool {
-        self.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
-    }
-
-    fn core_voltage(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
-        match self.plat.cluster(t.cluster).frequency.voltage_scope {
+/// The hardware's own bookkeeping: voltages, the uncore's state, energy and time at each
+/// frequency, read from the machine and the time now, no other part.
+impl Hw {
+    pub(crate) fn core_voltage(&self, m: &Machine, core: usize) -> f64 {
+        let t = &m.plat.cores[core];
+        match m.plat.cluster(t.cluster).frequency.voltage_scope {
             VoltageScope::Domain => self.domains[t.domain].mv,
             VoltageScope::Package => self.packages[t.package].mv,
         }
     }
 
     /// One rail per package: the highest voltage any of its domains needs.
-    fn package_voltage(&self, pkg: usize) -> f64 {
-        self.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
+    pub(crate) fn package_voltage(&self, m: &Machine, pkg: usize) -> f64 {
+        m.plat.packages[pkg].domains.iter().map(|&d| self.domains[d].mv).fold(0.0, f64::max)
     }
 
-    /// The voltage (mV) `cluster` needs at `khz`: looked up for the frequencies its domains
-    /// run, interpolated along the V/f curve for any other.
-    fn voltage_mv(&self, cluster: usize, khz: u32) -> f64 {
-        let table = &self.voltages[cluster];
-        match table.binary_search_by_key(&khz, |&(k, _)| k) {
-            Ok(i) => table[i].1,
-            Err(_) => self.plat.voltage_mv(cluster, khz),
-        }
-    }
-
-    /// Power of a core now (W). Busy: activity · C_eff · V² · f (more with several busy SMT
-    /// threads) plus leakage; idle: what its shallowest thread's C-state leaves powered.
-    fn core_power(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
-        let cl = self.plat.cluster(t.cluster);
-        let mv = self.core_voltage(core);
-        let busy = self.cores[core].busy_threads;
-        let idle_power = match busy {
-            0 => t.cpus.iter().filter_map(|&c| self.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
-            _ => None,
-        };
-        // A polling thread keeps the core clocked and issuing (a pause loop) [EST: as one busy
-        // thread].
-        let issuing = if idle_power == Some(IdlePower::Polling) { 1 } else { busy };
-        if issuing > 0 {
-            let tpc = self.plat.file.topology.threads_per_core as f64;
-            let gain = if tpc > 1.0 {
-                1.0 + (self.plat.file.package_power.smt_activity_gain - 1.0) * (issuing as f64 - 1.0) / (tpc - 1.0)
-            } else {
-                1.0
-            };
-            let khz = self.domains[t.domain].actual_khz;
-            return self.plat.core_busy_w(t.cluster, khz, mv, cl.power.activity * gain);
-        }
-        match idle_power {
-            // None: no thread is in an idle state (one is waking); Polling returned above.
-            None | Some(IdlePower::Polling) | Some(IdlePower::ClockGated) => self.plat.core_leak_w(t.cluster, mv),
-            Some(IdlePower::LowVoltage) => {
-                self.plat.core_leak_w(t.cluster, self.voltage_mv(t.cluster, cl.frequency.min_khz))
-            }
-            Some(IdlePower::PowerGated) => 0.0,
-        }
-    }
-
-    /// The uncore clock level a domain of `cluster` at `khz` calls for.
-    fn uncore_level_at(&self, cluster: usize, khz: u32) -> f64 {
-        self.plat.cluster(cluster).frequency.level_of(khz)
-    }
-
-    fn uncore_level_of(&self, core: usize) -> f64 {
-        let t = &self.plat.cores[core];
-        self.uncore_level_at(t.cluster, self.domains[t.domain].actual_khz)
+    fn uncore_level_of(&self, m: &Machine, core: usize) -> f64 {
+        let t = &m.plat.cores[core];
+        m.plat.cluster(t.cluster).frequency.level_of(self.domains[t.domain].actual_khz)
     }
 
     /// The packages that idle together with `pkg` (see `IdleScope`).
-    fn idle_peers(&self, pkg: usize) -> std::ops::Range<usize> {
-        match self.plat.file.package_power.idle_scope {
+    pub(crate) fn idle_peers(&self, m: &Machine, pkg: usize) -> std::ops::Range<usize> {
+        match m.plat.file.package_power.idle_scope {
             IdleScope::Package => pkg..pkg + 1,
             IdleScope::System => 0..self.packages.len(),
         }
     }
 
     /// Whether `pkg` and the packages that idle with it have every core power-gated.
-    fn may_idle(&self, pkg: usize) -> bool {
-        self.idle_peers(pkg).all(|p| self.packages[p].active_cores.iter().all(|&n| n == 0))
+    pub(crate) fn may_idle(&self, m: &Machine, pkg: usize) -> bool {
+        self.idle_peers(m, pkg).all(|p| self.packages[p].active_cores.iter().all(|&n| n == 0))
     }
 
     /// The uncore's state from scratch: None when the package idles (its cores, and those of
     /// the packages that idle with it, all power-gated), else its clock level — that of the
     /// fastest core not power-gated (uncore frequency scaling; the lowest with none) — and how
     /// many such cores run at it.
-    fn uncore_scan(&self, pkg: usize) -> Option<(f64, u32)> {
-        if self.may_idle(pkg) {
+    pub(crate) fn uncore_scan(&self, m: &Machine, pkg: usize) -> Option<(f64, u32)> {
+        if self.may_idle(m, pkg) {
             return None;
         }
         let mut top: Option<(f64, u32)> = None;
-        for &core in &self.plat.packages[pkg].cores {
+        for &core in &m.plat.packages[pkg].cores {
             if !self.cores[core].active {
                 continue;
             }
-            let level = self.uncore_level_of(core);
+            let level = self.uncore_level_of(m, core);
             top = match top {
                 Some((l, n)) if level == l => Some((l, n + 1)),
                 Some((l, n)) if level < l => Some((l, n)),
@@ -166,93 +160,27 @@ impl Sim {
 
     /// Settle the package's energy, then run its uncore in `state` (`uncore_scan`'s form):
     /// the package-idle power, or the static power plus the clock-following share.
-    fn set_uncore(&mut self, pkg: usize, state: Option<(f64, u32)>) {
-        self.touch_package(pkg);
-        let pp = &self.plat.file.package_power;
+    pub(crate) fn set_uncore(&mut self, m: &Machine, now: TimeNs, pkg: usize, state: Option<(f64, u32)>) {
+        self.touch_package(now, pkg);
+        let pp = &m.plat.file.package_power;
         let p = &mut self.packages[pkg];
-        p.uncore_w = state.map_or(pp.p_pkg_idle_w, |(level, _)| pp.p_uncore_active_w + pp.p_uncore_dyn_w * level);
+        p.uncore_w = pp.uncore_w(state.map(|(level, _)| level));
         p.uncore_level = state.map(|(level, _)| level);
         p.uncore_at_top = state.map_or(0, |(_, n)| n);
     }
 
-    fn repower_package(&mut self, pkg: usize) {
-        let state = self.uncore_scan(pkg);
-        self.set_uncore(pkg, state);
+    pub(crate) fn repower_package(&mut self, m: &Machine, now: TimeNs, pkg: usize) {
+        let state = self.uncore_scan(m, pkg);
+        self.set_uncore(m, now, pkg, state);
     }
 
-    /// `core` was just power-gated or woke from it. The package (with the packages that idle
-    /// together with it) idles with its last core and wakes with its first; otherwise only a
-    /// core at (or above) the uncore's level moves it, and the package is scanned again only
-    /// when the last core at the top level leaves.
-    fn uncore_after_gating(&mut self, core: usize) {
-        let pkg = self.plat.cores[core].package;
-        let Some(level) = self.packages[pkg].uncore_level else {
-            for p in self.idle_peers(pkg) {
-                self.repower_package(p);
-            }
-            return;
-        };
-        let mine = self.uncore_level_of(core);
-        if !self.cores[core].active {
-            if self.may_idle(pkg) {
-                for p in self.idle_peers(pkg) {
-                    self.set_uncore(p, None);
-                }
-            } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
-                // Awake for the packages it idles with, with no core of its own awake.
-                self.set_uncore(pkg, Some((0.0, 0)));
-            } else if mine >= level {
-                let p = &mut self.packages[pkg];
-                p.uncore_at_top -= 1;
-                if p.uncore_at_top == 0 {
-                    self.repower_package(pkg);
-                }
-            }
-        } else if mine > level {
-            self.set_uncore(pkg, Some((mine, 1)));
-        } else if mine == level {
-            self.packages[pkg].uncore_at_top += 1;
-        }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
-    }
-
-    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
-    /// leave the uncore's top level, join it, or raise it.
-    fn uncore_follows(&mut self, d: usize, old_khz: u32) {
-        let pkg = self.plat.domains[d].package;
-        let Some(level) = self.packages[pkg].uncore_level else { return };
-        let awake = self.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
-        if awake == 0 {
-            return;
-        }
-        let cl = self.plat.domains[d].cluster;
-        let (before, after) = (self.uncore_level_at(cl, old_khz), self.uncore_level_at(cl, self.domains[d].actual_khz));
-        if after > level {
-            self.set_uncore(pkg, Some((after, awake)));
-        } else {
-            let p = &mut self.packages[pkg];
-            if before == level {
-                p.uncore_at_top -= awake;
-            }
-            if after == level {
-                p.uncore_at_top += awake;
-            }
-            if p.uncore_at_top == 0 {
-                self.repower_package(pkg);
-            }
-        }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(pkg).map(|s| s.0));
-    }
-
-    fn touch_core(&mut self, core: usize) {
-        let now = self.q.now();
+    pub(crate) fn touch_core(&mut self, now: TimeNs, core: usize) {
         let c = &mut self.cores[core];
         c.energy_j += c.power_w * (now - c.since) as f64 * 1e-9;
         c.since = now;
     }
 
-    fn touch_package(&mut self, pkg: usize) {
-        let now = self.q.now();
+    pub(crate) fn touch_package(&mut self, now: TimeNs, pkg: usize) {
         let p = &mut self.packages[pkg];
         let dt = now - p.since;
         p.uncore_energy_j += p.uncore_w * dt as f64 * 1e-9;
@@ -263,26 +191,8 @@ impl Sim {
         p.since = now;
     }
 
-    /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
-    /// `cpu` to now.
-    pub(crate) fn sync_counters(&mut self, cpu: usize) {
-        let now = self.q.now();
-        if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
-            self.cpus[cpu].counters_ns = now;
-            return;
-        }
-        let khz = self.cpu_khz(cpu) as f64;
-        let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let c = &mut self.cpus[cpu];
-        let dt = (now - c.counters_ns) as f64;
-        c.aperf += dt * khz * 1e-6;
-        c.mperf += dt * base * 1e-6;
-        c.counters_ns = now;
-    }
-
     /// Add the time since the last account to domain `d`'s time at its frequency.
-    fn account_freq_time(&mut self, d: usize) {
-        let now = self.q.now();
+    pub(crate) fn account_freq_time(&mut self, now: TimeNs, d: usize) {
         let dom = &mut self.domains[d];
         let (khz, dt) = (dom.actual_khz, now - dom.freq_since);
         match dom.freq_ns.iter_mut().find(|(k, _)| *k == khz) {
@@ -291,44 +201,269 @@ impl Sim {
         }
         dom.freq_since = now;
     }
+}
+
+/// Per logical CPU: APERF and MPERF in cycles (f64 so fractions of a cycle are not lost
+/// between updates), up to when they are counted, and their values at the last tick (for the
+/// tick's frequency-invariance scale).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub aperf: f64,
+    pub mperf: f64,
+    pub counters_ns: TimeNs,
+    pub tick_aperf: f64,
+    pub tick_mperf: f64,
+}
+
+/// Per physical core: busy threads, power and energy.
+pub(crate) struct Core {
+    pub busy_threads: u32,
+    /// Threads with no current task and none queued (`Cpu::placement_idle`).
+    pub placement_idle_threads: u32,
+    pub power_w: f64,
+    pub energy_j: f64,
+    pub since: TimeNs,
+    /// Some thread awake, running or in an idle state that is not power-gated: an active core
+    /// for turbo. A core that is not is power-gated.
+    pub active: bool,
+}
+
+/// Per frequency domain: the request and the frequency the hardware runs.
+pub(crate) struct Domain {
+    pub request_khz: u32,
+    /// Frequency whose voltage the domain keeps (powernv's global P-state); 0 = none.
+    pub global_khz: u32,
+    pub actual_khz: u32,
+    pub pending_khz: Option<u32>,
+    pub apply_token: u32,
+    pub mv: f64,
+    /// Time at each frequency run (kHz, ns), in the order first seen: a handful of entries.
+    /// Every CPU of the domain runs the same frequencies for the same times, so one account
+    /// serves them all (each CPU's `time_in_freq` reads it).
+    pub freq_ns: Vec<(u32, u64)>,
+    pub freq_since: TimeNs,
+    /// `request_khz` may differ from `Sim::domain_request` with no CPU of the domain having
+    /// woken from or entered a power-gated state since it was taken: the run has just started
+    /// (from then on only awake CPUs vote). Otherwise the request changes only with a policy's
+    /// frequency, which takes it anew, or with a CPU's vote entering or leaving.
+    pub request_unsettled: bool,
+}
+
+/// Per package: uncore power, RAPL counter sampling and the active-core count for turbo.
+pub(crate) struct Package {
+    pub active_cores: Vec<u32>,
+    pub uncore_w: f64,
+    /// The uncore clock's level (0..1 of its range), or `None` while the package is idle.
+    pub uncore_level: Option<f64>,
+    /// Cores not power-gated whose domain runs at the uncore's level (the fastest).
+    pub uncore_at_top: u32,
+    pub uncore_energy_j: f64,
+    /// Time with every core power-gated (the package C-state).
+    pub idle_ns: TimeNs,
+    /// Integral of the uncore clock's level over time (s): what RAPL's uncore share follows.
+    pub uncore_clock_s: f64,
+    pub since: TimeNs,
+    pub mv: f64,
+    pub rapl_last: u64,
+    /// Energy spent before the warm-up ended (set aside from the figures, not from the counter).
+    pub energy_before_warmup_j: f64,
+    /// A turbo-limit re-evaluation is scheduled on the PCU grid.
+    pub pcu_pending: bool,
+    pub rapl_units: u64,
+    /// The NUMA-level balancer's attempts to spread this node: see `Sim::spread_numa`.
+    pub numa_spread: crate::sched::SpreadAttempts,
+}
+
+impl Sim {
+    /// Power and counters at time zero: every CPU idle in its deepest state.
+    pub(crate) fn init_hardware(&mut self) {
+        for cpu in 0..self.sched.cpus.len() {
+            self.sched.cpus[cpu].awake = self.cpu_awake(cpu);
+        }
+        for core in 0..self.hw.cores.len() {
+            let active = self.core_awake(core);
+            self.hw.cores[core].active = active;
+            let pkg = self.machine.plat.cores[core].package;
+            let cl = self.machine.plat.cores[core].cluster;
+            if active {
+                self.hw.packages[pkg].active_cores[cl] += 1;
+            }
+        }
+        for pkg in 0..self.hw.packages.len() {
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
+            self.hw.repower_package(&self.machine, self.q.now(), pkg);
+        }
+        for core in 0..self.hw.cores.len() {
+            self.hw.cores[core].power_w = self.core_power(core);
+        }
+        // Without counters, the scale follows the frequency set, from the very start.
+        if self.sched.invariant && !self.x86_counters() {
+            for cpu in 0..self.sched.cpus.len() {
+                let t = &self.machine.plat.cpus[cpu];
+                let max_khz = self.machine.plat.cluster(t.cluster).frequency.max_khz as u64;
+                self.sched.cpus[cpu].freq_scale =
+                    (self.hw.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
+            }
+        }
+    }
+
+    pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
+        self.hw.domains[self.machine.plat.cpus[cpu].domain].actual_khz
+    }
+
+    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
+    /// that is not is power-gated, every thread in a power-gated state.
+    fn core_awake(&self, core: usize) -> bool {
+        self.machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
+    }
+
+    /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
+    /// what its shallowest thread's C-state leaves powered.
+    fn core_power(&self, core: usize) -> f64 {
+        let plat = &self.machine.plat;
+        let t = &plat.cores[core];
+        let cl = plat.cluster(t.cluster);
+        let busy_threads = self.hw.cores[core].busy_threads;
+        let idle = match busy_threads {
+            0 => t.cpus.iter().filter_map(|&c| self.sched.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
+            _ => None,
+        };
+        let load = power::CoreLoad {
+            busy_threads,
+            idle,
+            khz: self.hw.domains[t.domain].actual_khz,
+            mv: self.hw.core_voltage(&self.machine, core),
+        };
+        let tpc = plat.file.topology.threads_per_core;
+        power::core_w(cl, &plat.file.package_power, tpc, load, || {
+            self.machine.voltage_mv(t.cluster, cl.frequency.min_khz)
+        })
+    }
+
+    /// `core` was just power-gated or woke from it. The package (with the packages that idle
+    /// together with it) idles with its last core and wakes with its first; otherwise only a
+    /// core at (or above) the uncore's level moves it, and the package is scanned again only
+    /// when the last core at the top level leaves.
+    fn uncore_after_gating(&mut self, core: usize) {
+        let pkg = self.machine.plat.cores[core].package;
+        let Some(level) = self.hw.packages[pkg].uncore_level else {
+            for p in self.hw.idle_peers(&self.machine, pkg) {
+                self.hw.repower_package(&self.machine, self.q.now(), p);
+            }
+            return;
+        };
+        let mine = self.hw.uncore_level_of(&self.machine, core);
+        if !self.hw.cores[core].active {
+            if self.hw.may_idle(&self.machine, pkg) {
+                for p in self.hw.idle_peers(&self.machine, pkg) {
+                    self.hw.set_uncore(&self.machine, self.q.now(), p, None);
+                }
+            } else if self.hw.packages[pkg].active_cores.iter().all(|&n| n == 0) {
+                // Awake for the packages it idles with, with no core of its own awake.
+                self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((0.0, 0)));
+            } else if mine >= level {
+                let p = &mut self.hw.packages[pkg];
+                p.uncore_at_top -= 1;
+                if p.uncore_at_top == 0 {
+                    self.hw.repower_package(&self.machine, self.q.now(), pkg);
+                }
+            }
+        } else if mine > level {
+            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((mine, 1)));
+        } else if mine == level {
+            self.hw.packages[pkg].uncore_at_top += 1;
+        }
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
+    }
+
+    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
+    /// leave the uncore's top level, join it, or raise it.
+    fn uncore_follows(&mut self, d: usize, old_khz: u32) {
+        let pkg = self.machine.plat.domains[d].package;
+        let Some(level) = self.hw.packages[pkg].uncore_level else { return };
+        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.hw.cores[c].active).count() as u32;
+        if awake == 0 {
+            return;
+        }
+        // The uncore clock level a domain of the cluster at a frequency calls for.
+        let levels = &self.machine.plat.cluster(self.machine.plat.domains[d].cluster).frequency;
+        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.hw.domains[d].actual_khz));
+        if after > level {
+            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((after, awake)));
+        } else {
+            let p = &mut self.hw.packages[pkg];
+            if before == level {
+                p.uncore_at_top -= awake;
+            }
+            if after == level {
+                p.uncore_at_top += awake;
+            }
+            if p.uncore_at_top == 0 {
+                self.hw.repower_package(&self.machine, self.q.now(), pkg);
+            }
+        }
+        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
+    }
+
+    /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
+    /// `cpu` to now.
+    pub(crate) fn sync_counters(&mut self, cpu: usize) {
+        let now = self.q.now();
+        if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
+            self.hw.counters[cpu].counters_ns = now;
+            return;
+        }
+        let khz = self.cpu_khz(cpu) as f64;
+        let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+        let c = &mut self.hw.counters[cpu];
+        let dt = (now - c.counters_ns) as f64;
+        c.aperf += dt * khz * 1e-6;
+        c.mperf += dt * base * 1e-6;
+        c.counters_ns = now;
+    }
 
     /// A thread of `core` started or stopped running, or changed C-state: settle energy, then
     /// update the core's activity, its package's counts (and turbo limits), power, and the
     /// speed of its busy SMT siblings.
     pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
-        self.touch_core(core);
+        self.hw.touch_core(self.q.now(), core);
         let active = self.core_awake(core);
-        let pkg = self.plat.cores[core].package;
-        let cl = self.plat.cores[core].cluster;
-        if active != self.cores[core].active {
-            self.touch_package(pkg);
-            let before = self.packages[pkg].active_cores[cl];
+        let pkg = self.machine.plat.cores[core].package;
+        let cl = self.machine.plat.cores[core].cluster;
+        if active != self.hw.cores[core].active {
+            self.hw.touch_package(self.q.now(), pkg);
+            let before = self.hw.packages[pkg].active_cores[cl];
             if active {
-                self.packages[pkg].active_cores[cl] += 1;
+                self.hw.packages[pkg].active_cores[cl] += 1;
             } else {
-                self.packages[pkg].active_cores[cl] -= 1;
+                self.hw.packages[pkg].active_cores[cl] -= 1;
             }
-            self.cores[core].active = active;
+            self.hw.cores[core].active = active;
             self.uncore_after_gating(core);
-            let after = self.packages[pkg].active_cores[cl];
+            let after = self.hw.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
             }
         }
-        self.cores[core].power_w = self.core_power(core);
+        self.hw.cores[core].power_w = self.core_power(core);
         // The domain's vote changes only when this CPU's does (it woke from or entered a
         // power-gated state), or when its request is not settled yet.
         let awake = self.cpu_awake(changed_cpu);
-        let d = self.plat.cores[core].domain;
-        if std::mem::replace(&mut self.cpus[changed_cpu].awake, awake) != awake || self.domains[d].request_unsettled {
+        let d = self.machine.plat.cores[core].domain;
+        if std::mem::replace(&mut self.sched.cpus[changed_cpu].awake, awake) != awake
+            || self.hw.domains[d].request_unsettled
+        {
             self.vote_changed(d);
         } else {
-            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.domains[d].request_khz);
+            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.hw.domains[d].request_khz);
         }
-        if self.plat.file.topology.threads_per_core > 1 {
-            for i in 0..self.plat.cores[core].cpus.len() {
-                let sib = self.plat.cores[core].cpus[i];
-                if sib != changed_cpu && self.cpus[sib].curr.is_some() && self.cpus[sib].idle_state.is_none() {
+        if self.machine.plat.file.topology.threads_per_core > 1 {
+            for i in 0..self.machine.plat.cores[core].cpus.len() {
+                let sib = self.machine.plat.cores[core].cpus[i];
+                if sib != changed_cpu
+                    && self.sched.cpus[sib].curr.is_some()
+                    && self.sched.cpus[sib].idle_state.is_none()
+                {
                     self.resegment(sib);
                 }
             }
@@ -342,9 +477,9 @@ impl Sim {
             return;
         }
         let req = self.domain_request(d);
-        self.domains[d].request_unsettled = false;
-        if req != self.domains[d].request_khz {
-            self.domains[d].request_khz = req;
+        self.hw.domains[d].request_unsettled = false;
+        if req != self.hw.domains[d].request_khz {
+            self.hw.domains[d].request_khz = req;
             self.retarget(d);
         }
     }
@@ -352,23 +487,23 @@ impl Sim {
     /// The active-core count of a package changed: domains asking for turbo get a new ceiling,
     /// at once or at the package controller's next evaluation.
     fn turbo_limit_changed(&mut self, pkg: usize, cluster: usize, before: u32, after: u32) {
-        let limits = &self.plat.turbo_limit_khz[cluster];
+        let limits = &self.machine.plat.turbo_limit_khz[cluster];
         let at = |n: u32| limits[(n.max(1) - 1) as usize];
         if at(before) == at(after) {
             return;
         }
-        let interval_ns = (self.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
-        if interval_ns > 0 && self.started {
-            if !self.packages[pkg].pcu_pending {
-                self.packages[pkg].pcu_pending = true;
+        let interval_ns = (self.machine.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
+        if interval_ns > 0 && self.run.started {
+            if !self.hw.packages[pkg].pcu_pending {
+                self.hw.packages[pkg].pcu_pending = true;
                 let next = (self.q.now() / interval_ns + 1) * interval_ns;
                 self.q.push(next, Event::PcuTick { package: pkg as u32 });
             }
             return;
         }
-        for i in 0..self.plat.packages[pkg].domains.len() {
-            let d = self.plat.packages[pkg].domains[i];
-            if self.plat.domains[d].cluster == cluster {
+        for i in 0..self.machine.plat.packages[pkg].domains.len() {
+            let d = self.machine.plat.packages[pkg].domains[i];
+            if self.machine.plat.domains[d].cluster == cluster {
                 self.retarget(d);
             }
         }
@@ -380,12 +515,12 @@ impl Sim {
     /// once after all domains switched rather than once per domain (nothing reads a core's
     /// power in between, and settling its energy again at the same instant adds nothing).
     pub(crate) fn pcu_tick(&mut self, pkg: usize) {
-        self.packages[pkg].pcu_pending = false;
+        self.hw.packages[pkg].pcu_pending = false;
         let mut rail_changed = false;
-        for i in 0..self.plat.packages[pkg].domains.len() {
-            let d = self.plat.packages[pkg].domains[i];
+        for i in 0..self.machine.plat.packages[pkg].domains.len() {
+            let d = self.machine.plat.packages[pkg].domains[i];
             let target = self.hardware_target(d);
-            let dom = &mut self.domains[d];
+            let dom = &mut self.hw.domains[d];
             if dom.pending_khz.is_some() {
                 dom.pending_khz = Some(target);
             } else if target != dom.actual_khz {
@@ -394,28 +529,28 @@ impl Sim {
             }
         }
         if rail_changed {
-            let plat = std::rc::Rc::clone(&self.plat);
-            self.repower_cores(&plat.packages[pkg].cores);
+            let machine = std::rc::Rc::clone(&self.machine);
+            self.repower_cores(&machine.plat.packages[pkg].cores);
         }
     }
 
     /// Settle the energy of `cores` at their old power, then give them their power now.
     fn repower_cores(&mut self, cores: &[usize]) {
         for &core in cores {
-            self.touch_core(core);
-            self.cores[core].power_w = self.core_power(core);
+            self.hw.touch_core(self.q.now(), core);
+            self.hw.cores[core].power_w = self.core_power(core);
         }
     }
 
     /// The policy's governor set a new frequency: the domain runs the highest request of its
     /// active cores.
     pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
-        self.policies[policy].cur_khz = khz;
-        let d = self.plat.policies[policy].domain;
-        self.domains[d].request_khz = self.domain_request(d);
-        self.domains[d].request_unsettled = !self.started;
+        self.cpufreq.policies[policy].cur_khz = khz;
+        let d = self.machine.plat.policies[policy].domain;
+        self.hw.domains[d].request_khz = self.domain_request(d);
+        self.hw.domains[d].request_unsettled = !self.run.started;
         self.retarget(d);
-        if self.driver == crate::hw::driver::Driver::Powernv {
+        if self.machine.driver == crate::hw::driver::Driver::Powernv {
             // After the transition was timed: a rise pays for the voltage the rail lacked, and
             // only then does the global (voltage) P-state follow.
             self.powernv_target(policy, khz);
@@ -425,8 +560,8 @@ impl Sim {
     /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
     /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
     fn only_awake_cpus_vote(&self, d: usize) -> bool {
-        let dom = &self.plat.domains[d];
-        dom.policies.len() >= 2 && !self.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
+        let dom = &self.machine.plat.domains[d];
+        dom.policies.len() >= 2 && !self.machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
     }
 
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
@@ -438,9 +573,9 @@ impl Sim {
     /// (`power_gated_cpus_vote`). With no CPU awake the request stays as it was (every request
     /// counts before the run starts).
     fn domain_request(&self, d: usize) -> u32 {
-        let dom = &self.plat.domains[d];
-        let request = |p: &usize| self.policies[*p].cur_khz;
-        if !self.only_awake_cpus_vote(d) || !self.started {
+        let dom = &self.machine.plat.domains[d];
+        let request = |p: &usize| self.cpufreq.policies[*p].cur_khz;
+        if !self.only_awake_cpus_vote(d) || !self.run.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
         // The highest request of a voting policy; whether a policy votes matters only when its
@@ -451,11 +586,11 @@ impl Sim {
             if highest.is_some_and(|h| h >= khz) {
                 continue;
             }
-            if self.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
+            if self.machine.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
                 highest = Some(khz);
             }
         }
-        highest.unwrap_or(self.domains[d].request_khz)
+        highest.unwrap_or(self.hw.domains[d].request_khz)
     }
 
     /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
@@ -466,15 +601,18 @@ impl Sim {
 
     /// How the idle state `cpu` is in powers it; None while it runs.
     pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
-        let c = &self.cpus[cpu];
-        debug_assert_eq!(c.idle_power, c.idle_state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power));
+        let c = &self.sched.cpus[cpu];
+        debug_assert_eq!(
+            c.idle_power,
+            c.idle_state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power)
+        );
         c.idle_power
     }
 
     /// Put `cpu` in idle state `state` (None: running).
     pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
-        let power = state.map(|s| self.plat.cluster_of_cpu(cpu).idle_states[s].power);
-        let c = &mut self.cpus[cpu];
+        let power = state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power);
+        let c = &mut self.sched.cpus[cpu];
         c.idle_state = state;
         c.idle_power = power;
     }
@@ -482,40 +620,43 @@ impl Sim {
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and
     /// re-power the cores whose rail that changes.
     pub(crate) fn set_global_khz(&mut self, policy: usize, khz: u32) {
-        let d = self.plat.policies[policy].domain;
-        if self.domains[d].global_khz == khz {
+        let d = self.machine.plat.policies[policy].domain;
+        if self.hw.domains[d].global_khz == khz {
             return;
         }
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
-        let cores: Vec<usize> =
-            if package_rail { self.plat.packages[pkg].cores.clone() } else { self.plat.domains[d].cores.clone() };
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let cores: Vec<usize> = if package_rail {
+            self.machine.plat.packages[pkg].cores.clone()
+        } else {
+            self.machine.plat.domains[d].cores.clone()
+        };
         for &core in &cores {
-            self.touch_core(core);
+            self.hw.touch_core(self.q.now(), core);
         }
-        self.domains[d].global_khz = khz;
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.global(self.q.now(), self.plat.policies[policy].cpus[0], khz);
+        self.hw.domains[d].global_khz = khz;
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
         }
-        self.domains[d].mv = self.voltage_mv(cl, self.domains[d].actual_khz.max(khz));
+        self.hw.domains[d].mv = self.machine.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
         if package_rail {
-            self.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
         }
         for &core in &cores {
-            self.cores[core].power_w = self.core_power(core);
+            self.hw.cores[core].power_w = self.core_power(core);
         }
     }
 
     /// What the hardware of domain `d` should run now, given its request and turbo limits.
     fn hardware_target(&self, d: usize) -> u32 {
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let f = &self.plat.cluster(cl).frequency;
-        let t = self.driver.hardware_target_khz(&self.plat, cl, self.domains[d].request_khz);
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let f = &self.machine.plat.cluster(cl).frequency;
+        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.hw.domains[d].request_khz);
         if t > f.base_khz {
-            let n = self.packages[pkg].active_cores[cl].max(1) as usize;
-            t.min(self.plat.turbo_limit_khz[cl][n - 1])
+            let n = self.hw.packages[pkg].active_cores[cl].max(1) as usize;
+            t.min(self.machine.plat.turbo_limit_khz[cl][n - 1])
         } else {
             t
         }
@@ -526,8 +667,8 @@ impl Sim {
     /// has one. A transition already under way just takes the newer target.
     fn retarget(&mut self, d: usize) {
         let target = self.hardware_target(d);
-        let dom = &mut self.domains[d];
-        if !self.started {
+        let dom = &mut self.hw.domains[d];
+        if !self.run.started {
             dom.pending_khz = Some(target);
             self.freq_apply(d);
             return;
@@ -542,14 +683,14 @@ impl Sim {
         dom.pending_khz = Some(target);
         dom.apply_token = dom.apply_token.wrapping_add(1);
         let token = dom.apply_token;
-        let cl = self.plat.domains[d].cluster;
-        let q = &self.plat.cluster(cl).frequency;
+        let cl = self.machine.plat.domains[d].cluster;
+        let q = &self.machine.plat.cluster(cl).frequency;
         // A rise that needs more voltage than the rail holds waits for the ramp.
         let supplied_mv = match q.voltage_scope {
-            VoltageScope::Domain => self.domains[d].mv,
-            VoltageScope::Package => self.packages[self.plat.domains[d].package].mv,
+            VoltageScope::Domain => self.hw.domains[d].mv,
+            VoltageScope::Package => self.hw.packages[self.machine.plat.domains[d].package].mv,
         };
-        let missing_mv = (self.voltage_mv(cl, target) - supplied_mv).max(0.0);
+        let missing_mv = (self.machine.voltage_mv(cl, target) - supplied_mv).max(0.0);
         let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
         let grid_ns = (q.request_grid_us * 1000.0).round() as u64;
         let now = self.q.now();
@@ -566,21 +707,22 @@ impl Sim {
     /// Switch domain `d` to its pending frequency. Returns whether it switched on a package
     /// rail whose cores' power the caller still has to settle ([`RailCores::Later`]).
     fn apply_pending_freq(&mut self, d: usize, rail_cores: RailCores) -> bool {
-        let Some(new) = self.domains[d].pending_khz.take() else { return false };
-        if new == self.domains[d].actual_khz {
+        let Some(new) = self.hw.domains[d].pending_khz.take() else { return false };
+        if new == self.hw.domains[d].actual_khz {
             return false;
         }
-        let cl = self.plat.domains[d].cluster;
-        let pkg = self.plat.domains[d].package;
-        let package_rail = self.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
+        let cl = self.machine.plat.domains[d].cluster;
+        let pkg = self.machine.plat.domains[d].package;
+        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
         let defer_rail = package_rail && rail_cores == RailCores::Later;
-        for i in 0..self.plat.domains[d].cpus.len() {
-            let cpu = self.plat.domains[d].cpus[i];
+        for i in 0..self.machine.plat.domains[d].cpus.len() {
+            let cpu = self.machine.plat.domains[d].cpus[i];
             self.account_segment(cpu);
             self.sync_counters(cpu);
         }
-        self.account_freq_time(d);
-        let plat = std::rc::Rc::clone(&self.plat);
+        self.hw.account_freq_time(self.q.now(), d);
+        let machine = std::rc::Rc::clone(&self.machine);
+        let plat = &machine.plat;
         // The cores whose power changes: the domain's, or the package's when they share a rail.
         let repowered: &[usize] = match (package_rail, defer_rail) {
             (true, true) => &[],
@@ -590,44 +732,48 @@ impl Sim {
         // A core that is not active (every thread power-gated) draws nothing at any frequency:
         // its power is 0 before the switch and after, and its energy has nothing to settle.
         for &core in repowered {
-            if self.cores[core].active {
-                self.touch_core(core);
+            if self.hw.cores[core].active {
+                self.hw.touch_core(self.q.now(), core);
             }
         }
         // The PLL relocks: no core of the domain executes for a while, busy or waking.
-        let halt_until = self.q.now() + (self.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
+        let halt_until =
+            self.q.now() + (self.machine.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
         for &cpu in &plat.domains[d].cpus {
-            self.cpus[cpu].halt_until = halt_until;
+            self.sched.cpus[cpu].halt_until = halt_until;
         }
-        let old = self.domains[d].actual_khz;
-        self.domains[d].actual_khz = new;
-        self.domains[d].mv = self.voltage_mv(cl, new.max(self.domains[d].global_khz));
-        if self.stats.time_to_top_ns.is_none() && new >= self.plat.turbo_limit_khz[cl][0] && self.started {
-            self.stats.time_to_top_ns = Some(self.q.now());
+        let old = self.hw.domains[d].actual_khz;
+        self.hw.domains[d].actual_khz = new;
+        self.hw.domains[d].mv = self.machine.voltage_mv(cl, new.max(self.hw.domains[d].global_khz));
+        if self.work.stats.time_to_top_ns.is_none()
+            && new >= self.machine.plat.turbo_limit_khz[cl][0]
+            && self.run.started
+        {
+            self.work.stats.time_to_top_ns = Some(self.q.now());
         }
         if package_rail {
-            self.packages[pkg].mv = self.package_voltage(pkg);
+            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
         }
         for &core in repowered {
-            if self.cores[core].active {
-                self.cores[core].power_w = self.core_power(core);
+            if self.hw.cores[core].active {
+                self.hw.cores[core].power_w = self.core_power(core);
             } else {
-                debug_assert!(self.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
+                debug_assert!(self.hw.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
             }
         }
         self.uncore_follows(d, old);
-        let max_khz = self.plat.cluster(cl).frequency.max_khz as u64;
-        let cpufreq_scale = self.invariant && !self.x86_counters();
-        for i in 0..self.plat.domains[d].cpus.len() {
-            let cpu = self.plat.domains[d].cpus[i];
+        let max_khz = self.machine.plat.cluster(cl).frequency.max_khz as u64;
+        let cpufreq_scale = self.sched.invariant && !self.x86_counters();
+        for i in 0..self.machine.plat.domains[d].cpus.len() {
+            let cpu = self.machine.plat.domains[d].cpus[i];
             if cpufreq_scale {
                 // arm64 without AMU: the scale follows the frequency set, not the one measured.
-                self.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
+                self.sched.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
             }
-            if self.cpus[cpu].curr.is_some() && self.cpus[cpu].idle_state.is_none() {
+            if self.sched.cpus[cpu].curr.is_some() && self.sched.cpus[cpu].idle_state.is_none() {
                 self.start_segment(cpu);
             }
-            if let Some(tl) = self.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline.as_mut() {
                 tl.frequency(self.q.now(), cpu, new);
             }
         }
@@ -636,27 +782,27 @@ impl Sim {
 
     /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
     pub(crate) fn x86_counters(&self) -> bool {
-        matches!(self.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
+        matches!(self.machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
     }
 
     /// Work per ns (cycles at base frequency) of the task current on `cpu`:
     /// `t(W) = W · ((1 - m)/f + m/f_base)`, scaled by the µarch capacity and the share of the
     /// core's throughput this SMT thread gets.
     fn cpu_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
-        if let Some(task) = self.cpus[cpu].curr {
-            if self.tasks[task].fixed_time {
+        if let Some(task) = self.sched.cpus[cpu].curr {
+            if self.sched.tasks[task].fixed_time {
                 return 1.0;
             }
         }
-        let t = &self.plat.cpus[cpu];
-        let cl = self.plat.cluster(t.cluster);
-        let f = self.domains[t.domain].actual_khz as f64 * 1e-6;
+        let t = &self.machine.plat.cpus[cpu];
+        let cl = self.machine.plat.cluster(t.cluster);
+        let f = self.hw.domains[t.domain].actual_khz as f64 * 1e-6;
         let fb = cl.frequency.base_khz as f64 * 1e-6;
         let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
-        let busy = self.cores[t.core].busy_threads.max(1) as f64;
-        let tpc = self.plat.file.topology.threads_per_core as f64;
+        let busy = self.hw.cores[t.core].busy_threads.max(1) as f64;
+        let tpc = self.machine.plat.file.topology.threads_per_core as f64;
         let share = if busy > 1.0 {
-            (1.0 + (self.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
+            (1.0 + (self.machine.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
         } else {
             1.0
         };
@@ -666,11 +812,11 @@ impl Sim {
     /// Credit the current task of `cpu` with the work done since its segment started.
     pub(crate) fn account_segment(&mut self, cpu: usize) {
         let now = self.q.now();
-        let Some(task) = self.cpus[cpu].curr else { return };
-        let c = &mut self.cpus[cpu];
+        let Some(task) = self.sched.cpus[cpu].curr else { return };
+        let c = &mut self.sched.cpus[cpu];
         let from = c.seg_start.max(c.stall_until).max(c.halt_until);
         if now > from {
-            let t = &mut self.tasks[task];
+            let t = &mut self.sched.tasks[task];
             let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
             t.work_left -= done;
             t.work_done += done;
@@ -680,11 +826,11 @@ impl Sim {
 
     /// (Re)start the run segment of the current task at the current speed.
     pub(crate) fn start_segment(&mut self, cpu: usize) {
-        let Some(task) = self.cpus[cpu].curr else { return };
-        let rate = self.cpu_rate(cpu, self.tasks[task].mem_frac);
+        let Some(task) = self.sched.cpus[cpu].curr else { return };
+        let rate = self.cpu_rate(cpu, self.sched.tasks[task].mem_frac);
         let now = self.q.now();
-        let left = self.tasks[task].work_left;
-        let c = &mut self.cpus[cpu];
+        let left = self.sched.tasks[task].work_left;
+        let c = &mut self.sched.cpus[cpu];
         c.seg_start = now;
         c.seg_rate = rate;
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -702,14 +848,14 @@ impl Sim {
 
     /// Read every package's RAPL counter and accumulate its (wrapping) delta.
     pub(crate) fn rapl_sample(&mut self) {
-        let bits = self.plat.file.rapl.counter_bits;
+        let bits = self.machine.plat.file.rapl.counter_bits;
         let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        let unit_j = self.plat.file.rapl.energy_unit_uj * 1e-6;
-        for pkg in 0..self.packages.len() {
+        let unit_j = self.machine.plat.file.rapl.energy_unit_uj * 1e-6;
+        for pkg in 0..self.hw.packages.len() {
             // The counter never restarts: it counts the warm-up's energy too.
-            let total = self.package_energy_j(pkg) + self.packages[pkg].energy_before_warmup_j;
+            let total = self.package_energy_j(pkg) + self.hw.packages[pkg].energy_before_warmup_j;
             let counter = ((total / unit_j).floor() as u64) & mask;
-            let p = &mut self.packages[pkg];
+            let p = &mut self.hw.packages[pkg];
             let delta = counter.wrapping_sub(p.rapl_last) & mask;
             p.rapl_units += delta;
             p.rapl_last = counter;
@@ -718,12 +864,12 @@ impl Sim {
 
     /// Energy of package `pkg` up to now: uncore plus its cores.
     pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
-        self.touch_package(pkg);
-        let mut total = self.packages[pkg].uncore_energy_j;
-        for i in 0..self.plat.packages[pkg].cores.len() {
-            let core = self.plat.packages[pkg].cores[i];
-            self.touch_core(core);
-            total += self.cores[core].energy_j;
+        self.hw.touch_package(self.q.now(), pkg);
+        let mut total = self.hw.packages[pkg].uncore_energy_j;
+        for i in 0..self.machine.plat.packages[pkg].cores.len() {
+            let core = self.machine.plat.packages[pkg].cores[i];
+            self.hw.touch_core(self.q.now(), core);
+            total += self.hw.cores[core].energy_j;
         }
         total
     }
@@ -731,12 +877,13 @@ impl Sim {
     /// Energy the cores of `policy` drew so far (J), their share of the uncore left out; the
     /// warm-up's is not counted once it ended.
     pub fn policy_energy_so_far_j(&mut self, policy: usize) -> f64 {
-        let mut cores: Vec<usize> = self.plat.policies[policy].cpus.iter().map(|&c| self.plat.cpus[c].core).collect();
+        let mut cores: Vec<usize> =
+            self.machine.plat.policies[policy].cpus.iter().map(|&c| self.machine.plat.cpus[c].core).collect();
         cores.dedup();
         let mut total = 0.0;
         for core in cores {
-            self.touch_core(core);
-            total += self.cores[core].energy_j;
+            self.hw.touch_core(self.q.now(), core);
+            total += self.hw.cores[core].energy_j;
         }
         total
     }
@@ -744,75 +891,76 @@ impl Sim {
     /// The warm-up is over: bring every account up to now, then start them again from zero, so
     /// that the metric, energy, power and per-CPU figures cover the measured interval only.
     pub(crate) fn end_warmup(&mut self) {
-        for d in 0..self.domains.len() {
-            self.account_freq_time(d);
-            self.domains[d].freq_ns.clear();
+        for d in 0..self.hw.domains.len() {
+            self.hw.account_freq_time(self.q.now(), d);
+            self.hw.domains[d].freq_ns.clear();
         }
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
             self.account_busy_idle(cpu);
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.sched.cpus[cpu];
             c.busy_ns = 0;
             c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
-            // Keep the tick's counter deltas right while the totals restart from zero.
-            c.tick_aperf -= c.aperf;
-            c.tick_mperf -= c.mperf;
-            c.aperf = 0.0;
-            c.mperf = 0.0;
             c.util_avg_max = c.avg.util_avg;
+            // Keep the tick's counter deltas right while the totals restart from zero.
+            let k = &mut self.hw.counters[cpu];
+            k.tick_aperf -= k.aperf;
+            k.tick_mperf -= k.mperf;
+            k.aperf = 0.0;
+            k.mperf = 0.0;
         }
         self.rapl_sample();
-        for pkg in 0..self.packages.len() {
-            self.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
-            let p = &mut self.packages[pkg];
+        for pkg in 0..self.hw.packages.len() {
+            self.hw.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
+            let p = &mut self.hw.packages[pkg];
             p.uncore_energy_j = 0.0;
             p.idle_ns = 0;
             p.uncore_clock_s = 0.0;
             p.rapl_units = 0;
         }
-        for core in self.cores.iter_mut() {
+        for core in self.hw.cores.iter_mut() {
             core.energy_j = 0.0;
         }
-        self.stats.counters.iter_mut().for_each(|n| *n = 0);
-        self.stats.responses_ns.clear();
-        self.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.stats.work_done_before_warmup = self.workload_work_done();
-        self.stats.time_to_top_ns = None;
+        self.work.stats.counters.iter_mut().for_each(|n| *n = 0);
+        self.work.stats.responses_ns.clear();
+        self.work.stats.latencies_ns.iter_mut().for_each(Vec::clear);
+        self.work.stats.work_done_before_warmup = self.workload_work_done();
+        self.work.stats.time_to_top_ns = None;
     }
 
     /// Work the workload's own tasks have done so far (cycles at base frequency): background
     /// kernel threads' work is not the benchmark's.
     fn workload_work_done(&self) -> f64 {
-        self.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
+        self.sched.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
     }
 
     /// Settle every account at the end of the run.
     pub(crate) fn finish(&mut self, end: u64) {
         debug_assert_eq!(end, self.q.now());
-        if end < self.warmup_ns {
+        if end < self.run.warmup_ns {
             // The workload finished before its warm-up did: the whole run is the measurement.
-            self.warmup_ns = 0;
+            self.run.warmup_ns = 0;
         }
-        for d in 0..self.domains.len() {
-            self.account_freq_time(d);
+        for d in 0..self.hw.domains.len() {
+            self.hw.account_freq_time(self.q.now(), d);
         }
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
             self.account_busy_idle(cpu);
         }
         self.rapl_sample();
-        self.stats.sim_time_ns = end - self.warmup_ns;
-        self.stats.work_done = self.workload_work_done() - self.stats.work_done_before_warmup;
-        self.stats.energy_j = (0..self.packages.len()).map(|p| self.package_energy_j(p)).sum();
+        self.work.stats.sim_time_ns = end - self.run.warmup_ns;
+        self.work.stats.work_done = self.workload_work_done() - self.work.stats.work_done_before_warmup;
+        self.work.stats.energy_j = (0..self.hw.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
-        for cpu in 0..self.cpus.len() {
-            let base = self.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-            a += self.cpus[cpu].aperf * base;
-            m += self.cpus[cpu].mperf;
+        for cpu in 0..self.sched.cpus.len() {
+            let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
+            a += self.hw.counters[cpu].aperf * base;
+            m += self.hw.counters[cpu].mperf;
         }
-        self.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
+        self.work.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
     }
 }
 
@@ -823,4 +971,81 @@ enum RailCores {
     Now,
     /// Once, by the caller, after switching several domains at the same instant.
     Later,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::core::test_machine;
+
+    /// The hardware built alone from a machine: every domain at its cluster's lowest
+    /// frequency and that frequency's voltage, no core busy, every thread placement-idle, a
+    /// powernv ramp per policy.
+    #[test]
+    fn the_hardware_starts_at_the_lowest_frequency_with_nothing_busy() {
+        for preset in ["haswell-e5-2670v3-2s", "juno-r2", "power8-powernv"] {
+            let m = test_machine(preset, "performance");
+            let hw = Hw::new(&m);
+            assert_eq!(
+                (hw.cores.len(), hw.domains.len(), hw.packages.len()),
+                (m.plat.cores.len(), m.plat.domains.len(), m.plat.packages.len())
+            );
+            for (d, dom) in hw.domains.iter().enumerate() {
+                let cluster = m.plat.domains[d].cluster;
+                let min = m.plat.cluster(cluster).frequency.min_khz;
+                assert_eq!((dom.request_khz, dom.actual_khz, dom.pending_khz), (min, min, None), "{preset}");
+                assert_eq!(dom.mv, m.plat.voltage_mv(cluster, min));
+            }
+            for (c, core) in hw.cores.iter().enumerate() {
+                assert_eq!((core.busy_threads, core.active), (0, false));
+                assert_eq!(core.placement_idle_threads as usize, m.plat.cores[c].cpus.len());
+            }
+            assert_eq!(hw.ramps.len(), m.plat.policies.len());
+        }
+    }
+
+    /// Energy is power integrated over time, settled at each touch; a package's time counts as
+    /// idle while its uncore idles and as clock level × time while it runs.
+    #[test]
+    fn touching_settles_energy_and_package_time() {
+        let m = test_machine("skylake-e3-1240v5", "performance");
+        let mut hw = Hw::new(&m);
+        hw.cores[0].power_w = 2.0;
+        hw.touch_core(500_000_000, 0);
+        assert!((hw.cores[0].energy_j - 1.0).abs() < 1e-12);
+        assert_eq!(hw.cores[0].since, 500_000_000);
+        // Nothing awake: the package idles at its idle power.
+        assert_eq!(hw.uncore_scan(&m, 0), None);
+        hw.repower_package(&m, 0, 0);
+        assert_eq!(hw.packages[0].uncore_w, m.plat.file.package_power.p_pkg_idle_w);
+        hw.set_uncore(&m, 1_000_000_000, 0, Some((0.5, 1)));
+        assert_eq!(hw.packages[0].idle_ns, 1_000_000_000);
+        let busy_w = hw.packages[0].uncore_w;
+        hw.touch_package(3_000_000_000, 0);
+        assert!((hw.packages[0].uncore_clock_s - 1.0).abs() < 1e-12);
+        let idle_j = m.plat.file.package_power.p_pkg_idle_w;
+        assert!((hw.packages[0].uncore_energy_j - (idle_j + 2.0 * busy_w)).abs() < 1e-9);
+        // An awake core at the domain's frequency sets the uncore's level.
+        hw.cores[0].active = true;
+        hw.packages[0].active_cores[0] = 1;
+        let level = m.plat.cluster(0).frequency.level_of(hw.domains[0].actual_khz);
+        assert_eq!(hw.uncore_scan(&m, 0), Some((level, 1)));
+    }
+
+    /// Time at each frequency is one account per domain, in the order the frequencies ran.
+    #[test]
+    fn time_in_frequency_accumulates_per_frequency() {
+        let m = test_machine("juno-r2", "performance");
+        let mut hw = Hw::new(&m);
+        let low = hw.domains[0].actual_khz;
+        hw.account_freq_time(1_000, 0);
+        hw.domains[0].actual_khz = low * 2;
+        hw.account_freq_time(3_000, 0);
+        hw.domains[0].actual_khz = low;
+        hw.account_freq_time(4_000, 0);
+        assert_eq!(hw.domains[0].freq_ns, [(low, 2_000), (low * 2, 2_000)]);
+        // The package rail is its domains' highest voltage.
+        let top = hw.domains.iter().map(|d| d.mv).fold(0.0, f64::max);
+        assert!(hw.package_voltage(&m, 0) <= top && hw.package_voltage(&m, 0) > 0.0);
+    }
 }

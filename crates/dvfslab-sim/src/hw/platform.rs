@@ -434,20 +434,6 @@ impl Platform {
         interpolate_voltage(&self.file.clusters[cluster].frequency.vf_curve, khz)
     }
 
-    /// Busy power (W) of one core of `cluster` at `khz` and voltage `mv`, with `activity`.
-    pub fn core_busy_w(&self, cluster: usize, khz: u32, mv: f64, activity: f64) -> f64 {
-        let p = &self.file.clusters[cluster].power;
-        let v = mv / 1000.0;
-        let dynamic = activity * p.c_eff_nf * 1e-9 * v * v * (khz as f64 * 1e3);
-        dynamic + self.core_leak_w(cluster, mv)
-    }
-
-    /// Leakage (W) of one powered core at voltage `mv`: `p_leak_ref · (V/v_ref)³`.
-    pub fn core_leak_w(&self, cluster: usize, mv: f64) -> f64 {
-        let p = &self.file.clusters[cluster].power;
-        p.p_leak_ref_mw / 1000.0 * (mv / p.v_ref_mv).powi(3)
-    }
-
     /// Reported transition latency for `driver`, if the platform knows it (None = unknown).
     pub fn transition_latency_ns(&self, cluster: usize, driver: &str) -> Option<u64> {
         self.file.clusters[cluster].frequency.transition_latency_ns.get(driver).copied().flatten()
@@ -966,14 +952,9 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
     let pp = &file.package_power;
     let n_cores = c.cores_per_package as usize;
     let voltage = |khz: u32| interpolate_voltage(&q.vf_curve, khz);
-    let core_w = |khz: u32| {
-        let mv = voltage(khz);
-        let v = mv / 1000.0;
-        c.power.activity * c.power.c_eff_nf * 1e-9 * v * v * (khz as f64 * 1e3)
-            + c.power.p_leak_ref_mw / 1000.0 * (mv / c.power.v_ref_mv).powi(3)
-    };
+    let core_w = |khz: u32| c.power.busy_w(khz, voltage(khz), c.power.activity);
     // The uncore clock follows the cores' (uncore frequency scaling).
-    let uncore_w = |khz: u32| pp.p_uncore_active_w + pp.p_uncore_dyn_w * q.level_of(khz);
+    let uncore_w = |khz: u32| pp.uncore_w(Some(q.level_of(khz)));
     // Candidate hardware frequencies: the P-state grid plus every curve point and bin.
     let mut grid: Vec<u32> = q.pstates_khz.clone();
     grid.extend(q.vf_curve.iter().map(|p| p.0).filter(|&f| f >= q.min_khz && f <= q.max_khz));
@@ -1003,13 +984,19 @@ fn turbo_limits(file: &PlatformFile, c: &ClusterFile) -> Vec<u32> {
         .collect()
 }
 
+/// A shipped preset by its id, for unit tests that build a part of the simulator alone.
+#[cfg(test)]
+pub(crate) fn test_preset(id: &str) -> Platform {
+    let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
+    Platform::from_json(&std::fs::read_to_string(&path).unwrap(), id).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn preset(id: &str) -> Platform {
-        let path = format!("{}/../../python/dvfslab/data/platforms/{id}.json", env!("CARGO_MANIFEST_DIR"));
-        Platform::from_json(&std::fs::read_to_string(&path).unwrap(), id).unwrap()
+        test_preset(id)
     }
 
     fn cpus_of_cluster(p: &Platform, cluster: &str) -> Vec<usize> {

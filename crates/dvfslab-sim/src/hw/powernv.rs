@@ -13,15 +13,7 @@
 //! With `slow_rampdown=0` (kernels before 4.8) the global simply follows the local request.
 
 use crate::engine::Event;
-use crate::kernel::KernelVersion;
 use crate::sim::Sim;
-
-/// Whether requests reach powernv by fast switch: schedutil uses `->fast_switch` where the
-/// driver has one, and powernv has `powernv_fast_switch` from 4.10 (absent in 4.9, present in
-/// 4.14). Other governors always go through `__cpufreq_driver_target` and `target_index`.
-pub(crate) fn fast_switch_used(governor: &str, kernel: KernelVersion) -> bool {
-    governor == "schedutil" && kernel >= KernelVersion(4, 10)
-}
 
 /// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
 pub const MAX_RAMP_DOWN_TIME_MS: u64 = 5120;
@@ -64,35 +56,35 @@ impl Ramp {
 
 impl Sim {
     fn pstate_index(&self, policy: usize, khz: u32) -> usize {
-        let table = &self.policies[policy].table;
+        let table = &self.machine.tables[policy];
         let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
         table.len() - 1 - pos
     }
 
     fn pstate_khz(&self, policy: usize, idx: usize) -> u32 {
-        let table = &self.policies[policy].table;
+        let table = &self.machine.tables[policy];
         table[table.len() - 1 - idx]
     }
 
     /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
     pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
         let new_idx = self.pstate_index(policy, khz);
-        if self.powernv_fast_switch {
+        if self.machine.powernv_fast_switch {
             // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
             // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
-            let r = &mut self.ramps[policy];
+            let r = &mut self.hw.ramps[policy];
             r.reset();
             r.timer_token = r.timer_token.wrapping_add(1);
             self.set_global_khz(policy, khz);
             return;
         }
-        if !self.slow_rampdown {
+        if !self.machine.slow_rampdown {
             self.set_global_khz(policy, khz);
             return;
         }
         let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.policies[policy].table.len() - 1;
-        let r = &mut self.ramps[policy];
+        let min_idx = self.machine.tables[policy].len() - 1;
+        let r = &mut self.hw.ramps[policy];
         let g = match r.last_sampled_ms {
             None => {
                 r.highest_idx = new_idx;
@@ -131,8 +123,8 @@ impl Sim {
     /// The ramp-down timer fired: lower the global a step further (gpstate_timer_handler).
     pub(crate) fn powernv_timer(&mut self, policy: usize) {
         let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.policies[policy].table.len() - 1;
-        let r = &mut self.ramps[policy];
+        let min_idx = self.machine.tables[policy].len() - 1;
+        let r = &mut self.hw.ramps[policy];
         let local = r.last_lpstate_idx;
         if r.last_gpstate_idx == local {
             r.reset();
@@ -159,7 +151,7 @@ impl Sim {
     }
 
     fn arm_ramp_timer(&mut self, policy: usize) {
-        let r = &mut self.ramps[policy];
+        let r = &mut self.hw.ramps[policy];
         let interval = if r.elapsed_ms + GPSTATE_TIMER_INTERVAL_MS > MAX_RAMP_DOWN_TIME_MS {
             MAX_RAMP_DOWN_TIME_MS.saturating_sub(r.elapsed_ms).max(1)
         } else {

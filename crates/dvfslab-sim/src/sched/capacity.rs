@@ -24,9 +24,6 @@ use crate::sched::pelt::{approximate_util_avg, SCHED_CAPACITY_SCALE};
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
-/// Names of the `fits` system knob's values.
-pub const FITS_CHOICES: &[(&str, f64)] = &[("80pct", 0.0), ("tick", 1.0)];
-
 /// Which `fits_capacity` the scheduler uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FitsRule {
@@ -141,9 +138,10 @@ impl AsymWakeup {
 }
 
 /// What decides whether EAS can run (`sched_is_eas_possible`, `kernel/sched/topology.c`).
-pub(crate) struct EasInputs<'a> {
+pub(crate) struct EasInputs {
     pub knob_on: bool,
-    pub governor: &'a str,
+    /// The governor declares that EAS may run under it ([`crate::governor::Enables::eas`]).
+    pub governor_enables_eas: bool,
     pub invariant: bool,
     pub kernel: KernelVersion,
 }
@@ -169,7 +167,7 @@ impl Hetero {
                 && asym
                 && em.is_some()
                 && no_smt
-                && eas.governor == "schedutil"
+                && eas.governor_enables_eas
                 && eas.invariant
                 && eas.kernel >= KernelVersion(5, 0),
             em,
@@ -191,9 +189,10 @@ impl Hetero {
 impl Sim {
     /// capacity_of(cpu): cap_orig less the capacity a lowered policy maximum takes away.
     pub(crate) fn capacity_of(&self, cpu: usize) -> u64 {
-        let cap = self.plat.cpus[cpu].cap_orig;
-        let pol = &self.policies[self.plat.cpus[cpu].policy];
-        let f_ref = *pol.table.last().unwrap_or(&pol.max_khz) as u64;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let policy = self.machine.plat.cpus[cpu].policy;
+        let pol = &self.cpufreq.policies[policy];
+        let f_ref = *self.machine.tables[policy].last().unwrap_or(&pol.max_khz) as u64;
         if (pol.max_khz as u64) < f_ref && f_ref > 0 {
             (cap * pol.max_khz as u64 / f_ref).max(1)
         } else {
@@ -203,19 +202,19 @@ impl Sim {
 
     pub(crate) fn cpu_caps(&self, cpu: usize) -> CpuCaps {
         let capacity = self.capacity_of(cpu);
-        CpuCaps { cap_orig: self.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
+        CpuCaps { cap_orig: self.machine.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
     }
 
     /// util_fits_cpu with this run's fits rule and uclamp state.
     pub(crate) fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: usize) -> i8 {
-        let h = &self.hetero;
+        let h = &self.sched.hetero;
         util_fits_cpu(util, uclamp_min, uclamp_max, self.cpu_caps(cpu), h.fits, h.uclamp_active())
     }
 
     /// The task's effective clamps (uclamp_eff_value): its requests, or the defaults (min 0,
     /// RT tasks 1024; max 1024).
     pub(crate) fn task_uclamp(&self, task: usize) -> (u64, u64) {
-        let a = &self.tasks[task].attrs;
+        let a = &self.sched.tasks[task].attrs;
         let rt_default = match a.policy {
             SchedPolicy::Normal => 0,
             _ => SCHED_CAPACITY_SCALE,
@@ -228,35 +227,35 @@ impl Sim {
     /// The run-queue clamps of `cpu`: max-aggregated over its runnable tasks; an idle
     /// run-queue reads min 0 and keeps the last max. None when uclamp is not in use.
     pub(crate) fn rq_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
-        if !self.hetero.uclamp_active() {
+        if !self.sched.hetero.uclamp_active() {
             return None;
         }
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         let mut tasks = c.curr.iter().chain(c.queue.iter()).peekable();
         if tasks.peek().is_none() {
-            return Some((0, self.hetero.uclamp_max_idle[cpu]));
+            return Some((0, self.sched.hetero.uclamp_max_idle[cpu]));
         }
         Some(tasks.map(|&t| self.task_uclamp(t)).fold((0, 0), |(lo, hi), (a, b)| (lo.max(a), hi.max(b))))
     }
 
     /// Note a task leaving `cpu`'s run-queue: an idle run-queue keeps its uclamp_max.
     pub(crate) fn uclamp_dequeued(&mut self, task: usize, cpu: usize) {
-        if self.hetero.uclamp_active() {
-            self.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
+        if self.sched.hetero.uclamp_active() {
+            self.sched.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
         }
     }
 
     /// A task's clamp requests changed (or it was created with some): uclamp is in use.
     pub(crate) fn uclamp_requested(&mut self, min: Option<u32>, max: Option<u32>) {
         if min.is_some() || max.is_some() {
-            self.hetero.uclamp_used = true;
+            self.sched.hetero.uclamp_used = true;
         }
     }
 
     /// The PELT clock of `cpu` as a reader outside an update sees it: now on an idle CPU
     /// (its clock is re-synced), the last update on a busy one.
     fn pelt_clock_estimate(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         if c.curr.is_none() {
             self.q.now() - c.lost_idle
         } else {
@@ -266,18 +265,18 @@ impl Sim {
 
     /// The task's util_avg decayed to now if it sleeps (sync_entity_load_avg).
     pub(crate) fn task_util_avg_now(&self, task: usize) -> u64 {
-        let t = &self.tasks[task];
+        let t = &self.sched.tasks[task];
         if t.state != crate::sched::task::TaskState::Sleeping || !t.placed {
             return t.avg.util_avg;
         }
         let mut avg = t.avg.clone();
-        avg.update(self.pelt_clock_estimate(t.cpu), 0, 0, false, t.weight, self.pelt_shift);
+        avg.update(self.pelt_clock_estimate(t.cpu), 0, 0, false, t.weight, self.machine.pelt_shift);
         avg.util_avg
     }
 
     /// task_util_est(p) = max(util_avg, util_est).
     pub(crate) fn task_util_est(&self, task: usize) -> u64 {
-        self.task_util_avg_now(task).max(self.tasks[task].util_est.value())
+        self.task_util_avg_now(task).max(self.sched.tasks[task].util_est.value())
     }
 
     /// task_fits_cpu: the task's util and its own clamps fully fit `cpu`.
@@ -288,7 +287,7 @@ impl Sim {
 
     /// Keep a record of a move for `--explain`.
     pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str) {
-        if self.hetero.migrations.is_none() || src == dst {
+        if self.sched.hetero.migrations.is_none() || src == dst {
             return;
         }
         let util = self.task_util_est(task);
@@ -302,13 +301,28 @@ impl Sim {
             util,
             fitted_src,
         };
-        self.hetero.migrations.as_mut().expect("checked").push(m);
+        self.sched.hetero.migrations.as_mut().expect("checked").push(m);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// EAS runs under any governor that declares it enables EAS, whatever its name, on an
+    /// asymmetric platform without SMT with an Energy Model, invariant, 5.0+.
+    #[test]
+    fn eas_follows_the_governors_declaration_not_its_name() {
+        let m = crate::governor::core::test_machine("pixel6", "performance");
+        let eas_under = |governor_enables_eas: bool| {
+            let eas = EasInputs { knob_on: true, governor_enables_eas, invariant: true, kernel: KernelVersion(6, 1) };
+            Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas
+        };
+        assert!(eas_under(true));
+        assert!(!eas_under(false));
+        let enabling: Vec<&str> = crate::governor::REGISTRY.iter().filter(|g| g.enables.eas).map(|g| g.name).collect();
+        assert_eq!(enabling, ["schedutil"]);
+    }
 
     /// The largest util that fits `cap` (0..=1024 scanned).
     fn largest_fitting(cap: u64, rule: FitsRule) -> u64 {

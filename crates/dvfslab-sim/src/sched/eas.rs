@@ -98,36 +98,39 @@ impl Sim {
     /// schedutil's utilisation-to-perf mapping for `cpu`'s policy (×1.25, or the margins
     /// series' headroom), which EAS uses to predict the OPP.
     fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
-        let pol = self.plat.cpus[cpu].policy;
-        let cap = self.plat.cpus[cpu].cap_orig;
-        self.governors[pol].as_ref().and_then(|g| g.dvfs_headroom(actual, cap)).unwrap_or(actual + (actual >> 2))
+        let pol = self.machine.plat.cpus[cpu].policy;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        self.cpufreq.governors[pol]
+            .as_ref()
+            .and_then(|g| g.dvfs_headroom(actual, cap))
+            .unwrap_or(actual + (actual >> 2))
     }
 
     /// find_energy_efficient_cpu: the CPU where waking `task` costs least energy, or None when
     /// EAS does not run (off, overutilized, an RT task) so the usual path decides.
     pub(crate) fn find_energy_efficient_cpu(&self, task: usize) -> Option<usize> {
-        let h = &self.hetero;
+        let h = &self.sched.hetero;
         if !h.eas || h.overutilized || self.rt_prio(task).is_some() {
             return None;
         }
         let em = h.em.as_ref()?;
-        let prev = self.tasks[task].cpu;
+        let prev = self.sched.tasks[task].cpu;
         let p_avg = self.task_util_avg_now(task);
-        let p_est = self.tasks[task].util_est.value();
+        let p_est = self.sched.tasks[task].util_est.value();
         let (p_min, p_max) = self.task_uclamp(task);
         let uclamp = h.uclamp_active();
         let p_util = p_avg.max(p_est);
         if p_util == 0 && (!uclamp || p_min == 0) {
             return self.allowed(task, prev).then_some(prev);
         }
-        let snaps = (0..self.cpus.len())
+        let snaps = (0..self.sched.cpus.len())
             .map(|cpu| {
-                let c = &self.cpus[cpu];
+                let c = &self.sched.cpus[cpu];
                 Snap {
                     util_avg: self.cpu_util_avg_now(cpu),
                     runnable: c.avg.runnable_avg,
                     util_est: c.util_est_sum,
-                    cap: self.plat.cpus[cpu].cap_orig,
+                    cap: self.machine.plat.cpus[cpu].cap_orig,
                     busy: c.curr.is_some() || !c.queue.is_empty(),
                     rt: self.rt_runnable(cpu),
                     clamp: self.rq_uclamp(cpu),

@@ -75,8 +75,8 @@ impl GroupSum {
 impl Sim {
     /// The CPU a task forked on `this_cpu` starts on.
     pub(crate) fn select_fork_cpu(&self, task: usize, this_cpu: usize) -> usize {
-        let mut span: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
-        let Some(&first) = span.first() else { return self.tasks[task].cpu };
+        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let Some(&first) = span.first() else { return self.sched.tasks[task].cpu };
         let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { first };
         // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
         // place a task at every fork.
@@ -99,9 +99,9 @@ impl Sim {
     }
 
     fn fork_levels(&self) -> impl Iterator<Item = Level> {
-        let numa = self.plat.packages.len() > 1;
-        let between_llcs = self.plat.llcs.len() > self.plat.packages.len();
-        let smt = self.plat.file.topology.threads_per_core > 1;
+        let numa = self.machine.plat.packages.len() > 1;
+        let between_llcs = self.machine.plat.llcs.len() > self.machine.plat.packages.len();
+        let smt = self.machine.plat.file.topology.threads_per_core > 1;
         [(numa, Level::Numa), (between_llcs, Level::BetweenLlcs), (true, Level::Llc), (smt, Level::Smt)]
             .into_iter()
             .filter_map(|(present, level)| present.then_some(level))
@@ -109,11 +109,11 @@ impl Sim {
 
     /// Which group of `level` `cpu` belongs to.
     fn group_key(&self, level: Level, cpu: usize) -> usize {
-        let t = &self.plat.cpus[cpu];
+        let t = &self.machine.plat.cpus[cpu];
         match level {
             Level::Numa => t.package,
             Level::BetweenLlcs => t.llc,
-            Level::Llc if self.plat.file.topology.threads_per_core > 1 => t.core,
+            Level::Llc if self.machine.plat.file.topology.threads_per_core > 1 => t.core,
             Level::Llc | Level::Smt => cpu,
         }
     }
@@ -132,7 +132,7 @@ impl Sim {
                 }
             };
             let g = &mut groups[i];
-            g.capacity += self.plat.cpus[c].cap_orig;
+            g.capacity += self.machine.plat.cpus[c].cap_orig;
             g.runnable += self.runnable_load(c);
             g.avg += self.avg_load(c);
         }
@@ -141,10 +141,10 @@ impl Sim {
     /// Runnable load of `cpu`: its runnable tasks' load averages (a sum kept up to date, so
     /// that placing many tasks costs no scan of each run-queue).
     pub(crate) fn runnable_load(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         debug_assert_eq!(
             c.runnable_load,
-            c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum::<u64>()
+            c.curr.iter().chain(c.queue.iter()).map(|&t| self.sched.tasks[t].avg.load_avg).sum::<u64>()
         );
         c.runnable_load
     }
@@ -185,12 +185,13 @@ impl Sim {
     /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
     /// with none idle, the one with the least load.
     fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
-        let exit_ns = |c: usize| self.cpus[c].idle_state.map_or(0, |s| self.plat.idle_timing_of_cpu(c)[s].exit_ns);
+        let exit_ns =
+            |c: usize| self.sched.cpus[c].idle_state.map_or(0, |s| self.machine.plat.idle_timing_of_cpu(c)[s].exit_ns);
         let idle = group
             .iter()
             .copied()
             .filter(|&c| self.cpu_is_idle(c))
-            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_since), c));
+            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.sched.cpus[c].idle_since), c));
         idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
     }
 }

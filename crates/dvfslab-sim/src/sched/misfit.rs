@@ -37,35 +37,35 @@ impl Sim {
 
     /// Set the root domain's overutilized flag if `cpu` is (enqueue of a woken task).
     pub(crate) fn check_overutilized(&mut self, cpu: usize) {
-        if self.hetero.eas && !self.hetero.overutilized && self.cpu_overutilized(cpu) {
-            self.hetero.overutilized = true;
+        if self.sched.hetero.eas && !self.sched.hetero.overutilized && self.cpu_overutilized(cpu) {
+            self.sched.hetero.overutilized = true;
         }
     }
 
     /// Whether load balancing runs: always without EAS; with it, only while overutilized (the
     /// flag is recomputed over every CPU first, as a root-domain load balance does).
     pub(crate) fn load_balance_allowed(&mut self) -> bool {
-        if !self.hetero.eas {
+        if !self.sched.hetero.eas {
             return true;
         }
-        self.hetero.overutilized = (0..self.cpus.len()).any(|c| self.cpu_overutilized(c));
-        self.hetero.overutilized
+        self.sched.hetero.overutilized = (0..self.sched.cpus.len()).any(|c| self.cpu_overutilized(c));
+        self.sched.hetero.overutilized
     }
 
     /// update_misfit_status: the current task of `cpu` if it is a misfit (4.20+; before, a
     /// task that outgrew its CPU stayed until its next wake-up).
     fn misfit_task(&self, cpu: usize) -> Option<usize> {
-        if !self.hetero.misfit {
+        if !self.sched.hetero.misfit {
             return None;
         }
-        let task = self.cpus[cpu].curr?;
+        let task = self.sched.cpus[cpu].curr?;
         if self.rt_prio(task).is_some() {
             return None;
         }
-        let cap = self.plat.cpus[cpu].cap_orig;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
         // Already on the biggest CPU it may use (p->max_allowed_capacity, 6.10+), or pinned.
-        let bigger_allowed =
-            (0..self.cpus.len()).any(|c| c != cpu && self.allowed(task, c) && self.plat.cpus[c].cap_orig > cap);
+        let bigger_allowed = (0..self.sched.cpus.len())
+            .any(|c| c != cpu && self.allowed(task, c) && self.machine.plat.cpus[c].cap_orig > cap);
         if !bigger_allowed || self.task_fits_cpu(task, cpu) {
             return None;
         }
@@ -76,7 +76,7 @@ impl Sim {
     /// fits, else the biggest idle such CPU.
     fn misfit_dst(&self, task: usize, src: usize) -> Option<usize> {
         let cap_src = self.capacity_of(src);
-        let bigger: Vec<usize> = (0..self.cpus.len())
+        let bigger: Vec<usize> = (0..self.sched.cpus.len())
             .filter(|&c| c != src && self.allowed(task, c) && self.cpu_is_idle(c))
             .filter(|&c| capacity_greater(self.capacity_of(c), cap_src))
             .collect();
@@ -88,7 +88,7 @@ impl Sim {
 
     /// At the tick of `cpu`: update the overutilized flag, and move a misfit current task up.
     pub(crate) fn capacity_tick(&mut self, cpu: usize) {
-        if !self.hetero.asym || !self.load_balance_allowed() {
+        if !self.sched.hetero.asym || !self.load_balance_allowed() {
             return;
         }
         let Some(task) = self.misfit_task(cpu) else { return };
@@ -102,10 +102,10 @@ impl Sim {
     /// destination for, the biggest one first. Returns whether it took one. The caller checks
     /// that balancing is allowed.
     pub(crate) fn pull_misfit(&mut self, cpu: usize) -> bool {
-        if !self.hetero.asym {
+        if !self.sched.hetero.asym {
             return false;
         }
-        let best = (0..self.cpus.len())
+        let best = (0..self.sched.cpus.len())
             .filter(|&src| src != cpu)
             .filter_map(|src| self.misfit_task(src).map(|t| (src, t)))
             .filter(|&(src, t)| self.misfit_dst(t, src) == Some(cpu))
@@ -119,16 +119,16 @@ impl Sim {
     /// Move the running task of `src` to the idle `dst` (active balance) and let `src` run
     /// its next task or go idle.
     pub(crate) fn migrate_running(&mut self, src: usize, dst: usize) {
-        let task = self.cpus[src].curr.expect("a running task");
+        let task = self.sched.cpus[src].curr.expect("a running task");
         self.update_curr(src);
         self.update_cpu_pelt(src);
         self.update_task_pelt(task, true, true);
-        let c = &mut self.cpus[src];
+        let c = &mut self.sched.cpus[src];
         c.curr = None;
         c.switched_out = Some((task, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.count_placement_idle(src);
-        if let Some(tl) = self.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline.as_mut() {
             // The source's switch-out precedes the destination's switch-in (Timeline::reserve_switch).
             tl.reserve_switch(src);
         }
@@ -136,7 +136,7 @@ impl Sim {
         self.set_curr(dst, task);
         // Running the task on `dst` may already have woken a task onto the emptied `src`
         // (its program runs at once); only a CPU still empty picks its next task.
-        if self.cpus[src].curr.is_none() {
+        if self.sched.cpus[src].curr.is_none() {
             self.pick_next(src);
         }
         self.deepen_idle(src);
@@ -149,12 +149,12 @@ impl Sim {
     /// because the task does not fit the smaller of the waking and the previous CPU, on a
     /// platform where that CPU is at least 1/8 smaller than the biggest.
     pub(crate) fn wake_cap(&self, task: usize, this_cpu: usize, prev: usize) -> bool {
-        let min_cap = self.plat.cpus[prev].cap_orig.min(self.plat.cpus[this_cpu].cap_orig);
-        let max_cap = self.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
+        let min_cap = self.machine.plat.cpus[prev].cap_orig.min(self.machine.plat.cpus[this_cpu].cap_orig);
+        let max_cap = self.machine.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
-        !crate::sched::capacity::fits_capacity(self.task_util_est(task), min_cap, self.hetero.fits)
+        !crate::sched::capacity::fits_capacity(self.task_util_est(task), min_cap, self.sched.hetero.fits)
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the
@@ -168,11 +168,11 @@ impl Sim {
         if ok(target) && fits(target) > 0 {
             return target;
         }
-        let same_llc = self.plat.cpus[prev].llc == self.plat.cpus[target].llc;
+        let same_llc = self.machine.plat.cpus[prev].llc == self.machine.plat.cpus[target].llc;
         if prev != target && same_llc && ok(prev) && fits(prev) > 0 {
             return prev;
         }
-        let n = self.cpus.len();
+        let n = self.sched.cpus.len();
         let (mut best, mut best_fits, mut best_cap) = (None, 0i8, 0u64);
         for cpu in (0..n).map(|i| (target + i) % n).filter(|&c| ok(c)) {
             let f = fits(cpu);

@@ -1,7 +1,7 @@
 //! The CFS-like scheduler and the CPU-level PELT signals: task placement at fork and wake-up,
-//! fair time slices, preemption, new-idle and tick-time balancing, idle entry through a
-//! menu-like idle governor, and the run-queue PELT clock with frequency and capacity
-//! invariance.
+//! fair time slices, preemption, new-idle and tick-time balancing, idle entry through the idle
+//! governor (`hw/cpuidle/`), and the run-queue PELT clock with frequency and capacity
+//! invariance. The task programs' interpreter is in interpret.rs.
 //!
 //! Simplifications (see docs/model.md): all tasks have nice 0; vruntime is re-based on the
 //! destination's min_vruntime when a task moves; load balancing moves a waiting task only to
@@ -23,7 +23,7 @@ pub mod waker;
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
-use crate::hw::platform::IdlePower;
+use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::objects::Outcome;
 use crate::sched::pelt::{
@@ -34,6 +34,97 @@ use crate::sched::waker::Waker;
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
+
+mod cpu;
+mod interpret;
+pub(crate) use cpu::{Cpu, LlcIdle};
+
+/// The scheduler's state: the per-CPU run-queues, the tasks, the idle counts placement reads,
+/// and the heterogeneous-platform state (capacities, misfit, EAS, uclamp).
+pub(crate) struct Sched {
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) tasks: Vec<crate::sched::task::Task>,
+    /// Frequency-invariant PELT: the machine's setting until out-of-range counter ratios
+    /// switch it off for good.
+    pub(crate) invariant: bool,
+    pub(crate) live_tasks: usize,
+    /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
+    pub(crate) waiting: usize,
+    /// Whether any task has an RT policy (given at spawn, never changed): without one, the RT
+    /// checks of every enqueue, switch and run-queue PELT update read no task.
+    pub(crate) any_rt: bool,
+    /// CPUs, and cores with every thread, that wake-up placement would find idle: its scans
+    /// have nothing to find at zero.
+    pub(crate) idle_cpus: usize,
+    pub(crate) idle_cores: usize,
+    /// The same two counts per LLC (a core's threads share its LLC): a wake-up's searches of
+    /// its target's LLC have nothing to find there at zero, however many idle CPUs the other
+    /// LLCs have.
+    pub(crate) llc_idle: Vec<LlcIdle>,
+    /// Capacities, misfit, EAS and uclamp state (asymmetric platforms).
+    pub(crate) hetero: crate::sched::capacity::Hetero,
+}
+
+impl Sched {
+    /// The scheduler at the start of a run: no task, every CPU idle in its deepest state.
+    pub(crate) fn new(machine: &crate::machine::Machine, hetero: crate::sched::capacity::Hetero) -> Sched {
+        let plat = &machine.plat;
+        let ncpus = plat.ncpus();
+        let cpus = (0..ncpus)
+            .map(|c| Cpu {
+                curr: None,
+                queue: Vec::new(),
+                queue_min_vruntime: u64::MAX,
+                queue_min_stale: false,
+                runnable_load: 0,
+                min_vruntime: 0,
+                avg: SchedAvg::default(),
+                util_est_sum: 0,
+                clock_pelt: 0,
+                clock_task: 0,
+                lost_idle: 0,
+                freq_scale: SCHED_CAPACITY_SCALE,
+                seg_token: 0,
+                seg_start: 0,
+                seg_rate: 0.0,
+                stall_until: 0,
+                halt_until: 0,
+                stall_pelt_end: 0,
+                tick_token: 0,
+                tick_armed: false,
+                idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
+                idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
+                idle_since: 0,
+                avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
+                util_changed: false,
+                nr_iowait: 0,
+                iowait_ns: 0,
+                iowait_mark: 0,
+                spread: Default::default(),
+                timers: Vec::new(),
+                busy_ns: 0,
+                idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
+                util_avg_max: 0,
+                idle_calls: 0,
+                switched_out: None,
+                placement_idle: true,
+                awake: false,
+            })
+            .collect();
+        Sched {
+            cpus,
+            tasks: Vec::new(),
+            invariant: machine.invariant,
+            live_tasks: 0,
+            waiting: 0,
+            any_rt: false,
+            idle_cpus: plat.ncpus(),
+            idle_cores: plat.cores.len(),
+            llc_idle: LlcIdle::all_idle(plat),
+            hetero,
+        }
+    }
+}
 
 /// Scheduler tunables scale with log2 of the CPU count, capped at 8 CPUs (the kernel's
 /// default `SCHED_TUNABLESCALING_LOG`).
@@ -132,11 +223,11 @@ fn scan_from(cpus: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
 
 impl Sim {
     fn sched_latency_ns(&self) -> u64 {
-        SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
+        SCHED_LATENCY_NS * tunable_factor(self.sched.cpus.len())
     }
 
     pub(crate) fn cpu_is_idle(&self, cpu: usize) -> bool {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         c.curr.is_none() && c.queue.is_empty()
     }
 
@@ -144,27 +235,27 @@ impl Sim {
     /// queued task away never changes it: a CPU with a queue has a current task.)
     pub(crate) fn count_placement_idle(&mut self, cpu: usize) {
         let idle = self.cpu_is_idle(cpu);
-        if idle == self.cpus[cpu].placement_idle {
+        if idle == self.sched.cpus[cpu].placement_idle {
             return;
         }
-        self.cpus[cpu].placement_idle = idle;
-        let core = self.plat.cpus[cpu].core;
-        let threads = self.plat.cores[core].cpus.len() as u32;
-        let c = &mut self.cores[core];
-        let llc = &mut self.llc_idle[self.plat.cpus[cpu].llc];
+        self.sched.cpus[cpu].placement_idle = idle;
+        let core = self.machine.plat.cpus[cpu].core;
+        let threads = self.machine.plat.cores[core].cpus.len() as u32;
+        let c = &mut self.hw.cores[core];
+        let llc = &mut self.sched.llc_idle[self.machine.plat.cpus[cpu].llc];
         if idle {
-            self.idle_cpus += 1;
+            self.sched.idle_cpus += 1;
             llc.cpus += 1;
             c.placement_idle_threads += 1;
             if c.placement_idle_threads == threads {
-                self.idle_cores += 1;
+                self.sched.idle_cores += 1;
                 llc.cores += 1;
             }
         } else {
-            self.idle_cpus -= 1;
+            self.sched.idle_cpus -= 1;
             llc.cpus -= 1;
             if c.placement_idle_threads == threads {
-                self.idle_cores -= 1;
+                self.sched.idle_cores -= 1;
                 llc.cores -= 1;
             }
             c.placement_idle_threads -= 1;
@@ -173,15 +264,15 @@ impl Sim {
 
     /// Whether `task` may run on `cpu` (its affinity).
     pub(crate) fn allowed(&self, task: usize, cpu: usize) -> bool {
-        self.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
+        self.sched.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
     }
 
     /// RT priority of a task (1..99), None for CFS.
     pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
-        if !self.any_rt {
+        if !self.sched.any_rt {
             return None;
         }
-        match self.tasks[task].attrs.policy {
+        match self.sched.tasks[task].attrs.policy {
             SchedPolicy::Normal => None,
             SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
         }
@@ -189,12 +280,12 @@ impl Sim {
 
     /// Whether an RT task is running or waiting on `cpu` (schedutil then asks for the maximum).
     pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         c.curr.iter().chain(c.queue.iter()).any(|&t| self.rt_prio(t).is_some())
     }
 
     pub(crate) fn nr_running(&self, cpu: usize) -> u64 {
-        self.cpus[cpu].curr.is_some() as u64 + self.cpus[cpu].queue.len() as u64
+        self.sched.cpus[cpu].curr.is_some() as u64 + self.sched.cpus[cpu].queue.len() as u64
     }
 
     // -----------------------------------------------------------------------------------------
@@ -217,19 +308,20 @@ impl Sim {
     /// already; that runnable time is left out).
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
-        let cap = self.plat.cpus[cpu].cap_orig;
-        let curr = self.cpus[cpu].curr;
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let curr = self.sched.cpus[cpu].curr;
         // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
         let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
         let nr = self.nr_running(cpu);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if curr.is_some() && c.stall_until > c.clock_task {
             let end = c.stall_until.min(now);
             c.clock_task = end;
             c.clock_pelt = end;
             c.stall_pelt_end = end - c.lost_idle;
             let waiting = nr.saturating_sub(1);
-            c.util_changed |= c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.pelt_shift);
+            c.util_changed |=
+                c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.machine.pelt_shift);
         }
         let delta = now - c.clock_task;
         c.clock_task = now;
@@ -239,89 +331,89 @@ impl Sim {
             c.clock_pelt = now;
         }
         let pelt_now = c.clock_pelt - c.lost_idle;
-        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.pelt_shift) {
+        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.machine.pelt_shift) {
             c.util_changed = true;
             // util_avg may exceed the capacity scale for a while after migrations attach
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
             let util = c.avg.util_avg.min(SCHED_CAPACITY_SCALE);
             c.util_avg_max = c.util_avg_max.max(util);
-            if let Some(tl) = self.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline.as_mut() {
                 tl.util(now, cpu, util);
             }
         }
     }
 
     fn cpu_pelt_now(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         c.clock_pelt - c.lost_idle
     }
 
     /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
     pub(crate) fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
-        let cpu = self.tasks[task].cpu;
+        let cpu = self.sched.tasks[task].cpu;
         let now = self.cpu_pelt_now(cpu);
-        let waited_until = self.cpus[cpu].stall_pelt_end;
-        let t = &mut self.tasks[task];
+        let waited_until = self.sched.cpus[cpu].stall_pelt_end;
+        let t = &mut self.sched.tasks[task];
         let load_before = t.avg.load_avg;
         if running && t.avg.last_update_time < waited_until && waited_until <= now {
             // The current task was woken only once its CPU had left its idle state.
-            if t.avg.update(waited_until, 0, 0, false, t.weight, self.pelt_shift) {
+            if t.avg.update(waited_until, 0, 0, false, t.weight, self.machine.pelt_shift) {
                 t.util_est.on_pelt_refresh();
             }
         }
-        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.pelt_shift) {
+        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.machine.pelt_shift) {
             t.util_est.on_pelt_refresh();
         }
         if t.on_rq {
-            let rq = &mut self.cpus[cpu].runnable_load;
+            let rq = &mut self.sched.cpus[cpu].runnable_load;
             *rq = *rq - load_before + t.avg.load_avg;
         }
     }
 
     /// `task` joins the run-queue of `cpu` (its CPU), current or waiting.
     fn rq_attach(&mut self, task: usize, cpu: usize) {
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         debug_assert!(!t.on_rq && t.cpu == cpu);
         t.on_rq = true;
-        self.cpus[cpu].runnable_load += t.avg.load_avg;
+        self.sched.cpus[cpu].runnable_load += t.avg.load_avg;
     }
 
     /// `task` leaves the run-queue of `cpu` (its CPU).
     fn rq_detach(&mut self, task: usize, cpu: usize) {
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         debug_assert!(t.on_rq && t.cpu == cpu);
         t.on_rq = false;
-        self.cpus[cpu].runnable_load -= t.avg.load_avg;
+        self.sched.cpus[cpu].runnable_load -= t.avg.load_avg;
     }
 
     /// Add `task` to the tasks waiting on `cpu`.
     fn queue_push(&mut self, cpu: usize, task: usize) {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.queue.push(task);
-        c.queue_min_vruntime = c.queue_min_vruntime.min(self.tasks[task].vruntime);
+        c.queue_min_vruntime = c.queue_min_vruntime.min(self.sched.tasks[task].vruntime);
     }
 
     /// Take `task` out of the tasks waiting on `cpu`.
     fn queue_remove(&mut self, cpu: usize, task: usize) {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.queue.retain(|&t| t != task);
-        if self.tasks[task].vruntime == c.queue_min_vruntime {
+        if self.sched.tasks[task].vruntime == c.queue_min_vruntime {
             c.queue_min_stale = true;
         }
     }
 
     /// The smallest vruntime among the tasks waiting on `cpu`, if any.
     fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         if c.queue_min_stale {
-            let min = c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX);
-            let c = &mut self.cpus[cpu];
+            let min = c.queue.iter().map(|&t| self.sched.tasks[t].vruntime).min().unwrap_or(u64::MAX);
+            let c = &mut self.sched.cpus[cpu];
             c.queue_min_vruntime = min;
             c.queue_min_stale = false;
         }
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         debug_assert_eq!(
-            c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX),
+            c.queue.iter().map(|&t| self.sched.tasks[t].vruntime).min().unwrap_or(u64::MAX),
             c.queue_min_vruntime,
             "a waiting task's vruntime changed"
         );
@@ -331,8 +423,8 @@ impl Sim {
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
     /// idle CPU's blocked average is decayed to now without changing the state.
     pub(crate) fn cpu_util_now(&self, cpu: usize) -> u64 {
-        let c = &self.cpus[cpu];
-        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.plat.cpus[cpu].cap_orig)
+        let c = &self.sched.cpus[cpu];
+        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.machine.plat.cpus[cpu].cap_orig)
     }
 
     /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
@@ -343,12 +435,12 @@ impl Sim {
     /// `read` applied to the root cfs_rq average of `cpu`, with an idle CPU's blocked signals
     /// decayed to now (on a copy: the CPU's state is not changed).
     pub(crate) fn with_cpu_avg_now<R>(&self, cpu: usize, read: impl Fn(&crate::sched::pelt::SchedAvg) -> R) -> R {
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         if c.curr.is_some() {
             return read(&c.avg);
         }
         let mut avg = c.avg.clone();
-        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.pelt_shift);
+        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.machine.pelt_shift);
         read(&avg)
     }
 
@@ -360,21 +452,21 @@ impl Sim {
     fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::sched::task::Task {
         let mut task = crate::sched::task::Task::new(id, name, program, start_ns);
         task.util_est =
-            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.kernel));
+            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.machine.kernel));
         task
     }
 
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
-        let id = self.tasks.len();
+        let id = self.sched.tasks.len();
         let mut task = self.new_task(id, spec.name, spec.program, spec.start_ns);
         self.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
         // A run ends when its benchmark's tasks have all exited: kernel threads never do.
         if !spec.attrs.background {
-            self.live_tasks += 1;
+            self.sched.live_tasks += 1;
         }
-        self.any_rt |= !matches!(spec.attrs.policy, SchedPolicy::Normal);
+        self.sched.any_rt |= !matches!(spec.attrs.policy, SchedPolicy::Normal);
         task.attrs = spec.attrs;
-        self.tasks.push(task);
+        self.sched.tasks.push(task);
         if spec.start_ns <= self.q.now() {
             self.timer_wake(id);
         } else {
@@ -384,7 +476,7 @@ impl Sim {
 
     /// A sleeping task's timer fired (or a new task starts).
     pub(crate) fn timer_wake(&mut self, task: usize) {
-        if self.tasks[task].placed {
+        if self.sched.tasks[task].placed {
             self.wake_task(task, Waker::Timer, UpdateFlags::default());
         } else {
             self.start_task(task);
@@ -395,22 +487,23 @@ impl Sim {
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     fn start_task(&mut self, task: usize) {
         // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
-        let cpu = self.select_fork_cpu(task, self.tasks[task].cpu);
+        let cpu = self.select_fork_cpu(task, self.sched.tasks[task].cpu);
         self.update_cpu_pelt(cpu);
-        let (rq_util, rq_load) = (self.cpus[cpu].avg.util_avg, self.cpus[cpu].avg.load_avg);
-        let util = initial_task_util(self.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.tasks[task].weight);
+        let (rq_util, rq_load) = (self.sched.cpus[cpu].avg.util_avg, self.sched.cpus[cpu].avg.load_avg);
+        let util =
+            initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.sched.tasks[task].weight);
         let pelt_now = self.cpu_pelt_now(cpu);
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         t.placed = true;
         t.cpu = cpu;
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
         // wake_up_new_task attaches the new task's util, runnable and load.
-        attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
-        self.cpus[cpu].util_changed = true;
+        attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
+        self.sched.cpus[cpu].util_changed = true;
         // wake_up_new_task enqueues from the parent's CPU.
-        let source = self.tasks[task].parent.map_or(cpu, |p| self.tasks[p].cpu);
+        let source = self.sched.tasks[task].parent.map_or(cpu, |p| self.sched.tasks[p].cpu);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..UpdateFlags::default() };
         self.enqueue(task, cpu, true, flags);
     }
@@ -418,13 +511,13 @@ impl Sim {
     /// Wake a sleeping task on behalf of `waker` (try_to_wake_up). A pending timer of the task
     /// is cancelled.
     pub(crate) fn wake_task(&mut self, task: usize, waker: Waker, flags: UpdateFlags) {
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         if t.state != TaskState::Sleeping {
             return;
         }
         t.timer_token = t.timer_token.wrapping_add(1);
         let prev = t.cpu;
-        if self.timeline.is_some() {
+        if self.run.timeline.is_some() {
             self.trace_waking(task, prev, waker);
         }
         let waker = waker.placement_source();
@@ -434,7 +527,7 @@ impl Sim {
             None => (self.select_wake_cpu(task, waker), "wakeup"),
         };
         self.note_migration(task, prev, cpu, why);
-        if self.hetero.asym && cpu != prev {
+        if self.sched.hetero.asym && cpu != prev {
             self.deepen_idle(prev);
         }
         // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
@@ -447,8 +540,8 @@ impl Sim {
     /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
     fn trace_waking(&mut self, task: usize, prev: usize, waker: Waker) {
         let (cpu, context) = waker.logged_on(prev);
-        let current = self.cpus[cpu].curr;
-        if let Some(tl) = self.timeline.as_mut() {
+        let current = self.sched.cpus[cpu].curr;
+        if let Some(tl) = self.run.timeline.as_mut() {
             tl.waking(self.q.now(), cpu, task, prev, current, context);
         }
     }
@@ -457,13 +550,13 @@ impl Sim {
     /// CPU's policy. Within an LLC the source takes the run-queue lock and enqueues itself;
     /// across LLCs the wake-up is queued to the target by IPI (TTWU_QUEUE) and enqueued there.
     fn remote_enqueue(&self, source: usize, cpu: usize) -> bool {
-        let (s, t) = (&self.plat.cpus[source], &self.plat.cpus[cpu]);
+        let (s, t) = (&self.machine.plat.cpus[source], &self.machine.plat.cpus[cpu]);
         s.policy != t.policy && s.llc == t.llc
     }
 
     /// Every CPU id, for a search of the whole machine.
     pub(crate) fn all_cpus(&self) -> &[usize] {
-        &self.every_cpu
+        &self.machine.every_cpu
     }
 
     /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
@@ -471,21 +564,22 @@ impl Sim {
     pub(crate) fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
         // The counts are exact (debug builds check them), so a loaded machine skips the scan.
         debug_assert_eq!(
-            self.idle_cores,
-            self.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
+            self.sched.idle_cores,
+            self.machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
         );
-        if self.idle_cores == 0 {
+        if self.sched.idle_cores == 0 {
             return None;
         }
         scan_from(cpus, start).find(|&c| {
-            self.allowed(task, c) && self.plat.cores[self.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+            self.allowed(task, c)
+                && self.machine.plat.cores[self.machine.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
         })
     }
 
     /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
     pub(crate) fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
-        debug_assert_eq!(self.idle_cpus, (0..self.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
-        if self.idle_cpus == 0 {
+        debug_assert_eq!(self.sched.idle_cpus, (0..self.sched.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
+        if self.sched.idle_cpus == 0 {
             return None;
         }
         scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
@@ -499,9 +593,9 @@ impl Sim {
     /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
     fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.allowed(task, c);
-        let prev = self.tasks[task].cpu;
-        let asym_cfs = self.hetero.asym && self.rt_prio(task).is_none();
-        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::WakeCap {
+        let prev = self.sched.tasks[task].cpu;
+        let asym_cfs = self.sched.hetero.asym && self.rt_prio(task).is_none();
+        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::WakeCap {
             // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
             // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
             let this_cpu = waker.map_or(prev, |(w, _)| w);
@@ -509,7 +603,7 @@ impl Sim {
                 return self.select_fork_cpu(task, this_cpu);
             }
         }
-        let same_llc = |a: usize, b: usize| self.plat.cpus[a].llc == self.plat.cpus[b].llc;
+        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
         let target = match waker {
             Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
                 if ok(prev) && self.cpu_is_idle(prev) {
@@ -522,7 +616,7 @@ impl Sim {
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task, prev),
         };
-        if asym_cfs && self.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
+        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
         if self.cpu_is_idle(target) {
@@ -532,10 +626,10 @@ impl Sim {
             return prev;
         }
         // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
-        let l = self.plat.cpus[target].llc;
-        let llc = &self.plat.llcs[l];
-        debug_assert_eq!(self.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
-        let idle = self.llc_idle[l];
+        let l = self.machine.plat.cpus[target].llc;
+        let llc = &self.machine.plat.llcs[l];
+        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
+        let idle = self.sched.llc_idle[l];
         let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
         let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
         core.or_else(cpu).unwrap_or(target)
@@ -544,43 +638,43 @@ impl Sim {
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
     /// run it if the CPU is idle, else check whether it preempts the current task.
     fn enqueue(&mut self, task: usize, cpu: usize, wakeup: bool, flags: UpdateFlags) {
-        let prev = self.tasks[task].cpu;
+        let prev = self.sched.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
             self.update_cpu_pelt(prev);
             self.update_task_pelt(task, false, false);
-            detach_task_avg(&mut self.cpus[prev].avg, &self.tasks[task].avg);
-            self.cpus[prev].util_changed = true;
+            detach_task_avg(&mut self.sched.cpus[prev].avg, &self.sched.tasks[task].avg);
+            self.sched.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
             let pelt_now = self.cpu_pelt_now(cpu);
-            self.tasks[task].avg.last_update_time = pelt_now;
-            attach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
-            self.cpus[cpu].util_changed = true;
-            self.tasks[task].cpu = cpu;
+            self.sched.tasks[task].avg.last_update_time = pelt_now;
+            attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
+            self.sched.cpus[cpu].util_changed = true;
+            self.sched.tasks[task].cpu = cpu;
         } else {
             self.update_cpu_pelt(cpu);
             self.update_task_pelt(task, false, false);
         }
-        let min_v = self.cpus[cpu].min_vruntime;
+        let min_v = self.sched.cpus[cpu].min_vruntime;
         let credit = self.sched_latency_ns() / 2;
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         if wakeup {
             // Sleeper credit: a waking task may be up to half a latency period ahead.
             let floor = min_v.saturating_sub(credit);
             t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
         }
         t.state = TaskState::Runnable;
-        if let Some(tl) = self.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline.as_mut() {
             tl.wakeup(self.q.now(), task, cpu);
         }
-        self.cpus[cpu].util_est_sum += self.tasks[task].util_est.value();
+        self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.rq_attach(task, cpu);
-        if self.cpus[cpu].curr.is_none() {
+        if self.sched.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
             self.queue_push(cpu, task);
-            self.waiting += 1;
-            let curr = self.cpus[cpu].curr.expect("a current task");
+            self.sched.waiting += 1;
+            let curr = self.sched.cpus[cpu].curr.expect("a current task");
             match (self.rt_prio(task), self.rt_prio(curr)) {
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),
@@ -590,7 +684,7 @@ impl Sim {
             }
         }
         self.check_overutilized(cpu);
-        if flags.remote && !remote_callbacks(self.kernel) {
+        if flags.remote && !remote_callbacks(self.machine.kernel) {
             return;
         }
         if self.rt_prio(task).is_some() {
@@ -607,17 +701,17 @@ impl Sim {
     /// tasks many times a millisecond is evaluated about once per 1024-µs period. An enqueued
     /// task that waited on I/O gets its own callback with the iowait flag, whatever changed.
     pub(crate) fn cfs_util_change(&mut self, cpu: usize, flags: UpdateFlags) {
-        let changed = std::mem::take(&mut self.cpus[cpu].util_changed);
+        let changed = std::mem::take(&mut self.sched.cpus[cpu].util_changed);
         if changed || flags.iowait {
             self.cpufreq_update_util(cpu, flags);
         }
     }
 
     fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
-        let curr = self.cpus[cpu].curr.expect("a current task");
+        let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
-        let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.cpus.len());
-        if self.tasks[task].vruntime + gran < self.tasks[curr].vruntime {
+        let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
+        if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
             self.preempt(cpu, Some(task));
         }
     }
@@ -629,29 +723,29 @@ impl Sim {
     /// Charge the current task's runtime since it last was accounted.
     pub(crate) fn update_curr(&mut self, cpu: usize) {
         let now = self.q.now();
-        let Some(curr) = self.cpus[cpu].curr else { return };
+        let Some(curr) = self.sched.cpus[cpu].curr else { return };
         self.account_segment(cpu);
-        let t = &mut self.tasks[curr];
+        let t = &mut self.sched.tasks[curr];
         let delta = now - t.exec_start_ns;
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
         let queued_min = self.queued_min_vruntime(cpu);
-        let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
-        self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
+        let v = queued_min.map_or(self.sched.tasks[curr].vruntime, |m| m.min(self.sched.tasks[curr].vruntime));
+        self.sched.cpus[cpu].min_vruntime = self.sched.cpus[cpu].min_vruntime.max(v);
     }
 
     /// Switch from the current task to `next` (or the best waiting one), keeping the current
     /// one runnable in the queue.
     fn preempt(&mut self, cpu: usize, next: Option<usize>) {
-        let curr = self.cpus[cpu].curr.expect("a current task");
+        let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(curr, true, true);
         let next = next.unwrap_or_else(|| self.best_queued(cpu));
         self.queue_remove(cpu, next);
         self.queue_push(cpu, curr);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.curr = None;
         c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -661,15 +755,15 @@ impl Sim {
     /// The task to run next from the queue: the highest RT priority (first queued among
     /// equals), else the smallest vruntime.
     fn best_queued(&self, cpu: usize) -> usize {
-        let q = &self.cpus[cpu].queue;
-        let rt = if self.any_rt {
+        let q = &self.sched.cpus[cpu].queue;
+        let rt = if self.sched.any_rt {
             q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p)
         } else {
             None
         };
         match rt {
             Some((_, t)) => t,
-            None => *q.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task"),
+            None => *q.iter().min_by_key(|&&t| (self.sched.tasks[t].vruntime, t)).expect("a queued task"),
         }
     }
 
@@ -682,20 +776,20 @@ impl Sim {
     /// gives it, else the table's.
     fn core_ready_at(&self, cpu: usize, state: usize) -> TimeNs {
         let now = self.q.now();
-        let siblings = self.plat.cores[self.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
+        let siblings = self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
         let mut core_state = state;
         let mut awake_until = None;
         for &sib in siblings {
-            match self.cpus[sib].idle_state {
+            match self.sched.cpus[sib].idle_state {
                 Some(s) => core_state = core_state.min(s),
-                None => awake_until = Some(awake_until.unwrap_or(now).max(self.cpus[sib].stall_until)),
+                None => awake_until = Some(awake_until.unwrap_or(now).max(self.sched.cpus[sib].stall_until)),
             }
         }
         // The package sleeps only when every core is power-gated (its uncore has no level).
-        let package_awake = self.packages[self.plat.cpus[cpu].package].uncore_level.is_some();
+        let package_awake = self.hw.packages[self.machine.plat.cpus[cpu].package].uncore_level.is_some();
         match awake_until {
             Some(t) => t.max(now),
-            None => now + self.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
+            None => now + self.machine.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
         }
     }
 
@@ -712,41 +806,41 @@ impl Sim {
     #[must_use]
     fn switch_in(&mut self, cpu: usize, task: usize) -> bool {
         let now = self.q.now();
-        if self.cpus[cpu].curr.is_none() {
+        if self.sched.cpus[cpu].curr.is_none() {
             self.update_cpu_pelt(cpu);
         }
         self.update_task_pelt(task, true, false);
-        if let Some(state) = self.cpus[cpu].idle_state {
-            let slept = now - self.cpus[cpu].idle_since;
-            self.cpus[cpu].idle_history.push(slept);
-            self.cpus[cpu].avg_idle_ns = next_avg_idle(self.cpus[cpu].avg_idle_ns, slept);
+        if let Some(state) = self.sched.cpus[cpu].idle_state {
+            let slept = now - self.sched.cpus[cpu].idle_since;
+            self.hw.idle_governor.reflect(cpu, slept);
+            self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
             let ready_at = self.core_ready_at(cpu, state);
             self.set_idle_state(cpu, None);
-            self.cpus[cpu].stall_until = ready_at;
-            let core = self.plat.cpus[cpu].core;
-            self.cores[core].busy_threads += 1;
+            self.sched.cpus[cpu].stall_until = ready_at;
+            let core = self.machine.plat.cpus[cpu].core;
+            self.hw.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
             self.arm_tick(cpu);
-            if let Some(tl) = self.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline.as_mut() {
                 tl.hold_until(cpu, ready_at);
                 tl.idle(now, cpu, "C0");
             }
         }
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.curr = Some(task);
         let prev = c.switched_out.take();
         self.count_placement_idle(cpu);
-        if let Some(tl) = self.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
         }
-        let t = &mut self.tasks[task];
+        let t = &mut self.sched.tasks[task];
         t.exec_start_ns = now;
         t.slice_start_exec_ns = t.sum_exec_ns;
         // A CPU still leaving its idle state runs nothing, not even instant operations: an
         // empty segment ends when it is ready, and the program goes on from there.
-        if t.work_left > 0.0 || self.cpus[cpu].stall_until.max(self.cpus[cpu].halt_until) > now {
+        if t.work_left > 0.0 || self.sched.cpus[cpu].stall_until.max(self.sched.cpus[cpu].halt_until) > now {
             self.start_segment(cpu);
             return false;
         }
@@ -756,366 +850,12 @@ impl Sim {
     /// The current task finished its run segment.
     pub(crate) fn segment_end(&mut self, cpu: usize) {
         self.account_segment(cpu);
-        let task = self.cpus[cpu].curr.expect("a current task");
-        let t = &mut self.tasks[task];
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
+        let t = &mut self.sched.tasks[task];
         // What floating-point rounding left over is done too: the end time was rounded up.
         t.work_done += t.work_left;
         t.work_left = 0.0;
         self.run_program(cpu);
-    }
-
-    /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
-    ///
-    /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
-    /// here in turn: the rest of an exit (the parent's wake-up) waits on a stack and is done,
-    /// last first, once the CPU has settled,
-    /// in the order nested calls would do it, without a stack frame per task. Programs
-    /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
-    /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
-    /// end of the event (`run_deferred_programs`).
-    pub(crate) fn run_program(&mut self, cpu: usize) {
-        let task = self.cpus[cpu].curr.expect("a current task");
-        if self.program_nesting >= MAX_PROGRAM_NESTING {
-            self.deferred_programs.push((cpu, task, self.cpus[cpu].seg_token));
-            return;
-        }
-        self.program_nesting += 1;
-        // One stack for every nesting level: a level finishes its own entries, above `base`.
-        let mut unfinished = std::mem::take(&mut self.unfinished);
-        let base = unfinished.len();
-        while self.interpret(cpu, &mut unfinished) {}
-        while unfinished.len() > base {
-            let left = unfinished.pop().expect("above base");
-            self.unfinished = unfinished;
-            self.finish_switch(left);
-            unfinished = std::mem::take(&mut self.unfinished);
-        }
-        self.unfinished = unfinished;
-        self.program_nesting -= 1;
-    }
-
-    /// Programs deferred by [`Sim::run_program`], run at the end of an event, oldest first;
-    /// one whose CPU has moved on (its task switched out or started a segment) is dropped:
-    /// the task's program resumes when it runs again.
-    pub(crate) fn run_deferred_programs(&mut self) {
-        let mut next = 0;
-        while next < self.deferred_programs.len() {
-            let (cpu, task, token) = self.deferred_programs[next];
-            next += 1;
-            if self.cpus[cpu].curr == Some(task) && self.cpus[cpu].seg_token == token {
-                self.run_program(cpu);
-            }
-        }
-        self.deferred_programs.clear();
-    }
-
-    /// Interpret the current task's program until it runs work, blocks or exits. Operations
-    /// that wake other tasks may preempt this one; it then stops here and resumes at its next
-    /// operation when it runs again. Returns whether `cpu` switched to another task whose
-    /// program is to be interpreted now, with what is left of the switch pushed on
-    /// `unfinished`.
-    fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
-        let task = self.cpus[cpu].curr.expect("a current task");
-        for _ in 0..MAX_INSTANT_STEPS {
-            if self.cpus[cpu].curr != Some(task) {
-                return false;
-            }
-            let now = self.q.now();
-            let t = &mut self.tasks[task];
-            // The program is shared (a count, not a copy), so the operation is read in place.
-            let program = std::rc::Rc::clone(&t.program);
-            let pc = t.pc;
-            t.pc += 1;
-            match program[pc] {
-                Op::Run { cycles, mem_frac } => {
-                    let w = self.draw(task, cycles);
-                    if w > 0.0 {
-                        let w = self.jittered(task, w);
-                        let t = &mut self.tasks[task];
-                        t.work_left = w;
-                        t.work_submitted += w;
-                        t.mem_frac = mem_frac;
-                        t.fixed_time = false;
-                        self.start_segment(cpu);
-                        return false;
-                    }
-                }
-                Op::RunFor { ns } => {
-                    let w = self.draw(task, ns).round();
-                    if w > 0.0 {
-                        let t = &mut self.tasks[task];
-                        t.work_left = w;
-                        t.fixed_time = true;
-                        self.start_segment(cpu);
-                        return false;
-                    }
-                }
-                Op::Mark(mark) => self.mark(task, mark),
-                Op::Jump { to } => self.tasks[task].pc = to,
-                Op::Repeat { to, times } => {
-                    let here = self.tasks[task].pc - 1;
-                    let t = &mut self.tasks[task];
-                    let left = match t.loops.last_mut() {
-                        Some((pc, left)) if *pc == here => left,
-                        _ => {
-                            t.loops.push((here, times));
-                            &mut t.loops.last_mut().expect("just pushed").1
-                        }
-                    };
-                    *left -= 1;
-                    if *left > 0 {
-                        t.pc = to;
-                    } else {
-                        t.loops.pop();
-                    }
-                }
-                Op::Sleep { ns } => {
-                    // A float beyond u64 saturates: such a sleep outlasts any run.
-                    let d = self.draw(task, ns).max(0.0) as u64;
-                    return self.block_and_switch(cpu, Some(now.saturating_add(d)));
-                }
-                Op::WaitPeriod { period_ns } => {
-                    let t = &mut self.tasks[task];
-                    let periods = (now - t.start_ns) / period_ns + 1;
-                    let next = t.start_ns.saturating_add(periods.saturating_mul(period_ns));
-                    t.activation_ns = next;
-                    return self.block_and_switch(cpu, Some(next));
-                }
-                Op::Timer { period_ns, mode } => {
-                    // rt-app's timer event (src/rt-app.c, run_event, `case rtapp_timer`): sleep
-                    // only while the next release is ahead; a late task goes on at once.
-                    let t = &mut self.tasks[task];
-                    let (release, sleep) = mode.next_release(t.activation_ns, period_ns, now);
-                    t.activation_ns = release;
-                    t.timer_reached_ns = now;
-                    if sleep {
-                        return self.block_and_switch(cpu, Some(release));
-                    }
-                }
-                Op::Post { ch, sync } => {
-                    let ch = ch + self.tasks[task].attrs.channel_base;
-                    self.channel_post(ch, cpu, sync)
-                }
-                Op::Offer { ch, capacity } => {
-                    let ch = ch + self.tasks[task].attrs.channel_base;
-                    self.channel_offer(ch, capacity, cpu)
-                }
-                Op::Wait { ch } => {
-                    let ch = ch + self.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.channel_wait(ch, task) {
-                        return self.block_and_switch(cpu, None);
-                    }
-                }
-                Op::Ask { ch, answer, sync } => {
-                    let base = self.tasks[task].attrs.channel_base;
-                    self.channel_ask(ch + base, answer + base, cpu, sync)
-                }
-                Op::Take { ch } => {
-                    let ch = ch + self.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.channel_take(ch, task) {
-                        return self.block_and_switch(cpu, None);
-                    }
-                }
-                Op::Answer { sync } => {
-                    // A program answers only after it took a token: the workload's contract.
-                    let ch = self.tasks[task].answer_to.expect("Op::Answer before any Op::Take");
-                    self.channel_post(ch, cpu, sync)
-                }
-                Op::Barrier { id, n } => {
-                    if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
-                        return self.block_and_switch(cpu, None);
-                    }
-                }
-                Op::Lock { id } => {
-                    if let Outcome::Sleep = self.mutex_lock(id, task) {
-                        return self.block_and_switch(cpu, None);
-                    }
-                }
-                Op::Unlock { id } => self.mutex_unlock(id, cpu),
-                Op::Io { dev, service_ns, transfer_ns } => {
-                    let service = self.draw(task, service_ns).max(0.0) as u64;
-                    let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
-                    self.io_submit(dev, task, service, transfer);
-                    self.put_to_sleep(cpu, None);
-                    // The task waits on the device uninterruptibly (io_schedule: state D).
-                    if let Some((_, state)) = self.cpus[cpu].switched_out.as_mut() {
-                        *state = 'D';
-                    }
-                    return self.switch_next(cpu);
-                }
-                Op::Spawn { program, count } => {
-                    for _ in 0..count {
-                        let id = self.tasks.len();
-                        if id >= crate::sched::task::MAX_TASKS {
-                            self.refuse_fork(task);
-                            break;
-                        }
-                        let prog = self.programs[program as usize].clone();
-                        let mut child = self.new_task(id, self.child_name(task, id), prog, now);
-                        child.parent = Some(task);
-                        child.root = self.tasks[task].root;
-                        child.cpu = cpu;
-                        self.tasks.push(child);
-                        if let Some(tl) = self.timeline.as_mut() {
-                            tl.process(now, cpu, 'F', task, Some(id));
-                        }
-                        self.tasks[task].live_children += 1;
-                        self.live_tasks += 1;
-                        self.start_task(id);
-                    }
-                }
-                Op::WaitChildren => {
-                    if self.tasks[task].live_children > 0 {
-                        self.tasks[task].waiting_children = true;
-                        return self.block_and_switch(cpu, None);
-                    }
-                }
-                Op::Exec => {
-                    if let Some(tl) = self.timeline.as_mut() {
-                        tl.process(now, cpu, 'E', task, None);
-                    }
-                    // A new image has the smallest cache footprint a task will ever have: exec
-                    // balancing walks the domains as a fork does (find_idlest_cpu with
-                    // SD_BALANCE_EXEC). Moving to a busy CPU is left out: the model has no
-                    // way to push a running task into another CPU's queue.
-                    let dest = self.select_fork_cpu(task, cpu);
-                    if dest != cpu && self.cpus[dest].curr.is_none() {
-                        self.note_migration(task, cpu, dest, "exec");
-                        self.migrate_running(cpu, dest);
-                        return false;
-                    }
-                }
-                Op::Yield => {
-                    if !self.cpus[cpu].queue.is_empty() {
-                        self.preempt(cpu, None);
-                        return false;
-                    }
-                }
-                Op::SetAffinity { ref cpus } => {
-                    self.tasks[task].attrs.affinity = cpus.clone();
-                    if !self.allowed(task, cpu) {
-                        // Off this CPU now: requeue through wake-up placement.
-                        self.sleep_curr(cpu, None);
-                        self.wake_task(task, Waker::Requeue, UpdateFlags::default());
-                        return false;
-                    }
-                }
-                Op::SetUclamp { min, max } => {
-                    self.uclamp_requested(min, max);
-                    let a = &mut self.tasks[task].attrs;
-                    a.uclamp_min = min;
-                    a.uclamp_max = max;
-                }
-                Op::Continue(ref next) => {
-                    let t = &mut self.tasks[task];
-                    t.program = next.load();
-                    t.pc = 0;
-                }
-                Op::Exit => return self.exit_and_switch(cpu, unfinished),
-            }
-        }
-        // A program that loops without running or sleeping would hang the simulation.
-        self.exit_and_switch(cpu, unfinished)
-    }
-
-    /// The name of `parent`'s child `id`: the parent's name and the id ("make-3"), or, past a
-    /// few generations, the workload task's name, an ellipsis and the id ("a-…-4096"), so that
-    /// a long chain of forks does not grow its names with its length.
-    fn child_name(&self, parent: usize, id: usize) -> String {
-        let name = &self.tasks[parent].name;
-        if name.len() < MAX_INHERITED_NAME_LEN {
-            format!("{name}-{id}")
-        } else {
-            format!("{}-…-{id}", self.tasks[self.tasks[parent].root].name)
-        }
-    }
-
-    /// A fork past [`crate::sched::task::MAX_TASKS`]: the run stops at the end of this event with an
-    /// error that says who forked. The task goes on as if the fork had failed.
-    fn refuse_fork(&mut self, task: usize) {
-        if self.failure.is_some() {
-            return;
-        }
-        let name = &self.tasks[task].name;
-        let root = &self.tasks[self.tasks[task].root].name;
-        self.failure = Some(crate::error::SimError::config(
-            format!("workload '{}'", self.workload_name),
-            "tasks",
-            format!(
-                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have, at {:.3} ms \
-                 simulated: does a task fork without end?",
-                crate::sched::task::MAX_TASKS,
-                self.q.now() as f64 * 1e-6
-            ),
-        ));
-    }
-
-    /// An amount for `task`'s operation: background kernel threads draw from their own
-    /// stream. A range too wide for a float to span is read as its low end.
-    fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
-        use rand::Rng;
-        let rng = if self.tasks[task].attrs.background { &mut self.background_rng } else { &mut self.rng };
-        match amount {
-            crate::sched::task::Amount::Fixed(v) => v,
-            crate::sched::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
-            crate::sched::task::Amount::Uniform(lo, _) => lo,
-        }
-    }
-
-    /// Work `w` of a run segment of `task` with the workload's work jitter (`work_jitter_pct`):
-    /// times a factor uniform in `[1 - j, 1 + j]`, of mean 1. Background kernel threads are
-    /// the machine's, not the workload's, and keep their work.
-    fn jittered(&mut self, task: usize, w: f64) -> f64 {
-        use rand::Rng;
-        let j = self.work_jitter;
-        if j > 0.0 && !self.tasks[task].attrs.background {
-            w * self.variation_rng.gen_range(1.0 - j..=1.0 + j)
-        } else {
-            w
-        }
-    }
-
-    /// Record a progress mark for the workload's metric.
-    fn mark(&mut self, task: usize, mark: Mark) {
-        let now = self.q.now();
-        match mark {
-            Mark::Add { counter, amount } => {
-                let n = counter as usize;
-                if self.stats.counters.len() <= n {
-                    self.stats.counters.resize(n + 1, 0);
-                }
-                self.stats.counters[n] += amount;
-            }
-            Mark::ActivationDone => self.stats.responses_ns.push(now - self.tasks[task].activation_ns),
-            Mark::TimerWakeUp => {
-                // A release already past when the timer was reached is no wake-up: latency 0.
-                let t = &self.tasks[task];
-                self.stats.responses_ns.push(now - t.activation_ns.max(t.timer_reached_ns));
-            }
-            Mark::SinceRelease(slot) => {
-                let since = now - self.tasks[task].activation_ns;
-                let lat = &mut self.stats.latencies_ns;
-                if lat.len() <= slot as usize {
-                    lat.resize_with(slot as usize + 1, Vec::new);
-                }
-                lat[slot as usize].push(since);
-            }
-            Mark::Start(slot) => {
-                let marks = &mut self.tasks[task].marks;
-                if marks.len() <= slot as usize {
-                    marks.resize(slot as usize + 1, 0);
-                }
-                marks[slot as usize] = now;
-            }
-            Mark::End(slot) => {
-                let start = self.tasks[task].marks.get(slot as usize).copied().unwrap_or(now);
-                let lat = &mut self.stats.latencies_ns;
-                if lat.len() <= slot as usize {
-                    lat.resize_with(slot as usize + 1, Vec::new);
-                }
-                lat[slot as usize].push(now - start);
-            }
-        }
     }
 
     /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
@@ -1164,15 +904,15 @@ impl Sim {
     /// dequeue's governor callback runs.
     fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
-        let cap = self.plat.cpus[cpu].cap_orig;
-        let t = &mut self.tasks[task];
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let t = &mut self.sched.tasks[task];
         t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
         t.state = TaskState::Sleeping;
         t.timer_token = t.timer_token.wrapping_add(1);
         if let Some(at) = wake_at {
             let token = t.timer_token;
             self.q.push(at, Event::TimerWake { task: task as u32, token });
-            self.cpus[cpu].timers.push(at);
+            self.sched.cpus[cpu].timers.push(at);
         }
         self.dequeue_callback(cpu, task);
     }
@@ -1180,14 +920,14 @@ impl Sim {
     /// The first part of an exit: the task leaves `cpu` for good.
     fn put_to_exit(&mut self, cpu: usize) -> Unfinished {
         let task = self.dequeue_curr(cpu);
-        detach_task_avg(&mut self.cpus[cpu].avg, &self.tasks[task].avg);
-        self.cpus[cpu].util_changed = true;
-        self.tasks[task].state = TaskState::Exited;
-        self.cpus[cpu].switched_out = Some((task, 'X'));
-        if let Some(tl) = self.timeline.as_mut() {
+        detach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
+        self.sched.cpus[cpu].util_changed = true;
+        self.sched.tasks[task].state = TaskState::Exited;
+        self.sched.cpus[cpu].switched_out = Some((task, 'X'));
+        if let Some(tl) = self.run.timeline.as_mut() {
             tl.process(self.q.now(), cpu, 'X', task, None);
         }
-        self.live_tasks -= 1;
+        self.sched.live_tasks -= 1;
         // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
         self.dequeue_callback(cpu, task);
         Unfinished { cpu, task }
@@ -1195,8 +935,8 @@ impl Sim {
 
     /// The parent sleeping in wait4 is woken by its last child's exit (SIGCHLD, not sync).
     fn notify_parent(&mut self, cpu: usize, task: usize) {
-        if let Some(parent) = self.tasks[task].parent {
-            let p = &mut self.tasks[parent];
+        if let Some(parent) = self.sched.tasks[task].parent {
+            let p = &mut self.sched.tasks[parent];
             p.live_children -= 1;
             if p.live_children == 0 && p.waiting_children {
                 p.waiting_children = false;
@@ -1207,14 +947,14 @@ impl Sim {
 
     /// Remove the current task from `cpu` (settling its runtime and PELT).
     fn dequeue_curr(&mut self, cpu: usize) -> usize {
-        let task = self.cpus[cpu].curr.expect("a current task");
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(task, true, true);
         self.rq_detach(task, cpu);
-        let ue = self.tasks[task].util_est.value();
+        let ue = self.sched.tasks[task].util_est.value();
         self.uclamp_dequeued(task, cpu);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.util_est_sum -= c.util_est_sum.min(ue);
         c.curr = None;
         c.switched_out = Some((task, 'S'));
@@ -1234,19 +974,19 @@ impl Sim {
     /// Returns whether the new task's program is to be interpreted now (the caller does it).
     #[must_use]
     fn switch_next(&mut self, cpu: usize) -> bool {
-        debug_assert!(self.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
-        if !self.cpus[cpu].queue.is_empty() {
+        debug_assert!(self.sched.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
+        if !self.sched.cpus[cpu].queue.is_empty() {
             let next = self.best_queued(cpu);
             self.queue_remove(cpu, next);
-            self.waiting -= 1;
+            self.sched.waiting -= 1;
             return self.switch_in(cpu, next);
         }
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
         // briefly, on average, does not balance on going idle (idle_balance).
-        if self.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
+        if self.sched.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
             if let Some((src, task)) = self.find_busiest(cpu) {
                 self.queue_remove(src, task);
-                self.waiting -= 1;
+                self.sched.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
                 return self.switch_in(cpu, task);
@@ -1262,28 +1002,32 @@ impl Sim {
     /// New-idle balancing: the CPU with the most waiting tasks that may move, nearest first
     /// (LLC, package, machine). Cache-hot tasks stay: new-idle balancing never overrides that.
     fn find_busiest(&self, cpu: usize) -> Option<(usize, usize)> {
-        if self.waiting == 0 {
+        if self.sched.waiting == 0 {
             return None;
         }
-        let t = &self.plat.cpus[cpu];
+        let t = &self.machine.plat.cpus[cpu];
         let now = self.q.now();
         // The first waiting task of `src` that may run on `cpu` and has not run recently.
         let movable = |src: usize| {
-            self.cpus[src].queue.iter().copied().find(|&task| self.allowed(task, cpu) && !self.cache_hot(task, now))
+            self.sched.cpus[src]
+                .queue
+                .iter()
+                .copied()
+                .find(|&task| self.allowed(task, cpu) && !self.cache_hot(task, now))
         };
         let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
             cpus.filter(|&c| c != cpu && movable(c).is_some())
-                .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
+                .max_by_key(|&c| (self.sched.cpus[c].queue.len(), std::cmp::Reverse(c)))
                 .map(|c| (c, movable(c).expect("checked")))
         };
-        busiest(&mut self.plat.llcs[t.llc].iter().copied())
-            .or_else(|| busiest(&mut self.plat.packages[t.package].cpus.iter().copied()))
-            .or_else(|| busiest(&mut (0..self.cpus.len())))
+        busiest(&mut self.machine.plat.llcs[t.llc].iter().copied())
+            .or_else(|| busiest(&mut self.machine.plat.packages[t.package].cpus.iter().copied()))
+            .or_else(|| busiest(&mut (0..self.sched.cpus.len())))
     }
 
     /// task_hot: the task ran less than the migration cost ago, so its cache is still warm.
     fn cache_hot(&self, task: usize, now: u64) -> bool {
-        let t = &self.tasks[task];
+        let t = &self.sched.tasks[task];
         t.placed && now.saturating_sub(t.exec_start_ns) < MIGRATION_COST_NS
     }
 
@@ -1291,22 +1035,22 @@ impl Sim {
     pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
         self.update_cpu_pelt(src);
         self.update_task_pelt(task, true, false);
-        let ue = self.tasks[task].util_est.value();
+        let ue = self.sched.tasks[task].util_est.value();
         self.uclamp_dequeued(task, src);
-        let s = &mut self.cpus[src];
-        detach_task_avg(&mut s.avg, &self.tasks[task].avg);
+        let s = &mut self.sched.cpus[src];
+        detach_task_avg(&mut s.avg, &self.sched.tasks[task].avg);
         s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
         self.update_cpu_pelt(dst);
         let pelt_now = self.cpu_pelt_now(dst);
-        let d = &mut self.cpus[dst];
-        attach_task_avg(&mut d.avg, &self.tasks[task].avg);
+        let d = &mut self.sched.cpus[dst];
+        attach_task_avg(&mut d.avg, &self.sched.tasks[task].avg);
         d.util_changed = true;
         d.util_est_sum += ue;
         self.rq_detach(task, src);
-        let t = &mut self.tasks[task];
-        t.vruntime = t.vruntime.saturating_sub(src_min) + self.cpus[dst].min_vruntime;
+        let t = &mut self.sched.tasks[task];
+        t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
         self.rq_attach(task, dst);
@@ -1318,120 +1062,89 @@ impl Sim {
         // A CPU saturated until now would have had no idle time at full capacity: the gap
         // between its task clock and its slower PELT clock is dropped (update_idle_rq_clock_pelt).
         let saturated = ((LOAD_AVG_MAX - 1024) << 10) - LOAD_AVG_MAX;
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if c.avg.util_sum >= saturated {
             c.lost_idle += c.clock_task - c.clock_pelt;
         }
         c.clock_pelt = c.clock_task;
         self.account_busy_idle(cpu);
         self.sync_counters(cpu);
-        let (state, next_timer, predicted) = self.select_idle_state(cpu);
+        let choice = self.select_idle_state(cpu);
+        let state = choice.state;
         self.set_idle_state(cpu, Some(state));
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
         c.idle_calls += 1;
         c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
         // A shallow state chosen on a short history is left at the retained tick that makes
-        // menu give up on it (`menu`); the tick handler finds the CPU idle and deepens it.
-        if let Some(at) = c.idle_history.gives_up_at(now, predicted, next_timer, self.tick_ns) {
+        // the idle governor give up on it; the tick handler finds the CPU idle and deepens it.
+        if let Some(at) = choice.reconsider_at {
             let token = c.tick_token;
             self.q.push(at, Event::Tick { cpu: cpu as u32, token });
         }
         c.stall_until = 0;
-        let core = self.plat.cpus[cpu].core;
-        self.cores[core].busy_threads -= 1;
+        let core = self.machine.plat.cpus[cpu].core;
+        self.hw.cores[core].busy_threads -= 1;
         self.core_changed(core, cpu);
-        let prev = self.cpus[cpu].switched_out.take();
-        if let Some(tl) = self.timeline.as_mut() {
+        let prev = self.sched.cpus[cpu].switched_out.take();
+        if let Some(tl) = self.run.timeline.as_mut() {
             // The switch to the idle task comes first; the idle task then enters the state
             // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
-            let name = &self.plat.cluster_of_cpu(cpu).idle_states[state].name;
+            let name = &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name;
             tl.idle(now, cpu, name);
         }
     }
 
-    /// Menu-like idle state selection: predict the idle duration as the sooner of the next
-    /// known timer and the typical recent idle interval (or, when recent intervals disagree,
-    /// their running average: menu's correction factor learns the same), then take the deepest
-    /// state whose target residency fits in it and whose exit latency fits menu's cap; on a
-    /// preset with a polling state, polling when the first physical state's do not. Returns
-    /// the state, the next timer and the prediction.
-    fn select_idle_state(&mut self, cpu: usize) -> (usize, Option<TimeNs>, u64) {
+    /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`).
+    fn select_idle_state(&mut self, cpu: usize) -> IdleChoice {
         let next_timer = self.next_timer(cpu);
-        let predicted = self.cpus[cpu].idle_history.predict_ns(self.q.now(), next_timer);
-        let mut state = self.deepest_state_within(cpu, predicted);
-        // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
-        // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
-        let has_multiplier = self.kernel < crate::kernel::KernelVersion(6, 13);
-        let n = if has_multiplier { self.cpus[cpu].nr_iowait as u64 } else { 0 };
-        let states = &self.plat.cluster_of_cpu(cpu).idle_states;
-        let timing = self.plat.idle_timing_of_cpu(cpu);
-        let limit_ns = predicted / (1 + 10 * n);
-        while state > 0 && timing[state].exit_ns > limit_ns {
-            state -= 1;
-        }
-        // A prediction shorter than the first physical state's target residency leaves the
-        // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
-        // latency fits the limit above (the prediction itself without iowaiters: so on Intel's
-        // tables, where C1 exits in its target residency, a CPU polls exactly when it expects
-        // to sleep less than that) and no timer is due before its target residency; before,
-        // only a timer due within max(20 µs, that residency) kept the CPU polling.
-        if states[state].power == IdlePower::Polling && state + 1 < states.len() {
-            let physical_state = timing[state + 1];
-            let target_ns = physical_state.target_residency_ns;
-            let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(self.q.now()));
-            let physical = if self.kernel >= crate::kernel::KernelVersion(5, 0) {
-                physical_state.exit_ns <= limit_ns && target_ns <= until_timer
-            } else {
-                until_timer > target_ns.max(20_000)
-            };
-            if physical {
-                state += 1;
-            }
-        }
-        (state, next_timer, predicted)
+        let plat = &self.machine.plat;
+        let inputs = IdleInputs {
+            now: self.q.now(),
+            next_timer,
+            nr_iowait: self.sched.cpus[cpu].nr_iowait,
+            kernel: self.machine.kernel,
+            tick_ns: self.machine.tick_ns,
+            states: &plat.cluster_of_cpu(cpu).idle_states,
+            timing: plat.idle_timing_of_cpu(cpu),
+        };
+        self.hw.idle_governor.select(cpu, &inputs)
     }
 
     /// The soonest wake-up timer of a task that slept on `cpu` (menu's "next timer event").
     fn next_timer(&mut self, cpu: usize) -> Option<TimeNs> {
         let now = self.q.now();
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.timers.retain(|&t| t > now);
         c.timers.iter().min().copied()
-    }
-
-    /// The deepest idle state of `cpu` whose target residency fits in `ns`.
-    fn deepest_state_within(&self, cpu: usize, ns: u64) -> usize {
-        let timing = self.plat.idle_timing_of_cpu(cpu);
-        timing.iter().rposition(|s| s.target_residency_ns <= ns).unwrap_or(0)
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
     /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
     /// timers allow.
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
-        let Some(old) = self.cpus[cpu].idle_state else { return };
+        let Some(old) = self.sched.cpus[cpu].idle_state else { return };
         let now = self.q.now();
         let until_timer = self.next_timer(cpu).map_or(u64::MAX, |t| t - now);
-        let deepest = self.deepest_state_within(cpu, until_timer);
+        let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
         if deepest <= old {
             return;
         }
         self.account_busy_idle(cpu);
         self.set_idle_state(cpu, Some(deepest));
-        self.core_changed(self.plat.cpus[cpu].core, cpu);
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.idle(now, cpu, &self.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
+        self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
         }
     }
 
     /// Busy and per-state idle time of `cpu` up to now.
     pub(crate) fn account_busy_idle(&mut self, cpu: usize) {
         let now = self.q.now();
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.account_iowait(now);
         match c.idle_state {
             None => c.busy_ns += now - c.idle_since,
@@ -1445,12 +1158,12 @@ impl Sim {
     // -----------------------------------------------------------------------------------------
 
     fn arm_tick(&mut self, cpu: usize) {
-        if self.cpus[cpu].tick_armed {
+        if self.sched.cpus[cpu].tick_armed {
             return;
         }
         let now = self.q.now();
-        let next = (now / self.tick_ns + 1) * self.tick_ns;
-        let c = &mut self.cpus[cpu];
+        let next = (now / self.machine.tick_ns + 1) * self.machine.tick_ns;
+        let c = &mut self.sched.cpus[cpu];
         c.tick_armed = true;
         c.tick_token = c.tick_token.wrapping_add(1);
         let token = c.tick_token;
@@ -1460,22 +1173,22 @@ impl Sim {
     /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
     /// expiry, and a push of waiting work to idle CPUs.
     pub(crate) fn tick(&mut self, cpu: usize) {
-        let Some(curr) = self.cpus[cpu].curr else {
-            self.cpus[cpu].tick_armed = false;
+        let Some(curr) = self.sched.cpus[cpu].curr else {
+            self.sched.cpus[cpu].tick_armed = false;
             self.deepen_idle(cpu);
             return;
         };
         if self.x86_counters() {
             self.sync_counters(cpu);
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.hw.counters[cpu];
             let acnt = (c.aperf - c.tick_aperf) as u64;
             let mcnt = (c.mperf - c.tick_mperf) as u64;
             c.tick_aperf = c.aperf;
             c.tick_mperf = c.mperf;
-            if self.invariant && mcnt > 0 {
-                let ratio = self.freq_ratio[self.plat.cpus[cpu].cluster];
+            if self.sched.invariant && mcnt > 0 {
+                let ratio = self.machine.freq_ratio[self.machine.plat.cpus[cpu].cluster];
                 match crate::hw::invariance::scale_from_counters(acnt, mcnt, ratio) {
-                    Some(s) => self.cpus[cpu].freq_scale = s,
+                    Some(s) => self.sched.cpus[cpu].freq_scale = s,
                     None => self.disable_invariance(),
                 }
             }
@@ -1492,15 +1205,16 @@ impl Sim {
 
         let nr = self.nr_running(cpu);
         if nr > 1 {
-            let t = &self.tasks[curr];
+            let t = &self.sched.tasks[curr];
             let ran = t.sum_exec_ns - t.slice_start_exec_ns;
             let expired = match t.attrs.policy {
                 SchedPolicy::Normal => {
-                    ran >= (self.sched_latency_ns() / nr).max(MIN_GRANULARITY_NS * tunable_factor(self.cpus.len()))
+                    ran >= (self.sched_latency_ns() / nr)
+                        .max(MIN_GRANULARITY_NS * tunable_factor(self.sched.cpus.len()))
                 }
                 // Round-robin among equal RT priorities; FIFO runs until it blocks.
                 SchedPolicy::Rr(p) => {
-                    ran >= RR_TIMESLICE_NS && self.cpus[cpu].queue.iter().any(|&q| self.rt_prio(q) == Some(p))
+                    ran >= RR_TIMESLICE_NS && self.sched.cpus[cpu].queue.iter().any(|&q| self.rt_prio(q) == Some(p))
                 }
                 SchedPolicy::Fifo(_) => false,
             };
@@ -1515,7 +1229,7 @@ impl Sim {
             self.spread_numa(cpu);
         }
         self.capacity_tick(cpu);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         c.tick_armed = false;
         if c.curr.is_some() {
             self.arm_tick(cpu);
@@ -1527,13 +1241,13 @@ impl Sim {
     /// is cold by then.
     fn push_to_idle(&mut self, cpu: usize) {
         // A loaded machine has nowhere to push: skip the walk over the queue.
-        if self.idle_cpus == 0 {
+        if self.sched.idle_cpus == 0 {
             return;
         }
-        let t = &self.plat.cpus[cpu];
-        let (llc, pkg) = (&self.plat.llcs[t.llc], &self.plat.packages[t.package].cpus);
+        let t = &self.machine.plat.cpus[cpu];
+        let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
         let now = self.q.now();
-        let mut cold = self.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
+        let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
         let found = cold.find_map(|task| {
             self.find_idle_core(task, llc, cpu)
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
@@ -1545,7 +1259,7 @@ impl Sim {
         if let Some((task, dst)) = found {
             self.note_migration(task, cpu, dst, "push");
             self.queue_remove(cpu, task);
-            self.waiting -= 1;
+            self.sched.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
         }
@@ -1561,21 +1275,21 @@ impl Sim {
     /// is the one the simulated kernel version's balancer takes ([`Sim::spread_source`]).
     fn spread_smt(&mut self, cpu: usize) {
         let now = self.q.now();
-        if now < self.cpus[cpu].spread.next_ns {
+        if now < self.sched.cpus[cpu].spread.next_ns {
             return;
         }
-        let t = &self.plat.cpus[cpu];
-        let llc = &self.plat.llcs[t.llc];
+        let t = &self.machine.plat.cpus[cpu];
+        let llc = &self.machine.plat.llcs[t.llc];
         // With no idle core there is no destination, which counts as a balanced domain.
-        let src = if self.idle_cores == 0 { None } else { self.spread_source(cpu) };
-        let task = src.and_then(|s| self.cpus[s].curr);
+        let src = if self.sched.idle_cores == 0 { None } else { self.spread_source(cpu) };
+        let task = src.and_then(|s| self.sched.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
             self.find_idle_core(task, llc, src)
-                .or_else(|| self.find_idle_core(task, &self.plat.packages[t.package].cpus, src))
+                .or_else(|| self.find_idle_core(task, &self.machine.plat.packages[t.package].cpus, src))
                 .or_else(|| self.find_idle_core(task, self.all_cpus(), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
-        let attempts = &mut self.cpus[cpu].spread;
+        let attempts = &mut self.sched.cpus[cpu].spread;
         let (Some(src), Some(task), Some(dst)) = (src, task, dst) else {
             *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
             return;
@@ -1595,12 +1309,12 @@ impl Sim {
     /// core is overloaded (every SMT thread running); the idle core has the same capacity as
     /// this one and no runnable load.
     fn spread_source(&self, cpu: usize) -> Option<usize> {
-        let core = &self.plat.cores[self.plat.cpus[cpu].core].cpus;
+        let core = &self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus;
         if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
             return None;
         }
-        let core_cap = core.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>();
-        self.active_balance_source(core, &self.plat.llcs[self.plat.cpus[cpu].llc], (core_cap, 0))
+        let core_cap = core.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>();
+        self.active_balance_source(core, &self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc], (core_cap, 0))
     }
 
     /// The CPU of group `busiest` whose running task active balancing moves to a group with
@@ -1617,11 +1331,11 @@ impl Sim {
         domain: &[usize],
         (local_cap, local_load): (u64, u64),
     ) -> Option<usize> {
-        let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
-        if self.kernel >= crate::kernel::KernelVersion(5, 5) {
+        let movable = |s: &usize| self.sched.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
+        if self.machine.kernel >= crate::kernel::KernelVersion(5, 5) {
             return busiest.iter().copied().find(movable);
         }
-        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);
         let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
         let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
         let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
@@ -1642,8 +1356,8 @@ impl Sim {
 
     /// Out-of-range counter ratios switch invariance off for good, as the kernel does.
     fn disable_invariance(&mut self) {
-        self.invariant = false;
-        for c in self.cpus.iter_mut() {
+        self.sched.invariant = false;
+        for c in self.sched.cpus.iter_mut() {
             c.freq_scale = 1024;
         }
     }
@@ -1652,6 +1366,26 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler built alone from a machine: no task, every CPU idle in its deepest state
+    /// and counted idle, for the machine and in each LLC.
+    #[test]
+    fn the_scheduler_starts_with_every_cpu_idle_in_its_deepest_state() {
+        use crate::sched::capacity::{EasInputs, FitsRule, Hetero};
+        let m = crate::governor::core::test_machine("epyc7742-2s", "schedutil");
+        let eas = EasInputs { knob_on: false, governor_enables_eas: true, invariant: m.invariant, kernel: m.kernel };
+        let sched = Sched::new(&m, Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false));
+        assert!(sched.tasks.is_empty());
+        assert_eq!((sched.idle_cpus, sched.idle_cores), (m.plat.ncpus(), m.plat.cores.len()));
+        for (cpu, c) in sched.cpus.iter().enumerate() {
+            let deepest = m.plat.cluster_of_cpu(cpu).idle_states.len() - 1;
+            assert_eq!((c.curr, c.idle_state, c.placement_idle), (None, Some(deepest), true));
+            assert_eq!(c.freq_scale, SCHED_CAPACITY_SCALE);
+        }
+        let per_llc: usize = sched.llc_idle.iter().map(|l| l.cpus).sum();
+        assert_eq!(per_llc, m.plat.ncpus());
+        assert_eq!(sched.llc_idle.len(), m.plat.llcs.len());
+    }
 
     /// util_est_update's rules are the simulated kernel's: every task the workload spawns (and
     /// every child it forks) samples by them.
@@ -1669,14 +1403,14 @@ mod tests {
                 ..crate::SimConfig::default()
             };
             let mut sim = Sim::new(crate::Platform::from_json(json, "skylake").unwrap(), &cfg).unwrap();
-            for p in 0..sim.policies.len() {
+            for p in 0..sim.cpufreq.policies.len() {
                 sim.with_governor(p, |g, ctx| g.start(ctx));
             }
-            for spec in sim.workload.tasks(&sim.plat) {
+            for spec in sim.work.workload.tasks(&sim.machine.plat) {
                 sim.spawn(spec);
             }
-            assert_eq!(sim.tasks.len(), 3);
-            assert!(sim.tasks.iter().all(|t| t.util_est.rules == rules), "kernel {kernel}");
+            assert_eq!(sim.sched.tasks.len(), 3);
+            assert!(sim.sched.tasks.iter().all(|t| t.util_est.rules == rules), "kernel {kernel}");
         }
     }
 

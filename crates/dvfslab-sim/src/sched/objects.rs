@@ -103,7 +103,7 @@ pub(crate) enum Outcome {
 impl Sim {
     /// `Op::Post`: hand a token to the first waiter (waking it) or keep it.
     pub(crate) fn channel_post(&mut self, ch: u32, waker_cpu: usize, sync: bool) {
-        let c = slot(&mut self.objects.channels, ch);
+        let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
             Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default()),
             None => c.tokens += 1,
@@ -113,7 +113,7 @@ impl Sim {
     /// `Op::Offer`: like `channel_post` without `sync`, but a token that finds `capacity`
     /// others queued is dropped.
     pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
-        let c = slot(&mut self.objects.channels, ch);
+        let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
             Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync: false }, UpdateFlags::default()),
             None if c.tokens < capacity as u64 => c.tokens += 1,
@@ -123,7 +123,7 @@ impl Sim {
 
     /// `Op::Wait`: take a token, or queue up and sleep.
     pub(crate) fn channel_wait(&mut self, ch: u32, task: usize) -> Outcome {
-        let c = slot(&mut self.objects.channels, ch);
+        let c = slot(&mut self.work.objects.channels, ch);
         if c.tokens > 0 {
             c.tokens -= 1;
             Outcome::Continue
@@ -136,10 +136,10 @@ impl Sim {
     /// `Op::Ask`: hand a token carrying the return address `answer` to the first waiter
     /// (waking it with the address) or keep both.
     pub(crate) fn channel_ask(&mut self, ch: u32, answer: u32, waker_cpu: usize, sync: bool) {
-        let c = slot(&mut self.objects.channels, ch);
+        let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
             Some(task) => {
-                self.tasks[task].answer_to = Some(answer);
+                self.sched.tasks[task].answer_to = Some(answer);
                 self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default());
             }
             None => {
@@ -152,11 +152,11 @@ impl Sim {
     /// `Op::Take`: take a token and its return address, or queue up and sleep (the asker
     /// hands the address over with the wake-up).
     pub(crate) fn channel_take(&mut self, ch: u32, task: usize) -> Outcome {
-        let c = slot(&mut self.objects.channels, ch);
+        let c = slot(&mut self.work.objects.channels, ch);
         if c.tokens > 0 {
             c.tokens -= 1;
-            self.tasks[task].answer_to = c.answers.pop_front();
-            debug_assert!(self.tasks[task].answer_to.is_some(), "a token without a return address");
+            self.sched.tasks[task].answer_to = c.answers.pop_front();
+            debug_assert!(self.sched.tasks[task].answer_to.is_some(), "a token without a return address");
             Outcome::Continue
         } else {
             c.waiters.push_back(task);
@@ -166,7 +166,7 @@ impl Sim {
 
     /// `Op::Barrier`: the n-th arrival releases everyone who waited.
     pub(crate) fn barrier_arrive(&mut self, id: u32, n: u32, task: usize, cpu: usize) -> Outcome {
-        let b = slot(&mut self.objects.barriers, id);
+        let b = slot(&mut self.work.objects.barriers, id);
         if b.arrived.len() + 1 < n as usize {
             b.arrived.push(task);
             return Outcome::Sleep;
@@ -179,7 +179,7 @@ impl Sim {
     }
 
     pub(crate) fn mutex_lock(&mut self, id: u32, task: usize) -> Outcome {
-        let m = slot(&mut self.objects.mutexes, id);
+        let m = slot(&mut self.work.objects.mutexes, id);
         match m.owner {
             None => {
                 m.owner = Some(task);
@@ -194,7 +194,7 @@ impl Sim {
 
     /// Release a mutex: ownership passes straight to the first waiter, which is woken.
     pub(crate) fn mutex_unlock(&mut self, id: u32, cpu: usize) {
-        let m = slot(&mut self.objects.mutexes, id);
+        let m = slot(&mut self.work.objects.mutexes, id);
         m.owner = m.waiters.pop_front();
         if let Some(next) = m.owner {
             self.wake_task(next, Waker::Task { cpu, sync: false }, UpdateFlags::default());
@@ -203,7 +203,7 @@ impl Sim {
 
     /// `Op::Io`: start service at once if the device has a free slot, else queue.
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
-        let d = &mut self.objects.devices[dev as usize];
+        let d = &mut self.work.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
         let service = d.spec.service;
         let group = matches!(service, Service::GroupCommit { .. });
@@ -230,8 +230,8 @@ impl Sim {
     /// slept on (None: the completion runs there).
     fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
         const IRQ_CPU: usize = 0;
-        let slept_on = self.tasks[task].cpu;
-        let shares_llc = self.plat.cpus[IRQ_CPU].llc == self.plat.cpus[slept_on].llc;
+        let slept_on = self.sched.tasks[task].cpu;
+        let shares_llc = self.machine.plat.cpus[IRQ_CPU].llc == self.machine.plat.cpus[slept_on].llc;
         (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
     }
 
@@ -239,7 +239,7 @@ impl Sim {
     fn iowait_sleep(&mut self, task: usize, asleep: bool) {
         // The idle time until now was spent with the old count (ondemand's io_is_busy reads it).
         let now = self.q.now();
-        let c = &mut self.cpus[self.tasks[task].cpu];
+        let c = &mut self.sched.cpus[self.sched.tasks[task].cpu];
         c.account_iowait(now);
         if asleep {
             c.nr_iowait += 1;
@@ -256,7 +256,7 @@ impl Sim {
     /// commit to be done, as PostgreSQL's backends wait on WALWriteLock, and wake without the
     /// flag (`Service::GroupCommit`).
     pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
-        let d = &mut self.objects.devices[dev as usize];
+        let d = &mut self.work.objects.devices[dev as usize];
         d.in_service -= 1;
         let (group, leader_iowait) = match d.spec.service {
             Service::Queued => (false, true),

@@ -1,8 +1,9 @@
 //! A recording as a governor's inputs: [`RecordedPolicy`] is the [`PolicyCtx`] of an open-loop
 //! replay (`super::replay`), its values those the trace showed last.
 
-use crate::governor::{CpuSignals, PolicyCtx, Relation};
-use crate::sim::{policy_machine_facts, Sim};
+use crate::governor::core::Policy;
+use crate::governor::{CpuSignals, PolicyCtx, PolicyFacts, Relation};
+use crate::machine::Machine;
 
 /// The recorded state the governors read, as of the event being replayed.
 pub(super) struct Recorded {
@@ -37,19 +38,24 @@ pub(super) struct ModelDecision {
 
 /// One policy of the replay, as its governor sees it.
 pub(super) struct RecordedPolicy<'a> {
-    pub(super) sim: &'a Sim,
+    pub(super) machine: &'a Machine,
+    /// Every policy's limits.
+    pub(super) limits: &'a [Policy],
     pub(super) rec: &'a mut Recorded,
     pub(super) policy: usize,
 }
 
 impl RecordedPolicy<'_> {
     fn base_khz(&self, cpu: usize) -> u64 {
-        self.sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
+        self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64
     }
 }
 
 impl PolicyCtx for RecordedPolicy<'_> {
-    policy_machine_facts!();
+    fn facts(&self) -> PolicyFacts<'_> {
+        let (machine, policy) = (self.machine, self.policy);
+        PolicyFacts { machine, policy, limits: &self.limits[policy], invariant: machine.invariant }
+    }
     fn now_ns(&self) -> u64 {
         self.rec.now_ns
     }
@@ -78,7 +84,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         0
     }
     fn cpu_counters(&mut self, cpu: usize) -> (u64, u64, u64) {
-        self.rec.count_cycles(cpu, self.base_khz(cpu), self.sim.plat.cpus[cpu].policy);
+        self.rec.count_cycles(cpu, self.base_khz(cpu), self.machine.plat.cpus[cpu].policy);
         let tsc = self.rec.now_ns as u128 * self.base_khz(cpu) as u128 / 1_000_000;
         (self.rec.aperf[cpu] as u64, self.rec.mperf[cpu] as u64, tsc as u64)
     }
@@ -93,7 +99,7 @@ impl PolicyCtx for RecordedPolicy<'_> {
         self.rec.pending_inputs.extend_from_slice(inputs);
     }
     fn request_khz(&mut self, khz: u32, relation: Relation) {
-        let (_, resolved) = self.sim.policy_target(self.policy, khz, relation);
+        let (_, resolved) = self.facts().target(khz, relation);
         let inputs = std::mem::take(&mut self.rec.pending_inputs);
         self.rec.decisions.push(ModelDecision { time_ns: self.rec.now_ns, policy: self.policy, khz: resolved, inputs });
     }

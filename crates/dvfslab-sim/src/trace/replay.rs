@@ -25,11 +25,12 @@ use serde::Serialize;
 use super::read::FtraceTables;
 use super::recorded::{ModelDecision, Recorded, RecordedPolicy};
 use crate::error::{Result, SimError};
-use crate::governor::{Governor, UpdateFlags};
+use crate::governor::core::{machine_for, Policy};
+use crate::governor::{Governor, GovernorConfig, UpdateFlags};
 use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
+use crate::machine::Machine;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
-use crate::sim::{Sim, SimConfig};
 
 /// How many divergences the report details.
 const DIVERGENCES_SHOWN: usize = 10;
@@ -151,17 +152,19 @@ struct Span {
 
 /// Replay `cfg.governor` on `plat` against the recording `t` (named `source` in errors).
 pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &ReplayConfig) -> Result<ReplayReport> {
-    // The simulation supplies what the governor reads of the machine: its driver, tables and
-    // limits, tick, invariance and kernel version; its workload never runs.
-    let mut sim = Sim::new(plat, &SimConfig::new(&cfg.governor, "cpu-bound:threads=1"))?;
+    // The machine supplies what the governor reads that the recording does not: its driver,
+    // tables, tick, invariance and kernel version; the policies keep the limits cpufreq
+    // starts them with.
+    let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
+    let machine = &machine_for(plat, &gov_cfg, gov_info)?;
+    let limits: &Vec<Policy> = &machine.tables.iter().map(|table| Policy::new(table)).collect();
     let mut governors: Vec<Box<dyn Governor>> =
-        sim.governors.iter_mut().map(|g| g.take().expect("a governor per policy")).collect();
-    let sim = &sim;
-    let ncpus = sim.plat.cpus.len();
+        machine.plat.policies.iter().map(|p| (gov_info.build)(gov_cfg.values_for_policy(p.cpus[0]))).collect();
+    let ncpus = machine.plat.cpus.len();
     let (inputs, start_s) = inputs_in_order(t, ncpus, source)?;
-    check_frequencies(sim, t, source)?;
+    check_frequencies(machine, t, source)?;
 
-    let npol = sim.policies.len();
+    let npol = limits.len();
     let mut rec = Recorded {
         now_ns: 0,
         util: vec![0; ncpus],
@@ -175,26 +178,26 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
         aperf: vec![0.0; ncpus],
         mperf: vec![0.0; ncpus],
         counted_to: vec![0; ncpus],
-        cur_khz: (0..npol).map(|p| first_recorded_khz(sim, t, p)).collect(),
+        cur_khz: (0..npol).map(|p| first_recorded_khz(machine, t, p)).collect(),
         timers: vec![None; npol],
         pending_inputs: Vec::new(),
         decisions: Vec::new(),
         failure: None,
     };
     for (p, gov) in governors.iter_mut().enumerate() {
-        gov.start(&mut RecordedPolicy { sim, rec: &mut rec, policy: p });
+        gov.start(&mut RecordedPolicy { machine, limits, rec: &mut rec, policy: p });
     }
     let first_decisions = rec.decisions.len();
     let mut recorded: Vec<(u64, usize, u32)> = Vec::new();
     // Until every CPU of a policy has reported its utilisation, the governor reads inputs the
     // trace has not shown yet: its choices there only warm it up.
-    let warm_from = warm_up_ends(sim, &inputs);
+    let warm_from = warm_up_ends(machine, &inputs);
     let mut warm = vec![false; npol];
     let mut last_recorded: Vec<Option<(u64, u32)>> = vec![None; npol];
     let mut worker_woken: Vec<Option<u64>> = vec![None; npol];
-    let after_propagation = sim.kernel >= CPUFREQ_AFTER_PROPAGATION;
+    let after_propagation = machine.kernel >= CPUFREQ_AFTER_PROPAGATION;
     for (i, &(time_ns, input)) in inputs.iter().enumerate() {
-        fire_timers(&mut governors, sim, &mut rec, time_ns);
+        fire_timers(&mut governors, (machine, limits), &mut rec, time_ns);
         rec.now_ns = time_ns;
         // Leaving warm-up, the governor takes the kernel's last recorded choice as its own: its
         // warm-up choices came from an incomplete view.
@@ -223,7 +226,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
             }
             Input::Switch { cpu, rt, task, sugov } => {
                 if sugov {
-                    worker_woken[sim.plat.cpus[cpu].policy].get_or_insert(time_ns);
+                    worker_woken[machine.plat.cpus[cpu].policy].get_or_insert(time_ns);
                 }
                 let changed = rec.rt_running[cpu] != rt;
                 rec.rt_running[cpu] = rt;
@@ -231,8 +234,8 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
                 changed.then_some(cpu)
             }
             Input::Idle { cpu, enter } => {
-                let p = sim.plat.cpus[cpu].policy;
-                rec.count_cycles(cpu, sim.plat.cluster_of_cpu(cpu).frequency.base_khz as u64, p);
+                let p = machine.plat.cpus[cpu].policy;
+                rec.count_cycles(cpu, machine.plat.cluster_of_cpu(cpu).frequency.base_khz as u64, p);
                 match (enter, rec.busy_since[cpu]) {
                     (true, Some(since)) => {
                         rec.busy_ns[cpu] += time_ns - since;
@@ -245,9 +248,9 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
                 None
             }
             Input::Frequency { cpu, khz } => {
-                let p = sim.plat.cpus[cpu].policy;
-                for &c in &sim.plat.policies[p].cpus {
-                    rec.count_cycles(c, sim.plat.cluster_of_cpu(c).frequency.base_khz as u64, p);
+                let p = machine.plat.cpus[cpu].policy;
+                for &c in &machine.plat.policies[p].cpus {
+                    rec.count_cycles(c, machine.plat.cluster_of_cpu(c).frequency.base_khz as u64, p);
                 }
                 if last_recorded[p].map(|r| r.1) != Some(khz) {
                     recorded.push((time_ns, p, khz));
@@ -267,9 +270,9 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
             return Err(e);
         }
         if let Some(cpu) = kick {
-            let p = sim.plat.cpus[cpu].policy;
+            let p = machine.plat.cpus[cpu].policy;
             if governors[p].wants_util_updates() {
-                let mut ctx = RecordedPolicy { sim, rec: &mut rec, policy: p };
+                let mut ctx = RecordedPolicy { machine, limits, rec: &mut rec, policy: p };
                 governors[p].util_update(&mut ctx, cpu, UpdateFlags::default());
             }
         }
@@ -278,7 +281,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     // A governor that sizes a frequency from utilisation answers for its headroom.
     let util_driven = governors.iter().any(|g| g.dvfs_headroom(0, SCHED_CAPACITY_SCALE).is_some());
     let unobservable = if util_driven {
-        unobservable_inputs(sim.kernel, t)
+        unobservable_inputs(machine.kernel, t)
     } else {
         // The sampling governors' load counts I/O wait as busy with io_is_busy; no event
         // records it.
@@ -290,7 +293,7 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     let (judged, warm_up): (Vec<_>, Vec<_>) =
         recorded.iter().partition(|r| std::mem::replace(&mut seen[r.1], true) && r.0 >= warm_from[r.1]);
     let span = Span { start_s, end_ns: inputs.last().map_or(0, |e| e.0) };
-    let mut report = compare(sim, cfg, &judged, &model, &rec.decisions, span, &unobservable);
+    let mut report = compare(machine, cfg, &judged, &model, &rec.decisions, span, &unobservable);
     report.warm_up = warm_up
         .iter()
         .map(|&&(time_ns, policy, khz)| Change {
@@ -311,20 +314,21 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
 /// (never, if one does not) and the first recorded change has shown the kernel's choice (a
 /// `cpu_frequency` event is a change: before it the policy ran at a frequency the recording
 /// does not tell, chosen at a time it does not tell).
-fn warm_up_ends(sim: &Sim, inputs: &[(u64, Input)]) -> Vec<u64> {
-    let mut first_pelt = vec![u64::MAX; sim.plat.cpus.len()];
+fn warm_up_ends(machine: &Machine, inputs: &[(u64, Input)]) -> Vec<u64> {
+    let mut first_pelt = vec![u64::MAX; machine.plat.cpus.len()];
     for &(time_ns, input) in inputs {
         if let Input::Pelt { cpu, .. } = input {
             first_pelt[cpu] = first_pelt[cpu].min(time_ns);
         }
     }
-    let mut first_change = vec![0; sim.plat.policies.len()];
+    let mut first_change = vec![0; machine.plat.policies.len()];
     for &(time_ns, input) in inputs.iter().rev() {
         if let Input::Frequency { cpu, .. } = input {
-            first_change[sim.plat.cpus[cpu].policy] = time_ns;
+            first_change[machine.plat.cpus[cpu].policy] = time_ns;
         }
     }
-    sim.plat
+    machine
+        .plat
         .policies
         .iter()
         .zip(first_change)
@@ -339,25 +343,30 @@ fn same_update(next: Option<&(u64, Input)>, cpu: usize, time_ns: u64) -> bool {
 }
 
 /// Fire the governor timers due by `until`, each at its own time.
-fn fire_timers(governors: &mut [Box<dyn Governor>], sim: &Sim, rec: &mut Recorded, until: u64) {
+fn fire_timers(
+    governors: &mut [Box<dyn Governor>],
+    (machine, limits): (&Machine, &[Policy]),
+    rec: &mut Recorded,
+    until: u64,
+) {
     loop {
         let due =
             rec.timers.iter().enumerate().filter_map(|(p, t)| t.map(|t| (t, p))).filter(|&(t, _)| t <= until).min();
         let Some((at, p)) = due else { return };
         rec.timers[p] = None;
         rec.now_ns = at;
-        governors[p].timer(&mut RecordedPolicy { sim, rec, policy: p });
+        governors[p].timer(&mut RecordedPolicy { machine, limits, rec, policy: p });
     }
 }
 
 /// The first frequency recorded on a policy's CPUs: what it ran before the trace says, as the
 /// best guess; the policy's maximum if the trace records none.
-fn first_recorded_khz(sim: &Sim, t: &FtraceTables, policy: usize) -> u32 {
-    let cpus = &sim.plat.policies[policy].cpus;
+fn first_recorded_khz(machine: &Machine, t: &FtraceTables, policy: usize) -> u32 {
+    let cpus = &machine.plat.policies[policy].cpus;
     let f = &t.frequency;
     (0..f.cpu.len())
         .find(|&i| usize::try_from(f.cpu[i]).is_ok_and(|c| cpus.contains(&c)))
-        .map_or(sim.policies[policy].max_khz, |i| f.state[i] as u32)
+        .map_or(machine.tables[policy][machine.tables[policy].len() - 1], |i| f.state[i] as u32)
 }
 
 /// The recording's inputs in time order (ns since its first event), with that first time (s).
@@ -421,18 +430,18 @@ fn is_rt(prio: i64, comm: &str) -> bool {
 
 /// Every recorded frequency must be in its policy's table on this platform, or the trace comes
 /// from another machine.
-fn check_frequencies(sim: &Sim, t: &FtraceTables, source: &str) -> Result<()> {
+fn check_frequencies(machine: &Machine, t: &FtraceTables, source: &str) -> Result<()> {
     for i in 0..t.frequency.cpu.len() {
         let cpu = t.frequency.cpu[i] as usize;
         let khz = t.frequency.state[i] as u32;
-        let table = &sim.policies[sim.plat.cpus[cpu].policy].table;
+        let table = &machine.tables[machine.plat.cpus[cpu].policy];
         if !table.contains(&khz) {
             return Err(SimError::config(
                 source,
                 "cpu_frequency",
                 format!(
                     "CPU {cpu} ran at {khz} kHz, not in {}'s table for it ({:?}): the trace is from another machine",
-                    sim.plat.id(),
+                    machine.plat.id(),
                     table
                 ),
             ));
@@ -475,7 +484,7 @@ fn model_changes<'a>(
 }
 
 fn compare(
-    sim: &Sim,
+    machine: &Machine,
     cfg: &ReplayConfig,
     recorded: &[&(u64, usize, u32)],
     model: &[&ModelDecision],
@@ -492,7 +501,7 @@ fn compare(
         let nearest = (0..model.len())
             .filter(|&i| !used[i] && model[i].policy == policy && model[i].time_ns.abs_diff(time_ns) <= cfg.window_ns)
             .min_by_key(|&i| model[i].time_ns.abs_diff(time_ns));
-        let table = &sim.policies[policy].table;
+        let table = &machine.tables[policy];
         let change = match nearest {
             Some(i) => {
                 used[i] = true;
@@ -575,7 +584,7 @@ fn compare(
     let share = |n: usize| if decisions == 0 { 1.0 } else { n as f64 / decisions as f64 };
     ReplayReport {
         governor: cfg.governor.clone(),
-        kernel: sim.kernel.to_string(),
+        kernel: machine.kernel.to_string(),
         decisions,
         recorded_changes: recorded.len(),
         model_changes: model.len(),

@@ -1,6 +1,7 @@
-//! The menu cpuidle governor's idle-duration prediction (`drivers/cpuidle/governors/menu.c`):
-//! the sooner of the next known timer and the "typical interval" of the last eight idle
-//! periods.
+//! The menu cpuidle governor (`drivers/cpuidle/governors/menu.c`): it predicts the idle
+//! duration as the sooner of the next known timer and the "typical interval" of the last eight
+//! idle periods, then takes the deepest state whose target residency fits the prediction and
+//! whose exit latency fits its cap.
 //!
 //! When the prediction is shorter than a tick, the idle loop keeps the tick running (4.17+),
 //! and a mispredicted long idle period is cut by it: each tick wake-up makes menu record a
@@ -8,7 +9,10 @@
 //! typical interval gives up on the short history, and the CPU goes to the state its next
 //! timer allows.
 
+use super::{deepest_within, IdleChoice, IdleGovernor, IdleInputs};
 use crate::engine::TimeNs;
+use crate::hw::platform::IdlePower;
+use crate::kernel::KernelVersion;
 
 /// Idle periods remembered (menu's INTERVALS).
 const INTERVALS: usize = 8;
@@ -119,6 +123,67 @@ impl IdleHistory {
     }
 }
 
+/// menu on every CPU: each CPU's idle history (`struct menu_device`).
+pub(crate) struct Menu {
+    history: Vec<IdleHistory>,
+}
+
+impl Menu {
+    pub fn new(ncpus: usize) -> Menu {
+        Menu { history: vec![IdleHistory::default(); ncpus] }
+    }
+}
+
+impl IdleGovernor for Menu {
+    /// menu_select, as modelled: predict the idle duration as the sooner of the next known
+    /// timer and the typical recent idle interval (or, when recent intervals disagree, their
+    /// running average: menu's correction factor learns the same), then take the deepest state
+    /// whose target residency fits in it and whose exit latency fits menu's cap; on a preset
+    /// with a polling state, polling when the first physical state's do not.
+    fn select(&mut self, cpu: usize, inputs: &IdleInputs) -> IdleChoice {
+        let IdleInputs { now, next_timer, states, timing, .. } = *inputs;
+        let history = &self.history[cpu];
+        let predicted = history.predict_ns(now, next_timer);
+        let mut state = deepest_within(timing, predicted);
+        // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
+        // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
+        let has_multiplier = inputs.kernel < KernelVersion(6, 13);
+        let n = if has_multiplier { inputs.nr_iowait as u64 } else { 0 };
+        let limit_ns = predicted / (1 + 10 * n);
+        while state > 0 && timing[state].exit_ns > limit_ns {
+            state -= 1;
+        }
+        // A prediction shorter than the first physical state's target residency leaves the
+        // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
+        // latency fits the limit above (the prediction itself without iowaiters: so on Intel's
+        // tables, where C1 exits in its target residency, a CPU polls exactly when it expects
+        // to sleep less than that) and no timer is due before its target residency; before,
+        // only a timer due within max(20 µs, that residency) kept the CPU polling.
+        if states[state].power == IdlePower::Polling && state + 1 < states.len() {
+            let physical_state = timing[state + 1];
+            let target_ns = physical_state.target_residency_ns;
+            let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(now));
+            let physical = if inputs.kernel >= KernelVersion(5, 0) {
+                physical_state.exit_ns <= limit_ns && target_ns <= until_timer
+            } else {
+                until_timer > target_ns.max(20_000)
+            };
+            if physical {
+                state += 1;
+            }
+        }
+        // A shallow state chosen on a short history is left at the retained tick that makes
+        // menu give up on it.
+        let reconsider_at = history.gives_up_at(now, predicted, next_timer, inputs.tick_ns);
+        IdleChoice { state, reconsider_at }
+    }
+
+    /// menu_reflect / menu_update: the idle period joins the history.
+    fn reflect(&mut self, cpu: usize, slept_ns: u64) {
+        self.history[cpu].push(slept_ns);
+    }
+}
+
 /// Count, sum, sum of squares and the two largest of a set of idle periods.
 #[derive(Clone, Copy, Default)]
 struct Sums {
@@ -198,6 +263,79 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::platform::{test_preset, Platform};
+
+    /// Skylake's states (exit / target residency, µs): POLL 0/0, C1 2/2, C1E 10/20, C3 70/100,
+    /// C6 85/200, C7s 124/800, C8 200/800.
+    fn skylake() -> Platform {
+        test_preset("skylake-e3-1240v5")
+    }
+
+    fn inputs(
+        plat: &Platform,
+        now: TimeNs,
+        next_timer: Option<TimeNs>,
+        nr_iowait: u32,
+        kernel: KernelVersion,
+    ) -> IdleInputs<'_> {
+        IdleInputs {
+            now,
+            next_timer,
+            nr_iowait,
+            kernel,
+            tick_ns: 4_000_000,
+            states: &plat.cluster_of_cpu(0).idle_states,
+            timing: plat.idle_timing_of_cpu(0),
+        }
+    }
+
+    /// menu built alone: the first idle entry knows nothing and sleeps deepest; a history of
+    /// 150 µs periods fits C3; an iowaiter divides the exit-latency cap by 11 before 6.13.
+    #[test]
+    fn menu_selects_by_prediction_residency_and_the_iowait_cap() {
+        let plat = skylake();
+        let k = KernelVersion(6, 12);
+        let mut menu = Menu::new(plat.ncpus());
+        let first = menu.select(0, &inputs(&plat, 0, None, 0, k));
+        assert_eq!(first, IdleChoice { state: 6, reconsider_at: None });
+        for _ in 0..8 {
+            menu.reflect(0, 150_000);
+        }
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 0, k)).state, 3);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 1, k)).state, 2);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 1, KernelVersion(6, 13))).state, 3);
+        // A timer due sooner than the typical interval shortens the prediction.
+        assert_eq!(menu.select(0, &inputs(&plat, 0, Some(50_000), 0, k)).state, 2);
+        // Another CPU's history is its own.
+        assert_eq!(menu.select(1, &inputs(&plat, 0, None, 0, k)).state, 6);
+    }
+
+    /// A prediction under C1's residency polls on 5.0+ (C1 exits no sooner than its residency);
+    /// before 5.0 only a timer due within 20 µs keeps the CPU polling.
+    #[test]
+    fn menu_polls_on_a_very_short_prediction_as_the_kernel_version_has_it() {
+        let plat = skylake();
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 1_000);
+        }
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 0, KernelVersion(5, 10))).state, 0);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 0, KernelVersion(4, 19))).state, 1);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, Some(10_000), 0, KernelVersion(4, 19))).state, 0);
+    }
+
+    /// A shallow choice on a short history is reconsidered at the retained tick where menu
+    /// gives up on it (see `retained_ticks_make_menu_give_up_on_a_short_history`).
+    #[test]
+    fn menu_reconsiders_a_short_prediction_at_a_retained_tick() {
+        let plat = skylake();
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 40_000);
+        }
+        let choice = menu.select(0, &inputs(&plat, 1_000_000, None, 0, KernelVersion(6, 12)));
+        assert_eq!(choice, IdleChoice { state: 2, reconsider_at: Some(12_000_000) });
+    }
 
     fn history(samples: &[u64]) -> IdleHistory {
         let mut h = IdleHistory::default();

@@ -1,0 +1,120 @@
+//! Per logical CPU state: its run-queue and PELT signals, and (until they have a home in `hw/`)
+//! its idle state, counters and statistics; and the idle counts per LLC that wake-up placement
+//! reads.
+
+use crate::engine::TimeNs;
+use crate::hw::platform::Platform;
+use crate::sched::pelt::SchedAvg;
+
+/// Per logical CPU: run-queue, PELT, idle state, counters and statistics.
+pub(crate) struct Cpu {
+    pub curr: Option<usize>,
+    /// Tasks waiting to run (not the current one).
+    pub queue: Vec<usize>,
+    /// The smallest vruntime among the waiting tasks (u64::MAX with none), unless `stale`: a
+    /// queued task's vruntime does not change while it waits, so only taking out the task that
+    /// held it makes it stale (`Sim::queued_min_vruntime`), and a burst of enqueues costs no
+    /// scan of `queue`.
+    pub queue_min_vruntime: u64,
+    pub queue_min_stale: bool,
+    /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
+    /// (`Sim::runnable_load`).
+    pub runnable_load: u64,
+    pub min_vruntime: u64,
+    /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
+    pub avg: SchedAvg,
+    pub util_est_sum: u64,
+    /// The root cfs_rq's util changed since CFS last called the governor: a PELT period
+    /// boundary was crossed, or a task's util attached or left (see `Sim::cfs_util_change`).
+    pub util_changed: bool,
+    /// Tasks asleep in iowait that slept here (rq->nr_iowait): the menu governor keeps such a
+    /// CPU out of idle states whose exit would outlast a share of the predicted idle time.
+    pub nr_iowait: u32,
+    /// Idle time spent while `nr_iowait` > 0, ns (the tick-sched iowait_sleeptime that
+    /// `get_cpu_iowait_time_us` reads): ondemand's io_is_busy counts it as busy.
+    pub iowait_ns: u64,
+    /// Up to when `iowait_ns` is accounted.
+    pub iowait_mark: TimeNs,
+    /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
+    pub clock_pelt: u64,
+    pub clock_task: u64,
+    pub lost_idle: u64,
+    /// Frequency-invariance scale (1024 = running at the reference frequency).
+    pub freq_scale: u64,
+    // Execution of the current task's run segment.
+    pub seg_token: u32,
+    pub seg_start: TimeNs,
+    pub seg_rate: f64,
+    /// Until this time the CPU is still leaving its idle state and makes no progress.
+    pub stall_until: TimeNs,
+    /// Until this time the core's clock is stopped by a frequency change: its task is running
+    /// but makes no progress.
+    pub halt_until: TimeNs,
+    /// PELT time at which the last idle exit ended: before it the current task was not yet woken.
+    pub stall_pelt_end: u64,
+    pub tick_token: u32,
+    pub tick_armed: bool,
+    // Idle: None while running (C0), Some(state index) while idle. Set with
+    // `Sim::set_idle_state`, which keeps `idle_power` beside it.
+    pub idle_state: Option<usize>,
+    /// How the idle state powers the CPU (its cluster's `idle_states[idle_state].power`): read
+    /// at every counter sync, vote and turbo count, so kept rather than looked up.
+    pub idle_power: Option<crate::hw::platform::IdlePower>,
+    pub idle_since: TimeNs,
+    /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
+    pub avg_idle_ns: u64,
+    /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
+    pub spread: crate::sched::SpreadAttempts,
+    /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
+    pub timers: Vec<TimeNs>,
+    // Statistics.
+    pub busy_ns: u64,
+    pub idle_ns: Vec<u64>,
+    pub util_avg_max: u64,
+    /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
+    pub idle_calls: u64,
+    /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
+    pub switched_out: Option<(usize, char)>,
+    /// No current task and none queued, as last counted in `Sim::idle_cpus` (see
+    /// `count_placement_idle`).
+    pub placement_idle: bool,
+    /// Awake (`Sim::cpu_awake`) as of the last change of its idle state.
+    pub awake: bool,
+}
+
+impl Cpu {
+    /// Bring `iowait_ns` up to `now`: idle time counts as I/O wait while a task that slept here
+    /// waits on I/O (tick-sched's iowait_sleeptime, read by `get_cpu_iowait_time_us`).
+    pub(crate) fn account_iowait(&mut self, now: TimeNs) {
+        self.iowait_ns = self.iowait_ns_at(now);
+        self.iowait_mark = now;
+    }
+
+    /// `iowait_ns` as it stands at `now`, the idle period under way included.
+    pub(crate) fn iowait_ns_at(&self, now: TimeNs) -> u64 {
+        let ongoing = self.idle_state.is_some() && self.nr_iowait > 0;
+        self.iowait_ns + if ongoing { now - self.idle_since.max(self.iowait_mark) } else { 0 }
+    }
+}
+
+/// Idle CPUs and idle cores of one LLC, as `Sim::idle_cpus` and `Sim::idle_cores` count them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LlcIdle {
+    pub cpus: usize,
+    pub cores: usize,
+}
+
+impl LlcIdle {
+    /// Every LLC with all its CPUs and cores idle, as at the start.
+    pub(crate) fn all_idle(plat: &Platform) -> Vec<LlcIdle> {
+        plat.llcs
+            .iter()
+            .map(|cpus| {
+                let mut cores: Vec<usize> = cpus.iter().map(|&c| plat.cpus[c].core).collect();
+                cores.sort_unstable();
+                cores.dedup();
+                LlcIdle { cpus: cpus.len(), cores: cores.len() }
+            })
+            .collect()
+    }
+}

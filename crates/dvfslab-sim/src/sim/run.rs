@@ -1,0 +1,64 @@
+//! Two of the run's parts that are neither hardware, scheduler nor cpufreq: the run's own
+//! state (its end, warm-up, failure, pause, counts and timeline) and the workload's (its task
+//! programs, the objects they use, their statistics and random streams).
+
+use rand_pcg::Pcg64;
+
+use crate::engine::TimeNs;
+use crate::error::SimError;
+use crate::observe::Timeline;
+use crate::sched::task::Op;
+use crate::workload::{RunStats, Workload};
+
+#[cfg(doc)]
+use crate::sched::task::MAX_TASKS;
+#[cfg(doc)]
+use crate::sim::Sim;
+
+/// The run itself: when it ends and what stops it, what it counted and recorded.
+pub(crate) struct Run {
+    pub(crate) end_ns: TimeNs,
+    /// Start of the measured interval (the end of the workload's warm-up).
+    pub(crate) warmup_ns: TimeNs,
+    pub(crate) started: bool,
+    /// An error met within an event (a fork past [`MAX_TASKS`]): the run stops with it.
+    pub(crate) failure: Option<SimError>,
+    /// A governor asked [`Sim::advance`] to return after the current event.
+    pub(crate) pause_requested: bool,
+    /// The queue is swept of stale events when it reaches this length (see QUEUE_SWEEP_MIN).
+    pub(crate) sweep_at: usize,
+    /// Events handled (stale ones dropped uncounted).
+    pub(crate) events: u64,
+    pub(crate) timeline: Option<Timeline>,
+    pub(crate) seed: u64,
+}
+
+/// The workload: its programs and their state while interpreted, the objects they share, the
+/// statistics its metric is computed from, and its random streams.
+pub(crate) struct Work {
+    pub(crate) workload: Box<dyn Workload>,
+    /// Programs that `Op::Spawn` starts.
+    pub(crate) programs: Vec<std::rc::Rc<[Op]>>,
+    pub(crate) objects: crate::sched::objects::Objects,
+    pub(crate) stats: RunStats,
+    pub(crate) rng: Pcg64,
+    /// The background kernel threads' own random stream, so that they leave the workload's
+    /// draws as they would be without them.
+    pub(crate) background_rng: Pcg64,
+    /// The start phases' and work jitter's own random stream, so that the workload's own draws
+    /// stay as they would be without them, and a run with neither draws nothing from it.
+    pub(crate) variation_rng: Pcg64,
+    /// Start phases (ns) and work jitter (a fraction) the workload spec asks for.
+    pub(crate) phase_ns: f64,
+    pub(crate) work_jitter: f64,
+    /// Background kernel threads the workload spec asks for: wake-ups a second per CPU, and
+    /// µs of work each (`kthread_hz`, `kthread_us`).
+    pub(crate) kthreads: (f64, f64),
+    /// Programs being interpreted within one another now, and those deferred to the end of the
+    /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
+    pub(crate) program_nesting: u32,
+    /// What is left of the switches of the programs under way (`Sim::run_program`).
+    pub(crate) unfinished: Vec<crate::sched::Unfinished>,
+    pub(crate) deferred_programs: Vec<(usize, usize, u32)>,
+    pub(crate) workload_name: String,
+}
