@@ -184,7 +184,7 @@ impl<'a> PolicyFacts<'a> {
         (target, table_lookup(self.table_khz(), target, relation).clamp(min, max))
     }
     /// Whether the driver is called with the request `target` returned (see
-    /// [`core_calls_driver`]).
+    /// `core_calls_driver`).
     pub fn calls_driver(self, clamped_khz: u32, resolved_khz: u32) -> bool {
         core_calls_driver(self.machine.driver, clamped_khz, resolved_khz, self.limits.cur_khz)
     }
