@@ -101,12 +101,10 @@ pub(crate) struct Cpu {
     pub curr: Option<usize>,
     /// Tasks waiting to run (not the current one).
     pub queue: Vec<usize>,
-    /// The smallest vruntime among the waiting tasks (u64::MAX with none), unless `stale`: a
-    /// queued task's vruntime does not change while it waits, so only taking out the task that
-    /// held it makes it stale (`Sim::queued_min_vruntime`), and a burst of enqueues costs no
-    /// scan of `queue`.
-    pub queue_min_vruntime: u64,
-    pub queue_min_stale: bool,
+    /// The waiting tasks by (vruntime, id), CFS's rbtree: a queued task's vruntime does not
+    /// change while it waits, so the next task and the smallest vruntime cost O(log n), not a
+    /// scan of `queue` (thousands of tasks woken at once on one CPU).
+    pub queue_by_vruntime: std::collections::BTreeSet<(u64, usize)>,
     /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,
@@ -157,8 +155,9 @@ pub(crate) struct Cpu {
     pub avg_idle_ns: u64,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
     pub spread: crate::sched::SpreadAttempts,
-    /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
-    pub timers: Vec<TimeNs>,
+    /// Wake-up times of timers set by tasks that slept here, soonest first: the menu
+    /// governor's "next timer" (a heap: thousands of sleepers cost O(log n) per idle entry).
+    pub timers: std::collections::BinaryHeap<std::cmp::Reverse<TimeNs>>,
     // Counters, in cycles (f64 so fractions of a cycle are not lost between updates).
     pub aperf: f64,
     pub mperf: f64,
@@ -444,8 +443,7 @@ impl Sim {
             .map(|c| Cpu {
                 curr: None,
                 queue: Vec::new(),
-                queue_min_vruntime: u64::MAX,
-                queue_min_stale: false,
+                queue_by_vruntime: std::collections::BTreeSet::new(),
                 runnable_load: 0,
                 min_vruntime: 0,
                 avg: SchedAvg::default(),
@@ -472,7 +470,7 @@ impl Sim {
                 iowait_ns: 0,
                 iowait_mark: 0,
                 spread: Default::default(),
-                timers: Vec::new(),
+                timers: std::collections::BinaryHeap::new(),
                 aperf: 0.0,
                 mperf: 0.0,
                 counters_ns: 0,

@@ -296,34 +296,20 @@ impl Sim {
     fn queue_push(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.push(task);
-        c.queue_min_vruntime = c.queue_min_vruntime.min(self.tasks[task].vruntime);
+        c.queue_by_vruntime.insert((self.tasks[task].vruntime, task));
     }
 
     /// Take `task` out of the tasks waiting on `cpu`.
     fn queue_remove(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.retain(|&t| t != task);
-        if self.tasks[task].vruntime == c.queue_min_vruntime {
-            c.queue_min_stale = true;
-        }
+        let removed = c.queue_by_vruntime.remove(&(self.tasks[task].vruntime, task));
+        debug_assert!(removed, "a waiting task's vruntime changed");
     }
 
     /// The smallest vruntime among the tasks waiting on `cpu`, if any.
     fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
-        let c = &self.cpus[cpu];
-        if c.queue_min_stale {
-            let min = c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX);
-            let c = &mut self.cpus[cpu];
-            c.queue_min_vruntime = min;
-            c.queue_min_stale = false;
-        }
-        let c = &self.cpus[cpu];
-        debug_assert_eq!(
-            c.queue.iter().map(|&t| self.tasks[t].vruntime).min().unwrap_or(u64::MAX),
-            c.queue_min_vruntime,
-            "a waiting task's vruntime changed"
-        );
-        (!c.queue.is_empty()).then_some(c.queue_min_vruntime)
+        self.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _)| vruntime)
     }
 
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
@@ -655,7 +641,7 @@ impl Sim {
         };
         match rt {
             Some((_, t)) => t,
-            None => *q.iter().min_by_key(|&&t| (self.tasks[t].vruntime, t)).expect("a queued task"),
+            None => self.cpus[cpu].queue_by_vruntime.first().expect("a queued task").1,
         }
     }
 
@@ -803,7 +789,9 @@ impl Sim {
     fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
         let task = self.cpus[cpu].curr.expect("a current task");
         for _ in 0..MAX_INSTANT_STEPS {
-            if self.cpus[cpu].curr != Some(task) {
+            // After a failure (a fork past the task limit) the run stops at the end of this
+            // event: the programs it would still interpret here are left where they are.
+            if self.cpus[cpu].curr != Some(task) || self.failure.is_some() {
                 return false;
             }
             let now = self.q.now();
@@ -1077,13 +1065,17 @@ impl Sim {
             }
             Mark::Start(slot) => {
                 let marks = &mut self.tasks[task].marks;
-                if marks.len() <= slot as usize {
-                    marks.resize(slot as usize + 1, 0);
+                match marks.iter_mut().find(|(s, _)| *s == slot) {
+                    Some(open) => open.1 = now,
+                    None => marks.push((slot, now)),
                 }
-                marks[slot as usize] = now;
             }
             Mark::End(slot) => {
-                let start = self.tasks[task].marks.get(slot as usize).copied().unwrap_or(now);
+                let marks = &mut self.tasks[task].marks;
+                let start = match marks.iter().position(|(s, _)| *s == slot) {
+                    Some(k) => marks.swap_remove(k).1,
+                    None => now,
+                };
                 let lat = &mut self.stats.latencies_ns;
                 if lat.len() <= slot as usize {
                     lat.resize_with(slot as usize + 1, Vec::new);
@@ -1147,7 +1139,7 @@ impl Sim {
         if let Some(at) = wake_at {
             let token = t.timer_token;
             self.q.push(at, Event::TimerWake { task: task as u32, token });
-            self.cpus[cpu].timers.push(at);
+            self.cpus[cpu].timers.push(std::cmp::Reverse(at));
         }
         self.dequeue_callback(cpu, task);
     }
@@ -1371,8 +1363,10 @@ impl Sim {
     fn next_timer(&mut self, cpu: usize) -> Option<TimeNs> {
         let now = self.q.now();
         let c = &mut self.cpus[cpu];
-        c.timers.retain(|&t| t > now);
-        c.timers.iter().min().copied()
+        while c.timers.peek().is_some_and(|&std::cmp::Reverse(t)| t <= now) {
+            c.timers.pop();
+        }
+        c.timers.peek().map(|&std::cmp::Reverse(t)| t)
     }
 
     /// The deepest idle state of `cpu` whose target residency fits in `ns`.
