@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+import dvfslab
 from dvfslab.gym import DvfsEnv
 
 WORKLOAD = "periodic:threads=4"
@@ -65,3 +66,13 @@ def test_bad_actions_are_refused():
         env.step([99, 0, 0])
     with pytest.raises(ValueError, match="one OPP index per policy"):
         env.step(np.array([0, 0]))
+    with pytest.raises(dvfslab.ConfigError, match=r"^action: policy 1: OPP index -1 is not"):
+        env.step([0, -1, 0])
+    with pytest.raises(dvfslab.ConfigError, match=r"one OPP index per policy \(3\), integers"):
+        env.step([0.5, 0, 0])
+
+
+@pytest.mark.parametrize("decision_ms", [1e-9, 0, -1, float("nan"), float("inf")])
+def test_a_decision_interval_below_1_ns_is_refused(decision_ms):
+    with pytest.raises(dvfslab.ConfigError, match=r"^decision_ms must be a number >= 1e-06"):
+        DvfsEnv("pixel6", WORKLOAD, duration_s=0.2, decision_ms=decision_ms)

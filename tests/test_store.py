@@ -548,6 +548,40 @@ def test_every_write_is_flushed_to_disk(tmp_path, monkeypatch):
     assert names.count("runs") == 4
 
 
+def test_a_full_disk_is_an_error_naming_the_file(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from dvfslab.cli.main import main
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "run.json"
+    args = ["run", "-p", SMALL, "-g", "performance", "-w", "cpu-bound", "--duration", "0.01"]
+    assert main([*args, "--trace", str(out)]) == 1
+    assert capsys.readouterr().err == f"error: {out}: No space left on device\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ray_auto_without_a_cluster_says_what_to_do(tmp_path, monkeypatch):
+    import ray
+
+    def no_cluster(**options):
+        raise ConnectionError(
+            "Could not find any running Ray instance. Please specify the one to connect to by "
+            "setting `--address` flag or `RAY_ADDRESS` environment variable."
+        )
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    with pytest.raises(ConfigError) as e:
+        run_campaign(tiny(), tmp_path, ray_address="auto", progress=False)
+    assert str(e.value).startswith("--ray auto: no Ray cluster is running on this machine")
+    assert "--ray local" in str(e.value)
+    assert "--address" not in str(e.value)
+
+
 def test_the_documented_duckdb_query_groups_by_platform_and_benchmark(
     tmp_path, capsys, monkeypatch
 ):

@@ -24,6 +24,8 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import math
+import numbers
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -70,10 +72,22 @@ def with_settings(spec: str, settings: str) -> str:
     return f"{spec}:{settings}"
 
 
+TRIGGERS = ("sampling", "scheduler")
+SAMPLING_MS_MIN = 1e-6
+"""1 ns: a shorter period rounds to 0 ns, and the governor would be called forever at t=0."""
+
+
 def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]:
-    """(the spec `_core.simulate` takes, and for a Python governor its name and instance)."""
+    """(the spec `_core.simulate` takes, and for a Python governor its name and instance).
+
+    Raises ConfigError, naming the governor, for a module that cannot be loaded, a class that
+    cannot be created with no arguments or copied (each policy gets a `copy.deepcopy`), and
+    settings out of range (`check_settings`)."""
     if isinstance(governor, Governor):
-        return BASE_GOVERNOR, (type(governor).__name__, governor)
+        name = type(governor).__name__
+        check_settings(name, governor)
+        _check_copyable(name, governor)
+        return BASE_GOVERNOR, (name, governor)
     if not isinstance(governor, str) or not governor.startswith(PYTHON_PREFIX):
         return governor, None
     target, _, settings = governor[len(PYTHON_PREFIX) :].partition(",")
@@ -84,7 +98,7 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
             "python:mygovs:Stepper,sampling_ms=4"
         )
     cls = _load_class(governor, module_name, class_name)
-    instance = cls()
+    instance = _create(governor, cls)
     system: list[str] = []
     system_keys = {k["name"] for k in json.loads(_core.system_tunables())}
     for item in filter(None, (s.strip() for s in settings.split(","))):
@@ -93,7 +107,7 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
             raise ConfigError(f"governor {governor!r}: expected key=value, got {item!r}")
         if key in system_keys:
             system.append(item)
-        elif hasattr(cls, key) and not callable(getattr(cls, key)):
+        elif not key.startswith("_") and hasattr(cls, key) and not callable(getattr(cls, key)):
             setattr(instance, key, _value(governor, key, value, getattr(cls, key)))
         else:
             tunables = [
@@ -104,8 +118,67 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
                 f"governor {governor!r}: {key}: not a tunable of {class_name} (its tunables: "
                 f"{known}; system keys: {', '.join(sorted(system_keys))})"
             )
+    check_settings(governor, instance)
+    _check_copyable(governor, instance)
     base = BASE_GOVERNOR + (":" + ",".join(system) if system else "")
     return base, (governor, instance)
+
+
+def check_settings(name: str, instance: Governor) -> None:
+    """A ConfigError naming `name` and the setting if `trigger`, `sampling_ms` or
+    `rate_limit_us` is out of range: sampling_ms of at least 1 ns, rate_limit_us >= 0, both
+    finite numbers."""
+    trigger = getattr(instance, "trigger", None)
+    if trigger not in TRIGGERS:
+        raise ConfigError(
+            f"governor {name!r}: trigger: expected {' or '.join(map(repr, TRIGGERS))}, "
+            f"got {trigger!r}"
+        )
+    for key, lowest, expected in (
+        ("sampling_ms", SAMPLING_MS_MIN, f"a number of ms >= {SAMPLING_MS_MIN:g} (1 ns)"),
+        ("rate_limit_us", 0.0, "a number of us >= 0"),
+    ):
+        value = getattr(instance, key, None)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not math.isfinite(value)
+            or value < lowest
+        ):
+            raise ConfigError(f"governor {name!r}: {key}: expected {expected}, got {value!r}")
+
+
+def _create(spec: str, cls: type[Governor]) -> Governor:
+    """`cls()`; what it raises, as a ConfigError naming the spec."""
+    try:
+        return cls()
+    except Exception as e:
+        raise ConfigError(
+            f"governor {spec!r}: {cls.__name__}() raised {_exception(e)}; the simulator "
+            "creates the class with no arguments: give it settings as class attributes "
+            f"(python:MODULE:{cls.__name__},key=value)"
+        ) from None
+
+
+def _check_copyable(name: str, instance: Governor) -> None:
+    """Each policy runs its own `copy.deepcopy` of the instance: fail now, with a ConfigError,
+    if it cannot be copied."""
+    import copy
+
+    try:
+        copy.deepcopy(instance)
+    except Exception as e:
+        raise ConfigError(
+            f"governor {name!r}: the instance cannot be copied ({_exception(e)}); each policy "
+            "runs its own copy.deepcopy of it: create what cannot be copied (locks, files, "
+            "sockets) in start()"
+        ) from None
+
+
+def _exception(e: BaseException) -> str:
+    """ "TypeError: message", on one line."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def source_digest(spec: str) -> str:
@@ -154,6 +227,20 @@ def _load_module(spec: str, module_name: str) -> ModuleType:
             module = importlib.import_module(module_name)
     except ImportError as e:
         raise ConfigError(f"governor {spec!r}: cannot import {module_name}: {e}") from None
+    except SyntaxError as e:
+        where = f"{e.filename or module_name}, line {e.lineno}" if e.lineno else module_name
+        raise ConfigError(f"governor {spec!r}: {where}: {e.msg}") from None
+    except SystemExit as e:
+        raise ConfigError(
+            f"governor {spec!r}: importing {module_name} called sys.exit({e.code!r}); a "
+            "governor module should only define its classes at import"
+        ) from None
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(
+            f"governor {spec!r}: importing {module_name} raised {_exception(e)}"
+        ) from None
     return module
 
 

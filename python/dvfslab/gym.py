@@ -17,6 +17,7 @@ Pass `reward=f(obs, info)` for another; `info` holds "energy_j", "lost_s" and "t
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -56,8 +57,8 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         reward: Reward | None = None,
         lost_weight: float = 1.0,
     ) -> None:
-        if not decision_ms > 0:
-            raise ConfigError(f"decision_ms must be > 0 (got {decision_ms})")
+        if not (decision_ms * 1e6 >= 0.5 and math.isfinite(decision_ms)):  # 1 ns, rounded
+            raise ConfigError(f"decision_ms must be a number >= 1e-06 (1 ns) (got {decision_ms})")
         self._platform = load_platform(platform)
         self._workload = workload
         self._decision_ns = round(decision_ms * 1e6)
@@ -91,6 +92,21 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         """Each policy's frequency table (kHz, ascending): an action is an index in it."""
         return [list(t) for t in self._tables]
 
+    def _opp_indices(self, action: Any) -> list[int]:
+        """`action` as one OPP index per policy; a ConfigError for anything else."""
+        values = np.asarray(action).reshape(-1)
+        if len(values) != len(self._tables) or values.dtype.kind not in "iu":
+            raise ConfigError(
+                f"action: expected one OPP index per policy ({len(self._tables)}), integers "
+                f"(got {action!r})"
+            )
+        for p, (i, table) in enumerate(zip(values.tolist(), self._tables)):
+            if not 0 <= i < len(table):
+                raise ConfigError(
+                    f"action: policy {p}: OPP index {i} is not in 0..{len(table) - 1}"
+                )
+        return [int(i) for i in values.tolist()]
+
     def _new_sim(self, seed: int) -> Any:
         return _core.SteppedSim(
             *self._platform,
@@ -115,7 +131,7 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._sim is None:
             raise RuntimeError("call reset() before step()")
-        ended = self._sim.step([int(a) for a in np.asarray(action).reshape(-1)])
+        ended = self._sim.step(self._opp_indices(action))
         now = self._sim.observe()
         obs, info = self._observation(self._last, now)
         self._last = now

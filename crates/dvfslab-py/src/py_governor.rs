@@ -72,9 +72,10 @@ impl PyGovernor {
         };
         let ms: f64 = obj.getattr(py, "sampling_ms")?.extract(py)?;
         let us: f64 = obj.getattr(py, "rate_limit_us")?.extract(py)?;
-        if !(ms > 0.0 && ms.is_finite() && us >= 0.0 && us.is_finite()) {
+        // Below 1 ns the period rounds to 0: the timer would fire forever at the same instant.
+        if !(ms.is_finite() && (ms * 1e6).round() >= 1.0 && us >= 0.0 && us.is_finite()) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "sampling_ms must be > 0 and rate_limit_us >= 0 (got {ms} and {us})"
+                "sampling_ms must be at least 1e-06 (1 ns) and rate_limit_us >= 0 (got {ms} and {us})"
             )));
         }
         Ok(PyGovernor {
@@ -156,6 +157,13 @@ impl PyGovernor {
             let out = self.obj.call_method1(py, "update", (policy,))?;
             if out.is_none(py) {
                 return Ok(None);
+            }
+            // bool is an int to Python, but True is no frequency.
+            if out.bind(py).is_instance_of::<pyo3::types::PyBool>() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "update() must return a frequency in kHz (int) or None, got {} (a bool)",
+                    out.bind(py).repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
+                )));
             }
             let khz: i64 = out.extract(py).map_err(|_| {
                 pyo3::exceptions::PyTypeError::new_err(format!(
