@@ -406,6 +406,9 @@ def test_a_report_of_a_half_written_store_says_what_it_lacks(cli, tmp_path):
     assert text.stdout.startswith(line + "\n\n")
     markdown = cli("campaign", "report", str(tmp_path), "--format", "markdown")
     assert markdown.stdout.startswith(f"**{line}**\n")
+    html = tmp_path.parent / f"{tmp_path.name}.html"
+    assert cli("campaign", "report", str(tmp_path), "--html", str(html)).code == 0
+    assert f"<b>{line}</b>" in html.read_text()
     doc = json.loads(cli("campaign", "report", str(tmp_path), "--format", "json").stdout)
     assert doc["runs"]["finished"] == 6
     assert doc["runs"]["expected"] == 8

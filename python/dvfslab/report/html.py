@@ -87,6 +87,8 @@ def render_html(
         f"({'mean +- 1.96 sd bands apart' if report.significance == 'ci' else 't-test p < 0.10'})."
         "</p>",
     ]
+    if report.runs is not None and not report.runs.complete:
+        body.append(f'<p class="note"><b>{escape(report.runs.describe())}</b></p>')
     # One colour per configuration in every chart, the baseline's first.
     colors = svg.colors_for([report.baseline, *map(str, report.summary["config"])])
     for platform, rows in report.summary.groupby("platform", sort=False):
