@@ -1,16 +1,20 @@
-# `make check` runs exactly what CI runs.
-.PHONY: install test-deps check fmt lint test-rust test-python bench reference fingerprint campaign-docs
+# `make check` runs exactly what CI runs; `make help` lists the targets (each one's `##` comment).
+.PHONY: help install test-deps check fmt lint test-rust test-python bench reference fingerprint \
+	campaign-docs wheel check-wheel
 
-install:
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+install: ## pip install -e '.[dev]': builds the Rust simulator (about 90 s on 2 cores)
 	pip install -e '.[dev]'
 
 # Headless Chromium for the HTML report tests: installed where this user can, else a one-line hint.
-test-deps:
+test-deps: ## headless Chromium for the HTML report tests
 	scripts/install-test-deps
 
-check: install test-deps lint test-rust test-python
+check: install test-deps lint test-rust test-python ## what CI runs: install, lint, Rust and Python tests
 
-lint:
+lint: ## cargo fmt and clippy, rustdoc, ruff, mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps --quiet
@@ -18,18 +22,18 @@ lint:
 	ruff format --check python tests
 	mypy
 
-test-rust:
+test-rust: ## cargo test --workspace
 	cargo test --workspace
 
-test-python:
+test-python: ## pytest -q
 	pytest -q
 
-fmt:
+fmt: ## format the Rust and Python code
 	cargo fmt --all
 	ruff format python tests
 
 # The generated reference pages (tests/test_reference.py checks they are current).
-reference:
+reference: ## regenerate docs/reference/ from the registries
 	python -m dvfslab.reference docs/reference
 
 # The predicted tables of docs/campaigns.md, each from its campaign's results store: run the
@@ -37,17 +41,26 @@ reference:
 # Only the lines between a block's markers change (tests/test_campaign_docs.py).
 RESULTS ?= results
 CAMPAIGN_DOCS = docs/campaigns.md
-campaign-docs:
+campaign-docs: ## the predicted tables of docs/campaigns.md, from the results stores
 	for name in $$(sed -n 's/^<!-- campaign-report: \(.*\) -->$$/\1/p' $(CAMPAIGN_DOCS)); do \
 		python -m dvfslab campaign report $(RESULTS)/$$name --into $(CAMPAIGN_DOCS) || exit 1; \
 	done
 
 # The speed table (docs/speed.md): the scenarios in Rust (median of three), then through Python.
-bench:
+bench: ## the speed scenarios, in Rust and through Python (docs/speed.md)
 	cargo bench -p dvfslab-sim --bench speed
 	dvfslab bench
 	dvfslab bench --scenario campaign
 
 # A sha256 of each result of a fixed set of runs, to compare two builds (docs/speed.md).
-fingerprint:
+fingerprint: ## a sha256 of each result of a fixed set of runs, to compare builds
 	scripts/fingerprint
+
+# A wheel for users without a Rust toolchain: abi3, one wheel for every Python >= 3.9.
+wheel: ## build target/wheels/dvfslab-*.whl (maturin build --release)
+	maturin build --release
+
+# The wheel installed into a fresh virtualenv with no cargo on PATH, running the README's first
+# command (a few minutes: the release build, then the dependencies from the package index).
+check-wheel: ## build the wheel and prove it installs and runs without Rust
+	scripts/check-wheel

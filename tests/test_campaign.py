@@ -39,6 +39,8 @@ INVALID = [
     ({"iterations": "3"}, "iterations", 'got "3" (a string)'),
     ({"iterations": 0}, "iterations", "expected an integer in 1..10000, got 0"),
     ({"duration_s": 0}, "duration_s", "expected a number of seconds > 0"),
+    ({"duration_s": 1e-300}, "duration_s", "from 1e-09 (1 ns) to 1.8e+10, got 1e-300"),
+    ({"duration_s": 1e308}, "duration_s", "from 1e-09 (1 ns) to 1.8e+10, got 1e+308"),
     ({"name": "my campaign"}, "name", "expected a name of letters, digits"),
     ({"platforms": []}, "platforms", "expected a non-empty list"),
     ({"platforms": ["nope"]}, "platforms[0]", "unknown platform 'nope'"),
@@ -48,7 +50,11 @@ INVALID = [
     ({"configs": {"schedutil": {"platforms": [SMALL]}}}, "configs.schedutil", "missing key"),
     ({"configs": {"schedutil": "schedutil", "s:x": 3}}, 'configs."s:x"', "or a table, got 3"),
     ({"description": 3}, "description", "expected a string, got 3 (an integer)"),
-    ({"duration_s": float("inf")}, "duration_s", "expected a number of seconds > 0, got inf"),
+    (
+        {"duration_s": float("inf")},
+        "duration_s",
+        "expected a number of seconds > 0, from 1e-09 (1 ns) to 1.8e+10, got inf",
+    ),
     ({"configs": {"schedutil": 3}}, "configs.schedutil", "expected a governor spec"),
     ({"configs": {"schedutil": "schedutl"}}, "configs.schedutil", "unknown governor 'schedutl'"),
     (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from dvfslab.campaign import load_campaign
 from dvfslab.platforms import load_platform
 
 SMALL = "skylake-e3-1240v5"
+JUNO_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-schedutil.txt"
 
 
 def run_args(platform=SMALL, governor="performance", workload="cpu-bound:threads=1", *extra):
@@ -73,6 +75,27 @@ def assert_one_line_error(run, expected):
             ["platforms", "no-such-box"],
             ["unknown platform 'no-such-box'"],
             id="describe unknown platform",
+        ),
+        pytest.param(
+            [
+                *("replay", "governor", str(JUNO_SCHEDUTIL), "-p", "juno-r0"),
+                *("-g", "schedutil:kernel=4.19", "--scan", "rate_limit_us=nan:1:1"),
+            ],
+            ["--scan 'rate_limit_us=nan:1:1': expected KEY=START:STOP:STEP"],
+            id="replay scan of nan",
+        ),
+        pytest.param(
+            [
+                *("tune", "-p", "pixel6", "-g", "schedutil", "--param", "bogus=100..20000:log"),
+                *("-w", "hackbench", "--out", "/nonexistent/tune-never-written"),
+            ],
+            ["--param bogus: not a tunable of schedutil (its tunables: margins, rate_limit_us"],
+            id="tune of an unknown tunable, before any trial",
+        ),
+        pytest.param(
+            run_args(SMALL, "conservative:up_threshold=50,policy0.down_threshold=60"),
+            ["'conservative': policy0.down_threshold: must be above down_threshold"],
+            id="per-policy cross-check blames the policy's key",
         ),
     ],
 )

@@ -68,6 +68,10 @@ def test_bad_actions_are_refused():
         env.step([99, 0, 0])
     with pytest.raises(ValueError, match="one OPP index per policy"):
         env.step(np.array([0, 0]))
+    with pytest.raises(dvfslab.ConfigError, match=r"^action: policy 1: OPP index -1 is not"):
+        env.step([0, -1, 0])
+    with pytest.raises(dvfslab.ConfigError, match=r"one OPP index per policy \(3\), integers"):
+        env.step([0.5, 0, 0])
 
 
 def episode(env, action=None, seed=0):
@@ -160,3 +164,9 @@ def test_the_agent_drives_some_policies_and_a_built_in_governor_the_rest():
 def test_eas_stays_off_as_in_linux_and_eas_1_says_so():
     with pytest.warns(RuntimeWarning, match="eas=1: EAS is off under the environment"):
         DvfsEnv("pixel6", WORKLOAD, system="eas=1", duration_s=0.1)
+
+
+@pytest.mark.parametrize("decision_ms", [1e-9, 0, -1, float("nan"), float("inf")])
+def test_a_decision_interval_below_1_ns_is_refused(decision_ms):
+    with pytest.raises(dvfslab.ConfigError, match=r"^decision_ms must be a number >= 1e-06"):
+        DvfsEnv("pixel6", WORKLOAD, duration_s=0.2, decision_ms=decision_ms)

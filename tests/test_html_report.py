@@ -185,6 +185,20 @@ def test_chart_text_is_text_and_bars_tell_their_values(report):
     assert "<title>jobs=2 / slow: 62.50 +- 1.44</title>" in text
 
 
+def test_a_configuration_has_one_colour_in_every_chart(report):
+    # The ratio charts leave the baseline out and the power chart has it: colours by position
+    # would shift from one to the next.
+    text = render_html(report, time_in_freq=residency())
+    fills: dict[str, set[str]] = {}
+    for config, fill in re.findall(
+        r"<title>[^<]* / ([^:<]+): [^<]*</title>\s*<path[^>]*?style=\"fill: (#[0-9a-f]{6})", text
+    ):
+        fills.setdefault(config, set()).add(fill)
+    assert {BASELINE, "fast", "slow"} <= set(fills)
+    assert all(len(f) == 1 for f in fills.values()), fills
+    assert len({next(iter(f)) for f in fills.values()}) == len(fills)
+
+
 def test_the_same_report_renders_to_the_same_bytes(report):
     assert render_html(report) == render_html(report)
 

@@ -284,3 +284,115 @@ def test_eas_is_off_under_a_python_governor_as_in_linux_and_eas_1_warns():
         dvfslab.simulate("pixel6", f"python:{Path(__file__)}:Fixed,eas=1", WORKLOAD, 0.2)
     off = dvfslab.simulate("pixel6", Fixed(eas=0), WORKLOAD, duration_s=0.2)
     assert on.energy_j == off.energy_j  # the same placement: EAS off in both
+
+
+# -- mistakes: one `error:` line naming the governor and what is wrong ------------------------
+
+MISTAKES = """
+import dvfslab, threading
+
+class Fixed(dvfslab.Governor):
+    def update(self, policy):
+        return policy.table_khz[0]
+
+class Tiny(Fixed):
+    sampling_ms = 1e-9
+
+class Args(Fixed):
+    def __init__(self, x):
+        self.x = x
+
+class Uncopyable(Fixed):
+    def __init__(self):
+        self.lock = threading.Lock()
+
+class Bool(Fixed):
+    def update(self, policy):
+        return True
+
+class Nan(Fixed):
+    def update(self, policy):
+        return float("nan")
+
+class Raises(Fixed):
+    def update(self, policy):
+        raise RuntimeError("the lookup table is empty")
+"""
+
+
+@pytest.fixture
+def mistakes(tmp_path: Path) -> Path:
+    (tmp_path / "mistakes.py").write_text(MISTAKES)
+    (tmp_path / "syntax.py").write_text("import dvfslab\nclass X(dvfslab.Governor:\n    pass\n")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "raises.py").write_text("raise KeyError('config')\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("mistakes.py:Fixed,sampling_ms=0", "sampling_ms: expected a number of ms >= 1e-06 (1 ns)"),
+        ("mistakes.py:Fixed,sampling_ms=nan", "sampling_ms: expected a number of ms >= 1e-06"),
+        ("mistakes.py:Tiny", "sampling_ms: expected a number of ms >= 1e-06 (1 ns), got 1e-09"),
+        ("mistakes.py:Fixed,rate_limit_us=-1", "rate_limit_us: expected a number of us >= 0"),
+        ("mistakes.py:Fixed,trigger=bogus", "trigger: expected 'sampling' or 'scheduler'"),
+        ("mistakes.py:Fixed,__dict__=1", "__dict__: not a tunable of Fixed"),
+        ("syntax.py:X", "syntax.py, line 2: "),
+        ("exits.py:X", "exits.py called sys.exit(3); a governor module"),
+        ("raises.py:X", "raises.py raised KeyError: 'config'"),
+        ("mistakes.py:Args", "Args() raised TypeError: "),
+        ("mistakes.py:Uncopyable", "the instance cannot be copied (TypeError: cannot pickle"),
+    ],
+)
+def test_a_bad_governor_module_or_setting_is_one_error_line(mistakes, capsys, spec, says):
+    from dvfslab.cli.main import main
+
+    spec = f"python:{mistakes}/{spec}"
+    code = main(["run", "-p", "pixel6", "-g", spec, "-w", "cpu-bound", "--duration", "0.01"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith(f"error: governor '{spec}': "), err
+    assert err.count("\n") == 1, err
+    assert says in err
+
+
+@pytest.mark.parametrize(
+    ("cls", "cause"),
+    [
+        (
+            "Bool",
+            "TypeError: update() must return a frequency in kHz (int) or None, got True (a bool)",
+        ),
+        ("Nan", "TypeError: update() must return a frequency in kHz (int) or None, got nan"),
+        ("Raises", "RuntimeError: the lookup table is empty"),
+    ],
+)
+def test_the_error_of_a_governor_that_raised_says_why(mistakes, capsys, cls, cause):
+    from dvfslab.cli.main import main
+
+    spec = f"python:{mistakes}/mistakes.py:{cls}"
+    code = main(["run", "-p", "pixel6", "-g", spec, "-w", "cpu-bound", "--duration", "0.05"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"error: the governor raised at 0.010000 s simulated: {cause}\n"
+    )
+
+
+def test_an_instance_with_a_period_below_1_ns_is_refused_before_the_run():
+    tiny = Fixed()
+    tiny.sampling_ms = 1e-7
+    with pytest.raises(ConfigError, match=r"'Fixed': sampling_ms: .*got 1e-07"):
+        dvfslab.simulate("pixel6", tiny, "cpu-bound", duration_s=0.01)
+    # Past the Python checks, the simulator refuses it too rather than call update() forever.
+    from dvfslab import _core
+    from dvfslab.platforms import load_platform
+
+    with pytest.raises(ValueError, match="sampling_ms must be at least 1e-06"):
+        _core.simulate(
+            *load_platform("pixel6"),
+            "performance",
+            "cpu-bound",
+            duration_ns=10**7,
+            python_governor=("Fixed", tiny),
+        )

@@ -34,6 +34,66 @@ def test_a_fork_bomb_is_a_one_line_error_naming_the_limit(cli: Any) -> None:
     assert "'a-0'" in run.stderr
 
 
+# A child process runs one rt-app file and prints its simulate() time (s) and its peak RSS (MB).
+RTAPP_PROBE = """
+import json, sys, time
+import dvfslab
+start = time.monotonic()
+try:
+    dvfslab.simulate("skylake-e3-1240v5", "performance", sys.argv[1], duration_s=float(sys.argv[2]))
+    outcome = "ran"
+except dvfslab.DvfsError as e:
+    outcome = str(e)
+wall_s = time.monotonic() - start
+# VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+status = open("/proc/self/status").read()
+peak_kb = int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM:")))
+print(json.dumps([wall_s, peak_kb / 1024, outcome]))
+"""
+
+
+def probe_rtapp(path: Path, doc: dict[str, Any], duration_s: float) -> tuple[float, float, str]:
+    path.write_text(json.dumps(doc))
+    out = subprocess.run(
+        [sys.executable, "-c", RTAPP_PROBE, str(path), str(duration_s)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    wall_s, rss_mb, outcome = json.loads(out.stdout)
+    return wall_s, rss_mb, outcome
+
+
+def test_memory_grows_linearly_with_distinct_rtapp_tasks(tmp_path: Path) -> None:
+    # Each task template has its own latency slots: a table of every slot per task once made
+    # this quadratic (20,000 one-shot tasks: 3.2 GB; now about 100 MB).
+    tasks = {f"t{i}": {"loop": 1, "run": 1000, "sleep": 1000} for i in range(20_000)}
+    _, rss_mb, outcome = probe_rtapp(tmp_path / "oneshot.json", {"tasks": tasks}, 3.0)
+    assert outcome == "ran"
+    assert rss_mb < 400, f"{rss_mb:.0f} MB"
+
+
+def test_twenty_thousand_sleeping_tasks_take_no_quadratic_time(tmp_path: Path) -> None:
+    # All wake at once, thousands on each CPU: the run-queue and the idle governor's next timer
+    # once scanned them all at every pick and idle entry (0.005 s simulated took 9.7 s).
+    tasks = {f"t{i}": {"loop": -1, "sleep": 1000} for i in range(20_000)}
+    wall_s, rss_mb, outcome = probe_rtapp(tmp_path / "sleepers.json", {"tasks": tasks}, 0.02)
+    assert outcome == "ran"
+    assert wall_s < 8, f"{wall_s:.1f} s"
+    assert rss_mb < 400, f"{rss_mb:.0f} MB"
+
+
+def test_a_task_forking_itself_without_pause_reaches_the_limit_at_once(tmp_path: Path) -> None:
+    # Past the limit the run stops at the end of the event: the programs it would still have
+    # interpreted (each looping to the stuck-program bound) are not (once 10 s and 799 MB).
+    doc = {"tasks": {"a": {"fork": "a", "loop": -1}}}
+    wall_s, rss_mb, outcome = probe_rtapp(tmp_path / "bomb.json", doc, 10.0)
+    assert "forked past the limit of 65536 tasks" in outcome
+    assert wall_s < 5, f"{wall_s:.1f} s"
+    assert rss_mb < 250, f"{rss_mb:.0f} MB"
+
+
 def test_an_rtapp_file_with_many_sleeping_instances_runs(tmp_path: Path) -> None:
     path = tmp_path / "many.json"
     path.write_text(json.dumps({"tasks": {"a": {"instance": 20000, "sleep": 1000, "loop": -1}}}))

@@ -160,6 +160,19 @@ def test_resume_after_sigkill_stores_each_run_exactly_once(tmp_path):
     assert 5 <= len(stored) < total, "the campaign should have been killed half-way"
     killed_workers = set(load_results(out)["worker_pid"])
     assert len(load_results(out)) == len(stored)
+    # Its report says what it lacks.
+    report = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "campaign", "report", str(out), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert report.returncode == 0, report.stderr
+    assert f"incomplete: {len(stored)} of {total} runs finished" in report.stderr
+    counts = json.loads(report.stdout)["runs"]
+    assert (counts["finished"], counts["expected"]) == (len(stored), total)
+    assert counts["incomplete"]
 
     rerun = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
@@ -333,6 +346,86 @@ def test_an_unreadable_run_file_is_named(tmp_path):
         load_results(tmp_path)
 
 
+def test_a_run_file_copied_under_another_runs_name_is_refused_then_run_again(cli, tmp_path):
+    path = write_campaign(tmp_path / "tiny.toml", campaign_doc())
+    out = tmp_path / "out"
+    assert cli("campaign", "run", str(path), "--out", str(out), "--quiet").code == 0
+    source, victim = run_files(out)[0], run_files(out)[3]
+    victim.write_bytes(source.read_bytes())  # one run would count twice, another vanish
+    key, claimed = victim.name[: -len(".parquet")], source.name[: -len(".parquet")]
+    says = f"holds run {claimed}, not the run its name says (a copied or renamed file)"
+    with pytest.raises(dvfslab.DvfsError, match=rf"^{victim}: {re.escape(says)}; delete it"):
+        load_results(out)
+    report = cli("campaign", "report", str(out))
+    assert report.code == 1
+    assert report.stderr.startswith(f"error: {victim}: {says}")
+    assert key not in finished_keys(out)
+
+    again = cli("campaign", "run", str(path), "--out", str(out), "--quiet")
+    assert again.code == 0, again.stderr
+    assert (
+        again.stderr == f"tiny: {victim}: not a whole run file ({says}); running that run again\n"
+    )
+    df = load_results(out)
+    assert len(df) == TINY_RUNS
+    assert set(df["run_key"]) == {r.run_key for r in tiny().runs()}
+
+
+def test_a_run_file_without_its_key_in_the_metadata_is_judged_by_its_row(tmp_path):
+    # Files written before the key was in the metadata: the run_key column stands in.
+    import pyarrow.parquet as pq
+
+    run_quietly(tiny(iterations=1), tmp_path)
+    files = run_files(tmp_path)
+    for path in files:
+        table = pq.read_table(path)
+        assert table.schema.metadata[b"dvfslab.run_key"] == path.name[: -len(".parquet")].encode()
+        pq.write_table(table.replace_schema_metadata({}), path)
+    assert len(load_results(tmp_path)) == 4
+    files[1].write_bytes(files[0].read_bytes())
+    with pytest.raises(dvfslab.DvfsError, match=rf"^{files[1]}: holds run "):
+        load_results(tmp_path)
+
+
+def test_a_report_of_a_half_written_store_says_what_it_lacks(cli, tmp_path):
+    run_quietly(tiny(), tmp_path)
+    runs = tiny().runs()
+    for run in (runs[0], runs[5]):  # schedutil threads=1 iteration 1, performance threads=2
+        (tmp_path / "runs" / f"{run.run_key}.parquet").unlink()
+    cells = (
+        f"{SMALL} periodic {runs[0].config} {runs[0].param} (1 of 2), "
+        f"{SMALL} periodic {runs[5].config} {runs[5].param} (1 of 2)"
+    )
+    line = f"incomplete: 6 of 8 runs finished; 2 cells lack runs: {cells}"
+
+    text = cli("campaign", "report", str(tmp_path))
+    assert text.code == 0, text.stderr
+    assert text.stderr == (
+        f"warning: {tmp_path}: {line}; `dvfslab campaign run` again runs the rest\n"
+    )
+    assert text.stdout.startswith(line + "\n\n")
+    markdown = cli("campaign", "report", str(tmp_path), "--format", "markdown")
+    assert markdown.stdout.startswith(f"**{line}**\n")
+    html = tmp_path.parent / f"{tmp_path.name}.html"
+    assert cli("campaign", "report", str(tmp_path), "--html", str(html)).code == 0
+    assert f"<b>{line}</b>" in html.read_text()
+    doc = json.loads(cli("campaign", "report", str(tmp_path), "--format", "json").stdout)
+    assert doc["runs"]["finished"] == 6
+    assert doc["runs"]["expected"] == 8
+    assert [
+        (c["config"], c["param"], c["finished"], c["expected"]) for c in doc["runs"]["incomplete"]
+    ] == [
+        (runs[0].config, runs[0].param, 1, 2),
+        (runs[5].config, runs[5].param, 1, 2),
+    ]
+
+    run_quietly(tiny(), tmp_path)  # finished: nothing to say
+    whole = cli("campaign", "report", str(tmp_path), "--format", "json")
+    assert whole.stderr == ""
+    assert json.loads(whole.stdout)["runs"] == {"finished": 8, "expected": 8, "incomplete": []}
+    assert "incomplete" not in cli("campaign", "report", str(tmp_path)).stdout
+
+
 # -- another campaign's store, files that are not whole, killed writers ---------------------
 
 
@@ -456,6 +549,40 @@ def test_every_write_is_flushed_to_disk(tmp_path, monkeypatch):
     assert sum(n.startswith(".") and ".parquet." in n for n in names) == 4
     assert names.count(tmp_path.name) >= 1
     assert names.count("runs") == 4
+
+
+def test_a_full_disk_is_an_error_naming_the_file(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from dvfslab.cli.main import main
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "run.json"
+    args = ["run", "-p", SMALL, "-g", "performance", "-w", "cpu-bound", "--duration", "0.01"]
+    assert main([*args, "--trace", str(out)]) == 1
+    assert capsys.readouterr().err == f"error: {out}: No space left on device\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ray_auto_without_a_cluster_says_what_to_do(tmp_path, monkeypatch):
+    import ray
+
+    def no_cluster(**options):
+        raise ConnectionError(
+            "Could not find any running Ray instance. Please specify the one to connect to by "
+            "setting `--address` flag or `RAY_ADDRESS` environment variable."
+        )
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    with pytest.raises(ConfigError) as e:
+        run_campaign(tiny(), tmp_path, ray_address="auto", progress=False)
+    assert str(e.value).startswith("--ray auto: no Ray cluster is running on this machine")
+    assert "--ray local" in str(e.value)
+    assert "--address" not in str(e.value)
 
 
 def test_the_documented_duckdb_query_groups_by_platform_and_benchmark(

@@ -55,9 +55,12 @@ def replace_atomically(
         write(str(tmp))
         _fsync_file(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(e, OSError) and e.filename is None:
+            # A full disk says ENOSPC and no file (pyarrow's writer neither): name the file.
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
     _fsync_directory(path.parent)
 

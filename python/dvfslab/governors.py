@@ -30,6 +30,8 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import math
+import numbers
 import sys
 import warnings
 from pathlib import Path
@@ -121,15 +123,24 @@ def eas_off(spec: str, system: str, who: str) -> str:
     return f"{name}:{','.join([*kept, 'eas=0'])}"
 
 
+TRIGGERS = ("sampling", "scheduler")
+SAMPLING_MS_MIN = 1e-6
+"""1 ns: a shorter period rounds to 0 ns, and the governor would be called forever at t=0."""
+
+
 def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]:
-    """(the spec `_core.simulate` takes, and for a Python governor its name and instance)."""
+    """(the spec `_core.simulate` takes, and for a Python governor its name and instance).
+
+    Raises ConfigError, naming the governor, for a module that cannot be loaded, a class that
+    cannot be created with no arguments or copied (each policy gets a `copy.deepcopy`), and
+    settings out of range (`check_settings`)."""
     if isinstance(governor, Governor):
+        name = type(governor).__name__
+        check_settings(name, governor)
+        _check_copyable(name, governor)
         settings = getattr(governor, "_system_settings", {})
         keys = ",".join(f"{k}={v}" for k, v in settings.items())
-        return eas_off(BASE_GOVERNOR, keys, "a Python governor"), (
-            type(governor).__name__,
-            governor,
-        )
+        return eas_off(BASE_GOVERNOR, keys, "a Python governor"), (name, governor)
     if not isinstance(governor, str) or not governor.startswith(PYTHON_PREFIX):
         return governor, None
     target, _, settings = governor[len(PYTHON_PREFIX) :].partition(",")
@@ -140,7 +151,7 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
             "python:mygovs:Stepper,sampling_ms=4"
         )
     cls = _load_class(governor, module_name, class_name)
-    instance = cls()
+    instance = _create(governor, cls)
     system: list[str] = []
     known_system = system_keys()
     for item in filter(None, (s.strip() for s in settings.split(","))):
@@ -149,12 +160,14 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
             raise ConfigError(f"governor {governor!r}: expected key=value, got {item!r}")
         if key in known_system:
             system.append(item)
-        elif hasattr(cls, key) and not callable(getattr(cls, key)):
+        elif not key.startswith("_") and hasattr(cls, key) and not callable(getattr(cls, key)):
             setattr(instance, key, _value(governor, key, value, getattr(cls, key)))
         else:
             raise ConfigError(
                 f"governor {governor!r}: " + _unknown_key(class_name, key, cls, known_system)
             )
+    check_settings(governor, instance)
+    _check_copyable(governor, instance)
     own = getattr(instance, "_system_settings", {})
     system = [*(f"{k}={v}" for k, v in own.items()), *system]
     return eas_off(BASE_GOVERNOR, ",".join(system), "a Python governor"), (governor, instance)
@@ -174,6 +187,63 @@ def _setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
+
+
+def check_settings(name: str, instance: Governor) -> None:
+    """A ConfigError naming `name` and the setting if `trigger`, `sampling_ms` or
+    `rate_limit_us` is out of range: sampling_ms of at least 1 ns, rate_limit_us >= 0, both
+    finite numbers."""
+    trigger = getattr(instance, "trigger", None)
+    if trigger not in TRIGGERS:
+        raise ConfigError(
+            f"governor {name!r}: trigger: expected {' or '.join(map(repr, TRIGGERS))}, "
+            f"got {trigger!r}"
+        )
+    for key, lowest, expected in (
+        ("sampling_ms", SAMPLING_MS_MIN, f"a number of ms >= {SAMPLING_MS_MIN:g} (1 ns)"),
+        ("rate_limit_us", 0.0, "a number of us >= 0"),
+    ):
+        value = getattr(instance, key, None)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not math.isfinite(value)
+            or value < lowest
+        ):
+            raise ConfigError(f"governor {name!r}: {key}: expected {expected}, got {value!r}")
+
+
+def _create(spec: str, cls: type[Governor]) -> Governor:
+    """`cls()`; what it raises, as a ConfigError naming the spec."""
+    try:
+        return cls()
+    except Exception as e:
+        raise ConfigError(
+            f"governor {spec!r}: {cls.__name__}() raised {_exception(e)}; the simulator "
+            "creates the class with no arguments: give it settings as class attributes "
+            f"(python:MODULE:{cls.__name__},key=value)"
+        ) from None
+
+
+def _check_copyable(name: str, instance: Governor) -> None:
+    """Each policy runs its own `copy.deepcopy` of the instance: fail now, with a ConfigError,
+    if it cannot be copied."""
+    import copy
+
+    try:
+        copy.deepcopy(instance)
+    except Exception as e:
+        raise ConfigError(
+            f"governor {name!r}: the instance cannot be copied ({_exception(e)}); each policy "
+            "runs its own copy.deepcopy of it: create what cannot be copied (locks, files, "
+            "sockets) in start()"
+        ) from None
+
+
+def _exception(e: BaseException) -> str:
+    """ "TypeError: message", on one line."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def source_digest(spec: str) -> str:
@@ -222,6 +292,20 @@ def _load_module(spec: str, module_name: str) -> ModuleType:
             module = importlib.import_module(module_name)
     except ImportError as e:
         raise ConfigError(f"governor {spec!r}: cannot import {module_name}: {e}") from None
+    except SyntaxError as e:
+        where = f"{e.filename or module_name}, line {e.lineno}" if e.lineno else module_name
+        raise ConfigError(f"governor {spec!r}: {where}: {e.msg}") from None
+    except SystemExit as e:
+        raise ConfigError(
+            f"governor {spec!r}: importing {module_name} called sys.exit({e.code!r}); a "
+            "governor module should only define its classes at import"
+        ) from None
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(
+            f"governor {spec!r}: importing {module_name} raised {_exception(e)}"
+        ) from None
     return module
 
 

@@ -28,6 +28,7 @@ EAS stays off, as in Linux, where it runs only when schedutil governs every poli
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -85,8 +86,8 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         miss_weight: float = 0.0,
         deadline_ms: float | None = None,
     ) -> None:
-        if not decision_ms > 0:
-            raise ConfigError(f"decision_ms must be > 0 (got {decision_ms})")
+        if not (decision_ms * 1e6 >= 0.5 and math.isfinite(decision_ms)):  # 1 ns, rounded
+            raise ConfigError(f"decision_ms must be a number >= 1e-06 (1 ns) (got {decision_ms})")
         self._platform = load_platform(platform)
         self._workload = workload
         self._decision_ns = round(decision_ms * 1e6)
@@ -137,6 +138,24 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         assert self._controlled is not None
         return list(self._controlled)
 
+    def _opp_indices(self, action: Any) -> list[int]:
+        """`action` as one OPP index per policy the agent drives; a ConfigError for anything
+        else."""
+        controlled = self.policies
+        values = np.asarray(action).reshape(-1)
+        if len(values) != len(controlled) or values.dtype.kind not in "iu":
+            raise ConfigError(
+                f"action: expected one OPP index per policy ({len(controlled)}), integers "
+                f"(got {action!r})"
+            )
+        for p, i in zip(controlled, values.tolist()):
+            table = self._tables[p]
+            if not 0 <= i < len(table):
+                raise ConfigError(
+                    f"action: policy {p}: OPP index {i} is not in 0..{len(table) - 1}"
+                )
+        return [int(i) for i in values.tolist()]
+
     def _new_sim(self, seed: int) -> Any:
         return _core.SteppedSim(
             *self._platform,
@@ -163,7 +182,7 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._sim is None:
             raise RuntimeError("call reset() before step()")
-        ended = self._sim.step([int(a) for a in np.asarray(action).reshape(-1)])
+        ended = self._sim.step(self._opp_indices(action))
         now = self._sim.observe()
         obs, info = self._observation(self._last, now)
         self._last = now

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -168,6 +169,34 @@ def integer_tunables(governor: str) -> set[str]:
     raise ConfigError(f"unknown governor {name!r}")
 
 
+def check_params(governor: str, params: list[SearchParam]) -> None:
+    """A ConfigError, before any trial runs, for a --param that is not a tunable of the
+    governor (its own, a system key such as hz=, or either for one policy: policy1.KEY)."""
+    from dvfslab.governors import PYTHON_PREFIX, resolve
+
+    system = {k["name"] for k in json.loads(_core.system_tunables())}
+    if governor.startswith(PYTHON_PREFIX):
+        _, made = resolve(governor)
+        assert made is not None
+        cls = type(made[1])
+        own = {k for k in dir(cls) if not k.startswith("_") and not callable(getattr(cls, k, None))}
+        name = cls.__name__
+    else:
+        name = governor.split(":", 1)[0]
+        found = [g for g in json.loads(_core.governors()) if g["name"] == name]
+        if not found:
+            raise ConfigError(f"unknown governor {name!r}")
+        own = {k["name"] for k in found[0]["tunables"]}
+    known = own | system
+    for p in params:
+        key = re.sub(r"^policy\d+\.", "", p.name)
+        if key not in (own if key != p.name else known):
+            raise ConfigError(
+                f"--param {p.name}: not a tunable of {name} (its tunables: "
+                f"{', '.join(sorted(own))}; system keys: {', '.join(sorted(system))})"
+            )
+
+
 def trial_spec(governor: str, values: dict[str, Any], params: list[SearchParam]) -> str:
     """The governor spec with the trial's tunables set."""
     settings = []
@@ -262,6 +291,7 @@ def tune(
     make_sampler(sampler, seed, params, grid_points)  # refuses a bad name or grid first
     if sampler == "grid":
         trials = min(trials, grid_size(params, grid_points))
+    check_params(governor, params)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -104,7 +104,10 @@ fn simulate<'py>(
             let result = sim.run_with_progress(&mut |at| python_hook(progress.as_ref(), &mut raised, at));
             if let Some((e, at)) = in_governor.borrow_mut().take() {
                 raised = Some(Python::with_gil(|py| {
-                    let stopped = SimulationError::new_err(format!("the governor raised at {at:.6} s simulated"));
+                    let stopped = SimulationError::new_err(format!(
+                        "the governor raised at {at:.6} s simulated: {}",
+                        cause(py, &e)
+                    ));
                     stopped.set_cause(py, Some(e));
                     stopped
                 }));
@@ -209,6 +212,18 @@ fn simulate<'py>(
         }
     }
     Ok(out)
+}
+
+/// An exception as one line, "TypeError: message" (its type alone if it has no message).
+fn cause(py: Python<'_>, e: &PyErr) -> String {
+    let kind = e.get_type(py).name().map_or_else(|_| "Exception".to_string(), |n| n.to_string());
+    let text = e.value(py).str().map_or_else(|_| String::new(), |s| s.to_string());
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        kind
+    } else {
+        format!("{kind}: {text}")
+    }
 }
 
 /// One copy of the user's governor per policy (`copy.deepcopy`), each run by a [`PyGovernor`].

@@ -92,9 +92,10 @@ impl PyGovernor {
         };
         let ms: f64 = obj.getattr(py, "sampling_ms")?.extract(py)?;
         let us: f64 = obj.getattr(py, "rate_limit_us")?.extract(py)?;
-        if !(ms > 0.0 && ms.is_finite() && us >= 0.0 && us.is_finite()) {
+        // Below 1 ns the period rounds to 0: the timer would fire forever at the same instant.
+        if !(ms.is_finite() && (ms * 1e6).round() >= 1.0 && us >= 0.0 && us.is_finite()) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "sampling_ms must be > 0 and rate_limit_us >= 0 (got {ms} and {us})"
+                "sampling_ms must be at least 1e-06 (1 ns) and rate_limit_us >= 0 (got {ms} and {us})"
             )));
         }
         Ok(PyGovernor {
@@ -256,8 +257,10 @@ fn requested_khz(py: Python<'_>, out: &Bound<'_, PyAny>, limits: (u32, u32), war
         out.extract::<f64>().ok()
     };
     let Some(khz) = number else {
+        // bool is an int to Python, but True is no frequency.
+        let what = if out.is_instance_of::<pyo3::types::PyBool>() { " (a bool)" } else { "" };
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "update() must return a frequency in kHz (a number) or None, got {}",
+            "update() must return a frequency in kHz (a number) or None, got {}{what}",
             out.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
         )));
     };

@@ -24,7 +24,7 @@ from dvfslab.campaign.files import CampaignRef, campaign_names, list_campaigns, 
 from dvfslab.campaign.model import Benchmark, Campaign, Config, Platform, Run, run_key, run_seed
 from dvfslab.campaign.preflight import check_campaign, check_setup, distinct_setups
 from dvfslab.campaign.runner import RunSummary, run_campaign
-from dvfslab.campaign.store import load_manifest, load_results
+from dvfslab.campaign.store import count_runs, load_manifest, load_results
 
 __all__ = [
     "Benchmark",
@@ -38,6 +38,7 @@ __all__ = [
     "campaign_names",
     "check_campaign",
     "check_setup",
+    "count_runs",
     "distinct_setups",
     "list_campaigns",
     "load_campaign",

@@ -382,6 +382,14 @@ def _connect_ray(ray: Any, address: str) -> None:
         ray.init(address=address, **options)
     except Exception as e:
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if address == "auto" and "Could not find any running Ray instance" in message:
+            # Ray's own words name its CLI's --address flag, which dvfslab does not have.
+            message = (
+                "no Ray cluster is running on this machine (auto joins the one `ray start "
+                "--head` started here, or the one RAY_ADDRESS names): start one, give a "
+                "cluster's address (--ray HOST:6379), or use --ray local to start one for "
+                "this campaign"
+            )
         raise ConfigError(f"--ray {address}: {message}") from None
 
 

@@ -64,7 +64,13 @@ Name = Annotated[
     StringConstraints(pattern=r"^[\w-][\w.-]*$"),
     Expect("a name of letters, digits, '.', '_' or '-'"),
 ]
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), Expect("a number of seconds > 0")]
+# From 1 ns (what a run can simulate) to the longest a run's u64 nanoseconds hold.
+SECONDS_MIN, SECONDS_MAX = 1e-9, 1.8e10
+Seconds = Annotated[
+    float,
+    Field(ge=SECONDS_MIN, le=SECONDS_MAX, allow_inf_nan=False),
+    Expect(f"a number of seconds > 0, from {SECONDS_MIN:g} (1 ns) to {SECONDS_MAX:g}"),
+]
 Iterations = Annotated[
     int, Field(ge=1, le=ITERATIONS_MAX), Expect(f"an integer in 1..{ITERATIONS_MAX}")
 ]

@@ -11,6 +11,11 @@ killed; the next writer deletes leftover temporary files. A run is finished when
 exists whole (`scan_runs`), so a campaign run again runs only the others, and a run is never
 stored twice. A store belongs to the campaign its manifest names (`check_owner`).
 
+Each run file carries its run key in its Parquet metadata (`dvfslab.run_key`): a file copied
+or renamed to another run's name is not that run. `scan_runs` treats it as not stored (the
+campaign runs that run again and replaces it) and `load_results` refuses it, naming it.
+`count_runs` says how many of the campaign's runs a store holds and which cells lack some.
+
 Any Parquet reader can query the store, e.g. with DuckDB (runs of several platforms and
 benchmarks measure different things: group by them):
     duckdb.sql("select platform, benchmark, config, param, avg(metric_value) "
@@ -42,6 +47,7 @@ LOCK = ".lock"
 RUN_SUFFIX = ".parquet"
 PARQUET_MAGIC = b"PAR1"
 PARQUET_TAIL_BYTES = 8  # the footer's length, then the magic
+RUN_KEY_METADATA = b"dvfslab.run_key"  # the Parquet key-value metadata naming a file's run
 
 # The columns of `load_results`, in order: (name, Arrow type name). Only ever appended to.
 COLUMNS = (
@@ -81,6 +87,9 @@ def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
     run), duration_s, campaign, sim_version, worker_host, worker_pid, and run_json (the run's
     full result, docs/run-json.md). Runs stored for coordinates the campaign no longer has are
     left out. `df.attrs` holds "campaign" and "baseline" (see also `load_manifest`).
+
+    Raises DvfsError, naming the file, for a run file that is unreadable or holds another run
+    than its name says (copied or renamed).
     """
     root = _results_dir(directory)
     manifest = load_manifest(root) if (root / MANIFEST).exists() else None
@@ -89,6 +98,12 @@ def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
         keys = [run["run_key"] for run in manifest["runs"] if run["run_key"] in files]
     else:
         keys = sorted(files)
+    for key in keys:
+        problem = _not_this_run(files[key])
+        if problem is not None:
+            raise DvfsError(
+                f"{files[key]}: {problem}; delete it, or run the campaign again to redo that run"
+            )
     df = _read_runs([files[key] for key in keys]).to_pandas()
     if manifest is not None:
         # Campaign order, whatever order the files were read in.
@@ -133,12 +148,13 @@ def scan_runs(directory: str | os.PathLike[str]) -> tuple[set[str], list[tuple[P
     """(the keys of the runs stored whole, [(run file, what is wrong with it)] for the others).
 
     A run file that is not a whole Parquet file (cut short, emptied, overwritten by something
-    else) does not count as stored: the campaign runs it again and replaces it.
+    else) or holds another run than its name says (copied, renamed) does not count as stored:
+    the campaign runs it again and replaces it.
     """
     finished: set[str] = set()
     broken: list[tuple[Path, str]] = []
     for path in run_files(directory):
-        problem = _incomplete(path)
+        problem = _incomplete(path) or _not_this_run(path)
         if problem is None:
             finished.add(run_key_of(path))
         else:
@@ -149,6 +165,35 @@ def scan_runs(directory: str | os.PathLike[str]) -> tuple[set[str], list[tuple[P
 def run_key_of(path: Path) -> str:
     """The run key a run file is named after."""
     return path.name[: -len(RUN_SUFFIX)]
+
+
+def count_runs(manifest: dict[str, Any], stored: set[str]) -> tuple[int, list[dict[str, Any]]]:
+    """(the campaign's runs, [each cell missing some]) for a store whose manifest is `manifest`
+    and whose finished runs have the keys `stored`.
+
+    A cell is a platform, benchmark, configuration and parameter; each missing one is
+    {"platform", "benchmark", "config", "param", "finished", "expected"}, in campaign order.
+    """
+    cells: dict[tuple[str, str, str, str], list[int]] = {}
+    runs = manifest.get("runs") or []
+    for run in runs:
+        cell = (run["platform"], run["benchmark"], run["config"], run["param"])
+        counts = cells.setdefault(cell, [0, 0])
+        counts[0] += run["run_key"] in stored
+        counts[1] += 1
+    missing = [
+        {
+            "platform": platform,
+            "benchmark": benchmark,
+            "config": config,
+            "param": param,
+            "finished": finished,
+            "expected": expected,
+        }
+        for (platform, benchmark, config, param), (finished, expected) in cells.items()
+        if finished < expected
+    ]
+    return len(runs), missing
 
 
 def check_owner(directory: Path, campaign: str, force: bool = False) -> None:
@@ -245,7 +290,7 @@ def write_run(
         "worker_pid": worker_pid,
         "run_json": result_json,
     }
-    schema = _schema()
+    schema = _schema(run.run_key)
     table = pa.Table.from_pylist([row], schema=schema)
     path = directory / RUNS / f"{run.run_key}{RUN_SUFFIX}"
     # `locked` has cleared what killed writers left in runs/.
@@ -265,13 +310,38 @@ def load_writer() -> None:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _schema() -> pa.Schema:
+def _schema(run_key: str | None = None) -> pa.Schema:
+    """The run files' schema; with `run_key`, that of the file of this run."""
     import pyarrow as pa
 
-    return pa.schema(
-        [(name, getattr(pa, kind)()) for name, kind in COLUMNS],
-        metadata={"dvfslab.schema": STORE_SCHEMA},
-    )
+    metadata = {b"dvfslab.schema": STORE_SCHEMA.encode()}
+    if run_key is not None:
+        metadata[RUN_KEY_METADATA] = run_key.encode()
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS], metadata=metadata)
+
+
+def _not_this_run(path: Path) -> str | None:
+    """What says that the whole Parquet file `path` is not the run its name says, or None.
+
+    The key is in the file's metadata; a file written before it was (no such metadata) is
+    judged by its run_key column.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+        claimed = metadata.get(RUN_KEY_METADATA)
+        if claimed is not None:
+            key = claimed.decode("utf-8", "replace")
+        else:
+            keys = pq.read_table(path, columns=["run_key"]).column("run_key").to_pylist()
+            key = keys[0] if len(keys) == 1 else f"{len(keys)} rows"
+    except (OSError, pa.ArrowException, KeyError) as e:
+        return f"unreadable run file ({e})"
+    if key != run_key_of(path):
+        return f"holds run {key}, not the run its name says (a copied or renamed file)"
+    return None
 
 
 def _read_runs(paths: list[Path]) -> pa.Table:

@@ -6,10 +6,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvfslab._core import ConfigError
-from dvfslab.campaign import list_campaigns, load_campaign, load_results, run_campaign
+from dvfslab.campaign import (
+    count_runs,
+    list_campaigns,
+    load_campaign,
+    load_manifest,
+    load_results,
+    run_campaign,
+)
 from dvfslab.cli.campaign_runs import (
     add_force,
     add_jobs,
@@ -19,9 +26,12 @@ from dvfslab.cli.campaign_runs import (
     print_summary,
 )
 from dvfslab.cli.parser import command
-from dvfslab.report import REPORT_FORMATS, build_report, export, render
+from dvfslab.report import REPORT_FORMATS, RunCounts, build_report, export, render
 from dvfslab.report.doc_blocks import write_block
 from dvfslab.report.printing import print_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(commands: Any) -> None:
@@ -162,7 +172,15 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
     baseline = results.attrs.get("baseline")
     if not baseline:
         raise ConfigError(f"{args.directory}: the manifest names no baseline")
-    report = build_report(results, baseline)
+    report = dataclasses.replace(
+        build_report(results, baseline), runs=_run_counts(args.directory, results)
+    )
+    if report.runs is not None and not report.runs.complete:
+        print(
+            f"warning: {args.directory}: {report.runs.describe()}; "
+            "`dvfslab campaign run` again runs the rest",
+            file=sys.stderr,
+        )
     if args.into is not None:
         name = results.attrs.get("campaign")
         if not name:
@@ -178,3 +196,13 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
         path = write_html(args.html, report, title=title)
         print(f"\nHTML report written to {path}", file=sys.stderr)
     return 0
+
+
+def _run_counts(directory: str, results: pd.DataFrame) -> RunCounts | None:
+    """The store's finished runs against its campaign's (None without a manifest)."""
+    try:
+        manifest = load_manifest(directory)
+    except ConfigError:
+        return None
+    expected, incomplete = count_runs(manifest, set(results["run_key"]))
+    return RunCounts(len(results), expected, tuple(incomplete))

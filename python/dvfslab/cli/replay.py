@@ -4,6 +4,7 @@ recording's tasks run under governors, set beside the recording."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +237,7 @@ def _scan_values(text: str) -> tuple[str, list[float]]:
         start, stop, step = (float(x) for x in span.split(":"))
     except ValueError:
         raise bad from None
-    if not key or step <= 0 or stop < start:
+    if not key or not all(map(math.isfinite, (start, stop, step))) or step <= 0 or stop < start:
         raise bad
     count = int((stop - start) / step + 1e-9) + 1
     if count > 1000:

@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
         return 0
-    _show_run(result)
+    _show_run(result, args.platform)
     if timeline is not None:
         print(f"\ntimeline written to {timeline}")
     if trace is not None:
@@ -156,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_run(result: SimResult) -> None:
+def _show_run(result: SimResult, platform: str) -> None:
     metric = result.metric
     print(f"{result.platform}, {result.governor}, {result.workload}, seed {result.seed}")
     print(
@@ -195,6 +195,22 @@ def _show_run(result: SimResult) -> None:
         ],
         right={"cpu", "busy %", "avg MHz", "util_avg max", "energy J"},
     )
+    if _has_smt(platform) and any(r["busy_pct"] == 0 and r["energy_j"] > 0 for r in result.per_cpu):
+        print(
+            "energy J: each CPU's even share of its core's energy, so an idle CPU showing some "
+            "is the SMT sibling of a busy one\n(on x86 CPUs n and n + cores share a core); "
+            "the package lines above add the uncore's"
+        )
+
+
+def _has_smt(platform: str) -> bool:
+    """Whether the preset's cores run more than one thread."""
+    import json
+
+    from dvfslab.platforms import load_platform
+
+    topology = json.loads(load_platform(platform)[0]).get("topology", {})
+    return isinstance(topology, dict) and topology.get("threads_per_core", 1) != 1
 
 
 def _show_decisions(result: SimResult) -> None:

@@ -12,7 +12,7 @@ Modules: `build` (the `Report`: summary and detail rows), `stats` (MMTests' stat
 its charts, `dvfslab.report.html.write_html`).
 """
 
-from dvfslab.report.build import RESULT_COLUMNS, Report, build_report
+from dvfslab.report.build import RESULT_COLUMNS, Report, RunCounts, build_report
 from dvfslab.report.exporters import EXPORTERS, REPORT_FORMATS, export, render
 from dvfslab.report.tables import Table, detail_table, detail_tables, summary_tables
 
@@ -21,6 +21,7 @@ __all__ = [
     "REPORT_FORMATS",
     "RESULT_COLUMNS",
     "Report",
+    "RunCounts",
     "Table",
     "build_report",
     "detail_table",

@@ -15,7 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dvfslab._core import ConfigError
 from dvfslab.report import stats
@@ -40,8 +40,50 @@ RESULT_COLUMNS = (
 
 
 @dataclass(frozen=True)
+class RunCounts:
+    """How many of the runs a report should rest on it has: a campaign stopped half-way leaves
+    fewer, and cells (platform, benchmark, config, param) without all their iterations."""
+
+    finished: int
+    expected: int
+    incomplete: tuple[dict[str, Any], ...] = ()
+    """Each cell missing runs: platform, benchmark, config, param, finished, expected."""
+
+    CELLS_NAMED: ClassVar[int] = 10
+
+    @property
+    def complete(self) -> bool:
+        return self.finished >= self.expected and not self.incomplete
+
+    def describe(self) -> str:
+        """One line: "incomplete: 39 of 144 runs finished; 5 cells lack runs: ..."."""
+        cells = [
+            f"{c['platform']} {c['benchmark']} {c['config']}"
+            f"{' ' + c['param'] if c['param'] else ''} ({c['finished']} of {c['expected']})"
+            for c in self.incomplete[: self.CELLS_NAMED]
+        ]
+        more = len(self.incomplete) - len(cells)
+        listed = ", ".join(cells) + (f" and {more} more" if more > 0 else "")
+        return (
+            f"incomplete: {self.finished} of {self.expected} runs finished; "
+            f"{len(self.incomplete)} cell{'s' if len(self.incomplete) != 1 else ''} lack runs: "
+            f"{listed}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "finished": self.finished,
+            "expected": self.expected,
+            "incomplete": [dict(c) for c in self.incomplete],
+        }
+
+
+@dataclass(frozen=True)
 class Report:
-    """A comparison of every configuration with `baseline`, per platform and benchmark."""
+    """A comparison of every configuration with `baseline`, per platform and benchmark.
+
+    `runs`, when known (a report of a results store), counts the runs it rests on against
+    those the campaign has."""
 
     baseline: str
     summary: pd.DataFrame
@@ -49,6 +91,7 @@ class Report:
     significance: stats.SignificanceMethod = "ci"
     level: float = stats.INTERVAL_LEVEL
     neutral_band: float = stats.NEUTRAL_BAND
+    runs: RunCounts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (schema "dvfslab-report/2"); NaN becomes None."""
@@ -64,6 +107,7 @@ class Report:
                 "significance": self.significance,
                 "level": self.level,
                 "neutral_band": self.neutral_band,
+                "runs": self.runs.to_dict() if self.runs is not None else None,
                 "summary": summary,
                 "detail": detail,
             }

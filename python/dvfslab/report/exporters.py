@@ -37,6 +37,8 @@ class TextExporter:
     show_ci: bool = True
 
     def write(self, report: Report, out: TextIO) -> None:
+        if report.runs is not None and not report.runs.complete:
+            print(f"{report.runs.describe()}\n", file=out)
         for i, table in enumerate(_all_tables(report, self.layout, self.show_ci)):
             if i:
                 print(file=out)
@@ -58,6 +60,8 @@ class MarkdownExporter:
     show_ci: bool = True
 
     def write(self, report: Report, out: TextIO) -> None:
+        if report.runs is not None and not report.runs.complete:
+            print(f"**{report.runs.describe()}**\n", file=out)
         for i, table in enumerate(_all_tables(report, self.layout, self.show_ci)):
             if i:
                 print(file=out)

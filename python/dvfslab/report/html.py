@@ -87,20 +87,24 @@ def render_html(
         f"({'mean +- 1.96 sd bands apart' if report.significance == 'ci' else 't-test p < 0.10'})."
         "</p>",
     ]
+    if report.runs is not None and not report.runs.complete:
+        body.append(f'<p class="note"><b>{escape(report.runs.describe())}</b></p>')
+    # One colour per configuration in every chart, the baseline's first.
+    colors = svg.colors_for([report.baseline, *map(str, report.summary["config"])])
     for platform, rows in report.summary.groupby("platform", sort=False):
         body.append(f"<h2>{escape(str(platform))}</h2>")
-        body += _platform_charts(rows, report.baseline, report.level)
+        body += _platform_charts(rows, report.baseline, report.level, colors)
         body += [
             html_table(t) for t in summary_tables(report, show_ci=True, platform=str(platform))
         ]
         details = report.detail[report.detail["platform"] == platform]
         for benchmark, detail in details.groupby("benchmark", sort=False):
             body.append(f"<h3>{escape(str(benchmark))}</h3>")
-            body.append(_param_chart(detail))
+            body.append(_param_chart(detail, colors))
             body.append(html_table(detail_table(detail)))
     if time_in_freq is not None:
         body.append("<h2>Frequency residency</h2>")
-        body += _residency_charts(time_in_freq)
+        body += _residency_charts(time_in_freq, colors)
     if timeline is not None:
         body.append("<h2>Timelines</h2>")
         body += _timeline_charts(timeline)
@@ -120,7 +124,9 @@ def page(title: str, body: list[str]) -> str:
 # -- the report's charts -------------------------------------------------------------------------
 
 
-def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[str]:
+def _platform_charts(
+    rows: pd.DataFrame, baseline: str, level: float, colors: dict[str, str]
+) -> list[str]:
     records = rows.to_dict("records")
     configs = list(dict.fromkeys(r["config"] for r in records))
     others = [c for c in configs if c != baseline]
@@ -141,8 +147,17 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
             ratio,
             y_label="result / baseline",
             base=1.0,
+            colors=colors,
         ),
-        svg.bar_chart("Average package power", labels, configs, power, y_label="W", decimals=1),
+        svg.bar_chart(
+            "Average package power",
+            labels,
+            configs,
+            power,
+            y_label="W",
+            decimals=1,
+            colors=colors,
+        ),
         svg.bar_chart(
             f"Performance per watt relative to {baseline}",
             labels,
@@ -150,11 +165,12 @@ def _platform_charts(rows: pd.DataFrame, baseline: str, level: float) -> list[st
             ppw,
             y_label="PPW ratio (higher is better)",
             base=1.0,
+            colors=colors,
         ),
     ]
 
 
-def _param_chart(detail: pd.DataFrame) -> str:
+def _param_chart(detail: pd.DataFrame, colors: dict[str, str]) -> str:
     """The benchmark's mean per parameter, one line per configuration, +- its spread."""
     records = detail.to_dict("records")
     params = list(dict.fromkeys(r["param"] for r in records))
@@ -175,6 +191,7 @@ def _param_chart(detail: pd.DataFrame) -> str:
         params,
         series,
         y_label=str(first["metric_unit"]),
+        colors=colors,
     )
 
 
@@ -199,7 +216,7 @@ def html_table(table: Table) -> str:
 # -- optional DataFrames -------------------------------------------------------------------------
 
 
-def _residency_charts(df: pd.DataFrame) -> list[str]:
+def _residency_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[str]:
     """Share of time at each frequency, one chart per (platform, benchmark), bars per config."""
     _require(df, ("freq_khz", "time_s"), "time_in_freq")
     charts = []
@@ -222,6 +239,7 @@ def _residency_charts(df: pd.DataFrame) -> list[str]:
                 values,
                 y_label="% of CPU time",
                 decimals=1,
+                colors=colors,
             )
         )
     return charts

@@ -77,6 +77,12 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+def colors_for(names: Sequence[str]) -> dict[str, str]:
+    """One colour per name, in order: pass it to every chart of a report (`colors=`) so that a
+    series keeps its colour from chart to chart, whichever series each chart shows."""
+    return {name: color(i) for i, name in enumerate(dict.fromkeys(names))}
+
+
 def bar_chart(
     title: str,
     groups: Sequence[str],
@@ -86,10 +92,11 @@ def bar_chart(
     y_label: str = "",
     base: float = 0.0,
     decimals: int = 2,
+    colors: Mapping[str, str] | None = None,
 ) -> str:
     """Bars per group (x) and series (colour), drawn from `base` (1.0 for ratios), with
-    interval whiskers where given."""
-    with _Chart(title, series, y_label) as chart:
+    interval whiskers where given. `colors` fixes a series' colour (`colors_for`)."""
+    with _Chart(title, series, y_label, colors) as chart:
         # bars at most 28 px wide, as many side by side as there are series
         bar_w = min(0.8 / max(1, len(series)), 28.0 * len(groups) / chart.plot_w_px)
         for si, name in enumerate(series):
@@ -97,7 +104,7 @@ def bar_chart(
                 v = values.get((group, name))
                 if v is not None and _finite(v[0]):
                     x = gi + (si - (len(series) - 1) / 2) * bar_w
-                    chart.bar(x, bar_w, v, base, color(si), f"{group} / {name}", decimals)
+                    chart.bar(x, bar_w, v, base, chart.fill(si), f"{group} / {name}", decimals)
         if base != 0.0:
             chart.ax.axhline(base, color="#333", lw=1, ls=(0, (4, 3)))
         if all(x >= base for v in values.values() for x in v if _finite(x)):
@@ -113,23 +120,24 @@ def line_chart(
     *,
     y_label: str = "",
     decimals: int = 2,
+    colors: Mapping[str, str] | None = None,
 ) -> str:
     """One line per series over categorical x, each point (value, error) with a +- whisker.
 
     The y axis is logarithmic when every value is positive and they span more than LOG_SPAN.
     """
     values = [p[0] for pts in series.values() for p in pts if p is not None and _finite(p[0])]
-    with _Chart(title, list(series), y_label) as chart:
+    with _Chart(title, list(series), y_label, colors) as chart:
         if values and min(values) > 0 and max(values) / min(values) > LOG_SPAN:
             chart.ax.set_yscale("log")
         for si, (name, pts) in enumerate(series.items()):
             xs, ys = [], []
             for ci, p in enumerate(pts):
                 if p is not None and _finite(p[0]):
-                    chart.point(ci, p, color(si), f"{categories[ci]} / {name}", decimals)
+                    chart.point(ci, p, chart.fill(si), f"{categories[ci]} / {name}", decimals)
                     xs.append(ci)
                     ys.append(p[0])
-            chart.ax.plot(xs, ys, color=color(si), lw=1.5)
+            chart.ax.plot(xs, ys, color=chart.fill(si), lw=1.5)
         chart.categories(categories)
         return chart.svg()
 
@@ -141,15 +149,16 @@ def scatter_chart(
     x_label: str,
     y_label: str,
     decimals: int = 3,
+    colors: Mapping[str, str] | None = None,
 ) -> str:
     """Points (x, y, label) per series, each with its label and values on hover."""
-    with _Chart(title, list(series), y_label) as chart:
+    with _Chart(title, list(series), y_label, colors) as chart:
         chart.ax.set_xlabel(x_label)
         chart.ax.grid(True, axis="both")
         for si, points in enumerate(series.values()):
             for x, y, label in points:
                 if _finite(x) and _finite(y):
-                    (marker,) = chart.ax.plot(x, y, "o", ms=6, color=color(si))
+                    (marker,) = chart.ax.plot(x, y, "o", ms=6, color=chart.fill(si))
                     chart.tip(marker, f"{label}: {x:.{decimals}f}, {y:.{decimals}f}")
         return chart.svg()
 
@@ -160,19 +169,20 @@ def step_chart(
     *,
     x_label: str = "",
     y_label: str = "",
+    colors: Mapping[str, str] | None = None,
 ) -> str:
     """Step lines over numeric x: each series (xs, ys) holds its value until the next x."""
     xs_all = [x for xs, _ in series.values() for x in xs if _finite(x)] or [0.0, 1.0]
     ys_all = [y for _, ys in series.values() for y in ys if _finite(y)] or [0.0]
     x_hi = max(xs_all)
-    with _Chart(title, list(series), y_label) as chart:
+    with _Chart(title, list(series), y_label, colors) as chart:
         for si, (xs, ys) in enumerate(series.values()):
             points = [(x, y) for x, y in zip(xs, ys) if _finite(x) and _finite(y)]
             if points:
                 # the last value holds to the end of the chart
                 px = [x for x, _ in points] + [x_hi]
                 py = [y for _, y in points] + [points[-1][1]]
-                chart.ax.step(px, py, where="post", color=color(si), lw=1.2, alpha=0.85)
+                chart.ax.step(px, py, where="post", color=chart.fill(si), lw=1.2, alpha=0.85)
         chart.ax.set_xlim(min(xs_all), x_hi)
         chart.ax.set_ylim(bottom=min(0.0, *ys_all))
         chart.ax.grid(True, axis="both")
@@ -185,10 +195,17 @@ class _Chart:
     """One figure with one axes: title, legend (a swatch per series) above the plot, y label,
     and the hover texts to add to the SVG."""
 
-    def __init__(self, title: str, series: Sequence[str], y_label: str) -> None:
+    def __init__(
+        self,
+        title: str,
+        series: Sequence[str],
+        y_label: str,
+        colors: Mapping[str, str] | None = None,
+    ) -> None:
         import matplotlib
 
         self.title, self.series, self.y_label = title, list(series), y_label
+        self.colors = dict(colors or {})
         self.plot_w_px = WIDTH_PX - Y_AXIS_PX
         self.legend_columns = _legend_columns(self.series, self.plot_w_px)
         self.legend_rows = -(-len(self.series) // self.legend_columns)
@@ -220,6 +237,10 @@ class _Chart:
 
     def __exit__(self, *exc: object) -> None:
         self._style.__exit__(None, None, None)
+
+    def fill(self, i: int) -> str:
+        """The colour of series `i`: its own in `colors`, else the palette's i-th."""
+        return self.colors.get(self.series[i], color(i)) if i < len(self.series) else color(i)
 
     def tip(self, artist: Any, text: str) -> None:
         """Show `text` when the pointer is over `artist`."""
@@ -267,7 +288,7 @@ class _Chart:
 
         if self.series:
             self.ax.legend(
-                handles=[Patch(color=color(i), label=s) for i, s in enumerate(self.series)],
+                handles=[Patch(color=self.fill(i), label=s) for i, s in enumerate(self.series)],
                 loc="lower left",
                 bbox_to_anchor=(0.0, 1.0),
                 borderaxespad=0.2,

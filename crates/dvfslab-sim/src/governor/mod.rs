@@ -260,6 +260,7 @@ impl GovernorConfig {
         let mut out = Vec::new();
         for n in policies {
             let mut spec = shared.clone();
+            let mut set_here: Vec<&str> = Vec::new();
             for (key, value) in params {
                 let Some((m, knob)) = per_policy_key(key) else { continue };
                 if m != n {
@@ -275,6 +276,7 @@ impl GovernorConfig {
                 }
                 spec.params.retain(|(k, _)| k != knob);
                 spec.params.push((knob.to_string(), value.clone()));
+                set_here.push(knob);
             }
             // Errors name the key as given: policyN.KEY.
             let in_policy = |field: &str, message: String| {
@@ -284,7 +286,15 @@ impl GovernorConfig {
                 SimError::Config { field, message, .. } => in_policy(&field, message),
                 other => other,
             })?;
-            (info.check)(&values).map_err(|(field, message)| in_policy(field, message))?;
+            // A cross-check blames a key the policy set: the field itself if it did, else the
+            // policy's own keys (the field then holds the value shared by every policy).
+            (info.check)(&values).map_err(|(field, message)| {
+                if set_here.contains(&field) {
+                    return in_policy(field, message);
+                }
+                let keys: Vec<String> = set_here.iter().map(|k| format!("policy{n}.{k}")).collect();
+                SimError::config(format!("governor '{}'", info.name), keys.join(", "), message)
+            })?;
             out.push((n, values));
         }
         Ok(out)
@@ -419,6 +429,9 @@ mod tests {
         // The governor's own cross-checks run on each policy's values.
         let err = error_of("conservative:policy2.up_threshold=10");
         assert!(err.contains("policy2.up_threshold: must be above down_threshold"), "{err}");
+        // A check broken by a shared value and a policy's own blames the policy's key.
+        let err = error_of("conservative:up_threshold=50,policy0.down_threshold=60");
+        assert!(err.contains("'conservative': policy0.down_threshold: must be above down_threshold"), "{err}");
     }
 
     #[test]

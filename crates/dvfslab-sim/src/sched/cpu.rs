@@ -11,12 +11,10 @@ pub(crate) struct Cpu {
     pub curr: Option<usize>,
     /// Tasks waiting to run (not the current one).
     pub queue: Vec<usize>,
-    /// The smallest vruntime among the waiting tasks (u64::MAX with none), unless `stale`: a
-    /// queued task's vruntime does not change while it waits, so only taking out the task that
-    /// held it makes it stale (`Sim::queued_min_vruntime`), and a burst of enqueues costs no
-    /// scan of `queue`.
-    pub queue_min_vruntime: u64,
-    pub queue_min_stale: bool,
+    /// The waiting tasks by (vruntime, id), CFS's rbtree: a queued task's vruntime does not
+    /// change while it waits, so the next task and the smallest vruntime cost O(log n), not a
+    /// scan of `queue` (thousands of tasks woken at once on one CPU).
+    pub queue_by_vruntime: std::collections::BTreeSet<(u64, usize)>,
     /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,
@@ -65,8 +63,9 @@ pub(crate) struct Cpu {
     pub avg_idle_ns: u64,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
     pub spread: crate::sched::SpreadAttempts,
-    /// Wake-up times of timers set by tasks that slept here: the menu governor's "next timer".
-    pub timers: Vec<TimeNs>,
+    /// Wake-up times of timers set by tasks that slept here, soonest first: the menu
+    /// governor's "next timer" (a heap: thousands of sleepers cost O(log n) per idle entry).
+    pub timers: std::collections::BinaryHeap<std::cmp::Reverse<TimeNs>>,
     // Statistics.
     pub busy_ns: u64,
     pub idle_ns: Vec<u64>,

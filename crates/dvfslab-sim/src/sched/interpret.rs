@@ -58,7 +58,9 @@ impl Sim {
     fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         for _ in 0..MAX_INSTANT_STEPS {
-            if self.sched.cpus[cpu].curr != Some(task) {
+            // After a failure (a fork past the task limit) the run stops at the end of this
+            // event: the programs it would still interpret here are left where they are.
+            if self.sched.cpus[cpu].curr != Some(task) || self.run.failure.is_some() {
                 return false;
             }
             let now = self.q.now();
@@ -344,13 +346,17 @@ impl Sim {
             }
             Mark::Start(slot) => {
                 let marks = &mut self.sched.tasks[task].marks;
-                if marks.len() <= slot as usize {
-                    marks.resize(slot as usize + 1, 0);
+                match marks.iter_mut().find(|(s, _)| *s == slot) {
+                    Some(open) => open.1 = now,
+                    None => marks.push((slot, now)),
                 }
-                marks[slot as usize] = now;
             }
             Mark::End(slot) => {
-                let start = self.sched.tasks[task].marks.get(slot as usize).copied().unwrap_or(now);
+                let marks = &mut self.sched.tasks[task].marks;
+                let start = match marks.iter().position(|(s, _)| *s == slot) {
+                    Some(k) => marks.swap_remove(k).1,
+                    None => now,
+                };
                 let lat = &mut self.work.stats.latencies_ns;
                 if lat.len() <= slot as usize {
                     lat.resize_with(slot as usize + 1, Vec::new);

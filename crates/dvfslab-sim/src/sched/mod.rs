@@ -74,8 +74,7 @@ impl Sched {
             .map(|c| Cpu {
                 curr: None,
                 queue: Vec::new(),
-                queue_min_vruntime: u64::MAX,
-                queue_min_stale: false,
+                queue_by_vruntime: std::collections::BTreeSet::new(),
                 runnable_load: 0,
                 min_vruntime: 0,
                 avg: SchedAvg::default(),
@@ -101,7 +100,7 @@ impl Sched {
                 iowait_ns: 0,
                 iowait_mark: 0,
                 spread: Default::default(),
-                timers: Vec::new(),
+                timers: std::collections::BinaryHeap::new(),
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
                 util_avg_max: 0,
@@ -390,34 +389,20 @@ impl Sim {
     fn queue_push(&mut self, cpu: usize, task: usize) {
         let c = &mut self.sched.cpus[cpu];
         c.queue.push(task);
-        c.queue_min_vruntime = c.queue_min_vruntime.min(self.sched.tasks[task].vruntime);
+        c.queue_by_vruntime.insert((self.sched.tasks[task].vruntime, task));
     }
 
     /// Take `task` out of the tasks waiting on `cpu`.
     fn queue_remove(&mut self, cpu: usize, task: usize) {
         let c = &mut self.sched.cpus[cpu];
         c.queue.retain(|&t| t != task);
-        if self.sched.tasks[task].vruntime == c.queue_min_vruntime {
-            c.queue_min_stale = true;
-        }
+        let removed = c.queue_by_vruntime.remove(&(self.sched.tasks[task].vruntime, task));
+        debug_assert!(removed, "a waiting task's vruntime changed");
     }
 
     /// The smallest vruntime among the tasks waiting on `cpu`, if any.
     fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
-        let c = &self.sched.cpus[cpu];
-        if c.queue_min_stale {
-            let min = c.queue.iter().map(|&t| self.sched.tasks[t].vruntime).min().unwrap_or(u64::MAX);
-            let c = &mut self.sched.cpus[cpu];
-            c.queue_min_vruntime = min;
-            c.queue_min_stale = false;
-        }
-        let c = &self.sched.cpus[cpu];
-        debug_assert_eq!(
-            c.queue.iter().map(|&t| self.sched.tasks[t].vruntime).min().unwrap_or(u64::MAX),
-            c.queue_min_vruntime,
-            "a waiting task's vruntime changed"
-        );
-        (!c.queue.is_empty()).then_some(c.queue_min_vruntime)
+        self.sched.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _)| vruntime)
     }
 
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
@@ -763,7 +748,7 @@ impl Sim {
         };
         match rt {
             Some((_, t)) => t,
-            None => *q.iter().min_by_key(|&&t| (self.sched.tasks[t].vruntime, t)).expect("a queued task"),
+            None => self.sched.cpus[cpu].queue_by_vruntime.first().expect("a queued task").1,
         }
     }
 
@@ -912,7 +897,7 @@ impl Sim {
         if let Some(at) = wake_at {
             let token = t.timer_token;
             self.q.push(at, Event::TimerWake { task: task as u32, token });
-            self.sched.cpus[cpu].timers.push(at);
+            self.sched.cpus[cpu].timers.push(std::cmp::Reverse(at));
         }
         self.dequeue_callback(cpu, task);
     }
@@ -1118,8 +1103,10 @@ impl Sim {
     fn next_timer(&mut self, cpu: usize) -> Option<TimeNs> {
         let now = self.q.now();
         let c = &mut self.sched.cpus[cpu];
-        c.timers.retain(|&t| t > now);
-        c.timers.iter().min().copied()
+        while c.timers.peek().is_some_and(|&std::cmp::Reverse(t)| t <= now) {
+            c.timers.pop();
+        }
+        c.timers.peek().map(|&std::cmp::Reverse(t)| t)
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it

@@ -228,8 +228,9 @@ pub struct Task {
     pub weight: u64,
     /// Run segments of fixed wall time (RunFor) rather than fixed work.
     pub fixed_time: bool,
-    /// Start times of the open latency intervals, by slot.
-    pub marks: Vec<TimeNs>,
+    /// The open latency intervals: (slot, start), a few at a time (an interval closes at its
+    /// `Mark::End`), so that a program with many slots costs no memory per slot here.
+    pub marks: Vec<(u16, TimeNs)>,
     /// Counted loops under way: (index of the Repeat op, passes still to run).
     pub loops: Vec<(usize, u32)>,
     pub parent: Option<usize>,
