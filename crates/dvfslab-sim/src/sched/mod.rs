@@ -1077,13 +1077,17 @@ impl Sim {
             }
             Mark::Start(slot) => {
                 let marks = &mut self.tasks[task].marks;
-                if marks.len() <= slot as usize {
-                    marks.resize(slot as usize + 1, 0);
+                match marks.iter_mut().find(|(s, _)| *s == slot) {
+                    Some(open) => open.1 = now,
+                    None => marks.push((slot, now)),
                 }
-                marks[slot as usize] = now;
             }
             Mark::End(slot) => {
-                let start = self.tasks[task].marks.get(slot as usize).copied().unwrap_or(now);
+                let marks = &mut self.tasks[task].marks;
+                let start = match marks.iter().position(|(s, _)| *s == slot) {
+                    Some(k) => marks.swap_remove(k).1,
+                    None => now,
+                };
                 let lat = &mut self.stats.latencies_ns;
                 if lat.len() <= slot as usize {
                     lat.resize_with(slot as usize + 1, Vec::new);

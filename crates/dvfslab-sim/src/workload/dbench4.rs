@@ -75,7 +75,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// Counter of ReadX/WriteX bytes (dbench's MB/s, kept for analysis).
 const BYTES: u16 = 0;
 /// Latency slot of a pass over the loadfile.
-const PASS: u16 = 0;
+const PASS: u32 = 0;
 /// The storage device as an fsync's data writeback uses it ...
 const DATA: u32 = 0;
 /// ... and as the filesystem's log force does. The two are served independently: a data

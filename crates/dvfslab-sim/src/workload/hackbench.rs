@@ -50,7 +50,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// Senders and receivers per group (`num_fds`).
 const FDS: u32 = 20;
 /// Latency slot: GO to the last worker reaped.
-const TOTAL: u16 = 0;
+const TOTAL: u32 = 0;
 /// Channels: workers report ready, and exited (the parent's wait4 / pthread_join).
 const READY: u32 = 0;
 const EXITED: u32 = 1;
