@@ -60,6 +60,7 @@ class _Task:
     start_s: float | None = None
     running_since: float | None = None
     running_cpu: int = -1
+    """The CPU of its last switch-in; -1 before its first."""
     blocked_since: float | None = None
     exited: bool = False
     carry_us: float = 0.0
@@ -263,7 +264,7 @@ def convert(trace: Trace, platform: PlatformRef) -> Conversion:
     for pid in list(tasks):
         drop_run(pid)
     every = done + list(tasks.values())
-    left_out = [t.name for t in every if t.runs == 0 and t.start_s is not None]
+    left_out = [t.name for t in every if t.runs == 0 and t.running_cpu >= 0]
     notes = _notes(trace, left_out, dropped, derived)
     document = _document(every, start, reference)
     if not document["tasks"]:
