@@ -272,7 +272,7 @@ def test_lost_events_are_counted_and_reported(cli, tmp_path):
         encoding="utf-8",
     )
     trace = dvfslab.read_trace(path)
-    assert len(trace.switches) == 3
+    assert (len(trace.switches), trace.cpus) == (3, 2)  # CPU 1 logged no event, only its loss
     assert trace.lost_summary() == {
         "reports": 2,
         "events": 1234,

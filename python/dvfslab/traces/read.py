@@ -268,8 +268,10 @@ def parse_text(text: str, source: str, tsc_khz: float | None = None) -> Trace:
         )
     columns = _core.read_ftrace(text, source, tsc_khz)
     frames = {name: _in_time_order(pd.DataFrame(columns[name])) for name in TABLES}
-    # Every CPU a table names: the ones events were logged on, and those they are about.
-    cpu_columns = [frame["cpu"] for frame in frames.values()]
+    lost = pd.DataFrame(columns["lost"])
+    # Every CPU a table names: the ones events were logged on, those they are about, and those
+    # that lost events.
+    cpu_columns = [frame["cpu"] for frame in [*frames.values(), lost]]
     highest = max((int(c.max()) for c in cpu_columns if not c.empty), default=-1)
     return Trace(
         source,
@@ -277,7 +279,7 @@ def parse_text(text: str, source: str, tsc_khz: float | None = None) -> Trace:
         counts=dict(columns["counts"]),
         cpus=max(int(columns["cpus_header"]), highest + 1),
         table_events=frozenset(columns["table_events"]),
-        lost=pd.DataFrame(columns["lost"]),
+        lost=lost,
         tsc_khz=columns["tsc_khz"],
     )
 
