@@ -421,3 +421,22 @@ def test_memory_grows_with_the_events_of_many_short_lived_processes(tmp_path):
     # 6 events a process: well under 2 KB an event (it was 50 KB at 8,000 processes).
     per_event = (peak_kb[8_000] - peak_kb[2_000]) * 1024 / (6 * 6_000)
     assert per_event < 2048, peak_kb
+
+
+def test_a_pid_used_again_is_another_task_and_the_task_limit_is_said_early(monkeypatch):
+    from dvfslab.traces.read import parse_text
+    from dvfslab.traces.workload import convert
+
+    # `a` (pid 10) exits; a new process gets pid 10 and runs 1 ms.
+    text = (
+        _switch(1, "1.000000", (*IDLE1, "R"), ("a", 10))
+        + _switch(1, "1.001000", ("a", 10, "X"), IDLE1)
+        + _switch(1, "1.002000", (*IDLE1, "R"), ("a", 10))
+        + _switch(1, "1.003000", ("a", 10, "S"), IDLE1)
+    )
+    tasks = convert(parse_text(text, "reuse.txt"), "juno-r2").document["tasks"]
+    assert sorted(tasks) == ["a-10", "a-10.2"]
+    assert tasks["a-10.2"]["delay"] == 2000
+    monkeypatch.setattr("dvfslab.traces.workload.MAX_TASKS", 1)
+    with pytest.raises(ConfigError, match=r"reuse.txt: 2 tasks to replay; a run takes at most 1"):
+        convert(parse_text(text, "reuse.txt"), "juno-r2")
