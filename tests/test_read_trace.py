@@ -302,6 +302,8 @@ def test_a_raw_tsc_clock_is_read_given_its_rate(cli, tmp_path):
     assert run.code == 0, run.stderr
     info = json.loads(run.stdout)
     assert (info["start_s"], info["tsc_khz"]) == (1.0, 3e6)
+    text = cli("trace", "summary", str(path), "--tsc-khz", "3000000")
+    assert "timestamps: raw TSC counts at 3000000 kHz, shown in seconds" in text.stdout
     path.write_text("# tsc_khz=3000000\n" + path.read_text(), encoding="utf-8")
     assert dvfslab.read_trace(path).tsc_khz == 3e6
     with pytest.raises(ConfigError, match="tsc_khz: expected the clock's rate in kHz"):

@@ -86,7 +86,9 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
             "the tables miss events there"
         )
     if info["tsc_khz"] is not None:
-        print(f"timestamps: raw TSC counts at {info['tsc_khz']:g} kHz, shown in seconds")
+        khz = info["tsc_khz"]
+        shown = f"{khz:.0f}" if float(khz).is_integer() else f"{khz}"
+        print(f"timestamps: raw TSC counts at {shown} kHz, shown in seconds")
     rows = []
     for c in info["per_cpu"]:
         busy = "-" if c["busy_pct"] is None else f"{c['busy_pct']:.1f}"
