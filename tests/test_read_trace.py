@@ -11,7 +11,8 @@ import pytest
 import dvfslab
 from dvfslab import ConfigError
 from dvfslab.traces import write_trace
-from dvfslab.traces.read import TRACE_DAT_MAGIC
+from dvfslab.traces.read import MAX_TRACE_BYTES, TRACE_DAT_MAGIC
+from trace_data import switch
 
 LISA_JUNO = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
 JUNO_SCHEDUTIL = LISA_JUNO.with_name("lisa-juno-schedutil.txt")
@@ -217,3 +218,173 @@ def test_the_juno_recording_wakes_from_wfi_faster_than_from_power_down():
     # Far below the device tree's 1500 and 1600 us (entry + exit, a worst case).
     assert exits[1]["median_us"] < 300
     assert exits[2]["median_us"] < 300
+
+
+def _switches(*stamps: str, cpu: int = 0) -> str:
+    return "".join(switch(cpu, t, ("a", 1, "S"), ("b", 2)) for t in stamps)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (_switches("1.000000", "nan"), r":2: timestamp: \"nan\": expected seconds"),
+        (_switches("1.000000", "inf"), r":2: timestamp: \"inf\": expected seconds"),
+        (_switches("1e300"), r":1: timestamp: \"1e300\": expected seconds"),
+        (_switches("2.000000", "1.000000"), r":2: timestamp: 1.000000 on CPU 0 is before 2 on"),
+        (
+            _switches("1.0").replace("prev_state=S", "prev_state=ZZZZ"),
+            r":1: sched_switch: cannot read its fields \(prev_state=ZZZZ is not a task state",
+        ),
+        (_switches("1.0", cpu=99_999_999), r":1: CPU: \[99999999\]: expected a CPU below 8192"),
+        ("cpus=4000000000\n" + _switches("1.0"), r":1: cpus: 4000000000 CPUs: at most 8192"),
+        ("", r": no ftrace event: expected lines"),
+        (_switches("2000000000"), r":1: timestamp: 2000000000 is a raw clock count"),
+    ],
+)
+def test_what_is_not_a_trace_is_an_error_naming_the_file_and_line(cli, tmp_path, text, says):
+    path = tmp_path / "bad.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"{path}{says}"):
+        dvfslab.read_trace(path)
+    run = cli("trace", "summary", str(path), "--json")
+    assert (run.code, run.stdout) == (1, "")
+    assert run.stderr.startswith(f"error: {path}"), run.stderr
+    assert run.stderr.count("\n") == 1, run.stderr
+
+
+def test_each_cpu_keeps_its_order_while_cpus_interleave(tmp_path):
+    # trace_pipe: CPU 1's line at 5.0001 comes after CPU 0's at 5.0002; both are read, in order.
+    text = _switches("5.000200", cpu=0) + _switches("5.000100", "5.000300", cpu=1)
+    from dvfslab.traces.read import parse_text
+
+    trace = parse_text(text, "pipe.txt")
+    assert list(trace.switches["time_s"]) == [5.0001, 5.0002, 5.0003]
+    assert list(trace.switches["cpu"]) == [1, 0, 1]
+
+
+def test_lost_events_are_counted_and_reported(cli, tmp_path):
+    path = tmp_path / "lost.txt"
+    path.write_text(
+        _switches("1.000000")
+        + "CPU:1 [LOST 1234 EVENTS]\n"
+        + "CPU:0 [LOST EVENTS]\n"
+        + _switches("2.000000", "3.000000"),
+        encoding="utf-8",
+    )
+    trace = dvfslab.read_trace(path)
+    assert (len(trace.switches), trace.cpus) == (3, 2)  # CPU 1 logged no event, only its loss
+    assert trace.lost_summary() == {
+        "reports": 2,
+        "events": 1234,
+        "unknown": 1,
+        "per_cpu": {1: 1234},
+    }
+    run = cli("trace", "summary", str(path), "--json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["lost"]["events"] == 1234
+    text = cli("trace", "summary", str(path))
+    assert (
+        "lost: 1234 events in 2 [LOST EVENTS] reports, 1 reports without a count (CPU 1: 1234)"
+        in text.stdout
+    )
+
+
+def test_a_raw_tsc_clock_is_read_given_its_rate(cli, tmp_path):
+    path = tmp_path / "tsc.txt"
+    path.write_text(_switches("3000000000", "3000300000"), encoding="utf-8")
+    run = cli("trace", "summary", str(path))
+    assert run.code == 1
+    assert "is a raw clock count, not seconds" in run.stderr
+    assert "--tsc-khz" in run.stderr
+    # A 3 GHz TSC: 3e9 cycles are 1 s, 300,000 of them 100 µs.
+    assert list(dvfslab.read_trace(path, tsc_khz=3e6).switches["time_s"]) == [1.0, 1.0001]
+    run = cli("trace", "summary", str(path), "--tsc-khz", "3000000", "--json")
+    assert run.code == 0, run.stderr
+    info = json.loads(run.stdout)
+    assert (info["start_s"], info["tsc_khz"]) == (1.0, 3e6)
+    text = cli("trace", "summary", str(path), "--tsc-khz", "3000000")
+    assert "timestamps: raw TSC counts at 3000000 kHz, shown in seconds" in text.stdout
+    path.write_text("# tsc_khz=3000000\n" + path.read_text(), encoding="utf-8")
+    assert dvfslab.read_trace(path).tsc_khz == 3e6
+    with pytest.raises(ConfigError, match="tsc_khz: expected the clock's rate in kHz"):
+        dvfslab.read_trace(path, tsc_khz=float("nan"))
+
+
+def test_what_is_not_a_file_or_too_big_is_refused_before_it_is_read(cli, tmp_path, monkeypatch):
+    for path in ("/dev/zero", str(tmp_path)):
+        run = cli("trace", "summary", path)
+        assert run.code == 1
+        assert run.stderr.startswith(f"error: trace file {path}: not a regular file")
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as f:
+        f.truncate(MAX_TRACE_BYTES + 1)  # sparse: nothing written
+    with pytest.raises(
+        ConfigError, match=r"huge.txt: is 2.0 GiB or more; at most 2 GiB of trace text"
+    ):
+        dvfslab.read_trace(huge)
+    # A file that grows past its size while it is read is cut at the cap, not read whole.
+    small = tmp_path / "small.txt"
+    small.write_text(_switches("1.0") * 10, encoding="utf-8")
+    monkeypatch.setattr("dvfslab.traces.read.MAX_TRACE_BYTES", 100)
+    monkeypatch.setattr("dvfslab.traces.read._check_size", _size_checked_once())
+    with pytest.raises(ConfigError, match="or more; at most"):
+        dvfslab.read_trace(small)
+
+
+def _size_checked_once():
+    """`_check_size` that lets the first check (the file's stat) pass, as a growing file would."""
+    from dvfslab.traces import read
+
+    real = read._check_size
+    calls = []
+
+    def check(source, size, what="is"):
+        calls.append(size)
+        if len(calls) > 1:
+            real(source, size, what)
+
+    return check
+
+
+def test_cpu_maps_are_bounded_and_ranges_checked():
+    from dvfslab.traces.read import cpu_map
+
+    for bad in ("big=0-99999999", "big=5-1", "big=8192", "big=-1"):
+        with pytest.raises(ConfigError, match="--cpus"):
+            cpu_map(bad)
+    assert cpu_map("big=8190-8191") == {8190: "big", 8191: "big"}
+
+
+def test_a_junk_trace_dat_and_an_empty_file_are_errors(cli, tmp_path, monkeypatch):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    run = cli("trace", "summary", str(empty))
+    assert (run.code, run.stdout) == (1, "")
+    assert run.stderr.startswith(f"error: {empty}: no ftrace event")
+    junk = tmp_path / "trace.dat"
+    junk.write_bytes(TRACE_DAT_MAGIC + b"\xff" * 64)
+    # A trace-cmd that reads nothing out of it and says nothing wrong.
+    monkeypatch.setenv(
+        "PATH", _fake_trace_cmd(tmp_path, "exit 0\n") + os.pathsep + os.environ["PATH"]
+    )
+    with pytest.raises(ConfigError, match=f"{junk}: no ftrace event"):
+        dvfslab.read_trace(junk)
+
+
+def test_json_output_has_no_infinity_or_nan(capsys):
+    from dvfslab.cli.output import print_json
+
+    print_json({"a": float("inf"), "b": [float("nan"), 1.5], "c": {"d": -float("inf")}})
+    assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+
+
+def test_a_summary_of_many_cpus_takes_the_time_of_its_events():
+    import time
+
+    from dvfslab.traces.read import parse_text
+
+    trace = parse_text(_switches("1.0", "2.0", cpu=8191), "wide.txt")
+    began = time.perf_counter()
+    info = trace.summary()
+    assert time.perf_counter() - began < 5.0
+    assert (info["cpus"], len(info["per_cpu"])) == (8192, 8192)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import dvfslab
 from dvfslab import ConfigError
+from trace_data import short_lived
 
 JUNO_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-schedutil.txt"
 LINUX_4_19 = "schedutil:kernel=4.19"
@@ -146,11 +150,11 @@ def test_a_recording_becomes_rtapp_threads_that_redo_its_work_and_wake_ups(tmp_p
     b = doc["tasks"]["b-11"]["phases"]["replay"]
     assert a.pop("loop") == 1
     assert b.pop("loop") == 1
-    assert list(a.values()) == [2000, 3000, 500, "wake_11", 500]
+    assert list(a.values()) == [2000, 3000, 500, "wake_b-11", 500]
     assert [k.rsplit("_", 1)[0] for k in a] == ["run", "sleep", "run", "sem_post", "run"]
     # 1 ms on a LITTLE at its top frequency, capacity 383 (485 x 950 / 1200): 383 / 1024 of
     # the big CPU's work, 374.0 µs, and the 0.37 µs of its first 1-µs run carried into it.
-    assert list(b.values()) == ["wake_11", 374]
+    assert list(b.values()) == ["wake_b-11", 374]
     assert [k.rsplit("_", 1)[0] for k in b] == ["sem_wait", "run"]
     assert doc["tasks"]["a-10"]["delay"] == 0
 
@@ -244,3 +248,195 @@ def test_a_scan_finds_the_rate_limits_the_juno_recording_allows(capsys):
         scan_tunable(
             JUNO_SCHEDUTIL, "juno-r0", f"{LINUX_4_19},rate_limit_us=1", "rate_limit_us", [1]
         )
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_task_never_switched_out_is_left_out_and_counted(tmp_path, capsys):
+    from dvfslab.cli.main import main
+    from dvfslab.traces.read import parse_text
+    from dvfslab.traces.workload import convert
+
+    # `a` runs 1 ms and sleeps; `x` is switched in on CPU 1 at 1.001 and its switch-out is
+    # never recorded (the recording ended, or lost it); `c` runs on CPU 0, and a switch from `y`
+    # on CPU 0 shows that `c`'s own switch-out was lost.
+    text = (
+        SMALL
+        + _switch(1, "1.007000", (*IDLE1, "R"), ("x", 20))
+        + _switch(0, "1.007000", (*IDLE0, "R"), ("c", 30))
+        + _switch(0, "1.008000", ("c", 30, "S"), IDLE0)
+        + _switch(0, "1.009000", (*IDLE0, "R"), ("c", 30))
+        + _switch(0, "1.012000", ("y", 31, "S"), IDLE0)
+        + _switch(0, "1.013000", (*IDLE0, "R"), ("b", 11))
+        + _switch(0, "1.014000", ("b", 11, "S"), IDLE0)
+    )
+    done = convert(parse_text(text, "ends.txt"), "juno-r2")
+    assert "x-20" not in done.document["tasks"]
+    c = done.document["tasks"]["c-30"]["phases"]["replay"]
+    # c's first run (1 ms on a LITTLE: 374 µs of the big CPU's work) is kept; its second,
+    # whose switch-out is missing, is not: 3 ms it may not have run.
+    assert [v for k, v in c.items() if k.startswith("run")] == [374]
+    notes = done.notes
+    assert notes["left_out"] == {"count": 1, "first": ["x-20"]}
+    assert notes["runs_dropped"] == 2  # c's second run, x's only run
+    path = _write(tmp_path, "ends.txt", text)
+    assert main(["replay", "workload", str(path), "-p", "juno-r2", "-g", "performance"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "note: tasks left out: 1, switched in and never switched out in the recording (x-20)" in out
+    )
+    assert "note: runs dropped: 2" in out
+
+
+def test_a_recording_without_wakeups_keeps_its_sleeps(capsys):
+    from dvfslab.cli.main import main
+    from dvfslab.traces.read import read_trace
+    from dvfslab.traces.workload import convert
+
+    done = convert(read_trace(JUNO_SCHEDUTIL), "juno-r0")
+    threads = done.document["tasks"].values()
+    # Each task blocks and runs again: its sleeps end at its next switch-in.
+    sleeping = [t for t in threads if any(k.startswith("sleep") for k in t["phases"]["replay"])]
+    assert len(sleeping) >= len(threads) // 2, len(sleeping)
+    assert done.notes["wakeups"] == {"recorded": 0, "at_switch_in": 178}
+    args = ["replay", "workload", str(JUNO_SCHEDUTIL), "-p", "juno-r0", "-g", "schedutil"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "note: the recording has no sched_wakeup events: 178 wake-ups are taken at" in out
+    # No wake-up recorded, no activation to time: not 0 ms.
+    assert "recording       0.056" in out
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["recorded"]["activation_ms"] == {"count": 0, "median": None, "p90": None}
+    assert report["conversion"]["wakeups"]["at_switch_in"] == 178
+
+
+def test_a_replay_that_judged_nothing_says_so(tmp_path, capsys):
+    from dvfslab.cli.main import main
+
+    # Every CPU's utilisation, and no frequency change recorded or made.
+    text = "".join(
+        f"  <idle>-0 [{cpu:03d}] 1.{t:06d}: sched_load_cfs_rq: cpu={cpu} path=/ load=0 util=10\n"
+        for t in (0, 100_000)
+        for cpu in range(6)
+    )
+    path = _write(tmp_path, "flat.txt", text)
+    report = dvfslab.replay_governor(path, "juno-r0", LINUX_4_19)
+    assert (report["decisions"], report["exact_match"], report["within_one_opp"]) == (0, None, None)
+    assert main(["replay", "governor", str(path), "-p", "juno-r0", "-g", LINUX_4_19]) == 0
+    out = capsys.readouterr().out
+    assert "exact OPP n/a, within one OPP n/a: no decision to judge (the recording has no " in out
+    assert "100%" not in out
+    assert "timing" not in out
+
+
+def test_a_recording_without_tasks_is_an_error_not_an_empty_run(cli, tmp_path):
+    # Only the idle task and schedutil's worker ran.
+    text = _switch(1, "1.000000", (*IDLE1, "R"), ("sugov:1", 90)) + _switch(
+        1, "1.000100", ("sugov:1", 90, "S"), IDLE1
+    )
+    path = _write(tmp_path, "idle.txt", text)
+    for args in (
+        ["replay", "workload", str(path), "-p", "juno-r2", "-g", "performance"],
+        ["run", "-p", "juno-r2", "-g", "performance", "-w", f"trace:{path}"],
+    ):
+        run = cli(*args)
+        assert (run.code, run.stdout) == (1, "")
+        assert run.stderr.startswith(f"error: {path}: no task of the recording to replay")
+
+
+@pytest.mark.parametrize("stamp", ["nan", "inf", "1e300"])
+def test_timestamps_that_are_not_times_give_one_error_line(cli, tmp_path, stamp):
+    path = _write(tmp_path, "nan.txt", SMALL.replace("1.002000", stamp))
+    for args in (
+        ["replay", "workload", str(path), "-p", "juno-r2", "-g", "performance"],
+        ["run", "-p", "juno-r2", "-g", "performance", "-w", f"trace:{path}"],
+    ):
+        run = cli(*args)
+        assert run.code == 1
+        assert run.stderr == (
+            f'error: {path}:6: timestamp: "{stamp}": expected seconds as the kernel prints them '
+            "(digits, a point, digits: 76.211715), or a raw clock count (an integer)\n"
+        )
+
+
+def test_a_tsc_recording_replays_given_its_rate(tmp_path, capsys):
+    from dvfslab.cli.main import main
+
+    # SMALL on a 2 GHz TSC: each second is 2e9 cycles.
+    def cycles(match: re.Match[str]) -> str:
+        return f"] {round(float(match.group(1)) * 2e9)}:"
+
+    path = _write(tmp_path, "tsc.txt", re.sub(r"\] (\d+\.\d+):", cycles, SMALL))
+    args = ["replay", "workload", str(path), "-p", "juno-r2", "-g", "performance", "--json"]
+    assert main(args) == 1
+    assert "is a raw clock count, not seconds" in capsys.readouterr().err
+    assert main([*args, "--tsc-khz", "2000000"]) == 0
+    in_cycles = json.loads(capsys.readouterr().out)
+    assert main(["replay", "workload", str(_write(tmp_path, "s.txt", SMALL)), *args[3:]]) == 0
+    in_seconds = json.loads(capsys.readouterr().out)
+    assert in_cycles["recorded"] == in_seconds["recorded"]
+    assert in_cycles["span_s"] == pytest.approx(in_seconds["span_s"])
+
+
+def test_a_task_of_seventy_thousand_runs_replays(tmp_path):
+    # One task that runs 10 µs and sleeps 10 µs 70,000 times: more runs than 65,535.
+    lines = []
+    for i in range(70_000):
+        t0 = 1_000_000 + 20 * i
+        lines.append(_switch(1, f"{t0 // 10**6}.{t0 % 10**6:06d}", (*IDLE1, "R"), ("a", 10)))
+        t1 = t0 + 10
+        lines.append(_switch(1, f"{t1 // 10**6}.{t1 % 10**6:06d}", ("a", 10, "S"), IDLE1))
+    path = _write(tmp_path, "long.txt", "".join(lines))
+    r = dvfslab.simulate("juno-r2", "performance", f"trace:{path}")
+    assert r.sim_time_s > 1.39
+    assert r.metric.value == pytest.approx(1.0, abs=0.05)
+
+
+def test_memory_grows_with_the_events_of_many_short_lived_processes(tmp_path):
+    # Each process forks, runs, sleeps, runs and exits. Memory was quadratic in them (each
+    # task kept a start time per log slot of the whole file: 20,000 processes took 5 GB).
+    script = (
+        "import resource, sys, dvfslab\n"
+        "dvfslab.simulate('juno-r2', 'performance', 'trace:' + sys.argv[1])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    peak_kb = {}
+    for count in (2_000, 8_000):
+        path = tmp_path / f"p{count}.txt"
+        with path.open("w", encoding="utf-8") as f:
+            short_lived(count, f)
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        peak_kb[count] = int(done.stdout.split()[-1])
+    # 6 events a process: well under 2 KB an event (it was 50 KB at 8,000 processes).
+    per_event = (peak_kb[8_000] - peak_kb[2_000]) * 1024 / (6 * 6_000)
+    assert per_event < 2048, peak_kb
+
+
+def test_a_pid_used_again_is_another_task_and_the_task_limit_is_said_early(monkeypatch):
+    from dvfslab.traces.read import parse_text
+    from dvfslab.traces.workload import convert
+
+    # `a` (pid 10) exits; a new process gets pid 10 and runs 1 ms.
+    text = (
+        _switch(1, "1.000000", (*IDLE1, "R"), ("a", 10))
+        + _switch(1, "1.001000", ("a", 10, "X"), IDLE1)
+        + _switch(1, "1.002000", (*IDLE1, "R"), ("a", 10))
+        + _switch(1, "1.003000", ("a", 10, "S"), IDLE1)
+    )
+    tasks = convert(parse_text(text, "reuse.txt"), "juno-r2").document["tasks"]
+    assert sorted(tasks) == ["a-10", "a-10.2"]
+    assert tasks["a-10.2"]["delay"] == 2000
+    monkeypatch.setattr("dvfslab.traces.workload.MAX_TASKS", 1)
+    with pytest.raises(ConfigError, match=r"reuse.txt: 2 tasks to replay; a run takes at most 1"):
+        convert(parse_text(text, "reuse.txt"), "juno-r2")

@@ -45,19 +45,21 @@ __all__ = [
 ]
 
 
-def read_trace(path: str | os.PathLike[str]) -> Trace:
+def read_trace(path: str | os.PathLike[str], tsc_khz: float | None = None) -> Trace:
     """A recorded trace as tables (`dvfslab.traces.read.Trace`): switches, wake-ups, frequency,
-    idle states and markers. pandas is imported only when a trace is read."""
+    idle states and markers. `tsc_khz`: the clock's rate when the timestamps are raw TSC counts
+    (trace_clock x86-tsc). pandas is imported only when a trace is read."""
     from dvfslab.traces.read import read_trace as read
 
-    return read(path)
+    return read(path, tsc_khz=tsc_khz)
 
 
 def replay_governor(
     path: str | os.PathLike[str], platform: PlatformRef, governor: str, **options: Any
 ) -> dict[str, Any]:
     """A governor replayed against a recorded trace: its decisions beside the recorded
-    frequency changes (`dvfslab.traces.replay.replay_governor`, which takes `window_ms`)."""
+    frequency changes (`dvfslab.traces.replay.replay_governor`, which takes `window_ms` and
+    `tsc_khz`)."""
     from dvfslab.traces.replay import replay_governor as replay
 
     return replay(path, platform, governor, **options)

@@ -13,6 +13,11 @@ class DvfsError(Exception):
 class ConfigError(DvfsError, ValueError):
     """Bad input: the message names the file or field and what was expected."""
 
+MAX_TASKS: int
+"""The most tasks a run may create (its workload's, kernel threads and forks together)."""
+TRACE_MAX_CPUS: int
+"""The most CPUs a trace may number (the kernel's limit)."""
+
 class SimulationError(DvfsError):
     """The simulation itself could not go on."""
 
@@ -228,11 +233,12 @@ def replay_governor(
     trace_text: str,
     trace_source: str,
     window_ms: float,
+    tsc_khz: float | None = None,
 ) -> str:
     """The governor replayed against recorded ftrace text, as JSON (dvfslab.traces.replay)."""
 
-def read_ftrace(text: str, source: str) -> dict[str, Any]:
+def read_ftrace(text: str, source: str, tsc_khz: float | None = None) -> dict[str, Any]:
     """ftrace text (`source` names it in errors, with the line) as columns: {"cpus_header": int,
-    "counts": {event: n}, "table_events": [event], and "switches", "wakeups", "frequency",
-    "idle", "markers", "pelt", "util_est", "pstate": {column: list}} (dvfslab.traces.read gives
-    them as DataFrames)."""
+    "tsc_khz": the raw-count clock's rate or None, "counts": {event: n}, "table_events":
+    [event], and "switches", "wakeups", "frequency", "idle", "markers", "pelt", "util_est",
+    "pstate", "lost": {column: list}} (dvfslab.traces.read gives them as DataFrames)."""

@@ -56,8 +56,35 @@ def simulate(
     Ctrl-C stops a run with KeyboardInterrupt. Raises ConfigError (a ValueError) for bad
     input and SimulationError if the run fails.
     """
-    platform_json, source = load_platform(platform)
     workload_text, workload_source = _workload(workload, platform)
+    return simulate_text(
+        platform,
+        governor,
+        workload_text,
+        workload_source,
+        duration_s=duration_s,
+        seed=seed,
+        timeline=timeline,
+        explain=explain,
+        progress=progress,
+    )
+
+
+def simulate_text(
+    platform: PlatformRef,
+    governor: str | Governor,
+    workload_text: str,
+    workload_source: str | None,
+    *,
+    duration_s: float | None = None,
+    seed: int = 0,
+    timeline: bool = False,
+    explain: bool = False,
+    progress: Callable[[float, float], None] | None = None,
+) -> SimResult:
+    """`simulate` of a workload given as text: a spec (`workload_source` None) or an rt-app
+    document (`workload_source` names it in messages)."""
+    platform_json, source = load_platform(platform)
     governor_spec, python_governor = resolve_governor(
         governor if isinstance(governor, Governor) else _spec("governor", governor)
     )

@@ -349,13 +349,16 @@ fn describe_platform(py: Python<'_>, platform_json: &str, platform_source: &str)
 }
 
 /// Read ftrace text (`source` names it in errors) into its tables, as columns: {"cpus_header",
-/// "counts": {event: n}, "table_events": [...], and each table of `FtraceTables::tables` as
-/// {column: [...]}}.
+/// "tsc_khz", "counts": {event: n}, "table_events": [...], and each table of
+/// `FtraceTables::tables` as {column: [...]}}. `tsc_khz`: the rate of a raw-count clock.
 #[pyfunction]
-fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyDict>> {
-    let t = py.allow_threads(|| dvfslab_sim::trace::read::read_ftrace(text, source)).map_err(|e| to_py(py, e))?;
+#[pyo3(signature = (text, source, tsc_khz=None))]
+fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str, tsc_khz: Option<f64>) -> PyResult<Bound<'py, PyDict>> {
+    use dvfslab_sim::trace::read::{read_ftrace_with, ReadOptions};
+    let t = py.allow_threads(|| read_ftrace_with(text, source, ReadOptions { tsc_khz })).map_err(|e| to_py(py, e))?;
     let out = PyDict::new(py);
     out.set_item("cpus_header", t.cpus_header)?;
+    out.set_item("tsc_khz", t.tsc_khz)?;
     let counts = PyDict::new(py);
     for (name, n) in &t.counts {
         counts.set_item(name, n)?;
@@ -383,7 +386,8 @@ fn read_ftrace<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound
 /// Replay `governor` on the platform against recorded ftrace text (`trace_source` names it in
 /// errors); decisions pair with recorded changes within `window_ms`. The comparison as JSON.
 #[pyfunction]
-#[pyo3(signature = (platform_json, platform_source, governor, trace_text, trace_source, window_ms))]
+#[pyo3(signature = (platform_json, platform_source, governor, trace_text, trace_source, window_ms, tsc_khz=None))]
+#[allow(clippy::too_many_arguments)]
 fn replay_governor(
     py: Python<'_>,
     platform_json: &str,
@@ -392,13 +396,15 @@ fn replay_governor(
     trace_text: &str,
     trace_source: &str,
     window_ms: f64,
+    tsc_khz: Option<f64>,
 ) -> PyResult<String> {
-    use dvfslab_sim::trace::{read::read_ftrace, replay};
+    use dvfslab_sim::trace::read::{read_ftrace_with, ReadOptions};
+    use dvfslab_sim::trace::replay;
     let cfg = replay::ReplayConfig { governor: governor.to_string(), window_ns: (window_ms * 1e6).round() as u64 };
     let report = py
         .allow_threads(|| {
             let plat = dvfslab_sim::Platform::from_json(platform_json, platform_source)?;
-            let tables = read_ftrace(trace_text, trace_source)?;
+            let tables = read_ftrace_with(trace_text, trace_source, ReadOptions { tsc_khz })?;
             replay::replay_governor(plat, &tables, trace_source, &cfg)
         })
         .map_err(|e| to_py(py, e))?;
@@ -444,6 +450,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         None,
     )?;
     m.add("ConfigError", cls)?;
+    m.add("MAX_TASKS", dvfslab_sim::sched::task::MAX_TASKS)?;
+    m.add("TRACE_MAX_CPUS", dvfslab_sim::trace::read::MAX_CPUS)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(governors, m)?)?;
     m.add_function(wrap_pyfunction!(system_tunables, m)?)?;

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
 
 
 def print_json(value: object) -> None:
-    print(json.dumps(value, indent=2))
+    """`value` as JSON; a float that is not finite (no JSON number) becomes null."""
+    print(json.dumps(finite(value), indent=2, allow_nan=False))
+
+
+def finite(value: object) -> object:
+    """`value` with every NaN or infinite float, at any depth, replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def json_value(value: object) -> str:

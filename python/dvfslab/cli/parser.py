@@ -45,3 +45,14 @@ def command(
 
 def add_json_flag(parser: argparse.ArgumentParser, text: str = "print JSON") -> None:
     parser.add_argument("--json", action="store_true", help=text)
+
+
+def add_tsc_flag(parser: argparse.ArgumentParser) -> None:
+    """`--tsc-khz`: the rate of a recording's raw-count clock (trace_clock x86-tsc)."""
+    parser.add_argument(
+        "--tsc-khz",
+        type=float,
+        metavar="KHZ",
+        help="the TSC's rate in kHz, for a recording whose timestamps are raw cycle counts "
+        "(trace_clock=x86-tsc); a '# tsc_khz=N' line at the top of the trace says it too",
+    )

@@ -11,7 +11,7 @@ from typing import Any
 from dvfslab._core import ConfigError
 from dvfslab._files import replace_atomically
 from dvfslab.cli.output import mhz, print_json
-from dvfslab.cli.parser import add_json_flag, command
+from dvfslab.cli.parser import add_json_flag, add_tsc_flag, command
 from dvfslab.report.printing import print_table
 
 
@@ -96,6 +96,7 @@ def _add_recording(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-p", "--platform", required=True, metavar="PLATFORM", help="the recorded machine's preset"
     )
+    add_tsc_flag(p)
 
 
 def _cmd_replay_help(args: argparse.Namespace) -> int:
@@ -109,7 +110,9 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
         raise ConfigError(f"--window-ms: expected a positive number of ms, got {args.window_ms}")
     if args.scan is not None:
         return _scan(args)
-    report = replay_governor(args.file, args.platform, args.governor, window_ms=args.window_ms)
+    report = replay_governor(
+        args.file, args.platform, args.governor, window_ms=args.window_ms, tsc_khz=args.tsc_khz
+    )
     if args.json:
         print_json(report)
         return 0
@@ -118,15 +121,19 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
         f"{args.file}: {args.governor} on {args.platform}, {report['recorded_changes']} recorded "
         f"and {report['model_changes']} model frequency changes, {n} decisions"
     )
-    print(
-        f"exact OPP {report['exact_match']:.0%}, within one OPP {report['within_one_opp']:.0%}, "
-        f"unexplained {report['unexplained']}"
-    )
+    if n == 0:
+        print(f"exact OPP n/a, within one OPP n/a: {_no_decision(report)}")
+    else:
+        print(
+            f"exact OPP {report['exact_match']:.0%}, within one OPP "
+            f"{report['within_one_opp']:.0%}, unexplained {report['unexplained']}"
+        )
     t = report["timing_ms"]
-    print(
-        f"timing (model - recorded): median {t['median']:+.2f} ms, 90% within "
-        f"{t['p90_abs']:.2f} ms, largest {t['max_abs']:.2f} ms"
-    )
+    if any(c["recorded_s"] is not None and c["model_s"] is not None for c in report["changes"]):
+        print(
+            f"timing (model - recorded): median {t['median']:+.2f} ms, 90% within "
+            f"{t['p90_abs']:.2f} ms, largest {t['max_abs']:.2f} ms"
+        )
     if report["unobservable"]:
         print("not in the trace: " + ", ".join(report["unobservable"]))
     if report["explainable"]:
@@ -155,14 +162,28 @@ def cmd_replay_governor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_decision(report: dict[str, Any]) -> str:
+    """Why a replay judged nothing."""
+    warm, model = len(report["warm_up"]), report["model_changes"]
+    if not report["recorded_changes"] and not warm:
+        why = "the recording has no frequency change"
+    else:
+        why = f"its {warm} recorded changes all fell in a policy's warm-up"
+    if model:
+        why += f"; the model's {model} changes fell in warm-up or at the recording's end"
+    else:
+        why += "; the model made none"
+    return f"no decision to judge ({why})"
+
+
 def cmd_replay_workload(args: argparse.Namespace) -> int:
     from dvfslab.traces.compare import replay_workload
     from dvfslab.traces.read import read_trace
     from dvfslab.traces.workload import rtapp_for
 
-    trace = read_trace(args.file)
+    trace = read_trace(args.file, tsc_khz=args.tsc_khz)
     if args.rtapp:
-        text = rtapp_for(args.file, args.platform)
+        text = rtapp_for(args.file, args.platform, trace.tsc_khz)
         replace_atomically(
             Path(args.rtapp), lambda tmp: Path(tmp).write_text(text, encoding="utf-8")
         )
@@ -171,6 +192,8 @@ def cmd_replay_workload(args: argparse.Namespace) -> int:
         print_json(report)
         return 0
     print(f"{args.file}: {report['tasks']} tasks over {report['span_s']:.3f} s, on {args.platform}")
+    for warning in report["conversion"]["warnings"]:
+        print(f"note: {warning}")
     columns = {"recording": report["recorded"], **report["runs"]}
     kinds = sorted({k for f in columns.values() for k in f["busy_share"]})
     rows = []
@@ -194,8 +217,8 @@ def cmd_replay_workload(args: argparse.Namespace) -> int:
                 name,
                 f"{f['busy_s']:.3f}",
                 *shares,
-                f"{act['median']:.2f}",
-                f"{act['p90']:.2f}",
+                "-" if act["median"] is None else f"{act['median']:.2f}",
+                "-" if act["p90"] is None else f"{act['p90']:.2f}",
                 energy,
                 residency or "-",
             ]
@@ -250,7 +273,13 @@ def _scan(args: argparse.Namespace) -> int:
 
     key, values = _scan_values(args.scan)
     found = scan_tunable(
-        args.file, args.platform, args.governor, key, values, window_ms=args.window_ms
+        args.file,
+        args.platform,
+        args.governor,
+        key,
+        values,
+        window_ms=args.window_ms,
+        tsc_khz=args.tsc_khz,
     )
     if args.json:
         print_json(found)

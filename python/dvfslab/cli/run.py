@@ -132,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             explain=args.explain is not None,
             progress=progress,
         )
+    _trace_notes(args.workload, args.platform)
     if timeline is not None:
         result.write_timeline(timeline)
     if trace is not None:
@@ -154,6 +155,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.explain is not None:
         print(f"\ndecisions written to {args.explain}")
     return 0
+
+
+def _trace_notes(workload: str, platform: str) -> None:
+    """What a `trace:FILE` workload could not follow of its recording, on stderr."""
+    from dvfslab.api import TRACE_PREFIX
+
+    if workload.startswith(TRACE_PREFIX):
+        from dvfslab.traces.workload import conversion_notes
+
+        for warning in conversion_notes(workload[len(TRACE_PREFIX) :], platform)["warnings"]:
+            print(f"note: {workload}: {warning}", file=sys.stderr)
 
 
 def _show_run(result: SimResult, platform: str) -> None:

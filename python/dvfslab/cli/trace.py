@@ -7,7 +7,7 @@ from typing import Any
 
 from dvfslab._core import ConfigError
 from dvfslab.cli.output import mhz, print_json
-from dvfslab.cli.parser import add_json_flag, command
+from dvfslab.cli.parser import add_json_flag, add_tsc_flag, command
 from dvfslab.report.printing import print_table
 
 
@@ -43,6 +43,7 @@ def register(commands: Any) -> None:
         metavar="PLATFORM",
         help="take the CPU types from a preset's clusters (its CPU numbering)",
     )
+    add_tsc_flag(summary)
     add_json_flag(summary)
 
 
@@ -58,7 +59,7 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
         types = cpu_map(args.cpus)
     elif args.platform is not None:
         types = preset_cpu_map(args.platform)
-    info = read_trace(args.file).summary(types)
+    info = read_trace(args.file, tsc_khz=args.tsc_khz).summary(types)
     if args.json:
         print_json(info)
         return 0
@@ -75,6 +76,19 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
         ],
         right={"count"},
     )
+    lost = info["lost"]
+    if lost["reports"]:
+        per_cpu = ", ".join(f"CPU {c}: {n}" for c, n in lost["per_cpu"].items() if c >= 0)
+        unknown = f", {lost['unknown']} reports without a count" if lost["unknown"] else ""
+        print(
+            f"lost: {lost['events']} events in {lost['reports']} [LOST EVENTS] reports"
+            f"{unknown}{' (' + per_cpu + ')' if per_cpu else ''}: a ring buffer overflowed, "
+            "the tables miss events there"
+        )
+    if info["tsc_khz"] is not None:
+        khz = info["tsc_khz"]
+        shown = f"{khz:.0f}" if float(khz).is_integer() else f"{khz}"
+        print(f"timestamps: raw TSC counts at {shown} kHz, shown in seconds")
     rows = []
     for c in info["per_cpu"]:
         busy = "-" if c["busy_pct"] is None else f"{c['busy_pct']:.1f}"

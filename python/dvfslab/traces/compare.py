@@ -16,7 +16,7 @@ from dvfslab._core import ConfigError
 from dvfslab.api import TRACE_PREFIX
 from dvfslab.platforms import PlatformRef
 from dvfslab.traces.read import Trace
-from dvfslab.traces.workload import events_in_order, frequency_points, rtapp_for
+from dvfslab.traces.workload import conversion_notes, events_in_order, frequency_points, rtapp_for
 
 
 def figures(
@@ -53,8 +53,9 @@ def figures(
     }
 
 
-def _activations(trace: Trace, start_s: float, end_s: float) -> dict[str, float | int]:
-    """Wake-up to the next block of the same task, in ms: count, median, 90th percentile."""
+def _activations(trace: Trace, start_s: float, end_s: float) -> dict[str, float | int | None]:
+    """Wake-up to the next block of the same task, in ms: count, median, 90th percentile (None
+    without any: a trace without sched_wakeup has no activation to time)."""
     woke: dict[int, float] = {}
     spans: list[float] = []
     for kind, row in events_in_order(trace):
@@ -66,7 +67,7 @@ def _activations(trace: Trace, start_s: float, end_s: float) -> dict[str, float 
         elif int(row.prev_pid) in woke and not str(row.prev_state).startswith("R"):
             spans.append((t - woke.pop(int(row.prev_pid))) * 1e3)
     if not spans:
-        return {"count": 0, "median": 0.0, "p90": 0.0}
+        return {"count": 0, "median": None, "p90": None}
     s = pd.Series(spans)
     return {"count": len(spans), "median": float(s.median()), "p90": float(s.quantile(0.9))}
 
@@ -81,21 +82,22 @@ def replay_workload(
     """Run the recording's tasks (`trace_to_rtapp`) under each governor, and set each run's
     figures (`figures`) beside the recording's. The first governor is taken as the one that
     was recorded: its `error` is the model's own error on this workload."""
-    from dvfslab.api import simulate
+    from dvfslab.api import simulate_text
     from dvfslab.traces import ftrace
     from dvfslab.traces.read import parse_text, preset_cpu_map
 
     if not governors:
         raise ConfigError("replay workload needs at least one governor")
     types = preset_cpu_map(platform)
-    text = rtapp_for(trace.path, platform)
+    text = rtapp_for(trace.path, platform, trace.tsc_khz)
+    notes = conversion_notes(trace.path, platform, trace.tsc_khz)
     start = float(trace.switches["time_s"].min())
     end = float(trace.switches["time_s"].max())
     recorded = figures(trace, types, start, end)
     runs: dict[str, Any] = {}
     for governor in governors:
-        result = simulate(
-            platform, governor, f"{TRACE_PREFIX}{trace.path}", seed=seed, timeline=True
+        result = simulate_text(
+            platform, governor, text, f"{TRACE_PREFIX}{trace.path}", seed=seed, timeline=True
         )
         simulated = parse_text(ftrace.render(result), f"{governor} on {trace.path}")
         runs[governor] = {
@@ -109,6 +111,7 @@ def replay_workload(
         "trace": trace.path,
         "span_s": end - start,
         "tasks": len(json.loads(text)["tasks"]),
+        "conversion": notes,
         "recorded": recorded,
         "runs": runs,
         "error": _error(first, recorded),
@@ -132,5 +135,9 @@ def _error(sim: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
             k: sim["busy_share"].get(k, 0.0) - rec["busy_share"].get(k, 0.0) for k in kinds
         },
         "residency_distance": residency,
-        "activation_median_ratio": sim["activation_ms"]["median"] / rec_act if rec_act else None,
+        "activation_median_ratio": (
+            sim["activation_ms"]["median"] / rec_act
+            if rec_act and sim["activation_ms"]["median"] is not None
+            else None
+        ),
     }

@@ -8,14 +8,20 @@ The events a frequency study needs become tables: `sched_switch`, `sched_wakeup`
 `tracing_mark_write`), the root run-queues' PELT signals (`sched_pelt_cfs`,
 `sched_load_cfs_rq`, `sched_util_est_cfs`) and intel_pstate's `pstate_sample`. Every other event
 is counted and skipped. A line that is not an event,
-or a known event whose fields do not parse, is an error naming the file and line.
+or a known event whose fields do not parse, is an error naming the file and line; so is a
+timestamp that is not a time, a CPU past the kernel's limit or a CPU whose time goes back.
+`[LOST N EVENTS]` lines are counted (`Trace.lost`). A trace is read whole, up to
+`MAX_TRACE_BYTES`, from a regular file only.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dvfslab import _core
-from dvfslab._core import ConfigError
+from dvfslab._core import TRACE_MAX_CPUS, ConfigError
 from dvfslab.traces.idle import idle_exits
 
 if TYPE_CHECKING:
@@ -32,6 +38,9 @@ if TYPE_CHECKING:
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 """The first bytes of a trace-cmd trace.dat file."""
+MAX_TRACE_BYTES = 2 << 30
+"""The largest trace text read (2 GiB; the file, or a trace.dat's `trace-cmd report`): it is
+read whole, and reading takes about five times its size in memory."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,13 @@ class Trace:
     pstate: pd.DataFrame
     """time_s, cpu, core_busy, scaled_busy, from, to, mperf, aperf, tsc, freq, io_boost
     (intel_pstate's pstate_sample)"""
+    lost: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["line", "cpu", "events"])
+    )
+    """line, cpu, events: each `[LOST N EVENTS]` line, where a ring buffer overflowed (-1 where
+    the line does not say the CPU or the count)"""
+    tsc_khz: float | None = None
+    """The rate raw-count timestamps (trace_clock x86-tsc) were read with; None for seconds."""
     counts: dict[str, int] = field(default_factory=dict)
     """Events by name, the skipped ones included."""
     cpus: int = 0
@@ -84,15 +100,19 @@ class Trace:
         times = [df["time_s"] for df in self._tables() if not df.empty]
         start = min(float(t.min()) for t in times) if times else 0.0
         end = max(float(t.max()) for t in times) if times else 0.0
+        switches = dict(tuple(self.switches.groupby("cpu")))
+        frequency = dict(tuple(self.frequency.groupby("cpu")))
+        empty_sw, empty_freq = self.switches.head(0), self.frequency.head(0)
         per_cpu = []
         for cpu in range(self.cpus):
+            freq = frequency.get(cpu, empty_freq)
             per_cpu.append(
                 {
                     "cpu": cpu,
                     "type": (cpu_types or {}).get(cpu),
-                    "busy_pct": _busy_pct(self.switches, cpu, start, end),
-                    "frequency_changes": int((self.frequency["cpu"] == cpu).sum()),
-                    "freq_residency_khz_pct": _residency(self.frequency, cpu, end),
+                    "busy_pct": _busy_pct(switches.get(cpu, empty_sw), start, end),
+                    "frequency_changes": len(freq),
+                    "freq_residency_khz_pct": _residency(freq, end),
                 }
             )
         if cpu_types is not None:
@@ -113,37 +133,73 @@ class Trace:
             "markers": len(self.markers),
             "per_cpu": per_cpu,
             "idle_exits": idle_exits(self.idle, self.wakeups, self.pelt),
+            "lost": self.lost_summary(),
+            "tsc_khz": self.tsc_khz,
+        }
+
+    def lost_summary(self) -> dict[str, Any]:
+        """The `[LOST N EVENTS]` lines: how many, the events they count (`unknown`: lines that
+        do not say how many), and per CPU (-1: not said) the events lost."""
+        lost = self.lost
+        known = lost[lost["events"] >= 0]
+        return {
+            "reports": len(lost),
+            "events": int(known["events"].sum()),
+            "unknown": int((lost["events"] < 0).sum()),
+            "per_cpu": {int(c): int(n) for c, n in known.groupby("cpu")["events"].sum().items()},
         }
 
     def _tables(self) -> list[pd.DataFrame]:
         return [getattr(self, name) for name in TABLES]
 
 
-def read_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read an ftrace text file, or a trace.dat through `trace-cmd report`."""
-    return parse_text(trace_text(path), str(path))
+def read_trace(path: str | os.PathLike[str], tsc_khz: float | None = None) -> Trace:
+    """Read an ftrace text file, or a trace.dat through `trace-cmd report`. `tsc_khz`: the
+    clock's rate when the timestamps are raw counts (trace_clock x86-tsc)."""
+    return parse_text(trace_text(path), str(path), tsc_khz=tsc_khz)
 
 
 def trace_text(path: str | os.PathLike[str]) -> str:
-    """The ftrace text of a trace file: the file itself, or a trace.dat's `trace-cmd report`."""
+    """The ftrace text of a trace file: the file itself, or a trace.dat's `trace-cmd report`;
+    a regular file of at most `MAX_TRACE_BYTES`."""
     source = Path(path)
     try:
+        info = source.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(
+                f"trace file {source}: not a regular file (a directory, device or pipe); save "
+                "the trace to a file first"
+            )
         with source.open("rb") as f:
-            head = f.read(len(TRACE_DAT_MAGIC))
+            data = f.read(len(TRACE_DAT_MAGIC))
+            if data == TRACE_DAT_MAGIC:
+                return _trace_cmd_report(source)
+            _check_size(source, info.st_size)
+            # Read up to the cap whatever the size said (a file may grow while it is read).
+            data += f.read(MAX_TRACE_BYTES + 1 - len(data))
     except FileNotFoundError:
         raise ConfigError(f"trace file {source} does not exist") from None
     except OSError as e:
         raise ConfigError(f"cannot read trace file {source}: {e.strerror or e}") from None
-    if head == TRACE_DAT_MAGIC:
-        return _trace_cmd_report(source)
+    _check_size(source, len(data))
     try:
-        return source.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: not ftrace text (byte {e.start} is not UTF-8)") from None
 
 
+def _check_size(source: Path, size: int, what: str = "is") -> None:
+    if size > MAX_TRACE_BYTES:
+        raise ConfigError(
+            f"trace file {source}: {what} {size / 2**30:.1f} GiB or more; at most "
+            f"{MAX_TRACE_BYTES / 2**30:.0f} GiB of trace text is read (it is read whole): cut "
+            "the recording into shorter time windows"
+        )
+
+
 def cpu_map(text: str) -> dict[int, str]:
-    """CPU -> type from `big=1-2,little=0,3-5` (a type's CPUs as numbers and ranges)."""
+    """CPU -> type from `big=1-2,little=0,3-5` (a type's CPUs as numbers and ranges, below
+    the kernel's limit of `TRACE_MAX_CPUS`)."""
     out: dict[int, str] = {}
     name = None
     for item in (i.strip() for i in text.split(",")):
@@ -157,9 +213,15 @@ def cpu_map(text: str) -> dict[int, str]:
             )
         low, _, high = item.partition("-")
         try:
-            cpus = range(int(low), int(high or low) + 1)
+            first, last = int(low), int(high or low)
         except ValueError:
             raise ConfigError(f"--cpus {text!r}: {item!r} is not a CPU number or range") from None
+        if not 0 <= first <= last < TRACE_MAX_CPUS:
+            raise ConfigError(
+                f"--cpus {text!r}: {item!r}: expected CPUS as N or FIRST-LAST with "
+                f"0 <= FIRST <= LAST < {TRACE_MAX_CPUS}"
+            )
+        cpus = range(first, last + 1)
         for cpu in cpus:
             if cpu in out:
                 raise ConfigError(f"--cpus {text!r}: CPU {cpu} is given twice")
@@ -182,21 +244,41 @@ def _trace_cmd_report(path: Path) -> str:
             "`trace-cmd`), or give the text of `trace-cmd report` instead"
         )
     # -R: every event's fields as the kernel prints them (key=value), not as trace-cmd's
-    # plugins reformat some of them.
-    done = subprocess.run(
-        [tool, "report", "-R", str(path)], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise ConfigError(f"{path}: trace-cmd report failed: {done.stderr.strip()[-500:]}")
-    return done.stdout
+    # plugins reformat some of them. Its output is read up to MAX_TRACE_BYTES.
+    with tempfile.TemporaryFile() as errors:
+        with subprocess.Popen(
+            [tool, "report", "-R", str(path)], stdout=subprocess.PIPE, stderr=errors
+        ) as proc:
+            assert proc.stdout is not None
+            out = proc.stdout.read(MAX_TRACE_BYTES + 1)
+            if len(out) > MAX_TRACE_BYTES:
+                proc.kill()
+                _check_size(path, len(out), what="gives a report of")
+            code = proc.wait()
+        errors.seek(0)
+        stderr = errors.read().decode("utf-8", "replace")
+    if code != 0:
+        raise ConfigError(f"{path}: trace-cmd report failed: {stderr.strip()[-500:]}")
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: trace-cmd report: byte {e.start} is not UTF-8") from None
 
 
-def parse_text(text: str, source: str) -> Trace:
-    """ftrace `text` as tables; `source` names it in errors."""
-    columns = _core.read_ftrace(text, source)
-    frames = {name: pd.DataFrame(columns[name]) for name in TABLES}
-    # Every CPU a table names: the ones events were logged on, and those they are about.
-    cpu_columns = [frame["cpu"] for frame in frames.values()]
+def parse_text(text: str, source: str, tsc_khz: float | None = None) -> Trace:
+    """ftrace `text` as tables, each in time order (per CPU it is the trace's own order;
+    between CPUs trace_pipe may hand lines out a little out of order); `source` names it in
+    errors. `tsc_khz`: the clock's rate when the timestamps are raw counts."""
+    if tsc_khz is not None and not (math.isfinite(tsc_khz) and tsc_khz > 0):
+        raise ConfigError(
+            f"tsc_khz: expected the clock's rate in kHz, a positive number, got {tsc_khz}"
+        )
+    columns = _core.read_ftrace(text, source, tsc_khz)
+    frames = {name: _in_time_order(pd.DataFrame(columns[name])) for name in TABLES}
+    lost = pd.DataFrame(columns["lost"])
+    # Every CPU a table names: the ones events were logged on, those they are about, and those
+    # that lost events.
+    cpu_columns = [frame["cpu"] for frame in [*frames.values(), lost]]
     highest = max((int(c.max()) for c in cpu_columns if not c.empty), default=-1)
     return Trace(
         source,
@@ -204,7 +286,16 @@ def parse_text(text: str, source: str) -> Trace:
         counts=dict(columns["counts"]),
         cpus=max(int(columns["cpus_header"]), highest + 1),
         table_events=frozenset(columns["table_events"]),
+        lost=lost,
+        tsc_khz=columns["tsc_khz"],
     )
+
+
+def _in_time_order(frame: pd.DataFrame) -> pd.DataFrame:
+    times = frame["time_s"]
+    if times.is_monotonic_increasing:
+        return frame
+    return frame.sort_values("time_s", kind="stable", ignore_index=True)
 
 
 TABLES = (
@@ -222,9 +313,9 @@ TABLES = (
 """The trace's tables; their columns are the native reader's (listed on `Trace`)."""
 
 
-def _busy_pct(switches: pd.DataFrame, cpu: int, start: float, end: float) -> float | None:
-    """Share of [first switch on the CPU, end] that a task other than the idle one ran."""
-    mine = switches[switches["cpu"] == cpu]
+def _busy_pct(mine: pd.DataFrame, start: float, end: float) -> float | None:
+    """Share of [first switch on the CPU, end] that a task other than the idle one ran (`mine`:
+    the CPU's switches)."""
     if mine.empty or end <= start:
         return None
     times = [*mine["time_s"].astype(float), end]
@@ -233,9 +324,9 @@ def _busy_pct(switches: pd.DataFrame, cpu: int, start: float, end: float) -> flo
     return 100.0 * busy / span if span > 0 else None
 
 
-def _residency(frequency: pd.DataFrame, cpu: int, end: float) -> dict[int, float]:
-    """Percent of time from the CPU's first cpu_frequency event to the end at each frequency."""
-    mine = frequency[frequency["cpu"] == cpu]
+def _residency(mine: pd.DataFrame, end: float) -> dict[int, float]:
+    """Percent of time from the CPU's first cpu_frequency event (`mine`: the CPU's) to the end
+    at each frequency."""
     if mine.empty:
         return {}
     times = [*mine["time_s"].astype(float), end]

@@ -23,15 +23,19 @@ def replay_governor(
     governor: str,
     *,
     window_ms: float = DEFAULT_WINDOW_MS,
+    tsc_khz: float | None = None,
 ) -> dict[str, Any]:
     """Feed a recorded trace's inputs to `governor` on `platform` and compare its decisions
     with the recorded changes. Keys: decisions, recorded_changes, model_changes, exact_match,
-    within_one_opp, unexplained, explainable, unobservable, timing_ms, changes, divergences,
-    warm_up, at_end (docs/traces.md)."""
+    within_one_opp (None when no decision was judged), unexplained, explainable, unobservable,
+    timing_ms, changes, divergences, warm_up, at_end (docs/traces.md). `tsc_khz`: the clock's
+    rate when the trace's timestamps are raw counts."""
     from dvfslab.traces.read import trace_text  # pandas, only when a trace is read
 
     text = trace_text(trace)
-    output = _core.replay_governor(*load_platform(platform), governor, text, str(trace), window_ms)
+    output = _core.replay_governor(
+        *load_platform(platform), governor, text, str(trace), window_ms, tsc_khz
+    )
     report: dict[str, Any] = json.loads(output)
     return report
 
@@ -44,6 +48,7 @@ def scan_tunable(
     values: list[float],
     *,
     window_ms: float = DEFAULT_WINDOW_MS,
+    tsc_khz: float | None = None,
 ) -> dict[str, Any]:
     """Replay `governor` with its tunable `key` at each of `values`, and find per policy the
     values under which the model reproduces the recording there: every judged recorded change
@@ -73,7 +78,7 @@ def scan_tunable(
     for number in numbers:
         spec = with_settings(governor, f"{key}={number}")
         report = json.loads(
-            _core.replay_governor(platform_json, source, spec, text, str(trace), window_ms)
+            _core.replay_governor(platform_json, source, spec, text, str(trace), window_ms, tsc_khz)
         )
         for entry in policies:
             mine = [c for c in report["changes"] if c["policy"] == entry["policy"]]

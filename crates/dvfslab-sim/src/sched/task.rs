@@ -180,11 +180,11 @@ pub enum Mark {
     /// The end of a periodic activation: response time = now - activation.
     ActivationDone,
     /// Start timing interval `slot` of this task (a loadfile pass, a request).
-    Start(u16),
+    Start(u32),
     /// End interval `slot`: its duration becomes a latency sample of that slot.
-    End(u16),
+    End(u32),
     /// A latency sample of `slot`: the time since the task's last release (`activation_ns`).
-    SinceRelease(u16),
+    SinceRelease(u32),
     /// The wake-up latency of the [`Op::Timer`] just passed: now minus its release if the task
     /// slept until it, 0 if it went on without sleeping (rt-app's `wu_lat`).
     TimerWakeUp,
@@ -230,7 +230,7 @@ pub struct Task {
     pub fixed_time: bool,
     /// The open latency intervals: (slot, start), a few at a time (an interval closes at its
     /// `Mark::End`), so that a program with many slots costs no memory per slot here.
-    pub marks: Vec<(u16, TimeNs)>,
+    pub marks: Vec<(u32, TimeNs)>,
     /// Counted loops under way: (index of the Repeat op, passes still to run).
     pub loops: Vec<(usize, u32)>,
     pub parent: Option<usize>,

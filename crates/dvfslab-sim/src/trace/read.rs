@@ -6,11 +6,31 @@
 //! default. Events other than the ones below are counted and skipped. A line that is neither an
 //! event nor a header, or a known event whose fields do not parse, is an error naming the file
 //! and the line.
+//!
+//! Checked on every line: the CPU is below [`MAX_CPUS`]; the timestamp is seconds as the kernel
+//! prints them (`76.211715`), or a raw clock count (`trace_clock` x86-tsc: an integer) read
+//! given the clock's rate; each CPU's timestamps never go back. The kernel keeps one ring
+//! buffer per CPU, in time order; `trace_pipe` hands out events as they come, so between CPUs
+//! a line may be a little earlier than the one before it, which is read as it is.
+//! `[LOST N EVENTS]` lines (a ring buffer overflowed) are counted in [`Lost`].
 
 use crate::error::{Result, SimError};
 
 /// cpu_idle's state when a CPU leaves idle (PWR_EVENT_EXIT, `(u32)-1`).
 const CPU_IDLE_EXIT: i64 = 4_294_967_295;
+
+/// The most CPUs a trace may number: the kernel's own limit (NR_CPUS is at most 8192).
+pub const MAX_CPUS: u32 = 8192;
+/// The latest timestamp read, s (some 317 years of uptime): past it a number is not a time.
+pub const MAX_TIME_S: f64 = 1e10;
+
+/// How to read a trace's timestamps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions {
+    /// The clock's rate (kHz) when the timestamps are raw counts (`trace_clock` x86-tsc or
+    /// counter: integers). A `# tsc_khz=N` header line in the trace gives it too.
+    pub tsc_khz: Option<f64>,
+}
 
 /// The trace's tables, as columns.
 #[derive(Debug, Default)]
@@ -29,6 +49,18 @@ pub struct FtraceTables {
     pub pelt: Pelt,
     pub util_est: UtilEst,
     pub pstate: PstateSamples,
+    pub lost: Lost,
+    /// The clock rate (kHz) raw-count timestamps were divided by; None when they were seconds.
+    pub tsc_khz: Option<f64>,
+}
+
+/// `CPU:N [LOST M EVENTS]` lines (trace-cmd: `[M EVENTS DROPPED]`): a ring buffer was full and
+/// dropped events there. -1 where the line does not say the CPU or the count.
+#[derive(Debug, Default)]
+pub struct Lost {
+    pub line: Vec<i64>,
+    pub cpu: Vec<i64>,
+    pub events: Vec<i64>,
 }
 
 #[derive(Debug, Default)]
@@ -191,6 +223,7 @@ impl FtraceTables {
         use Column::*;
         let (s, w, m, p, u, ps) =
             (&self.switches, &self.wakeups, &self.markers, &self.pelt, &self.util_est, &self.pstate);
+        let lost = &self.lost;
         vec![
             (
                 "switches",
@@ -277,6 +310,7 @@ impl FtraceTables {
                     ("io_boost", I64(&ps.io_boost)),
                 ],
             ),
+            ("lost", vec![("line", I64(&lost.line)), ("cpu", I64(&lost.cpu)), ("events", I64(&lost.events))]),
         ]
     }
 }
@@ -292,13 +326,40 @@ fn cpu_state_columns<'a>(t: &'a CpuStates, value: &'static str) -> Vec<(&'static
 
 /// Read ftrace `text`; `source` names it in errors.
 pub fn read_ftrace(text: &str, source: &str) -> Result<FtraceTables> {
+    read_ftrace_with(text, source, ReadOptions::default())
+}
+
+/// Read ftrace `text` with `options`; `source` names it in errors.
+pub fn read_ftrace_with(text: &str, source: &str, options: ReadOptions) -> Result<FtraceTables> {
     let mut t = FtraceTables::default();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut clock = Clock { given_khz: options.tsc_khz, header_khz: None, counts: None };
+    // Each CPU's last timestamp and the line it was on.
+    let mut last: Vec<(f64, usize)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let at = || format!("{source}:{}", i + 1);
-        let Some(ev) = event_line(line) else {
+        let Some(mut ev) = event_line(line) else {
             if let Some(n) = header(line) {
+                if n > MAX_CPUS {
+                    return Err(SimError::config(
+                        at(),
+                        "cpus",
+                        format!("{n} CPUs: at most {MAX_CPUS} (the kernel's limit)"),
+                    ));
+                }
                 t.cpus_header = n.max(t.cpus_header);
+                continue;
+            }
+            if let Some(khz) = tsc_header(line) {
+                clock.header_khz = Some(khz.filter(|k| k.is_finite() && *k > 0.0).ok_or_else(|| {
+                    SimError::config(at(), "tsc_khz", "expected the clock's rate in kHz, a positive number")
+                })?);
+                continue;
+            }
+            if let Some((cpu, events)) = lost_line(line) {
+                t.lost.line.push(i as i64 + 1);
+                t.lost.cpu.push(cpu);
+                t.lost.events.push(events);
                 continue;
             }
             if is_header(line) {
@@ -311,6 +372,31 @@ pub fn read_ftrace(text: &str, source: &str) -> Result<FtraceTables> {
                 format!("expected 'COMM-PID [CPU] TIMESTAMP: EVENT: FIELDS', got {shown:?}"),
             ));
         };
+        if ev.cpu >= MAX_CPUS {
+            return Err(SimError::config(
+                at(),
+                "CPU",
+                format!("[{}]: expected a CPU below {MAX_CPUS} (the kernel's limit)", ev.cpu),
+            ));
+        }
+        ev.time_s = clock.seconds(ev.stamp).map_err(|m| SimError::config(at(), "timestamp", m))?;
+        let cpu = ev.cpu as usize;
+        if last.len() <= cpu {
+            last.resize(cpu + 1, (f64::NEG_INFINITY, 0));
+        }
+        let (before, before_line) = last[cpu];
+        if ev.time_s < before {
+            return Err(SimError::config(
+                at(),
+                "timestamp",
+                format!(
+                    "{} on CPU {cpu} is before {before} on line {before_line}: each CPU's events are \
+                     logged in time order",
+                    ev.stamp
+                ),
+            ));
+        }
+        last[cpu] = (ev.time_s, i + 1);
         match index.get(ev.event) {
             Some(&k) => t.counts[k].1 += 1,
             None => {
@@ -323,7 +409,76 @@ pub fn read_ftrace(text: &str, source: &str) -> Result<FtraceTables> {
             SimError::config(at(), ev.event, format!("cannot read its fields ({missing}): {shown:?}"))
         })?;
     }
+    if t.counts.is_empty() {
+        return Err(SimError::config(
+            source,
+            "no ftrace event",
+            format!(
+                "expected lines 'COMM-PID [CPU] TIMESTAMP: EVENT: FIELDS', read {} other lines",
+                text.lines().count()
+            ),
+        ));
+    }
+    t.tsc_khz = clock.counts.filter(|&c| c).and(clock.khz());
     Ok(t)
+}
+
+/// How timestamps read: seconds, or raw counts at a known rate; one way throughout.
+struct Clock {
+    given_khz: Option<f64>,
+    header_khz: Option<f64>,
+    /// Whether the timestamps are counts, from the first one.
+    counts: Option<bool>,
+}
+
+impl Clock {
+    fn khz(&self) -> Option<f64> {
+        self.given_khz.or(self.header_khz)
+    }
+
+    /// A timestamp in seconds; Err says what was expected.
+    fn seconds(&mut self, stamp: &str) -> std::result::Result<f64, String> {
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let counts = match stamp.split_once('.') {
+            Some((whole, frac)) if digits(whole) && digits(frac) => false,
+            None if digits(stamp) => true,
+            _ => {
+                return Err(format!(
+                    "{stamp:?}: expected seconds as the kernel prints them (digits, a point, digits: \
+                     76.211715), or a raw clock count (an integer)"
+                ))
+            }
+        };
+        match self.counts {
+            None => self.counts = Some(counts),
+            Some(before) if before != counts => {
+                let (now, then) = if counts { ("a raw count", "seconds") } else { ("seconds", "raw counts") };
+                return Err(format!("{stamp} is {now} where the lines before gave {then}"));
+            }
+            Some(_) => {}
+        }
+        let time_s = if counts {
+            let Some(khz) = self.khz() else {
+                return Err(format!(
+                    "{stamp} is a raw clock count, not seconds (trace_clock x86-tsc or counter): give \
+                     the clock's rate in kHz (--tsc-khz N, tsc_khz= in Python, or a '# tsc_khz=N' \
+                     line at the top of the trace)"
+                ));
+            };
+            stamp.parse::<u64>().map_err(|_| format!("{stamp}: a count past 2^64"))? as f64 / (khz * 1e3)
+        } else {
+            if self.given_khz.is_some() {
+                return Err(format!(
+                    "{stamp} is in seconds: a TSC rate applies to raw clock counts only, leave it out"
+                ));
+            }
+            stamp.parse::<f64>().map_err(|_| format!("{stamp}: not a number"))?
+        };
+        if time_s > MAX_TIME_S {
+            return Err(format!("{stamp}: {time_s:e} s, past {MAX_TIME_S:e} s, is not a time"));
+        }
+        Ok(time_s)
+    }
 }
 
 /// One event line, split.
@@ -333,6 +488,8 @@ struct Event<'a> {
     /// The flags column (`d.s2.`), empty when the line has none.
     flags: &'a str,
     cpu: u32,
+    /// The timestamp as printed; `time_s` in seconds once checked.
+    stamp: &'a str,
     time_s: f64,
     event: &'a str,
     body: &'a str,
@@ -352,6 +509,13 @@ impl FtraceTables {
                      next_prio=.., or 'COMM:PID [PRIO] STATE ==> COMM:PID [PRIO]'"
                         .to_string()
                 })?;
+                if !is_task_state(row.prev_state) {
+                    return Err(format!(
+                        "prev_state={} is not a task state: expected the kernel's letters (R, R+, S, D, \
+                         D|K, T, t, X, Z, P, I ...) or a number",
+                        row.prev_state
+                    ));
+                }
                 let s = &mut self.switches;
                 s.time_s.push(ev.time_s);
                 s.cpu.push(ev.cpu);
@@ -408,7 +572,7 @@ impl FtraceTables {
                     return Ok(());
                 }
                 let p = &mut self.pelt;
-                let row = (int("cpu")?, int("util")?, int("load")?);
+                let row = (cpu_id(int("cpu")?)?, int("util")?, int("load")?);
                 p.time_s.push(ev.time_s);
                 p.logged_cpu.push(ev.cpu);
                 p.cpu.push(row.0);
@@ -421,7 +585,7 @@ impl FtraceTables {
                     return Ok(());
                 }
                 let u = &mut self.util_est;
-                let row = (int("cpu")?, int("enqueued")?);
+                let row = (cpu_id(int("cpu")?)?, int("enqueued")?);
                 u.time_s.push(ev.time_s);
                 u.cpu.push(row.0);
                 u.enqueued.push(row.1);
@@ -459,7 +623,7 @@ impl FtraceTables {
                 }
             }
             "cpu_frequency" | "cpu_idle" => {
-                let (cpu, state) = (int("cpu_id")?, int("state")?);
+                let (cpu, state) = (cpu_id(int("cpu_id")?)?, int("state")?);
                 let table = if ev.event == "cpu_idle" { &mut self.idle } else { &mut self.frequency };
                 table.time_s.push(ev.time_s);
                 table.logged_cpu.push(ev.cpu);
@@ -501,6 +665,25 @@ fn irq_context(flags: &str) -> &'static str {
         Some(b's') => "softirq",
         Some(_) => "task",
     }
+}
+
+/// A CPU number a field gives, below [`MAX_CPUS`].
+fn cpu_id(cpu: i64) -> std::result::Result<i64, String> {
+    if (0..MAX_CPUS as i64).contains(&cpu) {
+        Ok(cpu)
+    } else {
+        Err(format!("CPU {cpu}: expected 0 to {}", MAX_CPUS - 1))
+    }
+}
+
+/// `prev_state` as kernels print it: state letters joined by `|`, `+` after a preempted one
+/// (4.14 on), or the raw number (older kernels' raw records).
+fn is_task_state(state: &str) -> bool {
+    if !state.is_empty() && state.bytes().all(|b| b.is_ascii_digit()) {
+        return true;
+    }
+    let state = state.strip_suffix('+').unwrap_or(state);
+    state.split('|').all(|s| s.len() == 1 && "RSDTtXZxKWPINn".contains(s))
 }
 
 /// The value of `key=` among the body's space-separated `key=value` tokens.
@@ -607,14 +790,17 @@ fn event_line(line: &str) -> Option<Event<'_>> {
         rest = rest[first.len()..].trim_start();
     }
     let ts_end = rest.find(':')?;
-    let time_s: f64 = rest[..ts_end].parse().ok()?;
+    let stamp = rest[..ts_end].trim();
+    if stamp.is_empty() || stamp.contains(char::is_whitespace) {
+        return None;
+    }
     rest = rest[ts_end + 1..].trim_start();
     let ev_end = rest.find(':')?;
     let event = &rest[..ev_end];
     if event.is_empty() || !event.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;
     }
-    Some(Event { comm, pid, flags, cpu, time_s, event, body: &rest[ev_end + 1..] })
+    Some(Event { comm, pid, flags, cpu, stamp, time_s: 0.0, event, body: &rest[ev_end + 1..] })
 }
 
 fn find_cpu_column(line: &str) -> Option<usize> {
@@ -635,6 +821,33 @@ fn find_cpu_column(line: &str) -> Option<usize> {
 fn header(line: &str) -> Option<u32> {
     let rest = line.trim().strip_prefix("cpus")?.trim_start().strip_prefix('=')?;
     rest.trim().parse().ok()
+}
+
+/// `# tsc_khz=N` (or `: N`): the rate of a raw-count clock; Some(None) when N is not a number.
+fn tsc_header(line: &str) -> Option<Option<f64>> {
+    let rest = line.trim().strip_prefix('#')?.trim_start().strip_prefix("tsc_khz")?.trim_start();
+    let value = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':'))?;
+    Some(value.trim().parse().ok())
+}
+
+/// `CPU:N [LOST M EVENTS]`, `[LOST EVENTS]`, `CPU:N [M EVENTS DROPPED]`: (CPU, M), -1 where not
+/// said.
+fn lost_line(line: &str) -> Option<(i64, i64)> {
+    let t = line.trim();
+    let (cpu, rest) = match t.strip_prefix("CPU:") {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            (r[..end].parse::<i64>().ok().filter(|&c| c < MAX_CPUS as i64)?, r[end..].trim_start())
+        }
+        None => (-1, t),
+    };
+    let inner = rest.strip_prefix('[')?.strip_suffix(']')?.trim();
+    let count = |s: &str| if s.is_empty() { Some(-1) } else { s.trim().parse::<i64>().ok() };
+    if let Some(n) = inner.strip_prefix("LOST").and_then(|r| r.strip_suffix("EVENTS")) {
+        return Some((cpu, count(n.trim())?));
+    }
+    let n = inner.strip_suffix("EVENTS DROPPED")?;
+    Some((cpu, count(n.trim())?))
 }
 
 /// Comment, version and empty-CPU lines, and blank ones.
@@ -698,7 +911,7 @@ mod tests {
             \x20 t-5 [001] 9.5: sched_pelt_cfs: cpu=1 path=/ load=90 runnable=80 util=70 update_time=9500000\n\
             \x20 t-5 [001] 9.6: sched_util_est_cfs: cpu=1 path=/ enqueued=55 ewma=0 util=70\n\
             \x20 t-5 [003] 9.7: pstate_sample: core_busy=105 scaled_busy=76 from=16 to=20 mperf=2660 aperf=2800 tsc=3000 freq=2100000 io_boost=0\n\
-            \x20 <idle>-0 [002] 9.8: sched_load_se: cpu=2 path=(null) comm=k pid=2 load=0 util=0\n";
+            \x20 <idle>-0 [002] 2084.8: sched_load_se: cpu=2 path=(null) comm=k pid=2 load=0 util=0\n";
         let t = read_ftrace(text, "t.txt").unwrap();
         assert_eq!((t.pelt.cpu.as_slice(), t.pelt.util.as_slice()), ([2, 1].as_slice(), [7, 70].as_slice()));
         assert_eq!(t.pelt.runnable, [-1, 80]);

@@ -66,9 +66,9 @@ pub struct ReplayReport {
     pub recorded_changes: usize,
     pub model_changes: usize,
     /// Shares of `decisions`: the model changed to the recorded OPP within the window; to it or
-    /// a neighbour.
-    pub exact_match: f64,
-    pub within_one_opp: f64,
+    /// a neighbour. None when there was no decision to judge.
+    pub exact_match: Option<f64>,
+    pub within_one_opp: Option<f64>,
     /// Decisions that differ and no unobservable input could explain.
     pub unexplained: usize,
     /// Decisions that differ in a direction an unobservable input could push, by input.
@@ -581,7 +581,7 @@ fn compare(
             explainable.push((name.0.to_string(), n));
         }
     }
-    let share = |n: usize| if decisions == 0 { 1.0 } else { n as f64 / decisions as f64 };
+    let share = |n: usize| (decisions > 0).then(|| n as f64 / decisions as f64);
     ReplayReport {
         governor: cfg.governor.clone(),
         kernel: machine.kernel.to_string(),
@@ -703,7 +703,7 @@ mod tests {
         assert_eq!(r.changes[0].model_khz, Some(800_000));
         assert_eq!(r.changes[1].model_khz, Some(1_100_000));
         assert!((r.timing_ms.median + 2.0).abs() < 1e-6, "{:?}", r.timing_ms);
-        assert!((r.exact_match - 1.0).abs() < 1e-9);
+        assert_eq!(r.exact_match, Some(1.0));
         assert!(r.unobservable.contains(&"util_est".to_string()));
     }
 
@@ -763,7 +763,8 @@ mod tests {
         let cfg = ReplayConfig { governor: "schedutil".into(), window_ns: 1 };
         let e = replay_governor(juno_r0(), &t, "t.txt", &cfg).unwrap_err().to_string();
         assert!(e.contains("t.txt: cpu_frequency: CPU 1 ran at 1200000 kHz, not in juno-r0's table"), "{e}");
-        let e = replay_governor(juno_r0(), &read_ftrace("", "t.txt").unwrap(), "t.txt", &cfg).unwrap_err();
+        let skipped = read_ftrace("  a-1 [000] 1.0: sched_overutilized: overutilized=1\n", "t.txt").unwrap();
+        let e = replay_governor(juno_r0(), &skipped, "t.txt", &cfg).unwrap_err();
         assert!(e.to_string().contains("nothing to replay"), "{e}");
     }
 }

@@ -79,7 +79,7 @@ const BYTES: u16 = 0;
 /// Counter of loadfile operations completed (dbench's "Operation Count" total).
 const OPS: u16 = 1;
 /// Latency slot of a pass over the loadfile.
-const PASS: u16 = 0;
+const PASS: u32 = 0;
 /// The storage device as an fsync's data writeback uses it ...
 const DATA: u32 = 0;
 /// ... and as the filesystem's log force does. The two are served independently: a data

@@ -49,7 +49,7 @@ const WARMUP_NS: f64 = 0.5e9;
 /// Counter 1: the packet's cycles per GHz of the pinned CPU (its duration in ns at 1 GHz).
 const PACKET: u16 = 1;
 /// Latency slot 0: how long each packet ran. Channel 0: releases.
-const RUN: u16 = 0;
+const RUN: u32 = 0;
 const RELEASE_CH: u32 = 0;
 
 struct FreqResponse {

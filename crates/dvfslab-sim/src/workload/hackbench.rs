@@ -47,7 +47,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// Senders and receivers per group (`num_fds`).
 const FDS: u32 = 20;
 /// Latency slot: GO to the last worker reaped.
-const TOTAL: u16 = 0;
+const TOTAL: u32 = 0;
 /// Counter of messages received.
 const MESSAGES: u16 = 0;
 /// Channels: workers report ready, and exited (the parent's wait4 / pthread_join).

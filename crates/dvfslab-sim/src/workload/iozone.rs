@@ -67,7 +67,7 @@ const KICK_CH: u32 = 2;
 const SYNCED_CH: u32 = 3;
 /// Counter 0: records written. Latency slot 0: the timed part.
 const RECORDS: u16 = 0;
-const TIMED: u16 = 0;
+const TIMED: u32 = 0;
 const PAGE_BYTES: f64 = 4096.0;
 /// Chunks built at a time (see `pieces`).
 const CHUNKS_PER_PIECE: usize = 4096;

@@ -33,7 +33,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 };
 
 /// Latency slot: the whole run of task A.
-const TOTAL: u16 = 0;
+const TOTAL: u32 = 0;
 /// Counter of completed round trips.
 const LOOPS: u16 = 0;
 const PIPE1: u32 = 0;

@@ -60,7 +60,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// Counter of completed transactions.
 const TRANSACTIONS: u16 = 0;
 /// Timing slot of the transaction phase.
-const PHASE: u16 = 0;
+const PHASE: u32 = 0;
 /// Transactions built at a time (see `pieces`): the default 25,000 are one piece.
 const TRANSACTIONS_PER_PIECE: usize = 65536;
 

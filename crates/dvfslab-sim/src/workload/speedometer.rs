@@ -59,7 +59,7 @@ const BINS: usize = 16;
 const COMPOSITOR_CH: u32 = 0;
 const HELPER_CH: u32 = 1;
 /// Latency slot 0: iteration times.
-const ITERATION: u16 = 0;
+const ITERATION: u32 = 0;
 
 struct Speedometer {
     iterations: usize,

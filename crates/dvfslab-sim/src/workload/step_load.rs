@@ -37,7 +37,7 @@ const CHUNK_NS: f64 = 100_000.0;
 /// A chunk within this share of CHUNK_NS ran at the top frequency.
 const TOLERANCE: f64 = 0.01;
 /// Latency slot 0: chunk durations.
-const CHUNK: u16 = 0;
+const CHUNK: u32 = 0;
 
 struct StepLoad {
     idle_ms: f64,

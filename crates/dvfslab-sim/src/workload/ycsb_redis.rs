@@ -62,8 +62,8 @@ const PATTERN: usize = 100;
 const REQ_CH: u32 = 0;
 const LOOP_LOCK: u32 = 0;
 /// Latency slots.
-const READ: u16 = 0;
-const UPDATE: u16 = 1;
+const READ: u32 = 0;
+const UPDATE: u32 = 1;
 /// Operation rate assumed for the default duration of an unthrottled run.
 const UNTHROTTLED_OPS_PER_S: f64 = 100_000.0;
 
@@ -73,7 +73,7 @@ struct YcsbRedis {
     threads: usize,
     ops: f64,
     /// The latency slot the metric reports.
-    reported: u16,
+    reported: u32,
 }
 
 /// The reply channel of client thread `t`.
@@ -151,7 +151,7 @@ impl Workload for YcsbRedis {
     }
 
     fn metric(&self, stats: &RunStats) -> Metric {
-        let slot = |s: u16| stats.latencies_ns.get(s as usize).map(Vec::as_slice).unwrap_or(&[]);
+        let slot = |s: u32| stats.latencies_ns.get(s as usize).map(Vec::as_slice).unwrap_or(&[]);
         // With none of the reported type at all, the other type stands in.
         let other = if self.reported == READ { UPDATE } else { READ };
         let samples = if slot(self.reported).is_empty() { slot(other) } else { slot(self.reported) };

@@ -14,5 +14,6 @@ mod objects;
 mod robustness;
 mod rtapp;
 mod scenarios;
+mod trace_read;
 mod workloads_compute;
 mod workloads_net;

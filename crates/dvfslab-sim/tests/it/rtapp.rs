@@ -726,6 +726,26 @@ mod scale {
         let plat = Platform::from_json(&common::preset(JUNO), JUNO).unwrap();
         assert_eq!(rtapp.tasks(&plat).len(), n);
     }
+
+    /// A recorded task replayed (`trace:FILE`) is one phase with a run event per recorded run:
+    /// more than 65,535 of them (one log slot each) run, each timed.
+    #[test]
+    fn a_thread_with_seventy_thousand_run_events_runs() {
+        let n = 70_000;
+        let mut s = String::from(
+            r#"{"global": {"duration": -1, "calibration": "CPU1"}, "tasks": {"t": {"loop": 1, "phases": {"replay": {"loop": 1"#,
+        );
+        for i in 0..n {
+            write!(s, r#", "run_{}": 10, "sleep_{}": 10"#, 2 * i, 2 * i + 1).unwrap();
+        }
+        s.push_str("}}}}}");
+        let rtapp = RtApp::parse(&s, "rt-app long.json").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rtapp.layout().slots.len(), n + 1);
+        let (r, log) = run(JUNO, PERF, &s, 2.0);
+        assert!(r.summary.sim_time_s > 1.3, "{}", r.summary.sim_time_s);
+        // Every run event was timed, at the calibration CPU's speed.
+        assert!(near(log.run_stretch, 1.0, 0.05), "{}", log.run_stretch);
+    }
 }
 
 /// A late activation does not sleep: rt-app's timer event (src/rt-app.c, `run_event`, case

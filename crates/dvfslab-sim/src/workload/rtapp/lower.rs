@@ -91,7 +91,7 @@ pub struct PhaseInfo {
     pub perf: Option<f64>,
     /// Timer events per iteration (with a period > 0).
     pub timers: u32,
-    pub period_slot: u16,
+    pub period_slot: u32,
 }
 
 /// Where each metric figure is recorded: `RunStats::latencies_ns[slot]`.
@@ -330,7 +330,7 @@ fn initial_cpus(t: &TaskDef) -> Option<Vec<usize>> {
 fn too_many_slots(path: &str) -> GrammarError {
     GrammarError {
         path: path.to_string(),
-        message: format!("more than {} phases and run events in the file", u16::MAX),
+        message: format!("more than {} phases and run events in the file", u32::MAX),
     }
 }
 
@@ -339,9 +339,9 @@ fn make_layout(model: &Model, facts: &Facts) -> GResult<Layout> {
     for t in &model.tasks {
         for p in &t.phases {
             let phase = layout.phases.len();
-            let mut slot = |kind: SlotKind, path: &str| -> GResult<u16> {
+            let mut slot = |kind: SlotKind, path: &str| -> GResult<u32> {
                 layout.slots.push(Slot { phase, kind });
-                u16::try_from(layout.slots.len() - 1).map_err(|_| too_many_slots(path))
+                u32::try_from(layout.slots.len() - 1).map_err(|_| too_many_slots(path))
             };
             let period_slot = slot(SlotKind::Period, &p.path)?;
             let timers =
@@ -518,7 +518,7 @@ impl Emitter<'_> {
         self.ops.push(Op::Mark(Mark::End(period_slot)));
     }
 
-    fn timed(&mut self, slot: u16, op: Op) {
+    fn timed(&mut self, slot: u32, op: Op) {
         self.ops.extend([Op::Mark(Mark::Start(slot)), op, Op::Mark(Mark::End(slot))]);
     }
 
@@ -535,7 +535,7 @@ impl Emitter<'_> {
         self.ops.extend([Op::Unlock { id: m }, Op::Lock { id: c }, Op::Lock { id: m }]);
     }
 
-    fn event(&mut self, e: &Event, busy_slot: Option<u16>, next_slot: &mut u16) {
+    fn event(&mut self, e: &Event, busy_slot: Option<u32>, next_slot: &mut u32) {
         let mut run_slot = || {
             *next_slot += 1;
             *next_slot - 1
