@@ -13,13 +13,14 @@ from dvfslab.traces import chrome, ftrace
 
 WORKLOAD = "periodic:threads=3,run_us=2000,period_us=6000,jitter_pct=30"
 
-# The kernel's trace-file line: TASK-PID [CPU] TIMESTAMP: EVENT: FIELDS
+# The kernel's trace-file line: TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: FIELDS, the flags' third
+# character the context (s softirq, h hard interrupt, . a task).
 LINE = re.compile(
-    r"^\s*(?P<task>.+)-(?P<pid>\d+)\s+\[(?P<cpu>\d{3})\]\s+(?P<ts>\d+\.\d{6}): "
-    r"(?P<event>\w+): (?P<fields>.*)$"
+    r"^\s*(?P<task>.+)-(?P<pid>\d+)\s+\[(?P<cpu>\d{3})\] d\.(?P<ctx>[.sh])2\.\s+"
+    r"(?P<ts>\d+\.\d{6}): (?P<event>\w+): (?P<fields>.*)$"
 )
 SWITCH = re.compile(
-    r"^prev_comm=\S+ prev_pid=\d+ prev_prio=\d+ prev_state=[RSXI] ==> "
+    r"^prev_comm=\S+ prev_pid=\d+ prev_prio=\d+ prev_state=[RSDXI] ==> "
     r"next_comm=\S+ next_pid=\d+ next_prio=\d+$"
 )
 
@@ -48,7 +49,13 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
             assert int(fields["prev_pid"]) == int(m["pid"])  # the line's task is the one leaving
         elif m["event"] in ("cpu_frequency", "cpu_idle"):
             assert int(fields["cpu_id"]) == int(m["cpu"])
+        elif m["event"] == "sched_waking":
+            # periodic's tasks sleep on their own timers: each wakes in hard-interrupt context
+            # on the CPU it slept on.
+            assert m["ctx"] == "h"
+            assert int(fields["target_cpu"]) == int(m["cpu"])
     assert counts["sched_switch"] == len(tl["switch"]["time_ns"]) > 0
+    assert counts["sched_waking"] == len(tl["waking"]["time_ns"]) > 0
     assert counts["sched_wakeup"] == len(tl["wakeup"]["time_ns"]) > 0
     assert counts["cpu_frequency"] == len(tl["frequency"]["time_ns"]) > 0
     assert counts["cpu_idle"] == len(tl["idle"]["time_ns"]) > 0
