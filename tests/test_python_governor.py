@@ -362,9 +362,10 @@ def test_a_bad_governor_module_or_setting_is_one_error_line(mistakes, capsys, sp
     [
         (
             "Bool",
-            "TypeError: update() must return a frequency in kHz (int) or None, got True (a bool)",
+            "TypeError: update() must return a frequency in kHz (a number) or None, got True "
+            "(a bool)",
         ),
-        ("Nan", "TypeError: update() must return a frequency in kHz (int) or None, got nan"),
+        ("Nan", "ValueError: update() returned NaN kHz: expected a positive frequency"),
         ("Raises", "RuntimeError: the lookup table is empty"),
     ],
 )
