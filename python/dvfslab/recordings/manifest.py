@@ -22,7 +22,9 @@
 from __future__ import annotations
 
 import lzma
+import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +92,21 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
     if trace is None:
         raise ConfigError(f"{path}: its trace {path.with_suffix('.txt.xz').name} is missing")
 
-    def get(key: str, kind: type, default: object = None) -> object:
+    def text(key: str, default: str | None = None) -> str:
         value = data.get(key, default)
-        if value is None or not isinstance(value, kind) or isinstance(value, bool):
-            raise ConfigError(f"{path}: {key}: expected a {kind.__name__}, got {value!r}")
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: {key}: expected a string, got {value!r}")
         return value
+
+    def number(key: str, default: float | None = None, zero_ok: bool = False) -> float:
+        """A finite number above 0 (or 0 itself with `zero_ok`: a warm-up may be none)."""
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: {key}: expected a number, got {value!r}")
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+            least = "0 or more" if zero_ok else "above 0"
+            raise ConfigError(f"{path}: {key}: expected a finite number {least}, got {value!r}")
+        return float(value)
 
     roles = data.get("roles")
     if (
@@ -103,22 +115,25 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         or not all(isinstance(v, str) for v in roles.values())
     ):
         raise ConfigError(f'{path}: [roles]: expected role = "comm pattern" lines')
-    window_s = float(get("window_s", (int, float)))  # type: ignore[arg-type]
+    for role, pattern in roles.items():
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ConfigError(f"{path}: roles.{role}: not a regular expression: {e}") from None
+    window_s = number("window_s")
     return Recording(
-        name=str(get("name", str, path.stem)),
+        name=text("name", path.stem),
         trace_path=trace,
-        command=str(get("command", str, "")),
-        workload=str(get("workload", str)),
-        platform=str(get("platform", str, DEFAULT_PLATFORM)),
-        kernel=str(get("kernel", str, "")),
-        machine=str(get("machine", str, "")),
-        window_start_s=float(get("window_start_s", (int, float))),  # type: ignore[arg-type]
+        command=text("command", ""),
+        workload=text("workload"),
+        platform=text("platform", DEFAULT_PLATFORM),
+        kernel=text("kernel", ""),
+        machine=text("machine", ""),
+        window_start_s=number("window_start_s", zero_ok=True),
         window_s=window_s,
-        operations=float(get("operations", (int, float))),  # type: ignore[arg-type]
-        operations_unit=str(get("operations_unit", str, "operations")),
+        operations=number("operations"),
+        operations_unit=text("operations_unit", "operations"),
         roles=dict(roles),
-        model_warmup_s=float(get("model_warmup_s", (int, float), 0.2)),  # type: ignore[arg-type]
-        model_duration_s=float(
-            get("model_duration_s", (int, float), max(window_s, 0.2))  # type: ignore[arg-type]
-        ),
+        model_warmup_s=number("model_warmup_s", 0.2, zero_ok=True),
+        model_duration_s=number("model_duration_s", max(window_s, 0.2)),
     )
