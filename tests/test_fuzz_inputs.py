@@ -187,7 +187,7 @@ def test_any_mutated_manifest_is_loaded_or_refused(
 
 @FUZZ
 @given(
-    decision_ms=st.sampled_from([1e-9, 0.0, -1.0, float("nan"), 0.5, 5.0, 1e9]),
+    decision_ms=st.sampled_from([1e-9, 0.0, -1.0, float("nan"), 0.5, 5.0, 20.0, 1e9]),
     action=st.lists(st.integers(-3, 40), min_size=0, max_size=4),
 )
 def test_any_environment_setting_and_action_steps_or_is_refused(

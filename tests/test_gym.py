@@ -170,3 +170,9 @@ def test_eas_stays_off_as_in_linux_and_eas_1_says_so():
 def test_a_decision_interval_below_1_ns_is_refused(decision_ms):
     with pytest.raises(dvfslab.ConfigError, match=r"^decision_ms must be a number >= 1e-06"):
         DvfsEnv("pixel6", WORKLOAD, duration_s=0.2, decision_ms=decision_ms)
+
+
+def test_a_decision_interval_as_long_as_the_run_is_refused():
+    # The run would end before the first decision, and step() could only fail.
+    with pytest.raises(dvfslab.ConfigError, match=r"^decision_ms \(200\) must be shorter"):
+        DvfsEnv("pixel6", WORKLOAD, duration_s=0.2, decision_ms=200)

@@ -92,6 +92,12 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         self._workload = workload
         self._decision_ns = round(decision_ms * 1e6)
         self._duration_ns = duration_ns(duration_s)
+        if self._decision_ns >= self._duration_ns:
+            # The run would end before the agent's first decision.
+            raise ConfigError(
+                f"decision_ms ({decision_ms:g}) must be shorter than the run "
+                f"(duration_s = {duration_s:g})"
+            )
         self._governor = eas_off(governor, system, "the environment")
         self._reward = reward
         self._weights = (lost_weight, latency_weight, miss_weight)
