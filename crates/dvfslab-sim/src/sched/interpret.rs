@@ -213,7 +213,8 @@ impl Sim {
                         return self.block_and_switch(cpu, None);
                     }
                 }
-                Op::Exec => {
+                Op::Exec { comm } => {
+                    self.sched.tasks[task].name = comm.to_string();
                     if let Some(tl) = self.run.timeline.as_mut() {
                         tl.process(now, cpu, 'E', task, None);
                     }

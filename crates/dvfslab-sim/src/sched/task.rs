@@ -89,9 +89,10 @@ pub enum Op {
     Spawn { program: u32, count: u32 },
     /// Sleep until every task this one spawned has exited (wait4).
     WaitChildren,
-    /// execve's balancing point (sched_exec): the task moves to the CPU that fork balancing
-    /// would pick from here, if that CPU is idle.
-    Exec,
+    /// execve of the program `comm`: its balancing point (sched_exec), where the task moves to
+    /// the CPU that fork balancing would pick from here if that CPU is idle; and the task takes
+    /// the program's name as its comm (`__set_task_comm` in `begin_new_exec`).
+    Exec { comm: &'static str },
     /// Give up the CPU to a waiting task, if any (sched_yield).
     Yield,
     /// Change the CPUs the task may run on (None = all); it moves if its CPU is excluded.

@@ -168,9 +168,10 @@ fn fixed(cycles: f64) -> Op {
     cpu(Amount::Fixed(cycles))
 }
 
-/// A child: exec, `body`, exit after telling the shell.
+/// A child: exec, `body`, exit after telling the shell. The model does not tell git from the
+/// helpers a test script runs (sed, grep, test-tool): every command takes git's name.
 fn child(body: Vec<Op>, exec_cycles: f64) -> Rc<[Op]> {
-    let mut p = vec![Op::Exec, fixed(exec_cycles)];
+    let mut p = vec![Op::Exec { comm: "git" }, fixed(exec_cycles)];
     p.extend(body);
     p.extend([fixed(kernel::EXIT_CYCLES), Op::Post { ch: CHILD_CH, sync: false }, Op::Exit]);
     p.into()

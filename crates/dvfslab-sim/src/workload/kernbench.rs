@@ -74,10 +74,10 @@ fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
-/// A child process: exec, its work, then it notifies its parent on `parent_ch` (SIGCHLD,
-/// sent while the child is still current, as in do_exit) and exits.
-fn process(work: Vec<Op>, parent_ch: u32) -> Rc<[Op]> {
-    let mut p = vec![Op::Exec, run(kernel::EXEC_CYCLES)];
+/// A child process: exec of `comm`, its work, then it notifies its parent on `parent_ch`
+/// (SIGCHLD, sent while the child is still current, as in do_exit) and exits.
+fn process(comm: &'static str, work: Vec<Op>, parent_ch: u32) -> Rc<[Op]> {
+    let mut p = vec![Op::Exec { comm }, run(kernel::EXEC_CYCLES)];
     p.extend(work);
     p.extend([run(kernel::EXIT_CYCLES), Op::Post { ch: parent_ch, sync: false }, Op::Exit]);
     p.into()
@@ -144,21 +144,26 @@ impl Workload for Kernbench {
             let mut sh = vec![run(est::SHELL_CYCLES)];
             sh.extend(fork_wait(first + 1, sh_ch));
             sh.extend(fork_wait(first + 4, sh_ch));
-            p.push(process(sh, SLOT_CH));
+            p.push(process("sh", sh, SLOT_CH));
             // gcc: cc1, then as.
             let mut gcc = vec![run(est::GCC_DRIVER_CYCLES)];
             gcc.extend(fork_wait(first + 2, gcc_ch));
             gcc.extend(fork_wait(first + 3, gcc_ch));
-            p.push(process(gcc, sh_ch));
-            p.push(process(vec![Op::Run { cycles: cc1[b], mem_frac: est::MEM_FRAC }, done.clone()], gcc_ch));
+            p.push(process("gcc", gcc, sh_ch));
+            p.push(process("cc1", vec![Op::Run { cycles: cc1[b], mem_frac: est::MEM_FRAC }, done.clone()], gcc_ch));
             let as_work = sample::scaled(cc1[b], est::AS_FRAC);
-            p.push(process(vec![Op::Run { cycles: as_work, mem_frac: est::MEM_FRAC }], gcc_ch));
-            p.push(process(vec![run(est::FIXDEP_CYCLES)], sh_ch));
+            p.push(process("as", vec![Op::Run { cycles: as_work, mem_frac: est::MEM_FRAC }], gcc_ch));
+            p.push(process("fixdep", vec![run(est::FIXDEP_CYCLES)], sh_ch));
         }
         let serial = self.serial_scale;
-        p.push(process(vec![run(est::START_CYCLES * serial * self.scale() / self.start_procs() as f64)], MAKE_CH));
+        // The serial start's scripts, and the link chain's linker and its helpers.
+        p.push(process(
+            "sh",
+            vec![run(est::START_CYCLES * serial * self.scale() / self.start_procs() as f64)],
+            MAKE_CH,
+        ));
         for &w in &est::LINK_STEPS_CYCLES {
-            p.push(process(vec![run(w * serial * self.scale()), done.clone()], MAKE_CH));
+            p.push(process("ld", vec![run(w * serial * self.scale()), done.clone()], MAKE_CH));
         }
         p
     }

@@ -539,7 +539,12 @@ fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
         if let Some(cpus) = pin {
             p.push(Op::SetAffinity { cpus: Some(cpus) });
         }
-        p.extend([Op::Exec, Op::Run { cycles: Amount::Fixed(3.5e6), mem_frac: 0.0 }, count(0), Op::Exit]);
+        p.extend([
+            Op::Exec { comm: "child" },
+            Op::Run { cycles: Amount::Fixed(3.5e6), mem_frac: 0.0 },
+            count(0),
+            Op::Exit,
+        ]);
         p
     };
     let parent = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Exit];
