@@ -10,26 +10,18 @@ a hang. `DVFSLAB_FUZZ_EXAMPLES` sets the cases per target, as in tests/test_fuzz
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import dvfslab
 from dvfslab import ConfigError, DvfsError
 from dvfslab.recordings import load_recording
 from dvfslab.traces.read import parse_text
+from test_fuzz import FUZZ
 
-EXAMPLES = int(os.environ.get("DVFSLAB_FUZZ_EXAMPLES", "100"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    derandomize="DVFSLAB_FUZZ_EXAMPLES" not in os.environ,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 TRACES = Path(__file__).parent / "data" / "traces"
 JUNO = (TRACES / "lisa-juno-trace.txt").read_text().splitlines()
 STEPPER = Path(__file__).parent.parent / "examples" / "stepper.py"
