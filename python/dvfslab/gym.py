@@ -92,7 +92,7 @@ class DvfsEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         self._workload = workload
         self._decision_ns = round(decision_ms * 1e6)
         self._duration_ns = duration_ns(duration_s)
-        if self._decision_ns >= self._duration_ns:
+        if self._duration_ns is not None and self._decision_ns >= self._duration_ns:
             # The run would end before the agent's first decision.
             raise ConfigError(
                 f"decision_ms ({decision_ms:g}) must be shorter than the run "
