@@ -186,7 +186,8 @@ def _runs_and_switches(
             began = running.get(cpu)
             if began is not None and began[0] == prev:
                 run_s = t - began[1]
-                cycles = run_s * freq_at(cpu, began[1]) * 1e3
+                # A run that began before the window counts its CPU time from the window's start.
+                cycles = (t - max(began[1], start)) * freq_at(cpu, began[1]) * 1e3
                 for r in (role, ALL):
                     stats[r].cpu_cycles += cycles
                     stats[r].runs_us.append(run_s * 1e6)
