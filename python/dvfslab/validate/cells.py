@@ -85,7 +85,7 @@ class Cell:
     """Energy cells: `energy` (J over the run) or `power` (average W)."""
 
     @property
-    def ratio_published(self) -> float | None:
+    def published_to_baseline(self) -> float | None:
         """The published ratio to the baseline this cell's direction is read from: the value of
         ratio and perf-per-watt cells, the ratio to the baseline's value of detail and energy
         cells; None for power cells."""
@@ -98,7 +98,7 @@ class Cell:
     @property
     def within_noise(self) -> bool:
         """Is the published ratio within its own spread of 1.0?"""
-        ratio = self.ratio_published
+        ratio = self.published_to_baseline
         if ratio is None or self.spread_pct is None:
             return False
         return abs(ratio - 1.0) <= self.spread_pct / 100.0 + 1e-12
@@ -107,7 +107,7 @@ class Cell:
     def published_direction(self) -> Direction | None:
         """The direction the publication reports: neutral where it printed `~`, within +-2%, or
         within its own noise. None for power cells and detail cells without a baseline value."""
-        ratio = self.ratio_published
+        ratio = self.published_to_baseline
         if ratio is None:
             return None
         return direction(ratio, self.better, self.neutral or self.within_noise)
@@ -115,7 +115,7 @@ class Cell:
     @property
     def noise_neutral(self) -> bool:
         """Neutral only because of the published ratio's noise (else improved or regressed)."""
-        ratio = self.ratio_published
+        ratio = self.published_to_baseline
         if ratio is None or not self.within_noise:
             return False
         return direction(ratio, self.better, self.neutral) != "neutral"
