@@ -15,8 +15,10 @@ import pytest
 
 import dvfslab
 from campaign_helpers import TINY_VALIDATION as TINY
-from dvfslab.campaign import load_campaign
+from dvfslab.campaign import load_campaign, load_results
+from dvfslab.report import build_report
 from dvfslab.validate.cells import (
+    PER_PARAMETER,
     Cell,
     direction,
     direction_agreement,
@@ -147,12 +149,104 @@ def test_detail_cells_compare_the_ratio_to_the_baseline():
     assert cell.to_dict()["published_ratio"] == 0.75
 
 
+# -- publication noise -----------------------------------------------------------------------
+
+
+def detail_cell(ratio: float, simulated_ratio: float, spread=None, reference=False) -> Cell:
+    return Cell(
+        "detail", "m", "b", "x=1", "c", 100.0 * ratio, "higher", simulated=1.0,
+        published_ratio=ratio, simulated_ratio=simulated_ratio, spread_pct=spread,
+        reference=reference,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("published", "spread", "direction_", "noise_neutral"),
+    [
+        (1.05, 5.0, "neutral", True),  # +5% within its +-5%: the edge is inside
+        (1.05, 4.9, "improved", False),
+        (0.90, 12.0, "neutral", True),
+        (0.90, None, "regressed", False),  # no spread published: as before
+        (1.01, 5.0, "neutral", False),  # within +-2% already: not counted as removed
+        (1.30, 5.0, "improved", False),
+    ],
+)
+def test_a_published_ratio_within_its_noise_is_neutral(
+    published, spread, direction_, noise_neutral
+):
+    ratio = dataclasses.replace(ratio_cell(published, 1.0), spread_pct=spread)
+    detail = detail_cell(published, 1.0, spread)
+    for cell in (ratio, detail):
+        assert cell.published_direction == direction_
+        assert cell.noise_neutral is noise_neutral
+        assert cell.to_dict()["noise_neutral"] is noise_neutral
+        # The simulation says neutral (1.0): it agrees exactly when the published one is.
+        assert cell.agree is (direction_ == "neutral")
+
+
+def test_scores_count_the_cells_the_noise_makes_neutral():
+    cells = [
+        detail_cell(1.05, 1.10, spread=6.0),  # noise-neutral: the simulated 1.10 now misses
+        detail_cell(1.05, 1.10),  # no spread: both improved
+        detail_cell(1.00, 1.00, spread=6.0, reference=True),  # the baseline itself
+        dataclasses.replace(ratio_cell(0.97, 1.0), spread_pct=4.0),  # noise-neutral, agrees
+        dataclasses.replace(ratio_cell(1.00, 1.0), spread_pct=4.0),  # neutral anyway
+    ]
+    got = scores(cells)
+    assert got["noise_neutral"] == {"ratios": 1, "perf-per-watt": 0, "detail": 1, "energy": 0}
+    assert got["direction_agreement"] == 1.0
+    assert got["detail_direction_agreement"] == 0.5
+    assert got["judged"]["detail"] == 2  # the baseline's own value is not judged
+    assert got["published"]["detail"] == 3
+
+
+def test_called_cells_are_judged_against_the_noisy_direction():
+    cell = dataclasses.replace(
+        ratio_cell(1.04, 1.04), spread_pct=5.0, simulated_ci=(1.03, 1.05),
+        simulated_verdict="improved",
+    )  # fmt: skip
+    assert cell.published_direction == "neutral"
+    assert cell.called_right is False
+    assert cell.covered is True
+
+
+def test_detail_spreads_combine_in_quadrature():
+    # Juno-r2's heterogeneous tasks: 15 tasks +2.66% with EAS, inside the two runs' confidence
+    # intervals (1.32 J of 20.06 and 1.00 J of 20.60); 3 tasks -12.8%, outside theirs.
+    cells = {(c.benchmark, c.config): c for c in published_cells("eas-juno-r2")}
+    fifteen = cells[("heterogeneous-15", "eas")]
+    assert fifteen.table == "energy"
+    assert fifteen.quantity == "energy"
+    assert fifteen.published_ratio == pytest.approx(20.60 / 20.06)
+    assert fifteen.spread_pct == pytest.approx(math.hypot(6.58, 4.85))
+    assert fifteen.noise_neutral
+    three = cells[("heterogeneous-3", "eas")]
+    assert three.published_direction == "improved"  # less energy
+    assert not three.noise_neutral
+    assert cells[("heterogeneous-3", "no-eas")].reference
+    assert cells[("heterogeneous-3", "no-eas")].spread_pct is None
+
+
+def test_ratio_spreads_are_read_where_published():
+    cells = published_cells("i7-2600k-process-chains")
+    spreads = {(c.benchmark, c.config): c.spread_pct for c in cells if c.table == "ratios"}
+    assert spreads[("pids-null", "performance")] == pytest.approx(2.32)
+    assert spreads[("pids-work", "performance")] is None
+
+
 # -- published cells -------------------------------------------------------------------------
 
 
 def test_calibration_ships_inside_the_package():
-    # One campaign, though two of its tables end in "-ratios.csv".
-    assert calibration_names() == ["intel-invariance"]
+    # Each campaign once, though two of intel-invariance's tables end in "-ratios.csv", and
+    # eas-juno-r2 has an energy table alone.
+    assert calibration_names() == [
+        "amd-invariance-regression",
+        "eas-juno-r2",
+        "i7-2600k-process-chains",
+        "intel-invariance",
+        "runnable-boosting-pixel6",
+    ]
     cells = published_cells("intel-invariance")
     tables = {c.table for c in cells}
     assert tables == {"ratios", "power", "perf-per-watt", "detail"}
@@ -202,16 +296,24 @@ def test_desktop_kernbench_is_level_between_baseline_and_invariant_schedutil():
     assert ratio == pytest.approx(1.0, abs=0.02)
 
 
-def test_shipped_campaign_covers_every_published_cell():
-    campaign = load_campaign("intel-invariance")
+@pytest.mark.parametrize("name", calibration_names())
+def test_shipped_campaign_covers_every_published_cell(name):
+    campaign = load_campaign(name)
     runs = {(r.platform, r.benchmark, r.config, r.param) for r in campaign.runs()}
     summary = {(p, b, c) for p, b, c, _ in runs}
-    for cell in published_cells("intel-invariance"):
-        if cell.table == "detail":
+    cells = published_cells(name)
+    assert cells
+    for cell in cells:
+        if cell.table in PER_PARAMETER:
             assert (cell.machine, cell.benchmark, cell.config, cell.param) in runs, cell
+            # A per-parameter table's ratios are to its first configuration, which must be the
+            # campaign's baseline, as the simulated ratios are.
+            assert cell.reference == (cell.config == campaign.baseline), cell
+            assert cell.published_ratio is not None, cell
         else:
             assert (cell.machine, cell.benchmark, cell.config) in summary, cell
-    assert campaign.iterations == 5
+        assert cell.config in {c.name for c in campaign.configs}, cell
+    assert campaign.iterations >= 5
 
 
 # -- the command -----------------------------------------------------------------------------
@@ -350,6 +452,28 @@ def test_cli_refuses_a_campaign_without_published_numbers(cli, tmp_path: Path):
     assert run.code == 1
     assert "no published measurements for campaign 'other'" in run.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_cli_scores_energy_cells_by_their_simulated_ratio(cli, tmp_path: Path):
+    # runnable-boosting-pixel6 publishes the CPUs' power under each configuration: its energy
+    # table compares the ratio of the simulated average package powers.
+    out = tmp_path / "store"
+    args = ["validate", "runnable-boosting-pixel6", "--iterations", "1", "--out", str(out)]
+    run = cli(*args, "--jobs", "1", "--json", "--quiet")
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    energy = {c["config"]: c for c in doc["cells"] if c["table"] == "energy"}
+    assert set(energy) == {"base", "runnable"}
+    assert energy["base"]["reference"]
+    assert energy["base"]["agree"] is None
+    report = build_report(load_results(out), "base")
+    watts = {r["config"]: r["avg_package_w"] for r in report.detail.to_dict("records")}
+    assert energy["runnable"]["simulated"] == pytest.approx(watts["runnable"])
+    assert energy["runnable"]["simulated_ratio"] == pytest.approx(watts["runnable"] / watts["base"])
+    assert energy["runnable"]["published_ratio"] == pytest.approx(0.1343 / 0.1295)
+    assert energy["runnable"]["agree"] == (energy["runnable"]["simulated_ratio"] > 1.02)
+    assert doc["judged"]["energy"] == 1
+    assert doc["energy_direction_agreement"] == float(energy["runnable"]["agree"])
 
 
 def test_validate_has_help_with_examples(cli):

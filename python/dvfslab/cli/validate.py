@@ -29,6 +29,7 @@ def register(commands: Any) -> None:
         cmd_validate,
         "  dvfslab validate intel-invariance\n"
         "  dvfslab validate intel-invariance --iterations 1 --json\n"
+        "  dvfslab validate eas-juno-r2  (another publication: dvfslab campaign list)\n"
         "  dvfslab validate intel-invariance --markdown > agreement.md  (tables for a document)\n"
         "  dvfslab validate ./mine.toml --out results/mine  (named after published data)\n"
         "  dvfslab validate intel-invariance --fit-power  (fit the presets' power constants)\n"

@@ -3,11 +3,23 @@ campaign's cells.
 
 Scores (`scores`):
     direction_agreement      ratio cells whose direction (improved / regressed / neutral) is the
-                             published one; neutral = the publication's `~`, or within +-2%
+                             published one; neutral = the publication's `~`, within +-2%, or
+                             within the published ratio's own noise (below)
     median_abs_ln_error      median over ratio cells of |ln(simulated / published)|
     power_within_25pct       power cells whose simulated watts are within +-25% of the published
     ppw_direction_agreement  as direction_agreement, over the perf-per-watt cells
-Cells without a simulated value (a platform or configuration not run) count in no score.
+    detail_direction_agreement  per-parameter ratios to the baseline with the published direction
+    energy_direction_agreement  energy (or power) ratios to the baseline with the published
+                             direction, per parameter
+Cells without a simulated value (a platform or configuration not run) count in no score, nor do
+the detail and energy cells of the baseline itself (their ratio is 1 by definition).
+
+**Publication noise.** A published ratio carries its own spread where the publication gave one
+(`spread_pct`: the ratio's for the ratio tables; each value's for the detail and energy tables,
+the value's and its baseline's combined in quadrature). A ratio within its spread of 1.0 is
+neutral for scoring, as the publication's `~` is: `noise_neutral` counts, per table, the cells
+whose published direction that turns to neutral (those already within +-2% or printed `~` are
+not counted).
 
 Each simulated ratio also carries its 90% interval over the iterations, which are model variants
 unless the campaign ran `--nominal` (`simulated_ci`, the report's interval of the gmean ratio),
@@ -31,9 +43,11 @@ from dvfslab.report.stats import NEUTRAL_BAND
 POWER_TOLERANCE = 0.25
 """A simulated power within +-25% of the published one agrees."""
 
-TableName = Literal["ratios", "power", "perf-per-watt", "detail"]
+TableName = Literal["ratios", "power", "perf-per-watt", "detail", "energy"]
 TABLES: tuple[TableName, ...] = get_args(TableName)
 """The published tables, in the order the views show them."""
+PER_PARAMETER: tuple[TableName, ...] = ("detail", "energy")
+"""The tables of per-parameter values, compared by their ratio to the baseline's value."""
 Direction = Literal["improved", "regressed", "neutral"]
 
 
@@ -61,30 +75,76 @@ class Cell:
     """Ratio cells: the 90% interval of the simulated ratio over the iterations."""
     simulated_verdict: str | None = None
     """Ratio cells: improved / regressed / neutral / uncertain (`dvfslab.report.stats.verdict`)."""
+    spread_pct: float | None = None
+    """The published ratio's noise in % of the ratio (ratios and perf-per-watt: as published;
+    detail and energy: the value's and the baseline value's spreads combined in quadrature);
+    None where the publication gave none."""
+    reference: bool = False
+    """Detail and energy cells: a value of the baseline itself (its ratio is 1 by definition)."""
+    quantity: str = ""
+    """Energy cells: `energy` (J over the run) or `power` (average W)."""
+
+    @property
+    def published_to_baseline(self) -> float | None:
+        """The published ratio to the baseline this cell's direction is read from: the value of
+        ratio and perf-per-watt cells, the ratio to the baseline's value of detail and energy
+        cells; None for power cells."""
+        if self.table == "power":
+            return None
+        if self.table in PER_PARAMETER:
+            return self.published_ratio
+        return self.published
+
+    @property
+    def within_noise(self) -> bool:
+        """Is the published ratio within its own spread of 1.0?"""
+        ratio = self.published_to_baseline
+        if ratio is None or self.spread_pct is None:
+            return False
+        return abs(ratio - 1.0) <= self.spread_pct / 100.0 + 1e-12
+
+    @property
+    def published_direction(self) -> Direction | None:
+        """The direction the publication reports: neutral where it printed `~`, within +-2%, or
+        within its own noise. None for power cells and detail cells without a baseline value."""
+        ratio = self.published_to_baseline
+        if ratio is None:
+            return None
+        return direction(ratio, self.better, self.neutral or self.within_noise)
+
+    @property
+    def noise_neutral(self) -> bool:
+        """Neutral only because of the published ratio's noise (else improved or regressed)."""
+        ratio = self.published_to_baseline
+        if ratio is None or not self.within_noise:
+            return False
+        return direction(ratio, self.better, self.neutral) != "neutral"
 
     @property
     def agree(self) -> bool | None:
         """Does the simulation agree with the publication on this cell? None: not simulated.
 
-        ratios and perf-per-watt: same direction; power: within +-25%; detail: the per-parameter
-        ratio to the baseline has the same direction (absolute values of scaled-down benchmarks
-        are not comparable).
+        ratios and perf-per-watt: same direction; power: within +-25%; detail and energy: the
+        per-parameter ratio to the baseline has the same direction (absolute values of
+        scaled-down benchmarks are not comparable), except for the baseline's own values. The
+        published direction counts the publication's noise (`published_direction`).
         """
         if self.simulated is None or not math.isfinite(self.simulated):
             return None
         if self.table == "power":
             return power_agrees(self.published, self.simulated)
-        if self.table == "detail":
-            if self.published_ratio is None or self.simulated_ratio is None:
+        if self.table in PER_PARAMETER:
+            if self.reference or self.simulated_ratio is None:
                 return None
             if not math.isfinite(self.simulated_ratio):
                 return None
-            return direction(self.published_ratio, self.better) == direction(
-                self.simulated_ratio, self.better
-            )
-        return direction(self.published, self.better, self.neutral) == direction(
-            self.simulated, self.better
-        )
+            simulated = self.simulated_ratio
+        else:
+            simulated = self.simulated
+        published = self.published_direction
+        if published is None:
+            return None
+        return published == direction(simulated, self.better)
 
     @property
     def covered(self) -> bool | None:
@@ -106,7 +166,7 @@ class Cell:
         """Called ratio cells: is the verdict the published direction? None: not called."""
         if not self.called:
             return None
-        return self.simulated_verdict == direction(self.published, self.better, self.neutral)
+        return self.simulated_verdict == self.published_direction
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -121,10 +181,16 @@ class Cell:
             "better": self.better,
             "neutral": self.neutral,
         }
-        if self.table == "detail":
+        if self.table != "power":
+            out["spread_pct"] = self.spread_pct
+            out["noise_neutral"] = self.noise_neutral
+        if self.table in PER_PARAMETER:
             out["unit"] = self.unit
+            out["reference"] = self.reference
             out["published_ratio"] = _finite_or_none(self.published_ratio)
             out["simulated_ratio"] = _finite_or_none(self.simulated_ratio)
+        if self.table == "energy":
+            out["quantity"] = self.quantity
         if self.table == "ratios":
             out["simulated_ci"] = list(self.simulated_ci) if self.simulated_ci else None
             out["simulated_verdict"] = self.simulated_verdict
@@ -195,9 +261,11 @@ def scores(cells: list[Cell]) -> dict[str, Any]:
         "power_within_25pct": direction_agreement(by["power"]),
         "ppw_direction_agreement": direction_agreement(by["perf-per-watt"]),
         "detail_direction_agreement": direction_agreement(by["detail"]),
+        "energy_direction_agreement": direction_agreement(by["energy"]),
         "power_median_abs_ln_error": median_abs_ln_error(by["power"]),
         "judged": {t: sum(c.agree is not None for c in by[t]) for t in TABLES},
         "published": {t: len(by[t]) for t in TABLES},
+        "noise_neutral": {t: sum(c.noise_neutral for c in by[t]) for t in TABLES if t != "power"},
     }
 
 

@@ -9,7 +9,8 @@ This is the record a calibration step needs (its commit message keeps one per ex
 the change bought, what it cost, and which cells crossed the line. A value "moved" when it
 changed by more than `MOVED`, the width of the neutral band, so that a cell listed as moved may
 have changed its verdict under another reading. Cells present in only one of the two (a partial
-validation) are counted, not compared.
+validation) are counted, not compared, and a score the earlier validation did not have yet shows
+as missing.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def load_validation(path: str | Path, campaign: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != VALIDATE_SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{path}: field 'schema': expected '{VALIDATE_SCHEMA}', got {found!r}")
-    for key in ("campaign", "cells", *SCORE_KEYS):
+    for key in ("campaign", "cells"):
         if key not in data:
             raise ConfigError(f"{path}: field '{key}' is missing")
     if data["campaign"] != campaign:
@@ -92,7 +93,7 @@ def compare(before: dict[str, Any], after: dict[str, Any], against: str) -> dict
             )
     return {
         "against": against,
-        "scores": {k: {"before": before[k], "after": after[k]} for k in SCORE_KEYS},
+        "scores": {k: {"before": before.get(k), "after": after.get(k)} for k in SCORE_KEYS},
         "changed": changed,
         "only_before": len(earlier.keys() - later.keys()),
         "only_after": len(later.keys() - earlier.keys()),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dvfslab._core import ConfigError
-from dvfslab.validate.cells import Cell, TableName, scores
+from dvfslab.validate.cells import PER_PARAMETER, Cell, TableName, scores
 
 if TYPE_CHECKING:
     from dvfslab.report.build import Report
@@ -27,26 +27,33 @@ CALIBRATION_FILES: dict[TableName, str] = {
     "power": "power-watts",
     "perf-per-watt": "perf-per-watt-ratios",
     "detail": "detail",
+    "energy": "energy",
 }
 """Each table's file, dvfslab/data/calibration/<campaign>-<name>.csv."""
+
+ENERGY_QUANTITIES = {"energy": "energy_j", "power": "avg_package_w"}
+"""An energy table's `quantity` and the report's detail column it compares with: the energy of
+the runs (J), or their average package power (W); either compares by its ratio to the
+baseline's."""
 
 
 # -- published cells -----------------------------------------------------------------------------
 
 
 def calibration_names() -> list[str]:
-    """Campaigns with published numbers shipped in dvfslab/data/calibration/."""
+    """Campaigns with published numbers shipped in dvfslab/data/calibration/: every name with
+    at least one of the tables' files."""
     directory = resources.files("dvfslab") / "data" / "calibration"
     if not directory.is_dir():
         return []
-    # A campaign is named by its ratios table; the perf-per-watt table also ends in "-ratios".
-    ratios = f"-{CALIBRATION_FILES['ratios']}.csv"
-    ppw = f"-{CALIBRATION_FILES['perf-per-watt']}.csv"
-    return sorted(
-        e.name[: -len(ratios)]
-        for e in directory.iterdir()
-        if e.name.endswith(ratios) and not e.name.endswith(ppw)
-    )
+    # Longest suffix first: the perf-per-watt table's file also ends in "-ratios.csv".
+    suffixes = sorted((f"-{f}.csv" for f in CALIBRATION_FILES.values()), key=len, reverse=True)
+    names = set()
+    for entry in directory.iterdir():
+        suffix = next((x for x in suffixes if entry.name.endswith(x)), None)
+        if suffix is not None:
+            names.add(entry.name[: -len(suffix)])
+    return sorted(names)
 
 
 def _read_csv(name: str, table: TableName) -> list[dict[str, str]]:
@@ -55,6 +62,30 @@ def _read_csv(name: str, table: TableName) -> list[dict[str, str]]:
     if not path.is_file():
         return []
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+def _spread(row: dict[str, str], file: str) -> float | None:
+    """A row's `spread_pct` (the published ± in % of the value); None when absent or empty."""
+    text = (row.get("spread_pct") or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{file}: spread_pct: expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{file}: spread_pct: expected a number >= 0, got {text!r}")
+    return value
+
+
+def _combined(a: float | None, b: float | None) -> float | None:
+    """Two relative spreads combined in quadrature (a ratio's noise from its two values'); the
+    one known when only one is."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return math.hypot(a, b)
 
 
 def published_power(name: str) -> pd.DataFrame:
@@ -84,6 +115,7 @@ def published_cells(name: str) -> list[Cell]:
                 float(row["ratio"]),
                 better=row["better"],
                 neutral=row.get("neutral", "0") == "1",
+                spread_pct=_spread(row, f"{name}-ratios.csv"),
             )
         )
     for row in _read_csv(name, "power"):
@@ -110,37 +142,63 @@ def published_cells(name: str) -> list[Cell]:
                 float(row["perf_per_watt_ratio"]),
                 better="higher",
                 neutral=row.get("neutral", "0") == "1",
+                spread_pct=_spread(row, f"{name}-perf-per-watt-ratios.csv"),
             )
         )
-    detail = _read_csv(name, "detail")
-    base_values = {
-        (r["machine"], r["benchmark"], r["param"]): float(r["value"])
-        for r in detail
-        if r["config"] == _baseline_in(detail)
+    cells += _per_parameter_cells(name, "detail")
+    cells += _per_parameter_cells(name, "energy")
+    return cells
+
+
+def _per_parameter_cells(name: str, table: TableName) -> list[Cell]:
+    """The detail or energy table's cells: each value with its ratio to the baseline's value at
+    the same machine, benchmark and parameter, and that ratio's spread."""
+    rows = _read_csv(name, table)
+    file = f"{name}-{CALIBRATION_FILES[table]}.csv"
+    baseline = _baseline_in(rows)
+    base_rows = {
+        (r["machine"], r["benchmark"], r["param"]): r for r in rows if r["config"] == baseline
     }
-    for row in detail:
+    cells = []
+    for row in rows:
         param = "" if row["param"] in ("none", "-") else row["param"]
-        base = base_values.get((row["machine"], row["benchmark"], row["param"]))
+        base_row = base_rows.get((row["machine"], row["benchmark"], row["param"]))
+        base = float(base_row["value"]) if base_row is not None else None
         value = float(row["value"])
+        quantity = ""
+        if table == "energy":
+            quantity = row["quantity"]
+            if quantity not in ENERGY_QUANTITIES:
+                known = ", ".join(ENERGY_QUANTITIES)
+                raise ConfigError(f"{file}: quantity: expected one of {known}, got {quantity!r}")
+        spread = _spread(row, file)
+        is_reference = row["config"] == baseline
         cells.append(
             Cell(
-                "detail",
+                table,
                 row["machine"],
                 row["benchmark"],
                 param,
                 row["config"],
                 value,
-                better=row["better"],
+                better="lower" if table == "energy" else row["better"],
                 unit=row["unit"],
                 published_ratio=value / base if base else None,
+                spread_pct=(
+                    None
+                    if is_reference or base_row is None
+                    else _combined(spread, _spread(base_row, file))
+                ),
+                reference=is_reference,
+                quantity=quantity,
             )
         )
     return cells
 
 
-def _baseline_in(detail: list[dict[str, str]]) -> str:
-    """The detail table's baseline: the configuration listed first."""
-    return detail[0]["config"] if detail else ""
+def _baseline_in(rows: list[dict[str, str]]) -> str:
+    """A detail or energy table's baseline: the configuration listed first."""
+    return rows[0]["config"] if rows else ""
 
 
 # -- simulated values ----------------------------------------------------------------------------
@@ -157,15 +215,16 @@ def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
     }
     out = []
     for cell in cells:
-        if cell.table == "detail":
+        if cell.table in PER_PARAMETER:
             row = detail.get((cell.machine, cell.benchmark, cell.param, cell.config))
             if row is None:
                 out.append(cell)
                 continue
+            column = ENERGY_QUANTITIES[cell.quantity] if cell.table == "energy" else "mean"
             base = detail.get((cell.machine, cell.benchmark, cell.param, report.baseline))
-            sim_ratio = float(row["mean"]) / float(base["mean"]) if base else None
+            sim_ratio = float(row[column]) / float(base[column]) if base else None
             out.append(
-                dataclasses.replace(cell, simulated=float(row["mean"]), simulated_ratio=sim_ratio)
+                dataclasses.replace(cell, simulated=float(row[column]), simulated_ratio=sim_ratio)
             )
             continue
         srow = summary.get((cell.machine, cell.benchmark, cell.config))

@@ -8,7 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from dvfslab.report.printing import print_markdown_table, print_table
-from dvfslab.validate.cells import TABLES, TableName
+from dvfslab.validate.cells import PER_PARAMETER, TABLES, TableName
 
 # -- text view -----------------------------------------------------------------------------------
 
@@ -19,6 +19,7 @@ SCORE_ROWS: tuple[tuple[str, TableName, str], ...] = (
     ("power_median_abs_ln_error", "power", "median |ln(simulated / published)| over power cells"),
     ("ppw_direction_agreement", "perf-per-watt", "perf-per-watt cells with the direction"),
     ("detail_direction_agreement", "detail", "detail cells with the per-parameter direction"),
+    ("energy_direction_agreement", "energy", "energy cells with the per-parameter direction"),
     ("coverage", "ratios", "published ratios inside the simulated 90% interval"),
     ("called_share", "ratios", "ratio cells with a verdict other than uncertain"),
     ("confident_direction_agreement", "ratios", "called ratio cells with the published direction"),
@@ -37,20 +38,26 @@ def print_validation(result: dict[str, Any]) -> None:
         "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
         "detail": "per-parameter values (a timed workload run shorter than published compares "
         "by its ratio to the baseline); agree = same direction of that ratio",
+        "energy": "per-parameter energy or average power, compared by its ratio to the "
+        "baseline's; agree = same direction of that ratio",
     }
     for table in TABLES:
         rows = []
+        per_param = table in PER_PARAMETER
         for c in (c for c in cells if c["table"] == table):
             row: list[object] = [
                 c["machine"],
                 c["benchmark"],
-                *([c["param"] or "-"] if table == "detail" else []),
+                *([c["param"] or "-"] if per_param else []),
                 c["config"],
-                ("~" if c["neutral"] else "") + fmt_value(c["published"]),
+                _published_text(c, c["published"]),
                 fmt_value(c["simulated"]),
             ]
-            if table == "detail":
-                row += [fmt_value(c["published_ratio"]), fmt_value(c["simulated_ratio"])]
+            if per_param:
+                row += [
+                    _published_text(c, c["published_ratio"], ratio=True),
+                    fmt_value(c["simulated_ratio"]),
+                ]
             if table == "ratios":
                 ci = c["simulated_ci"]
                 row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
@@ -60,9 +67,9 @@ def print_validation(result: dict[str, Any]) -> None:
         if not rows:
             continue
         headers = ["machine", "benchmark"]
-        headers += ["param"] if table == "detail" else []
+        headers += ["param"] if per_param else []
         headers += ["config", "published", "simulated"]
-        headers += ["pub ratio", "sim ratio"] if table == "detail" else []
+        headers += ["pub ratio", "sim ratio"] if per_param else []
         headers += ["sim 90% interval", "verdict"] if table == "ratios" else []
         headers += ["agree"]
         numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 90% interval", "agree"}
@@ -79,8 +86,12 @@ def print_validation(result: dict[str, Any]) -> None:
     for key, table, what in SCORE_ROWS:
         print(
             f"  {key:30s} {fmt_value(result[key], 3):>7s}  {what} ({judged[table]} of "
-            f"{published[table]} cells simulated)"
+            f"{published[table]} cells judged)"
         )
+    noise = result.get("noise_neutral") or {}
+    if any(noise.values()):
+        counts = ", ".join(f"{n} {table}" for table, n in noise.items() if n)
+        print(f"  published ratios neutral within their own noise (≈ above): {counts}")
     cross = result.get("cross_validated")
     if cross is not None:
         print("cross-validated: each machine scored with the fitted constants refitted without it")
@@ -117,12 +128,19 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
     ]
     values = ["value", *(["cross-validated"] if cross is not None else [])]
     print_markdown_table(
-        ["score", *values, "cells simulated"],
+        ["score", *values, "cells judged"],
         rows,
-        right={*values, "cells simulated"},
+        right={*values, "cells judged"},
         title=f"{result['campaign']}: scores",
         out=out,
     )
+    noise = result.get("noise_neutral") or {}
+    if any(noise.values()):
+        counts = ", ".join(f"{n} {table}" for table, n in noise.items() if n)
+        print(
+            f"\nPublished ratios within their own noise of 1.0, scored neutral (≈): {counts}.",
+            file=out,
+        )
     cells = [c for c in result["cells"] if c["simulated"] is not None]
     for machine in dict.fromkeys(c["machine"] for c in cells):
         print(f"\n### {machine}", file=out)
@@ -132,12 +150,17 @@ def print_validation_markdown(result: dict[str, Any], out: TextIO | None = None)
             if part:
                 print(file=out)
                 _print_grid(part, "benchmark", f"{machine}: {what}", out)
-        detail = [c for c in mine if c["table"] == "detail"]
-        for benchmark in dict.fromkeys(c["benchmark"] for c in detail):
-            part = [c for c in detail if c["benchmark"] == benchmark]
-            title = f"{machine} {benchmark}: {part[0]['config']} in {part[0]['unit']}, the others'"
-            print(file=out)
-            _print_grid(part, "param", title + " ratio to it", out)
+        for table in PER_PARAMETER:
+            in_table = [c for c in mine if c["table"] == table]
+            for benchmark in dict.fromkeys(c["benchmark"] for c in in_table):
+                part = [c for c in in_table if c["benchmark"] == benchmark]
+                what = "" if table == "detail" else f"{part[0].get('quantity', table)}, "
+                title = (
+                    f"{machine} {benchmark}: {what}{part[0]['config']} in {part[0]['unit']}, "
+                    "the others'"
+                )
+                print(file=out)
+                _print_grid(part, "param", title + " ratio to it", out)
 
 
 def _print_grid(cells: list[dict[str, Any]], row_key: str, title: str, out: TextIO) -> None:
@@ -169,12 +192,21 @@ def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
         published, simulated = cell["published_ratio"], cell["simulated_ratio"]
     else:
         published, simulated = cell["published"], cell["simulated"]
-    text = ("~" if cell["neutral"] else "") + f"{fmt_value(published)} → {fmt_value(simulated)}"
+    text = f"{_published_text(cell, published, ratio=as_ratio)} → {fmt_value(simulated)}"
     if cell["agree"] is False:
         text += " ✗"
     if cell.get("simulated_verdict") == "uncertain":
         text += " ?"
     return text
+
+
+def _published_text(cell: dict[str, Any], value: float | None, ratio: bool = False) -> str:
+    """A published number, marked `~` where the publication printed it neutral and `≈` where it
+    is neutral within its own noise (ratio cells, and the ratios of detail and energy cells)."""
+    mark = "~" if cell["neutral"] else ""
+    if cell.get("noise_neutral") and (ratio or cell["table"] not in PER_PARAMETER):
+        mark = "≈"
+    return mark + fmt_value(value)
 
 
 def fmt_value(value: float | None, decimals: int = 2) -> str:
