@@ -49,8 +49,7 @@ pub(crate) fn machine_for(plat: Platform, gov_cfg: &GovernorConfig, gov_info: &G
         freq_max: gov_cfg.text_value("freq_max"),
         invariant: gov_cfg.values.get("invariant"),
         pelt_multiplier: gov_cfg.values.get_u64("pelt_multiplier"),
-        // powernv's global P-state ramp exists from 4.8 (powernv_cpufreq_target_index).
-        slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0 && kernel >= KernelVersion(4, 8),
+        slow_rampdown: gov_cfg.values.get("slow_rampdown") != 0.0,
         powernv_fast_switch: crate::hw::driver::powernv_fast_switch_used(gov_info.enables.fast_switch, kernel),
     };
     Machine::new(plat, settings)

@@ -10,12 +10,12 @@
 //!   request below the global → keep ramping (timer every 2000 ms, last one at 5120 ms)
 //!   request at or above the global → global = local, ramp restarts
 //! ```
-//! With `slow_rampdown=0`, and on kernels before 4.8 (the ramp came with "cpufreq: powernv:
-//! Ramp-down global pstate slower than local-pstate"), the global simply follows the local
+//! The ramp ("cpufreq: powernv: Ramp-down global pstate slower than local-pstate") is in every
+//! modelled kernel: 4.7 has it. With `slow_rampdown=0` the global simply follows the local
 //! request.
 //!
 //! The ramp timer is pinned to the CPU that queued it and deferrable (init_timer_deferrable
-//! with mod_timer_pinned in 4.8, init_timer_pinned_deferrable from 4.9, TIMER_PINNED |
+//! with mod_timer_pinned in 4.7, init_timer_pinned_deferrable from 4.8, TIMER_PINNED |
 //! TIMER_DEFERRABLE from 4.15): due while that CPU idles, it runs only when the CPU next
 //! wakes, so an idle core keeps its global P-state, and the late handler then catches up with
 //! all the time elapsed. The CPU is the policy's busy CPU that set the P-state (the one whose
