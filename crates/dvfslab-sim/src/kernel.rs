@@ -60,13 +60,13 @@ impl std::fmt::Display for KernelVersion {
 const CPUFREQ_ETERNAL_NS: u64 = u32::MAX as u64;
 const DEFAULT_TRANSITION_LATENCY_NS: u64 = 1_000_000;
 
-/// Default `rate_limit_us` of schedutil: the driver's own `transition_delay_us` if it sets one
-/// (≥ 4.14), else a rule on the reported latency that changed over the years:
+/// Default `rate_limit_us` of schedutil (`sugov_init`; from 4.14 through the cpufreq core's
+/// `cpufreq_policy_transition_delay_us`): the driver's own `transition_delay_us` if it sets one
+/// (read from 4.12), else a rule on the reported latency that changed over the years:
 ///
 /// ```text
 ///   4.7  – 4.13   1000 · lat                       (1000 µs if lat = 0)
-///   4.14 – 6.7    min(1000 · lat, 10 ms)
-///   6.8           min(1000 · lat, 2 ms)
+///   4.14 – 6.8    min(1000 · lat, 10 ms)
 ///   6.9  – 6.11   lat if lat > 2 ms, else min(1000 · lat, 2 ms)
 ///   6.12 –        1.5 · lat                        (unknown latency: ETERNAL before 6.18, 1 ms after)
 /// ```
@@ -76,7 +76,8 @@ pub fn default_transition_delay_us(
     driver_delay_us: Option<u64>,
     latency_ns: Option<u64>,
 ) -> u64 {
-    if let (Some(d), true) = (driver_delay_us, kernel >= KernelVersion(4, 14)) {
+    // sugov_init takes policy->transition_delay_us first from 4.12 on (4.11 has no such field).
+    if let (Some(d), true) = (driver_delay_us, kernel >= KernelVersion(4, 12)) {
         return d;
     }
     let latency_ns = match latency_ns {
@@ -90,10 +91,8 @@ pub fn default_transition_delay_us(
     }
     if kernel < KernelVersion(4, 14) {
         lat * 1000
-    } else if kernel < KernelVersion(6, 8) {
-        (lat * 1000).min(10_000)
     } else if kernel < KernelVersion(6, 9) {
-        (lat * 1000).min(2000)
+        (lat * 1000).min(10_000)
     } else if kernel < KernelVersion(6, 12) {
         if lat > 2000 {
             lat
@@ -131,17 +130,24 @@ mod tests {
         // acpi-cpufreq reporting 10 µs.
         let lat = Some(10_000);
         assert_eq!(default_transition_delay_us(KernelVersion(5, 9), None, lat), 10_000);
-        assert_eq!(default_transition_delay_us(KernelVersion(6, 8), None, lat), 2_000);
+        // 6.8 still caps the x1000 rule at 10 ms (cpufreq_policy_transition_delay_us, 6.8);
+        // the 2 ms cap is 6.9's.
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 8), None, lat), 10_000);
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, lat), 2_000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 10), None, lat), 2_000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 12), None, lat), 15);
-        // Pixel 6: clock-latency 500 µs -> 2 ms on 6.8-6.11, 750 µs on 6.12+.
+        // Pixel 6: clock-latency 500 µs -> 10 ms on 6.8, 2 ms on 6.9-6.11, 750 µs on 6.12+.
+        assert_eq!(default_transition_delay_us(KernelVersion(6, 8), None, Some(500_000)), 10_000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(500_000)), 2000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 12), None, Some(500_000)), 750);
         // Juno: 1450 µs is below 2 ms, so 6.9 still caps the x1000 rule at 2 ms.
         assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(1_450_000)), 2000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 9), None, Some(2_500_000)), 2500);
-        // intel_cpufreq sets its own delay.
+        // intel_cpufreq sets its own delay, which sugov_init reads from 4.12; 4.11 multiplies
+        // its 20 µs latency.
         assert_eq!(default_transition_delay_us(KernelVersion(5, 9), Some(500), Some(20_000)), 500);
+        assert_eq!(default_transition_delay_us(KernelVersion(4, 12), Some(500), Some(20_000)), 500);
+        assert_eq!(default_transition_delay_us(KernelVersion(4, 11), Some(500), Some(20_000)), 20_000);
         // Unknown latency: 10 ms on 4.14-6.7, 1.5 ms once the 2025 fix reports 1 ms.
         assert_eq!(default_transition_delay_us(KernelVersion(5, 9), None, None), 10_000);
         assert_eq!(default_transition_delay_us(KernelVersion(6, 18), None, None), 1500);

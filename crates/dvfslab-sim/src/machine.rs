@@ -57,8 +57,9 @@ pub(crate) struct Settings<'a> {
 impl Machine {
     /// The machine `plat` becomes with `settings`: its tick, invariance and tables. Refuses
     /// an invariance setting the platform cannot have.
-    pub(crate) fn new(plat: Platform, settings: Settings) -> Result<Machine> {
+    pub(crate) fn new(mut plat: Platform, settings: Settings) -> Result<Machine> {
         let Settings { driver, kernel, hz, .. } = settings;
+        crate::sched::capacity::apply_kernel_capacities(&mut plat, kernel);
         let hz = if hz == 0 { plat.file.defaults.hz } else { hz };
         let freq_ratio = crate::hw::invariance::reference_ratios(&plat, settings.freq_max, kernel, driver)?;
         let invariant = crate::hw::invariance::resolve_invariant(settings.invariant, kernel, &plat)?;

@@ -33,7 +33,7 @@
 //! References: drivers/cpufreq/cpufreq_conservative.c, cpufreq_governor.c;
 //! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
-use super::dbs::Dbs;
+use super::dbs::{Dbs, DbsGovernor};
 use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::spec::{Knob, KnobValues};
 
@@ -109,7 +109,7 @@ impl Conservative {
         sampling_down_factor: u32,
     ) -> Conservative {
         Conservative {
-            dbs: Dbs::new(sampling_rate_us),
+            dbs: Dbs::new(sampling_rate_us, DbsGovernor::Conservative),
             up_threshold,
             down_threshold,
             freq_step_pct,

@@ -21,23 +21,47 @@
 //! A long idle is recognised from the idle time, as Linux does since commit 7592019634f8
 //! (2018); before it the elapsed time was used.
 //!
-//! The `sampling_rate` default follows cpufreq_dbs_governor_init for the simulated kernel:
+//! The `sampling_rate` default and floor follow cpufreq_dbs_governor_init and
+//! store_sampling_rate of the simulated kernel (`lat` the transition latency in µs, 1 if 0):
 //!
 //! ```text
-//!   ≥ 4.14   max(2·TICK_USEC, cpufreq_policy_transition_delay_us)   (cpufreq_policy_transition_delay_us)
-//!   < 4.14   max(10 000 µs, 1000 · latency_us)                       (NO_HZ min_sampling_rate rule)
+//!             default                                    floor (lower requests are raised)
+//!   ≥ 4.15    max(2·TICK_USEC, transition delay)         2·TICK_USEC   (CPUFREQ_DBS_MIN_SAMPLING_INTERVAL)
+//!   4.14      transition delay                           none          (cpufreq_policy_transition_delay_us)
+//!   < 4.14    max(min_sampling_rate, 1000 · lat)         min_sampling_rate = max(gov_min, 20 · lat)
+//!               gov_min: ondemand 10 ms (od_init, NO_HZ idle accounting: MICRO_FREQUENCY_MIN_SAMPLE_RATE)
+//!                        conservative 2 · 10 ticks (cs_init: MIN_SAMPLING_RATE_RATIO · jiffies_to_usecs(10))
 //! ```
+//! The "transition delay" is the cpufreq core's, per kernel version (kernel.rs); before 4.14 the
+//! DBS governors did not read the driver's `transition_delay_us`.
 
 use super::PolicyCtx;
 use crate::kernel::KernelVersion;
 
-/// Kernel whose cpufreq_dbs_governor_init dropped min_sampling_rate for the transition delay.
+/// Kernel whose cpufreq_dbs_governor_init dropped min_sampling_rate for the transition delay
+/// ("cpufreq: governor: Drop min_sampling_rate").
 const TRANSITION_DELAY_KERNEL: KernelVersion = KernelVersion(4, 14);
-/// Before 4.14 with NO_HZ idle accounting, the sampling rate could not go below 10 ms
-/// (MICRO_FREQUENCY_MIN_SAMPLE_RATE).
-const LEGACY_MIN_SAMPLING_RATE_US: u64 = 10_000;
-/// Before 4.14 the floor also grew with the transition latency (MIN_LATENCY_MULTIPLIER).
-const LEGACY_MIN_LATENCY_MULTIPLIER: u64 = 100;
+/// Kernel whose store_sampling_rate and cpufreq_dbs_governor_init keep the rate at two ticks or
+/// more (CPUFREQ_DBS_MIN_SAMPLING_INTERVAL); 4.14 had no floor at all.
+const TWO_TICK_FLOOR_KERNEL: KernelVersion = KernelVersion(4, 15);
+/// Before 4.14, ondemand's own minimum with NO_HZ idle accounting (MICRO_FREQUENCY_MIN_SAMPLE_RATE).
+const LEGACY_OD_MIN_SAMPLING_RATE_US: u64 = 10_000;
+/// Before 4.14, conservative's own minimum was this many times `jiffies_to_usecs(10)`, the
+/// ten ticks it wanted per sample (MIN_SAMPLING_RATE_RATIO, cs_init).
+const MIN_SAMPLING_RATE_RATIO: u64 = 2;
+/// Before 4.14 the minimum also grew with the transition latency (MIN_LATENCY_MULTIPLIER,
+/// include/linux/cpufreq.h, 20 at every version that had it).
+const LEGACY_MIN_LATENCY_MULTIPLIER: u64 = 20;
+/// Before 4.14 the default was this many times the transition latency (LATENCY_MULTIPLIER).
+const LATENCY_MULTIPLIER: u64 = 1000;
+
+/// Which DBS governor samples: before 4.14 each set its own minimum sampling rate in its
+/// `init` (od_init, cs_init).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum DbsGovernor {
+    Ondemand,
+    Conservative,
+}
 
 /// Sampling state of one policy (policy_dbs_info) and of each of its CPUs (cpu_dbs_info).
 pub(super) struct Dbs {
@@ -56,6 +80,7 @@ pub(super) struct Dbs {
     started: bool,
     /// Count idle time with a task waiting on I/O as busy (`io_is_busy`, ondemand only).
     pub io_busy: bool,
+    governor: DbsGovernor,
 }
 
 #[derive(Clone, Copy)]
@@ -67,8 +92,9 @@ struct CpuDbs {
 }
 
 impl Dbs {
-    pub fn new(requested_rate_us: u64) -> Dbs {
+    pub fn new(requested_rate_us: u64, governor: DbsGovernor) -> Dbs {
         Dbs {
+            governor,
             requested_rate_us,
             sampling_rate_us: 0,
             rate_mult: 1,
@@ -87,7 +113,7 @@ impl Dbs {
         let first = !self.started;
         if first {
             self.started = true;
-            self.sampling_rate_us = resolve_sampling_rate_us(self.requested_rate_us, ctx);
+            self.sampling_rate_us = resolve_sampling_rate_us(self.requested_rate_us, self.governor, ctx);
             self.rate_mult = 1;
             self.idle_periods = None;
             self.last_sample_ns = 0;
@@ -196,47 +222,60 @@ fn idle_us(ctx: &dyn PolicyCtx, cpu: usize, io_busy: bool) -> u64 {
 }
 
 /// The sampling rate in force: the requested one (0 = the default), raised to the floor.
-fn resolve_sampling_rate_us(requested_us: u64, ctx: &dyn PolicyCtx) -> u64 {
+fn resolve_sampling_rate_us(requested_us: u64, governor: DbsGovernor, ctx: &dyn PolicyCtx) -> u64 {
     let kernel = ctx.kernel();
+    // cpuinfo.transition_latency in µs, 0 read as 1 (cpufreq_dbs_governor_init before 4.14).
     let latency_us = ctx.transition_latency_ns().map(|ns| (ns / 1000).max(1));
-    let floor = sampling_rate_floor_us(kernel, ctx.tick_ns(), latency_us);
+    let floor = sampling_rate_floor_us(kernel, governor, ctx.tick_ns(), latency_us);
     let rate = if requested_us == 0 {
-        default_sampling_rate_us(kernel, ctx.tick_ns(), ctx.default_transition_delay_us(), latency_us)
+        default_sampling_rate_us(kernel, governor, ctx.tick_ns(), ctx.default_transition_delay_us(), latency_us)
     } else {
         requested_us
     };
     rate.max(floor)
 }
 
-/// Lowest sampling rate the kernel accepts (µs): two ticks since 4.14, before that the NO_HZ
-/// min_sampling_rate (10 ms, or 100 × the transition latency if longer).
-pub(super) fn sampling_rate_floor_us(kernel: KernelVersion, tick_ns: u64, latency_us: Option<u64>) -> u64 {
-    if kernel >= TRANSITION_DELAY_KERNEL {
+/// Lowest sampling rate the kernel accepts (µs): two ticks from 4.15, none in 4.14, before
+/// that min_sampling_rate (the governor's own minimum, or 20 × the transition latency if
+/// longer; cpufreq_dbs_governor_init).
+pub(super) fn sampling_rate_floor_us(
+    kernel: KernelVersion,
+    governor: DbsGovernor,
+    tick_ns: u64,
+    latency_us: Option<u64>,
+) -> u64 {
+    if kernel >= TWO_TICK_FLOOR_KERNEL {
         2 * tick_ns / 1000
+    } else if kernel >= TRANSITION_DELAY_KERNEL {
+        0
     } else {
-        LEGACY_MIN_SAMPLING_RATE_US.max(LEGACY_MIN_LATENCY_MULTIPLIER * latency_us.unwrap_or(1))
+        let governor_min = match governor {
+            DbsGovernor::Ondemand => LEGACY_OD_MIN_SAMPLING_RATE_US,
+            // jiffies_to_usecs rounds up (HZ=300: 33 334 µs for 10 ticks).
+            DbsGovernor::Conservative => MIN_SAMPLING_RATE_RATIO * (10 * tick_ns).div_ceil(1000),
+        };
+        governor_min.max(LEGACY_MIN_LATENCY_MULTIPLIER * latency_us.unwrap_or(0))
     }
 }
 
-/// Default sampling rate (µs) for a kernel, tick, the cpufreq core's transition delay
-/// (cpufreq_policy_transition_delay_us, already per kernel version) and the driver's latency
-/// (None = unknown).
+/// Default sampling rate (µs) for a kernel, governor, tick, the cpufreq core's transition
+/// delay (cpufreq_policy_transition_delay_us, already per kernel version; read from 4.14) and
+/// the driver's latency (None = unknown).
 pub(super) fn default_sampling_rate_us(
     kernel: KernelVersion,
+    governor: DbsGovernor,
     tick_ns: u64,
     transition_delay_us: u64,
     latency_us: Option<u64>,
 ) -> u64 {
     if kernel >= TRANSITION_DELAY_KERNEL {
-        return (2 * tick_ns / 1000).max(transition_delay_us);
+        return sampling_rate_floor_us(kernel, governor, tick_ns, latency_us).max(transition_delay_us);
     }
-    // Before 4.14 the default was 1000 × the latency (the delay rule of that era), at least
-    // the floor. Linux then refused to run the governor on a driver whose latency was unknown
-    // (above its 10 ms limit); here it samples at the floor.
-    match latency_us {
-        Some(_) => sampling_rate_floor_us(kernel, tick_ns, latency_us).max(transition_delay_us),
-        None => LEGACY_MIN_SAMPLING_RATE_US,
-    }
+    // Before 4.14: 1000 × the latency, at least min_sampling_rate. Linux then refused to run
+    // the governor on a driver whose latency was unknown (above its 10 ms limit); here it
+    // samples at the governor's own minimum.
+    let floor = sampling_rate_floor_us(kernel, governor, tick_ns, latency_us);
+    floor.max(LATENCY_MULTIPLIER * latency_us.unwrap_or(0))
 }
 
 #[cfg(test)]
@@ -254,27 +293,51 @@ mod tests {
         assert_eq!(window_load_pct(10_000, 12_000), 0);
     }
 
+    use DbsGovernor::{Conservative, Ondemand};
+
     #[test]
     fn default_sampling_rate_follows_the_kernel_era() {
         // acpi-cpufreq reporting 10 µs; the transition delay per era comes from
-        // kernel.rs, DBS takes at least two ticks (8 ms at HZ=250, 2 ms at HZ=1000).
+        // kernel.rs, DBS takes at least two ticks from 4.15 (8 ms at HZ=250, 2 ms at HZ=1000).
         let lat = Some(10);
-        assert_eq!(default_sampling_rate_us(KernelVersion(5, 9), HZ250_NS, 10_000, lat), 10_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(6, 8), HZ250_NS, 2_000, lat), 8_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), HZ250_NS, 15, lat), 8_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), 1_000_000, 15, lat), 2_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(6, 8), 1_000_000, 2_000, lat), 2_000);
-        // Before 4.14: 1000 × latency, at least 10 ms; a slow driver (300 µs) gives 300 ms.
-        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, 10_000, lat), 10_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, 300_000, Some(300)), 300_000);
-        assert_eq!(default_sampling_rate_us(KernelVersion(4, 9), HZ250_NS, u64::MAX, None), 10_000);
+        for gov in [Ondemand, Conservative] {
+            assert_eq!(default_sampling_rate_us(KernelVersion(5, 9), gov, HZ250_NS, 10_000, lat), 10_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9), gov, HZ250_NS, 2_000, lat), 8_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), gov, HZ250_NS, 15, lat), 8_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), gov, 1_000_000, 15, lat), 2_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9), gov, 1_000_000, 2_000, lat), 2_000);
+            // 4.14 took the transition delay as it came: intel_cpufreq's 500 µs.
+            assert_eq!(default_sampling_rate_us(KernelVersion(4, 14), gov, HZ250_NS, 500, Some(20)), 500);
+        }
+        // Before 4.14: 1000 × latency, at least min_sampling_rate; a slow driver (300 µs) gives
+        // 300 ms. The cpufreq core's delay is not read (intel_cpufreq's 500 µs on 4.12).
+        let od = |kernel, delay, lat| default_sampling_rate_us(kernel, Ondemand, HZ250_NS, delay, lat);
+        assert_eq!(od(KernelVersion(4, 9), 10_000, lat), 10_000);
+        assert_eq!(od(KernelVersion(4, 9), 300_000, Some(300)), 300_000);
+        assert_eq!(od(KernelVersion(4, 9), u64::MAX, None), 10_000);
+        assert_eq!(od(KernelVersion(4, 12), 500, Some(20)), 20_000);
+        // conservative's own minimum is 20 ticks: 80 ms at HZ=250, where ondemand takes 10 ms.
+        let cs = |kernel, tick, lat| default_sampling_rate_us(kernel, Conservative, tick, 10_000, lat);
+        assert_eq!(cs(KernelVersion(4, 12), HZ250_NS, lat), 80_000);
+        assert_eq!(cs(KernelVersion(4, 13), 1_000_000, lat), 20_000);
+        assert_eq!(cs(KernelVersion(4, 9), HZ250_NS, Some(300)), 300_000);
+        assert_eq!(cs(KernelVersion(4, 14), HZ250_NS, lat), 10_000);
     }
 
     #[test]
     fn sampling_rate_floor() {
-        assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), HZ250_NS, Some(10)), 8_000);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), 3_333_333, Some(10)), 6_666);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), HZ250_NS, Some(10)), 10_000);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), HZ250_NS, Some(300)), 30_000);
+        for gov in [Ondemand, Conservative] {
+            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), gov, HZ250_NS, Some(10)), 8_000);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), gov, 3_333_333, Some(10)), 6_666);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 15), gov, HZ250_NS, Some(10)), 8_000);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 14), gov, HZ250_NS, Some(10)), 0);
+        }
+        // Before 4.14: max(the governor's minimum, 20 × latency).
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Ondemand, HZ250_NS, Some(10)), 10_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Ondemand, HZ250_NS, Some(1450)), 29_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, HZ250_NS, Some(10)), 80_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, HZ250_NS, Some(5000)), 100_000);
+        // jiffies_to_usecs(10) at HZ=300 rounds up to 33 334 µs.
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, 3_333_333, None), 66_668);
     }
 }

@@ -159,7 +159,7 @@ pub const SYSTEM_KNOBS: &[Knob] = &[
         1.0,
         0.0,
         1.0,
-        "powernv-cpufreq: let the chip's global (voltage) P-state fall over ~5 s (Linux 4.8+); 0 = follow the local one",
+        "powernv-cpufreq: let the chip's global (voltage) P-state fall over ~5 s (Linux 4.7+); 0 = follow the local one",
     ).integer(),
     Knob::new(
         "fits",

@@ -39,7 +39,7 @@
 //! References: drivers/cpufreq/cpufreq_ondemand.c, cpufreq_governor.c;
 //! Documentation/admin-guide/pm/cpufreq.rst; docs/governors.md.
 
-use super::dbs::Dbs;
+use super::dbs::{Dbs, DbsGovernor};
 use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::governor::freq_table::table_lookup;
 use crate::hw::platform::{CpuIdFile, Vendor};
@@ -136,7 +136,7 @@ struct Step {
 impl Ondemand {
     fn new(sampling_rate_us: u64, up_threshold: u32, sampling_down_factor: u64, powersave_bias: u32) -> Ondemand {
         Ondemand {
-            dbs: Dbs::new(sampling_rate_us),
+            dbs: Dbs::new(sampling_rate_us, DbsGovernor::Ondemand),
             up_threshold,
             sampling_down_factor,
             powersave_bias,

@@ -92,16 +92,23 @@ pub const INFO: GovernorInfo = GovernorInfo {
 /// Lowest iowait boost from 5.2 on, in capacity units (IOWAIT_BOOST_MIN = 1024/8).
 const IOWAIT_BOOST_MIN: u64 = 128;
 
-/// The iowait boost's floor for the kernel version: IOWAIT_BOOST_MIN from 5.2 on, when the
-/// boost is kept in capacity units (sugov_iowait_reset / sugov_iowait_boost in 5.2 and 5.4);
-/// 4.14 – 5.1 kept the boost in kHz starting at policy->min and capped at cpuinfo.max_freq,
-/// which is the policy minimum's share of the highest frequency in capacity units, so a part
-/// with a wide range starts lower.
-fn iowait_boost_floor(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> u64 {
-    if kernel < KernelVersion(5, 2) && cpuinfo_max_khz > 0 {
-        SCHED_CAPACITY_SCALE * policy_min_khz as u64 / cpuinfo_max_khz as u64
-    } else {
+/// The iowait boost's floor for the kernel version, in capacity units:
+///
+/// ```text
+///   4.14 – 5.0   policy->min share of cpuinfo.max_freq  (the boost is in kHz from policy->min,
+///                                                        capped at cpuinfo.max_freq)
+///   5.1          sg_cpu->min = 1024 · cpuinfo.min_freq / cpuinfo.max_freq   (sugov_start, 5.1)
+///   5.2 –        IOWAIT_BOOST_MIN = 1024 / 8                               (sugov_iowait_reset)
+/// ```
+/// so a part with a wide range starts lower before 5.2, and a raised scaling_min_freq lifts
+/// the floor only before 5.1.
+fn iowait_boost_floor(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_min_khz: u32, cpuinfo_max_khz: u32) -> u64 {
+    if kernel >= KernelVersion(5, 2) || cpuinfo_max_khz == 0 {
         IOWAIT_BOOST_MIN
+    } else if kernel >= KernelVersion(5, 1) {
+        SCHED_CAPACITY_SCALE * cpuinfo_min_khz as u64 / cpuinfo_max_khz as u64
+    } else {
+        SCHED_CAPACITY_SCALE * policy_min_khz as u64 / cpuinfo_max_khz as u64
     }
 }
 
@@ -121,15 +128,20 @@ enum IowaitRule {
 }
 
 impl IowaitRule {
-    /// The rule of `kernel` for a policy whose minimum is `policy_min_khz` and whose table tops
-    /// at `cpuinfo_max_khz`.
-    fn for_kernel(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_max_khz: u32) -> IowaitRule {
+    /// The rule of `kernel` for a policy whose minimum is `policy_min_khz` and whose table
+    /// spans `cpuinfo_min_khz` .. `cpuinfo_max_khz`.
+    fn for_kernel(
+        kernel: KernelVersion,
+        policy_min_khz: u32,
+        cpuinfo_min_khz: u32,
+        cpuinfo_max_khz: u32,
+    ) -> IowaitRule {
         if kernel < KernelVersion(4, 9) {
             IowaitRule::Absent
         } else if kernel < KernelVersion(4, 14) {
             IowaitRule::JumpToMax
         } else {
-            IowaitRule::Double { floor: iowait_boost_floor(kernel, policy_min_khz, cpuinfo_max_khz) }
+            IowaitRule::Double { floor: iowait_boost_floor(kernel, policy_min_khz, cpuinfo_min_khz, cpuinfo_max_khz) }
         }
     }
 }
@@ -181,9 +193,10 @@ impl Governor for Schedutil {
         self.cpus = ctx.cpus().iter().map(|&cpu| SugovCpu { cpu, ..SugovCpu::default() }).collect();
         self.kernel = ctx.kernel();
         self.tick_ns = ctx.tick_ns();
-        // sugov_start / sugov_limits: the pre-5.2 floor follows the policy's current minimum.
-        let cpuinfo_max = *ctx.table_khz().last().expect("a table");
-        self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.min_khz(), cpuinfo_max);
+        // sugov_start: before 5.1 the floor follows the policy's current minimum, in 5.1 the
+        // table's.
+        let (cpuinfo_min, cpuinfo_max) = (ctx.table_khz()[0], *ctx.table_khz().last().expect("a table"));
+        self.iowait_rule = IowaitRule::for_kernel(ctx.kernel(), ctx.min_khz(), cpuinfo_min, cpuinfo_max);
         self.next_freq = 0;
         self.cached_raw_freq = 0;
         self.last_freq_update_time = None;
@@ -586,28 +599,34 @@ mod tests {
     #[test]
     fn iowait_boost_sequence() {
         // sugov_iowait_boost: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
-        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[6]);
+        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
 
     #[test]
-    fn iowait_boost_before_5_2_starts_at_the_policy_minimum() {
-        // 4.14 – 5.1 (sugov_set_iowait_boost): the boost starts at policy->min (kHz) and doubles
+    fn iowait_boost_before_5_2_starts_at_the_minimum_frequencys_share() {
+        // 4.14 – 5.0 (sugov_set_iowait_boost): the boost starts at policy->min (kHz) and doubles
         // up to cpuinfo.max_freq; in capacity terms 1024 · 800 / 3000 MHz = 273: 273 → 546 →
         // 1024 (capped) → 1024, then 512, and the next halving (256) falls under the floor.
-        assert_eq!(iowait_boost_floor(KernelVersion(5, 1), TABLE[0], TABLE[6]), 273);
-        let rule = IowaitRule::for_kernel(KernelVersion(5, 1), TABLE[0], TABLE[6]);
-        assert_eq!(rule, IowaitRule::Double { floor: 273 });
-        assert_eq!(boost_sequence(rule), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
-        // A raised scaling_min_freq (1.2 GHz) raises that floor: 1024 · 1200 / 3000 = 409.
-        assert_eq!(iowait_boost_floor(KernelVersion(4, 19), 1_200_000, TABLE[6]), 409);
+        // 5.1 (sugov_start): sg_cpu->min, the same share taken of cpuinfo.min_freq.
+        for kernel in [KernelVersion(4, 19), KernelVersion(5, 1)] {
+            assert_eq!(iowait_boost_floor(kernel, TABLE[0], TABLE[0], TABLE[6]), 273, "{kernel}");
+            let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[0], TABLE[6]);
+            assert_eq!(rule, IowaitRule::Double { floor: 273 });
+            assert_eq!(boost_sequence(rule), vec![273, 546, 1024, 1024, 512, 0, 0, 0]);
+        }
+        // A raised scaling_min_freq (1.2 GHz) raises that floor to 1024 · 1200 / 3000 = 409
+        // up to 5.0; 5.1 keeps the table's minimum.
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 0), 1_200_000, TABLE[0], TABLE[6]), 409);
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 1), 1_200_000, TABLE[0], TABLE[6]), 273);
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 2), 1_200_000, TABLE[0], TABLE[6]), IOWAIT_BOOST_MIN);
     }
 
     #[test]
     fn iowait_boost_starts_at_an_eighth_from_5_2() {
         // 5.2+ (IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE / 8, read in 5.2.1 and 5.4 sources;
-        // 5.0.4 still starts at policy->min): the same sequence as 6.x.
-        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), TABLE[0], TABLE[6]);
+        // 5.0.4 still starts at policy->min, 5.1.0 at sg_cpu->min): the same sequence as 6.x.
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(rule, IowaitRule::Double { floor: IOWAIT_BOOST_MIN });
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
@@ -618,17 +637,20 @@ mod tests {
         // sugov_iowait_boost uses the boost then halves it, with no floor. The doubling from a
         // floor came with "cpufreq: schedutil: Make iowait boost more energy efficient" (4.14).
         for kernel in [KernelVersion(4, 9), KernelVersion(4, 13)] {
-            let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[6]);
+            let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[0], TABLE[6]);
             assert_eq!(rule, IowaitRule::JumpToMax, "{kernel}");
             assert_eq!(boost_sequence(rule), vec![1024, 1024, 1024, 1024, 512, 256, 128, 64], "{kernel}");
         }
-        assert_eq!(IowaitRule::for_kernel(KernelVersion(4, 14), TABLE[0], TABLE[6]), IowaitRule::Double { floor: 273 });
+        assert_eq!(
+            IowaitRule::for_kernel(KernelVersion(4, 14), TABLE[0], TABLE[0], TABLE[6]),
+            IowaitRule::Double { floor: 273 }
+        );
     }
 
     #[test]
     fn no_iowait_boost_before_4_9() {
         // SCHED_CPUFREQ_IOWAIT and schedutil's iowait boosting arrived in 4.9.
-        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), TABLE[0], TABLE[6]);
+        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![0; 8]);
     }
 

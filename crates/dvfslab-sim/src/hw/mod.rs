@@ -28,6 +28,9 @@ pub(crate) struct Hw {
     pub(crate) domains: Vec<Domain>,
     pub(crate) packages: Vec<Package>,
     pub(crate) ramps: Vec<crate::hw::powernv::Ramp>,
+    /// Per CPU: the policy whose powernv ramp timer came due while the CPU idled, to run when
+    /// it wakes (the timer is deferrable).
+    pub(crate) deferred_ramp: Vec<Option<usize>>,
     /// The idle governor (menu), with its per-CPU history.
     pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
     /// Per CPU: APERF and MPERF.
@@ -95,6 +98,7 @@ impl Hw {
             domains,
             packages,
             ramps: vec![powernv::Ramp::default(); plat.policies.len()],
+            deferred_ramp: vec![None; plat.ncpus()],
             idle_governor: cpuidle::for_run(plat.ncpus()),
             counters: vec![Counters::default(); plat.ncpus()],
         }
@@ -609,12 +613,18 @@ impl Sim {
         c.idle_power
     }
 
-    /// Put `cpu` in idle state `state` (None: running).
+    /// Put `cpu` in idle state `state` (None: running). A CPU that wakes runs the deferrable
+    /// timers that came due while it slept (powernv's ramp).
     pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
         let power = state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power);
         let c = &mut self.sched.cpus[cpu];
         c.idle_state = state;
         c.idle_power = power;
+        if state.is_none() {
+            if let Some(policy) = self.hw.deferred_ramp[cpu].take() {
+                self.powernv_timer_on_wake(policy);
+            }
+        }
     }
 
     /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and

@@ -10,7 +10,16 @@
 //!   request below the global → keep ramping (timer every 2000 ms, last one at 5120 ms)
 //!   request at or above the global → global = local, ramp restarts
 //! ```
-//! With `slow_rampdown=0` (kernels before 4.8) the global simply follows the local request.
+//! The ramp ("cpufreq: powernv: Ramp-down global pstate slower than local-pstate") is in every
+//! modelled kernel: 4.7 has it. With `slow_rampdown=0` the global simply follows the local
+//! request.
+//!
+//! The ramp timer is pinned to the CPU that queued it and deferrable (init_timer_deferrable
+//! with mod_timer_pinned in 4.7, init_timer_pinned_deferrable from 4.8, TIMER_PINNED |
+//! TIMER_DEFERRABLE from 4.15): due while that CPU idles, it runs only when the CPU next
+//! wakes, so an idle core keeps its global P-state, and the late handler then catches up with
+//! all the time elapsed. The CPU is the policy's busy CPU that set the P-state (the one whose
+//! scheduler callback ran the governor), or its first CPU if all idle.
 
 use crate::engine::Event;
 use crate::sim::Sim;
@@ -45,12 +54,16 @@ pub(crate) struct Ramp {
     last_gpstate_idx: usize,
     last_lpstate_idx: usize,
     pub timer_token: u32,
+    /// The CPU the timer is pinned to.
+    timer_cpu: usize,
+    /// The timer came due while its CPU idled and waits for it to wake.
+    deferred: bool,
 }
 
 impl Ramp {
     fn reset(&mut self) {
-        let token = self.timer_token;
-        *self = Ramp { timer_token: token, ..Ramp::default() };
+        let (token, timer_cpu) = (self.timer_token, self.timer_cpu);
+        *self = Ramp { timer_token: token, timer_cpu, ..Ramp::default() };
     }
 }
 
@@ -112,16 +125,25 @@ impl Sim {
         r.last_gpstate_idx = g;
         r.last_lpstate_idx = new_idx;
         if g != new_idx {
-            self.arm_ramp_timer(policy);
+            self.arm_ramp_timer(policy, false);
         } else {
             r.timer_token = r.timer_token.wrapping_add(1);
+            r.deferred = false;
         }
         let global = self.pstate_khz(policy, g);
         self.set_global_khz(policy, global);
     }
 
-    /// The ramp-down timer fired: lower the global a step further (gpstate_timer_handler).
+    /// The ramp-down timer came due: lower the global a step further (gpstate_timer_handler),
+    /// or, while the CPU it is pinned to idles, wait for that CPU to wake.
     pub(crate) fn powernv_timer(&mut self, policy: usize) {
+        let cpu = self.hw.ramps[policy].timer_cpu;
+        if self.sched.cpus[cpu].idle_state.is_some() {
+            self.hw.ramps[policy].deferred = true;
+            self.hw.deferred_ramp[cpu] = Some(policy);
+            return;
+        }
+        self.hw.ramps[policy].deferred = false;
         let now_ms = self.q.now() / 1_000_000;
         let min_idx = self.machine.tables[policy].len() - 1;
         let r = &mut self.hw.ramps[policy];
@@ -144,14 +166,32 @@ impl Sim {
         r.last_gpstate_idx = g;
         r.last_lpstate_idx = local;
         if g != local {
-            self.arm_ramp_timer(policy);
+            self.arm_ramp_timer(policy, true);
         }
         let global = self.pstate_khz(policy, g);
         self.set_global_khz(policy, global);
     }
 
-    fn arm_ramp_timer(&mut self, policy: usize) {
+    /// The CPU a deferred ramp timer waits on woke: the handler runs now (after the wake-up
+    /// itself), unless the timer was re-armed or stopped meanwhile.
+    pub(crate) fn powernv_timer_on_wake(&mut self, policy: usize) {
         let r = &mut self.hw.ramps[policy];
+        if std::mem::take(&mut r.deferred) {
+            let token = r.timer_token;
+            self.q.push(self.q.now(), Event::DriverTimer { policy: policy as u32, token });
+        }
+    }
+
+    /// Queue the ramp timer (queue_gpstate_timer). From the handler it stays on its CPU; from
+    /// a P-state change it goes to the CPU that made it.
+    fn arm_ramp_timer(&mut self, policy: usize, from_handler: bool) {
+        if !from_handler {
+            let cpus = &self.machine.plat.policies[policy].cpus;
+            let busy = cpus.iter().copied().find(|&c| self.sched.cpus[c].idle_state.is_none());
+            self.hw.ramps[policy].timer_cpu = busy.unwrap_or(cpus[0]);
+        }
+        let r = &mut self.hw.ramps[policy];
+        r.deferred = false;
         let interval = if r.elapsed_ms + GPSTATE_TIMER_INTERVAL_MS > MAX_RAMP_DOWN_TIME_MS {
             MAX_RAMP_DOWN_TIME_MS.saturating_sub(r.elapsed_ms).max(1)
         } else {

@@ -19,8 +19,9 @@
 //! Mirrors fair.c's `fits_capacity`, `util_fits_cpu`, `capacity_greater` and core.c's uclamp
 //! max-aggregation; the code is our own.
 
+use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
-use crate::sched::pelt::{approximate_util_avg, SCHED_CAPACITY_SCALE};
+use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
@@ -55,6 +56,28 @@ pub fn fits_capacity(util: u64, capacity: u64, rule: FitsRule) -> bool {
 /// `a` is more than ~5 % above `b` (capacity_greater).
 pub fn capacity_greater(a: u64, b: u64) -> bool {
     a * 1024 > b * 1078
+}
+
+/// The first kernel whose arm64 topology header points the scheduler's
+/// `arch_scale_cpu_capacity` at the capacities parsed from the device tree
+/// (`topology_get_cpu_scale`, arch/arm64/include/asm/topology.h, 4.15). arm64 4.10 – 4.14 parsed
+/// `capacity-dmips-mhz` and showed it in sysfs, but the scheduler kept its generic 1024.
+const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15);
+
+/// The first kernel whose PELT applies invariance to its clock (`update_rq_clock_pelt`)
+/// rather than to each contribution (`accumulate_sum`).
+const PELT_CLOCK_KERNEL: KernelVersion = KernelVersion(5, 1);
+
+/// Set each CPU's `cap_orig` to what the scheduler of `kernel` sees: the preset's capacities,
+/// except on arm64 before 4.15, where every CPU is 1024 to the scheduler (so placement,
+/// wake_cap and schedutil see a symmetric machine) while the cores still run at their own
+/// speed.
+pub(crate) fn apply_kernel_capacities(plat: &mut Platform, kernel: KernelVersion) {
+    if plat.file.vendor == Vendor::Arm && kernel < ARM64_CPU_CAPACITY_KERNEL {
+        for c in plat.cpus.iter_mut() {
+            c.cap_orig = SCHED_CAPACITY_SCALE;
+        }
+    }
 }
 
 /// The capacities of one CPU that util_fits_cpu compares against.
@@ -137,7 +160,12 @@ impl AsymWakeup {
     }
 }
 
-/// What decides whether EAS can run (`sched_is_eas_possible`, `kernel/sched/topology.c`).
+/// The first kernel whose build_perf_domains refuses EAS without frequency invariance
+/// (`arch_scale_freq_invariant`, 5.11; 5.0 – 5.10 ran EAS on a non-invariant PELT).
+const EAS_NEEDS_INVARIANCE_KERNEL: KernelVersion = KernelVersion(5, 11);
+
+/// What decides whether EAS can run (`sched_is_eas_possible` since 6.9, build_perf_domains
+/// before, `kernel/sched/topology.c`).
 pub(crate) struct EasInputs {
     pub knob_on: bool,
     /// The governor declares that EAS may run under it ([`crate::governor::Enables::eas`]).
@@ -168,7 +196,7 @@ impl Hetero {
                 && em.is_some()
                 && no_smt
                 && eas.governor_enables_eas
-                && eas.invariant
+                && (eas.invariant || eas.kernel < EAS_NEEDS_INVARIANCE_KERNEL)
                 && eas.kernel >= KernelVersion(5, 0),
             em,
             overutilized: false,
@@ -252,6 +280,20 @@ impl Sim {
         }
     }
 
+    /// How PELT scales an update on `cpu` now: its `arch_scale_freq_capacity` and
+    /// `arch_scale_cpu_capacity`, applied to the clock from 5.1 and to each contribution
+    /// before (see [`Invariance`]).
+    pub(crate) fn pelt_scale(&self, cpu: usize) -> PeltScale {
+        let invariance =
+            if self.machine.kernel >= PELT_CLOCK_KERNEL { Invariance::Clock } else { Invariance::Contribution };
+        PeltScale {
+            time_shift: self.machine.pelt_shift,
+            invariance,
+            freq: self.sched.cpus[cpu].freq_scale,
+            cpu: self.machine.plat.cpus[cpu].cap_orig,
+        }
+    }
+
     /// The PELT clock of `cpu` as a reader outside an update sees it: now on an idle CPU
     /// (its clock is re-synced), the last update on a busy one.
     fn pelt_clock_estimate(&self, cpu: usize) -> u64 {
@@ -320,8 +362,39 @@ mod tests {
         };
         assert!(eas_under(true));
         assert!(!eas_under(false));
+        // Frequency invariance is required from 5.11 only.
+        let eas_with = |invariant: bool, kernel: KernelVersion| {
+            let eas = EasInputs { knob_on: true, governor_enables_eas: true, invariant, kernel };
+            Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas
+        };
+        assert!(eas_with(false, KernelVersion(5, 10)));
+        assert!(eas_with(false, KernelVersion(5, 0)));
+        assert!(!eas_with(false, KernelVersion(5, 11)));
+        assert!(eas_with(true, KernelVersion(5, 11)));
+        assert!(!eas_with(true, KernelVersion(4, 19)));
         let enabling: Vec<&str> = crate::governor::REGISTRY.iter().filter(|g| g.enables.eas).map(|g| g.name).collect();
         assert_eq!(enabling, ["schedutil"]);
+    }
+
+    /// The scheduler's CPU capacities on arm64 come from the device tree only from 4.15; on
+    /// 4.14 every CPU is 1024, so the machine is symmetric to placement (no asymmetric wake-up
+    /// path, no EAS, no misfit), while x86 keeps its capacities at every version.
+    #[test]
+    fn arm64_cpu_capacities_reach_the_scheduler_from_4_15() {
+        let caps = |preset: &str, kernel: &str| -> Vec<u64> {
+            let m = crate::governor::core::test_machine(preset, &format!("schedutil:kernel={kernel}"));
+            m.plat.cpus.iter().map(|c| c.cap_orig).collect()
+        };
+        assert!(caps("pixel6", "4.14").iter().all(|&c| c == SCHED_CAPACITY_SCALE));
+        assert!(caps("juno-r2", "4.9").iter().all(|&c| c == SCHED_CAPACITY_SCALE));
+        let at_4_15 = caps("pixel6", "4.15");
+        assert_eq!(at_4_15.iter().max(), Some(&SCHED_CAPACITY_SCALE));
+        assert!(at_4_15.iter().any(|&c| c < 300), "{at_4_15:?}");
+        let m = crate::governor::core::test_machine("pixel6", "schedutil:kernel=4.14");
+        let eas =
+            EasInputs { knob_on: true, governor_enables_eas: true, invariant: true, kernel: KernelVersion(4, 14) };
+        let h = Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false);
+        assert!(!h.asym);
     }
 
     /// The largest util that fits `cap` (0..=1024 scanned).

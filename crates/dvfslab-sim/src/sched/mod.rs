@@ -26,9 +26,7 @@ use crate::governor::UpdateFlags;
 use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::objects::Outcome;
-use crate::sched::pelt::{
-    cap_scale, initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE,
-};
+use crate::sched::pelt::{initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
 use crate::sched::task::{Mark, Op, TaskState};
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
@@ -295,7 +293,8 @@ impl Sim {
     /// elapsed interval with the state it had (callers update before they change state).
     ///
     /// ```text
-    ///   running:  clock_pelt += Δ · cap_orig/1024 · freq_scale/1024   (update_rq_clock_pelt)
+    ///   running:  clock_pelt += Δ · cap_orig/1024 · freq_scale/1024   (update_rq_clock_pelt, 5.1+;
+    ///             before, clock_pelt += Δ and each contribution is scaled: Sim::pelt_scale)
     ///   idle:     clock_pelt  = clock_task                            (re-synced)
     ///   PELT time = clock_pelt - lost_idle
     /// ```
@@ -307,7 +306,7 @@ impl Sim {
     /// already; that runnable time is left out).
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
-        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let pelt = self.pelt_scale(cpu);
         let curr = self.sched.cpus[cpu].curr;
         // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
         let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
@@ -319,18 +318,17 @@ impl Sim {
             c.clock_pelt = end;
             c.stall_pelt_end = end - c.lost_idle;
             let waiting = nr.saturating_sub(1);
-            c.util_changed |=
-                c.avg.update(c.stall_pelt_end, waiting * 1024, waiting, false, 1, self.machine.pelt_shift);
+            c.util_changed |= c.avg.update_scaled(c.stall_pelt_end, waiting * 1024, waiting, false, 1, pelt);
         }
         let delta = now - c.clock_task;
         c.clock_task = now;
         if curr.is_some() {
-            c.clock_pelt += cap_scale(cap_scale(delta, cap), c.freq_scale);
+            c.clock_pelt += pelt.clock_delta(delta);
         } else {
             c.clock_pelt = now;
         }
         let pelt_now = c.clock_pelt - c.lost_idle;
-        if c.avg.update(pelt_now, nr * 1024, nr, running, 1, self.machine.pelt_shift) {
+        if c.avg.update_scaled(pelt_now, nr * 1024, nr, running, 1, pelt) {
             c.util_changed = true;
             // util_avg may exceed the capacity scale for a while after migrations attach
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
@@ -352,6 +350,7 @@ impl Sim {
         let cpu = self.sched.tasks[task].cpu;
         let now = self.cpu_pelt_now(cpu);
         let waited_until = self.sched.cpus[cpu].stall_pelt_end;
+        let pelt = self.pelt_scale(cpu);
         let t = &mut self.sched.tasks[task];
         let load_before = t.avg.load_avg;
         if running && t.avg.last_update_time < waited_until && waited_until <= now {
@@ -360,7 +359,7 @@ impl Sim {
                 t.util_est.on_pelt_refresh();
             }
         }
-        if t.avg.update(now, runnable as u64, runnable as u64, running, t.weight, self.machine.pelt_shift) {
+        if t.avg.update_scaled(now, runnable as u64, runnable as u64, running, t.weight, pelt) {
             t.util_est.on_pelt_refresh();
         }
         if t.on_rq {
@@ -1378,10 +1377,10 @@ mod tests {
     /// every child it forks) samples by them.
     #[test]
     fn tasks_estimate_utilisation_by_the_kernels_rules() {
-        use crate::sched::pelt::UtilEstRules;
+        use crate::sched::pelt::UtilEstForm;
         let json = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
-        for (kernel, rules) in
-            [("5.4", UtilEstRules::EwmaOnly), ("5.9", UtilEstRules::FastUp), ("6.8", UtilEstRules::Current)]
+        for (kernel, form) in
+            [("5.4", UtilEstForm::EwmaOnly), ("5.9", UtilEstForm::FastUp), ("6.8", UtilEstForm::Single)]
         {
             let cfg = crate::SimConfig {
                 governor: format!("schedutil:kernel={kernel}"),
@@ -1397,7 +1396,7 @@ mod tests {
                 sim.spawn(spec);
             }
             assert_eq!(sim.sched.tasks.len(), 3);
-            assert!(sim.sched.tasks.iter().all(|t| t.util_est.rules == rules), "kernel {kernel}");
+            assert!(sim.sched.tasks.iter().all(|t| t.util_est.rules.form == form), "kernel {kernel}");
         }
     }
 

@@ -92,6 +92,55 @@ fn accumulate_segments(periods: u64, d1: u64, d3: u64) -> u64 {
     tail + full + d3
 }
 
+/// Where frequency and CPU-capacity invariance enter PELT ([`PeltScale`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invariance {
+    /// 5.1+ ("sched/fair: Update scale invariance of PELT"): the rq's clock_pelt runs slower
+    /// than its task clock by cap_orig/1024 · freq_scale/1024 while busy and catches up when
+    /// idle (update_rq_clock_pelt); contributions are whole time, so an always-running task
+    /// reaches 1024 at any frequency.
+    Clock,
+    /// Before 5.1 (accumulate_sum, and __update_load_avg before 4.12): time is the task clock
+    /// and each contribution is scaled instead, load and runnable by freq_scale, util by
+    /// freq_scale and then cap_orig, so an always-running task settles at
+    /// freq_scale · cap_orig / 1024.
+    Contribution,
+}
+
+/// How one PELT update scales time and contributions on a CPU: the PELT multiplier's time
+/// shift, and the CPU's `arch_scale_freq_capacity` and `arch_scale_cpu_capacity` at the update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeltScale {
+    pub time_shift: u32,
+    pub invariance: Invariance,
+    pub freq: u64,
+    pub cpu: u64,
+}
+
+impl PeltScale {
+    /// No invariance at all (scales of 1024): decays, and tests.
+    pub fn unscaled(time_shift: u32) -> PeltScale {
+        PeltScale { time_shift, invariance: Invariance::Clock, freq: SCHED_CAPACITY_SCALE, cpu: SCHED_CAPACITY_SCALE }
+    }
+
+    /// How far the rq's PELT clock moves while it runs for `delta_ns` of task clock
+    /// (update_rq_clock_pelt from 5.1; before, PELT read the task clock itself).
+    pub fn clock_delta(&self, delta_ns: u64) -> u64 {
+        match self.invariance {
+            Invariance::Clock => cap_scale(cap_scale(delta_ns, self.cpu), self.freq),
+            Invariance::Contribution => delta_ns,
+        }
+    }
+
+    /// The (frequency, capacity) factors each contribution is scaled by.
+    fn contribution_scales(&self) -> (u64, u64) {
+        match self.invariance {
+            Invariance::Clock => (SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SCALE),
+            Invariance::Contribution => (self.freq, self.cpu),
+        }
+    }
+}
+
 /// PELT state of one entity or run-queue (`struct sched_avg`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SchedAvg {
@@ -112,9 +161,24 @@ impl SchedAvg {
     /// entity had `load` (weight-less: number/weight runnable, 0 = blocked), `runnable` and `running`.
     /// `weight` multiplies load_sum into load_avg (1 for run-queues). `time_shift` is 10 normally and
     /// 10 - lshift for the PELT multiplier (multiplier 1/2/4 -> lshift 0/1/2), as the out-of-tree
-    /// PELT multiplier patch (`sched_pelt_lshift`) does.
+    /// PELT multiplier patch (`sched_pelt_lshift`) does. Contributions are not scaled.
     /// Returns true when the averages were refreshed (a period boundary was crossed).
     pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool, weight: u64, time_shift: u32) -> bool {
+        self.update_scaled(now, load, runnable, running, weight, PeltScale::unscaled(time_shift))
+    }
+
+    /// [`SchedAvg::update`] with the CPU's scales: before 5.1 each contribution is scaled by
+    /// them ([`Invariance::Contribution`]); from 5.1 they act on the clock, not here.
+    pub fn update_scaled(
+        &mut self,
+        now: u64,
+        load: u64,
+        runnable: u64,
+        running: bool,
+        weight: u64,
+        scale: PeltScale,
+    ) -> bool {
+        let time_shift = scale.time_shift;
         debug_assert!(time_shift <= SCHED_CAPACITY_SHIFT, "PELT multiplier must be >= 1");
         if now < self.last_update_time {
             // Clock went backwards (e.g. a re-synced clock): restart from here, account nothing.
@@ -130,7 +194,8 @@ impl SchedAvg {
 
         // A blocked entity can be neither runnable nor running, whatever the caller says.
         let (runnable, running) = if load == 0 { (0, false) } else { (runnable, running) };
-        if !self.accumulate(delta, load, runnable, running) {
+        let (freq, cpu) = scale.contribution_scales();
+        if !self.accumulate(delta, load, runnable, running, freq, cpu) {
             return false;
         }
         self.refresh(weight);
@@ -174,9 +239,11 @@ impl SchedAvg {
         self.util_sum += util * self.divider();
     }
 
-    /// Add `delta` pus of history to the sums (kernel `accumulate_sum`). Returns true when at least
-    /// one period boundary was crossed, i.e. when the averages should be refreshed.
-    fn accumulate(&mut self, delta: u64, load: u64, runnable: u64, running: bool) -> bool {
+    /// Add `delta` pus of history to the sums (kernel `accumulate_sum`), each contribution
+    /// scaled by `freq` (and util's by `cpu` as well; 1024 = unscaled, as from 5.1). Returns
+    /// true when at least one period boundary was crossed, i.e. when the averages should be
+    /// refreshed.
+    fn accumulate(&mut self, delta: u64, load: u64, runnable: u64, running: bool, freq: u64, cpu: u64) -> bool {
         let total = delta + u64::from(self.period_contrib);
         let periods = total / SCHED_CAPACITY_SCALE;
         let mut contrib = delta;
@@ -194,6 +261,8 @@ impl SchedAvg {
         } else {
             self.period_contrib = total as u32;
         }
+        // cap_scale by 1024 is exact: unscaled runs add what they always did.
+        let contrib = cap_scale(contrib, freq);
         if load != 0 {
             self.load_sum += load * contrib;
         }
@@ -201,7 +270,7 @@ impl SchedAvg {
             self.runnable_sum += (runnable * contrib) << SCHED_CAPACITY_SHIFT;
         }
         if running {
-            self.util_sum += contrib << SCHED_CAPACITY_SHIFT;
+            self.util_sum += contrib * cpu;
         }
         periods > 0
     }
@@ -234,20 +303,43 @@ pub fn initial_task_util(cap_orig: u64, rq_util: u64, rq_load: u64, task_weight:
     (rq_util * task_weight / (rq_load + 1)).min(spare_half)
 }
 
-/// Which util_est rules a kernel applies when a task goes to sleep (util_est_update /
-/// util_est_dequeue in kernel/sched/fair.c).
+/// The shape of util_est_update (util_est_dequeue before 5.12) in kernel/sched/fair.c.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum UtilEstRules {
+pub enum UtilEstForm {
     /// 4.17 – 5.4: the sample moves the EWMA by a quarter of the difference, up as well as
     /// down; the task's estimate is max(ewma, enqueued), enqueued being the last sample.
     EwmaOnly,
     /// 5.5 – 6.7: as above, plus UTIL_EST_FASTUP ("sched/fair/util_est: Implement faster
     /// ramp-up EWMA on utilization increases", 5.5): a sample above the EWMA replaces it.
     FastUp,
-    /// 6.8+ ("sched/fair: Remove SCHED_FEAT(UTIL_EST_FASTUP)" and the single-field util_est):
-    /// fast-up always, no `enqueued`, the estimate is the EWMA.
+    /// 6.8+ ("sched/fair: Remove SCHED_FEAT(UTIL_EST_FASTUP)" and "sched/fair: Simplify
+    /// util_est"): fast-up always, no `enqueued`, the estimate is the EWMA; and a sample from
+    /// a task that waited more than it ran leaves the EWMA alone ("sched/pelt: Avoid
+    /// underestimation of task utilization", 6.8; absent in 6.5 and 6.6).
     #[default]
-    Current,
+    Single,
+}
+
+/// Which util_est rules a kernel applies when a task goes to sleep (the default: the default
+/// kernel's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UtilEstRules {
+    pub form: UtilEstForm,
+    /// A sample above the CPU's capacity is dropped (no proof of idle time): 5.1 ("sched/pelt:
+    /// Skip updating util_est when utilization is higher than CPU's capacity", with the PELT
+    /// clock; absent in 5.0, present in 5.1 and 5.2) to 6.15 ("sched/fair: Allow decaying
+    /// util_est when util_avg > CPU capa" removed it; present in 6.14, absent in 6.18).
+    pub capacity_guard: bool,
+    /// Before 6.8, a sample within the margin of the EWMA still records `enqueued` when that
+    /// moved by the margin or more ("sched/pelt: Fix task util_est update filtering", 5.13);
+    /// before 5.13 such a sample writes nothing.
+    pub enqueued_filter: bool,
+}
+
+impl Default for UtilEstRules {
+    fn default() -> UtilEstRules {
+        UtilEstRules::for_kernel(crate::kernel::KernelVersion::DEFAULT)
+    }
 }
 
 impl UtilEstRules {
@@ -255,12 +347,17 @@ impl UtilEstRules {
     /// and schedutil does not read the estimate there).
     pub fn for_kernel(kernel: crate::kernel::KernelVersion) -> UtilEstRules {
         use crate::kernel::KernelVersion;
-        if kernel >= KernelVersion(6, 8) {
-            UtilEstRules::Current
+        let form = if kernel >= KernelVersion(6, 8) {
+            UtilEstForm::Single
         } else if kernel >= KernelVersion(5, 5) {
-            UtilEstRules::FastUp
+            UtilEstForm::FastUp
         } else {
-            UtilEstRules::EwmaOnly
+            UtilEstForm::EwmaOnly
+        };
+        UtilEstRules {
+            form,
+            capacity_guard: (KernelVersion(5, 1)..KernelVersion(6, 16)).contains(&kernel),
+            enqueued_filter: kernel >= KernelVersion(5, 13),
         }
     }
 }
@@ -288,9 +385,9 @@ impl UtilEst {
     /// The task's estimate without the flag (`_task_util_est`): the EWMA from 6.8, before that
     /// max(ewma, enqueued).
     pub fn value(&self) -> u64 {
-        match self.rules {
-            UtilEstRules::Current => self.ewma,
-            UtilEstRules::EwmaOnly | UtilEstRules::FastUp => self.ewma.max(self.enqueued),
+        match self.rules.form {
+            UtilEstForm::Single => self.ewma,
+            UtilEstForm::EwmaOnly | UtilEstForm::FastUp => self.ewma.max(self.enqueued),
         }
     }
 
@@ -299,8 +396,8 @@ impl UtilEst {
         if self.unchanged {
             return;
         }
-        if self.rules != UtilEstRules::Current {
-            self.sample_before_6_8(util_avg, runnable_avg, cap_orig);
+        if self.rules.form != UtilEstForm::Single {
+            self.sample_before_6_8(util_avg, cap_orig);
             return;
         }
         if self.ewma <= util_avg {
@@ -309,9 +406,9 @@ impl UtilEst {
         } else {
             let diff = self.ewma - util_avg;
             if diff >= UTIL_EST_MARGIN {
-                if util_avg > cap_orig {
+                if self.rules.capacity_guard && util_avg > cap_orig {
                     // Util above the CPU's capacity: no proof of idle time, so the sample is
-                    // meaningless and not even marked as taken.
+                    // meaningless and not even marked as taken (6.8 – 6.15).
                     return;
                 }
                 // If the task waited much more than it ran it was starved, not smaller: keep
@@ -324,25 +421,31 @@ impl UtilEst {
         self.unchanged = true;
     }
 
-    /// The two-field util_est of 4.17 – 6.7: the sample is stored as `enqueued`; with FastUp a
-    /// larger sample replaces the EWMA, otherwise the EWMA moves a quarter of the way to it
-    /// unless it is within the 1 % margin, in which case nothing at all is written (the
-    /// early return before WRITE_ONCE). The capacity and starvation guards are as today's.
-    fn sample_before_6_8(&mut self, util_avg: u64, runnable_avg: u64, cap_orig: u64) {
-        if self.rules == UtilEstRules::FastUp && self.ewma < util_avg {
+    /// The two-field util_est of 4.17 – 6.7 (util_est_dequeue, util_est_update from 5.12): the
+    /// sample is stored as `enqueued`; with FastUp a larger sample replaces the EWMA, otherwise
+    /// the EWMA moves a quarter of the way to it. A sample within the 1 % margin of the EWMA
+    /// writes nothing at all (the early return before WRITE_ONCE), except from 5.13 when it
+    /// moved `enqueued` by the margin; one above the CPU's capacity writes nothing from 5.1.
+    /// No starvation guard: that came with 6.8's form.
+    fn sample_before_6_8(&mut self, util_avg: u64, cap_orig: u64) {
+        if self.rules.form == UtilEstForm::FastUp && self.ewma < util_avg {
             self.ewma = util_avg;
             self.enqueued = util_avg;
             self.unchanged = true;
             return;
         }
-        if self.ewma.abs_diff(util_avg) < UTIL_EST_MARGIN || util_avg > cap_orig {
+        if self.ewma.abs_diff(util_avg) < UTIL_EST_MARGIN {
+            if self.rules.enqueued_filter && self.enqueued.abs_diff(util_avg) >= UTIL_EST_MARGIN {
+                self.enqueued = util_avg;
+                self.unchanged = true;
+            }
+            return;
+        }
+        if self.rules.capacity_guard && util_avg > cap_orig {
             return;
         }
         self.enqueued = util_avg;
         self.unchanged = true;
-        if util_avg < self.ewma && util_avg + UTIL_EST_MARGIN < runnable_avg {
-            return;
-        }
         // ewma + (sample - ewma) / 4, in the kernel's shifts: (4 · ewma + diff) >> 2.
         self.ewma = ((self.ewma << UTIL_EST_WEIGHT_SHIFT) + util_avg - self.ewma) >> UTIL_EST_WEIGHT_SHIFT;
     }
@@ -363,7 +466,7 @@ pub fn approximate_runtime_periods(util: u64) -> u64 {
     let mut sa = SchedAvg::default();
     let mut periods = 0;
     while sa.util_avg < target {
-        sa.accumulate(SCHED_CAPACITY_SCALE, 1, 0, true);
+        sa.accumulate(SCHED_CAPACITY_SCALE, 1, 0, true, SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SCALE);
         sa.refresh(1);
         periods += 1;
     }
@@ -377,7 +480,7 @@ pub fn approximate_runtime_steps(util: u64, lshift: u32) -> u64 {
     let mut sa = SchedAvg::default();
     let mut steps = 0;
     while sa.util_avg < target {
-        sa.accumulate(SCHED_CAPACITY_SCALE << lshift, 1, 0, true);
+        sa.accumulate(SCHED_CAPACITY_SCALE << lshift, 1, 0, true, SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SCALE);
         sa.refresh(1);
         steps += 1;
     }
@@ -394,7 +497,7 @@ pub fn approximate_util_avg(util: u64, delta_us: u64) -> u64 {
         return util;
     }
     let mut sa = SchedAvg { util_sum: util * PELT_MIN_DIVIDER, util_avg: util, ..SchedAvg::default() };
-    sa.accumulate(delta_us, 1, 0, true);
+    sa.accumulate(delta_us, 1, 0, true, SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SCALE);
     sa.util_sum / sa.divider()
 }
 
@@ -617,9 +720,45 @@ mod tests {
         }
     }
 
+    /// Before 5.1 (accumulate_sum) an always-running task below the invariance reference
+    /// settles at freq_scale · cap_orig / 1024 of the scale: at 90 % of the reference on a full
+    /// CPU, about 921, never 1024. From 5.1 the scales act on the clock, and the same task
+    /// reaches the full scale, only later.
+    #[test]
+    fn contributions_are_scaled_before_5_1_and_time_is_from_5_1() {
+        let run = |scale: PeltScale| {
+            let mut sa = SchedAvg::default();
+            let (mut task_clock, mut pelt_clock) = (0, 0);
+            for _ in 0..1000 {
+                task_clock += MS;
+                pelt_clock += scale.clock_delta(MS);
+                sa.update_scaled(pelt_clock, 1, 1, true, 1024, scale);
+            }
+            (sa.util_avg, sa.load_avg, task_clock - pelt_clock)
+        };
+        let at = |invariance, freq, cpu| PeltScale { time_shift: SHIFT, invariance, freq, cpu };
+        // 1 s at 0.9 of the reference: 921.6 · (1 − tiny) before 5.1, within a count of it.
+        let (util, load, lag) = run(at(Invariance::Contribution, 922, 1024));
+        assert!((919..=922).contains(&util), "{util}");
+        assert!((919..=922).contains(&load), "load is frequency-scaled too: {load}");
+        assert_eq!(lag, 0, "the task clock is PELT's clock");
+        // A LITTLE CPU of capacity 512 at its top frequency: util by capacity, load not.
+        let (util, load, _) = run(at(Invariance::Contribution, 1024, 512));
+        assert!((509..=512).contains(&util), "{util}");
+        assert!(load >= 1019, "{load}");
+        // 5.1+: the clock runs at 0.9 (and stops counting the rest), the sums see whole time.
+        let (util, _, lag) = run(at(Invariance::Clock, 922, 1024));
+        assert!(util >= 1019, "{util}");
+        assert!(lag > 99 * MS, "{lag}");
+        // Unscaled, both forms are the same arithmetic.
+        assert_eq!(run(at(Invariance::Contribution, 1024, 1024)), run(PeltScale::unscaled(SHIFT)));
+    }
+
     #[test]
     fn util_est_rules() {
-        // (ewma, unchanged, util_avg, runnable_avg, cap_orig) -> (ewma', unchanged')
+        // (ewma, unchanged, util_avg, runnable_avg, cap_orig) -> (ewma', unchanged'), 6.8's rules
+        // (the capacity guard still there).
+        let rules_6_8 = UtilEstRules::for_kernel(crate::kernel::KernelVersion(6, 8));
         let cases = [
             ((400, false, 200, 200, 1024), (350, true)), // util_est's EWMA (w = 1/4): 3/4*400 + 1/4*200
             ((350, false, 600, 600, 1024), (600, true)), // increases adopted at once
@@ -630,10 +769,66 @@ mod tests {
             ((400, false, 200, 210, 1024), (350, true)), // runnable exactly at the margin: decay
         ];
         for ((ewma, unchanged, util, runnable, cap), (want, want_flag)) in cases {
-            let mut ue = UtilEst { ewma, unchanged, ..UtilEst::default() };
+            let mut ue = UtilEst { ewma, unchanged, ..UtilEst::with_rules(rules_6_8) };
             ue.on_sleep(util, runnable, cap);
             assert_eq!((ue.value(), ue.unchanged), (want, want_flag), "from {ewma}/{unchanged} at {util}");
         }
+    }
+
+    /// util_est_update's capacity guard: from 5.1 (with the PELT clock) to 6.15; 6.16 lets an
+    /// estimate above a capped CPU's capacity decay.
+    #[test]
+    fn util_est_drops_samples_above_capacity_only_from_5_1_to_6_15() {
+        use crate::kernel::KernelVersion;
+        let sample = |kernel: KernelVersion| {
+            let mut ue = UtilEst { ewma: 900, enqueued: 900, ..UtilEst::with_rules(UtilEstRules::for_kernel(kernel)) };
+            ue.on_sleep(500, 500, 450);
+            (ue.ewma, ue.unchanged)
+        };
+        for kernel in [KernelVersion(5, 1), KernelVersion(5, 2), KernelVersion(5, 10), KernelVersion(6, 15)] {
+            assert_eq!(sample(kernel), (900, false), "{kernel}");
+        }
+        // 900 + (500 - 900)/4 = 800, the sample marked as taken.
+        for kernel in [KernelVersion(4, 19), KernelVersion(5, 0), KernelVersion(6, 16), KernelVersion(6, 18)] {
+            assert_eq!(sample(kernel), (800, true), "{kernel}");
+        }
+    }
+
+    /// A task that waited more than it ran keeps its estimate only from 6.8; 6.7's two-field
+    /// form decays it like any other sample.
+    #[test]
+    fn util_est_starvation_guard_is_6_8s() {
+        use crate::kernel::KernelVersion;
+        let starved = |kernel: KernelVersion| {
+            let mut ue = UtilEst { ewma: 400, enqueued: 400, ..UtilEst::with_rules(UtilEstRules::for_kernel(kernel)) };
+            ue.on_sleep(200, 300, 1024);
+            ue.ewma
+        };
+        assert_eq!(starved(KernelVersion(6, 8)), 400);
+        assert_eq!(starved(KernelVersion(6, 18)), 400);
+        assert_eq!(starved(KernelVersion(6, 7)), 350);
+        assert_eq!(starved(KernelVersion(6, 5)), 350);
+        assert_eq!(starved(KernelVersion(5, 4)), 350);
+    }
+
+    /// Within the margin of the EWMA, 5.13 – 6.7 still record a sample that moved `enqueued`
+    /// by the margin; earlier kernels write nothing.
+    #[test]
+    fn util_est_records_enqueued_within_the_margin_from_5_13() {
+        use crate::kernel::KernelVersion;
+        let near = |kernel: KernelVersion| {
+            let mut ue = UtilEst { ewma: 400, enqueued: 380, ..UtilEst::with_rules(UtilEstRules::for_kernel(kernel)) };
+            ue.on_sleep(395, 395, 1024);
+            (ue.ewma, ue.enqueued, ue.unchanged)
+        };
+        assert_eq!(near(KernelVersion(5, 12)), (400, 380, false));
+        assert_eq!(near(KernelVersion(5, 13)), (400, 395, true));
+        assert_eq!(near(KernelVersion(6, 7)), (400, 395, true));
+        // A sample near both leaves everything as it was, at any version.
+        let mut ue =
+            UtilEst { ewma: 400, enqueued: 398, ..UtilEst::with_rules(UtilEstRules::for_kernel(KernelVersion(6, 7))) };
+        ue.on_sleep(395, 395, 1024);
+        assert_eq!((ue.enqueued, ue.unchanged), (398, false));
     }
 
     #[test]
@@ -669,12 +864,13 @@ mod tests {
         // and 6.8+ take the larger sample into the EWMA itself.
         use crate::kernel::KernelVersion;
         let up = [800, 800];
-        assert_eq!(UtilEstRules::for_kernel(KernelVersion(5, 4)), UtilEstRules::EwmaOnly);
-        assert_eq!(estimates(UtilEstRules::for_kernel(KernelVersion(5, 4)), &up), vec![(500, 800), (575, 800)]);
-        assert_eq!(UtilEstRules::for_kernel(KernelVersion(5, 5)), UtilEstRules::FastUp);
-        assert_eq!(estimates(UtilEstRules::FastUp, &up), vec![(800, 800), (800, 800)]);
-        assert_eq!(UtilEstRules::for_kernel(KernelVersion(6, 8)), UtilEstRules::Current);
-        assert_eq!(estimates(UtilEstRules::Current, &up), vec![(800, 800), (800, 800)]);
+        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor));
+        assert_eq!(rules(5, 4).form, UtilEstForm::EwmaOnly);
+        assert_eq!(estimates(rules(5, 4), &up), vec![(500, 800), (575, 800)]);
+        assert_eq!(rules(5, 5).form, UtilEstForm::FastUp);
+        assert_eq!(estimates(rules(5, 5), &up), vec![(800, 800), (800, 800)]);
+        assert_eq!(rules(6, 8).form, UtilEstForm::Single);
+        assert_eq!(estimates(rules(6, 8), &up), vec![(800, 800), (800, 800)]);
     }
 
     #[test]
@@ -682,12 +878,14 @@ mod tests {
         // Shrinking to 200 then back to 420: before 6.8 _task_util_est is max(ewma, enqueued), so
         // the last sample (420) shows over the decayed EWMA (350 → 367); 6.8 reads the EWMA alone
         // (which fast-up lifts to 420).
+        use crate::kernel::KernelVersion;
         let down_up = [200, 420];
-        assert_eq!(estimates(UtilEstRules::FastUp, &down_up), vec![(350, 350), (420, 420)]);
-        assert_eq!(estimates(UtilEstRules::EwmaOnly, &down_up), vec![(350, 350), (367, 420)]);
-        assert_eq!(estimates(UtilEstRules::Current, &down_up), vec![(350, 350), (420, 420)]);
-        // Within the 1 % margin nothing is written before 6.8: enqueued keeps the older sample.
-        let mut ue = UtilEst { ewma: 400, enqueued: 380, ..UtilEst::with_rules(UtilEstRules::EwmaOnly) };
+        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor));
+        assert_eq!(estimates(rules(5, 10), &down_up), vec![(350, 350), (420, 420)]);
+        assert_eq!(estimates(rules(5, 4), &down_up), vec![(350, 350), (367, 420)]);
+        assert_eq!(estimates(rules(6, 8), &down_up), vec![(350, 350), (420, 420)]);
+        // Within the 1 % margin nothing is written before 5.13: enqueued keeps the older sample.
+        let mut ue = UtilEst { ewma: 400, enqueued: 380, ..UtilEst::with_rules(rules(5, 4)) };
         ue.on_sleep(395, 395, 1024);
         assert_eq!((ue.ewma, ue.enqueued, ue.unchanged), (400, 380, false));
     }

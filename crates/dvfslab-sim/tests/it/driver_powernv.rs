@@ -86,19 +86,62 @@ fn without_slow_rampdown_the_global_follows_the_local() {
 /// `policy->cur` check; 4.7–5.13: the same check on the table entry in `__target_index`), so
 /// ondemand's proportional requests at the minimum never reach `powernv_cpufreq_target_index`
 /// and only `gpstate_timer_handler` (2 s period, last at 5.12 s) lowers the global P-state.
+/// The timer is deferrable and pinned to the CPU that queued it (the burst's): due while that
+/// CPU sleeps, it runs at the CPU's next wake-up, here within one 50 ms sleep.
 #[test]
 fn global_pstate_steps_at_the_ramp_timer() {
     let r = run("ondemand");
     let cpu = busy_cpu(&r);
     let g = |t| global_at(&r, cpu, t);
-    // The local request drops to the minimum at 0.380 s; the timer fires 2 s, 4 s and 4.76 s
-    // (5120 ms of ramp) later.
-    assert_eq!(g(2.385), 3_358_000);
-    assert_eq!(g(4.385), 2_527_000);
-    assert_eq!(g(5.145), 2_061_000);
+    // The local request drops to the minimum at 0.380 s; the timer comes due 2 s, 4 s and
+    // 4.76 s (5120 ms of ramp) later, while the CPU sleeps.
+    assert_eq!(g(2.385), 3_690_000);
+    assert_eq!(g(2.435), 3_358_000);
+    assert_eq!(g(4.385), 3_358_000);
+    assert_eq!(g(4.435), 2_527_000);
+    assert_eq!(g(5.195), 2_061_000);
     // Between timer firings the global P-state holds still.
     assert_eq!(g(1.0), g(2.3));
     assert_eq!(g(2.45), g(4.3));
+}
+
+/// With the CPU the ramp timer is pinned to asleep for good, the global P-state stays where
+/// the ramp left it: the deferrable timer never runs.
+#[test]
+fn an_idle_core_keeps_its_global_pstate() {
+    struct BurstThenSleep;
+    impl Workload for BurstThenSleep {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let program: Rc<[Op]> = Rc::from(vec![
+                Op::Run { cycles: Amount::Fixed(3.325e9 * 0.3), mem_frac: 0.0 },
+                Op::Sleep { ns: Amount::Fixed(1e10) },
+                Op::Jump { to: 1 },
+            ]);
+            vec![TaskSpec::new("burst", program).pinned(vec![0])]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            8_000_000_000
+        }
+        fn metric(&self, s: &RunStats) -> Metric {
+            Metric { name: "work".into(), value: s.work_done, unit: "cycles".into(), better: Better::Higher }
+        }
+    }
+    let plat = Platform::from_json(&common::preset("power8-powernv"), "power8-powernv").unwrap();
+    let cfg = SimConfig { governor: "ondemand".into(), timeline: true, ..SimConfig::default() };
+    let r = Sim::with_workload(plat, &cfg, Box::new(BurstThenSleep), "burst".into()).unwrap().run().unwrap();
+    let cpu = busy_cpu(&r);
+    assert_eq!(global_at(&r, cpu, 0.25), 3_690_000);
+    assert_eq!(global_at(&r, cpu, 7.9), 3_690_000);
+}
+
+/// The ramp is as old as the oldest modelled kernel: 4.7's powernv_cpufreq_target_index
+/// already holds the global P-state up.
+#[test]
+fn the_ramp_is_in_4_7() {
+    let r = run("ondemand:kernel=4.7");
+    let cpu = busy_cpu(&r);
+    assert_eq!(global_at(&r, cpu, 0.25), 3_690_000);
+    assert!(global_at(&r, cpu, 1.0) > 2_061_000, "{}", global_at(&r, cpu, 1.0));
 }
 
 /// Under schedutil powernv is driven by fast switch (`powernv_fast_switch`, 4.10+), which
