@@ -82,22 +82,47 @@ pub mod ipc {
     pub const SOCKET_WRITE_CYCLES: f64 = 2.5e-6 * 3.0e9;
     /// An `AF_UNIX` stream read: 2–3 µs (\[EST\]).
     pub const SOCKET_READ_CYCLES: f64 = 2.5e-6 * 3.0e9;
-    /// Pipe capacity in 100-byte messages: 64 KiB (`PIPE_DEF_BUFFERS` pages \[KNOW\]) / 100 B.
-    pub const PIPE_CAPACITY_MSGS: u32 = 655;
-    /// `AF_UNIX` stream capacity in small messages: sndbuf ≈ 208 KiB counted with skb
-    /// truesize, ≈ 200–300 messages (\[EST\]). Calibrate by counting how many 100-byte
-    /// writes succeed on a non-blocking socketpair before EAGAIN.
-    pub const SOCKET_CAPACITY_MSGS: u32 = 250;
-    /// Extra cost per message read in process mode (an address-space switch that threads of
-    /// one process avoid): \[EST\] 0.3 µs. Calibrate from the process/thread time ratio of
-    /// `perf bench sched messaging` at a fixed frequency.
-    pub const PROCESS_SWITCH_CYCLES: f64 = 0.3e-6 * 3.0e9;
     /// pthread_create of a minimal-stack thread: \[EST\] 15 µs (fork is `kernel::FORK_CYCLES`).
     pub const THREAD_CREATE_CYCLES: f64 = 15e-6 * 3.0e9;
     /// Thread exit: \[EST\] 10 µs (process exit is `kernel::EXIT_CYCLES`).
     pub const THREAD_EXIT_CYCLES: f64 = 10e-6 * 3.0e9;
     /// The parent's wait4 / pthread_join of one exited worker: \[EST\] 1 µs.
     pub const REAP_CYCLES: f64 = 1e-6 * 3.0e9;
+
+    /// hackbench's sender per 100-byte message over a pipe: the write, and its share of the
+    /// reader wake-ups and preemptions that come with it, 1,910 cycles. \[REC\]
+    /// hackbench-pipe (rt-tests hackbench, 1 group, 2,000 loops, on the 2-CPU KVM guest at
+    /// 2.6 GHz): the senders ran 98.5 ms of the 94.7 ms window on both CPUs, in which the
+    /// workers passed 133,800 messages at the benchmark's rate, with a wake-up per 7.6
+    /// messages. Range 1,300–3,000: the share of the wake-ups moves with the wake-up rate, and
+    /// a machine without a hypervisor pays less for its cross-CPU wake-ups. Separate from
+    /// [`PIPE_WRITE_CYCLES`], whose writes each wake a reader (`pipe-test`).
+    pub const HACKBENCH_PIPE_SEND_CYCLES: f64 = 1_910.0;
+    /// hackbench's receiver per message over a pipe: the read, and its share of the reader's
+    /// sleeps and switches, 1,730 cycles. \[REC\] hackbench-pipe: the receivers ran 89.0 ms of
+    /// the same window, sleeping once per 7.6 messages. Range 1,200–2,800, as for the send.
+    pub const HACKBENCH_PIPE_RECV_CYCLES: f64 = 1_730.0;
+    /// hackbench's sender per message over an `AF_UNIX` stream socket (an skb allocated,
+    /// filled and queued, `sk_data_ready`), 2,340 cycles. \[REC\] hackbench-socket: the senders
+    /// ran 81.4 ms of the 98.3 ms window, 90,600 messages at the benchmark's rate, a reader
+    /// wake-up per 16 messages. Range 1,600–3,500.
+    pub const HACKBENCH_SOCKET_SEND_CYCLES: f64 = 2_340.0;
+    /// hackbench's receiver per message over an `AF_UNIX` stream socket (the skb dequeued,
+    /// copied and freed, which charges the sender's buffer back), 3,000 cycles. \[REC\]
+    /// hackbench-socket: the receivers ran 104.5 ms of the window. Range 2,000–4,500.
+    pub const HACKBENCH_SOCKET_RECV_CYCLES: f64 = 3_000.0;
+    /// Messages of 100 bytes that one 4 KiB pipe page holds: a small write merges into the
+    /// last page only when it fits whole (`anon_pipe_write`), so 40, not 40.96 \[KNOW\].
+    pub const PIPE_PAGE_MSGS: u32 = 40;
+    /// Pages a pipe holds: `PIPE_DEF_BUFFERS` = 16 slots of one page each \[KNOW\].
+    pub const PIPE_SLOTS: u32 = 16;
+    /// `net.core.wmem_default`, every socket's `sk_sndbuf` unless set: 212,992 bytes \[KNOW\].
+    pub const UNIX_SNDBUF_BYTES: u32 = 212_992;
+    /// What a 100-byte `AF_UNIX` stream message charges against its sender's `sk_wmem_alloc`:
+    /// a head of 100 bytes aligned to 128 plus the 320-byte `skb_shared_info`, which kmalloc
+    /// rounds to 512, less the shared info again, plus `struct sk_buff` (256) and the shared
+    /// info (320): 768 bytes (`SKB_TRUESIZE` in `__alloc_skb`, x86-64 sizes) \[KNOW\].
+    pub const UNIX_SKB_TRUESIZE_BYTES: u32 = 768;
 }
 
 /// The NBENCH loadfile that dbench and tbench replay.
