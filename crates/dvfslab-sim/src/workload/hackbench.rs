@@ -1,13 +1,26 @@
-//! hackbench (`perf bench sched messaging`): groups of 20 senders and 20 receivers spraying
-//! 100-byte messages over pipes or unix sockets (`perf bench sched messaging`; docs/workloads-net.md).
+//! hackbench (`perf bench sched messaging`, rt-tests' `hackbench`): groups of 20 senders and
+//! 20 receivers spraying 100-byte messages over pipes or unix sockets (docs/workloads-net.md).
 //!
 //! The parent forks (or creates threads for) each group's receivers, then its senders; each
 //! worker reports ready and waits for the parent's GO, which wakes all 40·G at once. Every
 //! sender then writes `loops` × 20 messages, one to each receiver of its group in turn, and
 //! every receiver reads 20 · `loops` from its own pipe or socket, which all its group's senders
-//! write to; each write wakes the reader if it sleeps (sync wake-up), and a sender blocks while
-//! that reader's pipe or socket is full. A reader whose buffer holds messages reads on without
-//! sleeping. The parent reaps all workers.
+//! write to, one 100-byte `read` per message.
+//!
+//! Who wakes whom is the kernel's:
+//! - A write wakes the reader only if it sleeps, that is if its buffer was empty
+//!   (`anon_pipe_write` wakes `rd_wait` when the pipe was empty; `unix_stream_sendmsg` calls
+//!   `sk_data_ready`, which finds no sleeper otherwise), with a sync wake-up (WF_SYNC). A
+//!   receiver that finds messages queued reads on without sleeping.
+//! - A sender blocks while the receiver's buffer is full: a pipe of 16 pages of 40 messages,
+//!   or a socket whose queued skbs' truesize reaches `sk_sndbuf` (278 messages).
+//! - Blocked senders are woken in batches, not per message read: `anon_pipe_read` wakes
+//!   writers when it frees a page slot of a full pipe (40 messages), `unix_write_space` when
+//!   the queued truesize falls to a quarter of `sk_sndbuf` (209 messages read). The model's
+//!   receiver hands the space back in those batches: after every 40 (209) reads it posts 40
+//!   (209) tokens of space, each waking a blocked sender (sync). The kernel's socket wakes
+//!   every blocked writer at once as the model does; its pipe wakes one, which wakes the next
+//!   after its write (`wake_next_writer`).
 //!
 //! Metric, as perf reports it: "Total time" in seconds from GO to the last worker reaped
 //! (lower is better). If the run ends first, the value is the run's length.
@@ -62,6 +75,38 @@ struct Hackbench {
     loops: u32,
 }
 
+/// A receiver's pipe or socket, counted in 100-byte messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Buffer {
+    /// Messages it holds before a sender blocks.
+    capacity: u32,
+    /// Messages the receiver reads from a full buffer before blocked senders are woken.
+    release: u32,
+}
+
+impl Buffer {
+    /// A pipe: [`ipc::PIPE_SLOTS`] pages of [`ipc::PIPE_PAGE_MSGS`]; `anon_pipe_read` wakes
+    /// the writers when it empties a page of a full pipe.
+    fn pipe() -> Buffer {
+        Buffer { capacity: ipc::PIPE_SLOTS * ipc::PIPE_PAGE_MSGS, release: ipc::PIPE_PAGE_MSGS }
+    }
+
+    /// An `AF_UNIX` stream socket: `sock_alloc_send_pskb` allocates while `sk_wmem_alloc`
+    /// (1, plus the truesize of the queued skbs) is below `sk_sndbuf`; `unix_write_space`
+    /// wakes the writers once four times `sk_wmem_alloc` (the freed skb's last byte still
+    /// counted) is at most `sk_sndbuf`.
+    ///
+    ///   capacity = ⌊(sndbuf − 2) / truesize⌋ + 1            (278 for 212,992 and 768)
+    ///   low      = ⌊(sndbuf / 4 − 2) / truesize⌋             (69)
+    ///   release  = capacity − low                            (209)
+    fn unix_socket() -> Buffer {
+        let (sndbuf, size) = (ipc::UNIX_SNDBUF_BYTES, ipc::UNIX_SKB_TRUESIZE_BYTES);
+        let capacity = (sndbuf - 2) / size + 1;
+        let low = (sndbuf / 4 - 2) / size;
+        Buffer { capacity, release: capacity - low }
+    }
+}
+
 fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
 }
@@ -82,16 +127,23 @@ impl Hackbench {
     fn receiver_program(g: u32, r: u32) -> u32 {
         Self::sender_program(g) + 1 + r
     }
-    fn write_cycles(&self) -> f64 {
+    /// A sender's work per message: the write and its share of the wake-ups it makes.
+    fn send_cycles(&self) -> f64 {
         if self.pipes {
-            ipc::PIPE_WRITE_CYCLES
+            ipc::HACKBENCH_PIPE_SEND_CYCLES
         } else {
-            ipc::SOCKET_WRITE_CYCLES
+            ipc::HACKBENCH_SOCKET_SEND_CYCLES
         }
     }
-    fn read_cycles(&self) -> f64 {
-        let read = if self.pipes { ipc::PIPE_READ_CYCLES } else { ipc::SOCKET_READ_CYCLES };
-        read + if self.threads { 0.0 } else { ipc::PROCESS_SWITCH_CYCLES }
+    /// A receiver's work per message: the read and its share of the receiver's sleeps. The
+    /// address-space switch that threads of one process avoid is per context switch, a few
+    /// per cent of a message's cost at hackbench's switch rate: threads pay the same.
+    fn recv_cycles(&self) -> f64 {
+        if self.pipes {
+            ipc::HACKBENCH_PIPE_RECV_CYCLES
+        } else {
+            ipc::HACKBENCH_SOCKET_RECV_CYCLES
+        }
     }
     fn exit_cycles(&self) -> f64 {
         if self.threads {
@@ -107,12 +159,12 @@ impl Hackbench {
             kernel::FORK_CYCLES
         }
     }
-    /// Messages one pipe or socket holds.
-    fn capacity_msgs(&self) -> u32 {
+    /// A receiver's pipe or socket, in messages.
+    fn buffer(&self) -> Buffer {
         if self.pipes {
-            ipc::PIPE_CAPACITY_MSGS
+            Buffer::pipe()
         } else {
-            ipc::SOCKET_CAPACITY_MSGS
+            Buffer::unix_socket()
         }
     }
 
@@ -133,25 +185,39 @@ impl Hackbench {
         let each = p.len();
         for r in 0..FDS {
             let (data, space) = Self::channels(g, r);
-            p.extend([Op::Wait { ch: space }, run(self.write_cycles()), Op::Post { ch: data, sync: true }]);
+            p.extend([Op::Wait { ch: space }, run(self.send_cycles()), Op::Post { ch: data, sync: true }]);
         }
         p.push(Op::Repeat { to: each, times: self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
 
-    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages.
+    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages, and hands the space
+    /// back to the senders in the kernel's batches ([`Buffer::release`]).
     fn receiver(&self, g: u32, r: u32) -> Rc<[Op]> {
         let (data, space) = Self::channels(g, r);
+        let buf = self.buffer();
+        let total = FDS * self.loops;
+        let read =
+            [Op::Wait { ch: data }, run(self.recv_cycles()), Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 })];
         let mut p = Vec::from(self.start_ops());
-        let each = p.len();
-        p.extend([
-            Op::Wait { ch: data },
-            run(self.read_cycles()),
-            Op::Post { ch: space, sync: true },
-            Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 }),
-        ]);
-        p.push(Op::Repeat { to: each, times: FDS * self.loops });
+        let batches = total / buf.release;
+        if batches > 0 {
+            let batch = p.len();
+            p.extend(read.clone());
+            p.push(Op::Repeat { to: batch, times: buf.release });
+            let post = p.len();
+            p.push(Op::Post { ch: space, sync: true });
+            p.push(Op::Repeat { to: post, times: buf.release });
+            p.push(Op::Repeat { to: batch, times: batches });
+        }
+        // The last reads free space no sender waits for any more.
+        let rest = total % buf.release;
+        if rest > 0 {
+            let tail = p.len();
+            p.extend(read);
+            p.push(Op::Repeat { to: tail, times: rest });
+        }
         p.extend(self.exit_ops());
         p.into()
     }
@@ -165,7 +231,7 @@ impl Hackbench {
                 p.push(run(self.spawn_cycles()));
                 p.push(Op::Spawn { program: Self::receiver_program(g, r), count: 1 });
                 p.push(Op::Post { ch: space, sync: false });
-                p.push(Op::Repeat { to: p.len() - 1, times: self.capacity_msgs() });
+                p.push(Op::Repeat { to: p.len() - 1, times: self.buffer().capacity });
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
@@ -174,7 +240,7 @@ impl Hackbench {
         }
         for _ in 0..self.workers() {
             p.push(Op::Wait { ch: READY });
-            p.push(run(self.read_cycles()));
+            p.push(run(self.recv_cycles()));
         }
         p.extend([Op::Mark(Mark::Start(TOTAL)), Op::Barrier { id: GO, n: self.workers() + 1 }]);
         for _ in 0..self.workers() {
@@ -209,5 +275,102 @@ impl Workload for Hackbench {
 
     fn operations(&self, stats: &RunStats) -> Option<Operations> {
         Operations::counted(stats, MESSAGES, "messages")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hackbench(pipes: bool, loops: u32) -> Hackbench {
+        Hackbench { groups: 1, pipes, threads: false, loops }
+    }
+
+    /// The operations a program runs, its counted loops unrolled (`Op::Repeat` as the
+    /// interpreter counts it: `times` passes in all).
+    fn unrolled(program: &[Op]) -> Vec<Op> {
+        let mut out = Vec::new();
+        let mut loops: Vec<(usize, u32)> = Vec::new();
+        let mut pc = 0;
+        while pc < program.len() {
+            match program[pc] {
+                Op::Repeat { to, times } => {
+                    match loops.last_mut() {
+                        Some((at, left)) if *at == pc => *left -= 1,
+                        _ => loops.push((pc, times - 1)),
+                    }
+                    if loops.last().expect("pushed").1 > 0 {
+                        pc = to;
+                        continue;
+                    }
+                    loops.pop();
+                }
+                ref op => out.push(op.clone()),
+            }
+            pc += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn a_socket_holds_what_its_send_buffer_admits_and_frees_a_quarter() {
+        // 212,992-byte sndbuf, 768 bytes of truesize per 100-byte message: the 278th message
+        // is allocated at 1 + 277 × 768 = 212,737 bytes, below sndbuf; the 279th is not.
+        let s = Buffer::unix_socket();
+        assert_eq!(s.capacity, 278);
+        assert!(1 + (s.capacity - 1) * ipc::UNIX_SKB_TRUESIZE_BYTES < ipc::UNIX_SNDBUF_BYTES);
+        assert!(1 + s.capacity * ipc::UNIX_SKB_TRUESIZE_BYTES >= ipc::UNIX_SNDBUF_BYTES);
+        // Writers wake once 4 × (2 + 768 q) ≤ 212,992: q = 69 messages left queued.
+        let left = s.capacity - s.release;
+        assert!(4 * (2 + left * ipc::UNIX_SKB_TRUESIZE_BYTES) <= ipc::UNIX_SNDBUF_BYTES);
+        assert!(4 * (2 + (left + 1) * ipc::UNIX_SKB_TRUESIZE_BYTES) > ipc::UNIX_SNDBUF_BYTES);
+        // A pipe: 16 pages of 40 messages, space handed back a page at a time.
+        assert_eq!(Buffer::pipe(), Buffer { capacity: 640, release: 40 });
+    }
+
+    #[test]
+    fn a_receiver_reads_every_message_and_hands_space_back_in_batches() {
+        for (pipes, loops) in [(true, 2000), (false, 2000), (false, 1), (true, 3), (false, 100)] {
+            let hb = hackbench(pipes, loops);
+            let buf = hb.buffer();
+            let (data, space) = Hackbench::channels(0, 7);
+            let ops = unrolled(&hb.receiver(0, 7));
+            let reads = ops.iter().filter(|op| matches!(op, Op::Wait { ch } if *ch == data)).count() as u32;
+            assert_eq!(reads, FDS * loops, "pipes {pipes}, loops {loops}");
+            // Space comes back only in whole batches, each after `release` reads.
+            let mut read_since = 0;
+            let mut posted = 0;
+            for op in &ops {
+                match op {
+                    Op::Wait { ch } if *ch == data => read_since += 1,
+                    Op::Post { ch, sync } if *ch == space => {
+                        assert!(*sync, "the kernel wakes writers with WF_SYNC");
+                        assert!(read_since >= buf.release || posted % buf.release != 0);
+                        if posted % buf.release == 0 {
+                            read_since -= buf.release;
+                        }
+                        posted += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(posted % buf.release, 0);
+            assert_eq!(posted, (FDS * loops / buf.release) * buf.release);
+            // The senders never wait for space that never comes: the initial space and what
+            // the receiver hands back cover every message written to it.
+            assert!(buf.capacity + posted >= FDS * loops, "pipes {pipes}, loops {loops}");
+        }
+    }
+
+    #[test]
+    fn a_sender_writes_each_receiver_in_turn_and_wakes_it_sync() {
+        let hb = hackbench(true, 3);
+        let ops = unrolled(&hb.sender(0));
+        let writes: Vec<u32> =
+            ops.iter().filter_map(|op| if let Op::Post { ch, sync: true } = op { Some(*ch) } else { None }).collect();
+        let order: Vec<u32> = (0..3).flat_map(|_| (0..FDS).map(|r| Hackbench::channels(0, r).0)).collect();
+        assert_eq!(writes, order);
+        let waits = ops.iter().filter(|op| matches!(op, Op::Wait { .. })).count() as u32;
+        assert_eq!(waits, 3 * FDS, "a wait for space before every write");
     }
 }

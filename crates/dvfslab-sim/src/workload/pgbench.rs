@@ -15,21 +15,28 @@
 //! next statement on that reply's connection (`Op::Answer`). (Waiting for the connections in
 //! a fixed order instead stalls the thread behind a backend still queued on a busy CPU while
 //! other replies wait; the thread then sleeps and wakes on another idle CPU at every stall,
-//! and a saturated thread is smeared over all CPUs.) A backend counts its transaction when it
-//! answers the last statement.
+//! and a saturated thread is smeared over all CPUs.) Both sides go on working after they
+//! send: the thread checks its other connections and polls, the backend finishes the
+//! protocol's round (ReadyForQuery, the process title, a recv that finds nothing) before it
+//! sleeps, so a quick reply or statement finds the other side still awake. Every message
+//! wakes its reader with a sync wake-up (`sock_def_readable` on the unix socket). A backend
+//! counts its transaction when it answers the last statement.
 //!
 //! - **read-only** (`rw=0`, select-only): one SELECT per transaction, one round trip.
 //! - **read-write** (`rw=1`, tpcb-like): seven statements per transaction. Each transaction
 //!   updates one of the `scale` branch rows, picked at random: the backend takes its row lock
-//!   at `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL (an I/O on the
-//!   `device`, slept through in iowait). At scale 1 every transaction updates the same row and
-//!   they serialise on it; at a scale far above the client count they rarely meet. (The ten
-//!   teller rows per branch, locked one statement earlier, are left out: the branch lock is
-//!   the tighter one.)
+//!   at `UPDATE pgbench_branches` and holds it until `END` has flushed the WAL. At scale 1
+//!   every transaction updates the same row and they serialise on it; at a scale far above
+//!   the client count they rarely meet. (The ten teller rows per branch, locked one statement
+//!   earlier, are left out: the branch lock is the tighter one.) The commit's `fdatasync` of
+//!   the WAL is two I/Os on the `device`, each slept through in D: the write-back of the WAL
+//!   pages, then the cache flush. Flushes are group commits (`Service::GroupCommit`): a
+//!   backend that asks while one is under way joins the next, as PostgreSQL's backends queue
+//!   on `WALWriteLock` and find their record flushed by the one that held it.
 //!
-//! The walwriter wakes every 200 ms. Costs are `estimates::pgbench`, the main ones knobs
-//! (`client_us`, `select_us`, `rw_scale`); every statement's cost, client and backend, is
-//! drawn around its mean (`COST_SPREAD_PCT`).
+//! The WAL writer and the background writer wake every 200 ms. Costs are `estimates::pgbench`,
+//! measured on the recordings, the main ones knobs (`client_us`, `select_us`, `rw_scale`);
+//! every cost, client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
 //! Metric: transactions per second over the run (higher is better). MMTests takes the
 //! harmonic mean of 4-second batches after an 8-second warm-up; runs here are shorter than
@@ -142,6 +149,10 @@ fn client_work(cycles: f64) -> Op {
     Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: ipc::MEM_FRAC }
 }
 
+fn backend_work(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: pgbench::MEM_FRAC }
+}
+
 impl Pgbench {
     /// pgbench threads (`-j`) on this machine.
     fn threads(&self, plat: &Platform) -> u32 {
@@ -166,9 +177,26 @@ impl Pgbench {
         }
     }
 
+    /// The device times of a WAL `fdatasync`'s two I/Os: the write-back of the WAL pages (a
+    /// write into the device's cache) and the cache flush, which takes the rest of the
+    /// device's WAL flush time.
+    fn wal_ios(&self) -> (Amount, Amount) {
+        let write = self.disk.data_write_ns();
+        let w = write.mean();
+        let flush = match self.disk.wal_flush_ns() {
+            Amount::Uniform(lo, hi) => Amount::Uniform((lo - w).max(0.0), (hi - w).max(0.0)),
+            Amount::Fixed(v) => Amount::Fixed((v - w).max(0.0)),
+        };
+        (write, flush)
+    }
+
     /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
     /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
     /// starts over: a fixed sequence per connection, different between connections.
+    ///
+    /// Every statement: wait for it, the protocol's work and the statement's own, the reply
+    /// (waking the thread), the rest of the protocol's round. END's own work is split around
+    /// the WAL flush's two I/Os, and the branch's row lock is released after them.
     fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
         let branches: Vec<u32> = if self.rw && self.scale > 1 {
             let mut rng = Pcg64::seed_from_u64(BRANCH_SEED ^ u64::from(conn));
@@ -176,6 +204,7 @@ impl Pgbench {
         } else {
             vec![BRANCH]
         };
+        let (write, flush) = self.wal_ios();
         let mut p = Vec::new();
         let script = self.script();
         for branch in branches {
@@ -184,19 +213,24 @@ impl Pgbench {
                 if self.rw && k == UPDATE_BRANCHES {
                     p.push(Op::Lock { id: branch });
                 }
-                p.push(Op::Run {
-                    cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT),
-                    mem_frac: pgbench::MEM_FRAC,
-                });
                 if self.rw && k == END {
-                    // Commit: flush the WAL, then release the row locks.
-                    p.push(Op::Io { dev: DISK, service_ns: self.disk.wal_flush_ns(), transfer_ns: Amount::ZERO });
+                    // Commit: the commit record and its flush, then the row locks' release.
+                    let before = pgbench::END_BEFORE_FLUSH * cycles;
+                    let between = pgbench::END_BETWEEN_IOS * cycles;
+                    p.push(backend_work(pgbench::BACKEND_QUERY_CYCLES + before));
+                    p.push(Op::Io { dev: DISK, service_ns: write, transfer_ns: Amount::ZERO });
+                    p.push(backend_work(between));
+                    p.push(Op::Io { dev: DISK, service_ns: flush, transfer_ns: Amount::ZERO });
+                    p.push(backend_work(cycles - before - between));
                     p.push(Op::Unlock { id: branch });
+                } else {
+                    p.push(backend_work(pgbench::BACKEND_QUERY_CYCLES + cycles));
                 }
                 if k == script.len() - 1 {
                     p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
                 }
                 p.push(Op::Ask { ch: reply(t), answer: connection(conn), sync: true });
+                p.push(backend_work(pgbench::BACKEND_IDLE_CYCLES));
             }
         }
         p.push(Op::Jump { to: 0 });
@@ -204,19 +238,24 @@ impl Pgbench {
     }
 
     /// pgbench thread `t` driving connections `conns`: their first statements, then for every
-    /// reply the next statement on that reply's connection.
+    /// reply the next statement on that reply's connection. Its work per statement is split
+    /// around the send.
     fn thread(&self, t: u32, conns: impl Iterator<Item = u32>) -> Rc<[Op]> {
-        let work = || client_work(self.costs.client);
-        let mut p: Vec<Op> = conns.flat_map(|c| [work(), Op::Post { ch: connection(c), sync: true }]).collect();
+        let before = || client_work(pgbench::CLIENT_BEFORE_SEND * self.costs.client);
+        let after = || client_work((1.0 - pgbench::CLIENT_BEFORE_SEND) * self.costs.client);
+        let mut p: Vec<Op> =
+            conns.flat_map(|c| [before(), Op::Post { ch: connection(c), sync: true }, after()]).collect();
         let top = p.len();
-        p.extend([Op::Take { ch: reply(t) }, work(), Op::Answer { sync: true }, Op::Jump { to: top }]);
+        p.extend([Op::Take { ch: reply(t) }, before(), Op::Answer { sync: true }, after(), Op::Jump { to: top }]);
         p.into()
     }
 
-    fn walwriter() -> Rc<[Op]> {
+    /// A background process (the WAL writer, the background writer): wake every
+    /// `BACKGROUND_PERIOD_NS`, work, sleep again.
+    fn background(cycles: f64) -> Rc<[Op]> {
         vec![
-            Op::Sleep { ns: Amount::Fixed(pgbench::WALWRITER_PERIOD_NS as f64) },
-            Op::Run { cycles: Amount::Fixed(pgbench::WALWRITER_CYCLES), mem_frac: pgbench::MEM_FRAC },
+            Op::Sleep { ns: Amount::Fixed(pgbench::BACKGROUND_PERIOD_NS as f64) },
+            Op::Run { cycles: Amount::Fixed(cycles), mem_frac: pgbench::MEM_FRAC },
             Op::Jump { to: 0 },
         ]
         .into()
@@ -233,7 +272,9 @@ impl Workload for Pgbench {
             let conns = (t..self.clients).step_by(threads as usize);
             TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
         }));
-        tasks.push(TaskSpec::new("walwriter", Self::walwriter()));
+        // Their comm is the postmaster's, as every PostgreSQL process's.
+        tasks.push(TaskSpec::new("postgres", Self::background(pgbench::WALWRITER_CYCLES)));
+        tasks.push(TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)));
         tasks
     }
 
@@ -321,25 +362,98 @@ mod tests {
         assert_eq!(threads, 1);
     }
 
+    /// The mean work of each `Op::Run` in `program`, checking that each is drawn uniformly
+    /// ±`COST_SPREAD_PCT` around it.
+    fn spread_work(program: &[Op]) -> Vec<f64> {
+        let spread = pgbench::COST_SPREAD_PCT / 100.0;
+        program
+            .iter()
+            .filter_map(|op| if let Op::Run { cycles, .. } = op { Some(*cycles) } else { None })
+            .map(|cost| match cost {
+                Amount::Uniform(lo, hi) => {
+                    let mean = (lo + hi) / 2.0;
+                    assert!((lo - mean * (1.0 - spread)).abs() < 1.0 && (hi - mean * (1.0 + spread)).abs() < 1.0);
+                    mean
+                }
+                other => panic!("cost {other:?} is not spread around its mean"),
+            })
+            .collect()
+    }
+
     #[test]
     fn every_statement_cost_is_drawn_around_its_mean() {
+        // A transaction's backend work: each statement's own, and the protocol's before and
+        // after every one of its seven replies.
         let pg = pgbench(1, 0, true, 1);
-        let spread = pgbench::COST_SPREAD_PCT / 100.0;
-        let backend = pg.backend(0, 0);
-        let costs: Vec<&Amount> =
-            backend.iter().filter_map(|op| if let Op::Run { cycles, .. } = op { Some(cycles) } else { None }).collect();
-        assert_eq!(costs.len(), pgbench::RW_STATEMENT_CYCLES.len());
-        for (cost, &mean) in costs.iter().zip(pgbench::RW_STATEMENT_CYCLES.iter()) {
-            match cost {
-                Amount::Uniform(lo, hi) => {
-                    assert!((lo - mean * (1.0 - spread)).abs() < 1.0 && (hi - mean * (1.0 + spread)).abs() < 1.0);
-                }
-                other => panic!("backend statement cost {other:?} is not spread around {mean}"),
+        let work: f64 = spread_work(&pg.backend(0, 0)).iter().sum();
+        let statements: f64 = pgbench::RW_STATEMENT_CYCLES.iter().sum();
+        let protocol = 7.0 * (pgbench::BACKEND_QUERY_CYCLES + pgbench::BACKEND_IDLE_CYCLES);
+        assert!((work - statements - protocol).abs() < 1.0, "{work} vs {statements} + {protocol}");
+        // The thread's work per statement, split around its send.
+        let thread = pg.thread(0, 0..1);
+        let per_statement: f64 = spread_work(&thread[thread.len() - 5..]).iter().sum();
+        assert!((per_statement - Costs::DEFAULT.client).abs() < 1.0, "{per_statement}");
+        // A select-only transaction: its SELECT and one round trip's protocol work.
+        let ro = pgbench(1, 0, false, 1);
+        let work: f64 = spread_work(&ro.backend(0, 0)).iter().sum();
+        let expected = Costs::DEFAULT.select + pgbench::BACKEND_QUERY_CYCLES + pgbench::BACKEND_IDLE_CYCLES;
+        assert!((work - expected).abs() < 1.0, "{work} vs {expected}");
+    }
+
+    #[test]
+    fn both_sides_work_on_after_they_send() {
+        let pg = pgbench(2, 0, false, 1);
+        // The backend: the protocol's end of round after every reply, before it waits again.
+        let backend = pg.backend(1, 1);
+        for (i, op) in backend.iter().enumerate() {
+            if matches!(op, Op::Ask { .. }) {
+                assert!(
+                    matches!(backend[i + 1], Op::Run { cycles, .. } if (cycles.mean() - pgbench::BACKEND_IDLE_CYCLES).abs() < 1.0)
+                );
             }
         }
-        assert!(
-            matches!(client_work(Costs::DEFAULT.client), Op::Run { cycles: Amount::Uniform(lo, hi), .. } if lo < hi)
-        );
+        // The thread: its work split around each send, the larger part before it.
+        let thread = pg.thread(0, 0..2);
+        let take = thread.iter().position(|op| matches!(op, Op::Take { .. })).expect("a Take");
+        let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { f64::NAN };
+        assert!(matches!(thread[take + 2], Op::Answer { sync: true }));
+        let (before, after) = (mean(&thread[take + 1]), mean(&thread[take + 3]));
+        assert!((before / (before + after) - pgbench::CLIENT_BEFORE_SEND).abs() < 1e-9 && before > after);
+    }
+
+    #[test]
+    fn a_commit_flushes_the_wal_in_two_ios_then_releases_its_branch() {
+        let pg = pgbench(2, 0, true, 1);
+        let backend = pg.backend(0, 0);
+        let ios: Vec<usize> =
+            backend.iter().enumerate().filter(|(_, op)| matches!(op, Op::Io { .. })).map(|(i, _)| i).collect();
+        assert_eq!(ios.len(), 2, "one commit per transaction, two I/Os");
+        // Write-back, a little of END's work, the cache flush, the rest of it, the lock's release.
+        assert!(matches!(backend[ios[0] + 1], Op::Run { .. }));
+        assert_eq!(ios[1], ios[0] + 2);
+        assert!(matches!(backend[ios[1] + 1], Op::Run { .. }));
+        assert!(matches!(backend[ios[1] + 2], Op::Unlock { id: BRANCH }));
+        // The write-back takes the device's write time, and the two its WAL flush time.
+        let service = |i: usize| if let Op::Io { service_ns, .. } = backend[i] { service_ns } else { unreachable!() };
+        let disk = Disk::from_knob(DEVICE_KNOB.default as u64);
+        assert_eq!(service(ios[0]), disk.data_write_ns());
+        assert!((service(ios[0]).mean() + service(ios[1]).mean() - disk.mean_wal_flush_ns()).abs() < 1e-6);
+        // The device keeps group commits: a backend that flushes while another does joins the next.
+        assert_eq!(pg.devices()[0].service, super::super::Service::GroupCommit { leader_iowait: true });
+    }
+
+    #[test]
+    fn the_background_writers_are_postgres_processes_waking_every_200_ms() {
+        let text = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let plat = Platform::from_json(text, "kvm-guest-2cpu").expect("the preset parses");
+        let tasks = pgbench(2, 2, true, 10).tasks(&plat);
+        let background: Vec<&TaskSpec> =
+            tasks.iter().filter(|t| t.program.iter().any(|op| matches!(op, Op::Sleep { .. }))).collect();
+        assert_eq!(background.len(), 2);
+        for t in background {
+            assert_eq!(t.name, "postgres");
+            assert!(matches!(t.program[0], Op::Sleep { ns: Amount::Fixed(ns) } if ns == 200e6));
+        }
     }
 
     #[test]

@@ -193,7 +193,10 @@ fn pgbench_read_only_scales_and_read_write_serialises_on_the_branch_row() {
     let (ro1, ro4) = (tps("pgbench:clients=1"), tps("pgbench:clients=4"));
     assert!(ro4 > 2.0 * ro1, "ro 1: {ro1}, 4: {ro4}");
     let (rw1, rw4) = (tps("pgbench:rw=1,clients=1"), tps("pgbench:rw=1,clients=4"));
-    assert!(rw4 < 1.2 * rw1, "rw 1: {rw1}, 4: {rw4}");
+    // At scale 1 the branch row's lock, held from its UPDATE through the commit's WAL flush
+    // (over half a transaction's time alone), bounds 4 clients; 172 branches let them overlap.
+    let rw4_spread = tps("pgbench:rw=1,clients=4,scale=172");
+    assert!(rw4 < 2.0 * rw1 && rw4_spread > 1.5 * rw4, "rw 1: {rw1}, 4: {rw4}, 4 at scale 172: {rw4_spread}");
     // Every transaction waits for a WAL flush of 0.2–1 ms: well under 2,000 per second.
     assert!(rw1 > 500.0 && rw1 < 2_000.0, "{rw1}");
 }
