@@ -89,3 +89,123 @@ fn the_kernels_schedutil_decides_as_the_built_in_one() {
         eprintln!("{version}: {compared} decisions compared, all equal ({boosted} after an I/O wake-up)");
     }
 }
+
+/// The project's own small governor file (tests/data/kernel-governors/): highest frequency
+/// while a CPU's util is above `up_util`, else lowest.
+fn twostep() -> String {
+    format!("{}/../../tests/data/kernel-governors/cpufreq_twostep.c", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn error_of(platform: &str, governor: &str) -> String {
+    let cfg = SimConfig {
+        governor: governor.into(),
+        workload: "periodic:threads=2".into(),
+        duration_ns: Some(100_000_000),
+        ..SimConfig::default()
+    };
+    match simulate(&preset(platform), platform, &cfg) {
+        Ok(_) => panic!("{governor} ran"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const HALF_BUSY: &str = "periodic:threads=4,run_us=5000,period_us=10000";
+
+#[test]
+fn a_governor_file_runs_and_its_sysfs_tunable_is_written() {
+    let spec = format!("kernel:{},kernel=6.1", twostep());
+    let d = decisions("skylake-e3-1240v5", &spec, HALF_BUSY, 1.0, 0);
+    let mut seen: Vec<u32> = d.iter().map(|d| d.resolved_khz).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    // Only the two ends of the table, each asked for at some point, alternately.
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // The file asks only on a change: each policy's requests alternate between them.
+    let policies: std::collections::BTreeSet<usize> = d.iter().map(|d| d.policy).collect();
+    for p in policies {
+        let mine: Vec<u32> = d.iter().filter(|d| d.policy == p).map(|d| d.resolved_khz).collect();
+        assert!(mine.windows(2).all(|w| w[0] != w[1]), "policy {p}: {mine:?}");
+    }
+    assert!(d.len() > 10, "{:?}", choices(&d));
+    // up_util=1024: no CPU is ever above it, so every request is the lowest frequency.
+    let calm = decisions("skylake-e3-1240v5", &format!("{spec},up_util=1024"), HALF_BUSY, 1.0, 0);
+    assert!(!calm.is_empty() && calm.iter().all(|d| d.resolved_khz == seen[0]), "{calm:?}");
+}
+
+#[test]
+fn a_policy_of_a_per_policy_driver_takes_its_own_tunable() {
+    // cpufreq-dt gives each policy its own tunables (CPUFREQ_HAVE_GOVERNOR_PER_POLICY): the
+    // policy at CPU 0 never rises, the other still does.
+    let spec = format!("kernel:{},kernel=6.1,policy0.up_util=1024", twostep());
+    let d = decisions("juno-r2", &spec, "periodic:threads=6,run_us=8000,period_us=10000", 1.0, 0);
+    let top = |p: usize| d.iter().filter(|d| d.policy == p).map(|d| d.resolved_khz).max();
+    let bottom = |p: usize| d.iter().filter(|d| d.policy == p).map(|d| d.resolved_khz).min();
+    assert_eq!(top(0), bottom(0));
+    assert!(top(1) > bottom(1), "{:?} {:?}", top(1), bottom(1));
+    // acpi-cpufreq shares one set among its policies: a policy's own value is refused.
+    let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1,policy0.up_util=1024", twostep()));
+    assert!(err.contains("policy0") && err.contains("shares one set"), "{err}");
+}
+
+#[test]
+fn runs_side_by_side_keep_their_own_governor_state() {
+    // Each run loads its own copy of the library: the file's statics (global_tunables) are
+    // the run's. Two runs at once with different tunables decide as each does alone.
+    let spec = |up: u32| format!("kernel:{},kernel=6.1,up_util={up}", twostep());
+    let alone: Vec<_> =
+        [200, 900].iter().map(|&u| choices(&decisions("skylake-e3-1240v5", &spec(u), HALF_BUSY, 0.5, 0))).collect();
+    let together: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = [200, 900]
+            .iter()
+            .map(|&u| {
+                let spec = spec(u);
+                s.spawn(move || choices(&decisions("skylake-e3-1240v5", &spec, HALF_BUSY, 0.5, 0)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_ne!(alone[0], alone[1]);
+    assert_eq!(alone, together);
+}
+
+#[test]
+fn a_bad_tunable_or_version_is_refused_with_what_to_write() {
+    let base = format!("kernel:{}", twostep());
+    let err = error_of("skylake-e3-1240v5", &format!("{base},kernel=6.1,down_util=3"));
+    assert!(err.contains("down_util: not a tunable") && err.contains("its sysfs tunables: up_util"), "{err}");
+    let err = error_of("skylake-e3-1240v5", &format!("{base},kernel=6.1,up_util=5000"));
+    assert!(err.contains("up_util: the governor refused '5000' (-EINVAL)"), "{err}");
+    let err = error_of("skylake-e3-1240v5", &base);
+    assert!(err.contains("kernel: no kernel tree's Makefile") && err.contains("add kernel=X.Y"), "{err}");
+    let err = error_of("skylake-e3-1240v5", "kernel:/no/such/cpufreq_schedutil.c,kernel=6.1");
+    assert!(err.contains("path: no file /no/such/cpufreq_schedutil.c"), "{err}");
+}
+
+/// A copy of the small governor with `edit` applied, in a fresh folder.
+fn edited(name: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("dvfslab-kgov-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cpufreq_twostep.c");
+    std::fs::write(&file, edit(&std::fs::read_to_string(twostep()).unwrap())).unwrap();
+    file
+}
+
+#[test]
+fn a_symbol_the_shim_lacks_is_named_with_its_line() {
+    let file = edited("missing", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = frob_policy(policy);\n"));
+    let line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.contains("frob_policy")).unwrap() + 1;
+    let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1", file.display()));
+    assert!(err.contains(&format!("cpufreq_twostep.c:{line}: uses function frob_policy")), "{err}");
+    assert!(
+        err.contains("which dvfslab's kernel shim does not provide (it covers cpufreq_schedutil.c of Linux"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_compiler_error_is_shown_as_the_compiler_gives_it() {
+    let file = edited("syntax", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = 0\n"));
+    let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1", file.display()));
+    assert!(err.contains("did not compile against dvfslab's kernel shim"), "{err}");
+    assert!(err.contains("cpufreq_twostep.c:") && err.contains("error: expected ';'"), "{err}");
+}

@@ -129,7 +129,9 @@ pub(super) fn build(file: &Path, version: KernelVersion) -> Result<PathBuf, Stri
     if library.is_file() {
         return Ok(library);
     }
-    let work = dir.join(format!("build-{key:016x}-{}", std::process::id()));
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = dir.join(format!("build-{key:016x}-{}-{n}", std::process::id()));
     let result = compile_in(&work, file, &source, &cc, &version_args, &library);
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| library)
@@ -186,7 +188,7 @@ fn compile_in(
         return Err(diagnose(file, &stderr));
     }
     // Into the cache in one step: a concurrent build of the same file writes the same bytes.
-    let staged = library.with_extension(format!("so.{}", std::process::id()));
+    let staged = work.join("staged.so");
     std::fs::copy(&built, &staged).map_err(io)?;
     std::fs::rename(&staged, library).map_err(io)?;
     Ok(())

@@ -227,7 +227,6 @@ struct Api {
     update: unsafe extern "C" fn(c_int, c_ulonglong, c_uint, c_int),
     attr_names: unsafe extern "C" fn(c_int, *mut c_char, c_int) -> c_int,
     attr_store: unsafe extern "C" fn(c_int, *const c_char, *const c_char) -> c_long,
-    attr_sharers: unsafe extern "C" fn(c_int) -> c_int,
     /// sugov_effective_cpu_perf, where the file exports it (6.8+): EAS's view of the headroom.
     effective_perf: Option<
         unsafe extern "C" fn(c_int, std::ffi::c_ulong, std::ffi::c_ulong, std::ffi::c_ulong) -> std::ffi::c_ulong,
@@ -288,7 +287,6 @@ impl Loaded {
             update: entry!("dvfslab_update"),
             attr_names: entry!("dvfslab_attr_names"),
             attr_store: entry!("dvfslab_attr_store"),
-            attr_sharers: entry!("dvfslab_attr_sharers"),
             // SAFETY: the governor file defines it with this type where it exports it.
             effective_perf: unsafe { lib.get(b"sugov_effective_cpu_perf\0") }.ok().map(|s| *s),
         };
@@ -595,10 +593,10 @@ impl KernelPolicy {
         let data = describe(facts.machine, self.policy, (ctx.min_khz(), ctx.max_khz(), ctx.cur_khz()), ctx.invariant());
         let desc = data.desc();
         loaded.init(Some(ctx), self.policy, &desc).map_err(|m| ("path".to_string(), m))?;
-        if self.per_policy {
-            // SAFETY: the policy was initialised above.
-            let sharers = loaded.call(None, |api| unsafe { (api.attr_sharers)(self.policy as c_int) });
-            if sharers > 1 {
+        // Without CPUFREQ_HAVE_GOVERNOR_PER_POLICY a governor keeps one set of tunables for
+        // every policy (sugov's and the DBS governors' global tunables).
+        if self.per_policy && desc.driver_flags & CPUFREQ_HAVE_GOVERNOR_PER_POLICY == 0 {
+            {
                 return Err((
                     format!("policy{}", self.first_cpu),
                     "the driver shares one set of governor tunables among its policies (no \

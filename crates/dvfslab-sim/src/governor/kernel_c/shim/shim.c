@@ -245,12 +245,6 @@ long dvfslab_attr_show(int p, const char *name, char *buf)
 	return set->kobj.ktype->sysfs_ops->show(&set->kobj, &attr->attr, buf);
 }
 
-/* How many policies share policy @p's tunables (1 when it has its own). */
-int dvfslab_attr_sharers(int p)
-{
-	return policy_attr_set[p] ? policy_attr_set[p]->usage_count : 0;
-}
-
 /* ---- Messages and memory ------------------------------------------------------------------- */
 
 void dvfslab_printk(int level, const char *fmt, ...)
