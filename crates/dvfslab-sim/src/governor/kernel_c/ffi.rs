@@ -556,6 +556,7 @@ pub(super) fn governors(source: &KernelGovernor, machine: &Machine) -> Vec<Box<d
                 writes,
                 per_policy: source.policy_writes.iter().any(|(cpu, _, _)| *cpu == first_cpu),
                 started: false,
+                running: false,
                 schedutil: source.name == "schedutil",
                 kernel: source.version,
                 file: source.file.display().to_string(),
@@ -574,6 +575,8 @@ struct KernelPolicy {
     /// The spec writes some of this policy's tunables on their own (`policyN.KEY`).
     per_policy: bool,
     started: bool,
+    /// Set up without error: only then does the policy call into the library.
+    running: bool,
     schedutil: bool,
     kernel: KernelVersion,
     file: String,
@@ -632,21 +635,27 @@ impl Governor for KernelPolicy {
     fn start(&mut self, ctx: &mut dyn PolicyCtx) {
         if !self.started {
             self.started = true;
-            if let Err((field, message)) = self.first_start(ctx) {
-                self.fail(ctx, &field, message);
+            match self.first_start(ctx) {
+                Ok(()) => self.running = true,
+                Err((field, message)) => self.fail(ctx, &field, message),
             }
-        } else if let Ok(loaded) = self.shared.borrow_mut().as_mut() {
-            let (p, cur, min, max) = (self.policy as c_int, ctx.cur_khz(), ctx.min_khz(), ctx.max_khz());
-            // SAFETY: the policy was initialised at its first start.
-            loaded.call(Some(ctx), |api| unsafe {
-                (api.policy_sync)(p, cur, min, max);
-                (api.policy_limits)(p);
-            });
+        } else if self.running {
+            if let Ok(loaded) = self.shared.borrow_mut().as_mut() {
+                let (p, cur, min, max) = (self.policy as c_int, ctx.cur_khz(), ctx.min_khz(), ctx.max_khz());
+                // SAFETY: the policy was initialised at its first start.
+                loaded.call(Some(ctx), |api| unsafe {
+                    (api.policy_sync)(p, cur, min, max);
+                    (api.policy_limits)(p);
+                });
+            }
         }
         self.check(ctx);
     }
 
     fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
+        if !self.running {
+            return;
+        }
         if ctx.explaining() {
             ctx.explain(&[("cpu", cpu as f64), ("iowait", flags.iowait as u8 as f64)]);
         }

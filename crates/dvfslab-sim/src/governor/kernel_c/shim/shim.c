@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#define DVFSLAB_MAX_POLICIES 64
+#define DVFSLAB_MAX_POLICIES NR_CPUS
 
 static const struct dvfslab_host *host;
 unsigned long long dvfslab_tick_nsec = 4000000;
@@ -98,11 +98,18 @@ int dvfslab_policy_init(int p, const struct dvfslab_policy_desc *d)
 }
 
 /* cpufreq_start_governor: ->start, then ->limits. */
+static struct cpufreq_policy *policy_of(int p)
+{
+	return p >= 0 && p < DVFSLAB_MAX_POLICIES ? policies[p] : NULL;
+}
+
 int dvfslab_policy_start(int p)
 {
-	struct cpufreq_policy *policy = policies[p];
+	struct cpufreq_policy *policy = policy_of(p);
 	int ret = 0;
 
+	if (!policy)
+		return -EINVAL;
 	current_policy = p;
 	if (policy->governor->start)
 		ret = policy->governor->start(policy);
@@ -115,8 +122,10 @@ int dvfslab_policy_start(int p)
 /* cpufreq_governor_limits: the policy's limits changed. */
 void dvfslab_policy_limits(int p)
 {
-	struct cpufreq_policy *policy = policies[p];
+	struct cpufreq_policy *policy = policy_of(p);
 
+	if (!policy)
+		return;
 	current_policy = p;
 	if (policy->governor->limits)
 		policy->governor->limits(policy);
@@ -126,7 +135,7 @@ void dvfslab_policy_limits(int p)
 /* cpufreq_stop_governor and cpufreq_exit_governor. */
 void dvfslab_policy_exit(int p)
 {
-	struct cpufreq_policy *policy = policies[p];
+	struct cpufreq_policy *policy = policy_of(p);
 
 	if (!policy)
 		return;
@@ -144,17 +153,19 @@ void dvfslab_policy_exit(int p)
 /* The policy's frequency and limits as the simulator has them now. */
 void dvfslab_policy_sync(int p, unsigned int cur, unsigned int min_khz, unsigned int max_khz)
 {
-	policies[p]->cur = cur;
-	policies[p]->min = min_khz;
-	policies[p]->max = max_khz;
-}
+	struct cpufreq_policy *policy = policy_of(p);
 
-unsigned int dvfslab_policy_cur(int p) { return policies[p]->cur; }
+	if (!policy)
+		return;
+	policy->cur = cur;
+	policy->min = min_khz;
+	policy->max = max_khz;
+}
 
 /* cpufreq_update_util: the scheduler's callback for @cpu, where the kernel calls it. */
 void dvfslab_update(int cpu, unsigned long long time, unsigned int flags, int remote)
 {
-	struct update_util_data *data = hooks[cpu];
+	struct update_util_data *data = cpu >= 0 && cpu < NR_CPUS ? hooks[cpu] : NULL;
 
 	if (!data)
 		return;
@@ -187,7 +198,7 @@ static struct governor_attr *find_attr(struct gov_attr_set *set, const char *nam
 /* The names of policy @p's tunables, comma-separated, into @buf (of @len bytes). */
 int dvfslab_attr_names(int p, char *buf, int len)
 {
-	struct gov_attr_set *set = policy_attr_set[p];
+	struct gov_attr_set *set = policy_of(p) ? policy_attr_set[p] : NULL;
 	const struct kobj_type *kt;
 	struct attribute **attrs;
 	int n = 0;
@@ -210,7 +221,7 @@ int dvfslab_attr_names(int p, char *buf, int len)
  * -ENOENT for no such tunable, -EACCES for a read-only one, -ENODEV for no tunables. */
 long dvfslab_attr_store(int p, const char *name, const char *value)
 {
-	struct gov_attr_set *set = policy_attr_set[p];
+	struct gov_attr_set *set = policy_of(p) ? policy_attr_set[p] : NULL;
 	struct governor_attr *attr;
 	char buf[PAGE_SIZE];
 	long ret;
@@ -232,7 +243,7 @@ long dvfslab_attr_store(int p, const char *name, const char *value)
 /* Read policy @p's tunable @name into @buf (PAGE_SIZE bytes): bytes, or -errno as above. */
 long dvfslab_attr_show(int p, const char *name, char *buf)
 {
-	struct gov_attr_set *set = policy_attr_set[p];
+	struct gov_attr_set *set = policy_of(p) ? policy_attr_set[p] : NULL;
 	struct governor_attr *attr;
 
 	if (!set)
