@@ -119,3 +119,12 @@ def test_the_kernels_schedutil_decides_as_the_built_in_one(tree: str) -> None:
         assert ours.reset_index(drop=True).equals(theirs.reset_index(drop=True)), platform
         compared += len(ours)
     print(f"{version}: {compared} decisions compared")
+
+
+def test_a_governor_file_replays_against_a_recording() -> None:
+    trace = ROOT / "tests" / "data" / "traces" / "lisa-juno-schedutil.txt"
+    spec = f"kernel:{TWOSTEP},kernel=4.19"
+    out = cli("replay", "governor", str(trace), "-p", "juno-r0", "-g", spec)
+    assert out.returncode == 0, out.stderr
+    assert "model frequency changes" in out.stdout
+    assert " 0 decisions" not in out.stdout

@@ -74,10 +74,24 @@ const KERNEL_SCHEDUTIL: GovernorInfo = GovernorInfo {
 
 const KERNEL_OTHER: GovernorInfo = GovernorInfo { enables: Enables::NOTHING, ..KERNEL_SCHEDUTIL };
 
-/// The registry's `build` of a kernel governor: never called, since a kernel governor is
-/// built from its file ([`governors_for`]).
+/// The registry's `build` of a kernel governor, for a caller that builds governors one by one
+/// without the machine (the stepped simulation of `dvfslab.gym`): a governor that stops the
+/// run at start, saying so. Simulations and replays build kernel governors from their file
+/// ([`governors_for`]).
 fn unbuildable() -> Box<dyn Governor> {
-    unreachable!("a kernel governor is built from its source file, not from the registry")
+    Box::new(Unbuildable)
+}
+
+struct Unbuildable;
+
+impl Governor for Unbuildable {
+    fn start(&mut self, ctx: &mut dyn super::PolicyCtx) {
+        ctx.fail(SimError::config(
+            "governor 'kernel:'",
+            "path",
+            "a kernel governor file runs in simulations and replays, not under a stepping controller",
+        ));
+    }
 }
 
 /// Parse `kernel:PATH[,key=value...]` (or `kernel:path=PATH,...`), build the file and check
