@@ -1,5 +1,6 @@
-//! Stamp the bindings with a digest of the simulator's sources, so that a results store never
-//! reuses runs made by a different simulator (the run key includes `_core.version()`).
+//! Stamp the bindings with a digest of the simulator's sources (its Rust, and the C of the
+//! kernel governors' shim), so that a results store never reuses runs made by a different
+//! simulator (the run key includes `_core.version()`).
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "c" || e == "h") {
             out.push(path);
         }
     }

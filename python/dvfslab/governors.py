@@ -47,6 +47,13 @@ if TYPE_CHECKING:
 PYTHON_PREFIX = "python:"
 """A governor spec "python:MODULE:CLASS,..." names a `Governor` subclass."""
 
+KERNEL_PREFIX = "kernel:"
+"""A governor spec "kernel:PATH,..." names a kernel governor source file, or a kernel tree
+(its kernel/sched/cpufreq_schedutil.c), built against dvfslab's kernel shim
+(docs/kernel-governors.md)."""
+
+SCHEDUTIL_IN_TREE = "kernel/sched/cpufreq_schedutil.c"
+
 BASE_GOVERNOR = "performance"
 """The registry governor whose system settings a Python governor's run takes; its own
 decisions never run (each policy's governor is replaced before the run starts)."""
@@ -263,6 +270,19 @@ def source_digest(spec: str) -> str:
     if source is None or not Path(source).is_file():
         raise ConfigError(f"governor {spec!r}: no source file for {module_name}")
     return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+
+
+def kernel_source_digest(spec: str) -> str:
+    """SHA-256 of the governor file a "kernel:" spec names (a tree: its schedutil file): what
+    a stored result of it depends on besides the spec and the simulator."""
+    path_text = spec[len(KERNEL_PREFIX) :].partition(",")[0].strip()
+    path_text = path_text.removeprefix("path=")
+    path = Path(path_text)
+    if path.is_dir():
+        path = path / SCHEDUTIL_IN_TREE
+    if not path.is_file():
+        raise ConfigError(f"governor {spec!r}: path: no file {path}")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _load_class(spec: str, module_name: str, class_name: str) -> type[Governor]:

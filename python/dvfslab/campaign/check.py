@@ -34,7 +34,7 @@ from dvfslab.campaign.schema import (
     CrossValidateTable,
     first_error,
 )
-from dvfslab.governors import PYTHON_PREFIX
+from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent
 
@@ -149,6 +149,8 @@ def _checked_configs(
                 resolve_governor(entry.governor)
             except ConfigError as e:
                 check.fail(_spec_path(path, written[name], "governor"), str(e))
+        elif entry.governor.startswith(KERNEL_PREFIX):
+            pass  # built and checked by the simulator with the rest of the setup (preflight)
         elif governor not in governors:
             check.fail(
                 _spec_path(path, written[name], "governor"),

@@ -17,7 +17,7 @@ from typing import Any
 from dvfslab import _core
 from dvfslab.api import TRACE_PREFIX, duration_ns
 from dvfslab.campaign import variants
-from dvfslab.governors import PYTHON_PREFIX, source_digest
+from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX, kernel_source_digest, source_digest
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
 SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
@@ -366,6 +366,9 @@ def run_key(
     if governor.startswith(PYTHON_PREFIX):
         # A Python governor's result follows its code: a changed module is a new run.
         inputs["governor_source"] = source_digest(governor)
+    elif governor.startswith(KERNEL_PREFIX):
+        # So does a kernel governor's: a patched file is a new run.
+        inputs["governor_source"] = kernel_source_digest(governor)
     return _sha256("dvfslab-run-key/1", inputs).hex()[:32]
 
 

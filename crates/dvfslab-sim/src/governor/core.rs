@@ -89,8 +89,12 @@ impl Cpufreq {
     /// tunables where the spec gives some per policy), not started yet.
     pub(crate) fn new(machine: &Machine, gov_cfg: &GovernorConfig, gov_info: &GovernorInfo, explain: bool) -> Cpufreq {
         let plat = &machine.plat;
-        let governors: Vec<Option<Box<dyn Governor>>> =
-            plat.policies.iter().map(|p| Some((gov_info.build)(gov_cfg.values_for_policy(p.cpus[0])))).collect();
+        let governors: Vec<Option<Box<dyn Governor>>> = match &gov_cfg.kernel_source {
+            Some(source) => super::kernel_c::governors_for(source, machine).into_iter().map(Some).collect(),
+            None => {
+                plat.policies.iter().map(|p| Some((gov_info.build)(gov_cfg.values_for_policy(p.cpus[0])))).collect()
+            }
+        };
         let gov_wants_util = governors.iter().flatten().any(|g| g.wants_util_updates());
         let policies: Vec<Policy> = machine.tables.iter().map(|table| Policy::new(table)).collect();
         Cpufreq {

@@ -15,6 +15,7 @@ mod intel_pstate;
 mod intel_pstate_hwp;
 mod intel_pstate_load;
 mod intel_pstate_pid;
+pub mod kernel_c;
 pub(crate) mod margins;
 mod ondemand;
 mod performance;
@@ -204,6 +205,8 @@ pub struct GovernorConfig {
     /// Tunables set for one policy (`policyN.KEY=VALUE`, N its first CPU), each with the
     /// values that policy's governor gets: the spec's own, overridden by its keys.
     pub per_policy: Vec<(usize, KnobValues)>,
+    /// A governor built from a kernel source file (`kernel:PATH`), else None.
+    pub kernel_source: Option<std::sync::Arc<kernel_c::KernelGovernor>>,
 }
 
 /// A per-policy tunable's key: `policyN.KEY`, as sysfs spells the path of a governor's tunables
@@ -216,6 +219,9 @@ fn per_policy_key(key: &str) -> Option<(usize, &str)> {
 
 impl GovernorConfig {
     pub fn parse(text: &str) -> Result<(GovernorConfig, &'static GovernorInfo)> {
+        if text.trim_start().starts_with(kernel_c::PREFIX) {
+            return kernel_c::parse(text);
+        }
         let spec = Spec::parse(text, "governor")?;
         let info = find(&spec.name)?;
         let mut all: Vec<Knob> = info.knobs.to_vec();
@@ -236,7 +242,7 @@ impl GovernorConfig {
             return Err(SimError::config(owner, "hz", format!("expected 100, 250, 300 or 1000, got {hz}")));
         }
         (info.check)(&values).map_err(|(field, message)| SimError::config(&owner, field, message))?;
-        let config = GovernorConfig { spec, values, text, per_policy };
+        let config = GovernorConfig { spec, values, text, per_policy, kernel_source: None };
         config.kernel().map_err(|e| match e {
             SimError::Config { message, .. } => SimError::config(&owner, "kernel", message),
             other => other,

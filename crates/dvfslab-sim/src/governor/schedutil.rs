@@ -11,7 +11,8 @@
 //!   uclamp = the run-queue's (min, max):  ≥ 6.8  perf = max(min, min(perf, max))   floor wins
 //!                                         ≤ 6.7  actual clamped to [min, max] (min if inverted)
 //!   raw    = ref · perf / capacity              ref = cpuinfo.max_freq if invariant, else cur
-//!                                                     (≥ 6.8: perf ≤ capacity and ref = 1.25 · cur)
+//!                                                     (≥ 6.8: perf ≤ capacity and ref = 1.25 · cur;
+//!                                                      5.14 – 6.7: 1.25 on the util, rounded down)
 //!   next   = raw within [min, max], rounded up to a table entry      (cpufreq_driver_resolve_freq)
 //!            when the driver has a table; intel_cpufreq has none and keeps the kHz
 //! ```
@@ -406,11 +407,7 @@ impl Schedutil {
     /// (cpufreq_driver_resolve_freq: a table entry, or the clamped kHz for intel_cpufreq).
     /// Returns (resolved, raw, reference).
     fn get_next_freq(&mut self, ctx: &dyn PolicyCtx, util: u64, cap: u64) -> (u32, u32, u32) {
-        let form = if self.margins || self.kernel >= KernelVersion(6, 8) {
-            FreqForm::CappedPerf
-        } else {
-            FreqForm::MapUtilFreq
-        };
+        let form = FreqForm::of(self.kernel, self.margins);
         let (raw, reference) = raw_next_freq(form, ctx.invariant(), ctx.cpuinfo_max_khz(), ctx.cur_khz(), util, cap);
         if raw == self.cached_raw_freq && !self.need_freq_update && self.next_freq != 0 {
             return (self.next_freq, raw, reference);
@@ -442,13 +439,30 @@ fn map_headroom(util: u64) -> u64 {
 /// Where get_next_freq puts the 1.25 headroom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FreqForm {
-    /// Up to 6.7 (map_util_freq): raw = 1.25 · ref · util / cap, ref = cpuinfo.max_freq when
+    /// Up to 5.13 (map_util_freq): raw = 1.25 · ref · util / cap, ref = cpuinfo.max_freq when
     /// invariant, else the current frequency.
     MapUtilFreq,
+    /// 5.14 – 6.7 ("sched/cpufreq: Consider reduced CPU capacity in energy calculation"): the
+    /// headroom moved onto the util (map_util_perf, rounded down) before map_util_freq:
+    /// raw = ref · (util + util/4) / cap, a few kHz below the earlier form.
+    MapUtilPerf,
     /// 6.8+ (and the margins series): perf already carries the headroom and is capped at the
     /// capacity; raw = ref · perf / cap with ref = cpuinfo.max_freq when invariant, else
     /// 1.25 · cur (get_capacity_ref_freq), so a saturated non-invariant CPU still climbs.
     CappedPerf,
+}
+
+impl FreqForm {
+    /// The form of `kernel` (the margins series has the 6.8 one).
+    fn of(kernel: KernelVersion, margins: bool) -> FreqForm {
+        if margins || kernel >= KernelVersion(6, 8) {
+            FreqForm::CappedPerf
+        } else if kernel >= KernelVersion(5, 14) {
+            FreqForm::MapUtilPerf
+        } else {
+            FreqForm::MapUtilFreq
+        }
+    }
 }
 
 /// get_next_freq's arithmetic: (raw kHz, reference kHz) for `perf` on a CPU of capacity `cap`.
@@ -457,6 +471,7 @@ fn raw_next_freq(form: FreqForm, invariant: bool, max_khz: u32, cur_khz: u32, pe
     let reference = if invariant { max } else { cur };
     let raw = match form {
         FreqForm::MapUtilFreq => map_headroom(reference) * perf / cap,
+        FreqForm::MapUtilPerf => reference * map_headroom(perf) / cap,
         FreqForm::CappedPerf => {
             let reference = if invariant { reference } else { map_headroom(cur) };
             reference * perf / cap
@@ -579,6 +594,22 @@ mod tests {
             assert_eq!((got, reference), (raw, 1_200_000), "util {util}");
             assert_eq!(resolved(got), f, "util {util}");
         }
+    }
+
+    #[test]
+    fn the_headroom_moved_onto_the_util_in_5_14() {
+        // util 370 on a 3.1 GHz part (invariant). Up to 5.13 map_util_freq puts 1.25 on the
+        // frequency: 3875000 · 370 / 1024 = 1400146 kHz, above the 1.4 GHz entry. From 5.14
+        // map_util_perf rounds the util first: 370 + 92 = 462, 3100000 · 462 / 1024 = 1398632,
+        // at or below it.
+        let old = raw_next_freq(FreqForm::MapUtilFreq, true, 3_100_000, 1_200_000, 370, 1024);
+        let new = raw_next_freq(FreqForm::MapUtilPerf, true, 3_100_000, 1_200_000, 370, 1024);
+        assert_eq!((old.0, new.0), (1_400_146, 1_398_632));
+        assert_eq!(FreqForm::of(KernelVersion(5, 13), false), FreqForm::MapUtilFreq);
+        assert_eq!(FreqForm::of(KernelVersion(5, 14), false), FreqForm::MapUtilPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 7), false), FreqForm::MapUtilPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 8), false), FreqForm::CappedPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 1), true), FreqForm::CappedPerf);
     }
 
     /// The boosts evaluated after four I/O wake-ups and then four plain callbacks, 1 ms apart.

@@ -158,8 +158,10 @@ pub fn replay_governor(plat: Platform, t: &FtraceTables, source: &str, cfg: &Rep
     let (gov_cfg, gov_info) = GovernorConfig::parse(&cfg.governor)?;
     let machine = &machine_for(plat, &gov_cfg, gov_info)?;
     let limits: &Vec<Policy> = &machine.tables.iter().map(|table| Policy::new(table)).collect();
-    let mut governors: Vec<Box<dyn Governor>> =
-        machine.plat.policies.iter().map(|p| (gov_info.build)(gov_cfg.values_for_policy(p.cpus[0]))).collect();
+    let mut governors: Vec<Box<dyn Governor>> = match &gov_cfg.kernel_source {
+        Some(source) => crate::governor::kernel_c::governors_for(source, machine),
+        None => machine.plat.policies.iter().map(|p| (gov_info.build)(gov_cfg.values_for_policy(p.cpus[0]))).collect(),
+    };
     let ncpus = machine.plat.cpus.len();
     let (inputs, start_s) = inputs_in_order(t, ncpus, source)?;
     check_frequencies(machine, t, source)?;

@@ -10,6 +10,7 @@ mod governors_dbs;
 mod governors_intel_pstate;
 mod governors_schedutil;
 mod hetero;
+mod kernel_governor;
 mod objects;
 mod robustness;
 mod rtapp;
