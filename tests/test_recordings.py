@@ -76,6 +76,33 @@ def test_statistics_of_a_worked_example() -> None:
     assert cli["sleep_us"]["p50"] == pytest.approx(11.0)
 
 
+def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up() -> None:
+    # CPU 1 goes idle at 1.000010; a softirq wakes `srv` there at 1.000020, and the switch
+    # from idle to it is missing (as a KVM guest's vCPU loses it); srv switches out at
+    # 1.000050. A wake-up onto the other CPU, or one before the CPU went idle, is no start.
+    lines = """\
+cpus=2
+            srv-20    [001] d..2.   1.000000: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [001] d..2.   1.000010: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [001] d.s2.   1.000020: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+         <idle>-0     [001] dNs2.   1.000021: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+            srv-20    [001] d..2.   1.000050: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [000] d.s2.   1.000060: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+         <idle>-0     [000] dNs2.   1.000061: sched_wakeup: comm=cli pid=10 prio=120 target_cpu=000
+            cli-10    [001] d..2.   1.000090: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""
+    s = behaviour(parse_text(lines, "unlogged"), ROLES, operations=1.0, fixed_khz=1_000_000)
+    srv, cli = s["roles"]["server"], s["roles"]["client"]
+    # srv ran from its wake-up at 1.000021 to 1.000050: 29 us, 29,000 cycles at 1 GHz.
+    assert srv["run_us"]["n"] == 1
+    assert srv["run_us"]["p50"] == pytest.approx(29.0)
+    assert srv["cpu_cycles_per_op"] == pytest.approx(29_000, rel=1e-6)
+    # cli's logged run (10 us) counts; its last one stays unknown: it was woken onto CPU 0,
+    # not CPU 1 where it switched out.
+    assert cli["run_us"]["n"] == 1
+    assert cli["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
+
+
 def test_a_tolerance_judges_relative_and_share_differences() -> None:
     rel = Tolerance(rel=0.2, floor=0.02)
     assert rel.judge(100.0, 119.0) == "ok"
