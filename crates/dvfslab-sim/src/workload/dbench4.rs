@@ -215,8 +215,8 @@ impl Ext4Waits {
 }
 
 /// The knobs' costs: a factor on the metadata operations' work, a ReadX's or WriteX's work
-/// besides its copy and per byte copied (cycles), the log space of a transaction (bytes)
-/// and xfsaild's time to write one back (ns).
+/// besides its copy and per byte copied on XFS (cycles), the log space of a transaction
+/// (bytes) and xfsaild's time to write one back (ns).
 struct Costs {
     metadata_scale: f64,
     io: f64,
@@ -236,19 +236,23 @@ impl Costs {
         writeback_ns: dbench::WRITEBACK_US.default * 1000.0,
     };
 
-    /// VFS work of one line, in cycles.
-    fn vfs_cycles(&self, line: &Line) -> f64 {
-        match line.op {
-            NbOp::ReadX | NbOp::WriteX => self.io + line.size as f64 * self.io_per_byte,
-            op => {
-                let cycles = dbench::METADATA_CYCLES
-                    .iter()
-                    .find(|(name, _)| NbOp::from_name(name) == Some(op))
-                    .map(|&(_, cycles)| cycles)
-                    .unwrap_or_else(|| panic!("estimates::dbench::METADATA_CYCLES has no cost for {op:?}"));
-                cycles * self.metadata_scale
-            }
-        }
+    /// VFS work of one line on filesystem `fs`, in cycles: on XFS the knobs' costs, on ext4
+    /// the recording's (`estimates::dbench_ext4`), its metadata scaled as XFS's.
+    fn vfs_cycles(&self, line: &Line, fs: Fs) -> f64 {
+        let size = line.size as f64;
+        let table = match (fs, line.op) {
+            (Fs::Xfs, NbOp::ReadX | NbOp::WriteX) => return self.io + size * self.io_per_byte,
+            (Fs::Ext4NoJournal, NbOp::ReadX) => return ext4::IO_CYCLES + size * ext4::READ_CYCLES_PER_BYTE,
+            (Fs::Ext4NoJournal, NbOp::WriteX) => return ext4::IO_CYCLES + size * ext4::WRITE_CYCLES_PER_BYTE,
+            (Fs::Xfs, _) => &dbench::METADATA_CYCLES,
+            (Fs::Ext4NoJournal, _) => &ext4::METADATA_CYCLES,
+        };
+        let cycles = table
+            .iter()
+            .find(|(name, _)| NbOp::from_name(name) == Some(line.op))
+            .map(|&(_, cycles)| cycles)
+            .unwrap_or_else(|| panic!("estimates has no {fs:?} cost for {:?}", line.op));
+        cycles * self.metadata_scale
     }
 }
 
@@ -283,7 +287,7 @@ impl Dbench {
             if is_logged(line) && waits.due(share) {
                 p.push(Op::Io { dev: AIL, service_ns: writeback, transfer_ns: Amount::ZERO });
             }
-            p.push(run(self.costs.vfs_cycles(line)));
+            p.push(run(self.costs.vfs_cycles(line, self.fs)));
             match (self.fs, line.op) {
                 (Fs::Xfs, NbOp::Flush) => {
                     p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns(), transfer_ns: Amount::ZERO });

@@ -192,76 +192,87 @@ pub mod tbench {
 /// dbench (fileio backend, no -s/-S/-F, as MMTests' dbench4-async config).
 pub mod dbench {
     use super::Knob;
-
-    /// Cycles of `us` microseconds on the recordings machine (a 2.6 GHz Xeon, Linux 6.18).
-    const fn at_2_6_ghz(us: f64) -> f64 {
-        us * 2.6e3
+    /// VFS cost of a metadata operation, by NBENCH operation: 2–10 µs (\[EST\];
+    /// creates, renames and unlinks at the top, stat-like queries at the bottom). Calibrate
+    /// against the per-operation AvgLat table of a 1-client dbench run at a pinned frequency.
+    /// dbench4 scales them all by its knob [`METADATA_SCALE`].
+    pub const METADATA_CYCLES: [(&str, f64); 12] = [
+        ("NTCreateX", 8e-6 * 3.0e9),
+        ("Close", 3e-6 * 3.0e9),
+        ("Rename", 10e-6 * 3.0e9),
+        ("Unlink", 8e-6 * 3.0e9),
+        ("Qpathinfo", 4e-6 * 3.0e9),
+        ("Qfileinfo", 2e-6 * 3.0e9),
+        ("Qfsinfo", 3e-6 * 3.0e9),
+        ("Find", 10e-6 * 3.0e9),
+        ("Sfileinfo", 4e-6 * 3.0e9),
+        ("Flush", 2e-6 * 3.0e9),
+        ("LockX", 2e-6 * 3.0e9),
+        ("UnlockX", 2e-6 * 3.0e9),
+    ];
+    /// The cost of metadata operation `name` in [`METADATA_CYCLES`], for other models' constants
+    /// that take dbench's figure; a name the table lacks fails the build.
+    pub const fn metadata_cycles(name: &str) -> f64 {
+        let mut i = 0;
+        while i < METADATA_CYCLES.len() {
+            if same_name(METADATA_CYCLES[i].0, name) {
+                return METADATA_CYCLES[i].1;
+            }
+            i += 1;
+        }
+        panic!("estimates::dbench::METADATA_CYCLES has no such operation")
     }
 
-    /// VFS cost of a metadata operation, by NBENCH operation \[CAL\]: the mean latency dbench
-    /// printed for it (its AvgLat table, µs) in the dbench-2 recording (2 clients on ext4,
-    /// Linux 6.18, a 2.6 GHz Xeon guest that never waits for its CPU there), as cycles at
-    /// 2.6 GHz. The table has a resolution of 1 µs: Qfileinfo's "0.000" is taken as 0.5 µs.
-    /// Unlink's 30 µs less the discards some of them wait for on that filesystem (17% of
-    /// them, ~65 µs each with the wake-up: `dbench_ext4`); Flush's own call only (its
-    /// writeback and waits are the filesystem's: the XFS or ext4 path). The first estimate
-    /// (2–10 µs at 3 GHz, creates, renames and unlinks at the top) was 1.3 times these
-    /// over the loadfile's mix. dbench4 scales them all by its knob [`METADATA_SCALE`].
-    pub const METADATA_CYCLES: [(&str, f64); 12] = [
-        ("NTCreateX", at_2_6_ghz(7.0)),
-        ("Close", at_2_6_ghz(1.0)),
-        ("Rename", at_2_6_ghz(13.0)),
-        ("Unlink", at_2_6_ghz(19.0)),
-        ("Qpathinfo", at_2_6_ghz(3.0)),
-        ("Qfileinfo", at_2_6_ghz(0.5)),
-        ("Qfsinfo", at_2_6_ghz(1.0)),
-        ("Find", at_2_6_ghz(10.0)),
-        ("Sfileinfo", at_2_6_ghz(3.0)),
-        ("Flush", at_2_6_ghz(2.0)),
-        ("LockX", at_2_6_ghz(3.0)),
-        ("UnlockX", at_2_6_ghz(1.0)),
-    ];
+    /// `a == b` for `const fn` (string comparison is not const).
+    const fn same_name(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
 
     /// A factor on every [`METADATA_CYCLES`] cost, a knob of dbench4: the costs are one
-    /// measurement, uncertain together.
+    /// estimate, uncertain together.
     pub const METADATA_SCALE: Knob = Knob::new(
         "metadata_scale",
         "x",
         1.0,
         0.0,
         100.0,
-        "factor on the VFS work of every metadata operation (0.5–19 µs each at 2.6 GHz)",
+        "factor on the VFS work of every metadata operation (2–10 µs each at 3 GHz)",
     )
     .uncertain(
-        0.7,
-        1.4,
-        "calibrated: dbench's own AvgLat table of a 2-client run on ext4 (Linux 6.18, 2.6 GHz), 1-µs \
-         resolution; another filesystem or kernel costs somewhat more or less",
+        0.5,
+        2.0,
+        "estimate: a create, unlink or rename on XFS 8–10 µs, a stat-like query 2–4 µs at ~3 GHz; not \
+         calibrated (the AvgLat table of a 1-client dbench run at a pinned frequency would)",
     );
 
-    /// ReadX / WriteX: 1 µs + 0.14 ns per byte through the page cache \[CAL\].
+    /// ReadX / WriteX: 1 µs + 0.3 ns per byte through the page cache (\[EST\]).
     pub const IO_US: Knob =
         Knob::new("io_us", "us", 1.0, 0.0, 1000.0, "VFS work of a ReadX or WriteX besides its copy, µs at 3 GHz")
             .uncertain(0.5, 2.0, "estimate: a buffered read() or write() system call on a cached file, about 1 µs");
-    /// The copy's cost per byte \[CAL\]: the dbench-2 recording's ReadX and WriteX take 2 and
-    /// 8 µs at 2.6 GHz (dbench's AvgLat) for the 11.9 and 25.7 KB their loadfile
-    /// (`client.txt`) reads and writes on average, 1.07 µs at 3 GHz per loadfile operation
-    /// over its mix, which [`IO_US`] and 0.14 ns a byte give with the synthesised sizes
-    /// (`nbench::IO_SIZES`, 13.6 KiB). The first estimate was 0.3 ns/byte.
     pub const IO_NS_PER_BYTE: Knob = Knob::new(
         "io_ns_per_byte",
         "ns/byte",
-        0.14,
+        0.3,
         0.0,
         100.0,
         "copy between the page cache and the client's buffer per byte, ns at 3 GHz",
     )
     .uncertain(
-        0.1,
-        0.2,
-        "calibrated: the ReadX and WriteX latencies dbench printed in a 2-client run (Linux 6.18, 2.6 GHz) over \
-         its loadfile's sizes; from the 0.12 ns/byte user-space copy measured on the campaign's Haswell \
-         (docs/validation.md, netperf) to the writes' zeroed buffers",
+        0.12,
+        0.5,
+        "estimate: from the user-space copy measured on the campaign's Haswell (0.12 ns/byte, \
+         docs/validation.md, netperf) to twice the page cache's 0.25 ns/byte estimate",
     );
 
     /// The operations that change metadata, each an XFS transaction whose changes go to the
@@ -343,6 +354,41 @@ pub mod dbench_ext4 {
     /// Flushes take 381 µs each (dbench's AvgLat), of which ~4 device waits of ~50 µs with
     /// their wake-ups and the submissions above.
     pub const FSYNC_CYCLES: f64 = us_cycles(25.0);
+
+    /// Cycles of `us` microseconds on the recordings machine (a 2.6 GHz Xeon, Linux 6.18).
+    const fn at_2_6_ghz(us: f64) -> f64 {
+        us * 2.6e3
+    }
+
+    /// VFS cost of a metadata operation on ext4, by NBENCH operation \[SRC\]: the mean latency
+    /// dbench printed for it (its AvgLat table, µs) in the dbench-2 recording (2 clients, Linux
+    /// 6.18, a 2.6 GHz Xeon guest whose clients never wait for a CPU), as cycles at 2.6 GHz.
+    /// The table has a resolution of 1 µs: Qfileinfo's "0.000" is taken as 0.5 µs. Unlink's
+    /// 30 µs less the discards that 17% of them wait for (~65 µs each with the wake-up);
+    /// Flush's own call only (its writeback and waits are [`FSYNC_CYCLES`] and the waits).
+    /// Over the loadfile's mix they are 0.8 of the XFS estimates (`dbench::METADATA_CYCLES`).
+    /// Scaled by dbench4's knob `metadata_scale`.
+    pub const METADATA_CYCLES: [(&str, f64); 12] = [
+        ("NTCreateX", at_2_6_ghz(7.0)),
+        ("Close", at_2_6_ghz(1.0)),
+        ("Rename", at_2_6_ghz(13.0)),
+        ("Unlink", at_2_6_ghz(19.0)),
+        ("Qpathinfo", at_2_6_ghz(3.0)),
+        ("Qfileinfo", at_2_6_ghz(0.5)),
+        ("Qfsinfo", at_2_6_ghz(1.0)),
+        ("Find", at_2_6_ghz(10.0)),
+        ("Sfileinfo", at_2_6_ghz(3.0)),
+        ("Flush", at_2_6_ghz(2.0)),
+        ("LockX", at_2_6_ghz(3.0)),
+        ("UnlockX", at_2_6_ghz(1.0)),
+    ];
+    /// ReadX and WriteX on ext4 \[SRC\]: 1 µs at 2.6 GHz each besides the copy, and per byte
+    /// what the recording's AvgLat leaves over its loadfile's mean sizes (`client.txt`: a
+    /// ReadX 2 µs for 11.9 KB, 0.084 ns a byte; a WriteX 8 µs for 25.7 KB, 0.27 ns a byte:
+    /// dbench writes a freshly zeroed buffer, and the page cache allocates and reserves).
+    pub const IO_CYCLES: f64 = at_2_6_ghz(1.0);
+    pub const READ_CYCLES_PER_BYTE: f64 = at_2_6_ghz(0.084e-3);
+    pub const WRITE_CYCLES_PER_BYTE: f64 = at_2_6_ghz(0.27e-3);
 }
 
 /// netperf over loopback. Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
@@ -596,15 +642,15 @@ pub mod kernbench {
     /// below), so that the 2,700-unit build takes Broadwell's published 284 s at 2 jobs. The first
     /// estimate, 0.35–0.5 s, made that build 1,200 s. Scaled by the [`COMPILE_SCALE`] knob.
     pub const CC1_MEDIAN_CYCLES: f64 = 0.1 * 4.0e9;
-    /// A factor on the compilers' work (cc1 and as, [`CC1_MEDIAN_CYCLES`]), a knob of
-    /// kernbench.
+    /// A factor on the compilers' work (cc1 and as, [`CC1_MEDIAN_CYCLES`], and the tools that
+    /// read their object, [`NM_FRAC`]), a knob of kernbench.
     pub const COMPILE_SCALE: Knob = Knob::new(
         "compile_scale",
         "x",
         1.0,
         0.0,
         100.0,
-        "factor on the work of every cc1 and as (median 0.1 s a unit at 4 GHz)",
+        "factor on the work of every cc1, as, nm and objtool (cc1's median 0.1 s a unit at 4 GHz)",
     )
     .uncertain(
         0.85,
@@ -615,15 +661,43 @@ pub mod kernbench {
     /// σ of ln(cc1 work): 0.8–1.0 (\[EST\]; its tail to ~10 s goes with the first estimate's median,
     /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
-    /// `as` work as a share of its unit's cc1 work (\[EST\]).
-    pub const AS_FRAC: f64 = 0.05;
-    /// fixdep after each object: 2 ms (\[EST\]).
-    pub const FIXDEP_CYCLES: f64 = 2e-3 * REF_HZ;
-    /// `sh -c` of a recipe, besides its exec: \[EST\] 0.3 ms (the processes are known, not
-    /// their cost); calibrate with `perf sched timehist`.
-    pub const SHELL_CYCLES: f64 = 0.3e-3 * REF_HZ;
-    /// The gcc driver besides its exec: \[EST\] 0.3 ms, as `sh -c` above.
-    pub const GCC_DRIVER_CYCLES: f64 = 0.3e-3 * REF_HZ;
+    /// The tools that read the object cc1 and as made, their work as a share of the unit's
+    /// cc1 work \[SRC\]: the kernbench recording's mean CPU per process (`make -j2 vmlinux` of
+    /// linux-source-6.1, gcc 12, at 2.6 GHz), less the exec and exit of [`super::kernel`],
+    /// over its cc1's mean of 362 ms: `as` 4.8 ms, `nm` 24.1 ms (kbuild's
+    /// `check-local-export` lists the object's symbols), objtool 7.3 ms. All scale with the
+    /// [`COMPILE_SCALE`] knob.
+    pub const AS_FRAC: f64 = 0.012;
+    pub const NM_FRAC: f64 = 0.065;
+    pub const OBJTOOL_FRAC: f64 = 0.019;
+    /// Share of the units objtool checks \[SRC\]: 29 of the recording's 45.
+    pub const OBJTOOL_SHARE: f64 = 0.64;
+    /// Recipe lines of a unit besides the compile and `check-local-export`, each an `sh -c`
+    /// that runs only builtins (kbuild 6.1's `rule_cc_o_c` has a line per `$(call cmd,...)`,
+    /// empty or not): 5.6 a unit \[SRC\], 252 for the recording's 45 units.
+    pub const EMPTY_LINES: f64 = 5.6;
+    /// The whole CPU of a small process from its fork to its exit, at 2.6 GHz \[SRC\]: the
+    /// kernbench recording's mean per process. An `sh -c` of builtins only 0.96 ms; the
+    /// compile's shell 1.72 ms with its four vforks; the gcc driver 2.36 ms; fixdep 3.92 ms;
+    /// rm 1.12 ms; `check-local-export` (a bash script) 1.14 ms, its subshell (no exec)
+    /// 0.32 ms; awk 1.16 ms. The model takes the exec, exit and fork costs of
+    /// [`super::kernel`] out of these and runs the rest as the process's own work.
+    pub const EMPTY_SH_CYCLES: f64 = 0.96e-3 * 2.6e9;
+    pub const COMPILE_SH_CYCLES: f64 = 1.72e-3 * 2.6e9;
+    pub const GCC_DRIVER_CYCLES: f64 = 2.36e-3 * 2.6e9;
+    pub const FIXDEP_CYCLES: f64 = 3.92e-3 * 2.6e9;
+    pub const RM_CYCLES: f64 = 1.12e-3 * 2.6e9;
+    pub const CHECK_EXPORT_CYCLES: f64 = 1.14e-3 * 2.6e9;
+    pub const SUBSHELL_CYCLES: f64 = 0.32e-3 * 2.6e9;
+    pub const AWK_CYCLES: f64 = 1.16e-3 * 2.6e9;
+    /// make's work per recipe line it runs (expanding it, `posix_spawn` of its shell, reaping
+    /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
+    /// they started (65 ms for 275).
+    pub const MAKE_LINE_CYCLES: f64 = 0.23e-3 * 2.6e9;
+    /// A vfork child's work before its exec releases the parent (the fork's return, the
+    /// exec's loading up to `exec_mm_release`): 50 µs at 2.6 GHz \[SRC\], the recording's make
+    /// and sh sleeping in D for a child's vfork, median 55 µs.
+    pub const VFORK_CHILD_CYCLES: f64 = 50e-6 * 2.6e9;
     /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs (\[EST\]).
     pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
     /// Memory-stall share of compile work: 0.1–0.2 (\[EST\]).
@@ -886,16 +960,16 @@ pub mod page_cache {
 /// costs are dbench's (\[EST\]), the data path is [`page_cache`]. Calibrate against
 /// PostMark's transactions per second on one pinned CPU at a fixed frequency.
 pub mod postmark {
+    use super::dbench::metadata_cycles;
     use super::REF_HZ;
-    /// open(O_CREAT) of a new file: 8 µs at 3 GHz \[EST\] (dbench's first estimate for an
-    /// NTCreateX, kept here: dbench now takes the latencies a recording of it printed).
-    pub const CREATE_CYCLES: f64 = 8e-6 * REF_HZ;
-    /// open of an existing file: 4 µs \[EST\] (dbench's first estimate for a Qpathinfo).
-    pub const OPEN_CYCLES: f64 = 4e-6 * REF_HZ;
-    /// close: 3 µs \[EST\] (dbench's first estimate for a Close).
-    pub const CLOSE_CYCLES: f64 = 3e-6 * REF_HZ;
-    /// unlink: 8 µs \[EST\] (dbench's first estimate for an Unlink) ...
-    pub const UNLINK_CYCLES: f64 = 8e-6 * REF_HZ;
+    /// open(O_CREAT) of a new file: dbench's NTCreateX (8 µs \[EST\]).
+    pub const CREATE_CYCLES: f64 = metadata_cycles("NTCreateX");
+    /// open of an existing file: dbench's Qpathinfo (4 µs \[EST\]).
+    pub const OPEN_CYCLES: f64 = metadata_cycles("Qpathinfo");
+    /// close: dbench's Close (3 µs \[EST\]).
+    pub const CLOSE_CYCLES: f64 = metadata_cycles("Close");
+    /// unlink: dbench's Unlink (8 µs \[EST\]) ...
+    pub const UNLINK_CYCLES: f64 = metadata_cycles("Unlink");
     /// ... plus the truncation of its page-cache pages: 0.2 µs per 4 KiB page \[EST\].
     pub const FREE_CYCLES_PER_PAGE: f64 = 0.2e-6 * REF_HZ;
     /// PostMark's default buffered I/O goes through stdio, whose buffer is the file's block
