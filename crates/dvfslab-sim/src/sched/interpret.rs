@@ -231,10 +231,10 @@ impl Sim {
                         tl.process(now, cpu, 'E', task, None);
                     }
                     // A new image has the smallest cache footprint a task will ever have: exec
-                    // balancing walks the domains as a fork does (find_idlest_cpu with
-                    // SD_BALANCE_EXEC). Moving to a busy CPU is left out: the model has no
-                    // way to push a running task into another CPU's queue.
-                    let dest = self.select_fork_cpu(task, cpu);
+                    // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
+                    // Moving to a busy CPU is left out: the model has no way to push a
+                    // running task into another CPU's queue.
+                    let dest = self.select_exec_cpu(task, cpu);
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         self.note_migration(task, cpu, dest, "exec");
                         self.migrate_running(cpu, dest);

@@ -532,9 +532,10 @@ fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
 }
 
 #[test]
-fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
-    // A child forked onto an idle core carries its own new load there; at exec, balancing
-    // finds another idle core with none and moves it, once. Pinned to its CPU, it stays.
+fn exec_moves_a_new_child_to_an_idler_cpu_before_5_5_and_a_pinned_one_stays() {
+    // A child forked onto an idle core carries its own new load there; before 5.5, at exec,
+    // balancing finds another idle core with none and moves it, once. Since 5.5 its core
+    // counts as idle without it: no other has more idle CPUs, it stays. Pinned, it stays.
     let child = |pin: Option<Rc<[usize]>>| {
         let mut p = vec![];
         if let Some(cpus) = pin {
@@ -549,20 +550,24 @@ fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
         p
     };
     let parent = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Exit];
-    let moves = |spawned: Vec<Op>| {
+    let moves_at = |spawned: Vec<Op>, governor: &str| {
         let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "haswell").unwrap();
-        let cfg = SimConfig { governor: "performance".into(), explain: true, ..SimConfig::default() };
+        let cfg = SimConfig { governor: governor.into(), explain: true, ..SimConfig::default() };
         let w = Programs { tasks: vec![parent.clone()], spawned: vec![spawned], devices: vec![] };
         let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
         assert_eq!(r.summary.metric.value, 1.0);
         r.migrations.unwrap().into_iter().filter(|m| m.reason == "exec").collect::<Vec<_>>()
     };
+    let moves = |spawned: Vec<Op>| moves_at(spawned, "performance:kernel=5.4");
     let free = moves(child(None));
     assert_eq!(free.len(), 1, "{free:?}");
     assert_ne!(free[0].src_cpu, free[0].dst_cpu);
     // The pinned child may not leave: no exec move at all.
     let pinned = moves(child(Some(Rc::from(vec![5]))));
     assert!(pinned.is_empty(), "{pinned:?}");
+    // Since 5.5 the child alone on its idle core stays.
+    let stays = moves_at(child(None), "performance:kernel=5.5");
+    assert!(stays.is_empty(), "{stays:?}");
 }
 
 #[test]
