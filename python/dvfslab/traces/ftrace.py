@@ -7,12 +7,12 @@
 Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, X exited),
 sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
 a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (a task's
-first, its start, as sched_wakeup_new), sched_process_fork / exec / exit, cpu_frequency (state = kHz; every CPU's first at time 0) and
-cpu_idle (state = idle state index, 4294967295 when the CPU leaves idle), with the kernel's
-field names, in the kernel's order: `<idle>-0` enters an idle state after the switch to it, a CPU
-leaves it before the switch to the woken task, and a migrated task leaves its source CPU before
-it runs on the destination. Task pids are
-task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
+first, its start, as sched_wakeup_new), sched_process_fork / exec / exit, cpu_frequency (state =
+kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
+CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
+idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
+migrated task leaves its source CPU before it runs on the destination. Task pids are task id +
+1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
 A CPU woken from an idle state logs its `cpu_idle` exit and the switch to the woken task once
 the state's exit latency has passed, as the kernel does; the run summary counts that wait as
 the CPU's busy time, so task slices fall short of `busy_pct` by the exits.
