@@ -76,6 +76,33 @@ def test_statistics_of_a_worked_example() -> None:
     assert cli["sleep_us"]["p50"] == pytest.approx(11.0)
 
 
+def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up() -> None:
+    # CPU 1 goes idle at 1.000010; a softirq wakes `srv` there at 1.000020, and the switch
+    # from idle to it is missing (as a KVM guest's vCPU loses it); srv switches out at
+    # 1.000050. A wake-up onto the other CPU, or one before the CPU went idle, is no start.
+    lines = """\
+cpus=2
+            srv-20    [001] d..2.   1.000000: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [001] d..2.   1.000010: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [001] d.s2.   1.000020: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+         <idle>-0     [001] dNs2.   1.000021: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+            srv-20    [001] d..2.   1.000050: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [000] d.s2.   1.000060: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+         <idle>-0     [000] dNs2.   1.000061: sched_wakeup: comm=cli pid=10 prio=120 target_cpu=000
+            cli-10    [001] d..2.   1.000090: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""
+    s = behaviour(parse_text(lines, "unlogged"), ROLES, operations=1.0, fixed_khz=1_000_000)
+    srv, cli = s["roles"]["server"], s["roles"]["client"]
+    # srv ran from its wake-up at 1.000021 to 1.000050: 29 us, 29,000 cycles at 1 GHz.
+    assert srv["run_us"]["n"] == 1
+    assert srv["run_us"]["p50"] == pytest.approx(29.0)
+    assert srv["cpu_cycles_per_op"] == pytest.approx(29_000, rel=1e-6)
+    # cli's logged run (10 us) counts; its last one stays unknown: it was woken onto CPU 0,
+    # not CPU 1 where it switched out.
+    assert cli["run_us"]["n"] == 1
+    assert cli["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
+
+
 def test_a_tolerance_judges_relative_and_share_differences() -> None:
     rel = Tolerance(rel=0.2, floor=0.02)
     assert rel.judge(100.0, 119.0) == "ok"
@@ -132,6 +159,24 @@ def test_model_check_on_a_recording() -> None:
     assert rows[("all", "cpu_cycles_per_op")]["model"] > 0
     assert report["judged"] > 20
     assert 0 <= report["within"] <= report["judged"]
+
+
+def test_dbench_matches_its_recording_within_every_tolerance() -> None:
+    # ext4 without a journal: an fsync's block requests and an unlink's discard, the end-I/O
+    # kworker; the recording's wake-up contexts come out of that structure, not a fit.
+    report = check(load_recording("dbench-2"))
+    off = [(r["role"], r["statistic"]) for r in report["rows"] if r["verdict"] == "off"]
+    assert off == []
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
+    assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
+
+
+def test_a_build_and_a_test_suite_sleep_in_d_at_every_vfork() -> None:
+    # make, sh and gcc wait in D for each child's exec, as the recordings show.
+    for name, role in (("kernbench", "make"), ("gitsource", "shell")):
+        rows = {(r["role"], r["statistic"]): r for r in check(load_recording(name))["rows"]}
+        assert rows[(role, "sleeps_d_per_op")]["verdict"] == "ok", name
+        assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok", name
 
 
 def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:

@@ -56,7 +56,10 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
             assert int(fields["target_cpu"]) == int(m["cpu"])
     assert counts["sched_switch"] == len(tl["switch"]["time_ns"]) > 0
     assert counts["sched_waking"] == len(tl["waking"]["time_ns"]) > 0
-    assert counts["sched_wakeup"] == len(tl["wakeup"]["time_ns"]) > 0
+    # Each task's first wake-up is its start: sched_wakeup_new.
+    assert counts["sched_wakeup_new"] == len(set(tl["wakeup"]["task"])) > 0
+    assert counts["sched_wakeup"] + counts["sched_wakeup_new"] == len(tl["wakeup"]["time_ns"])
+    assert counts["sched_wakeup"] > 0
     assert counts["cpu_frequency"] == len(tl["frequency"]["time_ns"]) > 0
     assert counts["cpu_idle"] == len(tl["idle"]["time_ns"]) > 0
     assert text.startswith(f"cpus={len(result.per_cpu)}\n")

@@ -172,6 +172,7 @@ def _runs_and_switches(
 ) -> None:
     """Run intervals (and their cycles) and switch-outs by state."""
     running: dict[int, tuple[int, float]] = {}  # cpu -> (pid, since)
+    woken = _wakeup_times(trace, pid_role)
     sw = trace.switches
     for t, cpu, prev, state, nxt in zip(
         sw["time_s"], sw["cpu"], sw["prev_pid"], sw["prev_state"], sw["next_pid"]
@@ -184,6 +185,9 @@ def _runs_and_switches(
                 for r in (role, ALL):
                     stats[r].switch_outs[kind] += 1
             began = running.get(cpu)
+            if began is not None and began[0] == 0 and prev != 0:
+                since = _unlogged_switch_in(woken.get(prev), cpu, began[1], t)
+                began = began if since is None else (prev, since)
             if began is not None and began[0] == prev:
                 run_s = t - began[1]
                 # A run that began before the window counts its CPU time from the window's start.
@@ -199,6 +203,38 @@ def _runs_and_switches(
             cycles = (end - max(since, start)) * freq_at(cpu, since) * 1e3
             for r in (role, ALL):
                 stats[r].cpu_cycles += cycles
+
+
+def _wakeup_times(
+    trace: Trace, pid_role: dict[int, str]
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each role task's wake-ups (not a fork's first): their times, sorted, and target CPUs."""
+    wk = trace.wakeups
+    wk = wk[wk["pid"].isin(list(pid_role)) & ~wk["new"]].sort_values("time_s", kind="stable")
+    return {
+        int(pid): (rows["time_s"].to_numpy(float), rows["target_cpu"].to_numpy(int))
+        for pid, rows in wk.groupby("pid")
+    }
+
+
+def _unlogged_switch_in(
+    woken: tuple[np.ndarray, np.ndarray] | None, cpu: int, idle_since: float, t: float
+) -> float | None:
+    """The start of a task's run that ended at `t` on `cpu` with no logged switch to it: the
+    CPU's last logged switch went to its idle task, at `idle_since`, and the switch from idle
+    to the task went unlogged (a KVM guest's vCPU can lose every event its idle task logs
+    outside interrupts, its `cpu_idle` exits and its switches from idle among them). The
+    task began to run when it was woken onto the idle CPU: its latest wake-up there since
+    `idle_since`. None without one."""
+    if woken is None:
+        return None
+    times, cpus = woken
+    i = int(np.searchsorted(times, t, side="right")) - 1
+    while i >= 0 and times[i] >= idle_since:
+        if cpus[i] == cpu:
+            return float(times[i])
+        i -= 1
+    return None
 
 
 def _switch_kind(state: str) -> str | None:

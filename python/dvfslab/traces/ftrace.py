@@ -6,13 +6,13 @@
 
 Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, X exited),
 sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
-a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup,
-sched_process_fork / exec / exit, cpu_frequency (state = kHz; every CPU's first at time 0) and
-cpu_idle (state = idle state index, 4294967295 when the CPU leaves idle), with the kernel's
-field names, in the kernel's order: `<idle>-0` enters an idle state after the switch to it, a CPU
-leaves it before the switch to the woken task, and a migrated task leaves its source CPU before
-it runs on the destination. Task pids are
-task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
+a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (a task's
+first, its start, as sched_wakeup_new), sched_process_fork / exec / exit, cpu_frequency (state =
+kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
+CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
+idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
+migrated task leaves its source CPU before it runs on the destination. Task pids are task id +
+1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
 A CPU woken from an idle state logs its `cpu_idle` exit and the switch to the woken task once
 the state's exit latency has passed, as the kernel does; the run summary counts that wait as
 the CPU's busy time, so task slices fall short of `busy_pct` by the exits.
@@ -74,6 +74,10 @@ def render(result: SimResult) -> str:
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
     wg, pr = tl["waking"], tl["process"]
+    # A task's first wake-up is its start (wake_up_new_task): sched_wakeup_new.
+    first_wakeup: dict[int, int] = {}
+    for q, task in zip(wk["seq"], wk["task"]):
+        first_wakeup[task] = min(q, first_wakeup.get(task, q))
     process_events = {
         "F": "sched_process_fork",
         "E": "sched_process_exec",
@@ -88,7 +92,7 @@ def render(result: SimResult) -> str:
             )
         ),
         (
-            (t, q, c, "sched_wakeup", wakeup_fields(task, c), ".")
+            (t, q, c, _wakeup_event(q, first_wakeup[task]), wakeup_fields(task, c), ".")
             for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
         ),
         (
@@ -127,6 +131,10 @@ def render(result: SimResult) -> str:
         if func == "sched_switch":
             current[cpu] = int(fields.rsplit("next_pid=", 1)[1].split()[0]) - 1
     return "\n".join(lines) + "\n"
+
+
+def _wakeup_event(seq: int, first_seq: int) -> str:
+    return "sched_wakeup_new" if seq == first_seq else "sched_wakeup"
 
 
 def _idle_indexes(result: SimResult) -> list[dict[str, int]]:

@@ -1,4 +1,5 @@
-//! Fork balancing: where a new task starts (`find_idlest_cpu` with SD_BALANCE_FORK).
+//! Fork balancing: where a new task starts (`find_idlest_cpu` with SD_BALANCE_FORK), and
+//! where an exec'ing one moves (`select_exec_cpu`).
 //!
 //! The walk goes down the scheduling domains of the forking CPU — the NUMA level (groups =
 //! packages), the level above the LLC when a package has several (groups = LLCs), the LLC
@@ -96,6 +97,52 @@ impl Sim {
             }
         }
         cpu
+    }
+
+    /// The CPU a task exec'ing on `cpu` moves to (sched_exec: `select_task_rq` with
+    /// WF_EXEC), `cpu` to stay. Before 5.5 the walk of a fork, which counts the task's own
+    /// load against its CPU. Since 5.5 (`find_idlest_group` reworked) groups with spare
+    /// capacity compare their idle CPUs, and the exec'ing task's CPU counts as idle when the
+    /// task runs there alone (`idle_cpu_without`): the task moves only to a group with more
+    /// idle CPUs than its own, so a task alone on an otherwise idle core stays. Without an
+    /// idle CPU anywhere it stays too (the model moves no running task onto a busy CPU).
+    pub(crate) fn select_exec_cpu(&self, task: usize, cpu: usize) -> usize {
+        if self.machine.kernel < crate::kernel::KernelVersion(5, 5) {
+            return self.select_fork_cpu(task, cpu);
+        }
+        let alone = self.sched.cpus[cpu].curr == Some(task) && self.sched.cpus[cpu].queue.is_empty();
+        let idle_without = |c: usize| self.cpu_is_idle(c) || (c == cpu && alone);
+        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let mut dest = cpu;
+        for level in self.fork_levels() {
+            // Each group of the level in `span`, in ring order from the local one, with its
+            // idle CPUs.
+            let mut groups: Vec<(usize, usize)> = Vec::new();
+            for &c in &span {
+                let key = self.group_key(level, c);
+                let i = groups.iter().position(|&(k, _)| k == key).unwrap_or_else(|| {
+                    groups.push((key, 0));
+                    groups.len() - 1
+                });
+                groups[i].1 += usize::from(idle_without(c));
+            }
+            let local_key = self.group_key(level, dest);
+            let local = groups.iter().position(|&(k, _)| k == local_key).unwrap_or(0);
+            let n = groups.len();
+            let idlest = (1..n).map(|k| (local + k) % n).fold(None, |best: Option<usize>, g| match best {
+                Some(b) if groups[b].1 >= groups[g].1 => Some(b),
+                _ => Some(g),
+            });
+            let key = match idlest {
+                Some(g) if groups[g].1 > groups[local].1 => groups[g].0,
+                _ => local_key,
+            };
+            span.retain(|&c| self.group_key(level, c) == key);
+            if key != local_key {
+                dest = self.find_idlest_group_cpu(&span, dest);
+            }
+        }
+        dest
     }
 
     fn fork_levels(&self) -> impl Iterator<Item = Level> {

@@ -149,6 +149,12 @@ impl Sim {
                         return self.block_and_switch(cpu, None);
                     }
                 }
+                Op::WaitUninterruptible { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.channel_wait(ch, task) {
+                        return self.sleep_uninterruptible(cpu);
+                    }
+                }
                 Op::Ask { ch, answer, sync } => {
                     let base = self.sched.tasks[task].attrs.channel_base;
                     self.channel_ask(ch + base, answer + base, cpu, sync)
@@ -179,12 +185,18 @@ impl Sim {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
                     self.io_submit(dev, task, service, transfer);
-                    self.put_to_sleep(cpu, None);
                     // The task waits on the device uninterruptibly (io_schedule: state D).
-                    if let Some((_, state)) = self.sched.cpus[cpu].switched_out.as_mut() {
-                        *state = 'D';
-                    }
-                    return self.switch_next(cpu);
+                    return self.sleep_uninterruptible(cpu);
+                }
+                Op::IoEndWork { dev, service_ns, ch } => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.io_submit_end_work(dev, task, service, ch);
+                    return self.sleep_uninterruptible(cpu);
+                }
+                Op::EndIo { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.end_io(ch, cpu)
                 }
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
@@ -219,10 +231,10 @@ impl Sim {
                         tl.process(now, cpu, 'E', task, None);
                     }
                     // A new image has the smallest cache footprint a task will ever have: exec
-                    // balancing walks the domains as a fork does (find_idlest_cpu with
-                    // SD_BALANCE_EXEC). Moving to a busy CPU is left out: the model has no
-                    // way to push a running task into another CPU's queue.
-                    let dest = self.select_fork_cpu(task, cpu);
+                    // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
+                    // Moving to a busy CPU is left out: the model has no way to push a
+                    // running task into another CPU's queue.
+                    let dest = self.select_exec_cpu(task, cpu);
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         self.note_migration(task, cpu, dest, "exec");
                         self.migrate_running(cpu, dest);
@@ -260,6 +272,17 @@ impl Sim {
         }
         // A program that loops without running or sleeping would hang the simulation.
         self.exit_and_switch(cpu, unfinished)
+    }
+
+    /// Put `cpu`'s current task to sleep in state D (TASK_UNINTERRUPTIBLE, as the trace's
+    /// `prev_state` shows it) and switch to what runs next. Returns whether the next task's
+    /// program is to run now.
+    fn sleep_uninterruptible(&mut self, cpu: usize) -> bool {
+        self.put_to_sleep(cpu, None);
+        if let Some((_, state)) = self.sched.cpus[cpu].switched_out.as_mut() {
+            *state = 'D';
+        }
+        self.switch_next(cpu)
     }
 
     /// The name of `parent`'s child `id`: the parent's name and the id ("make-3"), or, past a

@@ -912,6 +912,11 @@ impl Sim {
             tl.process(self.q.now(), cpu, 'X', task, None);
         }
         self.sched.live_tasks -= 1;
+        // exit_notify makes the task a zombie before its last switch: a parent that runs next
+        // and calls wait4 reaps it without sleeping.
+        if let Some(parent) = self.sched.tasks[task].parent {
+            self.sched.tasks[parent].live_children -= 1;
+        }
         // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
         self.dequeue_callback(cpu, task);
         Unfinished { cpu, task }
@@ -921,7 +926,6 @@ impl Sim {
     fn notify_parent(&mut self, cpu: usize, task: usize) {
         if let Some(parent) = self.sched.tasks[task].parent {
             let p = &mut self.sched.tasks[parent];
-            p.live_children -= 1;
             if p.live_children == 0 && p.waiting_children {
                 p.waiting_children = false;
                 self.wake_task(parent, Waker::Task { cpu, sync: false }, UpdateFlags::default());

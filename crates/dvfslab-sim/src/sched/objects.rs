@@ -16,6 +16,9 @@ pub(crate) struct Channel {
     waiters: VecDeque<usize>,
     /// The return addresses of the queued tokens of an `Ask`/`Take` channel, in order.
     answers: VecDeque<u32>,
+    /// Tasks whose I/O a kernel worker waiting on this channel is to end (`Op::IoEndWork`),
+    /// in completion order, each with whether it wakes with the iowait flag.
+    ended: VecDeque<(usize, bool)>,
 }
 
 #[derive(Default)]
@@ -38,6 +41,8 @@ struct Device {
     channel_free_at: TimeNs,
     /// Group commit: the tasks whose requests the commit under way carries.
     committing: Vec<usize>,
+    /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
+    end_work: Vec<(usize, u32)>,
 }
 
 impl Device {
@@ -77,6 +82,7 @@ impl Objects {
                     queue: VecDeque::new(),
                     channel_free_at: 0,
                     committing: Vec::new(),
+                    end_work: Vec::new(),
                 })
                 .collect(),
             ..Objects::default()
@@ -103,9 +109,14 @@ pub(crate) enum Outcome {
 impl Sim {
     /// `Op::Post`: hand a token to the first waiter (waking it) or keep it.
     pub(crate) fn channel_post(&mut self, ch: u32, waker_cpu: usize, sync: bool) {
+        self.channel_post_by(ch, Waker::Task { cpu: waker_cpu, sync });
+    }
+
+    /// Hand a token to the first waiter of `ch`, woken by `waker`, or keep it.
+    fn channel_post_by(&mut self, ch: u32, waker: Waker) {
         let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default()),
+            Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
             None => c.tokens += 1,
         }
     }
@@ -226,6 +237,39 @@ impl Sim {
         }
     }
 
+    /// `Op::IoEndWork`: submit as `Op::Io` does, the request's end left to the kernel worker
+    /// waiting on channel `ch`.
+    pub(crate) fn io_submit_end_work(&mut self, dev: u32, task: usize, service_ns: u64, ch: u32) {
+        self.work.objects.devices[dev as usize].end_work.push((task, ch));
+        self.io_submit(dev, task, service_ns, 0);
+    }
+
+    /// A completion whose end is a worker's: the block layer's softirq, on the CPU `waker`
+    /// says, queues the request's end on the worker's channel and wakes the worker
+    /// (`queue_work` from the bio's end_io); the submitter sleeps on until `end_io`.
+    fn hand_to_worker(&mut self, dev: u32, task: usize, iowait: bool, waker: Waker) -> bool {
+        let d = &mut self.work.objects.devices[dev as usize];
+        let Some(k) = d.end_work.iter().position(|&(t, _)| t == task) else {
+            return false;
+        };
+        let (_, ch) = d.end_work.swap_remove(k);
+        slot(&mut self.work.objects.channels, ch).ended.push_back((task, iowait));
+        self.channel_post_by(ch, waker);
+        true
+    }
+
+    /// `Op::EndIo`: the worker on `cpu` ends the first I/O queued on `ch`, waking its
+    /// submitter from task context (the pages' writeback ends in the worker).
+    pub(crate) fn end_io(&mut self, ch: u32, cpu: usize) {
+        let Some((task, iowait)) = slot(&mut self.work.objects.channels, ch).ended.pop_front() else {
+            return;
+        };
+        if iowait {
+            self.iowait_sleep(task, false);
+        }
+        self.wake_task(task, Waker::Task { cpu, sync: false }, UpdateFlags { iowait, ..UpdateFlags::default() });
+    }
+
     /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
     /// slept on (None: the completion runs there).
     fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
@@ -279,10 +323,13 @@ impl Sim {
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
             let iowait = leader_iowait && t == task;
+            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t) };
+            if self.hand_to_worker(dev, t, iowait, waker) {
+                continue;
+            }
             if iowait {
                 self.iowait_sleep(t, false);
             }
-            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t) };
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
         if let Some(next) = next_leader.filter(|_| leader_iowait) {

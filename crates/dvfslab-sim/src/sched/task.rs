@@ -64,6 +64,10 @@ pub enum Op {
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
+    /// Take a token from channel `ch` as `Wait` does, but sleeping uninterruptibly (state D):
+    /// the kernel's `wait_for_completion`, as a vfork parent waits for its child to exec
+    /// (`wait_for_vfork_done`); the child's `Post` is the `complete`.
+    WaitUninterruptible { ch: u32 },
     /// Post a token to channel `ch` that carries a return address, channel `answer`: one of
     /// many senders on a shared channel (connections one thread polls) says where it wants the
     /// answer. `sync` as for `Post`. A channel is used either with `Ask`/`Take` or with
@@ -85,6 +89,15 @@ pub enum Op {
     /// depth at once); `transfer_ns` its time on the device's data channel, which moves one
     /// request's data at a time, after that (0: none, or folded into `service_ns`).
     Io { dev: u32, service_ns: Amount, transfer_ns: Amount },
+    /// Submit an I/O to device `dev` and sleep on it as `Io` does, but the I/O's end is a
+    /// kernel worker's: the device's completion (its softirq) queues the task on channel `ch`
+    /// and posts a token there, waking the worker that waits on `ch`, and the worker's
+    /// `EndIo` wakes the task (ext4 converting a write's unwritten extents in its end-I/O
+    /// workqueue before the pages' writeback ends).
+    IoEndWork { dev: u32, service_ns: Amount, ch: u32 },
+    /// Wake the first task whose I/O end is queued on channel `ch` (see `IoEndWork`), from
+    /// this task's CPU; nothing if none is.
+    EndIo { ch: u32 },
     /// Fork `count` tasks running program `program` of the workload's program table.
     Spawn { program: u32, count: u32 },
     /// Sleep until every task this one spawned has exited (wait4).

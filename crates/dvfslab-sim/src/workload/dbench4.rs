@@ -18,6 +18,17 @@
 //! time (a plain sleep, no iowait flag). So at many clients the passes queue on one kernel
 //! thread and the CPUs idle, as the real runs do (docs/validation.md, item 3).
 //!
+//! On ext4 without a journal, mounted with `discard` (`fs=ext4-nojournal`, the recordings
+//! machine's root filesystem), a Flush waits for each block request of `ext4_fsync_nojournal`
+//! in turn, on the one storage device, each in D until the block-completion softirq wakes it:
+//! the file's data, its inode's table block, for a file created since its last fsync its
+//! directory's block and inode, then the device's cache flush. A write that allocated blocks
+//! (unwritten extents under `dioread_nolock`) is ended by the `ext4-rsv-conversion` worker,
+//! a kernel thread the completion wakes and that wakes the client. An Unlink of a file with
+//! blocks waits for their discard. How often each happens was counted in dbench's own
+//! loadfile (`estimates::dbench_ext4`). kblockd, which dispatches some of these requests, is
+//! left out (its delay is in the device's time).
+//!
 //! Left out: directory and journal lock contention (each client works in its own directory;
 //! a sleeping mutex would turn the short shared sections into a convoy of idle exits, where
 //! the kernel spins), dirty-page throttling, and the flusher and journal threads.
@@ -30,7 +41,7 @@
 use std::rc::Rc;
 
 use super::disk::{Disk, DEVICE_KNOB};
-use super::estimates::{dbench, ipc, nbench, ns_cycles, us_cycles};
+use super::estimates::{dbench, dbench_ext4 as ext4, ipc, nbench, ns_cycles, us_cycles};
 use super::loadfile::{synthesise, Line, NbOp};
 use super::{
     measure, Better, Completion, DeviceSpec, Metric, Operations, RunStats, Service, TaskSpec, Workload, WorkloadInfo,
@@ -51,6 +62,15 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Knob::new("ops", "lines", nbench::LOADFILE_OPS as f64, 100.0, 100_000.0, "loadfile length (client-tiny: 3573)")
             .integer(),
         Knob::new("log_mb", "MiB", 10.0, 1.0, 2048.0, "XFS log size (MMTests' filesystem gets the 10 MiB minimum)"),
+        Knob::new(
+            "fs",
+            "filesystem",
+            0.0,
+            0.0,
+            1.0,
+            "filesystem: 0 xfs (MMTests'), 1 ext4-nojournal (ext4 without a journal, mounted with discard)",
+        )
+        .choices(FS_CHOICES),
         dbench::METADATA_SCALE,
         dbench::IO_US,
         dbench::IO_NS_PER_BYTE,
@@ -63,6 +83,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             disk: Disk::from_knob(k.get_u64("device")),
             ops: k.get_u64("ops") as usize,
             log_bytes: k.get("log_mb") * MIB,
+            fs: if k.get_u64("fs") == 1 { Fs::Ext4NoJournal } else { Fs::Xfs },
             costs: Costs {
                 metadata_scale: k.get(dbench::METADATA_SCALE.name),
                 io: us_cycles(k.get(dbench::IO_US.name)),
@@ -73,6 +94,18 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         })
     },
 };
+
+/// Names of the `fs` knob's values.
+const FS_CHOICES: &[(&str, f64)] = &[("xfs", 0.0), ("ext4-nojournal", 1.0)];
+
+/// The filesystem the clients work on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fs {
+    /// XFS with its log, as MMTests formats it.
+    Xfs,
+    /// ext4 without a journal, mounted with `discard`.
+    Ext4NoJournal,
+}
 
 /// Counter of ReadX/WriteX bytes (dbench's MB/s, kept for analysis).
 const BYTES: u16 = 0;
@@ -87,6 +120,10 @@ const DATA: u32 = 0;
 const LOG: u32 = 1;
 /// xfsaild, writing metadata back to free log space.
 const AIL: u32 = 2;
+/// On ext4, the storage device every request goes to ...
+const DISK: u32 = 0;
+/// ... and the channel of the end-I/O worker (`ext4-rsv-conversion`).
+const END_IO_CH: u32 = 0;
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -95,12 +132,91 @@ struct Dbench {
     disk: Disk,
     ops: usize,
     log_bytes: f64,
+    fs: Fs,
     costs: Costs,
 }
 
+/// Spreads the operations that take a path with a given share evenly over a pass: each
+/// call adds the share and says whether a whole one is due (an error-diffusion walk).
+#[derive(Default)]
+struct Diffuse(f64);
+
+impl Diffuse {
+    fn due(&mut self, share: f64) -> bool {
+        self.0 += share;
+        let due = self.0 >= 1.0;
+        if due {
+            self.0 -= 1.0;
+        }
+        due
+    }
+}
+
+/// The ext4 waits of a pass, as the program lays them out: which requests take which path
+/// (`estimates::dbench_ext4`), and each request's device time in turn from the device's
+/// binned lognormal.
+struct Ext4Waits {
+    new_blocks: Diffuse,
+    new_entry: Diffuse,
+    dir_inode: Diffuse,
+    discard: Diffuse,
+    access: Vec<Amount>,
+    next: usize,
+}
+
+impl Ext4Waits {
+    fn new(disk: Disk) -> Ext4Waits {
+        Ext4Waits {
+            new_blocks: Diffuse::default(),
+            new_entry: Diffuse::default(),
+            dir_inode: Diffuse::default(),
+            discard: Diffuse::default(),
+            access: disk.request_ns(),
+            next: 0,
+        }
+    }
+
+    /// A block request's wait: submitted, then asleep in D until the completion.
+    fn wait(&mut self) -> Op {
+        Op::Io { dev: DISK, service_ns: self.service(), transfer_ns: Amount::ZERO }
+    }
+
+    fn service(&mut self) -> Amount {
+        let a = self.access[self.next % self.access.len()];
+        self.next += 1;
+        a
+    }
+
+    /// What an fsync does after its own work (`ext4_fsync_nojournal`): the data write,
+    /// ended by the conversion worker if it allocated blocks; the inode's table block; the
+    /// directory's block and inode for a new file; the cache flush.
+    fn flush(&mut self, p: &mut Vec<Op>) {
+        if self.new_blocks.due(ext4::FLUSH_NEW_BLOCKS_SHARE) {
+            p.push(Op::IoEndWork { dev: DISK, service_ns: self.service(), ch: END_IO_CH });
+        } else {
+            p.push(self.wait());
+        }
+        p.extend([run(ext4::META_SUBMIT_CYCLES), self.wait()]);
+        if self.new_entry.due(ext4::FLUSH_NEW_ENTRY_SHARE) {
+            p.extend([run(ext4::META_SUBMIT_CYCLES), self.wait()]);
+            if self.dir_inode.due(ext4::FLUSH_DIR_INODE_SHARE / ext4::FLUSH_NEW_ENTRY_SHARE) {
+                p.extend([run(ext4::META_SUBMIT_CYCLES), self.wait()]);
+            }
+        }
+        p.extend([run(ext4::FLUSH_SUBMIT_CYCLES), self.wait()]);
+    }
+
+    /// An Unlink's discard of the file's blocks, when it had some.
+    fn unlink(&mut self, p: &mut Vec<Op>) {
+        if self.discard.due(ext4::UNLINK_DISCARD_SHARE) {
+            p.push(self.wait());
+        }
+    }
+}
+
 /// The knobs' costs: a factor on the metadata operations' work, a ReadX's or WriteX's work
-/// besides its copy and per byte copied (cycles), the log space of a transaction (bytes)
-/// and xfsaild's time to write one back (ns).
+/// besides its copy and per byte copied on XFS (cycles), the log space of a transaction
+/// (bytes) and xfsaild's time to write one back (ns).
 struct Costs {
     metadata_scale: f64,
     io: f64,
@@ -120,19 +236,23 @@ impl Costs {
         writeback_ns: dbench::WRITEBACK_US.default * 1000.0,
     };
 
-    /// VFS work of one line, in cycles.
-    fn vfs_cycles(&self, line: &Line) -> f64 {
-        match line.op {
-            NbOp::ReadX | NbOp::WriteX => self.io + line.size as f64 * self.io_per_byte,
-            op => {
-                let cycles = dbench::METADATA_CYCLES
-                    .iter()
-                    .find(|(name, _)| NbOp::from_name(name) == Some(op))
-                    .map(|&(_, cycles)| cycles)
-                    .unwrap_or_else(|| panic!("estimates::dbench::METADATA_CYCLES has no cost for {op:?}"));
-                cycles * self.metadata_scale
-            }
-        }
+    /// VFS work of one line on filesystem `fs`, in cycles: on XFS the knobs' costs, on ext4
+    /// the recording's (`estimates::dbench_ext4`), its metadata scaled as XFS's.
+    fn vfs_cycles(&self, line: &Line, fs: Fs) -> f64 {
+        let size = line.size as f64;
+        let table = match (fs, line.op) {
+            (Fs::Xfs, NbOp::ReadX | NbOp::WriteX) => return self.io + size * self.io_per_byte,
+            (Fs::Ext4NoJournal, NbOp::ReadX) => return ext4::IO_CYCLES + size * ext4::READ_CYCLES_PER_BYTE,
+            (Fs::Ext4NoJournal, NbOp::WriteX) => return ext4::IO_CYCLES + size * ext4::WRITE_CYCLES_PER_BYTE,
+            (Fs::Xfs, _) => &dbench::METADATA_CYCLES,
+            (Fs::Ext4NoJournal, _) => &ext4::METADATA_CYCLES,
+        };
+        let cycles = table
+            .iter()
+            .find(|(name, _)| NbOp::from_name(name) == Some(line.op))
+            .map(|&(_, cycles)| cycles)
+            .unwrap_or_else(|| panic!("estimates has no {fs:?} cost for {:?}", line.op));
+        cycles * self.metadata_scale
     }
 }
 
@@ -156,24 +276,29 @@ impl Dbench {
     /// One pass over the loadfile, timed, looping forever; the same for every client.
     fn program(&self) -> Rc<[Op]> {
         let lines = synthesise(self.ops);
-        let share = self.writeback_share(&lines);
+        let share = if self.fs == Fs::Xfs { self.writeback_share(&lines) } else { 0.0 };
         let writeback = Amount::Fixed(self.costs.writeback_ns);
+        let mut ext4 = Ext4Waits::new(self.disk);
         let mut p = Vec::with_capacity(lines.len() * 4 + 3);
         p.push(Op::Mark(Mark::Start(PASS)));
-        // The waiting transactions spread evenly over the pass (an error-diffusion walk).
-        let mut owed = 0.0;
+        // The waiting transactions spread evenly over the pass.
+        let mut waits = Diffuse::default();
         for line in &lines {
-            if is_logged(line) {
-                owed += share;
-                if owed >= 1.0 {
-                    owed -= 1.0;
-                    p.push(Op::Io { dev: AIL, service_ns: writeback, transfer_ns: Amount::ZERO });
-                }
+            if is_logged(line) && waits.due(share) {
+                p.push(Op::Io { dev: AIL, service_ns: writeback, transfer_ns: Amount::ZERO });
             }
-            p.push(run(self.costs.vfs_cycles(line)));
-            if line.op == NbOp::Flush {
-                p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns(), transfer_ns: Amount::ZERO });
-                p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns(), transfer_ns: Amount::ZERO });
+            p.push(run(self.costs.vfs_cycles(line, self.fs)));
+            match (self.fs, line.op) {
+                (Fs::Xfs, NbOp::Flush) => {
+                    p.push(Op::Io { dev: DATA, service_ns: self.disk.data_write_ns(), transfer_ns: Amount::ZERO });
+                    p.push(Op::Io { dev: LOG, service_ns: self.disk.fsync_ns(), transfer_ns: Amount::ZERO });
+                }
+                (Fs::Ext4NoJournal, NbOp::Flush) => {
+                    p.push(run(ext4::FSYNC_CYCLES));
+                    ext4.flush(&mut p);
+                }
+                (Fs::Ext4NoJournal, NbOp::Unlink) => ext4.unlink(&mut p),
+                _ => {}
             }
             if line.data_bytes() > 0 {
                 p.push(Op::Mark(Mark::Add { counter: BYTES, amount: line.data_bytes() as u64 }));
@@ -189,10 +314,26 @@ impl Dbench {
 impl Workload for Dbench {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         let program = self.program();
-        (0..self.clients).map(|i| TaskSpec::new(format!("dbench-{i}"), program.clone())).collect()
+        let clients = (0..self.clients).map(|i| TaskSpec::new(format!("dbench-{i}"), program.clone()));
+        // ext4's end-I/O worker: an unbound kworker that sleeps until a completion queues
+        // work for it.
+        let worker = (self.fs == Fs::Ext4NoJournal).then(|| {
+            let program: Rc<[Op]> = vec![
+                Op::Wait { ch: END_IO_CH },
+                run(ext4::END_IO_CYCLES),
+                Op::EndIo { ch: END_IO_CH },
+                Op::Jump { to: 0 },
+            ]
+            .into();
+            TaskSpec::new("kworker/u8:0", program).background()
+        });
+        clients.chain(worker).collect()
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
+        if self.fs == Fs::Ext4NoJournal {
+            return vec![self.disk.data_spec()];
+        }
         let xfsaild = DeviceSpec {
             name: "xfsaild".into(),
             queue_depth: 1,
@@ -235,12 +376,46 @@ mod tests {
             disk: Disk::from_knob(1),
             ops: nbench::LOADFILE_OPS as usize,
             log_bytes: 10.0 * MIB,
+            fs: Fs::Xfs,
             costs: Costs::DEFAULT,
         }
     }
 
     fn waits_of(d: &Dbench) -> Vec<u32> {
         d.program().iter().filter_map(|op| if let Op::Io { dev, .. } = op { Some(*dev) } else { None }).collect()
+    }
+
+    #[test]
+    fn on_ext4_a_flush_waits_for_each_block_request_and_some_unlinks_for_a_discard() {
+        let d = Dbench { fs: Fs::Ext4NoJournal, ..dbench(2) };
+        let lines = synthesise(d.ops);
+        let count = |op| lines.iter().filter(|l| l.op == op).count() as f64;
+        let (flushes, unlinks) = (count(NbOp::Flush), count(NbOp::Unlink));
+        assert!(flushes > 10.0 && unlinks > 10.0);
+        let program = d.program();
+        let plain = program.iter().filter(|op| matches!(op, Op::Io { dev: DISK, .. })).count() as f64;
+        let by_worker = program.iter().filter(|op| matches!(op, Op::IoEndWork { dev: DISK, .. })).count() as f64;
+        // Every Flush writes its data (some ended by the worker), its inode and the cache
+        // flush; new files their directory's block and most their directory's inode; a share
+        // of the Unlinks discards.
+        let within_one = |got: f64, want: f64| (got - want).abs() <= 1.0;
+        assert!(within_one(by_worker, ext4::FLUSH_NEW_BLOCKS_SHARE * flushes), "{by_worker}");
+        let expected = flushes * (3.0 + ext4::FLUSH_NEW_ENTRY_SHARE + ext4::FLUSH_DIR_INODE_SHARE)
+            + unlinks * ext4::UNLINK_DISCARD_SHARE
+            - by_worker;
+        assert!((plain - expected).abs() <= 3.0, "{plain} waits, expected {expected}");
+        // One device, no log and no xfsaild; and the end-I/O worker beside the clients.
+        assert_eq!(d.devices().len(), 1);
+        let plat = crate::hw::platform::Platform::from_json(
+            include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
+            "kvm",
+        )
+        .unwrap();
+        let names: Vec<String> = d.tasks(&plat).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["dbench-0", "dbench-1", "kworker/u8:0"]);
+        // On XFS neither the worker nor the discards exist.
+        assert_eq!(dbench(2).tasks(&plat).len(), 2);
+        assert!(!dbench(2).program().iter().any(|op| matches!(op, Op::IoEndWork { .. })));
     }
 
     #[test]

@@ -60,6 +60,12 @@ impl Disk {
         Amount::Fixed(self.0.write_ns)
     }
 
+    /// Device times of one small block request (a write of a few blocks, a cache flush, a
+    /// discard), as equally likely amounts: the device's write access time, binned.
+    pub(super) fn request_ns(self) -> Vec<Amount> {
+        storage::access_ns(self.0, storage::Access::Write)
+    }
+
     /// Device time of an fsync of a file with a little dirty data (a journal commit).
     pub(super) fn fsync_ns(self) -> Amount {
         Amount::Uniform(self.0.fsync_ns.0, self.0.fsync_ns.1)

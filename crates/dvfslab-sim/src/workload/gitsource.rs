@@ -1,40 +1,47 @@
-//! gitsource: git's `make test`, a serialized chain of short-lived processes (docs/workloads-compute.md;
-//! Doug Smythies' PIDs-per-second test is the same shape).
+//! gitsource: git's `make test`, test scripts that each run a chain of short-lived processes
+//! (docs/workloads-compute.md; Doug Smythies' PIDs-per-second test is the same shape).
 //!
-//! One shell runs the commands one after another. For each it interprets a little script,
-//! forks, and sleeps in wait4 until the child exits. Fork balancing puts each child on an
-//! idle CPU, and exec balancing usually on another (the child's own new load weighs on the
-//! first), where it starts with `util_avg` = half the spare capacity and lives about a
-//! millisecond: non-invariant schedutil asks for `1.25 · f_cur · util/cap` from a low
+//! A test script is a shell that runs its commands one after another. For each it interprets
+//! a little script and starts a child: usually a program, with vfork (dash's `vfork`: the
+//! shell sleeps in D until the child's exec releases it, then in wait4 until it exits),
+//! sometimes a subshell (`$(...)` of builtins: a fork without exec whose output the shell
+//! reads through a pipe). Fork balancing puts each child on an idle CPU, and exec balancing
+//! usually on another, where it starts with `util_avg` = half the spare capacity and lives
+//! about a millisecond: non-invariant schedutil asks for `1.25 · f_cur · util/cap` from a low
 //! `f_cur` and stays low, invariant schedutil asks for `1.25 · f_max · util/cap` at once.
 //!
 //! ```text
-//!   sh: loop { cpu(w_parent); fork; wait4 }        child: exec; cpu(W_i); [write+fsync]; exit
-//!   1 command in 10 is a pipeline of 2–3 children started together, joined by a pipe
+//!   sh: loop { cpu(shell); vfork; D until exec; wait4 }     child: exec [exec]; cpu(W_k); exit
+//!   8% of the children are subshells: fork; read the pipe; wait4
 //! ```
 //!
-//! `W_i` is lognormal (median 0.3 ms at ~4 GHz, σ 1.0), binned (see `sample`). fork is
-//! charged to the shell, exec and exit to the child (`estimates::kernel`); the child notifies
-//! the shell while still current, as `do_exit` does. The run ends after the last command.
-//! The command's work, the shell's, fork and exec are knobs (`work_us`, `shell_us`, `fork_us`,
-//! `exec_us`), their defaults and ranges declared in `estimates`.
+//! The programs and their mix are the recording's (`estimates::gitsource::COMMANDS`): git
+//! (through its wrapper script, two execs), expr, test-tool, rm, perl and the other small
+//! tools, each with its measured CPU. fork is charged to the shell, exec and exit to the
+//! child (`estimates::kernel`). With `discard` a filesystem discards freed blocks
+//! synchronously (ext4 without a journal mounted with `discard`, the recordings machine's):
+//! git and rm then wait for those discards on the storage device. `scripts` test scripts run
+//! at once, each its share of the commands. The run ends after the last command.
 //!
-//! Metric: Elapsed in seconds (lower is better), the makespan of the chain. `commands` scales
-//! the suite; the real `make test` starts about 3·10^5 processes. Shortcomings: no test-suite
-//! structure (scripts, subshells, `make` above the scripts), children do not inherit the
-//! shell's affinity (so Doug's "1cpu" pinned reference cannot be expressed yet).
+//! Metric: Elapsed in seconds (lower is better), the makespan of the chains. `commands` scales
+//! the suite; the real `make test` starts about 3·10^5 processes. Operations (`model check`):
+//! execs. Shortcomings: no pipelines between commands, no `make` above the scripts, children do
+//! not inherit the shell's affinity (so Doug's "1cpu" pinned reference cannot be expressed yet).
 
 use std::rc::Rc;
 
 use super::estimates::{gitsource as est, kernel, us_cycles};
-use super::{measure, pieces, sample, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::storage::{self, Access};
+use super::{
+    measure, pieces, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo,
+};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "gitsource",
-    description: "git make test: serialized fork/exec chain of short shell commands",
+    description: "git make test: test scripts, each a serialized vfork/exec chain of short commands",
     metric: "elapsed",
     unit: "s",
     better: Better::Lower,
@@ -45,67 +52,65 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             2000.0,
             1.0,
             1e7,
-            "commands run by the shell; the full suite starts ~300000 processes",
+            "commands run by the test scripts; the full suite starts ~300000 processes",
         )
         .integer(),
-        est::WORK_MEDIAN_US,
+        Knob::new("scripts", "scripts", 1.0, 1.0, 64.0, "test scripts running at once, each its share of the commands")
+            .integer(),
+        est::WORK_SCALE,
         est::PARENT_US,
         kernel::FORK_US,
         kernel::EXEC_US,
+        Knob::new(
+            "discard",
+            "0/1",
+            0.0,
+            0.0,
+            1.0,
+            "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): git \
+             and rm wait for it",
+        )
+        .integer(),
+        storage::knob(1.0),
     ],
     build: |k: &KnobValues| {
         let us = |knob: &Knob| us_cycles(k.get(knob.name));
         let costs = Costs {
-            work_median: us(&est::WORK_MEDIAN_US),
+            work_scale: k.get(est::WORK_SCALE.name),
             shell: us(&est::PARENT_US),
             fork: us(&kernel::FORK_US),
             exec: us(&kernel::EXEC_US),
         };
-        Box::new(Gitsource { commands: k.get_u64("commands") as usize, costs })
+        Box::new(Gitsource {
+            commands: k.get_u64("commands") as usize,
+            scripts: k.get_u64("scripts").max(1) as usize,
+            discard: k.get_u64("discard") == 1,
+            device: k.get_u64("device"),
+            costs,
+        })
     },
 };
 
-/// Bins of the command work distribution.
-const BINS: usize = 16;
-/// Channels: the shell's SIGCHLD; pipe from the first stage; pipe from the middle stage.
-const CHILD_CH: u32 = 0;
-const PIPE1_CH: u32 = 1;
-const PIPE2_CH: u32 = 2;
-/// Counter 0: commands completed.
+/// Counters: commands completed (the metric's progress); programs exec'd (the operations).
 const PROGRESS: u16 = 0;
+const EXECS: u16 = 1;
+/// The device discards wait on.
+const DISK: u32 = 0;
 
-/// What one command is.
 #[derive(Clone, Copy)]
-enum Command {
-    Single { bin: usize, io: bool },
-    Pipe { bins: [usize; 3], stages: usize },
-}
-
-/// The program table: five kinds of child, each in every bin.
-#[derive(Clone, Copy)]
-enum Kind {
-    Single = 0,
-    SingleIo = 1,
-    Head = 2,
-    Middle = 3,
-    Tail2 = 4,
-    Tail3 = 5,
-}
-
-fn program(kind: Kind, bin: usize) -> u32 {
-    (kind as usize * BINS + bin) as u32
-}
-
 struct Gitsource {
     commands: usize,
+    scripts: usize,
+    discard: bool,
+    device: u64,
     costs: Costs,
 }
 
-/// The knobs' work, in cycles: the median of a command's own, the shell's per command, a
+/// The knobs' work, in cycles (the commands' own as a factor): the shell's per command, a
 /// fork (charged to the shell) and an exec.
 #[derive(Clone, Copy)]
 struct Costs {
-    work_median: f64,
+    work_scale: f64,
     shell: f64,
     fork: f64,
     exec: f64,
@@ -113,107 +118,136 @@ struct Costs {
 
 /// Commands built at a time (see `pieces`).
 const COMMANDS_PER_PIECE: usize = 8192;
+/// Programs per script: two per command kind (with its discards rounded down, and one more),
+/// then the subshell.
+const PER_SCRIPT: usize = 2 * est::COMMANDS.len() + 1;
+const SUBSHELL: usize = 2 * est::COMMANDS.len();
 
-/// `n` commands of piece `piece`: kinds and bins in a fixed shuffled order.
-fn commands(n: usize, piece: usize) -> Vec<Command> {
-    let salt = |s: u64| pieces::salt(s, piece);
-    let bins = sample::layout(n, BINS, salt(1));
-    let more = sample::layout(n, BINS, salt(2));
-    let last = sample::layout(n, BINS, salt(3));
-    let pipe = sample::flags(n, est::PIPE_FRAC, salt(4));
-    let three = sample::flags(n, est::PIPE3_FRAC, salt(5));
-    let io = sample::flags(n, est::IO_FRAC, salt(6));
+fn cpu(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
+}
+
+/// Script `s`'s channels: its children's exec releases it on the first; its subshells write
+/// to it on the second.
+fn vfork_ch(script: usize) -> u32 {
+    2 * script as u32
+}
+fn pipe_ch(script: usize) -> u32 {
+    2 * script as u32 + 1
+}
+
+/// `n` children of piece `piece` of a script, as their programs' places in a script's
+/// programs: a command kind in a fixed shuffled order, or a subshell; a kind with a fractional
+/// count of discards takes its variant with one more for that share of its commands.
+fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
+    let salt = |s: u64| pieces::salt(s ^ ((script as u64) << 48), piece);
+    let subshell = sample::flags(n, est::SUBSHELL_SHARE, salt(1));
+    // The kinds by their shares, a table of 1000 slots.
+    let slots = 1000;
+    let mut table = Vec::with_capacity(slots);
+    for (k, c) in est::COMMANDS.iter().enumerate() {
+        table.extend(std::iter::repeat_n(k, (c.share * slots as f64).round() as usize));
+    }
+    // A shuffled permutation of 0..n, each step mapped to its share of the table.
+    let order = sample::layout(n, n, salt(2));
+    let pick: Vec<usize> = order.iter().map(|&j| j * table.len() / n.max(1)).collect();
+    let mut owed = [0.0; est::COMMANDS.len()];
     (0..n)
         .map(|i| {
-            if pipe[i] {
-                Command::Pipe { bins: [bins[i], more[i], last[i]], stages: if three[i] { 3 } else { 2 } }
-            } else {
-                Command::Single { bin: bins[i], io: io[i] }
+            if subshell[i] {
+                return SUBSHELL;
             }
+            let k = table[pick[i]];
+            owed[k] += est::COMMANDS[k].discards.fract();
+            let more = owed[k] >= 1.0;
+            if more {
+                owed[k] -= 1.0;
+            }
+            2 * k + usize::from(more)
         })
         .collect()
 }
 
-/// The shell's part of one command: fork its children, wait for each, count it.
-fn shell_command(sh: &mut Vec<Op>, cmd: Command, costs: &Costs) {
-    let fork = |sh: &mut Vec<Op>, program: u32| {
-        sh.extend([fixed(costs.fork), Op::Spawn { program, count: 1 }]);
-    };
-    sh.push(fixed(costs.shell));
-    let children = match cmd {
-        Command::Single { bin, io } => {
-            fork(sh, program(if io { Kind::SingleIo } else { Kind::Single }, bin));
-            1
+impl Gitsource {
+    /// The shell's part of one command: start the child and wait for it.
+    fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
+        let program = (script * PER_SCRIPT + child) as u32;
+        sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
+        if child == SUBSHELL {
+            // A subshell: read its output, then wait4.
+            sh.push(Op::Wait { ch: pipe_ch(script) });
+        } else {
+            // vfork: D until the exec, then wait4.
+            sh.push(Op::WaitUninterruptible { ch: vfork_ch(script) });
         }
-        Command::Pipe { bins, stages } => {
-            fork(sh, program(Kind::Head, bins[0]));
-            if stages == 3 {
-                fork(sh, program(Kind::Middle, bins[1]));
-                fork(sh, program(Kind::Tail3, bins[2]));
-            } else {
-                fork(sh, program(Kind::Tail2, bins[2]));
+        sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
+    }
+
+    /// A command of kind `k` started by script `script`: its vfork part releases the shell,
+    /// then its execs, its work (with its discards, rounded down or, with `more`, up, if the
+    /// filesystem waits for them), exit.
+    fn command(&self, k: usize, more: bool, script: usize, discard_ns: &[Amount]) -> Rc<[Op]> {
+        let c = &est::COMMANDS[k];
+        let exec = Op::Exec { comm: c.comm };
+        let counted = Op::Mark(Mark::Add { counter: EXECS, amount: 1 });
+        let mut p = vec![cpu(est::VFORK_CHILD_CYCLES), Op::Post { ch: vfork_ch(script), sync: false }];
+        for _ in 0..c.execs {
+            p.extend([exec.clone(), counted.clone(), cpu(self.costs.exec)]);
+        }
+        let kernel_part = est::VFORK_CHILD_CYCLES + c.execs as f64 * self.costs.exec + kernel::EXIT_CYCLES;
+        let own = (c.cycles - kernel_part).max(0.0) * self.costs.work_scale;
+        // The discards spread through the work, a whole one where the share has built up.
+        let n = if self.discard { c.discards as usize + usize::from(more) } else { 0 };
+        let parts = n + 1;
+        for i in 0..parts {
+            if i > 0 {
+                p.push(Op::Io { dev: DISK, service_ns: discard_ns[i % discard_ns.len()], transfer_ns: Amount::ZERO });
             }
-            stages
+            p.push(cpu(own / parts as f64));
         }
-    };
-    sh.extend((0..children).map(|_| Op::Wait { ch: CHILD_CH }));
-    sh.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
-}
+        p.extend([cpu(kernel::EXIT_CYCLES), Op::Exit]);
+        p.into()
+    }
 
-fn cpu(cycles: Amount) -> Op {
-    Op::Run { cycles, mem_frac: est::MEM_FRAC }
-}
-
-fn fixed(cycles: f64) -> Op {
-    cpu(Amount::Fixed(cycles))
-}
-
-/// A child: exec, `body`, exit after telling the shell. The model does not tell git from the
-/// helpers a test script runs (sed, grep, test-tool): every command takes git's name.
-fn child(body: Vec<Op>, exec_cycles: f64) -> Rc<[Op]> {
-    let mut p = vec![Op::Exec { comm: "git" }, fixed(exec_cycles)];
-    p.extend(body);
-    p.extend([fixed(kernel::EXIT_CYCLES), Op::Post { ch: CHILD_CH, sync: false }, Op::Exit]);
-    p.into()
+    /// A subshell of script `script`: the shell's code, its output into the pipe, exit.
+    fn subshell(script: usize) -> Rc<[Op]> {
+        let own = (est::SUBSHELL_CYCLES - kernel::EXIT_CYCLES).max(0.0);
+        vec![cpu(own), Op::Post { ch: pipe_ch(script), sync: false }, cpu(kernel::EXIT_CYCLES), Op::Exit].into()
+    }
 }
 
 impl Workload for Gitsource {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
-        let costs = self.costs;
-        let sh = pieces::program(self.commands, COMMANDS_PER_PIECE, vec![Op::Exit], move |piece, steps, sh| {
-            for cmd in commands(steps.len(), piece) {
-                shell_command(sh, cmd, &costs);
-            }
-        });
-        vec![TaskSpec::new("sh", sh)]
+        (0..self.scripts)
+            .map(|s| {
+                // Script s runs its share of the commands.
+                let n = self.commands / self.scripts + usize::from(s < self.commands % self.scripts);
+                let me = *self;
+                let sh = pieces::program(n, COMMANDS_PER_PIECE, vec![Op::Exit], move |piece, steps, sh| {
+                    for child in children(steps.len(), s, piece) {
+                        me.shell_command(sh, s, child);
+                    }
+                });
+                TaskSpec::new("sh", sh)
+            })
+            .collect()
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        let work = sample::lognormal(BINS, self.costs.work_median, est::WORK_SIGMA_LOG);
-        let child = |body| child(body, self.costs.exec);
-        let half = |b: usize| cpu(sample::scaled(work[b], 0.5));
-        let write =
-            Op::Io { dev: 0, service_ns: Amount::Uniform(est::IO_NS.0, est::IO_NS.1), transfer_ns: Amount::ZERO };
-        let mut p: Vec<Rc<[Op]>> = Vec::new();
-        p.extend((0..BINS).map(|b| child(vec![cpu(work[b])])));
-        p.extend((0..BINS).map(|b| child(vec![cpu(work[b]), write.clone()])));
-        // Pipeline stages write half-way through their work and read before theirs.
-        let pipe = |ch| Op::Post { ch, sync: true };
-        p.extend((0..BINS).map(|b| child(vec![half(b), pipe(PIPE1_CH), half(b)])));
-        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE1_CH }, half(b), pipe(PIPE2_CH), half(b)])));
-        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE1_CH }, cpu(work[b])])));
-        p.extend((0..BINS).map(|b| child(vec![Op::Wait { ch: PIPE2_CH }, cpu(work[b])])));
+        // A discard: a small request on the device (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
+        let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
+        for s in 0..self.scripts {
+            for k in 0..est::COMMANDS.len() {
+                p.extend([false, true].map(|more| self.command(k, more, s, &discard_ns)));
+            }
+            p.push(Gitsource::subshell(s));
+        }
         p
     }
 
-    fn devices(&self) -> Vec<super::DeviceSpec> {
-        // A SATA SSD: one interrupt line (`Completion::CpuZero`).
-        vec![super::DeviceSpec {
-            name: "ssd".into(),
-            queue_depth: 1,
-            service: super::Service::Queued,
-            completion: super::Completion::CpuZero,
-        }]
+    fn devices(&self) -> Vec<DeviceSpec> {
+        vec![storage::spec(storage::device(self.device))]
     }
 
     fn default_duration_ns(&self) -> u64 {
@@ -226,6 +260,74 @@ impl Workload for Gitsource {
     }
 
     fn operations(&self, stats: &RunStats) -> Option<Operations> {
-        Operations::counted(stats, PROGRESS, "commands")
+        Operations::counted(stats, EXECS, "execs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gitsource(scripts: usize, discard: bool) -> Gitsource {
+        let costs = Costs {
+            work_scale: 1.0,
+            shell: us_cycles(est::PARENT_US.default),
+            fork: us_cycles(kernel::FORK_US.default),
+            exec: us_cycles(kernel::EXEC_US.default),
+        };
+        Gitsource { commands: 1000, scripts, discard, device: 3, costs }
+    }
+
+    #[test]
+    fn the_commands_are_the_recordings_mix_with_some_subshells() {
+        let kids = children(1000, 0, 0);
+        let subshells = kids.iter().filter(|&&k| k == SUBSHELL).count();
+        assert_eq!(subshells, (1000.0 * est::SUBSHELL_SHARE).round() as usize);
+        // git is kind 0: its programs 0 and 1 (one discard more), the latter for 67% of them.
+        let git = kids.iter().filter(|&&k| k < 2).count() as f64;
+        let exec_ing = (1000 - subshells) as f64;
+        assert!((git / exec_ing - est::COMMANDS[0].share).abs() < 0.02, "{git}");
+        let more = kids.iter().filter(|&&k| k == 1).count() as f64;
+        assert!((more / git - est::COMMANDS[0].discards).abs() < 0.02, "{more} of {git}");
+        // expr (kind 1) has no discards: never its variant with one more.
+        assert!(!kids.contains(&3));
+        // Another script's order differs.
+        assert_ne!(kids, children(1000, 1, 0));
+    }
+
+    #[test]
+    fn a_command_releases_its_shell_at_exec_and_costs_its_measured_cpu() {
+        let g = gitsource(2, false);
+        let p = g.programs(
+            &crate::hw::platform::Platform::from_json(
+                include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
+                "kvm",
+            )
+            .unwrap(),
+        );
+        assert_eq!(p.len(), 2 * PER_SCRIPT);
+        // git: the release of script 1's shell comes before both execs; the CPU adds up.
+        let git = &p[PER_SCRIPT + 1];
+        let release = git.iter().position(|op| *op == Op::Post { ch: vfork_ch(1), sync: false }).unwrap();
+        let execs: Vec<usize> =
+            git.iter().enumerate().filter(|(_, op)| matches!(op, Op::Exec { comm: "git" })).map(|(i, _)| i).collect();
+        assert_eq!(execs.len(), 2);
+        assert!(release < execs[0]);
+        let total: f64 = git.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
+        assert!((total - est::COMMANDS[0].cycles).abs() < 1.0, "{total}");
+        // Without `discard` nobody waits on the disk; with it git and rm do.
+        assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::Io { .. }))));
+        let d = gitsource(1, true).programs(
+            &crate::hw::platform::Platform::from_json(
+                include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
+                "kvm",
+            )
+            .unwrap(),
+        );
+        let waits = |program: usize| d[program].iter().filter(|op| matches!(op, Op::Io { .. })).count();
+        // rm (kind 3): 8 or 9 discards; git (kind 0): 0 or 1; expr (kind 1): none.
+        assert_eq!((waits(6), waits(7)), (8, 9));
+        assert_eq!((waits(0), waits(1)), (0, 1));
+        assert_eq!(waits(2), 0);
     }
 }

@@ -1,39 +1,52 @@
 //! kernbench: `make -jN vmlinux` of a defconfig kernel, timed (MMTests; docs/workloads-compute.md).
 //!
-//! make is a jobserver with `jobs` slots. Each compilation unit is a process tree, every
-//! process a new task placed by fork balancing with a fresh `util_avg`:
+//! make is a jobserver with `jobs` slots. Each compilation unit is a job: a copy of make
+//! (the sub-make of the unit's directory) runs the unit's recipe lines one after another,
+//! each an `sh -c` that make starts with `posix_spawn` and reaps, as kbuild 6.1's
+//! `rule_cc_o_c` has them:
 //!
 //! ```text
-//!   make ──fork──► sh -c ──fork──► gcc ──fork──► cc1 (W_cc1, lognormal) ─► exit
-//!                    │               └──fork──► as  (0.05·W_cc1)        ─► exit
-//!                    └──fork──► fixdep (2 ms) ─► exit; sh exits, make's slot frees (SIGCHLD)
+//!   make ─► make (job) ─► sh -c ─► gcc ─► cc1 (W, lognormal; `cold_reads` block reads)
+//!                │          │        └──► as (0.012·W)
+//!                │          ├──► objtool (0.019·W, 64% of the units), fixdep, rm
+//!                ├──► sh -c ─► check-local-export (bash) ─► subshell ─► nm (0.065·W) ─pipe─┐
+//!                │                                  └──► awk ◄──────────────────────────┘
+//!                └──► 5.6 sh -c of builtins only (the unit's other recipe lines)
 //! ```
 //!
-//! before them the serial startup of a build after `make clean` (a few steps: make's parse,
-//! the two compiles `make clean` removed, the checks), after them the serial link chain
-//! (vmlinux.o, modpost, three kallsyms passes, final link). fork is charged to the parent,
-//! exec and exit to the child (`estimates::kernel`). The run ends when the link finishes.
+//! Every process is a new task placed by fork balancing with a fresh `util_avg`. make, sh
+//! and gcc start their children with vfork (`posix_spawn`, dash's and libiberty's `vfork`):
+//! the parent sleeps in D until the child's exec releases it, then waits for its exit in S;
+//! the bash script forks its subshell and pipes nm's listing into awk. Before the units, the
+//! serial startup of a build after `make clean` (a few steps: make's parse, the two compiles
+//! `make clean` removed, the checks), after them the serial link chain (vmlinux.o, modpost,
+//! three kallsyms passes, final link). fork is charged to the parent, exec and exit to the
+//! child (`estimates::kernel`); each process's CPU in all is the recording's
+//! (`estimates::kernbench`). The run ends when the link finishes.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan, as MMTests parses `time`.
 //! `units` scales the whole build: the startup and link are scaled by
 //! `units / 2700`, so the serial share stays that of the real build; `units=2700` is the
 //! full defconfig build. `compile_scale` and `serial_scale` scale the compilers' work and the
-//! serial start and link, the calibrated costs (`estimates::kernbench`). Shortcomings: the units are one flat pool (no directory sub-makes or
-//! `built-in.a` archives), a recipe leaves out `rm`, `mv` and objtool's per-object check
-//! (x86-64's default ORC unwinder selects stack validation), no module builds, no I/O;
-//! per-unit work comes from a binned lognormal (see `sample`).
+//! serial start and link, the calibrated costs (`estimates::kernbench`). `cold_reads` block
+//! reads a unit waits for in cc1 model a build whose sources the page cache does not hold
+//! (the recordings machine reclaims cold page cache), on the storage device `device`; MMTests
+//! times a warm build (0). Shortcomings: the units are one flat pool (a job is a copy of
+//! make, not a sub-make per directory, and no `built-in.a` archives), no module builds, no
+//! writes; per-unit work comes from a binned lognormal (see `sample`).
 
 use std::rc::Rc;
 
 use super::estimates::{kernbench as est, kernel};
-use super::{measure, sample, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
+use super::storage::{self, Access};
+use super::{measure, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "kernbench",
-    description: "make -jN vmlinux: jobserver, fork/exec process trees per unit, serial link",
+    description: "make -jN vmlinux: jobserver, vfork/exec process trees per unit, serial link",
     metric: "elapsed",
     unit: "s",
     better: Better::Lower,
@@ -43,6 +56,15 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             .integer(),
         est::COMPILE_SCALE,
         est::SERIAL_SCALE,
+        Knob::new(
+            "cold_reads",
+            "reads",
+            0.0,
+            0.0,
+            1000.0,
+            "block reads a unit's cc1 waits for (sources the page cache does not hold); 0 = a warm build",
+        ),
+        storage::knob(1.0),
     ],
     build: |k: &KnobValues| {
         Box::new(Kernbench {
@@ -50,17 +72,24 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             units: k.get_u64("units") as usize,
             compile_scale: k.get(est::COMPILE_SCALE.name),
             serial_scale: k.get(est::SERIAL_SCALE.name),
+            cold_reads: k.get("cold_reads"),
+            device: k.get_u64("device"),
         })
     },
 };
 
 /// Bins of the cc1 work distribution.
 const BINS: usize = 16;
-/// Channel of make's job slots; channel of make's serial (startup, link) children.
+/// Channel of make's job slots; channel of the top make's serial (startup, link) children.
 const SLOT_CH: u32 = 0;
 const MAKE_CH: u32 = 1;
+/// Each unit's channels, from `2 + CHANNELS_PER_UNIT · u`: one per parent that vforks (its
+/// children's exec releases it there) and the pipe from nm to awk.
+const CHANNELS_PER_UNIT: u32 = 7;
 /// Counter 0: steps done (one per cc1, one per link step) for the progress of a cut-short run.
 const PROGRESS: u16 = 0;
+/// The device the cold reads wait on.
+const DISK: u32 = 0;
 
 struct Kernbench {
     jobs: u32,
@@ -68,29 +97,132 @@ struct Kernbench {
     /// Factors on the compilers' work and on the serial start and link.
     compile_scale: f64,
     serial_scale: f64,
+    /// Block reads a unit's cc1 waits for, and the device they wait on.
+    cold_reads: f64,
+    device: u64,
 }
 
 fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
-/// A child process: exec of `comm`, its work, then it notifies its parent on `parent_ch`
-/// (SIGCHLD, sent while the child is still current, as in do_exit) and exits.
-fn process(comm: &'static str, work: Vec<Op>, parent_ch: u32) -> Rc<[Op]> {
-    let mut p = vec![Op::Exec { comm }, run(kernel::EXEC_CYCLES)];
-    p.extend(work);
-    p.extend([run(kernel::EXIT_CYCLES), Op::Post { ch: parent_ch, sync: false }, Op::Exit]);
+/// A process's own work: its CPU in all, less the kernel's part that the model charges
+/// separately (a vfork child's work before its exec, the exec, the exit, its forks).
+fn own(all_in: f64, exec: bool, forks: u32) -> f64 {
+    let kernel_part = if exec { est::VFORK_CHILD_CYCLES + kernel::EXEC_CYCLES } else { 0.0 }
+        + kernel::EXIT_CYCLES
+        + forks as f64 * kernel::FORK_CYCLES;
+    (all_in - kernel_part).max(0.0)
+}
+
+/// A child that execs `comm`: its vfork part releases the parent waiting on `parent_ch`,
+/// then the exec, `body`, and the exit (which wakes the parent in wait4).
+fn exec_child(comm: &'static str, parent_ch: u32, body: Vec<Op>) -> Rc<[Op]> {
+    let mut p = vec![run(est::VFORK_CHILD_CYCLES), Op::Post { ch: parent_ch, sync: false }, Op::Exec { comm }];
+    p.push(run(kernel::EXEC_CYCLES));
+    p.extend(body);
+    p.extend([run(kernel::EXIT_CYCLES), Op::Exit]);
     p.into()
 }
 
-/// fork a child running `program` and wait4 it; the child posts `ch` when it exits.
-fn fork_wait(program: usize, ch: u32) -> [Op; 3] {
-    [run(kernel::FORK_CYCLES), Op::Spawn { program: program as u32, count: 1 }, Op::Wait { ch }]
+/// vfork a child running `program`, sleep in D until its exec releases us on `ch`, then in
+/// wait4 until it exits.
+fn vfork_wait(program: u32, ch: u32) -> [Op; 4] {
+    [run(kernel::FORK_CYCLES), Op::Spawn { program, count: 1 }, Op::WaitUninterruptible { ch }, Op::WaitChildren]
 }
 
-/// Each unit has five programs (sh, gcc, cc1, as, fixdep) and two channels (sh's and gcc's
-/// children report there); the startup and link programs follow the units.
-const PER_UNIT: usize = 5;
+/// The programs of the build, pushed in order; spawns name them by index.
+struct Programs(Vec<Rc<[Op]>>);
+
+impl Programs {
+    fn add(&mut self, p: Rc<[Op]>) -> u32 {
+        self.0.push(p);
+        (self.0.len() - 1) as u32
+    }
+}
+
+/// One unit's recipe as the programs of its processes; returns the job's program.
+struct Unit {
+    /// The unit's first channel.
+    ch: u32,
+    /// cc1's work.
+    cc1: Amount,
+    /// Whether objtool checks the object, and how many lines of builtins the recipe has.
+    objtool: bool,
+    empty_lines: u32,
+    /// Block reads cc1 waits for, and their device time.
+    reads: u32,
+    read_ns: Amount,
+}
+
+impl Unit {
+    fn programs(&self, p: &mut Programs) -> u32 {
+        let [job_ch, sh_ch, gcc_ch, cle_ch, bash_ch, sub_ch, pipe_ch] = std::array::from_fn(|i| self.ch + i as u32);
+        let done = Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 });
+        let tool = |frac: f64| Op::Run { cycles: sample::scaled(self.cc1, frac), mem_frac: est::MEM_FRAC };
+        // cc1 reads its sources as it goes: its work in equal parts, a read between two.
+        let parts = self.reads + 1;
+        let mut cc1 = Vec::new();
+        for i in 0..parts {
+            if i > 0 {
+                cc1.push(Op::Io { dev: DISK, service_ns: self.read_ns, transfer_ns: Amount::ZERO });
+            }
+            cc1.push(tool(1.0 / parts as f64));
+        }
+        cc1.push(done);
+        let cc1 = p.add(exec_child("cc1", gcc_ch, cc1));
+        let as_ = p.add(exec_child("as", gcc_ch, vec![tool(est::AS_FRAC)]));
+        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, 2))];
+        gcc.extend(vfork_wait(cc1, gcc_ch));
+        gcc.extend(vfork_wait(as_, gcc_ch));
+        let gcc = p.add(exec_child("gcc", sh_ch, gcc));
+        let mut children = vec![gcc];
+        if self.objtool {
+            children.push(p.add(exec_child("objtool", sh_ch, vec![tool(est::OBJTOOL_FRAC)])));
+        }
+        children.push(p.add(exec_child("fixdep", sh_ch, vec![run(own(est::FIXDEP_CYCLES, true, 0))])));
+        children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, 0))])));
+        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, children.len() as u32))];
+        for &c in &children {
+            compile.extend(vfork_wait(c, sh_ch));
+        }
+        let compile = p.add(exec_child("sh", job_ch, compile));
+
+        // check-local-export: `nm` in a subshell piping its listing into awk.
+        let nm = tool(est::NM_FRAC / 2.0);
+        let nm = p.add(exec_child(
+            "nm",
+            sub_ch,
+            vec![nm.clone(), Op::Post { ch: pipe_ch, sync: false }, nm, Op::Post { ch: pipe_ch, sync: false }],
+        ));
+        let mut subshell = vec![run(own(est::SUBSHELL_CYCLES, false, 1))];
+        subshell.extend(vfork_wait(nm, sub_ch));
+        subshell.extend([run(kernel::EXIT_CYCLES), Op::Exit]);
+        let subshell = p.add(subshell.into());
+        let awk = vec![Op::Wait { ch: pipe_ch }, Op::Wait { ch: pipe_ch }, run(own(est::AWK_CYCLES, true, 0))];
+        let awk = p.add(exec_child("awk", bash_ch, awk));
+        let mut bash = vec![run(own(est::CHECK_EXPORT_CYCLES, true, 2))];
+        // bash forks the subshell (no vfork: it runs bash's code), vforks awk, then waits.
+        bash.extend([run(kernel::FORK_CYCLES), Op::Spawn { program: subshell, count: 1 }]);
+        bash.extend(vfork_wait(awk, bash_ch));
+        let bash = p.add(exec_child("check-local-export", cle_ch, bash));
+        let mut cle = vec![run(own(est::EMPTY_SH_CYCLES, true, 1))];
+        cle.extend(vfork_wait(bash, cle_ch));
+        let cle = p.add(exec_child("sh", job_ch, cle));
+        let empty = p.add(exec_child("sh", job_ch, vec![run(own(est::EMPTY_SH_CYCLES, true, 0))]));
+
+        // The job: a copy of make running the unit's lines one after another; its exit
+        // frees its slot.
+        let mut job = Vec::new();
+        let lines = [compile, cle].into_iter().chain(std::iter::repeat_n(empty, self.empty_lines as usize));
+        for line in lines {
+            job.push(run(est::MAKE_LINE_CYCLES - kernel::FORK_CYCLES));
+            job.extend(vfork_wait(line, job_ch));
+        }
+        job.extend([run(kernel::EXIT_CYCLES), Op::Post { ch: SLOT_CH, sync: false }, Op::Exit]);
+        p.add(job.into())
+    }
+}
 
 impl Kernbench {
     /// The real build's serial parts scale with the number of units.
@@ -100,72 +232,81 @@ impl Kernbench {
     fn start_procs(&self) -> usize {
         ((est::START_PROCS * self.scale()).round() as usize).max(1)
     }
-    fn start_program(&self) -> usize {
-        PER_UNIT * self.units
-    }
-    fn link_program(&self, i: usize) -> usize {
-        PER_UNIT * self.units + 1 + i
+
+    /// The units' programs, then the startup's and the link chain's; returns the programs
+    /// and the index of each unit's job, of the startup's process and of the first link step.
+    fn build(&self) -> (Programs, Vec<u32>, u32, u32) {
+        let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
+        let read_ns = storage::access_ns(storage::device(self.device), Access::RandomRead);
+        let objtool = sample::flags(self.units, est::OBJTOOL_SHARE, 1);
+        let (mut empty_owed, mut reads_owed) = (0.0, 0.0);
+        let mut p = Programs(Vec::new());
+        let mut jobs = Vec::with_capacity(self.units);
+        for (u, b) in sample::layout(self.units, BINS, 0).into_iter().enumerate() {
+            // The fractional counts spread evenly over the units.
+            empty_owed += est::EMPTY_LINES;
+            reads_owed += self.cold_reads;
+            let (empty_lines, reads) = (empty_owed.floor(), reads_owed.floor());
+            empty_owed -= empty_lines;
+            reads_owed -= reads;
+            let unit = Unit {
+                ch: 2 + CHANNELS_PER_UNIT * u as u32,
+                cc1: cc1[b],
+                objtool: objtool[u],
+                empty_lines: empty_lines as u32,
+                reads: reads as u32,
+                read_ns: read_ns[u % read_ns.len()],
+            };
+            jobs.push(unit.programs(&mut p));
+        }
+        let serial = self.serial_scale;
+        let done = Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 });
+        // The serial start's scripts, and the link chain's linker and its helpers.
+        let start_work = est::START_CYCLES * serial * self.scale() / self.start_procs() as f64;
+        let start = p.add(exec_child("sh", MAKE_CH, vec![run(start_work)]));
+        let mut link = None;
+        for &w in &est::LINK_STEPS_CYCLES {
+            let i = p.add(exec_child("ld", MAKE_CH, vec![run(w * serial * self.scale()), done.clone()]));
+            link.get_or_insert(i);
+        }
+        (p, jobs, start, link.expect("the link chain has steps"))
     }
 }
 
 impl Workload for Kernbench {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
         let jobs = if self.jobs == 0 { plat.ncpus() as u32 } else { self.jobs };
+        let (_, units, start, link) = self.build();
         let mut make = Vec::new();
         for _ in 0..self.start_procs() {
-            make.extend(fork_wait(self.start_program(), MAKE_CH));
+            make.extend(vfork_wait(start, MAKE_CH));
         }
         make.extend((0..jobs).map(|_| Op::Post { ch: SLOT_CH, sync: false }));
-        for u in 0..self.units {
+        // Each unit's job is a fork of make (no exec): it takes a slot and gives it back at
+        // its exit.
+        for job in units {
             make.extend([
                 Op::Wait { ch: SLOT_CH },
                 run(est::MAKE_DISPATCH_CYCLES),
                 run(kernel::FORK_CYCLES),
-                Op::Spawn { program: (PER_UNIT * u) as u32, count: 1 },
+                Op::Spawn { program: job, count: 1 },
             ]);
         }
         // Every slot back: every recipe has finished.
         make.extend((0..jobs).map(|_| Op::Wait { ch: SLOT_CH }));
-        for i in 0..est::LINK_STEPS_CYCLES.len() {
-            make.extend(fork_wait(self.link_program(i), MAKE_CH));
+        for i in 0..est::LINK_STEPS_CYCLES.len() as u32 {
+            make.extend(vfork_wait(link + i, MAKE_CH));
         }
         make.push(Op::Exit);
         vec![TaskSpec::new("make", make.into())]
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
-        let done = Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 });
-        let mut p: Vec<Rc<[Op]>> = Vec::new();
-        for (u, b) in sample::layout(self.units, BINS, 0).into_iter().enumerate() {
-            let (sh_ch, gcc_ch) = (2 + 2 * u as u32, 3 + 2 * u as u32);
-            let first = PER_UNIT * u;
-            // sh -c: gcc, then fixdep; its exit frees make's slot.
-            let mut sh = vec![run(est::SHELL_CYCLES)];
-            sh.extend(fork_wait(first + 1, sh_ch));
-            sh.extend(fork_wait(first + 4, sh_ch));
-            p.push(process("sh", sh, SLOT_CH));
-            // gcc: cc1, then as.
-            let mut gcc = vec![run(est::GCC_DRIVER_CYCLES)];
-            gcc.extend(fork_wait(first + 2, gcc_ch));
-            gcc.extend(fork_wait(first + 3, gcc_ch));
-            p.push(process("gcc", gcc, sh_ch));
-            p.push(process("cc1", vec![Op::Run { cycles: cc1[b], mem_frac: est::MEM_FRAC }, done.clone()], gcc_ch));
-            let as_work = sample::scaled(cc1[b], est::AS_FRAC);
-            p.push(process("as", vec![Op::Run { cycles: as_work, mem_frac: est::MEM_FRAC }], gcc_ch));
-            p.push(process("fixdep", vec![run(est::FIXDEP_CYCLES)], sh_ch));
-        }
-        let serial = self.serial_scale;
-        // The serial start's scripts, and the link chain's linker and its helpers.
-        p.push(process(
-            "sh",
-            vec![run(est::START_CYCLES * serial * self.scale() / self.start_procs() as f64)],
-            MAKE_CH,
-        ));
-        for &w in &est::LINK_STEPS_CYCLES {
-            p.push(process("ld", vec![run(w * serial * self.scale()), done.clone()], MAKE_CH));
-        }
-        p
+        self.build().0 .0
+    }
+
+    fn devices(&self) -> Vec<DeviceSpec> {
+        vec![storage::spec(storage::device(self.device))]
     }
 
     fn default_duration_ns(&self) -> u64 {
@@ -181,5 +322,69 @@ impl Workload for Kernbench {
     /// Compilation units and link steps done.
     fn operations(&self, stats: &RunStats) -> Option<Operations> {
         Operations::counted(stats, PROGRESS, "build steps")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernbench(units: usize, cold_reads: f64) -> Kernbench {
+        Kernbench { jobs: 2, units, compile_scale: 1.0, serial_scale: 1.0, cold_reads, device: 3 }
+    }
+
+    /// The comms a unit's job execs, in the order its programs were built.
+    fn execs(p: &[Rc<[Op]>]) -> Vec<&'static str> {
+        p.iter()
+            .filter_map(|prog| prog.iter().find_map(|op| if let Op::Exec { comm } = op { Some(*comm) } else { None }))
+            .collect()
+    }
+
+    #[test]
+    fn a_unit_runs_kbuilds_recipe_lines_each_vforked_and_waited_for() {
+        let k = kernbench(45, 0.0);
+        let (p, jobs, _, _) = k.build();
+        // A unit: cc1, as, gcc, [objtool], fixdep, rm, sh; nm, awk, check-local-export, sh; sh.
+        let per_unit: Vec<usize> = jobs.windows(2).map(|w| (w[1] - w[0]) as usize).collect();
+        assert!(per_unit.iter().all(|&n| n == 13 || n == 14), "{per_unit:?}");
+        let comms = execs(&p.0[..=jobs[0] as usize]);
+        for comm in ["cc1", "as", "gcc", "fixdep", "rm", "sh", "nm", "awk", "check-local-export"] {
+            assert!(comms.contains(&comm), "{comm} missing from {comms:?}");
+        }
+        // objtool checks 64% of the units.
+        let objtool = p.0.iter().filter(|prog| prog.iter().any(|op| *op == Op::Exec { comm: "objtool" })).count();
+        assert_eq!(objtool, (45.0 * est::OBJTOOL_SHARE).round() as usize);
+        // A job spawns its lines one at a time, each a vfork: D until the exec, then wait4;
+        // 5.6 lines of builtins a unit besides the compile and check-local-export.
+        let lines: usize = jobs
+            .iter()
+            .map(|&j| p.0[j as usize].iter().filter(|op| matches!(op, Op::WaitUninterruptible { .. })).count())
+            .sum();
+        assert!((lines as f64 - 45.0 * (2.0 + est::EMPTY_LINES)).abs() <= 1.0, "{lines}");
+        let job = &p.0[jobs[0] as usize];
+        let spawns = job.iter().filter(|op| matches!(op, Op::Spawn { .. })).count();
+        let waits = job.iter().filter(|op| matches!(op, Op::WaitChildren)).count();
+        assert_eq!(spawns, waits);
+    }
+
+    #[test]
+    fn cold_reads_put_block_reads_into_cc1_only() {
+        let reads = |k: &Kernbench| {
+            let (p, _, _, _) = k.build();
+            p.0.iter().map(|prog| prog.iter().filter(|op| matches!(op, Op::Io { .. })).count()).sum::<usize>()
+        };
+        assert_eq!(reads(&kernbench(10, 0.0)), 0);
+        // 3.9 a unit over 10 units: 39, spread as 3 or 4 per cc1.
+        assert_eq!(reads(&kernbench(10, 3.9)), 39);
+    }
+
+    #[test]
+    fn each_processs_own_work_is_its_measured_cpu_less_the_kernels_part() {
+        // An sh of builtins: 0.96 ms at 2.6 GHz in all.
+        let sh =
+            est::VFORK_CHILD_CYCLES + kernel::EXEC_CYCLES + own(est::EMPTY_SH_CYCLES, true, 0) + kernel::EXIT_CYCLES;
+        assert!((sh - est::EMPTY_SH_CYCLES).abs() < 1.0);
+        // Never below zero.
+        assert_eq!(own(1.0, true, 3), 0.0);
     }
 }

@@ -421,7 +421,7 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 Op::Spawn { program, .. } if program as usize >= programs.len() => {
                     return err(format!("op {i} spawns program {program}, which does not exist"))
                 }
-                Op::Io { dev, .. } if dev as usize >= devices => {
+                Op::Io { dev, .. } | Op::IoEndWork { dev, .. } if dev as usize >= devices => {
                     return err(format!("op {i} uses I/O device {dev}, which does not exist"))
                 }
                 Op::Barrier { n: 0, .. } => return err(format!("op {i}: a barrier needs at least one task")),

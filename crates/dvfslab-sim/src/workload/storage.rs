@@ -18,11 +18,19 @@ use crate::spec::Knob;
 
 /// Device names for the `device` knob, in the order of `estimates::storage::DEVICES`; `ssd`
 /// is another name for the SATA SSD.
-pub const CHOICES: &[(&str, f64)] = &[("nvme", 0.0), ("sata-ssd", 1.0), ("hdd", 2.0), ("ssd", 1.0)];
+pub const CHOICES: &[(&str, f64)] = &[("nvme", 0.0), ("sata-ssd", 1.0), ("hdd", 2.0), ("virtio", 3.0), ("ssd", 1.0)];
 
 /// The `device` knob with a model's own default.
 pub const fn knob(default: f64) -> Knob {
-    Knob::new("device", "device", default, 0.0, 2.0, "storage device: 0 nvme, 1 sata-ssd, 2 hdd").choices(CHOICES)
+    Knob::new(
+        "device",
+        "device",
+        default,
+        0.0,
+        3.0,
+        "storage device: 0 nvme, 1 sata-ssd, 2 hdd, 3 virtio (a KVM guest's disk)",
+    )
+    .choices(CHOICES)
 }
 
 /// What a request does on the device.

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::observe::Migration;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::sched::waker::WakeContext;
 use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
@@ -531,9 +532,10 @@ fn only_a_commits_leader_wakes_in_iowait_and_nobody_after_a_log_force() {
 }
 
 #[test]
-fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
-    // A child forked onto an idle core carries its own new load there; at exec, balancing
-    // finds another idle core with none and moves it, once. Pinned to its CPU, it stays.
+fn exec_moves_a_new_child_to_an_idler_cpu_before_5_5_and_a_pinned_one_stays() {
+    // A child forked onto an idle core carries its own new load there; before 5.5, at exec,
+    // balancing finds another idle core with none and moves it, once. Since 5.5 its core
+    // counts as idle without it: no other has more idle CPUs, it stays. Pinned, it stays.
     let child = |pin: Option<Rc<[usize]>>| {
         let mut p = vec![];
         if let Some(cpus) = pin {
@@ -548,20 +550,24 @@ fn exec_moves_a_new_child_to_an_idler_cpu_and_a_pinned_one_stays() {
         p
     };
     let parent = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Exit];
-    let moves = |spawned: Vec<Op>| {
+    let moves_at = |spawned: Vec<Op>, governor: &str| {
         let plat = Platform::from_json(&common::preset("haswell-e5-2670v3-2s"), "haswell").unwrap();
-        let cfg = SimConfig { governor: "performance".into(), explain: true, ..SimConfig::default() };
+        let cfg = SimConfig { governor: governor.into(), explain: true, ..SimConfig::default() };
         let w = Programs { tasks: vec![parent.clone()], spawned: vec![spawned], devices: vec![] };
         let r = Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap();
         assert_eq!(r.summary.metric.value, 1.0);
         r.migrations.unwrap().into_iter().filter(|m| m.reason == "exec").collect::<Vec<_>>()
     };
+    let moves = |spawned: Vec<Op>| moves_at(spawned, "performance:kernel=5.4");
     let free = moves(child(None));
     assert_eq!(free.len(), 1, "{free:?}");
     assert_ne!(free[0].src_cpu, free[0].dst_cpu);
     // The pinned child may not leave: no exec move at all.
     let pinned = moves(child(Some(Rc::from(vec![5]))));
     assert!(pinned.is_empty(), "{pinned:?}");
+    // Since 5.5 the child alone on its idle core stays.
+    let stays = moves_at(child(None), "performance:kernel=5.5");
+    assert!(stays.is_empty(), "{stays:?}");
 }
 
 #[test]
@@ -933,4 +939,69 @@ fn the_numa_balancer_before_5_5_moves_the_lighter_of_two_lone_tasks() {
     let moves = numa_moves(tasks, "5.2", 1.0);
     assert!(!moves.is_empty());
     assert_eq!(moves[0].task, 1, "{moves:?}");
+}
+
+/// `w` on the kvm guest's two CPUs under performance for `duration_s`, with its timeline.
+fn run_traced(w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
+    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: "performance".into(),
+        duration_ns: Some((duration_s * 1e9) as u64),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap().timeline.unwrap()
+}
+
+/// The state each switch-out of `task` left it in.
+fn switch_out_states(tl: &dvfslab_sim::observe::Timeline, task: i64) -> Vec<char> {
+    (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == task).map(|i| tl.switch_prev_state[i]).collect()
+}
+
+/// The wakings of `task`: (time ns, the task current on the waker's CPU, its context).
+fn wakings_of(tl: &dvfslab_sim::observe::Timeline, task: u32) -> Vec<(u64, i64, WakeContext)> {
+    (0..tl.waking_task.len())
+        .filter(|&i| tl.waking_task[i] == task)
+        .map(|i| (tl.waking_time_ns[i], tl.waking_waker[i], tl.waking_context[i]))
+        .collect()
+}
+
+#[test]
+fn a_vfork_parent_sleeps_uninterruptibly_until_its_child_completes_it() {
+    // The parent forks and waits in D; the child works 100 µs (260k cycles at 2.6 GHz), posts
+    // (its exec's complete_vfork_done) and works on; the parent then waits for it in S.
+    let parent =
+        vec![Op::Spawn { program: 0, count: 1 }, Op::WaitUninterruptible { ch: 0 }, Op::WaitChildren, Op::Exit];
+    let work = Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 };
+    let child = vec![work.clone(), Op::Post { ch: 0, sync: false }, work, Op::Exit];
+    let tl = run_traced(Programs { tasks: vec![parent], spawned: vec![child], devices: vec![] }, 0.01);
+    // Task 0 is the parent, task 1 its child.
+    assert_eq!(switch_out_states(&tl, 0), ['D', 'S', 'X']);
+    let woken = wakings_of(&tl, 0);
+    assert_eq!(woken.len(), 2, "{woken:?}");
+    // The first wake-up is the child's post, from its own task context, 100 µs in.
+    let (at, waker, context) = woken[0];
+    assert_eq!((waker, context), (1, WakeContext::Task));
+    assert!((100_000..120_000).contains(&at), "{at} ns");
+}
+
+#[test]
+fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
+    // A task's 1 ms I/O is ended by a worker: the completion's softirq wakes the worker,
+    // which works 20 µs and then wakes the task, which slept in D throughout.
+    let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0), ch: 5 }, count(0), Op::Exit];
+    let work = Op::Run { cycles: Amount::Fixed(52_000.0), mem_frac: 0.0 };
+    let worker = vec![Op::Wait { ch: 5 }, work, Op::EndIo { ch: 5 }, Op::Jump { to: 0 }];
+    let disk =
+        DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
+    let tl = run_traced(Programs { tasks: vec![submitter, worker], spawned: vec![], devices: vec![disk] }, 0.01);
+    assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
+    let (worker_woken_at, _, worker_context) = wakings_of(&tl, 1)[0];
+    assert_eq!(worker_context, WakeContext::Softirq);
+    assert!((1_000_000..1_010_000).contains(&worker_woken_at), "{worker_woken_at} ns");
+    let woken = wakings_of(&tl, 0);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    let (at, waker, context) = woken[0];
+    assert_eq!((waker, context), (1, WakeContext::Task));
+    assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
 }

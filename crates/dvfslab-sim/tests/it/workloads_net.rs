@@ -206,7 +206,8 @@ fn bad_knobs_are_errors_naming_the_knob() {
     let cases = [
         ("tbench:clients=0", "clients"),
         ("tbench:client=2", "client"),
-        ("dbench4:device=3", "device"),
+        ("dbench4:device=4", "device"),
+        ("dbench4:fs=2", "fs"),
         ("dbench4:ops=10", "ops"),
         ("dbench4:log_mb=0", "log_mb"),
         ("netperf:test=4", "test"),
