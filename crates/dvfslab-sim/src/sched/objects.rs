@@ -101,11 +101,12 @@ pub(crate) enum Outcome {
 }
 
 impl Sim {
-    /// `Op::Post`: hand a token to the first waiter (waking it) or keep it.
-    pub(crate) fn channel_post(&mut self, ch: u32, waker_cpu: usize, sync: bool) {
+    /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
+    /// keep it.
+    pub(crate) fn channel_post(&mut self, ch: u32, waker: Waker) {
         let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default()),
+            Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
             None => c.tokens += 1,
         }
     }
@@ -282,7 +283,7 @@ impl Sim {
             if iowait {
                 self.iowait_sleep(t, false);
             }
-            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t) };
+            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t), sync: false };
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
         if let Some(next) = next_leader.filter(|_| leader_iowait) {
