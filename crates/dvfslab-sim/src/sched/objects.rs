@@ -111,12 +111,15 @@ impl Sim {
         }
     }
 
-    /// `Op::Offer`: like `channel_post` without `sync`, but a token that finds `capacity`
-    /// others queued is dropped.
+    /// `Op::Offer`: like `channel_post` from the poster's softirq with `sync` (a datagram's
+    /// loopback receive), but a token that finds `capacity` others queued is dropped.
     pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
         let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync: false }, UpdateFlags::default()),
+            Some(task) => {
+                let waker = Waker::Softirq { cpu: Some(waker_cpu), sync: true };
+                self.wake_task(task, waker, UpdateFlags::default())
+            }
             None if c.tokens < capacity as u64 => c.tokens += 1,
             None => {}
         }

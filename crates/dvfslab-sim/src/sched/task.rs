@@ -65,7 +65,7 @@ pub enum Op {
     Loopback { ch: u32, sync: bool },
     /// Post one token to channel `ch` unless `capacity` tokens already wait there, in which
     /// case it is lost (a datagram reaching a full socket buffer). A waiter is woken as by
-    /// `Post` without `sync`: the poster carries on.
+    /// `Loopback` with `sync`: from the poster's softirq, whose receive queued the datagram.
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
