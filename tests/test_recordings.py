@@ -115,7 +115,8 @@ def test_a_tolerance_judges_relative_and_share_differences() -> None:
 
 def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:
     # dbench's clients wait on the disk in D and are woken by the completion's softirq;
-    # hackbench forks its workers; tbench's sides wake each other from their syscalls.
+    # hackbench forks its workers; tbench's sides wake each other from the loopback receive's
+    # softirq on the sender's CPU, logged with the sender as the task running there.
     dbench = dvfslab.simulate(
         "kvm-guest-2cpu", "performance", "dbench4:clients=2", 0.05, timeline=True
     )
@@ -135,6 +136,7 @@ def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:
     trace = parse_text(render(tbench), "tbench")
     assert len(trace.wakings) > 0
     assert set(trace.wakings["waker_comm"]) <= {"tbench-0", "tbench_srv-0"}
+    assert set(trace.wakings["context"]) == {"softirq"}
 
 
 @pytest.mark.parametrize("name", shipped_recordings())

@@ -19,6 +19,11 @@ pub(crate) struct Cpu {
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,
     pub min_vruntime: u64,
+    /// EEVDF (6.6+): the fair tasks waiting here, and those whose dequeue is delayed, by
+    /// deadline with their load sums (`sched/fair.rs`); and whether the running task's
+    /// accounting asked for a reschedule (update_curr's resched_curr).
+    pub fair: crate::sched::eevdf::Queue,
+    pub resched: bool,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
     pub util_est_sum: u64,

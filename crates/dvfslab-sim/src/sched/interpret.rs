@@ -137,7 +137,13 @@ impl Sim {
                 }
                 Op::Post { ch, sync } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                    self.channel_post(ch, cpu, sync)
+                    self.channel_post(ch, Waker::Task { cpu, sync })
+                }
+                Op::Loopback { ch, sync } => {
+                    // The receive runs in the NET_RX softirq this CPU raised, interrupting the
+                    // sender, and wakes the receiver from there.
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync })
                 }
                 Op::Offer { ch, capacity } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
@@ -168,7 +174,7 @@ impl Sim {
                 Op::Answer { sync } => {
                     // A program answers only after it took a token: the workload's contract.
                     let ch = self.sched.tasks[task].answer_to.expect("Op::Answer before any Op::Take");
-                    self.channel_post(ch, cpu, sync)
+                    self.channel_post(ch, Waker::Task { cpu, sync })
                 }
                 Op::Barrier { id, n } => {
                     if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
@@ -243,8 +249,16 @@ impl Sim {
                 }
                 Op::Yield => {
                     if !self.sched.cpus[cpu].queue.is_empty() {
-                        self.preempt(cpu, None);
-                        return false;
+                        if self.sched.eevdf.is_none() || self.rt_prio(task).is_some() {
+                            self.preempt(cpu, None);
+                            return false;
+                        }
+                        // EEVDF: the yielding task competes in the pick, and may win it.
+                        self.fair_yield(cpu);
+                        if let Some(next) = self.fair_repick(cpu) {
+                            self.preempt(cpu, Some(next));
+                            return false;
+                        }
                     }
                 }
                 Op::SetAffinity { ref cpus } => {

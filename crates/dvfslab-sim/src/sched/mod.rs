@@ -12,6 +12,7 @@
 
 pub mod capacity;
 pub(crate) mod eas;
+pub(crate) mod eevdf;
 pub mod energy_model;
 mod fork_balance;
 mod misfit;
@@ -34,6 +35,7 @@ use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
 
 mod cpu;
+mod fair;
 mod interpret;
 pub(crate) use cpu::{Cpu, LlcIdle};
 
@@ -61,6 +63,8 @@ pub(crate) struct Sched {
     pub(crate) llc_idle: Vec<LlcIdle>,
     /// Capacities, misfit, EAS and uclamp state (asymmetric platforms).
     pub(crate) hetero: crate::sched::capacity::Hetero,
+    /// The fair class's EEVDF rules from 6.6 (`sched/fair.rs`); None for CFS before.
+    pub(crate) eevdf: Option<crate::sched::eevdf::Rules>,
 }
 
 impl Sched {
@@ -68,13 +72,17 @@ impl Sched {
     pub(crate) fn new(machine: &crate::machine::Machine, hetero: crate::sched::capacity::Hetero) -> Sched {
         let plat = &machine.plat;
         let ncpus = plat.ncpus();
+        let eevdf = crate::sched::eevdf::Rules::for_kernel(machine.kernel, ncpus, machine.tick_ns);
+        let origin = if eevdf.is_some() { crate::sched::eevdf::VRUNTIME_ORIGIN } else { 0 };
         let cpus = (0..ncpus)
             .map(|c| Cpu {
                 curr: None,
                 queue: Vec::new(),
                 queue_by_vruntime: std::collections::BTreeSet::new(),
                 runnable_load: 0,
-                min_vruntime: 0,
+                min_vruntime: origin,
+                fair: Default::default(),
+                resched: false,
                 avg: SchedAvg::default(),
                 util_est_sum: 0,
                 clock_pelt: 0,
@@ -119,6 +127,7 @@ impl Sched {
             idle_cores: plat.cores.len(),
             llc_idle: LlcIdle::all_idle(plat),
             hetero,
+            eevdf,
         }
     }
 }
@@ -389,6 +398,9 @@ impl Sim {
         let c = &mut self.sched.cpus[cpu];
         c.queue.push(task);
         c.queue_by_vruntime.insert((self.sched.tasks[task].vruntime, task));
+        if self.sched.eevdf.is_some() {
+            self.fair_enqueue(cpu, task);
+        }
     }
 
     /// Take `task` out of the tasks waiting on `cpu`.
@@ -397,6 +409,9 @@ impl Sim {
         c.queue.retain(|&t| t != task);
         let removed = c.queue_by_vruntime.remove(&(self.sched.tasks[task].vruntime, task));
         debug_assert!(removed, "a waiting task's vruntime changed");
+        if self.sched.eevdf.is_some() {
+            self.fair_dequeue(cpu, task);
+        }
     }
 
     /// The smallest vruntime among the tasks waiting on `cpu`, if any.
@@ -489,7 +504,7 @@ impl Sim {
         // wake_up_new_task enqueues from the parent's CPU.
         let source = self.sched.tasks[task].parent.map_or(cpu, |p| self.sched.tasks[p].cpu);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..UpdateFlags::default() };
-        self.enqueue(task, cpu, true, flags);
+        self.enqueue(task, cpu, fair::Join::Fork, flags);
     }
 
     /// Wake a sleeping task on behalf of `waker` (try_to_wake_up). A pending timer of the task
@@ -503,6 +518,18 @@ impl Sim {
         let prev = t.cpu;
         if self.run.timeline.is_some() {
             self.trace_waking(task, prev, waker);
+        }
+        if self.sched.tasks[task].delayed {
+            // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
+            // there, with no placement, unless that CPU is no longer one it may use.
+            if self.sched.cpus[prev].curr.is_some() && self.allowed(task, prev) {
+                self.fair_requeue_delayed(prev, task);
+                let source = waker.placement_source().map_or(prev, |(w, _)| w);
+                let flags = UpdateFlags { remote: self.remote_enqueue(source, prev), ..flags };
+                self.enqueue(task, prev, fair::Join::Requeue, flags);
+                return;
+            }
+            self.fair_finish_delayed(prev, task);
         }
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
@@ -518,7 +545,7 @@ impl Sim {
         // interrupted; `io_complete`); a timer fires where the task slept.
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
-        self.enqueue(task, cpu, true, flags);
+        self.enqueue(task, cpu, fair::Join::Wake, flags);
     }
 
     /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
@@ -596,7 +623,7 @@ impl Sim {
                     w
                 }
             }
-            Some((w, true)) if ok(w) && self.nr_running(w) == 1 => w,
+            Some((w, true)) if ok(w) && self.nr_running(w) + self.affine_delayed(w) == 1 => w,
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task, prev),
         };
@@ -621,7 +648,7 @@ impl Sim {
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
     /// run it if the CPU is idle, else check whether it preempts the current task.
-    fn enqueue(&mut self, task: usize, cpu: usize, wakeup: bool, flags: UpdateFlags) {
+    fn enqueue(&mut self, task: usize, cpu: usize, join: fair::Join, flags: UpdateFlags) {
         let prev = self.sched.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
@@ -639,14 +666,17 @@ impl Sim {
             self.update_cpu_pelt(cpu);
             self.update_task_pelt(task, false, false);
         }
-        let min_v = self.sched.cpus[cpu].min_vruntime;
-        let credit = self.sched_latency_ns() / 2;
-        let t = &mut self.sched.tasks[task];
-        if wakeup {
+        if self.sched.eevdf.is_some() {
+            if join != fair::Join::Requeue && self.rt_prio(task).is_none() {
+                self.fair_place(task, cpu, join);
+            }
+        } else {
             // Sleeper credit: a waking task may be up to half a latency period ahead.
-            let floor = min_v.saturating_sub(credit);
+            let floor = self.sched.cpus[cpu].min_vruntime.saturating_sub(self.sched_latency_ns() / 2);
+            let t = &mut self.sched.tasks[task];
             t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
         }
+        let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.wakeup(self.q.now(), task, cpu);
@@ -692,6 +722,9 @@ impl Sim {
     }
 
     fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+        if self.sched.eevdf.is_some() {
+            return self.fair_check_preempt_wakeup(cpu, task);
+        }
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
@@ -714,6 +747,9 @@ impl Sim {
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
+        if delta > 0 && self.sched.eevdf.is_some() && self.rt_prio(curr).is_none() {
+            self.fair_update_curr(cpu, curr);
+        }
         let queued_min = self.queued_min_vruntime(cpu);
         let v = queued_min.map_or(self.sched.tasks[curr].vruntime, |m| m.min(self.sched.tasks[curr].vruntime));
         self.sched.cpus[cpu].min_vruntime = self.sched.cpus[cpu].min_vruntime.max(v);
@@ -726,7 +762,15 @@ impl Sim {
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
         self.update_task_pelt(curr, true, true);
-        let next = next.unwrap_or_else(|| self.best_queued(cpu));
+        let next = match next {
+            Some(next) => next,
+            // EEVDF: the running task competes in the pick, and may win it.
+            None if self.sched.eevdf.is_some() && self.rt_prio(curr).is_none() => match self.fair_repick(cpu) {
+                Some(next) => next,
+                None => return,
+            },
+            None => self.best_queued(cpu),
+        };
         self.queue_remove(cpu, next);
         self.queue_push(cpu, curr);
         let c = &mut self.sched.cpus[cpu];
@@ -734,6 +778,15 @@ impl Sim {
         c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.set_curr(cpu, next);
+    }
+
+    /// The task to run next on `cpu`, whose task left it: [`Sim::best_queued`], or with EEVDF
+    /// the highest RT priority, else the fair pick (which lets delayed tasks go).
+    fn pick_queued(&mut self, cpu: usize) -> Option<usize> {
+        if self.sched.eevdf.is_none() || self.sched.cpus[cpu].queue.iter().any(|&t| self.rt_prio(t).is_some()) {
+            return (!self.sched.cpus[cpu].queue.is_empty()).then(|| self.best_queued(cpu));
+        }
+        self.fair_pick(cpu, false)
     }
 
     /// The task to run next from the queue: the highest RT priority (first queued among
@@ -815,6 +868,7 @@ impl Sim {
         let c = &mut self.sched.cpus[cpu];
         c.curr = Some(task);
         let prev = c.switched_out.take();
+        self.fair_set_next(cpu, task);
         self.count_placement_idle(cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
@@ -888,6 +942,9 @@ impl Sim {
     /// dequeue's governor callback runs.
     fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
+        if self.sched.eevdf.is_some() {
+            self.fair_block(cpu, task);
+        }
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         let t = &mut self.sched.tasks[task];
         t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
@@ -963,8 +1020,7 @@ impl Sim {
     #[must_use]
     fn switch_next(&mut self, cpu: usize) -> bool {
         debug_assert!(self.sched.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
-        if !self.sched.cpus[cpu].queue.is_empty() {
-            let next = self.best_queued(cpu);
+        if let Some(next) = self.pick_queued(cpu) {
             self.queue_remove(cpu, next);
             self.sched.waiting -= 1;
             return self.switch_in(cpu, next);
@@ -1037,8 +1093,13 @@ impl Sim {
         d.util_changed = true;
         d.util_est_sum += ue;
         self.rq_detach(task, src);
+        if self.sched.eevdf.is_some() {
+            self.fair_migrate(task, src, dst);
+        } else {
+            let t = &mut self.sched.tasks[task];
+            t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
+        }
         let t = &mut self.sched.tasks[task];
-        t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
         self.rq_attach(task, dst);
@@ -1198,6 +1259,8 @@ impl Sim {
             let t = &self.sched.tasks[curr];
             let ran = t.sum_exec_ns - t.slice_start_exec_ns;
             let expired = match t.attrs.policy {
+                // EEVDF: update_curr above renewed a deadline reached, asking to reschedule.
+                SchedPolicy::Normal if self.sched.eevdf.is_some() => self.sched.cpus[cpu].resched,
                 SchedPolicy::Normal => {
                     ran >= (self.sched_latency_ns() / nr)
                         .max(MIN_GRANULARITY_NS * tunable_factor(self.sched.cpus.len()))

@@ -107,13 +107,9 @@ pub(crate) enum Outcome {
 }
 
 impl Sim {
-    /// `Op::Post`: hand a token to the first waiter (waking it) or keep it.
-    pub(crate) fn channel_post(&mut self, ch: u32, waker_cpu: usize, sync: bool) {
-        self.channel_post_by(ch, Waker::Task { cpu: waker_cpu, sync });
-    }
-
-    /// Hand a token to the first waiter of `ch`, woken by `waker`, or keep it.
-    fn channel_post_by(&mut self, ch: u32, waker: Waker) {
+    /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
+    /// keep it.
+    pub(crate) fn channel_post(&mut self, ch: u32, waker: Waker) {
         let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
             Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
@@ -121,12 +117,15 @@ impl Sim {
         }
     }
 
-    /// `Op::Offer`: like `channel_post` without `sync`, but a token that finds `capacity`
-    /// others queued is dropped.
+    /// `Op::Offer`: like `channel_post` from the poster's softirq with `sync` (a datagram's
+    /// loopback receive), but a token that finds `capacity` others queued is dropped.
     pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
         let c = slot(&mut self.work.objects.channels, ch);
         match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, Waker::Task { cpu: waker_cpu, sync: false }, UpdateFlags::default()),
+            Some(task) => {
+                let waker = Waker::Softirq { cpu: Some(waker_cpu), sync: true };
+                self.wake_task(task, waker, UpdateFlags::default())
+            }
             None if c.tokens < capacity as u64 => c.tokens += 1,
             None => {}
         }
@@ -254,7 +253,7 @@ impl Sim {
         };
         let (_, ch) = d.end_work.swap_remove(k);
         slot(&mut self.work.objects.channels, ch).ended.push_back((task, iowait));
-        self.channel_post_by(ch, waker);
+        self.channel_post(ch, waker);
         true
     }
 
@@ -323,7 +322,7 @@ impl Sim {
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
             let iowait = leader_iowait && t == task;
-            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t) };
+            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t), sync: false };
             if self.hand_to_worker(dev, t, iowait, waker) {
                 continue;
             }

@@ -58,9 +58,14 @@ pub enum Op {
     /// condition signal). `sync`: the poster is about to wait, so the woken task may be pulled
     /// to the poster's CPU (wake-affine).
     Post { ch: u32, sync: bool },
+    /// Post one token to channel `ch` over loopback TCP: the send raises the NET_RX softirq on
+    /// the poster's CPU, whose receive wakes the first waiter from there, in softirq context.
+    /// `sync`: the wake-up carries `WF_SYNC`, as a data-ready wake-up (sock_def_readable)
+    /// does; a window update that wakes a blocked sender (sk_stream_write_space) does not.
+    Loopback { ch: u32, sync: bool },
     /// Post one token to channel `ch` unless `capacity` tokens already wait there, in which
     /// case it is lost (a datagram reaching a full socket buffer). A waiter is woken as by
-    /// `Post` without `sync`: the poster carries on.
+    /// `Loopback` with `sync`: from the poster's softirq, whose receive queued the datagram.
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
@@ -228,6 +233,16 @@ pub struct Task {
     pub work_submitted: f64,
     pub work_done: f64,
     pub vruntime: u64,
+    /// EEVDF (6.6+, `sched/eevdf.rs`): the virtual deadline, the lag the task last left its
+    /// run-queue with, the vruntime up to which its current pick protects it from a waking
+    /// task (RUN_TO_PARITY), whether it blocked while not eligible and still waits on its
+    /// run-queue (DELAY_DEQUEUE, 6.12+), and the deadline relative to its vruntime that a move
+    /// to another CPU carries (PLACE_REL_DEADLINE, 6.12+).
+    pub deadline: u64,
+    pub vlag: i64,
+    pub vprot: u64,
+    pub delayed: bool,
+    pub rel_deadline: Option<u64>,
     /// When the task last started running (for vruntime and slice accounting).
     pub exec_start_ns: TimeNs,
     pub sum_exec_ns: u64,
@@ -276,6 +291,11 @@ impl Task {
             work_submitted: 0.0,
             work_done: 0.0,
             vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            delayed: false,
+            rel_deadline: None,
             exec_start_ns: 0,
             sum_exec_ns: 0,
             slice_start_exec_ns: 0,

@@ -1,11 +1,12 @@
 //! Who wakes a task, and from where: the caller of the kernel's `try_to_wake_up`.
 //!
-//! The kernel wakes a sleeping task from a task's system call (a pipe write, a futex wake, a
-//! socket send whose loopback receive runs in the sender's softirq), from a device's
-//! completion (the block layer's softirq on the CPU the interrupt reached), or from the task's
-//! own timer (an hrtimer, in hard-interrupt context on the CPU where the task slept). Placement
-//! reads the waker's CPU and whether the wake-up is synchronous (`WF_SYNC`, the waker about to
-//! sleep); traces log `sched_waking` on the waker's CPU in its context.
+//! The kernel wakes a sleeping task from a task's system call (a pipe write, a futex wake),
+//! from a softirq (a loopback socket send's receive, run in the NET_RX softirq on the sender's
+//! CPU; a device's completion, in the block layer's softirq on the CPU the interrupt reached),
+//! or from the task's own timer (an hrtimer, in hard-interrupt context on the CPU where the
+//! task slept). Placement reads the waker's CPU and whether the wake-up is synchronous
+//! (`WF_SYNC`, the waker about to sleep); traces log `sched_waking` on the waker's CPU in its
+//! context.
 
 /// The context a wake-up runs in, as the flags column of a kernel trace line shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,8 +34,10 @@ impl WakeContext {
 pub(crate) enum Waker {
     /// A task running on `cpu`; `sync` when it is about to sleep (`WF_SYNC`).
     Task { cpu: usize, sync: bool },
-    /// A device completion's softirq on `cpu`; None when it ran where the task slept.
-    Softirq { cpu: Option<usize> },
+    /// A softirq on `cpu` (None: where the task slept); `sync` when the wake-up carries
+    /// `WF_SYNC` (a socket's data-ready callback, sock_def_readable, asks for it even from
+    /// softirq, the interrupted task being the sender about to wait for the answer).
+    Softirq { cpu: Option<usize>, sync: bool },
     /// The task's own timer, which fires where the task slept (or a new task's start).
     Timer,
     /// The task moves itself off a CPU it may no longer use (sched_setaffinity's migration).
@@ -47,7 +50,7 @@ impl Waker {
     pub(crate) fn placement_source(self) -> Option<(usize, bool)> {
         match self {
             Waker::Task { cpu, sync } => Some((cpu, sync)),
-            Waker::Softirq { cpu } => cpu.map(|c| (c, false)),
+            Waker::Softirq { cpu, sync } => cpu.map(|c| (c, sync)),
             Waker::Timer | Waker::Requeue => None,
         }
     }
@@ -56,7 +59,7 @@ impl Waker {
     pub(crate) fn logged_on(self, prev: usize) -> (usize, WakeContext) {
         match self {
             Waker::Task { cpu, .. } => (cpu, WakeContext::Task),
-            Waker::Softirq { cpu } => (cpu.unwrap_or(prev), WakeContext::Softirq),
+            Waker::Softirq { cpu, .. } => (cpu.unwrap_or(prev), WakeContext::Softirq),
             Waker::Timer => (prev, WakeContext::Hardirq),
             Waker::Requeue => (prev, WakeContext::Task),
         }
@@ -68,11 +71,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_softirq_wakes_without_sync_and_logs_on_its_cpu() {
-        let w = Waker::Softirq { cpu: Some(3) };
+    fn a_softirq_wakes_from_its_cpu_with_the_sync_hint_it_is_given() {
+        let w = Waker::Softirq { cpu: Some(3), sync: false };
         assert_eq!(w.placement_source(), Some((3, false)));
         assert_eq!(w.logged_on(1), (3, WakeContext::Softirq));
-        let local = Waker::Softirq { cpu: None };
+        // A loopback receive's data-ready wake-up is synchronous, from the sender's CPU.
+        let net = Waker::Softirq { cpu: Some(0), sync: true };
+        assert_eq!(net.placement_source(), Some((0, true)));
+        assert_eq!(net.logged_on(1), (0, WakeContext::Softirq));
+        let local = Waker::Softirq { cpu: None, sync: false };
         assert_eq!(local.placement_source(), None);
         assert_eq!(local.logged_on(1), (1, WakeContext::Softirq));
     }

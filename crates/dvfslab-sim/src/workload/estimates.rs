@@ -1,7 +1,9 @@
 //! Every estimated (\[EST\]) parameter of the workload models, in one place, each with its
 //! source or the way to calibrate it. Models read them from here; the
 //! validation work calibrates them here, never inside a model. \[CAL\] marks a value fitted to a
-//! published measurement, with the procedure in docs/validation.md ("Calibrated constants").
+//! published measurement, with the procedure in docs/validation.md ("Calibrated constants");
+//! \[REC\] one measured on a recording of the real benchmark (python/dvfslab/data/recordings/,
+//! which `dvfslab model check` compares the model with).
 //! "The first estimate" is the range estimated before calibration, from the published
 //! per-operation costs; docs/workloads-net.md and docs/workloads-compute.md describe the models.
 //!
@@ -160,57 +162,84 @@ pub mod nbench {
     pub const LOADFILE_OPS: u32 = 3573;
 }
 
-/// tbench: each loadfile operation is one request/response on loopback TCP.
+/// A small message over loopback TCP, what tbench and netperf's TCP_RR share. \[REC\] From
+/// the netperf-tcp-rr recording (python/dvfslab/data/recordings/; a 2-CPU KVM guest at a fixed
+/// 2.6 GHz, Linux 6.18): per transaction counted in its trace, netperf runs 9,830 cycles and
+/// netserver 11,040, each one receive, one send and what follows the send's wake-up of the
+/// other side; the trace puts 1–2 µs (median 1.6 µs, 4,200 cycles) between that wake-up and
+/// the sender's switch-out when it goes on to block. So a side's 10,430 cycles, 4,200 of them
+/// after the wake-up, the rest split between the send and the receive in the first estimate's
+/// 7 : 1.5 (only their sum matters to a request/response pair: both fall in one burst).
+/// Cycles, at any clock.
+pub mod loopback {
+    /// The send of a small message up to the receiver's wake-up: the send system call, TCP
+    /// transmit and the loopback receive in the NET_RX softirq it raises on the sender's CPU.
+    pub const TCP_SEND_CYCLES: f64 = 5_130.0;
+    /// What follows the wake-up on the sender's CPU: the rest of the receive softirq, the
+    /// send's return and the next receive call, up to where it blocks (or finds the answer
+    /// already there).
+    pub const TCP_WAKE_TAIL_CYCLES: f64 = 4_200.0;
+    /// The receive of a message already queued: the receive call's copy-out path and return.
+    pub const TCP_RECV_CYCLES: f64 = 1_100.0;
+}
+
+/// tbench: each loadfile operation is one request/response on loopback TCP. \[REC\] From
+/// the tbench-2 and tbench-4 recordings (python/dvfslab/data/recordings/; 2.6 GHz, Linux
+/// 6.18), per round trip counted in their traces: the client runs 14,700 and 15,560 cycles,
+/// tbench_srv 11,200 and 12,430 (four pairs on two CPUs cost more than two). The defaults are
+/// the two recordings' mean, less the copies of the model's loadfile (4,630 bytes each side
+/// per operation, 1,390 cycles at `COPY_NS_PER_BYTE`); the ranges span the two.
 pub mod tbench {
     use super::Knob;
-    /// Client side per operation (send syscall, TCP tx, loopback rx softirq, receive of the
-    /// reply): 3–8 µs (\[EST\]). Calibrate against 1-client tbench MB/s at a
-    /// pinned frequency.
+    /// Client side per operation besides the copies: the receive of the reply, the loadfile
+    /// line and the send of the request over loopback TCP, with what follows the send's
+    /// wake-up of the server ([`super::loopback`]).
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
         "us",
-        5.0,
+        4.58,
         0.0,
         1000.0,
-        "client work per loadfile operation besides the copies (send, loopback softirq, receive), µs at 3 GHz",
+        "client work per loadfile operation besides the copies (receive, loadfile line, send), µs at 3 GHz",
     )
     .uncertain(
-        3.0,
-        8.0,
-        "estimate: a small loopback TCP send with its receive softirq and the receive of the reply, 3–8 µs at ~3 GHz; \
-         not calibrated (1-client tbench at a pinned frequency would)",
+        4.44,
+        4.72,
+        "recorded: the client's cycles per round trip in tbench-2 and tbench-4 (14,700 and 15,560) less 1,390 of \
+         copies",
     );
-    /// Server side per operation (tbench_srv: read header and payload, write the reply):
-    /// 3–8 µs (\[EST\]).
+    /// Server side per operation besides the copies (tbench_srv: receive the request, send
+    /// the reply over loopback TCP).
     pub const SERVER_US: Knob = Knob::new(
         "server_us",
         "us",
-        5.0,
+        3.47,
         0.0,
         1000.0,
-        "tbench_srv work per loadfile operation besides the copies (read the request, write the reply), µs at 3 GHz",
+        "tbench_srv work per loadfile operation besides the copies (receive the request, send the reply), µs at 3 GHz",
     )
     .uncertain(
-        3.0,
-        8.0,
-        "estimate: tbench_srv's read of the request and loopback TCP write of the reply, 3–8 µs at ~3 GHz; \
-         not calibrated",
+        3.27,
+        3.68,
+        "recorded: tbench_srv's cycles per round trip in tbench-2 and tbench-4 (11,200 and 12,430) less 1,390 of \
+         copies; a netperf transaction's side, the same receive and send of a small message, runs 10,430",
     );
-    /// Copy cost per byte moved, charged to each side for the bytes it sends or receives:
-    /// 0.5 ns/byte (\[EST\]).
+    /// Copy cost per byte moved, charged to each side for the bytes it sends or receives.
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
         "copy_ns_per_byte",
         "ns/byte",
-        0.5,
+        0.1,
         0.0,
         100.0,
         "copy cost of each byte a side sends or receives, ns at 3 GHz",
     )
     .uncertain(
-        0.12,
-        1.0,
-        "estimate, no range published: from the loopback copy measured on the campaign's Haswell (netperf's \
-         0.12 ns/byte, docs/validation.md, calibrated constants) to twice the 0.5 ns/byte estimate",
+        0.05,
+        0.15,
+        "recorded, loosely: tbench_srv's round trip, with its ~4,600 bytes each side, exceeds a netperf \
+         transaction's side by 770 cycles in tbench-2 and 2,000 in tbench-4 (0.055 and 0.14 ns/byte at 3 GHz); \
+         the loopback copy calibrated on the campaign's Haswell is 0.12 (docs/validation.md, calibrated \
+         constants)",
     );
 }
 
@@ -416,16 +445,9 @@ pub mod dbench_ext4 {
     pub const WRITE_CYCLES_PER_BYTE: f64 = at_2_6_ghz(0.27e-3);
 }
 
-/// netperf over loopback. Targets: loopback TCP_RR ≈ 40–80k trans/s per pair at
-/// ~4 GHz; calibrate the RR costs against it at a pinned frequency.
+/// netperf over loopback. TCP_RR's costs are [`loopback`]'s, recorded.
 pub mod netperf {
     use super::Knob;
-    /// TCP send syscall and protocol tx of a small segment: 3–6 µs (\[EST\]).
-    pub const TCP_TX_CYCLES: f64 = 4e-6 * 3.0e9;
-    /// Loopback receive softirq, charged to the sending CPU: 2–4 µs (\[EST\]).
-    pub const TCP_SOFTIRQ_CYCLES: f64 = 3e-6 * 3.0e9;
-    /// recv syscall of a small TCP message: \[EST\] 1.5 µs (part of the first estimate's 3–6 µs per side).
-    pub const TCP_RX_CYCLES: f64 = 1.5e-6 * 3.0e9;
     /// UDP send: no connection state or ACK. \[CAL\] With the softirq below, 2.59 µs per
     /// datagram and `COPY_NS_PER_BYTE`: the sender's time per datagram on the campaign's
     /// own Haswell (2 × E5-2670 v3, Linux 5.5, the saturated sender at its 3.1 GHz turbo) in
@@ -462,6 +484,12 @@ pub mod netperf {
                 "estimate: a recvfrom system call, about 1 µs; the Haswell runs lost no datagram, so the \
                  receiver kept up with a 2.59 µs sender (docs/validation.md, calibrated constants)",
             );
+    /// UDP_RR: the part of a side's send and receive that follows its wake-up of the other
+    /// side, out of their calibrated sum: the rest of the receive softirq, the send's return
+    /// and the recvfrom call up to where it blocks. \[EST\] 0.8 µs at 3 GHz: TCP's measured
+    /// 1.6 µs at 2.6 GHz (`loopback::TCP_WAKE_TAIL_CYCLES`) less the ACK processing UDP does
+    /// not do, taken as half of it.
+    pub const UDP_WAKE_TAIL_CYCLES: f64 = 0.8e-6 * 3.0e9;
     /// Copy per byte, each side (`copy_from_user` on the sender, `copy_to_user` on the
     /// receiver, of TCP and UDP alike): \[CAL\] 0.12 ns/byte, the slope of the Haswell sender's
     /// time per datagram over the sizes (`UDP_SEND_US`); the first estimate was 0.25–0.4.

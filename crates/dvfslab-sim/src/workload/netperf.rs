@@ -2,28 +2,31 @@
 //! MMTests `config-network-netperf-{rr,stream}-ipv4-unbound`).
 //!
 //! - **UDP_RR, TCP_RR**: the canonical two-task ping-pong. The client sends a request (send
-//!   syscall, protocol tx and the loopback receive softirq, all on its own CPU), wakes the
-//!   server with a sync wake-up and sleeps; the server receives, sends the response the same
-//!   way and sleeps. One transaction in flight: throughput = 1 / (both bursts + two wake-ups).
+//!   syscall, protocol tx and the loopback receive in the NET_RX softirq on its own CPU, which
+//!   wakes the server from there, synchronously: `Op::Loopback`), and its next receive blocks;
+//!   the server receives, sends the response the same way and blocks. One transaction in
+//!   flight; whether the woken side preempts the sender before it blocks is the scheduler's
+//!   wake-up rule (EEVDF's from 6.6).
 //! - **TCP_STREAM**: the sender loops send(m) as fast as it can, doing the whole loopback
 //!   stack; the receiver copies out. The sender blocks when a window's worth of data is in
-//!   flight (credits returned by the receiver's reads).
+//!   flight (credits returned by the receiver's reads, whose window update wakes the sender
+//!   from the receiver's softirq without the sync hint: `sk_stream_write_space`).
 //! - **UDP_STREAM**: the sender never blocks: each datagram goes through the loopback stack on
 //!   its CPU into the receiver's socket buffer, and is dropped when the buffer is full. The
 //!   metric counts received bytes, the receiver's rate when it falls behind: the recv rows of
 //!   MMTests' report (its send rows hold the sender's rate; docs/validation.md).
 //!
-//! The STREAM receivers are woken without the sync hint, which Linux's `sock_def_readable`
-//! gives: with it both pairs share one socket, which the published UDP watts fit and the TCP
-//! watts do not (docs/validation.md, what the model gets wrong, item 5).
+//! Every data arrival wakes its receiver as Linux's `sock_def_readable` does: from the
+//! sender's softirq, with the sync hint.
 //!
-//! Costs are `estimates::netperf`, the STREAM tests' knobs (the RR tests' costs are fixed).
+//! Costs are `estimates::netperf`, the STREAM tests' knobs, and `estimates::loopback` (TCP_RR,
+//! recorded).
 //! Metric, as netperf reports it: transactions per second for
 //! RR, received megabits per second for STREAM (both higher is better).
 
 use std::rc::Rc;
 
-use super::estimates::{ipc, netperf, ns_cycles, us_cycles};
+use super::estimates::{ipc, loopback, netperf, ns_cycles, us_cycles};
 use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
@@ -139,30 +142,41 @@ fn run(cycles: f64) -> Op {
 }
 
 impl Netperf {
-    /// Work of one RR message on each side: (sender: tx + softirq, receiver: rx), with the
-    /// payload copied once on each side.
-    fn rr_costs(&self) -> (f64, f64) {
+    /// Work of one RR message on each side: (sender up to the receiver's wake-up, what
+    /// follows it on the sender's CPU, receiver), with the payload copied once on each side.
+    fn rr_costs(&self) -> (f64, f64, f64) {
         let (c, copy) = (&self.costs, self.size as f64 * self.costs.copy_per_byte);
         match self.test {
-            Test::UdpRr => (c.udp_send + c.udp_softirq + copy, c.udp_recv + copy),
-            _ => (netperf::TCP_TX_CYCLES + netperf::TCP_SOFTIRQ_CYCLES + copy, netperf::TCP_RX_CYCLES + copy),
+            Test::UdpRr => {
+                let send = c.udp_send + c.udp_softirq + copy;
+                let tail = netperf::UDP_WAKE_TAIL_CYCLES.min(send);
+                (send - tail, tail, c.udp_recv + copy)
+            }
+            _ => (loopback::TCP_SEND_CYCLES + copy, loopback::TCP_WAKE_TAIL_CYCLES, loopback::TCP_RECV_CYCLES + copy),
         }
     }
 
     fn rr(&self) -> Vec<TaskSpec> {
-        let (send, recv) = self.rr_costs();
-        // Each side's burst receives the previous message and sends the next one.
+        let (send, tail, recv) = self.rr_costs();
+        // Each side's burst receives the previous message and sends the next one, whose
+        // loopback receive wakes the other side; what follows the wake-up runs after.
         let client: Rc<[Op]> = vec![
             run(recv + send),
-            Op::Post { ch: FORWARD, sync: true },
+            Op::Loopback { ch: FORWARD, sync: true },
+            run(tail),
             Op::Wait { ch: BACK },
             Op::Mark(Mark::Add { counter: DONE, amount: 1 }),
             Op::Jump { to: 0 },
         ]
         .into();
-        let server: Rc<[Op]> =
-            vec![Op::Wait { ch: FORWARD }, run(recv + send), Op::Post { ch: BACK, sync: true }, Op::Jump { to: 0 }]
-                .into();
+        let server: Rc<[Op]> = vec![
+            Op::Wait { ch: FORWARD },
+            run(recv + send),
+            Op::Loopback { ch: BACK, sync: true },
+            run(tail),
+            Op::Jump { to: 0 },
+        ]
+        .into();
         vec![TaskSpec::new("netperf", client), TaskSpec::new("netserver", server)]
     }
 
@@ -178,12 +192,17 @@ impl Netperf {
         // The sender starts with a window of credits, then spends one per send.
         let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
         let top = sender.len();
-        sender.extend([Op::Wait { ch: BACK }, run(send), Op::Post { ch: FORWARD, sync: false }, Op::Jump { to: top }]);
+        sender.extend([
+            Op::Wait { ch: BACK },
+            run(send),
+            Op::Loopback { ch: FORWARD, sync: true },
+            Op::Jump { to: top },
+        ]);
         let receiver: Rc<[Op]> = vec![
             Op::Wait { ch: FORWARD },
             run(c.stream_recv + copy),
             Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
-            Op::Post { ch: BACK, sync: false },
+            Op::Loopback { ch: BACK, sync: false },
             Op::Jump { to: 0 },
         ]
         .into();

@@ -1,20 +1,22 @@
 //! tbench: N client/server pairs replaying the NBENCH loadfile over loopback TCP
 //! (docs/workloads-net.md).
 //!
-//! Each loadfile operation is one synchronous request/response: the client works (send
-//! syscall, TCP tx, the loopback receive softirq on its own CPU, and the receive of the
-//! previous reply), posts the request with a sync wake-up and sleeps; its server (one forked
-//! tbench_srv process per connection) wakes, works, posts the reply and sleeps. At most one
-//! task of a pair is runnable, so with N ≤ NCPU/2 every CPU is partly idle and throughput is
-//! set by burst length ÷ frequency plus the wake-up and idle-exit latencies. Packet sizes are
-//! those of `sockio.c`; costs are knobs declared in `estimates::tbench`.
+//! Each loadfile operation is one synchronous request/response. The client receives the
+//! previous reply, reads the loadfile line and sends the request: the loopback receive runs in
+//! the NET_RX softirq on the client's CPU and wakes the server from there, synchronously
+//! (`Op::Loopback`); the send returns and the client's next receive blocks. Its server (one
+//! forked tbench_srv process per connection) receives the request and sends the reply the same
+//! way. The woken task usually lands on the waker's CPU, and whether it preempts the waker is
+//! the scheduler's wake-up rule (EEVDF's from 6.6): a waker preempted before it blocks finds
+//! its answer already there and sleeps no more. Packet sizes are those of `sockio.c`; costs
+//! are knobs declared in `estimates::tbench`, the loopback path's in `estimates::loopback`.
 //!
 //! Metric, as dbench computes it: 1e-6 · (ReadX return + WriteX bytes) / elapsed seconds
 //! (MB/s, decimal). The client counts the bytes when it receives the reply.
 
 use std::rc::Rc;
 
-use super::estimates::{ipc, nbench, ns_cycles, tbench, us_cycles};
+use super::estimates::{ipc, loopback, nbench, ns_cycles, tbench, us_cycles};
 use super::loadfile::{synthesise, Line};
 use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
@@ -66,15 +68,21 @@ fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
 }
 
-/// Client `i`: per line, work (the previous reply's receive and this request's send), post
-/// the request, wait for the reply, count the data bytes.
+/// One side's burst around a send over loopback: `work` cycles in all, of which the last
+/// [`loopback::TCP_WAKE_TAIL_CYCLES`] follow the receiver's wake-up on channel `ch`.
+fn send_burst(work: f64, ch: u32) -> [Op; 3] {
+    let tail = loopback::TCP_WAKE_TAIL_CYCLES.min(work);
+    [run(work - tail), Op::Loopback { ch, sync: true }, run(tail)]
+}
+
+/// Client `i`: per line, work (the previous reply's receive and this request's send, whose
+/// loopback receive wakes the server), wait for the reply, count the data bytes.
 fn client_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]> {
-    let mut p = Vec::with_capacity(lines.len() * 4 + 1);
+    let mut p = Vec::with_capacity(lines.len() * 6 + 1);
     for (k, line) in lines.iter().enumerate() {
         let prev_reply = lines[(k + lines.len() - 1) % lines.len()].reply_bytes();
         let copy = (prev_reply + line.request_bytes()) as f64 * costs.copy_per_byte;
-        p.push(run(costs.client + copy));
-        p.push(Op::Post { ch: req, sync: true });
+        p.extend(send_burst(costs.client + copy, req));
         p.push(Op::Wait { ch: rep });
         p.push(Op::Mark(Mark::Add { counter: OPS, amount: 1 }));
         if line.data_bytes() > 0 {
@@ -85,14 +93,14 @@ fn client_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]>
     p.into()
 }
 
-/// Server `i`: per line, wait for the request, work (read it, write the reply), reply.
+/// Server `i`: per line, wait for the request, work (receive it, send the reply, whose
+/// loopback receive wakes the client).
 fn server_program(lines: &[Line], costs: &Costs, req: u32, rep: u32) -> Rc<[Op]> {
-    let mut p = Vec::with_capacity(lines.len() * 3 + 1);
+    let mut p = Vec::with_capacity(lines.len() * 4 + 1);
     for line in lines {
         let copy = (line.request_bytes() + line.reply_bytes()) as f64 * costs.copy_per_byte;
         p.push(Op::Wait { ch: req });
-        p.push(run(costs.server + copy));
-        p.push(Op::Post { ch: rep, sync: true });
+        p.extend(send_burst(costs.server + copy, rep));
     }
     p.push(Op::Jump { to: 0 });
     p.into()

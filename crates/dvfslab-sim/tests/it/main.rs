@@ -5,6 +5,7 @@
 mod common;
 
 mod driver_powernv;
+mod eevdf;
 mod fuzz;
 mod governors_dbs;
 mod governors_intel_pstate;

@@ -1,0 +1,116 @@
+//! The fair class's rules as they show in runs, per kernel version: EEVDF's wake-up
+//! preemption of a loopback request/response pair sharing a CPU, and its time slices.
+
+use crate::common;
+
+use std::rc::Rc;
+
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::{Sim, SimConfig, SimResult};
+
+/// Programs all pinned to CPU 0; the metric is counter 0.
+struct OnCpu0(Vec<Vec<Op>>);
+
+impl Workload for OnCpu0 {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let task = |(i, p): (usize, &Vec<Op>)| TaskSpec::new(format!("t{i}"), Rc::from(p.clone())).pinned(vec![0]);
+        self.0.iter().enumerate().map(task).collect()
+    }
+    fn default_duration_ns(&self) -> u64 {
+        100_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let value = stats.counters.first().copied().unwrap_or(0) as f64;
+        Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
+    }
+}
+
+/// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz) at `kernel`, with the timeline.
+fn run_on_cpu0(kernel: &str, programs: Vec<Vec<Op>>, duration_ns: u64) -> SimResult {
+    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(duration_ns),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    Sim::with_workload(plat, &cfg, Box::new(OnCpu0(programs)), "test".into()).unwrap().run().unwrap()
+}
+
+fn run(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+}
+
+/// Switch-outs of `task` in `state` ('R' preempted, 'S' asleep).
+fn switch_outs(r: &SimResult, task: i64, state: char) -> usize {
+    let tl = r.timeline.as_ref().expect("a timeline");
+    tl.switch_prev.iter().zip(&tl.switch_prev_state).filter(|&(&p, &s)| p == task && s == state).count()
+}
+
+/// A loopback request/response pair on one CPU, as tbench's and netperf's sides run: each
+/// receives, works and sends (`before` cycles; the client more than the server), the send's
+/// receive waking the other side from this CPU's softirq, then the rest of the send and the
+/// next receive (`tail` cycles) before it blocks. Returns (round trips, client preempted,
+/// client asleep, server preempted, server asleep).
+fn ping_pong(kernel: &str) -> (usize, usize, usize, usize, usize) {
+    let (client_before, server_before, tail) = (10_000.0, 7_000.0, 4_000.0);
+    let client = vec![
+        run(client_before),
+        Op::Loopback { ch: 0, sync: true },
+        run(tail),
+        Op::Wait { ch: 1 },
+        Op::Mark(Mark::Add { counter: 0, amount: 1 }),
+        Op::Jump { to: 0 },
+    ];
+    let server =
+        vec![Op::Wait { ch: 0 }, run(server_before), Op::Loopback { ch: 1, sync: true }, run(tail), Op::Jump { to: 0 }];
+    let r = run_on_cpu0(kernel, vec![client, server], 50_000_000);
+    let trips = r.summary.metric.value as usize;
+    (trips, switch_outs(&r, 0, 'R'), switch_outs(&r, 0, 'S'), switch_outs(&r, 1, 'R'), switch_outs(&r, 1, 'S'))
+}
+
+#[test]
+fn a_loopback_pair_on_one_cpu_preempts_its_sender_from_6_12() {
+    // From 6.12 a side that blocks while not eligible stays queued (delayed dequeue). When
+    // the other side's send wakes it, its lag is read against the sender's vruntime as last
+    // accounted, at the sender's switch-in, and it keeps its place; the sender, accounted at
+    // the preemption check with the burst it ran since, is then past it: the woken side runs
+    // at once. The side with the longer burst before its send is the one preempted, and,
+    // preempted before it blocks, finds its answer waiting: it neither sleeps nor is woken.
+    let (trips, c_r, c_s, s_r, s_s) = ping_pong("6.18");
+    assert!(trips > 3_000, "{trips}");
+    assert!(c_r * 10 > trips * 9, "the client is preempted in most round trips: {c_r} of {trips}");
+    assert!(c_s * 20 < trips && s_r * 20 < trips, "{c_s} {s_r}");
+    assert!(s_s * 10 > trips * 9, "the server sleeps in most: {s_s} of {trips}");
+    // 6.6–6.11 place every waking side with the lag it left with and dequeue every sleeper:
+    // a side leaving behind the other is owed service, but the pair's bursts keep the sleeper
+    // ahead when it blocks here, and it never preempts.
+    let (trips66, c_r66, _, s_r66, _) = ping_pong("6.6");
+    assert!((c_r66 + s_r66) * 100 < trips66, "{c_r66} + {s_r66} of {trips66}");
+    // CFS (before 6.6) places a sleeper at most half a latency period (3 ms on 2 CPUs) behind
+    // the running task and preempts when it is more than the wake-up granularity (2 ms)
+    // behind: the server, which runs less, falls behind and preempts in part of the trips.
+    let (trips65, c_r65, _, s_r65, _) = ping_pong("6.5");
+    assert!(c_r65 > trips65 / 4 && c_r65 < trips65 * 9 / 10 && s_r65 == 0, "{c_r65} {s_r65} of {trips65}");
+}
+
+#[test]
+fn cpu_hogs_sharing_a_cpu_switch_at_each_deadline_under_eevdf() {
+    // Two tasks that never block, on one CPU of a 2-CPU machine at 250 Hz. EEVDF gives each
+    // a 1.5 ms request (0.75 ms × (1 + log2 2)): its deadline, reached within a tick, is seen
+    // at the tick, which renews it and reschedules; the other task, behind and eligible, runs:
+    // a switch every tick, 250 a second. (From 6.8, when two deadlines tie, as these do after
+    // equal runs, the waiting task wins.) CFS gives each max(6 ms · 2 / 2, 1.5 ms) = 6 ms of a
+    // 12 ms period, two ticks: 125 a second.
+    let hog = vec![run(1e12), Op::Jump { to: 0 }];
+    let switches = |kernel: &str| {
+        let r = run_on_cpu0(kernel, vec![hog.clone(), hog.clone()], 1_000_000_000);
+        switch_outs(&r, 0, 'R') + switch_outs(&r, 1, 'R')
+    };
+    let eevdf = switches("6.8");
+    assert!((245..=251).contains(&eevdf), "{eevdf}");
+    let cfs = switches("6.5");
+    assert!((120..=126).contains(&cfs), "{cfs}");
+}
