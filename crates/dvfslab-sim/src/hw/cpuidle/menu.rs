@@ -213,6 +213,21 @@ impl IdleGovernor for Menu {
             // until something wakes it.
             return IdleChoice { state, reconsider_at: None };
         }
+        // 4.17+: when the tick stays (a poll, or less than a tick expected), no state deeper than
+        // the time to the next tick (menu_select's delta_tick).
+        let polling = states[state].power == IdlePower::Polling;
+        let expected = if predicted < tick_ns || state + 1 >= timing.len() {
+            predicted
+        } else {
+            timing[state].target_residency_ns
+        };
+        if polling || expected < tick_ns {
+            let next_tick = (now / tick_ns + 1) * tick_ns - now;
+            let delta_tick = if skip_timer { tick_ns / 2 } else { next_tick.min(until_timer) };
+            while state > 0 && timing[state].target_residency_ns > delta_tick {
+                state -= 1;
+            }
+        }
         // A shallow state chosen on a short history is left at the retained tick that makes
         // menu give up on it.
         let reconsider_at = history.gives_up_at(now, predicted, next_timer, tick_ns);
@@ -400,6 +415,22 @@ mod tests {
         k: KernelVersion,
     ) -> IdleChoice {
         menu.select(0, &inputs(plat, now, timer, 0, k))
+    }
+
+    /// 4.17+: with the tick kept (less than a tick expected), no state whose target residency
+    /// ends after the next tick: 600 µs expected but the tick due in 150 µs gives C3 (100 µs),
+    /// not C6 (200 µs).
+    #[test]
+    fn a_kept_tick_bounds_the_state_from_4_17() {
+        let plat = skylake();
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 600_000);
+        }
+        let now = 4_000_000 - 150_000;
+        assert_eq!(menu_select_at(&mut menu, &plat, now, None, KernelVersion(4, 16)).state, 4);
+        assert_eq!(menu_select_at(&mut menu, &plat, now, None, KernelVersion(4, 17)).state, 3);
+        assert_eq!(menu_select_at(&mut menu, &plat, 1_000_000, None, KernelVersion(4, 17)).state, 4);
     }
 
     /// menu on a made-up table: Skylake's first `timing.len()` states with other latencies.
