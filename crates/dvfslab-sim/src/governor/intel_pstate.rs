@@ -32,9 +32,14 @@
 //!   clamps the one written to the other: a spec sets both at once, so neither order of
 //!   writes is implied. `per_cpu_perf_limits` and the read-only files (`turbo_pct`,
 //!   `num_pstates`) are not modelled.
-//! - The I/O-wait boost follows current kernels (start at 1/8, double, cap 1) and is
-//!   evaluated on every scheduler callback of the CPU (the 4.6–4.x rule "1.0 on any I/O
-//!   wait" is not modelled). The workloads that block on a storage device (dbench4, fio,
+//! - The I/O-wait boost follows the kernel version: from 5.1 it starts at 1/8, doubles and
+//!   caps at 1 on every scheduler callback of the CPU; 4.12 – 5.0 set it to 1.0 on any I/O
+//!   wait and halve it at each evaluation, and from 4.14 an I/O wait also evaluates at once
+//!   (see intel_pstate_load.rs). The load-based path of 4.7 – 4.11 (Atom only: a PID on the
+//!   load with I/O-wait time counted busy) is not modelled; `algorithm=load` there runs 4.12's.
+//! - The default `algorithm` is the load-based one at every kernel, where Linux ran the PID on
+//!   Core desktops and servers up to 4.13 (dropped in 4.14) and HWP wherever the part has it;
+//!   `algorithm=pid` on 4.14+ runs the 4.13 controller on the later kernel. The workloads that block on a storage device (dbench4, fio,
 //!   iozone, seq-read, random-read, pgbench's WAL flush, gitsource's fsyncs) wake
 //!   with the I/O-wait flag and so drive it.
 //! - HWP's autonomous choice is a model (assumptions in intel_pstate_hwp.rs): every
@@ -55,7 +60,7 @@
 //! pm/intel_pstate.rst; Intel SDM vol. 3, section 14.4 (HWP); docs/governors.md.
 
 use super::intel_pstate_hwp::{hwp_autonomous, DynamicBoost};
-use super::intel_pstate_load::{get_target_pstate, IowaitBoost};
+use super::intel_pstate_load::{get_target_pstate, IowaitBoost, IowaitRule, Then};
 use super::intel_pstate_pid::{perf_scaled, Pid, PidParams};
 use super::{Enables, Governor, GovernorInfo, PolicyCtx, Relation, UpdateFlags};
 use crate::hw::platform::Platform;
@@ -291,6 +296,8 @@ struct IntelPstate {
     dynamic_boost: DynamicBoost,
     /// The HWP model's last autonomous choice, re-clamped when the boost moves the minimum.
     hwp_desired: i64,
+    /// The load-based algorithm's last busy percentage (`fp_toint(sample->busy_scaled)`).
+    last_busy_pct: i64,
 }
 
 impl IntelPstate {
@@ -328,6 +335,7 @@ impl IntelPstate {
             pid: Pid::new(&pid_params),
             dynamic_boost: DynamicBoost::default(),
             hwp_desired: 0,
+            last_busy_pct: 0,
         }
     }
 
@@ -354,11 +362,14 @@ impl IntelPstate {
     }
 
     fn sample_load(&mut self, ctx: &mut dyn PolicyCtx, s: &Sample) {
-        let t = get_target_pstate(&self.pstates, self.limits.no_turbo, s, self.iowait.boost);
+        let boost = self.iowait.take();
+        let t = get_target_pstate(&self.pstates, self.limits.no_turbo, s, boost);
+        // sample->busy_scaled, which 4.14 – 5.0 read at the next I/O wait.
+        self.last_busy_pct = fp_toint(t.busy_frac * 100);
         let pstate = self.range.clamp(t.target);
         ctx.explain(&[
             ("busy_frac", fp_to_f64(s.busy_frac())),
-            ("iowait_boost", fp_to_f64(self.iowait.boost)),
+            ("iowait_boost", fp_to_f64(boost)),
             ("avg_pstate", t.avg_pstate as f64),
             ("target_pstate", t.target as f64),
             ("min_perf_ratio", self.range.lo as f64),
@@ -415,6 +426,7 @@ impl IntelPstate {
 
 impl Governor for IntelPstate {
     fn start(&mut self, ctx: &mut dyn PolicyCtx) {
+        self.iowait.rule = IowaitRule::for_kernel(ctx.kernel());
         self.pstates = Pstates::from_khz(ctx.cpuinfo_khz());
         self.range = perf_range(&self.pstates, &self.limits, ctx.min_khz(), ctx.max_khz());
         if self.algorithm == Algorithm::Performance {
@@ -464,8 +476,12 @@ impl Governor for IntelPstate {
         let (now, tick) = (ctx.now_ns(), ctx.tick_ns());
         match self.algorithm {
             Algorithm::Load => {
-                self.iowait.update(now, tick, flags.iowait);
-                if let Some(s) = self.due_sample(ctx, cpu) {
+                let sample = match self.iowait.update(now, tick, flags.iowait, self.last_busy_pct) {
+                    Then::Interval => self.due_sample(ctx, cpu),
+                    Then::Now => self.sampler.take(ctx, cpu),
+                    Then::Nothing => None,
+                };
+                if let Some(s) = sample {
                     self.sample_load(ctx, &s);
                 }
             }

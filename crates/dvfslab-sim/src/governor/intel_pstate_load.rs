@@ -7,6 +7,7 @@
 //! does not fall far below what the core actually delivered.
 
 use super::intel_pstate::{int_tofp, mul_fp, Pstates, Sample, FRAC_BITS};
+use crate::kernel::KernelVersion;
 
 /// 1/8 in 8-bit fixed point: the first step of the I/O-wait boost.
 const ONE_EIGHTH_FP: i64 = 1 << (FRAC_BITS - 3);
@@ -41,30 +42,95 @@ pub(super) fn get_target_pstate(p: &Pstates, no_turbo: bool, s: &Sample, iowait_
     LoadTarget { busy_frac, avg_pstate, target }
 }
 
+/// How I/O waits boost the load-based algorithm, by kernel version (intel_pstate_update_util).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum IowaitRule {
+    /// 4.12 – 5.0: an I/O-wait callback sets the boost to 1.0; each evaluation uses it and
+    /// halves it (get_target_pstate); a callback more than a tick after the previous one
+    /// clears it. From 4.14 the I/O-wait callback also samples at once, whatever the sampling
+    /// interval, unless the last sample found the CPU 100 % busy.
+    Full { sample_at_once: bool },
+    /// 5.1+: start at 1/8, double per I/O-wait callback up to 1.0, halve per callback
+    /// without one, clear after more than a tick ("cpufreq: intel_pstate: Rework iowait
+    /// boosting to be less aggressive").
+    #[default]
+    Doubling,
+}
+
+impl IowaitRule {
+    pub fn for_kernel(kernel: KernelVersion) -> IowaitRule {
+        if kernel >= KernelVersion(5, 1) {
+            IowaitRule::Doubling
+        } else {
+            IowaitRule::Full { sample_at_once: kernel >= KernelVersion(4, 14) }
+        }
+    }
+}
+
+/// What a callback does about sampling after the boost rule ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Then {
+    /// Sample if the interval has passed.
+    Interval,
+    /// Sample now, whatever the interval (4.14 – 5.0, an I/O wait).
+    Now,
+    /// Nothing more (4.14 – 5.0, an I/O wait on a CPU last seen fully busy).
+    Nothing,
+}
+
 /// The I/O-wait boost of the load-based algorithm, in 8-bit fixed point (0 … 1.0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct IowaitBoost {
     pub boost: i64,
     last_update_ns: u64,
+    pub rule: IowaitRule,
 }
 
 impl IowaitBoost {
     /// One scheduler callback at `now_ns`. Mirrors the boost part of `intel_pstate_update_util`.
-    pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool) {
+    /// Returns what the callback does next, the last sample having found the CPU
+    /// `last_busy_pct` busy.
+    pub fn update(&mut self, now_ns: u64, tick_ns: u64, iowait: bool, last_busy_pct: i64) -> Then {
         let idle_since_last = now_ns.saturating_sub(self.last_update_ns) > tick_ns;
-        if iowait {
-            self.boost = if idle_since_last || self.boost < ONE_EIGHTH_FP {
-                // Start over: the CPU may have idled, or there was no boost.
-                ONE_EIGHTH_FP
-            } else {
-                // Consecutive I/O waits: double the boost, up to 1.0.
-                (self.boost * 2).min(int_tofp(1))
-            };
-        } else if self.boost != 0 {
-            // No I/O wait: clear after a possible idle period, else halve.
-            self.boost = if idle_since_last { 0 } else { self.boost >> 1 };
-        }
         self.last_update_ns = now_ns;
+        match self.rule {
+            IowaitRule::Full { sample_at_once } => {
+                if iowait {
+                    self.boost = int_tofp(1);
+                    if sample_at_once {
+                        return if last_busy_pct == 100 { Then::Nothing } else { Then::Now };
+                    }
+                    return Then::Interval;
+                }
+                if self.boost != 0 && idle_since_last {
+                    self.boost = 0;
+                }
+            }
+            IowaitRule::Doubling => {
+                if iowait {
+                    self.boost = if idle_since_last || self.boost < ONE_EIGHTH_FP {
+                        // Start over: the CPU may have idled, or there was no boost.
+                        ONE_EIGHTH_FP
+                    } else {
+                        // Consecutive I/O waits: double the boost, up to 1.0.
+                        (self.boost * 2).min(int_tofp(1))
+                    };
+                } else if self.boost != 0 {
+                    // No I/O wait: clear after a possible idle period, else halve.
+                    self.boost = if idle_since_last { 0 } else { self.boost >> 1 };
+                }
+            }
+        }
+        Then::Interval
+    }
+
+    /// The boost an evaluation uses; up to 5.0 using it halves it.
+    pub fn take(&mut self) -> i64 {
+        let boost = self.boost;
+        if let IowaitRule::Full { .. } = self.rule {
+            self.boost >>= 1;
+        }
+        boost
     }
 }
 
@@ -107,15 +173,37 @@ mod tests {
         let mut b = IowaitBoost::default();
         let mut seen = Vec::new();
         for (t, io) in [(1, true), (2, true), (3, true), (4, true), (5, true), (6, false), (7, false)] {
-            b.update(t * 1_000_000, tick, io);
+            b.update(t * 1_000_000, tick, io, 0);
             seen.push(b.boost);
         }
         assert_eq!(seen, [32, 64, 128, 256, 256, 128, 64]);
         // More than a tick without a callback: an I/O wait starts over, anything else clears.
-        b.update(20_000_000, tick, true);
+        b.update(20_000_000, tick, true, 0);
         assert_eq!(b.boost, 32);
-        b.update(21_000_000, tick, true);
-        b.update(30_000_000, tick, false);
+        b.update(21_000_000, tick, true, 0);
+        b.update(30_000_000, tick, false, 0);
         assert_eq!(b.boost, 0);
+    }
+
+    /// Up to 5.0 an I/O wait boosts to 1.0 at once and each evaluation halves it; from 4.14 the
+    /// I/O-wait callback evaluates at once unless the CPU was found fully busy.
+    #[test]
+    fn iowait_boost_is_full_and_halved_per_evaluation_before_5_1() {
+        let tick = 4_000_000;
+        let mut b = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 19)), ..IowaitBoost::default() };
+        assert_eq!(b.update(1_000_000, tick, true, 40), Then::Now);
+        assert_eq!(b.boost, 256);
+        assert_eq!((b.take(), b.take(), b.take()), (256, 128, 64));
+        // Callbacks without I/O wait leave it alone within a tick, clear it after one.
+        assert_eq!(b.update(2_000_000, tick, false, 40), Then::Interval);
+        assert_eq!(b.boost, 32);
+        b.update(7_000_000, tick, false, 40);
+        assert_eq!(b.boost, 0);
+        // A fully busy CPU is not sampled again on its I/O wait; 4.13 never samples early.
+        assert_eq!(b.update(8_000_000, tick, true, 100), Then::Nothing);
+        let mut old = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 13)), ..IowaitBoost::default() };
+        assert_eq!(old.update(1_000_000, tick, true, 40), Then::Interval);
+        assert_eq!(old.boost, 256);
+        assert_eq!(IowaitRule::for_kernel(KernelVersion(5, 1)), IowaitRule::Doubling);
     }
 }

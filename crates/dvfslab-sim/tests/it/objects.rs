@@ -251,8 +251,11 @@ fn group_commit_serves_every_waiting_request_with_one_commit() {
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
-    // One task: a commit per request, 1 ms each plus the exit from C8 (200 µs) between them.
-    assert!((one - 1000.0 / 1.2).abs() <= 5.0, "{one}");
+    // One task: a commit per request, 1 ms each plus the exit from C8 (200 µs) between them,
+    // or from C6 (85 µs) for the fifth of the waits that start within C8's 800 µs residency
+    // of a tick (HZ=250), which menu keeps for such a short idle period (4.17+).
+    let expected = 1000.0 / (1.0 + 0.8 * 0.2 + 0.2 * 0.085);
+    assert!((one - expected).abs() <= 10.0, "{one}");
     // Four tasks: requests that queue behind a commit share the next one, so the device
     // completes far more than the 1000 single-request commits a second it has time for.
     assert!(four > 1_500.0 && four <= 4.0 * one, "{four}");
@@ -692,7 +695,11 @@ fn a_cpu_with_a_task_asleep_in_iowait_stays_out_of_slow_exits() {
         r.summary.per_cpu[0].time_in_idle_state[state].as_f64().unwrap()
     };
     assert!(idle_in("5.2", "C6") > 0.15 && idle_in("5.2", "C8") < 0.01);
-    assert!(idle_in("6.13", "C8") > 0.15);
+    // From 4.17 a CPU that expects less than a tick keeps it and takes no state whose target
+    // residency outlasts the next tick: C8 (800 µs) loses the idle periods that start within
+    // 800 µs of a tick (a fifth at HZ=250) to C6.
+    let (c8, c6) = (idle_in("6.13", "C8"), idle_in("6.13", "C6"));
+    assert!(c8 > 0.1 && c6 > 0.01 && c8 > 3.0 * c6, "C8 {c8} s, C6 {c6} s");
 }
 
 #[test]
@@ -718,8 +725,9 @@ fn a_cpu_expecting_less_than_c1s_residency_polls() {
     assert!(c1 > 0.01 && poll < 0.1 * c1, "POLL {poll} s, C1 {c1} s");
     // Before 5.0 only a timer due within 20 µs kept a CPU polling: here it goes to C1, and
     // the 2 µs exit on each wake-up leaves it behind the sender until a backlog builds.
+    // (4.17+: menu also polls when the next tick is nearer than C1's residency.)
     let (poll, c1, halted) = idle(1.0, "4.19");
-    assert!(c1 > 0.001 && poll == 0.0, "POLL {poll} s, C1 {c1} s");
+    assert!(c1 > 0.001 && poll < 0.01 * c1, "POLL {poll} s, C1 {c1} s");
     assert!(polled > halted, "{polled} tokens polling against {halted} halting");
 }
 

@@ -3,11 +3,22 @@
 //! idle periods, then takes the deepest state whose target residency fits the prediction and
 //! whose exit latency fits its cap.
 //!
-//! When the prediction is shorter than a tick, the idle loop keeps the tick running (4.17+),
-//! and a mispredicted long idle period is cut by it: each tick wake-up makes menu record a
-//! long interval (9/10 of its 50 ms horizon) and choose again. After a few of them the
+//! When the prediction is shorter than a tick, the idle loop keeps the tick running (4.17+;
+//! before, it stopped the tick before menu chose), menu takes no state deeper than the next
+//! tick, and a mispredicted long idle period is cut by it: each tick wake-up makes menu record
+//! a long interval (9/10 of its 50 ms horizon) and choose again. After a few of them the
 //! typical interval gives up on the short history, and the CPU goes to the state its next
 //! timer allows.
+//!
+//! What this model leaves out of menu.c (read at 4.7 – 6.18): the per-bucket correction
+//! factor that scales the timer-based prediction (the running average stands for it), the
+//! exit latency menu subtracts from a measured residency (and the halving of one under twice
+//! that latency), the typical interval's later forms (5.0 – 6.5 give none when even the
+//! shortest sample is longer than the timer-based prediction; 6.15+ drop outliers at either
+//! end and, from an uncertain history, 6.15 – 6.17 return the largest sample left and 6.18
+//! none, which means the deepest state), and the poll time limit (4.17+: a poll is cut after
+//! TICK/16, from 5.0 after the first physical state's target residency, and menu chooses
+//! again). docs/model.md says why.
 
 use super::{deepest_within, IdleChoice, IdleGovernor, IdleInputs};
 use crate::engine::TimeNs;
@@ -18,6 +29,12 @@ use crate::kernel::KernelVersion;
 const INTERVALS: usize = 8;
 /// What menu records for an idle period a retained tick cut short: 9/10 of MAX_INTERESTING.
 const TICK_WAKEUP_SAMPLE_NS: u64 = 45_000_000;
+/// From 6.6 a typical interval this short skips the timer (RESIDENCY_THRESHOLD_NS, gov.h); in
+/// 6.18 it also bounds the physical state that replaces a poll.
+const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
+/// The first kernel whose idle loop lets menu keep the tick ("sched/cpuidle: Idle loop
+/// rework", with menu_select's `stop_tick`); before, the tick was stopped before menu chose.
+const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17);
 
 /// The last idle periods of one CPU, newest first, and their running average.
 #[derive(Clone, Copy, Debug, Default)]
@@ -141,30 +158,49 @@ impl IdleGovernor for Menu {
     /// whose target residency fits in it and whose exit latency fits menu's cap; on a preset
     /// with a polling state, polling when the first physical state's do not.
     fn select(&mut self, cpu: usize, inputs: &IdleInputs) -> IdleChoice {
-        let IdleInputs { now, next_timer, states, timing, .. } = *inputs;
+        let IdleInputs { now, next_timer, states, timing, kernel, tick_ns, .. } = *inputs;
         let history = &self.history[cpu];
+        let typical = history.typical_ns();
         let predicted = history.predict_ns(now, next_timer);
+        // 6.6+: a typical interval of RESIDENCY_THRESHOLD_NS or less is trusted without reading
+        // the timer (menu_select then takes the next timer as unknown and the tick as half a
+        // tick away).
+        let skip_timer = kernel >= KernelVersion(6, 6) && typical <= RESIDENCY_THRESHOLD_NS;
+        let until_timer = match next_timer {
+            Some(t) if !skip_timer => t.saturating_sub(now),
+            _ => u64::MAX,
+        };
         let mut state = deepest_within(timing, predicted);
-        // menu caps a state's exit latency at the predicted idle time, divided until 6.13 by its
-        // performance multiplier 1 + 10·n, with n tasks asleep in iowait here.
-        let has_multiplier = inputs.kernel < KernelVersion(6, 13);
-        let n = if has_multiplier { inputs.nr_iowait as u64 } else { 0 };
-        let limit_ns = predicted / (1 + 10 * n);
+        // menu caps a state's exit latency at the predicted idle time, divided up to 6.12 by its
+        // performance multiplier 1 + 10·n (n tasks asleep in iowait here; its load term is
+        // rq->load.weight, 0 at an idle entry); 6.13 – 6.16 cap it at the prediction itself
+        // ("cpuidle: menu: Remove iowait influence"), 6.17 not at all ("cpuidle: governors: menu:
+        // Avoid selecting states with too much latency").
+        let limit_ns = if kernel >= KernelVersion(6, 17) {
+            u64::MAX
+        } else if kernel >= KernelVersion(6, 13) {
+            predicted
+        } else {
+            predicted / (1 + 10 * inputs.nr_iowait as u64)
+        };
         while state > 0 && timing[state].exit_ns > limit_ns {
             state -= 1;
         }
         // A prediction shorter than the first physical state's target residency leaves the
         // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
-        // latency fits the limit above (the prediction itself without iowaiters: so on Intel's
-        // tables, where C1 exits in its target residency, a CPU polls exactly when it expects
-        // to sleep less than that) and no timer is due before its target residency; before,
-        // only a timer due within max(20 µs, that residency) kept the CPU polling.
+        // latency fits the cap above (on Intel's tables, where C1 exits in its target residency,
+        // a CPU then polls exactly when it expects to sleep less than that), or from 6.17 the
+        // prediction, and no timer is due before its target residency (6.18: a residency also
+        // under RESIDENCY_THRESHOLD_NS); before, only a timer due within max(20 µs, that
+        // residency) kept the CPU polling.
         if states[state].power == IdlePower::Polling && state + 1 < states.len() {
             let physical_state = timing[state + 1];
             let target_ns = physical_state.target_residency_ns;
-            let until_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(now));
-            let physical = if inputs.kernel >= KernelVersion(5, 0) {
-                physical_state.exit_ns <= limit_ns && target_ns <= until_timer
+            let physical = if kernel >= KernelVersion(5, 0) {
+                let exit_limit = if kernel >= KernelVersion(6, 17) { predicted } else { limit_ns };
+                physical_state.exit_ns <= exit_limit
+                    && target_ns <= until_timer
+                    && (kernel < KernelVersion(6, 18) || target_ns < RESIDENCY_THRESHOLD_NS)
             } else {
                 until_timer > target_ns.max(20_000)
             };
@@ -172,9 +208,29 @@ impl IdleGovernor for Menu {
                 state += 1;
             }
         }
+        if kernel < TICK_KEPT_KERNEL {
+            // The idle loop stopped the tick before menu chose: the CPU sleeps in its state
+            // until something wakes it.
+            return IdleChoice { state, reconsider_at: None };
+        }
+        // 4.17+: when the tick stays (a poll, or less than a tick expected), no state deeper than
+        // the time to the next tick (menu_select's delta_tick).
+        let polling = states[state].power == IdlePower::Polling;
+        let expected = if predicted < tick_ns || state + 1 >= timing.len() {
+            predicted
+        } else {
+            timing[state].target_residency_ns
+        };
+        if polling || expected < tick_ns {
+            let next_tick = (now / tick_ns + 1) * tick_ns - now;
+            let delta_tick = if skip_timer { tick_ns / 2 } else { next_tick.min(until_timer) };
+            while state > 0 && timing[state].target_residency_ns > delta_tick {
+                state -= 1;
+            }
+        }
         // A shallow state chosen on a short history is left at the retained tick that makes
         // menu give up on it.
-        let reconsider_at = history.gives_up_at(now, predicted, next_timer, inputs.tick_ns);
+        let reconsider_at = history.gives_up_at(now, predicted, next_timer, tick_ns);
         IdleChoice { state, reconsider_at }
     }
 
@@ -263,7 +319,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::platform::{test_preset, Platform};
+    use crate::hw::platform::{test_preset, IdleTiming, Platform};
 
     /// Skylake's states (exit / target residency, µs): POLL 0/0, C1 2/2, C1E 10/20, C3 70/100,
     /// C6 85/200, C7s 124/800, C8 200/800.
@@ -335,6 +391,91 @@ mod tests {
         }
         let choice = menu.select(0, &inputs(&plat, 1_000_000, None, 0, KernelVersion(6, 12)));
         assert_eq!(choice, IdleChoice { state: 2, reconsider_at: Some(12_000_000) });
+    }
+
+    /// Before 4.17 the idle loop stopped the tick before menu chose: a short prediction is
+    /// never reconsidered at a tick.
+    #[test]
+    fn no_retained_tick_before_4_17() {
+        let plat = skylake();
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 40_000);
+        }
+        let mut at = |k| menu_select_at(&mut menu, &plat, 1_000_000, None, k);
+        assert_eq!(at(KernelVersion(4, 16)), IdleChoice { state: 2, reconsider_at: None });
+        assert_eq!(at(KernelVersion(4, 17)), IdleChoice { state: 2, reconsider_at: Some(12_000_000) });
+    }
+
+    fn menu_select_at(
+        menu: &mut Menu,
+        plat: &Platform,
+        now: TimeNs,
+        timer: Option<TimeNs>,
+        k: KernelVersion,
+    ) -> IdleChoice {
+        menu.select(0, &inputs(plat, now, timer, 0, k))
+    }
+
+    /// 4.17+: with the tick kept (less than a tick expected), no state whose target residency
+    /// ends after the next tick: 600 µs expected but the tick due in 150 µs gives C3 (100 µs),
+    /// not C6 (200 µs).
+    #[test]
+    fn a_kept_tick_bounds_the_state_from_4_17() {
+        let plat = skylake();
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 600_000);
+        }
+        let now = 4_000_000 - 150_000;
+        assert_eq!(menu_select_at(&mut menu, &plat, now, None, KernelVersion(4, 16)).state, 4);
+        assert_eq!(menu_select_at(&mut menu, &plat, now, None, KernelVersion(4, 17)).state, 3);
+        assert_eq!(menu_select_at(&mut menu, &plat, 1_000_000, None, KernelVersion(4, 17)).state, 4);
+    }
+
+    /// menu on a made-up table: Skylake's first `timing.len()` states with other latencies.
+    fn select_with(menu: &mut Menu, plat: &Platform, timing: &[IdleTiming], k: KernelVersion) -> usize {
+        let states = &plat.cluster_of_cpu(0).idle_states[..timing.len()];
+        let inputs =
+            IdleInputs { now: 0, next_timer: None, nr_iowait: 0, kernel: k, tick_ns: 4_000_000, states, timing };
+        menu.select(0, &inputs).state
+    }
+
+    fn timing(us: &[(u64, u64)]) -> Vec<IdleTiming> {
+        us.iter()
+            .map(|&(exit, target)| IdleTiming { exit_ns: exit * 1000, target_residency_ns: target * 1000 })
+            .collect()
+    }
+
+    /// 6.13 – 6.16 cap a state's exit latency at the prediction; 6.17 does not: a state
+    /// exiting in 50 µs with a 30 µs residency is taken on a 40 µs prediction only from 6.17.
+    #[test]
+    fn the_exit_cap_goes_in_6_17() {
+        let plat = skylake();
+        let table = timing(&[(0, 0), (2, 2), (50, 30)]);
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 40_000);
+        }
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 12)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 16)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 17)), 2);
+    }
+
+    /// From 5.0 a poll is left for the first physical state when it fits the timer; 6.18 only
+    /// when that state's target residency is under 15 µs.
+    #[test]
+    fn the_6_18_poll_override_needs_a_short_residency() {
+        let plat = skylake();
+        let table = timing(&[(0, 0), (2, 16)]);
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 10_000);
+        }
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 17)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 18)), 0);
+        let short = timing(&[(0, 0), (2, 14)]);
+        assert_eq!(select_with(&mut menu, &plat, &short, KernelVersion(6, 18)), 1);
     }
 
     fn history(samples: &[u64]) -> IdleHistory {
