@@ -215,6 +215,10 @@ extern "C" fn host_cpu_times(state: *mut c_void, cpu: c_int, busy: *mut c_ulongl
     })
 }
 
+/// sugov_effective_cpu_perf(cpu, actual, min, max).
+type EffectivePerf =
+    unsafe extern "C" fn(c_int, std::ffi::c_ulong, std::ffi::c_ulong, std::ffi::c_ulong) -> std::ffi::c_ulong;
+
 /// The library's entry points (shim.c), valid while its [`Loaded`] lives.
 struct Api {
     set_host: unsafe extern "C" fn(*const Host, c_int, c_ulonglong),
@@ -228,9 +232,7 @@ struct Api {
     attr_names: unsafe extern "C" fn(c_int, *mut c_char, c_int) -> c_int,
     attr_store: unsafe extern "C" fn(c_int, *const c_char, *const c_char) -> c_long,
     /// sugov_effective_cpu_perf, where the file exports it (6.8+): EAS's view of the headroom.
-    effective_perf: Option<
-        unsafe extern "C" fn(c_int, std::ffi::c_ulong, std::ffi::c_ulong, std::ffi::c_ulong) -> std::ffi::c_ulong,
-    >,
+    effective_perf: Option<EffectivePerf>,
 }
 
 /// One loaded copy of a governor library, with the policies set up in it.
@@ -536,6 +538,7 @@ pub(super) fn probe(
 /// One governor per policy of `machine`, sharing one fresh copy of the source's library.
 pub(super) fn governors(source: &KernelGovernor, machine: &Machine) -> Vec<Box<dyn Governor>> {
     let loaded = Loaded::load(&source.library, machine.invariant, machine.tick_ns);
+    let effective_perf = loaded.as_ref().ok().and_then(|l| l.api.effective_perf);
     let shared = Rc::new(RefCell::new(loaded));
     (0..machine.plat.policies.len())
         .map(|p| {
@@ -557,6 +560,7 @@ pub(super) fn governors(source: &KernelGovernor, machine: &Machine) -> Vec<Box<d
                 per_policy: source.policy_writes.iter().any(|(cpu, _, _)| *cpu == first_cpu),
                 started: false,
                 running: false,
+                effective_perf,
                 schedutil: source.name == "schedutil",
                 kernel: source.version,
                 file: source.file.display().to_string(),
@@ -577,6 +581,8 @@ struct KernelPolicy {
     started: bool,
     /// Set up without error: only then does the policy call into the library.
     running: bool,
+    /// The file's sugov_effective_cpu_perf, valid while `shared` holds the library.
+    effective_perf: Option<EffectivePerf>,
     schedutil: bool,
     kernel: KernelVersion,
     file: String,
@@ -685,9 +691,8 @@ impl Governor for KernelPolicy {
         if !self.schedutil {
             return None;
         }
-        let shared = self.shared.borrow();
-        let perf = shared.as_ref().ok().and_then(|l| l.api.effective_perf);
-        match perf {
+        // Read without the shared state: EAS may ask while another policy's call runs.
+        match self.effective_perf {
             Some(f) if self.kernel >= KernelVersion(6, 8) => {
                 // SAFETY: a pure function of its arguments in the file. (c_ulong is u64 here,
                 // not on every target.)

@@ -28,6 +28,7 @@ static struct update_util_data *hooks[NR_CPUS];
 static struct task_struct worker_thread;
 
 struct cpufreq_governor *dvfslab_registered_governor(void);
+static void new_reading(void);
 
 /* ---- Entry points the simulator calls ------------------------------------------------------ */
 
@@ -110,6 +111,7 @@ int dvfslab_policy_start(int p)
 
 	if (!policy)
 		return -EINVAL;
+	new_reading();
 	current_policy = p;
 	if (policy->governor->start)
 		ret = policy->governor->start(policy);
@@ -126,6 +128,7 @@ void dvfslab_policy_limits(int p)
 
 	if (!policy)
 		return;
+	new_reading();
 	current_policy = p;
 	if (policy->governor->limits)
 		policy->governor->limits(policy);
@@ -169,6 +172,7 @@ void dvfslab_update(int cpu, unsigned long long time, unsigned int flags, int re
 
 	if (!data)
 		return;
+	new_reading();
 	remote_call = remote != 0;
 	data->func(data, time, flags);
 	remote_call = false;
@@ -234,6 +238,7 @@ long dvfslab_attr_store(int p, const char *name, const char *value)
 	if (!attr->store)
 		return -EACCES;
 	snprintf(buf, sizeof(buf), "%s\n", value);
+	new_reading();
 	current_policy = p;
 	ret = set->kobj.ktype->sysfs_ops->store(&set->kobj, &attr->attr, buf, strlen(buf));
 	current_policy = -1;
@@ -287,12 +292,30 @@ int kthread_worker_fn(void *worker) { (void)worker; return 0; }
 
 /* ---- The scheduler's side ---------------------------------------------------------------- */
 
+/*
+ * A CPU's signals are read once per call into the library: the scheduler does not run while
+ * the governor does, so they cannot change within a call, except through the frequency the
+ * governor sets (host_target starts a new reading).
+ */
+static unsigned long long reading = 1;
+static struct {
+	unsigned long long reading;
+	struct dvfslab_signals s;
+} signals_read[NR_CPUS];
+
+static void new_reading(void) { reading++; }
+
 struct dvfslab_signals dvfslab_cpu_signals(int cpu)
 {
 	struct dvfslab_signals s = { 0 };
 
-	if (host)
-		host->signals(host->ctx, cpu, &s);
+	if (cpu < 0 || cpu >= NR_CPUS || !host)
+		return s;
+	if (signals_read[cpu].reading == reading)
+		return signals_read[cpu].s;
+	host->signals(host->ctx, cpu, &s);
+	signals_read[cpu].reading = reading;
+	signals_read[cpu].s = s;
 	return s;
 }
 
@@ -328,6 +351,7 @@ static unsigned int host_target(struct cpufreq_policy *policy, unsigned int khz,
 	if (!host)
 		return policy->cur;
 	policy->cur = host->target(host->ctx, khz, relation & ~CPUFREQ_RELATION_E);
+	new_reading();
 	return policy->cur;
 }
 
