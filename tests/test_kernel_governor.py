@@ -85,6 +85,17 @@ def test_a_stored_run_follows_the_governor_file(tmp_path: Path) -> None:
     governor_file.write_text("/* two */\n")
     assert key() != before
     assert run_key("{}", f"kernel:{governor_file}", "periodic", 1.0, 0, "v") != before
+    # ondemand's result follows the DBS code beside it too.
+    drivers = tmp_path / "drivers" / "cpufreq"
+    drivers.mkdir(parents=True)
+    ondemand = drivers / "cpufreq_ondemand.c"
+    ondemand.write_text('#include "cpufreq_governor.h"\n')
+    (drivers / "cpufreq_governor.h").write_text("/* h */\n")
+    (drivers / "cpufreq_governor.c").write_text("/* one */\n")
+    od_key = lambda: run_key("{}", f"kernel:{ondemand}", "periodic", 1.0, 0, "v")  # noqa: E731
+    before = od_key()
+    (drivers / "cpufreq_governor.c").write_text("/* two */\n")
+    assert od_key() != before
 
 
 @needs_tree

@@ -32,6 +32,7 @@ import importlib.util
 import json
 import math
 import numbers
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -282,7 +283,26 @@ def kernel_source_digest(spec: str) -> str:
         path = path / SCHEDUTIL_IN_TREE
     if not path.is_file():
         raise ConfigError(f"governor {spec!r}: path: no file {path}")
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256(path.read_bytes())
+    for companion in _kernel_companions(path):
+        digest.update(companion.name.encode() + b"\0" + companion.read_bytes())
+    return digest.hexdigest()
+
+
+def _kernel_companions(path: Path) -> list[Path]:
+    """The files of a governor file's folder its build reads too: the headers it includes
+    with quotes, theirs, and cpufreq_governor.c beside cpufreq_governor.h (the DBS governors)."""
+    found: list[Path] = []
+    queue = [path]
+    while queue:
+        text = queue.pop().read_text(errors="replace")
+        for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            names = [name, "cpufreq_governor.c"] if name == "cpufreq_governor.h" else [name]
+            for candidate in (path.parent / n for n in names):
+                if candidate.is_file() and candidate not in found and candidate != path:
+                    found.append(candidate)
+                    queue.append(candidate)
+    return sorted(found)
 
 
 def _load_class(spec: str, module_name: str, class_name: str) -> type[Governor]:

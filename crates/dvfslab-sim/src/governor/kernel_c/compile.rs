@@ -50,7 +50,41 @@ const STAND_IN_HEADERS: &[&str] = &[
     "linux/cpuidle.h",
     "uapi/linux/sched/types.h",
     "trace/events/power.h",
+    "linux/atomic.h",
 ];
+
+/// The DBS governors' shared code (ondemand, conservative): built beside a governor file that
+/// includes its header, from the same folder.
+const DBS_COMMON: &str = "cpufreq_governor.c";
+
+/// The files of the user's folder a build reads besides the governor file: the DBS common
+/// code where the file uses it, and the headers of that folder these include (`#include "X"`).
+fn companions(file: &Path, source: &str) -> Vec<PathBuf> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let quoted = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("#include").map(str::trim))
+            .filter_map(|l| l.strip_prefix('"')?.split('"').next().map(str::to_string))
+            .collect()
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut queue: Vec<String> = quoted(source);
+    while let Some(name) = queue.pop() {
+        let path = dir.join(&name);
+        if files.contains(&path) || !path.is_file() || STAND_IN_HEADERS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            queue.extend(quoted(&text));
+        }
+        if name == "cpufreq_governor.h" {
+            queue.push(DBS_COMMON.to_string());
+        }
+        files.push(path);
+    }
+    files.sort();
+    files
+}
 
 /// What every build passes the compiler (besides the version and paths).
 const CFLAGS: &[&str] = &[
@@ -108,6 +142,11 @@ pub(super) fn build(file: &Path, version: KernelVersion) -> Result<PathBuf, Stri
         }
     })?;
     let version_args = version_defines(version);
+    let companions = companions(file, &String::from_utf8_lossy(&source));
+    let companion_bytes: Vec<Vec<u8>> = companions
+        .iter()
+        .map(|p| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display())))
+        .collect::<Result<_, _>>()?;
     let mut flags: Vec<&[u8]> = CFLAGS.iter().map(|f| f.as_bytes()).collect();
     flags.extend(version_args.iter().map(|f| f.as_bytes()));
     let key = fnv1a(
@@ -121,6 +160,7 @@ pub(super) fn build(file: &Path, version: KernelVersion) -> Result<PathBuf, Stri
             &source,
         ]
         .into_iter()
+        .chain(companion_bytes.iter().map(Vec::as_slice))
         .chain(flags)
         .collect::<Vec<_>>(),
     );
@@ -132,7 +172,8 @@ pub(super) fn build(file: &Path, version: KernelVersion) -> Result<PathBuf, Stri
     static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let work = dir.join(format!("build-{key:016x}-{}-{n}", std::process::id()));
-    let result = compile_in(&work, file, &source, &cc, &version_args, &library);
+    let sibling = companions.iter().find(|p| p.file_name().is_some_and(|n| n == DBS_COMMON));
+    let result = compile_in(&work, (file, &source), sibling, &cc, &version_args, &library);
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| library)
 }
@@ -144,8 +185,8 @@ fn version_defines(version: KernelVersion) -> Vec<String> {
 
 fn compile_in(
     work: &Path,
-    file: &Path,
-    source: &[u8],
+    (file, source): (&Path, &[u8]),
+    sibling: Option<&PathBuf>,
     cc: &str,
     version_args: &[String],
     library: &Path,
@@ -163,10 +204,22 @@ fn compile_in(
             .map_err(io)?;
     }
     let shown = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
-    let mut wrapper = format!("#include \"dvfslab_kernel.h\"\n#line 1 \"{}\"\n", c_string(&shown)).into_bytes();
-    wrapper.extend_from_slice(source);
-    wrapper.push(b'\n');
-    std::fs::write(work.join("governor.c"), wrapper).map_err(io)?;
+    let wrap = |name: &str, shown: &Path, text: &[u8]| -> Result<(), String> {
+        let mut wrapper = format!("#include \"dvfslab_kernel.h\"\n#line 1 \"{}\"\n", c_string(shown)).into_bytes();
+        wrapper.extend_from_slice(text);
+        wrapper.push(b'\n');
+        std::fs::write(work.join(name), wrapper).map_err(io)
+    };
+    wrap("governor.c", &shown, source)?;
+    let mut units = vec!["governor.c", "shim.c"];
+    if let Some(sibling) = sibling {
+        let text = std::fs::read(sibling).map_err(|e| format!("cannot read {}: {e}", sibling.display()))?;
+        wrap("dbs_common.c", &sibling.canonicalize().unwrap_or_else(|_| sibling.clone()), &text)?;
+        units.push("dbs_common.c");
+    }
+    // The user's folder after the stand-ins: its own headers (cpufreq_governor.h) are found
+    // there, never the kernel's sched.h.
+    let user_dir = shown.parent().map(Path::to_path_buf).unwrap_or_default();
     let built = work.join("governor.so");
     let output = Command::new(cc)
         .current_dir(work)
@@ -177,14 +230,20 @@ fn compile_in(
         .arg("-Iinclude")
         .arg("-iquote")
         .arg("include")
+        .arg("-iquote")
+        .arg(&user_dir)
         .arg("-o")
         .arg(&built)
-        .arg("governor.c")
-        .arg("shim.c")
+        .args(&units)
         .output()
         .map_err(|e| format!("cannot run the C compiler '{cc}': {e}"))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The linker names the wrappers; the user knows the files they wrap.
+        let mut stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        stderr = stderr.replace(&work.join("governor.c").display().to_string(), &shown.display().to_string());
+        if let Some(sibling) = sibling {
+            stderr = stderr.replace(&work.join("dbs_common.c").display().to_string(), &sibling.display().to_string());
+        }
         return Err(diagnose(file, &stderr));
     }
     // Into the cache in one step: a concurrent build of the same file writes the same bytes.

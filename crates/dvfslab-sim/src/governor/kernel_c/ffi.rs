@@ -215,9 +215,14 @@ extern "C" fn host_cpu_times(state: *mut c_void, cpu: c_int, busy: *mut c_ulongl
     })
 }
 
+/// sugov_effective_cpu_perf(cpu, actual, min, max).
+type EffectivePerf =
+    unsafe extern "C" fn(c_int, std::ffi::c_ulong, std::ffi::c_ulong, std::ffi::c_ulong) -> std::ffi::c_ulong;
+
 /// The library's entry points (shim.c), valid while its [`Loaded`] lives.
 struct Api {
     set_host: unsafe extern "C" fn(*const Host, c_int, c_ulonglong),
+    set_cpus: unsafe extern "C" fn(c_int),
     governor_name: unsafe extern "C" fn() -> *const c_char,
     policy_init: unsafe extern "C" fn(c_int, *const PolicyDesc) -> c_int,
     policy_start: unsafe extern "C" fn(c_int) -> c_int,
@@ -228,9 +233,7 @@ struct Api {
     attr_names: unsafe extern "C" fn(c_int, *mut c_char, c_int) -> c_int,
     attr_store: unsafe extern "C" fn(c_int, *const c_char, *const c_char) -> c_long,
     /// sugov_effective_cpu_perf, where the file exports it (6.8+): EAS's view of the headroom.
-    effective_perf: Option<
-        unsafe extern "C" fn(c_int, std::ffi::c_ulong, std::ffi::c_ulong, std::ffi::c_ulong) -> std::ffi::c_ulong,
-    >,
+    effective_perf: Option<EffectivePerf>,
 }
 
 /// One loaded copy of a governor library, with the policies set up in it.
@@ -249,7 +252,7 @@ static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 impl Loaded {
     /// A fresh copy of `library` (its statics the new run's alone): the file is copied and
     /// the copy loaded, since loading one path twice gives the same statics.
-    fn load(library: &Path, invariant: bool, tick_ns: u64) -> Result<Loaded, String> {
+    fn load(library: &Path, invariant: bool, tick_ns: u64, ncpus: usize) -> Result<Loaded, String> {
         let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let copy = std::env::temp_dir().join(format!("dvfslab-governor-{}-{n}.so", std::process::id()));
         std::fs::copy(library, &copy).map_err(|e| format!("cannot copy {}: {e}", library.display()))?;
@@ -278,6 +281,7 @@ impl Loaded {
         }
         let api = Api {
             set_host: entry!("dvfslab_set_host"),
+            set_cpus: entry!("dvfslab_set_cpus"),
             governor_name: entry!("dvfslab_governor_name"),
             policy_init: entry!("dvfslab_policy_init"),
             policy_start: entry!("dvfslab_policy_start"),
@@ -303,7 +307,10 @@ impl Loaded {
             cpu_times: host_cpu_times,
         });
         // SAFETY: `host` lives as long as the library (both in the returned `Loaded`).
-        unsafe { (api.set_host)(&*host, invariant as c_int, tick_ns) };
+        unsafe {
+            (api.set_host)(&*host, invariant as c_int, tick_ns);
+            (api.set_cpus)(ncpus as c_int);
+        }
         Ok(Loaded { api, host, state, initialised: Vec::new(), _library: lib })
     }
 
@@ -502,7 +509,7 @@ pub(super) fn probe(
     writes: &[(String, String)],
     policy_writes: &[(usize, String, String)],
 ) -> Result<String, (String, String)> {
-    let mut loaded = Loaded::load(library, true, 4_000_000).map_err(|m| ("path".to_string(), m))?;
+    let mut loaded = Loaded::load(library, true, 4_000_000, 1).map_err(|m| ("path".to_string(), m))?;
     let name = loaded.name();
     let cpus = [0 as c_int];
     let table = [1_000_000 as c_uint, 2_000_000];
@@ -535,7 +542,8 @@ pub(super) fn probe(
 
 /// One governor per policy of `machine`, sharing one fresh copy of the source's library.
 pub(super) fn governors(source: &KernelGovernor, machine: &Machine) -> Vec<Box<dyn Governor>> {
-    let loaded = Loaded::load(&source.library, machine.invariant, machine.tick_ns);
+    let loaded = Loaded::load(&source.library, machine.invariant, machine.tick_ns, machine.plat.ncpus());
+    let effective_perf = loaded.as_ref().ok().and_then(|l| l.api.effective_perf);
     let shared = Rc::new(RefCell::new(loaded));
     (0..machine.plat.policies.len())
         .map(|p| {
@@ -557,6 +565,7 @@ pub(super) fn governors(source: &KernelGovernor, machine: &Machine) -> Vec<Box<d
                 per_policy: source.policy_writes.iter().any(|(cpu, _, _)| *cpu == first_cpu),
                 started: false,
                 running: false,
+                effective_perf,
                 schedutil: source.name == "schedutil",
                 kernel: source.version,
                 file: source.file.display().to_string(),
@@ -577,6 +586,8 @@ struct KernelPolicy {
     started: bool,
     /// Set up without error: only then does the policy call into the library.
     running: bool,
+    /// The file's sugov_effective_cpu_perf, valid while `shared` holds the library.
+    effective_perf: Option<EffectivePerf>,
     schedutil: bool,
     kernel: KernelVersion,
     file: String,
@@ -685,9 +696,8 @@ impl Governor for KernelPolicy {
         if !self.schedutil {
             return None;
         }
-        let shared = self.shared.borrow();
-        let perf = shared.as_ref().ok().and_then(|l| l.api.effective_perf);
-        match perf {
+        // Read without the shared state: EAS may ask while another policy's call runs.
+        match self.effective_perf {
             Some(f) if self.kernel >= KernelVersion(6, 8) => {
                 // SAFETY: a pure function of its arguments in the file. (c_ulong is u64 here,
                 // not on every target.)

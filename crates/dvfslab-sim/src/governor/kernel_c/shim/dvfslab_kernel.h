@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <errno.h>
 #include <sys/types.h>
+#include <limits.h>
 
 #include "dvfslab_abi.h"
 
@@ -231,8 +232,66 @@ static inline unsigned int cpumask_weight(const struct cpumask *m)
 		n += __builtin_popcountl(m->bits[i]);
 	return n;
 }
+static inline void cpumask_clear(struct cpumask *m) { memset(m, 0, sizeof(*m)); }
+static inline void cpumask_or(struct cpumask *d, const struct cpumask *a, const struct cpumask *b)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(d->bits); i++)
+		d->bits[i] = a->bits[i] | b->bits[i];
+}
+static inline bool alloc_cpumask_var(cpumask_var_t *m, gfp_t flags) { (void)flags; cpumask_clear(*m); return true; }
+static inline bool zalloc_cpumask_var(cpumask_var_t *m, gfp_t flags) { return alloc_cpumask_var(m, flags); }
+static inline void free_cpumask_var(cpumask_var_t m) { (void)m; }
 #define for_each_cpu(cpu, mask) \
 	for ((cpu) = cpumask_first(mask); (cpu) < NR_CPUS; (cpu) = cpumask_next((cpu), (mask)))
+
+/* ---- Atomics: one thread runs a simulated policy ------------------------------------------ */
+typedef struct { int counter; } atomic_t;
+static inline int atomic_read(const atomic_t *v) { return v->counter; }
+static inline void atomic_set(atomic_t *v, int i) { v->counter = i; }
+static inline void atomic_inc(atomic_t *v) { v->counter++; }
+static inline void atomic_dec(atomic_t *v) { v->counter--; }
+static inline bool atomic_add_unless(atomic_t *v, int a, int u)
+{
+	if (v->counter == u)
+		return false;
+	v->counter += a;
+	return true;
+}
+static inline u64 div_u64(u64 dividend, u32 divisor) { return dividend / divisor; }
+
+/* ---- CPUs: the one the governor runs on, and those online (every simulated CPU) ------------ */
+extern int dvfslab_this_cpu;
+extern int dvfslab_nr_cpus;
+#define smp_processor_id() dvfslab_this_cpu
+#define raw_smp_processor_id() dvfslab_this_cpu
+#define get_cpu() dvfslab_this_cpu
+#define put_cpu() do { } while (0)
+#define cpus_read_lock() do { } while (0)
+#define cpus_read_unlock() do { } while (0)
+#define get_online_cpus() do { } while (0)
+#define put_online_cpus() do { } while (0)
+#define nr_cpu_ids dvfslab_nr_cpus
+#define for_each_online_cpu(cpu) for ((cpu) = 0; (cpu) < dvfslab_nr_cpus; (cpu)++)
+#define for_each_possible_cpu(cpu) for_each_online_cpu(cpu)
+
+/* ---- Idle time (kernel/time/tick-sched.c) and CPU time statistics (kernel_stat.h) --------- */
+u64 get_cpu_idle_time_us(int cpu, u64 *last_update_time);
+u64 get_cpu_iowait_time_us(int cpu, u64 *last_update_time);
+u64 get_cpu_idle_time(unsigned int cpu, u64 *wall, int io_busy);
+enum cpu_usage_stat { CPUTIME_USER, CPUTIME_NICE, CPUTIME_SYSTEM, CPUTIME_SOFTIRQ, CPUTIME_IRQ,
+		      CPUTIME_IDLE, CPUTIME_IOWAIT, CPUTIME_STEAL, CPUTIME_GUEST, CPUTIME_GUEST_NICE,
+		      NR_STATS };
+struct kernel_cpustat {
+	u64 cpustat[NR_STATS];
+};
+/* The simulated tasks all run at nice 0: no CPU time is "nice" time. */
+extern struct kernel_cpustat dvfslab_kcpustat[NR_CPUS];
+#define kcpustat_cpu(cpu) (dvfslab_kcpustat[cpu])
+static inline u64 kcpustat_field(struct kernel_cpustat *kcpustat, enum cpu_usage_stat usage, int cpu)
+{
+	(void)cpu;
+	return kcpustat->cpustat[usage];
+}
 
 /* ---- Deferred work: run at once, as the simulator runs a governor's work ------------------- */
 struct irq_work {
@@ -302,7 +361,15 @@ struct work_struct {
 	void (*func)(struct work_struct *);
 };
 #define DECLARE_WORK(name, f) struct work_struct name = { .func = (f) }
+#define INIT_WORK(w, f) ((w)->func = (f))
 static inline bool schedule_work(struct work_struct *w) { (void)w; return true; }
+static inline bool schedule_work_on(int cpu, struct work_struct *w)
+{
+	(void)cpu;
+	w->func(w);
+	return true;
+}
+static inline bool cancel_work_sync(struct work_struct *w) { (void)w; return false; }
 
 /* ---- Time ---------------------------------------------------------------------------------- */
 extern unsigned long long dvfslab_tick_nsec;
@@ -451,6 +518,19 @@ bool have_governor_per_policy(void);
 struct kobject *get_governor_parent_kobj(struct cpufreq_policy *policy);
 void cpufreq_policy_apply_limits(struct cpufreq_policy *policy);
 bool cpufreq_this_cpu_can_update(struct cpufreq_policy *policy);
+struct cpufreq_policy *cpufreq_cpu_get_raw(unsigned int cpu);
+/* The table entry a relation picks within the policy's limits (freq_table.c), ascending table. */
+int cpufreq_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int cpufreq_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int cpufreq_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int dvfslab_table_target(struct cpufreq_policy *policy, unsigned int target_freq, unsigned int min_khz,
+			 unsigned int max_khz, unsigned int relation);
+/* (policy, target, relation) up to 5.19; (policy, target, min, max, relation) from 6.0. */
+#define dvfslab_tt3(p, t, r) dvfslab_table_target((p), (t), (p)->min, (p)->max, (r))
+#define dvfslab_tt5(p, t, lo, hi, r) dvfslab_table_target((p), (t), (lo), (hi), (r))
+#define dvfslab_tt_pick(_1, _2, _3, _4, _5, name, ...) name
+#define cpufreq_frequency_table_target(...) \
+	dvfslab_tt_pick(__VA_ARGS__, dvfslab_tt5, _4, dvfslab_tt3, _2, _1)(__VA_ARGS__)
 static inline bool policy_is_shared(struct cpufreq_policy *policy)
 {
 	return cpumask_weight(policy->cpus) > 1;

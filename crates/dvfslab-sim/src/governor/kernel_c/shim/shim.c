@@ -18,6 +18,9 @@ unsigned long long dvfslab_tick_nsec = 4000000;
 bool dvfslab_freq_invariant;
 unsigned int dvfslab_freq_ref_khz[NR_CPUS];
 struct rq dvfslab_runqueues[NR_CPUS];
+int dvfslab_this_cpu;
+int dvfslab_nr_cpus = 1;
+struct kernel_cpustat dvfslab_kcpustat[NR_CPUS];
 
 static struct cpufreq_policy *policies[DVFSLAB_MAX_POLICIES];
 static struct gov_attr_set *policy_attr_set[DVFSLAB_MAX_POLICIES];
@@ -28,6 +31,7 @@ static struct update_util_data *hooks[NR_CPUS];
 static struct task_struct worker_thread;
 
 struct cpufreq_governor *dvfslab_registered_governor(void);
+static void new_reading(void);
 
 /* ---- Entry points the simulator calls ------------------------------------------------------ */
 
@@ -43,6 +47,9 @@ void dvfslab_set_host(const struct dvfslab_host *h, int invariant, unsigned long
 	for (int cpu = 0; cpu < NR_CPUS; cpu++)
 		dvfslab_runqueues[cpu].cpu = cpu;
 }
+
+/* The machine's CPU count (nr_cpu_ids, every CPU online). */
+void dvfslab_set_cpus(int ncpus) { dvfslab_nr_cpus = ncpus > 0 && ncpus <= NR_CPUS ? ncpus : 1; }
 
 const char *dvfslab_governor_name(void) { return dvfslab_registered_governor()->name; }
 
@@ -110,6 +117,7 @@ int dvfslab_policy_start(int p)
 
 	if (!policy)
 		return -EINVAL;
+	new_reading();
 	current_policy = p;
 	if (policy->governor->start)
 		ret = policy->governor->start(policy);
@@ -126,6 +134,7 @@ void dvfslab_policy_limits(int p)
 
 	if (!policy)
 		return;
+	new_reading();
 	current_policy = p;
 	if (policy->governor->limits)
 		policy->governor->limits(policy);
@@ -169,7 +178,9 @@ void dvfslab_update(int cpu, unsigned long long time, unsigned int flags, int re
 
 	if (!data)
 		return;
+	new_reading();
 	remote_call = remote != 0;
+	dvfslab_this_cpu = cpu;
 	data->func(data, time, flags);
 	remote_call = false;
 }
@@ -234,6 +245,7 @@ long dvfslab_attr_store(int p, const char *name, const char *value)
 	if (!attr->store)
 		return -EACCES;
 	snprintf(buf, sizeof(buf), "%s\n", value);
+	new_reading();
 	current_policy = p;
 	ret = set->kobj.ktype->sysfs_ops->store(&set->kobj, &attr->attr, buf, strlen(buf));
 	current_policy = -1;
@@ -287,12 +299,30 @@ int kthread_worker_fn(void *worker) { (void)worker; return 0; }
 
 /* ---- The scheduler's side ---------------------------------------------------------------- */
 
+/*
+ * A CPU's signals are read once per call into the library: the scheduler does not run while
+ * the governor does, so they cannot change within a call, except through the frequency the
+ * governor sets (host_target starts a new reading).
+ */
+static unsigned long long reading = 1;
+static struct {
+	unsigned long long reading;
+	struct dvfslab_signals s;
+} signals_read[NR_CPUS];
+
+static void new_reading(void) { reading++; }
+
 struct dvfslab_signals dvfslab_cpu_signals(int cpu)
 {
 	struct dvfslab_signals s = { 0 };
 
-	if (host)
-		host->signals(host->ctx, cpu, &s);
+	if (cpu < 0 || cpu >= NR_CPUS || !host)
+		return s;
+	if (signals_read[cpu].reading == reading)
+		return signals_read[cpu].s;
+	host->signals(host->ctx, cpu, &s);
+	signals_read[cpu].reading = reading;
+	signals_read[cpu].s = s;
 	return s;
 }
 
@@ -328,6 +358,7 @@ static unsigned int host_target(struct cpufreq_policy *policy, unsigned int khz,
 	if (!host)
 		return policy->cur;
 	policy->cur = host->target(host->ctx, khz, relation & ~CPUFREQ_RELATION_E);
+	new_reading();
 	return policy->cur;
 }
 
@@ -395,6 +426,127 @@ void cpufreq_policy_apply_limits(struct cpufreq_policy *policy)
 bool cpufreq_this_cpu_can_update(struct cpufreq_policy *policy)
 {
 	return !remote_call || policy->dvfs_possible_from_any_cpu;
+}
+
+struct cpufreq_policy *cpufreq_cpu_get_raw(unsigned int cpu)
+{
+	for (int p = 0; p < DVFSLAB_MAX_POLICIES; p++)
+		if (policies[p] && cpumask_test_cpu((int)cpu, policies[p]->cpus))
+			return policies[p];
+	return NULL;
+}
+
+/*
+ * The entry of the policy's table (ascending, as every simulated driver builds it) that a
+ * relation picks among those within the limits: L the lowest at or above the target (else the
+ * highest), H the highest at or below it (else the lowest), C the closest (a tie to the lower).
+ */
+static int table_find_within(struct cpufreq_policy *policy, unsigned int target, unsigned int min_khz,
+			     unsigned int max_khz, unsigned int relation)
+{
+	struct cpufreq_frequency_table *t = policy->freq_table;
+	int below = -1, above = -1, lowest = -1, highest = -1;
+
+	for (int i = 0; t[i].frequency != CPUFREQ_TABLE_END; i++) {
+		unsigned int f = t[i].frequency;
+
+		if (f < min_khz || f > max_khz)
+			continue;
+		if (lowest < 0)
+			lowest = i;
+		highest = i;
+		if (f <= target)
+			below = i;
+		if (f >= target && above < 0)
+			above = i;
+	}
+	switch (relation) {
+	case CPUFREQ_RELATION_L:
+		return above >= 0 ? above : highest;
+	case CPUFREQ_RELATION_H:
+		return below >= 0 ? below : lowest;
+	default:
+		if (below < 0)
+			return above;
+		if (above < 0)
+			return below;
+		return target - t[below].frequency <= t[above].frequency - target ? below : above;
+	}
+}
+
+static int table_find(struct cpufreq_policy *policy, unsigned int target, unsigned int relation)
+{
+	return table_find_within(policy, target, policy->min, policy->max, relation);
+}
+
+int cpufreq_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+{
+	(void)efficiencies;
+	return table_find(policy, target_freq, CPUFREQ_RELATION_L);
+}
+
+int cpufreq_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+{
+	(void)efficiencies;
+	return table_find(policy, target_freq, CPUFREQ_RELATION_H);
+}
+
+int cpufreq_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+{
+	(void)efficiencies;
+	return table_find(policy, target_freq, CPUFREQ_RELATION_C);
+}
+
+int dvfslab_table_target(struct cpufreq_policy *policy, unsigned int target_freq, unsigned int min_khz,
+			 unsigned int max_khz, unsigned int relation)
+{
+	return table_find_within(policy, target_freq, min_khz, max_khz, relation & ~CPUFREQ_RELATION_E);
+}
+
+/* ---- Idle time, as the tick's idle accounting keeps it (in µs) ----------------------------- */
+
+static void cpu_times(int cpu, u64 *now_ns, u64 *busy_ns, u64 *iowait_ns)
+{
+	unsigned long long now = 0, busy = 0, iowait = 0;
+
+	if (host) {
+		now = host->now_ns(host->ctx);
+		host->cpu_times(host->ctx, cpu, &busy, &iowait);
+	}
+	*now_ns = now;
+	*busy_ns = busy;
+	*iowait_ns = iowait;
+}
+
+/* Idle time without iowait, and @last_update_time now (µs). */
+u64 get_cpu_idle_time_us(int cpu, u64 *last_update_time)
+{
+	u64 now, busy, iowait;
+
+	cpu_times(cpu, &now, &busy, &iowait);
+	if (last_update_time)
+		*last_update_time = now / NSEC_PER_USEC;
+	return (now - busy - iowait) / NSEC_PER_USEC;
+}
+
+u64 get_cpu_iowait_time_us(int cpu, u64 *last_update_time)
+{
+	u64 now, busy, iowait;
+
+	cpu_times(cpu, &now, &busy, &iowait);
+	if (last_update_time)
+		*last_update_time = now / NSEC_PER_USEC;
+	return iowait / NSEC_PER_USEC;
+}
+
+/* cpufreq's get_cpu_idle_time: iowait counts as idle unless @io_busy. */
+u64 get_cpu_idle_time(unsigned int cpu, u64 *wall, int io_busy)
+{
+	u64 idle = get_cpu_idle_time_us((int)cpu, io_busy ? wall : NULL);
+
+	if (!io_busy)
+		idle += get_cpu_iowait_time_us((int)cpu, wall);
+	return idle;
 }
 
 /* ---- Governor tunables in sysfs (the attribute-set bookkeeping) --------------------------- */
