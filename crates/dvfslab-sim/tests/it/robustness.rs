@@ -60,6 +60,15 @@ fn a_fork_bomb_stops_at_the_task_limit_with_an_error_naming_the_task() {
     assert!(err.len() < 300, "{err}");
 }
 
+/// The limit counts live tasks: a chain of more short-lived processes than the limit, one
+/// after another (a test suite's shells), runs to its end.
+#[test]
+fn more_short_lived_processes_than_the_limit_run_one_after_another() {
+    let r = run_spec("gitsource:commands=70000", 1000.0).unwrap();
+    let execs = r.summary.operations.expect("gitsource counts its execs").count;
+    assert!(execs > MAX_TASKS as u64, "{execs} execs");
+}
+
 #[test]
 fn a_workload_with_more_tasks_than_the_limit_is_refused_before_it_runs() {
     // 65536 threads fit; the 8 kernel threads on top do not.
