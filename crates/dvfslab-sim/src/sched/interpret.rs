@@ -323,7 +323,7 @@ impl Sim {
             format!("workload '{}'", self.work.workload_name),
             "tasks",
             format!(
-                "task '{name}' (of '{root}') forked past the limit of {} live tasks a run may have, at {:.3} ms \
+                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have alive at once, at {:.3} ms \
                  simulated: does a task fork without end?",
                 crate::sched::task::MAX_TASKS,
                 self.q.now() as f64 * 1e-6
