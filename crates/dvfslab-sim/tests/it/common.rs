@@ -1,5 +1,10 @@
 //! Shared helpers: load the shipped presets and run short simulations.
 
+use std::rc::Rc;
+
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::Op;
+use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 
 pub fn preset(id: &str) -> String {
@@ -38,4 +43,23 @@ pub fn explain(platform: &str, governor: &str, workload: &str, duration_s: f64) 
 /// One of a decision's recorded inputs, by name (schedutil's `util_avg`, `rate_limit_us`, ...).
 pub fn input(d: &dvfslab_sim::observe::Decision, name: &str) -> f64 {
     d.inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no input {name}"))
+}
+
+/// Programs each pinned to one CPU; the metric is counter 0.
+pub struct PinnedPrograms(pub Vec<(Vec<Op>, usize)>);
+
+impl Workload for PinnedPrograms {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let task = |(i, (program, cpu)): (usize, &(Vec<Op>, usize))| {
+            TaskSpec::new(format!("p{i}"), Rc::from(program.clone())).pinned(vec![*cpu])
+        };
+        self.0.iter().enumerate().map(task).collect()
+    }
+    fn default_duration_ns(&self) -> u64 {
+        100_000_000
+    }
+    fn metric(&self, stats: &RunStats) -> Metric {
+        let value = stats.counters.first().copied().unwrap_or(0) as f64;
+        Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
+    }
 }

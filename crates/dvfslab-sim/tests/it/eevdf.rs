@@ -3,29 +3,9 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
-use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
-
-/// Programs all pinned to CPU 0; the metric is counter 0.
-struct OnCpu0(Vec<Vec<Op>>);
-
-impl Workload for OnCpu0 {
-    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let task = |(i, p): (usize, &Vec<Op>)| TaskSpec::new(format!("t{i}"), Rc::from(p.clone())).pinned(vec![0]);
-        self.0.iter().enumerate().map(task).collect()
-    }
-    fn default_duration_ns(&self) -> u64 {
-        100_000_000
-    }
-    fn metric(&self, stats: &RunStats) -> Metric {
-        let value = stats.counters.first().copied().unwrap_or(0) as f64;
-        Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
-    }
-}
 
 /// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz) at `kernel`, with the timeline.
 fn run_on_cpu0(kernel: &str, programs: Vec<Vec<Op>>, duration_ns: u64) -> SimResult {
@@ -36,7 +16,15 @@ fn run_on_cpu0(kernel: &str, programs: Vec<Vec<Op>>, duration_ns: u64) -> SimRes
         timeline: true,
         ..SimConfig::default()
     };
-    Sim::with_workload(plat, &cfg, Box::new(OnCpu0(programs)), "test".into()).unwrap().run().unwrap()
+    Sim::with_workload(
+        plat,
+        &cfg,
+        Box::new(common::PinnedPrograms(programs.into_iter().map(|p| (p, 0)).collect())),
+        "test".into(),
+    )
+    .unwrap()
+    .run()
+    .unwrap()
 }
 
 fn run(cycles: f64) -> Op {

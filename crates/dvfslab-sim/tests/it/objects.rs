@@ -67,29 +67,13 @@ fn count(n: u16) -> Op {
 
 const RUN_10US: Op = Op::Run { cycles: Amount::Fixed(23_000.0), mem_frac: 0.0 }; // 10 µs at 2.3 GHz
 
-/// Programs each pinned to one CPU; the metric is counter 0.
-struct PinnedPrograms(Vec<(Vec<Op>, usize)>);
-
-impl Workload for PinnedPrograms {
-    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let task = |(i, (program, cpu)): (usize, &(Vec<Op>, usize))| {
-            TaskSpec::new(format!("p{i}"), Rc::from(program.clone())).pinned(vec![*cpu])
-        };
-        self.0.iter().enumerate().map(task).collect()
-    }
-    fn default_duration_ns(&self) -> u64 {
-        100_000_000
-    }
-    fn metric(&self, stats: &RunStats) -> Metric {
-        let value = stats.counters.first().copied().unwrap_or(0) as f64;
-        Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
-    }
-}
-
 /// Run `tasks` (program, CPU) on `plat` under `governor` for `duration_ns`.
 fn run_pinned(plat: &Platform, governor: &str, duration_ns: u64, tasks: Vec<(Vec<Op>, usize)>) -> SimResult {
     let cfg = SimConfig { governor: governor.into(), duration_ns: Some(duration_ns), ..SimConfig::default() };
-    Sim::with_workload(plat.clone(), &cfg, Box::new(PinnedPrograms(tasks)), "test".into()).unwrap().run().unwrap()
+    Sim::with_workload(plat.clone(), &cfg, Box::new(common::PinnedPrograms(tasks)), "test".into())
+        .unwrap()
+        .run()
+        .unwrap()
 }
 
 #[test]
