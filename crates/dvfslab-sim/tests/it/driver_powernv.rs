@@ -109,26 +109,20 @@ fn global_pstate_steps_at_the_ramp_timer() {
 /// the ramp left it: the deferrable timer never runs.
 #[test]
 fn an_idle_core_keeps_its_global_pstate() {
-    struct BurstThenSleep;
-    impl Workload for BurstThenSleep {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let program: Rc<[Op]> = Rc::from(vec![
-                Op::Run { cycles: Amount::Fixed(3.325e9 * 0.3), mem_frac: 0.0 },
-                Op::Sleep { ns: Amount::Fixed(1e10) },
-                Op::Jump { to: 1 },
-            ]);
-            vec![TaskSpec::new("burst", program).pinned(vec![0])]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            8_000_000_000
-        }
-        fn metric(&self, s: &RunStats) -> Metric {
-            Metric { name: "work".into(), value: s.work_done, unit: "cycles".into(), better: Better::Higher }
-        }
-    }
+    let burst_then_sleep = vec![
+        Op::Run { cycles: Amount::Fixed(3.325e9 * 0.3), mem_frac: 0.0 },
+        Op::Sleep { ns: Amount::Fixed(1e10) },
+        Op::Jump { to: 1 },
+    ];
     let plat = Platform::from_json(&common::preset("power8-powernv"), "power8-powernv").unwrap();
-    let cfg = SimConfig { governor: "ondemand".into(), timeline: true, ..SimConfig::default() };
-    let r = Sim::with_workload(plat, &cfg, Box::new(BurstThenSleep), "burst".into()).unwrap().run().unwrap();
+    let cfg = SimConfig {
+        governor: "ondemand".into(),
+        timeline: true,
+        duration_ns: Some(8_000_000_000),
+        ..SimConfig::default()
+    };
+    let workload = Box::new(common::PinnedPrograms(vec![(burst_then_sleep, 0)]));
+    let r = Sim::with_workload(plat, &cfg, workload, "burst".into()).unwrap().run().unwrap();
     let cpu = busy_cpu(&r);
     assert_eq!(global_at(&r, cpu, 0.25), 3_690_000);
     assert_eq!(global_at(&r, cpu, 7.9), 3_690_000);
