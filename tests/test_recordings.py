@@ -173,6 +173,21 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
 
 
+# pgbench-select's CPU per transaction is 24% low: this guest's wake-ups of a halted vCPU
+# cost the waker ~15 us that the preset's 1-us halt exit does not give it (docs/recording.md).
+CPU_PER_OP_STILL_OFF = {"pgbench-select"}
+
+
+@pytest.mark.parametrize("name", shipped_recordings())
+def test_every_model_has_its_recordings_cpu_per_op_and_wakeup_contexts(name: str) -> None:
+    rows = {(r["role"], r["statistic"]): r for r in check(load_recording(name))["rows"]}
+    contexts = [k for k in rows if k[0] == "all" and k[1].startswith("wakeup_context_pct.")]
+    assert contexts
+    assert [k for k in contexts if rows[k]["verdict"] != "ok"] == []
+    if name not in CPU_PER_OP_STILL_OFF:
+        assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok"
+
+
 def test_a_build_and_a_test_suite_sleep_in_d_at_every_vfork() -> None:
     # make, sh and gcc wait in D for each child's exec, as the recordings show.
     for name, role in (("kernbench", "make"), ("gitsource", "shell")):
