@@ -172,13 +172,17 @@ impl Gitsource {
     /// The shell's part of one command: start the child and wait for it.
     fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
         let program = (script * PER_SCRIPT + child) as u32;
-        sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
         if child == SUBSHELL {
             // A subshell: read its output, then wait4.
+            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
             sh.push(Op::Wait { ch: pipe_ch(script) });
         } else {
-            // vfork: D until the exec, then wait4.
-            sh.push(Op::WaitUninterruptible { ch: vfork_ch(script) });
+            // vfork: D until the exec, then wait4. The fork's tail runs after the child is
+            // queued, which from 6.12 keeps the shell queued behind it while it sleeps
+            // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
+            let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
+            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+            sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
         }
         sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
     }
