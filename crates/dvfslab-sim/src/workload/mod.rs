@@ -308,7 +308,8 @@ pub const COMMON_KNOBS: &[Knob] = &[
         0.0,
         0.0,
         10_000.0,
-        "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers); 0 = none",
+        "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers), added to the \
+         platform's own background; 0 = none",
     ),
     Knob::new("kthread_us", "us", 20.0, 1.0, 10_000.0, "work of each background wake-up, as time at base frequency"),
     Knob::new(
@@ -361,6 +362,19 @@ pub fn common(text: &str) -> Result<Common> {
         phase_ns: values.get("phase_us") * 1000.0,
         work_jitter: values.get("work_jitter_pct") / 100.0,
     })
+}
+
+/// The background kernel threads of a run, as (wake-ups a second per CPU, µs each): the
+/// platform's own (`background`, what its daemons and timer-driven kernel threads do whatever
+/// runs) plus what the workload spec adds (`kthread_hz`, `kthread_us`), their work the
+/// rate-weighted mean of the two.
+pub fn background_kthreads(plat: &Platform, common: &Common) -> (f64, f64) {
+    let (p_hz, p_us) = plat.file.background.map_or((0.0, 0.0), |b| (b.kthread_hz, b.kthread_us));
+    let hz = p_hz + common.kthread_hz;
+    if hz <= 0.0 {
+        return (0.0, common.kthread_us);
+    }
+    (hz, (p_hz * p_us + common.kthread_hz * common.kthread_us) / hz)
 }
 
 /// Background kernel threads (kworkers, RCU, writeback, timers; docs/model.md), one pinned to
