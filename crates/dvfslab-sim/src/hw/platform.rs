@@ -772,7 +772,10 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     }
     if let Some(b) = &f.background {
         if !(0.0..=10_000.0).contains(&b.kthread_hz) {
-            return err("background.kthread_hz", format!("expected 0..10000 wake-ups per second, got {}", b.kthread_hz));
+            return err(
+                "background.kthread_hz",
+                format!("expected 0..10000 wake-ups per second, got {}", b.kthread_hz),
+            );
         }
         if !(1.0..=10_000.0).contains(&b.kthread_us) {
             return err("background.kthread_us", format!("expected 1..10000 µs, got {}", b.kthread_us));

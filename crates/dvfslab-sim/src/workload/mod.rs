@@ -548,5 +548,27 @@ mod tests {
         assert!((added / (9000.0 * lines) - 1.0).abs() < 1e-9, "{added} cycles over {lines} lines");
     }
 
+    #[test]
+    fn a_runs_background_is_the_platforms_plus_the_workloads() {
+        let kvm = Platform::from_json(
+            include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
+            "kvm-guest-2cpu",
+        )
+        .unwrap();
+        let own = kvm.file.background.expect("the recordings machine declares its background");
+        let none = Platform::from_json(SKYLAKE_JSON, "skylake").unwrap();
+        assert!(none.file.background.is_none());
+        let quiet = common("cpu-bound").unwrap();
+        // Without the workload's, the platform's alone; without the platform's, the workload's.
+        assert_eq!(background_kthreads(&kvm, &quiet), (own.kthread_hz, own.kthread_us));
+        assert_eq!(background_kthreads(&none, &quiet).0, 0.0);
+        let busy = common("cpu-bound:kthread_hz=90,kthread_us=10").unwrap();
+        assert_eq!(background_kthreads(&none, &busy), (90.0, 10.0));
+        // Both: the rates add and each wake-up's work is their rate-weighted mean.
+        let (hz, us) = background_kthreads(&kvm, &busy);
+        assert_eq!(hz, own.kthread_hz + 90.0);
+        assert!((hz * us - (own.kthread_hz * own.kthread_us + 90.0 * 10.0)).abs() < 1e-9, "{us}");
+    }
+
     const SKYLAKE_JSON: &str = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
 }

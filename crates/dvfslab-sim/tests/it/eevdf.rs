@@ -11,9 +11,10 @@ use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
-/// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz) at `kernel`, with the timeline.
+/// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz, without its background) at
+/// `kernel`, with the timeline.
 fn run_on_cpu0(kernel: &str, programs: Vec<Vec<Op>>, duration_ns: u64) -> SimResult {
-    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
     let cfg = SimConfig {
         governor: format!("performance:kernel={kernel}"),
         duration_ns: Some(duration_ns),
@@ -140,7 +141,7 @@ fn vfork_at(kernel: &str, tail: f64) -> (Vec<char>, char) {
             Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
         }
     }
-    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
     let cfg = SimConfig {
         governor: format!("performance:kernel={kernel}"),
         duration_ns: Some(10_000_000),
