@@ -751,10 +751,10 @@ pub mod kernbench {
     pub const CC1_MEDIAN_CYCLES: f64 = 0.081 * 4.0e9;
     /// A factor on the compilers' work (cc1 and as, [`CC1_MEDIAN_CYCLES`], and the tools that
     /// read their object, [`NM_FRAC`]), a knob of kernbench. The kernbench recording's build
-    /// (linux-source-6.1, gcc 12, on the 2-CPU guest) is 1.94 \[SRC\]: its 43 whole cc1 runs
-    /// average 356 ms at 2.6 GHz (925 M cycles, mean 362 ms over all it saw) against the
-    /// model's mean at 1, 0.121 s at 4 GHz (486 M cycles); ±20%, the standard error of that
-    /// mean (1.55–2.35). Measured, not fitted to the check.
+    /// (linux-source-6.1, gcc 12, on the 2-CPU guest) is 1.94 \[SRC\]: its cc1 runs average
+    /// 362 ms at 2.6 GHz (941 M cycles; the 43 it saw whole, exec to exit, 356 ms) against the
+    /// model's mean at 1, 0.121 s at 4 GHz (486 M cycles); ±20%, the standard error of a mean
+    /// of 43 units this spread (1.55–2.35). Measured, not fitted to the check.
     pub const COMPILE_SCALE: Knob = Knob::new(
         "compile_scale",
         "x",
