@@ -33,6 +33,9 @@ pub struct PlatformFile {
     /// The firmware's ACPI `_CPC` performance capabilities; None when the firmware has no `_CPC`.
     #[serde(default)]
     pub cppc: Option<CppcFile>,
+    /// The machine's own background activity, whatever the workload; None = none.
+    #[serde(default)]
+    pub background: Option<BackgroundFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -285,6 +288,16 @@ pub enum IdleScope {
 pub struct RaplFile {
     pub energy_unit_uj: f64,
     pub counter_bits: u32,
+}
+
+/// What else runs on the machine whatever the workload (its daemons, the kernel's timer-driven
+/// threads): wake-ups per second on every CPU, each running `kthread_us` at base frequency.
+/// Runs add the workload's own `kthread_hz` to it (docs/platform-format.md).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundFile {
+    pub kthread_hz: f64,
+    pub kthread_us: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -755,6 +768,17 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     if let Some(c) = &f.cppc {
         if !(1..=1_000_000).contains(&c.nominal_perf) || !(1..=1_000_000).contains(&c.highest_perf) {
             return err("cppc", "expected highest_perf and nominal_perf in 1..1000000".into());
+        }
+    }
+    if let Some(b) = &f.background {
+        if !(0.0..=10_000.0).contains(&b.kthread_hz) {
+            return err(
+                "background.kthread_hz",
+                format!("expected 0..10000 wake-ups per second, got {}", b.kthread_hz),
+            );
+        }
+        if !(1.0..=10_000.0).contains(&b.kthread_us) {
+            return err("background.kthread_us", format!("expected 1..10000 µs, got {}", b.kthread_us));
         }
     }
     if ![100, 250, 300, 1000].contains(&f.defaults.hz) {

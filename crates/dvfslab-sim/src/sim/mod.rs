@@ -183,7 +183,7 @@ impl Sim {
                 variation_rng: Pcg64::seed_from_u64(cfg.seed ^ VARIATION_STREAM),
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
-                kthreads: (common.kthread_hz, common.kthread_us),
+                kthreads: crate::workload::background_kthreads(plat, &common),
                 program_nesting: 0,
                 unfinished: Vec::new(),
                 deferred_programs: Vec::new(),

@@ -51,8 +51,8 @@ pub(crate) struct Work {
     /// Start phases (ns) and work jitter (a fraction) the workload spec asks for.
     pub(crate) phase_ns: f64,
     pub(crate) work_jitter: f64,
-    /// Background kernel threads the workload spec asks for: wake-ups a second per CPU, and
-    /// µs of work each (`kthread_hz`, `kthread_us`).
+    /// Background kernel threads, the platform's and the workload spec's together: wake-ups a
+    /// second per CPU, and µs of work each ([`crate::workload::background_kthreads`]).
     pub(crate) kthreads: (f64, f64),
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).

@@ -12,6 +12,7 @@
 //!
 //! ```text
 //!   sh: loop { cpu(shell); vfork; D until exec; wait4 }     child: exec [exec]; cpu(W_k); exit
+//!   11% of the children exec but are started with fork ($(cmd), pipelines): fork; wait4
 //!   8% of the children are subshells: fork; read the pipe; wait4
 //! ```
 //!
@@ -118,10 +119,11 @@ struct Costs {
 
 /// Commands built at a time (see `pieces`).
 const COMMANDS_PER_PIECE: usize = 8192;
-/// Programs per script: two per command kind (with its discards rounded down, and one more),
-/// then the subshell.
-const PER_SCRIPT: usize = 2 * est::COMMANDS.len() + 1;
-const SUBSHELL: usize = 2 * est::COMMANDS.len();
+/// Programs per script: two per command kind (with its discards rounded down, and one more)
+/// started with vfork, the same two started with fork ([`FORKED`] on), then the subshell.
+const PER_SCRIPT: usize = 4 * est::COMMANDS.len() + 1;
+const FORKED: usize = 2 * est::COMMANDS.len();
+const SUBSHELL: usize = 4 * est::COMMANDS.len();
 
 fn cpu(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
@@ -142,6 +144,8 @@ fn pipe_ch(script: usize) -> u32 {
 fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
     let salt = |s: u64| pieces::salt(s ^ ((script as u64) << 48), piece);
     let subshell = sample::flags(n, est::SUBSHELL_SHARE, salt(1));
+    // Of the children that exec, those started with fork.
+    let forked = sample::flags(n, est::FORK_EXEC_SHARE / (1.0 - est::SUBSHELL_SHARE), salt(3));
     // The kinds by their shares, a table of 1000 slots.
     let slots = 1000;
     let mut table = Vec::with_capacity(slots);
@@ -163,7 +167,7 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
             if more {
                 owed[k] -= 1.0;
             }
-            2 * k + usize::from(more)
+            2 * k + usize::from(more) + if forked[i] { FORKED } else { 0 }
         })
         .collect()
 }
@@ -172,25 +176,36 @@ impl Gitsource {
     /// The shell's part of one command: start the child and wait for it.
     fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
         let program = (script * PER_SCRIPT + child) as u32;
-        sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
         if child == SUBSHELL {
             // A subshell: read its output, then wait4.
+            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
             sh.push(Op::Wait { ch: pipe_ch(script) });
+        } else if child >= FORKED {
+            // fork, not vfork: the shell goes on to wait for the command (its output's end,
+            // then wait4) in S.
+            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
         } else {
-            // vfork: D until the exec, then wait4.
-            sh.push(Op::WaitUninterruptible { ch: vfork_ch(script) });
+            // vfork: D until the exec, then wait4. The fork's tail runs after the child is
+            // queued, which from 6.12 keeps the shell queued behind it while it sleeps
+            // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
+            let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
+            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+            sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
         }
         sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
     }
 
-    /// A command of kind `k` started by script `script`: its vfork part releases the shell,
-    /// then its execs, its work (with its discards, rounded down or, with `more`, up, if the
-    /// filesystem waits for them), exit.
-    fn command(&self, k: usize, more: bool, script: usize, discard_ns: &[Amount]) -> Rc<[Op]> {
+    /// A command of kind `k` started by script `script`: its part before the exec (which, with
+    /// `vfork`, releases the shell), then its execs, its work (with its discards, rounded down
+    /// or, with `more`, up, if the filesystem waits for them), exit.
+    fn command(&self, k: usize, more: bool, vfork: bool, script: usize, discard_ns: &[Amount]) -> Rc<[Op]> {
         let c = &est::COMMANDS[k];
         let exec = Op::Exec { comm: c.comm };
         let counted = Op::Mark(Mark::Add { counter: EXECS, amount: 1 });
-        let mut p = vec![cpu(est::VFORK_CHILD_CYCLES), Op::Post { ch: vfork_ch(script), sync: false }];
+        let mut p = vec![cpu(est::VFORK_CHILD_CYCLES)];
+        if vfork {
+            p.push(Op::Post { ch: vfork_ch(script), sync: false });
+        }
         for _ in 0..c.execs {
             p.extend([exec.clone(), counted.clone(), cpu(self.costs.exec)]);
         }
@@ -238,8 +253,10 @@ impl Workload for Gitsource {
         let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
         let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
         for s in 0..self.scripts {
-            for k in 0..est::COMMANDS.len() {
-                p.extend([false, true].map(|more| self.command(k, more, s, &discard_ns)));
+            for vfork in [true, false] {
+                for k in 0..est::COMMANDS.len() {
+                    p.extend([false, true].map(|more| self.command(k, more, vfork, s, &discard_ns)));
+                }
             }
             p.push(Gitsource::subshell(s));
         }
@@ -283,14 +300,19 @@ mod tests {
         let kids = children(1000, 0, 0);
         let subshells = kids.iter().filter(|&&k| k == SUBSHELL).count();
         assert_eq!(subshells, (1000.0 * est::SUBSHELL_SHARE).round() as usize);
-        // git is kind 0: its programs 0 and 1 (one discard more), the latter for 67% of them.
-        let git = kids.iter().filter(|&&k| k < 2).count() as f64;
+        // The recording's share of the children that exec is started with fork, not vfork.
+        let forked = kids.iter().filter(|&&k| (FORKED..SUBSHELL).contains(&k)).count() as f64;
+        assert!((forked / 1000.0 - est::FORK_EXEC_SHARE).abs() < 0.01, "{forked}");
+        // git is kind 0: its programs 0 and 1 (one discard more), the latter for 67% of them,
+        // and their forked variants.
+        let kind = |k: usize| k % FORKED;
+        let git = kids.iter().filter(|&&k| k != SUBSHELL && kind(k) < 2).count() as f64;
         let exec_ing = (1000 - subshells) as f64;
         assert!((git / exec_ing - est::COMMANDS[0].share).abs() < 0.02, "{git}");
-        let more = kids.iter().filter(|&&k| k == 1).count() as f64;
+        let more = kids.iter().filter(|&&k| k != SUBSHELL && kind(k) == 1).count() as f64;
         assert!((more / git - est::COMMANDS[0].discards).abs() < 0.02, "{more} of {git}");
         // expr (kind 1) has no discards: never its variant with one more.
-        assert!(!kids.contains(&3));
+        assert!(!kids.iter().any(|&k| k != SUBSHELL && kind(k) == 3));
         // Another script's order differs.
         assert_ne!(kids, children(1000, 1, 0));
     }
@@ -314,6 +336,12 @@ mod tests {
         assert_eq!(execs.len(), 2);
         assert!(release < execs[0]);
         let total: f64 = git.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
+        assert!((total - est::COMMANDS[0].cycles).abs() < 1.0, "{total}");
+        // Its forked variant releases nobody (its shell never waits in D) and costs the same.
+        let forked = &p[PER_SCRIPT + FORKED + 1];
+        assert!(!forked.iter().any(|op| matches!(op, Op::Post { .. })));
+        let total: f64 =
+            forked.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
         assert!((total - est::COMMANDS[0].cycles).abs() < 1.0, "{total}");
         // Without `discard` nobody waits on the disk; with it git and rm do.
         assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::Io { .. }))));

@@ -308,7 +308,8 @@ pub const COMMON_KNOBS: &[Knob] = &[
         0.0,
         0.0,
         10_000.0,
-        "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers); 0 = none",
+        "background kernel-thread wake-ups per second on every CPU (kworkers, RCU, timers), added to the \
+         platform's own background; 0 = none",
     ),
     Knob::new("kthread_us", "us", 20.0, 1.0, 10_000.0, "work of each background wake-up, as time at base frequency"),
     Knob::new(
@@ -361,6 +362,19 @@ pub fn common(text: &str) -> Result<Common> {
         phase_ns: values.get("phase_us") * 1000.0,
         work_jitter: values.get("work_jitter_pct") / 100.0,
     })
+}
+
+/// The background kernel threads of a run, as (wake-ups a second per CPU, µs each): the
+/// platform's own (`background`, what its daemons and timer-driven kernel threads do whatever
+/// runs) plus what the workload spec adds (`kthread_hz`, `kthread_us`), their work the
+/// rate-weighted mean of the two.
+pub fn background_kthreads(plat: &Platform, common: &Common) -> (f64, f64) {
+    let (p_hz, p_us) = plat.file.background.map_or((0.0, 0.0), |b| (b.kthread_hz, b.kthread_us));
+    let hz = p_hz + common.kthread_hz;
+    if hz <= 0.0 {
+        return (0.0, common.kthread_us);
+    }
+    (hz, (p_hz * p_us + common.kthread_hz * common.kthread_us) / hz)
 }
 
 /// Background kernel threads (kworkers, RCU, writeback, timers; docs/model.md), one pinned to
@@ -532,6 +546,28 @@ mod tests {
         let added = client_work(&more) - client_work("tbench");
         let lines = estimates::nbench::LOADFILE_OPS as f64;
         assert!((added / (9000.0 * lines) - 1.0).abs() < 1e-9, "{added} cycles over {lines} lines");
+    }
+
+    #[test]
+    fn a_runs_background_is_the_platforms_plus_the_workloads() {
+        let kvm = Platform::from_json(
+            include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
+            "kvm-guest-2cpu",
+        )
+        .unwrap();
+        let own = kvm.file.background.expect("the recordings machine declares its background");
+        let none = Platform::from_json(SKYLAKE_JSON, "skylake").unwrap();
+        assert!(none.file.background.is_none());
+        let quiet = common("cpu-bound").unwrap();
+        // Without the workload's, the platform's alone; without the platform's, the workload's.
+        assert_eq!(background_kthreads(&kvm, &quiet), (own.kthread_hz, own.kthread_us));
+        assert_eq!(background_kthreads(&none, &quiet).0, 0.0);
+        let busy = common("cpu-bound:kthread_hz=90,kthread_us=10").unwrap();
+        assert_eq!(background_kthreads(&none, &busy), (90.0, 10.0));
+        // Both: the rates add and each wake-up's work is their rate-weighted mean.
+        let (hz, us) = background_kthreads(&kvm, &busy);
+        assert_eq!(hz, own.kthread_hz + 90.0);
+        assert!((hz * us - (own.kthread_hz * own.kthread_us + 90.0 * 10.0)).abs() < 1e-9, "{us}");
     }
 
     const SKYLAKE_JSON: &str = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");

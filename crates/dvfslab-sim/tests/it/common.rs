@@ -12,6 +12,14 @@ pub fn preset(id: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Preset `id` without its `background` (the machine's own wake-ups), for tests of one
+/// mechanism that other tasks would disturb.
+pub fn quiet_preset(id: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&preset(id)).unwrap();
+    v.as_object_mut().expect("a preset is an object").remove("background");
+    v.to_string()
+}
+
 pub fn run(platform: &str, governor: &str, workload: &str, duration_s: f64, seed: u64) -> SimResult {
     run_on(&preset(platform), platform, governor, workload, duration_s, seed)
 }

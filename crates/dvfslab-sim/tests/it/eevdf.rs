@@ -1,15 +1,20 @@
 //! The fair class's rules as they show in runs, per kernel version: EEVDF's wake-up
-//! preemption of a loopback request/response pair sharing a CPU, and its time slices.
+//! preemption of a loopback request/response pair sharing a CPU, its time slices, and a
+//! vfork parent's wake-up at its child's exec.
+
+use std::rc::Rc;
 
 use crate::common;
 
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
-/// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz) at `kernel`, with the timeline.
+/// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz, without its background) at
+/// `kernel`, with the timeline.
 fn run_on_cpu0(kernel: &str, programs: Vec<Vec<Op>>, duration_ns: u64) -> SimResult {
-    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
     let cfg = SimConfig {
         governor: format!("performance:kernel={kernel}"),
         duration_ns: Some(duration_ns),
@@ -101,4 +106,73 @@ fn cpu_hogs_sharing_a_cpu_switch_at_each_deadline_under_eevdf() {
     assert!((245..=251).contains(&eevdf), "{eevdf}");
     let cfs = switches("6.5");
     assert!((120..=126).contains(&cfs), "{cfs}");
+}
+
+/// A parent on CPU 0 vforks a child and waits for it, after running `tail` cycles of the fork
+/// once the child is queued; CPU 1 is busy with a pinned hog so that the child stays on CPU 0.
+/// The child works 50 µs, releases the parent (its exec's `complete_vfork_done`) and works
+/// 2 ms more. Returns the parent's switch-out states and how the child's first switch-out
+/// left it.
+fn vfork_at(kernel: &str, tail: f64) -> (Vec<char>, char) {
+    struct Vfork(f64);
+    impl Workload for Vfork {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let parent = vec![
+                run(1_000.0),
+                Op::Spawn { program: 0, count: 1 },
+                run(self.0),
+                Op::WaitUninterruptible { ch: 0 },
+                Op::WaitChildren,
+                Op::Exit,
+            ];
+            let hog = vec![run(1e12), Op::Jump { to: 0 }];
+            vec![
+                TaskSpec::new("parent", Rc::from(parent)).pinned(vec![0]),
+                TaskSpec::new("hog", Rc::from(hog)).pinned(vec![1]),
+            ]
+        }
+        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+            vec![Rc::from(vec![run(130_000.0), Op::Post { ch: 0, sync: false }, run(5_200_000.0), Op::Exit])]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            10_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(10_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let r = Sim::with_workload(plat, &cfg, Box::new(Vfork(tail)), "test".into()).unwrap().run().unwrap();
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let states = |task: i64| -> Vec<char> {
+        tl.switch_prev.iter().zip(&tl.switch_prev_state).filter(|&(&p, _)| p == task).map(|(_, &s)| s).collect()
+    };
+    // Task 2 is the child: the parent and the hog are 0 and 1.
+    (states(0), states(2)[0])
+}
+
+#[test]
+fn a_vfork_parent_preempts_its_child_at_exec_from_6_12() {
+    // The parent runs 1.5 µs of its fork after the child is queued at the average vruntime,
+    // so it sleeps just behind the child's vruntime: from 6.12 it is not eligible and stays
+    // queued (delayed dequeue). The child runs 50 µs alone; when it wakes the parent, the
+    // parent is eligible again and the child, now past the average, is not: the parent
+    // preempts it, then sleeps in wait4 (S) and is woken at the child's exit.
+    let (parent, child) = vfork_at("6.18", 3_900.0);
+    assert_eq!(parent, ['D', 'S', 'X']);
+    assert_eq!(child, 'R', "the child is preempted at its exec");
+    // With no tail, the parent leaves at the average, is dequeued, and comes back at the
+    // child's vruntime: the child keeps the CPU to its exit, and wait4 finds it gone.
+    let (parent, child) = vfork_at("6.18", 0.0);
+    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'X'));
+    // 6.6–6.11 dequeue every sleeper with its lag: the parent's small debt puts it behind the
+    // child at the wake-up, and the child runs on, protected.
+    let (parent, child) = vfork_at("6.6", 3_900.0);
+    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'X'));
 }

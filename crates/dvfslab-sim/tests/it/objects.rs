@@ -935,7 +935,12 @@ fn the_numa_balancer_before_5_5_moves_the_lighter_of_two_lone_tasks() {
 
 /// `w` on the kvm guest's two CPUs under performance for `duration_s`, with its timeline.
 fn run_traced(w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
-    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    run_traced_on(&common::quiet_preset("kvm-guest-2cpu"), w, duration_s)
+}
+
+/// [`run_traced`] on the preset `json`.
+fn run_traced_on(json: &str, w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
+    let plat = Platform::from_json(json, "kvm").unwrap();
     let cfg = SimConfig {
         governor: "performance".into(),
         duration_ns: Some((duration_s * 1e9) as u64),
@@ -996,4 +1001,41 @@ fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
     let (at, waker, context) = woken[0];
     assert_eq!((waker, context), (1, WakeContext::Task));
     assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
+}
+
+#[test]
+fn the_platforms_background_wakes_every_cpu_at_its_rate() {
+    // kvm-guest-2cpu declares its own background (its daemons and timer-driven kernel threads):
+    // a kernel thread per CPU, waking `kthread_hz` times a second on average, each time for
+    // `kthread_us`. A workload that sleeps throughout leaves only them: over 4 s, about
+    // 2 × 4 × kthread_hz wake-ups (intervals uniform in [0.5, 1.5] of the mean), each
+    // followed by a run of kthread_us on an otherwise idle 2.6 GHz CPU.
+    let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let bg = plat.file.background.expect("a background");
+    let sleeper = vec![Op::Sleep { ns: Amount::Fixed(10e9) }, Op::Exit];
+    let tl = run_traced_on(
+        &common::preset("kvm-guest-2cpu"),
+        Programs { tasks: vec![sleeper], spawned: vec![], devices: vec![] },
+        4.0,
+    );
+    let expected = 2.0 * 4.0 * bg.kthread_hz;
+    let woken: Vec<u32> = tl.waking_task.iter().copied().filter(|&t| t != 0).collect();
+    let n = woken.len() as f64;
+    assert!((n - expected).abs() < 0.15 * expected, "{n} wake-ups, expected about {expected}");
+    // Both CPUs' threads wake (tasks 1 and 2, after the workload's one).
+    for t in [1, 2] {
+        assert!(woken.iter().filter(|&&w| w == t).count() as f64 > 0.35 * expected, "task {t}");
+    }
+    // Each run lasts kthread_us: the switch-ins of the kernel threads to their switch-outs.
+    let mut runs = Vec::new();
+    let mut started: Option<u64> = None;
+    for i in 0..tl.switch_prev.len() {
+        if tl.switch_next[i] == 1 {
+            started = Some(tl.switch_time_ns[i]);
+        } else if tl.switch_prev[i] == 1 {
+            runs.push(tl.switch_time_ns[i] - started.take().expect("switched in first"));
+        }
+    }
+    let mean_us = runs.iter().sum::<u64>() as f64 / runs.len() as f64 / 1e3;
+    assert!((mean_us / bg.kthread_us - 1.0).abs() < 0.05, "{mean_us} µs");
 }

@@ -89,7 +89,9 @@ fn edited_preset(edit: impl Fn(&mut serde_json::Value)) -> Result<Platform, SimE
 
 #[test]
 fn degenerate_presets_are_refused_naming_the_file_and_field() {
-    let cases: [(&str, Edit); 8] = [
+    let cases: [(&str, Edit); 10] = [
+        ("background.kthread_hz", |v| v["background"] = serde_json::json!({"kthread_hz": -1.0, "kthread_us": 20.0})),
+        ("background.kthread_us", |v| v["background"] = serde_json::json!({"kthread_hz": 30.0, "kthread_us": 0.0})),
         ("clusters[0].idle_states", |v| v["clusters"][0]["idle_states"] = serde_json::json!([])),
         ("clusters[0].frequency.pstates_khz", |v| v["clusters"][0]["frequency"]["pstates_khz"] = serde_json::json!([])),
         ("clusters[0].cores_per_package", |v| v["clusters"][0]["cores_per_package"] = serde_json::json!(0)),
