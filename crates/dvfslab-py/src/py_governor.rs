@@ -27,12 +27,21 @@ use pyo3::prelude::*;
 /// scheduler's per-CPU signals), read-only. Per-CPU lists are in the order of `cpus`.
 #[pyclass(frozen, get_all, module = "dvfslab")]
 pub struct Policy {
-    /// The policy's CPUs.
+    /// This policy's index among the machine's (ordered by first CPU), and its CPUs.
+    index: usize,
     cpus: Vec<usize>,
-    /// Simulated time now (s).
+    /// Simulated time now (s, and ns exactly).
     now_s: f64,
-    /// The CPU whose scheduler event called the governor (trigger "scheduler"), else None.
+    now_ns: u64,
+    /// The CPU whose scheduler event called the governor (trigger "scheduler"), else None
+    /// (a timer: the sampling period or one the governor armed).
     cpu: Option<usize>,
+    /// The scheduler callback's flags (cpufreq_update_util): a task that waited on I/O was
+    /// enqueued; the callback runs on a CPU outside the policy; and whether a request made now
+    /// reaches the driver (cpufreq_this_cpu_can_update). All False/False/True on a timer.
+    iowait: bool,
+    remote: bool,
+    can_update: bool,
     /// Current frequency, limits and table (kHz), and the hardware's highest.
     cur_khz: u32,
     min_khz: u32,
@@ -41,16 +50,64 @@ pub struct Policy {
     cpuinfo_max_khz: u32,
     /// The simulated kernel version, "6.18".
     kernel: String,
-    /// Per CPU: PELT util_avg and util_est (0..1024 scale), capacity, tasks on the run-queue.
+    /// Whether PELT is frequency-invariant; the scheduler tick (ns); cpufreq's default
+    /// transition delay (schedutil's default rate limit, us).
+    invariant: bool,
+    tick_ns: u64,
+    transition_delay_us: u64,
+    /// Per CPU: PELT util_avg, util_est and runnable_avg (0..1024 scale), capacity, tasks on
+    /// the run-queue.
     util_avg: Vec<u64>,
     util_est: Vec<u64>,
+    runnable_avg: Vec<u64>,
     capacity: Vec<u64>,
     nr_running: Vec<u64>,
+    /// Per CPU: the run-queue's uclamp (min, max), None while no task uses uclamp; whether an
+    /// RT task is running or waiting; idle entries so far.
+    uclamp: Vec<Option<(u64, u64)>>,
+    rt_runnable: Vec<bool>,
+    idle_calls: Vec<u64>,
+    /// Per CPU: the tasks on its run-queue, running first.
+    tasks: Vec<Vec<Task>>,
     /// Per CPU, since this governor's previous call: time busy, idle, and idle with a task
     /// waiting on I/O (s).
     busy_s: Vec<f64>,
     idle_s: Vec<f64>,
     iowait_s: Vec<f64>,
+    /// Energy of the policy's cores since the measured interval began (J), and time at each
+    /// hardware frequency ({kHz: s}).
+    energy_j: f64,
+    time_in_state_s: std::collections::BTreeMap<u32, f64>,
+    /// Every policy of the machine, this one included: CPUs and current frequency (kHz).
+    policies_cpus: Vec<Vec<usize>>,
+    policies_cur_khz: Vec<u32>,
+}
+
+/// One task on a CPU's run-queue, as `Policy.tasks` lists it.
+#[pyclass(frozen, get_all, module = "dvfslab")]
+#[derive(Clone)]
+pub struct Task {
+    /// The task's id (its pid in results and timelines).
+    id: usize,
+    /// PELT util_avg and util_est (0..1024 scale).
+    util_avg: u64,
+    util_est: u64,
+    /// Its effective uclamp (min, max): (0, 1024) when it asks for none.
+    uclamp_min: u64,
+    uclamp_max: u64,
+    /// Whether it runs now (else it waits), and whether it is an RT task.
+    running: bool,
+    rt: bool,
+}
+
+#[pymethods]
+impl Task {
+    fn __repr__(&self) -> String {
+        format!(
+            "Task(id={}, util_avg={}, util_est={}, uclamp=({}, {}), running={}, rt={})",
+            self.id, self.util_avg, self.util_est, self.uclamp_min, self.uclamp_max, self.running, self.rt
+        )
+    }
 }
 
 /// A Python exception raised by a governor, with the simulated time it was raised at.
@@ -113,19 +170,27 @@ impl PyGovernor {
         })
     }
 
-    fn policy(&mut self, ctx: &mut dyn PolicyCtx, cpu: Option<usize>) -> Policy {
+    fn policy(&mut self, ctx: &mut dyn PolicyCtx, cpu: Option<usize>, flags: UpdateFlags) -> Policy {
         let cpus = ctx.cpus().to_vec();
         let now = ctx.now_ns();
         let span = now.saturating_sub(self.last_call_ns) as f64 / 1e9;
         let mut util_avg = Vec::with_capacity(cpus.len());
         let mut util_est = Vec::with_capacity(cpus.len());
         let mut capacity = Vec::with_capacity(cpus.len());
+        let mut runnable_avg = Vec::with_capacity(cpus.len());
+        let mut uclamp = Vec::with_capacity(cpus.len());
+        let mut rt_runnable = Vec::with_capacity(cpus.len());
+        let mut idle_calls = Vec::with_capacity(cpus.len());
         let (mut busy_s, mut idle_s, mut iowait_s) = (Vec::new(), Vec::new(), Vec::new());
         for (i, &c) in cpus.iter().enumerate() {
             let signals = ctx.cpu_signals(c);
             util_avg.push(signals.util_avg);
             util_est.push(signals.util_est);
             capacity.push(signals.cap_orig);
+            runnable_avg.push(signals.runnable_avg);
+            uclamp.push(signals.uclamp);
+            rt_runnable.push(signals.rt_runnable);
+            idle_calls.push(signals.idle_calls);
             let busy = ctx.cpu_busy_ns(c);
             let iowait = ctx.cpu_iowait_ns(c);
             let busy_delta = busy.saturating_sub(self.last_busy_ns[i]) as f64 / 1e9;
@@ -136,11 +201,49 @@ impl PyGovernor {
             self.last_iowait_ns[i] = iowait;
         }
         self.last_call_ns = now;
+        let tasks = cpus
+            .iter()
+            .map(|&c| {
+                ctx.cpu_tasks(c)
+                    .into_iter()
+                    .map(|t| Task {
+                        id: t.id,
+                        util_avg: t.util_avg,
+                        util_est: t.util_est,
+                        uclamp_min: t.uclamp.0,
+                        uclamp_max: t.uclamp.1,
+                        running: t.running,
+                        rt: t.rt,
+                    })
+                    .collect()
+            })
+            .collect();
+        let facts = ctx.facts();
+        let policies_cpus: Vec<Vec<usize>> = facts.all_policy_cpus().map(<[usize]>::to_vec).collect();
+        let policies_cur_khz = (0..policies_cpus.len()).map(|p| ctx.policy_cur_khz(p).unwrap_or(0)).collect();
+        let time_in_state_s = ctx.time_in_state_ns().into_iter().map(|(khz, ns)| (khz, ns as f64 / 1e9)).collect();
         Policy {
+            index: facts.index(),
             nr_running: cpus.iter().map(|&c| ctx.cpu_nr_running(c)).collect(),
             cpus,
             now_s: now as f64 / 1e9,
+            now_ns: now,
             cpu,
+            iowait: flags.iowait,
+            remote: flags.remote,
+            can_update: ctx.this_cpu_can_update(flags),
+            invariant: ctx.invariant(),
+            tick_ns: ctx.tick_ns(),
+            transition_delay_us: ctx.default_transition_delay_us(),
+            runnable_avg,
+            uclamp,
+            rt_runnable,
+            idle_calls,
+            tasks,
+            energy_j: ctx.energy_so_far_j().unwrap_or(f64::NAN),
+            time_in_state_s,
+            policies_cpus,
+            policies_cur_khz,
             cur_khz: ctx.cur_khz(),
             min_khz: ctx.min_khz(),
             max_khz: ctx.max_khz(),
@@ -156,12 +259,15 @@ impl PyGovernor {
         }
     }
 
-    /// Call the user's `update(policy)` and ask the driver for what it returns.
-    fn decide(&mut self, ctx: &mut dyn PolicyCtx, cpu: Option<usize>) {
+    /// Call the user's `update(policy)` and ask the driver for what it returns (not when the
+    /// callback cannot update the frequency: the kernel would not let it). Returns the timer
+    /// the governor armed during the call (`Governor.arm_timer`), ns from now.
+    fn decide(&mut self, ctx: &mut dyn PolicyCtx, cpu: Option<usize>, flags: UpdateFlags) -> Option<u64> {
         if self.raised.borrow().is_some() {
-            return;
+            return None;
         }
-        let policy = self.policy(ctx, cpu);
+        let policy = self.policy(ctx, cpu, flags);
+        let can_update = policy.can_update;
         // What --explain keeps of the inputs the governor saw: each per-CPU signal at its
         // busiest CPU.
         let top = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
@@ -171,22 +277,23 @@ impl PyGovernor {
             ("cur_khz", policy.cur_khz as f64),
             ("util_avg_max", top(&policy.util_avg)),
             ("util_est_max", top(&policy.util_est)),
+            ("runnable_avg_max", top(&policy.runnable_avg)),
             ("nr_running_max", top(&policy.nr_running)),
             ("busy_share_max", busiest.fold(0.0, f64::max)),
             ("cpu", policy.cpu.map_or(-1.0, |c| c as f64)),
         ];
         let limits = (ctx.cpuinfo_max_khz(), ctx.max_khz());
         let warned = self.warned.clone();
-        let answer = Python::with_gil(|py| -> PyResult<Option<u32>> {
+        let answer = Python::with_gil(|py| -> PyResult<(Option<u32>, Option<u64>)> {
             let out = self.obj.call_method1(py, "update", (policy,))?;
+            let armed = take_armed_timer(py, &self.obj)?;
             if out.is_none(py) {
-                return Ok(None);
+                return Ok((None, armed));
             }
-            requested_khz(py, out.bind(py), limits, &warned).map(Some)
+            Ok((Some(requested_khz(py, out.bind(py), limits, &warned)?), armed))
         });
         match answer {
-            Ok(None) => {}
-            Ok(Some(khz)) => {
+            Ok((Some(khz), armed)) if can_update => {
                 if ctx.explaining() {
                     ctx.explain(&inputs);
                 }
@@ -196,14 +303,44 @@ impl PyGovernor {
                     self.last_change_ns = Some(ctx.now_ns());
                 }
                 ctx.request_khz(khz, Relation::L);
+                armed
             }
+            Ok((_, armed)) => armed,
             Err(e) => {
                 let at = ctx.now_ns() as f64 / 1e9;
                 *self.raised.borrow_mut() = Some((e, at));
                 ctx.fail(SimError::Simulation(format!("the Python governor raised at {at:.6} s simulated")));
+                None
             }
         }
     }
+
+    /// Arm the policy's timer after a call: at the delay the governor asked for, else (trigger
+    /// "sampling") at its period.
+    fn rearm(&self, ctx: &mut dyn PolicyCtx, armed: Option<u64>) {
+        match (armed, self.scheduler) {
+            (Some(delay), _) => ctx.arm_timer(delay),
+            (None, false) => ctx.arm_timer(self.period_ns),
+            (None, true) => {}
+        }
+    }
+}
+
+/// The delay of the timer the governor armed during its last call (`Governor.arm_timer`
+/// sets `_armed_ms`), in ns, cleared for the next call.
+fn take_armed_timer(py: Python<'_>, obj: &PyObject) -> PyResult<Option<u64>> {
+    let armed = obj.getattr(py, "_armed_ms")?;
+    if armed.is_none(py) {
+        return Ok(None);
+    }
+    obj.setattr(py, "_armed_ms", py.None())?;
+    let ms: f64 = armed.extract(py)?;
+    if !(ms.is_finite() && (ms * 1e6).round() >= 1.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "arm_timer({ms}): expected a delay of at least 1e-06 ms (1 ns)"
+        )));
+    }
+    Ok(Some((ms * 1e6).round() as u64))
 }
 
 impl Governor for PyGovernor {
@@ -211,21 +348,25 @@ impl Governor for PyGovernor {
         self.last_busy_ns = ctx.cpus().iter().map(|&c| ctx.cpu_busy_ns(c)).collect();
         self.last_iowait_ns = ctx.cpus().iter().map(|&c| ctx.cpu_iowait_ns(c)).collect();
         self.last_call_ns = ctx.now_ns();
-        let policy = self.policy(ctx, None);
-        let started = Python::with_gil(|py| self.obj.call_method1(py, "start", (policy,)).map(drop));
-        if let Err(e) = started {
-            *self.raised.borrow_mut() = Some((e, ctx.now_ns() as f64 / 1e9));
-            ctx.fail(SimError::Simulation("the Python governor raised in start()".to_string()));
-            return;
-        }
-        if !self.scheduler {
-            ctx.arm_timer(self.period_ns);
+        let policy = self.policy(ctx, None, UpdateFlags::default());
+        let started = Python::with_gil(|py| {
+            self.obj.call_method1(py, "start", (policy,))?;
+            take_armed_timer(py, &self.obj)
+        });
+        match started {
+            Ok(armed) => self.rearm(ctx, armed),
+            Err(e) => {
+                *self.raised.borrow_mut() = Some((e, ctx.now_ns() as f64 / 1e9));
+                ctx.fail(SimError::Simulation("the Python governor raised in start()".to_string()));
+            }
         }
     }
 
     fn timer(&mut self, ctx: &mut dyn PolicyCtx) {
-        self.decide(ctx, None);
-        ctx.arm_timer(self.period_ns);
+        let armed = self.decide(ctx, None, UpdateFlags::default());
+        if self.raised.borrow().is_none() {
+            self.rearm(ctx, armed);
+        }
     }
 
     fn wants_util_updates(&self) -> bool {
@@ -233,15 +374,16 @@ impl Governor for PyGovernor {
     }
 
     fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
-        if !ctx.this_cpu_can_update(flags) {
-            return;
-        }
         // The class's own rate limit, counted from the last change of the requested frequency,
         // as schedutil counts its (sugov_should_update_freq).
         if self.last_change_ns.is_some_and(|last| ctx.now_ns() - last < self.rate_limit_ns) {
             return;
         }
-        self.decide(ctx, Some(cpu));
+        // A callback that cannot change the frequency still reaches `update` (schedutil records
+        // an I/O wake-up's boost from it); its answer is not applied.
+        if let Some(delay) = self.decide(ctx, Some(cpu), flags) {
+            ctx.arm_timer(delay);
+        }
     }
 }
 

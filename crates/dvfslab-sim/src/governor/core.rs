@@ -119,6 +119,14 @@ pub struct PolicyFacts<'a> {
 }
 
 impl<'a> PolicyFacts<'a> {
+    /// This policy's index among the machine's policies (ordered by first CPU).
+    pub fn index(self) -> usize {
+        self.policy
+    }
+    /// The CPUs of each of the machine's policies, this one included.
+    pub fn all_policy_cpus(self) -> impl Iterator<Item = &'a [usize]> {
+        self.machine.plat.policies.iter().map(|p| p.cpus.as_slice())
+    }
     pub fn cpus(self) -> &'a [usize] {
         &self.machine.plat.policies[self.policy].cpus
     }
