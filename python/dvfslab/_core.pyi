@@ -125,6 +125,8 @@ class Policy:
     busy_s: list[float]
     idle_s: list[float]
     iowait_s: list[float]
+    busy_ns: list[int]
+    iowait_ns: list[int]
     energy_j: float
     time_in_state_s: dict[int, float]
     policies_cpus: list[list[int]]

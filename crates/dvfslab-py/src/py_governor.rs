@@ -74,6 +74,10 @@ pub struct Policy {
     busy_s: Vec<f64>,
     idle_s: Vec<f64>,
     iowait_s: Vec<f64>,
+    /// Per CPU, since the start, exactly: time busy, and idle with a task waiting on I/O
+    /// (ns; what get_cpu_idle_time and get_cpu_iowait_time_us leave).
+    busy_ns: Vec<u64>,
+    iowait_ns: Vec<u64>,
     /// Energy of the policy's cores since the measured interval began (J), and time at each
     /// hardware frequency ({kHz: s}).
     energy_j: f64,
@@ -182,6 +186,7 @@ impl PyGovernor {
         let mut rt_runnable = Vec::with_capacity(cpus.len());
         let mut idle_calls = Vec::with_capacity(cpus.len());
         let (mut busy_s, mut idle_s, mut iowait_s) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut busy_ns, mut iowait_ns) = (Vec::new(), Vec::new());
         for (i, &c) in cpus.iter().enumerate() {
             let signals = ctx.cpu_signals(c);
             util_avg.push(signals.util_avg);
@@ -199,6 +204,8 @@ impl PyGovernor {
             iowait_s.push(iowait.saturating_sub(self.last_iowait_ns[i]) as f64 / 1e9);
             self.last_busy_ns[i] = busy;
             self.last_iowait_ns[i] = iowait;
+            busy_ns.push(busy);
+            iowait_ns.push(iowait);
         }
         self.last_call_ns = now;
         let tasks = cpus
@@ -256,6 +263,8 @@ impl PyGovernor {
             busy_s,
             idle_s,
             iowait_s,
+            busy_ns,
+            iowait_ns,
         }
     }
 
