@@ -130,7 +130,9 @@ class Schedutil(dvfslab.Governor):
         if not io or self.boost_pending[i]:
             return
         self.boost_pending[i] = True
-        self.boost[i] = min(self.boost[i] * 2, CAPACITY_SCALE) if self.boost[i] else IOWAIT_BOOST_MIN
+        self.boost[i] = (
+            min(self.boost[i] * 2, CAPACITY_SCALE) if self.boost[i] else IOWAIT_BOOST_MIN
+        )
 
     def _iowait_apply(self, j: int, now: int, cap: int, tick_ns: int) -> int:
         """sugov_iowait_apply: halve without a new I/O wake-up, gone below the floor."""
@@ -219,4 +221,4 @@ if __name__ == "__main__":
     for python_gov, builtin in ((Schedutil(), "schedutil"), (Ondemand(), "ondemand")):
         for name, gov in ((type(python_gov).__name__, python_gov), (builtin, builtin)):
             r = dvfslab.simulate("pixel6", gov, "uibench:uclamp_min=512", duration_s=2, seed=1)
-            print(f"{name:10} energy {r.energy_j:.6f} J  {r.metric_name} {r.metric:.3f}")
+            print(f"{name:10} energy {r.energy_j:.6f} J  {r.metric}")

@@ -408,7 +408,8 @@ def _examples():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("schedutil_example", EXAMPLES / "schedutil.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -453,7 +454,9 @@ def test_the_copy_of_schedutil_needs_runnable_avg_uclamp_and_eas():
 
     built_in = {w: _decisions(run("schedutil", w)) for w in ("hackbench", "uibench:uclamp_min=512")}
     assert _decisions(run(NoRunnable(), "hackbench")) != built_in["hackbench"]
-    assert _decisions(run(NoUclamp(), "uibench:uclamp_min=512")) != built_in["uibench:uclamp_min=512"]
+    assert (
+        _decisions(run(NoUclamp(), "uibench:uclamp_min=512")) != built_in["uibench:uclamp_min=512"]
+    )
     # Without the declaration, EAS is off and the placement (so the decisions) differ.
     plain = run(ex.Schedutil(enables=()), "uibench:uclamp_min=512")
     assert _decisions(plain) != built_in["uibench:uclamp_min=512"]
@@ -487,7 +490,10 @@ def test_a_schedutil_variant_must_declare_both_eas_and_fast_switch():
         dvfslab.simulate("pixel6", ex.Schedutil(enables=("eas",)), WORKLOAD, 0.1)
     spec = f"python:{EXAMPLES / 'schedutil.py'}:Schedutil,enables=eas+fast_switch,eas=0"
     off = dvfslab.simulate("pixel6", spec, "uibench:uclamp_min=512", 1)
-    assert off.energy_j == dvfslab.simulate("pixel6", "schedutil:eas=0", "uibench:uclamp_min=512", 1).energy_j
+    assert (
+        off.energy_j
+        == dvfslab.simulate("pixel6", "schedutil:eas=0", "uibench:uclamp_min=512", 1).energy_j
+    )
 
 
 def test_a_governor_reads_tasks_energy_time_in_state_and_the_other_policies():
@@ -509,13 +515,15 @@ def test_a_governor_reads_tasks_energy_time_in_state_and_the_other_policies():
     for index, calls in seen_by_policy.items():
         last = calls[-1]
         assert last.policies_cpus[index] == last.cpus
-        assert len(last.policies_cur_khz) == 3 and last.policies_cur_khz[index] == last.cur_khz
+        assert len(last.policies_cur_khz) == 3
+        assert last.policies_cur_khz[index] == last.cur_khz
         # Time in state adds up to the time since the start, each at a table entry.
         assert sum(last.time_in_state_s.values()) == pytest.approx(last.now_s)
         assert set(last.time_in_state_s) <= set(last.table_khz)
         # Energy only grows; the policies' sum stays below the run's (the uncore is apart).
         energies = [p.energy_j for p in calls]
-        assert energies == sorted(energies) and energies[-1] > 0
+        assert energies == sorted(energies)
+        assert energies[-1] > 0
         for j, tasks in enumerate(last.tasks):
             assert len(tasks) == last.nr_running[j]
             assert [t.running for t in tasks][:1] in ([], [True])

@@ -232,10 +232,8 @@ def check_settings(name: str, instance: Governor) -> None:
     `rate_limit_us` is out of range: sampling_ms of at least 1 ns, rate_limit_us >= 0, both
     finite numbers."""
     enables = getattr(instance, "enables", ())
-    if not isinstance(enables, (tuple, list, set, frozenset)) or tuple(sorted(map(str, enables))) not in (
-        (),
-        ENABLES,
-    ):
+    collection = isinstance(enables, (tuple, list, set, frozenset))
+    if not collection or tuple(sorted(map(str, enables))) not in ((), ENABLES):
         raise ConfigError(
             f"governor {name!r}: enables: expected () or ('eas', 'fast_switch') (a schedutil "
             f"variant: Linux's one governor that turns either on turns on both), got {enables!r}"
