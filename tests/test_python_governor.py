@@ -514,7 +514,7 @@ def test_a_governor_reads_tasks_energy_time_in_state_and_the_other_policies():
     assert sorted(seen_by_policy) == [0, 1, 2]
     for index, calls in seen_by_policy.items():
         last = calls[-1]
-        assert last.policies_cpus[index] == last.cpus
+        assert list(last.policies_cpus[index]) == last.cpus
         assert len(last.policies_cur_khz) == 3
         assert last.policies_cur_khz[index] == last.cur_khz
         # Time in state adds up to the time since the start, each at a table entry.
@@ -541,13 +541,13 @@ def test_a_governor_arms_its_own_timer():
 
         def start(self, policy):
             self.times = []
-            self.arm_timer(3)
+            policy.arm_timer(3)
 
         def update(self, policy):
             if policy.cpu is None:
                 self.times.append(policy.now_ns)
                 times[policy.index] = self.times
-                self.arm_timer(7 if len(self.times) % 2 else 3)
+                policy.arm_timer(7 if len(self.times) % 2 else 3)
             return None
 
     times: dict[int, list[int]] = {}
@@ -556,7 +556,7 @@ def test_a_governor_arms_its_own_timer():
 
     class Bad(dvfslab.Governor):
         def update(self, policy):
-            self.arm_timer(0)
+            policy.arm_timer(0)
 
     with pytest.raises(SimulationError, match=r"arm_timer\(0\)"):
         dvfslab.simulate("pixel6", Bad(), WORKLOAD, 0.1)

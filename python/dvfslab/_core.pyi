@@ -129,8 +129,12 @@ class Policy:
     iowait_ns: list[int]
     energy_j: float
     time_in_state_s: dict[int, float]
-    policies_cpus: list[list[int]]
+    policies_cpus: tuple[tuple[int, ...], ...]
     policies_cur_khz: list[int]
+
+    def arm_timer(self, delay_ms: float) -> None:
+        """Arm the policy's timer `delay_ms` from now: `update` then runs with `cpu` None. One
+        timer per policy: arming again replaces it. Below 1e-06 ms (1 ns): ValueError."""
 
 class Task:
     """A task on a CPU's run-queue, as `Policy.tasks` lists it."""

@@ -84,7 +84,6 @@ class Governor:
     "fast_switch") for a schedutil variant, which then gets energy-aware placement where
     schedutil would (Linux builds perf domains only under schedutil, and schedutil asks the
     driver to fast-switch: the two come together)."""
-    _armed_ms: float | None = None
 
     def __init__(self, **settings: Any) -> None:
         """Tunables (class attributes) and system keys (kernel=, invariant=, hz=, eas=...) to
@@ -102,13 +101,6 @@ class Governor:
 
     def start(self, policy: Policy) -> None:
         """Called once when the governor starts on the policy."""
-
-    def arm_timer(self, delay_ms: float) -> None:
-        """Arm the policy's timer `delay_ms` from now (called from `start` or `update`): when
-        it fires, `update` runs with `policy.cpu` None. One timer per policy: arming again
-        replaces it. With trigger "sampling" it replaces the next period's call; with
-        "scheduler" it adds a call the scheduler's events would not make."""
-        self._armed_ms = delay_ms
 
     def update(self, policy: Policy) -> int | None:
         """The frequency to ask for, or None to leave it: kHz, an int or a float, resolved as

@@ -22,69 +22,123 @@ use std::rc::Rc;
 use dvfslab_sim::governor::{Governor, PolicyCtx, Relation, UpdateFlags};
 use dvfslab_sim::SimError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// What a governor can see of its policy at one call (cpufreq's view of the policy and the
 /// scheduler's per-CPU signals), read-only. Per-CPU lists are in the order of `cpus`.
-#[pyclass(frozen, get_all, module = "dvfslab")]
+#[pyclass(frozen, module = "dvfslab")]
 pub struct Policy {
     /// This policy's index among the machine's (ordered by first CPU), and its CPUs.
+    #[pyo3(get)]
     index: usize,
+    #[pyo3(get)]
     cpus: Vec<usize>,
     /// Simulated time now (s, and ns exactly).
+    #[pyo3(get)]
     now_s: f64,
+    #[pyo3(get)]
     now_ns: u64,
     /// The CPU whose scheduler event called the governor (trigger "scheduler"), else None
     /// (a timer: the sampling period or one the governor armed).
+    #[pyo3(get)]
     cpu: Option<usize>,
     /// The scheduler callback's flags (cpufreq_update_util): a task that waited on I/O was
     /// enqueued; the callback runs on a CPU outside the policy; and whether a request made now
     /// reaches the driver (cpufreq_this_cpu_can_update). All False/False/True on a timer.
+    #[pyo3(get)]
     iowait: bool,
+    #[pyo3(get)]
     remote: bool,
+    #[pyo3(get)]
     can_update: bool,
     /// Current frequency, limits and table (kHz), and the hardware's highest.
+    #[pyo3(get)]
     cur_khz: u32,
+    #[pyo3(get)]
     min_khz: u32,
+    #[pyo3(get)]
     max_khz: u32,
+    #[pyo3(get)]
     table_khz: Vec<u32>,
+    #[pyo3(get)]
     cpuinfo_max_khz: u32,
     /// The simulated kernel version, "6.18".
+    #[pyo3(get)]
     kernel: String,
     /// Whether PELT is frequency-invariant; the scheduler tick (ns); cpufreq's default
     /// transition delay (schedutil's default rate limit, us).
+    #[pyo3(get)]
     invariant: bool,
+    #[pyo3(get)]
     tick_ns: u64,
+    #[pyo3(get)]
     transition_delay_us: u64,
     /// Per CPU: PELT util_avg, util_est and runnable_avg (0..1024 scale), capacity, tasks on
     /// the run-queue.
+    #[pyo3(get)]
     util_avg: Vec<u64>,
+    #[pyo3(get)]
     util_est: Vec<u64>,
+    #[pyo3(get)]
     runnable_avg: Vec<u64>,
+    #[pyo3(get)]
     capacity: Vec<u64>,
+    #[pyo3(get)]
     nr_running: Vec<u64>,
     /// Per CPU: the run-queue's uclamp (min, max), None while no task uses uclamp; whether an
     /// RT task is running or waiting; idle entries so far.
+    #[pyo3(get)]
     uclamp: Vec<Option<(u64, u64)>>,
+    #[pyo3(get)]
     rt_runnable: Vec<bool>,
+    #[pyo3(get)]
     idle_calls: Vec<u64>,
     /// Per CPU: the tasks on its run-queue, running first.
+    #[pyo3(get)]
     tasks: Vec<Vec<Task>>,
     /// Per CPU, since this governor's previous call: time busy, idle, and idle with a task
     /// waiting on I/O (s).
+    #[pyo3(get)]
     busy_s: Vec<f64>,
+    #[pyo3(get)]
     idle_s: Vec<f64>,
+    #[pyo3(get)]
     iowait_s: Vec<f64>,
     /// Per CPU, since the start, exactly: time busy, and idle with a task waiting on I/O
     /// (ns; what get_cpu_idle_time and get_cpu_iowait_time_us leave).
+    #[pyo3(get)]
     busy_ns: Vec<u64>,
+    #[pyo3(get)]
     iowait_ns: Vec<u64>,
     /// Energy of the policy's cores since the measured interval began (J), and time at each
     /// hardware frequency ({kHz: s}).
+    #[pyo3(get)]
     energy_j: f64,
+    #[pyo3(get)]
     time_in_state_s: std::collections::BTreeMap<u32, f64>,
-    /// Every policy of the machine, this one included: CPUs and current frequency (kHz).
-    policies_cpus: Vec<Vec<usize>>,
+    /// Every policy of the machine, this one included: CPUs (a tuple of tuples, built once a
+    /// run) and current frequency (kHz).
+    #[pyo3(get)]
+    policies_cpus: Option<Py<PyTuple>>,
+    #[pyo3(get)]
     policies_cur_khz: Vec<u32>,
+    /// The delay of the timer the governor armed during this call (`arm_timer`), ns; 0: none.
+    armed_ns: std::sync::atomic::AtomicU64,
+}
+
+#[pymethods]
+impl Policy {
+    /// Arm the policy's timer `delay_ms` from now: when it fires, `update` runs with `cpu`
+    /// None. One timer per policy: arming again (in this call or a later one) replaces it.
+    fn arm_timer(&self, delay_ms: f64) -> PyResult<()> {
+        if !(delay_ms.is_finite() && (delay_ms * 1e6).round() >= 1.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "arm_timer({delay_ms}): expected a delay of at least 1e-06 ms (1 ns)"
+            )));
+        }
+        self.armed_ns.store((delay_ms * 1e6).round() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// One task on a CPU's run-queue, as `Policy.tasks` lists it.
@@ -135,6 +189,8 @@ pub struct PyGovernor {
     last_iowait_ns: Vec<u64>,
     raised: Raised,
     warned: Warned,
+    /// `Policy.policies_cpus`, built at start: the same at every call.
+    policies_cpus: Option<Py<PyTuple>>,
 }
 
 impl PyGovernor {
@@ -171,6 +227,7 @@ impl PyGovernor {
             last_iowait_ns: Vec::new(),
             raised,
             warned,
+            policies_cpus: None,
         })
     }
 
@@ -226,8 +283,7 @@ impl PyGovernor {
             })
             .collect();
         let facts = ctx.facts();
-        let policies_cpus: Vec<Vec<usize>> = facts.all_policy_cpus().map(<[usize]>::to_vec).collect();
-        let policies_cur_khz = (0..policies_cpus.len()).map(|p| ctx.policy_cur_khz(p).unwrap_or(0)).collect();
+        let policies_cur_khz = (0..facts.all_policy_cpus().count()).map(|p| ctx.policy_cur_khz(p).unwrap_or(0)).collect();
         let time_in_state_s = ctx.time_in_state_ns().into_iter().map(|(khz, ns)| (khz, ns as f64 / 1e9)).collect();
         Policy {
             index: facts.index(),
@@ -249,8 +305,9 @@ impl PyGovernor {
             tasks,
             energy_j: ctx.energy_so_far_j().unwrap_or(f64::NAN),
             time_in_state_s,
-            policies_cpus,
+            policies_cpus: None,
             policies_cur_khz,
+            armed_ns: Default::default(),
             cur_khz: ctx.cur_khz(),
             min_khz: ctx.min_khz(),
             max_khz: ctx.max_khz(),
@@ -275,7 +332,7 @@ impl PyGovernor {
         if self.raised.borrow().is_some() {
             return None;
         }
-        let policy = self.policy(ctx, cpu, flags);
+        let mut policy = self.policy(ctx, cpu, flags);
         let can_update = policy.can_update;
         // What --explain keeps of the inputs the governor saw: each per-CPU signal at its
         // busiest CPU.
@@ -294,8 +351,8 @@ impl PyGovernor {
         let limits = (ctx.cpuinfo_max_khz(), ctx.max_khz());
         let warned = self.warned.clone();
         let answer = Python::with_gil(|py| -> PyResult<(Option<u32>, Option<u64>)> {
-            let out = self.obj.call_method1(py, "update", (policy,))?;
-            let armed = take_armed_timer(py, &self.obj)?;
+            policy.policies_cpus = self.policies_cpus.as_ref().map(|t| t.clone_ref(py));
+            let (out, armed) = call_with(py, &self.obj, "update", policy)?;
             if out.is_none(py) {
                 return Ok((None, armed));
             }
@@ -335,21 +392,13 @@ impl PyGovernor {
     }
 }
 
-/// The delay of the timer the governor armed during its last call (`Governor.arm_timer`
-/// sets `_armed_ms`), in ns, cleared for the next call.
-fn take_armed_timer(py: Python<'_>, obj: &PyObject) -> PyResult<Option<u64>> {
-    let armed = obj.getattr(py, "_armed_ms")?;
-    if armed.is_none(py) {
-        return Ok(None);
-    }
-    obj.setattr(py, "_armed_ms", py.None())?;
-    let ms: f64 = armed.extract(py)?;
-    if !(ms.is_finite() && (ms * 1e6).round() >= 1.0) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "arm_timer({ms}): expected a delay of at least 1e-06 ms (1 ns)"
-        )));
-    }
-    Ok(Some((ms * 1e6).round() as u64))
+/// Call `method` of the governor with `policy`; returns what it returned and the timer it
+/// armed (`Policy.arm_timer`), ns from now.
+fn call_with(py: Python<'_>, obj: &PyObject, method: &str, policy: Policy) -> PyResult<(PyObject, Option<u64>)> {
+    let policy = Py::new(py, policy)?;
+    let out = obj.call_method1(py, method, (policy.clone_ref(py),))?;
+    let armed = policy.get().armed_ns.load(std::sync::atomic::Ordering::Relaxed);
+    Ok((out, (armed > 0).then_some(armed)))
 }
 
 impl Governor for PyGovernor {
@@ -357,10 +406,14 @@ impl Governor for PyGovernor {
         self.last_busy_ns = ctx.cpus().iter().map(|&c| ctx.cpu_busy_ns(c)).collect();
         self.last_iowait_ns = ctx.cpus().iter().map(|&c| ctx.cpu_iowait_ns(c)).collect();
         self.last_call_ns = ctx.now_ns();
-        let policy = self.policy(ctx, None, UpdateFlags::default());
+        let mut policy = self.policy(ctx, None, UpdateFlags::default());
+        let all: Vec<Vec<usize>> = ctx.facts().all_policy_cpus().map(<[usize]>::to_vec).collect();
         let started = Python::with_gil(|py| {
-            self.obj.call_method1(py, "start", (policy,))?;
-            take_armed_timer(py, &self.obj)
+            let tuples = all.into_iter().map(|cpus| PyTuple::new(py, cpus)).collect::<PyResult<Vec<_>>>()?;
+            let cpus = PyTuple::new(py, tuples)?.unbind();
+            policy.policies_cpus = Some(cpus.clone_ref(py));
+            self.policies_cpus = Some(cpus);
+            call_with(py, &self.obj, "start", policy).map(|(_, armed)| armed)
         });
         match started {
             Ok(armed) => self.rearm(ctx, armed),
