@@ -283,7 +283,8 @@ impl PyGovernor {
             })
             .collect();
         let facts = ctx.facts();
-        let policies_cur_khz = (0..facts.all_policy_cpus().count()).map(|p| ctx.policy_cur_khz(p).unwrap_or(0)).collect();
+        let policies_cur_khz =
+            (0..facts.all_policy_cpus().count()).map(|p| ctx.policy_cur_khz(p).unwrap_or(0)).collect();
         let time_in_state_s = ctx.time_in_state_ns().into_iter().map(|(khz, ns)| (khz, ns as f64 / 1e9)).collect();
         Policy {
             index: facts.index(),

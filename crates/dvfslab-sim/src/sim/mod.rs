@@ -15,7 +15,9 @@ use rand_pcg::Pcg64;
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
 use crate::governor::core::Cpufreq;
-use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, TaskSignals, UpdateFlags};
+use crate::governor::{
+    CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, TaskSignals, UpdateFlags,
+};
 use crate::hw::platform::Platform;
 use crate::hw::Hw;
 use crate::machine::Machine;
@@ -507,7 +509,13 @@ impl PolicyCtx for LivePolicy<'_> {
             sim.machine.plat.policies[self.policy].cpus.iter().map(|&c| sim.machine.plat.cpus[c].core).collect();
         cores.sort_unstable();
         cores.dedup();
-        Some(cores.iter().map(|&k| &sim.hw.cores[k]).map(|c| c.energy_j + c.power_w * (now - c.since) as f64 * 1e-9).sum())
+        Some(
+            cores
+                .iter()
+                .map(|&k| &sim.hw.cores[k])
+                .map(|c| c.energy_j + c.power_w * (now - c.since) as f64 * 1e-9)
+                .sum(),
+        )
     }
     fn time_in_state_ns(&self) -> Vec<(u32, u64)> {
         let d = &self.sim.hw.domains[self.sim.machine.plat.policies[self.policy].domain];
