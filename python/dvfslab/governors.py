@@ -122,7 +122,7 @@ def system_keys() -> set[str]:
     return {k["name"] for k in json.loads(_core.system_tunables())}
 
 
-def eas_off(spec: str, system: str, who: str) -> str:
+def eas_off(spec: str, system: str, who: str, stacklevel: int = 3) -> str:
     """The built-in governor `spec` with the system keys `system` and EAS off: what a run
     takes when `who` (a Python governor, the Gymnasium agent) decides for a policy, since
     Linux runs EAS only while schedutil governs every policy (sched_is_eas_possible). An
@@ -139,7 +139,7 @@ def eas_off(spec: str, system: str, who: str) -> str:
                 "schedutil governs every policy; compare with schedutil:eas=0 for the same "
                 "placement",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
     return f"{name}:{','.join([*kept, 'eas=0'])}"
 
@@ -200,7 +200,7 @@ def _base_spec(name: str, instance: Governor, system: str) -> str:
     else performance's, EAS off."""
     if tuple(sorted(map(str, instance.enables))) == ENABLES:
         return f"{SCHEDUTIL_BASE}:{system}" if system else SCHEDUTIL_BASE
-    return eas_off(BASE_GOVERNOR, system, "a Python governor")
+    return eas_off(BASE_GOVERNOR, system, "a Python governor", stacklevel=4)
 
 
 def _unknown_key(class_name: str, key: str, cls: type, system: set[str]) -> str:
