@@ -31,11 +31,9 @@ def resolve_l(policy: dvfslab.Policy, khz: int) -> int:
 
 def closest(table: list[int], khz: int) -> int:
     """CPUFREQ_RELATION_C: the closest entry, a tie going to the lower."""
-    lo = max((f for f in table if f <= khz), default=None)
-    hi = min((f for f in table if f >= khz), default=None)
-    if lo is None or hi is None:
-        return hi if lo is None else lo  # type: ignore[return-value]
-    return lo if khz - lo <= hi - khz else hi
+    lo = max((f for f in table if f <= khz), default=table[0])
+    hi = min((f for f in table if f >= khz), default=table[-1])
+    return lo if abs(khz - lo) <= abs(hi - khz) else hi
 
 
 class Schedutil(dvfslab.Governor):
