@@ -23,12 +23,6 @@ def _kernel(policy: dvfslab.Policy) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def resolve_l(policy: dvfslab.Policy, khz: int) -> int:
-    """cpufreq_driver_resolve_freq: within the limits, then the lowest entry at or above."""
-    khz = min(max(khz, policy.min_khz), policy.max_khz)
-    return next((f for f in policy.table_khz if f >= khz), policy.table_khz[-1])
-
-
 def closest(table: list[int], khz: int) -> int:
     """CPUFREQ_RELATION_C: the closest entry, a tie going to the lower."""
     lo = max((f for f in table if f <= khz), default=table[0])
@@ -94,7 +88,7 @@ class Schedutil(dvfslab.Governor):
             freq = self.next_freq
         else:
             self.cached_raw = raw
-            freq = resolve_l(policy, raw)
+            freq = policy.resolve_khz(raw)  # a table entry, or the kHz on intel_cpufreq
         held = False
         if not shared:
             # No idle entry since the last evaluation: keep the frequency (sugov_hold_freq),

@@ -484,6 +484,49 @@ def test_a_python_ondemand_decides_as_the_built_in_one(workload):
     assert ours.energy_j == theirs.energy_j
 
 
+@pytest.mark.parametrize("workload", ["periodic:threads=4", "hackbench", "fio"])
+def test_the_copies_decide_as_the_built_in_ones_on_intel_cpufreq_with_one_cpu_a_policy(workload):
+    """skylake: intel_cpufreq resolves no request to a table entry (`resolve_khz` keeps the
+    kHz), and each policy has one CPU, so schedutil's busy hold acts."""
+    ex = _examples()
+    for ours, theirs, raw in (
+        (ex.Schedutil(), "schedutil", True),
+        (ex.Ondemand(), "ondemand:io_is_busy=0", False),  # the copy counts I/O wait as idle
+    ):
+        a = dvfslab.simulate("skylake-e3-1240v5", ours, workload, duration_s=0.5, explain=True)
+        b = dvfslab.simulate("skylake-e3-1240v5", theirs, workload, duration_s=0.5, explain=True)
+        assert _decisions(a, raw) == _decisions(b, raw), theirs
+        assert a.energy_j == b.energy_j
+
+
+def test_the_copy_of_schedutil_needs_the_busy_hold_and_the_drivers_resolution():
+    ex = _examples()
+
+    class NoHold(ex.Schedutil):
+        def update(self, policy):
+            self.saved_idle_calls = [-1] * len(policy.cpus)  # never "no idle since"
+            return super().update(policy)
+
+    class TableAlways(ex.Schedutil):
+        def update(self, policy):
+            return super().update(_Without(policy, resolve_khz=_table_entry(policy)))
+
+    def run(gov):
+        return dvfslab.simulate("skylake-e3-1240v5", gov, "periodic:threads=4", 0.5, explain=True)
+
+    built_in = _decisions(run("schedutil"))
+    assert _decisions(run(NoHold())) != built_in
+    assert _decisions(run(TableAlways())) != built_in
+
+
+def _table_entry(policy):
+    def resolve(khz):
+        khz = min(max(khz, policy.min_khz), policy.max_khz)
+        return next(f for f in policy.table_khz if f >= khz)
+
+    return resolve
+
+
 def test_a_schedutil_variant_must_declare_both_eas_and_fast_switch():
     ex = _examples()
     with pytest.raises(ConfigError, match=r"enables: expected \(\) or \('eas', 'fast_switch'\)"):
@@ -494,6 +537,22 @@ def test_a_schedutil_variant_must_declare_both_eas_and_fast_switch():
         off.energy_j
         == dvfslab.simulate("pixel6", "schedutil:eas=0", "uibench:uclamp_min=512", 1).energy_j
     )
+
+
+def test_resolve_khz_is_the_drivers_resolution():
+    seen = {}
+
+    class Look(dvfslab.Governor):
+        def update(self, policy):
+            if policy.index == 0:
+                seen[policy.driver] = [policy.resolve_khz(k) for k in (1, 849_316, 10**9)]
+            return None
+
+    dvfslab.simulate("skylake-e3-1240v5", Look(), WORKLOAD, 0.05)
+    dvfslab.simulate("pixel6", Look(), WORKLOAD, 0.05)
+    # intel_cpufreq keeps the kHz within the limits; cpufreq-dt rounds up to its table.
+    assert seen["intel_cpufreq"] == [800_000, 849_316, 3_900_000]
+    assert seen["cpufreq-dt"] == [PIXEL6_LITTLE[0], 930_000, PIXEL6_LITTLE[-1]]
 
 
 def test_a_governor_reads_tasks_energy_time_in_state_and_the_other_policies():

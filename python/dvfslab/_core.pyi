@@ -110,6 +110,7 @@ class Policy:
     table_khz: list[int]
     cpuinfo_max_khz: int
     kernel: str
+    driver: str
     invariant: bool
     tick_ns: int
     transition_delay_us: int
@@ -131,6 +132,10 @@ class Policy:
     time_in_state_s: dict[int, float]
     policies_cpus: tuple[tuple[int, ...], ...]
     policies_cur_khz: list[int]
+
+    def resolve_khz(self, khz: int) -> int:
+        """cpufreq_driver_resolve_freq: `khz` within the limits, then the lowest table entry at
+        or above it (a driver without a table, intel_cpufreq, keeps the clamped kHz)."""
 
     def arm_timer(self, delay_ms: float) -> None:
         """Arm the policy's timer `delay_ms` from now: `update` then runs with `cpu` None. One

@@ -65,6 +65,11 @@ pub struct Policy {
     /// The simulated kernel version, "6.18".
     #[pyo3(get)]
     kernel: String,
+    /// The cpufreq driver's name, and whether it resolves a request to a table entry
+    /// (`resolve_khz`).
+    #[pyo3(get)]
+    driver: &'static str,
+    resolves_in_table: bool,
     /// Whether PELT is frequency-invariant; the scheduler tick (ns); cpufreq's default
     /// transition delay (schedutil's default rate limit, us).
     #[pyo3(get)]
@@ -128,6 +133,18 @@ pub struct Policy {
 
 #[pymethods]
 impl Policy {
+    /// What the cpufreq core makes of a request of `khz` (cpufreq_driver_resolve_freq): within
+    /// [min_khz, max_khz], then the lowest table entry at or above it, except on a driver
+    /// without a table (intel_cpufreq), where the clamped kHz stays.
+    fn resolve_khz(&self, khz: i64) -> u32 {
+        let clamped = khz.clamp(self.min_khz as i64, self.max_khz as i64) as u32;
+        if !self.resolves_in_table {
+            return clamped;
+        }
+        let entry = self.table_khz.iter().copied().find(|&f| f >= clamped).unwrap_or(self.max_khz);
+        entry.clamp(self.min_khz, self.max_khz)
+    }
+
     /// Arm the policy's timer `delay_ms` from now: when it fires, `update` runs with `cpu`
     /// None. One timer per policy: arming again (in this call or a later one) replaces it.
     fn arm_timer(&self, delay_ms: f64) -> PyResult<()> {
@@ -315,6 +332,8 @@ impl PyGovernor {
             table_khz: ctx.table_khz().to_vec(),
             cpuinfo_max_khz: ctx.cpuinfo_max_khz(),
             kernel: ctx.kernel().to_string(),
+            driver: ctx.facts().driver().0,
+            resolves_in_table: ctx.facts().driver().1,
             util_avg,
             util_est,
             capacity,
