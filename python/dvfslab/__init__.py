@@ -7,7 +7,8 @@
 `simulate` returns a `SimResult`; every error it raises is a `DvfsError`, bad input a
 `ConfigError` (also a ValueError). A `Governor` subclass is a governor written in Python; its
 `update` sees a `Policy` (with a `Task` per run-queue task). `list_platforms()` lists the
-shipped platform presets; `read_trace(path)` reads a recorded ftrace text trace (or a trace.dat) into tables;
+shipped platform presets; `read_trace(path)` reads a recorded ftrace text trace (or a
+trace.dat) into tables;
 `replay_governor(path, platform, governor)` sets a governor's decisions beside a recording's.
 """
 
