@@ -1,5 +1,5 @@
 # `make check` runs exactly what CI runs; `make help` lists the targets (each one's `##` comment).
-.PHONY: help install test-deps check fmt lint test-rust test-python bench reference fingerprint \
+.PHONY: help install test-deps check fmt lint test-rust test-python bench bench-rl reference fingerprint \
 	campaign-docs wheel check-wheel
 
 help: ## list the targets
@@ -51,6 +51,9 @@ bench: ## the speed scenarios, in Rust and through Python (docs/speed.md)
 	cargo bench -p dvfslab-sim --bench speed
 	dvfslab bench
 	dvfslab bench --scenario campaign
+
+bench-rl: ## train the CMA-ES agent of examples/gym and score it beside the governors (needs .[rl])
+	python benches/rl_agent.py
 
 # A sha256 of each result of a fixed set of runs, to compare two builds (docs/speed.md).
 fingerprint: ## a sha256 of each result of a fixed set of runs, to compare builds

@@ -397,3 +397,225 @@ def test_an_instance_with_a_period_below_1_ns_is_refused_before_the_run():
             duration_ns=10**7,
             python_governor=("Fixed", tiny),
         )
+
+
+# -- every input a built-in governor reads: copies of schedutil and ondemand ------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _examples():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("schedutil_example", EXAMPLES / "schedutil.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _decisions(result, raw=True):
+    df = result.df_decisions()
+    columns = ["time_s", "policy", "resolved_khz", *(["raw_khz"] if raw else [])]
+    return [tuple(row) for row in df[columns].itertuples(index=False)]
+
+
+# uibench with uclamp_min=512 (uclamp), fio (I/O wake-ups), hackbench (runnable_avg above
+# util_avg), periodic (the busy hold): pixel6 at the default kernel, EAS on.
+COPY_WORKLOADS = ["uibench:uclamp_min=512", "fio", "hackbench", "periodic:threads=4"]
+
+
+@pytest.mark.parametrize("workload", COPY_WORKLOADS)
+def test_a_python_schedutil_decides_as_the_built_in_one_with_eas_on(workload):
+    ex = _examples()
+    ours = dvfslab.simulate("pixel6", ex.Schedutil(), workload, duration_s=1, explain=True)
+    theirs = dvfslab.simulate("pixel6", "schedutil", workload, duration_s=1, explain=True)
+    assert len(_decisions(theirs)) > 10
+    assert _decisions(ours) == _decisions(theirs)
+    assert ours.energy_j == theirs.energy_j
+    assert ours.metric == theirs.metric
+
+
+def test_the_copy_of_schedutil_needs_runnable_avg_uclamp_and_eas():
+    """Each input changes the decisions where it matters: the copy matches for its inputs."""
+    ex = _examples()
+
+    class NoRunnable(ex.Schedutil):
+        def update(self, policy):
+            return super().update(_Without(policy, runnable_avg=[0] * len(policy.cpus)))
+
+    class NoUclamp(ex.Schedutil):
+        def update(self, policy):
+            return super().update(_Without(policy, uclamp=[None] * len(policy.cpus)))
+
+    def run(gov, workload):
+        return dvfslab.simulate("pixel6", gov, workload, duration_s=1, explain=True)
+
+    built_in = {w: _decisions(run("schedutil", w)) for w in ("hackbench", "uibench:uclamp_min=512")}
+    assert _decisions(run(NoRunnable(), "hackbench")) != built_in["hackbench"]
+    assert (
+        _decisions(run(NoUclamp(), "uibench:uclamp_min=512")) != built_in["uibench:uclamp_min=512"]
+    )
+    # Without the declaration, EAS is off and the placement (so the decisions) differ.
+    plain = run(ex.Schedutil(enables=()), "uibench:uclamp_min=512")
+    assert _decisions(plain) != built_in["uibench:uclamp_min=512"]
+    assert plain.energy_j == run("schedutil:eas=0", "uibench:uclamp_min=512").energy_j
+
+
+class _Without:
+    """A policy with some attributes replaced."""
+
+    def __init__(self, policy, **replaced):
+        self._policy, self._replaced = policy, replaced
+
+    def __getattr__(self, name):
+        return self._replaced.get(name, getattr(self._policy, name))
+
+
+@pytest.mark.parametrize("workload", COPY_WORKLOADS)
+def test_a_python_ondemand_decides_as_the_built_in_one(workload):
+    ex = _examples()
+    ours = dvfslab.simulate("pixel6", ex.Ondemand(), workload, duration_s=1, explain=True)
+    theirs = dvfslab.simulate("pixel6", "ondemand", workload, duration_s=1, explain=True)
+    # The built-in logs the proportional frequency before the table; the copy returns the entry.
+    assert len(_decisions(theirs)) > 10
+    assert _decisions(ours, raw=False) == _decisions(theirs, raw=False)
+    assert ours.energy_j == theirs.energy_j
+
+
+@pytest.mark.parametrize("workload", ["periodic:threads=4", "hackbench", "fio"])
+def test_the_copies_decide_as_the_built_in_ones_on_intel_cpufreq_with_one_cpu_a_policy(workload):
+    """skylake: intel_cpufreq resolves no request to a table entry (`resolve_khz` keeps the
+    kHz), and each policy has one CPU, so schedutil's busy hold acts."""
+    ex = _examples()
+    for ours, theirs, raw in (
+        (ex.Schedutil(), "schedutil", True),
+        (ex.Ondemand(), "ondemand:io_is_busy=0", False),  # the copy counts I/O wait as idle
+    ):
+        a = dvfslab.simulate("skylake-e3-1240v5", ours, workload, duration_s=0.5, explain=True)
+        b = dvfslab.simulate("skylake-e3-1240v5", theirs, workload, duration_s=0.5, explain=True)
+        assert _decisions(a, raw) == _decisions(b, raw), theirs
+        assert a.energy_j == b.energy_j
+
+
+def test_the_copy_of_schedutil_needs_the_busy_hold_and_the_drivers_resolution():
+    ex = _examples()
+
+    class NoHold(ex.Schedutil):
+        def update(self, policy):
+            self.saved_idle_calls = [-1] * len(policy.cpus)  # never "no idle since"
+            return super().update(policy)
+
+    class TableAlways(ex.Schedutil):
+        def update(self, policy):
+            return super().update(_Without(policy, resolve_khz=_table_entry(policy)))
+
+    def run(gov):
+        return dvfslab.simulate("skylake-e3-1240v5", gov, "periodic:threads=4", 0.5, explain=True)
+
+    built_in = _decisions(run("schedutil"))
+    assert _decisions(run(NoHold())) != built_in
+    assert _decisions(run(TableAlways())) != built_in
+
+
+def _table_entry(policy):
+    def resolve(khz):
+        khz = min(max(khz, policy.min_khz), policy.max_khz)
+        return next(f for f in policy.table_khz if f >= khz)
+
+    return resolve
+
+
+def test_a_schedutil_variant_must_declare_both_eas_and_fast_switch():
+    ex = _examples()
+    with pytest.raises(ConfigError, match=r"enables: expected \(\) or \('eas', 'fast_switch'\)"):
+        dvfslab.simulate("pixel6", ex.Schedutil(enables=("eas",)), WORKLOAD, 0.1)
+    spec = f"python:{EXAMPLES / 'schedutil.py'}:Schedutil,enables=eas+fast_switch,eas=0"
+    off = dvfslab.simulate("pixel6", spec, "uibench:uclamp_min=512", 1)
+    assert (
+        off.energy_j
+        == dvfslab.simulate("pixel6", "schedutil:eas=0", "uibench:uclamp_min=512", 1).energy_j
+    )
+
+
+def test_resolve_khz_is_the_drivers_resolution():
+    seen = {}
+
+    class Look(dvfslab.Governor):
+        def update(self, policy):
+            if policy.index == 0:
+                seen[policy.driver] = [policy.resolve_khz(k) for k in (1, 849_316, 10**9)]
+            return None
+
+    dvfslab.simulate("skylake-e3-1240v5", Look(), WORKLOAD, 0.05)
+    dvfslab.simulate("pixel6", Look(), WORKLOAD, 0.05)
+    # intel_cpufreq keeps the kHz within the limits; cpufreq-dt rounds up to its table.
+    assert seen["intel_cpufreq"] == [800_000, 849_316, 3_900_000]
+    assert seen["cpufreq-dt"] == [PIXEL6_LITTLE[0], 930_000, PIXEL6_LITTLE[-1]]
+
+
+def test_a_governor_reads_tasks_energy_time_in_state_and_the_other_policies():
+    class Looking(dvfslab.Governor):
+        trigger = "sampling"
+        sampling_ms = 5
+
+        def start(self, policy):
+            self.seen = []
+
+        def update(self, policy):
+            self.seen.append(policy)
+            seen_by_policy[policy.index] = self.seen
+            return policy.table_khz[1]
+
+    seen_by_policy: dict[int, list] = {}
+    r = dvfslab.simulate("pixel6", Looking(), "periodic:threads=4", duration_s=0.2)
+    assert sorted(seen_by_policy) == [0, 1, 2]
+    for index, calls in seen_by_policy.items():
+        last = calls[-1]
+        assert list(last.policies_cpus[index]) == last.cpus
+        assert len(last.policies_cur_khz) == 3
+        assert last.policies_cur_khz[index] == last.cur_khz
+        # Time in state adds up to the time since the start, each at a table entry.
+        assert sum(last.time_in_state_s.values()) == pytest.approx(last.now_s)
+        assert set(last.time_in_state_s) <= set(last.table_khz)
+        # Energy only grows; the policies' sum stays below the run's (the uncore is apart).
+        energies = [p.energy_j for p in calls]
+        assert energies == sorted(energies)
+        assert energies[-1] > 0
+        for j, tasks in enumerate(last.tasks):
+            assert len(tasks) == last.nr_running[j]
+            assert [t.running for t in tasks][:1] in ([], [True])
+            # The run-queue's util_est is its tasks' sum.
+            assert sum(t.util_est for t in tasks) == last.util_est[j]
+        # Busy time since the start: never more than the time, never falling.
+        assert all(0 <= b <= last.now_ns for b in last.busy_ns)
+        assert all(a <= b for p, q in zip(calls, calls[1:]) for a, b in zip(p.busy_ns, q.busy_ns))
+    assert sum(calls[-1].energy_j for calls in seen_by_policy.values()) < r.energy_j
+
+
+def test_a_governor_arms_its_own_timer():
+    class Ticking(dvfslab.Governor):
+        trigger = "scheduler"
+
+        def start(self, policy):
+            self.times = []
+            policy.arm_timer(3)
+
+        def update(self, policy):
+            if policy.cpu is None:
+                self.times.append(policy.now_ns)
+                times[policy.index] = self.times
+                policy.arm_timer(7 if len(self.times) % 2 else 3)
+            return None
+
+    times: dict[int, list[int]] = {}
+    dvfslab.simulate("pixel6", Ticking(), "periodic:threads=4", duration_s=0.1)
+    assert times[0][:4] == [3_000_000, 10_000_000, 13_000_000, 20_000_000]
+
+    class Bad(dvfslab.Governor):
+        def update(self, policy):
+            policy.arm_timer(0)
+
+    with pytest.raises(SimulationError, match=r"arm_timer\(0\)"):
+        dvfslab.simulate("pixel6", Bad(), WORKLOAD, 0.1)

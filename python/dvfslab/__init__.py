@@ -5,8 +5,10 @@
     >>> result.metric, result.energy_j, result.df_cpus_summary()
 
 `simulate` returns a `SimResult`; every error it raises is a `DvfsError`, bad input a
-`ConfigError` (also a ValueError). `list_platforms()` lists the shipped platform presets;
-`read_trace(path)` reads a recorded ftrace text trace (or a trace.dat) into tables;
+`ConfigError` (also a ValueError). A `Governor` subclass is a governor written in Python; its
+`update` sees a `Policy` (with a `Task` per run-queue task). `list_platforms()` lists the
+shipped platform presets; `read_trace(path)` reads a recorded ftrace text trace (or a
+trace.dat) into tables;
 `replay_governor(path, platform, governor)` sets a governor's decisions beside a recording's.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from dvfslab._core import ConfigError, DvfsError, SimulationError
+from dvfslab._core import ConfigError, DvfsError, Policy, SimulationError, Task
 from dvfslab._core import version as _native_version
 from dvfslab.api import simulate
 from dvfslab.governors import Governor
@@ -35,8 +37,10 @@ __all__ = [
     "DvfsError",
     "Governor",
     "Metric",
+    "Policy",
     "SimResult",
     "SimulationError",
+    "Task",
     "__version__",
     "list_platforms",
     "read_trace",

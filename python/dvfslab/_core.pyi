@@ -96,22 +96,61 @@ def version() -> str:
 class Policy:
     """What a Python governor sees of its policy at one call (dvfslab.governors)."""
 
+    index: int
     cpus: list[int]
     now_s: float
+    now_ns: int
     cpu: int | None
+    iowait: bool
+    remote: bool
+    can_update: bool
     cur_khz: int
     min_khz: int
     max_khz: int
     table_khz: list[int]
     cpuinfo_max_khz: int
     kernel: str
+    driver: str
+    invariant: bool
+    tick_ns: int
+    transition_delay_us: int
     util_avg: list[int]
     util_est: list[int]
+    runnable_avg: list[int]
     capacity: list[int]
     nr_running: list[int]
+    uclamp: list[tuple[int, int] | None]
+    rt_runnable: list[bool]
+    idle_calls: list[int]
+    tasks: list[list[Task]]
     busy_s: list[float]
     idle_s: list[float]
     iowait_s: list[float]
+    busy_ns: list[int]
+    iowait_ns: list[int]
+    energy_j: float
+    time_in_state_s: dict[int, float]
+    policies_cpus: tuple[tuple[int, ...], ...]
+    policies_cur_khz: list[int]
+
+    def resolve_khz(self, khz: int) -> int:
+        """cpufreq_driver_resolve_freq: `khz` within the limits, then the lowest table entry at
+        or above it (a driver without a table, intel_cpufreq, keeps the clamped kHz)."""
+
+    def arm_timer(self, delay_ms: float) -> None:
+        """Arm the policy's timer `delay_ms` from now: `update` then runs with `cpu` None. One
+        timer per policy: arming again replaces it. Below 1e-06 ms (1 ns): ValueError."""
+
+class Task:
+    """A task on a CPU's run-queue, as `Policy.tasks` lists it."""
+
+    id: int
+    util_avg: int
+    util_est: int
+    uclamp_min: int
+    uclamp_max: int
+    running: bool
+    rt: bool
 
 class SteppedSim:
     """A simulation stepped one decision interval at a time (dvfslab.gym)."""

@@ -20,8 +20,8 @@ the same keys as keywords: `Stepper(up=0.6, kernel="6.8", hz=1000)`.
 
 EAS: Linux runs energy-aware placement only while schedutil governs every policy
 (sched_is_eas_possible), so a run under a Python governor places tasks without it, whatever
-`eas=` says (`eas=1` warns). Set beside schedutil, compare with "schedutil:eas=0" for the same
-placement.
+`eas=` says (`eas=1` warns), unless the class declares itself a schedutil variant with
+`enables = ("eas", "fast_switch")`: it then runs as schedutil would be run, EAS included.
 """
 
 from __future__ import annotations
@@ -59,6 +59,14 @@ BASE_GOVERNOR = "performance"
 """The registry governor whose system settings a Python governor's run takes; its own
 decisions never run (each policy's governor is replaced before the run starts)."""
 
+SCHEDUTIL_BASE = "schedutil"
+"""The base of a Python governor that declares `enables = ("eas", "fast_switch")`: the
+registry's one governor that turns both on, as Linux's schedutil is the one `sugov_is_governor`
+names."""
+
+ENABLES = ("eas", "fast_switch")
+"""What a governor may turn on around it (the built-in governors' `GovernorInfo::enables`)."""
+
 
 class Governor:
     """Base class of a governor written in Python. Each policy gets its own copy of the
@@ -71,6 +79,11 @@ class Governor:
     to the table), as schedutil counts its rate limit since Linux 4.12."""
     sampling_ms: float = 10.0
     rate_limit_us: float = 0.0
+    enables: tuple[str, ...] = ()
+    """What the governor turns on around it, as a built-in one declares: () or ("eas",
+    "fast_switch") for a schedutil variant, which then gets energy-aware placement where
+    schedutil would (Linux builds perf domains only under schedutil, and schedutil asks the
+    driver to fast-switch: the two come together)."""
 
     def __init__(self, **settings: Any) -> None:
         """Tunables (class attributes) and system keys (kernel=, invariant=, hz=, eas=...) to
@@ -109,7 +122,7 @@ def system_keys() -> set[str]:
     return {k["name"] for k in json.loads(_core.system_tunables())}
 
 
-def eas_off(spec: str, system: str, who: str) -> str:
+def eas_off(spec: str, system: str, who: str, stacklevel: int = 3) -> str:
     """The built-in governor `spec` with the system keys `system` and EAS off: what a run
     takes when `who` (a Python governor, the Gymnasium agent) decides for a policy, since
     Linux runs EAS only while schedutil governs every policy (sched_is_eas_possible). An
@@ -126,7 +139,7 @@ def eas_off(spec: str, system: str, who: str) -> str:
                 "schedutil governs every policy; compare with schedutil:eas=0 for the same "
                 "placement",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
     return f"{name}:{','.join([*kept, 'eas=0'])}"
 
@@ -148,7 +161,7 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
         _check_copyable(name, governor)
         settings = getattr(governor, "_system_settings", {})
         keys = ",".join(f"{k}={v}" for k, v in settings.items())
-        return eas_off(BASE_GOVERNOR, keys, "a Python governor"), (name, governor)
+        return _base_spec(name, governor, keys), (name, governor)
     if not isinstance(governor, str) or not governor.startswith(PYTHON_PREFIX):
         return governor, None
     target, _, settings = governor[len(PYTHON_PREFIX) :].partition(",")
@@ -178,12 +191,21 @@ def resolve(governor: str | Governor) -> tuple[str, tuple[str, Governor] | None]
     _check_copyable(governor, instance)
     own = getattr(instance, "_system_settings", {})
     system = [*(f"{k}={v}" for k, v in own.items()), *system]
-    return eas_off(BASE_GOVERNOR, ",".join(system), "a Python governor"), (governor, instance)
+    return _base_spec(governor, instance, ",".join(system)), (governor, instance)
+
+
+def _base_spec(name: str, instance: Governor, system: str) -> str:
+    """The registry spec whose system settings (and what its governor turns on) the run of
+    `instance` takes: schedutil's for a declared schedutil variant, EAS kept as `eas=` says;
+    else performance's, EAS off."""
+    if tuple(sorted(map(str, instance.enables))) == ENABLES:
+        return f"{SCHEDUTIL_BASE}:{system}" if system else SCHEDUTIL_BASE
+    return eas_off(BASE_GOVERNOR, system, "a Python governor", stacklevel=4)
 
 
 def _unknown_key(class_name: str, key: str, cls: type, system: set[str]) -> str:
     tunables = [k for k in vars(cls) if not k.startswith("_") and not callable(getattr(cls, k))]
-    known = ", ".join(sorted({*tunables, "trigger", "sampling_ms", "rate_limit_us"}))
+    known = ", ".join(sorted({*tunables, "trigger", "sampling_ms", "rate_limit_us", "enables"}))
     return (
         f"{key}: not a tunable of {class_name} (its tunables: {known}; system keys: "
         f"{', '.join(sorted(system))})"
@@ -201,6 +223,13 @@ def check_settings(name: str, instance: Governor) -> None:
     """A ConfigError naming `name` and the setting if `trigger`, `sampling_ms` or
     `rate_limit_us` is out of range: sampling_ms of at least 1 ns, rate_limit_us >= 0, both
     finite numbers."""
+    enables = getattr(instance, "enables", ())
+    collection = isinstance(enables, (tuple, list, set, frozenset))
+    if not collection or tuple(sorted(map(str, enables))) not in ((), ENABLES):
+        raise ConfigError(
+            f"governor {name!r}: enables: expected () or ('eas', 'fast_switch') (a schedutil "
+            f"variant: Linux's one governor that turns either on turns on both), got {enables!r}"
+        )
     trigger = getattr(instance, "trigger", None)
     if trigger not in TRIGGERS:
         raise ConfigError(
@@ -357,6 +386,8 @@ def _value(spec: str, key: str, text: str, default: Any) -> Any:
             if text not in ("0", "1", "true", "false"):
                 raise ValueError(text)
             return text in ("1", "true")
+        if kind is tuple:  # enables=eas+fast_switch: a spec's commas separate its keys
+            return tuple(filter(None, (t.strip() for t in text.split("+"))))
         return kind(text) if kind in (int, float, str) else float(text)
     except ValueError:
         raise ConfigError(

@@ -466,6 +466,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_ftrace, m)?)?;
     m.add_function(wrap_pyfunction!(replay_governor, m)?)?;
     m.add_class::<py_governor::Policy>()?;
+    m.add_class::<py_governor::Task>()?;
     m.add_class::<stepper::SteppedSim>()?;
     Ok(())
 }

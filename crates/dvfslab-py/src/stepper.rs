@@ -182,6 +182,18 @@ impl PolicyCtx for Shared<'_> {
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         self.ctx.cpu_nr_running(cpu)
     }
+    fn cpu_tasks(&self, cpu: usize) -> Vec<dvfslab_sim::governor::TaskSignals> {
+        self.ctx.cpu_tasks(cpu)
+    }
+    fn energy_so_far_j(&self) -> Option<f64> {
+        self.ctx.energy_so_far_j()
+    }
+    fn time_in_state_ns(&self) -> Vec<(u32, u64)> {
+        self.ctx.time_in_state_ns()
+    }
+    fn policy_cur_khz(&self, policy: usize) -> Option<u32> {
+        self.ctx.policy_cur_khz(policy)
+    }
     fn cpu_busy_ns(&self, cpu: usize) -> u64 {
         self.ctx.cpu_busy_ns(cpu)
     }

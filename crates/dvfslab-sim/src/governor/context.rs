@@ -30,6 +30,24 @@ pub struct CpuSignals {
     pub idle_calls: u64,
 }
 
+/// One task on a CPU's run-queue (running or waiting), as a governor may read it: the
+/// per-task PELT signals behind the CPU's sums, and the task's effective uclamp.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskSignals {
+    /// The task's id in the run (its pid in results and timelines).
+    pub id: usize,
+    /// The task's util_avg, decayed to now.
+    pub util_avg: u64,
+    /// The task's util_est (the value its run-queue's sum holds while it is enqueued).
+    pub util_est: u64,
+    /// The task's effective uclamp (min, max), 0 and 1024 when it asks for none.
+    pub uclamp: (u64, u64),
+    /// Whether it is the task running now (else it waits).
+    pub running: bool,
+    /// Whether it is an RT task.
+    pub rt: bool,
+}
+
 /// One policy as its governor sees it.
 pub trait PolicyCtx {
     /// What the policy's governor reads that no scheduler event changes: the machine's facts
@@ -68,6 +86,26 @@ pub trait PolicyCtx {
     /// cpufreq's default transition delay for this policy: schedutil's default rate limit.
     fn default_transition_delay_us(&self) -> u64 {
         self.facts().default_transition_delay_us()
+    }
+    /// The tasks on `cpu`'s run-queue, running first. A trace replay knows none.
+    fn cpu_tasks(&self, _cpu: usize) -> Vec<TaskSignals> {
+        Vec::new()
+    }
+    /// Energy the policy's cores drew since the measured interval began (J); None where it is
+    /// not known (a trace replay).
+    fn energy_so_far_j(&self) -> Option<f64> {
+        None
+    }
+    /// Time the policy's hardware spent at each frequency since the measured interval began:
+    /// (kHz, ns), in the order first reached (cpufreq's time_in_state, at the frequency the
+    /// hardware ran rather than the one asked for). Empty where not known.
+    fn time_in_state_ns(&self) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
+    /// The current frequency (policy->cur) of policy `policy` of the machine, any policy, for
+    /// a governor that looks beyond its own; None where not known.
+    fn policy_cur_khz(&self, _policy: usize) -> Option<u32> {
+        None
     }
     /// Number of CFS tasks on `cpu` (running and waiting).
     fn cpu_nr_running(&self, cpu: usize) -> u64;

@@ -119,6 +119,19 @@ pub struct PolicyFacts<'a> {
 }
 
 impl<'a> PolicyFacts<'a> {
+    /// This policy's index among the machine's policies (ordered by first CPU).
+    pub fn index(self) -> usize {
+        self.policy
+    }
+    /// The cpufreq driver (its Linux name), and whether it resolves a request to a table
+    /// entry (every driver but intel_cpufreq and intel_pstate).
+    pub fn driver(self) -> (&'static str, bool) {
+        (self.machine.driver.name(), self.machine.driver.resolves_in_table())
+    }
+    /// The CPUs of each of the machine's policies, this one included.
+    pub fn all_policy_cpus(self) -> impl Iterator<Item = &'a [usize]> {
+        self.machine.plat.policies.iter().map(|p| p.cpus.as_slice())
+    }
     pub fn cpus(self) -> &'a [usize] {
         &self.machine.plat.policies[self.policy].cpus
     }

@@ -30,7 +30,7 @@ use crate::hw::platform::Platform;
 use crate::kernel::KernelVersion;
 use crate::spec::{Knob, KnobValues, Spec};
 
-pub use context::{CpuSignals, PolicyCtx};
+pub use context::{CpuSignals, PolicyCtx, TaskSignals};
 pub use core::PolicyFacts;
 pub use freq_table::Relation;
 

@@ -15,7 +15,9 @@ use rand_pcg::Pcg64;
 use crate::engine::{Event, EventQueue, TimeNs};
 use crate::error::{Result, SimError};
 use crate::governor::core::Cpufreq;
-use crate::governor::{CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, UpdateFlags};
+use crate::governor::{
+    CpuSignals, Governor, GovernorConfig, PolicyCtx, PolicyFacts, Relation, TaskSignals, UpdateFlags,
+};
 use crate::hw::platform::Platform;
 use crate::hw::Hw;
 use crate::machine::Machine;
@@ -482,6 +484,51 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_nr_running(&self, cpu: usize) -> u64 {
         let c = &self.sim.sched.cpus[cpu];
         c.curr.is_some() as u64 + c.queue.len() as u64
+    }
+    fn cpu_tasks(&self, cpu: usize) -> Vec<TaskSignals> {
+        let c = &self.sim.sched.cpus[cpu];
+        let sim = &*self.sim;
+        c.curr
+            .iter()
+            .chain(&c.queue)
+            .map(|&t| TaskSignals {
+                id: t,
+                util_avg: sim.task_util_avg_now(t),
+                util_est: sim.sched.tasks[t].util_est.value(),
+                uclamp: sim.task_uclamp(t),
+                running: c.curr == Some(t),
+                rt: sim.rt_prio(t).is_some(),
+            })
+            .collect()
+    }
+    /// Read without bringing the accounts up to now (which would split their sums and change
+    /// the run's energy in its last bits): the account plus the time since at the same power.
+    fn energy_so_far_j(&self) -> Option<f64> {
+        let (sim, now) = (&*self.sim, self.sim.q.now());
+        let mut cores: Vec<usize> =
+            sim.machine.plat.policies[self.policy].cpus.iter().map(|&c| sim.machine.plat.cpus[c].core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        Some(
+            cores
+                .iter()
+                .map(|&k| &sim.hw.cores[k])
+                .map(|c| c.energy_j + c.power_w * (now - c.since) as f64 * 1e-9)
+                .sum(),
+        )
+    }
+    fn time_in_state_ns(&self) -> Vec<(u32, u64)> {
+        let d = &self.sim.hw.domains[self.sim.machine.plat.policies[self.policy].domain];
+        let mut out = d.freq_ns.clone();
+        let open = self.sim.q.now() - d.freq_since;
+        match out.iter_mut().find(|(k, _)| *k == d.actual_khz) {
+            Some((_, ns)) => *ns += open,
+            None => out.push((d.actual_khz, open)),
+        }
+        out
+    }
+    fn policy_cur_khz(&self, policy: usize) -> Option<u32> {
+        self.sim.cpufreq.policies.get(policy).map(|p| p.cur_khz)
     }
     fn cpu_busy_ns(&self, cpu: usize) -> u64 {
         let c = &self.sim.sched.cpus[cpu];

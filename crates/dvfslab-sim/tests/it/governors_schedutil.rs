@@ -189,3 +189,68 @@ fn a_rate_limit_set_for_one_policy_applies_to_that_policy_only() {
         "{err}"
     );
 }
+
+/// What a governor outside the registry reads of its policy beyond the per-CPU signals: the
+/// run-queue's tasks, the energy and time in state so far, the other policies. Reading them
+/// changes nothing in the run: schedutil with a reader beside it on a timer ends with the same
+/// energy, to the bit, as schedutil alone.
+#[test]
+fn a_governor_reads_tasks_energy_and_time_in_state_without_changing_the_run() {
+    use dvfslab_sim::governor::{Governor, GovernorConfig, PolicyCtx, UpdateFlags};
+    use dvfslab_sim::hw::platform::Platform;
+    use dvfslab_sim::{Sim, SimConfig};
+
+    /// schedutil, and every 3 ms a look at everything else, checked on the spot.
+    struct Reader {
+        inner: Box<dyn Governor>,
+        last_energy_j: f64,
+        looks: std::rc::Rc<std::cell::Cell<u32>>,
+    }
+    impl Governor for Reader {
+        fn start(&mut self, ctx: &mut dyn PolicyCtx) {
+            self.inner.start(ctx);
+            ctx.arm_timer(3_000_000);
+        }
+        fn wants_util_updates(&self) -> bool {
+            true
+        }
+        fn util_update(&mut self, ctx: &mut dyn PolicyCtx, cpu: usize, flags: UpdateFlags) {
+            self.inner.util_update(ctx, cpu, flags);
+        }
+        fn dvfs_headroom(&self, actual: u64, cap: u64) -> Option<u64> {
+            self.inner.dvfs_headroom(actual, cap)
+        }
+        fn timer(&mut self, ctx: &mut dyn PolicyCtx) {
+            let now = ctx.now_ns();
+            let in_state: u64 = ctx.time_in_state_ns().iter().map(|(_, ns)| ns).sum();
+            assert_eq!(in_state, now);
+            assert!(ctx.time_in_state_ns().iter().all(|(khz, _)| ctx.table_khz().contains(khz)));
+            let energy = ctx.energy_so_far_j().expect("a live run knows its energy");
+            assert!(energy >= self.last_energy_j);
+            self.last_energy_j = energy;
+            for &cpu in ctx.cpus() {
+                let tasks = ctx.cpu_tasks(cpu);
+                assert_eq!(tasks.len() as u64, ctx.cpu_nr_running(cpu));
+                assert_eq!(tasks.iter().map(|t| t.util_est).sum::<u64>(), ctx.cpu_signals(cpu).util_est);
+                assert!(tasks.iter().skip(1).all(|t| !t.running));
+            }
+            assert_eq!(ctx.policy_cur_khz(ctx.facts().index()), Some(ctx.cur_khz()));
+            self.looks.set(self.looks.get() + 1);
+            ctx.arm_timer(3_000_000);
+        }
+    }
+
+    let (json, w) = (common::preset("pixel6"), "periodic:threads=4");
+    let cfg = SimConfig::new("schedutil", w).duration_ns(Some(300_000_000));
+    let plain = Sim::new(Platform::from_json(&json, "pixel6").unwrap(), &cfg).unwrap().run().unwrap();
+    let mut sim = Sim::new(Platform::from_json(&json, "pixel6").unwrap(), &cfg).unwrap();
+    let looks = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (gov_cfg, info) = GovernorConfig::parse("schedutil").unwrap();
+    sim.replace_governors("schedutil", |_| {
+        Box::new(Reader { inner: (info.build)(&gov_cfg.values), last_energy_j: 0.0, looks: looks.clone() })
+    });
+    let read = sim.run().unwrap();
+    // Three policies, each looking at 3, 6, ... 297 ms: the run ends at 300 ms first.
+    assert_eq!(looks.get(), 3 * 99);
+    assert_eq!(read.summary.energy_j.to_bits(), plain.summary.energy_j.to_bits());
+}
