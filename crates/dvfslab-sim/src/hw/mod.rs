@@ -908,7 +908,7 @@ impl Sim {
         for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
-            self.account_busy_idle(cpu);
+            self.sched.account_busy_idle(&self.q, cpu);
             let c = &mut self.sched.cpus[cpu];
             c.busy_ns = 0;
             c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
@@ -958,7 +958,7 @@ impl Sim {
         for cpu in 0..self.sched.cpus.len() {
             self.account_segment(cpu);
             self.sync_counters(cpu);
-            self.account_busy_idle(cpu);
+            self.sched.account_busy_idle(&self.q, cpu);
         }
         self.rapl_sample();
         self.work.stats.sim_time_ns = end - self.run.warmup_ns;

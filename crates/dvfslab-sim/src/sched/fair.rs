@@ -33,7 +33,7 @@ impl Sim {
 
     /// The running task of `cpu` if it is a fair one.
     fn fair_curr(&self, cpu: usize) -> Option<usize> {
-        self.sched.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none())
+        self.sched.cpus[cpu].curr.filter(|&t| self.sched.rt_prio(t).is_none())
     }
 
     /// The load sums of `cpu`'s fair tasks: waiting, delayed and running.
@@ -54,7 +54,7 @@ impl Sim {
     /// Count a fair task among `cpu`'s queued ones (__enqueue_entity), with its vruntime and
     /// deadline as they are now.
     pub(crate) fn fair_enqueue(&mut self, cpu: usize, task: usize) {
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             return;
         }
         let t = &self.sched.tasks[task];
@@ -63,7 +63,7 @@ impl Sim {
 
     /// Take a fair task out of `cpu`'s queued ones (__dequeue_entity).
     pub(crate) fn fair_dequeue(&mut self, cpu: usize, task: usize) {
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             return;
         }
         let t = &self.sched.tasks[task];
@@ -121,7 +121,7 @@ impl Sim {
     /// before 6.17 and vprot after). Any reschedule asked for was for the task before.
     pub(crate) fn fair_set_next(&mut self, cpu: usize, task: usize) {
         self.sched.cpus[cpu].resched = false;
-        if self.sched.eevdf.is_some() && self.rt_prio(task).is_none() {
+        if self.sched.eevdf.is_some() && self.sched.rt_prio(task).is_none() {
             let t = &mut self.sched.tasks[task];
             t.vprot = t.deadline;
         }
@@ -131,7 +131,7 @@ impl Sim {
     /// task that is not eligible stays queued, delayed, to burn off its negative lag
     /// (DELAY_DEQUEUE); otherwise it leaves with its lag, clamped (update_entity_lag).
     pub(crate) fn fair_block(&mut self, cpu: usize, task: usize) {
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             return;
         }
         let rules = self.rules();
@@ -243,7 +243,7 @@ impl Sim {
     /// with its lag against `src` (and, from 6.12, its deadline relative to its vruntime) and
     /// joins `dst` by placement. It is neither queued on `src` nor running there any more.
     pub(crate) fn fair_migrate(&mut self, task: usize, src: usize, dst: usize) {
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             return;
         }
         let rules = self.rules();

@@ -76,9 +76,9 @@ impl GroupSum {
 impl Sim {
     /// The CPU a task forked on `this_cpu` starts on.
     pub(crate) fn select_fork_cpu(&self, task: usize, this_cpu: usize) -> usize {
-        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.sched.allowed(task, c)).collect();
         let Some(&first) = span.first() else { return self.sched.tasks[task].cpu };
-        let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { first };
+        let mut cpu = if self.sched.allowed(task, this_cpu) { this_cpu } else { first };
         // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
         // place a task at every fork.
         let mut groups: Vec<GroupSum> = Vec::new();
@@ -111,8 +111,8 @@ impl Sim {
             return self.select_fork_cpu(task, cpu);
         }
         let alone = self.sched.cpus[cpu].curr == Some(task) && self.sched.cpus[cpu].queue.is_empty();
-        let idle_without = |c: usize| self.cpu_is_idle(c) || (c == cpu && alone);
-        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let idle_without = |c: usize| self.sched.cpu_is_idle(c) || (c == cpu && alone);
+        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.sched.allowed(task, c)).collect();
         let mut dest = cpu;
         for level in self.fork_levels() {
             // Each group of the level in `span`, in ring order from the local one, with its
@@ -200,7 +200,7 @@ impl Sim {
     /// its runnable tasks' loads: Linux attaches a task's load to its run queue's average at
     /// once, where this model's run-queue signal only grows while tasks run.
     fn avg_load(&self, cpu: usize) -> u64 {
-        self.with_cpu_avg_now(cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
+        self.sched.with_cpu_avg_now(&self.machine, &self.q, cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
     }
 
     /// The group a fork should move to, or None to stay in the local group.
@@ -237,7 +237,7 @@ impl Sim {
         let idle = group
             .iter()
             .copied()
-            .filter(|&c| self.cpu_is_idle(c))
+            .filter(|&c| self.sched.cpu_is_idle(c))
             .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.sched.cpus[c].idle_since), c));
         idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
     }

@@ -249,7 +249,7 @@ impl Sim {
                 }
                 Op::Yield => {
                     if !self.sched.cpus[cpu].queue.is_empty() {
-                        if self.sched.eevdf.is_none() || self.rt_prio(task).is_some() {
+                        if self.sched.eevdf.is_none() || self.sched.rt_prio(task).is_some() {
                             self.preempt(cpu, None);
                             return false;
                         }
@@ -263,7 +263,7 @@ impl Sim {
                 }
                 Op::SetAffinity { ref cpus } => {
                     self.sched.tasks[task].attrs.affinity = cpus.clone();
-                    if !self.allowed(task, cpu) {
+                    if !self.sched.allowed(task, cpu) {
                         // Off this CPU now: requeue through wake-up placement.
                         self.sleep_curr(cpu, None);
                         self.wake_task(task, Waker::Requeue, UpdateFlags::default());
@@ -271,7 +271,7 @@ impl Sim {
                     }
                 }
                 Op::SetUclamp { min, max } => {
-                    self.uclamp_requested(min, max);
+                    self.sched.uclamp_requested(min, max);
                     let a = &mut self.sched.tasks[task].attrs;
                     a.uclamp_min = min;
                     a.uclamp_max = max;

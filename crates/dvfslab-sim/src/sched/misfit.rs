@@ -31,8 +31,8 @@ impl Sim {
     /// cpu_overutilized: the CPU's CFS util does not fit it (a −1 "fits but cannot honour
     /// uclamp_min" is not overutilized).
     fn cpu_overutilized(&self, cpu: usize) -> bool {
-        let (min, max) = self.rq_uclamp(cpu).unwrap_or((0, SCHED_CAPACITY_SCALE));
-        self.util_fits_cpu(self.cpu_util_now(cpu), min, max, cpu) == 0
+        let (min, max) = self.sched.rq_uclamp(cpu).unwrap_or((0, SCHED_CAPACITY_SCALE));
+        self.util_fits_cpu(self.sched.cpu_util_now(&self.machine, &self.q, cpu), min, max, cpu) == 0
     }
 
     /// Set the root domain's overutilized flag if `cpu` is (enqueue of a woken task).
@@ -59,13 +59,13 @@ impl Sim {
             return None;
         }
         let task = self.sched.cpus[cpu].curr?;
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             return None;
         }
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         // Already on the biggest CPU it may use (p->max_allowed_capacity, 6.10+), or pinned.
         let bigger_allowed = (0..self.sched.cpus.len())
-            .any(|c| c != cpu && self.allowed(task, c) && self.machine.plat.cpus[c].cap_orig > cap);
+            .any(|c| c != cpu && self.sched.allowed(task, c) && self.machine.plat.cpus[c].cap_orig > cap);
         if !bigger_allowed || self.task_fits_cpu(task, cpu) {
             return None;
         }
@@ -77,7 +77,7 @@ impl Sim {
     fn misfit_dst(&self, task: usize, src: usize) -> Option<usize> {
         let cap_src = self.capacity_of(src);
         let bigger: Vec<usize> = (0..self.sched.cpus.len())
-            .filter(|&c| c != src && self.allowed(task, c) && self.cpu_is_idle(c))
+            .filter(|&c| c != src && self.sched.allowed(task, c) && self.sched.cpu_is_idle(c))
             .filter(|&c| capacity_greater(self.capacity_of(c), cap_src))
             .collect();
         let fitting = bigger.iter().copied().filter(|&c| self.task_fits_cpu(task, c));
@@ -109,7 +109,7 @@ impl Sim {
             .filter(|&src| src != cpu)
             .filter_map(|src| self.misfit_task(src).map(|t| (src, t)))
             .filter(|&(src, t)| self.misfit_dst(t, src) == Some(cpu))
-            .max_by_key(|&(src, t)| (self.task_util_est(t), std::cmp::Reverse(src)));
+            .max_by_key(|&(src, t)| (self.sched.task_util_est(&self.machine, &self.q, t), std::cmp::Reverse(src)));
         let Some((src, task)) = best else { return false };
         self.note_migration(task, src, cpu, "misfit_idle");
         self.migrate_running(src, cpu);
@@ -122,7 +122,7 @@ impl Sim {
         let task = self.sched.cpus[src].curr.expect("a running task");
         self.update_curr(src);
         self.update_cpu_pelt(src);
-        self.update_task_pelt(task, true, true);
+        self.sched.update_task_pelt(&self.machine, task, true, true);
         let c = &mut self.sched.cpus[src];
         c.curr = None;
         c.switched_out = Some((task, 'R'));
@@ -154,16 +154,20 @@ impl Sim {
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
-        !crate::sched::capacity::fits_capacity(self.task_util_est(task), min_cap, self.sched.hetero.fits)
+        !crate::sched::capacity::fits_capacity(
+            self.sched.task_util_est(&self.machine, &self.q, task),
+            min_cap,
+            self.sched.hetero.fits,
+        )
     }
 
     /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the
     /// task fits it; else select_idle_capacity from the target: the first idle CPU it fits,
     /// else the idle CPU that fits best (−1 before 0), the biggest among equals.
     pub(crate) fn select_idle_sibling_asym(&self, task: usize, prev: usize, target: usize) -> usize {
-        let util = self.task_util_est(task);
-        let (min, max) = self.task_uclamp(task);
-        let ok = |c: usize| self.allowed(task, c) && self.cpu_is_idle(c);
+        let util = self.sched.task_util_est(&self.machine, &self.q, task);
+        let (min, max) = self.sched.task_uclamp(task);
+        let ok = |c: usize| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c);
         let fits = |c: usize| self.util_fits_cpu(util, min, max, c);
         if ok(target) && fits(target) > 0 {
             return target;

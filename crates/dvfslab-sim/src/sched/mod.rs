@@ -22,9 +22,11 @@ pub mod pelt;
 pub mod task;
 pub mod waker;
 
+use crate::engine::EventQueue;
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
+use crate::machine::Machine;
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::objects::Outcome;
 use crate::sched::pelt::{initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
@@ -228,19 +230,10 @@ fn scan_from(cpus: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
 }
 
 impl Sim {
-    fn sched_latency_ns(&self) -> u64 {
-        SCHED_LATENCY_NS * tunable_factor(self.sched.cpus.len())
-    }
-
-    pub(crate) fn cpu_is_idle(&self, cpu: usize) -> bool {
-        let c = &self.sched.cpus[cpu];
-        c.curr.is_none() && c.queue.is_empty()
-    }
-
     /// Recount `cpu` in `idle_cpus` and `idle_cores` after its current task changed. (Taking a
     /// queued task away never changes it: a CPU with a queue has a current task.)
     pub(crate) fn count_placement_idle(&mut self, cpu: usize) {
-        let idle = self.cpu_is_idle(cpu);
+        let idle = self.sched.cpu_is_idle(cpu);
         if idle == self.sched.cpus[cpu].placement_idle {
             return;
         }
@@ -268,32 +261,6 @@ impl Sim {
         }
     }
 
-    /// Whether `task` may run on `cpu` (its affinity).
-    pub(crate) fn allowed(&self, task: usize, cpu: usize) -> bool {
-        self.sched.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
-    }
-
-    /// RT priority of a task (1..99), None for CFS.
-    pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
-        if !self.sched.any_rt {
-            return None;
-        }
-        match self.sched.tasks[task].attrs.policy {
-            SchedPolicy::Normal => None,
-            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
-        }
-    }
-
-    /// Whether an RT task is running or waiting on `cpu` (schedutil then asks for the maximum).
-    pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
-        let c = &self.sched.cpus[cpu];
-        c.curr.iter().chain(c.queue.iter()).any(|&t| self.rt_prio(t).is_some())
-    }
-
-    pub(crate) fn nr_running(&self, cpu: usize) -> u64 {
-        self.sched.cpus[cpu].curr.is_some() as u64 + self.sched.cpus[cpu].queue.len() as u64
-    }
-
     // -----------------------------------------------------------------------------------------
     // PELT at the run-queue level
     // -----------------------------------------------------------------------------------------
@@ -315,11 +282,11 @@ impl Sim {
     /// already; that runnable time is left out).
     pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
         let now = self.q.now();
-        let pelt = self.pelt_scale(cpu);
+        let pelt = self.sched.pelt_scale(&self.machine, cpu);
         let curr = self.sched.cpus[cpu].curr;
         // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
-        let running = curr.is_some_and(|t| self.rt_prio(t).is_none());
-        let nr = self.nr_running(cpu);
+        let running = curr.is_some_and(|t| self.sched.rt_prio(t).is_none());
+        let nr = self.sched.nr_running(cpu);
         let c = &mut self.sched.cpus[cpu];
         if curr.is_some() && c.stall_until > c.clock_task {
             let end = c.stall_until.min(now);
@@ -349,50 +316,6 @@ impl Sim {
         }
     }
 
-    fn cpu_pelt_now(&self, cpu: usize) -> u64 {
-        let c = &self.sched.cpus[cpu];
-        c.clock_pelt - c.lost_idle
-    }
-
-    /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
-    pub(crate) fn update_task_pelt(&mut self, task: usize, runnable: bool, running: bool) {
-        let cpu = self.sched.tasks[task].cpu;
-        let now = self.cpu_pelt_now(cpu);
-        let waited_until = self.sched.cpus[cpu].stall_pelt_end;
-        let pelt = self.pelt_scale(cpu);
-        let t = &mut self.sched.tasks[task];
-        let load_before = t.avg.load_avg;
-        if running && t.avg.last_update_time < waited_until && waited_until <= now {
-            // The current task was woken only once its CPU had left its idle state.
-            if t.avg.update(waited_until, 0, 0, false, t.weight, self.machine.pelt_shift) {
-                t.util_est.on_pelt_refresh();
-            }
-        }
-        if t.avg.update_scaled(now, runnable as u64, runnable as u64, running, t.weight, pelt) {
-            t.util_est.on_pelt_refresh();
-        }
-        if t.on_rq {
-            let rq = &mut self.sched.cpus[cpu].runnable_load;
-            *rq = *rq - load_before + t.avg.load_avg;
-        }
-    }
-
-    /// `task` joins the run-queue of `cpu` (its CPU), current or waiting.
-    fn rq_attach(&mut self, task: usize, cpu: usize) {
-        let t = &mut self.sched.tasks[task];
-        debug_assert!(!t.on_rq && t.cpu == cpu);
-        t.on_rq = true;
-        self.sched.cpus[cpu].runnable_load += t.avg.load_avg;
-    }
-
-    /// `task` leaves the run-queue of `cpu` (its CPU).
-    fn rq_detach(&mut self, task: usize, cpu: usize) {
-        let t = &mut self.sched.tasks[task];
-        debug_assert!(t.on_rq && t.cpu == cpu);
-        t.on_rq = false;
-        self.sched.cpus[cpu].runnable_load -= t.avg.load_avg;
-    }
-
     /// Add `task` to the tasks waiting on `cpu`.
     fn queue_push(&mut self, cpu: usize, task: usize) {
         let c = &mut self.sched.cpus[cpu];
@@ -414,35 +337,6 @@ impl Sim {
         }
     }
 
-    /// The smallest vruntime among the tasks waiting on `cpu`, if any.
-    fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
-        self.sched.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _)| vruntime)
-    }
-
-    /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
-    /// idle CPU's blocked average is decayed to now without changing the state.
-    pub(crate) fn cpu_util_now(&self, cpu: usize) -> u64 {
-        let c = &self.sched.cpus[cpu];
-        self.cpu_util_avg_now(cpu).max(c.util_est_sum).min(self.machine.plat.cpus[cpu].cap_orig)
-    }
-
-    /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
-    pub(crate) fn cpu_util_avg_now(&self, cpu: usize) -> u64 {
-        self.with_cpu_avg_now(cpu, |avg| avg.util_avg)
-    }
-
-    /// `read` applied to the root cfs_rq average of `cpu`, with an idle CPU's blocked signals
-    /// decayed to now (on a copy: the CPU's state is not changed).
-    pub(crate) fn with_cpu_avg_now<R>(&self, cpu: usize, read: impl Fn(&crate::sched::pelt::SchedAvg) -> R) -> R {
-        let c = &self.sched.cpus[cpu];
-        if c.curr.is_some() {
-            return read(&c.avg);
-        }
-        let mut avg = c.avg.clone();
-        avg.update(self.q.now() - c.lost_idle, 0, 0, false, 1, self.machine.pelt_shift);
-        read(&avg)
-    }
-
     // -----------------------------------------------------------------------------------------
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
@@ -458,7 +352,7 @@ impl Sim {
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
         let id = self.sched.tasks.len();
         let mut task = self.new_task(id, spec.name, spec.program, spec.start_ns);
-        self.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
+        self.sched.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
         // A run ends when its benchmark's tasks have all exited: kernel threads never do.
         if !spec.attrs.background {
             self.sched.live_tasks += 1;
@@ -491,7 +385,7 @@ impl Sim {
         let (rq_util, rq_load) = (self.sched.cpus[cpu].avg.util_avg, self.sched.cpus[cpu].avg.load_avg);
         let util =
             initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.sched.tasks[task].weight);
-        let pelt_now = self.cpu_pelt_now(cpu);
+        let pelt_now = self.sched.cpu_pelt_now(cpu);
         let t = &mut self.sched.tasks[task];
         t.placed = true;
         t.cpu = cpu;
@@ -522,7 +416,7 @@ impl Sim {
         if self.sched.tasks[task].delayed {
             // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
             // there, with no placement, unless that CPU is no longer one it may use.
-            if self.sched.cpus[prev].curr.is_some() && self.allowed(task, prev) {
+            if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
                 self.fair_requeue_delayed(prev, task);
                 let source = waker.placement_source().map_or(prev, |(w, _)| w);
                 let flags = UpdateFlags { remote: self.remote_enqueue(source, prev), ..flags };
@@ -576,24 +470,30 @@ impl Sim {
         // The counts are exact (debug builds check them), so a loaded machine skips the scan.
         debug_assert_eq!(
             self.sched.idle_cores,
-            self.machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
+            self.machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.sched.cpu_is_idle(c))).count()
         );
         if self.sched.idle_cores == 0 {
             return None;
         }
         scan_from(cpus, start).find(|&c| {
-            self.allowed(task, c)
-                && self.machine.plat.cores[self.machine.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+            self.sched.allowed(task, c)
+                && self.machine.plat.cores[self.machine.plat.cpus[c].core]
+                    .cpus
+                    .iter()
+                    .all(|&s| self.sched.cpu_is_idle(s))
         })
     }
 
     /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
     pub(crate) fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
-        debug_assert_eq!(self.sched.idle_cpus, (0..self.sched.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
+        debug_assert_eq!(
+            self.sched.idle_cpus,
+            (0..self.sched.cpus.len()).filter(|&c| self.sched.cpu_is_idle(c)).count()
+        );
         if self.sched.idle_cpus == 0 {
             return None;
         }
-        scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
+        scan_from(cpus, start).find(|&c| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c))
     }
 
     /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
@@ -603,9 +503,9 @@ impl Sim {
     /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
     /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
     fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
-        let ok = |c: usize| self.allowed(task, c);
+        let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
-        let asym_cfs = self.sched.hetero.asym && self.rt_prio(task).is_none();
+        let asym_cfs = self.sched.hetero.asym && self.sched.rt_prio(task).is_none();
         if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::WakeCap {
             // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
             // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
@@ -616,30 +516,30 @@ impl Sim {
         }
         let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
         let target = match waker {
-            Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
-                if ok(prev) && self.cpu_is_idle(prev) {
+            Some((w, _)) if ok(w) && self.sched.cpu_is_idle(w) && same_llc(w, prev) => {
+                if ok(prev) && self.sched.cpu_is_idle(prev) {
                     prev
                 } else {
                     w
                 }
             }
-            Some((w, true)) if ok(w) && self.nr_running(w) + self.affine_delayed(w) == 1 => w,
+            Some((w, true)) if ok(w) && self.sched.nr_running(w) + self.affine_delayed(w) == 1 => w,
             _ if ok(prev) => prev,
             _ => return self.select_fork_cpu(task, prev),
         };
         if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
-        if self.cpu_is_idle(target) {
+        if self.sched.cpu_is_idle(target) {
             return target;
         }
-        if prev != target && ok(prev) && same_llc(prev, target) && self.cpu_is_idle(prev) {
+        if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
             return prev;
         }
         // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
         let l = self.machine.plat.cpus[target].llc;
         let llc = &self.machine.plat.llcs[l];
-        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
+        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
         let idle = self.sched.llc_idle[l];
         let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
         let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
@@ -653,26 +553,26 @@ impl Sim {
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
             self.update_cpu_pelt(prev);
-            self.update_task_pelt(task, false, false);
+            self.sched.update_task_pelt(&self.machine, task, false, false);
             detach_task_avg(&mut self.sched.cpus[prev].avg, &self.sched.tasks[task].avg);
             self.sched.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
-            let pelt_now = self.cpu_pelt_now(cpu);
+            let pelt_now = self.sched.cpu_pelt_now(cpu);
             self.sched.tasks[task].avg.last_update_time = pelt_now;
             attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
             self.sched.cpus[cpu].util_changed = true;
             self.sched.tasks[task].cpu = cpu;
         } else {
             self.update_cpu_pelt(cpu);
-            self.update_task_pelt(task, false, false);
+            self.sched.update_task_pelt(&self.machine, task, false, false);
         }
         if self.sched.eevdf.is_some() {
-            if join != fair::Join::Requeue && self.rt_prio(task).is_none() {
+            if join != fair::Join::Requeue && self.sched.rt_prio(task).is_none() {
                 self.fair_place(task, cpu, join);
             }
         } else {
             // Sleeper credit: a waking task may be up to half a latency period ahead.
-            let floor = self.sched.cpus[cpu].min_vruntime.saturating_sub(self.sched_latency_ns() / 2);
+            let floor = self.sched.cpus[cpu].min_vruntime.saturating_sub(self.sched.sched_latency_ns() / 2);
             let t = &mut self.sched.tasks[task];
             t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
         }
@@ -682,14 +582,14 @@ impl Sim {
             tl.wakeup(self.q.now(), task, cpu);
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
-        self.rq_attach(task, cpu);
+        self.sched.rq_attach(task, cpu);
         if self.sched.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
             self.queue_push(cpu, task);
             self.sched.waiting += 1;
             let curr = self.sched.cpus[cpu].curr.expect("a current task");
-            match (self.rt_prio(task), self.rt_prio(curr)) {
+            match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),
                 (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),
@@ -701,7 +601,7 @@ impl Sim {
         if flags.remote && !remote_callbacks(self.machine.kernel) {
             return;
         }
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             // enqueue_top_rt_rq calls the governor every time.
             self.cpufreq_update_util(cpu, flags);
         } else {
@@ -747,10 +647,10 @@ impl Sim {
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
-        if delta > 0 && self.sched.eevdf.is_some() && self.rt_prio(curr).is_none() {
+        if delta > 0 && self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() {
             self.fair_update_curr(cpu, curr);
         }
-        let queued_min = self.queued_min_vruntime(cpu);
+        let queued_min = self.sched.queued_min_vruntime(cpu);
         let v = queued_min.map_or(self.sched.tasks[curr].vruntime, |m| m.min(self.sched.tasks[curr].vruntime));
         self.sched.cpus[cpu].min_vruntime = self.sched.cpus[cpu].min_vruntime.max(v);
     }
@@ -761,15 +661,15 @@ impl Sim {
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
-        self.update_task_pelt(curr, true, true);
+        self.sched.update_task_pelt(&self.machine, curr, true, true);
         let next = match next {
             Some(next) => next,
             // EEVDF: the running task competes in the pick, and may win it.
-            None if self.sched.eevdf.is_some() && self.rt_prio(curr).is_none() => match self.fair_repick(cpu) {
+            None if self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() => match self.fair_repick(cpu) {
                 Some(next) => next,
                 None => return,
             },
-            None => self.best_queued(cpu),
+            None => self.sched.best_queued(cpu),
         };
         self.queue_remove(cpu, next);
         self.queue_push(cpu, curr);
@@ -783,25 +683,10 @@ impl Sim {
     /// The task to run next on `cpu`, whose task left it: [`Sim::best_queued`], or with EEVDF
     /// the highest RT priority, else the fair pick (which lets delayed tasks go).
     fn pick_queued(&mut self, cpu: usize) -> Option<usize> {
-        if self.sched.eevdf.is_none() || self.sched.cpus[cpu].queue.iter().any(|&t| self.rt_prio(t).is_some()) {
-            return (!self.sched.cpus[cpu].queue.is_empty()).then(|| self.best_queued(cpu));
+        if self.sched.eevdf.is_none() || self.sched.cpus[cpu].queue.iter().any(|&t| self.sched.rt_prio(t).is_some()) {
+            return (!self.sched.cpus[cpu].queue.is_empty()).then(|| self.sched.best_queued(cpu));
         }
         self.fair_pick(cpu, false)
-    }
-
-    /// The task to run next from the queue: the highest RT priority (first queued among
-    /// equals), else the smallest vruntime.
-    fn best_queued(&self, cpu: usize) -> usize {
-        let q = &self.sched.cpus[cpu].queue;
-        let rt = if self.sched.any_rt {
-            q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p)
-        } else {
-            None
-        };
-        match rt {
-            Some((_, t)) => t,
-            None => self.sched.cpus[cpu].queue_by_vruntime.first().expect("a queued task").1,
-        }
     }
 
     /// When `cpu`, idle in `state`, can run again if it is woken now. The hardware's state is
@@ -846,12 +731,12 @@ impl Sim {
         if self.sched.cpus[cpu].curr.is_none() {
             self.update_cpu_pelt(cpu);
         }
-        self.update_task_pelt(task, true, false);
+        self.sched.update_task_pelt(&self.machine, task, true, false);
         if let Some(state) = self.sched.cpus[cpu].idle_state {
             let slept = now - self.sched.cpus[cpu].idle_since;
             self.hw.idle_governor.reflect(cpu, slept);
             self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
-            self.account_busy_idle(cpu);
+            self.sched.account_busy_idle(&self.q, cpu);
             self.sync_counters(cpu);
             let ready_at = self.core_ready_at(cpu, state);
             self.set_idle_state(cpu, None);
@@ -859,7 +744,7 @@ impl Sim {
             let core = self.machine.plat.cpus[cpu].core;
             self.hw.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
-            self.arm_tick(cpu);
+            self.sched.arm_tick(&self.machine, &mut self.q, cpu);
             if let Some(tl) = self.run.timeline.as_mut() {
                 tl.hold_until(cpu, ready_at);
                 tl.idle(now, cpu, "C0");
@@ -929,7 +814,7 @@ impl Sim {
     /// governor sees the CPU as still busy at a sleep: schedutil's busy hold
     /// (`sugov_cpu_is_busy`) applies to it.
     fn dequeue_callback(&mut self, cpu: usize, task: usize) {
-        if self.rt_prio(task).is_some() {
+        if self.sched.rt_prio(task).is_some() {
             // dequeue_top_rt_rq calls the governor every time.
             self.cpufreq_update_util(cpu, UpdateFlags::default());
         } else {
@@ -995,10 +880,10 @@ impl Sim {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
-        self.update_task_pelt(task, true, true);
-        self.rq_detach(task, cpu);
+        self.sched.update_task_pelt(&self.machine, task, true, true);
+        self.sched.rq_detach(task, cpu);
         let ue = self.sched.tasks[task].util_est.value();
-        self.uclamp_dequeued(task, cpu);
+        self.sched.uclamp_dequeued(task, cpu);
         let c = &mut self.sched.cpus[cpu];
         c.util_est_sum -= c.util_est_sum.min(ue);
         c.curr = None;
@@ -1057,7 +942,7 @@ impl Sim {
                 .queue
                 .iter()
                 .copied()
-                .find(|&task| self.allowed(task, cpu) && !self.cache_hot(task, now))
+                .find(|&task| self.sched.allowed(task, cpu) && !self.sched.cache_hot(task, now))
         };
         let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
             cpus.filter(|&c| c != cpu && movable(c).is_some())
@@ -1069,30 +954,24 @@ impl Sim {
             .or_else(|| busiest(&mut (0..self.sched.cpus.len())))
     }
 
-    /// task_hot: the task ran less than the migration cost ago, so its cache is still warm.
-    fn cache_hot(&self, task: usize, now: u64) -> bool {
-        let t = &self.sched.tasks[task];
-        t.placed && now.saturating_sub(t.exec_start_ns) < MIGRATION_COST_NS
-    }
-
     /// Move a waiting (not running) task between run-queues.
     pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
         self.update_cpu_pelt(src);
-        self.update_task_pelt(task, true, false);
+        self.sched.update_task_pelt(&self.machine, task, true, false);
         let ue = self.sched.tasks[task].util_est.value();
-        self.uclamp_dequeued(task, src);
+        self.sched.uclamp_dequeued(task, src);
         let s = &mut self.sched.cpus[src];
         detach_task_avg(&mut s.avg, &self.sched.tasks[task].avg);
         s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
         self.update_cpu_pelt(dst);
-        let pelt_now = self.cpu_pelt_now(dst);
+        let pelt_now = self.sched.cpu_pelt_now(dst);
         let d = &mut self.sched.cpus[dst];
         attach_task_avg(&mut d.avg, &self.sched.tasks[task].avg);
         d.util_changed = true;
         d.util_est_sum += ue;
-        self.rq_detach(task, src);
+        self.sched.rq_detach(task, src);
         if self.sched.eevdf.is_some() {
             self.fair_migrate(task, src, dst);
         } else {
@@ -1102,7 +981,7 @@ impl Sim {
         let t = &mut self.sched.tasks[task];
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
-        self.rq_attach(task, dst);
+        self.sched.rq_attach(task, dst);
     }
 
     fn go_idle(&mut self, cpu: usize) {
@@ -1116,7 +995,7 @@ impl Sim {
             c.lost_idle += c.clock_task - c.clock_pelt;
         }
         c.clock_pelt = c.clock_task;
-        self.account_busy_idle(cpu);
+        self.sched.account_busy_idle(&self.q, cpu);
         self.sync_counters(cpu);
         let choice = self.select_idle_state(cpu);
         let state = choice.state;
@@ -1149,7 +1028,7 @@ impl Sim {
 
     /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`).
     fn select_idle_state(&mut self, cpu: usize) -> IdleChoice {
-        let next_timer = self.next_timer(cpu);
+        let next_timer = self.sched.next_timer(&self.q, cpu);
         let plat = &self.machine.plat;
         let inputs = IdleInputs {
             now: self.q.now(),
@@ -1163,28 +1042,18 @@ impl Sim {
         self.hw.idle_governor.select(cpu, &inputs)
     }
 
-    /// The soonest wake-up timer of a task that slept on `cpu` (menu's "next timer event").
-    fn next_timer(&mut self, cpu: usize) -> Option<TimeNs> {
-        let now = self.q.now();
-        let c = &mut self.sched.cpus[cpu];
-        while c.timers.peek().is_some_and(|&std::cmp::Reverse(t)| t <= now) {
-            c.timers.pop();
-        }
-        c.timers.peek().map(|&std::cmp::Reverse(t)| t)
-    }
-
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
     /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
     /// timers allow.
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
         let Some(old) = self.sched.cpus[cpu].idle_state else { return };
         let now = self.q.now();
-        let until_timer = self.next_timer(cpu).map_or(u64::MAX, |t| t - now);
+        let until_timer = self.sched.next_timer(&self.q, cpu).map_or(u64::MAX, |t| t - now);
         let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
         if deepest <= old {
             return;
         }
-        self.account_busy_idle(cpu);
+        self.sched.account_busy_idle(&self.q, cpu);
         self.set_idle_state(cpu, Some(deepest));
         self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
@@ -1192,34 +1061,9 @@ impl Sim {
         }
     }
 
-    /// Busy and per-state idle time of `cpu` up to now.
-    pub(crate) fn account_busy_idle(&mut self, cpu: usize) {
-        let now = self.q.now();
-        let c = &mut self.sched.cpus[cpu];
-        c.account_iowait(now);
-        match c.idle_state {
-            None => c.busy_ns += now - c.idle_since,
-            Some(s) => c.idle_ns[s] += now - c.idle_since,
-        }
-        c.idle_since = now;
-    }
-
     // -----------------------------------------------------------------------------------------
     // The tick
     // -----------------------------------------------------------------------------------------
-
-    fn arm_tick(&mut self, cpu: usize) {
-        if self.sched.cpus[cpu].tick_armed {
-            return;
-        }
-        let now = self.q.now();
-        let next = (now / self.machine.tick_ns + 1) * self.machine.tick_ns;
-        let c = &mut self.sched.cpus[cpu];
-        c.tick_armed = true;
-        c.tick_token = c.tick_token.wrapping_add(1);
-        let token = c.tick_token;
-        self.q.push(next, Event::Tick { cpu: cpu as u32, token });
-    }
 
     /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
     /// expiry, and a push of waiting work to idle CPUs.
@@ -1240,21 +1084,21 @@ impl Sim {
                 let ratio = self.machine.freq_ratio[self.machine.plat.cpus[cpu].cluster];
                 match crate::hw::invariance::scale_from_counters(acnt, mcnt, ratio) {
                     Some(s) => self.sched.cpus[cpu].freq_scale = s,
-                    None => self.disable_invariance(),
+                    None => self.sched.disable_invariance(),
                 }
             }
         }
         self.update_curr(cpu);
         self.update_cpu_pelt(cpu);
-        self.update_task_pelt(curr, true, true);
-        if self.rt_prio(curr).is_some() {
+        self.sched.update_task_pelt(&self.machine, curr, true, true);
+        if self.sched.rt_prio(curr).is_some() {
             self.cpufreq_update_util(cpu, UpdateFlags::default());
         } else {
             // entity_tick's PELT update: a tick is 1–10 periods, so it nearly always counts.
             self.cfs_util_change(cpu, UpdateFlags::default());
         }
 
-        let nr = self.nr_running(cpu);
+        let nr = self.sched.nr_running(cpu);
         if nr > 1 {
             let t = &self.sched.tasks[curr];
             let ran = t.sum_exec_ns - t.slice_start_exec_ns;
@@ -1262,12 +1106,13 @@ impl Sim {
                 // EEVDF: update_curr above renewed a deadline reached, asking to reschedule.
                 SchedPolicy::Normal if self.sched.eevdf.is_some() => self.sched.cpus[cpu].resched,
                 SchedPolicy::Normal => {
-                    ran >= (self.sched_latency_ns() / nr)
+                    ran >= (self.sched.sched_latency_ns() / nr)
                         .max(MIN_GRANULARITY_NS * tunable_factor(self.sched.cpus.len()))
                 }
                 // Round-robin among equal RT priorities; FIFO runs until it blocks.
                 SchedPolicy::Rr(p) => {
-                    ran >= RR_TIMESLICE_NS && self.sched.cpus[cpu].queue.iter().any(|&q| self.rt_prio(q) == Some(p))
+                    ran >= RR_TIMESLICE_NS
+                        && self.sched.cpus[cpu].queue.iter().any(|&q| self.sched.rt_prio(q) == Some(p))
                 }
                 SchedPolicy::Fifo(_) => false,
             };
@@ -1285,7 +1130,7 @@ impl Sim {
         let c = &mut self.sched.cpus[cpu];
         c.tick_armed = false;
         if c.curr.is_some() {
-            self.arm_tick(cpu);
+            self.sched.arm_tick(&self.machine, &mut self.q, cpu);
         }
     }
 
@@ -1300,7 +1145,7 @@ impl Sim {
         let t = &self.machine.plat.cpus[cpu];
         let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
         let now = self.q.now();
-        let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.cache_hot(task, now));
+        let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.sched.cache_hot(task, now));
         let found = cold.find_map(|task| {
             self.find_idle_core(task, llc, cpu)
                 .or_else(|| self.find_idle_cpu(task, llc, cpu))
@@ -1363,7 +1208,7 @@ impl Sim {
     /// this one and no runnable load.
     fn spread_source(&self, cpu: usize) -> Option<usize> {
         let core = &self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus;
-        if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
+        if core.len() < 2 || core.iter().any(|&s| self.sched.cpu_is_idle(s)) {
             return None;
         }
         let core_cap = core.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>();
@@ -1384,7 +1229,7 @@ impl Sim {
         domain: &[usize],
         (local_cap, local_load): (u64, u64),
     ) -> Option<usize> {
-        let movable = |s: &usize| self.sched.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
+        let movable = |s: &usize| self.sched.cpus[*s].curr.is_some_and(|t| self.sched.rt_prio(t).is_none());
         if self.machine.kernel >= crate::kernel::KernelVersion(5, 5) {
             return busiest.iter().copied().find(movable);
         }
@@ -1397,7 +1242,7 @@ impl Sim {
         let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
             .min(domain_avg.saturating_sub(local_avg) * local_cap)
             / SCHED_CAPACITY_SCALE;
-        let running = busiest.iter().filter(|&&c| !self.cpu_is_idle(c)).count().max(1);
+        let running = busiest.iter().filter(|&&c| !self.sched.cpu_is_idle(c)).count().max(1);
         let imbalance = imbalance.max(busy_load / running as u64);
         busiest
             .iter()
@@ -1406,11 +1251,183 @@ impl Sim {
             .filter(|&s| self.runnable_load(s) <= imbalance)
             .max_by_key(|&s| (self.runnable_load(s), s))
     }
+}
+
+impl Sched {
+    pub(crate) fn sched_latency_ns(&self) -> u64 {
+        SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
+    }
+
+    pub(crate) fn cpu_is_idle(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr.is_none() && c.queue.is_empty()
+    }
+
+    /// Whether `task` may run on `cpu` (its affinity).
+    pub(crate) fn allowed(&self, task: usize, cpu: usize) -> bool {
+        self.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
+    }
+
+    /// RT priority of a task (1..99), None for CFS.
+    pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
+        if !self.any_rt {
+            return None;
+        }
+        match self.tasks[task].attrs.policy {
+            SchedPolicy::Normal => None,
+            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
+        }
+    }
+
+    /// Whether an RT task is running or waiting on `cpu` (schedutil then asks for the maximum).
+    pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr.iter().chain(c.queue.iter()).any(|&t| self.rt_prio(t).is_some())
+    }
+
+    pub(crate) fn nr_running(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].curr.is_some() as u64 + self.cpus[cpu].queue.len() as u64
+    }
+
+    pub(crate) fn cpu_pelt_now(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        c.clock_pelt - c.lost_idle
+    }
+
+    /// Update a task's own average on its CPU's PELT clock (call after update_cpu_pelt).
+    pub(crate) fn update_task_pelt(&mut self, machine: &Machine, task: usize, runnable: bool, running: bool) {
+        let cpu = self.tasks[task].cpu;
+        let now = self.cpu_pelt_now(cpu);
+        let waited_until = self.cpus[cpu].stall_pelt_end;
+        let pelt = self.pelt_scale(machine, cpu);
+        let t = &mut self.tasks[task];
+        let load_before = t.avg.load_avg;
+        if running && t.avg.last_update_time < waited_until && waited_until <= now {
+            // The current task was woken only once its CPU had left its idle state.
+            if t.avg.update(waited_until, 0, 0, false, t.weight, machine.pelt_shift) {
+                t.util_est.on_pelt_refresh();
+            }
+        }
+        if t.avg.update_scaled(now, runnable as u64, runnable as u64, running, t.weight, pelt) {
+            t.util_est.on_pelt_refresh();
+        }
+        if t.on_rq {
+            let rq = &mut self.cpus[cpu].runnable_load;
+            *rq = *rq - load_before + t.avg.load_avg;
+        }
+    }
+
+    /// `task` joins the run-queue of `cpu` (its CPU), current or waiting.
+    pub(crate) fn rq_attach(&mut self, task: usize, cpu: usize) {
+        let t = &mut self.tasks[task];
+        debug_assert!(!t.on_rq && t.cpu == cpu);
+        t.on_rq = true;
+        self.cpus[cpu].runnable_load += t.avg.load_avg;
+    }
+
+    /// `task` leaves the run-queue of `cpu` (its CPU).
+    pub(crate) fn rq_detach(&mut self, task: usize, cpu: usize) {
+        let t = &mut self.tasks[task];
+        debug_assert!(t.on_rq && t.cpu == cpu);
+        t.on_rq = false;
+        self.cpus[cpu].runnable_load -= t.avg.load_avg;
+    }
+
+    /// The smallest vruntime among the tasks waiting on `cpu`, if any.
+    pub(crate) fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
+        self.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _)| vruntime)
+    }
+
+    /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
+    /// idle CPU's blocked average is decayed to now without changing the state.
+    pub(crate) fn cpu_util_now(&self, machine: &Machine, q: &EventQueue, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        self.cpu_util_avg_now(machine, q, cpu).max(c.util_est_sum).min(machine.plat.cpus[cpu].cap_orig)
+    }
+
+    /// The root cfs_rq util_avg of `cpu`, decayed to now if the CPU is idle.
+    pub(crate) fn cpu_util_avg_now(&self, machine: &Machine, q: &EventQueue, cpu: usize) -> u64 {
+        self.with_cpu_avg_now(machine, q, cpu, |avg| avg.util_avg)
+    }
+
+    /// `read` applied to the root cfs_rq average of `cpu`, with an idle CPU's blocked signals
+    /// decayed to now (on a copy: the CPU's state is not changed).
+    pub(crate) fn with_cpu_avg_now<R>(
+        &self,
+        machine: &Machine,
+        q: &EventQueue,
+        cpu: usize,
+        read: impl Fn(&crate::sched::pelt::SchedAvg) -> R,
+    ) -> R {
+        let c = &self.cpus[cpu];
+        if c.curr.is_some() {
+            return read(&c.avg);
+        }
+        let mut avg = c.avg.clone();
+        avg.update(q.now() - c.lost_idle, 0, 0, false, 1, machine.pelt_shift);
+        read(&avg)
+    }
+
+    /// The task to run next from the queue: the highest RT priority (first queued among
+    /// equals), else the smallest vruntime.
+    pub(crate) fn best_queued(&self, cpu: usize) -> usize {
+        let q = &self.cpus[cpu].queue;
+        let rt = if self.any_rt {
+            q.iter().copied().filter_map(|t| self.rt_prio(t).map(|p| (p, t))).rev().max_by_key(|&(p, _)| p)
+        } else {
+            None
+        };
+        match rt {
+            Some((_, t)) => t,
+            None => self.cpus[cpu].queue_by_vruntime.first().expect("a queued task").1,
+        }
+    }
+
+    /// task_hot: the task ran less than the migration cost ago, so its cache is still warm.
+    pub(crate) fn cache_hot(&self, task: usize, now: u64) -> bool {
+        let t = &self.tasks[task];
+        t.placed && now.saturating_sub(t.exec_start_ns) < MIGRATION_COST_NS
+    }
+
+    /// The soonest wake-up timer of a task that slept on `cpu` (menu's "next timer event").
+    pub(crate) fn next_timer(&mut self, q: &EventQueue, cpu: usize) -> Option<TimeNs> {
+        let now = q.now();
+        let c = &mut self.cpus[cpu];
+        while c.timers.peek().is_some_and(|&std::cmp::Reverse(t)| t <= now) {
+            c.timers.pop();
+        }
+        c.timers.peek().map(|&std::cmp::Reverse(t)| t)
+    }
+
+    /// Busy and per-state idle time of `cpu` up to now.
+    pub(crate) fn account_busy_idle(&mut self, q: &EventQueue, cpu: usize) {
+        let now = q.now();
+        let c = &mut self.cpus[cpu];
+        c.account_iowait(now);
+        match c.idle_state {
+            None => c.busy_ns += now - c.idle_since,
+            Some(s) => c.idle_ns[s] += now - c.idle_since,
+        }
+        c.idle_since = now;
+    }
+
+    pub(crate) fn arm_tick(&mut self, machine: &Machine, q: &mut EventQueue, cpu: usize) {
+        if self.cpus[cpu].tick_armed {
+            return;
+        }
+        let now = q.now();
+        let next = (now / machine.tick_ns + 1) * machine.tick_ns;
+        let c = &mut self.cpus[cpu];
+        c.tick_armed = true;
+        c.tick_token = c.tick_token.wrapping_add(1);
+        let token = c.tick_token;
+        q.push(next, Event::Tick { cpu: cpu as u32, token });
+    }
 
     /// Out-of-range counter ratios switch invariance off for good, as the kernel does.
-    fn disable_invariance(&mut self) {
-        self.sched.invariant = false;
-        for c in self.sched.cpus.iter_mut() {
+    pub(crate) fn disable_invariance(&mut self) {
+        self.invariant = false;
+        for c in self.cpus.iter_mut() {
             c.freq_scale = 1024;
         }
     }

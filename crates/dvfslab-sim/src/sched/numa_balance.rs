@@ -65,7 +65,8 @@ impl Sim {
     /// when the nodes count as balanced or `pkg` is not the busiest.
     fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
         let nodes = &self.machine.plat.packages;
-        let idle: Vec<usize> = nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count()).collect();
+        let idle: Vec<usize> =
+            nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count()).collect();
         // `pkg` must be the busiest; the idlest other node is the first of equals.
         let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle[p], std::cmp::Reverse(p)))?;
         if idle.iter().any(|&n| n < idle[pkg]) || idle[local] <= idle[pkg] + 1 {
@@ -73,7 +74,7 @@ impl Sim {
         }
         let cpus = &nodes[pkg].cpus;
         // Tasks waiting in the busiest node are pulled as such, not by this path.
-        if cpus.iter().any(|&c| self.nr_running(c) > 1) {
+        if cpus.iter().any(|&c| self.sched.nr_running(c) > 1) {
             return None;
         }
         if self.numa_imbalance_tolerated(pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {

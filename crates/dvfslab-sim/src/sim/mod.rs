@@ -470,12 +470,12 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_signals(&self, cpu: usize) -> CpuSignals {
         let c = &self.sim.sched.cpus[cpu];
         CpuSignals {
-            util_avg: self.sim.cpu_util_avg_now(cpu),
+            util_avg: self.sim.sched.cpu_util_avg_now(&self.sim.machine, &self.sim.q, cpu),
             util_est: c.util_est_sum,
             runnable_avg: c.avg.runnable_avg,
             cap_orig: self.sim.machine.plat.cpus[cpu].cap_orig,
-            rt_runnable: self.sim.rt_runnable(cpu),
-            uclamp: self.sim.rq_uclamp(cpu),
+            rt_runnable: self.sim.sched.rt_runnable(cpu),
+            uclamp: self.sim.sched.rq_uclamp(cpu),
             idle_calls: c.idle_calls,
         }
     }
