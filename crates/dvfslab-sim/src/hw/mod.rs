@@ -727,7 +727,7 @@ impl Sim {
         let defer_rail = package_rail && rail_cores == RailCores::Later;
         for i in 0..self.machine.plat.domains[d].cpus.len() {
             let cpu = self.machine.plat.domains[d].cpus[i];
-            self.account_segment(cpu);
+            self.sched.account_segment(&self.q, cpu);
             self.sync_counters(cpu);
         }
         self.hw.account_freq_time(self.q.now(), d);
@@ -819,21 +819,6 @@ impl Sim {
         uarch * share / ((1.0 - mem_frac) / f + mem_frac / fb)
     }
 
-    /// Credit the current task of `cpu` with the work done since its segment started.
-    pub(crate) fn account_segment(&mut self, cpu: usize) {
-        let now = self.q.now();
-        let Some(task) = self.sched.cpus[cpu].curr else { return };
-        let c = &mut self.sched.cpus[cpu];
-        let from = c.seg_start.max(c.stall_until).max(c.halt_until);
-        if now > from {
-            let t = &mut self.sched.tasks[task];
-            let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
-            t.work_left -= done;
-            t.work_done += done;
-        }
-        c.seg_start = now;
-    }
-
     /// (Re)start the run segment of the current task at the current speed.
     pub(crate) fn start_segment(&mut self, cpu: usize) {
         let Some(task) = self.sched.cpus[cpu].curr else { return };
@@ -852,7 +837,7 @@ impl Sim {
     }
 
     pub(crate) fn resegment(&mut self, cpu: usize) {
-        self.account_segment(cpu);
+        self.sched.account_segment(&self.q, cpu);
         self.start_segment(cpu);
     }
 
@@ -906,7 +891,7 @@ impl Sim {
             self.hw.domains[d].freq_ns.clear();
         }
         for cpu in 0..self.sched.cpus.len() {
-            self.account_segment(cpu);
+            self.sched.account_segment(&self.q, cpu);
             self.sync_counters(cpu);
             self.sched.account_busy_idle(&self.q, cpu);
             let c = &mut self.sched.cpus[cpu];
@@ -956,7 +941,7 @@ impl Sim {
             self.hw.account_freq_time(self.q.now(), d);
         }
         for cpu in 0..self.sched.cpus.len() {
-            self.account_segment(cpu);
+            self.sched.account_segment(&self.q, cpu);
             self.sync_counters(cpu);
             self.sched.account_busy_idle(&self.q, cpu);
         }

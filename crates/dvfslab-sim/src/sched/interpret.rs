@@ -254,8 +254,8 @@ impl Sim {
                             return false;
                         }
                         // EEVDF: the yielding task competes in the pick, and may win it.
-                        self.fair_yield(cpu);
-                        if let Some(next) = self.fair_repick(cpu) {
+                        self.sched.fair_yield(&self.q, cpu);
+                        if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
                             self.preempt(cpu, Some(next));
                             return false;
                         }

@@ -120,7 +120,7 @@ impl Sim {
     /// its next task or go idle.
     pub(crate) fn migrate_running(&mut self, src: usize, dst: usize) {
         let task = self.sched.cpus[src].curr.expect("a running task");
-        self.update_curr(src);
+        self.sched.update_curr(&self.q, src);
         self.update_cpu_pelt(src);
         self.sched.update_task_pelt(&self.machine, task, true, true);
         let c = &mut self.sched.cpus[src];

@@ -316,27 +316,6 @@ impl Sim {
         }
     }
 
-    /// Add `task` to the tasks waiting on `cpu`.
-    fn queue_push(&mut self, cpu: usize, task: usize) {
-        let c = &mut self.sched.cpus[cpu];
-        c.queue.push(task);
-        c.queue_by_vruntime.insert((self.sched.tasks[task].vruntime, task));
-        if self.sched.eevdf.is_some() {
-            self.fair_enqueue(cpu, task);
-        }
-    }
-
-    /// Take `task` out of the tasks waiting on `cpu`.
-    fn queue_remove(&mut self, cpu: usize, task: usize) {
-        let c = &mut self.sched.cpus[cpu];
-        c.queue.retain(|&t| t != task);
-        let removed = c.queue_by_vruntime.remove(&(self.sched.tasks[task].vruntime, task));
-        debug_assert!(removed, "a waiting task's vruntime changed");
-        if self.sched.eevdf.is_some() {
-            self.fair_dequeue(cpu, task);
-        }
-    }
-
     // -----------------------------------------------------------------------------------------
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
@@ -417,13 +396,13 @@ impl Sim {
             // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
             // there, with no placement, unless that CPU is no longer one it may use.
             if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
-                self.fair_requeue_delayed(prev, task);
+                self.sched.fair_requeue_delayed(prev, task);
                 let source = waker.placement_source().map_or(prev, |(w, _)| w);
                 let flags = UpdateFlags { remote: self.remote_enqueue(source, prev), ..flags };
                 self.enqueue(task, prev, fair::Join::Requeue, flags);
                 return;
             }
-            self.fair_finish_delayed(prev, task);
+            self.sched.fair_finish_delayed(&self.q, prev, task);
         }
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
@@ -568,7 +547,7 @@ impl Sim {
         }
         if self.sched.eevdf.is_some() {
             if join != fair::Join::Requeue && self.sched.rt_prio(task).is_none() {
-                self.fair_place(task, cpu, join);
+                self.sched.fair_place(&self.q, task, cpu, join);
             }
         } else {
             // Sleeper credit: a waking task may be up to half a latency period ahead.
@@ -586,7 +565,7 @@ impl Sim {
         if self.sched.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
-            self.queue_push(cpu, task);
+            self.sched.queue_push(cpu, task);
             self.sched.waiting += 1;
             let curr = self.sched.cpus[cpu].curr.expect("a current task");
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
@@ -626,7 +605,7 @@ impl Sim {
             return self.fair_check_preempt_wakeup(cpu, task);
         }
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
-        self.update_curr(cpu);
+        self.sched.update_curr(&self.q, cpu);
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
         if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
             self.preempt(cpu, Some(task));
@@ -637,56 +616,31 @@ impl Sim {
     // Running, switching, blocking
     // -----------------------------------------------------------------------------------------
 
-    /// Charge the current task's runtime since it last was accounted.
-    pub(crate) fn update_curr(&mut self, cpu: usize) {
-        let now = self.q.now();
-        let Some(curr) = self.sched.cpus[cpu].curr else { return };
-        self.account_segment(cpu);
-        let t = &mut self.sched.tasks[curr];
-        let delta = now - t.exec_start_ns;
-        t.vruntime += delta;
-        t.sum_exec_ns += delta;
-        t.exec_start_ns = now;
-        if delta > 0 && self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() {
-            self.fair_update_curr(cpu, curr);
-        }
-        let queued_min = self.sched.queued_min_vruntime(cpu);
-        let v = queued_min.map_or(self.sched.tasks[curr].vruntime, |m| m.min(self.sched.tasks[curr].vruntime));
-        self.sched.cpus[cpu].min_vruntime = self.sched.cpus[cpu].min_vruntime.max(v);
-    }
-
     /// Switch from the current task to `next` (or the best waiting one), keeping the current
     /// one runnable in the queue.
     fn preempt(&mut self, cpu: usize, next: Option<usize>) {
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
-        self.update_curr(cpu);
+        self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
         let next = match next {
             Some(next) => next,
             // EEVDF: the running task competes in the pick, and may win it.
-            None if self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() => match self.fair_repick(cpu) {
-                Some(next) => next,
-                None => return,
-            },
+            None if self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() => {
+                match self.sched.fair_repick(&self.q, cpu) {
+                    Some(next) => next,
+                    None => return,
+                }
+            }
             None => self.sched.best_queued(cpu),
         };
-        self.queue_remove(cpu, next);
-        self.queue_push(cpu, curr);
+        self.sched.queue_remove(cpu, next);
+        self.sched.queue_push(cpu, curr);
         let c = &mut self.sched.cpus[cpu];
         c.curr = None;
         c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.set_curr(cpu, next);
-    }
-
-    /// The task to run next on `cpu`, whose task left it: [`Sim::best_queued`], or with EEVDF
-    /// the highest RT priority, else the fair pick (which lets delayed tasks go).
-    fn pick_queued(&mut self, cpu: usize) -> Option<usize> {
-        if self.sched.eevdf.is_none() || self.sched.cpus[cpu].queue.iter().any(|&t| self.sched.rt_prio(t).is_some()) {
-            return (!self.sched.cpus[cpu].queue.is_empty()).then(|| self.sched.best_queued(cpu));
-        }
-        self.fair_pick(cpu, false)
     }
 
     /// When `cpu`, idle in `state`, can run again if it is woken now. The hardware's state is
@@ -753,7 +707,7 @@ impl Sim {
         let c = &mut self.sched.cpus[cpu];
         c.curr = Some(task);
         let prev = c.switched_out.take();
-        self.fair_set_next(cpu, task);
+        self.sched.fair_set_next(cpu, task);
         self.count_placement_idle(cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
@@ -772,7 +726,7 @@ impl Sim {
 
     /// The current task finished its run segment.
     pub(crate) fn segment_end(&mut self, cpu: usize) {
-        self.account_segment(cpu);
+        self.sched.account_segment(&self.q, cpu);
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         let t = &mut self.sched.tasks[task];
         // What floating-point rounding left over is done too: the end time was rounded up.
@@ -828,7 +782,7 @@ impl Sim {
     fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
         if self.sched.eevdf.is_some() {
-            self.fair_block(cpu, task);
+            self.sched.fair_block(cpu, task);
         }
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         let t = &mut self.sched.tasks[task];
@@ -878,7 +832,7 @@ impl Sim {
     /// Remove the current task from `cpu` (settling its runtime and PELT).
     fn dequeue_curr(&mut self, cpu: usize) -> usize {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
-        self.update_curr(cpu);
+        self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, task, true, true);
         self.sched.rq_detach(task, cpu);
@@ -905,8 +859,8 @@ impl Sim {
     #[must_use]
     fn switch_next(&mut self, cpu: usize) -> bool {
         debug_assert!(self.sched.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
-        if let Some(next) = self.pick_queued(cpu) {
-            self.queue_remove(cpu, next);
+        if let Some(next) = self.sched.pick_queued(&self.q, cpu) {
+            self.sched.queue_remove(cpu, next);
             self.sched.waiting -= 1;
             return self.switch_in(cpu, next);
         }
@@ -914,7 +868,7 @@ impl Sim {
         // briefly, on average, does not balance on going idle (idle_balance).
         if self.sched.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
             if let Some((src, task)) = self.find_busiest(cpu) {
-                self.queue_remove(src, task);
+                self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
@@ -973,7 +927,7 @@ impl Sim {
         d.util_est_sum += ue;
         self.sched.rq_detach(task, src);
         if self.sched.eevdf.is_some() {
-            self.fair_migrate(task, src, dst);
+            self.sched.fair_migrate(&self.q, task, src, dst);
         } else {
             let t = &mut self.sched.tasks[task];
             t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
@@ -1088,7 +1042,7 @@ impl Sim {
                 }
             }
         }
-        self.update_curr(cpu);
+        self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
         if self.sched.rt_prio(curr).is_some() {
@@ -1156,7 +1110,7 @@ impl Sim {
         });
         if let Some((task, dst)) = found {
             self.note_migration(task, cpu, dst, "push");
-            self.queue_remove(cpu, task);
+            self.sched.queue_remove(cpu, task);
             self.sched.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
@@ -1430,6 +1384,69 @@ impl Sched {
         for c in self.cpus.iter_mut() {
             c.freq_scale = 1024;
         }
+    }
+
+    /// Credit the current task of `cpu` with the work done since its segment started.
+    pub(crate) fn account_segment(&mut self, q: &EventQueue, cpu: usize) {
+        let now = q.now();
+        let Some(task) = self.cpus[cpu].curr else { return };
+        let c = &mut self.cpus[cpu];
+        let from = c.seg_start.max(c.stall_until).max(c.halt_until);
+        if now > from {
+            let t = &mut self.tasks[task];
+            let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
+            t.work_left -= done;
+            t.work_done += done;
+        }
+        c.seg_start = now;
+    }
+
+    /// Add `task` to the tasks waiting on `cpu`.
+    pub(crate) fn queue_push(&mut self, cpu: usize, task: usize) {
+        let c = &mut self.cpus[cpu];
+        c.queue.push(task);
+        c.queue_by_vruntime.insert((self.tasks[task].vruntime, task));
+        if self.eevdf.is_some() {
+            self.fair_enqueue(cpu, task);
+        }
+    }
+
+    /// Take `task` out of the tasks waiting on `cpu`.
+    pub(crate) fn queue_remove(&mut self, cpu: usize, task: usize) {
+        let c = &mut self.cpus[cpu];
+        c.queue.retain(|&t| t != task);
+        let removed = c.queue_by_vruntime.remove(&(self.tasks[task].vruntime, task));
+        debug_assert!(removed, "a waiting task's vruntime changed");
+        if self.eevdf.is_some() {
+            self.fair_dequeue(cpu, task);
+        }
+    }
+
+    /// Charge the current task's runtime since it last was accounted.
+    pub(crate) fn update_curr(&mut self, q: &EventQueue, cpu: usize) {
+        let now = q.now();
+        let Some(curr) = self.cpus[cpu].curr else { return };
+        self.account_segment(q, cpu);
+        let t = &mut self.tasks[curr];
+        let delta = now - t.exec_start_ns;
+        t.vruntime += delta;
+        t.sum_exec_ns += delta;
+        t.exec_start_ns = now;
+        if delta > 0 && self.eevdf.is_some() && self.rt_prio(curr).is_none() {
+            self.fair_update_curr(cpu, curr);
+        }
+        let queued_min = self.queued_min_vruntime(cpu);
+        let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
+        self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
+    }
+
+    /// The task to run next on `cpu`, whose task left it: [`Sim::best_queued`], or with EEVDF
+    /// the highest RT priority, else the fair pick (which lets delayed tasks go).
+    pub(crate) fn pick_queued(&mut self, q: &EventQueue, cpu: usize) -> Option<usize> {
+        if self.eevdf.is_none() || self.cpus[cpu].queue.iter().any(|&t| self.rt_prio(t).is_some()) {
+            return (!self.cpus[cpu].queue.is_empty()).then(|| self.best_queued(cpu));
+        }
+        self.fair_pick(q, cpu, false)
     }
 }
 
