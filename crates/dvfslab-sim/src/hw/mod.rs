@@ -282,10 +282,10 @@ impl Sim {
     /// Power and counters at time zero: every CPU idle in its deepest state.
     pub(crate) fn init_hardware(&mut self) {
         for cpu in 0..self.sched.cpus.len() {
-            self.sched.cpus[cpu].awake = self.cpu_awake(cpu);
+            self.sched.cpus[cpu].awake = self.sched.cpu_awake(&self.machine, cpu);
         }
         for core in 0..self.hw.cores.len() {
-            let active = self.core_awake(core);
+            let active = self.sched.core_awake(&self.machine, core);
             self.hw.cores[core].active = active;
             let pkg = self.machine.plat.cores[core].package;
             let cl = self.machine.plat.cores[core].cluster;
@@ -313,12 +313,6 @@ impl Sim {
 
     pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
         self.hw.domains[self.machine.plat.cpus[cpu].domain].actual_khz
-    }
-
-    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
-    /// that is not is power-gated, every thread in a power-gated state.
-    fn core_awake(&self, core: usize) -> bool {
-        self.machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
     }
 
     /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
@@ -413,7 +407,7 @@ impl Sim {
     /// `cpu` to now.
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
         let now = self.q.now();
-        if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
+        if !matches!(self.sched.idle_power(&self.machine, cpu), None | Some(IdlePower::Polling)) {
             self.hw.counters[cpu].counters_ns = now;
             return;
         }
@@ -431,7 +425,7 @@ impl Sim {
     /// speed of its busy SMT siblings.
     pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
         self.hw.touch_core(self.q.now(), core);
-        let active = self.core_awake(core);
+        let active = self.sched.core_awake(&self.machine, core);
         let pkg = self.machine.plat.cores[core].package;
         let cl = self.machine.plat.cores[core].cluster;
         if active != self.hw.cores[core].active {
@@ -452,7 +446,7 @@ impl Sim {
         self.hw.cores[core].power_w = self.core_power(core);
         // The domain's vote changes only when this CPU's does (it woke from or entered a
         // power-gated state), or when its request is not settled yet.
-        let awake = self.cpu_awake(changed_cpu);
+        let awake = self.sched.cpu_awake(&self.machine, changed_cpu);
         let d = self.machine.plat.cores[core].domain;
         if std::mem::replace(&mut self.sched.cpus[changed_cpu].awake, awake) != awake
             || self.hw.domains[d].request_unsettled
@@ -590,27 +584,11 @@ impl Sim {
             if highest.is_some_and(|h| h >= khz) {
                 continue;
             }
-            if self.machine.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
+            if self.machine.plat.policies[*p].cpus.iter().any(|&c| self.sched.cpu_awake(&self.machine, c)) {
                 highest = Some(khz);
             }
         }
         highest.unwrap_or(self.hw.domains[d].request_khz)
-    }
-
-    /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
-    /// running, or idle in a state that is not power-gated (C1, C1E).
-    fn cpu_awake(&self, cpu: usize) -> bool {
-        self.idle_power(cpu) != Some(IdlePower::PowerGated)
-    }
-
-    /// How the idle state `cpu` is in powers it; None while it runs.
-    pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
-        let c = &self.sched.cpus[cpu];
-        debug_assert_eq!(
-            c.idle_power,
-            c.idle_state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power)
-        );
-        c.idle_power
     }
 
     /// Put `cpu` in idle state `state` (None: running). A CPU that wakes runs the deferrable
@@ -920,14 +898,8 @@ impl Sim {
         self.work.stats.counters.iter_mut().for_each(|n| *n = 0);
         self.work.stats.responses_ns.clear();
         self.work.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.work.stats.work_done_before_warmup = self.workload_work_done();
+        self.work.stats.work_done_before_warmup = self.sched.workload_work_done();
         self.work.stats.time_to_top_ns = None;
-    }
-
-    /// Work the workload's own tasks have done so far (cycles at base frequency): background
-    /// kernel threads' work is not the benchmark's.
-    fn workload_work_done(&self) -> f64 {
-        self.sched.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
     }
 
     /// Settle every account at the end of the run.
@@ -947,7 +919,7 @@ impl Sim {
         }
         self.rapl_sample();
         self.work.stats.sim_time_ns = end - self.run.warmup_ns;
-        self.work.stats.work_done = self.workload_work_done() - self.work.stats.work_done_before_warmup;
+        self.work.stats.work_done = self.sched.workload_work_done() - self.work.stats.work_done_before_warmup;
         self.work.stats.energy_j = (0..self.hw.packages.len()).map(|p| self.package_energy_j(p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.sched.cpus.len() {

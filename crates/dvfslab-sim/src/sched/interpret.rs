@@ -212,7 +212,7 @@ impl Sim {
                             break;
                         }
                         let prog = self.work.programs[program as usize].clone();
-                        let mut child = self.new_task(id, self.child_name(task, id), prog, now);
+                        let mut child = self.sched.new_task(&self.machine, id, self.child_name(task, id), prog, now);
                         child.parent = Some(task);
                         child.root = self.sched.tasks[task].root;
                         child.cpu = cpu;

@@ -26,6 +26,7 @@ use crate::engine::EventQueue;
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
+use crate::hw::platform::IdlePower;
 use crate::machine::Machine;
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::objects::Outcome;
@@ -320,17 +321,9 @@ impl Sim {
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
 
-    /// A task whose util_est follows the simulated kernel's rules (util_est_update by version).
-    fn new_task(&self, id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: u64) -> crate::sched::task::Task {
-        let mut task = crate::sched::task::Task::new(id, name, program, start_ns);
-        task.util_est =
-            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(self.machine.kernel));
-        task
-    }
-
     pub(crate) fn spawn(&mut self, spec: TaskSpec) {
         let id = self.sched.tasks.len();
-        let mut task = self.new_task(id, spec.name, spec.program, spec.start_ns);
+        let mut task = self.sched.new_task(&self.machine, id, spec.name, spec.program, spec.start_ns);
         self.sched.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
         // A run ends when its benchmark's tasks have all exited: kernel threads never do.
         if !spec.attrs.background {
@@ -867,7 +860,7 @@ impl Sim {
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
         // briefly, on average, does not balance on going idle (idle_balance).
         if self.sched.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
-            if let Some((src, task)) = self.find_busiest(cpu) {
+            if let Some((src, task)) = self.sched.find_busiest(&self.machine, &self.q, cpu) {
                 self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
@@ -880,32 +873,6 @@ impl Sim {
         }
         self.go_idle(cpu);
         false
-    }
-
-    /// New-idle balancing: the CPU with the most waiting tasks that may move, nearest first
-    /// (LLC, package, machine). Cache-hot tasks stay: new-idle balancing never overrides that.
-    fn find_busiest(&self, cpu: usize) -> Option<(usize, usize)> {
-        if self.sched.waiting == 0 {
-            return None;
-        }
-        let t = &self.machine.plat.cpus[cpu];
-        let now = self.q.now();
-        // The first waiting task of `src` that may run on `cpu` and has not run recently.
-        let movable = |src: usize| {
-            self.sched.cpus[src]
-                .queue
-                .iter()
-                .copied()
-                .find(|&task| self.sched.allowed(task, cpu) && !self.sched.cache_hot(task, now))
-        };
-        let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
-            cpus.filter(|&c| c != cpu && movable(c).is_some())
-                .max_by_key(|&c| (self.sched.cpus[c].queue.len(), std::cmp::Reverse(c)))
-                .map(|c| (c, movable(c).expect("checked")))
-        };
-        busiest(&mut self.machine.plat.llcs[t.llc].iter().copied())
-            .or_else(|| busiest(&mut self.machine.plat.packages[t.package].cpus.iter().copied()))
-            .or_else(|| busiest(&mut (0..self.sched.cpus.len())))
     }
 
     /// Move a waiting (not running) task between run-queues.
@@ -1447,6 +1414,68 @@ impl Sched {
             return (!self.cpus[cpu].queue.is_empty()).then(|| self.best_queued(cpu));
         }
         self.fair_pick(q, cpu, false)
+    }
+
+    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
+    /// that is not is power-gated, every thread in a power-gated state.
+    pub(crate) fn core_awake(&self, machine: &Machine, core: usize) -> bool {
+        machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(machine, c))
+    }
+
+    /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
+    /// running, or idle in a state that is not power-gated (C1, C1E).
+    pub(crate) fn cpu_awake(&self, machine: &Machine, cpu: usize) -> bool {
+        self.idle_power(machine, cpu) != Some(IdlePower::PowerGated)
+    }
+
+    /// How the idle state `cpu` is in powers it; None while it runs.
+    pub(crate) fn idle_power(&self, machine: &Machine, cpu: usize) -> Option<IdlePower> {
+        let c = &self.cpus[cpu];
+        debug_assert_eq!(c.idle_power, c.idle_state.map(|s| machine.plat.cluster_of_cpu(cpu).idle_states[s].power));
+        c.idle_power
+    }
+
+    /// Work the workload's own tasks have done so far (cycles at base frequency): background
+    /// kernel threads' work is not the benchmark's.
+    pub(crate) fn workload_work_done(&self) -> f64 {
+        self.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
+    }
+
+    /// A task whose util_est follows the simulated kernel's rules (util_est_update by version).
+    pub(crate) fn new_task(
+        &self,
+        machine: &Machine,
+        id: usize,
+        name: String,
+        program: std::rc::Rc<[Op]>,
+        start_ns: u64,
+    ) -> crate::sched::task::Task {
+        let mut task = crate::sched::task::Task::new(id, name, program, start_ns);
+        task.util_est =
+            crate::sched::pelt::UtilEst::with_rules(crate::sched::pelt::UtilEstRules::for_kernel(machine.kernel));
+        task
+    }
+
+    /// New-idle balancing: the CPU with the most waiting tasks that may move, nearest first
+    /// (LLC, package, machine). Cache-hot tasks stay: new-idle balancing never overrides that.
+    pub(crate) fn find_busiest(&self, machine: &Machine, q: &EventQueue, cpu: usize) -> Option<(usize, usize)> {
+        if self.waiting == 0 {
+            return None;
+        }
+        let t = &machine.plat.cpus[cpu];
+        let now = q.now();
+        // The first waiting task of `src` that may run on `cpu` and has not run recently.
+        let movable = |src: usize| {
+            self.cpus[src].queue.iter().copied().find(|&task| self.allowed(task, cpu) && !self.cache_hot(task, now))
+        };
+        let busiest = |cpus: &mut dyn Iterator<Item = usize>| {
+            cpus.filter(|&c| c != cpu && movable(c).is_some())
+                .max_by_key(|&c| (self.cpus[c].queue.len(), std::cmp::Reverse(c)))
+                .map(|c| (c, movable(c).expect("checked")))
+        };
+        busiest(&mut machine.plat.llcs[t.llc].iter().copied())
+            .or_else(|| busiest(&mut machine.plat.packages[t.package].cpus.iter().copied()))
+            .or_else(|| busiest(&mut (0..self.cpus.len())))
     }
 }
 

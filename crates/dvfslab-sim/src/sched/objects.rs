@@ -2,6 +2,9 @@
 //! mutexes, I/O devices and child processes. Each keeps its waiters in FIFO order, so wake-up
 //! order is deterministic.
 
+use crate::engine::EventQueue;
+use crate::machine::Machine;
+use crate::sched::Sched;
 use std::collections::VecDeque;
 
 use crate::engine::{Event, TimeNs};
@@ -232,7 +235,7 @@ impl Sim {
         // A queued request's submitter sleeps on the device at once; a group commit's leader
         // once its commit starts (joiners wait for the commit, not on the device).
         if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
-            self.iowait_sleep(task, true);
+            self.sched.iowait_sleep(&self.q, task, true);
         }
     }
 
@@ -264,31 +267,9 @@ impl Sim {
             return;
         };
         if iowait {
-            self.iowait_sleep(task, false);
+            self.sched.iowait_sleep(&self.q, task, false);
         }
         self.wake_task(task, Waker::Task { cpu, sync: false }, UpdateFlags { iowait, ..UpdateFlags::default() });
-    }
-
-    /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
-    /// slept on (None: the completion runs there).
-    fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
-        const IRQ_CPU: usize = 0;
-        let slept_on = self.sched.tasks[task].cpu;
-        let shares_llc = self.machine.plat.cpus[IRQ_CPU].llc == self.machine.plat.cpus[slept_on].llc;
-        (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
-    }
-
-    /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
-    fn iowait_sleep(&mut self, task: usize, asleep: bool) {
-        // The idle time until now was spent with the old count (ondemand's io_is_busy reads it).
-        let now = self.q.now();
-        let c = &mut self.sched.cpus[self.sched.tasks[task].cpu];
-        c.account_iowait(now);
-        if asleep {
-            c.nr_iowait += 1;
-        } else {
-            c.nr_iowait -= 1;
-        }
     }
 
     /// An I/O completed: wake its task with the iowait flag and start the next queued one.
@@ -322,17 +303,41 @@ impl Sim {
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
             let iowait = leader_iowait && t == task;
-            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t), sync: false };
+            let waker = Waker::Softirq { cpu: self.sched.completing_cpu(&self.machine, completion, t), sync: false };
             if self.hand_to_worker(dev, t, iowait, waker) {
                 continue;
             }
             if iowait {
-                self.iowait_sleep(t, false);
+                self.sched.iowait_sleep(&self.q, t, false);
             }
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
         if let Some(next) = next_leader.filter(|_| leader_iowait) {
-            self.iowait_sleep(next, true);
+            self.sched.iowait_sleep(&self.q, next, true);
+        }
+    }
+}
+
+impl Sched {
+    /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
+    /// slept on (None: the completion runs there).
+    pub(crate) fn completing_cpu(&self, machine: &Machine, completion: Completion, task: usize) -> Option<usize> {
+        const IRQ_CPU: usize = 0;
+        let slept_on = self.tasks[task].cpu;
+        let shares_llc = machine.plat.cpus[IRQ_CPU].llc == machine.plat.cpus[slept_on].llc;
+        (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
+    }
+
+    /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
+    pub(crate) fn iowait_sleep(&mut self, q: &EventQueue, task: usize, asleep: bool) {
+        // The idle time until now was spent with the old count (ondemand's io_is_busy reads it).
+        let now = q.now();
+        let c = &mut self.cpus[self.tasks[task].cpu];
+        c.account_iowait(now);
+        if asleep {
+            c.nr_iowait += 1;
+        } else {
+            c.nr_iowait -= 1;
         }
     }
 }
