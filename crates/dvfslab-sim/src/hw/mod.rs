@@ -13,6 +13,7 @@ pub mod platform;
 pub mod power;
 pub mod powernv;
 
+use crate::engine::EventQueue;
 use crate::engine::{Event, TimeNs};
 use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
 use crate::machine::Machine;
@@ -205,6 +206,129 @@ impl Hw {
         }
         dom.freq_since = now;
     }
+
+    pub(crate) fn cpu_khz(&self, machine: &Machine, cpu: usize) -> u32 {
+        self.domains[machine.plat.cpus[cpu].domain].actual_khz
+    }
+
+    /// `core` was just power-gated or woke from it. The package (with the packages that idle
+    /// together with it) idles with its last core and wakes with its first; otherwise only a
+    /// core at (or above) the uncore's level moves it, and the package is scanned again only
+    /// when the last core at the top level leaves.
+    pub(crate) fn uncore_after_gating(&mut self, machine: &Machine, q: &EventQueue, core: usize) {
+        let pkg = machine.plat.cores[core].package;
+        let Some(level) = self.packages[pkg].uncore_level else {
+            for p in self.idle_peers(&machine, pkg) {
+                self.repower_package(&machine, q.now(), p);
+            }
+            return;
+        };
+        let mine = self.uncore_level_of(&machine, core);
+        if !self.cores[core].active {
+            if self.may_idle(&machine, pkg) {
+                for p in self.idle_peers(&machine, pkg) {
+                    self.set_uncore(&machine, q.now(), p, None);
+                }
+            } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
+                // Awake for the packages it idles with, with no core of its own awake.
+                self.set_uncore(&machine, q.now(), pkg, Some((0.0, 0)));
+            } else if mine >= level {
+                let p = &mut self.packages[pkg];
+                p.uncore_at_top -= 1;
+                if p.uncore_at_top == 0 {
+                    self.repower_package(&machine, q.now(), pkg);
+                }
+            }
+        } else if mine > level {
+            self.set_uncore(&machine, q.now(), pkg, Some((mine, 1)));
+        } else if mine == level {
+            self.packages[pkg].uncore_at_top += 1;
+        }
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(&machine, pkg).map(|s| s.0));
+    }
+
+    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
+    /// leave the uncore's top level, join it, or raise it.
+    pub(crate) fn uncore_follows(&mut self, machine: &Machine, q: &EventQueue, d: usize, old_khz: u32) {
+        let pkg = machine.plat.domains[d].package;
+        let Some(level) = self.packages[pkg].uncore_level else { return };
+        let awake = machine.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
+        if awake == 0 {
+            return;
+        }
+        // The uncore clock level a domain of the cluster at a frequency calls for.
+        let levels = &machine.plat.cluster(machine.plat.domains[d].cluster).frequency;
+        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.domains[d].actual_khz));
+        if after > level {
+            self.set_uncore(&machine, q.now(), pkg, Some((after, awake)));
+        } else {
+            let p = &mut self.packages[pkg];
+            if before == level {
+                p.uncore_at_top -= awake;
+            }
+            if after == level {
+                p.uncore_at_top += awake;
+            }
+            if p.uncore_at_top == 0 {
+                self.repower_package(&machine, q.now(), pkg);
+            }
+        }
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(&machine, pkg).map(|s| s.0));
+    }
+
+    /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
+    /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
+    pub(crate) fn only_awake_cpus_vote(&self, machine: &Machine, d: usize) -> bool {
+        let dom = &machine.plat.domains[d];
+        dom.policies.len() >= 2 && !machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
+    }
+
+    /// What the hardware of domain `d` should run now, given its request and turbo limits.
+    pub(crate) fn hardware_target(&self, machine: &Machine, d: usize) -> u32 {
+        let cl = machine.plat.domains[d].cluster;
+        let pkg = machine.plat.domains[d].package;
+        let f = &machine.plat.cluster(cl).frequency;
+        let t = machine.driver.hardware_target_khz(&machine.plat, cl, self.domains[d].request_khz);
+        if t > f.base_khz {
+            let n = self.packages[pkg].active_cores[cl].max(1) as usize;
+            t.min(machine.plat.turbo_limit_khz[cl][n - 1])
+        } else {
+            t
+        }
+    }
+
+    /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
+    pub(crate) fn x86_counters(&self, machine: &Machine) -> bool {
+        matches!(machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
+    }
+
+    /// Read every package's RAPL counter and accumulate its (wrapping) delta.
+    pub(crate) fn rapl_sample(&mut self, machine: &Machine, q: &EventQueue) {
+        let bits = machine.plat.file.rapl.counter_bits;
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let unit_j = machine.plat.file.rapl.energy_unit_uj * 1e-6;
+        for pkg in 0..self.packages.len() {
+            // The counter never restarts: it counts the warm-up's energy too.
+            let total = self.package_energy_j(machine, q, pkg) + self.packages[pkg].energy_before_warmup_j;
+            let counter = ((total / unit_j).floor() as u64) & mask;
+            let p = &mut self.packages[pkg];
+            let delta = counter.wrapping_sub(p.rapl_last) & mask;
+            p.rapl_units += delta;
+            p.rapl_last = counter;
+        }
+    }
+
+    /// Energy of package `pkg` up to now: uncore plus its cores.
+    pub(crate) fn package_energy_j(&mut self, machine: &Machine, q: &EventQueue, pkg: usize) -> f64 {
+        self.touch_package(q.now(), pkg);
+        let mut total = self.packages[pkg].uncore_energy_j;
+        for i in 0..machine.plat.packages[pkg].cores.len() {
+            let core = machine.plat.packages[pkg].cores[i];
+            self.touch_core(q.now(), core);
+            total += self.cores[core].energy_j;
+        }
+        total
+    }
 }
 
 /// Per logical CPU: APERF and MPERF in cycles (f64 so fractions of a cycle are not lost
@@ -301,7 +425,7 @@ impl Sim {
             self.hw.cores[core].power_w = self.core_power(core);
         }
         // Without counters, the scale follows the frequency set, from the very start.
-        if self.sched.invariant && !self.x86_counters() {
+        if self.sched.invariant && !self.hw.x86_counters(&self.machine) {
             for cpu in 0..self.sched.cpus.len() {
                 let t = &self.machine.plat.cpus[cpu];
                 let max_khz = self.machine.plat.cluster(t.cluster).frequency.max_khz as u64;
@@ -309,10 +433,6 @@ impl Sim {
                     (self.hw.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
             }
         }
-    }
-
-    pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
-        self.hw.domains[self.machine.plat.cpus[cpu].domain].actual_khz
     }
 
     /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
@@ -338,71 +458,6 @@ impl Sim {
         })
     }
 
-    /// `core` was just power-gated or woke from it. The package (with the packages that idle
-    /// together with it) idles with its last core and wakes with its first; otherwise only a
-    /// core at (or above) the uncore's level moves it, and the package is scanned again only
-    /// when the last core at the top level leaves.
-    fn uncore_after_gating(&mut self, core: usize) {
-        let pkg = self.machine.plat.cores[core].package;
-        let Some(level) = self.hw.packages[pkg].uncore_level else {
-            for p in self.hw.idle_peers(&self.machine, pkg) {
-                self.hw.repower_package(&self.machine, self.q.now(), p);
-            }
-            return;
-        };
-        let mine = self.hw.uncore_level_of(&self.machine, core);
-        if !self.hw.cores[core].active {
-            if self.hw.may_idle(&self.machine, pkg) {
-                for p in self.hw.idle_peers(&self.machine, pkg) {
-                    self.hw.set_uncore(&self.machine, self.q.now(), p, None);
-                }
-            } else if self.hw.packages[pkg].active_cores.iter().all(|&n| n == 0) {
-                // Awake for the packages it idles with, with no core of its own awake.
-                self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((0.0, 0)));
-            } else if mine >= level {
-                let p = &mut self.hw.packages[pkg];
-                p.uncore_at_top -= 1;
-                if p.uncore_at_top == 0 {
-                    self.hw.repower_package(&self.machine, self.q.now(), pkg);
-                }
-            }
-        } else if mine > level {
-            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((mine, 1)));
-        } else if mine == level {
-            self.hw.packages[pkg].uncore_at_top += 1;
-        }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
-    }
-
-    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
-    /// leave the uncore's top level, join it, or raise it.
-    fn uncore_follows(&mut self, d: usize, old_khz: u32) {
-        let pkg = self.machine.plat.domains[d].package;
-        let Some(level) = self.hw.packages[pkg].uncore_level else { return };
-        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.hw.cores[c].active).count() as u32;
-        if awake == 0 {
-            return;
-        }
-        // The uncore clock level a domain of the cluster at a frequency calls for.
-        let levels = &self.machine.plat.cluster(self.machine.plat.domains[d].cluster).frequency;
-        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.hw.domains[d].actual_khz));
-        if after > level {
-            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((after, awake)));
-        } else {
-            let p = &mut self.hw.packages[pkg];
-            if before == level {
-                p.uncore_at_top -= awake;
-            }
-            if after == level {
-                p.uncore_at_top += awake;
-            }
-            if p.uncore_at_top == 0 {
-                self.hw.repower_package(&self.machine, self.q.now(), pkg);
-            }
-        }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
-    }
-
     /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
     /// `cpu` to now.
     pub(crate) fn sync_counters(&mut self, cpu: usize) {
@@ -411,7 +466,7 @@ impl Sim {
             self.hw.counters[cpu].counters_ns = now;
             return;
         }
-        let khz = self.cpu_khz(cpu) as f64;
+        let khz = self.hw.cpu_khz(&self.machine, cpu) as f64;
         let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
         let c = &mut self.hw.counters[cpu];
         let dt = (now - c.counters_ns) as f64;
@@ -437,7 +492,7 @@ impl Sim {
                 self.hw.packages[pkg].active_cores[cl] -= 1;
             }
             self.hw.cores[core].active = active;
-            self.uncore_after_gating(core);
+            self.hw.uncore_after_gating(&self.machine, &self.q, core);
             let after = self.hw.packages[pkg].active_cores[cl];
             if before != after {
                 self.turbo_limit_changed(pkg, cl, before, after);
@@ -453,7 +508,10 @@ impl Sim {
         {
             self.vote_changed(d);
         } else {
-            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.hw.domains[d].request_khz);
+            debug_assert!(
+                !self.hw.only_awake_cpus_vote(&self.machine, d)
+                    || self.domain_request(d) == self.hw.domains[d].request_khz
+            );
         }
         if self.machine.plat.file.topology.threads_per_core > 1 {
             for i in 0..self.machine.plat.cores[core].cpus.len() {
@@ -471,7 +529,7 @@ impl Sim {
     /// A CPU of domain `d` went idle or woke: its policy's request may enter or leave the
     /// domain's vote.
     fn vote_changed(&mut self, d: usize) {
-        if !self.only_awake_cpus_vote(d) {
+        if !self.hw.only_awake_cpus_vote(&self.machine, d) {
             return;
         }
         let req = self.domain_request(d);
@@ -517,7 +575,7 @@ impl Sim {
         let mut rail_changed = false;
         for i in 0..self.machine.plat.packages[pkg].domains.len() {
             let d = self.machine.plat.packages[pkg].domains[i];
-            let target = self.hardware_target(d);
+            let target = self.hw.hardware_target(&self.machine, d);
             let dom = &mut self.hw.domains[d];
             if dom.pending_khz.is_some() {
                 dom.pending_khz = Some(target);
@@ -555,13 +613,6 @@ impl Sim {
         }
     }
 
-    /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
-    /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
-    fn only_awake_cpus_vote(&self, d: usize) -> bool {
-        let dom = &self.machine.plat.domains[d];
-        dom.policies.len() >= 2 && !self.machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
-    }
-
     /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
     /// clock each have a say). Only awake CPUs vote (in C0 or an idle state that is not
     /// power-gated): Intel's shared-clock parts select "the highest frequency P-state requested
@@ -573,7 +624,7 @@ impl Sim {
     fn domain_request(&self, d: usize) -> u32 {
         let dom = &self.machine.plat.domains[d];
         let request = |p: &usize| self.cpufreq.policies[*p].cur_khz;
-        if !self.only_awake_cpus_vote(d) || !self.run.started {
+        if !self.hw.only_awake_cpus_vote(&self.machine, d) || !self.run.started {
             return dom.policies.iter().map(request).max().unwrap_or(0);
         }
         // The highest request of a voting policy; whether a policy votes matters only when its
@@ -600,7 +651,7 @@ impl Sim {
         c.idle_power = power;
         if state.is_none() {
             if let Some(policy) = self.hw.deferred_ramp[cpu].take() {
-                self.powernv_timer_on_wake(policy);
+                self.hw.powernv_timer_on_wake(&mut self.q, policy);
             }
         }
     }
@@ -636,25 +687,11 @@ impl Sim {
         }
     }
 
-    /// What the hardware of domain `d` should run now, given its request and turbo limits.
-    fn hardware_target(&self, d: usize) -> u32 {
-        let cl = self.machine.plat.domains[d].cluster;
-        let pkg = self.machine.plat.domains[d].package;
-        let f = &self.machine.plat.cluster(cl).frequency;
-        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.hw.domains[d].request_khz);
-        if t > f.base_khz {
-            let n = self.hw.packages[pkg].active_cores[cl].max(1) as usize;
-            t.min(self.machine.plat.turbo_limit_khz[cl][n - 1])
-        } else {
-            t
-        }
-    }
-
     /// Start a transition of domain `d` to its hardware target, which completes after the
     /// hardware switch time, counted from the next slot of the request grid where the platform
     /// has one. A transition already under way just takes the newer target.
     fn retarget(&mut self, d: usize) {
-        let target = self.hardware_target(d);
+        let target = self.hw.hardware_target(&self.machine, d);
         let dom = &mut self.hw.domains[d];
         if !self.run.started {
             dom.pending_khz = Some(target);
@@ -749,9 +786,9 @@ impl Sim {
                 debug_assert!(self.hw.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
             }
         }
-        self.uncore_follows(d, old);
+        self.hw.uncore_follows(&self.machine, &self.q, d, old);
         let max_khz = self.machine.plat.cluster(cl).frequency.max_khz as u64;
-        let cpufreq_scale = self.sched.invariant && !self.x86_counters();
+        let cpufreq_scale = self.sched.invariant && !self.hw.x86_counters(&self.machine);
         for i in 0..self.machine.plat.domains[d].cpus.len() {
             let cpu = self.machine.plat.domains[d].cpus[i];
             if cpufreq_scale {
@@ -766,11 +803,6 @@ impl Sim {
             }
         }
         defer_rail
-    }
-
-    /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
-    pub(crate) fn x86_counters(&self) -> bool {
-        matches!(self.machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
     }
 
     /// Work per ns (cycles at base frequency) of the task current on `cpu`:
@@ -819,34 +851,6 @@ impl Sim {
         self.start_segment(cpu);
     }
 
-    /// Read every package's RAPL counter and accumulate its (wrapping) delta.
-    pub(crate) fn rapl_sample(&mut self) {
-        let bits = self.machine.plat.file.rapl.counter_bits;
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        let unit_j = self.machine.plat.file.rapl.energy_unit_uj * 1e-6;
-        for pkg in 0..self.hw.packages.len() {
-            // The counter never restarts: it counts the warm-up's energy too.
-            let total = self.package_energy_j(pkg) + self.hw.packages[pkg].energy_before_warmup_j;
-            let counter = ((total / unit_j).floor() as u64) & mask;
-            let p = &mut self.hw.packages[pkg];
-            let delta = counter.wrapping_sub(p.rapl_last) & mask;
-            p.rapl_units += delta;
-            p.rapl_last = counter;
-        }
-    }
-
-    /// Energy of package `pkg` up to now: uncore plus its cores.
-    pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
-        self.hw.touch_package(self.q.now(), pkg);
-        let mut total = self.hw.packages[pkg].uncore_energy_j;
-        for i in 0..self.machine.plat.packages[pkg].cores.len() {
-            let core = self.machine.plat.packages[pkg].cores[i];
-            self.hw.touch_core(self.q.now(), core);
-            total += self.hw.cores[core].energy_j;
-        }
-        total
-    }
-
     /// Energy the cores of `policy` drew so far (J), their share of the uncore left out; the
     /// warm-up's is not counted once it ended.
     pub fn policy_energy_so_far_j(&mut self, policy: usize) -> f64 {
@@ -883,9 +887,9 @@ impl Sim {
             k.aperf = 0.0;
             k.mperf = 0.0;
         }
-        self.rapl_sample();
+        self.hw.rapl_sample(&self.machine, &self.q);
         for pkg in 0..self.hw.packages.len() {
-            self.hw.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
+            self.hw.packages[pkg].energy_before_warmup_j += self.hw.package_energy_j(&self.machine, &self.q, pkg);
             let p = &mut self.hw.packages[pkg];
             p.uncore_energy_j = 0.0;
             p.idle_ns = 0;
@@ -917,10 +921,11 @@ impl Sim {
             self.sync_counters(cpu);
             self.sched.account_busy_idle(&self.q, cpu);
         }
-        self.rapl_sample();
+        self.hw.rapl_sample(&self.machine, &self.q);
         self.work.stats.sim_time_ns = end - self.run.warmup_ns;
         self.work.stats.work_done = self.sched.workload_work_done() - self.work.stats.work_done_before_warmup;
-        self.work.stats.energy_j = (0..self.hw.packages.len()).map(|p| self.package_energy_j(p)).sum();
+        self.work.stats.energy_j =
+            (0..self.hw.packages.len()).map(|p| self.hw.package_energy_j(&self.machine, &self.q, p)).sum();
         let (mut a, mut m) = (0.0, 0.0);
         for cpu in 0..self.sched.cpus.len() {
             let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;

@@ -22,6 +22,9 @@
 //! scheduler callback ran the governor), or its first CPU if all idle.
 
 use crate::engine::Event;
+use crate::engine::EventQueue;
+use crate::hw::Hw;
+use crate::machine::Machine;
 use crate::sim::Sim;
 
 /// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
@@ -68,20 +71,9 @@ impl Ramp {
 }
 
 impl Sim {
-    fn pstate_index(&self, policy: usize, khz: u32) -> usize {
-        let table = &self.machine.tables[policy];
-        let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
-        table.len() - 1 - pos
-    }
-
-    fn pstate_khz(&self, policy: usize, idx: usize) -> u32 {
-        let table = &self.machine.tables[policy];
-        table[table.len() - 1 - idx]
-    }
-
     /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
     pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
-        let new_idx = self.pstate_index(policy, khz);
+        let new_idx = self.hw.pstate_index(&self.machine, policy, khz);
         if self.machine.powernv_fast_switch {
             // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
             // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
@@ -130,7 +122,7 @@ impl Sim {
             r.timer_token = r.timer_token.wrapping_add(1);
             r.deferred = false;
         }
-        let global = self.pstate_khz(policy, g);
+        let global = self.hw.pstate_khz(&self.machine, policy, g);
         self.set_global_khz(policy, global);
     }
 
@@ -168,18 +160,8 @@ impl Sim {
         if g != local {
             self.arm_ramp_timer(policy, true);
         }
-        let global = self.pstate_khz(policy, g);
+        let global = self.hw.pstate_khz(&self.machine, policy, g);
         self.set_global_khz(policy, global);
-    }
-
-    /// The CPU a deferred ramp timer waits on woke: the handler runs now (after the wake-up
-    /// itself), unless the timer was re-armed or stopped meanwhile.
-    pub(crate) fn powernv_timer_on_wake(&mut self, policy: usize) {
-        let r = &mut self.hw.ramps[policy];
-        if std::mem::take(&mut r.deferred) {
-            let token = r.timer_token;
-            self.q.push(self.q.now(), Event::DriverTimer { policy: policy as u32, token });
-        }
     }
 
     /// Queue the ramp timer (queue_gpstate_timer). From the handler it stays on its CPU; from
@@ -201,6 +183,29 @@ impl Sim {
         let token = r.timer_token;
         let at = self.q.now() + interval * 1_000_000;
         self.q.push(at, Event::DriverTimer { policy: policy as u32, token });
+    }
+}
+
+impl Hw {
+    pub(crate) fn pstate_index(&self, machine: &Machine, policy: usize, khz: u32) -> usize {
+        let table = &machine.tables[policy];
+        let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
+        table.len() - 1 - pos
+    }
+
+    pub(crate) fn pstate_khz(&self, machine: &Machine, policy: usize, idx: usize) -> u32 {
+        let table = &machine.tables[policy];
+        table[table.len() - 1 - idx]
+    }
+
+    /// The CPU a deferred ramp timer waits on woke: the handler runs now (after the wake-up
+    /// itself), unless the timer was re-armed or stopped meanwhile.
+    pub(crate) fn powernv_timer_on_wake(&mut self, q: &mut EventQueue, policy: usize) {
+        let r = &mut self.ramps[policy];
+        if std::mem::take(&mut r.deferred) {
+            let token = r.timer_token;
+            q.push(q.now(), Event::DriverTimer { policy: policy as u32, token });
+        }
     }
 }
 

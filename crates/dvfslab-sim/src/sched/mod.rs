@@ -994,7 +994,7 @@ impl Sim {
             self.deepen_idle(cpu);
             return;
         };
-        if self.x86_counters() {
+        if self.hw.x86_counters(&self.machine) {
             self.sync_counters(cpu);
             let c = &mut self.hw.counters[cpu];
             let acnt = (c.aperf - c.tick_aperf) as u64;

@@ -228,7 +228,7 @@ impl Sim {
     /// Every CPU's frequency at time 0 in the timeline, before any change, so that a trace
     /// says each CPU's frequency from its start.
     fn trace_initial_frequencies(&mut self) {
-        let khz: Vec<u32> = (0..self.sched.cpus.len()).map(|cpu| self.cpu_khz(cpu)).collect();
+        let khz: Vec<u32> = (0..self.sched.cpus.len()).map(|cpu| self.hw.cpu_khz(&self.machine, cpu)).collect();
         if let Some(tl) = self.run.timeline.as_mut() {
             for (cpu, &f) in khz.iter().enumerate() {
                 tl.frequency(0, cpu, f);
@@ -300,7 +300,7 @@ impl Sim {
                 }
                 Event::IoComplete { dev, task } => self.io_complete(dev, task as usize),
                 Event::RaplSample => {
-                    self.rapl_sample();
+                    self.hw.rapl_sample(&self.machine, &self.q);
                     let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;
                     if next < self.run.end_ns {
                         self.q.push(next, Event::RaplSample);
@@ -347,7 +347,9 @@ impl Sim {
 
     /// Energy the packages drew so far, the warm-up included (J).
     pub fn energy_so_far_j(&mut self) -> f64 {
-        (0..self.hw.packages.len()).map(|p| self.package_energy_j(p) + self.hw.packages[p].energy_before_warmup_j).sum()
+        (0..self.hw.packages.len())
+            .map(|p| self.hw.package_energy_j(&self.machine, &self.q, p) + self.hw.packages[p].energy_before_warmup_j)
+            .sum()
     }
 
     /// Simulated time now (ns).
