@@ -4,6 +4,7 @@
 //! states), the scheduler (`Sched`, in `sched/`: run-queues, PELT, placement), the cpufreq core
 //! (`Cpufreq`, in `governor/core.rs`), the workload and the run's own state (`run.rs`).
 
+mod hardware;
 mod run;
 mod summary;
 
