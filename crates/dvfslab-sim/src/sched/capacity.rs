@@ -25,7 +25,6 @@ use crate::kernel::KernelVersion;
 use crate::machine::Machine;
 use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
 use crate::sched::Sched;
-use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
 /// Which `fits_capacity` the scheduler uses.
@@ -214,57 +213,6 @@ impl Hetero {
     /// Whether clamps take effect now (`uclamp_is_used()` on a kernel that has uclamp).
     pub fn uclamp_active(&self) -> bool {
         self.uclamp_supported && self.uclamp_used
-    }
-}
-
-impl Sim {
-    /// capacity_of(cpu): cap_orig less the capacity a lowered policy maximum takes away.
-    pub(crate) fn capacity_of(&self, cpu: usize) -> u64 {
-        let cap = self.machine.plat.cpus[cpu].cap_orig;
-        let policy = self.machine.plat.cpus[cpu].policy;
-        let pol = &self.cpufreq.policies[policy];
-        let f_ref = *self.machine.tables[policy].last().unwrap_or(&pol.max_khz) as u64;
-        if (pol.max_khz as u64) < f_ref && f_ref > 0 {
-            (cap * pol.max_khz as u64 / f_ref).max(1)
-        } else {
-            cap
-        }
-    }
-
-    pub(crate) fn cpu_caps(&self, cpu: usize) -> CpuCaps {
-        let capacity = self.capacity_of(cpu);
-        CpuCaps { cap_orig: self.machine.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
-    }
-
-    /// util_fits_cpu with this run's fits rule and uclamp state.
-    pub(crate) fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: usize) -> i8 {
-        let h = &self.sched.hetero;
-        util_fits_cpu(util, uclamp_min, uclamp_max, self.cpu_caps(cpu), h.fits, h.uclamp_active())
-    }
-
-    /// task_fits_cpu: the task's util and its own clamps fully fit `cpu`.
-    pub(crate) fn task_fits_cpu(&self, task: usize, cpu: usize) -> bool {
-        let (min, max) = self.sched.task_uclamp(task);
-        self.util_fits_cpu(self.sched.task_util_est(&self.machine, &self.q, task), min, max, cpu) > 0
-    }
-
-    /// Keep a record of a move for `--explain`.
-    pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str) {
-        if self.sched.hetero.migrations.is_none() || src == dst {
-            return;
-        }
-        let util = self.sched.task_util_est(&self.machine, &self.q, task);
-        let fitted_src = self.task_fits_cpu(task, src);
-        let m = crate::observe::Migration {
-            time_ns: self.q.now(),
-            task,
-            src_cpu: src,
-            dst_cpu: dst,
-            reason,
-            util,
-            fitted_src,
-        };
-        self.sched.hetero.migrations.as_mut().expect("checked").push(m);
     }
 }
 

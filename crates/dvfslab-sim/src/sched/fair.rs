@@ -29,20 +29,6 @@ pub(crate) enum Join {
 }
 
 impl Sim {
-    /// check_preempt_wakeup_fair: with the running task accounted, a pending reschedule
-    /// reschedules; otherwise the woken `task` preempts when it is the pick, the running task
-    /// keeping the CPU while its pick protects it. The loopback send of a request/response
-    /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
-    /// once when the sender has run past it.
-    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
-        self.sched.update_curr(&self.q, cpu);
-        if self.sched.cpus[cpu].resched {
-            self.preempt(cpu, None);
-        } else if self.sched.fair_peek(cpu, true, true) == Some(task) {
-            self.preempt(cpu, Some(task));
-        }
-    }
-
     /// Delayed tasks wake_affine_idle counts on `cpu` as running (6.12–6.13).
     pub(crate) fn affine_delayed(&self, cpu: usize) -> u64 {
         match self.sched.eevdf {

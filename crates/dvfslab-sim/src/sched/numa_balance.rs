@@ -26,44 +26,15 @@
 //! Queued tasks are left to the new-idle and idle pulls (`Sim::push_to_idle`).
 
 use crate::kernel::KernelVersion;
-use crate::sched::SpreadAttempts;
 use crate::sim::Sim;
 
 /// Failed balances before the active one: `cache_nice_tries` of the NUMA level (2) plus two.
-const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
+pub(crate) const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
 
 impl Sim {
-    /// The NUMA level of the periodic balancer, run from a tick of `cpu` (standing for the
-    /// idle balancer that a busy LLC kicks).
-    pub(crate) fn spread_numa(&mut self, cpu: usize) {
-        if self.machine.plat.packages.len() < 2 {
-            return;
-        }
-        let pkg = self.machine.plat.cpus[cpu].package;
-        let now = self.q.now();
-        if now < self.hw.packages[pkg].numa_spread.next_ns {
-            return;
-        }
-        let interval_ns = self.sched.cpus.len() as u64 * 1_000_000;
-        let Some((src, dst)) = self.numa_move(pkg) else {
-            self.hw.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
-            return;
-        };
-        let attempts = &mut self.hw.packages[pkg].numa_spread;
-        attempts.failed += 1;
-        attempts.next_ns = now + interval_ns;
-        if attempts.failed <= NUMA_FAILURES_BEFORE_ACTIVE {
-            return;
-        }
-        attempts.failed = 0;
-        let task = self.sched.cpus[src].curr.expect("a running task");
-        self.note_migration(task, src, dst, "numa");
-        self.migrate_running(src, dst);
-    }
-
     /// The CPU of `pkg` whose running task the NUMA balancer would move, and where to: `None`
     /// when the nodes count as balanced or `pkg` is not the busiest.
-    fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
+    pub(crate) fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
         let nodes = &self.machine.plat.packages;
         let idle: Vec<usize> =
             nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count()).collect();

@@ -4,8 +4,10 @@
 //! states), the scheduler (`Sched`, in `sched/`: run-queues, PELT, placement), the cpufreq core
 //! (`Cpufreq`, in `governor/core.rs`), the workload and the run's own state (`run.rs`).
 
+mod capacity;
 mod hardware;
 mod run;
+mod scheduling;
 mod summary;
 
 use std::ops::ControlFlow;
