@@ -29,9 +29,8 @@ use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::hw::platform::IdlePower;
 use crate::machine::Machine;
 use crate::sched::capacity::AsymWakeup;
-use crate::sched::objects::Outcome;
 use crate::sched::pelt::{initial_task_util, SchedAvg, LOAD_AVG_MAX, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
-use crate::sched::task::{Mark, Op, TaskState};
+use crate::sched::task::{Op, TaskState};
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
@@ -175,10 +174,10 @@ pub(crate) fn next_avg_idle(avg_ns: u64, sample_ns: u64) -> u64 {
 /// SCHED_RR time slice (RR_TIMESLICE, 100 ms).
 pub(crate) const RR_TIMESLICE_NS: u64 = 100_000_000;
 /// Steps a program may take without running, blocking or exiting before it is declared stuck.
-const MAX_INSTANT_STEPS: usize = 10_000;
+pub(crate) const MAX_INSTANT_STEPS: usize = 10_000;
 /// Programs interpreted within programs (see [`Sim::run_program`]) at most: a bound on the
 /// stack whatever the workload, far above what wake-up chains reach in practice.
-const MAX_PROGRAM_NESTING: u32 = 64;
+pub(crate) const MAX_PROGRAM_NESTING: u32 = 64;
 /// A forked task's name is its parent's with its id appended while the parent's is shorter
 /// than this (see `Sim::child_name`).
 const MAX_INHERITED_NAME_LEN: usize = 48;
@@ -268,7 +267,7 @@ impl Sim {
 
     /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
     /// capacity (post_init_entity_util_avg), and it is enqueued.
-    fn start_task(&mut self, task: usize) {
+    pub(crate) fn start_task(&mut self, task: usize) {
         // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
         let cpu = self.select_fork_cpu(task, self.sched.tasks[task].cpu);
         self.update_cpu_pelt(cpu);

@@ -6,6 +6,8 @@
 
 mod capacity;
 mod hardware;
+mod interpret;
+mod objects;
 mod run;
 mod scheduling;
 mod summary;
@@ -447,6 +449,18 @@ impl Sim {
 
     pub fn now(&self) -> TimeNs {
         self.q.now()
+    }
+
+    /// The workload's measurements so far: responses and intervals (cleared when the warm-up
+    /// ends), counters, work done.
+    pub fn run_stats(&self) -> &crate::workload::RunStats {
+        &self.work.stats
+    }
+
+    /// When the run ends at the latest (ns): its duration after the warm-up; it ends earlier
+    /// when every task of the workload has exited.
+    pub fn end_ns(&self) -> TimeNs {
+        self.run.end_ns
     }
 }
 

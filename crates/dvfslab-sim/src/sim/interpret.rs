@@ -1,0 +1,379 @@
+//! The task-program interpreter: a CPU's current task runs its program's operations (run
+//! work, sleep, block, wake, fork, exit, the objects' operations) until it runs work or leaves
+//! the CPU, and the next task's program goes on from there.
+
+use crate::governor::UpdateFlags;
+use crate::sched::objects::Outcome;
+use crate::sched::task::{Mark, Op};
+use crate::sched::waker::Waker;
+use crate::sched::{Unfinished, MAX_INSTANT_STEPS, MAX_PROGRAM_NESTING};
+use crate::sim::Sim;
+
+impl Sim {
+    /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
+    ///
+    /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
+    /// here in turn: the rest of an exit (the parent's wake-up) waits on a stack and is done,
+    /// last first, once the CPU has settled,
+    /// in the order nested calls would do it, without a stack frame per task. Programs
+    /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
+    /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
+    /// end of the event (`run_deferred_programs`).
+    pub(crate) fn run_program(&mut self, cpu: usize) {
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
+        if self.work.program_nesting >= MAX_PROGRAM_NESTING {
+            self.work.deferred_programs.push((cpu, task, self.sched.cpus[cpu].seg_token));
+            return;
+        }
+        self.work.program_nesting += 1;
+        // One stack for every nesting level: a level finishes its own entries, above `base`.
+        let mut unfinished = std::mem::take(&mut self.work.unfinished);
+        let base = unfinished.len();
+        while self.interpret(cpu, &mut unfinished) {}
+        while unfinished.len() > base {
+            let left = unfinished.pop().expect("above base");
+            self.work.unfinished = unfinished;
+            self.finish_switch(left);
+            unfinished = std::mem::take(&mut self.work.unfinished);
+        }
+        self.work.unfinished = unfinished;
+        self.work.program_nesting -= 1;
+    }
+
+    /// Programs deferred by [`Sim::run_program`], run at the end of an event, oldest first;
+    /// one whose CPU has moved on (its task switched out or started a segment) is dropped:
+    /// the task's program resumes when it runs again.
+    pub(crate) fn run_deferred_programs(&mut self) {
+        let mut next = 0;
+        while next < self.work.deferred_programs.len() {
+            let (cpu, task, token) = self.work.deferred_programs[next];
+            next += 1;
+            if self.sched.cpus[cpu].curr == Some(task) && self.sched.cpus[cpu].seg_token == token {
+                self.run_program(cpu);
+            }
+        }
+        self.work.deferred_programs.clear();
+    }
+
+    /// Interpret the current task's program until it runs work, blocks or exits. Operations
+    /// that wake other tasks may preempt this one; it then stops here and resumes at its next
+    /// operation when it runs again. Returns whether `cpu` switched to another task whose
+    /// program is to be interpreted now, with what is left of the switch pushed on
+    /// `unfinished`.
+    pub(crate) fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
+        for _ in 0..MAX_INSTANT_STEPS {
+            // After a failure (a fork past the task limit) the run stops at the end of this
+            // event: the programs it would still interpret here are left where they are.
+            if self.sched.cpus[cpu].curr != Some(task) || self.run.failure.is_some() {
+                return false;
+            }
+            let now = self.q.now();
+            let t = &mut self.sched.tasks[task];
+            // The program is shared (a count, not a copy), so the operation is read in place.
+            let program = std::rc::Rc::clone(&t.program);
+            let pc = t.pc;
+            t.pc += 1;
+            match program[pc] {
+                Op::Run { cycles, mem_frac } => {
+                    let w = self.draw(task, cycles);
+                    if w > 0.0 {
+                        let w = self.jittered(task, w);
+                        let t = &mut self.sched.tasks[task];
+                        t.work_left = w;
+                        t.work_submitted += w;
+                        t.mem_frac = mem_frac;
+                        t.fixed_time = false;
+                        self.start_segment(cpu);
+                        return false;
+                    }
+                }
+                Op::RunFor { ns } => {
+                    let w = self.draw(task, ns).round();
+                    if w > 0.0 {
+                        let t = &mut self.sched.tasks[task];
+                        t.work_left = w;
+                        t.fixed_time = true;
+                        self.start_segment(cpu);
+                        return false;
+                    }
+                }
+                Op::Mark(mark) => self.mark(task, mark),
+                Op::Jump { to } => self.sched.tasks[task].pc = to,
+                Op::Repeat { to, times } => {
+                    let here = self.sched.tasks[task].pc - 1;
+                    let t = &mut self.sched.tasks[task];
+                    let left = match t.loops.last_mut() {
+                        Some((pc, left)) if *pc == here => left,
+                        _ => {
+                            t.loops.push((here, times));
+                            &mut t.loops.last_mut().expect("just pushed").1
+                        }
+                    };
+                    *left -= 1;
+                    if *left > 0 {
+                        t.pc = to;
+                    } else {
+                        t.loops.pop();
+                    }
+                }
+                Op::Sleep { ns } => {
+                    // A float beyond u64 saturates: such a sleep outlasts any run.
+                    let d = self.draw(task, ns).max(0.0) as u64;
+                    return self.block_and_switch(cpu, Some(now.saturating_add(d)));
+                }
+                Op::WaitPeriod { period_ns } => {
+                    let t = &mut self.sched.tasks[task];
+                    let periods = (now - t.start_ns) / period_ns + 1;
+                    let next = t.start_ns.saturating_add(periods.saturating_mul(period_ns));
+                    t.activation_ns = next;
+                    return self.block_and_switch(cpu, Some(next));
+                }
+                Op::Timer { period_ns, mode } => {
+                    // rt-app's timer event (src/rt-app.c, run_event, `case rtapp_timer`): sleep
+                    // only while the next release is ahead; a late task goes on at once.
+                    let t = &mut self.sched.tasks[task];
+                    let (release, sleep) = mode.next_release(t.activation_ns, period_ns, now);
+                    t.activation_ns = release;
+                    t.timer_reached_ns = now;
+                    if sleep {
+                        return self.block_and_switch(cpu, Some(release));
+                    }
+                }
+                Op::Post { ch, sync } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.channel_post(ch, Waker::Task { cpu, sync })
+                }
+                Op::Loopback { ch, sync } => {
+                    // The receive runs in the NET_RX softirq this CPU raised, interrupting the
+                    // sender, and wakes the receiver from there.
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync })
+                }
+                Op::Offer { ch, capacity } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.channel_offer(ch, capacity, cpu)
+                }
+                Op::Wait { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.channel_wait(ch, task) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::WaitUninterruptible { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.channel_wait(ch, task) {
+                        return self.sleep_uninterruptible(cpu);
+                    }
+                }
+                Op::Ask { ch, answer, sync } => {
+                    let base = self.sched.tasks[task].attrs.channel_base;
+                    self.channel_ask(ch + base, answer + base, cpu, sync)
+                }
+                Op::Take { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.channel_take(ch, task) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::Answer { sync } => {
+                    // A program answers only after it took a token: the workload's contract.
+                    let ch = self.sched.tasks[task].answer_to.expect("Op::Answer before any Op::Take");
+                    self.channel_post(ch, Waker::Task { cpu, sync })
+                }
+                Op::Barrier { id, n } => {
+                    if let Outcome::Sleep = self.barrier_arrive(id, n, task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::Lock { id } => {
+                    if let Outcome::Sleep = self.mutex_lock(id, task) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::Unlock { id } => self.mutex_unlock(id, cpu),
+                Op::Io { dev, service_ns, transfer_ns } => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    let transfer = self.draw(task, transfer_ns).max(0.0) as u64;
+                    self.io_submit(dev, task, service, transfer);
+                    // The task waits on the device uninterruptibly (io_schedule: state D).
+                    return self.sleep_uninterruptible(cpu);
+                }
+                Op::IoEndWork { dev, service_ns, ch } => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.io_submit_end_work(dev, task, service, ch);
+                    return self.sleep_uninterruptible(cpu);
+                }
+                Op::EndIo { ch } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.end_io(ch, cpu)
+                }
+                Op::Spawn { program, count } => {
+                    for _ in 0..count {
+                        let id = self.sched.tasks.len();
+                        if self.sched.live_tasks >= crate::sched::task::MAX_TASKS {
+                            self.refuse_fork(task);
+                            break;
+                        }
+                        let prog = self.work.programs[program as usize].clone();
+                        let mut child = self.sched.new_task(&self.machine, id, self.child_name(task, id), prog, now);
+                        child.parent = Some(task);
+                        child.root = self.sched.tasks[task].root;
+                        child.cpu = cpu;
+                        self.sched.tasks.push(child);
+                        if let Some(tl) = self.run.timeline.as_mut() {
+                            tl.process(now, cpu, 'F', task, Some(id));
+                        }
+                        self.sched.tasks[task].live_children += 1;
+                        self.sched.live_tasks += 1;
+                        self.start_task(id);
+                    }
+                }
+                Op::WaitChildren => {
+                    if self.sched.tasks[task].live_children > 0 {
+                        self.sched.tasks[task].waiting_children = true;
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::Exec { comm } => {
+                    self.sched.tasks[task].name = comm.to_string();
+                    if let Some(tl) = self.run.timeline.as_mut() {
+                        tl.process(now, cpu, 'E', task, None);
+                    }
+                    // A new image has the smallest cache footprint a task will ever have: exec
+                    // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
+                    // Moving to a busy CPU is left out: the model has no way to push a
+                    // running task into another CPU's queue.
+                    let dest = self.select_exec_cpu(task, cpu);
+                    if dest != cpu && self.sched.cpus[dest].curr.is_none() {
+                        self.note_migration(task, cpu, dest, "exec");
+                        self.migrate_running(cpu, dest);
+                        return false;
+                    }
+                }
+                Op::Yield => {
+                    if !self.sched.cpus[cpu].queue.is_empty() {
+                        if self.sched.eevdf.is_none() || self.sched.rt_prio(task).is_some() {
+                            self.preempt(cpu, None);
+                            return false;
+                        }
+                        // EEVDF: the yielding task competes in the pick, and may win it.
+                        self.sched.fair_yield(&self.q, cpu);
+                        if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
+                            self.preempt(cpu, Some(next));
+                            return false;
+                        }
+                    }
+                }
+                Op::SetAffinity { ref cpus } => {
+                    self.sched.tasks[task].attrs.affinity = cpus.clone();
+                    if !self.sched.allowed(task, cpu) {
+                        // Off this CPU now: requeue through wake-up placement.
+                        self.sleep_curr(cpu, None);
+                        self.wake_task(task, Waker::Requeue, UpdateFlags::default());
+                        return false;
+                    }
+                }
+                Op::SetUclamp { min, max } => {
+                    self.sched.uclamp_requested(min, max);
+                    let a = &mut self.sched.tasks[task].attrs;
+                    a.uclamp_min = min;
+                    a.uclamp_max = max;
+                }
+                Op::Continue(ref next) => {
+                    let t = &mut self.sched.tasks[task];
+                    t.program = next.load();
+                    t.pc = 0;
+                }
+                Op::Exit => return self.exit_and_switch(cpu, unfinished),
+            }
+        }
+        // A program that loops without running or sleeping would hang the simulation.
+        self.exit_and_switch(cpu, unfinished)
+    }
+
+    /// Put `cpu`'s current task to sleep in state D (TASK_UNINTERRUPTIBLE, as the trace's
+    /// `prev_state` shows it) and switch to what runs next. Returns whether the next task's
+    /// program is to run now.
+    pub(crate) fn sleep_uninterruptible(&mut self, cpu: usize) -> bool {
+        self.put_to_sleep(cpu, None);
+        if let Some((_, state)) = self.sched.cpus[cpu].switched_out.as_mut() {
+            *state = 'D';
+        }
+        self.switch_next(cpu)
+    }
+
+    /// An amount for `task`'s operation: background kernel threads draw from their own
+    /// stream. A range too wide for a float to span is read as its low end.
+    pub(crate) fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
+        use rand::Rng;
+        let rng =
+            if self.sched.tasks[task].attrs.background { &mut self.work.background_rng } else { &mut self.work.rng };
+        match amount {
+            crate::sched::task::Amount::Fixed(v) => v,
+            crate::sched::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
+            crate::sched::task::Amount::Uniform(lo, _) => lo,
+        }
+    }
+
+    /// Work `w` of a run segment of `task` with the workload's work jitter (`work_jitter_pct`):
+    /// times a factor uniform in `[1 - j, 1 + j]`, of mean 1. Background kernel threads are
+    /// the machine's, not the workload's, and keep their work.
+    pub(crate) fn jittered(&mut self, task: usize, w: f64) -> f64 {
+        use rand::Rng;
+        let j = self.work.work_jitter;
+        if j > 0.0 && !self.sched.tasks[task].attrs.background {
+            w * self.work.variation_rng.gen_range(1.0 - j..=1.0 + j)
+        } else {
+            w
+        }
+    }
+
+    /// Record a progress mark for the workload's metric.
+    pub(crate) fn mark(&mut self, task: usize, mark: Mark) {
+        let now = self.q.now();
+        match mark {
+            Mark::Add { counter, amount } => {
+                let n = counter as usize;
+                if self.work.stats.counters.len() <= n {
+                    self.work.stats.counters.resize(n + 1, 0);
+                }
+                self.work.stats.counters[n] += amount;
+            }
+            Mark::ActivationDone => self.work.stats.responses_ns.push(now - self.sched.tasks[task].activation_ns),
+            Mark::TimerWakeUp => {
+                // A release already past when the timer was reached is no wake-up: latency 0.
+                let t = &self.sched.tasks[task];
+                self.work.stats.responses_ns.push(now - t.activation_ns.max(t.timer_reached_ns));
+            }
+            Mark::SinceRelease(slot) => {
+                let since = now - self.sched.tasks[task].activation_ns;
+                let lat = &mut self.work.stats.latencies_ns;
+                if lat.len() <= slot as usize {
+                    lat.resize_with(slot as usize + 1, Vec::new);
+                }
+                lat[slot as usize].push(since);
+            }
+            Mark::Start(slot) => {
+                let marks = &mut self.sched.tasks[task].marks;
+                match marks.iter_mut().find(|(s, _)| *s == slot) {
+                    Some(open) => open.1 = now,
+                    None => marks.push((slot, now)),
+                }
+            }
+            Mark::End(slot) => {
+                let marks = &mut self.sched.tasks[task].marks;
+                let start = match marks.iter().position(|(s, _)| *s == slot) {
+                    Some(k) => marks.swap_remove(k).1,
+                    None => now,
+                };
+                let lat = &mut self.work.stats.latencies_ns;
+                if lat.len() <= slot as usize {
+                    lat.resize_with(slot as usize + 1, Vec::new);
+                }
+                lat[slot as usize].push(now - start);
+            }
+        }
+    }
+}
