@@ -6,6 +6,7 @@
 
 mod capacity;
 mod hardware;
+mod idle;
 mod interpret;
 mod objects;
 mod run;
