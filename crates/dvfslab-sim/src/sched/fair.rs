@@ -12,7 +12,6 @@
 //! delayed task's share of the PELT sums (it leaves them when it blocks, as a sleeping task
 //! does), and load balancing of delayed tasks (only waiting ones move).
 
-use super::*;
 use crate::engine::EventQueue;
 use crate::sched::eevdf::{self, clamped_lag, Entity, Load, Rules, Running};
 use crate::sched::Sched;
@@ -26,16 +25,6 @@ pub(crate) enum Join {
     Wake,
     /// A delayed task woken where it waits (ENQUEUE_DELAYED): already placed.
     Requeue,
-}
-
-impl Sim {
-    /// Delayed tasks wake_affine_idle counts on `cpu` as running (6.12–6.13).
-    pub(crate) fn affine_delayed(&self, cpu: usize) -> u64 {
-        match self.sched.eevdf {
-            Some(r) if r.affine_counts_delayed => self.sched.cpus[cpu].fair.delayed as u64,
-            _ => 0,
-        }
-    }
 }
 
 impl Sched {
@@ -273,6 +262,14 @@ impl Sched {
                     t.deadline = rules.deadline(t.vruntime, false);
                 }
             }
+        }
+    }
+
+    /// Delayed tasks wake_affine_idle counts on `cpu` as running (6.12–6.13).
+    pub(crate) fn affine_delayed(&self, cpu: usize) -> u64 {
+        match self.eevdf {
+            Some(r) if r.affine_counts_delayed => self.cpus[cpu].fair.delayed as u64,
+            _ => 0,
         }
     }
 }

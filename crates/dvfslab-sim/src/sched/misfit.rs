@@ -22,52 +22,27 @@
 //! idle CPUs pull a misfit task; the destination is chosen among all idle bigger CPUs rather
 //! than by whichever balances first.
 
-use crate::sim::Sim;
+use crate::engine::EventQueue;
+use crate::machine::Machine;
+use crate::sched::Sched;
 
-impl Sim {
+impl Sched {
     /// wake_cap (4.9-5.6): whether a wake-up of `task` by `this_cpu` must take the slow path
     /// because the task does not fit the smaller of the waking and the previous CPU, on a
     /// platform where that CPU is at least 1/8 smaller than the biggest.
-    pub(crate) fn wake_cap(&self, task: usize, this_cpu: usize, prev: usize) -> bool {
-        let min_cap = self.machine.plat.cpus[prev].cap_orig.min(self.machine.plat.cpus[this_cpu].cap_orig);
-        let max_cap = self.machine.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
+    pub(crate) fn wake_cap(
+        &self,
+        machine: &Machine,
+        q: &EventQueue,
+        task: usize,
+        this_cpu: usize,
+        prev: usize,
+    ) -> bool {
+        let min_cap = machine.plat.cpus[prev].cap_orig.min(machine.plat.cpus[this_cpu].cap_orig);
+        let max_cap = machine.plat.cpus.iter().map(|c| c.cap_orig).max().unwrap_or(min_cap);
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
-        !crate::sched::capacity::fits_capacity(
-            self.sched.task_util_est(&self.machine, &self.q, task),
-            min_cap,
-            self.sched.hetero.fits,
-        )
-    }
-
-    /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the
-    /// task fits it; else select_idle_capacity from the target: the first idle CPU it fits,
-    /// else the idle CPU that fits best (−1 before 0), the biggest among equals.
-    pub(crate) fn select_idle_sibling_asym(&self, task: usize, prev: usize, target: usize) -> usize {
-        let util = self.sched.task_util_est(&self.machine, &self.q, task);
-        let (min, max) = self.sched.task_uclamp(task);
-        let ok = |c: usize| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c);
-        let fits = |c: usize| self.util_fits_cpu(util, min, max, c);
-        if ok(target) && fits(target) > 0 {
-            return target;
-        }
-        let same_llc = self.machine.plat.cpus[prev].llc == self.machine.plat.cpus[target].llc;
-        if prev != target && same_llc && ok(prev) && fits(prev) > 0 {
-            return prev;
-        }
-        let n = self.sched.cpus.len();
-        let (mut best, mut best_fits, mut best_cap) = (None, 0i8, 0u64);
-        for cpu in (0..n).map(|i| (target + i) % n).filter(|&c| ok(c)) {
-            let f = fits(cpu);
-            if f > 0 {
-                return cpu;
-            }
-            let cap = self.capacity_of(cpu);
-            if f < best_fits || (f == best_fits && cap > best_cap) {
-                (best, best_fits, best_cap) = (Some(cpu), f, cap);
-            }
-        }
-        best.unwrap_or(target)
+        !crate::sched::capacity::fits_capacity(self.task_util_est(&machine, q, task), min_cap, self.hetero.fits)
     }
 }

@@ -11,7 +11,6 @@
 //! fork_balance.rs.
 
 pub mod capacity;
-pub(crate) mod eas;
 pub(crate) mod eevdf;
 pub mod energy_model;
 mod fork_balance;
@@ -27,10 +26,8 @@ use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::hw::platform::IdlePower;
 use crate::machine::Machine;
-use crate::sched::capacity::AsymWakeup;
 use crate::sched::pelt::{initial_task_util, SchedAvg, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
-use crate::sched::task::{Op, TaskState};
-use crate::sched::waker::Waker;
+use crate::sched::task::Op;
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
@@ -255,15 +252,6 @@ impl Sim {
         }
     }
 
-    /// A sleeping task's timer fired (or a new task starts).
-    pub(crate) fn timer_wake(&mut self, task: usize) {
-        if self.sched.tasks[task].placed {
-            self.wake_task(task, Waker::Timer, UpdateFlags::default());
-        } else {
-            self.start_task(task);
-        }
-    }
-
     /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     pub(crate) fn start_task(&mut self, task: usize) {
@@ -285,153 +273,14 @@ impl Sim {
         self.sched.cpus[cpu].util_changed = true;
         // wake_up_new_task enqueues from the parent's CPU.
         let source = self.sched.tasks[task].parent.map_or(cpu, |p| self.sched.tasks[p].cpu);
-        let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..UpdateFlags::default() };
+        let flags =
+            UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..UpdateFlags::default() };
         self.enqueue(task, cpu, fair::Join::Fork, flags);
-    }
-
-    /// Wake a sleeping task on behalf of `waker` (try_to_wake_up). A pending timer of the task
-    /// is cancelled.
-    pub(crate) fn wake_task(&mut self, task: usize, waker: Waker, flags: UpdateFlags) {
-        let t = &mut self.sched.tasks[task];
-        if t.state != TaskState::Sleeping {
-            return;
-        }
-        t.timer_token = t.timer_token.wrapping_add(1);
-        let prev = t.cpu;
-        if self.run.timeline.is_some() {
-            self.trace_waking(task, prev, waker);
-        }
-        if self.sched.tasks[task].delayed {
-            // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
-            // there, with no placement, unless that CPU is no longer one it may use.
-            if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
-                self.sched.fair_requeue_delayed(prev, task);
-                let source = waker.placement_source().map_or(prev, |(w, _)| w);
-                let flags = UpdateFlags { remote: self.remote_enqueue(source, prev), ..flags };
-                self.enqueue(task, prev, fair::Join::Requeue, flags);
-                return;
-            }
-            self.sched.fair_finish_delayed(&self.q, prev, task);
-        }
-        let waker = waker.placement_source();
-        // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
-        let (cpu, why) = match self.find_energy_efficient_cpu(task) {
-            Some(cpu) => (cpu, "eas"),
-            None => (self.select_wake_cpu(task, waker), "wakeup"),
-        };
-        self.note_migration(task, prev, cpu, why);
-        if self.sched.hetero.asym && cpu != prev {
-            self.deepen_idle(prev);
-        }
-        // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
-        // interrupted; `io_complete`); a timer fires where the task slept.
-        let source = waker.map_or(prev, |(w, _)| w);
-        let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
-        self.enqueue(task, cpu, fair::Join::Wake, flags);
-    }
-
-    /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
-    fn trace_waking(&mut self, task: usize, prev: usize, waker: Waker) {
-        let (cpu, context) = waker.logged_on(prev);
-        let current = self.sched.cpus[cpu].curr;
-        if let Some(tl) = self.run.timeline.as_mut() {
-            tl.waking(self.q.now(), cpu, task, prev, current, context);
-        }
-    }
-
-    /// Whether an enqueue on `cpu` done by `source` reaches the governor from outside the
-    /// CPU's policy. Within an LLC the source takes the run-queue lock and enqueues itself;
-    /// across LLCs the wake-up is queued to the target by IPI (TTWU_QUEUE) and enqueued there.
-    fn remote_enqueue(&self, source: usize, cpu: usize) -> bool {
-        let (s, t) = (&self.machine.plat.cpus[source], &self.machine.plat.cpus[cpu]);
-        s.policy != t.policy && s.llc == t.llc
     }
 
     /// Every CPU id, for a search of the whole machine.
     pub(crate) fn all_cpus(&self) -> &[usize] {
         &self.machine.every_cpu
-    }
-
-    /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
-    /// `start`.
-    pub(crate) fn find_idle_core(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
-        // The counts are exact (debug builds check them), so a loaded machine skips the scan.
-        debug_assert_eq!(
-            self.sched.idle_cores,
-            self.machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.sched.cpu_is_idle(c))).count()
-        );
-        if self.sched.idle_cores == 0 {
-            return None;
-        }
-        scan_from(cpus, start).find(|&c| {
-            self.sched.allowed(task, c)
-                && self.machine.plat.cores[self.machine.plat.cpus[c].core]
-                    .cpus
-                    .iter()
-                    .all(|&s| self.sched.cpu_is_idle(s))
-        })
-    }
-
-    /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
-    pub(crate) fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
-        debug_assert_eq!(
-            self.sched.idle_cpus,
-            (0..self.sched.cpus.len()).filter(|&c| self.sched.cpu_is_idle(c)).count()
-        );
-        if self.sched.idle_cpus == 0 {
-            return None;
-        }
-        scan_from(cpus, start).find(|&c| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c))
-    }
-
-    /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
-    /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
-    /// running only the waker, favour the waker); select_idle_sibling then takes the target if
-    /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
-    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
-    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
-    fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
-        let ok = |c: usize| self.sched.allowed(task, c);
-        let prev = self.sched.tasks[task].cpu;
-        let asym_cfs = self.sched.hetero.asym && self.sched.rt_prio(task).is_none();
-        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::WakeCap {
-            // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
-            // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
-            let this_cpu = waker.map_or(prev, |(w, _)| w);
-            if self.wake_cap(task, this_cpu, prev) {
-                return self.select_fork_cpu(task, this_cpu);
-            }
-        }
-        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
-        let target = match waker {
-            Some((w, _)) if ok(w) && self.sched.cpu_is_idle(w) && same_llc(w, prev) => {
-                if ok(prev) && self.sched.cpu_is_idle(prev) {
-                    prev
-                } else {
-                    w
-                }
-            }
-            Some((w, true)) if ok(w) && self.sched.nr_running(w) + self.affine_delayed(w) == 1 => w,
-            _ if ok(prev) => prev,
-            _ => return self.select_fork_cpu(task, prev),
-        };
-        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
-            return self.select_idle_sibling_asym(task, prev, target);
-        }
-        if self.sched.cpu_is_idle(target) {
-            return target;
-        }
-        if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
-            return prev;
-        }
-        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
-        let l = self.machine.plat.cpus[target].llc;
-        let llc = &self.machine.plat.llcs[l];
-        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
-        let idle = self.sched.llc_idle[l];
-        let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
-        let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
-        core.or_else(cpu).unwrap_or(target)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -794,6 +643,40 @@ impl Sched {
         busiest(&mut machine.plat.llcs[t.llc].iter().copied())
             .or_else(|| busiest(&mut machine.plat.packages[t.package].cpus.iter().copied()))
             .or_else(|| busiest(&mut (0..self.cpus.len())))
+    }
+
+    /// Whether an enqueue on `cpu` done by `source` reaches the governor from outside the
+    /// CPU's policy. Within an LLC the source takes the run-queue lock and enqueues itself;
+    /// across LLCs the wake-up is queued to the target by IPI (TTWU_QUEUE) and enqueued there.
+    pub(crate) fn remote_enqueue(&self, machine: &Machine, source: usize, cpu: usize) -> bool {
+        let (s, t) = (&machine.plat.cpus[source], &machine.plat.cpus[cpu]);
+        s.policy != t.policy && s.llc == t.llc
+    }
+
+    /// An idle core (all SMT threads idle) among `cpus` that `task` may use, scanning from
+    /// `start`.
+    pub(crate) fn find_idle_core(&self, machine: &Machine, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+        // The counts are exact (debug builds check them), so a loaded machine skips the scan.
+        debug_assert_eq!(
+            self.idle_cores,
+            machine.plat.cores.iter().filter(|k| k.cpus.iter().all(|&c| self.cpu_is_idle(c))).count()
+        );
+        if self.idle_cores == 0 {
+            return None;
+        }
+        scan_from(cpus, start).find(|&c| {
+            self.allowed(task, c)
+                && machine.plat.cores[machine.plat.cpus[c].core].cpus.iter().all(|&s| self.cpu_is_idle(s))
+        })
+    }
+
+    /// An idle CPU among `cpus` that `task` may use, scanning from `start`.
+    pub(crate) fn find_idle_cpu(&self, task: usize, cpus: &[usize], start: usize) -> Option<usize> {
+        debug_assert_eq!(self.idle_cpus, (0..self.cpus.len()).filter(|&c| self.cpu_is_idle(c)).count());
+        if self.idle_cpus == 0 {
+            return None;
+        }
+        scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
 }
 

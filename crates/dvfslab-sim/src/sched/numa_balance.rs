@@ -58,8 +58,8 @@ impl Sim {
         );
         let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
         let task = self.sched.cpus[src].curr?;
-        let dst = self.find_idle_core(task, local_cpus, local_cpus[0]);
-        Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
+        let dst = self.sched.find_idle_core(&self.machine, task, local_cpus, local_cpus[0]);
+        Some((src, dst.or_else(|| self.sched.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
 
     /// Whether the kernel leaves node `pkg` as it is, running `running` tasks with an

@@ -5,6 +5,7 @@
 //! (`Cpufreq`, in `governor/core.rs`), the workload and the run's own state (`run.rs`).
 
 mod capacity;
+mod eas;
 mod hardware;
 mod idle;
 mod interpret;
@@ -12,6 +13,7 @@ mod objects;
 mod run;
 mod scheduling;
 mod summary;
+mod wake;
 
 use std::ops::ControlFlow;
 

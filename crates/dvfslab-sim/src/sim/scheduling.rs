@@ -580,11 +580,12 @@ impl Sim {
         let now = self.q.now();
         let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.sched.cache_hot(task, now));
         let found = cold.find_map(|task| {
-            self.find_idle_core(task, llc, cpu)
-                .or_else(|| self.find_idle_cpu(task, llc, cpu))
-                .or_else(|| self.find_idle_core(task, pkg, cpu))
-                .or_else(|| self.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.find_idle_cpu(task, self.all_cpus(), cpu))
+            self.sched
+                .find_idle_core(&self.machine, task, llc, cpu)
+                .or_else(|| self.sched.find_idle_cpu(task, llc, cpu))
+                .or_else(|| self.sched.find_idle_core(&self.machine, task, pkg, cpu))
+                .or_else(|| self.sched.find_idle_cpu(task, pkg, cpu))
+                .or_else(|| self.sched.find_idle_cpu(task, self.all_cpus(), cpu))
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
@@ -615,9 +616,12 @@ impl Sim {
         let src = if self.sched.idle_cores == 0 { None } else { self.spread_source(cpu) };
         let task = src.and_then(|s| self.sched.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
-            self.find_idle_core(task, llc, src)
-                .or_else(|| self.find_idle_core(task, &self.machine.plat.packages[t.package].cpus, src))
-                .or_else(|| self.find_idle_core(task, self.all_cpus(), src))
+            self.sched
+                .find_idle_core(&self.machine, task, llc, src)
+                .or_else(|| {
+                    self.sched.find_idle_core(&self.machine, task, &self.machine.plat.packages[t.package].cpus, src)
+                })
+                .or_else(|| self.sched.find_idle_core(&self.machine, task, self.all_cpus(), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
         let attempts = &mut self.sched.cpus[cpu].spread;

@@ -97,7 +97,7 @@ impl Env<'_> {
 impl Sim {
     /// schedutil's utilisation-to-perf mapping for `cpu`'s policy (×1.25, or the margins
     /// series' headroom), which EAS uses to predict the OPP.
-    fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
+    pub(crate) fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
         let pol = self.machine.plat.cpus[cpu].policy;
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         self.cpufreq.governors[pol]
