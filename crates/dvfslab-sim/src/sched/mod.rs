@@ -23,18 +23,15 @@ pub mod waker;
 
 use crate::engine::EventQueue;
 use crate::engine::{Event, TimeNs};
-use crate::governor::UpdateFlags;
 use crate::hw::platform::IdlePower;
 use crate::machine::Machine;
-use crate::sched::pelt::{initial_task_util, SchedAvg, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
+use crate::sched::pelt::{SchedAvg, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
 use crate::sched::task::Op;
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
-use crate::workload::TaskSpec;
 
 mod cpu;
 pub(crate) mod fair;
-mod interpret;
 pub(crate) use cpu::{Cpu, LlcIdle};
 
 /// The scheduler's state: the per-CPU run-queues, the tasks, the idle counts placement reads,
@@ -234,50 +231,6 @@ impl Sim {
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
 
-    pub(crate) fn spawn(&mut self, spec: TaskSpec) {
-        let id = self.sched.tasks.len();
-        let mut task = self.sched.new_task(&self.machine, id, spec.name, spec.program, spec.start_ns);
-        self.sched.uclamp_requested(spec.attrs.uclamp_min, spec.attrs.uclamp_max);
-        // A run ends when its benchmark's tasks have all exited: kernel threads never do.
-        if !spec.attrs.background {
-            self.sched.live_tasks += 1;
-        }
-        self.sched.any_rt |= !matches!(spec.attrs.policy, SchedPolicy::Normal);
-        task.attrs = spec.attrs;
-        self.sched.tasks.push(task);
-        if spec.start_ns <= self.q.now() {
-            self.timer_wake(id);
-        } else {
-            self.q.push(spec.start_ns, Event::TimerWake { task: id as u32, token: 0 });
-        }
-    }
-
-    /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
-    /// capacity (post_init_entity_util_avg), and it is enqueued.
-    pub(crate) fn start_task(&mut self, task: usize) {
-        // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
-        let cpu = self.select_fork_cpu(task, self.sched.tasks[task].cpu);
-        self.update_cpu_pelt(cpu);
-        let (rq_util, rq_load) = (self.sched.cpus[cpu].avg.util_avg, self.sched.cpus[cpu].avg.load_avg);
-        let util =
-            initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.sched.tasks[task].weight);
-        let pelt_now = self.sched.cpu_pelt_now(cpu);
-        let t = &mut self.sched.tasks[task];
-        t.placed = true;
-        t.cpu = cpu;
-        t.avg.last_update_time = pelt_now;
-        t.avg.set_util(util);
-        t.avg.load_avg = t.weight;
-        // wake_up_new_task attaches the new task's util, runnable and load.
-        attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
-        self.sched.cpus[cpu].util_changed = true;
-        // wake_up_new_task enqueues from the parent's CPU.
-        let source = self.sched.tasks[task].parent.map_or(cpu, |p| self.sched.tasks[p].cpu);
-        let flags =
-            UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..UpdateFlags::default() };
-        self.enqueue(task, cpu, fair::Join::Fork, flags);
-    }
-
     /// Every CPU id, for a search of the whole machine.
     pub(crate) fn all_cpus(&self) -> &[usize] {
         &self.machine.every_cpu
@@ -322,7 +275,7 @@ impl Sim {
             return busiest.iter().copied().find(movable);
         }
         let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);
-        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
+        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.sched.runnable_load(c)).sum::<u64>();
         let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
         let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
         let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
@@ -336,8 +289,8 @@ impl Sim {
             .iter()
             .copied()
             .filter(movable)
-            .filter(|&s| self.runnable_load(s) <= imbalance)
-            .max_by_key(|&s| (self.runnable_load(s), s))
+            .filter(|&s| self.sched.runnable_load(s) <= imbalance)
+            .max_by_key(|&s| (self.sched.runnable_load(s), s))
     }
 }
 
@@ -677,6 +630,18 @@ impl Sched {
             return None;
         }
         scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
+    }
+
+    /// The name of `parent`'s child `id`: the parent's name and the id ("make-3"), or, past a
+    /// few generations, the workload task's name, an ellipsis and the id ("a-…-4096"), so that
+    /// a long chain of forks does not grow its names with its length.
+    pub(crate) fn child_name(&self, parent: usize, id: usize) -> String {
+        let name = &self.tasks[parent].name;
+        if name.len() < MAX_INHERITED_NAME_LEN {
+            format!("{name}-{id}")
+        } else {
+            format!("{}-…-{id}", self.tasks[self.tasks[parent].root].name)
+        }
     }
 }
 

@@ -54,7 +54,7 @@ impl Sim {
         let local_cpus = &nodes[local].cpus;
         let local_group = (
             local_cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>(),
-            local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
+            local_cpus.iter().map(|&c| self.sched.runnable_load(c)).sum::<u64>(),
         );
         let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
         let task = self.sched.cpus[src].curr?;

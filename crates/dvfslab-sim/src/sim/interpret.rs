@@ -217,7 +217,8 @@ impl Sim {
                             break;
                         }
                         let prog = self.work.programs[program as usize].clone();
-                        let mut child = self.sched.new_task(&self.machine, id, self.child_name(task, id), prog, now);
+                        let mut child =
+                            self.sched.new_task(&self.machine, id, self.sched.child_name(task, id), prog, now);
                         child.parent = Some(task);
                         child.root = self.sched.tasks[task].root;
                         child.cpu = cpu;
@@ -245,7 +246,7 @@ impl Sim {
                     // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
                     // Moving to a busy CPU is left out: the model has no way to push a
                     // running task into another CPU's queue.
-                    let dest = self.select_exec_cpu(task, cpu);
+                    let dest = self.sched.select_exec_cpu(&self.machine, &self.q, task, cpu);
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         self.note_migration(task, cpu, dest, "exec");
                         self.migrate_running(cpu, dest);
@@ -375,5 +376,25 @@ impl Sim {
                 lat[slot as usize].push(now - start);
             }
         }
+    }
+
+    /// A fork past [`crate::sched::task::MAX_TASKS`]: the run stops at the end of this event with an
+    /// error that says who forked. The task goes on as if the fork had failed.
+    pub(crate) fn refuse_fork(&mut self, task: usize) {
+        if self.run.failure.is_some() {
+            return;
+        }
+        let name = &self.sched.tasks[task].name;
+        let root = &self.sched.tasks[self.sched.tasks[task].root].name;
+        self.run.failure = Some(crate::error::SimError::config(
+            format!("workload '{}'", self.work.workload_name),
+            "tasks",
+            format!(
+                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have alive at once, at {:.3} ms \
+                 simulated: does a task fork without end?",
+                crate::sched::task::MAX_TASKS,
+                self.q.now() as f64 * 1e-6
+            ),
+        ));
     }
 }

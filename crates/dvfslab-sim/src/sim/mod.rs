@@ -6,6 +6,7 @@
 
 mod capacity;
 mod eas;
+mod fork;
 mod hardware;
 mod idle;
 mod interpret;

@@ -113,7 +113,7 @@ impl Sim {
             // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
             let this_cpu = waker.map_or(prev, |(w, _)| w);
             if self.sched.wake_cap(&self.machine, &self.q, task, this_cpu, prev) {
-                return self.select_fork_cpu(task, this_cpu);
+                return self.sched.select_fork_cpu(&self.machine, &self.q, task, this_cpu);
             }
         }
         let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
@@ -127,7 +127,7 @@ impl Sim {
             }
             Some((w, true)) if ok(w) && self.sched.nr_running(w) + self.sched.affine_delayed(w) == 1 => w,
             _ if ok(prev) => prev,
-            _ => return self.select_fork_cpu(task, prev),
+            _ => return self.sched.select_fork_cpu(&self.machine, &self.q, task, prev),
         };
         if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
