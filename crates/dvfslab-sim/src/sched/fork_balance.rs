@@ -169,14 +169,7 @@ impl Sched {
 
     /// `span` split into the groups of `level`, in the order of their first CPU in `span`
     /// (empty groups left out), each with its capacity and loads summed.
-    fn sum_groups(
-        &self,
-        machine: &Machine,
-        q: &EventQueue,
-        level: Level,
-        span: &[usize],
-        groups: &mut Vec<GroupSum>,
-    ) {
+    fn sum_groups(&self, machine: &Machine, q: &EventQueue, level: Level, span: &[usize], groups: &mut Vec<GroupSum>) {
         groups.clear();
         for &c in span {
             let key = self.group_key(machine, level, c);

@@ -231,11 +231,6 @@ impl Sim {
     // Task creation and wake-up
     // -----------------------------------------------------------------------------------------
 
-    /// Every CPU id, for a search of the whole machine.
-    pub(crate) fn all_cpus(&self) -> &[usize] {
-        &self.machine.every_cpu
-    }
-
     // -----------------------------------------------------------------------------------------
     // Running, switching, blocking
     // -----------------------------------------------------------------------------------------
@@ -243,55 +238,6 @@ impl Sim {
     // -----------------------------------------------------------------------------------------
     // The tick
     // -----------------------------------------------------------------------------------------
-
-    /// The sibling of `cpu` whose running task the balancer would move to an idle core, if the
-    /// core is overloaded (every SMT thread running); the idle core has the same capacity as
-    /// this one and no runnable load.
-    pub(crate) fn spread_source(&self, cpu: usize) -> Option<usize> {
-        let core = &self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus;
-        if core.len() < 2 || core.iter().any(|&s| self.sched.cpu_is_idle(s)) {
-            return None;
-        }
-        let core_cap = core.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>();
-        self.active_balance_source(core, &self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc], (core_cap, 0))
-    }
-
-    /// The CPU of group `busiest` whose running task active balancing moves to a group with
-    /// `local` = (capacity, runnable load), within `domain`. Since 5.5 the balancer moves a
-    /// number of tasks, from the first run-queue with the most of them: the group's first busy
-    /// CPU. Before, the busiest run-queue was the one with the highest runnable load, skipping
-    /// a lone task whose load exceeds the imbalance: the load the busiest group has above the
-    /// domain's average, at most what the local group may take below it (in load per capacity,
-    /// times capacity), raised to the group's load per task when smaller (fix_small_imbalance).
-    /// A saturated task next to a lighter one then stays and the lighter one moves.
-    pub(crate) fn active_balance_source(
-        &self,
-        busiest: &[usize],
-        domain: &[usize],
-        (local_cap, local_load): (u64, u64),
-    ) -> Option<usize> {
-        let movable = |s: &usize| self.sched.cpus[*s].curr.is_some_and(|t| self.sched.rt_prio(t).is_none());
-        if self.machine.kernel >= crate::kernel::KernelVersion(5, 5) {
-            return busiest.iter().copied().find(movable);
-        }
-        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);
-        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.sched.runnable_load(c)).sum::<u64>();
-        let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
-        let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
-        let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
-        let local_avg = local_load * SCHED_CAPACITY_SCALE / local_cap.max(1);
-        let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
-            .min(domain_avg.saturating_sub(local_avg) * local_cap)
-            / SCHED_CAPACITY_SCALE;
-        let running = busiest.iter().filter(|&&c| !self.sched.cpu_is_idle(c)).count().max(1);
-        let imbalance = imbalance.max(busy_load / running as u64);
-        busiest
-            .iter()
-            .copied()
-            .filter(movable)
-            .filter(|&s| self.sched.runnable_load(s) <= imbalance)
-            .max_by_key(|&s| (self.sched.runnable_load(s), s))
-    }
 }
 
 impl Sched {
@@ -642,6 +588,61 @@ impl Sched {
         } else {
             format!("{}-…-{id}", self.tasks[self.tasks[parent].root].name)
         }
+    }
+
+    /// Every CPU id, for a search of the whole machine.
+    pub(crate) fn all_cpus<'m>(&self, machine: &'m Machine) -> &'m [usize] {
+        &machine.every_cpu
+    }
+
+    /// The sibling of `cpu` whose running task the balancer would move to an idle core, if the
+    /// core is overloaded (every SMT thread running); the idle core has the same capacity as
+    /// this one and no runnable load.
+    pub(crate) fn spread_source(&self, machine: &Machine, cpu: usize) -> Option<usize> {
+        let core = &machine.plat.cores[machine.plat.cpus[cpu].core].cpus;
+        if core.len() < 2 || core.iter().any(|&s| self.cpu_is_idle(s)) {
+            return None;
+        }
+        let core_cap = core.iter().map(|&c| machine.plat.cpus[c].cap_orig).sum::<u64>();
+        self.active_balance_source(machine, core, &machine.plat.llcs[machine.plat.cpus[cpu].llc], (core_cap, 0))
+    }
+
+    /// The CPU of group `busiest` whose running task active balancing moves to a group with
+    /// `local` = (capacity, runnable load), within `domain`. Since 5.5 the balancer moves a
+    /// number of tasks, from the first run-queue with the most of them: the group's first busy
+    /// CPU. Before, the busiest run-queue was the one with the highest runnable load, skipping
+    /// a lone task whose load exceeds the imbalance: the load the busiest group has above the
+    /// domain's average, at most what the local group may take below it (in load per capacity,
+    /// times capacity), raised to the group's load per task when smaller (fix_small_imbalance).
+    /// A saturated task next to a lighter one then stays and the lighter one moves.
+    pub(crate) fn active_balance_source(
+        &self,
+        machine: &Machine,
+        busiest: &[usize],
+        domain: &[usize],
+        (local_cap, local_load): (u64, u64),
+    ) -> Option<usize> {
+        let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
+        if machine.kernel >= crate::kernel::KernelVersion(5, 5) {
+            return busiest.iter().copied().find(movable);
+        }
+        let capacity = |cpus: &[usize]| cpus.iter().map(|&c| machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);
+        let load = |cpus: &[usize]| cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>();
+        let (busy_cap, busy_load) = (capacity(busiest), load(busiest));
+        let domain_avg = load(domain) * SCHED_CAPACITY_SCALE / capacity(domain);
+        let busiest_avg = busy_load * SCHED_CAPACITY_SCALE / busy_cap;
+        let local_avg = local_load * SCHED_CAPACITY_SCALE / local_cap.max(1);
+        let imbalance = (busiest_avg.saturating_sub(domain_avg) * busy_cap)
+            .min(domain_avg.saturating_sub(local_avg) * local_cap)
+            / SCHED_CAPACITY_SCALE;
+        let running = busiest.iter().filter(|&&c| !self.cpu_is_idle(c)).count().max(1);
+        let imbalance = imbalance.max(busy_load / running as u64);
+        busiest
+            .iter()
+            .copied()
+            .filter(movable)
+            .filter(|&s| self.runnable_load(s) <= imbalance)
+            .max_by_key(|&s| (self.runnable_load(s), s))
     }
 }
 

@@ -26,18 +26,18 @@
 //! Queued tasks are left to the new-idle and idle pulls (`Sim::push_to_idle`).
 
 use crate::kernel::KernelVersion;
-use crate::sim::Sim;
+use crate::machine::Machine;
+use crate::sched::Sched;
 
 /// Failed balances before the active one: `cache_nice_tries` of the NUMA level (2) plus two.
 pub(crate) const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
 
-impl Sim {
+impl Sched {
     /// The CPU of `pkg` whose running task the NUMA balancer would move, and where to: `None`
     /// when the nodes count as balanced or `pkg` is not the busiest.
-    pub(crate) fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
-        let nodes = &self.machine.plat.packages;
-        let idle: Vec<usize> =
-            nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count()).collect();
+    pub(crate) fn numa_move(&self, machine: &Machine, pkg: usize) -> Option<(usize, usize)> {
+        let nodes = &machine.plat.packages;
+        let idle: Vec<usize> = nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count()).collect();
         // `pkg` must be the busiest; the idlest other node is the first of equals.
         let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle[p], std::cmp::Reverse(p)))?;
         if idle.iter().any(|&n| n < idle[pkg]) || idle[local] <= idle[pkg] + 1 {
@@ -45,30 +45,36 @@ impl Sim {
         }
         let cpus = &nodes[pkg].cpus;
         // Tasks waiting in the busiest node are pulled as such, not by this path.
-        if cpus.iter().any(|&c| self.sched.nr_running(c) > 1) {
+        if cpus.iter().any(|&c| self.nr_running(c) > 1) {
             return None;
         }
-        if self.numa_imbalance_tolerated(pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {
+        if self.numa_imbalance_tolerated(machine, pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {
             return None;
         }
         let local_cpus = &nodes[local].cpus;
         let local_group = (
-            local_cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>(),
-            local_cpus.iter().map(|&c| self.sched.runnable_load(c)).sum::<u64>(),
+            local_cpus.iter().map(|&c| machine.plat.cpus[c].cap_orig).sum::<u64>(),
+            local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
         );
-        let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
-        let task = self.sched.cpus[src].curr?;
-        let dst = self.sched.find_idle_core(&self.machine, task, local_cpus, local_cpus[0]);
-        Some((src, dst.or_else(|| self.sched.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
+        let src = self.active_balance_source(machine, cpus, self.all_cpus(machine), local_group)?;
+        let task = self.cpus[src].curr?;
+        let dst = self.find_idle_core(&machine, task, local_cpus, local_cpus[0]);
+        Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
 
     /// Whether the kernel leaves node `pkg` as it is, running `running` tasks with an
     /// imbalance of `imbalance` tasks (half its idle-CPU deficit) against the idlest node.
-    fn numa_imbalance_tolerated(&self, pkg: usize, running: usize, imbalance: usize) -> bool {
-        let node_cpus = self.machine.plat.packages[pkg].cpus.len();
-        let llcs = self.machine.plat.llcs.iter().filter(|l| self.machine.plat.cpus[l[0]].package == pkg).count();
+    pub(crate) fn numa_imbalance_tolerated(
+        &self,
+        machine: &Machine,
+        pkg: usize,
+        running: usize,
+        imbalance: usize,
+    ) -> bool {
+        let node_cpus = machine.plat.packages[pkg].cpus.len();
+        let llcs = machine.plat.llcs.iter().filter(|l| machine.plat.cpus[l[0]].package == pkg).count();
         let imb_numa_nr = if llcs > 1 { llcs } else { (node_cpus / 8).max(1) };
-        match self.machine.kernel {
+        match machine.kernel {
             k if k < KernelVersion(5, 6) => false,
             k if k < KernelVersion(5, 11) => running <= 2,
             k if k < KernelVersion(5, 19) => running < node_cpus / 4 && imbalance <= 2,

@@ -585,7 +585,7 @@ impl Sim {
                 .or_else(|| self.sched.find_idle_cpu(task, llc, cpu))
                 .or_else(|| self.sched.find_idle_core(&self.machine, task, pkg, cpu))
                 .or_else(|| self.sched.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.sched.find_idle_cpu(task, self.all_cpus(), cpu))
+                .or_else(|| self.sched.find_idle_cpu(task, self.sched.all_cpus(&self.machine), cpu))
                 .map(|dst| (task, dst))
         });
         if let Some((task, dst)) = found {
@@ -613,7 +613,7 @@ impl Sim {
         let t = &self.machine.plat.cpus[cpu];
         let llc = &self.machine.plat.llcs[t.llc];
         // With no idle core there is no destination, which counts as a balanced domain.
-        let src = if self.sched.idle_cores == 0 { None } else { self.spread_source(cpu) };
+        let src = if self.sched.idle_cores == 0 { None } else { self.sched.spread_source(&self.machine, cpu) };
         let task = src.and_then(|s| self.sched.cpus[s].curr);
         let dst = task.zip(src).and_then(|(task, src)| {
             self.sched
@@ -621,7 +621,7 @@ impl Sim {
                 .or_else(|| {
                     self.sched.find_idle_core(&self.machine, task, &self.machine.plat.packages[t.package].cpus, src)
                 })
-                .or_else(|| self.sched.find_idle_core(&self.machine, task, self.all_cpus(), src))
+                .or_else(|| self.sched.find_idle_core(&self.machine, task, self.sched.all_cpus(&self.machine), src))
         });
         let interval_ns = llc.len() as u64 * 1_000_000;
         let attempts = &mut self.sched.cpus[cpu].spread;
@@ -652,7 +652,7 @@ impl Sim {
             return;
         }
         let interval_ns = self.sched.cpus.len() as u64 * 1_000_000;
-        let Some((src, dst)) = self.numa_move(pkg) else {
+        let Some((src, dst)) = self.sched.numa_move(&self.machine, pkg) else {
             self.hw.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
             return;
         };
