@@ -20,7 +20,6 @@
 //! max-aggregation; the code is our own.
 
 use crate::engine::EventQueue;
-use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
 use crate::machine::Machine;
 use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
@@ -60,27 +59,9 @@ pub fn capacity_greater(a: u64, b: u64) -> bool {
     a * 1024 > b * 1078
 }
 
-/// The first kernel whose arm64 topology header points the scheduler's
-/// `arch_scale_cpu_capacity` at the capacities parsed from the device tree
-/// (`topology_get_cpu_scale`, arch/arm64/include/asm/topology.h, 4.15). arm64 4.10 – 4.14 parsed
-/// `capacity-dmips-mhz` and showed it in sysfs, but the scheduler kept its generic 1024.
-const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15);
-
 /// The first kernel whose PELT applies invariance to its clock (`update_rq_clock_pelt`)
 /// rather than to each contribution (`accumulate_sum`).
 const PELT_CLOCK_KERNEL: KernelVersion = KernelVersion(5, 1);
-
-/// Set each CPU's `cap_orig` to what the scheduler of `kernel` sees: the preset's capacities,
-/// except on arm64 before 4.15, where every CPU is 1024 to the scheduler (so placement,
-/// wake_cap and schedutil see a symmetric machine) while the cores still run at their own
-/// speed.
-pub(crate) fn apply_kernel_capacities(plat: &mut Platform, kernel: KernelVersion) {
-    if plat.file.vendor == Vendor::Arm && kernel < ARM64_CPU_CAPACITY_KERNEL {
-        for c in plat.cpus.iter_mut() {
-            c.cap_orig = SCHED_CAPACITY_SCALE;
-        }
-    }
-}
 
 /// The capacities of one CPU that util_fits_cpu compares against.
 #[derive(Clone, Copy, Debug)]

@@ -27,7 +27,6 @@ use crate::hw::platform::IdlePower;
 use crate::machine::Machine;
 use crate::sched::pelt::{SchedAvg, PELT_MIN_DIVIDER, SCHED_CAPACITY_SCALE};
 use crate::sched::task::Op;
-use crate::sim::Sim;
 use crate::workload::SchedPolicy;
 
 mod cpu;
@@ -220,24 +219,6 @@ pub(crate) fn attach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
 fn scan_from(cpus: &[usize], start: usize) -> impl Iterator<Item = usize> + '_ {
     let pos = cpus.iter().position(|&c| c == start).unwrap_or(0);
     cpus[pos..].iter().chain(&cpus[..pos]).copied()
-}
-
-impl Sim {
-    // -----------------------------------------------------------------------------------------
-    // PELT at the run-queue level
-    // -----------------------------------------------------------------------------------------
-
-    // -----------------------------------------------------------------------------------------
-    // Task creation and wake-up
-    // -----------------------------------------------------------------------------------------
-
-    // -----------------------------------------------------------------------------------------
-    // Running, switching, blocking
-    // -----------------------------------------------------------------------------------------
-
-    // -----------------------------------------------------------------------------------------
-    // The tick
-    // -----------------------------------------------------------------------------------------
 }
 
 impl Sched {
@@ -649,6 +630,7 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::Sim;
 
     /// The scheduler built alone from a machine: no task, every CPU idle in its deepest state
     /// and counted idle, for the machine and in each LLC.
