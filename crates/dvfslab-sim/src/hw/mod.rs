@@ -217,33 +217,33 @@ impl Hw {
     pub(crate) fn uncore_after_gating(&mut self, machine: &Machine, q: &EventQueue, core: usize) {
         let pkg = machine.plat.cores[core].package;
         let Some(level) = self.packages[pkg].uncore_level else {
-            for p in self.idle_peers(&machine, pkg) {
-                self.repower_package(&machine, q.now(), p);
+            for p in self.idle_peers(machine, pkg) {
+                self.repower_package(machine, q.now(), p);
             }
             return;
         };
-        let mine = self.uncore_level_of(&machine, core);
+        let mine = self.uncore_level_of(machine, core);
         if !self.cores[core].active {
-            if self.may_idle(&machine, pkg) {
-                for p in self.idle_peers(&machine, pkg) {
-                    self.set_uncore(&machine, q.now(), p, None);
+            if self.may_idle(machine, pkg) {
+                for p in self.idle_peers(machine, pkg) {
+                    self.set_uncore(machine, q.now(), p, None);
                 }
             } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
                 // Awake for the packages it idles with, with no core of its own awake.
-                self.set_uncore(&machine, q.now(), pkg, Some((0.0, 0)));
+                self.set_uncore(machine, q.now(), pkg, Some((0.0, 0)));
             } else if mine >= level {
                 let p = &mut self.packages[pkg];
                 p.uncore_at_top -= 1;
                 if p.uncore_at_top == 0 {
-                    self.repower_package(&machine, q.now(), pkg);
+                    self.repower_package(machine, q.now(), pkg);
                 }
             }
         } else if mine > level {
-            self.set_uncore(&machine, q.now(), pkg, Some((mine, 1)));
+            self.set_uncore(machine, q.now(), pkg, Some((mine, 1)));
         } else if mine == level {
             self.packages[pkg].uncore_at_top += 1;
         }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(&machine, pkg).map(|s| s.0));
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(machine, pkg).map(|s| s.0));
     }
 
     /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
@@ -259,7 +259,7 @@ impl Hw {
         let levels = &machine.plat.cluster(machine.plat.domains[d].cluster).frequency;
         let (before, after) = (levels.level_of(old_khz), levels.level_of(self.domains[d].actual_khz));
         if after > level {
-            self.set_uncore(&machine, q.now(), pkg, Some((after, awake)));
+            self.set_uncore(machine, q.now(), pkg, Some((after, awake)));
         } else {
             let p = &mut self.packages[pkg];
             if before == level {
@@ -269,10 +269,10 @@ impl Hw {
                 p.uncore_at_top += awake;
             }
             if p.uncore_at_top == 0 {
-                self.repower_package(&machine, q.now(), pkg);
+                self.repower_package(machine, q.now(), pkg);
             }
         }
-        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(&machine, pkg).map(|s| s.0));
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(machine, pkg).map(|s| s.0));
     }
 
     /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies

@@ -202,7 +202,7 @@ impl Sched {
     /// its runnable tasks' loads: Linux attaches a task's load to its run queue's average at
     /// once, where this model's run-queue signal only grows while tasks run.
     pub(crate) fn avg_load(&self, machine: &Machine, q: &EventQueue, cpu: usize) -> u64 {
-        self.with_cpu_avg_now(&machine, q, cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
+        self.with_cpu_avg_now(machine, q, cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
     }
 
     /// The group a fork should move to, or None to stay in the local group.

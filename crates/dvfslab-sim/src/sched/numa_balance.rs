@@ -58,7 +58,7 @@ impl Sched {
         );
         let src = self.active_balance_source(machine, cpus, self.all_cpus(machine), local_group)?;
         let task = self.cpus[src].curr?;
-        let dst = self.find_idle_core(&machine, task, local_cpus, local_cpus[0]);
+        let dst = self.find_idle_core(machine, task, local_cpus, local_cpus[0]);
         Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
 
