@@ -1,6 +1,8 @@
 //! The hardware side of a simulation: what frequency each domain runs, how fast a task makes
 //! progress there, what every core and package draws, and the APERF/MPERF/TSC and RAPL
-//! counters.
+//! counters. `Hw` holds this state and its own methods; the sequences that also touch the
+//! scheduler (frequency switches, core power, the counters' sync, idle states) are in
+//! sim/hardware.rs.
 //!
 //! Energy is integrated exactly: each core and package holds its current power and the time
 //! it was last accounted, and is "touched" (energy += power · elapsed) before anything that

@@ -1,6 +1,7 @@
 //! Capacity-aware scheduling on asymmetric platforms (`kernel/sched/fair.c`; docs/heterogeneous.md): the
 //! overutilized switch, misfit tasks and their up-migration, and wake-up placement that looks
-//! for a CPU the task fits (`select_idle_capacity`).
+//! for a CPU the task fits (`select_idle_capacity`). This file keeps the scheduler's own part
+//! (`wake_cap`); the sequences are in sim/capacity.rs and sim/wake.rs.
 //!
 //! ```text
 //!   overutilized  = some CPU's CFS util (with its run-queue clamps) does not fit it

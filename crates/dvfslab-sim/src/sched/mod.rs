@@ -1,7 +1,9 @@
 //! The CFS-like scheduler and the CPU-level PELT signals: task placement at fork and wake-up,
 //! fair time slices, preemption, new-idle and tick-time balancing, idle entry through the idle
 //! governor (`hw/cpuidle/`), and the run-queue PELT clock with frequency and capacity
-//! invariance. The task programs' interpreter is in interpret.rs.
+//! invariance. `Sched` holds this state and its own methods; the sequences that also reach
+//! the hardware or cpufreq (enqueue, switches, the tick, wake-up) are `Sim` methods in sim/,
+//! and the task programs' interpreter is sim/interpret.rs.
 //!
 //! Simplifications (see docs/model.md): all tasks have nice 0; vruntime is re-based on the
 //! destination's min_vruntime when a task moves; load balancing moves a waiting task only to

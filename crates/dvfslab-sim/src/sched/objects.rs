@@ -1,6 +1,6 @@
 //! What tasks block on besides timers: channels (pipes, sockets, condition signals), barriers,
 //! mutexes, I/O devices and child processes. Each keeps its waiters in FIFO order, so wake-up
-//! order is deterministic.
+//! order is deterministic. Their operations in a run are in sim/objects.rs.
 
 use crate::engine::EventQueue;
 use crate::machine::Machine;

@@ -1,5 +1,6 @@
 //! Energy-aware wake-up placement: `find_energy_efficient_cpu` (`kernel/sched/fair.c`, the
-//! ≈ 6.8–6.12 form), run while the root domain is not overutilized (misfit.rs; docs/heterogeneous.md).
+//! ≈ 6.8–6.12 form), run while the root domain is not overutilized (sim/capacity.rs;
+//! docs/heterogeneous.md).
 //!
 //! ```text
 //!   for each performance domain pd:
