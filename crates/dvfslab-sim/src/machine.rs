@@ -6,8 +6,9 @@
 
 use crate::error::Result;
 use crate::hw::driver::Driver;
-use crate::hw::platform::Platform;
+use crate::hw::platform::{Platform, Vendor};
 use crate::kernel::KernelVersion;
+use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 
 pub struct Machine {
     pub(crate) plat: Platform,
@@ -59,7 +60,7 @@ impl Machine {
     /// an invariance setting the platform cannot have.
     pub(crate) fn new(mut plat: Platform, settings: Settings) -> Result<Machine> {
         let Settings { driver, kernel, hz, .. } = settings;
-        crate::sched::capacity::apply_kernel_capacities(&mut plat, kernel);
+        apply_kernel_capacities(&mut plat, kernel);
         let hz = if hz == 0 { plat.file.defaults.hz } else { hz };
         let freq_ratio = crate::hw::invariance::reference_ratios(&plat, settings.freq_max, kernel, driver)?;
         let invariant = crate::hw::invariance::resolve_invariant(settings.invariant, kernel, &plat)?;
@@ -103,5 +104,23 @@ impl Machine {
     /// The simulated kernel's version.
     pub fn kernel(&self) -> KernelVersion {
         self.kernel
+    }
+}
+
+/// The first kernel whose arm64 topology header points the scheduler's
+/// `arch_scale_cpu_capacity` at the capacities parsed from the device tree
+/// (`topology_get_cpu_scale`, arch/arm64/include/asm/topology.h, 4.15). arm64 4.10 – 4.14 parsed
+/// `capacity-dmips-mhz` and showed it in sysfs, but the scheduler kept its generic 1024.
+const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15);
+
+/// Set each CPU's `cap_orig` to what the scheduler of `kernel` sees: the preset's capacities,
+/// except on arm64 before 4.15, where every CPU is 1024 to the scheduler (so placement,
+/// wake_cap and schedutil see a symmetric machine) while the cores still run at their own
+/// speed.
+pub(crate) fn apply_kernel_capacities(plat: &mut Platform, kernel: KernelVersion) {
+    if plat.file.vendor == Vendor::Arm && kernel < ARM64_CPU_CAPACITY_KERNEL {
+        for c in plat.cpus.iter_mut() {
+            c.cap_orig = SCHED_CAPACITY_SCALE;
+        }
     }
 }

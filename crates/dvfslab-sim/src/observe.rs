@@ -206,22 +206,6 @@ pub struct Migration {
     pub fitted_src: bool,
 }
 
-/// What a controller that steps a run from outside (the Gymnasium environment) reads of it
-/// between two steps.
-impl crate::sim::Sim {
-    /// The workload's measurements so far: responses and intervals (cleared when the warm-up
-    /// ends), counters, work done.
-    pub fn run_stats(&self) -> &crate::workload::RunStats {
-        &self.work.stats
-    }
-
-    /// When the run ends at the latest (ns): its duration after the warm-up; it ends earlier
-    /// when every task of the workload has exited.
-    pub fn end_ns(&self) -> TimeNs {
-        self.run.end_ns
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

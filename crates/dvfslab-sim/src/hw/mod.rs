@@ -1,6 +1,8 @@
 //! The hardware side of a simulation: what frequency each domain runs, how fast a task makes
 //! progress there, what every core and package draws, and the APERF/MPERF/TSC and RAPL
-//! counters.
+//! counters. `Hw` holds this state and its own methods; the sequences that also touch the
+//! scheduler (frequency switches, core power, the counters' sync, idle states) are in
+//! sim/hardware.rs.
 //!
 //! Energy is integrated exactly: each core and package holds its current power and the time
 //! it was last accounted, and is "touched" (energy += power · elapsed) before anything that
@@ -13,10 +15,10 @@ pub mod platform;
 pub mod power;
 pub mod powernv;
 
-use crate::engine::{Event, TimeNs};
-use crate::hw::platform::{IdlePower, IdleScope, VoltageScope};
+use crate::engine::EventQueue;
+use crate::engine::TimeNs;
+use crate::hw::platform::{IdleScope, VoltageScope};
 use crate::machine::Machine;
-use crate::sim::Sim;
 
 /// How often RAPL counters are read so that wraps are never missed (as turbostat does).
 pub const RAPL_SAMPLE_NS: u64 = 1_000_000_000;
@@ -205,6 +207,129 @@ impl Hw {
         }
         dom.freq_since = now;
     }
+
+    pub(crate) fn cpu_khz(&self, machine: &Machine, cpu: usize) -> u32 {
+        self.domains[machine.plat.cpus[cpu].domain].actual_khz
+    }
+
+    /// `core` was just power-gated or woke from it. The package (with the packages that idle
+    /// together with it) idles with its last core and wakes with its first; otherwise only a
+    /// core at (or above) the uncore's level moves it, and the package is scanned again only
+    /// when the last core at the top level leaves.
+    pub(crate) fn uncore_after_gating(&mut self, machine: &Machine, q: &EventQueue, core: usize) {
+        let pkg = machine.plat.cores[core].package;
+        let Some(level) = self.packages[pkg].uncore_level else {
+            for p in self.idle_peers(machine, pkg) {
+                self.repower_package(machine, q.now(), p);
+            }
+            return;
+        };
+        let mine = self.uncore_level_of(machine, core);
+        if !self.cores[core].active {
+            if self.may_idle(machine, pkg) {
+                for p in self.idle_peers(machine, pkg) {
+                    self.set_uncore(machine, q.now(), p, None);
+                }
+            } else if self.packages[pkg].active_cores.iter().all(|&n| n == 0) {
+                // Awake for the packages it idles with, with no core of its own awake.
+                self.set_uncore(machine, q.now(), pkg, Some((0.0, 0)));
+            } else if mine >= level {
+                let p = &mut self.packages[pkg];
+                p.uncore_at_top -= 1;
+                if p.uncore_at_top == 0 {
+                    self.repower_package(machine, q.now(), pkg);
+                }
+            }
+        } else if mine > level {
+            self.set_uncore(machine, q.now(), pkg, Some((mine, 1)));
+        } else if mine == level {
+            self.packages[pkg].uncore_at_top += 1;
+        }
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(machine, pkg).map(|s| s.0));
+    }
+
+    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
+    /// leave the uncore's top level, join it, or raise it.
+    pub(crate) fn uncore_follows(&mut self, machine: &Machine, q: &EventQueue, d: usize, old_khz: u32) {
+        let pkg = machine.plat.domains[d].package;
+        let Some(level) = self.packages[pkg].uncore_level else { return };
+        let awake = machine.plat.domains[d].cores.iter().filter(|&&c| self.cores[c].active).count() as u32;
+        if awake == 0 {
+            return;
+        }
+        // The uncore clock level a domain of the cluster at a frequency calls for.
+        let levels = &machine.plat.cluster(machine.plat.domains[d].cluster).frequency;
+        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.domains[d].actual_khz));
+        if after > level {
+            self.set_uncore(machine, q.now(), pkg, Some((after, awake)));
+        } else {
+            let p = &mut self.packages[pkg];
+            if before == level {
+                p.uncore_at_top -= awake;
+            }
+            if after == level {
+                p.uncore_at_top += awake;
+            }
+            if p.uncore_at_top == 0 {
+                self.repower_package(machine, q.now(), pkg);
+            }
+        }
+        debug_assert_eq!(self.packages[pkg].uncore_level, self.uncore_scan(machine, pkg).map(|s| s.0));
+    }
+
+    /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
+    /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
+    pub(crate) fn only_awake_cpus_vote(&self, machine: &Machine, d: usize) -> bool {
+        let dom = &machine.plat.domains[d];
+        dom.policies.len() >= 2 && !machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
+    }
+
+    /// What the hardware of domain `d` should run now, given its request and turbo limits.
+    pub(crate) fn hardware_target(&self, machine: &Machine, d: usize) -> u32 {
+        let cl = machine.plat.domains[d].cluster;
+        let pkg = machine.plat.domains[d].package;
+        let f = &machine.plat.cluster(cl).frequency;
+        let t = machine.driver.hardware_target_khz(&machine.plat, cl, self.domains[d].request_khz);
+        if t > f.base_khz {
+            let n = self.packages[pkg].active_cores[cl].max(1) as usize;
+            t.min(machine.plat.turbo_limit_khz[cl][n - 1])
+        } else {
+            t
+        }
+    }
+
+    /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
+    pub(crate) fn x86_counters(&self, machine: &Machine) -> bool {
+        matches!(machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
+    }
+
+    /// Read every package's RAPL counter and accumulate its (wrapping) delta.
+    pub(crate) fn rapl_sample(&mut self, machine: &Machine, q: &EventQueue) {
+        let bits = machine.plat.file.rapl.counter_bits;
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let unit_j = machine.plat.file.rapl.energy_unit_uj * 1e-6;
+        for pkg in 0..self.packages.len() {
+            // The counter never restarts: it counts the warm-up's energy too.
+            let total = self.package_energy_j(machine, q, pkg) + self.packages[pkg].energy_before_warmup_j;
+            let counter = ((total / unit_j).floor() as u64) & mask;
+            let p = &mut self.packages[pkg];
+            let delta = counter.wrapping_sub(p.rapl_last) & mask;
+            p.rapl_units += delta;
+            p.rapl_last = counter;
+        }
+    }
+
+    /// Energy of package `pkg` up to now: uncore plus its cores.
+    pub(crate) fn package_energy_j(&mut self, machine: &Machine, q: &EventQueue, pkg: usize) -> f64 {
+        self.touch_package(q.now(), pkg);
+        let mut total = self.packages[pkg].uncore_energy_j;
+        for i in 0..machine.plat.packages[pkg].cores.len() {
+            let core = machine.plat.packages[pkg].cores[i];
+            self.touch_core(q.now(), core);
+            total += self.cores[core].energy_j;
+        }
+        total
+    }
 }
 
 /// Per logical CPU: APERF and MPERF in cycles (f64 so fractions of a cycle are not lost
@@ -278,705 +403,9 @@ pub(crate) struct Package {
     pub numa_spread: crate::sched::SpreadAttempts,
 }
 
-impl Sim {
-    /// Power and counters at time zero: every CPU idle in its deepest state.
-    pub(crate) fn init_hardware(&mut self) {
-        for cpu in 0..self.sched.cpus.len() {
-            self.sched.cpus[cpu].awake = self.cpu_awake(cpu);
-        }
-        for core in 0..self.hw.cores.len() {
-            let active = self.core_awake(core);
-            self.hw.cores[core].active = active;
-            let pkg = self.machine.plat.cores[core].package;
-            let cl = self.machine.plat.cores[core].cluster;
-            if active {
-                self.hw.packages[pkg].active_cores[cl] += 1;
-            }
-        }
-        for pkg in 0..self.hw.packages.len() {
-            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
-            self.hw.repower_package(&self.machine, self.q.now(), pkg);
-        }
-        for core in 0..self.hw.cores.len() {
-            self.hw.cores[core].power_w = self.core_power(core);
-        }
-        // Without counters, the scale follows the frequency set, from the very start.
-        if self.sched.invariant && !self.x86_counters() {
-            for cpu in 0..self.sched.cpus.len() {
-                let t = &self.machine.plat.cpus[cpu];
-                let max_khz = self.machine.plat.cluster(t.cluster).frequency.max_khz as u64;
-                self.sched.cpus[cpu].freq_scale =
-                    (self.hw.domains[t.domain].actual_khz as u64 * 1024 / max_khz).min(1024);
-            }
-        }
-    }
-
-    pub(crate) fn cpu_khz(&self, cpu: usize) -> u32 {
-        self.hw.domains[self.machine.plat.cpus[cpu].domain].actual_khz
-    }
-
-    /// Whether a core counts as active for turbo: some thread awake (`cpu_awake`). A core
-    /// that is not is power-gated, every thread in a power-gated state.
-    fn core_awake(&self, core: usize) -> bool {
-        self.machine.plat.cores[core].cpus.iter().any(|&c| self.cpu_awake(c))
-    }
-
-    /// Power of a core now (W), by the power model (`power::core_w`): its busy threads, or
-    /// what its shallowest thread's C-state leaves powered.
-    fn core_power(&self, core: usize) -> f64 {
-        let plat = &self.machine.plat;
-        let t = &plat.cores[core];
-        let cl = plat.cluster(t.cluster);
-        let busy_threads = self.hw.cores[core].busy_threads;
-        let idle = match busy_threads {
-            0 => t.cpus.iter().filter_map(|&c| self.sched.cpus[c].idle_state).min().map(|s| cl.idle_states[s].power),
-            _ => None,
-        };
-        let load = power::CoreLoad {
-            busy_threads,
-            idle,
-            khz: self.hw.domains[t.domain].actual_khz,
-            mv: self.hw.core_voltage(&self.machine, core),
-        };
-        let tpc = plat.file.topology.threads_per_core;
-        power::core_w(cl, &plat.file.package_power, tpc, load, || {
-            self.machine.voltage_mv(t.cluster, cl.frequency.min_khz)
-        })
-    }
-
-    /// `core` was just power-gated or woke from it. The package (with the packages that idle
-    /// together with it) idles with its last core and wakes with its first; otherwise only a
-    /// core at (or above) the uncore's level moves it, and the package is scanned again only
-    /// when the last core at the top level leaves.
-    fn uncore_after_gating(&mut self, core: usize) {
-        let pkg = self.machine.plat.cores[core].package;
-        let Some(level) = self.hw.packages[pkg].uncore_level else {
-            for p in self.hw.idle_peers(&self.machine, pkg) {
-                self.hw.repower_package(&self.machine, self.q.now(), p);
-            }
-            return;
-        };
-        let mine = self.hw.uncore_level_of(&self.machine, core);
-        if !self.hw.cores[core].active {
-            if self.hw.may_idle(&self.machine, pkg) {
-                for p in self.hw.idle_peers(&self.machine, pkg) {
-                    self.hw.set_uncore(&self.machine, self.q.now(), p, None);
-                }
-            } else if self.hw.packages[pkg].active_cores.iter().all(|&n| n == 0) {
-                // Awake for the packages it idles with, with no core of its own awake.
-                self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((0.0, 0)));
-            } else if mine >= level {
-                let p = &mut self.hw.packages[pkg];
-                p.uncore_at_top -= 1;
-                if p.uncore_at_top == 0 {
-                    self.hw.repower_package(&self.machine, self.q.now(), pkg);
-                }
-            }
-        } else if mine > level {
-            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((mine, 1)));
-        } else if mine == level {
-            self.hw.packages[pkg].uncore_at_top += 1;
-        }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
-    }
-
-    /// Domain `d` went from `old_khz` to its current frequency: its cores not power-gated
-    /// leave the uncore's top level, join it, or raise it.
-    fn uncore_follows(&mut self, d: usize, old_khz: u32) {
-        let pkg = self.machine.plat.domains[d].package;
-        let Some(level) = self.hw.packages[pkg].uncore_level else { return };
-        let awake = self.machine.plat.domains[d].cores.iter().filter(|&&c| self.hw.cores[c].active).count() as u32;
-        if awake == 0 {
-            return;
-        }
-        // The uncore clock level a domain of the cluster at a frequency calls for.
-        let levels = &self.machine.plat.cluster(self.machine.plat.domains[d].cluster).frequency;
-        let (before, after) = (levels.level_of(old_khz), levels.level_of(self.hw.domains[d].actual_khz));
-        if after > level {
-            self.hw.set_uncore(&self.machine, self.q.now(), pkg, Some((after, awake)));
-        } else {
-            let p = &mut self.hw.packages[pkg];
-            if before == level {
-                p.uncore_at_top -= awake;
-            }
-            if after == level {
-                p.uncore_at_top += awake;
-            }
-            if p.uncore_at_top == 0 {
-                self.hw.repower_package(&self.machine, self.q.now(), pkg);
-            }
-        }
-        debug_assert_eq!(self.hw.packages[pkg].uncore_level, self.hw.uncore_scan(&self.machine, pkg).map(|s| s.0));
-    }
-
-    /// Advance APERF/MPERF (C0 only, polling included) and the time-in-frequency statistics of
-    /// `cpu` to now.
-    pub(crate) fn sync_counters(&mut self, cpu: usize) {
-        let now = self.q.now();
-        if !matches!(self.idle_power(cpu), None | Some(IdlePower::Polling)) {
-            self.hw.counters[cpu].counters_ns = now;
-            return;
-        }
-        let khz = self.cpu_khz(cpu) as f64;
-        let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-        let c = &mut self.hw.counters[cpu];
-        let dt = (now - c.counters_ns) as f64;
-        c.aperf += dt * khz * 1e-6;
-        c.mperf += dt * base * 1e-6;
-        c.counters_ns = now;
-    }
-
-    /// A thread of `core` started or stopped running, or changed C-state: settle energy, then
-    /// update the core's activity, its package's counts (and turbo limits), power, and the
-    /// speed of its busy SMT siblings.
-    pub(crate) fn core_changed(&mut self, core: usize, changed_cpu: usize) {
-        self.hw.touch_core(self.q.now(), core);
-        let active = self.core_awake(core);
-        let pkg = self.machine.plat.cores[core].package;
-        let cl = self.machine.plat.cores[core].cluster;
-        if active != self.hw.cores[core].active {
-            self.hw.touch_package(self.q.now(), pkg);
-            let before = self.hw.packages[pkg].active_cores[cl];
-            if active {
-                self.hw.packages[pkg].active_cores[cl] += 1;
-            } else {
-                self.hw.packages[pkg].active_cores[cl] -= 1;
-            }
-            self.hw.cores[core].active = active;
-            self.uncore_after_gating(core);
-            let after = self.hw.packages[pkg].active_cores[cl];
-            if before != after {
-                self.turbo_limit_changed(pkg, cl, before, after);
-            }
-        }
-        self.hw.cores[core].power_w = self.core_power(core);
-        // The domain's vote changes only when this CPU's does (it woke from or entered a
-        // power-gated state), or when its request is not settled yet.
-        let awake = self.cpu_awake(changed_cpu);
-        let d = self.machine.plat.cores[core].domain;
-        if std::mem::replace(&mut self.sched.cpus[changed_cpu].awake, awake) != awake
-            || self.hw.domains[d].request_unsettled
-        {
-            self.vote_changed(d);
-        } else {
-            debug_assert!(!self.only_awake_cpus_vote(d) || self.domain_request(d) == self.hw.domains[d].request_khz);
-        }
-        if self.machine.plat.file.topology.threads_per_core > 1 {
-            for i in 0..self.machine.plat.cores[core].cpus.len() {
-                let sib = self.machine.plat.cores[core].cpus[i];
-                if sib != changed_cpu
-                    && self.sched.cpus[sib].curr.is_some()
-                    && self.sched.cpus[sib].idle_state.is_none()
-                {
-                    self.resegment(sib);
-                }
-            }
-        }
-    }
-
-    /// A CPU of domain `d` went idle or woke: its policy's request may enter or leave the
-    /// domain's vote.
-    fn vote_changed(&mut self, d: usize) {
-        if !self.only_awake_cpus_vote(d) {
-            return;
-        }
-        let req = self.domain_request(d);
-        self.hw.domains[d].request_unsettled = false;
-        if req != self.hw.domains[d].request_khz {
-            self.hw.domains[d].request_khz = req;
-            self.retarget(d);
-        }
-    }
-
-    /// The active-core count of a package changed: domains asking for turbo get a new ceiling,
-    /// at once or at the package controller's next evaluation.
-    fn turbo_limit_changed(&mut self, pkg: usize, cluster: usize, before: u32, after: u32) {
-        let limits = &self.machine.plat.turbo_limit_khz[cluster];
-        let at = |n: u32| limits[(n.max(1) - 1) as usize];
-        if at(before) == at(after) {
-            return;
-        }
-        let interval_ns = (self.machine.plat.cluster(cluster).frequency.pcu_interval_us * 1000.0) as u64;
-        if interval_ns > 0 && self.run.started {
-            if !self.hw.packages[pkg].pcu_pending {
-                self.hw.packages[pkg].pcu_pending = true;
-                let next = (self.q.now() / interval_ns + 1) * interval_ns;
-                self.q.push(next, Event::PcuTick { package: pkg as u32 });
-            }
-            return;
-        }
-        for i in 0..self.machine.plat.packages[pkg].domains.len() {
-            let d = self.machine.plat.packages[pkg].domains[i];
-            if self.machine.plat.domains[d].cluster == cluster {
-                self.retarget(d);
-            }
-        }
-    }
-
-    /// The package controller's evaluation: every domain of the package runs, from now, the
-    /// turbo limit for the cores active now (the grid is the delay; no further switch time).
-    /// On a package rail every switch changes every core's voltage: the cores are repowered
-    /// once after all domains switched rather than once per domain (nothing reads a core's
-    /// power in between, and settling its energy again at the same instant adds nothing).
-    pub(crate) fn pcu_tick(&mut self, pkg: usize) {
-        self.hw.packages[pkg].pcu_pending = false;
-        let mut rail_changed = false;
-        for i in 0..self.machine.plat.packages[pkg].domains.len() {
-            let d = self.machine.plat.packages[pkg].domains[i];
-            let target = self.hardware_target(d);
-            let dom = &mut self.hw.domains[d];
-            if dom.pending_khz.is_some() {
-                dom.pending_khz = Some(target);
-            } else if target != dom.actual_khz {
-                dom.pending_khz = Some(target);
-                rail_changed |= self.apply_pending_freq(d, RailCores::Later);
-            }
-        }
-        if rail_changed {
-            let machine = std::rc::Rc::clone(&self.machine);
-            self.repower_cores(&machine.plat.packages[pkg].cores);
-        }
-    }
-
-    /// Settle the energy of `cores` at their old power, then give them their power now.
-    fn repower_cores(&mut self, cores: &[usize]) {
-        for &core in cores {
-            self.hw.touch_core(self.q.now(), core);
-            self.hw.cores[core].power_w = self.core_power(core);
-        }
-    }
-
-    /// The policy's governor set a new frequency: the domain runs the highest request of its
-    /// active cores.
-    pub(crate) fn set_policy_freq(&mut self, policy: usize, khz: u32) {
-        self.cpufreq.policies[policy].cur_khz = khz;
-        let d = self.machine.plat.policies[policy].domain;
-        self.hw.domains[d].request_khz = self.domain_request(d);
-        self.hw.domains[d].request_unsettled = !self.run.started;
-        self.retarget(d);
-        if self.machine.driver == crate::hw::driver::Driver::Powernv {
-            // After the transition was timed: a rise pays for the voltage the rail lacked, and
-            // only then does the global (voltage) P-state follow.
-            self.powernv_target(policy, khz);
-        }
-    }
-
-    /// Whether only awake CPUs' requests count in domain `d`: a domain of several policies
-    /// (SMT siblings or cores sharing a clock), unless the platform lets power-gated CPUs vote.
-    fn only_awake_cpus_vote(&self, d: usize) -> bool {
-        let dom = &self.machine.plat.domains[d];
-        dom.policies.len() >= 2 && !self.machine.plat.cluster(dom.cluster).frequency.power_gated_cpus_vote
-    }
-
-    /// The request of domain `d`: the highest of its policies' (SMT siblings or cores sharing a
-    /// clock each have a say). Only awake CPUs vote (in C0 or an idle state that is not
-    /// power-gated): Intel's shared-clock parts select "the highest frequency P-state requested
-    /// among all active cores", and an idle hardware thread does not raise its core's clock on
-    /// Intel either, so a CPU that asked for a high frequency and then went to a deep idle state
-    /// no longer holds the others there; AMD Rome's idle threads keep their vote
-    /// (`power_gated_cpus_vote`). With no CPU awake the request stays as it was (every request
-    /// counts before the run starts).
-    fn domain_request(&self, d: usize) -> u32 {
-        let dom = &self.machine.plat.domains[d];
-        let request = |p: &usize| self.cpufreq.policies[*p].cur_khz;
-        if !self.only_awake_cpus_vote(d) || !self.run.started {
-            return dom.policies.iter().map(request).max().unwrap_or(0);
-        }
-        // The highest request of a voting policy; whether a policy votes matters only when its
-        // request would raise the highest so far (on an Intel package most requests are equal).
-        let mut highest: Option<u32> = None;
-        for p in &dom.policies {
-            let khz = request(p);
-            if highest.is_some_and(|h| h >= khz) {
-                continue;
-            }
-            if self.machine.plat.policies[*p].cpus.iter().any(|&c| self.cpu_awake(c)) {
-                highest = Some(khz);
-            }
-        }
-        highest.unwrap_or(self.hw.domains[d].request_khz)
-    }
-
-    /// Whether `cpu` is awake, for P-state coordination and the turbo active-core count:
-    /// running, or idle in a state that is not power-gated (C1, C1E).
-    fn cpu_awake(&self, cpu: usize) -> bool {
-        self.idle_power(cpu) != Some(IdlePower::PowerGated)
-    }
-
-    /// How the idle state `cpu` is in powers it; None while it runs.
-    pub(crate) fn idle_power(&self, cpu: usize) -> Option<IdlePower> {
-        let c = &self.sched.cpus[cpu];
-        debug_assert_eq!(
-            c.idle_power,
-            c.idle_state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power)
-        );
-        c.idle_power
-    }
-
-    /// Put `cpu` in idle state `state` (None: running). A CPU that wakes runs the deferrable
-    /// timers that came due while it slept (powernv's ramp).
-    pub(crate) fn set_idle_state(&mut self, cpu: usize, state: Option<usize>) {
-        let power = state.map(|s| self.machine.plat.cluster_of_cpu(cpu).idle_states[s].power);
-        let c = &mut self.sched.cpus[cpu];
-        c.idle_state = state;
-        c.idle_power = power;
-        if state.is_none() {
-            if let Some(policy) = self.hw.deferred_ramp[cpu].take() {
-                self.powernv_timer_on_wake(policy);
-            }
-        }
-    }
-
-    /// Set the frequency whose voltage `policy`'s domain keeps (powernv's global P-state) and
-    /// re-power the cores whose rail that changes.
-    pub(crate) fn set_global_khz(&mut self, policy: usize, khz: u32) {
-        let d = self.machine.plat.policies[policy].domain;
-        if self.hw.domains[d].global_khz == khz {
-            return;
-        }
-        let cl = self.machine.plat.domains[d].cluster;
-        let pkg = self.machine.plat.domains[d].package;
-        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
-        let cores: Vec<usize> = if package_rail {
-            self.machine.plat.packages[pkg].cores.clone()
-        } else {
-            self.machine.plat.domains[d].cores.clone()
-        };
-        for &core in &cores {
-            self.hw.touch_core(self.q.now(), core);
-        }
-        self.hw.domains[d].global_khz = khz;
-        if let Some(tl) = self.run.timeline.as_mut() {
-            tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
-        }
-        self.hw.domains[d].mv = self.machine.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
-        if package_rail {
-            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
-        }
-        for &core in &cores {
-            self.hw.cores[core].power_w = self.core_power(core);
-        }
-    }
-
-    /// What the hardware of domain `d` should run now, given its request and turbo limits.
-    fn hardware_target(&self, d: usize) -> u32 {
-        let cl = self.machine.plat.domains[d].cluster;
-        let pkg = self.machine.plat.domains[d].package;
-        let f = &self.machine.plat.cluster(cl).frequency;
-        let t = self.machine.driver.hardware_target_khz(&self.machine.plat, cl, self.hw.domains[d].request_khz);
-        if t > f.base_khz {
-            let n = self.hw.packages[pkg].active_cores[cl].max(1) as usize;
-            t.min(self.machine.plat.turbo_limit_khz[cl][n - 1])
-        } else {
-            t
-        }
-    }
-
-    /// Start a transition of domain `d` to its hardware target, which completes after the
-    /// hardware switch time, counted from the next slot of the request grid where the platform
-    /// has one. A transition already under way just takes the newer target.
-    fn retarget(&mut self, d: usize) {
-        let target = self.hardware_target(d);
-        let dom = &mut self.hw.domains[d];
-        if !self.run.started {
-            dom.pending_khz = Some(target);
-            self.freq_apply(d);
-            return;
-        }
-        if dom.pending_khz.is_some() {
-            dom.pending_khz = Some(target);
-            return;
-        }
-        if target == dom.actual_khz {
-            return;
-        }
-        dom.pending_khz = Some(target);
-        dom.apply_token = dom.apply_token.wrapping_add(1);
-        let token = dom.apply_token;
-        let cl = self.machine.plat.domains[d].cluster;
-        let q = &self.machine.plat.cluster(cl).frequency;
-        // A rise that needs more voltage than the rail holds waits for the ramp.
-        let supplied_mv = match q.voltage_scope {
-            VoltageScope::Domain => self.hw.domains[d].mv,
-            VoltageScope::Package => self.hw.packages[self.machine.plat.domains[d].package].mv,
-        };
-        let missing_mv = (self.machine.voltage_mv(cl, target) - supplied_mv).max(0.0);
-        let delay = ((q.hw_switch_us + q.voltage_ramp_us_per_mv * missing_mv) * 1000.0).round() as u64;
-        let grid_ns = (q.request_grid_us * 1000.0).round() as u64;
-        let now = self.q.now();
-        let slot = now.checked_div(grid_ns).map_or(now, |slots| (slots + 1) * grid_ns);
-        let at = slot + delay;
-        self.q.push(at, Event::FreqApply { domain: d as u32, token });
-    }
-
-    /// The domain now runs its pending frequency.
-    pub(crate) fn freq_apply(&mut self, d: usize) {
-        self.apply_pending_freq(d, RailCores::Now);
-    }
-
-    /// Switch domain `d` to its pending frequency. Returns whether it switched on a package
-    /// rail whose cores' power the caller still has to settle ([`RailCores::Later`]).
-    fn apply_pending_freq(&mut self, d: usize, rail_cores: RailCores) -> bool {
-        let Some(new) = self.hw.domains[d].pending_khz.take() else { return false };
-        if new == self.hw.domains[d].actual_khz {
-            return false;
-        }
-        let cl = self.machine.plat.domains[d].cluster;
-        let pkg = self.machine.plat.domains[d].package;
-        let package_rail = self.machine.plat.cluster(cl).frequency.voltage_scope == VoltageScope::Package;
-        let defer_rail = package_rail && rail_cores == RailCores::Later;
-        for i in 0..self.machine.plat.domains[d].cpus.len() {
-            let cpu = self.machine.plat.domains[d].cpus[i];
-            self.account_segment(cpu);
-            self.sync_counters(cpu);
-        }
-        self.hw.account_freq_time(self.q.now(), d);
-        let machine = std::rc::Rc::clone(&self.machine);
-        let plat = &machine.plat;
-        // The cores whose power changes: the domain's, or the package's when they share a rail.
-        let repowered: &[usize] = match (package_rail, defer_rail) {
-            (true, true) => &[],
-            (true, false) => &plat.packages[pkg].cores,
-            (false, _) => &plat.domains[d].cores,
-        };
-        // A core that is not active (every thread power-gated) draws nothing at any frequency:
-        // its power is 0 before the switch and after, and its energy has nothing to settle.
-        for &core in repowered {
-            if self.hw.cores[core].active {
-                self.hw.touch_core(self.q.now(), core);
-            }
-        }
-        // The PLL relocks: no core of the domain executes for a while, busy or waking.
-        let halt_until =
-            self.q.now() + (self.machine.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
-        for &cpu in &plat.domains[d].cpus {
-            self.sched.cpus[cpu].halt_until = halt_until;
-        }
-        let old = self.hw.domains[d].actual_khz;
-        self.hw.domains[d].actual_khz = new;
-        self.hw.domains[d].mv = self.machine.voltage_mv(cl, new.max(self.hw.domains[d].global_khz));
-        if self.work.stats.time_to_top_ns.is_none()
-            && new >= self.machine.plat.turbo_limit_khz[cl][0]
-            && self.run.started
-        {
-            self.work.stats.time_to_top_ns = Some(self.q.now());
-        }
-        if package_rail {
-            self.hw.packages[pkg].mv = self.hw.package_voltage(&self.machine, pkg);
-        }
-        for &core in repowered {
-            if self.hw.cores[core].active {
-                self.hw.cores[core].power_w = self.core_power(core);
-            } else {
-                debug_assert!(self.hw.cores[core].power_w == 0.0 && self.core_power(core) == 0.0);
-            }
-        }
-        self.uncore_follows(d, old);
-        let max_khz = self.machine.plat.cluster(cl).frequency.max_khz as u64;
-        let cpufreq_scale = self.sched.invariant && !self.x86_counters();
-        for i in 0..self.machine.plat.domains[d].cpus.len() {
-            let cpu = self.machine.plat.domains[d].cpus[i];
-            if cpufreq_scale {
-                // arm64 without AMU: the scale follows the frequency set, not the one measured.
-                self.sched.cpus[cpu].freq_scale = (new as u64 * 1024 / max_khz).min(1024);
-            }
-            if self.sched.cpus[cpu].curr.is_some() && self.sched.cpus[cpu].idle_state.is_none() {
-                self.start_segment(cpu);
-            }
-            if let Some(tl) = self.run.timeline.as_mut() {
-                tl.frequency(self.q.now(), cpu, new);
-            }
-        }
-        defer_rail
-    }
-
-    /// Whether frequency invariance comes from APERF/MPERF at the tick (x86).
-    pub(crate) fn x86_counters(&self) -> bool {
-        matches!(self.machine.plat.file.vendor, crate::hw::platform::Vendor::Intel | crate::hw::platform::Vendor::Amd)
-    }
-
-    /// Work per ns (cycles at base frequency) of the task current on `cpu`:
-    /// `t(W) = W · ((1 - m)/f + m/f_base)`, scaled by the µarch capacity and the share of the
-    /// core's throughput this SMT thread gets.
-    fn cpu_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
-        if let Some(task) = self.sched.cpus[cpu].curr {
-            if self.sched.tasks[task].fixed_time {
-                return 1.0;
-            }
-        }
-        let t = &self.machine.plat.cpus[cpu];
-        let cl = self.machine.plat.cluster(t.cluster);
-        let f = self.hw.domains[t.domain].actual_khz as f64 * 1e-6;
-        let fb = cl.frequency.base_khz as f64 * 1e-6;
-        let uarch = cl.capacity_dmips_mhz as f64 / 1024.0;
-        let busy = self.hw.cores[t.core].busy_threads.max(1) as f64;
-        let tpc = self.machine.plat.file.topology.threads_per_core as f64;
-        let share = if busy > 1.0 {
-            (1.0 + (self.machine.plat.file.topology.smt_throughput - 1.0) * (busy - 1.0) / (tpc - 1.0)) / busy
-        } else {
-            1.0
-        };
-        uarch * share / ((1.0 - mem_frac) / f + mem_frac / fb)
-    }
-
-    /// Credit the current task of `cpu` with the work done since its segment started.
-    pub(crate) fn account_segment(&mut self, cpu: usize) {
-        let now = self.q.now();
-        let Some(task) = self.sched.cpus[cpu].curr else { return };
-        let c = &mut self.sched.cpus[cpu];
-        let from = c.seg_start.max(c.stall_until).max(c.halt_until);
-        if now > from {
-            let t = &mut self.sched.tasks[task];
-            let done = ((now - from) as f64 * c.seg_rate).min(t.work_left);
-            t.work_left -= done;
-            t.work_done += done;
-        }
-        c.seg_start = now;
-    }
-
-    /// (Re)start the run segment of the current task at the current speed.
-    pub(crate) fn start_segment(&mut self, cpu: usize) {
-        let Some(task) = self.sched.cpus[cpu].curr else { return };
-        let rate = self.cpu_rate(cpu, self.sched.tasks[task].mem_frac);
-        let now = self.q.now();
-        let left = self.sched.tasks[task].work_left;
-        let c = &mut self.sched.cpus[cpu];
-        c.seg_start = now;
-        c.seg_rate = rate;
-        c.seg_token = c.seg_token.wrapping_add(1);
-        let start = now.max(c.stall_until).max(c.halt_until);
-        // Work too long for the clock (a fuzzed rt-app runtime) ends never rather than wrapping.
-        let end = start.saturating_add((left / rate).ceil() as u64);
-        let token = c.seg_token;
-        self.q.push(end, Event::SegmentEnd { cpu: cpu as u32, token });
-    }
-
-    pub(crate) fn resegment(&mut self, cpu: usize) {
-        self.account_segment(cpu);
-        self.start_segment(cpu);
-    }
-
-    /// Read every package's RAPL counter and accumulate its (wrapping) delta.
-    pub(crate) fn rapl_sample(&mut self) {
-        let bits = self.machine.plat.file.rapl.counter_bits;
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        let unit_j = self.machine.plat.file.rapl.energy_unit_uj * 1e-6;
-        for pkg in 0..self.hw.packages.len() {
-            // The counter never restarts: it counts the warm-up's energy too.
-            let total = self.package_energy_j(pkg) + self.hw.packages[pkg].energy_before_warmup_j;
-            let counter = ((total / unit_j).floor() as u64) & mask;
-            let p = &mut self.hw.packages[pkg];
-            let delta = counter.wrapping_sub(p.rapl_last) & mask;
-            p.rapl_units += delta;
-            p.rapl_last = counter;
-        }
-    }
-
-    /// Energy of package `pkg` up to now: uncore plus its cores.
-    pub(crate) fn package_energy_j(&mut self, pkg: usize) -> f64 {
-        self.hw.touch_package(self.q.now(), pkg);
-        let mut total = self.hw.packages[pkg].uncore_energy_j;
-        for i in 0..self.machine.plat.packages[pkg].cores.len() {
-            let core = self.machine.plat.packages[pkg].cores[i];
-            self.hw.touch_core(self.q.now(), core);
-            total += self.hw.cores[core].energy_j;
-        }
-        total
-    }
-
-    /// Energy the cores of `policy` drew so far (J), their share of the uncore left out; the
-    /// warm-up's is not counted once it ended.
-    pub fn policy_energy_so_far_j(&mut self, policy: usize) -> f64 {
-        let mut cores: Vec<usize> =
-            self.machine.plat.policies[policy].cpus.iter().map(|&c| self.machine.plat.cpus[c].core).collect();
-        cores.dedup();
-        let mut total = 0.0;
-        for core in cores {
-            self.hw.touch_core(self.q.now(), core);
-            total += self.hw.cores[core].energy_j;
-        }
-        total
-    }
-
-    /// The warm-up is over: bring every account up to now, then start them again from zero, so
-    /// that the metric, energy, power and per-CPU figures cover the measured interval only.
-    pub(crate) fn end_warmup(&mut self) {
-        for d in 0..self.hw.domains.len() {
-            self.hw.account_freq_time(self.q.now(), d);
-            self.hw.domains[d].freq_ns.clear();
-        }
-        for cpu in 0..self.sched.cpus.len() {
-            self.account_segment(cpu);
-            self.sync_counters(cpu);
-            self.account_busy_idle(cpu);
-            let c = &mut self.sched.cpus[cpu];
-            c.busy_ns = 0;
-            c.idle_ns.iter_mut().for_each(|ns| *ns = 0);
-            c.util_avg_max = c.avg.util_avg;
-            // Keep the tick's counter deltas right while the totals restart from zero.
-            let k = &mut self.hw.counters[cpu];
-            k.tick_aperf -= k.aperf;
-            k.tick_mperf -= k.mperf;
-            k.aperf = 0.0;
-            k.mperf = 0.0;
-        }
-        self.rapl_sample();
-        for pkg in 0..self.hw.packages.len() {
-            self.hw.packages[pkg].energy_before_warmup_j += self.package_energy_j(pkg);
-            let p = &mut self.hw.packages[pkg];
-            p.uncore_energy_j = 0.0;
-            p.idle_ns = 0;
-            p.uncore_clock_s = 0.0;
-            p.rapl_units = 0;
-        }
-        for core in self.hw.cores.iter_mut() {
-            core.energy_j = 0.0;
-        }
-        self.work.stats.counters.iter_mut().for_each(|n| *n = 0);
-        self.work.stats.responses_ns.clear();
-        self.work.stats.latencies_ns.iter_mut().for_each(Vec::clear);
-        self.work.stats.work_done_before_warmup = self.workload_work_done();
-        self.work.stats.time_to_top_ns = None;
-    }
-
-    /// Work the workload's own tasks have done so far (cycles at base frequency): background
-    /// kernel threads' work is not the benchmark's.
-    fn workload_work_done(&self) -> f64 {
-        self.sched.tasks.iter().filter(|t| !t.attrs.background).map(|t| t.work_done).sum()
-    }
-
-    /// Settle every account at the end of the run.
-    pub(crate) fn finish(&mut self, end: u64) {
-        debug_assert_eq!(end, self.q.now());
-        if end < self.run.warmup_ns {
-            // The workload finished before its warm-up did: the whole run is the measurement.
-            self.run.warmup_ns = 0;
-        }
-        for d in 0..self.hw.domains.len() {
-            self.hw.account_freq_time(self.q.now(), d);
-        }
-        for cpu in 0..self.sched.cpus.len() {
-            self.account_segment(cpu);
-            self.sync_counters(cpu);
-            self.account_busy_idle(cpu);
-        }
-        self.rapl_sample();
-        self.work.stats.sim_time_ns = end - self.run.warmup_ns;
-        self.work.stats.work_done = self.workload_work_done() - self.work.stats.work_done_before_warmup;
-        self.work.stats.energy_j = (0..self.hw.packages.len()).map(|p| self.package_energy_j(p)).sum();
-        let (mut a, mut m) = (0.0, 0.0);
-        for cpu in 0..self.sched.cpus.len() {
-            let base = self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-            a += self.hw.counters[cpu].aperf * base;
-            m += self.hw.counters[cpu].mperf;
-        }
-        self.work.stats.busy_avg_khz = if m > 0.0 { a / m } else { 0.0 };
-    }
-}
-
 /// When a frequency switch on a package rail repowers the package's cores.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum RailCores {
+pub(crate) enum RailCores {
     /// With the switch.
     Now,
     /// Once, by the caller, after switching several domains at the same instant.

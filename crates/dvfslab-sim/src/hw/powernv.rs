@@ -22,7 +22,9 @@
 //! scheduler callback ran the governor), or its first CPU if all idle.
 
 use crate::engine::Event;
-use crate::sim::Sim;
+use crate::engine::EventQueue;
+use crate::hw::Hw;
+use crate::machine::Machine;
 
 /// Time over which the global P-state falls to the local one (MAX_RAMP_DOWN_TIME).
 pub const MAX_RAMP_DOWN_TIME_MS: u64 = 5120;
@@ -48,159 +50,45 @@ pub fn calc_global(elapsed_ms: u64, highest: usize, local: usize, min_idx: usize
 /// Ramp bookkeeping of one policy (global_pstate_info).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ramp {
-    highest_idx: usize,
-    elapsed_ms: u64,
-    last_sampled_ms: Option<u64>,
-    last_gpstate_idx: usize,
-    last_lpstate_idx: usize,
+    pub highest_idx: usize,
+    pub elapsed_ms: u64,
+    pub last_sampled_ms: Option<u64>,
+    pub last_gpstate_idx: usize,
+    pub last_lpstate_idx: usize,
     pub timer_token: u32,
     /// The CPU the timer is pinned to.
-    timer_cpu: usize,
+    pub timer_cpu: usize,
     /// The timer came due while its CPU idled and waits for it to wake.
-    deferred: bool,
+    pub deferred: bool,
 }
 
 impl Ramp {
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         let (token, timer_cpu) = (self.timer_token, self.timer_cpu);
         *self = Ramp { timer_token: token, timer_cpu, ..Ramp::default() };
     }
 }
 
-impl Sim {
-    fn pstate_index(&self, policy: usize, khz: u32) -> usize {
-        let table = &self.machine.tables[policy];
+impl Hw {
+    pub(crate) fn pstate_index(&self, machine: &Machine, policy: usize, khz: u32) -> usize {
+        let table = &machine.tables[policy];
         let pos = table.iter().position(|&f| f >= khz).unwrap_or(table.len() - 1);
         table.len() - 1 - pos
     }
 
-    fn pstate_khz(&self, policy: usize, idx: usize) -> u32 {
-        let table = &self.machine.tables[policy];
+    pub(crate) fn pstate_khz(&self, machine: &Machine, policy: usize, idx: usize) -> u32 {
+        let table = &machine.tables[policy];
         table[table.len() - 1 - idx]
-    }
-
-    /// The driver set a new local P-state for `policy` (powernv_cpufreq_target_index).
-    pub(crate) fn powernv_target(&mut self, policy: usize, khz: u32) {
-        let new_idx = self.pstate_index(policy, khz);
-        if self.machine.powernv_fast_switch {
-            // powernv_fast_switch writes local = global: no ramp. The ramp timer, if one is
-            // pending, would find them equal and stop (gpstate_timer_handler re-reads PMCR).
-            let r = &mut self.hw.ramps[policy];
-            r.reset();
-            r.timer_token = r.timer_token.wrapping_add(1);
-            self.set_global_khz(policy, khz);
-            return;
-        }
-        if !self.machine.slow_rampdown {
-            self.set_global_khz(policy, khz);
-            return;
-        }
-        let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.machine.tables[policy].len() - 1;
-        let r = &mut self.hw.ramps[policy];
-        let g = match r.last_sampled_ms {
-            None => {
-                r.highest_idx = new_idx;
-                new_idx
-            }
-            Some(last) if r.last_gpstate_idx < new_idx => {
-                // The request is below the global: keep ramping down.
-                r.elapsed_ms += now_ms - last;
-                if r.elapsed_ms > MAX_RAMP_DOWN_TIME_MS {
-                    r.reset();
-                    r.highest_idx = new_idx;
-                    new_idx
-                } else {
-                    calc_global(r.elapsed_ms, r.highest_idx, new_idx, min_idx)
-                }
-            }
-            Some(_) => {
-                // At or above the global: the global jumps with it and the ramp restarts.
-                r.reset();
-                r.highest_idx = new_idx;
-                new_idx
-            }
-        };
-        r.last_sampled_ms = Some(now_ms);
-        r.last_gpstate_idx = g;
-        r.last_lpstate_idx = new_idx;
-        if g != new_idx {
-            self.arm_ramp_timer(policy, false);
-        } else {
-            r.timer_token = r.timer_token.wrapping_add(1);
-            r.deferred = false;
-        }
-        let global = self.pstate_khz(policy, g);
-        self.set_global_khz(policy, global);
-    }
-
-    /// The ramp-down timer came due: lower the global a step further (gpstate_timer_handler),
-    /// or, while the CPU it is pinned to idles, wait for that CPU to wake.
-    pub(crate) fn powernv_timer(&mut self, policy: usize) {
-        let cpu = self.hw.ramps[policy].timer_cpu;
-        if self.sched.cpus[cpu].idle_state.is_some() {
-            self.hw.ramps[policy].deferred = true;
-            self.hw.deferred_ramp[cpu] = Some(policy);
-            return;
-        }
-        self.hw.ramps[policy].deferred = false;
-        let now_ms = self.q.now() / 1_000_000;
-        let min_idx = self.machine.tables[policy].len() - 1;
-        let r = &mut self.hw.ramps[policy];
-        let local = r.last_lpstate_idx;
-        if r.last_gpstate_idx == local {
-            r.reset();
-            return;
-        }
-        let dt = now_ms - r.last_sampled_ms.unwrap_or(now_ms);
-        r.last_sampled_ms = Some(now_ms);
-        r.elapsed_ms += dt;
-        let g = if r.elapsed_ms > MAX_RAMP_DOWN_TIME_MS {
-            r.reset();
-            r.highest_idx = local;
-            r.last_lpstate_idx = local;
-            local
-        } else {
-            calc_global(r.elapsed_ms, r.highest_idx, local, min_idx)
-        };
-        r.last_gpstate_idx = g;
-        r.last_lpstate_idx = local;
-        if g != local {
-            self.arm_ramp_timer(policy, true);
-        }
-        let global = self.pstate_khz(policy, g);
-        self.set_global_khz(policy, global);
     }
 
     /// The CPU a deferred ramp timer waits on woke: the handler runs now (after the wake-up
     /// itself), unless the timer was re-armed or stopped meanwhile.
-    pub(crate) fn powernv_timer_on_wake(&mut self, policy: usize) {
-        let r = &mut self.hw.ramps[policy];
+    pub(crate) fn powernv_timer_on_wake(&mut self, q: &mut EventQueue, policy: usize) {
+        let r = &mut self.ramps[policy];
         if std::mem::take(&mut r.deferred) {
             let token = r.timer_token;
-            self.q.push(self.q.now(), Event::DriverTimer { policy: policy as u32, token });
+            q.push(q.now(), Event::DriverTimer { policy: policy as u32, token });
         }
-    }
-
-    /// Queue the ramp timer (queue_gpstate_timer). From the handler it stays on its CPU; from
-    /// a P-state change it goes to the CPU that made it.
-    fn arm_ramp_timer(&mut self, policy: usize, from_handler: bool) {
-        if !from_handler {
-            let cpus = &self.machine.plat.policies[policy].cpus;
-            let busy = cpus.iter().copied().find(|&c| self.sched.cpus[c].idle_state.is_none());
-            self.hw.ramps[policy].timer_cpu = busy.unwrap_or(cpus[0]);
-        }
-        let r = &mut self.hw.ramps[policy];
-        r.deferred = false;
-        let interval = if r.elapsed_ms + GPSTATE_TIMER_INTERVAL_MS > MAX_RAMP_DOWN_TIME_MS {
-            MAX_RAMP_DOWN_TIME_MS.saturating_sub(r.elapsed_ms).max(1)
-        } else {
-            GPSTATE_TIMER_INTERVAL_MS
-        };
-        r.timer_token = r.timer_token.wrapping_add(1);
-        let token = r.timer_token;
-        let at = self.q.now() + interval * 1_000_000;
-        self.q.push(at, Event::DriverTimer { policy: policy as u32, token });
     }
 }
 

@@ -19,10 +19,11 @@
 //! Mirrors fair.c's `fits_capacity`, `util_fits_cpu`, `capacity_greater` and core.c's uclamp
 //! max-aggregation; the code is our own.
 
-use crate::hw::platform::{Platform, Vendor};
+use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
+use crate::machine::Machine;
 use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
-use crate::sim::Sim;
+use crate::sched::Sched;
 use crate::workload::SchedPolicy;
 
 /// Which `fits_capacity` the scheduler uses.
@@ -58,27 +59,9 @@ pub fn capacity_greater(a: u64, b: u64) -> bool {
     a * 1024 > b * 1078
 }
 
-/// The first kernel whose arm64 topology header points the scheduler's
-/// `arch_scale_cpu_capacity` at the capacities parsed from the device tree
-/// (`topology_get_cpu_scale`, arch/arm64/include/asm/topology.h, 4.15). arm64 4.10 – 4.14 parsed
-/// `capacity-dmips-mhz` and showed it in sysfs, but the scheduler kept its generic 1024.
-const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15);
-
 /// The first kernel whose PELT applies invariance to its clock (`update_rq_clock_pelt`)
 /// rather than to each contribution (`accumulate_sum`).
 const PELT_CLOCK_KERNEL: KernelVersion = KernelVersion(5, 1);
-
-/// Set each CPU's `cap_orig` to what the scheduler of `kernel` sees: the preset's capacities,
-/// except on arm64 before 4.15, where every CPU is 1024 to the scheduler (so placement,
-/// wake_cap and schedutil see a symmetric machine) while the cores still run at their own
-/// speed.
-pub(crate) fn apply_kernel_capacities(plat: &mut Platform, kernel: KernelVersion) {
-    if plat.file.vendor == Vendor::Arm && kernel < ARM64_CPU_CAPACITY_KERNEL {
-        for c in plat.cpus.iter_mut() {
-            c.cap_orig = SCHED_CAPACITY_SCALE;
-        }
-    }
-}
 
 /// The capacities of one CPU that util_fits_cpu compares against.
 #[derive(Clone, Copy, Debug)]
@@ -214,35 +197,11 @@ impl Hetero {
     }
 }
 
-impl Sim {
-    /// capacity_of(cpu): cap_orig less the capacity a lowered policy maximum takes away.
-    pub(crate) fn capacity_of(&self, cpu: usize) -> u64 {
-        let cap = self.machine.plat.cpus[cpu].cap_orig;
-        let policy = self.machine.plat.cpus[cpu].policy;
-        let pol = &self.cpufreq.policies[policy];
-        let f_ref = *self.machine.tables[policy].last().unwrap_or(&pol.max_khz) as u64;
-        if (pol.max_khz as u64) < f_ref && f_ref > 0 {
-            (cap * pol.max_khz as u64 / f_ref).max(1)
-        } else {
-            cap
-        }
-    }
-
-    pub(crate) fn cpu_caps(&self, cpu: usize) -> CpuCaps {
-        let capacity = self.capacity_of(cpu);
-        CpuCaps { cap_orig: self.machine.plat.cpus[cpu].cap_orig, capacity, actual: capacity }
-    }
-
-    /// util_fits_cpu with this run's fits rule and uclamp state.
-    pub(crate) fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: usize) -> i8 {
-        let h = &self.sched.hetero;
-        util_fits_cpu(util, uclamp_min, uclamp_max, self.cpu_caps(cpu), h.fits, h.uclamp_active())
-    }
-
+impl Sched {
     /// The task's effective clamps (uclamp_eff_value): its requests, or the defaults (min 0,
     /// RT tasks 1024; max 1024).
     pub(crate) fn task_uclamp(&self, task: usize) -> (u64, u64) {
-        let a = &self.sched.tasks[task].attrs;
+        let a = &self.tasks[task].attrs;
         let rt_default = match a.policy {
             SchedPolicy::Normal => 0,
             _ => SCHED_CAPACITY_SCALE,
@@ -255,95 +214,69 @@ impl Sim {
     /// The run-queue clamps of `cpu`: max-aggregated over its runnable tasks; an idle
     /// run-queue reads min 0 and keeps the last max. None when uclamp is not in use.
     pub(crate) fn rq_uclamp(&self, cpu: usize) -> Option<(u64, u64)> {
-        if !self.sched.hetero.uclamp_active() {
+        if !self.hetero.uclamp_active() {
             return None;
         }
-        let c = &self.sched.cpus[cpu];
+        let c = &self.cpus[cpu];
         let mut tasks = c.curr.iter().chain(c.queue.iter()).peekable();
         if tasks.peek().is_none() {
-            return Some((0, self.sched.hetero.uclamp_max_idle[cpu]));
+            return Some((0, self.hetero.uclamp_max_idle[cpu]));
         }
         Some(tasks.map(|&t| self.task_uclamp(t)).fold((0, 0), |(lo, hi), (a, b)| (lo.max(a), hi.max(b))))
     }
 
     /// Note a task leaving `cpu`'s run-queue: an idle run-queue keeps its uclamp_max.
     pub(crate) fn uclamp_dequeued(&mut self, task: usize, cpu: usize) {
-        if self.sched.hetero.uclamp_active() {
-            self.sched.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
+        if self.hetero.uclamp_active() {
+            self.hetero.uclamp_max_idle[cpu] = self.task_uclamp(task).1;
         }
     }
 
     /// A task's clamp requests changed (or it was created with some): uclamp is in use.
     pub(crate) fn uclamp_requested(&mut self, min: Option<u32>, max: Option<u32>) {
         if min.is_some() || max.is_some() {
-            self.sched.hetero.uclamp_used = true;
+            self.hetero.uclamp_used = true;
         }
     }
 
     /// How PELT scales an update on `cpu` now: its `arch_scale_freq_capacity` and
     /// `arch_scale_cpu_capacity`, applied to the clock from 5.1 and to each contribution
     /// before (see [`Invariance`]).
-    pub(crate) fn pelt_scale(&self, cpu: usize) -> PeltScale {
-        let invariance =
-            if self.machine.kernel >= PELT_CLOCK_KERNEL { Invariance::Clock } else { Invariance::Contribution };
+    pub(crate) fn pelt_scale(&self, machine: &Machine, cpu: usize) -> PeltScale {
+        let invariance = if machine.kernel >= PELT_CLOCK_KERNEL { Invariance::Clock } else { Invariance::Contribution };
         PeltScale {
-            time_shift: self.machine.pelt_shift,
+            time_shift: machine.pelt_shift,
             invariance,
-            freq: self.sched.cpus[cpu].freq_scale,
-            cpu: self.machine.plat.cpus[cpu].cap_orig,
+            freq: self.cpus[cpu].freq_scale,
+            cpu: machine.plat.cpus[cpu].cap_orig,
         }
     }
 
     /// The PELT clock of `cpu` as a reader outside an update sees it: now on an idle CPU
     /// (its clock is re-synced), the last update on a busy one.
-    fn pelt_clock_estimate(&self, cpu: usize) -> u64 {
-        let c = &self.sched.cpus[cpu];
+    pub(crate) fn pelt_clock_estimate(&self, q: &EventQueue, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
         if c.curr.is_none() {
-            self.q.now() - c.lost_idle
+            q.now() - c.lost_idle
         } else {
             c.clock_pelt - c.lost_idle
         }
     }
 
     /// The task's util_avg decayed to now if it sleeps (sync_entity_load_avg).
-    pub(crate) fn task_util_avg_now(&self, task: usize) -> u64 {
-        let t = &self.sched.tasks[task];
+    pub(crate) fn task_util_avg_now(&self, machine: &Machine, q: &EventQueue, task: usize) -> u64 {
+        let t = &self.tasks[task];
         if t.state != crate::sched::task::TaskState::Sleeping || !t.placed {
             return t.avg.util_avg;
         }
         let mut avg = t.avg.clone();
-        avg.update(self.pelt_clock_estimate(t.cpu), 0, 0, false, t.weight, self.machine.pelt_shift);
+        avg.update(self.pelt_clock_estimate(q, t.cpu), 0, 0, false, t.weight, machine.pelt_shift);
         avg.util_avg
     }
 
     /// task_util_est(p) = max(util_avg, util_est).
-    pub(crate) fn task_util_est(&self, task: usize) -> u64 {
-        self.task_util_avg_now(task).max(self.sched.tasks[task].util_est.value())
-    }
-
-    /// task_fits_cpu: the task's util and its own clamps fully fit `cpu`.
-    pub(crate) fn task_fits_cpu(&self, task: usize, cpu: usize) -> bool {
-        let (min, max) = self.task_uclamp(task);
-        self.util_fits_cpu(self.task_util_est(task), min, max, cpu) > 0
-    }
-
-    /// Keep a record of a move for `--explain`.
-    pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str) {
-        if self.sched.hetero.migrations.is_none() || src == dst {
-            return;
-        }
-        let util = self.task_util_est(task);
-        let fitted_src = self.task_fits_cpu(task, src);
-        let m = crate::observe::Migration {
-            time_ns: self.q.now(),
-            task,
-            src_cpu: src,
-            dst_cpu: dst,
-            reason,
-            util,
-            fitted_src,
-        };
-        self.sched.hetero.migrations.as_mut().expect("checked").push(m);
+    pub(crate) fn task_util_est(&self, machine: &Machine, q: &EventQueue, task: usize) -> u64 {
+        self.task_util_avg_now(machine, q, task).max(self.tasks[task].util_est.value())
     }
 }
 

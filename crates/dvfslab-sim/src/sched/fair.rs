@@ -12,8 +12,9 @@
 //! delayed task's share of the PELT sums (it leaves them when it blocks, as a sleeping task
 //! does), and load balancing of delayed tasks (only waiting ones move).
 
-use super::*;
+use crate::engine::EventQueue;
 use crate::sched::eevdf::{self, clamped_lag, Entity, Load, Rules, Running};
+use crate::sched::Sched;
 
 /// How a task joins a run-queue (enqueue_task's flags, as far as placement reads them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,29 +27,29 @@ pub(crate) enum Join {
     Requeue,
 }
 
-impl Sim {
-    fn rules(&self) -> Rules {
-        self.sched.eevdf.expect("EEVDF rules (kernel 6.6 or later)")
+impl Sched {
+    pub(crate) fn rules(&self) -> Rules {
+        self.eevdf.expect("EEVDF rules (kernel 6.6 or later)")
     }
 
     /// The running task of `cpu` if it is a fair one.
-    fn fair_curr(&self, cpu: usize) -> Option<usize> {
-        self.sched.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none())
+    pub(crate) fn fair_curr(&self, cpu: usize) -> Option<usize> {
+        self.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none())
     }
 
     /// The load sums of `cpu`'s fair tasks: waiting, delayed and running.
-    fn fair_load(&self, cpu: usize) -> Load {
-        let load = self.sched.cpus[cpu].fair.load;
+    pub(crate) fn fair_load(&self, cpu: usize) -> Load {
+        let load = self.cpus[cpu].fair.load;
         match self.fair_curr(cpu) {
-            Some(c) => load.with(self.sched.tasks[c].vruntime, self.sched.tasks[c].weight),
+            Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight),
             None => load,
         }
     }
 
     /// V of `load` on `cpu`; with no task there, the run-queue's own reference
     /// (min_vruntime, which avg_vruntime returns for an empty run-queue).
-    fn fair_avg(&self, cpu: usize, load: &Load) -> u64 {
-        load.avg_vruntime().unwrap_or(self.sched.cpus[cpu].min_vruntime)
+    pub(crate) fn fair_avg(&self, cpu: usize, load: &Load) -> u64 {
+        load.avg_vruntime().unwrap_or(self.cpus[cpu].min_vruntime)
     }
 
     /// Count a fair task among `cpu`'s queued ones (__enqueue_entity), with its vruntime and
@@ -57,8 +58,8 @@ impl Sim {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let t = &self.sched.tasks[task];
-        self.sched.cpus[cpu].fair.insert(task, t.vruntime, t.deadline, t.weight);
+        let t = &self.tasks[task];
+        self.cpus[cpu].fair.insert(task, t.vruntime, t.deadline, t.weight);
     }
 
     /// Take a fair task out of `cpu`'s queued ones (__dequeue_entity).
@@ -66,22 +67,22 @@ impl Sim {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let t = &self.sched.tasks[task];
-        self.sched.cpus[cpu].fair.remove(task, t.vruntime, t.deadline, t.weight);
+        let t = &self.tasks[task];
+        self.cpus[cpu].fair.remove(task, t.vruntime, t.deadline, t.weight);
     }
 
     /// place_entity: `task` joins `cpu` at V less its lag (inflated for its own weight), with
     /// a deadline one slice on (half of one for a new task), or the relative deadline a move
     /// from another CPU carried. The running task is accounted first (enqueue_entity's
     /// update_curr), so that V is today's.
-    pub(crate) fn fair_place(&mut self, task: usize, cpu: usize, join: Join) {
+    pub(crate) fn fair_place(&mut self, q: &EventQueue, task: usize, cpu: usize, join: Join) {
         let rules = self.rules();
         if self.fair_curr(cpu).is_some() {
-            self.update_curr(cpu);
+            self.update_curr(q, cpu);
         }
         let load = self.fair_load(cpu);
         let avg = self.fair_avg(cpu, &load);
-        let t = &mut self.sched.tasks[task];
+        let t = &mut self.tasks[task];
         t.vruntime = eevdf::placed_vruntime(avg, t.vlag, load.weight(), t.weight);
         t.deadline = match t.rel_deadline.take() {
             Some(rel) => t.vruntime + rel,
@@ -95,15 +96,15 @@ impl Sim {
     /// [`eevdf::Resched`]).
     pub(crate) fn fair_update_curr(&mut self, cpu: usize, curr: usize) {
         let rules = self.rules();
-        let t = &mut self.sched.tasks[curr];
+        let t = &mut self.tasks[curr];
         let renewed = t.vruntime >= t.deadline;
         if renewed {
             t.deadline = rules.deadline(t.vruntime, false);
         }
-        if self.sched.cpus[cpu].fair.is_empty() {
+        if self.cpus[cpu].fair.is_empty() {
             return;
         }
-        let t = &self.sched.tasks[curr];
+        let t = &self.tasks[curr];
         let protected = rules.protected(t.vruntime, t.deadline, t.vprot);
         let resched = renewed
             || match rules.resched {
@@ -112,7 +113,7 @@ impl Sim {
                 eevdf::Resched::Unprotected => !protected,
             };
         if resched {
-            self.sched.cpus[cpu].resched = true;
+            self.cpus[cpu].resched = true;
         }
     }
 
@@ -120,9 +121,9 @@ impl Sim {
     /// slice it was picked with (RUN_TO_PARITY; the kernel stashes the deadline, in vlag
     /// before 6.17 and vprot after). Any reschedule asked for was for the task before.
     pub(crate) fn fair_set_next(&mut self, cpu: usize, task: usize) {
-        self.sched.cpus[cpu].resched = false;
-        if self.sched.eevdf.is_some() && self.rt_prio(task).is_none() {
-            let t = &mut self.sched.tasks[task];
+        self.cpus[cpu].resched = false;
+        if self.eevdf.is_some() && self.rt_prio(task).is_none() {
+            let t = &mut self.tasks[task];
             t.vprot = t.deadline;
         }
     }
@@ -135,30 +136,30 @@ impl Sim {
             return;
         }
         let rules = self.rules();
-        let (v, w) = (self.sched.tasks[task].vruntime, self.sched.tasks[task].weight);
+        let (v, w) = (self.tasks[task].vruntime, self.tasks[task].weight);
         let load = self.fair_load(cpu).with(v, w);
         if rules.delay_dequeue && !load.eligible(v) {
-            self.sched.tasks[task].delayed = true;
+            self.tasks[task].delayed = true;
             self.fair_enqueue(cpu, task);
-            self.sched.cpus[cpu].fair.delayed += 1;
+            self.cpus[cpu].fair.delayed += 1;
             return;
         }
-        self.sched.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit_ns);
+        self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit_ns);
     }
 
     /// A delayed task leaves `cpu`'s queue for good (dequeue_entity with DEQUEUE_DELAYED, when
     /// the pick chose it, or when it must wake elsewhere): with its lag against the run-queue
     /// it was in, a positive one dropped (DELAY_ZERO).
-    pub(crate) fn fair_finish_delayed(&mut self, cpu: usize, task: usize) {
+    pub(crate) fn fair_finish_delayed(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         if self.fair_curr(cpu).is_some() {
-            self.update_curr(cpu);
+            self.update_curr(q, cpu);
         }
         let rules = self.rules();
         let load = self.fair_load(cpu);
-        let lag = clamped_lag(self.fair_avg(cpu, &load), self.sched.tasks[task].vruntime, rules.lag_limit_ns);
+        let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
         self.fair_dequeue(cpu, task);
-        self.sched.cpus[cpu].fair.delayed -= 1;
-        let t = &mut self.sched.tasks[task];
+        self.cpus[cpu].fair.delayed -= 1;
+        let t = &mut self.tasks[task];
         t.delayed = false;
         t.vlag = lag.min(0);
     }
@@ -171,15 +172,15 @@ impl Sim {
     pub(crate) fn fair_requeue_delayed(&mut self, cpu: usize, task: usize) {
         let rules = self.rules();
         let load = self.fair_load(cpu);
-        let lag = clamped_lag(self.fair_avg(cpu, &load), self.sched.tasks[task].vruntime, rules.lag_limit_ns);
+        let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
         self.fair_dequeue(cpu, task);
-        self.sched.cpus[cpu].fair.delayed -= 1;
-        self.sched.tasks[task].delayed = false;
-        self.sched.tasks[task].vlag = lag.min(0);
+        self.cpus[cpu].fair.delayed -= 1;
+        self.tasks[task].delayed = false;
+        self.tasks[task].vlag = lag.min(0);
         if lag > 0 {
             let others = self.fair_load(cpu);
             let avg = self.fair_avg(cpu, &others);
-            let t = &mut self.sched.tasks[task];
+            let t = &mut self.tasks[task];
             t.vruntime = avg;
             t.deadline = rules.deadline(avg, false);
         }
@@ -188,89 +189,75 @@ impl Sim {
     /// pick_eevdf on `cpu` without changing anything: the eligible fair task with the
     /// earliest deadline among the queued (delayed ones included) and, with `with_curr`, the
     /// running one, which keeps the CPU while its pick protects it when `protect` asks.
-    fn fair_peek(&self, cpu: usize, with_curr: bool, protect: bool) -> Option<usize> {
+    pub(crate) fn fair_peek(&self, cpu: usize, with_curr: bool, protect: bool) -> Option<usize> {
         let rules = self.rules();
         let curr = if with_curr { self.fair_curr(cpu) } else { None };
-        let load = if with_curr { self.fair_load(cpu) } else { self.sched.cpus[cpu].fair.load };
+        let load = if with_curr { self.fair_load(cpu) } else { self.cpus[cpu].fair.load };
         let entity = |task: usize| {
-            let t = &self.sched.tasks[task];
+            let t = &self.tasks[task];
             Entity { task, vruntime: t.vruntime, deadline: t.deadline }
         };
         let running = curr.map(|c| {
-            let t = &self.sched.tasks[c];
+            let t = &self.tasks[c];
             Running { entity: entity(c), protected: rules.protected(t.vruntime, t.deadline, t.vprot) }
         });
-        let queued = self.sched.cpus[cpu].fair.by_deadline.iter().map(|&(_, task)| entity(task));
+        let queued = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, task)| entity(task));
         eevdf::pick(&load, queued, running, protect, rules.curr_wins_ties)
     }
 
     /// pick_next_entity on `cpu`: [`Sim::fair_peek`], a delayed task it picks leaving the
     /// run-queue and the pick starting again. None when no fair task is left to run.
-    pub(crate) fn fair_pick(&mut self, cpu: usize, with_curr: bool) -> Option<usize> {
+    pub(crate) fn fair_pick(&mut self, q: &EventQueue, cpu: usize, with_curr: bool) -> Option<usize> {
         loop {
             let next = self.fair_peek(cpu, with_curr, true)?;
-            if !self.sched.tasks[next].delayed {
+            if !self.tasks[next].delayed {
                 return Some(next);
             }
-            self.fair_finish_delayed(cpu, next);
-        }
-    }
-
-    /// check_preempt_wakeup_fair: with the running task accounted, a pending reschedule
-    /// reschedules; otherwise the woken `task` preempts when it is the pick, the running task
-    /// keeping the CPU while its pick protects it. The loopback send of a request/response
-    /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
-    /// once when the sender has run past it.
-    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
-        self.update_curr(cpu);
-        if self.sched.cpus[cpu].resched {
-            self.preempt(cpu, None);
-        } else if self.fair_peek(cpu, true, true) == Some(task) {
-            self.preempt(cpu, Some(task));
+            self.fair_finish_delayed(q, cpu, next);
         }
     }
 
     /// The fair task that runs next when `cpu` reschedules with its task still runnable: the
     /// pick with the running task competing. None when the running one keeps the CPU.
-    pub(crate) fn fair_repick(&mut self, cpu: usize) -> Option<usize> {
-        let curr = self.sched.cpus[cpu].curr;
-        let next = self.fair_pick(cpu, true);
-        self.sched.cpus[cpu].resched = false;
+    pub(crate) fn fair_repick(&mut self, q: &EventQueue, cpu: usize) -> Option<usize> {
+        let curr = self.cpus[cpu].curr;
+        let next = self.fair_pick(q, cpu, true);
+        self.cpus[cpu].resched = false;
         next.filter(|&n| Some(n) != curr)
     }
 
     /// A fair task moving from `src` to `dst` without sleeping (a balancer's move): it leaves
     /// with its lag against `src` (and, from 6.12, its deadline relative to its vruntime) and
     /// joins `dst` by placement. It is neither queued on `src` nor running there any more.
-    pub(crate) fn fair_migrate(&mut self, task: usize, src: usize, dst: usize) {
+    pub(crate) fn fair_migrate(&mut self, q: &EventQueue, task: usize, src: usize, dst: usize) {
         if self.rt_prio(task).is_some() {
             return;
         }
         let rules = self.rules();
-        let t = &self.sched.tasks[task];
+        let t = &self.tasks[task];
         let load = self.fair_load(src).with(t.vruntime, t.weight);
         let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit_ns);
-        let t = &mut self.sched.tasks[task];
+        let t = &mut self.tasks[task];
         t.vlag = lag;
         if rules.rel_deadline {
             t.rel_deadline = Some(t.deadline.saturating_sub(t.vruntime));
         }
-        self.fair_place(task, dst, Join::Wake);
+        self.fair_place(q, task, dst, Join::Wake);
     }
 
     /// yield_task_fair on `cpu`, whose running fair task yields with others waiting: its
     /// deadline moves a slice on (6.6), or from 6.18 an eligible task forfeits the rest of its
     /// slice, vruntime to its deadline and a new deadline from there. The caller then picks
     /// ([`Sim::fair_repick`]).
-    pub(crate) fn fair_yield(&mut self, cpu: usize) {
+    pub(crate) fn fair_yield(&mut self, q: &EventQueue, cpu: usize) {
         let rules = self.rules();
-        let curr = self.sched.cpus[cpu].curr.expect("a running task");
-        self.update_curr(cpu);
+        let curr = self.cpus[cpu].curr.expect("a running task");
+        self.update_curr(q, cpu);
         match rules.yield_rule {
-            eevdf::Yield::PushDeadline => self.sched.tasks[curr].deadline += rules.slice_ns,
+            eevdf::Yield::PushDeadline => self.tasks[curr].deadline += rules.slice_ns,
             eevdf::Yield::Forfeit => {
-                if self.fair_load(cpu).eligible(self.sched.tasks[curr].vruntime) {
-                    let t = &mut self.sched.tasks[curr];
+                if self.fair_load(cpu).eligible(self.tasks[curr].vruntime) {
+                    let t = &mut self.tasks[curr];
                     t.vruntime = t.deadline;
                     t.deadline = rules.deadline(t.vruntime, false);
                 }
@@ -280,8 +267,8 @@ impl Sim {
 
     /// Delayed tasks wake_affine_idle counts on `cpu` as running (6.12–6.13).
     pub(crate) fn affine_delayed(&self, cpu: usize) -> u64 {
-        match self.sched.eevdf {
-            Some(r) if r.affine_counts_delayed => self.sched.cpus[cpu].fair.delayed as u64,
+        match self.eevdf {
+            Some(r) if r.affine_counts_delayed => self.cpus[cpu].fair.delayed as u64,
             _ => 0,
         }
     }

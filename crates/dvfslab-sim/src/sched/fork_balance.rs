@@ -29,7 +29,9 @@
 //! tasks later. With the rule the intel-invariance campaign's package power agreed worse even
 //! after a refit; nodes are compared like the other levels.
 
-use crate::sim::Sim;
+use crate::engine::EventQueue;
+use crate::machine::Machine;
+use crate::sched::Sched;
 
 /// One level of the walk: how its span splits into groups, and its imbalance_pct.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,27 +75,27 @@ impl GroupSum {
     }
 }
 
-impl Sim {
+impl Sched {
     /// The CPU a task forked on `this_cpu` starts on.
-    pub(crate) fn select_fork_cpu(&self, task: usize, this_cpu: usize) -> usize {
-        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
-        let Some(&first) = span.first() else { return self.sched.tasks[task].cpu };
+    pub(crate) fn select_fork_cpu(&self, machine: &Machine, q: &EventQueue, task: usize, this_cpu: usize) -> usize {
+        let mut span: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let Some(&first) = span.first() else { return self.tasks[task].cpu };
         let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { first };
         // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
         // place a task at every fork.
         let mut groups: Vec<GroupSum> = Vec::new();
-        for level in self.fork_levels() {
-            self.sum_groups(level, &span, &mut groups);
+        for level in self.fork_levels(machine) {
+            self.sum_groups(machine, q, level, &span, &mut groups);
             if groups.len() < 2 {
                 continue;
             }
-            let local = groups.iter().position(|g| g.key == self.group_key(level, cpu)).unwrap_or(0);
+            let local = groups.iter().position(|g| g.key == self.group_key(machine, level, cpu)).unwrap_or(0);
             let loads: Vec<GroupLoad> = groups.iter().map(GroupSum::load).collect();
             let idlest = self.find_idlest_group(level, &loads, local);
             let key = groups[idlest.unwrap_or(local)].key;
-            span.retain(|&c| self.group_key(level, c) == key);
+            span.retain(|&c| self.group_key(machine, level, c) == key);
             if idlest.is_some() {
-                cpu = self.find_idlest_group_cpu(&span, cpu);
+                cpu = self.find_idlest_group_cpu(machine, &span, cpu);
             }
         }
         cpu
@@ -106,27 +108,27 @@ impl Sim {
     /// task runs there alone (`idle_cpu_without`): the task moves only to a group with more
     /// idle CPUs than its own, so a task alone on an otherwise idle core stays. Without an
     /// idle CPU anywhere it stays too (the model moves no running task onto a busy CPU).
-    pub(crate) fn select_exec_cpu(&self, task: usize, cpu: usize) -> usize {
-        if self.machine.kernel < crate::kernel::KernelVersion(5, 5) {
-            return self.select_fork_cpu(task, cpu);
+    pub(crate) fn select_exec_cpu(&self, machine: &Machine, q: &EventQueue, task: usize, cpu: usize) -> usize {
+        if machine.kernel < crate::kernel::KernelVersion(5, 5) {
+            return self.select_fork_cpu(machine, q, task, cpu);
         }
-        let alone = self.sched.cpus[cpu].curr == Some(task) && self.sched.cpus[cpu].queue.is_empty();
+        let alone = self.cpus[cpu].curr == Some(task) && self.cpus[cpu].queue.is_empty();
         let idle_without = |c: usize| self.cpu_is_idle(c) || (c == cpu && alone);
-        let mut span: Vec<usize> = (0..self.sched.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
+        let mut span: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
         let mut dest = cpu;
-        for level in self.fork_levels() {
+        for level in self.fork_levels(machine) {
             // Each group of the level in `span`, in ring order from the local one, with its
             // idle CPUs.
             let mut groups: Vec<(usize, usize)> = Vec::new();
             for &c in &span {
-                let key = self.group_key(level, c);
+                let key = self.group_key(machine, level, c);
                 let i = groups.iter().position(|&(k, _)| k == key).unwrap_or_else(|| {
                     groups.push((key, 0));
                     groups.len() - 1
                 });
                 groups[i].1 += usize::from(idle_without(c));
             }
-            let local_key = self.group_key(level, dest);
+            let local_key = self.group_key(machine, level, dest);
             let local = groups.iter().position(|&(k, _)| k == local_key).unwrap_or(0);
             let n = groups.len();
             let idlest = (1..n).map(|k| (local + k) % n).fold(None, |best: Option<usize>, g| match best {
@@ -137,40 +139,40 @@ impl Sim {
                 Some(g) if groups[g].1 > groups[local].1 => groups[g].0,
                 _ => local_key,
             };
-            span.retain(|&c| self.group_key(level, c) == key);
+            span.retain(|&c| self.group_key(machine, level, c) == key);
             if key != local_key {
-                dest = self.find_idlest_group_cpu(&span, dest);
+                dest = self.find_idlest_group_cpu(machine, &span, dest);
             }
         }
         dest
     }
 
-    fn fork_levels(&self) -> impl Iterator<Item = Level> {
-        let numa = self.machine.plat.packages.len() > 1;
-        let between_llcs = self.machine.plat.llcs.len() > self.machine.plat.packages.len();
-        let smt = self.machine.plat.file.topology.threads_per_core > 1;
+    fn fork_levels(&self, machine: &Machine) -> impl Iterator<Item = Level> {
+        let numa = machine.plat.packages.len() > 1;
+        let between_llcs = machine.plat.llcs.len() > machine.plat.packages.len();
+        let smt = machine.plat.file.topology.threads_per_core > 1;
         [(numa, Level::Numa), (between_llcs, Level::BetweenLlcs), (true, Level::Llc), (smt, Level::Smt)]
             .into_iter()
             .filter_map(|(present, level)| present.then_some(level))
     }
 
     /// Which group of `level` `cpu` belongs to.
-    fn group_key(&self, level: Level, cpu: usize) -> usize {
-        let t = &self.machine.plat.cpus[cpu];
+    fn group_key(&self, machine: &Machine, level: Level, cpu: usize) -> usize {
+        let t = &machine.plat.cpus[cpu];
         match level {
             Level::Numa => t.package,
             Level::BetweenLlcs => t.llc,
-            Level::Llc if self.machine.plat.file.topology.threads_per_core > 1 => t.core,
+            Level::Llc if machine.plat.file.topology.threads_per_core > 1 => t.core,
             Level::Llc | Level::Smt => cpu,
         }
     }
 
     /// `span` split into the groups of `level`, in the order of their first CPU in `span`
     /// (empty groups left out), each with its capacity and loads summed.
-    fn sum_groups(&self, level: Level, span: &[usize], groups: &mut Vec<GroupSum>) {
+    fn sum_groups(&self, machine: &Machine, q: &EventQueue, level: Level, span: &[usize], groups: &mut Vec<GroupSum>) {
         groups.clear();
         for &c in span {
-            let key = self.group_key(level, c);
+            let key = self.group_key(machine, level, c);
             let i = match groups.iter().position(|g| g.key == key) {
                 Some(i) => i,
                 None => {
@@ -179,19 +181,19 @@ impl Sim {
                 }
             };
             let g = &mut groups[i];
-            g.capacity += self.machine.plat.cpus[c].cap_orig;
+            g.capacity += machine.plat.cpus[c].cap_orig;
             g.runnable += self.runnable_load(c);
-            g.avg += self.avg_load(c);
+            g.avg += self.avg_load(machine, q, c);
         }
     }
 
     /// Runnable load of `cpu`: its runnable tasks' load averages (a sum kept up to date, so
     /// that placing many tasks costs no scan of each run-queue).
     pub(crate) fn runnable_load(&self, cpu: usize) -> u64 {
-        let c = &self.sched.cpus[cpu];
+        let c = &self.cpus[cpu];
         debug_assert_eq!(
             c.runnable_load,
-            c.curr.iter().chain(c.queue.iter()).map(|&t| self.sched.tasks[t].avg.load_avg).sum::<u64>()
+            c.curr.iter().chain(c.queue.iter()).map(|&t| self.tasks[t].avg.load_avg).sum::<u64>()
         );
         c.runnable_load
     }
@@ -199,8 +201,8 @@ impl Sim {
     /// Load average of `cpu` with blocked load (decayed to now on an idle CPU), and at least
     /// its runnable tasks' loads: Linux attaches a task's load to its run queue's average at
     /// once, where this model's run-queue signal only grows while tasks run.
-    fn avg_load(&self, cpu: usize) -> u64 {
-        self.with_cpu_avg_now(cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
+    pub(crate) fn avg_load(&self, machine: &Machine, q: &EventQueue, cpu: usize) -> u64 {
+        self.with_cpu_avg_now(machine, q, cpu, |avg| avg.load_avg).max(self.runnable_load(cpu))
     }
 
     /// The group a fork should move to, or None to stay in the local group.
@@ -231,14 +233,13 @@ impl Sim {
 
     /// In `group`: an idle CPU in the shallowest idle state, the most recently idled first;
     /// with none idle, the one with the least load.
-    fn find_idlest_group_cpu(&self, group: &[usize], fallback: usize) -> usize {
-        let exit_ns =
-            |c: usize| self.sched.cpus[c].idle_state.map_or(0, |s| self.machine.plat.idle_timing_of_cpu(c)[s].exit_ns);
+    pub(crate) fn find_idlest_group_cpu(&self, machine: &Machine, group: &[usize], fallback: usize) -> usize {
+        let exit_ns = |c: usize| self.cpus[c].idle_state.map_or(0, |s| machine.plat.idle_timing_of_cpu(c)[s].exit_ns);
         let idle = group
             .iter()
             .copied()
             .filter(|&c| self.cpu_is_idle(c))
-            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.sched.cpus[c].idle_since), c));
+            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_since), c));
         idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
     }
 }

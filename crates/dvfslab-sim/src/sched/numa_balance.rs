@@ -26,45 +26,17 @@
 //! Queued tasks are left to the new-idle and idle pulls (`Sim::push_to_idle`).
 
 use crate::kernel::KernelVersion;
-use crate::sched::SpreadAttempts;
-use crate::sim::Sim;
+use crate::machine::Machine;
+use crate::sched::Sched;
 
 /// Failed balances before the active one: `cache_nice_tries` of the NUMA level (2) plus two.
-const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
+pub(crate) const NUMA_FAILURES_BEFORE_ACTIVE: u32 = 4;
 
-impl Sim {
-    /// The NUMA level of the periodic balancer, run from a tick of `cpu` (standing for the
-    /// idle balancer that a busy LLC kicks).
-    pub(crate) fn spread_numa(&mut self, cpu: usize) {
-        if self.machine.plat.packages.len() < 2 {
-            return;
-        }
-        let pkg = self.machine.plat.cpus[cpu].package;
-        let now = self.q.now();
-        if now < self.hw.packages[pkg].numa_spread.next_ns {
-            return;
-        }
-        let interval_ns = self.sched.cpus.len() as u64 * 1_000_000;
-        let Some((src, dst)) = self.numa_move(pkg) else {
-            self.hw.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
-            return;
-        };
-        let attempts = &mut self.hw.packages[pkg].numa_spread;
-        attempts.failed += 1;
-        attempts.next_ns = now + interval_ns;
-        if attempts.failed <= NUMA_FAILURES_BEFORE_ACTIVE {
-            return;
-        }
-        attempts.failed = 0;
-        let task = self.sched.cpus[src].curr.expect("a running task");
-        self.note_migration(task, src, dst, "numa");
-        self.migrate_running(src, dst);
-    }
-
+impl Sched {
     /// The CPU of `pkg` whose running task the NUMA balancer would move, and where to: `None`
     /// when the nodes count as balanced or `pkg` is not the busiest.
-    fn numa_move(&self, pkg: usize) -> Option<(usize, usize)> {
-        let nodes = &self.machine.plat.packages;
+    pub(crate) fn numa_move(&self, machine: &Machine, pkg: usize) -> Option<(usize, usize)> {
+        let nodes = &machine.plat.packages;
         let idle: Vec<usize> = nodes.iter().map(|n| n.cpus.iter().filter(|&&c| self.cpu_is_idle(c)).count()).collect();
         // `pkg` must be the busiest; the idlest other node is the first of equals.
         let local = (0..nodes.len()).filter(|&p| p != pkg).max_by_key(|&p| (idle[p], std::cmp::Reverse(p)))?;
@@ -76,27 +48,33 @@ impl Sim {
         if cpus.iter().any(|&c| self.nr_running(c) > 1) {
             return None;
         }
-        if self.numa_imbalance_tolerated(pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {
+        if self.numa_imbalance_tolerated(machine, pkg, cpus.len() - idle[pkg], (idle[local] - idle[pkg]) / 2) {
             return None;
         }
         let local_cpus = &nodes[local].cpus;
         let local_group = (
-            local_cpus.iter().map(|&c| self.machine.plat.cpus[c].cap_orig).sum::<u64>(),
+            local_cpus.iter().map(|&c| machine.plat.cpus[c].cap_orig).sum::<u64>(),
             local_cpus.iter().map(|&c| self.runnable_load(c)).sum::<u64>(),
         );
-        let src = self.active_balance_source(cpus, self.all_cpus(), local_group)?;
-        let task = self.sched.cpus[src].curr?;
-        let dst = self.find_idle_core(task, local_cpus, local_cpus[0]);
+        let src = self.active_balance_source(machine, cpus, self.all_cpus(machine), local_group)?;
+        let task = self.cpus[src].curr?;
+        let dst = self.find_idle_core(machine, task, local_cpus, local_cpus[0]);
         Some((src, dst.or_else(|| self.find_idle_cpu(task, local_cpus, local_cpus[0]))?))
     }
 
     /// Whether the kernel leaves node `pkg` as it is, running `running` tasks with an
     /// imbalance of `imbalance` tasks (half its idle-CPU deficit) against the idlest node.
-    fn numa_imbalance_tolerated(&self, pkg: usize, running: usize, imbalance: usize) -> bool {
-        let node_cpus = self.machine.plat.packages[pkg].cpus.len();
-        let llcs = self.machine.plat.llcs.iter().filter(|l| self.machine.plat.cpus[l[0]].package == pkg).count();
+    pub(crate) fn numa_imbalance_tolerated(
+        &self,
+        machine: &Machine,
+        pkg: usize,
+        running: usize,
+        imbalance: usize,
+    ) -> bool {
+        let node_cpus = machine.plat.packages[pkg].cpus.len();
+        let llcs = machine.plat.llcs.iter().filter(|l| machine.plat.cpus[l[0]].package == pkg).count();
         let imb_numa_nr = if llcs > 1 { llcs } else { (node_cpus / 8).max(1) };
-        match self.machine.kernel {
+        match machine.kernel {
             k if k < KernelVersion(5, 6) => false,
             k if k < KernelVersion(5, 11) => running <= 2,
             k if k < KernelVersion(5, 19) => running < node_cpus / 4 && imbalance <= 2,

@@ -1,48 +1,48 @@
 //! What tasks block on besides timers: channels (pipes, sockets, condition signals), barriers,
 //! mutexes, I/O devices and child processes. Each keeps its waiters in FIFO order, so wake-up
-//! order is deterministic.
+//! order is deterministic. Their operations in a run are in sim/objects.rs.
 
+use crate::engine::EventQueue;
+use crate::machine::Machine;
+use crate::sched::Sched;
 use std::collections::VecDeque;
 
-use crate::engine::{Event, TimeNs};
-use crate::governor::UpdateFlags;
-use crate::sched::waker::Waker;
-use crate::sim::Sim;
-use crate::workload::{Completion, DeviceSpec, Service};
+use crate::engine::TimeNs;
+use crate::workload::{Completion, DeviceSpec};
 
 #[derive(Default)]
 pub(crate) struct Channel {
-    tokens: u64,
-    waiters: VecDeque<usize>,
+    pub(crate) tokens: u64,
+    pub(crate) waiters: VecDeque<usize>,
     /// The return addresses of the queued tokens of an `Ask`/`Take` channel, in order.
-    answers: VecDeque<u32>,
+    pub(crate) answers: VecDeque<u32>,
     /// Tasks whose I/O a kernel worker waiting on this channel is to end (`Op::IoEndWork`),
     /// in completion order, each with whether it wakes with the iowait flag.
-    ended: VecDeque<(usize, bool)>,
+    pub(crate) ended: VecDeque<(usize, bool)>,
 }
 
 #[derive(Default)]
 pub(crate) struct Barrier {
-    arrived: Vec<usize>,
+    pub(crate) arrived: Vec<usize>,
 }
 
 #[derive(Default)]
 pub(crate) struct Mutex {
-    owner: Option<usize>,
-    waiters: VecDeque<usize>,
+    pub(crate) owner: Option<usize>,
+    pub(crate) waiters: VecDeque<usize>,
 }
 
-struct Device {
-    spec: DeviceSpec,
-    in_service: u32,
+pub(crate) struct Device {
+    pub(crate) spec: DeviceSpec,
+    pub(crate) in_service: u32,
     /// Requests waiting for a slot: (task, service ns, transfer ns).
-    queue: VecDeque<(usize, u64, u64)>,
+    pub(crate) queue: VecDeque<(usize, u64, u64)>,
     /// When the data channel is next free.
-    channel_free_at: TimeNs,
+    pub(crate) channel_free_at: TimeNs,
     /// Group commit: the tasks whose requests the commit under way carries.
-    committing: Vec<usize>,
+    pub(crate) committing: Vec<usize>,
     /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
-    end_work: Vec<(usize, u32)>,
+    pub(crate) end_work: Vec<(usize, u32)>,
 }
 
 impl Device {
@@ -50,7 +50,7 @@ impl Device {
     /// transfer once the channel is free (requests take the channel in the order they start),
     /// reserving the channel until then. The request keeps its slot throughout, as a command
     /// stays in the device's queue until it completes.
-    fn completes_at(&mut self, now: TimeNs, service_ns: u64, transfer_ns: u64) -> TimeNs {
+    pub(crate) fn completes_at(&mut self, now: TimeNs, service_ns: u64, transfer_ns: u64) -> TimeNs {
         let served = now + service_ns;
         if transfer_ns == 0 {
             return served;
@@ -65,10 +65,10 @@ impl Device {
 /// the workload).
 #[derive(Default)]
 pub(crate) struct Objects {
-    channels: Vec<Channel>,
-    barriers: Vec<Barrier>,
-    mutexes: Vec<Mutex>,
-    devices: Vec<Device>,
+    pub(crate) channels: Vec<Channel>,
+    pub(crate) barriers: Vec<Barrier>,
+    pub(crate) mutexes: Vec<Mutex>,
+    pub(crate) devices: Vec<Device>,
 }
 
 impl Objects {
@@ -90,7 +90,7 @@ impl Objects {
     }
 }
 
-fn slot<T: Default>(v: &mut Vec<T>, id: u32) -> &mut T {
+pub(crate) fn slot<T: Default>(v: &mut Vec<T>, id: u32) -> &mut T {
     let id = id as usize;
     if v.len() <= id {
         v.resize_with(id + 1, T::default);
@@ -106,233 +106,26 @@ pub(crate) enum Outcome {
     Sleep,
 }
 
-impl Sim {
-    /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
-    /// keep it.
-    pub(crate) fn channel_post(&mut self, ch: u32, waker: Waker) {
-        let c = slot(&mut self.work.objects.channels, ch);
-        match c.waiters.pop_front() {
-            Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
-            None => c.tokens += 1,
-        }
-    }
-
-    /// `Op::Offer`: like `channel_post` from the poster's softirq with `sync` (a datagram's
-    /// loopback receive), but a token that finds `capacity` others queued is dropped.
-    pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
-        let c = slot(&mut self.work.objects.channels, ch);
-        match c.waiters.pop_front() {
-            Some(task) => {
-                let waker = Waker::Softirq { cpu: Some(waker_cpu), sync: true };
-                self.wake_task(task, waker, UpdateFlags::default())
-            }
-            None if c.tokens < capacity as u64 => c.tokens += 1,
-            None => {}
-        }
-    }
-
-    /// `Op::Wait`: take a token, or queue up and sleep.
-    pub(crate) fn channel_wait(&mut self, ch: u32, task: usize) -> Outcome {
-        let c = slot(&mut self.work.objects.channels, ch);
-        if c.tokens > 0 {
-            c.tokens -= 1;
-            Outcome::Continue
-        } else {
-            c.waiters.push_back(task);
-            Outcome::Sleep
-        }
-    }
-
-    /// `Op::Ask`: hand a token carrying the return address `answer` to the first waiter
-    /// (waking it with the address) or keep both.
-    pub(crate) fn channel_ask(&mut self, ch: u32, answer: u32, waker_cpu: usize, sync: bool) {
-        let c = slot(&mut self.work.objects.channels, ch);
-        match c.waiters.pop_front() {
-            Some(task) => {
-                self.sched.tasks[task].answer_to = Some(answer);
-                self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default());
-            }
-            None => {
-                c.tokens += 1;
-                c.answers.push_back(answer);
-            }
-        }
-    }
-
-    /// `Op::Take`: take a token and its return address, or queue up and sleep (the asker
-    /// hands the address over with the wake-up).
-    pub(crate) fn channel_take(&mut self, ch: u32, task: usize) -> Outcome {
-        let c = slot(&mut self.work.objects.channels, ch);
-        if c.tokens > 0 {
-            c.tokens -= 1;
-            self.sched.tasks[task].answer_to = c.answers.pop_front();
-            debug_assert!(self.sched.tasks[task].answer_to.is_some(), "a token without a return address");
-            Outcome::Continue
-        } else {
-            c.waiters.push_back(task);
-            Outcome::Sleep
-        }
-    }
-
-    /// `Op::Barrier`: the n-th arrival releases everyone who waited.
-    pub(crate) fn barrier_arrive(&mut self, id: u32, n: u32, task: usize, cpu: usize) -> Outcome {
-        let b = slot(&mut self.work.objects.barriers, id);
-        if b.arrived.len() + 1 < n as usize {
-            b.arrived.push(task);
-            return Outcome::Sleep;
-        }
-        let released = std::mem::take(&mut b.arrived);
-        for t in released {
-            self.wake_task(t, Waker::Task { cpu, sync: false }, UpdateFlags::default());
-        }
-        Outcome::Continue
-    }
-
-    pub(crate) fn mutex_lock(&mut self, id: u32, task: usize) -> Outcome {
-        let m = slot(&mut self.work.objects.mutexes, id);
-        match m.owner {
-            None => {
-                m.owner = Some(task);
-                Outcome::Continue
-            }
-            Some(_) => {
-                m.waiters.push_back(task);
-                Outcome::Sleep
-            }
-        }
-    }
-
-    /// Release a mutex: ownership passes straight to the first waiter, which is woken.
-    pub(crate) fn mutex_unlock(&mut self, id: u32, cpu: usize) {
-        let m = slot(&mut self.work.objects.mutexes, id);
-        m.owner = m.waiters.pop_front();
-        if let Some(next) = m.owner {
-            self.wake_task(next, Waker::Task { cpu, sync: false }, UpdateFlags::default());
-        }
-    }
-
-    /// `Op::Io`: start service at once if the device has a free slot, else queue.
-    pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
-        let d = &mut self.work.objects.devices[dev as usize];
-        // One commit at a time carries every request of a group-commit device.
-        let service = d.spec.service;
-        let group = matches!(service, Service::GroupCommit { .. });
-        let slots = if group { 1 } else { d.spec.queue_depth };
-        let starts = d.in_service < slots;
-        if starts {
-            d.in_service += 1;
-            if group {
-                d.committing.push(task);
-            }
-            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
-            self.q.push(at, Event::IoComplete { dev, task: task as u32 });
-        } else {
-            d.queue.push_back((task, service_ns, transfer_ns));
-        }
-        // A queued request's submitter sleeps on the device at once; a group commit's leader
-        // once its commit starts (joiners wait for the commit, not on the device).
-        if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
-            self.iowait_sleep(task, true);
-        }
-    }
-
-    /// `Op::IoEndWork`: submit as `Op::Io` does, the request's end left to the kernel worker
-    /// waiting on channel `ch`.
-    pub(crate) fn io_submit_end_work(&mut self, dev: u32, task: usize, service_ns: u64, ch: u32) {
-        self.work.objects.devices[dev as usize].end_work.push((task, ch));
-        self.io_submit(dev, task, service_ns, 0);
-    }
-
-    /// A completion whose end is a worker's: the block layer's softirq, on the CPU `waker`
-    /// says, queues the request's end on the worker's channel and wakes the worker
-    /// (`queue_work` from the bio's end_io); the submitter sleeps on until `end_io`.
-    fn hand_to_worker(&mut self, dev: u32, task: usize, iowait: bool, waker: Waker) -> bool {
-        let d = &mut self.work.objects.devices[dev as usize];
-        let Some(k) = d.end_work.iter().position(|&(t, _)| t == task) else {
-            return false;
-        };
-        let (_, ch) = d.end_work.swap_remove(k);
-        slot(&mut self.work.objects.channels, ch).ended.push_back((task, iowait));
-        self.channel_post(ch, waker);
-        true
-    }
-
-    /// `Op::EndIo`: the worker on `cpu` ends the first I/O queued on `ch`, waking its
-    /// submitter from task context (the pages' writeback ends in the worker).
-    pub(crate) fn end_io(&mut self, ch: u32, cpu: usize) {
-        let Some((task, iowait)) = slot(&mut self.work.objects.channels, ch).ended.pop_front() else {
-            return;
-        };
-        if iowait {
-            self.iowait_sleep(task, false);
-        }
-        self.wake_task(task, Waker::Task { cpu, sync: false }, UpdateFlags { iowait, ..UpdateFlags::default() });
-    }
-
+impl Sched {
     /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
     /// slept on (None: the completion runs there).
-    fn completing_cpu(&self, completion: Completion, task: usize) -> Option<usize> {
+    pub(crate) fn completing_cpu(&self, machine: &Machine, completion: Completion, task: usize) -> Option<usize> {
         const IRQ_CPU: usize = 0;
-        let slept_on = self.sched.tasks[task].cpu;
-        let shares_llc = self.machine.plat.cpus[IRQ_CPU].llc == self.machine.plat.cpus[slept_on].llc;
+        let slept_on = self.tasks[task].cpu;
+        let shares_llc = machine.plat.cpus[IRQ_CPU].llc == machine.plat.cpus[slept_on].llc;
         (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
     }
 
     /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.
-    fn iowait_sleep(&mut self, task: usize, asleep: bool) {
+    pub(crate) fn iowait_sleep(&mut self, q: &EventQueue, task: usize, asleep: bool) {
         // The idle time until now was spent with the old count (ondemand's io_is_busy reads it).
-        let now = self.q.now();
-        let c = &mut self.sched.cpus[self.sched.tasks[task].cpu];
+        let now = q.now();
+        let c = &mut self.cpus[self.tasks[task].cpu];
         c.account_iowait(now);
         if asleep {
             c.nr_iowait += 1;
         } else {
             c.nr_iowait -= 1;
-        }
-    }
-
-    /// An I/O completed: wake its task with the iowait flag and start the next queued one.
-    /// Under group commit the completion is a whole commit's: every task it carried wakes,
-    /// and everything that queued meanwhile goes out together in the next commit, which takes
-    /// the service time of its oldest request. At most the commit's leader, the task whose
-    /// request it served, slept on the device (io_schedule: iowait); the others waited for the
-    /// commit to be done, as PostgreSQL's backends wait on WALWriteLock, and wake without the
-    /// flag (`Service::GroupCommit`).
-    pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
-        let d = &mut self.work.objects.devices[dev as usize];
-        d.in_service -= 1;
-        let (group, leader_iowait) = match d.spec.service {
-            Service::Queued => (false, true),
-            Service::Waited => (false, false),
-            Service::GroupCommit { leader_iowait } => (true, leader_iowait),
-        };
-        let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };
-        let mut next_leader = None;
-        if let Some((next, service_ns, transfer_ns)) = d.queue.pop_front() {
-            d.in_service += 1;
-            if group {
-                d.committing.push(next);
-                d.committing.extend(d.queue.drain(..).map(|(t, _, _)| t));
-                next_leader = Some(next);
-            }
-            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
-            self.q.push(at, Event::IoComplete { dev, task: next as u32 });
-        }
-        let completion = d.spec.completion;
-        let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
-        for &t in woken {
-            let iowait = leader_iowait && t == task;
-            let waker = Waker::Softirq { cpu: self.completing_cpu(completion, t), sync: false };
-            if self.hand_to_worker(dev, t, iowait, waker) {
-                continue;
-            }
-            if iowait {
-                self.iowait_sleep(t, false);
-            }
-            self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
-        }
-        if let Some(next) = next_leader.filter(|_| leader_iowait) {
-            self.iowait_sleep(next, true);
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Tasks and the programs they run. A program is a list of operations with jumps, interpreted
 //! one operation at a time; workloads build programs, the scheduler runs them.
 
+use std::rc::Rc;
+
 use crate::engine::TimeNs;
 use crate::sched::pelt::{SchedAvg, UtilEst};
 
@@ -267,7 +269,7 @@ pub struct Task {
     pub root: usize,
     pub live_children: u32,
     pub waiting_children: bool,
-    pub attrs: crate::workload::TaskAttrs,
+    pub attrs: TaskAttrs,
     /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
     /// `runnable_load`.
     pub on_rq: bool,
@@ -316,7 +318,7 @@ impl Task {
             placed: false,
             on_rq: false,
             answer_to: None,
-            attrs: crate::workload::TaskAttrs::default(),
+            attrs: TaskAttrs::default(),
         }
     }
 }
@@ -327,6 +329,34 @@ impl Task {
 /// growing until memory runs out. Tasks that have exited do not count: a test suite's chain of
 /// 3·10^5 short-lived processes runs (each exited task keeps a record of under 1 kB).
 pub const MAX_TASKS: usize = 65_536;
+
+/// Scheduling attributes of a task.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskAttrs {
+    /// CPUs the task may run on; None = all.
+    pub affinity: Option<Rc<[usize]>>,
+    pub policy: SchedPolicy,
+    pub uclamp_min: Option<u32>,
+    pub uclamp_max: Option<u32>,
+    /// Added to every channel id the task's program names, so that one program can serve many
+    /// pairs of tasks (client i and server i talk on their own channels).
+    pub channel_base: u32,
+    /// A kernel thread of the machine: it never ends, and a run whose benchmark tasks have all
+    /// exited ends without waiting for it.
+    pub background: bool,
+}
+
+/// Scheduling class and priority.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// CFS (SCHED_OTHER/BATCH) with a nice value. Only nice 0 is weighted for now.
+    #[default]
+    Normal,
+    /// SCHED_FIFO with priority 1..99: runs before every CFS task until it blocks.
+    Fifo(u8),
+    /// SCHED_RR with priority 1..99: like FIFO, round-robin among equals every 100 ms.
+    Rr(u8),
+}
 
 #[cfg(test)]
 mod tests {

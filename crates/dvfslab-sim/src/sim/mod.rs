@@ -4,8 +4,17 @@
 //! states), the scheduler (`Sched`, in `sched/`: run-queues, PELT, placement), the cpufreq core
 //! (`Cpufreq`, in `governor/core.rs`), the workload and the run's own state (`run.rs`).
 
+mod capacity;
+mod eas;
+mod fork;
+mod hardware;
+mod idle;
+mod interpret;
+mod objects;
 mod run;
+mod scheduling;
 mod summary;
+mod wake;
 
 use std::ops::ControlFlow;
 
@@ -230,7 +239,7 @@ impl Sim {
     /// Every CPU's frequency at time 0 in the timeline, before any change, so that a trace
     /// says each CPU's frequency from its start.
     fn trace_initial_frequencies(&mut self) {
-        let khz: Vec<u32> = (0..self.sched.cpus.len()).map(|cpu| self.cpu_khz(cpu)).collect();
+        let khz: Vec<u32> = (0..self.sched.cpus.len()).map(|cpu| self.hw.cpu_khz(&self.machine, cpu)).collect();
         if let Some(tl) = self.run.timeline.as_mut() {
             for (cpu, &f) in khz.iter().enumerate() {
                 tl.frequency(0, cpu, f);
@@ -302,7 +311,7 @@ impl Sim {
                 }
                 Event::IoComplete { dev, task } => self.io_complete(dev, task as usize),
                 Event::RaplSample => {
-                    self.rapl_sample();
+                    self.hw.rapl_sample(&self.machine, &self.q);
                     let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;
                     if next < self.run.end_ns {
                         self.q.push(next, Event::RaplSample);
@@ -349,7 +358,9 @@ impl Sim {
 
     /// Energy the packages drew so far, the warm-up included (J).
     pub fn energy_so_far_j(&mut self) -> f64 {
-        (0..self.hw.packages.len()).map(|p| self.package_energy_j(p) + self.hw.packages[p].energy_before_warmup_j).sum()
+        (0..self.hw.packages.len())
+            .map(|p| self.hw.package_energy_j(&self.machine, &self.q, p) + self.hw.packages[p].energy_before_warmup_j)
+            .sum()
     }
 
     /// Simulated time now (ns).
@@ -445,6 +456,18 @@ impl Sim {
     pub fn now(&self) -> TimeNs {
         self.q.now()
     }
+
+    /// The workload's measurements so far: responses and intervals (cleared when the warm-up
+    /// ends), counters, work done.
+    pub fn run_stats(&self) -> &crate::workload::RunStats {
+        &self.work.stats
+    }
+
+    /// When the run ends at the latest (ns): its duration after the warm-up; it ends earlier
+    /// when every task of the workload has exited.
+    pub fn end_ns(&self) -> TimeNs {
+        self.run.end_ns
+    }
 }
 
 /// A policy of the running simulation, as its governor sees it.
@@ -472,12 +495,12 @@ impl PolicyCtx for LivePolicy<'_> {
     fn cpu_signals(&self, cpu: usize) -> CpuSignals {
         let c = &self.sim.sched.cpus[cpu];
         CpuSignals {
-            util_avg: self.sim.cpu_util_avg_now(cpu),
+            util_avg: self.sim.sched.cpu_util_avg_now(&self.sim.machine, &self.sim.q, cpu),
             util_est: c.util_est_sum,
             runnable_avg: c.avg.runnable_avg,
             cap_orig: self.sim.machine.plat.cpus[cpu].cap_orig,
-            rt_runnable: self.sim.rt_runnable(cpu),
-            uclamp: self.sim.rq_uclamp(cpu),
+            rt_runnable: self.sim.sched.rt_runnable(cpu),
+            uclamp: self.sim.sched.rq_uclamp(cpu),
             idle_calls: c.idle_calls,
         }
     }

@@ -40,6 +40,7 @@ use crate::engine::TimeNs;
 use crate::error::{Result, SimError};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Op};
+pub use crate::sched::task::{SchedPolicy, TaskAttrs};
 use crate::spec::{Knob, KnobValues, Spec};
 
 /// A task to create when the run starts.
@@ -86,34 +87,6 @@ impl TaskSpec {
         self.attrs.background = true;
         self
     }
-}
-
-/// Scheduling attributes of a task.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskAttrs {
-    /// CPUs the task may run on; None = all.
-    pub affinity: Option<Rc<[usize]>>,
-    pub policy: SchedPolicy,
-    pub uclamp_min: Option<u32>,
-    pub uclamp_max: Option<u32>,
-    /// Added to every channel id the task's program names, so that one program can serve many
-    /// pairs of tasks (client i and server i talk on their own channels).
-    pub channel_base: u32,
-    /// A kernel thread of the machine: it never ends, and a run whose benchmark tasks have all
-    /// exited ends without waiting for it.
-    pub background: bool,
-}
-
-/// Scheduling class and priority.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SchedPolicy {
-    /// CFS (SCHED_OTHER/BATCH) with a nice value. Only nice 0 is weighted for now.
-    #[default]
-    Normal,
-    /// SCHED_FIFO with priority 1..99: runs before every CFS task until it blocks.
-    Fifo(u8),
-    /// SCHED_RR with priority 1..99: like FIFO, round-robin among equals every 100 ms.
-    Rr(u8),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

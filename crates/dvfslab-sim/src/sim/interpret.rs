@@ -2,7 +2,12 @@
 //! work, sleep, block, wake, fork, exit, the objects' operations) until it runs work or leaves
 //! the CPU, and the next task's program goes on from there.
 
-use super::*;
+use crate::governor::UpdateFlags;
+use crate::sched::objects::Outcome;
+use crate::sched::task::{Mark, Op};
+use crate::sched::waker::Waker;
+use crate::sched::{Unfinished, MAX_INSTANT_STEPS, MAX_PROGRAM_NESTING};
+use crate::sim::Sim;
 
 impl Sim {
     /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
@@ -55,7 +60,7 @@ impl Sim {
     /// operation when it runs again. Returns whether `cpu` switched to another task whose
     /// program is to be interpreted now, with what is left of the switch pushed on
     /// `unfinished`.
-    fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
+    pub(crate) fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         for _ in 0..MAX_INSTANT_STEPS {
             // After a failure (a fork past the task limit) the run stops at the end of this
@@ -212,7 +217,8 @@ impl Sim {
                             break;
                         }
                         let prog = self.work.programs[program as usize].clone();
-                        let mut child = self.new_task(id, self.child_name(task, id), prog, now);
+                        let mut child =
+                            self.sched.new_task(&self.machine, id, self.sched.child_name(task, id), prog, now);
                         child.parent = Some(task);
                         child.root = self.sched.tasks[task].root;
                         child.cpu = cpu;
@@ -240,7 +246,7 @@ impl Sim {
                     // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
                     // Moving to a busy CPU is left out: the model has no way to push a
                     // running task into another CPU's queue.
-                    let dest = self.select_exec_cpu(task, cpu);
+                    let dest = self.sched.select_exec_cpu(&self.machine, &self.q, task, cpu);
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         self.note_migration(task, cpu, dest, "exec");
                         self.migrate_running(cpu, dest);
@@ -249,13 +255,13 @@ impl Sim {
                 }
                 Op::Yield => {
                     if !self.sched.cpus[cpu].queue.is_empty() {
-                        if self.sched.eevdf.is_none() || self.rt_prio(task).is_some() {
+                        if self.sched.eevdf.is_none() || self.sched.rt_prio(task).is_some() {
                             self.preempt(cpu, None);
                             return false;
                         }
                         // EEVDF: the yielding task competes in the pick, and may win it.
-                        self.fair_yield(cpu);
-                        if let Some(next) = self.fair_repick(cpu) {
+                        self.sched.fair_yield(&self.q, cpu);
+                        if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
                             self.preempt(cpu, Some(next));
                             return false;
                         }
@@ -263,7 +269,7 @@ impl Sim {
                 }
                 Op::SetAffinity { ref cpus } => {
                     self.sched.tasks[task].attrs.affinity = cpus.clone();
-                    if !self.allowed(task, cpu) {
+                    if !self.sched.allowed(task, cpu) {
                         // Off this CPU now: requeue through wake-up placement.
                         self.sleep_curr(cpu, None);
                         self.wake_task(task, Waker::Requeue, UpdateFlags::default());
@@ -271,7 +277,7 @@ impl Sim {
                     }
                 }
                 Op::SetUclamp { min, max } => {
-                    self.uclamp_requested(min, max);
+                    self.sched.uclamp_requested(min, max);
                     let a = &mut self.sched.tasks[task].attrs;
                     a.uclamp_min = min;
                     a.uclamp_max = max;
@@ -291,7 +297,7 @@ impl Sim {
     /// Put `cpu`'s current task to sleep in state D (TASK_UNINTERRUPTIBLE, as the trace's
     /// `prev_state` shows it) and switch to what runs next. Returns whether the next task's
     /// program is to run now.
-    fn sleep_uninterruptible(&mut self, cpu: usize) -> bool {
+    pub(crate) fn sleep_uninterruptible(&mut self, cpu: usize) -> bool {
         self.put_to_sleep(cpu, None);
         if let Some((_, state)) = self.sched.cpus[cpu].switched_out.as_mut() {
             *state = 'D';
@@ -299,41 +305,9 @@ impl Sim {
         self.switch_next(cpu)
     }
 
-    /// The name of `parent`'s child `id`: the parent's name and the id ("make-3"), or, past a
-    /// few generations, the workload task's name, an ellipsis and the id ("a-…-4096"), so that
-    /// a long chain of forks does not grow its names with its length.
-    fn child_name(&self, parent: usize, id: usize) -> String {
-        let name = &self.sched.tasks[parent].name;
-        if name.len() < MAX_INHERITED_NAME_LEN {
-            format!("{name}-{id}")
-        } else {
-            format!("{}-…-{id}", self.sched.tasks[self.sched.tasks[parent].root].name)
-        }
-    }
-
-    /// A fork past [`crate::sched::task::MAX_TASKS`]: the run stops at the end of this event with an
-    /// error that says who forked. The task goes on as if the fork had failed.
-    fn refuse_fork(&mut self, task: usize) {
-        if self.run.failure.is_some() {
-            return;
-        }
-        let name = &self.sched.tasks[task].name;
-        let root = &self.sched.tasks[self.sched.tasks[task].root].name;
-        self.run.failure = Some(crate::error::SimError::config(
-            format!("workload '{}'", self.work.workload_name),
-            "tasks",
-            format!(
-                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have alive at once, at {:.3} ms \
-                 simulated: does a task fork without end?",
-                crate::sched::task::MAX_TASKS,
-                self.q.now() as f64 * 1e-6
-            ),
-        ));
-    }
-
     /// An amount for `task`'s operation: background kernel threads draw from their own
     /// stream. A range too wide for a float to span is read as its low end.
-    fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
+    pub(crate) fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
         use rand::Rng;
         let rng =
             if self.sched.tasks[task].attrs.background { &mut self.work.background_rng } else { &mut self.work.rng };
@@ -347,7 +321,7 @@ impl Sim {
     /// Work `w` of a run segment of `task` with the workload's work jitter (`work_jitter_pct`):
     /// times a factor uniform in `[1 - j, 1 + j]`, of mean 1. Background kernel threads are
     /// the machine's, not the workload's, and keep their work.
-    fn jittered(&mut self, task: usize, w: f64) -> f64 {
+    pub(crate) fn jittered(&mut self, task: usize, w: f64) -> f64 {
         use rand::Rng;
         let j = self.work.work_jitter;
         if j > 0.0 && !self.sched.tasks[task].attrs.background {
@@ -358,7 +332,7 @@ impl Sim {
     }
 
     /// Record a progress mark for the workload's metric.
-    fn mark(&mut self, task: usize, mark: Mark) {
+    pub(crate) fn mark(&mut self, task: usize, mark: Mark) {
         let now = self.q.now();
         match mark {
             Mark::Add { counter, amount } => {
@@ -402,5 +376,25 @@ impl Sim {
                 lat[slot as usize].push(now - start);
             }
         }
+    }
+
+    /// A fork past [`crate::sched::task::MAX_TASKS`]: the run stops at the end of this event with an
+    /// error that says who forked. The task goes on as if the fork had failed.
+    pub(crate) fn refuse_fork(&mut self, task: usize) {
+        if self.run.failure.is_some() {
+            return;
+        }
+        let name = &self.sched.tasks[task].name;
+        let root = &self.sched.tasks[self.sched.tasks[task].root].name;
+        self.run.failure = Some(crate::error::SimError::config(
+            format!("workload '{}'", self.work.workload_name),
+            "tasks",
+            format!(
+                "task '{name}' (of '{root}') forked past the limit of {} tasks a run may have alive at once, at {:.3} ms \
+                 simulated: does a task fork without end?",
+                crate::sched::task::MAX_TASKS,
+                self.q.now() as f64 * 1e-6
+            ),
+        ));
     }
 }

@@ -1,5 +1,6 @@
 //! Energy-aware wake-up placement: `find_energy_efficient_cpu` (`kernel/sched/fair.c`, the
-//! ≈ 6.8–6.12 form), run while the root domain is not overutilized (misfit.rs; docs/heterogeneous.md).
+//! ≈ 6.8–6.12 form), run while the root domain is not overutilized (sim/capacity.rs;
+//! docs/heterogeneous.md).
 //!
 //! ```text
 //!   for each performance domain pd:
@@ -97,7 +98,7 @@ impl Env<'_> {
 impl Sim {
     /// schedutil's utilisation-to-perf mapping for `cpu`'s policy (×1.25, or the margins
     /// series' headroom), which EAS uses to predict the OPP.
-    fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
+    pub(crate) fn eas_headroom(&self, cpu: usize, actual: u64) -> u64 {
         let pol = self.machine.plat.cpus[cpu].policy;
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         self.cpufreq.governors[pol]
@@ -110,37 +111,37 @@ impl Sim {
     /// EAS does not run (off, overutilized, an RT task) so the usual path decides.
     pub(crate) fn find_energy_efficient_cpu(&self, task: usize) -> Option<usize> {
         let h = &self.sched.hetero;
-        if !h.eas || h.overutilized || self.rt_prio(task).is_some() {
+        if !h.eas || h.overutilized || self.sched.rt_prio(task).is_some() {
             return None;
         }
         let em = h.em.as_ref()?;
         let prev = self.sched.tasks[task].cpu;
-        let p_avg = self.task_util_avg_now(task);
+        let p_avg = self.sched.task_util_avg_now(&self.machine, &self.q, task);
         let p_est = self.sched.tasks[task].util_est.value();
-        let (p_min, p_max) = self.task_uclamp(task);
+        let (p_min, p_max) = self.sched.task_uclamp(task);
         let uclamp = h.uclamp_active();
         let p_util = p_avg.max(p_est);
         if p_util == 0 && (!uclamp || p_min == 0) {
-            return self.allowed(task, prev).then_some(prev);
+            return self.sched.allowed(task, prev).then_some(prev);
         }
         let snaps = (0..self.sched.cpus.len())
             .map(|cpu| {
                 let c = &self.sched.cpus[cpu];
                 Snap {
-                    util_avg: self.cpu_util_avg_now(cpu),
+                    util_avg: self.sched.cpu_util_avg_now(&self.machine, &self.q, cpu),
                     runnable: c.avg.runnable_avg,
                     util_est: c.util_est_sum,
                     cap: self.machine.plat.cpus[cpu].cap_orig,
                     busy: c.curr.is_some() || !c.queue.is_empty(),
-                    rt: self.rt_runnable(cpu),
-                    clamp: self.rq_uclamp(cpu),
+                    rt: self.sched.rt_runnable(cpu),
+                    clamp: self.sched.rq_uclamp(cpu),
                 }
             })
             .collect();
         let env =
             Env { sim: self, task, snaps, prev, p_avg, p_est, p_util, p_min, p_max, uclamp, boost: h.runnable_boost };
         let target = self.feec_search(&env, em).unwrap_or(prev);
-        self.allowed(task, target).then_some(target)
+        self.sched.allowed(task, target).then_some(target)
     }
 
     /// The search over performance domains; None keeps prev.
@@ -157,7 +158,7 @@ impl Sim {
             let (mut max_spare, mut prev_spare) = (-1i64, -1i64);
             let (mut cand, mut max_fits) = (None, -1i8);
             for &cpu in &pd.cpus {
-                if !self.allowed(task, cpu) {
+                if !self.sched.allowed(task, cpu) {
                     continue;
                 }
                 let util = env.cpu_util(cpu, Some(cpu), false);

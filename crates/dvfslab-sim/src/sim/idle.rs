@@ -1,0 +1,87 @@
+//! A CPU's idle entry: the idle governor's choice from what the scheduler knows (the next
+//! timer, the tick), the state set on the hardware, and the deeper state an idle CPU goes to
+//! when its short idle history no longer holds.
+
+use crate::engine::Event;
+use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
+use crate::sched::pelt::LOAD_AVG_MAX;
+use crate::sim::Sim;
+
+impl Sim {
+    pub(crate) fn go_idle(&mut self, cpu: usize) {
+        let now = self.q.now();
+        self.update_cpu_pelt(cpu);
+        // A CPU saturated until now would have had no idle time at full capacity: the gap
+        // between its task clock and its slower PELT clock is dropped (update_idle_rq_clock_pelt).
+        let saturated = ((LOAD_AVG_MAX - 1024) << 10) - LOAD_AVG_MAX;
+        let c = &mut self.sched.cpus[cpu];
+        if c.avg.util_sum >= saturated {
+            c.lost_idle += c.clock_task - c.clock_pelt;
+        }
+        c.clock_pelt = c.clock_task;
+        self.sched.account_busy_idle(&self.q, cpu);
+        self.sync_counters(cpu);
+        let choice = self.select_idle_state(cpu);
+        let state = choice.state;
+        self.set_idle_state(cpu, Some(state));
+        let c = &mut self.sched.cpus[cpu];
+        // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
+        // later rule (only idle periods that stop the tick) is not simulated.
+        c.idle_calls += 1;
+        c.tick_token = c.tick_token.wrapping_add(1);
+        c.tick_armed = false;
+        // A shallow state chosen on a short history is left at the retained tick that makes
+        // the idle governor give up on it; the tick handler finds the CPU idle and deepens it.
+        if let Some(at) = choice.reconsider_at {
+            let token = c.tick_token;
+            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
+        }
+        c.stall_until = 0;
+        let core = self.machine.plat.cpus[cpu].core;
+        self.hw.cores[core].busy_threads -= 1;
+        self.core_changed(core, cpu);
+        let prev = self.sched.cpus[cpu].switched_out.take();
+        if let Some(tl) = self.run.timeline.as_mut() {
+            // The switch to the idle task comes first; the idle task then enters the state
+            // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
+            let name = &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name;
+            tl.idle(now, cpu, name);
+        }
+    }
+
+    /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`).
+    pub(crate) fn select_idle_state(&mut self, cpu: usize) -> IdleChoice {
+        let next_timer = self.sched.next_timer(&self.q, cpu);
+        let plat = &self.machine.plat;
+        let inputs = IdleInputs {
+            now: self.q.now(),
+            next_timer,
+            nr_iowait: self.sched.cpus[cpu].nr_iowait,
+            kernel: self.machine.kernel,
+            tick_ns: self.machine.tick_ns,
+            states: &plat.cluster_of_cpu(cpu).idle_states,
+            timing: plat.idle_timing_of_cpu(cpu),
+        };
+        self.hw.idle_governor.select(cpu, &inputs)
+    }
+
+    /// An idle CPU that no longer trusts its short idle history (a retained tick found it
+    /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
+    /// timers allow.
+    pub(crate) fn deepen_idle(&mut self, cpu: usize) {
+        let Some(old) = self.sched.cpus[cpu].idle_state else { return };
+        let now = self.q.now();
+        let until_timer = self.sched.next_timer(&self.q, cpu).map_or(u64::MAX, |t| t - now);
+        let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
+        if deepest <= old {
+            return;
+        }
+        self.sched.account_busy_idle(&self.q, cpu);
+        self.set_idle_state(cpu, Some(deepest));
+        self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
+        }
+    }
+}

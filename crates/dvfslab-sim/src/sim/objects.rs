@@ -1,0 +1,218 @@
+//! The workload's objects in a run: channels, barriers, mutexes and I/O submissions and
+//! completions, which wake tasks through the scheduler's sequences.
+
+use crate::engine::Event;
+use crate::governor::UpdateFlags;
+use crate::sched::objects::{slot, Outcome};
+use crate::sched::waker::Waker;
+use crate::sim::Sim;
+use crate::workload::Service;
+
+impl Sim {
+    /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
+    /// keep it.
+    pub(crate) fn channel_post(&mut self, ch: u32, waker: Waker) {
+        let c = slot(&mut self.work.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
+            None => c.tokens += 1,
+        }
+    }
+
+    /// `Op::Offer`: like `channel_post` from the poster's softirq with `sync` (a datagram's
+    /// loopback receive), but a token that finds `capacity` others queued is dropped.
+    pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {
+        let c = slot(&mut self.work.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => {
+                let waker = Waker::Softirq { cpu: Some(waker_cpu), sync: true };
+                self.wake_task(task, waker, UpdateFlags::default())
+            }
+            None if c.tokens < capacity as u64 => c.tokens += 1,
+            None => {}
+        }
+    }
+
+    /// `Op::Wait`: take a token, or queue up and sleep.
+    pub(crate) fn channel_wait(&mut self, ch: u32, task: usize) -> Outcome {
+        let c = slot(&mut self.work.objects.channels, ch);
+        if c.tokens > 0 {
+            c.tokens -= 1;
+            Outcome::Continue
+        } else {
+            c.waiters.push_back(task);
+            Outcome::Sleep
+        }
+    }
+
+    /// `Op::Ask`: hand a token carrying the return address `answer` to the first waiter
+    /// (waking it with the address) or keep both.
+    pub(crate) fn channel_ask(&mut self, ch: u32, answer: u32, waker_cpu: usize, sync: bool) {
+        let c = slot(&mut self.work.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => {
+                self.sched.tasks[task].answer_to = Some(answer);
+                self.wake_task(task, Waker::Task { cpu: waker_cpu, sync }, UpdateFlags::default());
+            }
+            None => {
+                c.tokens += 1;
+                c.answers.push_back(answer);
+            }
+        }
+    }
+
+    /// `Op::Take`: take a token and its return address, or queue up and sleep (the asker
+    /// hands the address over with the wake-up).
+    pub(crate) fn channel_take(&mut self, ch: u32, task: usize) -> Outcome {
+        let c = slot(&mut self.work.objects.channels, ch);
+        if c.tokens > 0 {
+            c.tokens -= 1;
+            self.sched.tasks[task].answer_to = c.answers.pop_front();
+            debug_assert!(self.sched.tasks[task].answer_to.is_some(), "a token without a return address");
+            Outcome::Continue
+        } else {
+            c.waiters.push_back(task);
+            Outcome::Sleep
+        }
+    }
+
+    /// `Op::Barrier`: the n-th arrival releases everyone who waited.
+    pub(crate) fn barrier_arrive(&mut self, id: u32, n: u32, task: usize, cpu: usize) -> Outcome {
+        let b = slot(&mut self.work.objects.barriers, id);
+        if b.arrived.len() + 1 < n as usize {
+            b.arrived.push(task);
+            return Outcome::Sleep;
+        }
+        let released = std::mem::take(&mut b.arrived);
+        for t in released {
+            self.wake_task(t, Waker::Task { cpu, sync: false }, UpdateFlags::default());
+        }
+        Outcome::Continue
+    }
+
+    pub(crate) fn mutex_lock(&mut self, id: u32, task: usize) -> Outcome {
+        let m = slot(&mut self.work.objects.mutexes, id);
+        match m.owner {
+            None => {
+                m.owner = Some(task);
+                Outcome::Continue
+            }
+            Some(_) => {
+                m.waiters.push_back(task);
+                Outcome::Sleep
+            }
+        }
+    }
+
+    /// Release a mutex: ownership passes straight to the first waiter, which is woken.
+    pub(crate) fn mutex_unlock(&mut self, id: u32, cpu: usize) {
+        let m = slot(&mut self.work.objects.mutexes, id);
+        m.owner = m.waiters.pop_front();
+        if let Some(next) = m.owner {
+            self.wake_task(next, Waker::Task { cpu, sync: false }, UpdateFlags::default());
+        }
+    }
+
+    /// `Op::Io`: start service at once if the device has a free slot, else queue.
+    pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
+        let d = &mut self.work.objects.devices[dev as usize];
+        // One commit at a time carries every request of a group-commit device.
+        let service = d.spec.service;
+        let group = matches!(service, Service::GroupCommit { .. });
+        let slots = if group { 1 } else { d.spec.queue_depth };
+        let starts = d.in_service < slots;
+        if starts {
+            d.in_service += 1;
+            if group {
+                d.committing.push(task);
+            }
+            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
+            self.q.push(at, Event::IoComplete { dev, task: task as u32 });
+        } else {
+            d.queue.push_back((task, service_ns, transfer_ns));
+        }
+        // A queued request's submitter sleeps on the device at once; a group commit's leader
+        // once its commit starts (joiners wait for the commit, not on the device).
+        if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
+            self.sched.iowait_sleep(&self.q, task, true);
+        }
+    }
+
+    /// `Op::IoEndWork`: submit as `Op::Io` does, the request's end left to the kernel worker
+    /// waiting on channel `ch`.
+    pub(crate) fn io_submit_end_work(&mut self, dev: u32, task: usize, service_ns: u64, ch: u32) {
+        self.work.objects.devices[dev as usize].end_work.push((task, ch));
+        self.io_submit(dev, task, service_ns, 0);
+    }
+
+    /// A completion whose end is a worker's: the block layer's softirq, on the CPU `waker`
+    /// says, queues the request's end on the worker's channel and wakes the worker
+    /// (`queue_work` from the bio's end_io); the submitter sleeps on until `end_io`.
+    pub(crate) fn hand_to_worker(&mut self, dev: u32, task: usize, iowait: bool, waker: Waker) -> bool {
+        let d = &mut self.work.objects.devices[dev as usize];
+        let Some(k) = d.end_work.iter().position(|&(t, _)| t == task) else {
+            return false;
+        };
+        let (_, ch) = d.end_work.swap_remove(k);
+        slot(&mut self.work.objects.channels, ch).ended.push_back((task, iowait));
+        self.channel_post(ch, waker);
+        true
+    }
+
+    /// `Op::EndIo`: the worker on `cpu` ends the first I/O queued on `ch`, waking its
+    /// submitter from task context (the pages' writeback ends in the worker).
+    pub(crate) fn end_io(&mut self, ch: u32, cpu: usize) {
+        let Some((task, iowait)) = slot(&mut self.work.objects.channels, ch).ended.pop_front() else {
+            return;
+        };
+        if iowait {
+            self.sched.iowait_sleep(&self.q, task, false);
+        }
+        self.wake_task(task, Waker::Task { cpu, sync: false }, UpdateFlags { iowait, ..UpdateFlags::default() });
+    }
+
+    /// An I/O completed: wake its task with the iowait flag and start the next queued one.
+    /// Under group commit the completion is a whole commit's: every task it carried wakes,
+    /// and everything that queued meanwhile goes out together in the next commit, which takes
+    /// the service time of its oldest request. At most the commit's leader, the task whose
+    /// request it served, slept on the device (io_schedule: iowait); the others waited for the
+    /// commit to be done, as PostgreSQL's backends wait on WALWriteLock, and wake without the
+    /// flag (`Service::GroupCommit`).
+    pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
+        let d = &mut self.work.objects.devices[dev as usize];
+        d.in_service -= 1;
+        let (group, leader_iowait) = match d.spec.service {
+            Service::Queued => (false, true),
+            Service::Waited => (false, false),
+            Service::GroupCommit { leader_iowait } => (true, leader_iowait),
+        };
+        let carried = if group { std::mem::take(&mut d.committing) } else { Vec::new() };
+        let mut next_leader = None;
+        if let Some((next, service_ns, transfer_ns)) = d.queue.pop_front() {
+            d.in_service += 1;
+            if group {
+                d.committing.push(next);
+                d.committing.extend(d.queue.drain(..).map(|(t, _, _)| t));
+                next_leader = Some(next);
+            }
+            let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
+            self.q.push(at, Event::IoComplete { dev, task: next as u32 });
+        }
+        let completion = d.spec.completion;
+        let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
+        for &t in woken {
+            let iowait = leader_iowait && t == task;
+            let waker = Waker::Softirq { cpu: self.sched.completing_cpu(&self.machine, completion, t), sync: false };
+            if self.hand_to_worker(dev, t, iowait, waker) {
+                continue;
+            }
+            if iowait {
+                self.sched.iowait_sleep(&self.q, t, false);
+            }
+            self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
+        }
+        if let Some(next) = next_leader.filter(|_| leader_iowait) {
+            self.sched.iowait_sleep(&self.q, next, true);
+        }
+    }
+}

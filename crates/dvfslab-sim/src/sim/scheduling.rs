@@ -1,0 +1,670 @@
+//! Scheduler sequences that reach the hardware or the cpufreq core: enqueue and dequeue with the
+//! cpufreq hook, switches in and out with the idle exit and the run segment, preemption, the tick,
+//! and the balancing that moves tasks between CPUs.
+
+use crate::engine::{Event, TimeNs};
+use crate::governor::UpdateFlags;
+use crate::sched::fair;
+use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
+use crate::sched::pelt::SCHED_CAPACITY_SCALE;
+use crate::sched::task::TaskState;
+use crate::sched::waker::Waker;
+use crate::sched::SpreadAttempts;
+use crate::sched::*;
+use crate::sched::{
+    attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, MIGRATION_COST_NS,
+    MIN_GRANULARITY_NS, RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
+};
+use crate::sim::Sim;
+use crate::workload::SchedPolicy;
+
+impl Sim {
+    /// check_preempt_wakeup_fair: with the running task accounted, a pending reschedule
+    /// reschedules; otherwise the woken `task` preempts when it is the pick, the running task
+    /// keeping the CPU while its pick protects it. The loopback send of a request/response
+    /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
+    /// once when the sender has run past it.
+    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+        self.sched.update_curr(&self.q, cpu);
+        if self.sched.cpus[cpu].resched {
+            self.preempt(cpu, None);
+        } else if self.sched.fair_peek(cpu, true, true) == Some(task) {
+            self.preempt(cpu, Some(task));
+        }
+    }
+
+    /// Recount `cpu` in `idle_cpus` and `idle_cores` after its current task changed. (Taking a
+    /// queued task away never changes it: a CPU with a queue has a current task.)
+    pub(crate) fn count_placement_idle(&mut self, cpu: usize) {
+        let idle = self.sched.cpu_is_idle(cpu);
+        if idle == self.sched.cpus[cpu].placement_idle {
+            return;
+        }
+        self.sched.cpus[cpu].placement_idle = idle;
+        let core = self.machine.plat.cpus[cpu].core;
+        let threads = self.machine.plat.cores[core].cpus.len() as u32;
+        let c = &mut self.hw.cores[core];
+        let llc = &mut self.sched.llc_idle[self.machine.plat.cpus[cpu].llc];
+        if idle {
+            self.sched.idle_cpus += 1;
+            llc.cpus += 1;
+            c.placement_idle_threads += 1;
+            if c.placement_idle_threads == threads {
+                self.sched.idle_cores += 1;
+                llc.cores += 1;
+            }
+        } else {
+            self.sched.idle_cpus -= 1;
+            llc.cpus -= 1;
+            if c.placement_idle_threads == threads {
+                self.sched.idle_cores -= 1;
+                llc.cores -= 1;
+            }
+            c.placement_idle_threads -= 1;
+        }
+    }
+
+    /// Advance the rq clocks and the root cfs_rq average of `cpu` to now, accounting the
+    /// elapsed interval with the state it had (callers update before they change state).
+    ///
+    /// ```text
+    ///   running:  clock_pelt += Δ · cap_orig/1024 · freq_scale/1024   (update_rq_clock_pelt, 5.1+;
+    ///             before, clock_pelt += Δ and each contribution is scaled: Sim::pelt_scale)
+    ///   idle:     clock_pelt  = clock_task                            (re-synced)
+    ///   PELT time = clock_pelt - lost_idle
+    /// ```
+    ///
+    /// While the CPU is still leaving its idle state nothing runs: Linux runs the idle task
+    /// until the CPU can schedule, so the clock stays synced as for an idle CPU. The woken task
+    /// is not counted as runnable either: a timer or an I/O completion wakes it only once the
+    /// CPU is out of its idle state (a remote wake-up in the same LLC would have enqueued it
+    /// already; that runnable time is left out).
+    pub(crate) fn update_cpu_pelt(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let pelt = self.sched.pelt_scale(&self.machine, cpu);
+        let curr = self.sched.cpus[cpu].curr;
+        // The cfs_rq signal runs only while a CFS task is current; RT time leaves it to decay.
+        let running = curr.is_some_and(|t| self.sched.rt_prio(t).is_none());
+        let nr = self.sched.nr_running(cpu);
+        let c = &mut self.sched.cpus[cpu];
+        if curr.is_some() && c.stall_until > c.clock_task {
+            let end = c.stall_until.min(now);
+            c.clock_task = end;
+            c.clock_pelt = end;
+            c.stall_pelt_end = end - c.lost_idle;
+            let waiting = nr.saturating_sub(1);
+            c.util_changed |= c.avg.update_scaled(c.stall_pelt_end, waiting * 1024, waiting, false, 1, pelt);
+        }
+        let delta = now - c.clock_task;
+        c.clock_task = now;
+        if curr.is_some() {
+            c.clock_pelt += pelt.clock_delta(delta);
+        } else {
+            c.clock_pelt = now;
+        }
+        let pelt_now = c.clock_pelt - c.lost_idle;
+        if c.avg.update_scaled(pelt_now, nr * 1024, nr, running, 1, pelt) {
+            c.util_changed = true;
+            // util_avg may exceed the capacity scale for a while after migrations attach
+            // tasks' util (as in Linux); the reported signal is clipped at the scale.
+            let util = c.avg.util_avg.min(SCHED_CAPACITY_SCALE);
+            c.util_avg_max = c.util_avg_max.max(util);
+            if let Some(tl) = self.run.timeline.as_mut() {
+                tl.util(now, cpu, util);
+            }
+        }
+    }
+
+    /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
+    /// run it if the CPU is idle, else check whether it preempts the current task.
+    pub(crate) fn enqueue(&mut self, task: usize, cpu: usize, join: fair::Join, flags: UpdateFlags) {
+        let prev = self.sched.tasks[task].cpu;
+        if prev != cpu {
+            // Decay the task to now on its old CPU, detach it there, attach it here.
+            self.update_cpu_pelt(prev);
+            self.sched.update_task_pelt(&self.machine, task, false, false);
+            detach_task_avg(&mut self.sched.cpus[prev].avg, &self.sched.tasks[task].avg);
+            self.sched.cpus[prev].util_changed = true;
+            self.update_cpu_pelt(cpu);
+            let pelt_now = self.sched.cpu_pelt_now(cpu);
+            self.sched.tasks[task].avg.last_update_time = pelt_now;
+            attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
+            self.sched.cpus[cpu].util_changed = true;
+            self.sched.tasks[task].cpu = cpu;
+        } else {
+            self.update_cpu_pelt(cpu);
+            self.sched.update_task_pelt(&self.machine, task, false, false);
+        }
+        if self.sched.eevdf.is_some() {
+            if join != fair::Join::Requeue && self.sched.rt_prio(task).is_none() {
+                self.sched.fair_place(&self.q, task, cpu, join);
+            }
+        } else {
+            // Sleeper credit: a waking task may be up to half a latency period ahead.
+            let floor = self.sched.cpus[cpu].min_vruntime.saturating_sub(self.sched.sched_latency_ns() / 2);
+            let t = &mut self.sched.tasks[task];
+            t.vruntime = if prev == cpu { t.vruntime.max(floor) } else { floor };
+        }
+        let t = &mut self.sched.tasks[task];
+        t.state = TaskState::Runnable;
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.wakeup(self.q.now(), task, cpu);
+        }
+        self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
+        self.sched.rq_attach(task, cpu);
+        if self.sched.cpus[cpu].curr.is_none() {
+            self.set_curr(cpu, task);
+        } else {
+            self.sched.queue_push(cpu, task);
+            self.sched.waiting += 1;
+            let curr = self.sched.cpus[cpu].curr.expect("a current task");
+            match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
+                // An RT task preempts CFS and lower RT priorities at once.
+                (Some(_), None) => self.preempt(cpu, Some(task)),
+                (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),
+                (None, None) => self.check_preempt_wakeup(cpu, task),
+                _ => {}
+            }
+        }
+        self.check_overutilized(cpu);
+        if flags.remote && !remote_callbacks(self.machine.kernel) {
+            return;
+        }
+        if self.sched.rt_prio(task).is_some() {
+            // enqueue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, flags);
+        } else {
+            self.cfs_util_change(cpu, flags);
+        }
+    }
+
+    /// CFS's governor callback: the scheduler calls cpufreq_update_util from CFS only when
+    /// the root cfs_rq's util changed (`cfs_rq_util_change` after a PELT update that crossed
+    /// a period boundary, or a task's util attaching or leaving), so a CPU that switches
+    /// tasks many times a millisecond is evaluated about once per 1024-µs period. An enqueued
+    /// task that waited on I/O gets its own callback with the iowait flag, whatever changed.
+    pub(crate) fn cfs_util_change(&mut self, cpu: usize, flags: UpdateFlags) {
+        let changed = std::mem::take(&mut self.sched.cpus[cpu].util_changed);
+        if changed || flags.iowait {
+            self.cpufreq_update_util(cpu, flags);
+        }
+    }
+
+    pub(crate) fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+        if self.sched.eevdf.is_some() {
+            return self.fair_check_preempt_wakeup(cpu, task);
+        }
+        let curr = self.sched.cpus[cpu].curr.expect("a current task");
+        self.sched.update_curr(&self.q, cpu);
+        let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
+        if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
+            self.preempt(cpu, Some(task));
+        }
+    }
+
+    /// Switch from the current task to `next` (or the best waiting one), keeping the current
+    /// one runnable in the queue.
+    pub(crate) fn preempt(&mut self, cpu: usize, next: Option<usize>) {
+        let curr = self.sched.cpus[cpu].curr.expect("a current task");
+        self.sched.update_curr(&self.q, cpu);
+        self.update_cpu_pelt(cpu);
+        self.sched.update_task_pelt(&self.machine, curr, true, true);
+        let next = match next {
+            Some(next) => next,
+            // EEVDF: the running task competes in the pick, and may win it.
+            None if self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() => {
+                match self.sched.fair_repick(&self.q, cpu) {
+                    Some(next) => next,
+                    None => return,
+                }
+            }
+            None => self.sched.best_queued(cpu),
+        };
+        self.sched.queue_remove(cpu, next);
+        self.sched.queue_push(cpu, curr);
+        let c = &mut self.sched.cpus[cpu];
+        c.curr = None;
+        c.switched_out = Some((curr, 'R'));
+        c.seg_token = c.seg_token.wrapping_add(1);
+        self.set_curr(cpu, next);
+    }
+
+    /// When `cpu`, idle in `state`, can run again if it is woken now. The hardware's state is
+    /// the core's, the shallowest its threads asked for (a core C-state "is determined by the
+    /// lowest numerical thread state", Intel's datasheets): a thread whose sibling is running,
+    /// or still waking, finds the core up and waits at most for the sibling's exit to end;
+    /// otherwise it pays the exit latency of the shallowest state among the core's idle
+    /// threads, itself included: the measured one while the package is awake, where the preset
+    /// gives it, else the table's.
+    pub(crate) fn core_ready_at(&self, cpu: usize, state: usize) -> TimeNs {
+        let now = self.q.now();
+        let siblings = self.machine.plat.cores[self.machine.plat.cpus[cpu].core].cpus.iter().filter(|&&c| c != cpu);
+        let mut core_state = state;
+        let mut awake_until = None;
+        for &sib in siblings {
+            match self.sched.cpus[sib].idle_state {
+                Some(s) => core_state = core_state.min(s),
+                None => awake_until = Some(awake_until.unwrap_or(now).max(self.sched.cpus[sib].stall_until)),
+            }
+        }
+        // The package sleeps only when every core is power-gated (its uncore has no level).
+        let package_awake = self.hw.packages[self.machine.plat.cpus[cpu].package].uncore_level.is_some();
+        match awake_until {
+            Some(t) => t.max(now),
+            None => now + self.machine.plat.cluster_of_cpu(cpu).idle_states[core_state].hardware_exit_ns(package_awake),
+        }
+    }
+
+    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed, and run it.
+    pub(crate) fn set_curr(&mut self, cpu: usize, task: usize) {
+        if self.switch_in(cpu, task) {
+            self.run_program(cpu);
+        }
+    }
+
+    /// Make `task` the running task of `cpu`, waking the CPU from idle if needed. Returns
+    /// whether its program is to be interpreted now (the caller does it); otherwise a run
+    /// segment was started.
+    #[must_use]
+    pub(crate) fn switch_in(&mut self, cpu: usize, task: usize) -> bool {
+        let now = self.q.now();
+        if self.sched.cpus[cpu].curr.is_none() {
+            self.update_cpu_pelt(cpu);
+        }
+        self.sched.update_task_pelt(&self.machine, task, true, false);
+        if let Some(state) = self.sched.cpus[cpu].idle_state {
+            let slept = now - self.sched.cpus[cpu].idle_since;
+            self.hw.idle_governor.reflect(cpu, slept);
+            self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
+            self.sched.account_busy_idle(&self.q, cpu);
+            self.sync_counters(cpu);
+            let ready_at = self.core_ready_at(cpu, state);
+            self.set_idle_state(cpu, None);
+            self.sched.cpus[cpu].stall_until = ready_at;
+            let core = self.machine.plat.cpus[cpu].core;
+            self.hw.cores[core].busy_threads += 1;
+            self.core_changed(core, cpu);
+            self.sched.arm_tick(&self.machine, &mut self.q, cpu);
+            if let Some(tl) = self.run.timeline.as_mut() {
+                tl.hold_until(cpu, ready_at);
+                tl.idle(now, cpu, "C0");
+            }
+        }
+        let c = &mut self.sched.cpus[cpu];
+        c.curr = Some(task);
+        let prev = c.switched_out.take();
+        self.sched.fair_set_next(cpu, task);
+        self.count_placement_idle(cpu);
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
+        }
+        let t = &mut self.sched.tasks[task];
+        t.exec_start_ns = now;
+        t.slice_start_exec_ns = t.sum_exec_ns;
+        // A CPU still leaving its idle state runs nothing, not even instant operations: an
+        // empty segment ends when it is ready, and the program goes on from there.
+        if t.work_left > 0.0 || self.sched.cpus[cpu].stall_until.max(self.sched.cpus[cpu].halt_until) > now {
+            self.start_segment(cpu);
+            return false;
+        }
+        true
+    }
+
+    /// The current task finished its run segment.
+    pub(crate) fn segment_end(&mut self, cpu: usize) {
+        self.sched.account_segment(&self.q, cpu);
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
+        let t = &mut self.sched.tasks[task];
+        // What floating-point rounding left over is done too: the end time was rounded up.
+        t.work_done += t.work_left;
+        t.work_left = 0.0;
+        self.run_program(cpu);
+    }
+
+    /// Take the current task off the CPU to sleep, until `wake_at` or until woken.
+    pub(crate) fn sleep_curr(&mut self, cpu: usize, wake_at: Option<u64>) {
+        self.put_to_sleep(cpu, wake_at);
+        self.pick_next(cpu);
+    }
+
+    /// Put the current task to sleep and switch `cpu` to what runs next. Returns whether the
+    /// next task's program is to run now.
+    pub(crate) fn block_and_switch(&mut self, cpu: usize, wake_at: Option<u64>) -> bool {
+        self.put_to_sleep(cpu, wake_at);
+        self.switch_next(cpu)
+    }
+
+    /// Make the current task exit and switch `cpu` to what runs next, leaving the rest of the
+    /// exit on `unfinished`. Returns whether the next task's program is to run now.
+    pub(crate) fn exit_and_switch(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
+        unfinished.push(self.put_to_exit(cpu));
+        // The CPU moves on first, so that the parent woken after finds it in a settled state.
+        self.switch_next(cpu)
+    }
+
+    /// What is left of an exit once the CPU has moved on.
+    pub(crate) fn finish_switch(&mut self, left: Unfinished) {
+        self.notify_parent(left.cpu, left.task);
+    }
+
+    /// The governor callback of a dequeue that takes `task` off `cpu` (sleep or exit). In
+    /// `__schedule` the dequeue (`deactivate_task` → `dequeue_task`) runs before the CPU picks
+    /// its next task and, finding none, switches to the idle task, whose idle loop is what
+    /// counts an idle call (`tick_nohz_idle_stop_tick`, kernel/time/tick-sched.c). So the
+    /// governor sees the CPU as still busy at a sleep: schedutil's busy hold
+    /// (`sugov_cpu_is_busy`) applies to it.
+    pub(crate) fn dequeue_callback(&mut self, cpu: usize, task: usize) {
+        if self.sched.rt_prio(task).is_some() {
+            // dequeue_top_rt_rq calls the governor every time.
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            // dequeue_entity's PELT update (cfs_rq_util_change when the util changed).
+            self.cfs_util_change(cpu, UpdateFlags::default());
+        }
+    }
+
+    /// The first part of a sleep: the task leaves `cpu`, with its timer armed, and the
+    /// dequeue's governor callback runs.
+    pub(crate) fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
+        let task = self.dequeue_curr(cpu);
+        if self.sched.eevdf.is_some() {
+            self.sched.fair_block(cpu, task);
+        }
+        let cap = self.machine.plat.cpus[cpu].cap_orig;
+        let t = &mut self.sched.tasks[task];
+        t.util_est.on_sleep(t.avg.util_avg, t.avg.runnable_avg, cap);
+        t.state = TaskState::Sleeping;
+        t.timer_token = t.timer_token.wrapping_add(1);
+        if let Some(at) = wake_at {
+            let token = t.timer_token;
+            self.q.push(at, Event::TimerWake { task: task as u32, token });
+            self.sched.cpus[cpu].timers.push(std::cmp::Reverse(at));
+        }
+        self.dequeue_callback(cpu, task);
+    }
+
+    /// The first part of an exit: the task leaves `cpu` for good.
+    pub(crate) fn put_to_exit(&mut self, cpu: usize) -> Unfinished {
+        let task = self.dequeue_curr(cpu);
+        detach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
+        self.sched.cpus[cpu].util_changed = true;
+        self.sched.tasks[task].state = TaskState::Exited;
+        self.sched.cpus[cpu].switched_out = Some((task, 'X'));
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.process(self.q.now(), cpu, 'X', task, None);
+        }
+        self.sched.live_tasks -= 1;
+        // exit_notify makes the task a zombie before its last switch: a parent that runs next
+        // and calls wait4 reaps it without sleeping.
+        if let Some(parent) = self.sched.tasks[task].parent {
+            self.sched.tasks[parent].live_children -= 1;
+        }
+        // do_task_dead's __schedule dequeues the exiting task, before the switch, like a sleep.
+        self.dequeue_callback(cpu, task);
+        Unfinished { cpu, task }
+    }
+
+    /// The parent sleeping in wait4 is woken by its last child's exit (SIGCHLD, not sync).
+    pub(crate) fn notify_parent(&mut self, cpu: usize, task: usize) {
+        if let Some(parent) = self.sched.tasks[task].parent {
+            let p = &mut self.sched.tasks[parent];
+            if p.live_children == 0 && p.waiting_children {
+                p.waiting_children = false;
+                self.wake_task(parent, Waker::Task { cpu, sync: false }, UpdateFlags::default());
+            }
+        }
+    }
+
+    /// Remove the current task from `cpu` (settling its runtime and PELT).
+    pub(crate) fn dequeue_curr(&mut self, cpu: usize) -> usize {
+        let task = self.sched.cpus[cpu].curr.expect("a current task");
+        self.sched.update_curr(&self.q, cpu);
+        self.update_cpu_pelt(cpu);
+        self.sched.update_task_pelt(&self.machine, task, true, true);
+        self.sched.rq_detach(task, cpu);
+        let ue = self.sched.tasks[task].util_est.value();
+        self.sched.uclamp_dequeued(task, cpu);
+        let c = &mut self.sched.cpus[cpu];
+        c.util_est_sum -= c.util_est_sum.min(ue);
+        c.curr = None;
+        c.switched_out = Some((task, 'S'));
+        c.seg_token = c.seg_token.wrapping_add(1);
+        self.count_placement_idle(cpu);
+        task
+    }
+
+    /// Run the next waiting task, or pull one from a busy CPU, or go idle.
+    pub(crate) fn pick_next(&mut self, cpu: usize) {
+        if self.switch_next(cpu) {
+            self.run_program(cpu);
+        }
+    }
+
+    /// Switch `cpu` to the next waiting task, or one pulled from a busy CPU, or go idle.
+    /// Returns whether the new task's program is to be interpreted now (the caller does it).
+    #[must_use]
+    pub(crate) fn switch_next(&mut self, cpu: usize) -> bool {
+        debug_assert!(self.sched.cpus[cpu].curr.is_none(), "pick_next on a busy CPU");
+        if let Some(next) = self.sched.pick_queued(&self.q, cpu) {
+            self.sched.queue_remove(cpu, next);
+            self.sched.waiting -= 1;
+            return self.switch_in(cpu, next);
+        }
+        // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
+        // briefly, on average, does not balance on going idle (idle_balance).
+        if self.sched.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
+            if let Some((src, task)) = self.sched.find_busiest(&self.machine, &self.q, cpu) {
+                self.sched.queue_remove(src, task);
+                self.sched.waiting -= 1;
+                self.note_migration(task, src, cpu, "pull");
+                self.migrate_queued(task, src, cpu);
+                return self.switch_in(cpu, task);
+            }
+            if self.pull_misfit(cpu) {
+                return false;
+            }
+        }
+        self.go_idle(cpu);
+        false
+    }
+
+    /// Move a waiting (not running) task between run-queues.
+    pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
+        self.update_cpu_pelt(src);
+        self.sched.update_task_pelt(&self.machine, task, true, false);
+        let ue = self.sched.tasks[task].util_est.value();
+        self.sched.uclamp_dequeued(task, src);
+        let s = &mut self.sched.cpus[src];
+        detach_task_avg(&mut s.avg, &self.sched.tasks[task].avg);
+        s.util_changed = true;
+        s.util_est_sum -= s.util_est_sum.min(ue);
+        let src_min = s.min_vruntime;
+        self.update_cpu_pelt(dst);
+        let pelt_now = self.sched.cpu_pelt_now(dst);
+        let d = &mut self.sched.cpus[dst];
+        attach_task_avg(&mut d.avg, &self.sched.tasks[task].avg);
+        d.util_changed = true;
+        d.util_est_sum += ue;
+        self.sched.rq_detach(task, src);
+        if self.sched.eevdf.is_some() {
+            self.sched.fair_migrate(&self.q, task, src, dst);
+        } else {
+            let t = &mut self.sched.tasks[task];
+            t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
+        }
+        let t = &mut self.sched.tasks[task];
+        t.avg.last_update_time = pelt_now;
+        t.cpu = dst;
+        self.sched.rq_attach(task, dst);
+    }
+
+    /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
+    /// expiry, and a push of waiting work to idle CPUs.
+    pub(crate) fn tick(&mut self, cpu: usize) {
+        let Some(curr) = self.sched.cpus[cpu].curr else {
+            self.sched.cpus[cpu].tick_armed = false;
+            self.deepen_idle(cpu);
+            return;
+        };
+        if self.hw.x86_counters(&self.machine) {
+            self.sync_counters(cpu);
+            let c = &mut self.hw.counters[cpu];
+            let acnt = (c.aperf - c.tick_aperf) as u64;
+            let mcnt = (c.mperf - c.tick_mperf) as u64;
+            c.tick_aperf = c.aperf;
+            c.tick_mperf = c.mperf;
+            if self.sched.invariant && mcnt > 0 {
+                let ratio = self.machine.freq_ratio[self.machine.plat.cpus[cpu].cluster];
+                match crate::hw::invariance::scale_from_counters(acnt, mcnt, ratio) {
+                    Some(s) => self.sched.cpus[cpu].freq_scale = s,
+                    None => self.sched.disable_invariance(),
+                }
+            }
+        }
+        self.sched.update_curr(&self.q, cpu);
+        self.update_cpu_pelt(cpu);
+        self.sched.update_task_pelt(&self.machine, curr, true, true);
+        if self.sched.rt_prio(curr).is_some() {
+            self.cpufreq_update_util(cpu, UpdateFlags::default());
+        } else {
+            // entity_tick's PELT update: a tick is 1–10 periods, so it nearly always counts.
+            self.cfs_util_change(cpu, UpdateFlags::default());
+        }
+
+        let nr = self.sched.nr_running(cpu);
+        if nr > 1 {
+            let t = &self.sched.tasks[curr];
+            let ran = t.sum_exec_ns - t.slice_start_exec_ns;
+            let expired = match t.attrs.policy {
+                // EEVDF: update_curr above renewed a deadline reached, asking to reschedule.
+                SchedPolicy::Normal if self.sched.eevdf.is_some() => self.sched.cpus[cpu].resched,
+                SchedPolicy::Normal => {
+                    ran >= (self.sched.sched_latency_ns() / nr)
+                        .max(MIN_GRANULARITY_NS * tunable_factor(self.sched.cpus.len()))
+                }
+                // Round-robin among equal RT priorities; FIFO runs until it blocks.
+                SchedPolicy::Rr(p) => {
+                    ran >= RR_TIMESLICE_NS
+                        && self.sched.cpus[cpu].queue.iter().any(|&q| self.sched.rt_prio(q) == Some(p))
+                }
+                SchedPolicy::Fifo(_) => false,
+            };
+            if expired {
+                self.preempt(cpu, None);
+            }
+            if self.load_balance_allowed() {
+                self.push_to_idle(cpu);
+            }
+        } else if nr == 1 && self.load_balance_allowed() {
+            self.spread_smt(cpu);
+            self.spread_numa(cpu);
+        }
+        self.capacity_tick(cpu);
+        let c = &mut self.sched.cpus[cpu];
+        c.tick_armed = false;
+        if c.curr.is_some() {
+            self.sched.arm_tick(&self.machine, &mut self.q, cpu);
+        }
+    }
+
+    /// Move one waiting task of `cpu` to an idle CPU it may use, nearest first (NOHZ idle
+    /// balancing). A cache-hot task stays; one that has waited longer than the migration cost
+    /// is cold by then.
+    pub(crate) fn push_to_idle(&mut self, cpu: usize) {
+        // A loaded machine has nowhere to push: skip the walk over the queue.
+        if self.sched.idle_cpus == 0 {
+            return;
+        }
+        let t = &self.machine.plat.cpus[cpu];
+        let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
+        let now = self.q.now();
+        let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.sched.cache_hot(task, now));
+        let found = cold.find_map(|task| {
+            self.sched
+                .find_idle_core(&self.machine, task, llc, cpu)
+                .or_else(|| self.sched.find_idle_cpu(task, llc, cpu))
+                .or_else(|| self.sched.find_idle_core(&self.machine, task, pkg, cpu))
+                .or_else(|| self.sched.find_idle_cpu(task, pkg, cpu))
+                .or_else(|| self.sched.find_idle_cpu(task, self.sched.all_cpus(&self.machine), cpu))
+                .map(|dst| (task, dst))
+        });
+        if let Some((task, dst)) = found {
+            self.note_migration(task, cpu, dst, "push");
+            self.sched.queue_remove(cpu, task);
+            self.sched.waiting -= 1;
+            self.migrate_queued(task, cpu, dst);
+            self.set_curr(dst, task);
+        }
+    }
+
+    /// A core whose SMT threads are all running while a whole core is idle gives one of its
+    /// tasks to the idle core, nearest first: the balancer's preference for spreading over
+    /// siblings (a group running more tasks than an idle one plus one counts as overloaded).
+    /// Linux can only move a running task by active balance, which it tries once balancing
+    /// has failed on the imbalance more often than the domain's cache-nice tries allow; an
+    /// attempt that finds a sibling idle, or no task it may move, resets the count. The
+    /// attempts follow the cache-sharing domain's interval (see [`SpreadAttempts`]); the task
+    /// is the one the simulated kernel version's balancer takes ([`Sim::spread_source`]).
+    pub(crate) fn spread_smt(&mut self, cpu: usize) {
+        let now = self.q.now();
+        if now < self.sched.cpus[cpu].spread.next_ns {
+            return;
+        }
+        let t = &self.machine.plat.cpus[cpu];
+        let llc = &self.machine.plat.llcs[t.llc];
+        // With no idle core there is no destination, which counts as a balanced domain.
+        let src = if self.sched.idle_cores == 0 { None } else { self.sched.spread_source(&self.machine, cpu) };
+        let task = src.and_then(|s| self.sched.cpus[s].curr);
+        let dst = task.zip(src).and_then(|(task, src)| {
+            self.sched
+                .find_idle_core(&self.machine, task, llc, src)
+                .or_else(|| {
+                    self.sched.find_idle_core(&self.machine, task, &self.machine.plat.packages[t.package].cpus, src)
+                })
+                .or_else(|| self.sched.find_idle_core(&self.machine, task, self.sched.all_cpus(&self.machine), src))
+        });
+        let interval_ns = llc.len() as u64 * 1_000_000;
+        let attempts = &mut self.sched.cpus[cpu].spread;
+        let (Some(src), Some(task), Some(dst)) = (src, task, dst) else {
+            *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+            return;
+        };
+        attempts.failed += 1;
+        if attempts.failed <= SpreadAttempts::FAILURES_BEFORE_ACTIVE {
+            // A failed balance doubles the interval, up to twice the domain's minimum.
+            attempts.next_ns = now + 2 * interval_ns;
+            return;
+        }
+        *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+        self.note_migration(task, src, dst, "spread");
+        self.migrate_running(src, dst);
+    }
+
+    /// The NUMA level of the periodic balancer, run from a tick of `cpu` (standing for the
+    /// idle balancer that a busy LLC kicks).
+    pub(crate) fn spread_numa(&mut self, cpu: usize) {
+        if self.machine.plat.packages.len() < 2 {
+            return;
+        }
+        let pkg = self.machine.plat.cpus[cpu].package;
+        let now = self.q.now();
+        if now < self.hw.packages[pkg].numa_spread.next_ns {
+            return;
+        }
+        let interval_ns = self.sched.cpus.len() as u64 * 1_000_000;
+        let Some((src, dst)) = self.sched.numa_move(&self.machine, pkg) else {
+            self.hw.packages[pkg].numa_spread = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
+            return;
+        };
+        let attempts = &mut self.hw.packages[pkg].numa_spread;
+        attempts.failed += 1;
+        attempts.next_ns = now + interval_ns;
+        if attempts.failed <= NUMA_FAILURES_BEFORE_ACTIVE {
+            return;
+        }
+        attempts.failed = 0;
+        let task = self.sched.cpus[src].curr.expect("a running task");
+        self.note_migration(task, src, dst, "numa");
+        self.migrate_running(src, dst);
+    }
+}

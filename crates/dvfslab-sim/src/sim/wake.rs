@@ -1,0 +1,150 @@
+//! Wake-up: a sleeping task's placement (select_task_rq_fair's fast path, the asymmetric-capacity
+//! scan, EAS) and its enqueue, with the wake-up's trace.
+
+use crate::governor::UpdateFlags;
+use crate::sched::capacity::AsymWakeup;
+use crate::sched::fair;
+use crate::sched::task::TaskState;
+use crate::sched::waker::Waker;
+use crate::sim::Sim;
+
+impl Sim {
+    /// select_idle_sibling on an asymmetric platform: the target, or prev, if idle and the
+    /// task fits it; else select_idle_capacity from the target: the first idle CPU it fits,
+    /// else the idle CPU that fits best (−1 before 0), the biggest among equals.
+    pub(crate) fn select_idle_sibling_asym(&self, task: usize, prev: usize, target: usize) -> usize {
+        let util = self.sched.task_util_est(&self.machine, &self.q, task);
+        let (min, max) = self.sched.task_uclamp(task);
+        let ok = |c: usize| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c);
+        let fits = |c: usize| self.util_fits_cpu(util, min, max, c);
+        if ok(target) && fits(target) > 0 {
+            return target;
+        }
+        let same_llc = self.machine.plat.cpus[prev].llc == self.machine.plat.cpus[target].llc;
+        if prev != target && same_llc && ok(prev) && fits(prev) > 0 {
+            return prev;
+        }
+        let n = self.sched.cpus.len();
+        let (mut best, mut best_fits, mut best_cap) = (None, 0i8, 0u64);
+        for cpu in (0..n).map(|i| (target + i) % n).filter(|&c| ok(c)) {
+            let f = fits(cpu);
+            if f > 0 {
+                return cpu;
+            }
+            let cap = self.capacity_of(cpu);
+            if f < best_fits || (f == best_fits && cap > best_cap) {
+                (best, best_fits, best_cap) = (Some(cpu), f, cap);
+            }
+        }
+        best.unwrap_or(target)
+    }
+
+    /// A sleeping task's timer fired (or a new task starts).
+    pub(crate) fn timer_wake(&mut self, task: usize) {
+        if self.sched.tasks[task].placed {
+            self.wake_task(task, Waker::Timer, UpdateFlags::default());
+        } else {
+            self.start_task(task);
+        }
+    }
+
+    /// Wake a sleeping task on behalf of `waker` (try_to_wake_up). A pending timer of the task
+    /// is cancelled.
+    pub(crate) fn wake_task(&mut self, task: usize, waker: Waker, flags: UpdateFlags) {
+        let t = &mut self.sched.tasks[task];
+        if t.state != TaskState::Sleeping {
+            return;
+        }
+        t.timer_token = t.timer_token.wrapping_add(1);
+        let prev = t.cpu;
+        if self.run.timeline.is_some() {
+            self.trace_waking(task, prev, waker);
+        }
+        if self.sched.tasks[task].delayed {
+            // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
+            // there, with no placement, unless that CPU is no longer one it may use.
+            if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
+                self.sched.fair_requeue_delayed(prev, task);
+                let source = waker.placement_source().map_or(prev, |(w, _)| w);
+                let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, prev), ..flags };
+                self.enqueue(task, prev, fair::Join::Requeue, flags);
+                return;
+            }
+            self.sched.fair_finish_delayed(&self.q, prev, task);
+        }
+        let waker = waker.placement_source();
+        // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
+        let (cpu, why) = match self.find_energy_efficient_cpu(task) {
+            Some(cpu) => (cpu, "eas"),
+            None => (self.select_wake_cpu(task, waker), "wakeup"),
+        };
+        self.note_migration(task, prev, cpu, why);
+        if self.sched.hetero.asym && cpu != prev {
+            self.deepen_idle(prev);
+        }
+        // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
+        // interrupted; `io_complete`); a timer fires where the task slept.
+        let source = waker.map_or(prev, |(w, _)| w);
+        let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
+        self.enqueue(task, cpu, fair::Join::Wake, flags);
+    }
+
+    /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
+    pub(crate) fn trace_waking(&mut self, task: usize, prev: usize, waker: Waker) {
+        let (cpu, context) = waker.logged_on(prev);
+        let current = self.sched.cpus[cpu].curr;
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.waking(self.q.now(), cpu, task, prev, current, context);
+        }
+    }
+
+    /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
+    /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
+    /// running only the waker, favour the waker); select_idle_sibling then takes the target if
+    /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
+    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
+    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
+    pub(crate) fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
+        let ok = |c: usize| self.sched.allowed(task, c);
+        let prev = self.sched.tasks[task].cpu;
+        let asym_cfs = self.sched.hetero.asym && self.sched.rt_prio(task).is_none();
+        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::WakeCap {
+            // select_task_rq_fair: no wake_affine for a task that does not fit; the slow path
+            // (find_idlest_cpu from the waking CPU, as fork balancing does) places it.
+            let this_cpu = waker.map_or(prev, |(w, _)| w);
+            if self.sched.wake_cap(&self.machine, &self.q, task, this_cpu, prev) {
+                return self.sched.select_fork_cpu(&self.machine, &self.q, task, this_cpu);
+            }
+        }
+        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
+        let target = match waker {
+            Some((w, _)) if ok(w) && self.sched.cpu_is_idle(w) && same_llc(w, prev) => {
+                if ok(prev) && self.sched.cpu_is_idle(prev) {
+                    prev
+                } else {
+                    w
+                }
+            }
+            Some((w, true)) if ok(w) && self.sched.nr_running(w) + self.sched.affine_delayed(w) == 1 => w,
+            _ if ok(prev) => prev,
+            _ => return self.sched.select_fork_cpu(&self.machine, &self.q, task, prev),
+        };
+        if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
+            return self.select_idle_sibling_asym(task, prev, target);
+        }
+        if self.sched.cpu_is_idle(target) {
+            return target;
+        }
+        if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
+            return prev;
+        }
+        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
+        let l = self.machine.plat.cpus[target].llc;
+        let llc = &self.machine.plat.llcs[l];
+        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
+        let idle = self.sched.llc_idle[l];
+        let core = if idle.cores > 0 { self.sched.find_idle_core(&self.machine, task, llc, target) } else { None };
+        let cpu = || if idle.cpus > 0 { self.sched.find_idle_cpu(task, llc, target) } else { None };
+        core.or_else(cpu).unwrap_or(target)
+    }
+}
