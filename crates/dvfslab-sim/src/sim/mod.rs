@@ -516,11 +516,11 @@ impl PolicyCtx for LivePolicy<'_> {
             .chain(&c.queue)
             .map(|&t| TaskSignals {
                 id: t,
-                util_avg: sim.task_util_avg_now(t),
+                util_avg: sim.sched.task_util_avg_now(&sim.machine, &sim.q, t),
                 util_est: sim.sched.tasks[t].util_est.value(),
-                uclamp: sim.task_uclamp(t),
+                uclamp: sim.sched.task_uclamp(t),
                 running: c.curr == Some(t),
-                rt: sim.rt_prio(t).is_some(),
+                rt: sim.sched.rt_prio(t).is_some(),
             })
             .collect()
     }
