@@ -94,6 +94,8 @@ impl Sched {
                 seg_rate: 0.0,
                 stall_until: 0,
                 halt_until: 0,
+                vcpu_wake_ns: None,
+                ipi_send_until: 0,
                 stall_pelt_end: 0,
                 tick_token: 0,
                 tick_armed: false,
@@ -545,7 +547,38 @@ impl Sim {
         // interrupted; `io_complete`); a timer fires where the task slept.
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.remote_enqueue(source, cpu), ..flags };
+        self.halted_vcpu_ipi(source, cpu);
         self.enqueue(task, cpu, fair::Join::Wake, flags);
+    }
+
+    /// A wake-up from `source` onto another CPU that sits in a halting idle state reaches it by
+    /// IPI (try_to_wake_up: ttwu_queue_wakelist's IPI, or resched_curr's to a remote idle CPU;
+    /// a polling idle state takes the wake-up without one). In a virtual machine whose
+    /// preset gives its cost (`vcpu_wake`), the waker's CPU spends the send, and the target
+    /// runs the task only after the host has run the vCPU again and the guest has left idle.
+    fn halted_vcpu_ipi(&mut self, source: usize, cpu: usize) {
+        let Some(cost) = self.machine.plat.file.vcpu_wake else { return };
+        let halted = self.sched.cpus[cpu].idle_power.is_some_and(|p| p != crate::hw::platform::IdlePower::Polling);
+        if source == cpu || !halted {
+            return;
+        }
+        self.sched.cpus[cpu].vcpu_wake_ns = Some((cost.ipi_ns(), cost.resume_ns()));
+        let send_ns = cost.send_ns();
+        let Some(waker) = self.sched.cpus[source].curr.filter(|_| send_ns > 0) else { return };
+        // The task current on the waker's CPU is held for the send. One amid its run (an
+        // interrupt's wake-up) is credited its work so far and goes on after the send; one
+        // between its program's operations goes on to the next after it.
+        let amid_run = self.sched.tasks[waker].work_left > 0.0;
+        if amid_run {
+            self.account_segment(source);
+        }
+        let until = self.q.now() + send_ns;
+        let c = &mut self.sched.cpus[source];
+        c.halt_until = c.halt_until.max(until);
+        c.ipi_send_until = c.ipi_send_until.max(until);
+        if amid_run {
+            self.start_segment(source);
+        }
     }
 
     /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
@@ -678,14 +711,22 @@ impl Sim {
         }
         let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
+        // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
+        // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
+        // WF_ON_CPU condition went; before, the waker enqueued it at once).
+        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
+            Some((ipi_ns, _)) if self.machine.kernel >= crate::kernel::KernelVersion(6, 0) => ipi_ns,
+            _ => 0,
+        };
         if let Some(tl) = self.run.timeline.as_mut() {
-            tl.wakeup(self.q.now(), task, cpu);
+            tl.wakeup(self.q.now() + queued_ns, task, cpu);
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.rq_attach(task, cpu);
         if self.sched.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
+            self.sched.cpus[cpu].vcpu_wake_ns = None;
             self.queue_push(cpu, task);
             self.sched.waiting += 1;
             let curr = self.sched.cpus[cpu].curr.expect("a current task");
@@ -853,7 +894,9 @@ impl Sim {
             self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
             self.account_busy_idle(cpu);
             self.sync_counters(cpu);
-            let ready_at = self.core_ready_at(cpu, state);
+            // A halted vCPU woken by IPI first waits for the host to run it, then leaves idle.
+            let (ipi_ns, resume_ns) = self.sched.cpus[cpu].vcpu_wake_ns.take().unwrap_or((0, 0));
+            let ready_at = self.core_ready_at(cpu, state) + ipi_ns + resume_ns;
             self.set_idle_state(cpu, None);
             self.sched.cpus[cpu].stall_until = ready_at;
             let core = self.machine.plat.cpus[cpu].core;

@@ -17,5 +17,6 @@ mod robustness;
 mod rtapp;
 mod scenarios;
 mod trace_read;
+mod vcpu_wake;
 mod workloads_compute;
 mod workloads_net;
