@@ -20,6 +20,7 @@ mod numa_balance;
 pub(crate) mod objects;
 pub mod pelt;
 pub mod task;
+mod wake_affine;
 pub mod waker;
 
 use crate::engine::{Event, TimeNs};
@@ -65,6 +66,8 @@ pub(crate) struct Sched {
     pub(crate) hetero: crate::sched::capacity::Hetero,
     /// The fair class's EEVDF rules from 6.6 (`sched/fair.rs`); None for CFS before.
     pub(crate) eevdf: Option<crate::sched::eevdf::Rules>,
+    /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
+    pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
 }
 
 impl Sched {
@@ -128,6 +131,7 @@ impl Sched {
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
             llc_idle: LlcIdle::all_idle(plat),
+            llc_scan: wake_affine::IdleScan::all(&plat.llcs),
             hetero,
             eevdf,
         }
@@ -497,6 +501,8 @@ impl Sim {
         let t = &mut self.sched.tasks[task];
         t.placed = true;
         t.cpu = cpu;
+        // wake_up_new_task: the first CPU is the one a wake-up's search remembers.
+        t.recent_used_cpu = Some(cpu);
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
@@ -629,13 +635,12 @@ impl Sim {
         scan_from(cpus, start).find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
     }
 
-    /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
-    /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
-    /// running only the waker, favour the waker); select_idle_sibling then takes the target if
-    /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
-    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
-    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
-    fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
+    /// Wake-up placement (select_task_rq_fair's fast path, `sched/wake_affine.rs`): with a
+    /// waker on another CPU, wake_affine chooses the target between the waker's CPU and the
+    /// previous one; select_idle_sibling then looks for an idle CPU near it. On an asymmetric
+    /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
+    /// ([`AsymWakeup`]).
+    fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
         let asym_cfs = self.sched.hetero.asym && self.rt_prio(task).is_none();
@@ -647,36 +652,17 @@ impl Sim {
                 return self.select_fork_cpu(task, this_cpu);
             }
         }
-        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
         let target = match waker {
-            Some((w, _)) if ok(w) && self.cpu_is_idle(w) && same_llc(w, prev) => {
-                if ok(prev) && self.cpu_is_idle(prev) {
-                    prev
-                } else {
-                    w
-                }
-            }
-            Some((w, true)) if ok(w) && self.nr_running(w) + self.affine_delayed(w) == 1 => w,
-            _ if ok(prev) => prev,
-            _ => return self.select_fork_cpu(task, prev),
+            Some((w, sync)) if ok(w) && w != prev => self.wake_affine(task, w, prev, sync),
+            _ => prev,
         };
+        if !ok(target) {
+            return self.select_fork_cpu(task, prev);
+        }
         if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
-        if self.cpu_is_idle(target) {
-            return target;
-        }
-        if prev != target && ok(prev) && same_llc(prev, target) && self.cpu_is_idle(prev) {
-            return prev;
-        }
-        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
-        let l = self.machine.plat.cpus[target].llc;
-        let llc = &self.machine.plat.llcs[l];
-        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
-        let idle = self.sched.llc_idle[l];
-        let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
-        let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
-        core.or_else(cpu).unwrap_or(target)
+        self.select_idle_sibling(task, prev, target)
     }
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
@@ -1324,6 +1310,7 @@ impl Sim {
             self.spread_smt(cpu);
             self.spread_numa(cpu);
         }
+        self.update_idle_cpu_scan(cpu);
         self.capacity_tick(cpu);
         let c = &mut self.sched.cpus[cpu];
         c.tick_armed = false;

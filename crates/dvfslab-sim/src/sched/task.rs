@@ -275,6 +275,9 @@ pub struct Task {
     pub placed: bool,
     /// The return address (absolute channel id) of the token last taken by `Op::Take`.
     pub answer_to: Option<u32>,
+    /// The CPU wake-up placement last left behind (`p->recent_used_cpu`,
+    /// `Sim::select_idle_sibling`).
+    pub recent_used_cpu: Option<usize>,
 }
 
 impl Task {
@@ -316,6 +319,7 @@ impl Task {
             placed: false,
             on_rq: false,
             answer_to: None,
+            recent_used_cpu: None,
             attrs: crate::workload::TaskAttrs::default(),
         }
     }

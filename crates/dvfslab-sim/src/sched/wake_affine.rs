@@ -1,0 +1,204 @@
+//! Wake-up placement on symmetric CPUs, as `select_task_rq_fair`'s fast path has it:
+//! `wake_affine` picks a target between the waker's CPU and the task's previous one, then
+//! `select_idle_sibling` looks for an idle CPU near that target.
+//!
+//! ```text
+//!   wake_affine (waker CPU `this` ≠ `prev`):
+//!     wake_affine_idle:   this idle, sharing prev's LLC  → prev if idle, else this
+//!                         sync and this runs the waker alone → this
+//!                         prev idle → prev
+//!     wake_affine_weight: this if  (load(this) − load(waker if sync) + load(p)) · 100 · cap(prev)
+//!                                < (load(prev) − load(p)) · (100 + (pct − 100)/2) · cap(this) (+1 if sync)
+//!                         (a sync waker heavier than its CPU's whole load: this), else prev
+//!   select_idle_sibling(prev, target):
+//!     target idle → target;  prev idle and sharing the LLC → prev
+//!     the task's recently used CPU, idle and sharing the LLC → it   (then it becomes prev)
+//!     an idle core (SMT) or, SIS_UTIL, one of the next nr_idle_scan CPUs after target → it
+//!     else target
+//!   nr_idle_scan, per LLC at periodic balancing, x = Σ util / llc_size:
+//!     llc_size · (1024 − min(1024, x² · pct² / (10000 · 1024))) / 1024   (0 from 85% busy)
+//! ```
+//! Version gates: the weight rule in this form (WA_WEIGHT, WA_BIAS) from 4.15; the recently
+//! used CPU replaced by `prev` at every search from 5.12 (its form of 4.16–5.11, replaced only
+//! when taken, is not modelled); SIS_UTIL from 6.0 (the SIS_PROP limit before it is not
+//! modelled: the search scans the whole LLC). `wake_wide` is not modelled: every wake-up
+//! tries `wake_affine`.
+
+use crate::kernel::KernelVersion;
+use crate::sim::Sim;
+
+/// select_idle_cpu's scan limit for one LLC (`sd_llc_shared->nr_idle_scan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdleScan {
+    /// CPUs a search may visit; 0 stops it.
+    pub nr_idle_scan: usize,
+    /// When periodic balancing next refreshes it.
+    pub next_update_ns: u64,
+}
+
+impl IdleScan {
+    /// Every LLC open to a full scan, as on an idle machine.
+    pub(crate) fn all(llcs: &[Vec<usize>]) -> Vec<IdleScan> {
+        llcs.iter().map(|cpus| IdleScan { nr_idle_scan: cpus.len(), next_update_ns: 0 }).collect()
+    }
+}
+
+/// How often an LLC's scan limit is refreshed: each busy CPU balances its LLC domain every
+/// `llc_size` ms times the domain's busy factor (16), and any of the LLC's CPUs refreshes the
+/// shared limit, so about every 16 ms whatever the LLC's size.
+const IDLE_SCAN_UPDATE_NS: u64 = 16_000_000;
+
+/// The LLC domain's imbalance_pct (`sd_init`), which SIS_UTIL's curve uses.
+const LLC_IMBALANCE_PCT: u64 = 117;
+
+/// SIS_UTIL's scan limit for an LLC of `llc_size` CPUs whose CFS utilisation sums to
+/// `sum_util` (update_idle_cpu_scan).
+pub(crate) fn nr_idle_scan(sum_util: u64, llc_size: usize, pct: u64) -> usize {
+    let x = sum_util / llc_size.max(1) as u64;
+    let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+    (llc_size as u64 * (1024 - tmp) / 1024) as usize
+}
+
+impl Sim {
+    /// wake_affine: the waker's CPU `this` or the task's previous CPU `prev`.
+    pub(crate) fn wake_affine(&self, task: usize, this: usize, prev: usize, sync: bool) -> usize {
+        let same_llc = self.machine.plat.cpus[this].llc == self.machine.plat.cpus[prev].llc;
+        // wake_affine_idle: an idle waker CPU means an interrupt's wake-up; move only within
+        // the LLC, and not off an idle previous CPU.
+        if self.cpu_is_idle(this) && same_llc {
+            return if self.cpu_is_idle(prev) { prev } else { this };
+        }
+        if sync && self.nr_running(this) + self.affine_delayed(this) == 1 {
+            return this;
+        }
+        if self.cpu_is_idle(prev) {
+            return prev;
+        }
+        if self.machine.kernel >= KernelVersion(4, 15) && self.wake_affine_weight(task, this, prev, sync) {
+            return this;
+        }
+        prev
+    }
+
+    /// wake_affine_weight: whether the waker's CPU, with the task added (and a sync waker
+    /// taken off), carries less load per capacity than the previous CPU without it, the
+    /// previous CPU's side raised by half the domain's imbalance margin (WA_BIAS).
+    fn wake_affine_weight(&self, task: usize, this: usize, prev: usize, sync: bool) -> bool {
+        let load = |c: usize| self.with_cpu_avg_now(c, |avg| avg.load_avg).max(self.runnable_load(c)) as i128;
+        let mut this_eff = load(this);
+        if sync {
+            let current = self.sched.cpus[this].curr.map_or(0, |t| self.sched.tasks[t].avg.load_avg) as i128;
+            if current > this_eff {
+                return true;
+            }
+            this_eff -= current;
+        }
+        let task_load = self.sched.tasks[task].avg.load_avg as i128;
+        let cap = |c: usize| self.machine.plat.cpus[c].cap_orig as i128;
+        let pct = self.affine_imbalance_pct(this, prev) as i128;
+        let this_eff = (this_eff + task_load) * 100 * cap(prev);
+        let prev_eff = (load(prev) - task_load) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
+        this_eff < prev_eff
+    }
+
+    /// imbalance_pct of the smallest domain spanning both CPUs: SMT siblings 110, an LLC
+    /// 117, beyond it 125.
+    fn affine_imbalance_pct(&self, a: usize, b: usize) -> u64 {
+        let (ta, tb) = (&self.machine.plat.cpus[a], &self.machine.plat.cpus[b]);
+        if ta.core == tb.core {
+            110
+        } else if ta.llc == tb.llc {
+            LLC_IMBALANCE_PCT
+        } else {
+            125
+        }
+    }
+
+    /// select_idle_sibling on symmetric CPUs: `target` if idle, else an idle CPU near it that
+    /// `task` may use, else `target`.
+    pub(crate) fn select_idle_sibling(&mut self, task: usize, prev: usize, target: usize) -> usize {
+        let ok = |c: usize| self.allowed(task, c);
+        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
+        if self.cpu_is_idle(target) {
+            return target;
+        }
+        if prev != target && ok(prev) && same_llc(prev, target) && self.cpu_is_idle(prev) {
+            return prev;
+        }
+        if self.machine.kernel >= KernelVersion(5, 12) {
+            // The CPU the task used before `prev`, if idle near the target; `prev` takes its
+            // place for the next search.
+            let recent = self.sched.tasks[task].recent_used_cpu;
+            self.sched.tasks[task].recent_used_cpu = Some(prev);
+            let ok = |c: usize| self.allowed(task, c);
+            let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
+            if let Some(r) = recent {
+                if r != prev && r != target && same_llc(r, target) && self.cpu_is_idle(r) && ok(r) {
+                    return r;
+                }
+            }
+        }
+        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
+        let l = self.machine.plat.cpus[target].llc;
+        let llc = &self.machine.plat.llcs[l];
+        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.cpu_is_idle(c)).count());
+        let idle = self.sched.llc_idle[l];
+        if self.machine.kernel < KernelVersion(6, 0) {
+            let core = if idle.cores > 0 { self.find_idle_core(task, llc, target) } else { None };
+            let cpu = || if idle.cpus > 0 { self.find_idle_cpu(task, llc, target) } else { None };
+            return core.or_else(cpu).unwrap_or(target);
+        }
+        // SIS_UTIL: a busy LLC is not searched at all; otherwise an idle core where SMT is on,
+        // else at most nr_idle_scan CPUs after the target.
+        let limit = self.sched.llc_scan[l].nr_idle_scan;
+        if limit == 0 {
+            return target;
+        }
+        let smt = self.machine.plat.file.topology.threads_per_core > 1;
+        if smt && idle.cores > 0 {
+            return self.find_idle_core(task, llc, target).unwrap_or(target);
+        }
+        if idle.cpus == 0 {
+            return target;
+        }
+        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
+        (1..=llc.len())
+            .map(|k| llc[(pos + k) % llc.len()])
+            .take(limit)
+            .find(|&c| self.allowed(task, c) && self.cpu_is_idle(c))
+            .unwrap_or(target)
+    }
+
+    /// Periodic balancing's refresh of `cpu`'s LLC scan limit from the LLC's CFS utilisation
+    /// (update_idle_cpu_scan, 6.0+), at most every [`IDLE_SCAN_UPDATE_NS`].
+    pub(crate) fn update_idle_cpu_scan(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let l = self.machine.plat.cpus[cpu].llc;
+        if self.machine.kernel < KernelVersion(6, 0) || now < self.sched.llc_scan[l].next_update_ns {
+            return;
+        }
+        let llc = &self.machine.plat.llcs[l];
+        let sum_util: u64 = llc.iter().map(|&c| self.cpu_util_now(c)).sum();
+        self.sched.llc_scan[l] = IdleScan {
+            nr_idle_scan: nr_idle_scan(sum_util, llc.len(), LLC_IMBALANCE_PCT),
+            next_update_ns: now + IDLE_SCAN_UPDATE_NS,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_limit_falls_with_the_square_of_the_llc_utilisation_and_stops_at_85_percent() {
+        // 8 CPUs, idle: all 8; half busy (x = 512): 512² · 117² / (10⁴ · 1024) = 350, so
+        // 8 · 674 / 1024 = 5; at 85% (x = 870) 1011 of 1024 gone, 8 · 13 / 1024 = 0.
+        assert_eq!(nr_idle_scan(0, 8, 117), 8);
+        assert_eq!(nr_idle_scan(8 * 512, 8, 117), 5);
+        assert_eq!(nr_idle_scan(8 * 870, 8, 117), 0);
+        assert_eq!(nr_idle_scan(8 * 1024, 8, 117), 0);
+        // The guest's 2-CPU LLC: one CPU busy of two (x = 512) leaves one to scan.
+        assert_eq!(nr_idle_scan(1024, 2, 117), 1);
+    }
+}
