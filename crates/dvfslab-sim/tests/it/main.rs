@@ -18,5 +18,6 @@ mod rtapp;
 mod scenarios;
 mod trace_read;
 mod vcpu_wake;
+mod wake_placement;
 mod workloads_compute;
 mod workloads_net;
