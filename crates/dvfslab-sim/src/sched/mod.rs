@@ -641,6 +641,9 @@ impl Sim {
     /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
     /// ([`AsymWakeup`]).
     fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
+        if let Some((w, _)) = waker {
+            self.record_wakee(w, task);
+        }
         let ok = |c: usize| self.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
         let asym_cfs = self.sched.hetero.asym && self.rt_prio(task).is_none();
@@ -653,7 +656,7 @@ impl Sim {
             }
         }
         let target = match waker {
-            Some((w, sync)) if ok(w) && w != prev => self.wake_affine(task, w, prev, sync),
+            Some((w, sync)) if ok(w) && w != prev && !self.wake_wide(w, task) => self.wake_affine(task, w, prev, sync),
             _ => prev,
         };
         if !ok(target) {

@@ -8,7 +8,8 @@
 //!                         sync and this runs the waker alone → this
 //!                         prev idle → prev
 //!     wake_affine_weight: this if  (load(this) − load(waker if sync) + load(p)) · 100 · cap(prev)
-//!                                < (load(prev) − load(p)) · (100 + (pct − 100)/2) · cap(this) (+1 if sync)
+//!                                < load(prev) · (100 + (pct − 100)/2) · cap(this) (+1 if sync)
+//!                         (loads: the runnable tasks'; p, asleep, is not among prev's)
 //!                         (a sync waker heavier than its CPU's whole load: this), else prev
 //!   select_idle_sibling(prev, target):
 //!     target idle → target;  prev idle and sharing the LLC → prev
@@ -21,8 +22,9 @@
 //! Version gates: the weight rule in this form (WA_WEIGHT, WA_BIAS) from 4.15; the recently
 //! used CPU replaced by `prev` at every search from 5.12 (its form of 4.16–5.11, replaced only
 //! when taken, is not modelled); SIS_UTIL from 6.0 (the SIS_PROP limit before it is not
-//! modelled: the search scans the whole LLC). `wake_wide` is not modelled: every wake-up
-//! tries `wake_affine`.
+//! modelled: the search scans the whole LLC). `wake_wide` keeps a waker of many (its
+//! wakee switches at least `llc_size` times those of its wakee, which has at least `llc_size`
+//! itself) from pulling its wakees to its CPU: no `wake_affine`, the target is `prev`.
 
 use crate::kernel::KernelVersion;
 use crate::sim::Sim;
@@ -59,7 +61,36 @@ pub(crate) fn nr_idle_scan(sum_util: u64, llc_size: usize, pct: u64) -> usize {
     (llc_size as u64 * (1024 - tmp) / 1024) as usize
 }
 
+/// How often a task's wakee switch count is halved (record_wakee: once a second, HZ jiffies).
+const WAKEE_FLIP_DECAY_NS: u64 = 1_000_000_000;
+
 impl Sim {
+    /// record_wakee: the task current on the waker's CPU counts a switch of wakee.
+    pub(crate) fn record_wakee(&mut self, waker_cpu: usize, task: usize) {
+        let now = self.q.now();
+        let Some(current) = self.sched.cpus[waker_cpu].curr.filter(|&c| c != task) else { return };
+        let w = &mut self.sched.tasks[current];
+        if now > w.wakee_flip_decay_ns + WAKEE_FLIP_DECAY_NS {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ns = now;
+        }
+        if w.last_wakee != Some(task) {
+            w.last_wakee = Some(task);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// wake_wide: whether the waker and `task` wake many partners each, one `llc_size` times
+    /// more often than the other, so that the wake-up should spread rather than pull `task`
+    /// to the waker's CPU.
+    pub(crate) fn wake_wide(&self, waker_cpu: usize, task: usize) -> bool {
+        let Some(current) = self.sched.cpus[waker_cpu].curr else { return false };
+        let factor = self.machine.plat.llcs[self.machine.plat.cpus[waker_cpu].llc].len() as u32;
+        let (a, b) = (self.sched.tasks[current].wakee_flips, self.sched.tasks[task].wakee_flips);
+        let (master, slave) = (a.max(b), a.min(b));
+        slave >= factor && master >= slave.saturating_mul(factor)
+    }
+
     /// wake_affine: the waker's CPU `this` or the task's previous CPU `prev`.
     pub(crate) fn wake_affine(&self, task: usize, this: usize, prev: usize, sync: bool) -> usize {
         let same_llc = self.machine.plat.cpus[this].llc == self.machine.plat.cpus[prev].llc;
@@ -82,9 +113,12 @@ impl Sim {
 
     /// wake_affine_weight: whether the waker's CPU, with the task added (and a sync waker
     /// taken off), carries less load per capacity than the previous CPU without it, the
-    /// previous CPU's side raised by half the domain's imbalance margin (WA_BIAS).
+    /// previous CPU's side raised by half the domain's imbalance margin (WA_BIAS). The loads
+    /// are the CPUs' runnable tasks' `load_avg` (the kernel's `cpu_load` also keeps blocked
+    /// tasks' decaying loads, this one among them, which the kernel then takes off `prev`;
+    /// the model's run-queue average does not follow its tasks' own closely enough for that).
     fn wake_affine_weight(&self, task: usize, this: usize, prev: usize, sync: bool) -> bool {
-        let load = |c: usize| self.with_cpu_avg_now(c, |avg| avg.load_avg).max(self.runnable_load(c)) as i128;
+        let load = |c: usize| self.runnable_load(c) as i128;
         let mut this_eff = load(this);
         if sync {
             let current = self.sched.cpus[this].curr.map_or(0, |t| self.sched.tasks[t].avg.load_avg) as i128;
@@ -97,7 +131,7 @@ impl Sim {
         let cap = |c: usize| self.machine.plat.cpus[c].cap_orig as i128;
         let pct = self.affine_imbalance_pct(this, prev) as i128;
         let this_eff = (this_eff + task_load) * 100 * cap(prev);
-        let prev_eff = (load(prev) - task_load) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
+        let prev_eff = load(prev) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
         this_eff < prev_eff
     }
 
