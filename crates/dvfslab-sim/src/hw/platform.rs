@@ -36,6 +36,9 @@ pub struct PlatformFile {
     /// The machine's own background activity, whatever the workload; None = none.
     #[serde(default)]
     pub background: Option<BackgroundFile>,
+    /// A virtual machine's cost of waking one of its halted vCPUs; None on bare metal.
+    #[serde(default)]
+    pub vcpu_wake: Option<VcpuWakeFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -70,6 +73,47 @@ pub struct CppcFile {
     /// Whether HighestPerformance differs between cores (AMD "preferred cores").
     #[serde(default)]
     pub preferred_cores: bool,
+}
+
+/// What a guest pays when a wake-up sends an IPI to one of its vCPUs that halted in an idle
+/// state (HLT traps to the host, which deschedules the vCPU's thread): the host must run that
+/// thread again before the guest sees the interrupt. A hypervisor's property, not an idle
+/// state's: the guest's idle-state table still says what the guest's cpuidle reads.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VcpuWakeFile {
+    /// From the IPI's send to the halted vCPU taking it (the guest logs `sched_wakeup` there
+    /// when the wake-up went through the target's wake list).
+    pub ipi_us: f64,
+    /// From the IPI's handler to the woken task running: the guest leaving its idle loop,
+    /// whose tick restart reprograms the timer through the host.
+    #[serde(default)]
+    pub resume_us: f64,
+    /// The waker's own time sending the IPI (a VM exit on the APIC write), added to the task
+    /// current on the waker's CPU.
+    #[serde(default)]
+    pub send_us: f64,
+}
+
+impl VcpuWakeFile {
+    fn ns(us: f64) -> u64 {
+        (us * 1000.0).round() as u64
+    }
+
+    /// [`VcpuWakeFile::ipi_us`] in ns.
+    pub fn ipi_ns(&self) -> u64 {
+        Self::ns(self.ipi_us)
+    }
+
+    /// [`VcpuWakeFile::resume_us`] in ns.
+    pub fn resume_ns(&self) -> u64 {
+        Self::ns(self.resume_us)
+    }
+
+    /// [`VcpuWakeFile::send_us`] in ns.
+    pub fn send_ns(&self) -> u64 {
+        Self::ns(self.send_us)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -764,6 +808,13 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     let unit_ok = f.rapl.energy_unit_uj > 0.0 && f.rapl.energy_unit_uj <= 1e9;
     if !unit_ok || !(8..=64).contains(&f.rapl.counter_bits) {
         return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
+    }
+    if let Some(v) = &f.vcpu_wake {
+        for (name, us) in [("ipi_us", v.ipi_us), ("resume_us", v.resume_us), ("send_us", v.send_us)] {
+            if !(0.0..=10_000.0).contains(&us) {
+                return err(&format!("vcpu_wake.{name}"), format!("expected 0..10000 µs, got {us}"));
+            }
+        }
     }
     if let Some(c) = &f.cppc {
         if !(1..=1_000_000).contains(&c.nominal_perf) || !(1..=1_000_000).contains(&c.highest_perf) {

@@ -53,6 +53,12 @@ pub(crate) struct Cpu {
     /// Until this time the core's clock is stopped by a frequency change: its task is running
     /// but makes no progress.
     pub halt_until: TimeNs,
+    /// The wake-up being enqueued here reached this halted vCPU by IPI: the host's latency to
+    /// it, and the guest's resume after it (`Sim::halted_vcpu_ipi`), ns.
+    pub vcpu_wake_ns: Option<(TimeNs, TimeNs)>,
+    /// Until this time the current task is sending an IPI to a halted vCPU (a VM exit): it
+    /// runs nothing, not even instant operations (`Sim::halted_vcpu_ipi`).
+    pub ipi_send_until: TimeNs,
     /// PELT time at which the last idle exit ended: before it the current task was not yet woken.
     pub stall_pelt_end: u64,
     pub tick_token: u32,

@@ -21,6 +21,7 @@ pub(crate) mod numa_balance;
 pub(crate) mod objects;
 pub mod pelt;
 pub mod task;
+pub(crate) mod wake_affine;
 pub mod waker;
 
 use crate::engine::EventQueue;
@@ -61,6 +62,8 @@ pub(crate) struct Sched {
     pub(crate) hetero: crate::sched::capacity::Hetero,
     /// The fair class's EEVDF rules from 6.6 (`sched/fair.rs`); None for CFS before.
     pub(crate) eevdf: Option<crate::sched::eevdf::Rules>,
+    /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
+    pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
 }
 
 impl Sched {
@@ -90,6 +93,8 @@ impl Sched {
                 seg_rate: 0.0,
                 stall_until: 0,
                 halt_until: 0,
+                vcpu_wake_ns: None,
+                ipi_send_until: 0,
                 stall_pelt_end: 0,
                 tick_token: 0,
                 tick_armed: false,
@@ -122,6 +127,7 @@ impl Sched {
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
             llc_idle: LlcIdle::all_idle(plat),
+            llc_scan: wake_affine::IdleScan::all(&plat.llcs),
             hetero,
             eevdf,
         }

@@ -277,6 +277,14 @@ pub struct Task {
     pub placed: bool,
     /// The return address (absolute channel id) of the token last taken by `Op::Take`.
     pub answer_to: Option<u32>,
+    /// The CPU wake-up placement last left behind (`p->recent_used_cpu`,
+    /// `Sim::select_idle_sibling`).
+    pub recent_used_cpu: Option<usize>,
+    /// How often this task, waking others, switched to a different wakee (`wakee_flips`,
+    /// halved once a second), the last one it woke, and when the count was last halved.
+    pub wakee_flips: u32,
+    pub last_wakee: Option<usize>,
+    pub wakee_flip_decay_ns: TimeNs,
 }
 
 impl Task {
@@ -318,6 +326,10 @@ impl Task {
             placed: false,
             on_rq: false,
             answer_to: None,
+            recent_used_cpu: None,
+            wakee_flips: 0,
+            last_wakee: None,
+            wakee_flip_decay_ns: 0,
             attrs: TaskAttrs::default(),
         }
     }

@@ -40,6 +40,8 @@ impl Sim {
         let t = &mut self.sched.tasks[task];
         t.placed = true;
         t.cpu = cpu;
+        // wake_up_new_task: the first CPU is the one a wake-up's search remembers.
+        t.recent_used_cpu = Some(cpu);
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;

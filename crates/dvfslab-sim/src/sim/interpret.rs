@@ -69,6 +69,11 @@ impl Sim {
                 return false;
             }
             let now = self.q.now();
+            if self.sched.cpus[cpu].ipi_send_until > now {
+                // Still sending an IPI to a halted vCPU: an empty segment ends with the send.
+                self.start_segment(cpu);
+                return false;
+            }
             let t = &mut self.sched.tasks[task];
             // The program is shared (a count, not a copy), so the operation is read in place.
             let program = std::rc::Rc::clone(&t.program);

@@ -15,6 +15,7 @@ mod run;
 mod scheduling;
 mod summary;
 mod wake;
+mod wake_affine;
 
 use std::ops::ControlFlow;
 

@@ -147,14 +147,22 @@ impl Sim {
         }
         let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
+        // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
+        // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
+        // WF_ON_CPU condition went; before, the waker enqueued it at once).
+        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
+            Some((ipi_ns, _)) if self.machine.kernel >= crate::kernel::KernelVersion(6, 0) => ipi_ns,
+            _ => 0,
+        };
         if let Some(tl) = self.run.timeline.as_mut() {
-            tl.wakeup(self.q.now(), task, cpu);
+            tl.wakeup(self.q.now() + queued_ns, task, cpu);
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.sched.rq_attach(task, cpu);
         if self.sched.cpus[cpu].curr.is_none() {
             self.set_curr(cpu, task);
         } else {
+            self.sched.cpus[cpu].vcpu_wake_ns = None;
             self.sched.queue_push(cpu, task);
             self.sched.waiting += 1;
             let curr = self.sched.cpus[cpu].curr.expect("a current task");
@@ -278,7 +286,9 @@ impl Sim {
             self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
             self.sched.account_busy_idle(&self.q, cpu);
             self.sync_counters(cpu);
-            let ready_at = self.core_ready_at(cpu, state);
+            // A halted vCPU woken by IPI first waits for the host to run it, then leaves idle.
+            let (ipi_ns, resume_ns) = self.sched.cpus[cpu].vcpu_wake_ns.take().unwrap_or((0, 0));
+            let ready_at = self.core_ready_at(cpu, state) + ipi_ns + resume_ns;
             self.set_idle_state(cpu, None);
             self.sched.cpus[cpu].stall_until = ready_at;
             let core = self.machine.plat.cpus[cpu].core;
@@ -559,6 +569,7 @@ impl Sim {
             self.spread_smt(cpu);
             self.spread_numa(cpu);
         }
+        self.update_idle_cpu_scan(cpu);
         self.capacity_tick(cpu);
         let c = &mut self.sched.cpus[cpu];
         c.tick_armed = false;

@@ -86,7 +86,38 @@ impl Sim {
         // interrupted; `io_complete`); a timer fires where the task slept.
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
+        self.halted_vcpu_ipi(source, cpu);
         self.enqueue(task, cpu, fair::Join::Wake, flags);
+    }
+
+    /// A wake-up from `source` onto another CPU that sits in a halting idle state reaches it by
+    /// IPI (try_to_wake_up: ttwu_queue_wakelist's IPI, or resched_curr's to a remote idle CPU;
+    /// a polling idle state takes the wake-up without one). In a virtual machine whose
+    /// preset gives its cost (`vcpu_wake`), the waker's CPU spends the send, and the target
+    /// runs the task only after the host has run the vCPU again and the guest has left idle.
+    fn halted_vcpu_ipi(&mut self, source: usize, cpu: usize) {
+        let Some(cost) = self.machine.plat.file.vcpu_wake else { return };
+        let halted = self.sched.cpus[cpu].idle_power.is_some_and(|p| p != crate::hw::platform::IdlePower::Polling);
+        if source == cpu || !halted {
+            return;
+        }
+        self.sched.cpus[cpu].vcpu_wake_ns = Some((cost.ipi_ns(), cost.resume_ns()));
+        let send_ns = cost.send_ns();
+        let Some(waker) = self.sched.cpus[source].curr.filter(|_| send_ns > 0) else { return };
+        // The task current on the waker's CPU is held for the send. One amid its run (an
+        // interrupt's wake-up) is credited its work so far and goes on after the send; one
+        // between its program's operations goes on to the next after it.
+        let amid_run = self.sched.tasks[waker].work_left > 0.0;
+        if amid_run {
+            self.sched.account_segment(&self.q, source);
+        }
+        let until = self.q.now() + send_ns;
+        let c = &mut self.sched.cpus[source];
+        c.halt_until = c.halt_until.max(until);
+        c.ipi_send_until = c.ipi_send_until.max(until);
+        if amid_run {
+            self.start_segment(source);
+        }
     }
 
     /// sched_waking: logged on the waker's CPU, in its context, with the task current there.
@@ -98,13 +129,15 @@ impl Sim {
         }
     }
 
-    /// Wake-up placement. wake_affine chooses the target between the waker's CPU and the
-    /// previous one (an idle waker CPU sharing the LLC, or a synchronous wake-up from a CPU
-    /// running only the waker, favour the waker); select_idle_sibling then takes the target if
-    /// idle, else the previous CPU if idle and sharing the LLC, else an idle core, then an idle
-    /// CPU, in the target's LLC, else the target. On an asymmetric platform a CFS task's
-    /// wake-up follows the kernel's capacity rule of the time ([`AsymWakeup`]).
-    pub(crate) fn select_wake_cpu(&self, task: usize, waker: Option<(usize, bool)>) -> usize {
+    /// Wake-up placement (select_task_rq_fair's fast path, `sim/wake_affine.rs`): with a
+    /// waker on another CPU, wake_affine chooses the target between the waker's CPU and the
+    /// previous one; select_idle_sibling then looks for an idle CPU near it. On an asymmetric
+    /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
+    /// ([`AsymWakeup`]).
+    pub(crate) fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
+        if let Some((w, _)) = waker {
+            self.record_wakee(w, task);
+        }
         let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
         let asym_cfs = self.sched.hetero.asym && self.sched.rt_prio(task).is_none();
@@ -116,35 +149,16 @@ impl Sim {
                 return self.sched.select_fork_cpu(&self.machine, &self.q, task, this_cpu);
             }
         }
-        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
         let target = match waker {
-            Some((w, _)) if ok(w) && self.sched.cpu_is_idle(w) && same_llc(w, prev) => {
-                if ok(prev) && self.sched.cpu_is_idle(prev) {
-                    prev
-                } else {
-                    w
-                }
-            }
-            Some((w, true)) if ok(w) && self.sched.nr_running(w) + self.sched.affine_delayed(w) == 1 => w,
-            _ if ok(prev) => prev,
-            _ => return self.sched.select_fork_cpu(&self.machine, &self.q, task, prev),
+            Some((w, sync)) if ok(w) && w != prev && !self.wake_wide(w, task) => self.wake_affine(task, w, prev, sync),
+            _ => prev,
         };
+        if !ok(target) {
+            return self.sched.select_fork_cpu(&self.machine, &self.q, task, prev);
+        }
         if asym_cfs && self.sched.hetero.asym_wakeup == AsymWakeup::SelectIdleCapacity {
             return self.select_idle_sibling_asym(task, prev, target);
         }
-        if self.sched.cpu_is_idle(target) {
-            return target;
-        }
-        if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
-            return prev;
-        }
-        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
-        let l = self.machine.plat.cpus[target].llc;
-        let llc = &self.machine.plat.llcs[l];
-        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
-        let idle = self.sched.llc_idle[l];
-        let core = if idle.cores > 0 { self.sched.find_idle_core(&self.machine, task, llc, target) } else { None };
-        let cpu = || if idle.cpus > 0 { self.sched.find_idle_cpu(task, llc, target) } else { None };
-        core.or_else(cpu).unwrap_or(target)
+        self.select_idle_sibling(task, prev, target)
     }
 }

@@ -170,32 +170,36 @@ pub mod nbench {
 }
 
 /// A small message over loopback TCP, what tbench and netperf's TCP_RR share. \[REC\] From
-/// the netperf-tcp-rr recording (python/dvfslab/data/recordings/; a 2-CPU KVM guest at a fixed
-/// 2.6 GHz, Linux 6.18): per transaction counted in its trace, netperf runs 9,830 cycles and
-/// netserver 11,040, each one receive, one send and what follows the send's wake-up of the
-/// other side; the trace puts 1–2 µs (median 1.6 µs, 4,200 cycles) between that wake-up and
-/// the sender's switch-out when it goes on to block. So a side's 10,430 cycles, 4,200 of them
-/// after the wake-up, the rest split between the send and the receive in the first estimate's
-/// 7 : 1.5 (only their sum matters to a request/response pair: both fall in one burst).
-/// Cycles, at any clock.
+/// the quiet recordings (python/dvfslab/data/recordings/; a 2-CPU KVM guest at a fixed 2.6 GHz,
+/// Linux 6.18). netperf-tcp-rr keeps its two tasks on the two vCPUs: netserver, whose switches
+/// the trace keeps, runs 4.5 µs (mean; 11,700 cycles) from its switch-in to its `sched_waking`
+/// of netperf, one receive and one send up to the wake-up, split in the first estimate's
+/// 7 : 1.5 (only their sum matters to a request/response pair: both fall in one burst). What
+/// follows the wake-up is measured where no IPI is sent: in tbench-2 and tbench-4, whose
+/// wake-ups stay on the waker's CPU, 1.4–1.7 µs (means by role and CPU; 4,200 cycles) from a
+/// side's `sched_waking` to its switch-out asleep. netperf's 12.5 µs there is that and the
+/// guest's IPI to the other, halted vCPU (the preset's `vcpu_wake.send_us`). Cycles, at any
+/// clock.
 pub mod loopback {
     /// The send of a small message up to the receiver's wake-up: the send system call, TCP
     /// transmit and the loopback receive in the NET_RX softirq it raises on the sender's CPU.
-    pub const TCP_SEND_CYCLES: f64 = 5_130.0;
+    pub const TCP_SEND_CYCLES: f64 = 9_640.0;
     /// What follows the wake-up on the sender's CPU: the rest of the receive softirq, the
     /// send's return and the next receive call, up to where it blocks (or finds the answer
     /// already there).
     pub const TCP_WAKE_TAIL_CYCLES: f64 = 4_200.0;
     /// The receive of a message already queued: the receive call's copy-out path and return.
-    pub const TCP_RECV_CYCLES: f64 = 1_100.0;
+    pub const TCP_RECV_CYCLES: f64 = 2_060.0;
 }
 
 /// tbench: each loadfile operation is one request/response on loopback TCP. \[REC\] From
-/// the tbench-2 and tbench-4 recordings (python/dvfslab/data/recordings/; 2.6 GHz, Linux
-/// 6.18), per round trip counted in their traces: the client runs 14,700 and 15,560 cycles,
-/// tbench_srv 11,200 and 12,430 (four pairs on two CPUs cost more than two). The defaults are
-/// the two recordings' mean, less the copies of the model's loadfile (4,630 bytes each side
-/// per operation, 1,390 cycles at `COPY_NS_PER_BYTE`); the ranges span the two.
+/// the quiet tbench-2 and tbench-4 recordings (python/dvfslab/data/recordings/; 2.6 GHz, Linux
+/// 6.18; every pair on one CPU, no IPI), per operation as `dvfslab model check` counts them:
+/// the client runs 9,310 and 10,810 cycles, tbench_srv 7,450 and 8,740 (four pairs on two CPUs
+/// cost more than two: more switches, colder caches). The defaults are the two recordings'
+/// mean, less the copies of the model's loadfile (4,630 bytes each side per operation, 1,390
+/// cycles at `COPY_NS_PER_BYTE`); the ranges span the two. The loaded recordings these
+/// replace (another job on the machine) ran 1.4–1.6 times as many cycles per operation.
 pub mod tbench {
     use super::Knob;
     /// Client side per operation besides the copies: the receive of the reply, the loadfile
@@ -204,32 +208,32 @@ pub mod tbench {
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
         "us",
-        4.58,
+        2.89,
         0.0,
         1000.0,
         "client work per loadfile operation besides the copies (receive, loadfile line, send), µs at 3 GHz",
     )
     .uncertain(
-        4.44,
-        4.72,
-        "recorded: the client's cycles per round trip in tbench-2 and tbench-4 (14,700 and 15,560) less 1,390 of \
-         copies",
+        2.64,
+        3.15,
+        "recorded: the client's cycles per operation in the quiet tbench-2 and tbench-4 (9,310 and 10,810) less \
+         1,390 of copies",
     );
     /// Server side per operation besides the copies (tbench_srv: receive the request, send
     /// the reply over loopback TCP).
     pub const SERVER_US: Knob = Knob::new(
         "server_us",
         "us",
-        3.47,
+        2.23,
         0.0,
         1000.0,
         "tbench_srv work per loadfile operation besides the copies (receive the request, send the reply), µs at 3 GHz",
     )
     .uncertain(
-        3.27,
-        3.68,
-        "recorded: tbench_srv's cycles per round trip in tbench-2 and tbench-4 (11,200 and 12,430) less 1,390 of \
-         copies; a netperf transaction's side, the same receive and send of a small message, runs 10,430",
+        2.02,
+        2.45,
+        "recorded: tbench_srv's cycles per operation in the quiet tbench-2 and tbench-4 (7,450 and 8,740) less \
+         1,390 of copies",
     );
     /// Copy cost per byte moved, charged to each side for the bytes it sends or receives.
     pub const COPY_NS_PER_BYTE: Knob = Knob::new(
@@ -243,10 +247,8 @@ pub mod tbench {
     .uncertain(
         0.05,
         0.15,
-        "recorded, loosely: tbench_srv's round trip, with its ~4,600 bytes each side, exceeds a netperf \
-         transaction's side by 770 cycles in tbench-2 and 2,000 in tbench-4 (0.055 and 0.14 ns/byte at 3 GHz); \
-         the loopback copy calibrated on the campaign's Haswell is 0.12 (docs/validation.md, calibrated \
-         constants)",
+        "estimate: about the loopback copy calibrated on the campaign's Haswell, 0.12 (docs/validation.md, \
+         calibrated constants); the recordings' operations do not separate it from the fixed part",
     );
 }
 

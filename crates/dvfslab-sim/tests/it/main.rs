@@ -17,5 +17,7 @@ mod robustness;
 mod rtapp;
 mod scenarios;
 mod trace_read;
+mod vcpu_wake;
+mod wake_placement;
 mod workloads_compute;
 mod workloads_net;

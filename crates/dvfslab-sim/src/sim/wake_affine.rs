@@ -1,0 +1,162 @@
+//! Wake-up placement on symmetric CPUs (`select_task_rq_fair`'s fast path): `wake_affine`,
+//! `wake_wide` and `select_idle_sibling`, as `sched/wake_affine.rs` draws them.
+
+use crate::kernel::KernelVersion;
+use crate::sched::wake_affine::{nr_idle_scan, IdleScan, IDLE_SCAN_UPDATE_NS, LLC_IMBALANCE_PCT, WAKEE_FLIP_DECAY_NS};
+use crate::sim::Sim;
+
+impl Sim {
+    /// record_wakee: the task current on the waker's CPU counts a switch of wakee.
+    pub(crate) fn record_wakee(&mut self, waker_cpu: usize, task: usize) {
+        let now = self.q.now();
+        let Some(current) = self.sched.cpus[waker_cpu].curr.filter(|&c| c != task) else { return };
+        let w = &mut self.sched.tasks[current];
+        if now > w.wakee_flip_decay_ns + WAKEE_FLIP_DECAY_NS {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ns = now;
+        }
+        if w.last_wakee != Some(task) {
+            w.last_wakee = Some(task);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// wake_wide: whether the waker and `task` wake many partners each, one `llc_size` times
+    /// more often than the other, so that the wake-up should spread rather than pull `task`
+    /// to the waker's CPU.
+    pub(crate) fn wake_wide(&self, waker_cpu: usize, task: usize) -> bool {
+        let Some(current) = self.sched.cpus[waker_cpu].curr else { return false };
+        let factor = self.machine.plat.llcs[self.machine.plat.cpus[waker_cpu].llc].len() as u32;
+        let (a, b) = (self.sched.tasks[current].wakee_flips, self.sched.tasks[task].wakee_flips);
+        let (master, slave) = (a.max(b), a.min(b));
+        slave >= factor && master >= slave.saturating_mul(factor)
+    }
+
+    /// wake_affine: the waker's CPU `this` or the task's previous CPU `prev`.
+    pub(crate) fn wake_affine(&self, task: usize, this: usize, prev: usize, sync: bool) -> usize {
+        let same_llc = self.machine.plat.cpus[this].llc == self.machine.plat.cpus[prev].llc;
+        // wake_affine_idle: an idle waker CPU means an interrupt's wake-up; move only within
+        // the LLC, and not off an idle previous CPU.
+        if self.sched.cpu_is_idle(this) && same_llc {
+            return if self.sched.cpu_is_idle(prev) { prev } else { this };
+        }
+        if sync && self.sched.nr_running(this) + self.sched.affine_delayed(this) == 1 {
+            return this;
+        }
+        if self.sched.cpu_is_idle(prev) {
+            return prev;
+        }
+        if self.machine.kernel >= KernelVersion(4, 15) && self.wake_affine_weight(task, this, prev, sync) {
+            return this;
+        }
+        prev
+    }
+
+    /// wake_affine_weight: whether the waker's CPU, with the task added (and a sync waker
+    /// taken off), carries less load per capacity than the previous CPU without it, the
+    /// previous CPU's side raised by half the domain's imbalance margin (WA_BIAS). The loads
+    /// are the CPUs' runnable tasks' `load_avg` (the kernel's `cpu_load` also keeps blocked
+    /// tasks' decaying loads, this one among them, which the kernel then takes off `prev`;
+    /// the model's run-queue average does not follow its tasks' own closely enough for that).
+    fn wake_affine_weight(&self, task: usize, this: usize, prev: usize, sync: bool) -> bool {
+        let load = |c: usize| self.sched.runnable_load(c) as i128;
+        let mut this_eff = load(this);
+        if sync {
+            let current = self.sched.cpus[this].curr.map_or(0, |t| self.sched.tasks[t].avg.load_avg) as i128;
+            if current > this_eff {
+                return true;
+            }
+            this_eff -= current;
+        }
+        let task_load = self.sched.tasks[task].avg.load_avg as i128;
+        let cap = |c: usize| self.machine.plat.cpus[c].cap_orig as i128;
+        let pct = self.affine_imbalance_pct(this, prev) as i128;
+        let this_eff = (this_eff + task_load) * 100 * cap(prev);
+        let prev_eff = load(prev) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
+        this_eff < prev_eff
+    }
+
+    /// imbalance_pct of the smallest domain spanning both CPUs: SMT siblings 110, an LLC
+    /// 117, beyond it 125.
+    fn affine_imbalance_pct(&self, a: usize, b: usize) -> u64 {
+        let (ta, tb) = (&self.machine.plat.cpus[a], &self.machine.plat.cpus[b]);
+        if ta.core == tb.core {
+            110
+        } else if ta.llc == tb.llc {
+            LLC_IMBALANCE_PCT
+        } else {
+            125
+        }
+    }
+
+    /// select_idle_sibling on symmetric CPUs: `target` if idle, else an idle CPU near it that
+    /// `task` may use, else `target`.
+    pub(crate) fn select_idle_sibling(&mut self, task: usize, prev: usize, target: usize) -> usize {
+        let ok = |c: usize| self.sched.allowed(task, c);
+        let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
+        if self.sched.cpu_is_idle(target) {
+            return target;
+        }
+        if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
+            return prev;
+        }
+        if self.machine.kernel >= KernelVersion(5, 12) {
+            // The CPU the task used before `prev`, if idle near the target; `prev` takes its
+            // place for the next search.
+            let recent = self.sched.tasks[task].recent_used_cpu;
+            self.sched.tasks[task].recent_used_cpu = Some(prev);
+            let ok = |c: usize| self.sched.allowed(task, c);
+            let same_llc = |a: usize, b: usize| self.machine.plat.cpus[a].llc == self.machine.plat.cpus[b].llc;
+            if let Some(r) = recent {
+                if r != prev && r != target && same_llc(r, target) && self.sched.cpu_is_idle(r) && ok(r) {
+                    return r;
+                }
+            }
+        }
+        // The LLC's counts are exact (debug builds check them): a busy LLC skips its scans.
+        let l = self.machine.plat.cpus[target].llc;
+        let llc = &self.machine.plat.llcs[l];
+        debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
+        let idle = self.sched.llc_idle[l];
+        if self.machine.kernel < KernelVersion(6, 0) {
+            let core = if idle.cores > 0 { self.sched.find_idle_core(&self.machine, task, llc, target) } else { None };
+            let cpu = || if idle.cpus > 0 { self.sched.find_idle_cpu(task, llc, target) } else { None };
+            return core.or_else(cpu).unwrap_or(target);
+        }
+        // SIS_UTIL: a busy LLC is not searched at all; otherwise an idle core where SMT is on,
+        // else at most nr_idle_scan CPUs after the target.
+        let limit = self.sched.llc_scan[l].nr_idle_scan;
+        if limit == 0 {
+            return target;
+        }
+        let smt = self.machine.plat.file.topology.threads_per_core > 1;
+        if smt && idle.cores > 0 {
+            return self.sched.find_idle_core(&self.machine, task, llc, target).unwrap_or(target);
+        }
+        if idle.cpus == 0 {
+            return target;
+        }
+        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
+        (1..=llc.len())
+            .map(|k| llc[(pos + k) % llc.len()])
+            .take(limit)
+            .find(|&c| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c))
+            .unwrap_or(target)
+    }
+
+    /// Periodic balancing's refresh of `cpu`'s LLC scan limit from the LLC's CFS utilisation
+    /// (update_idle_cpu_scan, 6.0+), at most every [`IDLE_SCAN_UPDATE_NS`].
+    pub(crate) fn update_idle_cpu_scan(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let l = self.machine.plat.cpus[cpu].llc;
+        if self.machine.kernel < KernelVersion(6, 0) || now < self.sched.llc_scan[l].next_update_ns {
+            return;
+        }
+        let llc = &self.machine.plat.llcs[l];
+        let sum_util: u64 = llc.iter().map(|&c| self.sched.cpu_util_now(&self.machine, &self.q, c)).sum();
+        self.sched.llc_scan[l] = IdleScan {
+            nr_idle_scan: nr_idle_scan(sum_util, llc.len(), LLC_IMBALANCE_PCT),
+            next_update_ns: now + IDLE_SCAN_UPDATE_NS,
+        };
+    }
+}

@@ -1,0 +1,122 @@
+//! A virtual machine's cost of waking a halted vCPU (the preset's `vcpu_wake`), as a
+//! request/response pair pinned to the two vCPUs of the KVM guest shows it: the host's latency
+//! before the woken vCPU takes the IPI, the guest's resume after it, and the sender's own time
+//! on the IPI.
+
+use crate::common;
+
+use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::{Sim, SimConfig, SimResult};
+
+/// 26,000 cycles: 10 µs at the guest's fixed 2.6 GHz.
+const BURST_CYCLES: f64 = 26_000.0;
+
+fn run(cycles: f64) -> Op {
+    Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+}
+
+/// The guest's preset, with `vcpu_wake` as given (None: without the field).
+fn guest(vcpu_wake: Option<serde_json::Value>) -> Platform {
+    let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
+    match vcpu_wake {
+        Some(v) => doc["vcpu_wake"] = v,
+        None => {
+            doc.as_object_mut().unwrap().remove("vcpu_wake");
+        }
+    }
+    Platform::from_json(&doc.to_string(), "kvm").unwrap()
+}
+
+/// A client on CPU 0 and a server on CPU 1 each work 10 µs, then wake the other from their
+/// softirq (a loopback send) and block at once; 20 ms at `kernel`, with the timeline.
+fn ping_pong(plat: Platform, kernel: &str) -> SimResult {
+    let client = vec![
+        run(BURST_CYCLES),
+        Op::Loopback { ch: 0, sync: true },
+        Op::Wait { ch: 1 },
+        Op::Mark(Mark::Add { counter: 0, amount: 1 }),
+        Op::Jump { to: 0 },
+    ];
+    let server = vec![Op::Wait { ch: 0 }, run(BURST_CYCLES), Op::Loopback { ch: 1, sync: true }, Op::Jump { to: 0 }];
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(20_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(vec![(client, 0), (server, 1)])), "test".into())
+        .unwrap()
+        .run()
+        .unwrap()
+}
+
+/// For each wake-up of the server after the first few: (sched_waking → sched_wakeup,
+/// sched_waking → its switch-in, sched_waking → the client's switch-out), ns.
+fn server_wake_gaps(r: &SimResult) -> Vec<(u64, u64, u64)> {
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
+        (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| times[i]).min().expect("a later event")
+    };
+    let wakings: Vec<u64> =
+        (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+    wakings[5..wakings.len() - 5]
+        .iter()
+        .map(|&t| {
+            let wakeup = after(&tl.wakeup_time_ns, &|i| tl.wakeup_task[i] == 1, t);
+            let switch_in = after(&tl.switch_time_ns, &|i| tl.switch_next[i] == 1, t);
+            let client_out = after(&tl.switch_time_ns, &|i| tl.switch_prev[i] == 0, t);
+            (wakeup - t, switch_in - t, client_out - t)
+        })
+        .collect()
+}
+
+fn cost(ipi_us: f64, resume_us: f64, send_us: f64) -> serde_json::Value {
+    serde_json::json!({"ipi_us": ipi_us, "resume_us": resume_us, "send_us": send_us})
+}
+
+#[test]
+fn a_halted_vcpu_runs_its_woken_task_after_the_ipi_and_the_resume() {
+    // 20 µs to the IPI, 10 µs of resume, on top of haltpoll's 1 µs exit: the server runs 31
+    // µs after its sched_waking; the client, which blocks right after its send, leaves its CPU
+    // only once the 5 µs send is done.
+    let r = ping_pong(guest(Some(cost(20.0, 10.0, 5.0))), "6.18");
+    let gaps = server_wake_gaps(&r);
+    assert!(gaps.len() > 50, "{} round trips", gaps.len());
+    for &(wakeup, switch_in, client_out) in &gaps {
+        assert_eq!(wakeup, 20_000, "6.18 logs sched_wakeup where the IPI arrives");
+        assert_eq!(switch_in, 31_000);
+        assert_eq!(client_out, 5_000);
+    }
+    // A round trip: two 10 µs bursts, each followed by the 31 µs to the other side's run; the
+    // 5 µs sends overlap the other side's wait.
+    let trips = r.summary.metric.value;
+    let expected = 20e-3 / 82e-6;
+    assert!((trips - expected).abs() <= 2.0, "{trips} round trips, expected about {expected:.0}");
+}
+
+#[test]
+fn before_6_0_the_waker_enqueues_the_task_itself_and_only_its_run_waits() {
+    // ttwu_queue_cond sent a same-LLC wake-up of an idle CPU through its wake list only from
+    // 6.0: before, sched_wakeup is logged by the waker at once, while the task still runs
+    // only once the halted vCPU is back.
+    let gaps = server_wake_gaps(&ping_pong(guest(Some(cost(20.0, 10.0, 5.0))), "5.15"));
+    assert!(gaps.iter().all(|&(wakeup, switch_in, _)| wakeup == 0 && switch_in == 31_000), "{:?}", &gaps[..3]);
+}
+
+#[test]
+fn without_vcpu_wake_a_wake_up_costs_only_the_idle_state_exit() {
+    let gaps = server_wake_gaps(&ping_pong(guest(None), "6.18"));
+    assert!(gaps.iter().all(|&g| g == (0, 1_000, 0)), "{:?}", &gaps[..3]);
+}
+
+#[test]
+fn vcpu_wake_costs_out_of_range_are_errors_naming_the_field() {
+    let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
+    doc["vcpu_wake"] = cost(20.0, -1.0, 5.0);
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("vcpu_wake.resume_us") && e.contains("0..10000"), "{e}");
+    doc["vcpu_wake"] = serde_json::json!({"ipi_us": 20.0, "latency_us": 3.0});
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("latency_us"), "{e}");
+}
