@@ -711,7 +711,10 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
             }
             if let Some(wake) = s.wake_latency_us {
                 if !(wake >= 0.0 && wake.is_finite()) {
-                    return err(&at(&format!("idle_states[{j}].wake_latency_us")), format!("expected >= 0, got {wake}"));
+                    return err(
+                        &at(&format!("idle_states[{j}].wake_latency_us")),
+                        format!("expected >= 0, got {wake}"),
+                    );
                 }
             }
             let wake = s.wake_latency_us.unwrap_or(s.exit_latency_us);
@@ -724,7 +727,8 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
                     );
                 }
             }
-            if s.power == IdlePower::Polling && (j > 0 || s.exit_latency_us > 0.0 || s.wake_latency_us.unwrap_or(0.0) > 0.0)
+            if s.power == IdlePower::Polling
+                && (j > 0 || s.exit_latency_us > 0.0 || s.wake_latency_us.unwrap_or(0.0) > 0.0)
             {
                 return err(
                     &at(&format!("idle_states[{j}].power")),
@@ -1094,7 +1098,8 @@ mod tests {
         assert_eq!(p.idle_timing_of_cpu(0)[4].exit_ns, 85_000);
         assert_eq!((c6(&p).hardware_exit_ns(false), c6(&p).hardware_exit_ns(true)), (30_000, 30_000));
         assert!(p.uncertain.iter().any(|u| u.path == "/clusters/0/idle_states/4/wake_latency_us" && u.value == 30.0));
-        let both = skylake_c6_with(serde_json::json!({"wake_latency_us": 30, "exit_latency_pkg_awake_us": 20})).unwrap();
+        let both =
+            skylake_c6_with(serde_json::json!({"wake_latency_us": 30, "exit_latency_pkg_awake_us": 20})).unwrap();
         assert_eq!((c6(&both).hardware_exit_ns(false), c6(&both).hardware_exit_ns(true)), (30_000, 20_000));
     }
 
