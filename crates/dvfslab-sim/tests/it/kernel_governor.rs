@@ -305,3 +305,40 @@ fn the_kernels_conservative_runs_with_its_tunables() {
         assert!(first_at_top(&fast) < first_at_top(&slow) || top(&fast) > top(&slow));
     }
 }
+
+/// conservative of a kernel tree against the built-in, decision for decision. The built-in
+/// follows mainline's file (5.10 – 6.18: an early stop at the maximum and the minimum, a step
+/// down while above one step). Debian's 6.1.192 carries other rules (no early stops, a step
+/// down only while above the minimum plus one step, requested_freq reset on a limits change,
+/// none of them in 6.18.35's file but the last): such a tree is named and not compared.
+#[test]
+fn the_kernels_conservative_decides_as_the_built_in_one() {
+    const CS_CASES: &[(&str, &str, &str)] = &[
+        ("skylake-e3-1240v5", "", "periodic:threads=2,run_us=8000,period_us=40000"),
+        ("skylake-e3-1240v5", "freq_step=20", "dbench4:clients=2"),
+        ("juno-r2", "", "periodic:threads=2,run_us=20000,period_us=100000"),
+        ("pixel6", "down_threshold=40", "periodic:threads=3,run_us=5000,period_us=30000"),
+    ];
+    for (tree, version) in trees() {
+        let file = format!("{tree}/drivers/cpufreq/cpufreq_conservative.c");
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            eprintln!("{version}: no {file}");
+            continue;
+        };
+        if !text.contains("break out early") || text.contains("cs_limits") {
+            eprintln!("{version}: {file} has rules of its own (no early stops, or cs_limits): not compared");
+            continue;
+        }
+        let mut compared = 0;
+        for (platform, keys, workload) in CS_CASES {
+            let sep = if keys.is_empty() { "" } else { "," };
+            let ours =
+                choices(&decisions(platform, &format!("conservative:kernel={version}{sep}{keys}"), workload, 3.0, 1));
+            let theirs = choices(&decisions(platform, &format!("kernel:{file}{sep}{keys}"), workload, 3.0, 1));
+            assert!(ours.len() > 10, "{platform} {workload}: only {} decisions", ours.len());
+            assert_eq!(ours, theirs, "{version} {platform} {keys} {workload}");
+            compared += ours.len();
+        }
+        eprintln!("{version}: conservative, {compared} decisions compared, all equal");
+    }
+}
