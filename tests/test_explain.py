@@ -58,9 +58,10 @@ def test_schedutil_logs_only_the_updates_that_ask_for_a_new_frequency() -> None:
     # already asked for. Skylake has one policy per CPU, on intel_cpufreq: with no table,
     # cpufreq_driver_resolve_freq hands schedutil the raw kHz clamped to the limits, which is
     # what must differ from one row to the next (two rows may still round to one P-state).
+    # From 6.14: before, intel_cpufreq is asked at every evaluation (tests/it: governors_schedutil).
     df = dvfslab.simulate(
         "skylake-e3-1240v5",
-        "schedutil:kernel=6.8",
+        "schedutil:kernel=6.14",
         "periodic:threads=2,run_us=4000,period_us=12000,jitter_pct=30",
         duration_s=0.5,
         explain=True,

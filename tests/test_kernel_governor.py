@@ -23,6 +23,7 @@ from dvfslab.platforms import preset_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 TWOSTEP = ROOT / "tests" / "data" / "kernel-governors" / "cpufreq_twostep.c"
+SCHEDUTIL = "kernel/sched/cpufreq_schedutil.c"
 KERNEL_TREES = [t for t in os.environ.get("DVFSLAB_KERNEL_SRC", "").split(":") if t]
 needs_tree = pytest.mark.skipif(
     not KERNEL_TREES,
@@ -116,19 +117,30 @@ def test_the_kernels_schedutil_decides_as_the_built_in_one(tree: str) -> None:
         if k.strip() in ("VERSION", "PATCHLEVEL")
     )
     version = f"{fields['VERSION']}.{fields['PATCHLEVEL']}"
+    # A stable tree with later mainline rules for a pending limits update (see
+    # carries_later_need_freq_update_rules in crates/dvfslab-sim/tests/it/kernel_governor.rs)
+    # is compared on acpi-cpufreq, where intel_cpufreq's flag plays no part.
+    source = (Path(tree) / SCHEDUTIL).read_text()
+    major, minor = (int(x) for x in version.split("."))
+    busy_rule = "next_f < sg_policy->next_freq &&\n\t    !sg_policy->need_freq_update" in source
+    cleared = "!cpufreq_driver_test_flags(CPUFREQ_NEED_UPDATE_LIMITS)" in source or (
+        "if (sg_policy->need_freq_update)\n\t\tsg_policy->need_freq_update = false;" in source
+    )
+    backported = ((major, minor) < (6, 7) and busy_rule) or ((major, minor) < (6, 14) and cleared)
     compared = 0
-    for platform, workload in [
-        ("juno-r2", "periodic:threads=6,run_us=2000,period_us=16000"),
-        ("skylake-e3-1240v5", "dbench4:clients=2"),
+    for platform, workload, keys in [
+        ("juno-r2", "periodic:threads=6,run_us=2000,period_us=16000", ""),
+        ("skylake-e3-1240v5", "dbench4:clients=2", ",driver=acpi-cpufreq" if backported else ""),
     ]:
         runs = [
             dvfslab.simulate(platform, gov, workload, duration_s=2.0, seed=3, explain=True)
-            for gov in (f"schedutil:kernel={version}", f"kernel:{tree}")
+            for gov in (f"schedutil:kernel={version}{keys}", f"kernel:{tree}{keys}")
         ]
         ours, theirs = (r.df_decisions()[["time_s", "policy", "resolved_khz"]] for r in runs)
-        assert len(ours) > 20
+        assert len(ours) > 5  # Juno's periodic load settles in a few requests from 6.6
         assert ours.reset_index(drop=True).equals(theirs.reset_index(drop=True)), platform
         compared += len(ours)
+    assert compared > 50
     print(f"{version}: {compared} decisions compared")
 
 

@@ -4,6 +4,8 @@ stopped."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -275,3 +277,34 @@ def test_a_list_of_values_is_a_categorical_param():
     assert Param("r", 100, 10000, True, True).grid(3) == [100, 1000, 10000]
     spec = trial_spec("schedutil", {"fits": "tick"}, [Categorical("fits", ("80pct", "tick"))])
     assert spec == "schedutil:fits=tick"
+
+
+TWOSTEP = Path(__file__).resolve().parent / "data" / "kernel-governors" / "cpufreq_twostep.c"
+
+
+def test_a_kernel_governor_file_is_tuned_through_its_sysfs_tunables(tmp_path, capsys):
+    # The file's one tunable, up_util, is found by building it; its values are whole numbers
+    # (a sysfs store parses an integer), and each trial's spec writes one through the store.
+    governor = f"kernel:{TWOSTEP},kernel=6.1"
+    args = ["tune", "-p", "pixel6", "-g", governor, "--param", "up_util=100..1024"]
+    args += ["-w", "periodic:threads=4", "--iterations", "1", "--duration", "0.3", "--quiet"]
+    assert main([*args, "--trials", "3", "--out", str(tmp_path / "s"), "--json"]) == 0
+    trials = json.loads(capsys.readouterr().out)["trials"]
+    assert len(trials) == 3
+    for t in trials:
+        value = t["params"]["up_util"]
+        assert isinstance(value, int), t
+        assert 100 <= value <= 1024, t
+        assert t["spec"] == f"{governor},up_util={value}"
+    # Different thresholds give different runs: the tunable reached the file.
+    assert len({(t["perf"], t["energy"]) for t in trials}) > 1
+
+
+def test_a_param_the_kernel_governor_file_lacks_is_refused_before_any_trial(tmp_path, capsys):
+    governor = f"kernel:{TWOSTEP},kernel=6.1"
+    args = ["tune", "-p", "pixel6", "-g", governor, "--param", "down_util=1..10"]
+    args += ["-w", "periodic", "--trials", "1", "--out", str(tmp_path / "s"), "--quiet"]
+    assert main(args) == 1
+    refused = r"--param: .*down_util: not a tunable .*its sysfs tunables: up_util"
+    assert re.search(refused, capsys.readouterr().err)
+    assert not (tmp_path / "s").exists()

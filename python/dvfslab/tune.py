@@ -149,10 +149,27 @@ def parse_param(text: str, integer_knobs: set[str]) -> SearchParam:
     return Param(name, low, high, scale == "log", name in integer_knobs)
 
 
-def integer_tunables(governor: str) -> set[str]:
-    """The governor's whole-number tunables: the registry's, or a Python class's int attributes."""
-    from dvfslab.governors import PYTHON_PREFIX, resolve
+class _FileTunables(set[str]):
+    """A kernel governor file's whole-number tunables: every name but the system keys that
+    take text or a fraction. The file's sysfs attributes are known only once it is built,
+    and the cpufreq governors' `store`s all parse a whole number (kstrtouint, sscanf "%u")."""
 
+    def __init__(self, not_integer: set[str]) -> None:
+        super().__init__()
+        self.not_integer = not_integer
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and re.sub(r"^policy\d+\.", "", name) not in self.not_integer
+
+
+def integer_tunables(governor: str) -> set[str]:
+    """The governor's whole-number tunables: the registry's, a Python class's int attributes,
+    or a kernel governor file's sysfs tunables (all of them, see `_FileTunables`)."""
+    from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX, resolve
+
+    if governor.startswith(KERNEL_PREFIX):
+        system = json.loads(_core.system_tunables())
+        return _FileTunables({k["name"] for k in system if not k.get("integer")})
     if governor.startswith(PYTHON_PREFIX):
         _, made = resolve(governor)
         assert made is not None
@@ -169,12 +186,27 @@ def integer_tunables(governor: str) -> set[str]:
     raise ConfigError(f"unknown governor {name!r}")
 
 
-def check_params(governor: str, params: list[SearchParam]) -> None:
+def check_params(governor: str, params: list[SearchParam], platform: str | None = None) -> None:
     """A ConfigError, before any trial runs, for a --param that is not a tunable of the
-    governor (its own, a system key such as hz=, or either for one policy: policy1.KEY)."""
-    from dvfslab.governors import PYTHON_PREFIX, resolve
+    governor (its own, a system key such as hz=, or either for one policy: policy1.KEY).
+
+    A kernel governor file's tunables are its sysfs attributes: the file is built and each
+    --param written through its `store` at the bottom of its range (or its first value) on
+    `platform`, as a trial would; the file's refusal names the attribute and the known ones."""
+    from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX, resolve
 
     system = {k["name"] for k in json.loads(_core.system_tunables())}
+    if governor.startswith(KERNEL_PREFIX):
+        from dvfslab.platforms import load_platform
+
+        first = {p.name: p.grid(2)[0] for p in params}
+        spec = trial_spec(governor, first, params)
+        preset_json, source = load_platform(platform or "skylake-e3-1240v5")
+        try:
+            _core.check(preset_json, source, spec, "periodic", duration_ns=1_000_000)
+        except ConfigError as e:
+            raise ConfigError(f"--param: {e}") from None
+        return
     if governor.startswith(PYTHON_PREFIX):
         _, made = resolve(governor)
         assert made is not None
@@ -291,7 +323,7 @@ def tune(
     make_sampler(sampler, seed, params, grid_points)  # refuses a bad name or grid first
     if sampler == "grid":
         trials = min(trials, grid_size(params, grid_points))
-    check_params(governor, params)
+    check_params(governor, params, platform)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -160,6 +160,12 @@ struct Schedutil {
     next_freq: u32,
     cached_raw_freq: u32,
     need_freq_update: bool,
+    /// The policy's limits changed (sugov_limits): the next update ignores the rate limit and
+    /// sets `need_freq_update`.
+    limits_changed: bool,
+    /// 5.10 – 6.13: a driver with CPUFREQ_NEED_UPDATE_LIMITS keeps `need_freq_update` set once
+    /// it is (sugov_update_next_freq re-reads the flag), so every evaluation calls it.
+    keeps_need_freq_update: bool,
     /// Response-time multiplier (×1024) and the effective rate limit for the headroom.
     rt_mult: u64,
     rate_limit_used_us: u64,
@@ -201,7 +207,10 @@ impl Governor for Schedutil {
         self.next_freq = 0;
         self.cached_raw_freq = 0;
         self.last_freq_update_time = None;
-        self.need_freq_update = true;
+        // sugov_start, then the core's ->limits (sugov_limits) as the governor starts.
+        self.need_freq_update = false;
+        self.limits_changed = true;
+        self.keeps_need_freq_update = ctx.facts().driver_needs_update_limits() && ctx.kernel() < KernelVersion(6, 14);
         let lshift = ctx.pelt_multiplier().trailing_zeros();
         self.pelt_lshift = lshift;
         let cap = ctx.cap_orig(ctx.cpus()[0]);
@@ -223,6 +232,7 @@ impl Governor for Schedutil {
         self.last_freq_update_time = Some(time_ns);
         self.cached_raw_freq = 0;
         self.need_freq_update = false;
+        self.limits_changed = false;
     }
 
     fn dvfs_headroom(&self, actual: u64, _cap: u64) -> Option<u64> {
@@ -275,7 +285,10 @@ impl Governor for Schedutil {
             // 5.18+: a run-queue held down by uclamp_max is busy by design, not saturated.
             let capped = kernel >= KernelVersion(5, 18)
                 && own.uclamp.is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
-            if busy && !capped && f < self.next_freq && !self.need_freq_update {
+            // 6.7+ ("cpufreq: schedutil: next_freq need update when cpufreq_limits changed"):
+            // not while a limits update is pending.
+            let pending = kernel >= KernelVersion(6, 7) && self.need_freq_update;
+            if busy && !capped && f < self.next_freq && !pending {
                 f = self.next_freq;
                 self.cached_raw_freq = saved;
                 held = true;
@@ -322,8 +335,12 @@ struct Parts {
 }
 
 impl Schedutil {
+    /// sugov_should_update_freq: a limits change is taken at once and asks for a new
+    /// frequency; otherwise the rate limit applies.
     fn should_update(&mut self, time: u64) -> bool {
-        if self.need_freq_update {
+        if self.limits_changed {
+            self.limits_changed = false;
+            self.need_freq_update = true;
             return true;
         }
         match self.last_freq_update_time {
@@ -336,9 +353,11 @@ impl Schedutil {
     /// only when the frequency changes; in 4.7 – 4.11 sugov_update_commit set it on every
     /// evaluated update, so the rate limit counted from the last evaluation, changed or not.
     /// Returns whether there is a new frequency to ask the driver for.
+    /// 5.10 – 6.13 re-read CPUFREQ_NEED_UPDATE_LIMITS into `need_freq_update`, from 6.14 it
+    /// is cleared ("cpufreq: schedutil: Fix superfluous updates caused by need_freq_update").
     fn commit_next_freq(&mut self, time: u64, f: u32, kernel: KernelVersion) -> bool {
         if self.need_freq_update {
-            self.need_freq_update = false;
+            self.need_freq_update = self.keeps_need_freq_update;
         } else if self.next_freq == f {
             if kernel < KernelVersion(4, 12) {
                 self.last_freq_update_time = Some(time);

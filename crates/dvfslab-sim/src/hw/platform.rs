@@ -254,14 +254,22 @@ pub enum IdlePower {
 #[serde(deny_unknown_fields)]
 pub struct IdleStateFile {
     pub name: String,
-    /// What the OS's idle-state table says (cpuidle's `latency`): menu chooses by it, and it is
-    /// the hardware's exit too unless a measured one is given below.
+    /// The exit latency the kernel's table declares (cpuidle's `latency`, from intel_idle's
+    /// tables, ACPI `_CST` or the device tree): the idle governor chooses by it, and it is the
+    /// hardware's wake cost too unless `wake_latency_us` says otherwise.
     pub exit_latency_us: f64,
+    /// The declared target residency (cpuidle's `residency`); the governor alone reads it.
     pub target_residency_us: f64,
     pub power: IdlePower,
-    /// The exit measured while the core's package stays awake. Vendors' tables give the worst
+    /// What leaving this state costs the simulated hardware, where it differs from the declared
+    /// exit latency (tables give the worst case). Default: `exit_latency_us`. Usually written
+    /// as `{"value", "range", "source"}`.
+    #[serde(default)]
+    pub wake_latency_us: Option<f64>,
+    /// The wake cost while the core's package stays awake. Vendors' tables give the worst
     /// case, out of the package's own idle state (Intel: 128 µs from package C6 against 41 µs
     /// from core C6 on Ice Lake-SP; AMD Rome: 400 µs in `_CST`, 20-25 µs measured).
+    /// Default: the wake cost above.
     #[serde(default)]
     pub exit_latency_pkg_awake_us: Option<f64>,
 }
@@ -279,11 +287,12 @@ impl IdleStateFile {
         (self.exit_latency_us * 1000.0) as u64
     }
 
-    /// How long the hardware takes to leave this state: the measured exit while the package
-    /// is awake, where one is given, else the table's.
+    /// How long the hardware takes to leave this state: the wake cost while the package is
+    /// awake, where one is given, else the state's wake cost, else the declared exit latency.
     pub fn hardware_exit_ns(&self, package_awake: bool) -> u64 {
-        match self.exit_latency_pkg_awake_us {
-            Some(us) if package_awake => (us * 1000.0) as u64,
+        match (self.exit_latency_pkg_awake_us, self.wake_latency_us) {
+            (Some(us), _) if package_awake => (us * 1000.0) as u64,
+            (_, Some(us)) => (us * 1000.0) as u64,
             _ => self.exit_ns(),
         }
     }
@@ -757,18 +766,30 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
             if s.exit_latency_us < 0.0 || s.target_residency_us < 0.0 {
                 return err(&at(&format!("idle_states[{j}]")), "latencies must be >= 0".into());
             }
-            if let Some(awake) = s.exit_latency_pkg_awake_us {
-                if !(0.0..=s.exit_latency_us).contains(&awake) {
+            if let Some(wake) = s.wake_latency_us {
+                if !(wake >= 0.0 && wake.is_finite()) {
                     return err(
-                        &at(&format!("idle_states[{j}].exit_latency_pkg_awake_us")),
-                        format!("expected 0..exit_latency_us ({}), got {awake}", s.exit_latency_us),
+                        &at(&format!("idle_states[{j}].wake_latency_us")),
+                        format!("expected >= 0, got {wake}"),
                     );
                 }
             }
-            if s.power == IdlePower::Polling && (j > 0 || s.exit_latency_us > 0.0) {
+            let wake = s.wake_latency_us.unwrap_or(s.exit_latency_us);
+            if let Some(awake) = s.exit_latency_pkg_awake_us {
+                if !(0.0..=wake).contains(&awake) {
+                    let what = if s.wake_latency_us.is_some() { "wake_latency_us" } else { "exit_latency_us" };
+                    return err(
+                        &at(&format!("idle_states[{j}].exit_latency_pkg_awake_us")),
+                        format!("expected 0..{what} ({wake}), got {awake}"),
+                    );
+                }
+            }
+            if s.power == IdlePower::Polling
+                && (j > 0 || s.exit_latency_us > 0.0 || s.wake_latency_us.unwrap_or(0.0) > 0.0)
+            {
                 return err(
                     &at(&format!("idle_states[{j}].power")),
-                    "a polling state must be the first, with exit_latency_us 0".into(),
+                    "a polling state must be the first, with exit_latency_us 0 (and no wake_latency_us)".into(),
                 );
             }
         }
@@ -1128,6 +1149,43 @@ mod tests {
         v["clusters"][0]["power"]["c_eff_nf"] = c_eff;
         v["clusters"][0]["idle_states"][0]["exit_latency_us"] = exit;
         Platform::from_json(&v.to_string(), "box.json")
+    }
+
+    /// Skylake with its C6 (state 4, declared 85 µs) given `state`'s extra fields.
+    fn skylake_c6_with(fields: serde_json::Value) -> Result<Platform> {
+        let path = format!("{}/../../python/dvfslab/data/platforms/skylake-e3-1240v5.json", env!("CARGO_MANIFEST_DIR"));
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (k, x) in fields.as_object().unwrap() {
+            v["clusters"][0]["idle_states"][4][k] = x.clone();
+        }
+        Platform::from_json(&v.to_string(), "box.json")
+    }
+
+    /// The governor reads the declared exit latency; the hardware pays the wake cost, and with
+    /// the package awake the package-awake one.
+    #[test]
+    fn the_wake_cost_is_the_hardwares_and_the_declared_latency_the_governors() {
+        let c6 = |p: &Platform| p.file.clusters[0].idle_states[4].clone();
+        let plain = skylake_c6_with(serde_json::json!({})).unwrap();
+        assert_eq!((c6(&plain).hardware_exit_ns(false), c6(&plain).hardware_exit_ns(true)), (85_000, 85_000));
+        let wake = serde_json::json!({"value": 30, "range": [20, 85], "source": "a measurement"});
+        let p = skylake_c6_with(serde_json::json!({"wake_latency_us": wake})).unwrap();
+        assert_eq!(p.idle_timing_of_cpu(0)[4].exit_ns, 85_000);
+        assert_eq!((c6(&p).hardware_exit_ns(false), c6(&p).hardware_exit_ns(true)), (30_000, 30_000));
+        assert!(p.uncertain.iter().any(|u| u.path == "/clusters/0/idle_states/4/wake_latency_us" && u.value == 30.0));
+        let both =
+            skylake_c6_with(serde_json::json!({"wake_latency_us": 30, "exit_latency_pkg_awake_us": 20})).unwrap();
+        assert_eq!((c6(&both).hardware_exit_ns(false), c6(&both).hardware_exit_ns(true)), (30_000, 20_000));
+    }
+
+    #[test]
+    fn a_bad_wake_cost_names_its_field() {
+        let e = skylake_c6_with(serde_json::json!({"wake_latency_us": -1})).unwrap_err().to_string();
+        assert!(e.contains("box.json") && e.contains("idle_states[4].wake_latency_us") && e.contains(">= 0"), "{e}");
+        let e = skylake_c6_with(serde_json::json!({"wake_latency_us": 30, "exit_latency_pkg_awake_us": 40}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exit_latency_pkg_awake_us") && e.contains("0..wake_latency_us (30)"), "{e}");
     }
 
     #[test]

@@ -254,3 +254,31 @@ fn a_governor_reads_tasks_energy_and_time_in_state_without_changing_the_run() {
     assert_eq!(looks.get(), 3 * 99);
     assert_eq!(read.summary.energy_j.to_bits(), plain.summary.energy_j.to_bits());
 }
+
+/// intel_cpufreq asks to be called after every limits update (CPUFREQ_NEED_UPDATE_LIMITS):
+/// 5.10 – 6.13 re-read that flag into the pending update once it is used, so schedutil calls
+/// the driver at every evaluation, repeating the same frequency; 6.14 clears it once used.
+/// acpi-cpufreq has no such flag. While one is pending, 6.7 – 6.13 keep no busy hold, 5.10 –
+/// 6.6 still do.
+#[test]
+fn intel_cpufreq_is_called_at_every_evaluation_from_5_10_to_6_13() {
+    let w = "periodic:threads=4,run_us=3000,period_us=10000";
+    let requests = |gov: &str| explain("skylake-e3-1240v5", gov, w, 1.0).decisions.expect("explain").len();
+    let (k5_9, k5_10, k6_13, k6_14) = (
+        requests("schedutil:kernel=5.9,driver=intel_cpufreq"),
+        requests("schedutil:kernel=5.10,driver=intel_cpufreq"),
+        requests("schedutil:kernel=6.13,driver=intel_cpufreq"),
+        requests("schedutil:kernel=6.14,driver=intel_cpufreq"),
+    );
+    assert!(k5_10 > 10 * k5_9, "{k5_9} {k5_10}");
+    assert!(k6_13 > 10 * k6_14, "{k6_13} {k6_14}");
+    let acpi = requests("schedutil:kernel=6.13,driver=acpi-cpufreq");
+    assert!(k6_13 > 10 * acpi, "{k6_13} {acpi}");
+    // With a request pending at every evaluation, 6.7+ never holds a busy CPU's frequency.
+    let held = |gov: &str| {
+        let r = explain("skylake-e3-1240v5", gov, w, 1.0);
+        r.decisions.expect("explain").iter().filter(|d| input(d, "held_busy") == 1.0).count()
+    };
+    assert!(held("schedutil:kernel=6.6,driver=intel_cpufreq") > 0);
+    assert_eq!(held("schedutil:kernel=6.7,driver=intel_cpufreq"), 0);
+}

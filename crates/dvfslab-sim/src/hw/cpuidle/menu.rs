@@ -189,15 +189,19 @@ impl IdleGovernor for Menu {
         // A prediction shorter than the first physical state's target residency leaves the
         // polling state. Since 5.0 menu leaves it for that state anyway when the state's exit
         // latency fits the cap above (on Intel's tables, where C1 exits in its target residency,
-        // a CPU then polls exactly when it expects to sleep less than that), or from 6.17 the
-        // prediction, and no timer is due before its target residency (6.18: a residency also
-        // under RESIDENCY_THRESHOLD_NS); before, only a timer due within max(20 µs, that
+        // a CPU then polls exactly when it expects to sleep less than that; 6.17 has no cap, 6.18
+        // the prediction) and no timer is due before its target residency (6.18: a residency
+        // also under RESIDENCY_THRESHOLD_NS); before, only a timer due within max(20 µs, that
         // residency) kept the CPU polling.
         if states[state].power == IdlePower::Polling && state + 1 < states.len() {
             let physical_state = timing[state + 1];
             let target_ns = physical_state.target_residency_ns;
             let physical = if kernel >= KernelVersion(5, 0) {
-                let exit_limit = if kernel >= KernelVersion(6, 17) { predicted } else { limit_ns };
+                // 6.17 dropped the cap here with the rest ("cpuidle: governors: menu: Avoid
+                // selecting states with too much latency"); 6.18 brought back a cap at the
+                // prediction for this case alone ("cpuidle: governors: menu: Select polling
+                // state in some more cases").
+                let exit_limit = if kernel >= KernelVersion(6, 18) { predicted } else { limit_ns };
                 physical_state.exit_ns <= exit_limit
                     && target_ns <= until_timer
                     && (kernel < KernelVersion(6, 18) || target_ns < RESIDENCY_THRESHOLD_NS)
@@ -460,6 +464,21 @@ mod tests {
         assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 12)), 1);
         assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 16)), 1);
         assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 17)), 2);
+    }
+
+    /// 6.17 leaves a poll for a physical state whatever its exit latency; 6.18 only when that
+    /// exit fits in the prediction: a 10 µs prediction with a state exiting in 12 µs.
+    #[test]
+    fn the_poll_override_exit_cap_is_gone_in_6_17_and_back_at_the_prediction_in_6_18() {
+        let plat = skylake();
+        let table = timing(&[(0, 0), (12, 11)]);
+        let mut menu = Menu::new(plat.ncpus());
+        for _ in 0..8 {
+            menu.reflect(0, 10_000);
+        }
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 16)), 0);
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 17)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &table, KernelVersion(6, 18)), 0);
     }
 
     /// From 5.0 a poll is left for the first physical state when it fits the timer; 6.18 only

@@ -569,9 +569,15 @@ void cpufreq_add_update_util_hook(int cpu, struct update_util_data *data,
 				  void (*func)(struct update_util_data *data, u64 time, unsigned int flags));
 void cpufreq_remove_update_util_hook(int cpu);
 
+/* Before 5.14 the 1.25 headroom is in map_util_freq itself; from 5.14 schedutil adds it to
+ * the utilisation first (map_util_perf) and map_util_freq only scales. */
 static inline unsigned long map_util_freq(unsigned long util, unsigned long freq, unsigned long cap)
 {
+#if DVFSLAB_AT_LEAST(5, 14)
 	return freq * util / cap;
+#else
+	return (freq + (freq >> 2)) * util / cap;
+#endif
 }
 static inline unsigned long map_util_perf(unsigned long util) { return util + (util >> 2); }
 
