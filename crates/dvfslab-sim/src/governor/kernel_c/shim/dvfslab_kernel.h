@@ -520,9 +520,19 @@ void cpufreq_policy_apply_limits(struct cpufreq_policy *policy);
 bool cpufreq_this_cpu_can_update(struct cpufreq_policy *policy);
 struct cpufreq_policy *cpufreq_cpu_get_raw(unsigned int cpu);
 /* The table entry a relation picks within the policy's limits (freq_table.c), ascending table. */
-int cpufreq_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
-int cpufreq_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
-int cpufreq_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int dvfslab_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int dvfslab_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+int dvfslab_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies);
+/* The `efficiencies` argument came with CPUFREQ_RELATION_E in 5.16; callers before pass two. */
+#if DVFSLAB_AT_LEAST(5, 16)
+#define cpufreq_table_find_index_l(p, f, e) dvfslab_table_find_index_l((p), (f), (e))
+#define cpufreq_table_find_index_h(p, f, e) dvfslab_table_find_index_h((p), (f), (e))
+#define cpufreq_table_find_index_c(p, f, e) dvfslab_table_find_index_c((p), (f), (e))
+#else
+#define cpufreq_table_find_index_l(p, f) dvfslab_table_find_index_l((p), (f), false)
+#define cpufreq_table_find_index_h(p, f) dvfslab_table_find_index_h((p), (f), false)
+#define cpufreq_table_find_index_c(p, f) dvfslab_table_find_index_c((p), (f), false)
+#endif
 int dvfslab_table_target(struct cpufreq_policy *policy, unsigned int target_freq, unsigned int min_khz,
 			 unsigned int max_khz, unsigned int relation);
 /* (policy, target, relation) up to 5.19; (policy, target, min, max, relation) from 6.0. */

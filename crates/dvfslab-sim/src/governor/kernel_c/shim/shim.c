@@ -479,19 +479,19 @@ static int table_find(struct cpufreq_policy *policy, unsigned int target, unsign
 	return table_find_within(policy, target, policy->min, policy->max, relation);
 }
 
-int cpufreq_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+int dvfslab_table_find_index_l(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
 {
 	(void)efficiencies;
 	return table_find(policy, target_freq, CPUFREQ_RELATION_L);
 }
 
-int cpufreq_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+int dvfslab_table_find_index_h(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
 {
 	(void)efficiencies;
 	return table_find(policy, target_freq, CPUFREQ_RELATION_H);
 }
 
-int cpufreq_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
+int dvfslab_table_find_index_c(struct cpufreq_policy *policy, unsigned int target_freq, bool efficiencies)
 {
 	(void)efficiencies;
 	return table_find(policy, target_freq, CPUFREQ_RELATION_C);
