@@ -198,7 +198,8 @@ pub struct Migration {
     pub src_cpu: usize,
     pub dst_cpu: usize,
     /// `eas` (find_energy_efficient_cpu), `wakeup` (wake-up placement), `misfit` (tick of the
-    /// misfit CPU), `misfit_idle` (pulled by a bigger CPU going idle), `push`, `pull`.
+    /// misfit CPU), `misfit_idle` (pulled by a bigger CPU going idle), `push`, `pull`, `active`
+    /// (a running task moved to an idle CPU after failed balancing), `spread`.
     pub reason: &'static str,
     /// task_util_est (max of util_avg and util_est) when the decision was made.
     pub util: u64,

@@ -74,6 +74,8 @@ pub(crate) struct Cpu {
     pub avg_idle_ns: u64,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
     pub spread: crate::sched::SpreadAttempts,
+    /// The idle balancer's failed attempts at this CPU's queue: see `Sim::push_to_idle`.
+    pub push: crate::sched::SpreadAttempts,
     /// Wake-up times of timers set by tasks that slept here, soonest first: the menu
     /// governor's "next timer" (a heap: thousands of sleepers cost O(log n) per idle entry).
     pub timers: std::collections::BinaryHeap<std::cmp::Reverse<TimeNs>>,

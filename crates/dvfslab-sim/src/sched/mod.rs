@@ -107,6 +107,7 @@ impl Sched {
                 iowait_ns: 0,
                 iowait_mark: 0,
                 spread: Default::default(),
+                push: Default::default(),
                 timers: std::collections::BinaryHeap::new(),
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],
@@ -160,7 +161,11 @@ pub struct SpreadAttempts {
 }
 
 impl SpreadAttempts {
-    pub(crate) const FAILURES_BEFORE_ACTIVE: u32 = 3;
+    /// sd->cache_nice_tries of the cache-sharing domain (sd_init): past this many failed
+    /// attempts, can_migrate_task moves a cache-hot task too.
+    pub(crate) const CACHE_NICE_TRIES: u32 = 1;
+    /// need_active_balance's threshold: past cache_nice_tries + 2 failures, the running task.
+    pub(crate) const FAILURES_BEFORE_ACTIVE: u32 = Self::CACHE_NICE_TRIES + 2;
 }
 
 /// rq->avg_idle starts at, and is capped to, twice the migration cost.

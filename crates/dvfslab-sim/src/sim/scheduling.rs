@@ -568,6 +568,15 @@ impl Sim {
         } else if nr == 1 && self.load_balance_allowed() {
             self.spread_smt(cpu);
             self.spread_numa(cpu);
+            // rq->nr_running, which nohz_balancer_kick reads, still counts a task whose
+            // dequeue is delayed (6.12+): the running task may have to move.
+            if self.sched.cpus[cpu].fair.delayed > 0 && self.sched.cpus[cpu].curr.is_some() {
+                self.push_to_idle(cpu);
+            } else {
+                self.sched.cpus[cpu].push.failed = 0;
+            }
+        } else {
+            self.sched.cpus[cpu].push.failed = 0;
         }
         self.update_idle_cpu_scan(cpu);
         self.capacity_tick(cpu);
@@ -579,33 +588,70 @@ impl Sim {
     }
 
     /// Move one waiting task of `cpu` to an idle CPU it may use, nearest first (NOHZ idle
-    /// balancing). A cache-hot task stays; one that has waited longer than the migration cost
-    /// is cold by then.
+    /// balancing, kicked by a tick that finds more than one task queued). A cache-hot task
+    /// stays (task_hot); one that has waited longer than the migration cost is cold by then.
+    /// An attempt that moves nothing fails: the cache-sharing domain of `n` CPUs tries every
+    /// `n` ms, and past cache_nice_tries failures a hot task moves too (can_migrate_task);
+    /// with only the running task movable (the others delayed at their dequeue, which only
+    /// load migration takes), past cache_nice_tries + 2 it moves by active balance
+    /// (need_active_balance: imbalanced_active_balance). A tick that finds the CPU balanced,
+    /// or no CPU idle, resets the count.
     pub(crate) fn push_to_idle(&mut self, cpu: usize) {
         // A loaded machine has nowhere to push: skip the walk over the queue.
         if self.sched.idle_cpus == 0 {
+            self.sched.cpus[cpu].push.failed = 0;
             return;
         }
-        let t = &self.machine.plat.cpus[cpu];
-        let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
         let now = self.q.now();
-        let mut cold = self.sched.cpus[cpu].queue.iter().copied().filter(|&task| !self.sched.cache_hot(task, now));
-        let found = cold.find_map(|task| {
-            self.sched
-                .find_idle_core(&self.machine, task, llc, cpu)
-                .or_else(|| self.sched.find_idle_cpu(task, llc, cpu))
-                .or_else(|| self.sched.find_idle_core(&self.machine, task, pkg, cpu))
-                .or_else(|| self.sched.find_idle_cpu(task, pkg, cpu))
-                .or_else(|| self.sched.find_idle_cpu(task, self.sched.all_cpus(&self.machine), cpu))
-                .map(|dst| (task, dst))
-        });
+        let hot_ok = self.sched.cpus[cpu].push.failed > SpreadAttempts::CACHE_NICE_TRIES;
+        let mut movable =
+            self.sched.cpus[cpu].queue.iter().copied().filter(|&task| hot_ok || !self.sched.cache_hot(task, now));
+        let found = movable.find_map(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst)));
         if let Some((task, dst)) = found {
+            self.sched.cpus[cpu].push.failed = 0;
             self.note_migration(task, cpu, dst, "push");
             self.sched.queue_remove(cpu, task);
             self.sched.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
             self.set_curr(dst, task);
+            return;
         }
+        // Tasks none of which may run on an idle CPU leave the domain balanced as far as it
+        // can be (load_balance's all-pinned case), not failed.
+        let c = &self.sched.cpus[cpu];
+        let pinned = c.curr.iter().chain(c.queue.iter()).all(|&task| self.idle_cpu_near(task, cpu).is_none());
+        let attempts = &mut self.sched.cpus[cpu].push;
+        if pinned {
+            attempts.failed = 0;
+            return;
+        }
+        if now < attempts.next_ns {
+            return;
+        }
+        attempts.next_ns = now + self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc].len() as u64 * 1_000_000;
+        attempts.failed += 1;
+        if attempts.failed <= SpreadAttempts::FAILURES_BEFORE_ACTIVE {
+            return;
+        }
+        let running = self.sched.cpus[cpu].curr.filter(|&task| self.sched.rt_prio(task).is_none());
+        if let Some((task, dst)) = running.and_then(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst))) {
+            self.sched.cpus[cpu].push.failed = 0;
+            self.note_migration(task, cpu, dst, "active");
+            self.migrate_running(cpu, dst);
+        }
+    }
+
+    /// An idle CPU `task` may use, nearest `cpu` first: an idle core, else an idle CPU, in its
+    /// LLC, then its package, then anywhere.
+    fn idle_cpu_near(&self, task: usize, cpu: usize) -> Option<usize> {
+        let t = &self.machine.plat.cpus[cpu];
+        let (llc, pkg) = (&self.machine.plat.llcs[t.llc], &self.machine.plat.packages[t.package].cpus);
+        self.sched
+            .find_idle_core(&self.machine, task, llc, cpu)
+            .or_else(|| self.sched.find_idle_cpu(task, llc, cpu))
+            .or_else(|| self.sched.find_idle_core(&self.machine, task, pkg, cpu))
+            .or_else(|| self.sched.find_idle_cpu(task, pkg, cpu))
+            .or_else(|| self.sched.find_idle_cpu(task, self.sched.all_cpus(&self.machine), cpu))
     }
 
     /// A core whose SMT threads are all running while a whole core is idle gives one of its
