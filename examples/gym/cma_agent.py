@@ -73,16 +73,21 @@ def episode(env: Any, weights: np.ndarray, seed: int) -> dict[str, Any]:
             return json.loads(info["result_json"])
 
 
-def train(generations: int, seed: int = 0) -> tuple[np.ndarray, int]:
-    """CMA-ES over the weights, each candidate scored by its mean reward on TRAIN_SEEDS.
-    Returns the best weights and the number of episodes run."""
-    env = gymnasium.make(
+def make_env() -> gymnasium.Env:
+    """The environment the agent is trained and scored on."""
+    return gymnasium.make(
         "dvfslab/Dvfs-v0",
         platform=PLATFORM,
         workload=WORKLOAD,
         decision_ms=DECISION_MS,
         duration_s=SECONDS,
     )
+
+
+def train(generations: int, seed: int = 0) -> tuple[np.ndarray, int]:
+    """CMA-ES over the weights, each candidate scored by its mean reward on TRAIN_SEEDS.
+    Returns the best weights and the number of episodes run."""
+    env = make_env()
     npol = len(env.unwrapped.tables_khz)
     es = cma.CMAEvolutionStrategy(
         np.zeros(npol * FEATURES), 1.0, {"seed": seed + 1, "verbose": -9, "maxiter": generations}
@@ -100,13 +105,7 @@ def train(generations: int, seed: int = 0) -> tuple[np.ndarray, int]:
 
 def evaluate(weights: np.ndarray) -> dict[str, dict[str, float]]:
     """Mean reward, energy and jank on TEST_SEEDS: the agent, then each built-in governor."""
-    env = gymnasium.make(
-        "dvfslab/Dvfs-v0",
-        platform=PLATFORM,
-        workload=WORKLOAD,
-        decision_ms=DECISION_MS,
-        duration_s=SECONDS,
-    )
+    env = make_env()
     rows: dict[str, list[dict[str, Any]]] = {
         "agent": [episode(env, weights, s) for s in TEST_SEEDS]
     }
