@@ -69,6 +69,15 @@ pub mod kernel {
     /// Part of [`FORK_CYCLES`], not added to it. Small as it is, it decides who runs after
     /// the exec: see the models that vfork (kernbench, gitsource).
     pub const VFORK_TAIL_CYCLES: f64 = 1.5e-6 * 2.6e9;
+    /// The part of a fork (not vfork) the parent still runs after its child is runnable: the
+    /// rest of kernel_clone after `wake_up_new_task`, the return to user space and the
+    /// parent's code up to the read or wait4 it blocks in, 10 µs at 2.6 GHz \[REC\] (range
+    /// 8–17 µs): the gitsource recording, the shells' `sched_wakeup_new` of a forked child to
+    /// their switch-out in S, p10 8, p50 10, p90 17 µs over 969 forks (git's own forks: 11 µs
+    /// over 101). Part of [`FORK_CYCLES`], not added to it. Unlike a vfork parent, this one
+    /// blocks in S with its child queued behind it, so it is the parent that a wake-up from
+    /// the child finds ahead (gitsource's subshells).
+    pub const FORK_TAIL_CYCLES: f64 = 10e-6 * 2.6e9;
 }
 
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
@@ -901,6 +910,12 @@ pub mod gitsource {
     /// against 3,212 vforks (75.8%) and 521 forks without exec (12.3%).
     pub const FORK_EXEC_SHARE: f64 = 0.114;
     pub const SUBSHELL_CYCLES: f64 = 0.16e-3 * 2.6e9;
+    /// Share of the git commands a script starts that run a git of their own (run_command:
+    /// fork, the child's exec closing the notify pipe the parent waits on in S, then wait4)
+    /// \[SRC\]: the recording's processes, 97 gits started by a git against 801 started by a
+    /// shell (12.1%). The child is counted among the git processes of [`COMMANDS`], so a
+    /// script's git commands are that share fewer (`git_share_of_scripts`).
+    pub const GIT_RUNS_GIT: f64 = 0.121;
     /// A factor on every command's own work, a knob of gitsource.
     pub const WORK_SCALE: Knob = Knob::new(
         "work_scale",

@@ -14,7 +14,11 @@
 //!   sh: loop { cpu(shell); vfork; D until exec; wait4 }     child: exec [exec]; cpu(W_k); exit
 //!   11% of the children exec but are started with fork ($(cmd), pipelines): fork; wait4
 //!   8% of the children are subshells: fork; read the pipe; wait4
+//!   12% of the gits run a git (run_command): fork; read the exec-notify pipe; wait4
 //! ```
+//!
+//! A parent that forks (not vforks) runs the fork's tail and its own code up to the read or
+//! wait4 after its child is queued (`kernel::FORK_TAIL_CYCLES`) before it blocks in S.
 //!
 //! The programs and their mix are the recording's (`estimates::gitsource::COMMANDS`): git
 //! (through its wrapper script, two execs), expr, test-tool, rm, perl and the other small
@@ -120,37 +124,87 @@ struct Costs {
 /// Commands built at a time (see `pieces`).
 const COMMANDS_PER_PIECE: usize = 8192;
 /// Programs per script: two per command kind (with its discards rounded down, and one more)
-/// started with vfork, the same two started with fork ([`FORKED`] on), then the subshell.
-const PER_SCRIPT: usize = 4 * est::COMMANDS.len() + 1;
+/// started with vfork, the same two started with fork ([`FORKED`] on), then the subshell, then
+/// the gits that run a git ([`GIT_PARENT`]: vfork'd, vfork'd with a discard more, fork'd,
+/// fork'd with one more) and the gits they run ([`GIT_CHILD`], without and with one more).
+const PER_SCRIPT: usize = 4 * est::COMMANDS.len() + 7;
 const FORKED: usize = 2 * est::COMMANDS.len();
 const SUBSHELL: usize = 4 * est::COMMANDS.len();
+const GIT_PARENT: usize = SUBSHELL + 1;
+const GIT_CHILD: usize = GIT_PARENT + 4;
+/// git's place in [`est::COMMANDS`].
+const GIT: usize = 0;
+
+/// Who started a command, and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Parent {
+    /// The script's shell, with vfork: the child's exec releases it.
+    ShellVfork,
+    /// The script's shell, with fork.
+    ShellFork,
+    /// A git (run_command: fork, exec, the notify pipe closed at the exec).
+    Git,
+}
+
+/// How a shell starts program `child` of its script's programs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Start {
+    /// vfork, then exec: the shell sleeps in D until the exec, then in wait4.
+    Vfork,
+    /// fork, then exec (`$(cmd)`, pipelines): the shell reads the output, then waits4, in S.
+    ForkExec,
+    /// fork without exec (`$(...)` of builtins): the shell reads the pipe, then wait4.
+    Subshell,
+}
+
+fn start_of(child: usize) -> Start {
+    match child {
+        SUBSHELL => Start::Subshell,
+        c if c >= GIT_PARENT => {
+            if c - GIT_PARENT >= 2 {
+                Start::ForkExec
+            } else {
+                Start::Vfork
+            }
+        }
+        c if c >= FORKED => Start::ForkExec,
+        _ => Start::Vfork,
+    }
+}
 
 fn cpu(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
 /// Script `s`'s channels: its children's exec releases it on the first; its subshells write
-/// to it on the second.
+/// to it on the second; a git's child closes its exec-notify pipe on the third.
 fn vfork_ch(script: usize) -> u32 {
-    2 * script as u32
+    3 * script as u32
 }
 fn pipe_ch(script: usize) -> u32 {
-    2 * script as u32 + 1
+    3 * script as u32 + 1
+}
+fn notify_ch(script: usize) -> u32 {
+    3 * script as u32 + 2
 }
 
 /// `n` children of piece `piece` of a script, as their programs' places in a script's
 /// programs: a command kind in a fixed shuffled order, or a subshell; a kind with a fractional
-/// count of discards takes its variant with one more for that share of its commands.
+/// count of discards takes its variant with one more for that share of its commands; a git
+/// that runs a git takes its variant that does.
 fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
     let salt = |s: u64| pieces::salt(s ^ ((script as u64) << 48), piece);
     let subshell = sample::flags(n, est::SUBSHELL_SHARE, salt(1));
     // Of the children that exec, those started with fork.
     let forked = sample::flags(n, est::FORK_EXEC_SHARE / (1.0 - est::SUBSHELL_SHARE), salt(3));
-    // The kinds by their shares, a table of 1000 slots.
-    let slots = 1000;
-    let mut table = Vec::with_capacity(slots);
+    // Of the gits, those that run a git.
+    let runs_git = sample::flags(n, est::GIT_RUNS_GIT, salt(4));
+    // The kinds by their shares of the scripts' commands, a table of about 1000 slots.
+    let slots = 1000.0;
+    let mut table = Vec::with_capacity(slots as usize);
     for (k, c) in est::COMMANDS.iter().enumerate() {
-        table.extend(std::iter::repeat_n(k, (c.share * slots as f64).round() as usize));
+        let share = if k == GIT { git_share_of_scripts() } else { c.share };
+        table.extend(std::iter::repeat_n(k, (share * slots).round() as usize));
     }
     // A shuffled permutation of 0..n, each step mapped to its share of the table.
     let order = sample::layout(n, n, salt(2));
@@ -167,49 +221,85 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
             if more {
                 owed[k] -= 1.0;
             }
+            if k == GIT && runs_git[i] {
+                return GIT_PARENT + 2 * usize::from(forked[i]) + usize::from(more);
+            }
             2 * k + usize::from(more) + if forked[i] { FORKED } else { 0 }
         })
         .collect()
+}
+
+/// git's share of the commands the scripts start: the recording's share of the processes,
+/// less the gits that a git started ([`est::GIT_RUNS_GIT`]).
+fn git_share_of_scripts() -> f64 {
+    est::COMMANDS[GIT].share / (1.0 + est::GIT_RUNS_GIT)
 }
 
 impl Gitsource {
     /// The shell's part of one command: start the child and wait for it.
     fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
         let program = (script * PER_SCRIPT + child) as u32;
-        if child == SUBSHELL {
-            // A subshell: read its output, then wait4.
-            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
-            sh.push(Op::Wait { ch: pipe_ch(script) });
-        } else if child >= FORKED {
+        match start_of(child) {
+            Start::Subshell => {
+                // A subshell: its output through the pipe, then wait4. The fork's tail runs
+                // after the child is queued, before the shell blocks on the pipe.
+                sh.extend(self.fork(program));
+                sh.push(Op::Wait { ch: pipe_ch(script) });
+            }
             // fork, not vfork: the shell goes on to wait for the command (its output's end,
             // then wait4) in S.
-            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork), Op::Spawn { program, count: 1 }]);
-        } else {
-            // vfork: D until the exec, then wait4. The fork's tail runs after the child is
-            // queued, which from 6.12 keeps the shell queued behind it while it sleeps
-            // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
-            let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
-            sh.extend([cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
-            sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
+            Start::ForkExec => sh.extend(self.fork(program)),
+            Start::Vfork => {
+                // vfork: D until the exec, then wait4. The fork's tail runs after the child is
+                // queued, which from 6.12 keeps the shell queued behind it while it sleeps
+                // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
+                let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
+                sh.extend([cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+                sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
+            }
         }
         sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
     }
 
-    /// A command of kind `k` started by script `script`: its part before the exec (which, with
-    /// `vfork`, releases the shell), then its execs, its work (with its discards, rounded down
-    /// or, with `more`, up, if the filesystem waits for them), exit.
-    fn command(&self, k: usize, more: bool, vfork: bool, script: usize, discard_ns: &[Amount]) -> Rc<[Op]> {
+    /// The shell's work for a command and a fork of `program`, whose tail the shell runs
+    /// after the child is queued ([`kernel::FORK_TAIL_CYCLES`]).
+    fn fork(&self, program: u32) -> [Op; 4] {
+        let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
+        [cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
+    }
+
+    /// A command of kind `k` started by script `script`'s shell (`parent`) or by a git: its
+    /// part before the exec (which, with vfork, releases the shell; a git's child closes the
+    /// exec-notify pipe its parent waits on at its exec), then its execs, its work (with its
+    /// discards, rounded down or, with `more`, up, if the filesystem waits for them, and, with
+    /// `runs`, a git of its own in the middle), exit.
+    fn command(
+        &self,
+        k: usize,
+        more: bool,
+        parent: Parent,
+        script: usize,
+        runs: Option<u32>,
+        discard_ns: &[Amount],
+    ) -> Rc<[Op]> {
         let c = &est::COMMANDS[k];
         let exec = Op::Exec { comm: c.comm };
         let counted = Op::Mark(Mark::Add { counter: EXECS, amount: 1 });
         let mut p = vec![cpu(est::VFORK_CHILD_CYCLES)];
-        if vfork {
+        if parent == Parent::ShellVfork {
             p.push(Op::Post { ch: vfork_ch(script), sync: false });
         }
-        for _ in 0..c.execs {
-            p.extend([exec.clone(), counted.clone(), cpu(self.costs.exec)]);
+        // A git's child execs git itself, not through the wrapper script.
+        let execs = if parent == Parent::Git { 1 } else { c.execs };
+        for i in 0..execs {
+            p.push(exec.clone());
+            if parent == Parent::Git && i == 0 {
+                p.push(Op::Post { ch: notify_ch(script), sync: false });
+            }
+            p.extend([counted.clone(), cpu(self.costs.exec)]);
         }
-        let kernel_part = est::VFORK_CHILD_CYCLES + c.execs as f64 * self.costs.exec + kernel::EXIT_CYCLES;
+        let forks = if runs.is_some() { self.costs.fork } else { 0.0 };
+        let kernel_part = est::VFORK_CHILD_CYCLES + execs as f64 * self.costs.exec + kernel::EXIT_CYCLES + forks;
         let own = (c.cycles - kernel_part).max(0.0) * self.costs.work_scale;
         // The discards spread through the work, a whole one where the share has built up.
         let n = if self.discard { c.discards as usize + usize::from(more) } else { 0 };
@@ -218,7 +308,16 @@ impl Gitsource {
             if i > 0 {
                 p.push(Op::Io { dev: DISK, service_ns: discard_ns[i % discard_ns.len()], transfer_ns: Amount::ZERO });
             }
-            p.push(cpu(own / parts as f64));
+            if let (Some(program), true) = (runs, i == parts / 2) {
+                // run_command: fork; the child's exec closes the notify pipe this git reads
+                // (S), then wait4 (S). Half the part before, half after.
+                let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
+                let ch = notify_ch(script);
+                p.extend([cpu(own / parts as f64 / 2.0), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+                p.extend([cpu(tail), Op::Wait { ch }, Op::WaitChildren, cpu(own / parts as f64 / 2.0)]);
+            } else {
+                p.push(cpu(own / parts as f64));
+            }
         }
         p.extend([cpu(kernel::EXIT_CYCLES), Op::Exit]);
         p.into()
@@ -253,12 +352,19 @@ impl Workload for Gitsource {
         let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
         let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
         for s in 0..self.scripts {
-            for vfork in [true, false] {
+            let first = p.len();
+            for parent in [Parent::ShellVfork, Parent::ShellFork] {
                 for k in 0..est::COMMANDS.len() {
-                    p.extend([false, true].map(|more| self.command(k, more, vfork, s, &discard_ns)));
+                    p.extend([false, true].map(|more| self.command(k, more, parent, s, None, &discard_ns)));
                 }
             }
             p.push(Gitsource::subshell(s));
+            // The gits that run a git, then the gits they run.
+            let child = |more: bool| (first + GIT_CHILD + usize::from(more)) as u32;
+            for parent in [Parent::ShellVfork, Parent::ShellFork] {
+                p.extend([false, true].map(|more| self.command(GIT, more, parent, s, Some(child(more)), &discard_ns)));
+            }
+            p.extend([false, true].map(|more| self.command(GIT, more, Parent::Git, s, None, &discard_ns)));
         }
         p
     }
@@ -295,38 +401,56 @@ mod tests {
         Gitsource { commands: 1000, scripts, discard, device: 3, costs }
     }
 
+    fn kvm() -> Platform {
+        Platform::from_json(include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"), "kvm")
+            .unwrap()
+    }
+
+    /// The command kind of program `child` (None for a subshell), whether it runs a git and
+    /// whether it is the variant with a discard more.
+    fn kind(child: usize) -> (Option<usize>, bool, bool) {
+        match child {
+            SUBSHELL => (None, false, false),
+            c if c >= GIT_PARENT => (Some(GIT), true, (c - GIT_PARENT) % 2 == 1),
+            c => (Some(c % FORKED / 2), false, c % 2 == 1),
+        }
+    }
+
     #[test]
     fn the_commands_are_the_recordings_mix_with_some_subshells() {
         let kids = children(1000, 0, 0);
         let subshells = kids.iter().filter(|&&k| k == SUBSHELL).count();
         assert_eq!(subshells, (1000.0 * est::SUBSHELL_SHARE).round() as usize);
         // The recording's share of the children that exec is started with fork, not vfork.
-        let forked = kids.iter().filter(|&&k| (FORKED..SUBSHELL).contains(&k)).count() as f64;
+        let forked = kids.iter().filter(|&&k| k != SUBSHELL && start_of(k) == Start::ForkExec).count() as f64;
         assert!((forked / 1000.0 - est::FORK_EXEC_SHARE).abs() < 0.01, "{forked}");
-        // git is kind 0: its programs 0 and 1 (one discard more), the latter for 67% of them,
-        // and their forked variants.
-        let kind = |k: usize| k % FORKED;
-        let git = kids.iter().filter(|&&k| k != SUBSHELL && kind(k) < 2).count() as f64;
+        // git is kind 0; with the gits that gits start, git's share of the processes is the
+        // recording's.
         let exec_ing = (1000 - subshells) as f64;
-        assert!((git / exec_ing - est::COMMANDS[0].share).abs() < 0.02, "{git}");
-        let more = kids.iter().filter(|&&k| k != SUBSHELL && kind(k) == 1).count() as f64;
-        assert!((more / git - est::COMMANDS[0].discards).abs() < 0.02, "{more} of {git}");
+        let git = kids.iter().filter(|&&k| kind(k).0 == Some(GIT)).count() as f64;
+        let runs_git = kids.iter().filter(|&&k| kind(k).1).count() as f64;
+        let processes = exec_ing + runs_git;
+        assert!(((git + runs_git) / processes - est::COMMANDS[GIT].share).abs() < 0.015, "{git} {runs_git}");
+        assert!((runs_git / git - est::GIT_RUNS_GIT).abs() < 0.04, "{runs_git} of {git}");
+        // A git takes its variant with a discard more for 67% of its commands.
+        let more =
+            kids.iter().filter(|&&k| kind(k).0 == Some(GIT) && k % 2 == usize::from(k < SUBSHELL)).count() as f64;
+        assert!((more / git - est::COMMANDS[GIT].discards).abs() < 0.03, "{more} of {git}");
         // expr (kind 1) has no discards: never its variant with one more.
-        assert!(!kids.iter().any(|&k| k != SUBSHELL && kind(k) == 3));
+        assert!(!kids.iter().any(|&k| k < SUBSHELL && k % FORKED == 3));
         // Another script's order differs.
         assert_ne!(kids, children(1000, 1, 0));
+    }
+
+    /// The CPU a program's runs add up to.
+    fn cycles(p: &[Op]) -> f64 {
+        p.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum()
     }
 
     #[test]
     fn a_command_releases_its_shell_at_exec_and_costs_its_measured_cpu() {
         let g = gitsource(2, false);
-        let p = g.programs(
-            &crate::hw::platform::Platform::from_json(
-                include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
-                "kvm",
-            )
-            .unwrap(),
-        );
+        let p = g.programs(&kvm());
         assert_eq!(p.len(), 2 * PER_SCRIPT);
         // git: the release of script 1's shell comes before both execs; the CPU adds up.
         let git = &p[PER_SCRIPT + 1];
@@ -335,27 +459,59 @@ mod tests {
             git.iter().enumerate().filter(|(_, op)| matches!(op, Op::Exec { comm: "git" })).map(|(i, _)| i).collect();
         assert_eq!(execs.len(), 2);
         assert!(release < execs[0]);
-        let total: f64 = git.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
-        assert!((total - est::COMMANDS[0].cycles).abs() < 1.0, "{total}");
+        assert!((cycles(git) - est::COMMANDS[0].cycles).abs() < 1.0, "{}", cycles(git));
         // Its forked variant releases nobody (its shell never waits in D) and costs the same.
         let forked = &p[PER_SCRIPT + FORKED + 1];
         assert!(!forked.iter().any(|op| matches!(op, Op::Post { .. })));
-        let total: f64 =
-            forked.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
-        assert!((total - est::COMMANDS[0].cycles).abs() < 1.0, "{total}");
+        assert!((cycles(forked) - est::COMMANDS[0].cycles).abs() < 1.0);
         // Without `discard` nobody waits on the disk; with it git and rm do.
         assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::Io { .. }))));
-        let d = gitsource(1, true).programs(
-            &crate::hw::platform::Platform::from_json(
-                include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
-                "kvm",
-            )
-            .unwrap(),
-        );
+        let d = gitsource(1, true).programs(&kvm());
         let waits = |program: usize| d[program].iter().filter(|op| matches!(op, Op::Io { .. })).count();
         // rm (kind 3): 8 or 9 discards; git (kind 0): 0 or 1; expr (kind 1): none.
         assert_eq!((waits(6), waits(7)), (8, 9));
         assert_eq!((waits(0), waits(1)), (0, 1));
         assert_eq!(waits(2), 0);
+    }
+
+    #[test]
+    fn a_git_that_runs_a_git_forks_it_and_waits_for_its_exec_then_its_exit() {
+        let p = gitsource(2, false).programs(&kvm());
+        // Script 1's git started with vfork that runs a git: it releases its shell, then
+        // forks its child and sleeps in S on the notify pipe, then in wait4.
+        let parent = &p[PER_SCRIPT + GIT_PARENT];
+        let child_program = (PER_SCRIPT + GIT_CHILD) as u32;
+        let spawn = parent.iter().position(|op| *op == Op::Spawn { program: child_program, count: 1 }).unwrap();
+        let wait = parent.iter().position(|op| *op == Op::Wait { ch: notify_ch(1) }).unwrap();
+        assert!(spawn < wait && parent[wait + 1] == Op::WaitChildren);
+        // The fork's tail runs between the spawn and the wait.
+        assert_eq!(parent[spawn + 1], cpu(kernel::FORK_TAIL_CYCLES));
+        // Both are gits of the measured CPU, the parent's fork included.
+        assert!((cycles(parent) - est::COMMANDS[GIT].cycles).abs() < 1.0, "{}", cycles(parent));
+        // The child execs git once and closes the pipe right after its exec.
+        let child = &p[PER_SCRIPT + GIT_CHILD];
+        let execs: Vec<usize> =
+            child.iter().enumerate().filter(|(_, op)| matches!(op, Op::Exec { comm: "git" })).map(|(i, _)| i).collect();
+        assert_eq!(execs.len(), 1);
+        assert_eq!(child[execs[0] + 1], Op::Post { ch: notify_ch(1), sync: false });
+        assert!((cycles(child) - est::COMMANDS[GIT].cycles).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_shell_runs_a_forks_tail_before_it_blocks_on_a_forked_child() {
+        let g = gitsource(1, false);
+        let mut sh = Vec::new();
+        g.shell_command(&mut sh, 0, SUBSHELL);
+        let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
+        assert_eq!(&sh[spawn + 1..spawn + 3], &[cpu(kernel::FORK_TAIL_CYCLES), Op::Wait { ch: pipe_ch(0) }]);
+        // The shell's work and fork are charged in full either way.
+        let total = cycles(&sh);
+        assert!((total - g.costs.shell - g.costs.fork).abs() < 1.0, "{total}");
+        // A vfork parent blocks in D after the shorter vfork tail.
+        let mut sh = Vec::new();
+        g.shell_command(&mut sh, 0, 0);
+        let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
+        assert_eq!(sh[spawn + 1], cpu(kernel::VFORK_TAIL_CYCLES));
+        assert_eq!(sh[spawn + 2], Op::WaitUninterruptible { ch: vfork_ch(0) });
     }
 }
