@@ -76,6 +76,8 @@ pub(crate) struct Cpu {
     pub spread: crate::sched::SpreadAttempts,
     /// The idle balancer's failed attempts at this CPU's queue: see `Sim::push_to_idle`.
     pub push: crate::sched::SpreadAttempts,
+    /// This CPU's copy of its LLC domain's periodic balancing state: see `Sim::periodic_balance`.
+    pub balance: crate::sched::load_balance::DomainBalance,
     /// Wake-up times of timers set by tasks that slept here, soonest first: the menu
     /// governor's "next timer" (a heap: thousands of sleepers cost O(log n) per idle entry).
     pub timers: std::collections::BinaryHeap<std::cmp::Reverse<TimeNs>>,

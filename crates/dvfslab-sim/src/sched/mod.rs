@@ -34,6 +34,7 @@ use crate::workload::SchedPolicy;
 
 mod cpu;
 pub(crate) mod fair;
+pub(crate) mod load_balance;
 pub(crate) use cpu::{Cpu, LlcIdle};
 
 /// The scheduler's state: the per-CPU run-queues, the tasks, the idle counts placement reads,
@@ -108,6 +109,7 @@ impl Sched {
                 iowait_mark: 0,
                 spread: Default::default(),
                 push: Default::default(),
+                balance: Default::default(),
                 timers: std::collections::BinaryHeap::new(),
                 busy_ns: 0,
                 idle_ns: vec![0; plat.cluster_of_cpu(c).idle_states.len()],

@@ -10,6 +10,7 @@ mod fork;
 mod hardware;
 mod idle;
 mod interpret;
+mod load_balance;
 mod objects;
 mod run;
 mod scheduling;

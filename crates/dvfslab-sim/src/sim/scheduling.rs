@@ -578,6 +578,9 @@ impl Sim {
         } else {
             self.sched.cpus[cpu].push.failed = 0;
         }
+        if self.sched.cpus[cpu].curr.is_some() && self.load_balance_allowed() {
+            self.periodic_balance(cpu);
+        }
         self.update_idle_cpu_scan(cpu);
         self.capacity_tick(cpu);
         let c = &mut self.sched.cpus[cpu];

@@ -12,6 +12,7 @@ mod governors_intel_pstate;
 mod governors_schedutil;
 mod hetero;
 mod kernel_governor;
+mod load_balance;
 mod objects;
 mod robustness;
 mod rtapp;
