@@ -245,12 +245,12 @@ def conformal_quantile(scores: Iterable[float], level: float = INTERVAL_LEVEL) -
 
 def widened(ratio: float, low: float, high: float, extra_ln: float) -> tuple[float, float]:
     """The interval ratio * exp(+- sqrt(h^2 + extra_ln^2)), h the log half-width of the model's
-    [low, high] around `ratio` (the larger side; 0 when the interval is unknown)."""
-    if not (ratio > 0 and math.isfinite(ratio)):
+    [low, high] around `ratio` (the larger side). Unknown (NaN) when the model's interval is:
+    with fewer than two iterations nothing says how far the model's own uncertainty reaches."""
+    known = all(x > 0 and math.isfinite(x) for x in (ratio, low, high))
+    if not known:
         return (math.nan, math.nan)
-    h = 0.0
-    if low > 0 and math.isfinite(low) and math.isfinite(high) and high > 0:
-        h = max(math.log(high / ratio), math.log(ratio / low), 0.0)
+    h = max(math.log(high / ratio), math.log(ratio / low), 0.0)
     if math.isinf(extra_ln):
         return (0.0, math.inf)
     half = math.hypot(h, extra_ln)

@@ -44,10 +44,10 @@ class Discrepancy:
         )
 
     def widen(self, cells: list[Cell], leave_benchmark_out: bool = False) -> list[Cell]:
-        """The cells, each ratio cell with its discrepancy."""
+        """The cells, each simulated ratio cell with its discrepancy."""
         return [
             dataclasses.replace(c, discrepancy=self.term(c, leave_benchmark_out))
-            if c.table == "ratios"
+            if c.table == "ratios" and c.simulated is not None
             else c
             for c in cells
         ]
@@ -70,7 +70,9 @@ class Discrepancy:
             "classes": self.residuals.class_summary(),
             "benchmark_classes": {
                 b: benchmark_class(self.workload(b))
-                for b in dict.fromkeys(c.benchmark for c in cells if c.table == "ratios")
+                for b in dict.fromkeys(
+                    c.benchmark for c in cells if c.table == "ratios" and c.simulated is not None
+                )
             },
             "model_interval": interval_scores(bare),
             "benchmark_held_out": interval_scores(self.widen(bare, leave_benchmark_out=True)),

@@ -94,13 +94,13 @@ class Cell:
     @property
     def predicted_ci(self) -> tuple[float, float] | None:
         """Ratio cells: the model's interval widened by the discrepancy (the model's alone
-        without one; the discrepancy alone around the simulated ratio when the model has no
-        interval, as with one iteration)."""
+        without one; None, unknown, when the model has no interval, as with one iteration)."""
         if self.table != "ratios" or self.discrepancy is None or self.simulated is None:
             return self.simulated_ci
-        lo, hi = self.simulated_ci or (math.nan, math.nan)
-        wide = widened(self.simulated, lo, hi, self.discrepancy.halfwidth_ln)
-        return wide if all(not math.isnan(x) for x in wide) else self.simulated_ci
+        if self.simulated_ci is None:
+            return None
+        lo, hi = widened(self.simulated, *self.simulated_ci, self.discrepancy.halfwidth_ln)
+        return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
 
     @property
     def predicted_verdict(self) -> str | None:

@@ -60,8 +60,7 @@ def print_validation(result: dict[str, Any]) -> None:
                     fmt_value(c["simulated_ratio"]),
                 ]
             if table == "ratios":
-                ci = c.get("predicted_ci", c["simulated_ci"])
-                row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
+                row.append(_interval_text(c.get("predicted_ci", c["simulated_ci"])))
                 term = c.get("discrepancy")
                 row.append(_discrepancy_text(term))
                 row.append(c.get("predicted_verdict", c["simulated_verdict"]) or "-")
@@ -131,6 +130,16 @@ def _print_discrepancy(scores: dict[str, Any] | None) -> None:
     ):
         values = ", ".join(f"{k} {fmt_value(scores[key][k], 3)}" for k in INTERVAL_KEYS)
         print(f"  {what}: {values}")
+
+
+def _interval_text(ci: list[float | None] | None) -> str:
+    """An interval as "low-high"; "unbounded" when the discrepancy's pool was too small to
+    bound it (its high end is null in the JSON)."""
+    if not ci:
+        return "-"
+    if ci[1] is None:
+        return "unbounded"
+    return f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}"
 
 
 def _discrepancy_text(term: dict[str, Any] | None) -> str:
