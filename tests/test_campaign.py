@@ -436,7 +436,7 @@ def test_cli_compare_gives_each_ratio_an_interval_and_a_verdict(cli, tmp_path):
     bare = cli(*args, "--out", str(tmp_path / "cmp"), "--no-discrepancy")
     assert bare.code == 0, bare.stderr
     row = next(line for line in bare.stdout.splitlines() if "cpu-bound" in line.split()[1:2])
-    assert row.split()[3:8] == fields[3:7] + [fields[10]]
+    assert row.split()[3:8] == [*fields[3:7], fields[10]]
     df = load_results(tmp_path / "cmp")
     assert all("phase_us=4000" in w for w in df["workload"])  # a model variant per iteration
     nominal = cli(*args, "--nominal", "--out", str(tmp_path / "nominal"))
