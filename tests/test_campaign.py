@@ -423,12 +423,20 @@ def test_cli_compare_gives_each_ratio_an_interval_and_a_verdict(cli, tmp_path):
     run = cli(*args, "--out", str(tmp_path / "cmp"))
     assert run.code == 0, run.stderr
     row = next(line for line in run.stdout.splitlines() if "cpu-bound" in line.split()[1:2])
-    # platform, benchmark, config, ratio, low - high, verdict
+    # platform, benchmark, config, ratio, low - high, wide low - wide high, model verdict, verdict
     fields = row.split()
     assert fields[:3] == [SMALL, "cpu-bound", "performance"]
     ratio, low, high = float(fields[3]), float(fields[4]), float(fields[6])
-    assert low <= ratio <= high
-    assert fields[7] == ("improved" if low > 1.02 else "uncertain")
+    wide_low, wide_high = float(fields[7]), float(fields[9])
+    assert wide_low <= low <= ratio <= high <= wide_high
+    assert fields[10] == ("improved" if low > 1.02 else "uncertain")
+    assert fields[11] == ("improved" if wide_low > 1.02 else "uncertain")
+    assert "model discrepancy (cpu-bound: class throughput" in run.stdout
+    # --no-discrepancy: the variants' interval and its verdict alone (the runs are reused).
+    bare = cli(*args, "--out", str(tmp_path / "cmp"), "--no-discrepancy")
+    assert bare.code == 0, bare.stderr
+    row = next(line for line in bare.stdout.splitlines() if "cpu-bound" in line.split()[1:2])
+    assert row.split()[3:8] == [*fields[3:7], fields[10]]
     df = load_results(tmp_path / "cmp")
     assert all("phase_us=4000" in w for w in df["workload"])  # a model variant per iteration
     nominal = cli(*args, "--nominal", "--out", str(tmp_path / "nominal"))

@@ -47,6 +47,10 @@ SUMMARY_KEYS = {
     "perf_per_watt_ratio",
     "avg_package_w",
     "verdict",
+    "discrepancy_class",
+    "discrepancy_ln",
+    "predicted_ci",
+    "model_verdict",
 }
 DETAIL_KEYS = {
     "platform",
@@ -311,9 +315,11 @@ def test_json_parses_back_with_the_documented_schema(report):
 def test_csv_summary_and_detail_parse_back(report):
     summary = list(csv.DictReader(io.StringIO(render(report, "csv"))))
     assert len(summary) == 8
-    assert set(summary[0]) == (SUMMARY_KEYS - {"perf_ratio_ci"}) | {
+    assert set(summary[0]) == (SUMMARY_KEYS - {"perf_ratio_ci", "predicted_ci"}) | {
         "perf_ratio_ci_low",
         "perf_ratio_ci_high",
+        "predicted_ci_low",
+        "predicted_ci_high",
     }
     cell = {(r["benchmark"], r["config"]): r for r in summary}
     for key, (ratio, ppw, verdict) in EXPECTED.items():

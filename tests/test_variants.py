@@ -3,6 +3,7 @@ campaign does with them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -135,3 +136,127 @@ def test_a_nominal_campaign_runs_the_preset_and_spec_as_written():
     assert nominal.manifest()["nominal"] is True
     with pytest.raises(ConfigError, match="nominal: expected true or false"):
         _campaign(nominal="yes")
+
+
+# -- structural variants -----------------------------------------------------------------------
+
+HASWELL = "haswell-e5-2670v3-2s"
+
+
+def _io_campaign(structural, nominal=False, iterations=4):
+    doc = {
+        "name": "s",
+        "platforms": [PRESET, HASWELL],
+        "configs": {"a": "performance"},
+        "baseline": "a",
+        "benchmarks": {
+            "db": {"workload": "dbench4", "sweep": {"clients": [1, 4]}},
+            "pg": {"workload": "pgbench:rw=1"},
+            "t": "tbench",
+        },
+        "iterations": iterations,
+        "seed": 9,
+        "nominal": nominal,
+        "structural": structural,
+    }
+    return campaign_from_dict(doc, source="test")
+
+
+DEVICE = {
+    "device": {
+        "source": "the publication's watts",
+        "benchmarks": ["db", "pg"],
+        "by_platform": {PRESET: {"nvme": 1.0}, HASWELL: {"hdd": 0.5, "sata-ssd": 0.5}},
+    }
+}
+
+
+def _device(workload: str) -> str | None:
+    knobs = dict(kv.partition("=")[::2] for kv in workload.partition(":")[2].split(","))
+    return knobs.get("device")
+
+
+def test_a_structural_draw_lays_the_weights_end_to_end():
+    s = variants.Structural("device", "src", ("db",), (("hdd", 1.0), ("nvme", 3.0)))
+    assert [s.draw("any", q) for q in (0.0, 0.24, 0.25, 0.99)] == ["hdd", "hdd", "nvme", "nvme"]
+    assert s.nominal("any") == "hdd"  # the first listed, whatever its weight
+
+
+def test_a_nominal_campaign_takes_the_first_alternative():
+    runs = _io_campaign(DEVICE, nominal=True).runs()
+    devices = {(r.platform, r.benchmark): _device(r.workload) for r in runs}
+    assert devices[(PRESET, "db")] == devices[(PRESET, "pg")] == "nvme"
+    assert devices[(HASWELL, "db")] == devices[(HASWELL, "pg")] == "hdd"
+    assert devices[(HASWELL, "t")] is None  # not a benchmark the switch applies to
+    # The switch is not a parameter: the runs keep their sweep's labels.
+    assert {r.param for r in runs if r.benchmark == "db"} == {"clients=1", "clients=4"}
+
+
+def test_each_iteration_draws_one_alternative_per_machine_by_weight():
+    campaign = _io_campaign(DEVICE, iterations=4)
+    drawn: dict[tuple[str, int], set[str | None]] = {}
+    for run in campaign.runs():
+        if run.benchmark != "t":
+            drawn.setdefault((run.platform, run.iteration), set()).add(_device(run.workload))
+    # One disk per machine and iteration, for both benchmarks and every parameter.
+    assert all(len(d) == 1 for d in drawn.values())
+    haswell = [next(iter(drawn[(HASWELL, i)])) for i in range(1, 5)]
+    assert sorted(haswell) == ["hdd", "hdd", "sata-ssd", "sata-ssd"]  # the hypercube's strata
+    assert {next(iter(drawn[(PRESET, i)])) for i in range(1, 5)} == {"nvme"}
+    manifest = campaign.manifest()["structural"]["device"]
+    assert manifest["by_platform"][HASWELL] == {"hdd": 0.5, "sata-ssd": 0.5}
+    assert manifest["source"] == "the publication's watts"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"benchmarks": ["nope"]},
+            r"structural\.device\.benchmarks\[0\]: 'nope' is not a benchmark",
+        ),
+        ({"benchmarks": ["t"]}, r"'tbench' \(t\) has no knob 'device'"),
+        ({"by_platform": {PRESET: {"nvme": 1.0}}}, r"no choices for haswell-e5-2670v3-2s"),
+        ({"by_platform": None, "choices": None}, "expected one of 'choices'"),
+        ({"choices": {"nvme": 1.0}}, "expected one of 'choices'"),
+        ({"by_platform": {PRESET: {"nvme": 0.0}, HASWELL: {"hdd": 1.0}}}, "a weight > 0"),
+        ({"source": None}, r"structural\.device: missing key 'source'"),
+    ],
+)
+def test_a_bad_structural_table_names_the_key(change, message):
+    table = {k: v for k, v in {**DEVICE["device"], **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        _io_campaign({"device": table})
+
+
+def test_a_swept_knob_cannot_also_be_a_switch():
+    table = {**DEVICE["device"], "benchmarks": ["db"]}
+    doc = {
+        "name": "s",
+        "platforms": [PRESET],
+        "configs": {"a": "performance"},
+        "baseline": "a",
+        "benchmarks": {"db": {"workload": "dbench4", "sweep": {"device": ["nvme", "hdd"]}}},
+        "structural": {"device": {**table, "by_platform": {PRESET: {"nvme": 1.0}}}},
+    }
+    with pytest.raises(ConfigError, match="db sets or sweeps 'device': a switch draws it"):
+        campaign_from_dict(doc, source="test")
+
+
+def test_the_shipped_campaign_draws_the_disks_it_declares():
+    from dvfslab.campaign import load_campaign
+
+    campaign = load_campaign("intel-invariance")
+    (device,) = campaign.structural
+    assert device.source
+    assert set(device.benchmarks) == {"pgbench-rw", "dbench4"}
+    nominal = {
+        (r.platform, _device(r.workload))
+        for r in dataclasses.replace(campaign, nominal=True).runs()
+        if r.benchmark in device.benchmarks
+    }
+    assert nominal == {
+        ("skylake-e3-1240v5", "nvme"),
+        ("broadwell-e5-2698v4-2s", "ssd"),
+        ("haswell-e5-2670v3-2s", "hdd"),
+    }

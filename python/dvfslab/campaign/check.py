@@ -32,8 +32,10 @@ from dvfslab.campaign.schema import (
     CampaignFile,
     ConfigTable,
     CrossValidateTable,
+    StructuralTable,
     first_error,
 )
+from dvfslab.campaign.variants import Structural
 from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent
@@ -90,6 +92,7 @@ def campaign_from_dict(
         source=source,
         nominal=top.nominal,
         fitted=_checked_fitted(check, top.cross_validate, platforms, benchmarks),
+        structural=_checked_structural(check, top.structural, benchmarks, platform_names),
     )
     if not campaign.runs():
         check.fail("", "no runs: no benchmark runs on any platform that a config runs on")
@@ -341,6 +344,65 @@ def _checked_fitted(
         on_one={p: dict(c) for p, c in on_one.items()},
         on_all={k: tuple(v) for k, v in on_all.items()},
     )
+
+
+def _checked_structural(
+    check: Checker,
+    table: dict[str, StructuralTable] | None,
+    benchmarks: list[Benchmark],
+    platforms: list[str],
+) -> tuple[Structural, ...]:
+    """`[structural]`: each switch a knob of the workloads of its benchmarks, which neither set
+    nor sweep it, with choices for every platform they run on."""
+    if not table:
+        return ()
+    by_name = {b.name: b for b in benchmarks}
+    knobs = {w["name"]: w["knobs"] for w in json.loads(_core.workloads())}
+    out = []
+    for knob, entry in table.items():
+        path = child("structural", knob)
+        for i, name in enumerate(entry.benchmarks):
+            where = child(child(path, "benchmarks"), i)
+            bench = by_name.get(name)
+            if bench is None:
+                check.fail(where, f"{name!r} is not a benchmark ({', '.join(by_name)})")
+            if bench.from_file:
+                check.fail(where, f"{name!r} runs a file, which has no knobs")
+            workload, _, rest = bench.workload.partition(":")
+            if knob not in {k["name"] for k in knobs[workload]}:
+                check.fail(path, f"{workload!r} ({name}) has no knob {knob!r}")
+            written = {kv.split("=", 1)[0].strip() for kv in rest.split(",") if kv}
+            if knob in written or knob in {k for k, _ in bench.sweep}:
+                check.fail(where, f"{name} sets or sweeps {knob!r}: a switch draws it")
+        if (entry.choices is None) == (entry.by_platform is None):
+            check.fail(path, "expected one of 'choices' (every platform) or 'by_platform'")
+        by_platform: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+        if entry.by_platform is not None:
+            runs_on = {
+                p for name in entry.benchmarks for p in platforms if by_name[name].runs_on(p)
+            }
+            for name in entry.by_platform:
+                if name not in platforms:
+                    check.fail(
+                        child(child(path, "by_platform"), name),
+                        f"not a campaign platform ({', '.join(platforms)})",
+                    )
+            missing = [p for p in platforms if p in runs_on and p not in entry.by_platform]
+            if missing:
+                check.fail(child(path, "by_platform"), f"no choices for {', '.join(missing)}")
+            by_platform = tuple(
+                (name, tuple(choices.items())) for name, choices in entry.by_platform.items()
+            )
+        out.append(
+            Structural(
+                knob,
+                entry.source,
+                tuple(entry.benchmarks),
+                tuple((entry.choices or {}).items()),
+                by_platform,
+            )
+        )
+    return tuple(out)
 
 
 def _check_knob(

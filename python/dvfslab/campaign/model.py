@@ -190,6 +190,9 @@ class Campaign:
     seed-driven variation), instead of one model variant each."""
     fitted: FittedConstants = field(default_factory=FittedConstants)
     """What `dvfslab validate --cross-validate` refits (dvfslab.validate.leave_one_out)."""
+    structural: tuple[variants.Structural, ...] = ()
+    """Workload switches with alternative mechanisms, drawn per iteration unless nominal (the
+    `[structural]` table)."""
 
     def runs(self) -> list[Run]:
         """Every run, ordered platform, benchmark, param, config, iteration, as written."""
@@ -225,8 +228,13 @@ class Campaign:
             file_text = rtapp_for(bench.trace_path, platform.ref)
         seed = run_seed(self.seed, platform.name, config.name, bench.name, param, iteration)
         preset_json = platform.preset_json
+        iterations = bench.iterations or self.iterations
+        if self.structural and not bench.from_file:
+            draw = None if self.nominal else (self.seed, iteration, iterations)
+            workload = variants.with_structural(
+                workload, self.structural, bench.name, platform.name, draw
+            )
         if not self.nominal:
-            iterations = bench.iterations or self.iterations
             where = (platform.name, iteration, iterations)
             if where not in presets:
                 presets[where] = variants.variant_preset(
@@ -290,6 +298,11 @@ class Campaign:
             "iterations": self.iterations,
             "duration_s": self.duration_s,
             "nominal": self.nominal,
+            **(
+                {"structural": {s.knob: s.to_manifest() for s in self.structural}}
+                if self.structural
+                else {}
+            ),
             "sim_version": _core.version(),
             "platforms": [{"name": p.name, "ref": p.ref} for p in self.platforms],
             "configs": [

@@ -148,6 +148,29 @@ class CrossValidateTable(_Table):
     ] = None
 
 
+Weight = Annotated[float, Field(gt=0, allow_inf_nan=False), Expect("a weight > 0")]
+Choices = Annotated[
+    dict[str, Weight],
+    Field(min_length=1),
+    Expect("a table of value = weight, the nominal value first"),
+]
+
+
+class StructuralTable(_Table):
+    """`[structural.KNOB]`: the alternatives of a workload switch the sources admit."""
+
+    source: Annotated[Text, Expect("where the alternatives and their weights come from")]
+    benchmarks: Annotated[
+        list[Annotated[Text, Expect("a benchmark id")]],
+        Field(min_length=1),
+        Expect("a non-empty list of the benchmarks it applies to"),
+    ]
+    choices: Optional[Choices] = None
+    by_platform: Optional[
+        Annotated[dict[str, Choices], Expect("a table of platform = { value = weight }")]
+    ] = None
+
+
 class CampaignFile(_Table):
     platforms: Annotated[
         list[Annotated[Text, Expect("a preset id")]],
@@ -186,6 +209,9 @@ class CampaignFile(_Table):
     duration_s: Optional[Seconds] = None
     nominal: Annotated[StrictBool, Expect("true or false")] = False
     cross_validate: Optional[CrossValidateTable] = None
+    structural: Optional[
+        Annotated[dict[str, StructuralTable], Expect("a table of knob = { source, ... }")]
+    ] = None
 
 
 def first_error(e: ValidationError, source: str) -> str:

@@ -12,6 +12,13 @@ a handful of iterations over each range far better than independent draws.
 A variant also varies what a real machine varies from one run to the next, by the run's seed:
 when the tasks start relative to each other and to the tick (`phase_us`), and how much CPU work
 each request takes (`work_jitter_pct`).
+
+**Structural variants.** Where the sources admit more than one mechanism and the model has a
+switch for it (the storage device behind a benchmark, say), a campaign's `[structural]` table
+gives each alternative a weight and names the source (docs/campaign-format.md): the one place
+that choice lives. Each iteration draws one alternative per platform and switch, by the same
+Latin hypercube over the weights, shared by every benchmark the switch applies to (one machine
+has one disk). The nominal model takes the alternative listed first.
 """
 
 from __future__ import annotations
@@ -127,6 +134,75 @@ def variant_workload(workload: str, seed: int, iteration: int, iterations: int) 
     if not extra:
         return workload
     return f"{workload}{',' if params else ':'}{','.join(extra)}"
+
+
+@dataclass(frozen=True)
+class Structural:
+    """A workload knob whose value is one of several mechanisms the sources admit, each with a
+    weight, per platform (`by_platform`) or the same on every platform (`shared`)."""
+
+    knob: str
+    source: str
+    benchmarks: tuple[str, ...]
+    """The campaign's benchmarks it applies to."""
+    shared: tuple[tuple[str, float], ...] = ()
+    by_platform: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def choices(self, platform: str) -> tuple[tuple[str, float], ...]:
+        """(value, weight) pairs on `platform`, as listed; the first is the nominal one."""
+        for name, choices in self.by_platform:
+            if name == platform:
+                return choices
+        return self.shared
+
+    def nominal(self, platform: str) -> str:
+        return self.choices(platform)[0][0]
+
+    def draw(self, platform: str, quantile: float) -> str:
+        """The value at `quantile` (0..1) of the weights laid end to end in listed order."""
+        choices = self.choices(platform)
+        total = sum(w for _, w in choices)
+        edge = 0.0
+        for value, weight in choices:
+            edge += weight / total
+            if quantile < edge:
+                return value
+        return choices[-1][0]
+
+    def variant(self, seed: int, platform: str, iteration: int, iterations: int) -> str:
+        """This iteration's value on `platform`: one draw per platform and knob, shared by the
+        benchmarks the switch applies to."""
+        where = f"structural:{self.knob}:{platform}"
+        return self.draw(platform, quantile(seed, where, iteration, iterations))
+
+    def to_manifest(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "benchmarks": list(self.benchmarks)}
+        if self.by_platform:
+            out["by_platform"] = {p: dict(c) for p, c in self.by_platform}
+        else:
+            out["choices"] = dict(self.shared)
+        return out
+
+
+def with_structural(
+    workload: str,
+    structural: tuple[Structural, ...],
+    benchmark: str,
+    platform: str,
+    draw: tuple[int, int, int] | None,
+) -> str:
+    """The workload spec with the value of each structural switch that applies to `benchmark`:
+    the nominal one, or with `draw` = (seed, iteration, iterations) that iteration's."""
+    values = {
+        s.knob: s.variant(draw[0], platform, draw[1], draw[2]) if draw else s.nominal(platform)
+        for s in structural
+        if benchmark in s.benchmarks
+    }
+    if not values:
+        return workload
+    extra = ",".join(f"{k}={v}" for k, v in values.items())
+    name, _, rest = workload.partition(":")
+    return f"{workload},{extra}" if rest.strip() else f"{name}:{extra}"
 
 
 def set_constants(preset_json: str, values: dict[str, float]) -> str:

@@ -20,6 +20,7 @@ from dvfslab.campaign import (
 from dvfslab.cli.campaign_runs import (
     add_force,
     add_jobs,
+    add_no_discrepancy,
     add_nominal,
     add_part,
     check_jobs,
@@ -27,6 +28,7 @@ from dvfslab.cli.campaign_runs import (
 )
 from dvfslab.cli.parser import command
 from dvfslab.report import REPORT_FORMATS, RunCounts, build_report, export, render
+from dvfslab.report.discrepancy import report_terms
 from dvfslab.report.doc_blocks import write_block
 from dvfslab.report.printing import print_table
 
@@ -104,6 +106,7 @@ def register(commands: Any) -> None:
         help=f"{', '.join(REPORT_FORMATS)} (default text; csv is the summary table)",
     )
     report.add_argument("--html", metavar="FILE", help="also write an HTML report with charts")
+    add_no_discrepancy(report)
     report.add_argument(
         "--into",
         metavar="DOC.md",
@@ -173,7 +176,8 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
     if not baseline:
         raise ConfigError(f"{args.directory}: the manifest names no baseline")
     report = dataclasses.replace(
-        build_report(results, baseline), runs=_run_counts(args.directory, results)
+        build_report(results, baseline, **_discrepancy(args)),
+        runs=_run_counts(args.directory, results),
     )
     if report.runs is not None and not report.runs.complete:
         print(
@@ -196,6 +200,22 @@ def cmd_campaign_report(args: argparse.Namespace) -> int:
         path = write_html(args.html, report, title=title)
         print(f"\nHTML report written to {path}", file=sys.stderr)
     return 0
+
+
+def _discrepancy(args: argparse.Namespace) -> dict[str, Any]:
+    """build_report's discrepancy arguments: each benchmark's term from its workload in the
+    store's manifest; none with --no-discrepancy or without a manifest."""
+    if args.no_discrepancy:
+        return {}
+    try:
+        manifest = load_manifest(args.directory)
+    except ConfigError:
+        return {}
+    workloads = {b["name"]: b["workload"] for b in manifest.get("benchmarks") or []}
+    terms = report_terms(workloads)
+    if terms is None:
+        return {}
+    return {"discrepancy": terms[0], "discrepancy_source": terms[1]}
 
 
 def _run_counts(directory: str, results: pd.DataFrame) -> RunCounts | None:

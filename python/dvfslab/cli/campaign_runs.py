@@ -61,6 +61,15 @@ def add_nominal(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_no_discrepancy(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-discrepancy",
+        action="store_true",
+        help="the model's intervals and verdicts alone, not widened by the model discrepancy "
+        "of the benchmark's class (docs/validation.md)",
+    )
+
+
 def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-j",

@@ -12,6 +12,7 @@ from dvfslab.campaign import campaign_from_dict, load_results, run_campaign
 from dvfslab.cli.campaign_runs import (
     add_force,
     add_jobs,
+    add_no_discrepancy,
     add_nominal,
     benchmark_name,
     check_jobs,
@@ -20,10 +21,15 @@ from dvfslab.cli.campaign_runs import (
 )
 from dvfslab.cli.parser import command
 from dvfslab.report import build_report
+from dvfslab.report.discrepancy import report_terms
 from dvfslab.report.printing import fmt_number, print_table
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
+
+    from dvfslab.report.discrepancy import Term
 
 
 COMPARE_ITERATIONS = 5
@@ -42,9 +48,10 @@ def register(commands: Any) -> None:
         "The first -g is the baseline. Each (platform, governor, parameter, iteration) is one run\n"
         "with its own seed, and each iteration a model variant (--nominal: the fixed model); the\n"
         "tables show each configuration's mean per parameter and its ratio to the baseline's,\n"
-        "then each ratio's 90% interval over the variants and the verdict: improved, regressed,\n"
-        "neutral (within +-2%), or uncertain. `dvfslab campaign report DIR` gives the full\n"
-        "comparison.",
+        "then each ratio's 90% interval over the variants, widened by the model discrepancy of\n"
+        "the workload's class (how far the model misses published ratios; --no-discrepancy: the\n"
+        "variants' interval alone), and the verdict: improved, regressed, neutral (within\n"
+        "+-2%), or uncertain. `dvfslab campaign report DIR` gives the full comparison.",
     )
     p.add_argument(
         "-p",
@@ -98,6 +105,7 @@ def register(commands: Any) -> None:
         help="the seed each run's own seed derives from (default 0)",
     )
     add_nominal(p)
+    add_no_discrepancy(p)
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -148,7 +156,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_means(results, [c.name for c in campaign.configs], campaign.baseline)
         if len(campaign.configs) > 1:
             print()
-            print_verdicts(results, campaign.baseline)
+            terms = None if args.no_discrepancy else report_terms({benchmark: args.workload})
+            print_verdicts(results, campaign.baseline, terms[0] if terms else None)
     return 0
 
 
@@ -197,28 +206,47 @@ def print_means(results: pd.DataFrame, configs: list[str], baseline: str) -> Non
         )
 
 
-def print_verdicts(results: pd.DataFrame, baseline: str) -> None:
+def print_verdicts(
+    results: pd.DataFrame, baseline: str, discrepancy: Mapping[str, Term] | None = None
+) -> None:
     """Per platform, each configuration's ratio to the baseline with its 90% interval over the
-    iterations and its verdict."""
+    iterations, that interval widened by the model discrepancy (when given), and the verdict."""
 
-    report = build_report(results, baseline)
-    rows = [
-        [
+    report = build_report(results, baseline, discrepancy=discrepancy)
+    rows = []
+    for r in report.summary.to_dict("records"):
+        if r["config"] == baseline:
+            continue
+        row = [
             r["platform"],
             r["benchmark"],
             r["config"],
             fmt_number(r["perf_ratio"], 3),
-            f"{fmt_number(r['perf_ratio_ci_low'], 3)} - {fmt_number(r['perf_ratio_ci_high'], 3)}",
-            r["verdict"],
+            _interval(r["perf_ratio_ci_low"], r["perf_ratio_ci_high"]),
         ]
-        for r in report.summary.to_dict("records")
-        if r["config"] != baseline
-    ]
+        if discrepancy is not None:
+            row.append(_interval(r["predicted_ci_low"], r["predicted_ci_high"]))
+            row.append(r["model_verdict"])
+        rows.append([*row, r["verdict"]])
+    headers = ["platform", "benchmark", "config", "ratio", "90% interval"]
+    title = f"ratio to {baseline} (gmean over parameters), its 90% interval over the iterations"
+    if discrepancy is not None:
+        headers += ["with discrepancy", "model verdict"]
+        terms = {name: t for name, t in discrepancy.items()}
+        what = "; ".join(
+            f"{name}: class {t.benchmark_class}, ln half-width {fmt_number(t.halfwidth_ln, 3)} "
+            f"from {t.cells} published cells"
+            for name, t in terms.items()
+        )
+        title += f", widened by the model discrepancy ({what})"
     print_table(
-        ["platform", "benchmark", "config", "ratio", "90% interval", "verdict"],
+        [*headers, "verdict"],
         rows,
-        right={"ratio", "90% interval"},
-        title=f"ratio to {baseline} (gmean over parameters), its 90% interval over the "
-        "iterations, and what it says (neutral: within +-2%; uncertain: the interval straddles "
-        "an edge)",
+        right={"ratio", "90% interval", "with discrepancy"},
+        title=f"{title}, and what it says (neutral: within +-2%; uncertain: the interval "
+        "straddles an edge)",
     )
+
+
+def _interval(low: float, high: float) -> str:
+    return f"{fmt_number(low, 3)} - {fmt_number(high, 3)}"

@@ -19,8 +19,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dvfslab._core import ConfigError
 from dvfslab.report import stats
+from dvfslab.report.discrepancy import Term, widened
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
 REPORT_SCHEMA = "dvfslab-report/2"
@@ -92,12 +95,16 @@ class Report:
     level: float = stats.INTERVAL_LEVEL
     neutral_band: float = stats.NEUTRAL_BAND
     runs: RunCounts | None = None
+    discrepancy: dict[str, Any] | None = None
+    """How the intervals were widened (`build_report`'s `discrepancy`): the file and, per
+    benchmark, its term; None for the model's intervals alone."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (schema "dvfslab-report/2"); NaN becomes None."""
         summary = []
         for row in self.summary.to_dict("records"):
             row["perf_ratio_ci"] = [row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]]
+            row["predicted_ci"] = [row["predicted_ci_low"], row["predicted_ci_high"]]
             summary.append({k: row[k] for k in SUMMARY_JSON})
         detail = [{k: row[k] for k in DETAIL_COLUMNS} for row in self.detail.to_dict("records")]
         clean: dict[str, Any] = _json_clean(
@@ -108,6 +115,7 @@ class Report:
                 "level": self.level,
                 "neutral_band": self.neutral_band,
                 "runs": self.runs.to_dict() if self.runs is not None else None,
+                "discrepancy": self.discrepancy,
                 "summary": summary,
                 "detail": detail,
             }
@@ -128,6 +136,8 @@ def build_report(
     significance: stats.SignificanceMethod = "ci",
     level: float = stats.INTERVAL_LEVEL,
     neutral_band: float = stats.NEUTRAL_BAND,
+    discrepancy: Mapping[str, Term] | None = None,
+    discrepancy_source: str = "",
 ) -> Report:
     """Compare every configuration in `results` with `baseline`.
 
@@ -137,6 +147,10 @@ def build_report(
                   for the per-parameter detail rows
     level:        of the ratio intervals over the iterations (the model variants)
     neutral_band: a ratio whose interval lies within 1 +- this is neutral (`stats.verdict`)
+    discrepancy:  per benchmark, the model-discrepancy term its ratios' intervals are widened by
+                  (`dvfslab.report.discrepancy`); the verdict is then the widened interval's.
+                  None, or a benchmark not in it: the model's interval alone.
+    discrepancy_source: the file the terms come from, for the report's `discrepancy` field
 
     Raises ConfigError when a column is missing, `better` is not higher/lower, a benchmark mixes
     directions or units, or the baseline has no runs for a platform and benchmark.
@@ -152,7 +166,14 @@ def build_report(
     for (platform, benchmark), runs in df.groupby(["platform", "benchmark"], sort=False):
         group = _Group(str(platform), str(benchmark), runs, baseline)
         detail += group.detail_rows(significance)
-        summary += group.summary_rows(level, neutral_band)
+        term = discrepancy.get(str(benchmark)) if discrepancy is not None else None
+        summary += group.summary_rows(level, neutral_band, term)
+    used = None
+    if discrepancy is not None:
+        used = {
+            "source": discrepancy_source,
+            "benchmarks": {name: t.to_dict() for name, t in discrepancy.items()},
+        }
     return Report(
         baseline=baseline,
         summary=pd.DataFrame(summary, columns=list(SUMMARY_COLUMNS)),
@@ -160,6 +181,7 @@ def build_report(
         significance=significance,
         level=level,
         neutral_band=neutral_band,
+        discrepancy=used,
     )
 
 
@@ -177,12 +199,17 @@ SUMMARY_COLUMNS = (
     "perf_per_watt_ratio",
     "avg_package_w",
     "verdict",
+    "discrepancy_class",
+    "discrepancy_ln",
+    "predicted_ci_low",
+    "predicted_ci_high",
+    "model_verdict",
 )
-# The JSON has the interval as one [low, high] field.
-SUMMARY_JSON = (
-    *SUMMARY_COLUMNS[: SUMMARY_COLUMNS.index("perf_ratio_ci_low")],
-    "perf_ratio_ci",
-    *SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("perf_ratio_ci_high") + 1 :],
+# The JSON has each interval as one [low, high] field.
+SUMMARY_JSON = tuple(
+    {"perf_ratio_ci_low": "perf_ratio_ci", "predicted_ci_low": "predicted_ci"}.get(c, c)
+    for c in SUMMARY_COLUMNS
+    if c not in ("perf_ratio_ci_high", "predicted_ci_high")
 )
 DETAIL_COLUMNS = (
     "platform",
@@ -273,7 +300,9 @@ class _Group:
                 )
         return rows
 
-    def summary_rows(self, level: float, neutral_band: float) -> list[dict[str, Any]]:
+    def summary_rows(
+        self, level: float, neutral_band: float, term: Term | None = None
+    ) -> list[dict[str, Any]]:
         base_w = self.avg_package_w(self.baseline)
         rows = []
         for config in self.configs:
@@ -287,6 +316,10 @@ class _Group:
             if is_baseline:  # exactly 1 by definition, not a comparison with itself
                 r = stats.RatioSummary(1.0, 1.0, 1.0, tuple(1.0 for _ in pairs))
             power_w = self.avg_package_w(config)
+            model_verdict = stats.verdict(r.ci_low, r.ci_high, self.better, neutral_band)
+            predicted = (r.ci_low, r.ci_high)
+            if term is not None and not is_baseline:
+                predicted = widened(r.ratio, r.ci_low, r.ci_high, term.halfwidth_ln)
             rows.append(
                 {
                     "platform": self.platform,
@@ -306,8 +339,17 @@ class _Group:
                     "verdict": (
                         "baseline"
                         if is_baseline
-                        else stats.verdict(r.ci_low, r.ci_high, self.better, neutral_band)
+                        else stats.verdict(*predicted, self.better, neutral_band)
                     ),
+                    "discrepancy_class": term.benchmark_class if term is not None else None,
+                    "discrepancy_ln": (
+                        term.halfwidth_ln
+                        if term is not None and math.isfinite(term.halfwidth_ln)
+                        else None
+                    ),
+                    "predicted_ci_low": predicted[0],
+                    "predicted_ci_high": predicted[1],
+                    "model_verdict": "baseline" if is_baseline else model_verdict,
                 }
             )
         return rows

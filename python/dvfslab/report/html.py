@@ -135,7 +135,7 @@ def _platform_charts(
     ratio, ppw, power = {}, {}, {}
     for r in records:
         key = (label[r["benchmark"]], r["config"])
-        ratio[key] = (r["perf_ratio"], r["perf_ratio_ci_low"], r["perf_ratio_ci_high"])
+        ratio[key] = (r["perf_ratio"], r["predicted_ci_low"], r["predicted_ci_high"])
         ppw[key] = (r["perf_per_watt_ratio"], math.nan, math.nan)
         power[key] = (r["avg_package_w"], math.nan, math.nan)
     labels = [label[g] for g in groups]

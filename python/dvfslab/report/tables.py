@@ -44,7 +44,7 @@ def summary_tables(
     Rows are benchmarks, columns configurations, as in the published evaluations. A ratio is
     "~" when its verdict is neutral and followed by "?" when uncertain (`stats.verdict`), a PPW
     ratio is "~" when it rounds to 1.00; with show_ci a ratio is followed by its interval
-    unless that is a point.
+    (widened by the model discrepancy when the report has one) unless that is a point.
     """
     tables = []
     for name, rows in report.summary.groupby("platform", sort=False):
@@ -147,7 +147,8 @@ def _ratio_text(row: dict[str, Any], show_ci: bool) -> str:
     text = stats.fmt_ratio(row["perf_ratio"], row["verdict"] == "neutral")
     if row["verdict"] == "uncertain":
         text += "?"
-    lo, hi = row["perf_ratio_ci_low"], row["perf_ratio_ci_high"]
+    # The interval the verdict rests on: the model's, widened by the discrepancy when it has one.
+    lo, hi = row["predicted_ci_low"], row["predicted_ci_high"]
     if show_ci and hi > lo:  # a point interval (answers that do not spread) says nothing more
         text += f" [{lo:.2f}, {hi:.2f}]"
     return text

@@ -24,8 +24,12 @@ not counted).
 Each simulated ratio also carries its 90% interval over the iterations, which are model variants
 unless the campaign ran `--nominal` (`simulated_ci`, the report's interval of the gmean ratio),
 and the report's verdict on it (`simulated_verdict`: improved, regressed, neutral or uncertain).
-The scores of the intervals, over the ratio cells:
-    coverage                       published ratios inside the simulated 90% interval
+A ratio cell may also carry the model discrepancy of its benchmark class
+(`dvfslab.report.discrepancy`, estimated without the cell's own publication and machine):
+`predicted_ci` is then the model's interval widened by it, `predicted_verdict` that interval's
+verdict; without one they are the model's own. The scores of the intervals, over the ratio
+cells, are those of the predicted interval and verdict:
+    coverage                       published ratios inside the predicted 90% interval
     called_share                   cells with a verdict other than uncertain
     confident_direction_agreement  called cells whose verdict is the published direction
     median_ci_halfwidth            median of (high - low) / 2 of the intervals
@@ -38,7 +42,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from dvfslab.report.stats import NEUTRAL_BAND
+from dvfslab.report.discrepancy import Term, widened
+from dvfslab.report.stats import NEUTRAL_BAND, verdict
 
 POWER_TOLERANCE = 0.25
 """A simulated power within +-25% of the published one agrees."""
@@ -83,6 +88,29 @@ class Cell:
     """Detail and energy cells: a value of the baseline itself (its ratio is 1 by definition)."""
     quantity: str = ""
     """Energy cells: `energy` (J over the run) or `power` (average W)."""
+    discrepancy: Term | None = None
+    """Ratio cells: the model discrepancy its interval is widened by; None for none."""
+
+    @property
+    def predicted_ci(self) -> tuple[float, float] | None:
+        """Ratio cells: the model's interval widened by the discrepancy (the model's alone
+        without one; None, unknown, when the model has no interval, as with one iteration)."""
+        if self.table != "ratios" or self.discrepancy is None or self.simulated is None:
+            return self.simulated_ci
+        if self.simulated_ci is None:
+            return None
+        lo, hi = widened(self.simulated, *self.simulated_ci, self.discrepancy.halfwidth_ln)
+        return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
+
+    @property
+    def predicted_verdict(self) -> str | None:
+        """Ratio cells: the verdict of `predicted_ci` (`dvfslab.report.stats.verdict`)."""
+        if self.table != "ratios" or self.discrepancy is None:
+            return self.simulated_verdict
+        ci = self.predicted_ci
+        if ci is None:
+            return self.simulated_verdict
+        return verdict(ci[0], ci[1], self.better)
 
     @property
     def published_to_baseline(self) -> float | None:
@@ -148,25 +176,26 @@ class Cell:
 
     @property
     def covered(self) -> bool | None:
-        """Ratio cells: is the published ratio inside the simulated interval? None: no interval."""
-        if self.table != "ratios" or self.simulated_ci is None:
+        """Ratio cells: is the published ratio inside the predicted interval? None: no interval."""
+        ci = self.predicted_ci
+        if self.table != "ratios" or ci is None:
             return None
-        lo, hi = self.simulated_ci
+        lo, hi = ci
         return lo - 1e-12 <= self.published <= hi + 1e-12
 
     @property
     def called(self) -> bool | None:
         """Ratio cells: did the simulation give a verdict other than uncertain? None: no verdict."""
-        if self.table != "ratios" or self.simulated_verdict is None:
+        if self.table != "ratios" or self.predicted_verdict is None:
             return None
-        return self.simulated_verdict != "uncertain"
+        return self.predicted_verdict != "uncertain"
 
     @property
     def called_right(self) -> bool | None:
         """Called ratio cells: is the verdict the published direction? None: not called."""
         if not self.called:
             return None
-        return self.simulated_verdict == self.published_direction
+        return self.predicted_verdict == self.published_direction
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -194,6 +223,10 @@ class Cell:
         if self.table == "ratios":
             out["simulated_ci"] = list(self.simulated_ci) if self.simulated_ci else None
             out["simulated_verdict"] = self.simulated_verdict
+            out["discrepancy"] = self.discrepancy.to_dict() if self.discrepancy else None
+            predicted = self.predicted_ci
+            out["predicted_ci"] = [_finite_or_none(x) for x in predicted] if predicted else None
+            out["predicted_verdict"] = self.predicted_verdict
             out["covered"] = self.covered
         return out
 
@@ -240,9 +273,11 @@ def share(flags: list[bool | None]) -> float | None:
 
 
 def interval_scores(cells: list[Cell]) -> dict[str, Any]:
-    """The scores of the ratio cells' intervals and verdicts (see the module docstring)."""
+    """The scores of the ratio cells' predicted intervals and verdicts (see the module
+    docstring)."""
     ratios = [c for c in cells if c.table == "ratios" and c.simulated is not None]
-    halves = [(c.simulated_ci[1] - c.simulated_ci[0]) / 2 for c in ratios if c.simulated_ci]
+    intervals = [c.predicted_ci for c in ratios]
+    halves = [(ci[1] - ci[0]) / 2 for ci in intervals if ci and math.isfinite(ci[1] - ci[0])]
     return {
         "coverage": share([c.covered for c in ratios]),
         "called_share": share([c.called for c in ratios]),

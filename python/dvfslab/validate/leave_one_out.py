@@ -14,13 +14,16 @@ A campaign's `[cross_validate]` table names the constants fitted on its publishe
 
 Each fold then runs the campaign on its machine alone, as the in-sample run did (variants or
 nominal, the same iterations), and the pooled cells of all folds give the cross-validated
-scores.
+scores. With a model discrepancy, each fold's ratio intervals are widened by the one estimated
+without that machine of the publication (`dvfslab.validate.calibrated`), and the pooled cells
+(`cells` of the result) are what `--fit-discrepancy` takes its residuals from.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from dvfslab.campaign import variants
 from dvfslab.campaign.model import Benchmark, Campaign
 from dvfslab.campaign.store import load_results
 from dvfslab.report.build import build_report
+from dvfslab.validate.calibrated import Discrepancy
 from dvfslab.validate.cells import Cell, scores
 from dvfslab.validate.published import fill_simulated, published_cells
 
@@ -38,13 +42,30 @@ AGREEING_TABLES = ("ratios", "power", "perf-per-watt")
 """The cells a refit counts (the detail tables repeat the ratio cells per parameter)."""
 
 
-def cross_validate(campaign: Campaign, out_dir: Path, run: Runner) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Fold:
+    """One machine scored in its own fold: the constants it took and its cells (the model's
+    intervals, not widened)."""
+
+    platform: str
+    constants: dict[str, float]
+    cells: list[Cell]
+
+
+def cross_validate(
+    campaign: Campaign, out_dir: Path, run: Runner, discrepancy: Discrepancy | None = None
+) -> dict[str, Any]:
     """The folds and the pooled scores, as JSON-ready data; stores under `out_dir`."""
+    return cross_validated_result(run_folds(campaign, out_dir, run), discrepancy)
+
+
+def run_folds(campaign: Campaign, out_dir: Path, run: Runner) -> list[Fold]:
+    """Each machine's fold, run into a store under `out_dir`."""
     refits = {
         knob: _agreement_by_value(campaign, knob, values, out_dir / "refit", run)
         for knob, values in campaign.fitted.on_all.items()
     }
-    folds, pooled = [], []
+    folds = []
     for platform in campaign.platforms:
         constants = dict(campaign.fitted.on_one.get(platform.name, {}))
         for knob, by_value in refits.items():
@@ -52,10 +73,31 @@ def cross_validate(campaign: Campaign, out_dir: Path, run: Runner) -> dict[str, 
         fold = fold_campaign(campaign, platform.name, constants)
         store = out_dir / platform.name
         run(fold, store)
-        cells = _scored_cells(fold, store, platform.name)
-        pooled += cells
-        folds.append({"platform": platform.name, "constants": constants, **scores(cells)})
-    return {"folds": folds, **scores(pooled)}
+        folds.append(Fold(platform.name, constants, _scored_cells(fold, store, platform.name)))
+    return folds
+
+
+def cross_validated_result(
+    folds: list[Fold], discrepancy: Discrepancy | None = None
+) -> dict[str, Any]:
+    """Per fold and pooled, the scores (the ratio intervals widened by `discrepancy` when
+    given), with the pooled cells (`cells`)."""
+
+    def shown(cells: list[Cell]) -> list[Cell]:
+        return discrepancy.widen(cells) if discrepancy is not None else cells
+
+    pooled = [c for f in folds for c in f.cells]
+    out: dict[str, Any] = {
+        "folds": [
+            {"platform": f.platform, "constants": f.constants, **scores(shown(f.cells))}
+            for f in folds
+        ],
+        **scores(shown(pooled)),
+    }
+    if discrepancy is not None:
+        out["discrepancy"] = discrepancy.scores(pooled)
+    out["cells"] = [c.to_dict() for c in shown(pooled)]
+    return out
 
 
 def fold_campaign(campaign: Campaign, platform: str, constants: dict[str, float]) -> Campaign:

@@ -18,6 +18,7 @@ from dvfslab.validate.cells import PER_PARAMETER, Cell, TableName, scores
 
 if TYPE_CHECKING:
     from dvfslab.report.build import Report
+    from dvfslab.validate.calibrated import Discrepancy
 
 VALIDATE_SCHEMA = "dvfslab-validate/2"
 """The schema of `validate_report`'s result (`dvfslab validate --json`)."""
@@ -244,7 +245,7 @@ def fill_simulated(cells: list[Cell], report: Report) -> list[Cell]:
                 cell,
                 simulated=float(srow[column]),
                 simulated_ci=ci if known else None,
-                simulated_verdict=str(srow["verdict"]) if is_ratio else None,
+                simulated_verdict=str(srow["model_verdict"]) if is_ratio else None,
             )
         )
     return out
@@ -255,9 +256,12 @@ def validate_report(
     report: Report,
     benchmarks: Collection[str] | None = None,
     platforms: Collection[str] | None = None,
+    discrepancy: Discrepancy | None = None,
 ) -> dict[str, Any]:
     """The validation of campaign `name`'s published cells against `report`, as JSON-ready data;
-    only the cells of `benchmarks` on `platforms` when given (a partial validation)."""
+    only the cells of `benchmarks` on `platforms` when given (a partial validation). With
+    `discrepancy`, the ratio cells' intervals are widened by it, each estimated without the
+    cell's own machine of this publication, and the JSON gains the `discrepancy` scores."""
     cells = [
         c
         for c in published_cells(name)
@@ -265,6 +269,10 @@ def validate_report(
         and (platforms is None or c.machine in platforms)
     ]
     cells = fill_simulated(cells, report)
+    extra: dict[str, Any] = {}
+    if discrepancy is not None:
+        extra["discrepancy"] = discrepancy.scores(cells)
+        cells = discrepancy.widen(cells)
     only = {
         key: sorted(set(names))
         for key, names in (("benchmarks", benchmarks), ("platforms", platforms))
@@ -275,5 +283,6 @@ def validate_report(
         "campaign": name,
         **({"only": only} if only else {}),
         **scores(cells),
+        **extra,
         "cells": [c.to_dict() for c in cells],
     }

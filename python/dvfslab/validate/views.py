@@ -32,8 +32,9 @@ def print_validation(result: dict[str, Any]) -> None:
     cells = result["cells"]
     titles = {
         "ratios": "performance ratio to the baseline (gmean over parameters; ~ = published "
-        "neutral); agree = same direction (neutral within +-2%); verdict = what the simulated "
-        "90% interval over the iterations says (? = uncertain)",
+        "neutral); agree = same direction (neutral within +-2%); the 90% interval is the "
+        "iterations' widened by the model discrepancy (its ln half-width, and class); verdict "
+        "= what the interval says (? = uncertain)",
         "power": "average package power [W]; agree = within +-25%",
         "perf-per-watt": "performance-per-watt ratio to the baseline; agree = same direction",
         "detail": "per-parameter values (a timed workload run shorter than published compares "
@@ -59,9 +60,10 @@ def print_validation(result: dict[str, Any]) -> None:
                     fmt_value(c["simulated_ratio"]),
                 ]
             if table == "ratios":
-                ci = c["simulated_ci"]
-                row.append(f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}" if ci else "-")
-                row.append(c["simulated_verdict"] or "-")
+                row.append(_interval_text(c.get("predicted_ci", c["simulated_ci"])))
+                term = c.get("discrepancy")
+                row.append(_discrepancy_text(term))
+                row.append(c.get("predicted_verdict", c["simulated_verdict"]) or "-")
             row.append({True: "yes", False: "NO", None: "-"}[c["agree"]])
             rows.append(row)
         if not rows:
@@ -70,9 +72,17 @@ def print_validation(result: dict[str, Any]) -> None:
         headers += ["param"] if per_param else []
         headers += ["config", "published", "simulated"]
         headers += ["pub ratio", "sim ratio"] if per_param else []
-        headers += ["sim 90% interval", "verdict"] if table == "ratios" else []
+        headers += ["sim 90% interval", "discrepancy", "verdict"] if table == "ratios" else []
         headers += ["agree"]
-        numeric = {"published", "simulated", "pub ratio", "sim ratio", "sim 90% interval", "agree"}
+        numeric = {
+            "published",
+            "simulated",
+            "pub ratio",
+            "sim ratio",
+            "sim 90% interval",
+            "discrepancy",
+            "agree",
+        }
         print_table(headers, rows, right=numeric, title=f"{table}: {titles[table]}")
         print()
     judged, published = result["judged"], result["published"]
@@ -92,11 +102,50 @@ def print_validation(result: dict[str, Any]) -> None:
     if any(noise.values()):
         counts = ", ".join(f"{n} {table}" for table, n in noise.items() if n)
         print(f"  published ratios neutral within their own noise (≈ above): {counts}")
+    _print_discrepancy(result.get("discrepancy"))
     cross = result.get("cross_validated")
     if cross is not None:
         print("cross-validated: each machine scored with the fitted constants refitted without it")
         for key, _, what in SCORE_ROWS:
             print(f"  {key:30s} {fmt_value(cross[key], 3):>7s}  {what}")
+        _print_discrepancy(cross.get("discrepancy"))
+
+
+INTERVAL_KEYS = ("coverage", "called_share", "confident_direction_agreement", "median_ci_halfwidth")
+"""The scores of the intervals, shown again for the model's interval alone and with the
+benchmark's model left out of the discrepancy."""
+
+
+def _print_discrepancy(scores: dict[str, Any] | None) -> None:
+    if not scores:
+        return
+    classes = ", ".join(
+        f"{name} {fmt_value(c['halfwidth_ln'], 3)} ({c['cells']} cells)"
+        for name, c in scores["classes"].items()
+    )
+    print(f"  model discrepancy (ln half-width over all residuals): {classes}")
+    for key, what in (
+        ("model_interval", "the model's interval alone"),
+        ("benchmark_held_out", "the discrepancy without the benchmark's own model"),
+    ):
+        values = ", ".join(f"{k} {fmt_value(scores[key][k], 3)}" for k in INTERVAL_KEYS)
+        print(f"  {what}: {values}")
+
+
+def _interval_text(ci: list[float | None] | None) -> str:
+    """An interval as "low-high"; "unbounded" when the discrepancy's pool was too small to
+    bound it (its high end is null in the JSON)."""
+    if not ci:
+        return "-"
+    if ci[1] is None:
+        return "unbounded"
+    return f"{fmt_value(ci[0], 3)}-{fmt_value(ci[1], 3)}"
+
+
+def _discrepancy_text(term: dict[str, Any] | None) -> str:
+    if not term:
+        return "-"
+    return f"{fmt_value(term['halfwidth_ln'], 3)} {term['class']}"
 
 
 # -- markdown view -------------------------------------------------------------------------------
@@ -195,7 +244,7 @@ def _markdown_cell(cell: dict[str, Any] | None, as_ratio: bool) -> str:
     text = f"{_published_text(cell, published, ratio=as_ratio)} → {fmt_value(simulated)}"
     if cell["agree"] is False:
         text += " ✗"
-    if cell.get("simulated_verdict") == "uncertain":
+    if cell.get("predicted_verdict", cell.get("simulated_verdict")) == "uncertain":
         text += " ?"
     return text
 
