@@ -24,7 +24,11 @@
 //! when taken, is not modelled); SIS_UTIL from 6.0 (the SIS_PROP limit before it is not
 //! modelled: the search scans the whole LLC). `wake_wide` keeps a waker of many (its
 //! wakee switches at least `llc_size` times those of its wakee, which has at least `llc_size`
-//! itself) from pulling its wakees to its CPU: no `wake_affine`, the target is `prev`.
+//! itself) from pulling its wakees to its CPU: no `wake_affine`, the target is `prev`. The
+//! switches are counted (record_wakee) for the task current on the CPU running the wake-up,
+//! whatever woke: a task, or a softirq or timer interrupting one; not for a wake-up that finds
+//! its task still queued (ttwu_runnable) or one of a task allowed on a single CPU, neither of
+//! which reaches select_task_rq_fair.
 
 /// select_idle_cpu's scan limit for one LLC (`sd_llc_shared->nr_idle_scan`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

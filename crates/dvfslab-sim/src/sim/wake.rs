@@ -72,6 +72,11 @@ impl Sim {
             }
             self.sched.fair_finish_delayed(&self.q, prev, task);
         }
+        if waker != Waker::Requeue && self.reaches_fair_placement(task) {
+            // select_task_rq_fair's record_wakee, whoever the waker: the task current on the
+            // CPU running try_to_wake_up (a softirq's or a timer's interrupted task too).
+            self.record_wakee(waker.logged_on(prev).0, task);
+        }
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
         let (cpu, why) = match self.find_energy_efficient_cpu(task) {
@@ -88,6 +93,14 @@ impl Sim {
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
         self.halted_vcpu_ipi(source, cpu);
         self.enqueue(task, cpu, fair::Join::Wake, flags);
+    }
+
+    /// Whether a wake-up of `task` that found it asleep reaches select_task_rq_fair: a fair task
+    /// that may run on more than one CPU (select_task_rq asks the class only then; a task bound
+    /// to one CPU, a per-CPU kworker's, wakes there without it).
+    fn reaches_fair_placement(&self, task: usize) -> bool {
+        let allowed = (0..self.sched.cpus.len()).filter(|&c| self.sched.allowed(task, c)).count();
+        allowed > 1 && self.sched.rt_prio(task).is_none()
     }
 
     /// A wake-up from `source` onto another CPU that sits in a halting idle state reaches it by
@@ -135,9 +148,6 @@ impl Sim {
     /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
     /// ([`AsymWakeup`]).
     pub(crate) fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
-        if let Some((w, _)) = waker {
-            self.record_wakee(w, task);
-        }
         let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
         let asym_cfs = self.sched.hetero.asym && self.sched.rt_prio(task).is_none();
@@ -160,5 +170,72 @@ impl Sim {
             return self.select_idle_sibling_asym(task, prev, target);
         }
         self.select_idle_sibling(task, prev, target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::hw::platform::Platform;
+    use crate::sched::task::{Amount, Op};
+    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+
+    /// A CPU hog on each CPU of the 2-CPU guest, and sleepers whose timers fire under them,
+    /// each sleeper allowed on `sleeper_cpus`.
+    struct HogsAndSleepers {
+        sleeper_cpus: Vec<usize>,
+    }
+
+    impl Workload for HogsAndSleepers {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let hog: Rc<[Op]> = vec![Op::Run { cycles: Amount::Fixed(1e9), mem_frac: 0.0 }, Op::Jump { to: 0 }].into();
+            let sleeper = |period_us: f64| -> Rc<[Op]> {
+                vec![
+                    Op::Sleep { ns: Amount::Fixed(period_us * 1e3) },
+                    Op::Run { cycles: Amount::Fixed(2_000.0), mem_frac: 0.0 },
+                    Op::Jump { to: 0 },
+                ]
+                .into()
+            };
+            let mut tasks: Vec<TaskSpec> =
+                (0..2).map(|cpu| TaskSpec::new(format!("hog-{cpu}"), hog.clone()).pinned(vec![cpu])).collect();
+            tasks.extend(
+                [700.0, 900.0, 1100.0, 1300.0]
+                    .into_iter()
+                    .map(|us| TaskSpec::new("sleeper", sleeper(us)).pinned(self.sleeper_cpus.clone())),
+            );
+            tasks
+        }
+        fn default_duration_ns(&self) -> u64 {
+            100_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    /// The hogs' wakee switch counts after 100 ms (no halving: that takes a second).
+    fn hog_flips(sleeper_cpus: Vec<usize>) -> Vec<u32> {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(100_000_000));
+        let plat = Platform::from_json(json, "kvm").unwrap();
+        let mut sim =
+            Sim::with_workload(plat, &cfg, Box::new(HogsAndSleepers { sleeper_cpus }), "test".into()).unwrap();
+        sim.begin();
+        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        sim.sched.tasks[..2].iter().map(|t| t.wakee_flips).collect()
+    }
+
+    #[test]
+    fn a_timers_wake_up_counts_a_wakee_switch_for_the_task_it_interrupted() {
+        // select_task_rq_fair's record_wakee runs for every wake-up that reaches it, on the
+        // task current where try_to_wake_up runs: a sleeper's timer fires on its CPU under the
+        // hog there, which switches wakee as the sleepers' periods interleave.
+        let flips = hog_flips(vec![0, 1]);
+        assert!(flips.iter().all(|&f| f >= 50), "{flips:?}");
+        // A task allowed on one CPU wakes there without select_task_rq_fair: none counted.
+        assert_eq!(hog_flips(vec![0]), [0, 0]);
     }
 }
