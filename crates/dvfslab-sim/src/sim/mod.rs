@@ -279,7 +279,14 @@ impl Sim {
         let specs = self.with_start_phases(specs);
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
-        for spec in specs.into_iter().chain(background) {
+        // The block layer's workers, where the workload's tasks plug requests.
+        let programs = specs.iter().map(|s| &s.program).chain(self.work.programs.iter());
+        let kblockd = if crate::workload::kthreads::plugs_requests(programs) {
+            crate::workload::kthreads::kblockd_workers(&self.machine.plat)
+        } else {
+            Vec::new()
+        };
+        for spec in specs.into_iter().chain(background).chain(kblockd) {
             self.spawn(spec);
         }
         self.run_deferred_programs();

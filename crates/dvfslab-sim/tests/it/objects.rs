@@ -1098,3 +1098,40 @@ fn the_platforms_background_wakes_every_cpu_at_its_rate() {
     let mean_us = runs.iter().sum::<u64>() as f64 / runs.len() as f64 / 1e3;
     assert!((mean_us / bg.kthread_us - 1.0).abs() < 0.05, "{mean_us} µs");
 }
+
+#[test]
+fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_starts() {
+    // A task works 10 µs, plugs a 42 µs request and sleeps on it in D: the sleep wakes its
+    // CPU's kblockd worker from the task's own context, the worker runs first
+    // (`estimates::kthreads::KBLOCKD_RUN_CYCLES`, 23 µs at 2.6 GHz) and only then hands the
+    // request to the device, so the task sleeps the worker's run plus the device's time.
+    let service = 42_000.0;
+    let disk =
+        DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
+    let submitter = |op: Op| vec![Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 }, op, count(0), Op::Exit];
+    let plugged = submitter(Op::IoPlugged { dev: 0, service_ns: Amount::Fixed(service) });
+    let tl = run_traced(Programs { tasks: vec![plugged], spawned: vec![], devices: vec![disk.clone()] }, 0.01);
+    assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
+    // The workers are the tasks after the workload's, one per CPU in CPU order.
+    let slept = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0).unwrap();
+    let cpu = tl.switch_cpu[slept] as usize;
+    let worker = 1 + cpu as u32;
+    assert_eq!(tl.switch_next[slept], worker as i64, "the worker runs as the task sleeps");
+    let (woken_at, waker, context) = wakings_of(&tl, worker).into_iter().find(|w| w.1 == 0).expect("woken by the task");
+    assert_eq!((waker, context), (0, WakeContext::Task));
+    assert!(woken_at <= tl.switch_time_ns[slept]);
+    // The other CPU's worker never wakes: nothing was plugged there.
+    assert!(wakings_of(&tl, 1 + (1 - cpu) as u32).iter().all(|w| w.1 != 0));
+    let run_ns = dvfslab_sim::workload::estimates::kthreads::KBLOCKD_RUN_CYCLES / 2.6;
+    let (done, _, _) = wakings_of(&tl, 0)[0];
+    let d_sleep = (done - tl.switch_time_ns[slept]) as f64;
+    assert!((d_sleep - (run_ns + service)).abs() < 3_000.0, "{d_sleep} ns in D");
+    // Submitted without a plug, the request starts at once: the sleep is the device's alone,
+    // and no worker exists.
+    let direct = submitter(Op::Io { dev: 0, service_ns: Amount::Fixed(service), transfer_ns: Amount::ZERO });
+    let tl = run_traced(Programs { tasks: vec![direct], spawned: vec![], devices: vec![disk] }, 0.01);
+    let slept = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0).unwrap();
+    let d_sleep = (wakings_of(&tl, 0)[0].0 - tl.switch_time_ns[slept]) as f64;
+    assert!((d_sleep - service).abs() < 3_000.0, "{d_sleep} ns in D");
+    assert!(tl.waking_task.iter().all(|&t| t == 0));
+}
