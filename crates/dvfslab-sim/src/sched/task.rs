@@ -108,6 +108,11 @@ pub enum Op {
     /// to this CPU's kblockd worker: the request reaches the device when that worker has run
     /// (see `workload::kthreads`). `service_ns` as for `Io`.
     IoPlugged { dev: u32, service_ns: Amount },
+    /// RCU's grace-period kthread's wait for work: go on if a grace period is to start or
+    /// end, else sleep until woken or until the force-quiescent-state timeout (`sim/rcu.rs`).
+    WaitGp,
+    /// The grace-period kthread's step after a wake-up: scan, clean up, start (`sim/rcu.rs`).
+    GpWork,
     /// A kblockd worker's wait for work: sleep until a task plugs a request on this CPU, or
     /// go on at once if one is waiting.
     WaitPlugged,

@@ -226,6 +226,12 @@ impl Sim {
                     }
                 }
                 Op::RunHwQueue => self.run_hw_queue(cpu),
+                Op::WaitGp => {
+                    if let Some(timeout) = self.rcu_wait() {
+                        return self.block_and_switch(cpu, timeout);
+                    }
+                }
+                Op::GpWork => self.rcu_gp_work(),
                 Op::IoEndWork { dev, service_ns, ch } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
@@ -314,7 +320,12 @@ impl Sim {
                     t.program = next.load();
                     t.pc = 0;
                 }
-                Op::Exit => return self.exit_and_switch(cpu, unfinished),
+                Op::Exit => {
+                    if !self.sched.tasks[task].attrs.background {
+                        self.rcu_callback_queued();
+                    }
+                    return self.exit_and_switch(cpu, unfinished);
+                }
             }
         }
         // A program that loops without running or sleeping would hang the simulation.

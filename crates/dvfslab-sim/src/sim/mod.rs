@@ -11,6 +11,7 @@ mod hardware;
 mod idle;
 mod interpret;
 mod objects;
+mod rcu;
 mod run;
 mod scheduling;
 mod summary;
@@ -196,6 +197,7 @@ impl Sim {
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
                 kthreads: crate::workload::background_kthreads(plat, &common),
+                rcu: Default::default(),
                 program_nesting: 0,
                 unfinished: Vec::new(),
                 deferred_programs: Vec::new(),
@@ -286,7 +288,14 @@ impl Sim {
         } else {
             Vec::new()
         };
+        // RCU's grace-period kthread, where the workload forks (its exits queue callbacks).
+        let rcu =
+            (!self.work.programs.is_empty()).then(|| crate::workload::kthreads::rcu_gp_kthread(&self.machine.plat));
         for spec in specs.into_iter().chain(background).chain(kblockd) {
+            self.spawn(spec);
+        }
+        if let Some(spec) = rcu {
+            self.work.rcu.kthread = Some(self.sched.tasks.len());
             self.spawn(spec);
         }
         self.run_deferred_programs();

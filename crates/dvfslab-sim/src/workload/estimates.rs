@@ -41,6 +41,13 @@ pub mod kthreads {
     pub const KBLOCKD_RUN_CYCLES: f64 = 23e-6 * 2.6e9;
     /// The range the worker's run is believed to lie in (µs at 2.6 GHz): the quartiles.
     pub const KBLOCKD_RUN_US_RANGE: (f64, f64) = (20.0, 28.0);
+    /// RCU's grace-period kthread's run per wake-up (a grace period's start, scan or end):
+    /// 4 µs at 2.6 GHz \[REC\], the median of `rcu_preempt`'s runs in the gitsource recording
+    /// (895 in 5 s, every one woken from a softirq); kernbench's, 5 µs.
+    pub const RCU_GP_RUN_CYCLES: f64 = 4e-6 * 2.6e9;
+    /// The range it is believed to lie in (µs at 2.6 GHz): the two recordings' medians and
+    /// their spread.
+    pub const RCU_GP_RUN_US_RANGE: (f64, f64) = (3.0, 6.0);
 }
 
 /// Kernel-side costs shared by many models (fork, exec, exit, wake-up), at a ~3–4 GHz reference.

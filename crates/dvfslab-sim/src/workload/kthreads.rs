@@ -1,6 +1,6 @@
 //! Kernel threads that a benchmark's own activity drives, as tasks (docs/model.md): the
 //! block layer's kblockd workers, which dispatch the requests a task left in its plug when it
-//! went to sleep.
+//! went to sleep, and RCU's grace-period kthread (its grace periods are `sim/rcu.rs`).
 //!
 //! A task that submits a bio inside a plug and then waits for it (`blkdev_issue_discard`
 //! around `submit_bio_wait`: `Op::IoPlugged`) still holds the request when it sleeps. The
@@ -24,6 +24,17 @@ use super::estimates::kthreads as est;
 use super::TaskSpec;
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Op};
+
+/// RCU's grace-period kthread (`sim/rcu.rs`): a nice-0 kernel thread free to run anywhere
+/// that waits for work, runs, and does its grace-period step.
+pub fn rcu_gp_kthread(plat: &Platform) -> TaskSpec {
+    let base_khz = plat.cluster_of_cpu(0).frequency.base_khz as f64;
+    let cycles = est::RCU_GP_RUN_CYCLES / 2.6e9 * base_khz * 1e3;
+    let program: Rc<[Op]> =
+        vec![Op::WaitGp, Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::GpWork, Op::Jump { to: 0 }]
+            .into();
+    TaskSpec::new("rcu_preempt", program).background()
+}
 
 /// Whether any of these programs plugs a request (and so needs the kblockd workers). Programs
 /// built piece by piece are judged by their first piece.
