@@ -288,14 +288,9 @@ impl Sim {
         } else {
             Vec::new()
         };
-        // RCU's grace-period kthread, where the workload forks (its exits queue callbacks).
-        let rcu =
-            (!self.work.programs.is_empty()).then(|| crate::workload::kthreads::rcu_gp_kthread(&self.machine.plat));
+        // RCU's grace-period kthread joins at the first callback of a workload that forks.
+        self.work.rcu.enabled = !self.work.programs.is_empty();
         for spec in specs.into_iter().chain(background).chain(kblockd) {
-            self.spawn(spec);
-        }
-        if let Some(spec) = rcu {
-            self.work.rcu.kthread = Some(self.sched.tasks.len());
             self.spawn(spec);
         }
         self.run_deferred_programs();

@@ -26,7 +26,9 @@ use crate::sim::Sim;
 /// The grace-period state the kthread and the CPUs' ticks share.
 #[derive(Default)]
 pub(crate) struct Rcu {
-    /// The kthread, in runs whose workload forks.
+    /// The run has grace periods: its workload forks, so its exits queue callbacks.
+    pub(crate) enabled: bool,
+    /// The kthread, from the first callback on.
     pub(crate) kthread: Option<usize>,
     /// It sleeps waiting for work (`Op::WaitGp`).
     sleeping: bool,
@@ -50,9 +52,17 @@ pub(crate) fn jiffies_till_first_fqs(hz: u32, ncpus: usize) -> u64 {
 
 impl Sim {
     /// A workload task exits: its `task_struct` is freed after a grace period (`call_rcu`).
+    /// The kthread, asleep until then, joins the run here: it starts a nanosecond later, so
+    /// that nothing runs in the middle of the exit.
     pub(crate) fn rcu_callback_queued(&mut self) {
-        if self.work.rcu.kthread.is_some() {
-            self.work.rcu.pending = true;
+        if !self.work.rcu.enabled {
+            return;
+        }
+        self.work.rcu.pending = true;
+        if self.work.rcu.kthread.is_none() {
+            self.work.rcu.kthread = Some(self.sched.tasks.len());
+            let spec = crate::workload::kthreads::rcu_gp_kthread(&self.machine.plat).start_at(self.q.now() + 1);
+            self.spawn(spec);
         }
     }
 

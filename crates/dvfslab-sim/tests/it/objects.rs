@@ -1031,13 +1031,13 @@ fn a_vfork_parent_sleeps_uninterruptibly_until_its_child_completes_it() {
     let work = Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 };
     let child = vec![work.clone(), Op::Post { ch: 0, sync: false }, work, Op::Exit];
     let tl = run_traced(Programs { tasks: vec![parent], spawned: vec![child], devices: vec![] }, 0.01);
-    // Task 0 is the parent, task 2 its child (task 1 is RCU's kthread, as the workload forks).
+    // Task 0 is the parent, task 1 its child.
     assert_eq!(switch_out_states(&tl, 0), ['D', 'S', 'X']);
     let woken = wakings_of(&tl, 0);
     assert_eq!(woken.len(), 2, "{woken:?}");
     // The first wake-up is the child's post, from its own task context, 100 µs in.
     let (at, waker, context) = woken[0];
-    assert_eq!((waker, context), (2, WakeContext::Task));
+    assert_eq!((waker, context), (1, WakeContext::Task));
     assert!((100_000..120_000).contains(&at), "{at} ns");
 }
 
@@ -1145,14 +1145,15 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
 fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     // A shell forks 100 µs children one after another while a hog keeps the other CPU busy.
     // Every exit queues an RCU callback: busy CPUs' ticks start grace periods and report their
-    // quiescent states, and each start or end wakes the grace-period kthread (task 2, after
-    // the workload's two) from a softirq or its timeout.
+    // quiescent states, and each start or end wakes the grace-period kthread (task 3, after
+    // the workload's two and the first child, whose exit brought it in) from a softirq or its
+    // timeout.
     let shell = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Jump { to: 0 }];
     let child = vec![Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 }, Op::Exit];
     let hog = vec![Op::Run { cycles: Amount::Fixed(1e12), mem_frac: 0.0 }, Op::Jump { to: 0 }];
     let seconds = 0.4;
     let tl = run_traced(Programs { tasks: vec![shell, hog.clone()], spawned: vec![child], devices: vec![] }, seconds);
-    let kthread = 2;
+    let kthread = 3;
     let woken = wakings_of(&tl, kthread);
     // Back-to-back grace periods of about a jiffy (4 ms at HZ=250), one or two wake-ups each.
     let rate = woken.len() as f64 / seconds;
