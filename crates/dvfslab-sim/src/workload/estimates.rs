@@ -35,9 +35,9 @@ pub const fn ns_cycles(ns: f64) -> f64 {
 pub mod kthreads {
     /// A kblockd worker's run (`blk_mq_run_work_fn`: the plugged request's dispatch to the
     /// driver and, on a KVM guest, the virtqueue kick that exits to the host): 23 µs at
-    /// 2.6 GHz \[REC\], the gitsource recording's `kworker/N:NH` runs (3,106 in 5 s, every one
-    /// woken on its own CPU by the task about to sleep in D), median 23 µs, quartiles 20 and
-    /// 28 µs.
+    /// 2.6 GHz \[REC\], the gitsource recording's `kworker/N:NH` runs (3,106 in 5 s, all of them
+    /// woken on their own CPU from process context, most by a task about to sleep in D), median
+    /// 23 µs, quartiles 20 and 28 µs.
     pub const KBLOCKD_RUN_CYCLES: f64 = 23e-6 * 2.6e9;
     /// The range the worker's run is believed to lie in (µs at 2.6 GHz): the quartiles.
     pub const KBLOCKD_RUN_US_RANGE: (f64, f64) = (20.0, 28.0);
