@@ -32,6 +32,10 @@ pub(crate) struct Mutex {
     pub(crate) waiters: VecDeque<usize>,
 }
 
+/// The kblockd worker of each CPU that sleeps waiting for a plugged request, by CPU
+/// (`Op::WaitPlugged`).
+pub(crate) type KblockdIdle = Vec<Option<usize>>;
+
 pub(crate) struct Device {
     pub(crate) spec: DeviceSpec,
     pub(crate) in_service: u32,
@@ -43,6 +47,9 @@ pub(crate) struct Device {
     pub(crate) committing: Vec<usize>,
     /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
     pub(crate) end_work: Vec<(usize, u32)>,
+    /// Requests flushed from a sleeping task's plug, waiting for the kblockd worker of the
+    /// CPU they were plugged on (`Op::IoPlugged`): (CPU, task, service ns).
+    pub(crate) plugged: Vec<(usize, usize, u64)>,
 }
 
 impl Device {
@@ -69,6 +76,7 @@ pub(crate) struct Objects {
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) mutexes: Vec<Mutex>,
     pub(crate) devices: Vec<Device>,
+    pub(crate) kblockd_idle: KblockdIdle,
 }
 
 impl Objects {
@@ -83,6 +91,7 @@ impl Objects {
                     channel_free_at: 0,
                     committing: Vec::new(),
                     end_work: Vec::new(),
+                    plugged: Vec::new(),
                 })
                 .collect(),
             ..Objects::default()

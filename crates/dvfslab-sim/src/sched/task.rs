@@ -102,6 +102,23 @@ pub enum Op {
     /// `EndIo` wakes the task (ext4 converting a write's unwritten extents in its end-I/O
     /// workqueue before the pages' writeback ends).
     IoEndWork { dev: u32, service_ns: Amount, ch: u32 },
+    /// Submit a request to device `dev` inside a block plug and sleep in D until it completes
+    /// (`blkdev_issue_discard`: the bio waits in the task's plug while `submit_bio_wait`
+    /// sleeps). The sleep flushes the plug from the scheduler, which leaves the hardware queue
+    /// to this CPU's kblockd worker: the request reaches the device when that worker has run
+    /// (see `workload::kthreads`). `service_ns` as for `Io`.
+    IoPlugged { dev: u32, service_ns: Amount },
+    /// RCU's grace-period kthread's wait for work: go on if a grace period is to start or
+    /// end, else sleep until woken or until the force-quiescent-state timeout (`sim/rcu.rs`).
+    WaitGp,
+    /// The grace-period kthread's step after a wake-up: scan, clean up, start (`sim/rcu.rs`).
+    GpWork,
+    /// A kblockd worker's wait for work: sleep until a task plugs a request on this CPU, or
+    /// go on at once if one is waiting.
+    WaitPlugged,
+    /// A kblockd worker's dispatch: every request plugged on this CPU goes to its device
+    /// (`blk_mq_run_work_fn`).
+    RunHwQueue,
     /// Wake the first task whose I/O end is queued on channel `ch` (see `IoEndWork`), from
     /// this task's CPU; nothing if none is.
     EndIo { ch: u32 },

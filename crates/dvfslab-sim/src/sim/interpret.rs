@@ -204,6 +204,34 @@ impl Sim {
                     // The task waits on the device uninterruptibly (io_schedule: state D).
                     return self.sleep_uninterruptible(cpu);
                 }
+                Op::IoPlugged { dev, service_ns } => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    self.io_submit_plugged(dev, task, cpu, service);
+                    // The task is off the CPU before its worker runs: the plug's flush is the
+                    // first step of its sleep.
+                    self.put_to_sleep(cpu, None);
+                    if let Some((_, state)) = self.sched.cpus[cpu].switched_out.as_mut() {
+                        *state = 'D';
+                    }
+                    self.kick_kblockd(cpu);
+                    // A worker woken on the emptied CPU is running already.
+                    if self.sched.cpus[cpu].curr.is_some() {
+                        return false;
+                    }
+                    return self.switch_next(cpu);
+                }
+                Op::WaitPlugged => {
+                    if let Outcome::Sleep = self.kblockd_wait(task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::RunHwQueue => self.run_hw_queue(cpu),
+                Op::WaitGp => {
+                    if let Some(timeout) = self.rcu_wait() {
+                        return self.block_and_switch(cpu, timeout);
+                    }
+                }
+                Op::GpWork => self.rcu_gp_work(),
                 Op::IoEndWork { dev, service_ns, ch } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
@@ -292,7 +320,12 @@ impl Sim {
                     t.program = next.load();
                     t.pc = 0;
                 }
-                Op::Exit => return self.exit_and_switch(cpu, unfinished),
+                Op::Exit => {
+                    if !self.sched.tasks[task].attrs.background {
+                        self.rcu_callback_queued();
+                    }
+                    return self.exit_and_switch(cpu, unfinished);
+                }
             }
         }
         // A program that loops without running or sleeping would hang the simulation.

@@ -12,6 +12,7 @@ mod idle;
 mod interpret;
 mod load_balance;
 mod objects;
+mod rcu;
 mod run;
 mod scheduling;
 mod summary;
@@ -197,6 +198,7 @@ impl Sim {
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
                 kthreads: crate::workload::background_kthreads(plat, &common),
+                rcu: Default::default(),
                 program_nesting: 0,
                 unfinished: Vec::new(),
                 deferred_programs: Vec::new(),
@@ -280,7 +282,16 @@ impl Sim {
         let specs = self.with_start_phases(specs);
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
-        for spec in specs.into_iter().chain(background) {
+        // The block layer's workers, where the workload's tasks plug requests.
+        let programs = specs.iter().map(|s| &s.program).chain(self.work.programs.iter());
+        let kblockd = if crate::workload::kthreads::plugs_requests(programs) {
+            crate::workload::kthreads::kblockd_workers(&self.machine.plat)
+        } else {
+            Vec::new()
+        };
+        // RCU's grace-period kthread joins at the first callback of a workload that forks.
+        self.work.rcu.enabled = !self.work.programs.is_empty();
+        for spec in specs.into_iter().chain(background).chain(kblockd) {
             self.spawn(spec);
         }
         self.run_deferred_programs();

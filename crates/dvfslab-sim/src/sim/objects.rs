@@ -115,6 +115,61 @@ impl Sim {
 
     /// `Op::Io`: start service at once if the device has a free slot, else queue.
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
+        let (service, starts) = self.io_enqueue(dev, task, service_ns, transfer_ns);
+        // A queued request's submitter sleeps on the device at once; a group commit's leader
+        // once its commit starts (joiners wait for the commit, not on the device).
+        if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
+            self.sched.iowait_sleep(&self.q, task, true);
+        }
+    }
+
+    /// `Op::IoPlugged` on `cpu`: the request stays in the task's plug until the task sleeps,
+    /// whose flush from the scheduler ([`Sim::kick_kblockd`]) (`sched_submit_work` → `blk_flush_plug`) runs the
+    /// hardware queue asynchronously (`blk_mq_run_hw_queue` with `async`): it queues the
+    /// hardware context's run work on this CPU's high-priority kblockd worker
+    /// (`kblockd_mod_delayed_work_on`), which a pending run does not queue twice. The task
+    /// sleeps in iowait from here (`io_schedule`).
+    pub(crate) fn io_submit_plugged(&mut self, dev: u32, task: usize, cpu: usize, service_ns: u64) {
+        self.work.objects.devices[dev as usize].plugged.push((cpu, task, service_ns));
+        self.sched.iowait_sleep(&self.q, task, true);
+    }
+
+    /// The plug's flush as the submitter on `cpu` sleeps: wake the CPU's kblockd worker unless
+    /// it is already awake (its pending work is not queued twice).
+    pub(crate) fn kick_kblockd(&mut self, cpu: usize) {
+        if let Some(worker) = slot(&mut self.work.objects.kblockd_idle, cpu as u32).take() {
+            self.wake_task(worker, Waker::Task { cpu, sync: false }, UpdateFlags::default());
+        }
+    }
+
+    /// `Op::WaitPlugged`: the kblockd worker of `cpu` goes on if a request waits for it, and
+    /// sleeps until one does otherwise.
+    pub(crate) fn kblockd_wait(&mut self, worker: usize, cpu: usize) -> Outcome {
+        let objects = &mut self.work.objects;
+        if objects.devices.iter().any(|d| d.plugged.iter().any(|p| p.0 == cpu)) {
+            return Outcome::Continue;
+        }
+        *slot(&mut objects.kblockd_idle, cpu as u32) = Some(worker);
+        Outcome::Sleep
+    }
+
+    /// `Op::RunHwQueue` on `cpu`: the kblockd worker dispatches every request plugged on its
+    /// CPU (`blk_mq_run_work_fn`), in the order they were plugged; their submitters already
+    /// sleep in iowait.
+    pub(crate) fn run_hw_queue(&mut self, cpu: usize) {
+        for dev in 0..self.work.objects.devices.len() {
+            let plugged = &mut self.work.objects.devices[dev].plugged;
+            let mine: Vec<(usize, usize, u64)> = plugged.iter().filter(|p| p.0 == cpu).copied().collect();
+            plugged.retain(|p| p.0 != cpu);
+            for (_, task, service_ns) in mine {
+                self.io_enqueue(dev as u32, task, service_ns, 0);
+            }
+        }
+    }
+
+    /// A request reaches device `dev`: it starts service at once if the device has a free
+    /// slot, else queues. Returns the device's service and whether the request started.
+    fn io_enqueue(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) -> (Service, bool) {
         let d = &mut self.work.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
         let service = d.spec.service;
@@ -131,11 +186,7 @@ impl Sim {
         } else {
             d.queue.push_back((task, service_ns, transfer_ns));
         }
-        // A queued request's submitter sleeps on the device at once; a group commit's leader
-        // once its commit starts (joiners wait for the commit, not on the device).
-        if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
-            self.sched.iowait_sleep(&self.q, task, true);
-        }
+        (service, starts)
     }
 
     /// `Op::IoEndWork`: submit as `Op::Io` does, the request's end left to the kernel worker

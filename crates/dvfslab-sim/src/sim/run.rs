@@ -54,6 +54,8 @@ pub(crate) struct Work {
     /// Background kernel threads, the platform's and the workload spec's together: wake-ups a
     /// second per CPU, and µs of work each ([`crate::workload::background_kthreads`]).
     pub(crate) kthreads: (f64, f64),
+    /// RCU's grace periods and their kthread (`sim/rcu.rs`).
+    pub(crate) rcu: crate::sim::rcu::Rcu,
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
     pub(crate) program_nesting: u32,

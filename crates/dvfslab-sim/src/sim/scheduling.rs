@@ -516,6 +516,7 @@ impl Sim {
             self.deepen_idle(cpu);
             return;
         };
+        self.rcu_tick(cpu);
         if self.hw.x86_counters(&self.machine) {
             self.sync_counters(cpu);
             let c = &mut self.hw.counters[cpu];

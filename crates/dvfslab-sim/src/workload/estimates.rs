@@ -31,6 +31,25 @@ pub const fn ns_cycles(ns: f64) -> f64 {
     ns / 1e9 * REF_HZ
 }
 
+/// The kernel threads a benchmark's own activity drives (`workload::kthreads`).
+pub mod kthreads {
+    /// A kblockd worker's run (`blk_mq_run_work_fn`: the plugged request's dispatch to the
+    /// driver and, on a KVM guest, the virtqueue kick that exits to the host): 23 µs at
+    /// 2.6 GHz \[REC\], the gitsource recording's `kworker/N:NH` runs (3,106 in 5 s, all of them
+    /// woken on their own CPU from process context, most by a task about to sleep in D), median
+    /// 23 µs, quartiles 20 and 28 µs.
+    pub const KBLOCKD_RUN_CYCLES: f64 = 23e-6 * 2.6e9;
+    /// The range the worker's run is believed to lie in (µs at 2.6 GHz): the quartiles.
+    pub const KBLOCKD_RUN_US_RANGE: (f64, f64) = (20.0, 28.0);
+    /// RCU's grace-period kthread's run per wake-up (a grace period's start, scan or end):
+    /// 4 µs at 2.6 GHz \[REC\], the median of `rcu_preempt`'s runs in the gitsource recording
+    /// (895 in 5 s, every one woken from a softirq); kernbench's, 5 µs.
+    pub const RCU_GP_RUN_CYCLES: f64 = 4e-6 * 2.6e9;
+    /// The range it is believed to lie in (µs at 2.6 GHz): the two recordings' medians and
+    /// their spread.
+    pub const RCU_GP_RUN_US_RANGE: (f64, f64) = (3.0, 6.0);
+}
+
 /// Kernel-side costs shared by many models (fork, exec, exit, wake-up), at a ~3–4 GHz reference.
 pub mod kernel {
     use super::{us_cycles, Knob};

@@ -25,7 +25,8 @@
 //! tools, each with its measured CPU. fork is charged to the shell, exec and exit to the
 //! child (`estimates::kernel`). With `discard` a filesystem discards freed blocks
 //! synchronously (ext4 without a journal mounted with `discard`, the recordings machine's):
-//! git and rm then wait for those discards on the storage device. `scripts` test scripts run
+//! git and rm then wait for those discards on the storage device, each dispatched by the
+//! CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
 //! at once, each its share of the commands. The run ends after the last command.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan of the chains. `commands` scales
@@ -306,7 +307,9 @@ impl Gitsource {
         let parts = n + 1;
         for i in 0..parts {
             if i > 0 {
-                p.push(Op::Io { dev: DISK, service_ns: discard_ns[i % discard_ns.len()], transfer_ns: Amount::ZERO });
+                // ext4 issues a discard inside a plug and waits for it: the CPU's kblockd
+                // worker dispatches it once the task sleeps (`workload::kthreads`).
+                p.push(Op::IoPlugged { dev: DISK, service_ns: discard_ns[i % discard_ns.len()] });
             }
             if let (Some(program), true) = (runs, i == parts / 2) {
                 // run_command: fork; the child's exec closes the notify pipe this git reads
@@ -465,9 +468,9 @@ mod tests {
         assert!(!forked.iter().any(|op| matches!(op, Op::Post { .. })));
         assert!((cycles(forked) - est::COMMANDS[0].cycles).abs() < 1.0);
         // Without `discard` nobody waits on the disk; with it git and rm do.
-        assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::Io { .. }))));
+        assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::IoPlugged { .. }))));
         let d = gitsource(1, true).programs(&kvm());
-        let waits = |program: usize| d[program].iter().filter(|op| matches!(op, Op::Io { .. })).count();
+        let waits = |program: usize| d[program].iter().filter(|op| matches!(op, Op::IoPlugged { .. })).count();
         // rm (kind 3): 8 or 9 discards; git (kind 0): 0 or 1; expr (kind 1): none.
         assert_eq!((waits(6), waits(7)), (8, 9));
         assert_eq!((waits(0), waits(1)), (0, 1));

@@ -15,6 +15,7 @@ mod gitsource;
 mod hackbench;
 mod iozone;
 mod kernbench;
+pub mod kthreads;
 mod loadfile;
 mod measure;
 mod nas;
@@ -408,7 +409,9 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 Op::Spawn { program, .. } if program as usize >= programs.len() => {
                     return err(format!("op {i} spawns program {program}, which does not exist"))
                 }
-                Op::Io { dev, .. } | Op::IoEndWork { dev, .. } if dev as usize >= devices => {
+                Op::Io { dev, .. } | Op::IoEndWork { dev, .. } | Op::IoPlugged { dev, .. }
+                    if dev as usize >= devices =>
+                {
                     return err(format!("op {i} uses I/O device {dev}, which does not exist"))
                 }
                 Op::Barrier { n: 0, .. } => return err(format!("op {i}: a barrier needs at least one task")),

@@ -1098,3 +1098,73 @@ fn the_platforms_background_wakes_every_cpu_at_its_rate() {
     let mean_us = runs.iter().sum::<u64>() as f64 / runs.len() as f64 / 1e3;
     assert!((mean_us / bg.kthread_us - 1.0).abs() < 0.05, "{mean_us} µs");
 }
+
+#[test]
+fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_starts() {
+    // A task works 10 µs, plugs a 42 µs request and sleeps on it in D: the sleep wakes its
+    // CPU's kblockd worker from the task's own context, the worker runs first
+    // (`estimates::kthreads::KBLOCKD_RUN_CYCLES`, 23 µs at 2.6 GHz) and only then hands the
+    // request to the device, so the task sleeps the worker's run plus the device's time.
+    let service = 42_000.0;
+    let disk =
+        DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
+    // It starts after a millisecond's sleep, when the workers wait for work.
+    let submitter = |op: Op| {
+        let work = Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 };
+        vec![Op::Sleep { ns: Amount::Fixed(1e6) }, work, op, count(0), Op::Exit]
+    };
+    let plugged = submitter(Op::IoPlugged { dev: 0, service_ns: Amount::Fixed(service) });
+    let tl = run_traced(Programs { tasks: vec![plugged], spawned: vec![], devices: vec![disk.clone()] }, 0.01);
+    assert_eq!(switch_out_states(&tl, 0), ['S', 'D', 'X']);
+    // The workers are the tasks after the workload's, one per CPU in CPU order.
+    let slept = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0 && tl.switch_prev_state[i] == 'D').unwrap();
+    let cpu = tl.switch_cpu[slept] as usize;
+    let worker = 1 + cpu as u32;
+    assert_eq!(tl.switch_next[slept], worker as i64, "the worker runs as the task sleeps");
+    // Woken once, from task context as the task leaves the CPU, which the worker then takes.
+    let woken = wakings_of(&tl, worker);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    assert_eq!((woken[0].0, woken[0].2), (tl.switch_time_ns[slept], WakeContext::Task));
+    // The other CPU's worker never wakes: nothing was plugged there.
+    assert!(wakings_of(&tl, 1 + (1 - cpu) as u32).is_empty());
+    let run_ns = dvfslab_sim::workload::estimates::kthreads::KBLOCKD_RUN_CYCLES / 2.6;
+    let (done, _, _) = wakings_of(&tl, 0)[1];
+    let d_sleep = (done - tl.switch_time_ns[slept]) as f64;
+    assert!((d_sleep - (run_ns + service)).abs() < 3_000.0, "{d_sleep} ns in D");
+    // Submitted without a plug, the request starts at once: the sleep is the device's alone,
+    // and no worker exists.
+    let direct = submitter(Op::Io { dev: 0, service_ns: Amount::Fixed(service), transfer_ns: Amount::ZERO });
+    let tl = run_traced(Programs { tasks: vec![direct], spawned: vec![], devices: vec![disk] }, 0.01);
+    let slept = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0 && tl.switch_prev_state[i] == 'D').unwrap();
+    let d_sleep = (wakings_of(&tl, 0)[1].0 - tl.switch_time_ns[slept]) as f64;
+    assert!((d_sleep - service).abs() < 3_000.0, "{d_sleep} ns in D");
+    assert!(tl.waking_task.iter().all(|&t| t == 0));
+}
+
+#[test]
+fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
+    // A shell forks 100 µs children one after another while a hog keeps the other CPU busy.
+    // Every exit queues an RCU callback: busy CPUs' ticks start grace periods and report their
+    // quiescent states, and each start or end wakes the grace-period kthread (task 3, after
+    // the workload's two and the first child, whose exit brought it in) from a softirq or its
+    // timeout.
+    let shell = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Jump { to: 0 }];
+    let child = vec![Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 }, Op::Exit];
+    let hog = vec![Op::Run { cycles: Amount::Fixed(1e12), mem_frac: 0.0 }, Op::Jump { to: 0 }];
+    let seconds = 0.4;
+    let tl = run_traced(Programs { tasks: vec![shell, hog.clone()], spawned: vec![child], devices: vec![] }, seconds);
+    let kthread = 3;
+    let woken = wakings_of(&tl, kthread);
+    // Back-to-back grace periods of about a jiffy (4 ms at HZ=250), one or two wake-ups each.
+    let rate = woken.len() as f64 / seconds;
+    assert!((100.0..=550.0).contains(&rate), "{rate} wake-ups a second");
+    assert!(woken.iter().all(|w| matches!(w.2, WakeContext::Softirq | WakeContext::Hardirq)), "{woken:?}");
+    // Both CPUs are busy: the kthread finds no idle CPU and takes its turn after a task there.
+    let from_tasks =
+        (0..tl.switch_prev.len()).filter(|&i| tl.switch_next[i] == kthread as i64 && tl.switch_prev[i] >= 0).count();
+    assert!(from_tasks as f64 > 0.9 * woken.len() as f64, "{from_tasks} of {} runs after a task", woken.len());
+    // Without exits nothing queues a callback, and a workload that never forks has no kthread:
+    // the hog alone runs.
+    let tl = run_traced(Programs { tasks: vec![hog], spawned: vec![], devices: vec![] }, 0.1);
+    assert!(tl.switch_next.iter().all(|&t| t <= 0), "only the hog and idle");
+}

@@ -53,11 +53,15 @@ fn performance_beats_powersave_on_cpu_bound_metrics() {
 #[test]
 fn kernbench_elapsed_falls_with_jobs_until_jobs_reach_the_cpus() {
     // 4 cores / 8 threads: each doubling helps up to 8 jobs; 16 jobs gain little more.
+    // A 32-unit build's makespan hangs on when its two top-bin compiles start and what they
+    // draw: one seed's elapsed time varies by about 7% at 4 to 16 jobs, as much as the
+    // 16-against-8 margin checked here, so each count is the mean over seeds.
+    const SEEDS: u64 = 8;
     let elapsed = |jobs: u32| {
-        run("skylake-e3-1240v5", "performance", &format!("kernbench:jobs={jobs},units=32"), 600.0, 0)
-            .summary
-            .metric
-            .value
+        let wl = format!("kernbench:jobs={jobs},units=32");
+        let total: f64 =
+            (0..SEEDS).map(|seed| run("skylake-e3-1240v5", "performance", &wl, 600.0, seed).summary.metric.value).sum();
+        total / SEEDS as f64
     };
     let e: Vec<f64> = [1, 2, 4, 8, 16].into_iter().map(elapsed).collect();
     assert!(e[0] > 1.8 * e[1] && e[1] > e[2] && e[2] > e[3], "{e:?}");
