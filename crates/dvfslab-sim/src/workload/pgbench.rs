@@ -34,11 +34,12 @@
 //!   backend that asks while one is under way joins the next, as PostgreSQL's backends queue
 //!   on `WALWriteLock` and find their record flushed by the one that held it.
 //!
-//! The WAL writer and the background writer wake every 200 ms. In select-only runs the
-//! backends also wake the WAL writer: a read-only transaction that pruned a heap page wrote
-//! WAL, commits asynchronously and sets the WAL writer's latch (XLogSetAsyncXactLSN), one
-//! transaction in `LATCH_EVERY_TXNS` as recorded; with wake-ups that frequent the WAL writer's
-//! 200 ms timeout never runs out, so it waits on the latch alone. Costs are `estimates::pgbench`,
+//! The WAL writer and the background writer wake every 200 ms. In select-only runs on a table
+//! with dead row versions left to prune (`prune_every`, 0 on a vacuumed table) the backends
+//! also wake the WAL writer: a read-only transaction that pruned a heap page wrote WAL,
+//! commits asynchronously and sets the WAL writer's latch (XLogSetAsyncXactLSN), one
+//! transaction in `prune_every`; with wake-ups that frequent the WAL writer's 200 ms timeout
+//! never runs out, so it waits on the latch alone. Costs are `estimates::pgbench`,
 //! measured on the recordings, the main ones knobs (`client_us`, `select_us`, `rw_scale`);
 //! every cost, client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
@@ -82,6 +83,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         pgbench::CLIENT_US,
         pgbench::SELECT_US,
         pgbench::RW_SCALE,
+        pgbench::PRUNE_EVERY,
     ],
     build: |k: &KnobValues| {
         let clients = k.get_u64("clients") as u32;
@@ -93,7 +95,16 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             select: us_cycles(k.get(pgbench::SELECT_US.name)),
             rw_scale: k.get(pgbench::RW_SCALE.name),
         };
-        Box::new(Pgbench { clients, threads, rw, scale, disk: Disk::from_knob(k.get_u64("device")), costs })
+        let prune_every = k.get_u64(pgbench::PRUNE_EVERY.name) as usize;
+        Box::new(Pgbench {
+            clients,
+            threads,
+            rw,
+            scale,
+            prune_every,
+            disk: Disk::from_knob(k.get_u64("device")),
+            costs,
+        })
     },
 };
 
@@ -121,6 +132,8 @@ struct Pgbench {
     rw: bool,
     /// Branch rows (`-s`).
     scale: u32,
+    /// select-only: transactions per one that sets the WAL writer's latch; 0 for none.
+    prune_every: usize,
     disk: Disk,
     costs: Costs,
 }
@@ -204,8 +217,9 @@ impl Pgbench {
     /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
     /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
     /// starts over: a fixed sequence per connection, different between connections. A
-    /// select-only backend runs `LATCH_EVERY_TXNS` transactions, one of which (a different one
-    /// for each connection) sets the WAL writer's latch as it commits, before its reply.
+    /// select-only backend that prunes runs `prune_every` transactions, one of which (a
+    /// different one for each connection) sets the WAL writer's latch as it commits, before its
+    /// reply.
     ///
     /// Every statement: wait for it, the protocol's work and the statement's own, the reply
     /// (waking the thread), the rest of the protocol's round. END's own work is split around
@@ -217,9 +231,9 @@ impl Pgbench {
         } else if self.rw {
             vec![BRANCH]
         } else {
-            vec![BRANCH; pgbench::LATCH_EVERY_TXNS]
+            vec![BRANCH; self.prune_every.max(1)]
         };
-        let latch_at = (!self.rw).then(|| conn as usize * LATCH_PHASE % pgbench::LATCH_EVERY_TXNS);
+        let latch_at = self.prunes().then(|| conn as usize * LATCH_PHASE % self.prune_every);
         let (write, flush) = self.wal_ios();
         let mut p = Vec::new();
         let script = self.script();
@@ -270,7 +284,13 @@ impl Pgbench {
         p.into()
     }
 
-    /// The WAL writer of a select-only run: wait for its latch, write the WAL out, wait again.
+    /// Whether select-only transactions prune pages and wake the WAL writer.
+    fn prunes(&self) -> bool {
+        !self.rw && self.prune_every > 0
+    }
+
+    /// The WAL writer of a select-only run that prunes: wait for its latch, write the WAL out,
+    /// wait again.
     fn latched_walwriter(&self) -> Rc<[Op]> {
         vec![
             Op::Wait { ch: walwriter_latch(self.clients) },
@@ -303,7 +323,8 @@ impl Workload for Pgbench {
             TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
         }));
         // Their comm is the postmaster's, as every PostgreSQL process's.
-        let walwriter = if self.rw { Self::background(pgbench::WALWRITER_CYCLES) } else { self.latched_walwriter() };
+        let walwriter =
+            if self.prunes() { self.latched_walwriter() } else { Self::background(pgbench::WALWRITER_CYCLES) };
         tasks.push(TaskSpec::new("postgres", walwriter));
         tasks.push(TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)));
         tasks
@@ -339,6 +360,7 @@ mod tests {
             threads,
             rw,
             scale,
+            prune_every: 0,
             disk: Disk::from_knob(DEVICE_KNOB.default as u64),
             costs: Costs::DEFAULT,
         }
@@ -375,9 +397,8 @@ mod tests {
         // Backend 3 waits on its own connection and answers on its thread's queue, giving
         // its connection as the return address.
         let backend = pg.backend(3, 1);
-        let txns = pgbench::LATCH_EVERY_TXNS;
-        assert_eq!(waits(&backend), vec![connection(3); txns]);
-        assert_eq!(asks(&backend), vec![(reply(1), connection(3)); txns]);
+        assert_eq!(waits(&backend), vec![connection(3)]);
+        assert_eq!(asks(&backend), vec![(reply(1), connection(3))]);
         // Connections and reply queues never share a channel.
         assert!((0..16).all(|c| (0..2).all(|t| connection(c) != reply(t))));
     }
@@ -427,7 +448,7 @@ mod tests {
         assert!((per_statement - Costs::DEFAULT.client).abs() < 1.0, "{per_statement}");
         // A select-only transaction: its SELECT and one round trip's protocol work.
         let ro = pgbench(1, 0, false, 1);
-        let work: f64 = spread_work(&ro.backend(0, 0)).iter().sum::<f64>() / pgbench::LATCH_EVERY_TXNS as f64;
+        let work: f64 = spread_work(&ro.backend(0, 0)).iter().sum();
         let expected = Costs::DEFAULT.select + pgbench::BACKEND_QUERY_CYCLES + pgbench::BACKEND_IDLE_CYCLES;
         assert!((work - expected).abs() < 1.0, "{work} vs {expected}");
     }
@@ -494,13 +515,20 @@ mod tests {
     }
 
     #[test]
-    fn select_only_backends_set_the_wal_writers_latch_at_the_recorded_rate() {
+    fn select_only_backends_that_prune_set_the_wal_writers_latch() {
         let text = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         let plat = Platform::from_json(text, "kvm-guest-2cpu").expect("the preset parses");
-        let pg = pgbench(2, 2, false, 1);
+        // A vacuumed table (the default): nothing to prune, no latch, the WAL writer on its timer.
+        let vacuumed = pgbench(2, 2, false, 1);
+        assert!(posts(&vacuumed.backend(0, 0)).is_empty());
+        let sleepers =
+            vacuumed.tasks(&plat).iter().filter(|t| t.program.iter().any(|op| matches!(op, Op::Sleep { .. }))).count();
+        assert_eq!(sleepers, 2);
+        // The recording's table: one transaction in 21 prunes.
+        let pg = Pgbench { prune_every: 21, ..pgbench(2, 2, false, 1) };
         let latch = walwriter_latch(2);
         assert!((0..2).all(|c| connection(c) != latch && reply(c) != latch));
-        // One SetLatch, not sync, per LATCH_EVERY_TXNS transactions, before that transaction's
+        // One SetLatch, not sync, in its 21 transactions, before that transaction's
         // reply and in a different transaction for each connection.
         let at = |conn: u32| {
             let backend = pg.backend(conn, conn);
@@ -510,8 +538,7 @@ mod tests {
             backend[..post].iter().filter(|op| matches!(op, Op::Ask { .. })).count()
         };
         assert_ne!(at(0), at(1));
-        let rate = 1.0 / pgbench::LATCH_EVERY_TXNS as f64;
-        assert!((rate - 172.0 / 3569.0).abs() < 0.005, "{rate}");
+        assert_eq!(waits(&pg.backend(0, 0)).len(), 21);
         // The WAL writer waits on the latch alone; the background writer keeps its timer.
         let tasks = pg.tasks(&plat);
         let latched: Vec<&TaskSpec> =
@@ -520,7 +547,7 @@ mod tests {
         assert_eq!(latched[0].name, "postgres");
         assert!(!latched[0].program.iter().any(|op| matches!(op, Op::Sleep { .. })));
         // Read-write backends commit synchronously, flushing the WAL themselves: no latch.
-        let rw = pgbench(2, 2, true, 10);
+        let rw = Pgbench { prune_every: 21, ..pgbench(2, 2, true, 10) };
         assert!(posts(&rw.backend(0, 0)).is_empty());
     }
 
