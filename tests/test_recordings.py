@@ -174,8 +174,10 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
 
 
 # Still off, each for a reason named in docs/recording.md:
-# - pgbench-select: CPU per transaction 24% low. The halted-vCPU wake-up's cost to the waker
-#   (the preset's vcpu_wake) did not move it, so what is missing is in the backend's own path.
+# - pgbench-select: CPU per transaction 22% low. The model's pairs share a CPU where the
+#   recorded round trips mostly cross vCPUs; with its tasks pinned to the recorded layout (an
+#   experiment, not shipped) every CPU-per-op statistic was within tolerance, so what is
+#   missing is placement, not the backend's own path.
 # - netperf-tcp-rr: CPU per transaction about 30% low. The guest's background tasks now and then
 #   bring the pair onto one vCPU, where a transaction takes about 12 us instead of 73, until the
 #   idle balancer splits them; the recording's 0.1 s held about four such chances and none

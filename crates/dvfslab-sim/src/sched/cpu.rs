@@ -72,6 +72,8 @@ pub(crate) struct Cpu {
     pub idle_since: TimeNs,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
+    /// Its lowest domain's new-idle balance cost, the gate's other side from 5.16.
+    pub(crate) newidle: crate::sched::newidle::NewidleCost,
     /// The balancer's attempts to spread this CPU's core: see `Sim::spread_smt`.
     pub spread: crate::sched::SpreadAttempts,
     /// The idle balancer's failed attempts at this CPU's queue: see `Sim::push_to_idle`.

@@ -17,6 +17,7 @@ pub(crate) mod eevdf;
 pub mod energy_model;
 mod fork_balance;
 mod misfit;
+pub(crate) mod newidle;
 pub(crate) mod numa_balance;
 pub(crate) mod objects;
 pub mod pelt;
@@ -103,6 +104,7 @@ impl Sched {
                 idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
                 idle_since: 0,
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
+                newidle: Default::default(),
                 util_changed: false,
                 nr_iowait: 0,
                 iowait_ns: 0,
@@ -146,8 +148,9 @@ const SCHED_LATENCY_NS: u64 = 6_000_000;
 pub(crate) const MIN_GRANULARITY_NS: u64 = 750_000;
 pub(crate) const WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
 /// sysctl_sched_migration_cost: a task that ran this recently is cache-hot and stays where it
-/// is, and a CPU whose idle periods average less than this does not look for work when it
-/// goes idle (new-idle balancing would cost more than the idle time it fills).
+/// is, and before 5.16 a CPU whose idle periods average less than this does not look for work
+/// when it goes idle (new-idle balancing would cost more than the idle time it fills;
+/// `sched/newidle.rs`).
 pub(crate) const MIGRATION_COST_NS: u64 = 500_000;
 /// The periodic balancer's attempts at an imbalance it can fix only by moving a running task:
 /// a core overloaded next to an idle core (per CPU, `Sim::spread_smt`) or a node busier than

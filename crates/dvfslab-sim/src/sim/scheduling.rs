@@ -5,6 +5,7 @@
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sched::fair;
+use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched::task::TaskState;
@@ -12,8 +13,8 @@ use crate::sched::waker::Waker;
 use crate::sched::SpreadAttempts;
 use crate::sched::*;
 use crate::sched::{
-    attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, MIGRATION_COST_NS,
-    MIN_GRANULARITY_NS, RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
+    attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, MIN_GRANULARITY_NS,
+    RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
 };
 use crate::sim::Sim;
 use crate::workload::SchedPolicy;
@@ -461,16 +462,23 @@ impl Sim {
             return self.switch_in(cpu, next);
         }
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
-        // briefly, on average, does not balance on going idle (idle_balance).
-        if self.sched.cpus[cpu].avg_idle_ns >= MIGRATION_COST_NS && self.load_balance_allowed() {
+        // briefly, on average, does not balance on going idle; the version sets how brief
+        // (sched_balance_newidle, `sched/newidle.rs`). The root domain counts as overloaded
+        // while some CPU has a task waiting (the kernel's flag is refreshed at each balance).
+        let gate = Gate::for_kernel(self.machine.kernel);
+        let (now, avg_idle, overloaded) = (self.q.now(), self.sched.cpus[cpu].avg_idle_ns, self.sched.waiting > 0);
+        if self.sched.cpus[cpu].newidle.may_balance(gate, avg_idle, overloaded, now) && self.load_balance_allowed() {
             if let Some((src, task)) = self.sched.find_busiest(&self.machine, &self.q, cpu) {
+                self.sched.cpus[cpu].newidle.after_balance(gate, true, now);
                 self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
                 self.migrate_queued(task, src, cpu);
                 return self.switch_in(cpu, task);
             }
-            if self.pull_misfit(cpu) {
+            let pulled = self.pull_misfit(cpu);
+            self.sched.cpus[cpu].newidle.after_balance(gate, pulled, now);
+            if pulled {
                 return false;
             }
         }
@@ -727,5 +735,60 @@ impl Sim {
         let task = self.sched.cpus[src].curr.expect("a running task");
         self.note_migration(task, src, dst, "numa");
         self.migrate_running(src, dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::hw::platform::Platform;
+    use crate::sched::task::{Amount, Op};
+    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+
+    /// Three tasks on two CPUs, each running 2 ms and sleeping 60 µs: a CPU whose task
+    /// sleeps idles briefly while the other CPU has a task waiting.
+    struct ThreeOnTwo;
+
+    impl Workload for ThreeOnTwo {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let program: Rc<[Op]> = vec![
+                Op::Run { cycles: Amount::Fixed(2.6e9 * 2e-3), mem_frac: 0.0 },
+                Op::Sleep { ns: Amount::Fixed(60_000.0) },
+                Op::Jump { to: 0 },
+            ]
+            .into();
+            (0..3).map(|i| TaskSpec::new(format!("t-{i}"), program.clone())).collect()
+        }
+        fn default_duration_ns(&self) -> u64 {
+            200_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    /// The tasks pulled by new-idle balancing in 200 ms under `kernel`.
+    fn newidle_pulls(kernel: &str) -> usize {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(200_000_000));
+        let plat = Platform::from_json(json, "kvm").unwrap();
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(ThreeOnTwo), "test".into()).unwrap();
+        sim.sched.hetero.migrations = Some(Vec::new());
+        sim.begin();
+        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        sim.sched.hetero.migrations.as_ref().unwrap().iter().filter(|m| m.reason == "pull").count()
+    }
+
+    #[test]
+    fn short_idle_periods_stop_new_idle_balancing_before_5_16_not_after() {
+        // Before 5.16, 60 µs idle periods bring avg_idle under the 500 µs migration cost and
+        // the idle CPU stops pulling; from 5.16 the gate is the balance's own cost (µs).
+        let (old, new) = (newidle_pulls("5.15"), newidle_pulls("5.16"));
+        assert!(new > 5 * old.max(1), "5.15: {old} pulls, 5.16: {new}");
+        // 6.17's raise after failed balances needs failures: here most balances pull.
+        let raised = newidle_pulls("6.18");
+        assert!(raised > 5 * old.max(1), "5.15: {old} pulls, 6.18: {raised}");
     }
 }

@@ -732,6 +732,27 @@ pub mod pgbench {
     pub const BACKGROUND_PERIOD_NS: u64 = 200_000_000;
     pub const WALWRITER_CYCLES: f64 = us_cycles(173.0);
     pub const BGWRITER_CYCLES: f64 = us_cycles(156.0);
+    /// select-only transactions per one that sets the WAL writer's latch (0: none). A
+    /// read-only transaction that wrote WAL (a heap page pruned of the dead row versions
+    /// earlier writes left, on its way to the row) commits asynchronously, and
+    /// XLogSetAsyncXactLSN wakes the WAL writer with SetLatch. How many pages are left to prune
+    /// is the database's past, not pgbench's: a freshly initialised (vacuumed) database, as
+    /// MMTests runs it, has none, the default. \[REC\] pgbench-select: 172 process-context
+    /// wake-ups of one `postgres` process by the two backends in 3,569 transactions, its only
+    /// wake-ups besides 4 block completions: one in 21 (`prune_every=21` in the recording's
+    /// manifest).
+    pub const PRUNE_EVERY: Knob = Knob::new(
+        "prune_every",
+        "txns",
+        0.0,
+        0.0,
+        1_000_000.0,
+        "select-only transactions per one that prunes a page and wakes the WAL writer (0 = none, a vacuumed table)",
+    )
+    .integer();
+    /// The WAL writer's work when its latch is set (XLogBackgroundFlush writing the new WAL
+    /// out): \[REC\] pgbench-select, 31 µs mean (17 median) at 2.6 GHz per run of that process.
+    pub const WALWRITER_LATCH_CYCLES: f64 = us_cycles(27.0);
     /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 (\[SRC\] pgbench-bench).
     pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }

@@ -34,7 +34,12 @@
 //!   backend that asks while one is under way joins the next, as PostgreSQL's backends queue
 //!   on `WALWriteLock` and find their record flushed by the one that held it.
 //!
-//! The WAL writer and the background writer wake every 200 ms. Costs are `estimates::pgbench`,
+//! The WAL writer and the background writer wake every 200 ms. In select-only runs on a table
+//! with dead row versions left to prune (`prune_every`, 0 on a vacuumed table) the backends
+//! also wake the WAL writer: a read-only transaction that pruned a heap page wrote WAL,
+//! commits asynchronously and sets the WAL writer's latch (XLogSetAsyncXactLSN), one
+//! transaction in `prune_every`; with wake-ups that frequent the WAL writer's 200 ms timeout
+//! never runs out, so it waits on the latch alone. Costs are `estimates::pgbench`,
 //! measured on the recordings, the main ones knobs (`client_us`, `select_us`, `rw_scale`);
 //! every cost, client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
@@ -78,6 +83,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         pgbench::CLIENT_US,
         pgbench::SELECT_US,
         pgbench::RW_SCALE,
+        pgbench::PRUNE_EVERY,
     ],
     build: |k: &KnobValues| {
         let clients = k.get_u64("clients") as u32;
@@ -89,7 +95,16 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             select: us_cycles(k.get(pgbench::SELECT_US.name)),
             rw_scale: k.get(pgbench::RW_SCALE.name),
         };
-        Box::new(Pgbench { clients, threads, rw, scale, disk: Disk::from_knob(k.get_u64("device")), costs })
+        let prune_every = k.get_u64(pgbench::PRUNE_EVERY.name) as usize;
+        Box::new(Pgbench {
+            clients,
+            threads,
+            rw,
+            scale,
+            prune_every,
+            disk: Disk::from_knob(k.get_u64("device")),
+            costs,
+        })
     },
 };
 
@@ -103,6 +118,9 @@ const BRANCH_DRAWS: usize = 64;
 /// the run, so one connection updates the same branches under every configuration.
 const BRANCH_SEED: u64 = 0x7063_6263;
 const DISK: u32 = 0;
+/// Spacing of the connections' latch-setting transactions within their sequence, so that
+/// connections do not set the latch in step.
+const LATCH_PHASE: usize = 7;
 /// tpcb-like statements that take and release the branch row lock.
 const UPDATE_BRANCHES: usize = 4;
 const END: usize = 6;
@@ -114,6 +132,8 @@ struct Pgbench {
     rw: bool,
     /// Branch rows (`-s`).
     scale: u32,
+    /// select-only: transactions per one that sets the WAL writer's latch; 0 for none.
+    prune_every: usize,
     disk: Disk,
     costs: Costs,
 }
@@ -143,6 +163,10 @@ fn connection(conn: u32) -> u32 {
 /// The channel the backends of thread `t` answer on; the thread polls it.
 fn reply(t: u32) -> u32 {
     2 * t + 1
+}
+/// The WAL writer's latch, past every connection's and thread's channel.
+fn walwriter_latch(clients: u32) -> u32 {
+    2 * clients
 }
 
 fn client_work(cycles: f64) -> Op {
@@ -192,7 +216,10 @@ impl Pgbench {
 
     /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
     /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
-    /// starts over: a fixed sequence per connection, different between connections.
+    /// starts over: a fixed sequence per connection, different between connections. A
+    /// select-only backend that prunes runs `prune_every` transactions, one of which (a
+    /// different one for each connection) sets the WAL writer's latch as it commits, before its
+    /// reply.
     ///
     /// Every statement: wait for it, the protocol's work and the statement's own, the reply
     /// (waking the thread), the rest of the protocol's round. END's own work is split around
@@ -201,13 +228,16 @@ impl Pgbench {
         let branches: Vec<u32> = if self.rw && self.scale > 1 {
             let mut rng = Pcg64::seed_from_u64(BRANCH_SEED ^ u64::from(conn));
             (0..BRANCH_DRAWS).map(|_| rng.gen_range(0..self.scale)).collect()
-        } else {
+        } else if self.rw {
             vec![BRANCH]
+        } else {
+            vec![BRANCH; self.prune_every.max(1)]
         };
+        let latch_at = self.prunes().then(|| conn as usize * LATCH_PHASE % self.prune_every);
         let (write, flush) = self.wal_ios();
         let mut p = Vec::new();
         let script = self.script();
-        for branch in branches {
+        for (n, branch) in branches.into_iter().enumerate() {
             for (k, &cycles) in script.iter().enumerate() {
                 p.push(Op::Wait { ch: connection(conn) });
                 if self.rw && k == UPDATE_BRANCHES {
@@ -225,6 +255,10 @@ impl Pgbench {
                     p.push(Op::Unlock { id: branch });
                 } else {
                     p.push(backend_work(pgbench::BACKEND_QUERY_CYCLES + cycles));
+                }
+                if latch_at == Some(n) {
+                    // SetLatch signals the WAL writer: a wake-up from process context, not sync.
+                    p.push(Op::Post { ch: walwriter_latch(self.clients), sync: false });
                 }
                 if k == script.len() - 1 {
                     p.push(Op::Mark(Mark::Add { counter: TXN, amount: 1 }));
@@ -250,6 +284,22 @@ impl Pgbench {
         p.into()
     }
 
+    /// Whether select-only transactions prune pages and wake the WAL writer.
+    fn prunes(&self) -> bool {
+        !self.rw && self.prune_every > 0
+    }
+
+    /// The WAL writer of a select-only run that prunes: wait for its latch, write the WAL out,
+    /// wait again.
+    fn latched_walwriter(&self) -> Rc<[Op]> {
+        vec![
+            Op::Wait { ch: walwriter_latch(self.clients) },
+            Op::Run { cycles: Amount::Fixed(pgbench::WALWRITER_LATCH_CYCLES), mem_frac: pgbench::MEM_FRAC },
+            Op::Jump { to: 0 },
+        ]
+        .into()
+    }
+
     /// A background process (the WAL writer, the background writer): wake every
     /// `BACKGROUND_PERIOD_NS`, work, sleep again.
     fn background(cycles: f64) -> Rc<[Op]> {
@@ -273,7 +323,9 @@ impl Workload for Pgbench {
             TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
         }));
         // Their comm is the postmaster's, as every PostgreSQL process's.
-        tasks.push(TaskSpec::new("postgres", Self::background(pgbench::WALWRITER_CYCLES)));
+        let walwriter =
+            if self.prunes() { self.latched_walwriter() } else { Self::background(pgbench::WALWRITER_CYCLES) };
+        tasks.push(TaskSpec::new("postgres", walwriter));
         tasks.push(TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)));
         tasks
     }
@@ -308,6 +360,7 @@ mod tests {
             threads,
             rw,
             scale,
+            prune_every: 0,
             disk: Disk::from_knob(DEVICE_KNOB.default as u64),
             costs: Costs::DEFAULT,
         }
@@ -454,6 +507,48 @@ mod tests {
             assert_eq!(t.name, "postgres");
             assert!(matches!(t.program[0], Op::Sleep { ns: Amount::Fixed(ns) } if ns == 200e6));
         }
+    }
+
+    /// The channels a program posts to, with the sync hint.
+    fn posts(program: &[Op]) -> Vec<(u32, bool)> {
+        program.iter().filter_map(|op| if let Op::Post { ch, sync } = op { Some((*ch, *sync)) } else { None }).collect()
+    }
+
+    #[test]
+    fn select_only_backends_that_prune_set_the_wal_writers_latch() {
+        let text = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let plat = Platform::from_json(text, "kvm-guest-2cpu").expect("the preset parses");
+        // A vacuumed table (the default): nothing to prune, no latch, the WAL writer on its timer.
+        let vacuumed = pgbench(2, 2, false, 1);
+        assert!(posts(&vacuumed.backend(0, 0)).is_empty());
+        let sleepers =
+            vacuumed.tasks(&plat).iter().filter(|t| t.program.iter().any(|op| matches!(op, Op::Sleep { .. }))).count();
+        assert_eq!(sleepers, 2);
+        // The recording's table: one transaction in 21 prunes.
+        let pg = Pgbench { prune_every: 21, ..pgbench(2, 2, false, 1) };
+        let latch = walwriter_latch(2);
+        assert!((0..2).all(|c| connection(c) != latch && reply(c) != latch));
+        // One SetLatch, not sync, in its 21 transactions, before that transaction's
+        // reply and in a different transaction for each connection.
+        let at = |conn: u32| {
+            let backend = pg.backend(conn, conn);
+            assert_eq!(posts(&backend), vec![(latch, false)]);
+            let post = backend.iter().position(|op| matches!(op, Op::Post { .. })).expect("a post");
+            assert!(matches!(backend[post + 1], Op::Mark(_)) && matches!(backend[post + 2], Op::Ask { .. }));
+            backend[..post].iter().filter(|op| matches!(op, Op::Ask { .. })).count()
+        };
+        assert_ne!(at(0), at(1));
+        assert_eq!(waits(&pg.backend(0, 0)).len(), 21);
+        // The WAL writer waits on the latch alone; the background writer keeps its timer.
+        let tasks = pg.tasks(&plat);
+        let latched: Vec<&TaskSpec> =
+            tasks.iter().filter(|t| t.program.iter().any(|op| matches!(op, Op::Wait { ch } if *ch == latch))).collect();
+        assert_eq!(latched.len(), 1);
+        assert_eq!(latched[0].name, "postgres");
+        assert!(!latched[0].program.iter().any(|op| matches!(op, Op::Sleep { .. })));
+        // Read-write backends commit synchronously, flushing the WAL themselves: no latch.
+        let rw = Pgbench { prune_every: 21, ..pgbench(2, 2, true, 10) };
+        assert!(posts(&rw.backend(0, 0)).is_empty());
     }
 
     #[test]
