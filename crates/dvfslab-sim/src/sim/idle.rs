@@ -3,8 +3,7 @@
 //! when its short idle history no longer holds.
 
 use crate::engine::Event;
-use crate::engine::TimeNs;
-use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleHistory, IdleInputs};
+use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::observe::IdleDecision;
 use crate::sched::pelt::LOAD_AVG_MAX;
 use crate::sim::Sim;
@@ -67,53 +66,30 @@ impl Sim {
         };
         let history = self.hw.idle_log.is_some().then(|| self.hw.idle_governor.history(cpu)).flatten();
         let choice = self.hw.idle_governor.select(cpu, &inputs);
-        self.log_choice(cpu, next_timer, history, choice);
-        choice
-    }
-
-    /// With `explain`: the governor's choice for `cpu` now, with what it read: its history
-    /// now (after a choice at a retained tick, which recorded the tick wake-ups).
-    fn log_idle_decision(&mut self, cpu: usize, next_timer: Option<TimeNs>, choice: IdleChoice) {
-        let history = self.hw.idle_log.is_some().then(|| self.hw.idle_governor.history(cpu)).flatten();
-        self.log_choice(cpu, next_timer, history, choice);
-    }
-
-    fn log_choice(&mut self, cpu: usize, next_timer: Option<TimeNs>, history: Option<IdleHistory>, choice: IdleChoice) {
         if let (Some(log), Some(h)) = (self.hw.idle_log.as_mut(), history) {
             log.push(IdleDecision {
-                time_ns: self.q.now(),
+                time_ns: inputs.now,
                 cpu,
                 next_timer_ns: next_timer,
-                nr_iowait: self.sched.cpus[cpu].nr_iowait,
+                nr_iowait: inputs.nr_iowait,
                 intervals_us: h.intervals_newest_first(),
                 avg_ns: h.avg_ns(),
                 state: choice.state,
                 reconsider_at_ns: choice.reconsider_at,
             });
         }
+        choice
     }
 
-    /// An idle CPU that no longer trusts its short idle history goes deeper: at the retained
-    /// tick where its governor gives up, to the governor's choice; when its task was placed
-    /// elsewhere (asymmetric platforms), to the deepest state its own timers allow.
+    /// An idle CPU that no longer trusts its short idle history (a retained tick found it
+    /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
+    /// timers allow.
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
         let Some(old) = self.sched.cpus[cpu].idle_state else { return };
         let now = self.q.now();
-        let next_timer = self.sched.next_timer(&self.q, cpu);
-        // At the retained tick where the governor gives up, its own choice (menu, woken by
-        // the tick, having recorded each tick wake-up); otherwise the deepest state the CPU's
-        // timers allow.
-        let deepest = match self.hw.idle_governor.reconsider(cpu, now) {
-            Some(state) => {
-                self.log_idle_decision(cpu, next_timer, IdleChoice { state, reconsider_at: None });
-                state
-            }
-            None => {
-                let until_timer = next_timer.map_or(u64::MAX, |t| t - now);
-                deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer).max(old)
-            }
-        };
-        if deepest == old {
+        let until_timer = self.sched.next_timer(&self.q, cpu).map_or(u64::MAX, |t| t - now);
+        let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
+        if deepest <= old {
             return;
         }
         self.sched.account_busy_idle(&self.q, cpu);

@@ -301,17 +301,6 @@ struct MenuCpu {
     history: IdleHistory,
     /// The time to the next timer menu saw at its last selection.
     next_timer_ns: u64,
-    /// When the CPU went idle keeping the tick: what menu has recorded and chosen by the
-    /// retained tick at which it stops the tick, applied if the CPU is still idle then.
-    gives_up: Option<GivesUp>,
-}
-
-/// The retained tick at which menu stops the tick, its history then and its choice there.
-#[derive(Clone, Copy, Debug)]
-struct GivesUp {
-    at: TimeNs,
-    history: IdleHistory,
-    selection: Selection,
 }
 
 /// menu on every CPU.
@@ -321,8 +310,7 @@ pub(crate) struct Menu {
 
 impl Menu {
     pub fn new(ncpus: usize) -> Menu {
-        let cpu = MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX, gives_up: None };
-        Menu { cpus: vec![cpu; ncpus] }
+        Menu { cpus: vec![MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX }; ncpus] }
     }
 }
 
@@ -333,25 +321,13 @@ impl IdleGovernor for Menu {
         let c = &mut self.cpus[cpu];
         let first = menu_select(&c.history, &x);
         c.next_timer_ns = first.next_timer_ns;
-        c.gives_up = if first.keeps_tick { gives_up(&c.history, &x, first.next_timer_ns) } else { None };
-        IdleChoice { state: first.state, reconsider_at: c.gives_up.map(|g| g.at) }
+        let reconsider_at = if first.keeps_tick { gives_up_at(&c.history, &x, first.next_timer_ns) } else { None };
+        IdleChoice { state: first.state, reconsider_at }
     }
 
     fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64) {
         let c = &mut self.cpus[cpu];
-        c.gives_up = None;
         c.history.push(measured_ns(residency_ns, exit_ns, c.next_timer_ns));
-    }
-
-    fn reconsider(&mut self, cpu: usize, now: TimeNs) -> Option<usize> {
-        let c = &mut self.cpus[cpu];
-        if c.gives_up.is_none_or(|g| g.at != now) {
-            return None;
-        }
-        let g = c.gives_up.take()?;
-        c.history = g.history;
-        c.next_timer_ns = g.selection.next_timer_ns;
-        Some(g.selection.state)
     }
 
     fn history(&self, cpu: usize) -> Option<IdleHistory> {
@@ -364,8 +340,8 @@ impl IdleGovernor for Menu {
 /// next timer. Each tick wake-up records 45 ms (menu_update's tick_wakeup rule); when the
 /// timer seen at a selection was within a tick (only possible at the first), that timer wakes
 /// the CPU within the next tick and the replay ends. Like any measured period, the sample is
-/// no longer than the timer seen. Returns that tick, the history then and menu's choice there.
-fn gives_up(h: &IdleHistory, x: &SelectInputs, first_next_timer_ns: u64) -> Option<GivesUp> {
+/// no longer than the timer seen.
+fn gives_up_at(h: &IdleHistory, x: &SelectInputs, first_next_timer_ns: u64) -> Option<TimeNs> {
     let mut h = *h;
     let mut seen_timer_ns = first_next_timer_ns;
     let mut tick = (x.now / x.tick_ns + 1) * x.tick_ns;
@@ -376,7 +352,7 @@ fn gives_up(h: &IdleHistory, x: &SelectInputs, first_next_timer_ns: u64) -> Opti
         h.push(TICK_WAKEUP_SAMPLE_NS.min(seen_timer_ns));
         let again = menu_select(&h, &SelectInputs { now: tick, ..*x });
         if !again.keeps_tick {
-            return Some(GivesUp { at: tick, history: h, selection: again });
+            return Some(tick);
         }
         seen_timer_ns = again.next_timer_ns;
         tick += x.tick_ns;
@@ -499,23 +475,6 @@ mod tests {
         let choice = menu.select(0, &inputs(&plat, 1_000_000, Some(11_000_000), 0, k(6, 12)));
         assert_eq!(choice, IdleChoice { state: 2, reconsider_at: None });
         assert_eq!(menu.select(0, &inputs(&plat, 1_000_000, None, 0, k(6, 15))).reconsider_at, Some(20_000_000));
-    }
-
-    /// At that tick menu's history holds the tick wake-ups and its choice is its own (C8 with
-    /// no timer); at any other time, or after the CPU woke, nothing changes.
-    #[test]
-    fn the_retained_tick_records_the_wake_ups_and_chooses_again() {
-        let plat = skylake();
-        let mut menu = menu_after(&plat, &[40; 8]);
-        let choice = menu.select(0, &inputs(&plat, 1_000_000, None, 0, k(6, 12)));
-        assert_eq!(choice.reconsider_at, Some(32_000_000));
-        assert_eq!(menu.reconsider(0, 28_000_000), None);
-        assert_eq!(menu.reconsider(0, 32_000_000), Some(6));
-        assert_eq!(menu.cpus[0].history.intervals, [45_000; 8]);
-        let mut again = menu_after(&plat, &[40; 8]);
-        again.select(0, &inputs(&plat, 1_000_000, None, 0, k(6, 12)));
-        again.reflect(0, 50_000, 0);
-        assert_eq!(again.reconsider(0, 32_000_000), None);
     }
 
     /// Before 4.17 the idle loop stopped the tick before menu chose: a short prediction is
@@ -679,7 +638,7 @@ mod tests {
                 seen = again.next_timer_ns;
                 tick += 4_000_000;
             }
-            assert_eq!(gives_up(&h, &x, first.next_timer_ns).map(|g| g.at), expected);
+            assert_eq!(gives_up_at(&h, &x, first.next_timer_ns), expected);
             gave_up += expected.is_some() as u32;
         }
         assert!(gave_up > 500, "{gave_up}");

@@ -33,9 +33,8 @@ pub(crate) struct IdleInputs<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct IdleChoice {
     pub state: usize,
-    /// A retained tick at which the choice is abandoned and the governor chooses again
-    /// ([`IdleGovernor::reconsider`]: menu giving up on a short history), if one comes before
-    /// the next timer.
+    /// A retained tick at which the choice is abandoned and the CPU sleeps as deep as its next
+    /// timer allows (menu giving up on a short history), if one comes before that timer.
     pub reconsider_at: Option<TimeNs>,
 }
 
@@ -48,9 +47,6 @@ pub(crate) trait IdleGovernor {
     fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64);
     /// `cpu`'s recent idle periods, for the decision log.
     fn history(&self, cpu: usize) -> Option<IdleHistory>;
-    /// `cpu`, still idle, is woken by the retained tick due now: the state the governor then
-    /// chooses, if that tick is the `reconsider_at` of its last choice.
-    fn reconsider(&mut self, cpu: usize, now: TimeNs) -> Option<usize>;
 }
 
 /// The idle governor of a run on `ncpus` CPUs.
