@@ -252,7 +252,12 @@ def agreement(
 # At least one version per form of the typical interval and of the selection loop.
 KERNELS = ["4.14", "4.19", "5.4", "6.1", "6.6", "6.12", "6.15", "6.17", "6.18"]
 # Seconds simulated: tbench enters idle about 500 k times a second.
-WORKLOADS = {"tbench:clients=2": 0.03, "fio": 0.3, "periodic:threads=3,run_us=3000": 0.3}
+WORKLOADS = {
+    "tbench:clients=2": 0.03,
+    "fio": 0.3,
+    "periodic:threads=3,run_us=3000": 0.3,
+    "kernbench:jobs=4": 0.3,
+}
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -272,15 +277,15 @@ def test_the_log_sees_iowait_retained_ticks_and_several_states() -> None:
     ).df_idle_decisions()
     assert (fio["nr_iowait"] > 0).any()
     assert fio["reconsider_at_ns"].notna().any()
-    tbench = dvfslab.simulate(
+    kernbench = dvfslab.simulate(
         "skylake-e3-1240v5",
         "schedutil:kernel=6.1",
-        "tbench:clients=2",
-        duration_s=0.03,
+        "kernbench:jobs=4",
+        duration_s=0.3,
         seed=3,
         explain=True,
     ).df_idle_decisions()
-    assert tbench["state"].nunique() >= 3
+    assert kernbench["state"].nunique() >= 4
 
 
 def test_typical_interval_forms_differ_where_menu_c_changed() -> None:

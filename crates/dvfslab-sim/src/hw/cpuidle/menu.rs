@@ -19,9 +19,12 @@
 //! has one, and the factor's integer floor of 7/8192 makes the horizon itself the estimate on
 //! long-idle buckets), so the estimate here is the sooner of the next timer and a running
 //! average of the measured idle periods (weight 1/8, menu's DECAY): what the factor converges
-//! to. docs/model.md says why. Also left out: the poll time limit (4.17+), PM QoS (no
-//! constraint is set), and 5.0 – 6.5's early return when the shortest sample exceeds the
-//! timer-based estimate, which changes no choice (the minimum of the two is taken anyway).
+//! to. docs/model.md says why. Also left out: the tick wake-ups that decide when menu stops
+//! a retained tick are not kept in the history afterwards (with the stand-in and no timer
+//! horizon, keeping them sends short-idle loads deep; docs/model.md), the poll time limit
+//! (4.17+), PM QoS (no constraint is set), and 5.0 – 6.5's early return when the shortest
+//! sample exceeds the timer-based estimate, which changes no choice (the minimum of the two
+//! is taken anyway).
 
 use super::{IdleChoice, IdleGovernor, IdleInputs};
 use crate::engine::TimeNs;
