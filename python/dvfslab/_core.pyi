@@ -88,6 +88,8 @@ class SimulateOutput(TypedDict):
     """Present only when asked for with `timeline=True`."""
     explain: ExplainColumns | None
     """Present only when asked for with `explain=True`."""
+    idle_explain: dict[str, list[Any]] | None
+    """Every idle-state choice, one list per column; present only with `explain=True`."""
 
 def version() -> str:
     """The package version and a digest of the simulator's sources, "0.1.0+<digest>": two

@@ -101,7 +101,9 @@ def simulate_text(
         progress=progress,
         python_governor=python_governor,
     )
-    return SimResult(output["result_json"], output["timeline"], output["explain"])
+    return SimResult(
+        output["result_json"], output["timeline"], output["explain"], output["idle_explain"]
+    )
 
 
 def duration_ns(duration_s: float | None, name: str = "duration_s") -> int | None:

@@ -59,6 +59,7 @@ class SimResult:
         result_json: str,
         timeline: Timeline | None = None,
         explain: ExplainColumns | None = None,
+        idle_explain: dict[str, list[Any]] | None = None,
     ) -> None:
         self._json = result_json
         result = json.loads(result_json)
@@ -71,6 +72,7 @@ class SimResult:
         self._timeline = cast("dict[str, dict[str, list[Any]]] | None", timeline)
         self._frames: dict[str, pd.DataFrame] = {}
         self._explain = explain
+        self._idle_explain = idle_explain
 
         self.platform: str = result["platform"]
         self.governor: str = result["governor"]
@@ -165,6 +167,29 @@ class SimResult:
             columns[name] = e[name]
         columns.update(e["inputs"])
         return pd.DataFrame(columns)
+
+    def df_idle_decisions(self) -> pd.DataFrame:
+        """Every idle-state choice of the idle governor (menu) with what it read: why each CPU
+        went to the state it did.
+
+        Columns: time_ns, time_s, cpu, next_timer_ns (the soonest timer due on the CPU,
+        absolute; NaN when none), nr_iowait, interval_0 .. interval_7 (menu's recent idle
+        periods in us, newest first, 0 until filled), avg_ns (the running average of the
+        measured idle periods that stands for menu's correction factor; NaN before the first),
+        state (index in the platform's idle-state table), reconsider_at_ns (the retained tick
+        at which menu gives up on a short history; NaN when none). docs/model.md describes the
+        governor.
+        """
+        import pandas as pd
+
+        if self._idle_explain is None:
+            raise DvfsError(
+                "no idle decisions were recorded: run with explain=True "
+                "(CLI: dvfslab run ... --explain)"
+            )
+        df = pd.DataFrame(self._idle_explain)
+        df.insert(1, "time_s", df["time_ns"] / NS_PER_S)
+        return df
 
     # -- timelines (recorded with timeline=True) --------------------------------------------
 

@@ -181,6 +181,26 @@ fn simulate<'py>(
             out.set_item("timeline", t)?;
         }
     }
+    match &result.idle_decisions {
+        None => out.set_item("idle_explain", py.None())?,
+        Some(log) => {
+            // One column per field; the interval ring as interval_0 (newest) .. interval_7; NaN
+            // where a decision had no timer, no average or no tick to reconsider at.
+            let opt = |v: Option<u64>| v.map_or(f64::NAN, |x| x as f64);
+            let d = PyDict::new(py);
+            d.set_item("time_ns", log.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+            d.set_item("cpu", log.iter().map(|x| x.cpu).collect::<Vec<_>>())?;
+            d.set_item("next_timer_ns", log.iter().map(|x| opt(x.next_timer_ns)).collect::<Vec<_>>())?;
+            d.set_item("nr_iowait", log.iter().map(|x| x.nr_iowait).collect::<Vec<_>>())?;
+            for i in 0..8 {
+                d.set_item(format!("interval_{i}"), log.iter().map(|x| x.intervals_us[i]).collect::<Vec<_>>())?;
+            }
+            d.set_item("avg_ns", log.iter().map(|x| opt(x.avg_ns)).collect::<Vec<_>>())?;
+            d.set_item("state", log.iter().map(|x| x.state).collect::<Vec<_>>())?;
+            d.set_item("reconsider_at_ns", log.iter().map(|x| opt(x.reconsider_at_ns)).collect::<Vec<_>>())?;
+            out.set_item("idle_explain", d)?;
+        }
+    }
     match &result.decisions {
         None => out.set_item("explain", py.None())?,
         Some(log) => {

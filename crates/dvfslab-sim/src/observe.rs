@@ -190,6 +190,22 @@ pub struct Decision {
     pub inputs: Vec<(&'static str, f64)>,
 }
 
+/// One idle-state choice and what it was made from (`--explain`): what menu_select reads
+/// (`hw/cpuidle/menu.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleDecision {
+    pub time_ns: TimeNs,
+    pub cpu: usize,
+    /// The soonest timer due on the CPU, absolute, if any.
+    pub next_timer_ns: Option<TimeNs>,
+    pub nr_iowait: u32,
+    /// The governor's recent idle periods (µs), newest first, and its running average (ns).
+    pub intervals_us: [u32; 8],
+    pub avg_ns: Option<u64>,
+    pub state: usize,
+    pub reconsider_at_ns: Option<TimeNs>,
+}
+
 /// A record of a task moved by placement or balancing, kept with `--explain`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Migration {

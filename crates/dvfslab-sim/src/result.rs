@@ -75,6 +75,8 @@ pub struct SimResult {
     pub summary: RunJson,
     pub timeline: Option<Timeline>,
     pub decisions: Option<Vec<crate::observe::Decision>>,
+    /// Every idle-state choice with its inputs (`explain`).
+    pub idle_decisions: Option<Vec<crate::observe::IdleDecision>>,
     /// Tasks moved by placement and balancing, with why (`explain`).
     pub migrations: Option<Vec<crate::observe::Migration>>,
     /// Per finished task: (work submitted, work done), for the conservation invariant.

@@ -35,6 +35,8 @@ pub(crate) struct Hw {
     pub(crate) deferred_ramp: Vec<Option<usize>>,
     /// The idle governor (menu), with its per-CPU history.
     pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
+    /// Every idle-state choice with its inputs, when explaining.
+    pub(crate) idle_log: Option<Vec<crate::observe::IdleDecision>>,
     /// Per CPU: APERF and MPERF.
     pub(crate) counters: Vec<Counters>,
 }
@@ -102,6 +104,7 @@ impl Hw {
             ramps: vec![powernv::Ramp::default(); plat.policies.len()],
             deferred_ramp: vec![None; plat.ncpus()],
             idle_governor: cpuidle::for_run(plat.ncpus()),
+            idle_log: None,
             counters: vec![Counters::default(); plat.ncpus()],
         }
     }

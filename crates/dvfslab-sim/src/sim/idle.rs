@@ -4,6 +4,7 @@
 
 use crate::engine::Event;
 use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
+use crate::observe::IdleDecision;
 use crate::sched::pelt::LOAD_AVG_MAX;
 use crate::sim::Sim;
 
@@ -63,7 +64,21 @@ impl Sim {
             states: &plat.cluster_of_cpu(cpu).idle_states,
             timing: plat.idle_timing_of_cpu(cpu),
         };
-        self.hw.idle_governor.select(cpu, &inputs)
+        let history = self.hw.idle_log.is_some().then(|| self.hw.idle_governor.history(cpu)).flatten();
+        let choice = self.hw.idle_governor.select(cpu, &inputs);
+        if let (Some(log), Some(h)) = (self.hw.idle_log.as_mut(), history) {
+            log.push(IdleDecision {
+                time_ns: inputs.now,
+                cpu,
+                next_timer_ns: next_timer,
+                nr_iowait: inputs.nr_iowait,
+                intervals_us: h.intervals_newest_first(),
+                avg_ns: h.avg_ns(),
+                state: choice.state,
+                reconsider_at_ns: choice.reconsider_at,
+            });
+        }
+        choice
     }
 
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it

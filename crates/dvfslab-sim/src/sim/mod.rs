@@ -217,6 +217,7 @@ impl Sim {
             },
             machine,
         };
+        sim.hw.idle_log = cfg.explain.then(Vec::new);
         let specs = sim.work.workload.tasks(&sim.machine.plat);
         crate::workload::validate_programs(
             &sim.work.workload_name,

@@ -283,13 +283,15 @@ impl Sim {
         self.sched.update_task_pelt(&self.machine, task, true, false);
         if let Some(state) = self.sched.cpus[cpu].idle_state {
             let slept = now - self.sched.cpus[cpu].idle_since;
-            self.hw.idle_governor.reflect(cpu, slept);
             self.sched.cpus[cpu].avg_idle_ns = next_avg_idle(self.sched.cpus[cpu].avg_idle_ns, slept);
             self.sched.account_busy_idle(&self.q, cpu);
             self.sync_counters(cpu);
             // A halted vCPU woken by IPI first waits for the host to run it, then leaves idle.
             let (ipi_ns, resume_ns) = self.sched.cpus[cpu].vcpu_wake_ns.take().unwrap_or((0, 0));
             let ready_at = self.core_ready_at(cpu, state) + ipi_ns + resume_ns;
+            // cpuidle measures the residency up to the state's return: the exit included.
+            let declared_exit_ns = self.machine.plat.idle_timing_of_cpu(cpu)[state].exit_ns;
+            self.hw.idle_governor.reflect(cpu, slept + (ready_at - now), declared_exit_ns);
             self.set_idle_state(cpu, None);
             self.sched.cpus[cpu].stall_until = ready_at;
             let core = self.machine.plat.cpus[cpu].core;

@@ -94,6 +94,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             tl
         }),
         decisions: sim.cpufreq.explain.clone(),
+        idle_decisions: sim.hw.idle_log.clone(),
         migrations: sim.sched.hetero.migrations.clone(),
         finished_work: sim
             .sched

@@ -215,7 +215,11 @@ mod hwp {
 
     #[test]
     fn energy_performance_preference_trades_speed_for_energy() {
-        let light = "periodic:threads=4,run_us=2000,period_us=10000";
+        // 2.5 ms of work every 10 ms is 54 % busy at the 1.6 GHz minimum: above balanced's
+        // 45 % target (0.9 · 128/255), below frugal's 90 %. (At 2 ms, 43.5 % busy, balanced and
+        // frugal both sit at the minimum, and only a start-up transient of the idle governor
+        // told them apart.)
+        let light = "periodic:threads=4,run_us=2500,period_us=10000";
         let run = |epp: u32| {
             explain("i7-2600k", &format!("intel_pstate:algorithm=2,energy_performance_preference={epp}"), light, 1.0)
         };

@@ -123,9 +123,12 @@ fn mutex_serialises_critical_sections() {
         Programs { tasks: vec![worker; 4], spawned: vec![], devices: vec![] },
         0.1,
     );
-    // At most one 10 µs section at a time: no more than 100 ms / 10 µs sections in all.
+    // At most one 10 µs section at a time: no more than 100 ms / 10 µs sections in all. At
+    // least one per section and wake-up of the next waiter out of the deepest state (C8's
+    // 200 µs): menu may settle the waiters' CPUs in C6, each hand-off then waking a CPU out of
+    // it, whose idle periods (three sections and three exits) keep justifying C6.
     let n = r.summary.metric.value;
-    assert!(n <= 10_000.0 && n > 2_000.0, "{n}");
+    assert!(n <= 10_000.0 && n > 100e3 / (10.0 + 200.0), "{n}");
 }
 
 #[test]

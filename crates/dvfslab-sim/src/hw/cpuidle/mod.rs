@@ -1,6 +1,6 @@
 //! cpuidle: which idle state a CPU enters when it has nothing to run. An idle governor
 //! (`struct cpuidle_governor` in the kernel) chooses at each idle entry (`select`) and learns
-//! from how long the CPU actually slept (`reflect`); the simulator keeps one governor per run,
+//! from how long the CPU stayed in the state it chose (`reflect`); the simulator keeps one governor per run,
 //! holding its own per-CPU history as the kernel's per-CPU devices do.
 //!
 //! Only menu (drivers/cpuidle/governors/menu.c) is modelled, in `menu.rs`. A second governor
@@ -12,7 +12,7 @@ use crate::engine::TimeNs;
 use crate::hw::platform::{IdleStateFile, IdleTiming};
 use crate::kernel::KernelVersion;
 
-pub(crate) use menu::Menu;
+pub(crate) use menu::{IdleHistory, Menu};
 
 /// What an idle governor reads at an idle entry.
 #[derive(Clone, Copy)]
@@ -42,8 +42,11 @@ pub(crate) struct IdleChoice {
 pub(crate) trait IdleGovernor {
     /// The state `cpu` enters now.
     fn select(&mut self, cpu: usize, inputs: &IdleInputs) -> IdleChoice;
-    /// `cpu` woke after sleeping `slept_ns` in the state last selected.
-    fn reflect(&mut self, cpu: usize, slept_ns: u64);
+    /// `cpu` left the state last selected after `residency_ns` there, its exit included
+    /// (what cpuidle measures), the state's declared exit latency being `exit_ns`.
+    fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64);
+    /// `cpu`'s recent idle periods, for the decision log.
+    fn history(&self, cpu: usize) -> Option<IdleHistory>;
 }
 
 /// The idle governor of a run on `ncpus` CPUs.
