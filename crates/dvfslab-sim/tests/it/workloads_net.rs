@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::run;
+use dvfslab_sim::{simulate, SimConfig};
 
 /// 4 cores, 8 CPUs, 0.8–3.9 GHz.
 const SKYLAKE: &str = "skylake-e3-1240v5";
@@ -323,12 +324,36 @@ fn udp_stream_loses_its_turbo_when_idle_cores_cannot_power_gate() {
 
 #[test]
 fn apache_is_bound_by_the_ab_event_loop_once_connections_overlap() {
-    let r = run(SKYLAKE, "performance", "apache", 0.2, 1).summary;
-    // ab's loop keeps one CPU busy all the time; the workers keep the others partly busy.
+    let cfg = SimConfig {
+        governor: "performance".into(),
+        workload: "apache".into(),
+        duration_ns: Some(200_000_000),
+        seed: 1,
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let traced = simulate(&common::preset(SKYLAKE), SKYLAKE, &cfg).unwrap();
+    let r = traced.summary;
+    // ab's loop runs all the time; the workers keep the CPUs they use partly busy. ab is the
+    // last task; new-idle balancing (from 5.16) may move it between CPUs, so its share is
+    // measured on the task, not on the busiest CPU.
+    let tl = traced.timeline.unwrap();
+    let ab = tl.task_names.iter().position(|n| n == "ab").unwrap() as i64;
+    let mut on_cpu: Vec<Option<(i64, u64)>> = vec![None; r.per_cpu.len()];
+    let mut ab_ns = 0;
+    for i in 0..tl.switch_time_ns.len() {
+        let (t, cpu) = (tl.switch_time_ns[i], tl.switch_cpu[i] as usize);
+        if let Some((task, start)) = on_cpu[cpu] {
+            ab_ns += if task == ab { t - start } else { 0 };
+        }
+        on_cpu[cpu] = Some((tl.switch_next[i], t));
+    }
+    ab_ns += on_cpu.iter().flatten().filter(|(task, _)| *task == ab).map(|(_, start)| 200_000_000 - start).sum::<u64>();
+    let ab_pct = ab_ns as f64 / 2e6;
+    assert!(ab_pct > 97.0, "ab ran {ab_pct}% of the time");
     let mut busy: Vec<f64> = r.per_cpu.iter().map(|c| c.busy_pct).collect();
     busy.sort_by(f64::total_cmp);
-    assert!(busy[7] > 97.0, "busiest CPU {}%", busy[7]);
-    assert!(busy[..7].iter().all(|&b| b < 90.0), "{busy:?}");
+    assert!(busy[..6].iter().all(|&b| b < 90.0), "{busy:?}");
     // One connection is a ping-pong of ab and one worker: far below the saturated rate, and
     // more connections than it takes to saturate ab gain nothing.
     let rate = |c: u32| metric(&format!("apache:concurrency={c}"), "performance", 0.2);
