@@ -243,6 +243,9 @@ pub struct Task {
     pub name: String,
     pub program: std::rc::Rc<[Op]>,
     pub pc: usize,
+    /// Operations of its program interpreted so far: tells a call interpreting it that a
+    /// nested call took its program on meanwhile (`Sim::interpret`).
+    pub ops_read: u64,
     pub state: TaskState,
     pub cpu: usize,
     /// Work left in the current Run operation (cycles at base frequency).
@@ -311,6 +314,7 @@ impl Task {
             name,
             program,
             pc: 0,
+            ops_read: 0,
             state: TaskState::Sleeping,
             cpu: 0,
             work_left: 0.0,

@@ -62,10 +62,18 @@ impl Sim {
     /// `unfinished`.
     pub(crate) fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
+        let mut read = self.sched.tasks[task].ops_read;
         for _ in 0..MAX_INSTANT_STEPS {
             // After a failure (a fork past the task limit) the run stops at the end of this
             // event: the programs it would still interpret here are left where they are.
             if self.sched.cpus[cpu].curr != Some(task) || self.run.failure.is_some() {
+                return false;
+            }
+            // An operation that woke another task may have switched the CPU away and back to
+            // this one, whose program a nested call then took on (a vfork child preempted by
+            // its released parent, picked again when the parent sleeps in wait4): it went on
+            // from there, and goes on no further from here.
+            if self.sched.tasks[task].ops_read != read {
                 return false;
             }
             let now = self.q.now();
@@ -75,6 +83,8 @@ impl Sim {
                 return false;
             }
             let t = &mut self.sched.tasks[task];
+            t.ops_read += 1;
+            read = t.ops_read;
             // The program is shared (a count, not a copy), so the operation is read in place.
             let program = std::rc::Rc::clone(&t.program);
             let pc = t.pc;
@@ -434,5 +444,81 @@ impl Sim {
                 self.q.now() as f64 * 1e-6
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::hw::platform::Platform;
+    use crate::sched::task::{Amount, Op};
+    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+
+    fn run(cycles: f64) -> Op {
+        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+    }
+
+    /// A parent on one CPU vforks a child that releases it, is preempted by it, and runs on
+    /// once the parent sleeps again in wait4: the child's work after the release is
+    /// [`AFTER`] split in two runs. The other CPU runs a hog.
+    struct Vfork;
+
+    const BEFORE: f64 = 100_000.0;
+    const AFTER: [f64; 2] = [1_000_000.0, 500_000.0];
+
+    impl Workload for Vfork {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let parent: Rc<[Op]> = vec![
+                run(10_000.0),
+                Op::Spawn { program: 0, count: 1 },
+                // kernel_clone's tail after the child is queued: the parent sleeps just
+                // behind it, so the release finds the child the one past its share.
+                run(4_000.0),
+                Op::WaitUninterruptible { ch: 0 },
+                Op::WaitChildren,
+                Op::Exit,
+            ]
+            .into();
+            // A hog keeps the other CPU busy, so the child is queued with its parent.
+            let hog: Rc<[Op]> = vec![run(1e9), Op::Jump { to: 0 }].into();
+            vec![TaskSpec::new("parent", parent).pinned(vec![0]), TaskSpec::new("hog", hog).pinned(vec![1])]
+        }
+        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+            vec![vec![
+                run(BEFORE),
+                Op::Post { ch: 0, sync: false },
+                Op::Exec { comm: "child" },
+                run(AFTER[0]),
+                run(AFTER[1]),
+                Op::Exit,
+            ]
+            .into()]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            10_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    #[test]
+    fn a_task_switched_back_in_within_its_own_operation_loses_no_work() {
+        // The child's release wakes its parent, which preempts it (the vfork's wake-up); the
+        // parent sleeps again at once in wait4 and the child, picked again inside that same
+        // operation, goes on with its next run. Its program must resume there once, not a
+        // second time from the operation that woke the parent (which would replace the run
+        // just started with the one after it).
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(10_000_000));
+        let plat = Platform::from_json(json, "kvm").unwrap();
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(Vfork), "test".into()).unwrap();
+        sim.begin();
+        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        let child = sim.sched.tasks.iter().find(|t| t.name == "child").expect("the child ran");
+        let all = BEFORE + AFTER[0] + AFTER[1];
+        assert!((child.work_done - all).abs() < 1.0, "{} of {all} cycles", child.work_done);
     }
 }

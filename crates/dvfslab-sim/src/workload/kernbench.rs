@@ -31,7 +31,10 @@
 //! serial start and link, the calibrated costs (`estimates::kernbench`). `cold_reads` block
 //! reads a unit waits for in cc1 model a build whose sources the page cache does not hold
 //! (the recordings machine reclaims cold page cache), on the storage device `device`; MMTests
-//! times a warm build (0). Shortcomings: the units are one flat pool (a job is a copy of
+//! times a warm build (0). With `discard` the filesystem discards freed blocks synchronously
+//! (ext4 without a journal, mounted with `discard`, the recordings machine's): gcc then waits
+//! in D for the discard of its temporary assembly file once as has exited, one a unit,
+//! dispatched by the CPU's kblockd worker. Shortcomings: the units are one flat pool (a job is a copy of
 //! make, not a sub-make per directory, and no `built-in.a` archives), no module builds, no
 //! writes; per-unit work comes from a binned lognormal (see `sample`).
 
@@ -64,6 +67,16 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             1000.0,
             "block reads a unit's cc1 waits for (sources the page cache does not hold); 0 = a warm build",
         ),
+        Knob::new(
+            "discard",
+            "0/1",
+            0.0,
+            0.0,
+            1.0,
+            "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): gcc \
+             waits for it when it deletes its temporary assembly file",
+        )
+        .integer(),
         storage::knob(1.0),
     ],
     build: |k: &KnobValues| {
@@ -73,6 +86,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             compile_scale: k.get(est::COMPILE_SCALE.name),
             serial_scale: k.get(est::SERIAL_SCALE.name),
             cold_reads: k.get("cold_reads"),
+            discard: k.get_u64("discard") == 1,
             device: k.get_u64("device"),
         })
     },
@@ -99,6 +113,8 @@ struct Kernbench {
     serial_scale: f64,
     /// Block reads a unit's cc1 waits for, and the device they wait on.
     cold_reads: f64,
+    /// Whether freed blocks are discarded synchronously (gcc's temporary file).
+    discard: bool,
     device: u64,
 }
 
@@ -162,6 +178,9 @@ struct Unit {
     /// Block reads cc1 waits for, and their device time.
     reads: u32,
     read_ns: Amount,
+    /// The device time of the discard gcc waits for when it deletes its temporary assembly
+    /// file, if the filesystem discards freed blocks synchronously.
+    discard_ns: Option<Amount>,
 }
 
 impl Unit {
@@ -184,6 +203,15 @@ impl Unit {
         let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, 2))];
         gcc.extend(vfork_wait(cc1, gcc_ch));
         gcc.extend(vfork_wait(as_, gcc_ch));
+        if let Some(service_ns) = self.discard_ns {
+            // The driver deletes the temporary `.s` that cc1 wrote and as read, at its exit.
+            // Freeing its blocks on ext4 mounted with `discard` and no journal to defer the
+            // discard to, ext4_mb_clear_bb issues it at once (ext4_issue_discard, a
+            // synchronous sb_issue_discard) inside a plug and waits in D: the CPU's kblockd
+            // worker dispatches it once gcc sleeps (`workload::kthreads`), and the block
+            // completion's softirq wakes gcc.
+            gcc.push(Op::IoPlugged { dev: DISK, service_ns });
+        }
         let gcc = p.add(exec_child("gcc", sh_ch, gcc));
         let mut children = vec![gcc];
         if self.objtool {
@@ -247,6 +275,8 @@ impl Kernbench {
     fn build(&self) -> (Programs, Vec<u32>, u32, u32) {
         let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
         let read_ns = storage::access_ns(storage::device(self.device), Access::RandomRead);
+        // A discard: a small request on the device (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
         let objtool = sample::flags(self.units, est::OBJTOOL_SHARE, 1);
         let (mut empty_owed, mut reads_owed) = (0.0, 0.0);
         let mut p = Programs(Vec::new());
@@ -265,6 +295,7 @@ impl Kernbench {
                 empty_lines: empty_lines as u32,
                 reads: reads as u32,
                 read_ns: read_ns[u % read_ns.len()],
+                discard_ns: self.discard.then(|| discard_ns[u % discard_ns.len()]),
             };
             jobs.push(unit.programs(&mut p));
         }
@@ -339,7 +370,7 @@ mod tests {
     use super::*;
 
     fn kernbench(units: usize, cold_reads: f64) -> Kernbench {
-        Kernbench { jobs: 2, units, compile_scale: 1.0, serial_scale: 1.0, cold_reads, device: 3 }
+        Kernbench { jobs: 2, units, compile_scale: 1.0, serial_scale: 1.0, cold_reads, discard: false, device: 3 }
     }
 
     /// The comms a unit's job execs, in the order its programs were built.
@@ -385,6 +416,30 @@ mod tests {
         assert_eq!(reads(&kernbench(10, 0.0)), 0);
         // 3.9 a unit over 10 units: 39, spread as 3 or 4 per cc1.
         assert_eq!(reads(&kernbench(10, 3.9)), 39);
+    }
+
+    #[test]
+    fn with_synchronous_discards_gcc_waits_for_one_after_its_assembler_exits() {
+        let plugged = |k: &Kernbench| {
+            let (p, _, _, _) = k.build();
+            let mut gcc = 0;
+            for prog in p.0.iter().filter(|prog| prog.contains(&Op::Exec { comm: "gcc" })) {
+                gcc += 1;
+                // The discard comes after the wait for as: the last wait4, then the plug.
+                let last_wait = prog.iter().rposition(|op| matches!(op, Op::WaitChildren)).expect("gcc waits");
+                let plug = prog.iter().position(|op| matches!(op, Op::IoPlugged { .. }));
+                if let Some(i) = plug {
+                    assert!(i > last_wait, "the discard before as exits");
+                }
+            }
+            let total: usize =
+                p.0.iter().map(|prog| prog.iter().filter(|op| matches!(op, Op::IoPlugged { .. })).count()).sum();
+            (gcc, total)
+        };
+        assert_eq!(plugged(&kernbench(10, 0.0)), (10, 0));
+        let discard = Kernbench { discard: true, ..kernbench(10, 0.0) };
+        // One a unit, all of them in gcc.
+        assert_eq!(plugged(&discard), (10, 10));
     }
 
     #[test]
