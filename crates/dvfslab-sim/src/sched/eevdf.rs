@@ -61,7 +61,9 @@ pub(crate) struct Rules {
     /// the default SCHED_TUNABLESCALING_LOG.
     pub slice_ns: u64,
     /// The bound on a leaving task's lag: max(2·slice, TICK_NSEC) before 6.18, the run-queue's
-    /// largest slice + TICK_NSEC from 6.18 (every slice is the base one here).
+    /// largest slice + TICK_NSEC from 6.18 (entity_lag with cfs_rq_max_slice, as 6.18's stable
+    /// releases have it, the recordings' 6.18.44 among them; 6.18.0 still had the first
+    /// bound). Every slice is the base one here.
     pub lag_limit_ns: u64,
     /// Before 6.8 the running task wins a tie of deadlines against a queued one; from 6.8,
     /// when the tree is sorted by deadline, it must be strictly earlier.
