@@ -133,7 +133,9 @@ def test_refuses_a_directory_that_is_not_a_store(tmp_path):
 
 @pytest.mark.skipif(default_jobs() < 2, reason="needs two CPUs")
 def test_a_two_core_machine_runs_two_workers(tmp_path):
-    campaign = campaign_from_dict(campaign_doc(SLOW, iterations=4), source="slow.toml")
+    # Enough runs (48, a few seconds) that the second worker has started before the first
+    # has taken them all, even on a loaded machine.
+    campaign = campaign_from_dict(campaign_doc(SLOW, iterations=12), source="slow.toml")
     summary = run_campaign(campaign, tmp_path, progress=False)  # default jobs: every CPU
     assert summary.backend == "local"
     assert summary.workers == min(default_jobs(), 16)
