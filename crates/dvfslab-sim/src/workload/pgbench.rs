@@ -237,6 +237,21 @@ impl Pgbench {
         (write, flush)
     }
 
+    /// [`Self::backend_after`]'s loop alone, as if the backend had always been there.
+    #[cfg(test)]
+    fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+        self.backend_after(conn, t, Vec::new())
+    }
+
+    /// The backend the postmaster forks for connection `conn`: its start, ReadyForQuery (a
+    /// sync wake-up of the connecting thread, which sleeps in its connect), then
+    /// [`Self::backend_after`]'s loop.
+    fn forked_backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+        let start =
+            vec![backend_work(pgbench::BACKEND_STARTUP_CYCLES), Op::Post { ch: ready(self.clients, conn), sync: true }];
+        self.backend_after(conn, t, start)
+    }
+
     /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
     /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
     /// starts over: a fixed sequence per connection, different between connections. A
@@ -247,20 +262,8 @@ impl Pgbench {
     /// Every statement: wait for it, the protocol's work and the statement's own, the reply
     /// (waking the thread), the rest of the protocol's round. END's own work is split around
     /// the WAL flush's two I/Os, and the branch's row lock is released after them.
-    fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
-        self.backend_after(conn, t, Vec::new())
-    }
-
-    /// The backend the postmaster forks for connection `conn`: its start, ReadyForQuery (a
-    /// sync wake-up of the connecting thread, which sleeps in its connect), then
-    /// [`Self::backend`]'s loop.
-    fn forked_backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
-        let start =
-            vec![backend_work(pgbench::BACKEND_STARTUP_CYCLES), Op::Post { ch: ready(self.clients, conn), sync: true }];
-        self.backend_after(conn, t, start)
-    }
-
-    /// [`Self::backend`]'s loop after the operations `start`, which run once.
+    ///
+    /// The operations `start` run once, before the loop.
     fn backend_after(&self, conn: u32, t: u32, start: Vec<Op>) -> Rc<[Op]> {
         let top = start.len();
         let branches: Vec<u32> = if self.rw && self.scale > 1 {
