@@ -753,6 +753,16 @@ pub mod pgbench {
     /// The WAL writer's work when its latch is set (XLogBackgroundFlush writing the new WAL
     /// out): \[REC\] pgbench-select, 31 µs mean (17 median) at 2.6 GHz per run of that process.
     pub const WALWRITER_LATCH_CYCLES: f64 = us_cycles(27.0);
+    /// The start of a run, before the first transaction (not in the recordings, whose windows
+    /// begin seconds into the run; \[EST\] each, µs at 3 GHz): the pgbench thread's work to
+    /// open a connection (libpq's conninfo parsing, socket, connect and startup packet) 60 µs
+    /// (range 20–200); the postmaster's accept and its work around the fork of the backend
+    /// (ServerLoop, BackendStartup; the fork itself is `kernel::FORK_CYCLES`) 100 µs (range
+    /// 30–400); the new backend's start until it reports ReadyForQuery (InitPostgres, trust
+    /// authentication, the relation cache) 1,500 µs (range 500–5,000).
+    pub const CONNECT_CYCLES: f64 = us_cycles(60.0);
+    pub const POSTMASTER_ACCEPT_CYCLES: f64 = us_cycles(100.0);
+    pub const BACKEND_STARTUP_CYCLES: f64 = us_cycles(1500.0);
     /// MMTests caps pgbench's `-j` at CPUs / NUMA nodes / 8 (\[SRC\] pgbench-bench).
     pub const CPUS_PER_THREAD_PER_NODE: u32 = 8;
 }

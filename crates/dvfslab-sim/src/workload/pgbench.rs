@@ -43,6 +43,15 @@
 //! measured on the recordings, the main ones knobs (`client_us`, `select_us`, `rw_scale`);
 //! every cost, client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
+//! The run starts as pgbench's does: each thread opens its connections one after the other,
+//! each a connect to the postmaster's socket (a sync wake-up of the postmaster) and a sleep
+//! until the new backend reports ReadyForQuery. The postmaster accepts and forks one backend
+//! per connection (ServerLoop, BackendStartup), so the kernel places every backend with fork
+//! balancing from the postmaster's CPU (`sched_balance_fork`, `find_idlest_cpu`) while its
+//! thread sleeps; the backend starts up (InitPostgres) and answers. When every thread has its
+//! connections they begin together (pgbench's threads wait on one barrier), which is where
+//! the pairs' layout on the CPUs comes from, and a real run keeps the layout it starts with.
+//!
 //! Metric: transactions per second over the run (higher is better). MMTests takes the
 //! harmonic mean of 4-second batches after an 8-second warm-up; runs here are shorter than
 //! that and the model has no per-second samples, so it is the plain rate over the whole run.
@@ -53,7 +62,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::disk::{Disk, DEVICE_KNOB};
-use super::estimates::{ipc, pgbench, us_cycles};
+use super::estimates::{ipc, kernel, pgbench, us_cycles};
 use super::{measure, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
@@ -168,6 +177,20 @@ fn reply(t: u32) -> u32 {
 fn walwriter_latch(clients: u32) -> u32 {
     2 * clients
 }
+/// The postmaster's listening socket as connection `conn` connects to it (one channel per
+/// connection, so that the postmaster forks each connection's own backend); `accept(clients)`
+/// is never posted: the postmaster waits there once every connection has its backend.
+fn accept(clients: u32, conn: u32) -> u32 {
+    2 * clients + 1 + conn
+}
+/// Connection `conn`'s first answer, ReadyForQuery after its backend's start.
+fn ready(clients: u32, conn: u32) -> u32 {
+    3 * clients + 2 + conn
+}
+/// The barriers pgbench's threads pass together (threadRun): once all have started, then
+/// once all have their connections.
+const READY: u32 = 0;
+const GO: u32 = 1;
 
 fn client_work(cycles: f64) -> Op {
     Op::Run { cycles: Amount::jittered(cycles, pgbench::COST_SPREAD_PCT), mem_frac: ipc::MEM_FRAC }
@@ -214,6 +237,21 @@ impl Pgbench {
         (write, flush)
     }
 
+    /// [`Self::backend_after`]'s loop alone, as if the backend had always been there.
+    #[cfg(test)]
+    fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+        self.backend_after(conn, t, Vec::new())
+    }
+
+    /// The backend the postmaster forks for connection `conn`: its start, ReadyForQuery (a
+    /// sync wake-up of the connecting thread, which sleeps in its connect), then
+    /// [`Self::backend_after`]'s loop.
+    fn forked_backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+        let start =
+            vec![backend_work(pgbench::BACKEND_STARTUP_CYCLES), Op::Post { ch: ready(self.clients, conn), sync: true }];
+        self.backend_after(conn, t, start)
+    }
+
     /// The backend of connection `conn`, driven by pgbench thread `t`. A read-write backend at
     /// a scale above 1 runs `BRANCH_DRAWS` transactions, each on a branch drawn for it, and
     /// starts over: a fixed sequence per connection, different between connections. A
@@ -224,7 +262,10 @@ impl Pgbench {
     /// Every statement: wait for it, the protocol's work and the statement's own, the reply
     /// (waking the thread), the rest of the protocol's round. END's own work is split around
     /// the WAL flush's two I/Os, and the branch's row lock is released after them.
-    fn backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
+    ///
+    /// The operations `start` run once, before the loop.
+    fn backend_after(&self, conn: u32, t: u32, start: Vec<Op>) -> Rc<[Op]> {
+        let top = start.len();
         let branches: Vec<u32> = if self.rw && self.scale > 1 {
             let mut rng = Pcg64::seed_from_u64(BRANCH_SEED ^ u64::from(conn));
             (0..BRANCH_DRAWS).map(|_| rng.gen_range(0..self.scale)).collect()
@@ -235,7 +276,7 @@ impl Pgbench {
         };
         let latch_at = self.prunes().then(|| conn as usize * LATCH_PHASE % self.prune_every);
         let (write, flush) = self.wal_ios();
-        let mut p = Vec::new();
+        let mut p = start;
         let script = self.script();
         for (n, branch) in branches.into_iter().enumerate() {
             for (k, &cycles) in script.iter().enumerate() {
@@ -267,18 +308,46 @@ impl Pgbench {
                 p.push(backend_work(pgbench::BACKEND_IDLE_CYCLES));
             }
         }
-        p.push(Op::Jump { to: 0 });
+        p.push(Op::Jump { to: top });
+        p.into()
+    }
+
+    /// The postmaster: for each connection in turn, wait for its connect, accept it and fork
+    /// its backend (program `conn`, see `programs`); then wait for connections that never come.
+    fn postmaster(&self) -> Rc<[Op]> {
+        let mut p: Vec<Op> = (0..self.clients)
+            .flat_map(|c| {
+                [
+                    Op::Wait { ch: accept(self.clients, c) },
+                    backend_work(pgbench::POSTMASTER_ACCEPT_CYCLES),
+                    Op::Run { cycles: Amount::Fixed(kernel::FORK_CYCLES), mem_frac: pgbench::MEM_FRAC },
+                    Op::Spawn { program: c, count: 1 },
+                ]
+            })
+            .collect();
+        let idle = p.len();
+        p.extend([Op::Wait { ch: accept(self.clients, self.clients) }, Op::Jump { to: idle }]);
         p.into()
     }
 
     /// pgbench thread `t` driving connections `conns`: their first statements, then for every
     /// reply the next statement on that reply's connection. Its work per statement is split
-    /// around the send.
-    fn thread(&self, t: u32, conns: impl Iterator<Item = u32>) -> Rc<[Op]> {
+    /// around the send. Before that, once every thread has started, it opens its connections
+    /// one at a time (connect, then sleep until the backend is ready, as libpq's PQconnectdb
+    /// does), and waits for the other threads to have theirs (threadRun's two barriers).
+    fn thread(&self, t: u32, threads: u32, conns: impl Iterator<Item = u32> + Clone) -> Rc<[Op]> {
         let before = || client_work(pgbench::CLIENT_BEFORE_SEND * self.costs.client);
         let after = || client_work((1.0 - pgbench::CLIENT_BEFORE_SEND) * self.costs.client);
-        let mut p: Vec<Op> =
-            conns.flat_map(|c| [before(), Op::Post { ch: connection(c), sync: true }, after()]).collect();
+        let mut p = vec![Op::Barrier { id: READY, n: threads }];
+        p.extend(conns.clone().flat_map(|c| {
+            [
+                client_work(pgbench::CONNECT_CYCLES),
+                Op::Post { ch: accept(self.clients, c), sync: true },
+                Op::Wait { ch: ready(self.clients, c) },
+            ]
+        }));
+        p.push(Op::Barrier { id: GO, n: threads });
+        p.extend(conns.flat_map(|c| [before(), Op::Post { ch: connection(c), sync: true }, after()]));
         let top = p.len();
         p.extend([Op::Take { ch: reply(t) }, before(), Op::Answer { sync: true }, after(), Op::Jump { to: top }]);
         p.into()
@@ -313,21 +382,30 @@ impl Pgbench {
 }
 
 impl Workload for Pgbench {
+    /// The server is up before pgbench starts: the postmaster, the WAL writer and the
+    /// background writer (their comm is the postmaster's, as every PostgreSQL process's); the
+    /// backends are forked as pgbench's threads connect.
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
-        // The connections are shared out evenly among the threads.
-        let threads = self.threads(plat);
-        let mut tasks: Vec<TaskSpec> =
-            (0..self.clients).map(|c| TaskSpec::new(format!("postgres-{c}"), self.backend(c, c % threads))).collect();
-        tasks.extend((0..threads).map(|t| {
-            let conns = (t..self.clients).step_by(threads as usize);
-            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, conns))
-        }));
-        // Their comm is the postmaster's, as every PostgreSQL process's.
         let walwriter =
             if self.prunes() { self.latched_walwriter() } else { Self::background(pgbench::WALWRITER_CYCLES) };
-        tasks.push(TaskSpec::new("postgres", walwriter));
-        tasks.push(TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)));
+        let mut tasks = vec![
+            TaskSpec::new("postgres", self.postmaster()),
+            TaskSpec::new("postgres", walwriter),
+            TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)),
+        ];
+        // The connections are shared out evenly among the threads.
+        let threads = self.threads(plat);
+        tasks.extend((0..threads).map(|t| {
+            let conns = (t..self.clients).step_by(threads as usize);
+            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, threads, conns))
+        }));
         tasks
+    }
+
+    /// Program `c` is connection `c`'s backend, which the postmaster forks.
+    fn programs(&self, plat: &Platform) -> Vec<Rc<[Op]>> {
+        let threads = self.threads(plat);
+        (0..self.clients).map(|c| self.forked_backend(c, c % threads)).collect()
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
@@ -383,8 +461,9 @@ mod tests {
         let pg = pgbench(16, 2, false, 1);
         // Thread 1 owns connections 1, 3, ..., 15: it sends their first statements, then takes
         // whichever reply comes first from its own queue and answers on that connection.
-        let thread = pg.thread(1, (1..16).step_by(2));
-        let first: Vec<u32> = thread
+        let thread = pg.thread(1, 2, (1..16).step_by(2));
+        let go = thread.iter().position(|op| matches!(op, Op::Barrier { id: GO, .. })).expect("the barrier");
+        let first: Vec<u32> = thread[go..]
             .iter()
             .take_while(|op| !matches!(op, Op::Take { .. }))
             .filter_map(|op| if let Op::Post { ch, .. } = op { Some(*ch) } else { None })
@@ -443,7 +522,7 @@ mod tests {
         let protocol = 7.0 * (pgbench::BACKEND_QUERY_CYCLES + pgbench::BACKEND_IDLE_CYCLES);
         assert!((work - statements - protocol).abs() < 1.0, "{work} vs {statements} + {protocol}");
         // The thread's work per statement, split around its send.
-        let thread = pg.thread(0, 0..1);
+        let thread = pg.thread(0, 1, 0..1);
         let per_statement: f64 = spread_work(&thread[thread.len() - 5..]).iter().sum();
         assert!((per_statement - Costs::DEFAULT.client).abs() < 1.0, "{per_statement}");
         // A select-only transaction: its SELECT and one round trip's protocol work.
@@ -466,7 +545,7 @@ mod tests {
             }
         }
         // The thread: its work split around each send, the larger part before it.
-        let thread = pg.thread(0, 0..2);
+        let thread = pg.thread(0, 1, 0..2);
         let take = thread.iter().position(|op| matches!(op, Op::Take { .. })).expect("a Take");
         let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { f64::NAN };
         assert!(matches!(thread[take + 2], Op::Answer { sync: true }));
@@ -590,5 +669,48 @@ mod tests {
         // Read-only backends take no lock at any scale.
         let ro = pgbench(8, 0, false, 172);
         assert!(locked_branches(&ro.backend(5, 1)).is_empty());
+    }
+
+    #[test]
+    fn the_postmaster_forks_each_backend_when_its_thread_connects() {
+        let text = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let plat = Platform::from_json(text, "kvm-guest-2cpu").expect("the preset parses");
+        let pg = pgbench(4, 2, false, 1);
+        let tasks = pg.tasks(&plat);
+        // No backend exists before the run: the postmaster forks one per connection.
+        assert!(tasks.iter().all(|t| t.name == "postgres" || t.name.starts_with("pgbench-")));
+        let postmaster = &tasks[0].program;
+        let spawned: Vec<u32> = postmaster
+            .iter()
+            .filter_map(|op| if let Op::Spawn { program, .. } = op { Some(*program) } else { None })
+            .collect();
+        assert_eq!(spawned, vec![0, 1, 2, 3]);
+        // Each fork follows that connection's connect, and the postmaster then waits for good.
+        let accepts = waits(postmaster);
+        assert_eq!(accepts, (0..=4).map(|c| accept(4, c)).collect::<Vec<_>>());
+        // Thread 1 (connections 1 and 3) connects to each in turn and sleeps until its backend
+        // is ready, then waits for the other thread before its first statement.
+        let thread = pg.thread(1, 2, [1, 3].into_iter());
+        assert_eq!(thread[0], Op::Barrier { id: READY, n: 2 });
+        let go = thread.iter().position(|op| *op == Op::Barrier { id: GO, n: 2 }).expect("the barrier");
+        assert_eq!(posts(&thread[..go]), vec![(accept(4, 1), true), (accept(4, 3), true)]);
+        assert_eq!(waits(&thread[..go]), vec![ready(4, 1), ready(4, 3)]);
+        assert_eq!(posts(&thread[go..])[0], (connection(1), true));
+        // The forked backend of connection 3 reports ready to its thread, then serves
+        // statements in the loop the unforked one has, which never returns to the start.
+        let programs = pg.programs(&plat);
+        assert_eq!(programs.len(), 4);
+        let forked = &programs[3];
+        assert_eq!(posts(&forked[..2]), vec![(ready(4, 3), true)]);
+        let steady = pg.backend(3, 1);
+        assert_eq!(&forked[2..forked.len() - 1], &steady[..steady.len() - 1]);
+        assert_eq!(forked.last(), Some(&Op::Jump { to: 2 }));
+        // Every channel is distinct.
+        let mut chans: Vec<u32> = (0..4).map(connection).chain((0..2).map(reply)).collect();
+        chans.push(walwriter_latch(4));
+        chans.extend((0..=4).map(|c| accept(4, c)));
+        chans.extend((0..4).map(|c| ready(4, c)));
+        let distinct: std::collections::BTreeSet<u32> = chans.iter().copied().collect();
+        assert_eq!(distinct.len(), chans.len());
     }
 }
