@@ -67,16 +67,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         est::PARENT_US,
         kernel::FORK_US,
         kernel::EXEC_US,
-        Knob::new(
-            "discard",
-            "0/1",
-            0.0,
-            0.0,
-            1.0,
-            "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): git \
-             and rm wait for it",
-        )
-        .integer(),
+        storage::DISCARD,
         storage::knob(1.0),
     ],
     build: |k: &KnobValues| {
@@ -90,7 +81,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Box::new(Gitsource {
             commands: k.get_u64("commands") as usize,
             scripts: k.get_u64("scripts").max(1) as usize,
-            discard: k.get_u64("discard") == 1,
+            discard: k.get_u64(storage::DISCARD.name) == 1,
             device: k.get_u64("device"),
             costs,
         })

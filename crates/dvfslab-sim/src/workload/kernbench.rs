@@ -67,16 +67,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             1000.0,
             "block reads a unit's cc1 waits for (sources the page cache does not hold); 0 = a warm build",
         ),
-        Knob::new(
-            "discard",
-            "0/1",
-            0.0,
-            0.0,
-            1.0,
-            "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): gcc \
-             waits for it when it deletes its temporary assembly file",
-        )
-        .integer(),
+        storage::DISCARD,
         storage::knob(1.0),
     ],
     build: |k: &KnobValues| {
@@ -86,7 +77,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             compile_scale: k.get(est::COMPILE_SCALE.name),
             serial_scale: k.get(est::SERIAL_SCALE.name),
             cold_reads: k.get("cold_reads"),
-            discard: k.get_u64("discard") == 1,
+            discard: k.get_u64(storage::DISCARD.name) == 1,
             device: k.get_u64("device"),
         })
     },

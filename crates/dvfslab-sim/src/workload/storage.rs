@@ -33,6 +33,20 @@ pub const fn knob(default: f64) -> Knob {
     .choices(CHOICES)
 }
 
+/// The `discard` knob of the workloads that delete files: 1 when the filesystem discards freed
+/// blocks synchronously (ext4 without a journal mounted with `discard`: `ext4_mb_clear_bb` →
+/// `ext4_issue_discard`), so whoever deletes a file waits for the device.
+pub const DISCARD: Knob = Knob::new(
+    "discard",
+    "0/1",
+    0.0,
+    0.0,
+    1.0,
+    "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): a task \
+     deleting a file waits for it (gitsource: git and rm; kernbench: gcc's temporary assembly file)",
+)
+.integer();
+
 /// What a request does on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
