@@ -234,10 +234,11 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
 #   recorded round trips mostly cross vCPUs; with its tasks pinned to the recorded layout (an
 #   experiment, not shipped) every CPU-per-op statistic was within tolerance, so what is
 #   missing is placement, not the backend's own path.
-# - netperf-tcp-rr: CPU per transaction about 30% low. The guest's background tasks now and then
-#   bring the pair onto one vCPU, where a transaction takes about 12 us instead of 73, until the
+# - netperf-tcp-rr: CPU per transaction about 40% low. The guest's background tasks now and then
+#   bring the pair onto one vCPU, where a transaction takes about 12 us instead of 76, until the
 #   idle balancer splits them; the recording's 0.1 s held about four such chances and none
-#   happened, too few to tell how often it really happens.
+#   happened, too few to tell how often it really happens. Without them the model is 17% low,
+#   netperf's side counted from its wake-ups in the recording (its vCPU's lost idle exits).
 CPU_PER_OP_STILL_OFF = {"pgbench-select", "netperf-tcp-rr"}
 
 
