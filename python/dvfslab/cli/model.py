@@ -85,6 +85,12 @@ def _print_report(report: dict[str, Any]) -> None:
         f"operation = per {report['operations_unit']}; {report['within']} of "
         f"{report['judged']} judged statistics within tolerance"
     )
+    rec_ops, model_ops = report["recorded"], report["model"]
+    print(
+        f"operations: {report['operations_counted']}: recorded {rec_ops['operations']:,.0f} "
+        f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops['operations']:,.0f} "
+        f"(counted {model_ops['operations_reported']:,.0f})"
+    )
     rows = []
     for row in report["rows"]:
         if row["recorded"] is None and row["model"] is None:

@@ -79,7 +79,7 @@ def behaviour(
     patterns = {role: re.compile(p) for role, p in roles.items()}
     start, end = window if window is not None else _span(trace)
     span_s = max(end - start, 1e-12)
-    pid_role = _pid_roles(trace, patterns)
+    pid_role = pid_roles(trace, patterns)
     stats: dict[str, RoleStats] = defaultdict(RoleStats)
     for role in pid_role.values():
         stats[role].tasks += 1
@@ -123,7 +123,7 @@ def _span(trace: Trace) -> tuple[float, float]:
     return (min(times), max(ends)) if times else (0.0, 0.0)
 
 
-def _pid_roles(trace: Trace, patterns: dict[str, re.Pattern[str]]) -> dict[int, str]:
+def pid_roles(trace: Trace, patterns: dict[str, re.Pattern[str]]) -> dict[int, str]:
     """Each pid's role, by the last comm the trace gives it (a comm changes at exec)."""
     comms: dict[int, str] = {}
     sw = trace.switches

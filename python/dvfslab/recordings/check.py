@@ -12,6 +12,8 @@ from typing import Any
 
 from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour
 from dvfslab.recordings.manifest import Recording
+from dvfslab.recordings.round_trips import round_trips
+from dvfslab.traces.read import Trace
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,10 @@ def recorded_behaviour(rec: Recording) -> dict[str, Any]:
 
     trace = parse_text(rec.trace_text(), str(rec.trace_path))
     window = (rec.window_start_s, rec.window_start_s + rec.window_s)
-    return behaviour(
-        trace, rec.roles, rec.operations, _fixed_khz(describe_platform(rec.platform)), window
-    )
+    ops = _operations(rec, trace, rec.operations, window)
+    stats = behaviour(trace, rec.roles, ops, _fixed_khz(describe_platform(rec.platform)), window)
+    stats["operations_reported"] = rec.operations
+    return stats
 
 
 def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -108,14 +111,25 @@ def modelled_behaviour(rec: Recording, seed: int = 0) -> tuple[dict[str, Any], d
     if ops is None:
         raise ValueError(f"{rec.workload}: the model counts no operations to compare per op")
     trace = parse_text(render(result), f"model of {rec.name}")
+    window = (rec.model_warmup_s, end_s)
+    counted = _operations(rec, trace, float(ops["count"]), window)
     stats = behaviour(
-        trace,
-        rec.roles,
-        float(ops["count"]),
-        _fixed_khz(describe_platform(rec.platform)),
-        (rec.model_warmup_s, end_s),
+        trace, rec.roles, counted, _fixed_khz(describe_platform(rec.platform)), window
     )
+    stats["operations_reported"] = float(ops["count"])
     return stats, summary
+
+
+def _operations(
+    rec: Recording, trace: Trace, reported: float, window: tuple[float, float]
+) -> float:
+    """The operations in `window` that per-op statistics divide by: the round trips counted in
+    the trace for a request/response benchmark (the recording's and the model's alike), else
+    the benchmark's own count (`reported`)."""
+    if rec.round_trips is None:
+        return reported
+    requester, responder = rec.round_trips
+    return float(round_trips(trace, rec.roles, requester, responder, window))
 
 
 def model_governor(rec: Recording) -> str:
@@ -175,6 +189,11 @@ def check(rec: Recording, seed: int = 0) -> dict[str, Any]:
         "workload": rec.workload,
         "platform": rec.platform,
         "operations_unit": rec.operations_unit,
+        "operations_counted": (
+            "the benchmark's own count"
+            if rec.round_trips is None
+            else "round trips {} -> {} in each trace".format(*rec.round_trips)
+        ),
         "recorded": recorded,
         "model": modelled,
         "model_metric": summary["metric"],

@@ -11,6 +11,8 @@
     window_s = 0.1
     operations = 15835.0                 # the benchmark's own operations in the window
     operations_unit = "loadfile operations"
+    round_trips = ["client", "server"]   # optional: the window's operations are its round
+                                         # trips between these roles, counted in each trace
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
     model_duration_s = 0.3
 
@@ -53,9 +55,15 @@ class Recording:
     window_s: float
     operations: float
     operations_unit: str
+    """What `operations` counts: the benchmark's own report (its untraced rate over the
+    window) or, for a benchmark counted in the trace, the recorder's count there."""
     roles: dict[str, str]
     model_warmup_s: float
     model_duration_s: float
+    round_trips: tuple[str, str] | None = None
+    """(requester role, responder role) of a benchmark whose operation is one round trip
+    between them: its operations per window are counted in the recording's trace and in the
+    model's alike (`round_trips`), and `operations` is only reported beside them."""
 
     def trace_text(self) -> str:
         """The recording's ftrace text (decompressed)."""
@@ -121,6 +129,14 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         except re.error as e:
             raise ConfigError(f"{path}: roles.{role}: not a regular expression: {e}") from None
     window_s = number("window_s")
+    trips = data.get("round_trips")
+    if trips is not None and (
+        not isinstance(trips, list) or len(trips) != 2 or not all(r in roles for r in trips)
+    ):
+        raise ConfigError(
+            f"{path}: round_trips: expected [requester, responder], two of the roles "
+            f"{', '.join(roles)}; got {trips!r}"
+        )
     return Recording(
         name=text("name", path.stem),
         trace_path=trace,
@@ -136,4 +152,5 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         roles=dict(roles),
         model_warmup_s=number("model_warmup_s", 0.2, zero_ok=True),
         model_duration_s=number("model_duration_s", max(window_s, 0.2)),
+        round_trips=None if trips is None else (trips[0], trips[1]),
     )

@@ -222,12 +222,14 @@ pub mod loopback {
 
 /// tbench: each loadfile operation is one request/response on loopback TCP. \[REC\] From
 /// the quiet tbench-2 and tbench-4 recordings (python/dvfslab/data/recordings/; 2.6 GHz, Linux
-/// 6.18; every pair on one CPU, no IPI), per operation as `dvfslab model check` counts them:
-/// the client runs 9,310 and 10,810 cycles, tbench_srv 7,450 and 8,740 (four pairs on two CPUs
-/// cost more than two: more switches, colder caches). The defaults are the two recordings'
-/// mean, less the copies of the model's loadfile (4,630 bytes each side per operation, 1,390
-/// cycles at `COPY_NS_PER_BYTE`); the ranges span the two. The loaded recordings these
-/// replace (another job on the machine) ran 1.4–1.6 times as many cycles per operation.
+/// 6.18; every pair on one CPU, no IPI), per operation as `dvfslab model check` counts them
+/// (round trips in the traced window; tbench's untraced rate would give 11–15% more):
+/// the client runs 10,940 and 12,180 cycles, tbench_srv 8,750 and 9,840 (four pairs on two
+/// CPUs cost more than two: more switches, colder caches). The defaults are the two
+/// recordings' mean, less the copies of the model's loadfile (4,630 bytes each side per
+/// operation, 1,390 cycles at `COPY_NS_PER_BYTE`); the ranges span the two. The loaded
+/// recordings these replace (another job on the machine) ran 1.4–1.6 times as many cycles per
+/// operation.
 pub mod tbench {
     use super::Knob;
     /// Client side per operation besides the copies: the receive of the reply, the loadfile
@@ -236,15 +238,15 @@ pub mod tbench {
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
         "us",
-        2.89,
+        3.39,
         0.0,
         1000.0,
         "client work per loadfile operation besides the copies (receive, loadfile line, send), µs at 3 GHz",
     )
     .uncertain(
-        2.64,
-        3.15,
-        "recorded: the client's cycles per operation in the quiet tbench-2 and tbench-4 (9,310 and 10,810) less \
+        3.18,
+        3.60,
+        "recorded: the client's cycles per operation in the quiet tbench-2 and tbench-4 (10,940 and 12,180) less \
          1,390 of copies",
     );
     /// Server side per operation besides the copies (tbench_srv: receive the request, send
@@ -252,15 +254,15 @@ pub mod tbench {
     pub const SERVER_US: Knob = Knob::new(
         "server_us",
         "us",
-        2.23,
+        2.63,
         0.0,
         1000.0,
         "tbench_srv work per loadfile operation besides the copies (receive the request, send the reply), µs at 3 GHz",
     )
     .uncertain(
-        2.02,
         2.45,
-        "recorded: tbench_srv's cycles per operation in the quiet tbench-2 and tbench-4 (7,450 and 8,740) less \
+        2.82,
+        "recorded: tbench_srv's cycles per operation in the quiet tbench-2 and tbench-4 (8,750 and 9,840) less \
          1,390 of copies",
     );
     /// Copy cost per byte moved, charged to each side for the bytes it sends or receives.
