@@ -167,6 +167,12 @@ def test_a_tolerance_judges_relative_and_share_differences() -> None:
     assert rel.judge(None, 1.0) == "n/a"
     assert Tolerance(points=10).judge(50.0, 61.0) == "off"
     assert Tolerance().judge(1.0, 100.0) == "reported"
+    # A median read from microsecond timestamps: one step apart is within, two are not.
+    median = Tolerance(rel=0.3, step=1.0)
+    assert median.judge(3.0, 3.9999999) == "ok"
+    assert median.judge(2.9999999, 4.0000001) == "ok"
+    assert median.judge(3.0, 5.0) == "off"
+    assert median.judge(100.0, 131.0) == "off"
 
 
 def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:

@@ -19,11 +19,13 @@ from dvfslab.traces.read import Trace
 @dataclass(frozen=True)
 class Tolerance:
     """How far the model may be from the recording: a relative one (`rel`, with `floor` the
-    size below which both values count as equal), or `points` for shares in percent. Neither:
+    size below which both values count as equal, and `step` the resolution of the values: a
+    difference of one step is always within), or `points` for shares in percent. Neither:
     reported, not judged."""
 
     rel: float | None = None
     floor: float = 0.0
+    step: float = 0.0
     points: float | None = None
 
     def judge(self, recorded: float | None, modelled: float | None) -> str:
@@ -36,20 +38,24 @@ class Tolerance:
         assert self.rel is not None
         if max(abs(recorded), abs(modelled)) <= self.floor:
             return "ok"
-        return "ok" if abs(modelled - recorded) <= self.rel * abs(recorded) else "off"
+        allowed = max(self.rel * abs(recorded), self.step)
+        return "ok" if abs(modelled - recorded) <= allowed + 1e-3 * self.step else "off"
 
     def text(self) -> str:
         if self.points is not None:
             return f"±{self.points:g} pt"
         if self.rel is not None:
-            return f"±{self.rel * 100:g}%"
+            step = f" or ±{self.step:g}" if self.step else ""
+            return f"±{self.rel * 100:g}%{step}"
         return "-"
 
 
 PER_OP_CPU = Tolerance(rel=0.20)
 PER_OP_COUNT = Tolerance(rel=0.25, floor=0.02)
 SHARE = Tolerance(points=10.0)
-MEDIAN = Tolerance(rel=0.30)
+# ftrace's text prints microseconds, so a run or sleep median is known to 1 us on either side:
+# a 3 us median against a 4 us one cannot be told apart however short both are.
+MEDIAN = Tolerance(rel=0.30, step=1.0)
 REPORTED = Tolerance()
 
 STATISTICS: list[tuple[str, str, Tolerance]] = [
