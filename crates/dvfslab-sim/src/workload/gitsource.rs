@@ -221,6 +221,13 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Which of `n` commands of piece `piece` of a script the shell precedes by truncating a file
+/// ([`est::SHELL_DISCARDS`] of them when the filesystem discards, none otherwise).
+fn shell_truncates(n: usize, script: usize, piece: usize, discard: bool) -> Vec<bool> {
+    let share = if discard { est::SHELL_DISCARDS } else { 0.0 };
+    sample::flags(n, share, pieces::salt(5 ^ ((script as u64) << 48), piece))
+}
+
 /// git's share of the commands the scripts start: the recording's share of the processes,
 /// less the gits that a git started ([`est::GIT_RUNS_GIT`]).
 fn git_share_of_scripts() -> f64 {
@@ -228,9 +235,17 @@ fn git_share_of_scripts() -> f64 {
 }
 
 impl Gitsource {
-    /// The shell's part of one command: start the child and wait for it.
-    fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
+    /// The shell's part of one command: start the child and wait for it; with `truncate`,
+    /// the shell's own redirection first truncates a file and waits for that discard.
+    fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize, truncate: Option<Amount>) {
         let program = (script * PER_SCRIPT + child) as u32;
+        if let Some(service_ns) = truncate {
+            // A builtin's output redirected onto a file the test wrote before (`echo ... >expect`):
+            // open(O_TRUNC) frees the file's blocks, which ext4 discards at once
+            // (ext4_truncate → ext4_free_blocks → ext4_mb_clear_bb → ext4_issue_discard) inside a
+            // plug: the shell waits in D while the CPU's kblockd worker dispatches it.
+            sh.extend([cpu(self.costs.shell / 2.0), Op::IoPlugged { dev: DISK, service_ns }]);
+        }
         match start_of(child) {
             Start::Subshell => {
                 // A subshell: its output through the pipe, then wait4. The fork's tail runs
@@ -331,9 +346,12 @@ impl Workload for Gitsource {
                 // Script s runs its share of the commands.
                 let n = self.commands / self.scripts + usize::from(s < self.commands % self.scripts);
                 let me = *self;
+                let discard_ns = storage::access_ns(storage::device(me.device), Access::Discard);
                 let sh = pieces::program(n, COMMANDS_PER_PIECE, vec![Op::Exit], move |piece, steps, sh| {
-                    for child in children(steps.len(), s, piece) {
-                        me.shell_command(sh, s, child);
+                    let truncates = shell_truncates(steps.len(), s, piece, me.discard);
+                    for (i, child) in children(steps.len(), s, piece).into_iter().enumerate() {
+                        let truncate = truncates[i].then(|| discard_ns[i % discard_ns.len()]);
+                        me.shell_command(sh, s, child, truncate);
                     }
                 });
                 TaskSpec::new("sh", sh)
@@ -342,8 +360,8 @@ impl Workload for Gitsource {
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        // A discard: a small request on the device (`storage`), binned.
-        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
+        // A discard of a small test file's few blocks (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::Discard);
         let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
         for s in 0..self.scripts {
             let first = p.len();

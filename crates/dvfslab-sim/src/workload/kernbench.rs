@@ -266,8 +266,8 @@ impl Kernbench {
     fn build(&self) -> (Programs, Vec<u32>, u32, u32) {
         let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
         let read_ns = storage::access_ns(storage::device(self.device), Access::RandomRead);
-        // A discard: a small request on the device (`storage`), binned.
-        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
+        // The discard of the temporary `.s`, hundreds of KiB: a large discard (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::LargeDiscard);
         let objtool = sample::flags(self.units, est::OBJTOOL_SHARE, 1);
         let (mut empty_owed, mut reads_owed) = (0.0, 0.0);
         let mut p = Programs(Vec::new());

@@ -7,7 +7,8 @@
 //!   access · LN(σ)  then  bytes / bandwidth    access: random read, sequential read or write
 //! ```
 //!
-//! with the lognormal binned (see `sample`). Accesses overlap up to the queue depth; the
+//! with the lognormal binned (see `sample`); a random read and a discard of a large file have
+//! their own medians and spreads where a recording measured them (the `virtio` disk). Accesses overlap up to the queue depth; the
 //! transfers share the device's one data channel, so however many requests are in flight the
 //! device moves at most its bandwidth. The numbers are in `estimates::storage`.
 
@@ -54,6 +55,12 @@ pub enum Access {
     SequentialRead,
     Write,
     RandomWrite,
+    /// A discard of a file of a few blocks (a small test file): a small request, as a write.
+    Discard,
+    /// A discard of a file of hundreds of KiB (a compiler's temporary assembly file): the
+    /// device trims a longer range (on a KVM guest, the host punches it out of the backing
+    /// file), so it takes longer than a small request where the recordings say so.
+    LargeDiscard,
 }
 
 /// Bins of the access-time distribution.
@@ -69,13 +76,14 @@ pub fn spec(d: &Device) -> DeviceSpec {
 
 /// The access times of a request, as [`BINS`] equally likely amounts (ns).
 pub fn access_ns(d: &Device, access: Access) -> Vec<Amount> {
-    let median = match access {
-        Access::RandomRead => d.rand_read_ns,
-        Access::SequentialRead => d.seq_read_ns,
-        Access::Write => d.write_ns,
-        Access::RandomWrite => d.rand_write_ns,
+    let (median, sigma) = match access {
+        Access::RandomRead => (d.rand_read_ns, d.read_sigma_log),
+        Access::SequentialRead => (d.seq_read_ns, d.sigma_log),
+        Access::Write | Access::Discard => (d.write_ns, d.sigma_log),
+        Access::RandomWrite => (d.rand_write_ns, d.sigma_log),
+        Access::LargeDiscard => (d.large_discard_ns, d.large_discard_sigma_log),
     };
-    sample::lognormal(BINS, median, d.sigma_log)
+    sample::lognormal(BINS, median, sigma)
 }
 
 /// The time a request of `bytes` holds the device's data channel (ns).
