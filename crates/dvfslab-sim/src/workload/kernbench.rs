@@ -431,6 +431,17 @@ mod tests {
         let discard = Kernbench { discard: true, ..kernbench(10, 0.0) };
         // One a unit, all of them in gcc.
         assert_eq!(plugged(&discard), (10, 10));
+        // Each the virtio disk's discard of a large file, not a small request's time.
+        let (p, _, _, _) = discard.build();
+        let small = storage::access_ns(storage::device(3), Access::Write);
+        let small_max = small.iter().map(|a| a.mean()).fold(0.0, f64::max);
+        for prog in p.0.iter() {
+            for op in prog.iter() {
+                if let Op::IoPlugged { service_ns, .. } = op {
+                    assert!(service_ns.mean() > small_max, "{}", service_ns.mean());
+                }
+            }
+        }
     }
 
     #[test]

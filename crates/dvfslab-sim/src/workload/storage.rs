@@ -90,3 +90,39 @@ pub fn access_ns(d: &Device, access: Access) -> Vec<Amount> {
 pub fn transfer_ns(d: &Device, bytes: f64) -> Amount {
     Amount::Fixed(bytes / d.bytes_per_ns)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn median(v: &[Amount]) -> f64 {
+        (v[BINS / 2 - 1].mean() + v[BINS / 2].mean()) / 2.0
+    }
+
+    #[test]
+    fn the_virtio_disk_serves_reads_and_large_discards_longer_than_a_small_request() {
+        let virtio = device(3);
+        assert_eq!(virtio.name, "virtio");
+        let small = median(&access_ns(virtio, Access::Write));
+        // A small discard is a small request.
+        assert_eq!(access_ns(virtio, Access::Discard), access_ns(virtio, Access::Write));
+        // The kernbench recording's reads (85 µs) and gcc's discards (156 µs after dispatch).
+        let read = median(&access_ns(virtio, Access::RandomRead));
+        let large = median(&access_ns(virtio, Access::LargeDiscard));
+        assert!((read / 85e3 - 1.0).abs() < 0.1, "{read}");
+        assert!((large / 156e3 - 1.0).abs() < 0.1, "{large}");
+        assert!(read > 1.8 * small && large > 3.5 * small, "{small} {read} {large}");
+        // Reads spread wider than writes: p90/p10 of the bins.
+        let spread = |v: &[Amount]| v[BINS - 2].mean() / v[1].mean();
+        assert!(spread(&access_ns(virtio, Access::RandomRead)) > 2.0 * spread(&access_ns(virtio, Access::Write)));
+    }
+
+    #[test]
+    fn devices_without_a_measured_large_discard_serve_it_as_a_write() {
+        for code in 0..3 {
+            let d = device(code);
+            assert_eq!(access_ns(d, Access::LargeDiscard), access_ns(d, Access::Write), "{}", d.name);
+            assert_eq!(d.read_sigma_log, d.sigma_log, "{}", d.name);
+        }
+    }
+}
