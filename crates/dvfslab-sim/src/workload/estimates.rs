@@ -955,7 +955,8 @@ pub mod gitsource {
     /// block-completion softirq 445 times against 4,435 forks (0.10), each just after a child's
     /// exit and before the next fork, with the CPU's kblockd worker dispatching the request
     /// (a builtin's `>file` truncating a file the test wrote before). Those sleeps: p10 41,
-    /// p50 92, p90 125 µs. Range 0.08–0.12 (the share of the window's forks by script).
+    /// p50 92, p90 125 µs. Range 0.03–0.34: the share in each second of the window (it depends on
+    /// which tests run: some rewrite their files at every step).
     pub const SHELL_DISCARDS: f64 = 0.10;
     /// Share of a script's children that are subshells (`$(...)` of builtins: a fork, no
     /// exec, its output read through a pipe) \[SRC\]: ~420 of 5,000 in the recording; each

@@ -44,7 +44,7 @@ pub const DISCARD: Knob = Knob::new(
     0.0,
     1.0,
     "1: freed blocks are discarded synchronously (ext4 without a journal, mounted with discard): a task \
-     deleting a file waits for it (gitsource: git and rm; kernbench: gcc's temporary assembly file)",
+     deleting or truncating a file waits for it (gitsource: git, rm and the shells; kernbench: gcc's temporary assembly file)",
 )
 .integer();
 
