@@ -25,8 +25,9 @@
 //! tools, each with its measured CPU. fork is charged to the shell, exec and exit to the
 //! child (`estimates::kernel`). With `discard` a filesystem discards freed blocks
 //! synchronously (ext4 without a journal mounted with `discard`, the recordings machine's):
-//! git and rm then wait for those discards on the storage device, each dispatched by the
-//! CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
+//! git and rm then wait for those discards on the storage device, and so does the shell
+//! before a tenth of its commands (its own redirection truncating a file), each dispatched by
+//! the CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
 //! at once, each its share of the commands. The run ends after the last command.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan of the chains. `commands` scales
@@ -242,10 +243,10 @@ impl Gitsource {
         let mut shell = self.costs.shell;
         if let Some(service_ns) = truncate {
             // A builtin's output redirected onto a file the test wrote before (`echo ... >expect`):
-            // open(O_TRUNC) frees the file's blocks, which ext4 discards at once
-            // (ext4_truncate → ext4_free_blocks → ext4_mb_clear_bb → ext4_issue_discard) inside a
-            // plug: the shell waits in D while the CPU's kblockd worker dispatches it, half-way
-            // through its work for the command.
+            // open(O_TRUNC) frees the file's blocks, which ext4 discards at once (ext4_setattr →
+            // ext4_truncate → … → ext4_free_blocks → ext4_mb_clear_bb → ext4_issue_discard)
+            // inside a plug: the shell waits in D while the CPU's kblockd worker dispatches it,
+            // half-way through its work for the command.
             shell /= 2.0;
             sh.extend([cpu(shell), Op::IoPlugged { dev: DISK, service_ns }]);
         }
@@ -529,6 +530,7 @@ mod tests {
         assert_eq!(sh[spawn + 1], cpu(kernel::VFORK_TAIL_CYCLES));
         assert_eq!(sh[spawn + 2], Op::WaitUninterruptible { ch: vfork_ch(0) });
     }
+
     #[test]
     fn with_discard_a_tenth_of_the_shells_commands_wait_for_a_truncated_files_discard() {
         // Without `discard` the shell never waits on the disk.
