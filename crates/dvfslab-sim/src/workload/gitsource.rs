@@ -25,8 +25,9 @@
 //! tools, each with its measured CPU. fork is charged to the shell, exec and exit to the
 //! child (`estimates::kernel`). With `discard` a filesystem discards freed blocks
 //! synchronously (ext4 without a journal mounted with `discard`, the recordings machine's):
-//! git and rm then wait for those discards on the storage device, each dispatched by the
-//! CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
+//! git and rm then wait for those discards on the storage device, and so does the shell
+//! before a tenth of its commands (its own redirection truncating a file), each dispatched by
+//! the CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
 //! at once, each its share of the commands. The run ends after the last command.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan of the chains. `commands` scales
@@ -221,6 +222,13 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Which of `n` commands of piece `piece` of a script the shell precedes by truncating a file
+/// ([`est::SHELL_DISCARDS`] of them when the filesystem discards, none otherwise).
+fn shell_truncates(n: usize, script: usize, piece: usize, discard: bool) -> Vec<bool> {
+    let share = if discard { est::SHELL_DISCARDS } else { 0.0 };
+    sample::flags(n, share, pieces::salt(5 ^ ((script as u64) << 48), piece))
+}
+
 /// git's share of the commands the scripts start: the recording's share of the processes,
 /// less the gits that a git started ([`est::GIT_RUNS_GIT`]).
 fn git_share_of_scripts() -> f64 {
@@ -228,36 +236,47 @@ fn git_share_of_scripts() -> f64 {
 }
 
 impl Gitsource {
-    /// The shell's part of one command: start the child and wait for it.
-    fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize) {
+    /// The shell's part of one command: start the child and wait for it; with `truncate`,
+    /// the shell's own redirection first truncates a file and waits for that discard.
+    fn shell_command(&self, sh: &mut Vec<Op>, script: usize, child: usize, truncate: Option<Amount>) {
         let program = (script * PER_SCRIPT + child) as u32;
+        let mut shell = self.costs.shell;
+        if let Some(service_ns) = truncate {
+            // A builtin's output redirected onto a file the test wrote before (`echo ... >expect`):
+            // open(O_TRUNC) frees the file's blocks, which ext4 discards at once (ext4_setattr →
+            // ext4_truncate → … → ext4_free_blocks → ext4_mb_clear_bb → ext4_issue_discard)
+            // inside a plug: the shell waits in D while the CPU's kblockd worker dispatches it,
+            // half-way through its work for the command.
+            shell /= 2.0;
+            sh.extend([cpu(shell), Op::IoPlugged { dev: DISK, service_ns }]);
+        }
         match start_of(child) {
             Start::Subshell => {
                 // A subshell: its output through the pipe, then wait4. The fork's tail runs
                 // after the child is queued, before the shell blocks on the pipe.
-                sh.extend(self.fork(program));
+                sh.extend(self.fork(shell, program));
                 sh.push(Op::Wait { ch: pipe_ch(script) });
             }
             // fork, not vfork: the shell goes on to wait for the command (its output's end,
             // then wait4) in S.
-            Start::ForkExec => sh.extend(self.fork(program)),
+            Start::ForkExec => sh.extend(self.fork(shell, program)),
             Start::Vfork => {
                 // vfork: D until the exec, then wait4. The fork's tail runs after the child is
                 // queued, which from 6.12 keeps the shell queued behind it while it sleeps
                 // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
                 let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
-                sh.extend([cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+                sh.extend([cpu(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
                 sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
             }
         }
         sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
     }
 
-    /// The shell's work for a command and a fork of `program`, whose tail the shell runs
-    /// after the child is queued ([`kernel::FORK_TAIL_CYCLES`]).
-    fn fork(&self, program: u32) -> [Op; 4] {
+    /// The shell's `shell` cycles of work for a command and a fork of `program`, whose tail the
+    /// shell runs after the child is queued ([`kernel::FORK_TAIL_CYCLES`]).
+    fn fork(&self, shell: f64, program: u32) -> [Op; 4] {
         let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
-        [cpu(self.costs.shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
+        [cpu(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
     }
 
     /// A command of kind `k` started by script `script`'s shell (`parent`) or by a git: its
@@ -331,9 +350,12 @@ impl Workload for Gitsource {
                 // Script s runs its share of the commands.
                 let n = self.commands / self.scripts + usize::from(s < self.commands % self.scripts);
                 let me = *self;
+                let discard_ns = storage::access_ns(storage::device(me.device), Access::Discard);
                 let sh = pieces::program(n, COMMANDS_PER_PIECE, vec![Op::Exit], move |piece, steps, sh| {
-                    for child in children(steps.len(), s, piece) {
-                        me.shell_command(sh, s, child);
+                    let truncates = shell_truncates(steps.len(), s, piece, me.discard);
+                    for (i, child) in children(steps.len(), s, piece).into_iter().enumerate() {
+                        let truncate = truncates[i].then(|| discard_ns[i % discard_ns.len()]);
+                        me.shell_command(sh, s, child, truncate);
                     }
                 });
                 TaskSpec::new("sh", sh)
@@ -342,8 +364,8 @@ impl Workload for Gitsource {
     }
 
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
-        // A discard: a small request on the device (`storage`), binned.
-        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
+        // A discard of a small test file's few blocks (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::Discard);
         let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
         for s in 0..self.scripts {
             let first = p.len();
@@ -495,7 +517,7 @@ mod tests {
     fn a_shell_runs_a_forks_tail_before_it_blocks_on_a_forked_child() {
         let g = gitsource(1, false);
         let mut sh = Vec::new();
-        g.shell_command(&mut sh, 0, SUBSHELL);
+        g.shell_command(&mut sh, 0, SUBSHELL, None);
         let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
         assert_eq!(&sh[spawn + 1..spawn + 3], &[cpu(kernel::FORK_TAIL_CYCLES), Op::Wait { ch: pipe_ch(0) }]);
         // The shell's work and fork are charged in full either way.
@@ -503,9 +525,33 @@ mod tests {
         assert!((total - g.costs.shell - g.costs.fork).abs() < 1.0, "{total}");
         // A vfork parent blocks in D after the shorter vfork tail.
         let mut sh = Vec::new();
-        g.shell_command(&mut sh, 0, 0);
+        g.shell_command(&mut sh, 0, 0, None);
         let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
         assert_eq!(sh[spawn + 1], cpu(kernel::VFORK_TAIL_CYCLES));
         assert_eq!(sh[spawn + 2], Op::WaitUninterruptible { ch: vfork_ch(0) });
+    }
+
+    #[test]
+    fn with_discard_a_tenth_of_the_shells_commands_wait_for_a_truncated_files_discard() {
+        // Without `discard` the shell never waits on the disk.
+        assert!(!shell_truncates(1000, 0, 0, false).iter().any(|&t| t));
+        let truncates = shell_truncates(1000, 0, 0, true);
+        let n = truncates.iter().filter(|&&t| t).count();
+        assert_eq!(n, (1000.0 * est::SHELL_DISCARDS).round() as usize);
+        assert!(n > 0);
+        // Such a command: half the shell's work, the plugged discard, the other half and the
+        // fork; the shell's CPU for it is unchanged.
+        let g = gitsource(1, true);
+        let service_ns = Amount::Fixed(42e3);
+        let mut sh = Vec::new();
+        g.shell_command(&mut sh, 0, 0, Some(service_ns));
+        assert_eq!(sh[1], Op::IoPlugged { dev: DISK, service_ns });
+        let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
+        assert!(spawn > 1);
+        assert!((cycles(&sh) - g.costs.shell - g.costs.fork).abs() < 1.0, "{}", cycles(&sh));
+        // The shells' programs carry those waits: a script of 1000 commands has ~100.
+        let tasks = g.tasks(&kvm());
+        let plugged = tasks[0].program.iter().filter(|op| matches!(op, Op::IoPlugged { .. })).count();
+        assert_eq!(plugged, n);
     }
 }

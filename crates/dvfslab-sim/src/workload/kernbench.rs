@@ -266,8 +266,8 @@ impl Kernbench {
     fn build(&self) -> (Programs, Vec<u32>, u32, u32) {
         let cc1 = sample::lognormal(BINS, est::CC1_MEDIAN_CYCLES * self.compile_scale, est::CC1_SIGMA_LOG);
         let read_ns = storage::access_ns(storage::device(self.device), Access::RandomRead);
-        // A discard: a small request on the device (`storage`), binned.
-        let discard_ns = storage::access_ns(storage::device(self.device), Access::Write);
+        // The discard of the temporary `.s`, hundreds of KiB: a large discard (`storage`), binned.
+        let discard_ns = storage::access_ns(storage::device(self.device), Access::LargeDiscard);
         let objtool = sample::flags(self.units, est::OBJTOOL_SHARE, 1);
         let (mut empty_owed, mut reads_owed) = (0.0, 0.0);
         let mut p = Programs(Vec::new());
@@ -431,6 +431,17 @@ mod tests {
         let discard = Kernbench { discard: true, ..kernbench(10, 0.0) };
         // One a unit, all of them in gcc.
         assert_eq!(plugged(&discard), (10, 10));
+        // Each the virtio disk's discard of a large file, not a small request's time.
+        let (p, _, _, _) = discard.build();
+        let small = storage::access_ns(storage::device(3), Access::Write);
+        let small_max = small.iter().map(|a| a.mean()).fold(0.0, f64::max);
+        for prog in p.0.iter() {
+            for op in prog.iter() {
+                if let Op::IoPlugged { service_ns, .. } = op {
+                    assert!(service_ns.mean() > small_max, "{}", service_ns.mean());
+                }
+            }
+        }
     }
 
     #[test]
