@@ -238,10 +238,11 @@ fn group_commit_serves_every_waiting_request_with_one_commit() {
     };
     let one = run("skylake-e3-1240v5", "performance", w(1), 1.0).summary.metric.value;
     let four = run("skylake-e3-1240v5", "performance", w(4), 1.0).summary.metric.value;
-    // One task: a commit per request, 1 ms each plus the exit from C8 (200 µs) between them,
-    // or from C6 (85 µs) for the fifth of the waits that start within C8's 800 µs residency
-    // of a tick (HZ=250), which menu keeps for such a short idle period (4.17+).
-    let expected = 1000.0 / (1.0 + 0.8 * 0.2 + 0.2 * 0.085);
+    // One task: a commit per request, 1 ms each plus the exit from C8 between them, or from
+    // C6 for the fifth of the waits that start within C8's 800 µs residency of a tick
+    // (HZ=250), which menu keeps for such a short idle period (4.17+). The whole package
+    // sleeps meanwhile: each exit is the package's (150 µs and 63.8 µs, `wake_latency_us`).
+    let expected = 1000.0 / (1.0 + 0.8 * 0.15 + 0.2 * 0.0638);
     assert!((one - expected).abs() <= 10.0, "{one}");
     // Four tasks: requests that queue behind a commit share the next one, so the device
     // completes far more than the 1000 single-request commits a second it has time for.
@@ -770,11 +771,12 @@ fn a_cpu_expecting_less_than_c1s_residency_polls() {
     let (poll, c1, _) = idle(10.0, "5.2");
     assert!(c1 > 0.01 && poll < 0.1 * c1, "POLL {poll} s, C1 {c1} s");
     // Before 5.0 only a timer due within 20 µs kept a CPU polling: here it goes to C1, and
-    // the 2 µs exit on each wake-up leaves it behind the sender until a backlog builds.
+    // the 2 µs exit on each wake-up leaves it behind the sender until a backlog builds, which
+    // costs it at most a token: both receivers keep up with the sender (one token per 2 µs).
     // (4.17+: menu also polls when the next tick is nearer than C1's residency.)
     let (poll, c1, halted) = idle(1.0, "4.19");
     assert!(c1 > 0.001 && poll < 0.01 * c1, "POLL {poll} s, C1 {c1} s");
-    assert!(polled > halted, "{polled} tokens polling against {halted} halting");
+    assert!(polled >= halted && halted > 0.99 * 0.05 / 2e-6, "{polled} tokens polling against {halted} halting");
 }
 
 /// One task pinned to `cpu`, looping: a 1 ms I/O on a device completing as `completion` says,
