@@ -1151,10 +1151,13 @@ mod tests {
         Platform::from_json(&v.to_string(), "box.json")
     }
 
-    /// Skylake with its C6 (state 4, declared 85 µs) given `state`'s extra fields.
+    /// Skylake with its C6 (state 4, declared 85 µs) given `fields` instead of its wake costs.
     fn skylake_c6_with(fields: serde_json::Value) -> Result<Platform> {
         let path = format!("{}/../../python/dvfslab/data/platforms/skylake-e3-1240v5.json", env!("CARGO_MANIFEST_DIR"));
         let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let c6 = v["clusters"][0]["idle_states"][4].as_object_mut().unwrap();
+        c6.remove("wake_latency_us");
+        c6.remove("exit_latency_pkg_awake_us");
         for (k, x) in fields.as_object().unwrap() {
             v["clusters"][0]["idle_states"][4][k] = x.clone();
         }
@@ -1186,6 +1189,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("exit_latency_pkg_awake_us") && e.contains("0..wake_latency_us (30)"), "{e}");
+    }
+
+    /// The Intel presets declare intel_idle's worst cases (what menu reads) and charge less:
+    /// a power-gated state's exit with the package awake below the exit out of a sleeping
+    /// package, both below the table; C1 and C1E charge the table.
+    #[test]
+    fn intel_presets_charge_below_their_declared_exit_latencies() {
+        for id in ["skylake-e3-1240v5", "haswell-e5-2670v3-2s", "broadwell-e5-2698v4-2s", "i7-2600k"] {
+            let p = preset(id);
+            let states = &p.file.clusters[0].idle_states;
+            for (s, timing) in states.iter().zip(p.idle_timing_of_cpu(0)) {
+                assert_eq!(timing.exit_ns, s.exit_ns(), "{id} {}", s.name);
+                let (awake, asleep) = (s.hardware_exit_ns(true), s.hardware_exit_ns(false));
+                if s.power == IdlePower::PowerGated {
+                    assert!(awake < asleep && asleep < s.exit_ns(), "{id} {}: {awake} {asleep}", s.name);
+                } else {
+                    assert_eq!((awake, asleep), (s.exit_ns(), s.exit_ns()), "{id} {}", s.name);
+                }
+            }
+            // Any draw within the declared ranges keeps the package-awake cost at most the other.
+            for u in p.uncertain.iter().filter(|u| u.path.ends_with("/exit_latency_pkg_awake_us")) {
+                let wake = u.path.replace("exit_latency_pkg_awake_us", "wake_latency_us");
+                let w = p.uncertain.iter().find(|v| v.path == wake).unwrap();
+                assert!(u.range[1] <= w.range[0], "{id} {}", u.path);
+            }
+        }
+        // Skylake's C6: 85 µs declared, 44.2 µs with the package awake, 63.8 µs out of PC6+.
+        let c6 = &preset("skylake-e3-1240v5").file.clusters[0].idle_states[4];
+        assert_eq!((c6.hardware_exit_ns(true), c6.hardware_exit_ns(false)), (44_200, 63_800));
     }
 
     #[test]
