@@ -45,7 +45,7 @@ impl Sim {
         t.placed = true;
         t.cpu = cpu;
         // wake_up_new_task remembers the CPU the task was forked on (task_cpu before fork
-        // balancing moves it; sched_fork, from 5.16 sched_cgroup_fork, set it to the forking
+        // balancing moves it; sched_fork, in later kernels sched_cgroup_fork, set it to the forking
         // CPU) as the recently used CPU of its first wake-up's select_idle_sibling (4.16+).
         t.recent_used_cpu = Some(forked_on);
         t.avg.last_update_time = pelt_now;
