@@ -298,10 +298,11 @@ pub struct Task {
     /// The return address (absolute channel id) of the token last taken by `Op::Take`.
     pub answer_to: Option<u32>,
     /// The CPU wake-up placement last left behind (`p->recent_used_cpu`,
-    /// `Sim::select_idle_sibling`).
+    /// `Sim::select_idle_sibling`); at fork, the CPU the task was forked on (`Sim::start_task`).
     pub recent_used_cpu: Option<usize>,
     /// How often this task, waking others, switched to a different wakee (`wakee_flips`,
-    /// halved once a second), the last one it woke, and when the count was last halved.
+    /// halved once a second), the last one it woke, and when the count was last halved; a
+    /// forked task starts with its parent's (`Sim::inherit_wakee`).
     pub wakee_flips: u32,
     pub last_wakee: Option<usize>,
     pub wakee_flip_decay_ns: TimeNs,

@@ -31,7 +31,11 @@ impl Sim {
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     pub(crate) fn start_task(&mut self, task: usize) {
         // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
-        let cpu = self.sched.select_fork_cpu(&self.machine, &self.q, task, self.sched.tasks[task].cpu);
+        let forked_on = self.sched.tasks[task].cpu;
+        if let Some(parent) = self.sched.tasks[task].parent {
+            self.inherit_wakee(parent, task);
+        }
+        let cpu = self.sched.select_fork_cpu(&self.machine, &self.q, task, forked_on);
         self.update_cpu_pelt(cpu);
         let (rq_util, rq_load) = (self.sched.cpus[cpu].avg.util_avg, self.sched.cpus[cpu].avg.load_avg);
         let util =
@@ -40,8 +44,10 @@ impl Sim {
         let t = &mut self.sched.tasks[task];
         t.placed = true;
         t.cpu = cpu;
-        // wake_up_new_task: the first CPU is the one a wake-up's search remembers.
-        t.recent_used_cpu = Some(cpu);
+        // wake_up_new_task remembers the CPU the task was forked on (task_cpu before fork
+        // balancing moves it; sched_fork, in later kernels sched_cgroup_fork, set it to the forking
+        // CPU) as the recently used CPU of its first wake-up's select_idle_sibling (4.16+).
+        t.recent_used_cpu = Some(forked_on);
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         t.avg.load_avg = t.weight;
@@ -53,5 +59,86 @@ impl Sim {
         let flags =
             UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..UpdateFlags::default() };
         self.enqueue(task, cpu, fair::Join::Fork, flags);
+    }
+
+    /// copy_process's dup_task_struct copies the parent's task_struct whole, and neither
+    /// __sched_fork nor sched_fork resets `wakee_flips`, `last_wakee` or
+    /// `wakee_flip_decay_ts` (only record_wakee writes them, in every modelled version): a
+    /// child starts with its parent's wakee switch count, last wakee and halving time, which
+    /// wake_wide then weighs at the child's first wake-ups.
+    fn inherit_wakee(&mut self, parent: usize, child: usize) {
+        let p = &self.sched.tasks[parent];
+        let (flips, last, decay) = (p.wakee_flips, p.last_wakee, p.wakee_flip_decay_ns);
+        let c = &mut self.sched.tasks[child];
+        c.wakee_flips = flips;
+        c.last_wakee = last;
+        c.wakee_flip_decay_ns = decay;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::hw::platform::Platform;
+    use crate::sched::task::{Amount, Op};
+    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+
+    /// A parent on CPU 0 that wakes two sleepers in turn (sleeping between, so that no woken
+    /// task is left queued in delayed dequeue, which a wake-up would requeue without counting),
+    /// then forks a child that waits for a message that never comes: it wakes no one and is
+    /// never woken.
+    struct WakerForks;
+
+    fn run(cycles: f64) -> Op {
+        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+    }
+
+    impl Workload for WakerForks {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let mut parent: Vec<Op> = (0..10)
+                .flat_map(|i| [Op::Sleep { ns: Amount::Fixed(200_000.0) }, Op::Post { ch: i % 2, sync: false }])
+                .collect();
+            // 20 ms of running before the fork, so that its load sends the child to the other CPU.
+            parent.extend([run(6e7), Op::Spawn { program: 0, count: 1 }, run(3e6), Op::Exit]);
+            let sleeper = |ch: u32| -> Rc<[Op]> { vec![Op::Wait { ch }, run(20_000.0), Op::Jump { to: 0 }].into() };
+            vec![
+                TaskSpec::new("parent", parent.into()).pinned(vec![0]),
+                TaskSpec::new("sleeper", sleeper(0)).pinned(vec![0, 1]),
+                TaskSpec::new("sleeper", sleeper(1)).pinned(vec![0, 1]),
+            ]
+        }
+        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+            vec![vec![Op::Wait { ch: 9 }, Op::Exit].into()]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            40_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    #[test]
+    fn a_forked_child_starts_with_its_parents_wakee_state_and_its_forking_cpu_as_recently_used() {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(40_000_000));
+        let plat = Platform::from_json(json, "kvm").unwrap();
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(WakerForks), "test".into()).unwrap();
+        sim.begin();
+        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        let tasks = &sim.sched.tasks;
+        let (parent, child) = (&tasks[0], tasks.iter().find(|t| t.parent == Some(0)).expect("the child"));
+        // The parent switched wakee at each of its ten wake-ups (sleeper 0, 1, 0, ...), all
+        // before the fork; the child, which wakes no one, keeps the copy (dup_task_struct).
+        assert_eq!(parent.wakee_flips, 10);
+        assert_eq!(child.wakee_flips, parent.wakee_flips);
+        assert_eq!(child.last_wakee, Some(2));
+        assert_eq!(child.wakee_flip_decay_ns, parent.wakee_flip_decay_ns);
+        // Forked on CPU 0 under its busy parent, fork balancing starts it on idle CPU 1;
+        // wake_up_new_task leaves CPU 0 as its recently used CPU.
+        assert_eq!(child.cpu, 1);
+        assert_eq!(child.recent_used_cpu, Some(0));
     }
 }

@@ -43,7 +43,9 @@
 //! measured on the recordings, the main ones knobs (`client_us`, `select_us`, `rw_scale`);
 //! every cost, client and backend, is drawn around its mean (`COST_SPREAD_PCT`).
 //!
-//! The run starts as pgbench's does: each thread opens its connections one after the other,
+//! The run starts as pgbench's does: its main thread is thread 0 and creates the others
+//! (pthread_create: fork balancing places each from the main thread's CPU, and each inherits its
+//! wakee state); each thread opens its connections one after the other,
 //! each a connect to the postmaster's socket (a sync wake-up of the postmaster) and a sleep
 //! until the new backend reports ReadyForQuery. The postmaster accepts and forks one backend
 //! per connection (ServerLoop, BackendStartup), so the kernel places every backend with fork
@@ -338,7 +340,13 @@ impl Pgbench {
     fn thread(&self, t: u32, threads: u32, conns: impl Iterator<Item = u32> + Clone) -> Rc<[Op]> {
         let before = || client_work(pgbench::CLIENT_BEFORE_SEND * self.costs.client);
         let after = || client_work((1.0 - pgbench::CLIENT_BEFORE_SEND) * self.costs.client);
-        let mut p = vec![Op::Barrier { id: READY, n: threads }];
+        // pgbench's main thread is thread 0: it creates the others (pthread_create, so each
+        // starts by fork balancing from its CPU with its wakee state) before its own threadRun.
+        let mut p: Vec<Op> = match t {
+            0 => (1..threads).map(|k| Op::Spawn { program: self.thread_program(k), count: 1 }).collect(),
+            _ => Vec::new(),
+        };
+        p.push(Op::Barrier { id: READY, n: threads });
         p.extend(conns.clone().flat_map(|c| {
             [
                 client_work(pgbench::CONNECT_CYCLES),
@@ -351,6 +359,16 @@ impl Pgbench {
         let top = p.len();
         p.extend([Op::Take { ch: reply(t) }, before(), Op::Answer { sync: true }, after(), Op::Jump { to: top }]);
         p.into()
+    }
+
+    /// The connections of thread `t`: they are shared out evenly among the threads.
+    fn connections(&self, t: u32, threads: u32) -> std::iter::StepBy<std::ops::Range<u32>> {
+        (t..self.clients).step_by(threads as usize)
+    }
+
+    /// The program of pgbench thread `t` (1 or later), after the backends' (see `programs`).
+    fn thread_program(&self, t: u32) -> u32 {
+        self.clients + t - 1
     }
 
     /// Whether select-only transactions prune pages and wake the WAL writer.
@@ -393,19 +411,19 @@ impl Workload for Pgbench {
             TaskSpec::new("postgres", walwriter),
             TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)),
         ];
-        // The connections are shared out evenly among the threads.
+        // pgbench's main thread, which runs thread 0 and creates the others.
         let threads = self.threads(plat);
-        tasks.extend((0..threads).map(|t| {
-            let conns = (t..self.clients).step_by(threads as usize);
-            TaskSpec::new(format!("pgbench-{t}"), self.thread(t, threads, conns))
-        }));
+        tasks.push(TaskSpec::new("pgbench", self.thread(0, threads, self.connections(0, threads))));
         tasks
     }
 
-    /// Program `c` is connection `c`'s backend, which the postmaster forks.
+    /// Program `c` is connection `c`'s backend, which the postmaster forks; then the pgbench
+    /// threads after the first, which the main thread creates.
     fn programs(&self, plat: &Platform) -> Vec<Rc<[Op]>> {
         let threads = self.threads(plat);
-        (0..self.clients).map(|c| self.forked_backend(c, c % threads)).collect()
+        let backends = (0..self.clients).map(|c| self.forked_backend(c, c % threads));
+        let others = (1..threads).map(|t| self.thread(t, threads, self.connections(t, threads)));
+        backends.chain(others).collect()
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
@@ -490,8 +508,11 @@ mod tests {
         let ro = pgbench(8, 0, false, 172);
         assert_eq!(rw.threads(&plat), 1);
         assert_eq!(rw.threads(&plat), ro.threads(&plat));
-        let threads = rw.tasks(&plat).iter().filter(|t| t.name.starts_with("pgbench-")).count();
-        assert_eq!(threads, 1);
+        // The main thread alone, which creates no other.
+        let tasks = rw.tasks(&plat);
+        assert_eq!(tasks.iter().filter(|t| t.name.starts_with("pgbench")).count(), 1);
+        assert!(!tasks.iter().any(|t| t.program.iter().any(|op| matches!(op, Op::Spawn { program: 8.., .. }))));
+        assert_eq!(rw.programs(&plat).len(), 8);
     }
 
     /// The mean work of each `Op::Run` in `program`, checking that each is drawn uniformly
@@ -678,7 +699,12 @@ mod tests {
         let pg = pgbench(4, 2, false, 1);
         let tasks = pg.tasks(&plat);
         // No backend exists before the run: the postmaster forks one per connection.
-        assert!(tasks.iter().all(|t| t.name == "postgres" || t.name.starts_with("pgbench-")));
+        assert!(tasks.iter().all(|t| t.name == "postgres" || t.name == "pgbench"));
+        // pgbench's main thread runs thread 0 and first creates thread 1 (program 4, after
+        // the four backends'), which starts at the first barrier.
+        let main = &tasks.iter().find(|t| t.name == "pgbench").expect("pgbench's main thread").program;
+        assert_eq!(main[0], Op::Spawn { program: 4, count: 1 });
+        assert_eq!(main[1], Op::Barrier { id: READY, n: 2 });
         let postmaster = &tasks[0].program;
         let spawned: Vec<u32> = postmaster
             .iter()
@@ -699,7 +725,8 @@ mod tests {
         // The forked backend of connection 3 reports ready to its thread, then serves
         // statements in the loop the unforked one has, which never returns to the start.
         let programs = pg.programs(&plat);
-        assert_eq!(programs.len(), 4);
+        assert_eq!(programs.len(), 5);
+        assert_eq!(programs[4], thread);
         let forked = &programs[3];
         assert_eq!(posts(&forked[..2]), vec![(ready(4, 3), true)]);
         let steady = pg.backend(3, 1);
