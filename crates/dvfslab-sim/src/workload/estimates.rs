@@ -97,6 +97,14 @@ pub mod kernel {
     /// blocks in S with its child queued behind it, so it is the parent that a wake-up from
     /// the child finds ahead (gitsource's subshells).
     pub const FORK_TAIL_CYCLES: f64 = 10e-6 * 2.6e9;
+    /// vfork() (`posix_spawn`, dash's and libiberty's `vfork`: CLONE_VM | CLONE_VFORK), charged
+    /// to the parent: copy_process without the copy of the mm and its page tables that
+    /// [`FORK_CYCLES`] pays for, 20 µs at 2.6 GHz \[EST\], range 10–36 µs: at most the kernbench
+    /// recording's shortest make runs that end in one (from make's wake-up to its D sleep in
+    /// `wait_for_vfork_done`, p10 36 µs, median 53 µs, make's own code included).
+    pub const VFORK_CYCLES: f64 = 20e-6 * 2.6e9;
+    /// The range it is believed to lie in (µs at 2.6 GHz).
+    pub const VFORK_US_RANGE: (f64, f64) = (10.0, 36.0);
 }
 
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
@@ -868,6 +876,14 @@ pub mod kernbench {
     /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
     /// they started (65 ms for 275).
     pub const MAKE_LINE_CYCLES: f64 = 0.23e-3 * 2.6e9;
+    /// The part of it make runs between reaping a line and the vfork of the next, the vfork
+    /// included: 53 µs at 2.6 GHz \[REC\], the median of the recording's make runs that end in
+    /// the D sleep of a vfork (356; p10 36 µs), drawn uniformly ±[`MAKE_SPAWN_SPREAD_PCT`]
+    /// (so the draws' p10 is 36 µs too). The rest of make's CPU comes in a few long runs
+    /// (39 of those 356 runs take 0.3 ms or more, 29 of their 55 ms: parsing a directory's
+    /// Makefile, expanding its rules), which the model gives each job at its start.
+    pub const MAKE_SPAWN_CYCLES: f64 = 53e-6 * 2.6e9;
+    pub const MAKE_SPAWN_SPREAD_PCT: f64 = 40.0;
     /// A vfork child's work before its exec releases the parent (the fork's return, the
     /// child's own code, the exec up to `exec_mm_release`), for make's, the shells' and the
     /// bash script's children: 55 µs at 2.6 GHz \[REC\], the recording's children's CPU from
