@@ -97,6 +97,14 @@ pub mod kernel {
     /// blocks in S with its child queued behind it, so it is the parent that a wake-up from
     /// the child finds ahead (gitsource's subshells).
     pub const FORK_TAIL_CYCLES: f64 = 10e-6 * 2.6e9;
+    /// vfork() (`posix_spawn`, dash's and libiberty's `vfork`: CLONE_VM | CLONE_VFORK), charged
+    /// to the parent: copy_process without the copy of the mm and its page tables that
+    /// [`FORK_CYCLES`] pays for, 20 µs at 2.6 GHz \[EST\], range 10–36 µs: at most the kernbench
+    /// recording's shortest make runs that end in one (from make's wake-up to its D sleep in
+    /// `wait_for_vfork_done`, p10 36 µs, median 53 µs, make's own code included).
+    pub const VFORK_CYCLES: f64 = 20e-6 * 2.6e9;
+    /// The range it is believed to lie in (µs at 2.6 GHz).
+    pub const VFORK_US_RANGE: (f64, f64) = (10.0, 36.0);
 }
 
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
@@ -868,10 +876,25 @@ pub mod kernbench {
     /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
     /// they started (65 ms for 275).
     pub const MAKE_LINE_CYCLES: f64 = 0.23e-3 * 2.6e9;
+    /// The part of it make runs between reaping a line and the vfork of the next, the vfork
+    /// included: 53 µs at 2.6 GHz \[REC\], the median of the recording's make runs that end in
+    /// the D sleep of a vfork (356; p10 36 µs), drawn uniformly ±[`MAKE_SPAWN_SPREAD_PCT`]
+    /// (so the draws' p10 is 36 µs too). The rest of make's CPU comes in a few long runs
+    /// (39 of those 356 runs take 0.3 ms or more, 29 of their 55 ms: parsing a directory's
+    /// Makefile, expanding its rules), which the model gives each job at its start.
+    pub const MAKE_SPAWN_CYCLES: f64 = 53e-6 * 2.6e9;
+    pub const MAKE_SPAWN_SPREAD_PCT: f64 = 40.0;
     /// A vfork child's work before its exec releases the parent (the fork's return, the
-    /// exec's loading up to `exec_mm_release`): 50 µs at 2.6 GHz \[SRC\], the recording's make
-    /// and sh sleeping in D for a child's vfork, median 55 µs.
-    pub const VFORK_CHILD_CYCLES: f64 = 50e-6 * 2.6e9;
+    /// child's own code, the exec up to `exec_mm_release`), for make's, the shells' and the
+    /// bash script's children: 55 µs at 2.6 GHz \[REC\], the recording's children's CPU from
+    /// the fork to the parent's wake-up, medians 56 µs (make's, p10 47, p90 84), 53 (sh's, p10
+    /// 42, p90 94) and 56 (check-local-export's).
+    pub const VFORK_CHILD_CYCLES: f64 = 55e-6 * 2.6e9;
+    /// The same for the gcc driver's children (cc1, as), which take longer before they release
+    /// it: 71 µs at 2.6 GHz \[REC\], median of the recording's 89 (p10 47, p90 139).
+    pub const GCC_VFORK_CHILD_CYCLES: f64 = 71e-6 * 2.6e9;
+    /// The range both are believed to lie in (µs at 2.6 GHz): the recording's p10 and p90.
+    pub const VFORK_CHILD_US_RANGE: (f64, f64) = (42.0, 139.0);
     /// make's own work per job it starts, woken by SIGCHLD: 50–200 µs (\[EST\]).
     pub const MAKE_DISPATCH_CYCLES: f64 = 100e-6 * REF_HZ;
     /// Memory-stall share of compile work: 0.1–0.2 (\[EST\]).
@@ -1009,10 +1032,16 @@ pub mod gitsource {
     );
     /// Memory-stall share of shell and git work: \[EST\] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
     pub const MEM_FRAC: f64 = 0.1;
-    /// A vfork child's work before its exec releases the shell: kernbench's
-    /// (`kernbench::VFORK_CHILD_CYCLES`, 50 µs at 2.6 GHz; the recording's shells sleep in D
-    /// for it with a median of 55 µs).
-    pub const VFORK_CHILD_CYCLES: f64 = super::kernbench::VFORK_CHILD_CYCLES;
+    /// A child's work before its exec releases the shell (the fork's return, dash's
+    /// redirections and path search, the exec up to `exec_mm_release`): 33 µs at 2.6 GHz
+    /// \[REC\], the gitsource recording's test-script shells' 3,212 vfork children, their CPU
+    /// from the fork to the shell's wake-up, p10 23, p90 50 µs (the shells' D sleeps: p10 24,
+    /// median 36, p90 67). Shorter than kernbench's children under make (53–56 µs,
+    /// `kernbench::VFORK_CHILD_CYCLES`), whose environment and command lines kbuild fills; a
+    /// git's forked child (run_command) is given the same.
+    pub const VFORK_CHILD_CYCLES: f64 = 33e-6 * 2.6e9;
+    /// The range it is believed to lie in (µs at 2.6 GHz): the recording's p10 and p90.
+    pub const VFORK_CHILD_US_RANGE: (f64, f64) = (23.0, 50.0);
 }
 
 /// NAS Parallel Benchmarks, class C, OpenMP.

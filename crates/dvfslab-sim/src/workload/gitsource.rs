@@ -491,6 +491,20 @@ mod tests {
     }
 
     #[test]
+    fn a_shells_child_releases_it_after_the_recordings_shorter_part_before_exec() {
+        let p = gitsource(1, false).programs(&kvm());
+        // The child's CPU before it releases its shell: gitsource's own (33 µs at 2.6 GHz),
+        // shorter than the children of kernbench's make and shells.
+        let git = &p[0];
+        let release = git.iter().position(|op| *op == Op::Post { ch: vfork_ch(0), sync: false }).unwrap();
+        let before = cycles(&git[..release]);
+        assert!((before - 33e-6 * 2.6e9).abs() < 1.0, "{before}");
+        assert!(before < super::super::estimates::kernbench::VFORK_CHILD_CYCLES);
+        let (lo, hi) = est::VFORK_CHILD_US_RANGE;
+        assert!((lo..=hi).contains(&(before / 2.6e3)));
+    }
+
+    #[test]
     fn a_git_that_runs_a_git_forks_it_and_waits_for_its_exec_then_its_exit() {
         let p = gitsource(2, false).programs(&kvm());
         // Script 1's git started with vfork that runs a git: it releases its shell, then
