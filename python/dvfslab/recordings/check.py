@@ -109,10 +109,12 @@ def idle_events_lost_on(trace: Trace) -> list[int]:
 
 
 _IDLE_LINE = re.compile(r"^\s*<idle>-0\s+\[(\d+)\]\s+(\S+)\s+\S+:\s+(\w+):")
-LOST_IDLE_EVENTS = frozenset({"sched_switch", "cpu_idle", "sched_waking"})
+LOST_IDLE_EVENTS = frozenset({"sched_switch", "cpu_idle"})
 """What a CPU that loses its idle task's events misses of the model's rendered trace: the
-switches from idle, the `cpu_idle` entries and exits, and wakings in process context. Not the
-sched_wakeup lines: the rendered ones do not say whether an interrupt logged them."""
+switches from idle and the `cpu_idle` entries and exits. Not the wake-ups: the rendered
+sched_wakeup lines do not say whether an interrupt logged them, and the model's
+process-context wakings under the idle task are an exiting task's wake of its parent, logged
+after its last switch (the kernel's exit_notify wakes it before), not the idle task's."""
 
 
 def drop_idle_events(text: str, cpus: list[int]) -> str:
