@@ -17,7 +17,7 @@ from dvfslab._core import ConfigError
 from dvfslab.record import RecordError, record
 from dvfslab.recordings import load_recording, shipped_recordings
 from dvfslab.recordings.behaviour import behaviour
-from dvfslab.recordings.check import Tolerance, check
+from dvfslab.recordings.check import Tolerance, check, drop_idle_events, idle_events_lost_on
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.ftrace import render
 from dvfslab.traces.read import parse_text
@@ -102,6 +102,52 @@ cpus=2
     # not CPU 1 where it switched out.
     assert cli["run_us"]["n"] == 1
     assert cli["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
+
+
+def test_a_cpu_that_never_logs_leaving_idle_is_found_and_the_models_trace_loses_the_same() -> None:
+    # The worked example leaves idle on both CPUs: nothing lost.
+    assert idle_events_lost_on(parse_text(WORKED, "worked")) == []
+    # The model's rendering of CPU 1 going idle twice and leaving it twice, once to a task a
+    # softirq woke there, with its cpu_idle lines; and CPU 0 leaving idle once.
+    model = """\
+cpus=2
+            srv-20    [001] d..2.   1.000000: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [001] d..2.   1.000001: cpu_idle: state=1 cpu_id=1
+         <idle>-0     [001] d.s2.   1.000020: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+         <idle>-0     [001] d..2.   1.000021: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+         <idle>-0     [001] d..2.   1.000022: cpu_idle: state=4294967295 cpu_id=1
+         <idle>-0     [001] d..2.   1.000023: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d..2.   1.000050: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [001] d..2.   1.000060: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+         <idle>-0     [001] d..2.   1.000070: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+         <idle>-0     [000] d..2.   1.000080: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cli next_pid=10 next_prio=120
+"""
+    assert idle_events_lost_on(parse_text(model, "model")) == []
+    assert drop_idle_events(model, []) == model
+    lost = drop_idle_events(model, [1])
+    # CPU 1 keeps its switches to idle, the wakings and the wake-up (whose context the
+    # rendering does not give); its idle task's own switches and cpu_idle lines go, as the
+    # recording's vCPU loses them. CPU 0 keeps all.
+    kept = lost.splitlines()
+    assert len(kept) == len(model.splitlines()) - 4
+    assert not [line for line in kept if "[001]" in line and "cpu_idle" in line]
+    assert not [line for line in kept if "[001]" in line and "prev_pid=0 " in line]
+    assert "d.s2.   1.000020: sched_waking" in lost
+    assert "d..2.   1.000060: sched_waking" in lost
+    assert "1.000021: sched_wakeup" in lost
+    assert "[000] d..2.   1.000080: sched_switch" in lost
+    # Read back, the trace now shows what the recording's would: CPU 1 never leaves idle.
+    assert idle_events_lost_on(parse_text(lost, "lost")) == [1]
+
+
+def test_the_recordings_vcpu_1_loses_its_switches_from_idle_and_vcpu_0_does_not() -> None:
+    # Measured on the recordings: every switch from idle on CPU 1 is missing, none on CPU 0.
+    for name in ("dbench-2", "pgbench-rw", "netperf-tcp-rr"):
+        rec = load_recording(name)
+        assert idle_events_lost_on(parse_text(rec.trace_text(), name)) == [1], name
+    # tbench's CPUs never go idle: nothing to find.
+    rec = load_recording("tbench-2")
+    assert idle_events_lost_on(parse_text(rec.trace_text(), "tbench-2")) == []
 
 
 # Two request/response pairs on one CPU (cli-10 with srv-20, cli-11 with srv-21). Pair 10/20:

@@ -119,10 +119,10 @@ impl Sched {
     /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
     /// slept on (None: the completion runs there).
     pub(crate) fn completing_cpu(&self, machine: &Machine, completion: Completion, task: usize) -> Option<usize> {
-        const IRQ_CPU: usize = 0;
+        let irq_cpu = completion.line_cpu(machine.plat.cpus.len())?;
         let slept_on = self.tasks[task].cpu;
-        let shares_llc = machine.plat.cpus[IRQ_CPU].llc == machine.plat.cpus[slept_on].llc;
-        (completion == Completion::CpuZero && slept_on != IRQ_CPU && shares_llc).then_some(IRQ_CPU)
+        let shares_llc = machine.plat.cpus[irq_cpu].llc == machine.plat.cpus[slept_on].llc;
+        (slept_on != irq_cpu && shares_llc).then_some(irq_cpu)
     }
 
     /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.

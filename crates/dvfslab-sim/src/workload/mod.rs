@@ -150,11 +150,22 @@ pub enum Completion {
     /// Each CPU has its own queue and interrupt (NVMe under blk-mq): a completion interrupts
     /// the CPU that submitted the request, and the waiting task is woken locally.
     Submitter,
-    /// One interrupt line (AHCI SATA), taken by CPU 0: the block layer (`rq_affinity` 1, the
-    /// default) completes a request there when CPU 0 shares the submitter's last-level cache,
-    /// and sends it to the submitter by IPI otherwise. CPU 0 then wakes the task from outside
+    /// One interrupt line (AHCI SATA, a virtio-blk disk's single queue), taken by `cpu` (the
+    /// platform's last CPU when it has fewer): the block layer (`rq_affinity` 1, the default)
+    /// completes a request there when that CPU shares the submitter's last-level cache, and
+    /// sends it to the submitter by IPI otherwise. That CPU then wakes the task from outside
     /// its CPU, a remote governor callback that intel_pstate ignores, iowait flag included.
-    CpuZero,
+    Line { cpu: usize },
+}
+
+impl Completion {
+    /// The CPU a single-line device's interrupt is taken by on a machine of `ncpus` CPUs.
+    pub fn line_cpu(self, ncpus: usize) -> Option<usize> {
+        match self {
+            Completion::Submitter => None,
+            Completion::Line { cpu } => Some(cpu.min(ncpus.saturating_sub(1))),
+        }
+    }
 }
 
 /// How a device serves its requests, and who sleeps on it in iowait.

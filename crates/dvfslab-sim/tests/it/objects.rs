@@ -825,10 +825,10 @@ fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_mi
     // to the top at once; woken from CPU 0, none does, and a CPU busy a tenth of the time
     // stays near the bottom.
     let local = busy_khz(2, Completion::Submitter);
-    let from_cpu0 = busy_khz(2, Completion::CpuZero);
+    let from_cpu0 = busy_khz(2, Completion::Line { cpu: 0 });
     assert!(from_cpu0 < 0.6 * local, "CPU 0's completions {from_cpu0} kHz, local {local} kHz");
     // On the other socket blk-mq sends the completion to the submitter: local again.
-    let other_socket = busy_khz(14, Completion::CpuZero);
+    let other_socket = busy_khz(14, Completion::Line { cpu: 0 });
     assert!((other_socket - local).abs() < 0.05 * local, "{other_socket} vs {local} kHz");
 }
 
@@ -1065,6 +1065,35 @@ fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
     let (at, waker, context) = woken[0];
     assert_eq!((waker, context), (1, WakeContext::Task));
     assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
+}
+
+/// The CPUs whose softirqs woke the submitter of a 1 ms I/O, pinned to `cpu` on the 2-CPU
+/// guest, of a device completing as `completion` says.
+fn completion_cpus(cpu: usize, completion: Completion) -> Vec<u32> {
+    let submitter = vec![
+        Op::SetAffinity { cpus: Some(Rc::from(vec![cpu])) },
+        Op::Io { dev: 0, service_ns: Amount::Fixed(1_000_000.0), transfer_ns: Amount::ZERO },
+        count(0),
+        Op::Jump { to: 1 },
+    ];
+    let disk = DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion };
+    let tl = run_traced(Programs { tasks: vec![submitter], spawned: vec![], devices: vec![disk] }, 0.01);
+    let woken: Vec<usize> = (0..tl.waking_task.len())
+        .filter(|&i| tl.waking_task[i] == 0 && tl.waking_context[i] == WakeContext::Softirq)
+        .collect();
+    assert!(woken.len() >= 5, "{} completions", woken.len());
+    woken.iter().map(|&i| tl.waking_cpu[i]).collect()
+}
+
+#[test]
+fn a_single_line_device_completes_on_the_cpu_it_declares_clamped_to_the_machine() {
+    // The virtio disk's line is taken by vCPU 1: a submitter on CPU 0 is woken from there,
+    // one on CPU 1 locally; a line declared beyond the machine's CPUs goes to its last one.
+    assert!(completion_cpus(0, Completion::Line { cpu: 1 }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(1, Completion::Line { cpu: 1 }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(1, Completion::Line { cpu: 0 }).iter().all(|&c| c == 0));
+    assert!(completion_cpus(0, Completion::Line { cpu: 7 }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(0, Completion::Submitter).iter().all(|&c| c == 0));
 }
 
 #[test]
