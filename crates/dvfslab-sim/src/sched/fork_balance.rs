@@ -136,8 +136,7 @@ impl WakeupStats {
         if self.nr_running > self.weight && (self.capacity * 100 < self.util * pct || runnable_high) {
             return GroupType::Overloaded;
         }
-        let has_capacity =
-            self.nr_running < self.weight || (!runnable_high && self.capacity * 100 > self.util * pct);
+        let has_capacity = self.nr_running < self.weight || (!runnable_high && self.capacity * 100 > self.util * pct);
         if has_capacity {
             GroupType::HasSpare
         } else {
