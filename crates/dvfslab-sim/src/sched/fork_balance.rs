@@ -191,7 +191,7 @@ impl Sched {
         let mut domain: Vec<usize> = (0..self.cpus.len()).collect();
         let mut groups: Vec<WakeupStats> = Vec::new();
         for level in self.fork_levels(machine) {
-            self.wakeup_stats(machine, q, level, task, &domain, &mut groups);
+            self.wakeup_stats(machine, q, level, task, this_cpu, &domain, &mut groups);
             if groups.len() < 2 {
                 continue;
             }
@@ -211,13 +211,17 @@ impl Sched {
     }
 
     /// `domain` split into the groups of `level`, in the order of their first CPU, each with
-    /// the sums `update_sg_wakeup_stats` takes.
+    /// the sums `update_sg_wakeup_stats` takes. `this_cpu` runs the caller (the forking
+    /// parent, or the waker), so it is never idle: a workload's first tasks, which the model
+    /// starts with no parent, count their launcher there.
+    #[allow(clippy::too_many_arguments)]
     fn wakeup_stats(
         &self,
         machine: &Machine,
         q: &EventQueue,
         level: Level,
         task: usize,
+        this_cpu: usize,
         domain: &[usize],
         groups: &mut Vec<WakeupStats>,
     ) {
@@ -231,7 +235,7 @@ impl Sched {
                     groups.len() - 1
                 }
             };
-            let nr = self.nr_running(c);
+            let nr = if c == this_cpu { self.nr_running(c).max(1) } else { self.nr_running(c) };
             let g = &mut groups[i];
             g.weight += 1;
             g.allowed |= self.allowed(task, c);
