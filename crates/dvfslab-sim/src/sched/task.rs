@@ -289,6 +289,8 @@ pub struct Task {
     pub root: usize,
     pub live_children: u32,
     pub waiting_children: bool,
+    /// Past `exit_notify` (a zombie that still runs to its last switch, `do_task_dead`).
+    pub exit_notified: bool,
     pub attrs: TaskAttrs,
     /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
     /// `runnable_load`.
@@ -345,6 +347,7 @@ impl Task {
             root: id,
             live_children: 0,
             waiting_children: false,
+            exit_notified: false,
             placed: false,
             on_rq: false,
             answer_to: None,
