@@ -201,9 +201,9 @@ impl Sim {
                     // The task waits on the device uninterruptibly (io_schedule: state D).
                     return self.sleep_uninterruptible(cpu);
                 }
-                Op::IoPlugged { dev, service_ns } => {
+                Op::IoPlugged { dev, service_ns, dispatch_cycles } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
-                    self.io_submit_plugged(dev, task, cpu, service);
+                    self.io_submit_plugged(dev, task, cpu, service, dispatch_cycles);
                     // The task is off the CPU before its worker runs: the plug's flush is the
                     // first step of its sleep.
                     self.put_to_sleep(cpu, None);
@@ -220,6 +220,18 @@ impl Sim {
                 Op::WaitPlugged => {
                     if let Outcome::Sleep = self.kblockd_wait(task, cpu) {
                         return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::RunPlugged => {
+                    let w = self.plugged_dispatch_work(cpu);
+                    if w > 0.0 {
+                        let t = &mut self.sched.tasks[task];
+                        t.work_left = w;
+                        t.work_submitted += w;
+                        t.mem_frac = 0.0;
+                        t.fixed_time = false;
+                        self.start_segment(cpu);
+                        return false;
                     }
                 }
                 Op::RunHwQueue => self.run_hw_queue(cpu),
