@@ -330,29 +330,16 @@ impl Sim {
                     t.pc = 0;
                 }
                 Op::Exit => {
-                    if !self.sched.tasks[task].exit_notified {
-                        if !self.sched.tasks[task].attrs.background {
-                            self.rcu_callback_queued();
-                        }
-                        self.exit_notify(cpu);
-                        if self.sched.cpus[cpu].curr != Some(task) {
-                            // The woken parent preempted the zombie: its last switch
-                            // (do_task_dead) comes when it runs again, from this operation.
-                            self.sched.tasks[task].pc -= 1;
-                            return false;
-                        }
+                    if !self.sched.tasks[task].attrs.background {
+                        self.rcu_callback_queued();
                     }
+                    self.exit_notify(cpu);
                     return self.exit_and_switch(cpu);
                 }
             }
         }
         // A program that loops without running or sleeping would hang the simulation.
-        if !self.sched.tasks[task].exit_notified {
-            self.exit_notify(cpu);
-            if self.sched.cpus[cpu].curr != Some(task) {
-                return false;
-            }
-        }
+        self.exit_notify(cpu);
         self.exit_and_switch(cpu)
     }
 
