@@ -165,7 +165,7 @@ mod tests {
     fn an_exiting_child_wakes_its_parent_before_its_last_switch_from_its_own_cpu() {
         let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         for kernel in ["5.15", "6.18"] {
-            let cfg = SimConfig::new(&format!("performance:kernel={kernel}"), "test")
+            let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
                 .duration_ns(Some(20_000_000))
                 .timeline(true);
             let plat = Platform::from_json(json, "kvm").unwrap();
@@ -218,7 +218,7 @@ mod tests {
     fn a_parent_woken_at_its_childs_exit_on_its_cpu_runs_after_the_childs_last_switch() {
         let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         for kernel in ["5.15", "6.18"] {
-            let cfg = SimConfig::new(&format!("performance:kernel={kernel}"), "test")
+            let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
                 .duration_ns(Some(20_000_000))
                 .timeline(true);
             let plat = Platform::from_json(json, "kvm").unwrap();
