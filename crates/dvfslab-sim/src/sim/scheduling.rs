@@ -401,8 +401,9 @@ impl Sim {
     /// do_exit up to its exit_notify, in the exiting task's context on `cpu`: the
     /// sched_process_exit event, then exit_notify makes the task a zombie (a parent that runs
     /// next and calls wait4 reaps it without sleeping) and do_notify_parent's SIGCHLD and
-    /// __wake_up_parent wake a parent sleeping in wait4 (the SIGCHLD's signal_wake_up first,
-    /// not sync, for the parents modelled, which handle the signal). The task still runs: the
+    /// __wake_up_parent wake a parent sleeping in wait4: modelled without the sync hint, as the
+    /// SIGCHLD's signal_wake_up wakes a parent that handles the signal (shells, make) first;
+    /// __wake_up_parent's own wake-up, sync, is left out. The task still runs: the
     /// parent's wake-up is logged with the child as the waker, from the child's CPU, and its
     /// last switch (do_task_dead) comes after, without a preemption before it (see
     /// [`Sim::enqueue`]).
