@@ -192,14 +192,6 @@ pub(crate) const MAX_PROGRAM_NESTING: u32 = 64;
 /// than this (see `Sim::child_name`).
 const MAX_INHERITED_NAME_LEN: usize = 48;
 
-/// What is left to do of a task's exit after its CPU has switched to the next task: waking
-/// the exited task's parent if it waits for its children. (A sleep leaves nothing: its
-/// dequeue's governor callback runs before the switch, see [`Sim::dequeue_callback`].)
-pub(crate) struct Unfinished {
-    pub(crate) cpu: usize,
-    pub(crate) task: usize,
-}
-
 /// Whether the scheduler calls the governor of a CPU another CPU enqueued a task on. Before
 /// 4.14 it called only the running CPU's own hook (`cfs_rq_util_change` in fair.c checked
 /// that the cfs_rq was `this_rq()`'s); remote callbacks came with "sched: cpufreq: Allow

@@ -48,8 +48,8 @@ pub(crate) struct Device {
     /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
     pub(crate) end_work: Vec<(usize, u32)>,
     /// Requests flushed from a sleeping task's plug, waiting for the kblockd worker of the
-    /// CPU they were plugged on (`Op::IoPlugged`): (CPU, task, service ns).
-    pub(crate) plugged: Vec<(usize, usize, u64)>,
+    /// CPU they were plugged on (`Op::IoPlugged`): (CPU, task, service ns, dispatch cycles).
+    pub(crate) plugged: Vec<(usize, usize, u64, f64)>,
 }
 
 impl Device {

@@ -106,8 +106,10 @@ pub enum Op {
     /// (`blkdev_issue_discard`: the bio waits in the task's plug while `submit_bio_wait`
     /// sleeps). The sleep flushes the plug from the scheduler, which leaves the hardware queue
     /// to this CPU's kblockd worker: the request reaches the device when that worker has run
-    /// (see `workload::kthreads`). `service_ns` as for `Io`.
-    IoPlugged { dev: u32, service_ns: Amount },
+    /// (see `workload::kthreads`). `service_ns` as for `Io`, from the worker's dispatch;
+    /// `dispatch_cycles` the worker's run to dispatch this request (cycles at 2.6 GHz, the
+    /// recordings' clock, run as time at the worker's CPU's base frequency).
+    IoPlugged { dev: u32, service_ns: Amount, dispatch_cycles: f64 },
     /// RCU's grace-period kthread's wait for work: go on if a grace period is to start or
     /// end, else sleep until woken or until the force-quiescent-state timeout (`sim/rcu.rs`).
     WaitGp,
@@ -116,6 +118,9 @@ pub enum Op {
     /// A kblockd worker's wait for work: sleep until a task plugs a request on this CPU, or
     /// go on at once if one is waiting.
     WaitPlugged,
+    /// A kblockd worker's run before its dispatch: the `dispatch_cycles` of every request
+    /// plugged on this CPU.
+    RunPlugged,
     /// A kblockd worker's dispatch: every request plugged on this CPU goes to its device
     /// (`blk_mq_run_work_fn`).
     RunHwQueue,
@@ -289,6 +294,8 @@ pub struct Task {
     pub root: usize,
     pub live_children: u32,
     pub waiting_children: bool,
+    /// Past `exit_notify` (a zombie that still runs to its last switch, `do_task_dead`).
+    pub exit_notified: bool,
     pub attrs: TaskAttrs,
     /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
     /// `runnable_load`.
@@ -345,6 +352,7 @@ impl Task {
             root: id,
             live_children: 0,
             waiting_children: false,
+            exit_notified: false,
             placed: false,
             on_rq: false,
             answer_to: None,

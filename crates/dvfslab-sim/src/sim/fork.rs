@@ -141,4 +141,102 @@ mod tests {
         assert_eq!(child.cpu, 1);
         assert_eq!(child.recent_used_cpu, Some(0));
     }
+
+    /// A parent that forks one child and waits for it in wait4; the child runs 1 ms and exits.
+    struct WaitsForChild;
+
+    impl Workload for WaitsForChild {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let parent = vec![run(3e5), Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, run(3e5), Op::Exit];
+            vec![TaskSpec::new("parent", parent.into())]
+        }
+        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+            vec![vec![run(3e6), Op::Exit].into()]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            20_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    #[test]
+    fn an_exiting_child_wakes_its_parent_before_its_last_switch_from_its_own_cpu() {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        for kernel in ["5.15", "6.18"] {
+            let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
+                .duration_ns(Some(20_000_000))
+                .timeline(true);
+            let plat = Platform::from_json(json, "kvm").unwrap();
+            let mut sim = Sim::with_workload(plat, &cfg, Box::new(WaitsForChild), "test".into()).unwrap();
+            sim.begin();
+            while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+            let tl = sim.run.timeline.as_ref().expect("a timeline");
+            let child = sim.sched.tasks.iter().position(|t| t.parent == Some(0)).expect("the child");
+            // exit_notify's wake-up of the parent: its sched_waking is the child's, on the
+            // child's CPU, in task context (not the idle task's or the next task's).
+            let w = tl.waking_task.iter().position(|&t| t == 0).expect("the parent's wake-up");
+            assert_eq!(tl.waking_waker[w], child as i64, "kernel {kernel}");
+            let exit = tl.process_kind.iter().position(|&k| k == 'X').expect("the child's exit");
+            assert_eq!(tl.process_task[exit], child as u32);
+            assert_eq!(tl.waking_cpu[w], tl.process_cpu[exit], "kernel {kernel}");
+            assert_eq!(tl.waking_context[w], crate::sched::waker::WakeContext::Task);
+            // ... logged after sched_process_exit and before the child's final switch-out.
+            let last = tl.switch_prev.iter().rposition(|&p| p == child as i64).expect("the child's switch-out");
+            assert_eq!(tl.switch_prev_state[last], 'X');
+            assert!(tl.process_seq[exit] < tl.waking_seq[w], "kernel {kernel}");
+            assert!(tl.waking_seq[w] < tl.switch_seq[last], "kernel {kernel}");
+            assert!(sim.sched.tasks[0].state == crate::sched::task::TaskState::Exited);
+        }
+    }
+
+    /// As [`WaitsForChild`], beside a hog pinned to CPU 1, so that the child runs on CPU 0,
+    /// where its parent slept.
+    struct WaitsForChildBesideHog;
+
+    impl Workload for WaitsForChildBesideHog {
+        fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
+            let hog = vec![run(1e12), Op::Jump { to: 0 }];
+            let mut tasks = WaitsForChild.tasks(plat);
+            tasks[0] = TaskSpec::new("parent", tasks[0].program.clone()).pinned(vec![0]);
+            tasks.push(TaskSpec::new("hog", hog.into()).pinned(vec![1]));
+            tasks
+        }
+        fn programs(&self, plat: &Platform) -> Vec<Rc<[Op]>> {
+            WaitsForChild.programs(plat)
+        }
+        fn default_duration_ns(&self) -> u64 {
+            20_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    #[test]
+    fn a_parent_woken_at_its_childs_exit_on_its_cpu_runs_after_the_childs_last_switch() {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        for kernel in ["5.15", "6.18"] {
+            let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
+                .duration_ns(Some(20_000_000))
+                .timeline(true);
+            let plat = Platform::from_json(json, "kvm").unwrap();
+            let mut sim = Sim::with_workload(plat, &cfg, Box::new(WaitsForChildBesideHog), "test".into()).unwrap();
+            sim.begin();
+            while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+            let tl = sim.run.timeline.as_ref().expect("a timeline");
+            let child = sim.sched.tasks.iter().position(|t| t.parent == Some(0)).expect("the child") as i64;
+            // The child ran on CPU 0 and woke its parent there: the parent, queued behind
+            // the zombie, is not let preempt it; the zombie's last switch (do_task_dead)
+            // hands the CPU to the parent.
+            let w = tl.waking_task.iter().position(|&t| t == 0).expect("the parent's wake-up");
+            assert_eq!((tl.waking_waker[w], tl.waking_cpu[w]), (child, 0), "kernel {kernel}");
+            let outs: Vec<usize> = (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == child).collect();
+            let last = *outs.last().expect("the child's switch-out");
+            assert!(outs.iter().all(|&i| tl.switch_prev_state[i] != 'R'), "kernel {kernel}: preempted");
+            assert_eq!((tl.switch_cpu[last], tl.switch_prev_state[last], tl.switch_next[last]), (0, 'X', 0));
+            assert!(sim.sched.tasks[0].state == crate::sched::task::TaskState::Exited);
+        }
+    }
 }

@@ -6,16 +6,14 @@ use crate::governor::UpdateFlags;
 use crate::sched::objects::Outcome;
 use crate::sched::task::{Mark, Op};
 use crate::sched::waker::Waker;
-use crate::sched::{Unfinished, MAX_INSTANT_STEPS, MAX_PROGRAM_NESTING};
+use crate::sched::{MAX_INSTANT_STEPS, MAX_PROGRAM_NESTING};
 use crate::sim::Sim;
 
 impl Sim {
     /// Interpret the programs `cpu` runs until its task runs work, or it goes idle.
     ///
     /// A task that blocks or exits hands the CPU to the next one, whose program is interpreted
-    /// here in turn: the rest of an exit (the parent's wake-up) waits on a stack and is done,
-    /// last first, once the CPU has settled,
-    /// in the order nested calls would do it, without a stack frame per task. Programs
+    /// here in turn, without a stack frame per task. Programs
     /// started from deeper within (a wake-up that runs an idle CPU's new task at once, which
     /// wakes another...) nest up to [`MAX_PROGRAM_NESTING`]; beyond, they are deferred to the
     /// end of the event (`run_deferred_programs`).
@@ -26,17 +24,7 @@ impl Sim {
             return;
         }
         self.work.program_nesting += 1;
-        // One stack for every nesting level: a level finishes its own entries, above `base`.
-        let mut unfinished = std::mem::take(&mut self.work.unfinished);
-        let base = unfinished.len();
-        while self.interpret(cpu, &mut unfinished) {}
-        while unfinished.len() > base {
-            let left = unfinished.pop().expect("above base");
-            self.work.unfinished = unfinished;
-            self.finish_switch(left);
-            unfinished = std::mem::take(&mut self.work.unfinished);
-        }
-        self.work.unfinished = unfinished;
+        while self.interpret(cpu) {}
         self.work.program_nesting -= 1;
     }
 
@@ -58,9 +46,8 @@ impl Sim {
     /// Interpret the current task's program until it runs work, blocks or exits. Operations
     /// that wake other tasks may preempt this one; it then stops here and resumes at its next
     /// operation when it runs again. Returns whether `cpu` switched to another task whose
-    /// program is to be interpreted now, with what is left of the switch pushed on
-    /// `unfinished`.
-    pub(crate) fn interpret(&mut self, cpu: usize, unfinished: &mut Vec<Unfinished>) -> bool {
+    /// program is to be interpreted now.
+    pub(crate) fn interpret(&mut self, cpu: usize) -> bool {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         let mut read = self.sched.tasks[task].ops_read;
         for _ in 0..MAX_INSTANT_STEPS {
@@ -214,9 +201,9 @@ impl Sim {
                     // The task waits on the device uninterruptibly (io_schedule: state D).
                     return self.sleep_uninterruptible(cpu);
                 }
-                Op::IoPlugged { dev, service_ns } => {
+                Op::IoPlugged { dev, service_ns, dispatch_cycles } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
-                    self.io_submit_plugged(dev, task, cpu, service);
+                    self.io_submit_plugged(dev, task, cpu, service, dispatch_cycles);
                     // The task is off the CPU before its worker runs: the plug's flush is the
                     // first step of its sleep.
                     self.put_to_sleep(cpu, None);
@@ -233,6 +220,18 @@ impl Sim {
                 Op::WaitPlugged => {
                     if let Outcome::Sleep = self.kblockd_wait(task, cpu) {
                         return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::RunPlugged => {
+                    let w = self.plugged_dispatch_work(cpu);
+                    if w > 0.0 {
+                        let t = &mut self.sched.tasks[task];
+                        t.work_left = w;
+                        t.work_submitted += w;
+                        t.mem_frac = 0.0;
+                        t.fixed_time = false;
+                        self.start_segment(cpu);
+                        return false;
                     }
                 }
                 Op::RunHwQueue => self.run_hw_queue(cpu),
@@ -334,12 +333,14 @@ impl Sim {
                     if !self.sched.tasks[task].attrs.background {
                         self.rcu_callback_queued();
                     }
-                    return self.exit_and_switch(cpu, unfinished);
+                    self.exit_notify(cpu);
+                    return self.exit_and_switch(cpu);
                 }
             }
         }
         // A program that loops without running or sleeping would hang the simulation.
-        self.exit_and_switch(cpu, unfinished)
+        self.exit_notify(cpu);
+        self.exit_and_switch(cpu)
     }
 
     /// Put `cpu`'s current task to sleep in state D (TASK_UNINTERRUPTIBLE, as the trace's

@@ -200,7 +200,6 @@ impl Sim {
                 kthreads: crate::workload::background_kthreads(plat, &common),
                 rcu: Default::default(),
                 program_nesting: 0,
-                unfinished: Vec::new(),
                 deferred_programs: Vec::new(),
                 workload_name,
             },

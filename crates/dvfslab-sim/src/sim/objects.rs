@@ -129,8 +129,8 @@ impl Sim {
     /// hardware context's run work on this CPU's high-priority kblockd worker
     /// (`kblockd_mod_delayed_work_on`), which a pending run does not queue twice. The task
     /// sleeps in iowait from here (`io_schedule`).
-    pub(crate) fn io_submit_plugged(&mut self, dev: u32, task: usize, cpu: usize, service_ns: u64) {
-        self.work.objects.devices[dev as usize].plugged.push((cpu, task, service_ns));
+    pub(crate) fn io_submit_plugged(&mut self, dev: u32, task: usize, cpu: usize, service_ns: u64, dispatch: f64) {
+        self.work.objects.devices[dev as usize].plugged.push((cpu, task, service_ns, dispatch));
         self.sched.iowait_sleep(&self.q, task, true);
     }
 
@@ -153,15 +153,26 @@ impl Sim {
         Outcome::Sleep
     }
 
+    /// `Op::RunPlugged` on `cpu`: the kblockd worker's run before it dispatches, as work
+    /// (cycles at 2.6 GHz, the recordings' clock, as time at the CPU's base frequency). The
+    /// run depends on the requests (`blk_mq_run_work_fn` → `blk_mq_dispatch_rq_list` maps
+    /// each to the driver and, on a KVM guest, kicks the virtqueue): a discard of a large
+    /// file is split into several requests and takes the worker longer than a small one.
+    pub(crate) fn plugged_dispatch_work(&self, cpu: usize) -> f64 {
+        let cycles: f64 =
+            self.work.objects.devices.iter().flat_map(|d| &d.plugged).filter(|p| p.0 == cpu).map(|p| p.3).sum();
+        cycles / 2.6e9 * self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64 * 1e3
+    }
+
     /// `Op::RunHwQueue` on `cpu`: the kblockd worker dispatches every request plugged on its
     /// CPU (`blk_mq_run_work_fn`), in the order they were plugged; their submitters already
     /// sleep in iowait.
     pub(crate) fn run_hw_queue(&mut self, cpu: usize) {
         for dev in 0..self.work.objects.devices.len() {
             let plugged = &mut self.work.objects.devices[dev].plugged;
-            let mine: Vec<(usize, usize, u64)> = plugged.iter().filter(|p| p.0 == cpu).copied().collect();
+            let mine: Vec<(usize, usize, u64, f64)> = plugged.iter().filter(|p| p.0 == cpu).copied().collect();
             plugged.retain(|p| p.0 != cpu);
-            for (_, task, service_ns) in mine {
+            for (_, task, service_ns, _) in mine {
                 self.io_enqueue(dev as u32, task, service_ns, 0);
             }
         }

@@ -59,8 +59,6 @@ pub(crate) struct Work {
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
     pub(crate) program_nesting: u32,
-    /// What is left of the switches of the programs under way (`Sim::run_program`).
-    pub(crate) unfinished: Vec<crate::sched::Unfinished>,
     pub(crate) deferred_programs: Vec<(usize, usize, u32)>,
     pub(crate) workload_name: String,
 }

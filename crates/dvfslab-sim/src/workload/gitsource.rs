@@ -38,6 +38,7 @@
 use std::rc::Rc;
 
 use super::estimates::{gitsource as est, kernel, us_cycles};
+use super::kthreads;
 use super::storage::{self, Access};
 use super::{
     measure, pieces, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo,
@@ -248,7 +249,10 @@ impl Gitsource {
             // inside a plug: the shell waits in D while the CPU's kblockd worker dispatches it,
             // half-way through its work for the command.
             shell /= 2.0;
-            sh.extend([cpu(shell), Op::IoPlugged { dev: DISK, service_ns }]);
+            sh.extend([
+                cpu(shell),
+                Op::IoPlugged { dev: DISK, service_ns, dispatch_cycles: kthreads::dispatch_cycles(Access::Discard) },
+            ]);
         }
         match start_of(child) {
             Start::Subshell => {
@@ -319,7 +323,11 @@ impl Gitsource {
             if i > 0 {
                 // ext4 issues a discard inside a plug and waits for it: the CPU's kblockd
                 // worker dispatches it once the task sleeps (`workload::kthreads`).
-                p.push(Op::IoPlugged { dev: DISK, service_ns: discard_ns[i % discard_ns.len()] });
+                p.push(Op::IoPlugged {
+                    dev: DISK,
+                    service_ns: discard_ns[i % discard_ns.len()],
+                    dispatch_cycles: kthreads::dispatch_cycles(Access::Discard),
+                });
             }
             if let (Some(program), true) = (runs, i == parts / 2) {
                 // run_command: fork; the child's exec closes the notify pipe this git reads
@@ -559,7 +567,10 @@ mod tests {
         let service_ns = Amount::Fixed(42e3);
         let mut sh = Vec::new();
         g.shell_command(&mut sh, 0, 0, Some(service_ns));
-        assert_eq!(sh[1], Op::IoPlugged { dev: DISK, service_ns });
+        assert_eq!(
+            sh[1],
+            Op::IoPlugged { dev: DISK, service_ns, dispatch_cycles: kthreads::dispatch_cycles(Access::Discard) }
+        );
         let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
         assert!(spawn > 1);
         assert!((cycles(&sh) - g.costs.shell - g.costs.fork).abs() < 1.0, "{}", cycles(&sh));

@@ -41,6 +41,7 @@
 use std::rc::Rc;
 
 use super::estimates::{kernbench as est, kernel};
+use super::kthreads;
 use super::storage::{self, Access};
 use super::{measure, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
@@ -209,7 +210,11 @@ impl Unit {
             // synchronous sb_issue_discard) inside a plug and waits in D: the CPU's kblockd
             // worker dispatches it once gcc sleeps (`workload::kthreads`), and the block
             // completion's softirq wakes gcc.
-            gcc.push(Op::IoPlugged { dev: DISK, service_ns });
+            gcc.push(Op::IoPlugged {
+                dev: DISK,
+                service_ns,
+                dispatch_cycles: kthreads::dispatch_cycles(Access::LargeDiscard),
+            });
         }
         let gcc = p.add(exec_child("gcc", sh_ch, gcc));
         let mut children = vec![gcc];
@@ -447,17 +452,24 @@ mod tests {
         let discard = Kernbench { discard: true, ..kernbench(10, 0.0) };
         // One a unit, all of them in gcc.
         assert_eq!(plugged(&discard), (10, 10));
-        // Each the virtio disk's discard of a large file, not a small request's time.
+        // Each the virtio disk's discard of a large file, with the large discard's dispatch:
+        // the worker's run and the device's time add up to the recording's D sleeps (median
+        // 179 µs), well beyond a small request's.
         let (p, _, _, _) = discard.build();
-        let small = storage::access_ns(storage::device(3), Access::Write);
-        let small_max = small.iter().map(|a| a.mean()).fold(0.0, f64::max);
+        let large = storage::access_ns(storage::device(3), Access::LargeDiscard);
+        let mut device_ns = Vec::new();
         for prog in p.0.iter() {
             for op in prog.iter() {
-                if let Op::IoPlugged { service_ns, .. } = op {
-                    assert!(service_ns.mean() > small_max, "{}", service_ns.mean());
+                if let Op::IoPlugged { service_ns, dispatch_cycles, .. } = op {
+                    assert!(large.contains(service_ns), "{service_ns:?}");
+                    assert_eq!(*dispatch_cycles, kthreads::dispatch_cycles(Access::LargeDiscard));
+                    device_ns.push(service_ns.mean());
                 }
             }
         }
+        device_ns.sort_by(f64::total_cmp);
+        let sleep_us = (kthreads::dispatch_cycles(Access::LargeDiscard) / 2.6e3 + device_ns[5] / 1e3).round();
+        assert!((150.0..210.0).contains(&sleep_us), "{sleep_us}");
     }
 
     #[test]

@@ -21,6 +21,7 @@
 use std::rc::Rc;
 
 use super::estimates::kthreads as est;
+use super::storage::Access;
 use super::TaskSpec;
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Op};
@@ -36,6 +37,17 @@ pub fn rcu_gp_kthread(plat: &Platform) -> TaskSpec {
     TaskSpec::new("rcu_preempt", program).background()
 }
 
+/// The kblockd worker's run to dispatch one plugged request of this kind (cycles at 2.6 GHz,
+/// the recordings' clock): a discard of a large file goes to the driver as several requests
+/// (the block layer splits it at the device's discard limits), so its dispatch takes longer
+/// than a small request's.
+pub fn dispatch_cycles(access: Access) -> f64 {
+    match access {
+        Access::LargeDiscard => est::KBLOCKD_LARGE_DISCARD_RUN_CYCLES,
+        _ => est::KBLOCKD_RUN_CYCLES,
+    }
+}
+
 /// Whether any of these programs plugs a request (and so needs the kblockd workers). Programs
 /// built piece by piece are judged by their first piece.
 pub fn plugs_requests<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> bool {
@@ -43,20 +55,12 @@ pub fn plugs_requests<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> b
 }
 
 /// One kblockd worker per CPU, pinned there: sleep until a task plugs a request on this CPU,
-/// run, dispatch every request plugged here, and sleep again.
+/// run for what the plugged requests take to dispatch (each carries its own cost, see
+/// [`dispatch_cycles`]), dispatch every request plugged here, and sleep again.
 pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
     (0..plat.ncpus())
         .map(|cpu| {
-            let base_khz = plat.cluster_of_cpu(cpu).frequency.base_khz as f64;
-            // The run's cycles at 2.6 GHz, the recording's clock, as time at this CPU's base.
-            let cycles = est::KBLOCKD_RUN_CYCLES / 2.6e9 * base_khz * 1e3;
-            let program: Rc<[Op]> = vec![
-                Op::WaitPlugged,
-                Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 },
-                Op::RunHwQueue,
-                Op::Jump { to: 0 },
-            ]
-            .into();
+            let program: Rc<[Op]> = vec![Op::WaitPlugged, Op::RunPlugged, Op::RunHwQueue, Op::Jump { to: 0 }].into();
             TaskSpec::new(format!("kworker/{cpu}:1H"), program).pinned(vec![cpu]).background()
         })
         .collect()

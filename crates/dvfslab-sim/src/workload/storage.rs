@@ -106,12 +106,13 @@ mod tests {
         let small = median(&access_ns(virtio, Access::Write));
         // A small discard is a small request.
         assert_eq!(access_ns(virtio, Access::Discard), access_ns(virtio, Access::Write));
-        // The kernbench recording's reads (85 µs) and gcc's discards (156 µs after dispatch).
+        // The kernbench recording's reads (85 µs) and gcc's discards (110 µs after dispatch).
         let read = median(&access_ns(virtio, Access::RandomRead));
         let large = median(&access_ns(virtio, Access::LargeDiscard));
         assert!((read / 85e3 - 1.0).abs() < 0.1, "{read}");
-        assert!((large / 156e3 - 1.0).abs() < 0.1, "{large}");
-        assert!(read > 1.8 * small && large > 3.5 * small, "{small} {read} {large}");
+        assert!((large / 110e3 - 1.0).abs() < 0.1, "{large}");
+        // The device's part of a large discard only: its longer dispatch is the kblockd worker's.
+        assert!(read > 1.8 * small && large > 2.5 * small, "{small} {read} {large}");
         // Reads spread wider than writes: p90/p10 of the bins.
         let spread = |v: &[Amount]| v[BINS - 2].mean() / v[1].mean();
         assert!(spread(&access_ns(virtio, Access::RandomRead)) > 2.0 * spread(&access_ns(virtio, Access::Write)));

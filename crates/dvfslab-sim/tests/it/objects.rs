@@ -1136,9 +1136,11 @@ fn the_platforms_background_wakes_every_cpu_at_its_rate() {
 #[test]
 fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_starts() {
     // A task works 10 µs, plugs a 42 µs request and sleeps on it in D: the sleep wakes its
-    // CPU's kblockd worker from the task's own context, the worker runs first
-    // (`estimates::kthreads::KBLOCKD_RUN_CYCLES`, 23 µs at 2.6 GHz) and only then hands the
-    // request to the device, so the task sleeps the worker's run plus the device's time.
+    // CPU's kblockd worker from the task's own context, the worker runs first, for the
+    // dispatch the request carries (a small request's 23 µs at 2.6 GHz, a large discard's
+    // 69 µs: `estimates::kthreads`), and only then hands the request to the device, so the
+    // task sleeps the worker's run plus the device's time.
+    use dvfslab_sim::workload::estimates::kthreads as est;
     let service = 42_000.0;
     let disk =
         DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
@@ -1147,24 +1149,31 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
         let work = Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 };
         vec![Op::Sleep { ns: Amount::Fixed(1e6) }, work, op, count(0), Op::Exit]
     };
-    let plugged = submitter(Op::IoPlugged { dev: 0, service_ns: Amount::Fixed(service) });
-    let tl = run_traced(Programs { tasks: vec![plugged], spawned: vec![], devices: vec![disk.clone()] }, 0.01);
-    assert_eq!(switch_out_states(&tl, 0), ['S', 'D', 'X']);
-    // The workers are the tasks after the workload's, one per CPU in CPU order.
-    let slept = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0 && tl.switch_prev_state[i] == 'D').unwrap();
-    let cpu = tl.switch_cpu[slept] as usize;
-    let worker = 1 + cpu as u32;
-    assert_eq!(tl.switch_next[slept], worker as i64, "the worker runs as the task sleeps");
-    // Woken once, from task context as the task leaves the CPU, which the worker then takes.
-    let woken = wakings_of(&tl, worker);
-    assert_eq!(woken.len(), 1, "{woken:?}");
-    assert_eq!((woken[0].0, woken[0].2), (tl.switch_time_ns[slept], WakeContext::Task));
-    // The other CPU's worker never wakes: nothing was plugged there.
-    assert!(wakings_of(&tl, 1 + (1 - cpu) as u32).is_empty());
-    let run_ns = dvfslab_sim::workload::estimates::kthreads::KBLOCKD_RUN_CYCLES / 2.6;
-    let (done, _, _) = wakings_of(&tl, 0)[1];
-    let d_sleep = (done - tl.switch_time_ns[slept]) as f64;
-    assert!((d_sleep - (run_ns + service)).abs() < 3_000.0, "{d_sleep} ns in D");
+    for dispatch_cycles in [est::KBLOCKD_RUN_CYCLES, est::KBLOCKD_LARGE_DISCARD_RUN_CYCLES] {
+        let plugged = submitter(Op::IoPlugged { dev: 0, service_ns: Amount::Fixed(service), dispatch_cycles });
+        let tl = run_traced(Programs { tasks: vec![plugged], spawned: vec![], devices: vec![disk.clone()] }, 0.01);
+        assert_eq!(switch_out_states(&tl, 0), ['S', 'D', 'X']);
+        // The workers are the tasks after the workload's, one per CPU in CPU order.
+        let slept =
+            (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == 0 && tl.switch_prev_state[i] == 'D').unwrap();
+        let cpu = tl.switch_cpu[slept] as usize;
+        let worker = 1 + cpu as u32;
+        assert_eq!(tl.switch_next[slept], worker as i64, "the worker runs as the task sleeps");
+        // Woken once, from task context as the task leaves the CPU, which the worker then takes.
+        let woken = wakings_of(&tl, worker);
+        assert_eq!(woken.len(), 1, "{woken:?}");
+        assert_eq!((woken[0].0, woken[0].2), (tl.switch_time_ns[slept], WakeContext::Task));
+        // The other CPU's worker never wakes: nothing was plugged there.
+        assert!(wakings_of(&tl, 1 + (1 - cpu) as u32).is_empty());
+        // The worker's run is the request's dispatch (2.6 GHz: the preset's base).
+        let out = (slept + 1..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == worker as i64).unwrap();
+        let run_ns = dispatch_cycles / 2.6;
+        let ran = (tl.switch_time_ns[out] - tl.switch_time_ns[slept]) as f64;
+        assert!((ran - run_ns).abs() < 3_000.0, "{ran} ns of run");
+        let (done, _, _) = wakings_of(&tl, 0)[1];
+        let d_sleep = (done - tl.switch_time_ns[slept]) as f64;
+        assert!((d_sleep - (run_ns + service)).abs() < 3_000.0, "{d_sleep} ns in D");
+    }
     // Submitted without a plug, the request starts at once: the sleep is the device's alone,
     // and no worker exists.
     let direct = submitter(Op::Io { dev: 0, service_ns: Amount::Fixed(service), transfer_ns: Amount::ZERO });
