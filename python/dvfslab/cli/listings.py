@@ -146,22 +146,35 @@ def _show_platform(info: dict[str, Any]) -> None:
     )
     print()
     print_table(
-        ["cluster", "state", "exit us", "exit us, package awake", "target residency us", "power"],
+        [
+            "cluster",
+            "state",
+            "exit us",
+            "wake us",
+            "wake us, package awake",
+            "target residency us",
+            "power",
+        ],
         [
             (
                 cluster["id"],
                 state["name"],
                 json_value(state["exit_latency_us"]),
-                json_value(state["exit_latency_pkg_awake_us"] or state["exit_latency_us"]),
+                json_value(state.get("wake_latency_us") or state["exit_latency_us"]),
+                json_value(
+                    state["exit_latency_pkg_awake_us"]
+                    or state.get("wake_latency_us")
+                    or state["exit_latency_us"]
+                ),
                 json_value(state["target_residency_us"]),
                 state["power"],
             )
             for cluster in info["clusters"]
             for state in cluster["idle_states"]
         ],
-        right={"exit us", "exit us, package awake", "target residency us"},
-        title="idle states (menu chooses by the table's exit; a core whose package stays awake "
-        "leaves in the measured one)",
+        right={"exit us", "wake us", "wake us, package awake", "target residency us"},
+        title="idle states (menu chooses by the table's exit; a core pays the wake cost, the "
+        "smaller one while its package stays awake)",
     )
     _show_uncertain(info["uncertain"])
 
