@@ -21,7 +21,8 @@ pub struct Timeline {
     pub idle_cpu: Vec<u32>,
     pub idle_state: Vec<String>,
     /// Context switches: on `cpu`, `prev` (-1 = idle) stops and `next` (-1 = idle) runs;
-    /// `prev_state` is 'R' (preempted), 'S' (slept), 'X' (exited) or 'I' (idle).
+    /// `prev_state` is 'R' (preempted), 'S' (slept), 'D' (waited on a device), 'Z' (exited, a
+    /// zombie until its parent reaps it), 'X' (exited, released at once) or 'I' (idle).
     pub switch_time_ns: Vec<u64>,
     pub switch_cpu: Vec<u32>,
     pub switch_prev: Vec<i64>,

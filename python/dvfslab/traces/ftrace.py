@@ -4,7 +4,8 @@
     #           TASK-PID     CPU#     TIMESTAMP  FUNCTION
         cpu-bound-0-1       [003] d..2.     0.004000: sched_switch: prev_comm=... ==> next_comm=...
 
-Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, X exited),
+Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, Z exited and
+not yet reaped by its parent, X exited with no simulated parent),
 sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
 a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (a task's
 first, its start, as sched_wakeup_new), sched_process_fork / exec / exit, cpu_frequency (state =

@@ -89,7 +89,7 @@ pub(crate) struct Cpu {
     pub util_avg_max: u64,
     /// Idle entries so far (tick_nohz_get_idle_calls_cpu), for schedutil's busy hold.
     pub idle_calls: u64,
-    /// The task that last left this CPU and why ('R', 'S', 'X'), for the next sched_switch.
+    /// The task that last left this CPU and why ('R', 'S', 'D', 'Z', 'X'), for the next sched_switch.
     pub switched_out: Option<(usize, char)>,
     /// No current task and none queued, as last counted in `Sim::idle_cpus` (see
     /// `count_placement_idle`).

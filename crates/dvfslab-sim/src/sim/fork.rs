@@ -184,10 +184,14 @@ mod tests {
             assert_eq!(tl.waking_context[w], crate::sched::waker::WakeContext::Task);
             // ... logged after sched_process_exit and before the child's final switch-out.
             let last = tl.switch_prev.iter().rposition(|&p| p == child as i64).expect("the child's switch-out");
-            assert_eq!(tl.switch_prev_state[last], 'X');
+            assert_eq!(tl.switch_prev_state[last], 'Z', "kernel {kernel}: a zombie until its parent reaps it");
             assert!(tl.process_seq[exit] < tl.waking_seq[w], "kernel {kernel}");
             assert!(tl.waking_seq[w] < tl.switch_seq[last], "kernel {kernel}");
             assert!(sim.sched.tasks[0].state == crate::sched::task::TaskState::Exited);
+            // The parent, a first task whose own parent is outside the simulation, is
+            // released at its exit.
+            let parent_last = tl.switch_prev.iter().rposition(|&p| p == 0).expect("the parent's switch-out");
+            assert_eq!(tl.switch_prev_state[parent_last], 'X', "kernel {kernel}");
         }
     }
 
@@ -235,7 +239,7 @@ mod tests {
             let outs: Vec<usize> = (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == child).collect();
             let last = *outs.last().expect("the child's switch-out");
             assert!(outs.iter().all(|&i| tl.switch_prev_state[i] != 'R'), "kernel {kernel}: preempted");
-            assert_eq!((tl.switch_cpu[last], tl.switch_prev_state[last], tl.switch_next[last]), (0, 'X', 0));
+            assert_eq!((tl.switch_cpu[last], tl.switch_prev_state[last], tl.switch_next[last]), (0, 'Z', 0));
             assert!(sim.sched.tasks[0].state == crate::sched::task::TaskState::Exited);
         }
     }

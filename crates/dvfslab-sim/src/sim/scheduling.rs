@@ -424,12 +424,21 @@ impl Sim {
     }
 
     /// do_task_dead: the zombie leaves `cpu` for good, dequeued before the switch like a sleep.
+    ///
+    /// Its `prev_state` is its exit_state (`__trace_sched_switch_state` through
+    /// `__task_state_index`: TASK_DEAD itself is not a reported state): 'Z' for a child of a
+    /// simulated parent, which exit_notify left a zombie and which its parent reaps only after
+    /// this switch (the model runs nothing between exit_notify and do_task_dead; the kernel's
+    /// rare race where the parent's wait_task_zombie already made it EXIT_DEAD, 'X', is left
+    /// out); 'X' for a workload's first tasks, whose parent is outside the simulation: a
+    /// thread (autoreaped by exit_notify) or a process whose launcher has the same choice.
     pub(crate) fn put_to_exit(&mut self, cpu: usize) {
         let task = self.dequeue_curr(cpu);
         detach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
         self.sched.cpus[cpu].util_changed = true;
         self.sched.tasks[task].state = TaskState::Exited;
-        self.sched.cpus[cpu].switched_out = Some((task, 'X'));
+        let exit_state = if self.sched.tasks[task].parent.is_some() { 'Z' } else { 'X' };
+        self.sched.cpus[cpu].switched_out = Some((task, exit_state));
         self.sched.live_tasks -= 1;
         self.dequeue_callback(cpu, task);
     }

@@ -168,11 +168,12 @@ fn a_vfork_parent_preempts_its_child_at_exec_from_6_12() {
     assert_eq!(parent, ['D', 'S', 'X']);
     assert_eq!(child, 'R', "the child is preempted at its exec");
     // With no tail, the parent leaves at the average, is dequeued, and comes back at the
-    // child's vruntime: the child keeps the CPU to its exit, and wait4 finds it gone.
+    // child's vruntime: the child keeps the CPU to its exit (a zombie, 'Z'), and wait4
+    // reaps it without sleeping.
     let (parent, child) = vfork_at("6.18", 0.0);
-    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'X'));
+    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'Z'));
     // 6.6–6.11 dequeue every sleeper with its lag: the parent's small debt puts it behind the
     // child at the wake-up, and the child runs on, protected.
     let (parent, child) = vfork_at("6.6", 3_900.0);
-    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'X'));
+    assert_eq!((parent.as_slice(), child), (&['D', 'X'][..], 'Z'));
 }
