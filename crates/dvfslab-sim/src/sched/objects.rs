@@ -68,6 +68,16 @@ impl Device {
     }
 }
 
+/// ext4's end-I/O worker (`workload::kthreads::end_io_worker`): the conversions completed
+/// writebacks queued for it and not yet run, and the worker while it sleeps for more.
+#[derive(Default)]
+pub(crate) struct EndIoWork {
+    /// Whether the run has the worker (the kernel converts at the I/O's end in a workqueue).
+    pub(crate) present: bool,
+    pub(crate) pending: u32,
+    pub(crate) idle: Option<usize>,
+}
+
 /// The shared objects of one simulation, created on first use by id (devices are declared by
 /// the workload).
 #[derive(Default)]
@@ -77,6 +87,7 @@ pub(crate) struct Objects {
     pub(crate) mutexes: Vec<Mutex>,
     pub(crate) devices: Vec<Device>,
     pub(crate) kblockd_idle: KblockdIdle,
+    pub(crate) end_io: EndIoWork,
 }
 
 impl Objects {
@@ -115,14 +126,25 @@ pub(crate) enum Outcome {
     Sleep,
 }
 
+/// The CPU where a request submitted from `submitter` completes on a device completing as
+/// `completion` says: a single-line device's interrupt CPU when it shares the submitter's
+/// last-level cache, where the block layer completes the request (`blk_mq_complete_need_ipi`
+/// with `rq_affinity` 1); the submitter's own CPU otherwise (an IPI sends it there), or on a
+/// device with a queue per CPU.
+pub(crate) fn completion_cpu(machine: &Machine, completion: Completion, submitter: usize) -> usize {
+    match completion.line_cpu(machine.plat.cpus.len()) {
+        Some(irq_cpu) if machine.plat.cpus[irq_cpu].llc == machine.plat.cpus[submitter].llc => irq_cpu,
+        _ => submitter,
+    }
+}
+
 impl Sched {
     /// The CPU whose interrupt wakes `task` at a completion, when it is not the CPU the task
     /// slept on (None: the completion runs there).
     pub(crate) fn completing_cpu(&self, machine: &Machine, completion: Completion, task: usize) -> Option<usize> {
-        let irq_cpu = completion.line_cpu(machine.plat.cpus.len())?;
         let slept_on = self.tasks[task].cpu;
-        let shares_llc = machine.plat.cpus[irq_cpu].llc == machine.plat.cpus[slept_on].llc;
-        (slept_on != irq_cpu && shares_llc).then_some(irq_cpu)
+        let cpu = completion_cpu(machine, completion, slept_on);
+        (cpu != slept_on).then_some(cpu)
     }
 
     /// Count `task` in (or out of) the iowait sleepers of the CPU it slept on.

@@ -110,6 +110,16 @@ pub enum Op {
     /// `dispatch_cycles` the worker's run to dispatch this request (cycles at 2.6 GHz, the
     /// recordings' clock, run as time at the worker's CPU's base frequency).
     IoPlugged { dev: u32, service_ns: Amount, dispatch_cycles: f64 },
+    /// Write a task's dirty data back without waiting for it: a write request to device `dev`
+    /// (`service_ns` as for `Io`), submitted at once, the task going on (closing a file it
+    /// truncated and rewrote starts its writeback: `ext4_release_file` → `ext4_alloc_da_blocks`
+    /// → `filemap_flush`). Its completion, in the block softirq, queues the conversion of the
+    /// written unwritten extents to ext4's end-I/O worker where the kernel has one
+    /// (`workload::kthreads::end_io_worker`).
+    IoWriteback { dev: u32, service_ns: Amount },
+    /// The end-I/O worker's wait for work: go on at once if a completed writeback queued
+    /// work, else sleep until one does (`Op::IoWriteback`).
+    WaitEndIoWork,
     /// RCU's grace-period kthread's wait for work: go on if a grace period is to start or
     /// end, else sleep until woken or until the force-quiescent-state timeout (`sim/rcu.rs`).
     WaitGp,

@@ -235,6 +235,15 @@ impl Sim {
                     }
                 }
                 Op::RunHwQueue => self.run_hw_queue(cpu),
+                Op::IoWriteback { dev, service_ns } => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    self.io_submit_writeback(dev, cpu, service);
+                }
+                Op::WaitEndIoWork => {
+                    if let Outcome::Sleep = self.end_io_wait(task) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
                 Op::WaitGp => {
                     if let Some(timeout) = self.rcu_wait() {
                         return self.block_and_switch(cpu, timeout);

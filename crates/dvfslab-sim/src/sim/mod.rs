@@ -272,6 +272,7 @@ impl Sim {
 
     /// Start the run: the governors, the workload's tasks and the run's own events.
     pub fn begin(&mut self) {
+        use crate::workload::kthreads;
         self.trace_initial_frequencies();
         for p in 0..self.cpufreq.policies.len() {
             self.with_governor(p, |g, ctx| g.start(ctx));
@@ -283,15 +284,23 @@ impl Sim {
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
         // The block layer's workers, where the workload's tasks plug requests.
-        let programs = specs.iter().map(|s| &s.program).chain(self.work.programs.iter());
-        let kblockd = if crate::workload::kthreads::plugs_requests(programs) {
-            crate::workload::kthreads::kblockd_workers(&self.machine.plat)
+        let programs = || specs.iter().map(|s| &s.program).chain(self.work.programs.iter());
+        let kblockd = if kthreads::plugs_requests(programs()) {
+            kthreads::kblockd_workers(&self.machine.plat)
         } else {
             Vec::new()
         };
+        // ext4's end-I/O worker, where the workload's tasks write data back and the kernel
+        // converts the written extents in a workqueue.
+        let end_io = if kthreads::writes_back(programs()) {
+            kthreads::end_io_worker(&self.machine.plat, self.machine.kernel)
+        } else {
+            None
+        };
+        self.work.objects.end_io.present = end_io.is_some();
         // RCU's grace-period kthread joins at the first callback of a workload that forks.
         self.work.rcu.enabled = !self.work.programs.is_empty();
-        for spec in specs.into_iter().chain(background).chain(kblockd) {
+        for spec in specs.into_iter().chain(background).chain(kblockd).chain(end_io) {
             self.spawn(spec);
         }
         self.run_deferred_programs();

@@ -3,10 +3,10 @@
 
 use crate::engine::Event;
 use crate::governor::UpdateFlags;
-use crate::sched::objects::{slot, Outcome};
+use crate::sched::objects::{completion_cpu, slot, Outcome};
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
-use crate::workload::Service;
+use crate::workload::{Completion, Service};
 
 impl Sim {
     /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
@@ -207,6 +207,47 @@ impl Sim {
         self.io_submit(dev, task, service_ns, 0);
     }
 
+    /// `Op::IoWriteback` on `cpu`: a write request the task does not wait for, sent to the
+    /// device at once (`filemap_flush` submits as it goes and `ext4_writepages` finishes its
+    /// plug itself, not from the scheduler). The request stands in the device's queue for the
+    /// CPU it came from ([`writeback_request`]), its submitter free to exit meanwhile.
+    pub(crate) fn io_submit_writeback(&mut self, dev: u32, cpu: usize, service_ns: u64) {
+        self.io_enqueue(dev, writeback_request(cpu), service_ns, 0);
+    }
+
+    /// A writeback submitted from `submitter` completed on a device completing as
+    /// `completion` says: in the block softirq on the completion's CPU, `ext4_end_bio` hands the
+    /// I/O's end to `ext4_add_complete_io`, which queues the inode's conversion of its
+    /// unwritten extents on the `ext4-rsv-conversion` workqueue (`queue_work`), waking the
+    /// worker if it sleeps. Without the worker (a kernel whose writeback allocates written
+    /// extents, `workload::kthreads::end_io_worker`) the softirq ends the I/O itself.
+    fn writeback_done(&mut self, completion: Completion, submitter: usize) {
+        let end_io = &mut self.work.objects.end_io;
+        if !end_io.present {
+            return;
+        }
+        // A sleeping worker is handed the work with its wake-up; an awake one finds it queued.
+        match end_io.idle.take() {
+            Some(worker) => {
+                let cpu = completion_cpu(&self.machine, completion, submitter);
+                self.wake_task(worker, Waker::Softirq { cpu: Some(cpu), sync: false }, UpdateFlags::default());
+            }
+            None => end_io.pending += 1,
+        }
+    }
+
+    /// `Op::WaitEndIoWork`: the end-I/O worker takes a queued conversion and goes on, or
+    /// sleeps until a completion queues one.
+    pub(crate) fn end_io_wait(&mut self, worker: usize) -> Outcome {
+        let end_io = &mut self.work.objects.end_io;
+        if end_io.pending > 0 {
+            end_io.pending -= 1;
+            return Outcome::Continue;
+        }
+        end_io.idle = Some(worker);
+        Outcome::Sleep
+    }
+
     /// A completion whose end is a worker's: the block layer's softirq, on the CPU `waker`
     /// says, queues the request's end on the worker's channel and wakes the worker
     /// (`queue_work` from the bio's end_io); the submitter sleeps on until `end_io`.
@@ -263,6 +304,10 @@ impl Sim {
         let completion = d.spec.completion;
         let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
         for &t in woken {
+            if let Some(submitter) = writeback_submitter(t) {
+                self.writeback_done(completion, submitter);
+                continue;
+            }
             let iowait = leader_iowait && t == task;
             let waker = Waker::Softirq { cpu: self.sched.completing_cpu(&self.machine, completion, t), sync: false };
             if self.hand_to_worker(dev, t, iowait, waker) {
@@ -273,8 +318,21 @@ impl Sim {
             }
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
-        if let Some(next) = next_leader.filter(|_| leader_iowait) {
+        if let Some(next) = next_leader.filter(|&n| leader_iowait && writeback_submitter(n).is_none()) {
             self.sched.iowait_sleep(&self.q, next, true);
         }
     }
+}
+
+/// A writeback's request in a device's queue and its completion event, in place of a task:
+/// the CPU it was submitted from, tagged so that no task id is taken for it.
+const WRITEBACK: usize = 1 << 31;
+
+fn writeback_request(cpu: usize) -> usize {
+    WRITEBACK | cpu
+}
+
+/// The CPU a writeback request was submitted from, if `request` is one.
+fn writeback_submitter(request: usize) -> Option<usize> {
+    (request & WRITEBACK != 0).then_some(request & !WRITEBACK)
 }

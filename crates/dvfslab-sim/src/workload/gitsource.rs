@@ -27,8 +27,10 @@
 //! synchronously (ext4 without a journal mounted with `discard`, the recordings machine's):
 //! git and rm then wait for those discards on the storage device, and so does the shell
 //! before a tenth of its commands (its own redirection truncating a file), each dispatched by
-//! the CPU's kblockd worker as the task sleeps (`kthreads`). `scripts` test scripts run
-//! at once, each its share of the commands. The run ends after the last command.
+//! the CPU's kblockd worker as the task sleeps (`kthreads`). A share of the commands that exec
+//! (`est::EXIT_FLUSH_SHARE`) write a file back as they exit without waiting for it, whose
+//! completion wakes ext4's end-I/O worker (`kthreads::end_io_worker`). `scripts` test scripts
+//! run at once, each its share of the commands. The run ends after the last command.
 //!
 //! Metric: Elapsed in seconds (lower is better), the makespan of the chains. `commands` scales
 //! the suite; the real `make test` starts about 3·10^5 processes. Operations (`model check`):
@@ -120,8 +122,10 @@ const COMMANDS_PER_PIECE: usize = 8192;
 /// Programs per script: two per command kind (with its discards rounded down, and one more)
 /// started with vfork, the same two started with fork ([`FORKED`] on), then the subshell, then
 /// the gits that run a git ([`GIT_PARENT`]: vfork'd, vfork'd with a discard more, fork'd,
-/// fork'd with one more) and the gits they run ([`GIT_CHILD`], without and with one more).
-const PER_SCRIPT: usize = 4 * est::COMMANDS.len() + 7;
+/// fork'd with one more) and the gits they run ([`GIT_CHILD`], without and with one more);
+/// then all of them again writing data back as they exit ([`WRITES`] on).
+const WRITES: usize = 4 * est::COMMANDS.len() + 7;
+const PER_SCRIPT: usize = 2 * WRITES;
 const FORKED: usize = 2 * est::COMMANDS.len();
 const SUBSHELL: usize = 4 * est::COMMANDS.len();
 const GIT_PARENT: usize = SUBSHELL + 1;
@@ -152,7 +156,7 @@ enum Start {
 }
 
 fn start_of(child: usize) -> Start {
-    match child {
+    match child % WRITES {
         SUBSHELL => Start::Subshell,
         c if c >= GIT_PARENT => {
             if c - GIT_PARENT >= 2 {
@@ -185,7 +189,8 @@ fn notify_ch(script: usize) -> u32 {
 /// `n` children of piece `piece` of a script, as their programs' places in a script's
 /// programs: a command kind in a fixed shuffled order, or a subshell; a kind with a fractional
 /// count of discards takes its variant with one more for that share of its commands; a git
-/// that runs a git takes its variant that does.
+/// that runs a git takes its variant that does; [`est::EXIT_FLUSH_SHARE`] of the commands take
+/// their variant that writes data back at exit.
 fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
     let salt = |s: u64| pieces::salt(s ^ ((script as u64) << 48), piece);
     let subshell = sample::flags(n, est::SUBSHELL_SHARE, salt(1));
@@ -193,6 +198,8 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
     let forked = sample::flags(n, est::FORK_EXEC_SHARE / (1.0 - est::SUBSHELL_SHARE), salt(3));
     // Of the gits, those that run a git.
     let runs_git = sample::flags(n, est::GIT_RUNS_GIT, salt(4));
+    // Of the children that exec, those that write data back as they exit.
+    let writes = sample::flags(n, est::EXIT_FLUSH_SHARE, salt(6));
     // The kinds by their shares of the scripts' commands, a table of about 1000 slots.
     let slots = 1000.0;
     let mut table = Vec::with_capacity(slots as usize);
@@ -215,10 +222,11 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
             if more {
                 owed[k] -= 1.0;
             }
+            let writer = if writes[i] { WRITES } else { 0 };
             if k == GIT && runs_git[i] {
-                return GIT_PARENT + 2 * usize::from(forked[i]) + usize::from(more);
+                return writer + GIT_PARENT + 2 * usize::from(forked[i]) + usize::from(more);
             }
-            2 * k + usize::from(more) + if forked[i] { FORKED } else { 0 }
+            writer + 2 * k + usize::from(more) + if forked[i] { FORKED } else { 0 }
         })
         .collect()
 }
@@ -287,7 +295,9 @@ impl Gitsource {
     /// part before the exec (which, with vfork, releases the shell; a git's child closes the
     /// exec-notify pipe its parent waits on at its exec), then its execs, its work (with its
     /// discards, rounded down or, with `more`, up, if the filesystem waits for them, and, with
-    /// `runs`, a git of its own in the middle), exit.
+    /// `runs`, a git of its own in the middle), exit, which with `writeback` (a request's
+    /// device time) first starts the writeback of a file it wrote.
+    #[allow(clippy::too_many_arguments)]
     fn command(
         &self,
         k: usize,
@@ -296,6 +306,7 @@ impl Gitsource {
         script: usize,
         runs: Option<u32>,
         discard_ns: &[Amount],
+        writeback: Option<Amount>,
     ) -> Rc<[Op]> {
         let c = &est::COMMANDS[k];
         let exec = Op::Exec { comm: c.comm };
@@ -340,6 +351,12 @@ impl Gitsource {
                 p.push(cpu(own / parts as f64));
             }
         }
+        if let Some(service_ns) = writeback {
+            // Closing a file the command's redirection truncated and it rewrote starts its
+            // writeback (`ext4_release_file` → `ext4_alloc_da_blocks` → `filemap_flush`); the
+            // task exits without waiting for it.
+            p.push(Op::IoWriteback { dev: DISK, service_ns });
+        }
         p.extend([cpu(kernel::EXIT_CYCLES), Op::Exit]);
         p.into()
     }
@@ -374,21 +391,32 @@ impl Workload for Gitsource {
     fn programs(&self, _plat: &Platform) -> Vec<Rc<[Op]>> {
         // A discard of a small test file's few blocks (`storage`), binned.
         let discard_ns = storage::access_ns(storage::device(self.device), Access::Discard);
+        // A writeback of a small file: a small write, binned; each program takes a bin.
+        let write_ns = storage::access_ns(storage::device(self.device), Access::Write);
         let mut p: Vec<Rc<[Op]>> = Vec::with_capacity(self.scripts * PER_SCRIPT);
         for s in 0..self.scripts {
             let first = p.len();
-            for parent in [Parent::ShellVfork, Parent::ShellFork] {
-                for k in 0..est::COMMANDS.len() {
-                    p.extend([false, true].map(|more| self.command(k, more, parent, s, None, &discard_ns)));
+            for writes in [false, true] {
+                let writeback = |p: &Vec<Rc<[Op]>>| writes.then(|| write_ns[p.len() % write_ns.len()]);
+                for parent in [Parent::ShellVfork, Parent::ShellFork] {
+                    for k in 0..est::COMMANDS.len() {
+                        for more in [false, true] {
+                            let wb = writeback(&p);
+                            p.push(self.command(k, more, parent, s, None, &discard_ns, wb));
+                        }
+                    }
                 }
+                p.push(Gitsource::subshell(s));
+                // The gits that run a git, then the gits they run (which do not write back).
+                let child = |more: bool| (first + GIT_CHILD + usize::from(more)) as u32;
+                for parent in [Parent::ShellVfork, Parent::ShellFork] {
+                    for more in [false, true] {
+                        let wb = writeback(&p);
+                        p.push(self.command(GIT, more, parent, s, Some(child(more)), &discard_ns, wb));
+                    }
+                }
+                p.extend([false, true].map(|more| self.command(GIT, more, Parent::Git, s, None, &discard_ns, None)));
             }
-            p.push(Gitsource::subshell(s));
-            // The gits that run a git, then the gits they run.
-            let child = |more: bool| (first + GIT_CHILD + usize::from(more)) as u32;
-            for parent in [Parent::ShellVfork, Parent::ShellFork] {
-                p.extend([false, true].map(|more| self.command(GIT, more, parent, s, Some(child(more)), &discard_ns)));
-            }
-            p.extend([false, true].map(|more| self.command(GIT, more, Parent::Git, s, None, &discard_ns)));
         }
         p
     }
@@ -433,7 +461,7 @@ mod tests {
     /// The command kind of program `child` (None for a subshell), whether it runs a git and
     /// whether it is the variant with a discard more.
     fn kind(child: usize) -> (Option<usize>, bool, bool) {
-        match child {
+        match child % WRITES {
             SUBSHELL => (None, false, false),
             c if c >= GIT_PARENT => (Some(GIT), true, (c - GIT_PARENT) % 2 == 1),
             c => (Some(c % FORKED / 2), false, c % 2 == 1),
@@ -442,7 +470,13 @@ mod tests {
 
     #[test]
     fn the_commands_are_the_recordings_mix_with_some_subshells() {
-        let kids = children(1000, 0, 0);
+        let all = children(1000, 0, 0);
+        // The recording's share of the children that exec write data back at exit.
+        let writers = all.iter().filter(|&&k| k >= WRITES).count() as f64;
+        let exec_ing = all.iter().filter(|&&k| k != SUBSHELL).count() as f64;
+        assert!((writers / exec_ing - est::EXIT_FLUSH_SHARE).abs() < 0.03, "{writers} of {exec_ing}");
+        // The rest as among the children that do not.
+        let kids: Vec<usize> = all.iter().map(|&k| k % WRITES).collect();
         let subshells = kids.iter().filter(|&&k| k == SUBSHELL).count();
         assert_eq!(subshells, (1000.0 * est::SUBSHELL_SHARE).round() as usize);
         // The recording's share of the children that exec is started with fork, not vfork.
@@ -496,6 +530,44 @@ mod tests {
         assert_eq!((waits(6), waits(7)), (8, 9));
         assert_eq!((waits(0), waits(1)), (0, 1));
         assert_eq!(waits(2), 0);
+    }
+
+    #[test]
+    fn a_writing_child_issues_a_write_request_at_exit_without_waiting_for_it() {
+        let p = gitsource(1, false).programs(&kvm());
+        let writes = |prog: &[Op]| prog.iter().filter(|op| matches!(op, Op::IoWriteback { dev: DISK, .. })).count();
+        // Each command has its variant that writes back, right before its exit's work, with
+        // the same CPU and no other wait; the base variants and the gits' children do not.
+        for child in 0..WRITES {
+            let (base, writer) = (&p[child], &p[WRITES + child]);
+            assert_eq!(writes(base), 0, "{child}");
+            if child == SUBSHELL || child >= GIT_CHILD {
+                assert_eq!(writes(writer), 0, "{child}");
+                continue;
+            }
+            assert_eq!(writes(writer), 1, "{child}");
+            let n = writer.len();
+            assert!(matches!(writer[n - 3], Op::IoWriteback { .. }), "{child}");
+            assert_eq!(&writer[n - 2..], &[cpu(kernel::EXIT_CYCLES), Op::Exit]);
+            assert!((cycles(writer) - cycles(base)).abs() < 1.0);
+            assert_eq!(writer.len(), base.len() + 1);
+        }
+        // The request is a small write on the script's disk.
+        let small = storage::access_ns(storage::device(3), Access::Write);
+        for prog in &p[WRITES..] {
+            if let Some(Op::IoWriteback { service_ns, .. }) =
+                prog.iter().find(|op| matches!(op, Op::IoWriteback { .. }))
+            {
+                assert!(small.contains(service_ns));
+            }
+        }
+        // A script's children take the writing variants, and the worker exists for them.
+        let tasks = gitsource(1, false).tasks(&kvm());
+        assert!(tasks[0]
+            .program
+            .iter()
+            .any(|op| matches!(op, Op::Spawn { program, .. } if *program as usize >= WRITES)));
+        assert!(kthreads::writes_back(p.iter()));
     }
 
     #[test]

@@ -15,6 +15,16 @@
 //! began, and when 5.16 let a plug flush issue requests directly, it kept the flush from
 //! schedule asynchronous (`blk_mq_flush_plug_list`).
 //!
+//! ext4's end-I/O worker converts the unwritten extents a writeback wrote, after the write
+//! completes: the block softirq's `ext4_end_bio` passes the I/O's end to
+//! `ext4_add_complete_io`, which queues the inode's conversion work on the
+//! `ext4-rsv-conversion` workqueue, an unbound one whose `kworker/uN:M` runs
+//! `ext4_end_io_rsv_work`. Writeback allocates unwritten extents when the filesystem runs
+//! with `dioread_nolock` (`ext4_should_dioread_nolock`), which 5.6 made ext4's default
+//! for a block size of a page (`ext4_fill_super`, from 6.1 `ext4_set_def_opts`, setting
+//! `DIOREAD_NOLOCK`; `-o dioread_lock` turns it off): on earlier kernels writeback allocates
+//! written extents and the softirq ends the I/O itself.
+//!
 //! The workers are nice −20 in the kernel; the model's CFS weighs every task as nice 0, so
 //! they run as nice-0 tasks pinned to their CPU.
 
@@ -24,6 +34,7 @@ use super::estimates::kthreads as est;
 use super::storage::Access;
 use super::TaskSpec;
 use crate::hw::platform::Platform;
+use crate::kernel::KernelVersion;
 use crate::sched::task::{Amount, Op};
 
 /// RCU's grace-period kthread (`sim/rcu.rs`): a nice-0 kernel thread free to run anywhere
@@ -64,4 +75,53 @@ pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
             TaskSpec::new(format!("kworker/{cpu}:1H"), program).pinned(vec![cpu]).background()
         })
         .collect()
+}
+
+/// The first kernel whose ext4 converts written extents in its end-I/O worker by default
+/// (`dioread_nolock` the default from 5.6, see the module's text).
+pub const END_IO_WORKER_SINCE: KernelVersion = KernelVersion(5, 6);
+
+/// Whether any of these programs writes data back without waiting (`Op::IoWriteback`), and
+/// so needs ext4's end-I/O worker. Programs built piece by piece are judged by their first piece.
+pub fn writes_back<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> bool {
+    programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoWriteback { .. })))
+}
+
+/// ext4's end-I/O worker on `kernel`, if it has one: an unbound nice-0 kworker that sleeps until
+/// a completed writeback queues a conversion, runs `ext4_end_io_rsv_work` for it
+/// ([`est::END_IO_WORK_RUN_CYCLES`] at 2.6 GHz, the recordings' clock, as time at the base
+/// frequency) and sleeps again.
+pub fn end_io_worker(plat: &Platform, kernel: KernelVersion) -> Option<TaskSpec> {
+    if kernel < END_IO_WORKER_SINCE {
+        return None;
+    }
+    let base_khz = plat.cluster_of_cpu(0).frequency.base_khz as f64;
+    let cycles = est::END_IO_WORK_RUN_CYCLES / 2.6e9 * base_khz * 1e3;
+    let program: Rc<[Op]> =
+        vec![Op::WaitEndIoWork, Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::Jump { to: 0 }].into();
+    Some(TaskSpec::new("kworker/u8:0", program).background())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ext4s_end_io_worker_exists_from_5_6_and_runs_its_conversion() {
+        let plat =
+            Platform::from_json(include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"), "kvm")
+                .unwrap();
+        assert!(end_io_worker(&plat, KernelVersion(5, 5)).is_none());
+        assert!(end_io_worker(&plat, KernelVersion(4, 19)).is_none());
+        for kernel in [KernelVersion(5, 6), KernelVersion(6, 18)] {
+            let w = end_io_worker(&plat, kernel).expect("a worker");
+            assert!(w.name.starts_with("kworker/u"));
+            assert_eq!(w.program[0], Op::WaitEndIoWork);
+            // 8 µs at the guest's 2.6 GHz base.
+            let Op::Run { cycles, .. } = w.program[1] else { panic!("{:?}", w.program) };
+            assert!((cycles.mean() - 8e-6 * 2.6e9).abs() < 1.0, "{cycles:?}");
+        }
+        let (lo, hi) = est::END_IO_WORK_RUN_US_RANGE;
+        assert!((lo..=hi).contains(&(est::END_IO_WORK_RUN_CYCLES / 2.6e3)));
+    }
 }

@@ -420,7 +420,10 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 Op::Spawn { program, .. } if program as usize >= programs.len() => {
                     return err(format!("op {i} spawns program {program}, which does not exist"))
                 }
-                Op::Io { dev, .. } | Op::IoEndWork { dev, .. } | Op::IoPlugged { dev, .. }
+                Op::Io { dev, .. }
+                | Op::IoEndWork { dev, .. }
+                | Op::IoPlugged { dev, .. }
+                | Op::IoWriteback { dev, .. }
                     if dev as usize >= devices =>
                 {
                     return err(format!("op {i} uses I/O device {dev}, which does not exist"))

@@ -1067,6 +1067,72 @@ fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
     assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
 }
 
+#[test]
+fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() {
+    // A task pinned to CPU 0 writes data back (a 100 µs request it does not wait for) and
+    // works on; the disk's interrupt is taken by CPU 1. From 5.6 (dioread_nolock ext4's
+    // default), the completion's softirq on CPU 1 wakes ext4's end-I/O worker, which runs its
+    // conversion and sleeps; before, nothing wakes and no worker exists.
+    use dvfslab_sim::workload::estimates::kthreads as est;
+    let service = 100_000.0;
+    let writer = vec![
+        Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
+        Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 },
+        Op::IoWriteback { dev: 0, service_ns: Amount::Fixed(service) },
+        Op::Run { cycles: Amount::Fixed(520_000.0), mem_frac: 0.0 },
+        count(0),
+        Op::Exit,
+    ];
+    let disk = DeviceSpec {
+        name: "disk".into(),
+        queue_depth: 1,
+        service: Service::Queued,
+        completion: Completion::Line { cpu: 1 },
+    };
+    let run = |kernel: &str| {
+        let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
+        let cfg = SimConfig {
+            governor: format!("performance:kernel={kernel}"),
+            duration_ns: Some(10_000_000),
+            timeline: true,
+            ..SimConfig::default()
+        };
+        let w = Programs { tasks: vec![writer.clone()], spawned: vec![], devices: vec![disk.clone()] };
+        Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap().timeline.unwrap()
+    };
+    // The writer never sleeps on its request: it runs on to its exit.
+    let never_waits = |tl: &dvfslab_sim::observe::Timeline| {
+        let states = switch_out_states(tl, 0);
+        assert!(!states.contains(&'D') && states.last() == Some(&'X'), "{states:?}");
+    };
+    let tl = run("6.18");
+    never_waits(&tl);
+    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    let woken = wakings_of(&tl, worker);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    let i = (0..tl.waking_task.len()).find(|&i| tl.waking_task[i] == worker).unwrap();
+    assert_eq!((tl.waking_context[i], tl.waking_cpu[i]), (WakeContext::Softirq, 1));
+    // 10 µs of work, then the request's 100 µs.
+    assert!((105_000..115_000).contains(&woken[0].0), "{} ns", woken[0].0);
+    // The worker runs its conversion on the idle CPU 1 (2.6 GHz: the preset's base) and sleeps.
+    // (Its first run, at the start, only goes to sleep.)
+    let after = |i: &usize| tl.switch_time_ns[*i] >= woken[0].0;
+    let ins: Vec<usize> =
+        (0..tl.switch_next.len()).filter(|&i| tl.switch_next[i] == worker as i64).filter(after).collect();
+    let outs: Vec<usize> =
+        (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == worker as i64).filter(after).collect();
+    assert_eq!((ins.len(), outs.len()), (1, 1));
+    assert_eq!(tl.switch_cpu[ins[0]], 1);
+    assert_eq!(tl.switch_prev_state[outs[0]], 'S');
+    let ran = (tl.switch_time_ns[outs[0]] - tl.switch_time_ns[ins[0]]) as f64;
+    assert!((ran - est::END_IO_WORK_RUN_CYCLES / 2.6).abs() < 1_000.0, "{ran} ns");
+    // Before 5.6 writeback allocates written extents: the softirq ends the I/O, no worker.
+    let tl = run("5.5");
+    never_waits(&tl);
+    assert!(!tl.task_names.iter().any(|n| n.starts_with("kworker/u")), "{:?}", tl.task_names);
+    assert!(tl.waking_task.iter().all(|&t| t == 0), "{:?}", tl.waking_task);
+}
+
 /// The CPUs whose softirqs woke the submitter of a 1 ms I/O, pinned to `cpu` on the 2-CPU
 /// guest, of a device completing as `completion` says.
 fn completion_cpus(cpu: usize, completion: Completion) -> Vec<u32> {
