@@ -252,8 +252,15 @@ impl Sim {
                 Op::GpWork => self.rcu_gp_work(),
                 Op::IoEndWork { dev, service_ns, ch } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
-                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                    self.io_submit_end_work(dev, task, service, ch);
+                    // ext4 hands a write's end to its conversion worker only where writeback
+                    // allocates unwritten extents (`dioread_nolock`, the default from 5.6);
+                    // before, the block softirq ends the I/O and wakes the task itself.
+                    if self.machine.kernel < crate::workload::kthreads::END_IO_WORKER_SINCE {
+                        self.io_submit(dev, task, service, 0);
+                    } else {
+                        let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                        self.io_submit_end_work(dev, task, service, ch);
+                    }
                     return self.sleep_uninterruptible(cpu);
                 }
                 Op::EndIo { ch } => {

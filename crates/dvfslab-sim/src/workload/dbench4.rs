@@ -23,8 +23,9 @@
 //! in turn, on the one storage device, each in D until the block-completion softirq wakes it:
 //! the file's data, its inode's table block, for a file created since its last fsync its
 //! directory's block and inode, then the device's cache flush. A write that allocated blocks
-//! (unwritten extents under `dioread_nolock`) is ended by the `ext4-rsv-conversion` worker,
-//! a kernel thread the completion wakes and that wakes the client. An Unlink of a file with
+//! (unwritten extents under `dioread_nolock`, ext4's default from 5.6) is ended by the
+//! `ext4-rsv-conversion` worker, a kernel thread the completion wakes and that wakes the
+//! client; on earlier kernels the completion wakes the client itself. An Unlink of a file with
 //! blocks waits for their discard. How often each happens was counted in dbench's own
 //! loadfile (`estimates::dbench_ext4`). kblockd, which dispatches some of these requests, is
 //! left out (its delay is in the device's time).

@@ -1004,9 +1004,14 @@ fn run_traced(w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
 
 /// [`run_traced`] on the preset `json`.
 fn run_traced_on(json: &str, w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
+    run_traced_at(json, "performance", w, duration_s)
+}
+
+/// [`run_traced`] on the preset `json` under `governor` (which may name a kernel version).
+fn run_traced_at(json: &str, governor: &str, w: Programs, duration_s: f64) -> dvfslab_sim::observe::Timeline {
     let plat = Platform::from_json(json, "kvm").unwrap();
     let cfg = SimConfig {
-        governor: "performance".into(),
+        governor: governor.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
         timeline: true,
         ..SimConfig::default()
@@ -1047,7 +1052,7 @@ fn a_vfork_parent_sleeps_uninterruptibly_until_its_child_completes_it() {
 }
 
 #[test]
-fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
+fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker_from_5_6() {
     // A task's 1 ms I/O is ended by a worker: the completion's softirq wakes the worker,
     // which works 20 µs and then wakes the task, which slept in D throughout.
     let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0), ch: 5 }, count(0), Op::Exit];
@@ -1055,7 +1060,10 @@ fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
     let worker = vec![Op::Wait { ch: 5 }, work, Op::EndIo { ch: 5 }, Op::Jump { to: 0 }];
     let disk =
         DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
-    let tl = run_traced(Programs { tasks: vec![submitter, worker], spawned: vec![], devices: vec![disk] }, 0.01);
+    let tl = run_traced(
+        Programs { tasks: vec![submitter.clone(), worker.clone()], spawned: vec![], devices: vec![disk.clone()] },
+        0.01,
+    );
     assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
     let (worker_woken_at, _, worker_context) = wakings_of(&tl, 1)[0];
     assert_eq!(worker_context, WakeContext::Softirq);
@@ -1065,6 +1073,16 @@ fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker() {
     let (at, waker, context) = woken[0];
     assert_eq!((waker, context), (1, WakeContext::Task));
     assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
+    // Before 5.6 ext4's writeback allocates written extents (no `dioread_nolock` by default):
+    // the completion's softirq wakes the task itself, 1 ms in, and the worker stays asleep.
+    let w = Programs { tasks: vec![submitter, worker], spawned: vec![], devices: vec![disk] };
+    let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=5.5", w, 0.01);
+    assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
+    assert!(wakings_of(&tl, 1).is_empty(), "{:?}", wakings_of(&tl, 1));
+    let woken = wakings_of(&tl, 0);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    assert_eq!(woken[0].2, WakeContext::Softirq);
+    assert!((1_000_000..1_010_000).contains(&woken[0].0), "{} ns", woken[0].0);
 }
 
 #[test]
