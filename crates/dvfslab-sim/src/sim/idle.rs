@@ -3,7 +3,8 @@
 //! when its short idle history no longer holds.
 
 use crate::engine::Event;
-use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
+use crate::hw::cpuidle::{deepest_within, poll_limit_ns, IdleChoice, IdleInputs};
+use crate::hw::platform::IdlePower;
 use crate::observe::IdleDecision;
 use crate::sched::pelt::LOAD_AVG_MAX;
 use crate::sim::Sim;
@@ -29,14 +30,9 @@ impl Sim {
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
         c.idle_calls += 1;
-        c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
-        // A shallow state chosen on a short history is left at the retained tick that makes
-        // the idle governor give up on it; the tick handler finds the CPU idle and deepens it.
-        if let Some(at) = choice.reconsider_at {
-            let token = c.tick_token;
-            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
-        }
+        self.arm_idle_exits(cpu, choice);
+        let c = &mut self.sched.cpus[cpu];
         c.stall_until = 0;
         let core = self.machine.plat.cpus[cpu].core;
         self.hw.cores[core].busy_threads -= 1;
@@ -81,19 +77,67 @@ impl Sim {
         choice
     }
 
+    /// The events that end `choice` with nothing to run: a shallow state chosen on a short
+    /// history is left at the retained tick that makes the idle governor give up on it, and a
+    /// POLL state at its time limit (`poll_idle`, [`poll_limit_ns`]). The sooner is a tick
+    /// event of a new token (a CPU has one tick queued; the earlier choice's are dropped),
+    /// which the tick handler, finding the CPU idle, passes to [`Sim::deepen_idle`].
+    fn arm_idle_exits(&mut self, cpu: usize, choice: IdleChoice) {
+        let now = self.q.now();
+        let plat = &self.machine.plat;
+        let polls = plat.cluster_of_cpu(cpu).idle_states[choice.state].power == IdlePower::Polling;
+        let limit =
+            polls.then(|| poll_limit_ns(self.machine.kernel, self.machine.tick_ns, plat.idle_timing_of_cpu(cpu)));
+        self.hw.poll_until[cpu] = limit.flatten().map(|ns| now + ns);
+        let c = &mut self.sched.cpus[cpu];
+        c.tick_token = c.tick_token.wrapping_add(1);
+        let token = c.tick_token;
+        if let Some(at) = [choice.reconsider_at, self.hw.poll_until[cpu]].into_iter().flatten().min() {
+            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
+        }
+    }
+
+    /// A CPU polling with nothing to run reached the poll's time limit: the idle loop goes
+    /// round again (do_idle), the governor first learning of the abandoned poll, then choosing
+    /// anew (cpuidle_reflect, cpuidle_select).
+    fn poll_timed_out(&mut self, cpu: usize) {
+        let now = self.q.now();
+        let (kernel, tick_ns) = (self.machine.kernel, self.machine.tick_ns);
+        let polled = poll_limit_ns(kernel, tick_ns, self.machine.plat.idle_timing_of_cpu(cpu)).unwrap_or(0);
+        self.hw.idle_governor.poll_timed_out(cpu, polled, kernel);
+        self.sched.account_busy_idle(&self.q, cpu);
+        let choice = self.select_idle_state(cpu);
+        self.arm_idle_exits(cpu, choice);
+        self.set_idle_state(cpu, Some(choice.state));
+        self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[choice.state].name);
+        }
+    }
+
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
     /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
-    /// timers allow.
+    /// timers allow; one whose poll reached its time limit chooses again.
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
         let Some(old) = self.sched.cpus[cpu].idle_state else { return };
         let now = self.q.now();
+        if self.hw.poll_until[cpu].is_some_and(|t| t <= now) {
+            self.poll_timed_out(cpu);
+            return;
+        }
         let until_timer = self.sched.next_timer(&self.q, cpu).map_or(u64::MAX, |t| t - now);
         let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
         if deepest <= old {
+            // Still polling: the poll's time limit, if later, gets the CPU's tick back.
+            if let Some(at) = self.hw.poll_until[cpu] {
+                let token = self.sched.cpus[cpu].tick_token;
+                self.q.push(at, Event::Tick { cpu: cpu as u32, token });
+            }
             return;
         }
         self.sched.account_busy_idle(&self.q, cpu);
         self.set_idle_state(cpu, Some(deepest));
+        self.hw.poll_until[cpu] = None;
         self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);

@@ -11,7 +11,8 @@
 //! 6.15+ one-pass variance dropping outliers at either end, 6.15 – 6.17 returning the largest
 //! sample left when unsure, 6.18 not); 6.6+'s skipping of the timer under
 //! RESIDENCY_THRESHOLD_NS; the polling override and exit-latency caps by version; and from
-//! 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`).
+//! 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`), and what a poll ended
+//! by its time limit records (`poll.rs` has the limit).
 //!
 //! One stand-in: menu scales the time to the next timer by a per-bucket correction factor
 //! (`next_timer_ns · correction_factor[bucket]`), which learns the ratio of measured idle to
@@ -21,8 +22,8 @@
 //! average of the measured idle periods (weight 1/8, menu's DECAY): what the factor converges
 //! to. docs/model.md says why. Also left out: the tick wake-ups that decide when menu stops
 //! a retained tick are not kept in the history afterwards (with the stand-in and no timer
-//! horizon, keeping them sends short-idle loads deep; docs/model.md), the poll time limit
-//! (4.17+), PM QoS (no constraint is set), and 5.0 – 6.5's early return when the shortest
+//! horizon, keeping them sends short-idle loads deep; docs/model.md), PM QoS (no constraint is
+//! set), and 5.0 – 6.5's early return when the shortest
 //! sample exceeds the timer-based estimate, which changes no choice (the minimum of the two
 //! is taken anyway).
 
@@ -44,6 +45,12 @@ const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
 const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17);
 /// menu_select without `first_idx`, the polling override inside its loop (5.0).
 const POLL_IN_LOOP_KERNEL: KernelVersion = KernelVersion(5, 0);
+/// menu_update records a poll ended by its time limit as lasting to the timer (5.0).
+const POLL_LIMIT_AS_TIMER_KERNEL: KernelVersion = KernelVersion(5, 0);
+/// What such a poll records when no timer was seen: INT_MAX µs, the largest sample
+/// get_typical_interval below 6.15 keeps (its first threshold); any sample that long sends the
+/// next choice to the deepest state, as a far horizon does in the kernel.
+const NO_TIMER_SAMPLE_NS: u64 = i32::MAX as u64 * 1000;
 
 /// One CPU's idle history: menu's `intervals` ring and the running average standing for the
 /// correction factor.
@@ -117,7 +124,7 @@ fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<
             let v = v as u64;
             if v <= thresh {
                 let diff = v as i64 - avg as i64;
-                variance = variance.wrapping_add((diff * diff) as u64);
+                variance = variance.wrapping_add(diff.wrapping_mul(diff) as u64);
             }
         }
         variance /= divisor;
@@ -158,7 +165,7 @@ fn typical_two_sided(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Opt
         avg /= divisor;
         variance /= divisor;
         let avg_sq = avg * avg;
-        variance -= avg_sq;
+        variance = variance.wrapping_sub(avg_sq);
         if variance <= u64::MAX / 36 && ((avg_sq > variance * 36 && divisor * 4 >= n * 3) || variance <= 400) {
             return Some(avg);
         }
@@ -333,6 +340,21 @@ impl IdleGovernor for Menu {
         c.history.push(measured_ns(residency_ns, exit_ns, c.next_timer_ns));
     }
 
+    /// menu_update after a poll ended by its time limit: from 5.0 ("cpuidle: menu: Fix wakeup
+    /// statistics updates for polling state") the period is taken to have lasted to the timer
+    /// seen at selection, which a better choice would have slept to; before, it is measured as
+    /// any other. With no timer seen (none due, or 6.6+ not reading it) the kernel's horizon is
+    /// still finite, the simulator's is not: the sample is then NO_TIMER_SAMPLE_NS.
+    fn poll_timed_out(&mut self, cpu: usize, residency_ns: u64, kernel: KernelVersion) {
+        let c = &mut self.cpus[cpu];
+        let measured = if kernel >= POLL_LIMIT_AS_TIMER_KERNEL {
+            c.next_timer_ns.min(NO_TIMER_SAMPLE_NS)
+        } else {
+            residency_ns.min(c.next_timer_ns)
+        };
+        c.history.push(measured);
+    }
+
     fn history(&self, cpu: usize) -> Option<IdleHistory> {
         Some(self.cpus[cpu].history)
     }
@@ -478,6 +500,28 @@ mod tests {
         let choice = menu.select(0, &inputs(&plat, 1_000_000, Some(11_000_000), 0, k(6, 12)));
         assert_eq!(choice, IdleChoice { state: 2, reconsider_at: None });
         assert_eq!(menu.select(0, &inputs(&plat, 1_000_000, None, 0, k(6, 15))).reconsider_at, Some(20_000_000));
+    }
+
+    /// A poll ended by its time limit: 5.0+ record the timer seen at selection (the longest
+    /// sample when none was), 4.17 – 4.20 the time polled.
+    #[test]
+    fn a_timed_out_poll_records_the_timer_from_5_0() {
+        let plat = skylake();
+        let newest = |kernel, timer| {
+            let mut menu = menu_after(&plat, &[1; 8]);
+            menu.select(0, &inputs(&plat, 0, timer, 0, k(5, 10)));
+            menu.poll_timed_out(0, 2_000, kernel);
+            menu.history(0).unwrap().intervals_newest_first()[0]
+        };
+        assert_eq!(newest(k(5, 0), Some(3_000_000)), 3_000);
+        assert_eq!(newest(k(5, 0), None), i32::MAX as u32);
+        assert_eq!(newest(k(4, 19), Some(3_000_000)), 2);
+        // Eight such samples with no timer send the CPU to its deepest state.
+        let mut menu = menu_after(&plat, &[1; 8]);
+        for _ in 0..8 {
+            menu.poll_timed_out(0, 2_000, k(5, 10));
+        }
+        assert_eq!(menu.select(0, &inputs(&plat, 1_000_000, None, 0, k(5, 10))).state, 6);
     }
 
     /// Before 4.17 the idle loop stopped the tick before menu chose: a short prediction is

@@ -3,16 +3,19 @@
 //! from how long the CPU stayed in the state it chose (`reflect`); the simulator keeps one governor per run,
 //! holding its own per-CPU history as the kernel's per-CPU devices do.
 //!
-//! Only menu (drivers/cpuidle/governors/menu.c) is modelled, in `menu.rs`. A second governor
+//! Only menu (drivers/cpuidle/governors/menu.c) is modelled, in `menu.rs`; `poll.rs` has the
+//! polling state's time limit. A second governor
 //! (teo) is one more file implementing [`IdleGovernor`], chosen in [`for_run`].
 
 mod menu;
+mod poll;
 
 use crate::engine::TimeNs;
 use crate::hw::platform::{IdleStateFile, IdleTiming};
 use crate::kernel::KernelVersion;
 
 pub(crate) use menu::{IdleHistory, Menu};
+pub(crate) use poll::poll_limit_ns;
 
 /// What an idle governor reads at an idle entry.
 #[derive(Clone, Copy)]
@@ -45,6 +48,9 @@ pub(crate) trait IdleGovernor {
     /// `cpu` left the state last selected after `residency_ns` there, its exit included
     /// (what cpuidle measures), the state's declared exit latency being `exit_ns`.
     fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64);
+    /// `cpu` left the polling state it last selected at its time limit, after `residency_ns`
+    /// ([`poll_limit_ns`]), without a wake-up.
+    fn poll_timed_out(&mut self, cpu: usize, residency_ns: u64, kernel: KernelVersion);
     /// `cpu`'s recent idle periods, for the decision log.
     fn history(&self, cpu: usize) -> Option<IdleHistory>;
 }
