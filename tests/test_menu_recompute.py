@@ -8,7 +8,9 @@ from an all-zero history; 6.15+ dropping either end, returning the largest sampl
 6.17), the 6.6+ skip of the timer under RESIDENCY_THRESHOLD_NS, the performance multiplier
 (to 6.12), the exit cap at the prediction (6.13 - 6.16) and none (6.17+), the polling
 override by version, and from 4.17 the retained tick: the state bounded by the next tick,
-and the tick at which menu, woken by it with 45 ms recorded, stops the tick.
+and the tick at which menu, woken by it with 45 ms recorded, stops the tick. The choices after
+a poll ended by its time limit (4.17+) are among them: the log's intervals hold what menu
+recorded for it.
 
 One input is the simulator's own: the timer-based estimate, next_timer x correction factor in
 menu.c, is the sooner of the next timer and the logged running average of the measured idle
@@ -286,6 +288,28 @@ def test_the_log_sees_iowait_retained_ticks_and_several_states() -> None:
         explain=True,
     ).df_idle_decisions()
     assert kernbench["state"].nunique() >= 4
+
+
+def test_the_log_sees_polls_ended_by_their_time_limit() -> None:
+    """A poll that reaches its time limit (poll_idle; on Skylake C1's 2 us residency in
+    5.0 - 5.10, C1E's 20 us from 5.11) is recorded from 5.0 as lasting to the timer menu saw,
+    INT_MAX us when it saw none, and menu chooses again: tbench's idle periods, mostly under
+    2 us, leave such samples at 5.4 (whose choices the check above recomputes) and none at
+    6.12."""
+
+    def timed_out(kernel: str) -> int:
+        df = dvfslab.simulate(
+            "skylake-e3-1240v5",
+            f"schedutil:kernel={kernel}",
+            "tbench:clients=2",
+            duration_s=0.03,
+            seed=3,
+            explain=True,
+        ).df_idle_decisions()
+        return int((df["interval_0"] == INT_MAX).sum())
+
+    assert timed_out("5.4") > 100
+    assert timed_out("6.12") == 0
 
 
 def test_typical_interval_forms_differ_where_menu_c_changed() -> None:
