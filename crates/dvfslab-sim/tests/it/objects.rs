@@ -785,8 +785,9 @@ fn a_poll_gives_up_at_its_time_limit_as_the_kernel_version_has_it() {
     // expects less than C1's 2 µs residency and polls, also into the pause. There each poll
     // ends at its time limit (poll_idle) and menu records it as lasting to the next timer
     // (none: the longest sample), choosing again until its history sends the CPU deeper.
-    // Skylake's limit is C1's 2 µs residency in 5.0 – 5.10 and C1E's 20 µs from 5.11, so the
-    // pauses are polled several times longer from 5.11 (without a limit, through).
+    // Skylake's limit is C1's 2 µs residency in 5.0 – 5.10, C8's 800 µs at 5.4 (longer than
+    // the pause: polled through, as without a limit) and C1E's 20 µs from 5.11, so the pauses
+    // are polled several times longer from 5.11.
     let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 3.5e3), mem_frac: 0.0 };
     let polled = |kernel: &str| {
         let mut sender: Vec<Op> = (0..64).flat_map(|_| [run_us(2.0), Op::Post { ch: 0, sync: false }]).collect();
@@ -797,10 +798,12 @@ fn a_poll_gives_up_at_its_time_limit_as_the_kernel_version_has_it() {
         let r = run("skylake-e3-1240v5", &gov, w, 0.05).summary;
         r.per_cpu.iter().filter_map(|c| c.time_in_idle_state.get("POLL").and_then(|v| v.as_f64())).sum::<f64>()
     };
-    let (short, long, later) = (polled("5.10"), polled("5.11"), polled("6.12"));
+    let (short, long, later, v54) = (polled("5.10"), polled("5.11"), polled("6.12"), polled("5.4"));
     // 50 ms hold about 115 pauses: 1.2 ms of polling at 5.10 is about 10 µs a pause.
     assert!(short > 0.0005 && short < 0.002, "5.10: POLL {short} s");
     assert!(long > 2.0 * short && later > 2.0 * short, "POLL {short} s, {long} s, {later} s");
+    // 5.4 polls through the pauses: most of the 50 ms (44 ms).
+    assert!(v54 > 0.03, "5.4: POLL {v54} s");
 }
 
 /// One task pinned to `cpu`, looping: a 1 ms I/O on a device completing as `completion` says,
