@@ -783,11 +783,12 @@ fn a_cpu_expecting_less_than_c1s_residency_polls() {
 fn a_poll_gives_up_at_its_time_limit_as_the_kernel_version_has_it() {
     // Bursts of 64 tokens 2 µs apart, then a 300 µs pause: the receiver (1 µs per token)
     // expects less than C1's 2 µs residency and polls, also into the pause. There each poll
-    // ends at its time limit (poll_idle) and menu records it as lasting to the next timer
-    // (none: the longest sample), choosing again until its history sends the CPU deeper.
-    // Skylake's limit is C1's 2 µs residency in 5.0 – 5.10, C8's 800 µs at 5.4 (longer than
-    // the pause: polled through, as without a limit) and C1E's 20 µs from 5.11, so the pauses
-    // are polled several times longer from 5.11.
+    // ends at poll_idle's first clock read past its time limit (every 201 PAUSEs of 140
+    // cycles: 8 µs at 3.5 GHz) and menu records it as lasting to the next timer (the
+    // watchdog's, about 2 s away), choosing again until its history sends the CPU deeper.
+    // Skylake's limit is C1's 2 µs residency in 5.0 – 5.10 (the poll ends at 8 µs), C8's
+    // 800 µs at 5.4 (longer than the pause: polled through, as without a limit) and C1E's
+    // 20 µs from 5.11 (24 µs), so the pauses are polled several times longer from 5.11.
     let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 3.5e3), mem_frac: 0.0 };
     let polled = |kernel: &str| {
         let mut sender: Vec<Op> = (0..64).flat_map(|_| [run_us(2.0), Op::Post { ch: 0, sync: false }]).collect();
@@ -799,7 +800,7 @@ fn a_poll_gives_up_at_its_time_limit_as_the_kernel_version_has_it() {
         r.per_cpu.iter().filter_map(|c| c.time_in_idle_state.get("POLL").and_then(|v| v.as_f64())).sum::<f64>()
     };
     let (short, long, later, v54) = (polled("5.10"), polled("5.11"), polled("6.12"), polled("5.4"));
-    // 50 ms hold about 115 pauses: 1.2 ms of polling at 5.10 is about 10 µs a pause.
+    // 50 ms hold about 115 pauses: 1.0 ms of polling at 5.10 is about 9 µs a pause.
     assert!(short > 0.0005 && short < 0.002, "5.10: POLL {short} s");
     assert!(long > 2.0 * short && later > 2.0 * short, "POLL {short} s, {long} s, {later} s");
     // 5.4 polls through the pauses: most of the 50 ms (44 ms).

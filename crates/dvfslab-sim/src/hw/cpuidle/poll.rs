@@ -17,9 +17,12 @@
 //!   none ("cpuidle: Select polling interval based on a c-state with a longer target
 //!   residency").
 //!
-//! No state is disabled in the simulator, so "first enabled" is the first after POLL. Left out:
-//! `poll_idle` reads the clock only every 200 spins (POLL_IDLE_RELAX_COUNT), so it overshoots
-//! the limit.
+//! No state is disabled in the simulator, so "first enabled" is the first after POLL.
+//!
+//! `poll_idle` reads the clock only after every POLL_IDLE_RELAX_COUNT + 1 (201) `cpu_relax()`
+//! calls, so the poll ends at the first such read past the limit ([`poll_end_ns`]): later
+//! than the limit by up to 201 relax loops, whose cost in cycles the preset declares
+//! (`relax_cycles` of the POLL state, docs/platform-format.md).
 
 use crate::hw::platform::IdleTiming;
 use crate::kernel::KernelVersion;
@@ -34,6 +37,9 @@ const POLL_LAST_STATE_KERNEL: KernelVersion = KernelVersion(5, 4);
 const POLL_MIN_MAX_KERNEL: KernelVersion = KernelVersion(5, 11);
 /// CPUIDLE_POLL_MIN: the shortest residency taken as the limit from 5.11.
 const POLL_MIN_NS: u64 = 10_000;
+/// `poll_idle`'s `cpu_relax()` calls between two clock reads: POLL_IDLE_RELAX_COUNT (200)
+/// skipped by `loop_count++ < POLL_IDLE_RELAX_COUNT`, then the one that reads.
+const RELAXES_PER_CLOCK_READ: f64 = 201.0;
 
 /// How long a CPU polls before going back to the governor, for a POLL state at index 0 of
 /// `timing`; none when the kernel sets no limit.
@@ -51,6 +57,16 @@ pub(crate) fn poll_limit_ns(kernel: KernelVersion, tick_ns: u64, timing: &[IdleT
     } else {
         Some(next.find(|&r| r >= POLL_MIN_NS).map_or(max, |r| r.min(max)))
     }
+}
+
+/// When, after its start, a poll with time limit `limit_ns` ends: at `poll_idle`'s first
+/// clock read strictly past the limit (`local_clock() - time_start > limit`), the reads coming
+/// every 201 `cpu_relax()` calls of `relax_cycles` cycles each at `khz`. Without a declared
+/// relax cost, at the limit.
+pub(crate) fn poll_end_ns(limit_ns: u64, relax_cycles: Option<f64>, khz: u32) -> u64 {
+    let Some(cycles) = relax_cycles.filter(|_| khz > 0) else { return limit_ns };
+    let read_every_ns = (RELAXES_PER_CLOCK_READ * cycles * 1e6 / khz as f64).max(1.0) as u64;
+    (limit_ns / read_every_ns + 1) * read_every_ns
 }
 
 #[cfg(test)]
@@ -83,5 +99,20 @@ mod tests {
         assert_eq!(poll_limit_ns(k(5, 4), tick, &table(&[0])), Some(tick));
         assert_eq!(poll_limit_ns(k(5, 10), tick, &table(&[0])), Some(tick));
         assert_eq!(poll_limit_ns(k(5, 11), tick, &table(&[0])), us(250));
+    }
+
+    /// The clock is read every 201 relax loops: 140 cycles each at 800 MHz is a read every
+    /// 35.175 µs, so a 2 µs limit ends at the first read and a 100 µs one at the third; at
+    /// 3.5 GHz (8.04 µs) the 20 µs limit ends at 24.12 µs. A limit on a read waits for the
+    /// next one (the test is strict). Haswell's 10 cycles at 3.5 GHz: a read every 574 ns.
+    /// Without a declared cost, the limit itself.
+    #[test]
+    fn the_poll_ends_at_the_first_clock_read_past_its_limit() {
+        assert_eq!(poll_end_ns(2_000, Some(140.0), 800_000), 35_175);
+        assert_eq!(poll_end_ns(100_000, Some(140.0), 800_000), 3 * 35_175);
+        assert_eq!(poll_end_ns(20_000, Some(140.0), 3_500_000), 24_120);
+        assert_eq!(poll_end_ns(35_175, Some(140.0), 800_000), 2 * 35_175);
+        assert_eq!(poll_end_ns(2_000, Some(10.0), 3_500_000), 4 * 574);
+        assert_eq!(poll_end_ns(2_000, None, 800_000), 2_000);
     }
 }
