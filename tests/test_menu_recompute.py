@@ -8,11 +8,7 @@ from an all-zero history; 6.15+ dropping either end, returning the largest sampl
 6.17), the 6.6+ skip of the timer under RESIDENCY_THRESHOLD_NS, the performance multiplier
 (to 6.12), the exit cap at the prediction (6.13 - 6.16) and none (6.17+), the polling
 override by version, and from 4.17 the retained tick: the state bounded by the next tick,
-and the tick at which menu, woken by it with 45 ms recorded, stops the tick. The choices after
-a poll ended by its time limit (4.17+) are among them, and what menu recorded for that poll is
-recomputed too: from 5.0 the next timer menu saw at the poll's selection (the sooner of the
-CPU's own timers and the watchdog's, which the log's next_timer holds), KTIME_MAX when 6.6+
-did not read it.
+and the tick at which menu, woken by it with 45 ms recorded, stops the tick.
 
 One input is the simulator's own: the timer-based estimate, next_timer x correction factor in
 menu.c, is the sooner of the next timer and the logged running average of the measured idle
@@ -36,8 +32,6 @@ INTERVALS = 8
 U64_MAX = 2**64 - 1
 UINT_MAX = 2**32 - 1
 INT_MAX = 2**31 - 1
-U64 = 2**64
-KTIME_MAX = 2**63 - 1
 RESIDENCY_THRESHOLD_NS = 15_000
 TICK_WAKEUP_NS = 9 * 50_000_000 // 10  # 9/10 of MAX_INTERESTING
 PLATFORMS = Path(dvfslab.__file__).parent / "data" / "platforms"
@@ -79,8 +73,7 @@ def typical_interval(intervals: list[int], kernel: tuple[int, int]) -> int | Non
                 return None
             divisor, lo, hi = len(kept), min(kept), max(kept)
             avg = sum(kept) // divisor
-            # u64 sums and difference, wrapping as menu.c's do.
-            variance = ((sum(v * v for v in kept) % U64) // divisor - avg * avg) % U64
+            variance = sum(v * v for v in kept) // divisor - avg * avg
             if variance <= U64_MAX // 36 and (
                 (avg * avg > variance * 36 and divisor * 4 >= INTERVALS * 3) or variance <= 400
             ):
@@ -96,11 +89,11 @@ def typical_interval(intervals: list[int], kernel: tuple[int, int]) -> int | Non
     thresh = INT_MAX
     while True:
         kept = [v for v in intervals if v <= thresh]
-        divisor, hi = len(kept), max(kept, default=0)
+        divisor, hi = len(kept), max(kept)
         if kernel >= (6, 6) and hi == 0:
             return None
         avg = sum(kept) // divisor
-        variance = (sum((v - avg) ** 2 for v in kept) % U64) // divisor
+        variance = sum((v - avg) ** 2 for v in kept) // divisor
         if variance <= U64_MAX // 36 and (
             (avg * avg > variance * 36 and divisor * 4 >= INTERVALS * 3) or variance <= 400
         ):
@@ -293,76 +286,6 @@ def test_the_log_sees_iowait_retained_ticks_and_several_states() -> None:
         explain=True,
     ).df_idle_decisions()
     assert kernbench["state"].nunique() >= 4
-
-
-def poll_record(
-    prev: dict[str, float], polled: int, kernel: tuple[int, int], states: list[State], tick_ns: int
-) -> tuple[list[int], int]:
-    """What menu_update records for a poll ended by its time limit after `polled` ns, selected
-    at `prev`: the new interval ring (newest first) and running average. Before 5.0 the time
-    polled; from 5.0 the next timer menu saw there (ktime_to_us into an unsigned int:
-    KTIME_MAX's low 32 bits when 6.6+ did not read it, the average then taking the timer the
-    CPU had)."""
-    intervals = [int(prev[f"interval_{i}"]) for i in range(INTERVALS)]
-    avg = None if math.isnan(prev["avg_ns"]) else int(prev["avg_ns"])
-    timer, now = int(prev["next_timer_ns"]), int(prev["time_ns"])
-    seen = menu_select(
-        intervals, avg, now, timer, int(prev["nr_iowait"]), kernel, states, tick_ns
-    ).next_timer_ns
-    if kernel < (5, 0):
-        measured = average = min(polled, seen)
-    elif seen >= 2**64:
-        measured, average = KTIME_MAX, timer - now
-    else:
-        measured = average = seen
-    new_avg = average if avg is None else avg - avg // 8 + average // 8
-    return [(measured // 1000) % 2**32, *intervals[:-1]], new_avg
-
-
-POLL_RUNS = {
-    "5.0": {"fio": 0.3, "dbench4:clients=2": 0.3, "periodic:threads=3,run_us=3000": 0.3},
-    "5.10": {"tbench:clients=2": 0.3, "dbench4:clients=2": 0.3},
-    "6.12": {"tbench:clients=2": 0.3, "dbench4:clients=2": 0.3, "fio": 0.3},
-}
-
-
-@pytest.mark.parametrize("kernel", POLL_RUNS)
-def test_what_menu_records_for_a_poll_ended_by_its_time_limit(kernel: str) -> None:
-    """Each poll that reached its time limit (poll_idle; on Skylake C1's 2 us residency in
-    5.0 - 5.10, C1E's 20 us from 5.11, ending at the first clock read past it) is recomputed
-    from the decision that chose it: it started there, and the next decision's history holds
-    what menu_update recorded for it."""
-    states, tick_ns = table("skylake-e3-1240v5")
-    major, minor = (int(x) for x in kernel.split("."))
-    version = (major, minor)
-    agree = total = 0
-    ktime_max = 0
-    for workload, duration_s in POLL_RUNS[kernel].items():
-        df = dvfslab.simulate(
-            "skylake-e3-1240v5",
-            f"schedutil:kernel={kernel}",
-            workload,
-            duration_s=duration_s,
-            seed=3,
-            explain=True,
-        ).df_idle_decisions()
-        for _, rows in df.groupby("cpu"):
-            records = rows.to_dict("records")
-            for prev, row in zip(records, records[1:]):
-                if math.isnan(row["polled_ns"]):
-                    continue
-                total += 1
-                assert states[int(prev["state"])].polling
-                assert row["time_ns"] == prev["time_ns"] + row["polled_ns"]
-                want = poll_record(prev, int(row["polled_ns"]), version, states, tick_ns)
-                got = [int(row[f"interval_{i}"]) for i in range(INTERVALS)], int(row["avg_ns"])
-                agree += got == want
-                ktime_max += got[0][0] == (KTIME_MAX // 1000) % 2**32
-    print(f"menu {kernel}: {agree} of {total} timed-out polls recomputed")
-    assert total >= 8
-    assert agree == total
-    # 6.6+ skip the timer on a short typical interval: the polls it chose record KTIME_MAX.
-    assert (ktime_max > 0) == (version >= (6, 6))
 
 
 def test_typical_interval_forms_differ_where_menu_c_changed() -> None:

@@ -173,14 +173,12 @@ class SimResult:
         went to the state it did.
 
         Columns: time_ns, time_s, cpu, next_timer_ns (the soonest timer due on the CPU,
-        absolute: its own or the soft-lockup watchdog's), nr_iowait, interval_0 .. interval_7
-        (menu's recent idle periods in us, newest first, 0 until filled), avg_ns (the running
-        average of the measured idle periods that stands for menu's correction factor; NaN
-        before the first), state (index in the platform's idle-state table), reconsider_at_ns
-        (the retained tick at which menu gives up on a short history; NaN when none),
-        polled_ns (when the choice follows a poll that ended at its time limit, how long that
-        poll lasted; interval_0 holds what menu recorded for it; NaN otherwise).
-        docs/model.md describes the governor.
+        absolute; NaN when none), nr_iowait, interval_0 .. interval_7 (menu's recent idle
+        periods in us, newest first, 0 until filled), avg_ns (the running average of the
+        measured idle periods that stands for menu's correction factor; NaN before the first),
+        state (index in the platform's idle-state table), reconsider_at_ns (the retained tick
+        at which menu gives up on a short history; NaN when none). docs/model.md describes the
+        governor.
         """
         import pandas as pd
 

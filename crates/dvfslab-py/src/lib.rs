@@ -185,8 +185,7 @@ fn simulate<'py>(
         None => out.set_item("idle_explain", py.None())?,
         Some(log) => {
             // One column per field; the interval ring as interval_0 (newest) .. interval_7; NaN
-            // where a decision had no timer, no average, no tick to reconsider at or no timed-out
-            // poll before it.
+            // where a decision had no timer, no average or no tick to reconsider at.
             let opt = |v: Option<u64>| v.map_or(f64::NAN, |x| x as f64);
             let d = PyDict::new(py);
             d.set_item("time_ns", log.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
@@ -199,7 +198,6 @@ fn simulate<'py>(
             d.set_item("avg_ns", log.iter().map(|x| opt(x.avg_ns)).collect::<Vec<_>>())?;
             d.set_item("state", log.iter().map(|x| x.state).collect::<Vec<_>>())?;
             d.set_item("reconsider_at_ns", log.iter().map(|x| opt(x.reconsider_at_ns)).collect::<Vec<_>>())?;
-            d.set_item("polled_ns", log.iter().map(|x| opt(x.polled_ns)).collect::<Vec<_>>())?;
             out.set_item("idle_explain", d)?;
         }
     }

@@ -197,8 +197,7 @@ pub struct Decision {
 pub struct IdleDecision {
     pub time_ns: TimeNs,
     pub cpu: usize,
-    /// The soonest timer due on the CPU, absolute: its own or the watchdog's
-    /// (`hw/cpuidle/horizon.rs`).
+    /// The soonest timer due on the CPU, absolute, if any.
     pub next_timer_ns: Option<TimeNs>,
     pub nr_iowait: u32,
     /// The governor's recent idle periods (µs), newest first, and its running average (ns).
@@ -206,9 +205,6 @@ pub struct IdleDecision {
     pub avg_ns: Option<u64>,
     pub state: usize,
     pub reconsider_at_ns: Option<TimeNs>,
-    /// When the choice follows a poll that ended at its time limit (poll_idle), how long that
-    /// poll lasted (ns): intervals_us\[0\] holds what menu recorded for it.
-    pub polled_ns: Option<u64>,
 }
 
 /// A record of a task moved by placement or balancing, kept with `--explain`.

@@ -35,9 +35,6 @@ pub(crate) struct Hw {
     pub(crate) deferred_ramp: Vec<Option<usize>>,
     /// The idle governor (menu), with its per-CPU history.
     pub(crate) idle_governor: Box<dyn crate::hw::cpuidle::IdleGovernor>,
-    /// Per CPU: when the POLL state it spins in started and when it ends at its time limit,
-    /// if it has one (`cpuidle::poll_limit_ns`, `cpuidle::poll_end_ns`).
-    pub(crate) poll_until: Vec<Option<(crate::engine::TimeNs, crate::engine::TimeNs)>>,
     /// Every idle-state choice with its inputs, when explaining.
     pub(crate) idle_log: Option<Vec<crate::observe::IdleDecision>>,
     /// Per CPU: APERF and MPERF.
@@ -107,7 +104,6 @@ impl Hw {
             ramps: vec![powernv::Ramp::default(); plat.policies.len()],
             deferred_ramp: vec![None; plat.ncpus()],
             idle_governor: cpuidle::for_run(plat.ncpus()),
-            poll_until: vec![None; plat.ncpus()],
             idle_log: None,
             counters: vec![Counters::default(); plat.ncpus()],
         }

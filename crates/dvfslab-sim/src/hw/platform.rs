@@ -272,12 +272,6 @@ pub struct IdleStateFile {
     /// Default: the wake cost above.
     #[serde(default)]
     pub exit_latency_pkg_awake_us: Option<f64>,
-    /// A polling state only: the cycles one `cpu_relax()` (x86's PAUSE) takes. `poll_idle`
-    /// reads the clock every 201 of them, so a poll ends that much past its time limit at the
-    /// most (`hw/cpuidle/poll.rs`). Default: none, the poll ends at its limit. Usually written
-    /// as `{"value", "range", "source"}`.
-    #[serde(default)]
-    pub relax_cycles: Option<f64>,
 }
 
 /// An idle state's latencies in the simulator's unit (see [`Platform::idle_timing`]).
@@ -656,9 +650,6 @@ fn interpolate_voltage(curve: &[(u32, f64)], khz: u32) -> f64 {
 /// The most logical CPUs a platform may have: far above today's largest machines, and a bound
 /// on the per-CPU state a run allocates.
 pub const MAX_CPUS: usize = 16_384;
-/// The most cycles a polling state's `relax_cycles` may declare for one `cpu_relax()`: ten
-/// times Skylake's PAUSE (140 cycles), so that a poll's overshoot stays far within a tick.
-pub const MAX_RELAX_CYCLES: f64 = 1_400.0;
 
 fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     let err = |field: &str, msg: String| Err(SimError::config(source, field, msg));
@@ -790,22 +781,6 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
                     return err(
                         &at(&format!("idle_states[{j}].exit_latency_pkg_awake_us")),
                         format!("expected 0..{what} ({wake}), got {awake}"),
-                    );
-                }
-            }
-            if let Some(cycles) = s.relax_cycles {
-                if s.power != IdlePower::Polling {
-                    return err(
-                        &at(&format!("idle_states[{j}].relax_cycles")),
-                        "only a polling state (power \"polling\") has relax_cycles".into(),
-                    );
-                }
-                // PAUSE takes 10 – 140 cycles on the Intel cores of the presets; a bound well
-                // past any core keeps a poll's overshoot within a tick.
-                if !(1.0..=MAX_RELAX_CYCLES).contains(&cycles) {
-                    return err(
-                        &at(&format!("idle_states[{j}].relax_cycles")),
-                        format!("expected 1..{MAX_RELAX_CYCLES} cycles per cpu_relax(), got {cycles}"),
                     );
                 }
             }
@@ -1214,33 +1189,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("exit_latency_pkg_awake_us") && e.contains("0..wake_latency_us (30)"), "{e}");
-    }
-
-    /// A POLL state's relax cost: read (with its range) where declared, refused with its field
-    /// named when out of bounds or on a state that does not poll.
-    #[test]
-    fn a_polling_state_declares_its_relax_cost() {
-        let p = preset("skylake-e3-1240v5");
-        assert_eq!(p.file.clusters[0].idle_states[0].relax_cycles, Some(140.0));
-        let u = p.uncertain.iter().find(|u| u.path == "/clusters/0/idle_states/0/relax_cycles").unwrap();
-        assert_eq!((u.value, u.range), (140.0, [100.0, 140.0]));
-        assert_eq!(preset("haswell-e5-2670v3-2s").file.clusters[0].idle_states[0].relax_cycles, Some(10.0));
-        assert_eq!(preset("epyc7742-2s").file.clusters[0].idle_states[0].relax_cycles, None);
-        let with_poll = |state: usize, cycles: serde_json::Value| {
-            let path =
-                format!("{}/../../python/dvfslab/data/platforms/skylake-e3-1240v5.json", env!("CARGO_MANIFEST_DIR"));
-            let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            v["clusters"][0]["idle_states"][0].as_object_mut().unwrap().remove("relax_cycles");
-            v["clusters"][0]["idle_states"][state]["relax_cycles"] = cycles;
-            Platform::from_json(&v.to_string(), "box.json")
-        };
-        assert!(with_poll(0, serde_json::json!(40)).is_ok());
-        for bad in [serde_json::json!(0), serde_json::json!(-5), serde_json::json!(1e6)] {
-            let e = with_poll(0, bad).unwrap_err().to_string();
-            assert!(e.contains("idle_states[0].relax_cycles") && e.contains("expected 1..1400"), "{e}");
-        }
-        let e = with_poll(1, serde_json::json!(40)).unwrap_err().to_string();
-        assert!(e.contains("idle_states[1].relax_cycles") && e.contains("only a polling state"), "{e}");
     }
 
     /// The Intel presets declare intel_idle's worst cases (what menu reads) and charge less:

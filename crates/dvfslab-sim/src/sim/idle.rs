@@ -3,8 +3,7 @@
 //! when its short idle history no longer holds.
 
 use crate::engine::Event;
-use crate::hw::cpuidle::{deepest_within, governor_next_timer, poll_end_ns, poll_limit_ns, IdleChoice, IdleInputs};
-use crate::hw::platform::IdlePower;
+use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::observe::IdleDecision;
 use crate::sched::pelt::LOAD_AVG_MAX;
 use crate::sim::Sim;
@@ -23,16 +22,21 @@ impl Sim {
         c.clock_pelt = c.clock_task;
         self.sched.account_busy_idle(&self.q, cpu);
         self.sync_counters(cpu);
-        let choice = self.select_idle_state(cpu, None);
+        let choice = self.select_idle_state(cpu);
         let state = choice.state;
         self.set_idle_state(cpu, Some(state));
         let c = &mut self.sched.cpus[cpu];
         // Every idle entry is an idle call, as before 4.17; see docs/model.md for why the
         // later rule (only idle periods that stop the tick) is not simulated.
         c.idle_calls += 1;
+        c.tick_token = c.tick_token.wrapping_add(1);
         c.tick_armed = false;
-        self.arm_idle_exits(cpu, choice);
-        let c = &mut self.sched.cpus[cpu];
+        // A shallow state chosen on a short history is left at the retained tick that makes
+        // the idle governor give up on it; the tick handler finds the CPU idle and deepens it.
+        if let Some(at) = choice.reconsider_at {
+            let token = c.tick_token;
+            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
+        }
         c.stall_until = 0;
         let core = self.machine.plat.cpus[cpu].core;
         self.hw.cores[core].busy_threads -= 1;
@@ -47,15 +51,12 @@ impl Sim {
         }
     }
 
-    /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`),
-    /// after a poll that ended at its time limit when `polled_ns` gives its length. The next
-    /// timer it sees is the sooner of the CPU's own and the watchdog's (`hw/cpuidle/horizon.rs`).
-    pub(crate) fn select_idle_state(&mut self, cpu: usize, polled_ns: Option<u64>) -> IdleChoice {
-        let now = self.q.now();
-        let next_timer = Some(governor_next_timer(now, self.sched.next_timer(&self.q, cpu)));
+    /// The idle governor's choice for `cpu` going idle now (cpuidle_select; `hw/cpuidle/`).
+    pub(crate) fn select_idle_state(&mut self, cpu: usize) -> IdleChoice {
+        let next_timer = self.sched.next_timer(&self.q, cpu);
         let plat = &self.machine.plat;
         let inputs = IdleInputs {
-            now,
+            now: self.q.now(),
             next_timer,
             nr_iowait: self.sched.cpus[cpu].nr_iowait,
             kernel: self.machine.kernel,
@@ -75,78 +76,24 @@ impl Sim {
                 avg_ns: h.avg_ns(),
                 state: choice.state,
                 reconsider_at_ns: choice.reconsider_at,
-                polled_ns,
             });
         }
         choice
     }
 
-    /// The events that end `choice` with nothing to run: a shallow state chosen on a short
-    /// history is left at the retained tick that makes the idle governor give up on it, and a
-    /// POLL state at poll_idle's first clock read past its time limit ([`poll_limit_ns`],
-    /// [`poll_end_ns`], at the CPU's clock now). The sooner is a tick event of a new token (a
-    /// CPU has one tick queued; the earlier choice's are dropped), which the tick handler,
-    /// finding the CPU idle, passes to [`Sim::deepen_idle`].
-    fn arm_idle_exits(&mut self, cpu: usize, choice: IdleChoice) {
-        let now = self.q.now();
-        let plat = &self.machine.plat;
-        let state = &plat.cluster_of_cpu(cpu).idle_states[choice.state];
-        let limit = (state.power == IdlePower::Polling)
-            .then(|| poll_limit_ns(self.machine.kernel, self.machine.tick_ns, plat.idle_timing_of_cpu(cpu)))
-            .flatten();
-        let khz = self.hw.cpu_khz(&self.machine, cpu);
-        self.hw.poll_until[cpu] = limit.map(|ns| (now, now + poll_end_ns(ns, state.relax_cycles, khz)));
-        let c = &mut self.sched.cpus[cpu];
-        c.tick_token = c.tick_token.wrapping_add(1);
-        let token = c.tick_token;
-        let poll_end = self.hw.poll_until[cpu].map(|(_, end)| end);
-        if let Some(at) = [choice.reconsider_at, poll_end].into_iter().flatten().min() {
-            self.q.push(at, Event::Tick { cpu: cpu as u32, token });
-        }
-    }
-
-    /// A CPU polling with nothing to run reached the poll's end: the idle loop goes round
-    /// again (do_idle), the governor first learning of the abandoned poll, then choosing anew
-    /// (cpuidle_reflect, cpuidle_select).
-    fn poll_timed_out(&mut self, cpu: usize, started: u64) {
-        let now = self.q.now();
-        let polled = now - started;
-        self.hw.idle_governor.poll_timed_out(cpu, polled, self.machine.kernel);
-        self.sched.account_busy_idle(&self.q, cpu);
-        let choice = self.select_idle_state(cpu, Some(polled));
-        self.arm_idle_exits(cpu, choice);
-        self.set_idle_state(cpu, Some(choice.state));
-        self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
-        if let Some(tl) = self.run.timeline.as_mut() {
-            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[choice.state].name);
-        }
-    }
-
     /// An idle CPU that no longer trusts its short idle history (a retained tick found it
     /// still asleep, or its task was placed elsewhere) goes to the deepest state its own
-    /// timers allow; one whose poll reached its time limit chooses again.
+    /// timers allow.
     pub(crate) fn deepen_idle(&mut self, cpu: usize) {
         let Some(old) = self.sched.cpus[cpu].idle_state else { return };
         let now = self.q.now();
-        if let Some((started, end)) = self.hw.poll_until[cpu] {
-            if end <= now {
-                self.poll_timed_out(cpu, started);
-                return;
-            }
-        }
         let until_timer = self.sched.next_timer(&self.q, cpu).map_or(u64::MAX, |t| t - now);
         let deepest = deepest_within(self.machine.plat.idle_timing_of_cpu(cpu), until_timer);
         if deepest <= old {
-            // Still polling: the poll's time limit, if later, gets the CPU's tick back.
-            if let Some((_, at)) = self.hw.poll_until[cpu] {
-                let token = self.sched.cpus[cpu].tick_token;
-                self.q.push(at, Event::Tick { cpu: cpu as u32, token });
-            }
             return;
         }
         self.sched.account_busy_idle(&self.q, cpu);
         self.set_idle_state(cpu, Some(deepest));
-        self.hw.poll_until[cpu] = None;
         self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);

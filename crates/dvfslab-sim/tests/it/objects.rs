@@ -779,34 +779,6 @@ fn a_cpu_expecting_less_than_c1s_residency_polls() {
     assert!(polled >= halted && halted > 0.99 * 0.05 / 2e-6, "{polled} tokens polling against {halted} halting");
 }
 
-#[test]
-fn a_poll_gives_up_at_its_time_limit_as_the_kernel_version_has_it() {
-    // Bursts of 64 tokens 2 µs apart, then a 300 µs pause: the receiver (1 µs per token)
-    // expects less than C1's 2 µs residency and polls, also into the pause. There each poll
-    // ends at poll_idle's first clock read past its time limit (every 201 PAUSEs of 140
-    // cycles: 8 µs at 3.5 GHz) and menu records it as lasting to the next timer (the
-    // watchdog's, about 2 s away), choosing again until its history sends the CPU deeper.
-    // Skylake's limit is C1's 2 µs residency in 5.0 – 5.10 (the poll ends at 8 µs), C8's
-    // 800 µs at 5.4 (longer than the pause: polled through, as without a limit) and C1E's
-    // 20 µs from 5.11 (24 µs), so the pauses are polled several times longer from 5.11.
-    let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 3.5e3), mem_frac: 0.0 };
-    let polled = |kernel: &str| {
-        let mut sender: Vec<Op> = (0..64).flat_map(|_| [run_us(2.0), Op::Post { ch: 0, sync: false }]).collect();
-        sender.extend([Op::Sleep { ns: Amount::Fixed(300_000.0) }, Op::Jump { to: 0 }]);
-        let receiver = vec![Op::Wait { ch: 0 }, run_us(1.0), count(0), Op::Jump { to: 0 }];
-        let w = Programs { tasks: vec![sender, receiver], spawned: vec![], devices: vec![] };
-        let gov = format!("userspace:scaling_setspeed=3500000,kernel={kernel}");
-        let r = run("skylake-e3-1240v5", &gov, w, 0.05).summary;
-        r.per_cpu.iter().filter_map(|c| c.time_in_idle_state.get("POLL").and_then(|v| v.as_f64())).sum::<f64>()
-    };
-    let (short, long, later, v54) = (polled("5.10"), polled("5.11"), polled("6.12"), polled("5.4"));
-    // 50 ms hold about 115 pauses: 1.0 ms of polling at 5.10 is about 9 µs a pause.
-    assert!(short > 0.0005 && short < 0.002, "5.10: POLL {short} s");
-    assert!(long > 2.0 * short && later > 2.0 * short, "POLL {short} s, {long} s, {later} s");
-    // 5.4 polls through the pauses: most of the 50 ms (44 ms).
-    assert!(v54 > 0.03, "5.4: POLL {v54} s");
-}
-
 /// One task pinned to `cpu`, looping: a 1 ms I/O on a device completing as `completion` says,
 /// then 100 µs of work at 3 GHz.
 struct PinnedIo {

@@ -11,19 +11,18 @@
 //! 6.15+ one-pass variance dropping outliers at either end, 6.15 – 6.17 returning the largest
 //! sample left when unsure, 6.18 not); 6.6+'s skipping of the timer under
 //! RESIDENCY_THRESHOLD_NS; the polling override and exit-latency caps by version; and from
-//! 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`), and what a poll ended
-//! by its time limit records (`poll.rs` has the limit).
+//! 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`).
 //!
 //! One stand-in: menu scales the time to the next timer by a per-bucket correction factor
 //! (`next_timer_ns · correction_factor[bucket]`), which learns the ratio of measured idle to
-//! that timer. The simulated CPUs' timer horizon is the watchdog's hrtimer alone (`horizon.rs`;
-//! a real machine has more background timers, and the factor's integer floor of 7/8192 makes
-//! the horizon itself the estimate on long-idle buckets), so the estimate here is the sooner of
-//! the next timer and a running average of the measured idle periods (weight 1/8, menu's
-//! DECAY): what the factor converges to. docs/model.md says why. Also left out: the tick
-//! wake-ups that decide when menu stops a retained tick are not kept in the history afterwards
-//! (with the stand-in, keeping them sends short-idle loads deep; docs/model.md), PM QoS (no
-//! constraint is set), and 5.0 – 6.5's early return when the shortest
+//! that timer. The simulated CPUs have no timer horizon when nothing is due (the kernel always
+//! has one, and the factor's integer floor of 7/8192 makes the horizon itself the estimate on
+//! long-idle buckets), so the estimate here is the sooner of the next timer and a running
+//! average of the measured idle periods (weight 1/8, menu's DECAY): what the factor converges
+//! to. docs/model.md says why. Also left out: the tick wake-ups that decide when menu stops
+//! a retained tick are not kept in the history afterwards (with the stand-in and no timer
+//! horizon, keeping them sends short-idle loads deep; docs/model.md), the poll time limit
+//! (4.17+), PM QoS (no constraint is set), and 5.0 – 6.5's early return when the shortest
 //! sample exceeds the timer-based estimate, which changes no choice (the minimum of the two
 //! is taken anyway).
 
@@ -45,11 +44,6 @@ const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
 const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17);
 /// menu_select without `first_idx`, the polling override inside its loop (5.0).
 const POLL_IN_LOOP_KERNEL: KernelVersion = KernelVersion(5, 0);
-/// menu_update records a poll ended by its time limit as lasting to the timer (5.0).
-const POLL_LIMIT_AS_TIMER_KERNEL: KernelVersion = KernelVersion(5, 0);
-/// KTIME_MAX: the next timer menu_select records when it does not read it (6.6+, a typical
-/// interval within RESIDENCY_THRESHOLD_NS), which a timed-out poll then records as its length.
-const KTIME_MAX_NS: u64 = i64::MAX as u64;
 
 /// One CPU's idle history: menu's `intervals` ring and the running average standing for the
 /// correction factor.
@@ -66,19 +60,12 @@ pub(crate) struct IdleHistory {
 impl IdleHistory {
     /// A measured idle period (ns, after menu_update's corrections) joins the history.
     pub fn push(&mut self, measured_ns: u64) {
-        self.push_with_average(measured_ns, measured_ns);
-    }
-
-    /// A period joins the intervals as `measured_ns` and the running average as `average_ns`
-    /// (a timed-out poll's KTIME_MAX: the average standing for the correction factor takes the
-    /// timer the CPU had, [`Menu::poll_timed_out`]).
-    fn push_with_average(&mut self, measured_ns: u64, average_ns: u64) {
         self.avg_ns = Some(match self.avg_ns {
-            None => average_ns,
-            Some(a) => a - a / 8 + average_ns / 8,
+            None => measured_ns,
+            Some(a) => a - a / 8 + measured_ns / 8,
         });
-        // menu_update: ktime_to_us, stored in an unsigned int (its low 32 bits).
-        self.intervals[self.ptr] = (measured_ns / 1000) as u32;
+        // ktime_to_us, stored in an unsigned int.
+        self.intervals[self.ptr] = (measured_ns / 1000).min(u32::MAX as u64) as u32;
         self.ptr = (self.ptr + 1) % INTERVALS;
     }
 
@@ -130,7 +117,7 @@ fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<
             let v = v as u64;
             if v <= thresh {
                 let diff = v as i64 - avg as i64;
-                variance = variance.wrapping_add(diff.wrapping_mul(diff) as u64);
+                variance = variance.wrapping_add((diff * diff) as u64);
             }
         }
         variance /= divisor;
@@ -171,7 +158,7 @@ fn typical_two_sided(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Opt
         avg /= divisor;
         variance /= divisor;
         let avg_sq = avg * avg;
-        variance = variance.wrapping_sub(avg_sq);
+        variance -= avg_sq;
         if variance <= u64::MAX / 36 && ((avg_sq > variance * 36 && divisor * 4 >= n * 3) || variance <= 400) {
             return Some(avg);
         }
@@ -315,10 +302,8 @@ fn measured_ns(residency_ns: u64, exit_ns: u64, next_timer_ns: u64) -> u64 {
 #[derive(Clone, Copy, Debug)]
 struct MenuCpu {
     history: IdleHistory,
-    /// The time to the next timer menu saw at its last selection (u64::MAX when not read).
+    /// The time to the next timer menu saw at its last selection.
     next_timer_ns: u64,
-    /// The time to the CPU's next timer at that selection, read or not.
-    to_timer_ns: u64,
 }
 
 /// menu on every CPU.
@@ -328,8 +313,7 @@ pub(crate) struct Menu {
 
 impl Menu {
     pub fn new(ncpus: usize) -> Menu {
-        let cpu = MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX, to_timer_ns: u64::MAX };
-        Menu { cpus: vec![cpu; ncpus] }
+        Menu { cpus: vec![MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX }; ncpus] }
     }
 }
 
@@ -340,7 +324,6 @@ impl IdleGovernor for Menu {
         let c = &mut self.cpus[cpu];
         let first = menu_select(&c.history, &x);
         c.next_timer_ns = first.next_timer_ns;
-        c.to_timer_ns = next_timer.map_or(u64::MAX, |t| t.saturating_sub(now));
         let reconsider_at = if first.keeps_tick { gives_up_at(&c.history, &x, first.next_timer_ns) } else { None };
         IdleChoice { state: first.state, reconsider_at }
     }
@@ -348,26 +331,6 @@ impl IdleGovernor for Menu {
     fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64) {
         let c = &mut self.cpus[cpu];
         c.history.push(measured_ns(residency_ns, exit_ns, c.next_timer_ns));
-    }
-
-    /// menu_update after a poll ended by its time limit: from 5.0 ("cpuidle: menu: Fix wakeup
-    /// statistics updates for polling state") the period is taken to have lasted to the timer
-    /// seen at selection (`data->next_timer_ns`), which a better choice would have slept to:
-    /// the watchdog's at the latest (`horizon.rs`), or KTIME_MAX when 6.6+ did not read it,
-    /// which `ktime_to_us` makes 9,223,372,036,854,775 µs and the unsigned int interval its low
-    /// 32 bits, 2,783,138,807 µs (above INT_MAX: get_typical_interval below 6.15 drops it at
-    /// its first pass). Before 5.0 the poll is measured as any period (POLL's exit latency is
-    /// 0). The running average standing for the correction factor takes the timer the CPU had
-    /// (menu counts a sample past MAX_INTERESTING as a perfect prediction of it).
-    fn poll_timed_out(&mut self, cpu: usize, residency_ns: u64, kernel: KernelVersion) {
-        let c = &mut self.cpus[cpu];
-        if kernel < POLL_LIMIT_AS_TIMER_KERNEL {
-            c.history.push(measured_ns(residency_ns, 0, c.next_timer_ns));
-        } else if c.next_timer_ns == u64::MAX {
-            c.history.push_with_average(KTIME_MAX_NS, c.to_timer_ns.min(KTIME_MAX_NS));
-        } else {
-            c.history.push(c.next_timer_ns);
-        }
     }
 
     fn history(&self, cpu: usize) -> Option<IdleHistory> {
@@ -515,46 +478,6 @@ mod tests {
         let choice = menu.select(0, &inputs(&plat, 1_000_000, Some(11_000_000), 0, k(6, 12)));
         assert_eq!(choice, IdleChoice { state: 2, reconsider_at: None });
         assert_eq!(menu.select(0, &inputs(&plat, 1_000_000, None, 0, k(6, 15))).reconsider_at, Some(20_000_000));
-    }
-
-    /// A poll ended by its time limit (menu_update's `poll_time_limit` case): 4.19 records the
-    /// time polled, 5.0 – 6.5 the timer seen at selection (the watchdog's 2 s away, or a
-    /// sleep's 3 ms), 6.6+ the same when menu read the timer and KTIME_MAX's low 32 bits in µs
-    /// when a typical interval within 15 µs made it skip the timer.
-    #[test]
-    fn a_timed_out_poll_records_the_timer_menu_saw() {
-        let plat = skylake();
-        let watchdog = Some(2_000_000_000);
-        let newest = |kernel, history: &[u64], timer| {
-            let mut menu = menu_after(&plat, history);
-            menu.select(0, &inputs(&plat, 0, timer, 0, kernel));
-            menu.poll_timed_out(0, 35_175, kernel);
-            menu.history(0).unwrap().intervals_newest_first()[0]
-        };
-        assert_eq!(newest(k(4, 19), &[1; 8], watchdog), 35);
-        assert_eq!(newest(k(4, 19), &[1; 8], Some(20_000)), 20);
-        assert_eq!(newest(k(5, 0), &[1; 8], watchdog), 2_000_000);
-        assert_eq!(newest(k(5, 10), &[1; 8], Some(3_000_000)), 3_000);
-        assert_eq!(newest(k(6, 12), &[1; 8], watchdog), 2_783_138_807);
-        assert_eq!(newest(k(6, 12), &[100; 8], watchdog), 2_000_000);
-        // One such sample: below 6.15 get_typical_interval drops it at its first pass (it is
-        // above INT_MAX), so the CPU keeps polling; 6.15 drops it as the outlier.
-        let mut menu = menu_after(&plat, &[1; 8]);
-        menu.select(0, &inputs(&plat, 0, watchdog, 0, k(6, 12)));
-        menu.poll_timed_out(0, 35_175, k(6, 12));
-        assert_eq!(menu.history(0).unwrap().typical_us(k(6, 12)), Some(1));
-        assert_eq!(menu.history(0).unwrap().typical_us(k(6, 15)), Some(1));
-        assert_eq!(menu.select(0, &inputs(&plat, 0, watchdog, 0, k(6, 12))).state, 0);
-        // Eight of them at 5.10 (2 s each) send the CPU to its deepest state; at 6.12 (none
-        // kept: no prediction) too, by the timer and the average lifted toward it.
-        for kernel in [k(5, 10), k(6, 12)] {
-            let mut menu = menu_after(&plat, &[1; 8]);
-            for _ in 0..8 {
-                menu.select(0, &inputs(&plat, 0, watchdog, 0, kernel));
-                menu.poll_timed_out(0, 35_175, kernel);
-            }
-            assert_eq!(menu.select(0, &inputs(&plat, 0, watchdog, 0, kernel)).state, 6, "{kernel:?}");
-        }
     }
 
     /// Before 4.17 the idle loop stopped the tick before menu chose: a short prediction is

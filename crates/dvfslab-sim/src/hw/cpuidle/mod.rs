@@ -3,28 +3,22 @@
 //! from how long the CPU stayed in the state it chose (`reflect`); the simulator keeps one governor per run,
 //! holding its own per-CPU history as the kernel's per-CPU devices do.
 //!
-//! Only menu (drivers/cpuidle/governors/menu.c) is modelled, in `menu.rs`; `poll.rs` has the
-//! polling state's time limit and `horizon.rs` the next timer a governor sees. A second governor
+//! Only menu (drivers/cpuidle/governors/menu.c) is modelled, in `menu.rs`. A second governor
 //! (teo) is one more file implementing [`IdleGovernor`], chosen in [`for_run`].
 
-mod horizon;
 mod menu;
-mod poll;
 
 use crate::engine::TimeNs;
 use crate::hw::platform::{IdleStateFile, IdleTiming};
 use crate::kernel::KernelVersion;
 
-pub(crate) use horizon::governor_next_timer;
 pub(crate) use menu::{IdleHistory, Menu};
-pub(crate) use poll::{poll_end_ns, poll_limit_ns};
 
 /// What an idle governor reads at an idle entry.
 #[derive(Clone, Copy)]
 pub(crate) struct IdleInputs<'a> {
     pub now: TimeNs,
-    /// The soonest timer due on the CPU (tick_nohz_get_sleep_length's next event: the sooner
-    /// of its own and the watchdog's, [`governor_next_timer`]); none only in unit tests.
+    /// The soonest timer due on the CPU (tick_nohz_get_sleep_length's next event), if any.
     pub next_timer: Option<TimeNs>,
     /// Tasks asleep in iowait that slept on the CPU (rq->nr_iowait).
     pub nr_iowait: u32,
@@ -51,9 +45,6 @@ pub(crate) trait IdleGovernor {
     /// `cpu` left the state last selected after `residency_ns` there, its exit included
     /// (what cpuidle measures), the state's declared exit latency being `exit_ns`.
     fn reflect(&mut self, cpu: usize, residency_ns: u64, exit_ns: u64);
-    /// `cpu` left the polling state it last selected at its time limit, after `residency_ns`
-    /// ([`poll_limit_ns`], [`poll_end_ns`]), without a wake-up.
-    fn poll_timed_out(&mut self, cpu: usize, residency_ns: u64, kernel: KernelVersion);
     /// `cpu`'s recent idle periods, for the decision log.
     fn history(&self, cpu: usize) -> Option<IdleHistory>;
 }
