@@ -1108,15 +1108,8 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
         completion: Completion::Line { cpu: 1 },
     };
     let run = |kernel: &str| {
-        let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
-        let cfg = SimConfig {
-            governor: format!("performance:kernel={kernel}"),
-            duration_ns: Some(10_000_000),
-            timeline: true,
-            ..SimConfig::default()
-        };
         let w = Programs { tasks: vec![writer.clone()], spawned: vec![], devices: vec![disk.clone()] };
-        Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap().timeline.unwrap()
+        run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
     };
     // The writer never sleeps on its request: it runs on to its exit.
     let never_waits = |tl: &dvfslab_sim::observe::Timeline| {
