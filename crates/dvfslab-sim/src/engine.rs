@@ -39,6 +39,9 @@ pub enum Event {
     GovernorTimer { policy: u32, token: u32 },
     /// An I/O submitted to device `dev` by `task` completes.
     IoComplete { dev: u32, task: u32 },
+    /// A reschedule IPI sent to `cpu` while it ran a task reaches it; stale once that CPU has
+    /// switched task (`token` counts its switches).
+    ReschedIpi { cpu: u32, token: u32 },
     /// Periodic read of the RAPL counters, so wraps are seen.
     RaplSample,
     /// End of the warm-up: what was measured so far is set aside.

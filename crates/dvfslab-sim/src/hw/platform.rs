@@ -93,6 +93,11 @@ pub struct VcpuWakeFile {
     /// current on the waker's CPU.
     #[serde(default)]
     pub send_us: f64,
+    /// From a wake-up that preempts the task running on another vCPU to that task's switch:
+    /// the reschedule IPI's way through the host to a vCPU that is running, not halted. The
+    /// waker pays `send_us` for it as for any IPI.
+    #[serde(default)]
+    pub resched_us: f64,
 }
 
 impl VcpuWakeFile {
@@ -113,6 +118,11 @@ impl VcpuWakeFile {
     /// [`VcpuWakeFile::send_us`] in ns.
     pub fn send_ns(&self) -> u64 {
         Self::ns(self.send_us)
+    }
+
+    /// [`VcpuWakeFile::resched_us`] in ns.
+    pub fn resched_ns(&self) -> u64 {
+        Self::ns(self.resched_us)
     }
 }
 
@@ -831,7 +841,9 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
     }
     if let Some(v) = &f.vcpu_wake {
-        for (name, us) in [("ipi_us", v.ipi_us), ("resume_us", v.resume_us), ("send_us", v.send_us)] {
+        for (name, us) in
+            [("ipi_us", v.ipi_us), ("resume_us", v.resume_us), ("send_us", v.send_us), ("resched_us", v.resched_us)]
+        {
             if !(0.0..=10_000.0).contains(&us) {
                 return err(&format!("vcpu_wake.{name}"), format!("expected 0..10000 µs, got {us}"));
             }

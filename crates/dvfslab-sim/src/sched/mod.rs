@@ -84,6 +84,8 @@ impl Sched {
                 min_vruntime: origin,
                 fair: Default::default(),
                 resched: false,
+                switches: 0,
+                resched_ipi: None,
                 avg: SchedAvg::default(),
                 util_est_sum: 0,
                 clock_pelt: 0,

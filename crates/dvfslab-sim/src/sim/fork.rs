@@ -58,7 +58,7 @@ impl Sim {
         let source = self.sched.tasks[task].parent.map_or(cpu, |p| self.sched.tasks[p].cpu);
         let flags =
             UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..UpdateFlags::default() };
-        self.enqueue(task, cpu, fair::Join::Fork, flags);
+        self.enqueue(task, cpu, source, fair::Join::Fork, flags);
     }
 
     /// copy_process's dup_task_struct copies the parent's task_struct whole, and neither

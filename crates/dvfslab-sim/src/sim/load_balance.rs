@@ -127,7 +127,7 @@ impl Sim {
             self.sched.queue_push(dst, task);
             moved += 1;
             if self.sched.cpus[dst].curr.is_some() {
-                self.check_preempt_wakeup(dst, task);
+                self.check_preempt_wakeup(dst, task, dst);
             }
             if load_balance::spent(left) {
                 break;

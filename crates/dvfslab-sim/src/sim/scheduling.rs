@@ -24,12 +24,50 @@ impl Sim {
     /// keeping the CPU while its pick protects it. The loopback send of a request/response
     /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
     /// once when the sender has run past it.
-    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+    ///
+    /// `source` is the CPU the wake-up runs on: the decision is taken there, and reaches `cpu`
+    /// as [`Sim::resched_curr`] says.
+    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
         self.sched.update_curr(&self.q, cpu);
         if self.sched.cpus[cpu].resched {
-            self.preempt(cpu, None);
+            self.resched_curr(cpu, None, source);
         } else if self.sched.fair_peek(cpu, true, true) == Some(task) {
-            self.preempt(cpu, Some(task));
+            self.resched_curr(cpu, Some(task), source);
+        }
+    }
+
+    /// resched_curr: a wake-up on `source` asks `cpu` to switch from its current task (to
+    /// `next`, else to the pick). On the CPU itself that happens at once (the wake-up returns
+    /// to the task through a reschedule). Another CPU learns it from an IPI; in a guest whose
+    /// preset gives the cost (`vcpu_wake.resched_us`), the IPI reaches a running vCPU that much
+    /// later and the waker pays the send. The need_resched flag it carries is the task's: a
+    /// task that switches out first takes it along, and the IPI finds nothing to do; a second
+    /// request before it arrives sends none (set_nr_and_not_polling).
+    pub(crate) fn resched_curr(&mut self, cpu: usize, next: Option<usize>, source: usize) {
+        let delay_ns = match self.machine.plat.file.vcpu_wake {
+            Some(cost) if source != cpu => cost.resched_ns(),
+            _ => 0,
+        };
+        if delay_ns == 0 {
+            return self.preempt(cpu, next);
+        }
+        if self.sched.cpus[cpu].resched_ipi.is_some() {
+            return;
+        }
+        self.sched.cpus[cpu].resched_ipi = Some(next.unwrap_or(usize::MAX));
+        let token = self.sched.cpus[cpu].switches;
+        self.q.push(self.q.now() + delay_ns, Event::ReschedIpi { cpu: cpu as u32, token });
+        self.spend_ipi_send(source);
+    }
+
+    /// The reschedule IPI reaches `cpu`, still running the task it was sent for, which
+    /// schedules: under EEVDF the pick as it stands now (pick_eevdf); under CFS the woken task
+    /// if it still waits here (check_preempt_wakeup made it the next buddy), else the leftmost.
+    pub(crate) fn resched_ipi(&mut self, cpu: usize) {
+        let Some(next) = self.sched.cpus[cpu].resched_ipi.take() else { return };
+        let cfs_buddy = self.sched.eevdf.is_none() && next != usize::MAX && self.sched.cpus[cpu].queue.contains(&next);
+        if self.sched.cpus[cpu].curr.is_some() {
+            self.preempt(cpu, cfs_buddy.then_some(next));
         }
     }
 
@@ -117,7 +155,8 @@ impl Sim {
 
     /// Put a woken task on `cpu`'s run-queue (moving its PELT contribution if it changed CPU),
     /// run it if the CPU is idle, else check whether it preempts the current task.
-    pub(crate) fn enqueue(&mut self, task: usize, cpu: usize, join: fair::Join, flags: UpdateFlags) {
+    /// `source` is the CPU whose wake-up (or fork) enqueues it.
+    pub(crate) fn enqueue(&mut self, task: usize, cpu: usize, source: usize, join: fair::Join, flags: UpdateFlags) {
         let prev = self.sched.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
@@ -178,7 +217,7 @@ impl Sim {
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),
                 (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),
-                (None, None) => self.check_preempt_wakeup(cpu, task),
+                (None, None) => self.check_preempt_wakeup(cpu, task, source),
                 _ => {}
             }
         }
@@ -206,15 +245,17 @@ impl Sim {
         }
     }
 
-    pub(crate) fn check_preempt_wakeup(&mut self, cpu: usize, task: usize) {
+    /// check_preempt_wakeup: whether the woken `task`, just queued on `cpu` by a wake-up running
+    /// on `source`, preempts the task running there.
+    pub(crate) fn check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
         if self.sched.eevdf.is_some() {
-            return self.fair_check_preempt_wakeup(cpu, task);
+            return self.fair_check_preempt_wakeup(cpu, task, source);
         }
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.sched.update_curr(&self.q, cpu);
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
         if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
-            self.preempt(cpu, Some(task));
+            self.resched_curr(cpu, Some(task), source);
         }
     }
 
@@ -312,6 +353,8 @@ impl Sim {
         }
         let c = &mut self.sched.cpus[cpu];
         c.curr = Some(task);
+        c.switches = c.switches.wrapping_add(1);
+        c.resched_ipi = None;
         let prev = c.switched_out.take();
         self.sched.fair_set_next(cpu, task);
         self.count_placement_idle(cpu);

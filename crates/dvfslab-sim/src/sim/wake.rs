@@ -67,7 +67,7 @@ impl Sim {
                 self.sched.fair_requeue_delayed(prev, task);
                 let source = waker.placement_source().map_or(prev, |(w, _)| w);
                 let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, prev), ..flags };
-                self.enqueue(task, prev, fair::Join::Requeue, flags);
+                self.enqueue(task, prev, source, fair::Join::Requeue, flags);
                 return;
             }
             self.sched.fair_finish_delayed(&self.q, prev, task);
@@ -92,7 +92,7 @@ impl Sim {
         let source = waker.map_or(prev, |(w, _)| w);
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
         self.halted_vcpu_ipi(source, cpu);
-        self.enqueue(task, cpu, fair::Join::Wake, flags);
+        self.enqueue(task, cpu, source, fair::Join::Wake, flags);
     }
 
     /// Whether a wake-up of `task` that found it asleep reaches select_task_rq_fair: a fair task
@@ -115,7 +115,13 @@ impl Sim {
             return;
         }
         self.sched.cpus[cpu].vcpu_wake_ns = Some((cost.ipi_ns(), cost.resume_ns()));
-        let send_ns = cost.send_ns();
+        self.spend_ipi_send(source);
+    }
+
+    /// The task current on `source` sends an IPI to another vCPU: in a guest whose preset
+    /// gives the cost (`vcpu_wake.send_us`), a VM exit on the APIC write that it waits out.
+    pub(crate) fn spend_ipi_send(&mut self, source: usize) {
+        let send_ns = self.machine.plat.file.vcpu_wake.map_or(0, |cost| cost.send_ns());
         let Some(waker) = self.sched.cpus[source].curr.filter(|_| send_ns > 0) else { return };
         // The task current on the waker's CPU is held for the send. One amid its run (an
         // interrupt's wake-up) is credited its work so far and goes on after the send; one

@@ -120,3 +120,76 @@ fn vcpu_wake_costs_out_of_range_are_errors_naming_the_field() {
     let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
     assert!(e.contains("latency_us"), "{e}");
 }
+
+/// The cost of IPIs with a reschedule's latency to a running vCPU (`resched_us`).
+fn cost_with_resched(resched_us: f64) -> serde_json::Value {
+    serde_json::json!({"ipi_us": 20.0, "resume_us": 10.0, "send_us": 5.0, "resched_us": resched_us})
+}
+
+/// A waker on CPU 0 that posts every millisecond, and on CPU 1 its wakee (a 1 µs burst per
+/// wake-up) beside `neighbour`; 30 ms at `kernel`, with the timeline.
+fn remote_wakes(plat: Platform, kernel: &str, neighbour: Vec<Op>) -> SimResult {
+    let waker = vec![Op::Sleep { ns: Amount::Fixed(1e6) }, Op::Post { ch: 0, sync: false }, Op::Jump { to: 0 }];
+    let wakee =
+        vec![Op::Wait { ch: 0 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(30_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let tasks = common::PinnedPrograms(vec![(waker, 0), (wakee, 1), (neighbour, 1)]);
+    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+}
+
+/// Per wake-up of the wakee (task 1): (sched_waking → its switch-in, → the waker's switch-out), ns.
+fn wakee_gaps(r: &SimResult) -> Vec<(u64, u64)> {
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let after = |pick: &dyn Fn(usize) -> bool, t: u64| {
+        (0..tl.switch_time_ns.len())
+            .filter(|&i| pick(i) && tl.switch_time_ns[i] >= t)
+            .map(|i| tl.switch_time_ns[i])
+            .min()
+    };
+    (0..tl.waking_time_ns.len())
+        .filter(|&i| tl.waking_task[i] == 1)
+        .filter_map(|i| {
+            let t = tl.waking_time_ns[i];
+            Some((after(&|j| tl.switch_next[j] == 1, t)? - t, after(&|j| tl.switch_prev[j] == 0, t)? - t))
+        })
+        .collect()
+}
+
+/// The states the neighbour (task 2) was switched out in.
+fn neighbour_switch_outs(r: &SimResult) -> Vec<char> {
+    let tl = r.timeline.as_ref().expect("a timeline");
+    (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == 2).map(|i| tl.switch_prev_state[i]).collect()
+}
+
+#[test]
+fn a_wake_up_preempting_a_running_vcpu_waits_for_the_reschedule_ipi_and_the_waker_pays_the_send() {
+    // A spinning neighbour on CPU 1: each wake-up from CPU 0 preempts it (resched_curr), which
+    // on a running vCPU takes the IPI's 14 µs; the waker meanwhile spends the 5 µs send.
+    let spin = vec![run(1e12), Op::Jump { to: 0 }];
+    let gaps = wakee_gaps(&remote_wakes(guest(Some(cost_with_resched(14.0))), "6.18", spin.clone()));
+    assert!(gaps.len() >= 25, "{} wake-ups", gaps.len());
+    assert!(gaps.iter().all(|&g| g == (14_000, 5_000)), "{gaps:?}");
+    // Without the latency the reschedule is at once, and no IPI is paid for.
+    let gaps = wakee_gaps(&remote_wakes(guest(Some(cost_with_resched(0.0))), "6.18", spin));
+    assert!(gaps.iter().all(|&g| g == (0, 0)), "{gaps:?}");
+}
+
+#[test]
+fn a_task_that_blocks_before_the_reschedule_ipi_arrives_takes_the_reschedule_with_it() {
+    // The neighbour runs 10 µs, sleeps 10 µs. At 5.15 the wakee, back from a 1 ms sleep,
+    // preempts it whenever its wake-up finds it running: at once when the reschedule costs
+    // nothing; with a 14 µs IPI the neighbour, never more than 10 µs from its sleep, has
+    // blocked before the IPI lands, and is never preempted.
+    let neighbour = vec![run(26_000.0), Op::Sleep { ns: Amount::Fixed(10e3) }, Op::Jump { to: 0 }];
+    let at_once = neighbour_switch_outs(&remote_wakes(guest(Some(cost_with_resched(0.0))), "5.15", neighbour.clone()));
+    assert!(at_once.iter().filter(|&&s| s == 'R').count() >= 5, "{at_once:?}");
+    let r = remote_wakes(guest(Some(cost_with_resched(14.0))), "5.15", neighbour);
+    let states = neighbour_switch_outs(&r);
+    assert!(states.len() > 1000 && states.iter().all(|&s| s == 'S'), "{states:?}");
+    assert!(r.summary.metric.value >= 25.0, "{} wake-ups served", r.summary.metric.value);
+}

@@ -56,9 +56,9 @@ fn tbench_pairs_come_together_on_one_cpu_by_wake_affines_weight_rule() {
         assert!(share > 0.97, "{kernel}: {share}");
     }
     // Before it, only an idle CPU or a waker alone on its CPU pulled the wakee over, and
-    // pairs split across the CPUs stay split.
+    // pairs split across the CPUs stay split (a quarter or more of the wake-ups cross).
     let share = same_cpu_share(&timeline("tbench:clients=4", "4.14"), 100_000_000);
-    assert!(share < 0.7, "4.14: {share}");
+    assert!(share < 0.8, "4.14: {share}");
 }
 
 #[test]
