@@ -35,7 +35,10 @@ fn same_cpu_share(r: &SimResult, from_ns: u64) -> f64 {
 }
 
 fn timeline(workload: &str, kernel: &str) -> SimResult {
-    let json = common::preset("kvm-guest-2cpu");
+    timeline_on(&common::preset("kvm-guest-2cpu"), workload, kernel)
+}
+
+fn timeline_on(json: &str, workload: &str, kernel: &str) -> SimResult {
     let cfg = dvfslab_sim::SimConfig {
         governor: format!("performance:kernel={kernel}"),
         workload: workload.into(),
@@ -43,7 +46,7 @@ fn timeline(workload: &str, kernel: &str) -> SimResult {
         timeline: true,
         ..dvfslab_sim::SimConfig::default()
     };
-    dvfslab_sim::simulate(&json, "kvm-guest-2cpu", &cfg).unwrap()
+    dvfslab_sim::simulate(json, "kvm-guest-2cpu", &cfg).unwrap()
 }
 
 #[test]
@@ -63,7 +66,10 @@ fn tbench_pairs_come_together_on_one_cpu_by_wake_affines_weight_rule() {
 
 #[test]
 fn netperf_tcp_rr_keeps_its_two_tasks_on_the_two_cpus() {
-    // The woken side's previous CPU is idle: select_idle_sibling keeps it there.
-    let share = same_cpu_share(&timeline("netperf:test=tcp-rr", "6.18"), 100_000_000);
+    // The woken side's previous CPU is idle: select_idle_sibling keeps it there. (The guest's
+    // background tasks now and then bring the pair onto one vCPU for milliseconds, whether
+    // within a given window is chance; docs/recording.md. This is the rule without them.)
+    let quiet = common::quiet_preset("kvm-guest-2cpu");
+    let share = same_cpu_share(&timeline_on(&quiet, "netperf:test=tcp-rr", "6.18"), 100_000_000);
     assert!(share < 0.01, "{share}");
 }
