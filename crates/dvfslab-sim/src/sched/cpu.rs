@@ -27,9 +27,9 @@ pub(crate) struct Cpu {
     /// Tasks switched in so far: what a reschedule IPI on its way was sent for.
     pub switches: u32,
     /// A reschedule IPI on its way here, for the task current when it was sent, with the woken
-    /// task that asked for it (`Sim::resched_curr`): the need_resched flag it set is that
-    /// task's, so a switch drops it.
-    pub resched_ipi: Option<usize>,
+    /// task that asked for it if one did (`Sim::resched_curr`): the need_resched flag it set
+    /// is that task's, so a switch drops it.
+    pub resched_ipi: Option<Option<usize>>,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
     pub util_est_sum: u64,

@@ -54,7 +54,7 @@ impl Sim {
         if self.sched.cpus[cpu].resched_ipi.is_some() {
             return;
         }
-        self.sched.cpus[cpu].resched_ipi = Some(next.unwrap_or(usize::MAX));
+        self.sched.cpus[cpu].resched_ipi = Some(next);
         let token = self.sched.cpus[cpu].switches;
         self.q.push(self.q.now() + delay_ns, Event::ReschedIpi { cpu: cpu as u32, token });
         self.spend_ipi_send(source);
@@ -64,10 +64,10 @@ impl Sim {
     /// schedules: under EEVDF the pick as it stands now (pick_eevdf); under CFS the woken task
     /// if it still waits here (check_preempt_wakeup made it the next buddy), else the leftmost.
     pub(crate) fn resched_ipi(&mut self, cpu: usize) {
-        let Some(next) = self.sched.cpus[cpu].resched_ipi.take() else { return };
-        let cfs_buddy = self.sched.eevdf.is_none() && next != usize::MAX && self.sched.cpus[cpu].queue.contains(&next);
+        let Some(wakee) = self.sched.cpus[cpu].resched_ipi.take() else { return };
+        let cfs_buddy = wakee.filter(|t| self.sched.eevdf.is_none() && self.sched.cpus[cpu].queue.contains(t));
         if self.sched.cpus[cpu].curr.is_some() {
-            self.preempt(cpu, cfs_buddy.then_some(next));
+            self.preempt(cpu, cfs_buddy);
         }
     }
 
