@@ -161,7 +161,7 @@ impl Sim {
     pub(crate) fn plugged_dispatch_work(&self, cpu: usize) -> f64 {
         let cycles: f64 =
             self.work.objects.devices.iter().flat_map(|d| &d.plugged).filter(|p| p.0 == cpu).map(|p| p.3).sum();
-        cycles / 2.6e9 * self.machine.plat.cluster_of_cpu(cpu).frequency.base_khz as f64 * 1e3
+        crate::workload::kthreads::at_base_frequency(&self.machine.plat, cpu, cycles)
     }
 
     /// `Op::RunHwQueue` on `cpu`: the kblockd worker dispatches every request plugged on its

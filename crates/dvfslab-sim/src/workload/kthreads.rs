@@ -40,7 +40,7 @@ use crate::sched::task::{Amount, Op};
 /// RCU's grace-period kthread (`sim/rcu.rs`): a nice-0 kernel thread free to run anywhere
 /// that waits for work, runs, and does its grace-period step.
 pub fn rcu_gp_kthread(plat: &Platform) -> TaskSpec {
-    let cycles = at_base_frequency(plat, est::RCU_GP_RUN_CYCLES);
+    let cycles = at_base_frequency(plat, 0, est::RCU_GP_RUN_CYCLES);
     let program: Rc<[Op]> =
         vec![Op::WaitGp, Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::GpWork, Op::Jump { to: 0 }]
             .into();
@@ -48,9 +48,10 @@ pub fn rcu_gp_kthread(plat: &Platform) -> TaskSpec {
 }
 
 /// A kernel thread's run measured as `cycles` at 2.6 GHz (the recordings' clock), as cycles
-/// that take the same time at `plat`'s base frequency: kernel work is timed, not scaled.
-fn at_base_frequency(plat: &Platform, cycles: f64) -> f64 {
-    cycles / 2.6e9 * plat.cluster_of_cpu(0).frequency.base_khz as f64 * 1e3
+/// that take the same time at the base frequency of `cpu` on `plat`: kernel work is timed, not
+/// scaled. Unbound threads are timed at CPU 0's.
+pub(crate) fn at_base_frequency(plat: &Platform, cpu: usize, cycles: f64) -> f64 {
+    cycles / 2.6e9 * plat.cluster_of_cpu(cpu).frequency.base_khz as f64 * 1e3
 }
 
 /// The kblockd worker's run to dispatch one plugged request of this kind (cycles at 2.6 GHz,
@@ -100,7 +101,7 @@ pub fn end_io_worker(plat: &Platform, kernel: KernelVersion) -> Option<TaskSpec>
     if kernel < END_IO_WORKER_SINCE {
         return None;
     }
-    let cycles = at_base_frequency(plat, est::END_IO_WORK_RUN_CYCLES);
+    let cycles = at_base_frequency(plat, 0, est::END_IO_WORK_RUN_CYCLES);
     let program: Rc<[Op]> =
         vec![Op::WaitEndIoWork, Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::Jump { to: 0 }].into();
     Some(TaskSpec::new("kworker/u8:0", program).background())
