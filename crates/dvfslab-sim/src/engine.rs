@@ -37,8 +37,8 @@ pub enum Event {
     DriverTimer { policy: u32, token: u32 },
     /// A sampling governor's timer for `policy`.
     GovernorTimer { policy: u32, token: u32 },
-    /// An I/O submitted to device `dev` by `task` completes.
-    IoComplete { dev: u32, task: u32 },
+    /// A request on device `dev` completes.
+    IoComplete { dev: u32, request: IoRequest },
     /// A reschedule IPI sent to `cpu` while it ran a task reaches it; stale once that CPU has
     /// switched task (`token` counts its switches).
     ReschedIpi { cpu: u32, token: u32 },
@@ -48,6 +48,15 @@ pub enum Event {
     WarmupEnd,
     /// End of the simulated duration.
     End,
+}
+
+/// What a device serves: a task's request, which the task waits for (or a kernel worker ends
+/// for it), or a writeback submitted from a CPU that no task waits for (its submitter may have
+/// exited by the time it completes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoRequest {
+    Task(u32),
+    Writeback { cpu: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

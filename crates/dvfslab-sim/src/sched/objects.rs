@@ -7,7 +7,7 @@ use crate::machine::Machine;
 use crate::sched::Sched;
 use std::collections::VecDeque;
 
-use crate::engine::TimeNs;
+use crate::engine::{IoRequest, TimeNs};
 use crate::workload::{Completion, DeviceSpec};
 
 #[derive(Default)]
@@ -39,12 +39,12 @@ pub(crate) type KblockdIdle = Vec<Option<usize>>;
 pub(crate) struct Device {
     pub(crate) spec: DeviceSpec,
     pub(crate) in_service: u32,
-    /// Requests waiting for a slot: (task, service ns, transfer ns).
-    pub(crate) queue: VecDeque<(usize, u64, u64)>,
+    /// Requests waiting for a slot: (request, service ns, transfer ns).
+    pub(crate) queue: VecDeque<(IoRequest, u64, u64)>,
     /// When the data channel is next free.
     pub(crate) channel_free_at: TimeNs,
-    /// Group commit: the tasks whose requests the commit under way carries.
-    pub(crate) committing: Vec<usize>,
+    /// Group commit: the requests the commit under way carries.
+    pub(crate) committing: Vec<IoRequest>,
     /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
     pub(crate) end_work: Vec<(usize, u32)>,
     /// Requests flushed from a sleeping task's plug, waiting for the kblockd worker of the

@@ -331,7 +331,7 @@ impl Sim {
                 Event::GovernorTimer { policy, .. } => {
                     self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
                 }
-                Event::IoComplete { dev, task } => self.io_complete(dev, task as usize),
+                Event::IoComplete { dev, request } => self.io_complete(dev, request),
                 Event::ReschedIpi { cpu, .. } => self.resched_ipi(cpu as usize),
                 Event::RaplSample => {
                     self.hw.rapl_sample(&self.machine, &self.q);

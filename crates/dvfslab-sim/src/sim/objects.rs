@@ -1,7 +1,7 @@
 //! The workload's objects in a run: channels, barriers, mutexes and I/O submissions and
 //! completions, which wake tasks through the scheduler's sequences.
 
-use crate::engine::Event;
+use crate::engine::{Event, IoRequest};
 use crate::governor::UpdateFlags;
 use crate::sched::objects::{completion_cpu, slot, Outcome};
 use crate::sched::waker::Waker;
@@ -115,7 +115,7 @@ impl Sim {
 
     /// `Op::Io`: start service at once if the device has a free slot, else queue.
     pub(crate) fn io_submit(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) {
-        let (service, starts) = self.io_enqueue(dev, task, service_ns, transfer_ns);
+        let (service, starts) = self.io_enqueue(dev, IoRequest::Task(task as u32), service_ns, transfer_ns);
         // A queued request's submitter sleeps on the device at once; a group commit's leader
         // once its commit starts (joiners wait for the commit, not on the device).
         if service == Service::Queued || (starts && service == (Service::GroupCommit { leader_iowait: true })) {
@@ -173,14 +173,14 @@ impl Sim {
             let mine: Vec<(usize, usize, u64, f64)> = plugged.iter().filter(|p| p.0 == cpu).copied().collect();
             plugged.retain(|p| p.0 != cpu);
             for (_, task, service_ns, _) in mine {
-                self.io_enqueue(dev as u32, task, service_ns, 0);
+                self.io_enqueue(dev as u32, IoRequest::Task(task as u32), service_ns, 0);
             }
         }
     }
 
     /// A request reaches device `dev`: it starts service at once if the device has a free
     /// slot, else queues. Returns the device's service and whether the request started.
-    fn io_enqueue(&mut self, dev: u32, task: usize, service_ns: u64, transfer_ns: u64) -> (Service, bool) {
+    fn io_enqueue(&mut self, dev: u32, request: IoRequest, service_ns: u64, transfer_ns: u64) -> (Service, bool) {
         let d = &mut self.work.objects.devices[dev as usize];
         // One commit at a time carries every request of a group-commit device.
         let service = d.spec.service;
@@ -190,12 +190,12 @@ impl Sim {
         if starts {
             d.in_service += 1;
             if group {
-                d.committing.push(task);
+                d.committing.push(request);
             }
             let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
-            self.q.push(at, Event::IoComplete { dev, task: task as u32 });
+            self.q.push(at, Event::IoComplete { dev, request });
         } else {
-            d.queue.push_back((task, service_ns, transfer_ns));
+            d.queue.push_back((request, service_ns, transfer_ns));
         }
         (service, starts)
     }
@@ -210,9 +210,9 @@ impl Sim {
     /// `Op::IoWriteback` on `cpu`: a write request the task does not wait for, sent to the
     /// device at once (`filemap_flush` submits as it goes and `ext4_writepages` finishes its
     /// plug itself, not from the scheduler). The request stands in the device's queue for the
-    /// CPU it came from ([`writeback_request`]), its submitter free to exit meanwhile.
+    /// CPU it came from, its submitter free to exit meanwhile.
     pub(crate) fn io_submit_writeback(&mut self, dev: u32, cpu: usize, service_ns: u64) {
-        self.io_enqueue(dev, writeback_request(cpu), service_ns, 0);
+        self.io_enqueue(dev, IoRequest::Writeback { cpu: cpu as u32 }, service_ns, 0);
     }
 
     /// A writeback submitted from `submitter` completed on a device completing as
@@ -281,7 +281,7 @@ impl Sim {
     /// request it served, slept on the device (io_schedule: iowait); the others waited for the
     /// commit to be done, as PostgreSQL's backends wait on WALWriteLock, and wake without the
     /// flag (`Service::GroupCommit`).
-    pub(crate) fn io_complete(&mut self, dev: u32, task: usize) {
+    pub(crate) fn io_complete(&mut self, dev: u32, request: IoRequest) {
         let d = &mut self.work.objects.devices[dev as usize];
         d.in_service -= 1;
         let (group, leader_iowait) = match d.spec.service {
@@ -295,20 +295,23 @@ impl Sim {
             d.in_service += 1;
             if group {
                 d.committing.push(next);
-                d.committing.extend(d.queue.drain(..).map(|(t, _, _)| t));
+                d.committing.extend(d.queue.drain(..).map(|(r, _, _)| r));
                 next_leader = Some(next);
             }
             let at = d.completes_at(self.q.now(), service_ns, transfer_ns);
-            self.q.push(at, Event::IoComplete { dev, task: next as u32 });
+            self.q.push(at, Event::IoComplete { dev, request: next });
         }
         let completion = d.spec.completion;
-        let woken = if carried.is_empty() { std::slice::from_ref(&task) } else { &carried[..] };
-        for &t in woken {
-            if let Some(submitter) = writeback_submitter(t) {
-                self.writeback_done(completion, submitter);
-                continue;
-            }
-            let iowait = leader_iowait && t == task;
+        let ended = if carried.is_empty() { std::slice::from_ref(&request) } else { &carried[..] };
+        for &r in ended {
+            let t = match r {
+                IoRequest::Writeback { cpu } => {
+                    self.writeback_done(completion, cpu as usize);
+                    continue;
+                }
+                IoRequest::Task(t) => t as usize,
+            };
+            let iowait = leader_iowait && r == request;
             let waker = Waker::Softirq { cpu: self.sched.completing_cpu(&self.machine, completion, t), sync: false };
             if self.hand_to_worker(dev, t, iowait, waker) {
                 continue;
@@ -318,21 +321,8 @@ impl Sim {
             }
             self.wake_task(t, waker, UpdateFlags { iowait, ..UpdateFlags::default() });
         }
-        if let Some(next) = next_leader.filter(|&n| leader_iowait && writeback_submitter(n).is_none()) {
-            self.sched.iowait_sleep(&self.q, next, true);
+        if let Some(IoRequest::Task(next)) = next_leader.filter(|_| leader_iowait) {
+            self.sched.iowait_sleep(&self.q, next as usize, true);
         }
     }
-}
-
-/// A writeback's request in a device's queue and its completion event, in place of a task:
-/// the CPU it was submitted from, tagged so that no task id is taken for it.
-const WRITEBACK: usize = 1 << 31;
-
-fn writeback_request(cpu: usize) -> usize {
-    WRITEBACK | cpu
-}
-
-/// The CPU a writeback request was submitted from, if `request` is one.
-fn writeback_submitter(request: usize) -> Option<usize> {
-    (request & WRITEBACK != 0).then_some(request & !WRITEBACK)
 }
