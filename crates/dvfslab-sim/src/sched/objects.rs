@@ -16,9 +16,6 @@ pub(crate) struct Channel {
     pub(crate) waiters: VecDeque<usize>,
     /// The return addresses of the queued tokens of an `Ask`/`Take` channel, in order.
     pub(crate) answers: VecDeque<u32>,
-    /// Tasks whose I/O a kernel worker waiting on this channel is to end (`Op::IoEndWork`),
-    /// in completion order, each with whether it wakes with the iowait flag.
-    pub(crate) ended: VecDeque<(usize, bool)>,
 }
 
 #[derive(Default)]
@@ -45,8 +42,8 @@ pub(crate) struct Device {
     pub(crate) channel_free_at: TimeNs,
     /// Group commit: the requests the commit under way carries.
     pub(crate) committing: Vec<IoRequest>,
-    /// Requests in flight whose end a kernel worker does: (submitter, the worker's channel).
-    pub(crate) end_work: Vec<(usize, u32)>,
+    /// The submitters of requests in flight whose end ext4's end-I/O worker does.
+    pub(crate) end_work: Vec<usize>,
     /// Requests flushed from a sleeping task's plug, waiting for the kblockd worker of the
     /// CPU they were plugged on (`Op::IoPlugged`): (CPU, task, service ns, dispatch cycles).
     pub(crate) plugged: Vec<(usize, usize, u64, f64)>,
@@ -68,13 +65,20 @@ impl Device {
     }
 }
 
+/// A task waiting for the end of its I/O, and whether it sleeps in iowait.
+pub(crate) type IoWaiter = (usize, bool);
+
 /// ext4's end-I/O worker (`workload::kthreads::end_io_worker`): the conversions completed
-/// writebacks queued for it and not yet run, and the worker while it sleeps for more.
+/// writes queued for it and not yet taken, the one it runs, and the worker while it sleeps.
 #[derive(Default)]
 pub(crate) struct EndIoWork {
     /// Whether the run has the worker (the kernel converts at the I/O's end in a workqueue).
     pub(crate) present: bool,
-    pub(crate) pending: u32,
+    /// Queued conversions, oldest first, each with the task waiting for its write if one is
+    /// (a writeback's has none).
+    pub(crate) pending: VecDeque<Option<IoWaiter>>,
+    /// The waiter of the conversion the worker runs now.
+    pub(crate) in_hand: Option<IoWaiter>,
     pub(crate) idle: Option<usize>,
 }
 

@@ -96,12 +96,12 @@ pub enum Op {
     /// depth at once); `transfer_ns` its time on the device's data channel, which moves one
     /// request's data at a time, after that (0: none, or folded into `service_ns`).
     Io { dev: u32, service_ns: Amount, transfer_ns: Amount },
-    /// Submit an I/O to device `dev` and sleep on it as `Io` does, but the I/O's end is a
-    /// kernel worker's: the device's completion (its softirq) queues the task on channel `ch`
-    /// and posts a token there, waking the worker that waits on `ch`, and the worker's
-    /// `EndIo` wakes the task (ext4 converting a write's unwritten extents in its end-I/O
-    /// workqueue before the pages' writeback ends).
-    IoEndWork { dev: u32, service_ns: Amount, ch: u32 },
+    /// Submit a write to device `dev` and sleep on it in D as `Io` does, but where the kernel
+    /// has ext4's end-I/O worker (`workload::kthreads::end_io_worker`) the I/O's end is the
+    /// worker's: the completion's softirq queues the conversion of the written unwritten
+    /// extents with this task as its waiter, waking the worker, whose `EndIo` wakes the task
+    /// once the pages' writeback has ended. Without the worker the softirq wakes the task.
+    IoEndWork { dev: u32, service_ns: Amount },
     /// Submit a request to device `dev` inside a block plug and sleep in D until it completes
     /// (`blkdev_issue_discard`: the bio waits in the task's plug while `submit_bio_wait`
     /// sleeps). The sleep flushes the plug from the scheduler, which leaves the hardware queue
@@ -117,8 +117,8 @@ pub enum Op {
     /// written unwritten extents to ext4's end-I/O worker where the kernel has one
     /// (`workload::kthreads::end_io_worker`).
     IoWriteback { dev: u32, service_ns: Amount },
-    /// The end-I/O worker's wait for work: go on at once if a completed writeback queued
-    /// work, else sleep until one does (`Op::IoWriteback`).
+    /// The end-I/O worker's wait for work: take the oldest conversion a completion queued
+    /// (`IoWriteback`, `IoEndWork`) and go on, or sleep until one is queued.
     WaitEndIoWork,
     /// RCU's grace-period kthread's wait for work: go on if a grace period is to start or
     /// end, else sleep until woken or until the force-quiescent-state timeout (`sim/rcu.rs`).
@@ -134,9 +134,9 @@ pub enum Op {
     /// A kblockd worker's dispatch: every request plugged on this CPU goes to its device
     /// (`blk_mq_run_work_fn`).
     RunHwQueue,
-    /// Wake the first task whose I/O end is queued on channel `ch` (see `IoEndWork`), from
-    /// this task's CPU; nothing if none is.
-    EndIo { ch: u32 },
+    /// The end-I/O worker's end of the conversion it took: wake the task waiting for that
+    /// I/O (`IoEndWork`), if one is, from this task's CPU.
+    EndIo,
     /// Fork `count` tasks running program `program` of the workload's program table.
     Spawn { program: u32, count: u32 },
     /// Sleep until every task this one spawned has exited (wait4).

@@ -250,23 +250,16 @@ impl Sim {
                     }
                 }
                 Op::GpWork => self.rcu_gp_work(),
-                Op::IoEndWork { dev, service_ns, ch } => {
+                Op::IoEndWork { dev, service_ns } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
-                    // ext4 hands a write's end to its conversion worker only where writeback
-                    // allocates unwritten extents (`dioread_nolock`, the default from 5.6);
-                    // before, the block softirq ends the I/O and wakes the task itself.
-                    if self.machine.kernel < crate::workload::kthreads::END_IO_WORKER_SINCE {
-                        self.io_submit(dev, task, service, 0);
+                    if self.work.objects.end_io.present {
+                        self.io_submit_end_work(dev, task, service);
                     } else {
-                        let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                        self.io_submit_end_work(dev, task, service, ch);
+                        self.io_submit(dev, task, service, 0);
                     }
                     return self.sleep_uninterruptible(cpu);
                 }
-                Op::EndIo { ch } => {
-                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                    self.end_io(ch, cpu)
-                }
+                Op::EndIo => self.end_io(cpu),
                 Op::Spawn { program, count } => {
                     for _ in 0..count {
                         let id = self.sched.tasks.len();

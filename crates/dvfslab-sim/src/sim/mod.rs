@@ -290,9 +290,9 @@ impl Sim {
         } else {
             Vec::new()
         };
-        // ext4's end-I/O worker, where the workload's tasks write data back and the kernel
+        // ext4's end-I/O worker, where the workload's tasks write to ext4 and the kernel
         // converts the written extents in a workqueue.
-        let end_io = if kthreads::writes_back(programs()) {
+        let end_io = if kthreads::ends_writes_in_worker(programs()) {
             kthreads::end_io_worker(&self.machine.plat, self.machine.kernel)
         } else {
             None

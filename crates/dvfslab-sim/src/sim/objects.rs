@@ -3,10 +3,10 @@
 
 use crate::engine::{Event, IoRequest};
 use crate::governor::UpdateFlags;
-use crate::sched::objects::{completion_cpu, slot, Outcome};
+use crate::sched::objects::{completion_cpu, slot, IoWaiter, Outcome};
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
-use crate::workload::{Completion, Service};
+use crate::workload::Service;
 
 impl Sim {
     /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
@@ -200,10 +200,10 @@ impl Sim {
         (service, starts)
     }
 
-    /// `Op::IoEndWork`: submit as `Op::Io` does, the request's end left to the kernel worker
-    /// waiting on channel `ch`.
-    pub(crate) fn io_submit_end_work(&mut self, dev: u32, task: usize, service_ns: u64, ch: u32) {
-        self.work.objects.devices[dev as usize].end_work.push((task, ch));
+    /// `Op::IoEndWork` with ext4's end-I/O worker present: submit as `Op::Io` does, the
+    /// request's end left to the worker.
+    pub(crate) fn io_submit_end_work(&mut self, dev: u32, task: usize, service_ns: u64) {
+        self.work.objects.devices[dev as usize].end_work.push(task);
         self.io_submit(dev, task, service_ns, 0);
     }
 
@@ -215,13 +215,13 @@ impl Sim {
         self.io_enqueue(dev, IoRequest::Writeback { cpu: cpu as u32 }, service_ns, 0);
     }
 
-    /// A writeback submitted from `submitter` completed on a device completing as
-    /// `completion` says: in the block softirq on the completion's CPU, `ext4_end_bio` hands the
-    /// I/O's end to `ext4_add_complete_io`, which queues the inode's conversion of its
-    /// unwritten extents on the `ext4-rsv-conversion` workqueue (`queue_work`), waking the
-    /// worker if it sleeps. Without the worker (a kernel whose writeback allocates written
-    /// extents, `workload::kthreads::end_io_worker`) the softirq ends the I/O itself.
-    fn writeback_done(&mut self, completion: Completion, submitter: usize) {
+    /// A write whose end is ext4's end-I/O worker's completed, in the block softirq `waker`
+    /// names: `ext4_end_bio` hands the I/O's end to `ext4_add_complete_io`, which queues the
+    /// inode's conversion of its unwritten extents on the `ext4-rsv-conversion` workqueue
+    /// (`queue_work`), waking the worker if it sleeps; `waiter` is the task waiting for the
+    /// write, if one is. Without the worker (a kernel whose writeback allocates written
+    /// extents, `workload::kthreads::end_io_worker`) a writeback's end is the softirq's own.
+    fn queue_conversion(&mut self, waiter: Option<IoWaiter>, waker: Waker) {
         let end_io = &mut self.work.objects.end_io;
         if !end_io.present {
             return;
@@ -229,43 +229,41 @@ impl Sim {
         // A sleeping worker is handed the work with its wake-up; an awake one finds it queued.
         match end_io.idle.take() {
             Some(worker) => {
-                let cpu = completion_cpu(&self.machine, completion, submitter);
-                self.wake_task(worker, Waker::Softirq { cpu: Some(cpu), sync: false }, UpdateFlags::default());
+                end_io.in_hand = waiter;
+                self.wake_task(worker, waker, UpdateFlags::default());
             }
-            None => end_io.pending += 1,
+            None => end_io.pending.push_back(waiter),
         }
     }
 
-    /// `Op::WaitEndIoWork`: the end-I/O worker takes a queued conversion and goes on, or
-    /// sleeps until a completion queues one.
+    /// `Op::WaitEndIoWork`: the end-I/O worker takes the oldest queued conversion and goes
+    /// on, or sleeps until a completion queues one.
     pub(crate) fn end_io_wait(&mut self, worker: usize) -> Outcome {
         let end_io = &mut self.work.objects.end_io;
-        if end_io.pending > 0 {
-            end_io.pending -= 1;
+        if let Some(waiter) = end_io.pending.pop_front() {
+            end_io.in_hand = waiter;
             return Outcome::Continue;
         }
         end_io.idle = Some(worker);
         Outcome::Sleep
     }
 
-    /// A completion whose end is a worker's: the block layer's softirq, on the CPU `waker`
-    /// says, queues the request's end on the worker's channel and wakes the worker
-    /// (`queue_work` from the bio's end_io); the submitter sleeps on until `end_io`.
-    pub(crate) fn hand_to_worker(&mut self, dev: u32, task: usize, iowait: bool, waker: Waker) -> bool {
+    /// A completion of device `dev` for `task`: if the task's write is to be ended by the
+    /// end-I/O worker, queue its conversion there (the task sleeps on until `end_io`).
+    fn hand_to_worker(&mut self, dev: u32, task: usize, iowait: bool, waker: Waker) -> bool {
         let d = &mut self.work.objects.devices[dev as usize];
-        let Some(k) = d.end_work.iter().position(|&(t, _)| t == task) else {
+        let Some(k) = d.end_work.iter().position(|&t| t == task) else {
             return false;
         };
-        let (_, ch) = d.end_work.swap_remove(k);
-        slot(&mut self.work.objects.channels, ch).ended.push_back((task, iowait));
-        self.channel_post(ch, waker);
+        d.end_work.swap_remove(k);
+        self.queue_conversion(Some((task, iowait)), waker);
         true
     }
 
-    /// `Op::EndIo`: the worker on `cpu` ends the first I/O queued on `ch`, waking its
-    /// submitter from task context (the pages' writeback ends in the worker).
-    pub(crate) fn end_io(&mut self, ch: u32, cpu: usize) {
-        let Some((task, iowait)) = slot(&mut self.work.objects.channels, ch).ended.pop_front() else {
+    /// `Op::EndIo`: the worker on `cpu` has converted the extents of the write it took and
+    /// ends the pages' writeback, waking the task waiting for it from task context.
+    pub(crate) fn end_io(&mut self, cpu: usize) {
+        let Some((task, iowait)) = self.work.objects.end_io.in_hand.take() else {
             return;
         };
         if iowait {
@@ -306,7 +304,8 @@ impl Sim {
         for &r in ended {
             let t = match r {
                 IoRequest::Writeback { cpu } => {
-                    self.writeback_done(completion, cpu as usize);
+                    let cpu = completion_cpu(&self.machine, completion, cpu as usize);
+                    self.queue_conversion(None, Waker::Softirq { cpu: Some(cpu), sync: false });
                     continue;
                 }
                 IoRequest::Task(t) => t as usize,

@@ -25,7 +25,8 @@
 //! directory's block and inode, then the device's cache flush. A write that allocated blocks
 //! (unwritten extents under `dioread_nolock`, ext4's default from 5.6) is ended by the
 //! `ext4-rsv-conversion` worker, a kernel thread the completion wakes and that wakes the
-//! client; on earlier kernels the completion wakes the client itself. An Unlink of a file with
+//! client (`workload::kthreads::end_io_worker`, which the simulator adds beside the clients);
+//! on earlier kernels the completion wakes the client itself. An Unlink of a file with
 //! blocks waits for their discard. How often each happens was counted in dbench's own
 //! loadfile (`estimates::dbench_ext4`). kblockd, which dispatches some of these requests, is
 //! left out (its delay is in the device's time).
@@ -121,10 +122,8 @@ const DATA: u32 = 0;
 const LOG: u32 = 1;
 /// xfsaild, writing metadata back to free log space.
 const AIL: u32 = 2;
-/// On ext4, the storage device every request goes to ...
+/// On ext4, the storage device every request goes to.
 const DISK: u32 = 0;
-/// ... and the channel of the end-I/O worker (`ext4-rsv-conversion`).
-const END_IO_CH: u32 = 0;
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -193,7 +192,7 @@ impl Ext4Waits {
     /// directory's block and inode for a new file; the cache flush.
     fn flush(&mut self, p: &mut Vec<Op>) {
         if self.new_blocks.due(ext4::FLUSH_NEW_BLOCKS_SHARE) {
-            p.push(Op::IoEndWork { dev: DISK, service_ns: self.service(), ch: END_IO_CH });
+            p.push(Op::IoEndWork { dev: DISK, service_ns: self.service() });
         } else {
             p.push(self.wait());
         }
@@ -316,19 +315,7 @@ impl Workload for Dbench {
     fn tasks(&self, _plat: &Platform) -> Vec<TaskSpec> {
         let program = self.program();
         let clients = (0..self.clients).map(|i| TaskSpec::new(format!("dbench-{i}"), program.clone()));
-        // ext4's end-I/O worker: an unbound kworker that sleeps until a completion queues
-        // work for it.
-        let worker = (self.fs == Fs::Ext4NoJournal).then(|| {
-            let program: Rc<[Op]> = vec![
-                Op::Wait { ch: END_IO_CH },
-                run(ext4::END_IO_CYCLES),
-                Op::EndIo { ch: END_IO_CH },
-                Op::Jump { to: 0 },
-            ]
-            .into();
-            TaskSpec::new("kworker/u8:0", program).background()
-        });
-        clients.chain(worker).collect()
+        clients.collect()
     }
 
     fn devices(&self) -> Vec<DeviceSpec> {
@@ -405,18 +392,19 @@ mod tests {
             + unlinks * ext4::UNLINK_DISCARD_SHARE
             - by_worker;
         assert!((plain - expected).abs() <= 3.0, "{plain} waits, expected {expected}");
-        // One device, no log and no xfsaild; and the end-I/O worker beside the clients.
+        // One device, no log and no xfsaild; the end-I/O worker is the simulator's, for the
+        // writes it ends.
         assert_eq!(d.devices().len(), 1);
+        assert!(crate::workload::kthreads::ends_writes_in_worker([&program]));
         let plat = crate::hw::platform::Platform::from_json(
             include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"),
             "kvm",
         )
         .unwrap();
         let names: Vec<String> = d.tasks(&plat).into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["dbench-0", "dbench-1", "kworker/u8:0"]);
-        // On XFS neither the worker nor the discards exist.
-        assert_eq!(dbench(2).tasks(&plat).len(), 2);
-        assert!(!dbench(2).program().iter().any(|op| matches!(op, Op::IoEndWork { .. })));
+        assert_eq!(names, ["dbench-0", "dbench-1"]);
+        // On XFS neither the worker's writes nor the discards exist.
+        assert!(!crate::workload::kthreads::ends_writes_in_worker([&dbench(2).program()]));
     }
 
     #[test]

@@ -567,7 +567,7 @@ mod tests {
             .program
             .iter()
             .any(|op| matches!(op, Op::Spawn { program, .. } if *program as usize >= WRITES)));
-        assert!(kthreads::writes_back(p.iter()));
+        assert!(kthreads::ends_writes_in_worker(p.iter()));
     }
 
     #[test]

@@ -87,23 +87,30 @@ pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
 /// (`dioread_nolock` the default from 5.6, see the module's text).
 pub const END_IO_WORKER_SINCE: KernelVersion = KernelVersion(5, 6);
 
-/// Whether any of these programs writes data back without waiting (`Op::IoWriteback`), and
-/// so needs ext4's end-I/O worker. Programs built piece by piece are judged by their first piece.
-pub fn writes_back<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> bool {
-    programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoWriteback { .. })))
+/// Whether any of these programs writes to ext4 in a way whose end its end-I/O worker does
+/// (`Op::IoWriteback`, `Op::IoEndWork`), and so needs the worker. Programs built piece by
+/// piece are judged by their first piece.
+pub fn ends_writes_in_worker<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> bool {
+    programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoWriteback { .. } | Op::IoEndWork { .. })))
 }
 
 /// ext4's end-I/O worker on `kernel`, if it has one: an unbound nice-0 kworker that sleeps until
-/// a completed writeback queues a conversion, runs `ext4_end_io_rsv_work` for it
+/// a completed write queues a conversion, runs `ext4_end_io_rsv_work` for it
 /// ([`est::END_IO_WORK_RUN_CYCLES`] at 2.6 GHz, the recordings' clock, as time at the base
-/// frequency) and sleeps again.
+/// frequency), wakes the task waiting for that write if one is (the wake-up's own cost is the
+/// simulator's, an IPI's on a guest's halted vCPU) and sleeps again.
 pub fn end_io_worker(plat: &Platform, kernel: KernelVersion) -> Option<TaskSpec> {
     if kernel < END_IO_WORKER_SINCE {
         return None;
     }
     let cycles = at_base_frequency(plat, 0, est::END_IO_WORK_RUN_CYCLES);
-    let program: Rc<[Op]> =
-        vec![Op::WaitEndIoWork, Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::Jump { to: 0 }].into();
+    let program: Rc<[Op]> = vec![
+        Op::WaitEndIoWork,
+        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 },
+        Op::EndIo,
+        Op::Jump { to: 0 },
+    ]
+    .into();
     Some(TaskSpec::new("kworker/u8:0", program).background())
 }
 

@@ -1052,37 +1052,89 @@ fn a_vfork_parent_sleeps_uninterruptibly_until_its_child_completes_it() {
 }
 
 #[test]
-fn an_io_ended_by_a_kernel_worker_wakes_its_submitter_from_the_worker_from_5_6() {
-    // A task's 1 ms I/O is ended by a worker: the completion's softirq wakes the worker,
-    // which works 20 µs and then wakes the task, which slept in D throughout.
-    let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0), ch: 5 }, count(0), Op::Exit];
-    let work = Op::Run { cycles: Amount::Fixed(52_000.0), mem_frac: 0.0 };
-    let worker = vec![Op::Wait { ch: 5 }, work, Op::EndIo { ch: 5 }, Op::Jump { to: 0 }];
+fn a_write_ended_by_ext4s_end_io_worker_wakes_its_submitter_from_the_worker_from_5_6() {
+    // A task waits for its 1 ms write, whose end is ext4's end-I/O worker's:
+    // the completion's softirq wakes the worker, which runs its conversion (8 µs at the
+    // guest's 2.6 GHz) and then wakes the task, which slept in D throughout. The worker the
+    // simulator adds is the same one that ends writebacks nobody waits for (below).
+    use dvfslab_sim::workload::estimates::kthreads as est;
+    let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Exit];
     let disk =
         DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
-    let tl = run_traced(
-        Programs { tasks: vec![submitter.clone(), worker.clone()], spawned: vec![], devices: vec![disk.clone()] },
-        0.01,
-    );
+    let run = |kernel: &str| {
+        let w = Programs { tasks: vec![submitter.clone()], spawned: vec![], devices: vec![disk.clone()] };
+        run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
+    };
+    let tl = run("6.18");
     assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
-    let (worker_woken_at, _, worker_context) = wakings_of(&tl, 1)[0];
+    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    let woken_worker = wakings_of(&tl, worker);
+    assert_eq!(woken_worker.len(), 1, "{woken_worker:?}");
+    let (worker_woken_at, _, worker_context) = woken_worker[0];
     assert_eq!(worker_context, WakeContext::Softirq);
     assert!((1_000_000..1_010_000).contains(&worker_woken_at), "{worker_woken_at} ns");
     let woken = wakings_of(&tl, 0);
     assert_eq!(woken.len(), 1, "{woken:?}");
     let (at, waker, context) = woken[0];
-    assert_eq!((waker, context), (1, WakeContext::Task));
-    assert!(at >= worker_woken_at + 20_000, "{at} ns, the worker woken at {worker_woken_at} ns");
+    assert_eq!((waker, context), (worker as i64, WakeContext::Task));
+    let conversion_ns = est::END_IO_WORK_RUN_CYCLES / 2.6;
+    assert!(at as f64 >= worker_woken_at as f64 + conversion_ns, "{at} ns, the worker woken at {worker_woken_at} ns");
     // Before 5.6 ext4's writeback allocates written extents (no `dioread_nolock` by default):
-    // the completion's softirq wakes the task itself, 1 ms in, and the worker stays asleep.
-    let w = Programs { tasks: vec![submitter, worker], spawned: vec![], devices: vec![disk] };
-    let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=5.5", w, 0.01);
+    // no worker exists, and the completion's softirq wakes the task itself, 1 ms in.
+    let tl = run("5.5");
     assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
-    assert!(wakings_of(&tl, 1).is_empty(), "{:?}", wakings_of(&tl, 1));
+    assert!(!tl.task_names.iter().any(|n| n.starts_with("kworker/u")), "{:?}", tl.task_names);
     let woken = wakings_of(&tl, 0);
     assert_eq!(woken.len(), 1, "{woken:?}");
     assert_eq!(woken[0].2, WakeContext::Softirq);
     assert!((1_000_000..1_010_000).contains(&woken[0].0), "{} ns", woken[0].0);
+}
+
+#[test]
+fn ext4s_end_io_worker_takes_its_conversions_in_completion_order_and_wakes_only_a_waiter() {
+    // A task writes back (no waiter) and then waits for a write of its own; the disk serves
+    // both at once, so the second completes while the worker runs the first's conversion
+    // and is queued behind it. The worker wakes nobody after the writeback's conversion and
+    // the task after its own, two conversions (16 µs) after the first completion.
+    use dvfslab_sim::workload::estimates::kthreads as est;
+    let service = Amount::Fixed(100_000.0);
+    let writer = vec![
+        Op::IoWriteback { dev: 0, service_ns: service },
+        Op::IoEndWork { dev: 0, service_ns: service },
+        count(0),
+        Op::Exit,
+    ];
+    let disk = DeviceSpec {
+        name: "disk".into(),
+        queue_depth: 2,
+        service: Service::Queued,
+        completion: Completion::Line { cpu: 1 },
+    };
+    let w = Programs { tasks: vec![writer], spawned: vec![], devices: vec![disk] };
+    let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=6.18", w, 0.01);
+    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    // Woken once, by the first completion; the second finds it awake.
+    let woken_worker = wakings_of(&tl, worker);
+    assert_eq!(woken_worker.len(), 1, "{woken_worker:?}");
+    let first_completion = woken_worker[0].0;
+    assert!((100_000..110_000).contains(&first_completion), "{first_completion} ns");
+    let woken = wakings_of(&tl, 0);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    assert_eq!((woken[0].1, woken[0].2), (worker as i64, WakeContext::Task));
+    // The worker runs once, from its wake-up to its sleep, both conversions back to back.
+    let runs: Vec<(u64, u64)> = (0..tl.switch_next.len())
+        .filter(|&i| tl.switch_next[i] == worker as i64 && tl.switch_time_ns[i] >= first_completion)
+        .map(|i| {
+            let out = (i..tl.switch_prev.len()).find(|&j| tl.switch_prev[j] == worker as i64).expect("a switch-out");
+            (tl.switch_time_ns[i], tl.switch_time_ns[out])
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let (start, end) = runs[0];
+    let two_conversions = 2.0 * est::END_IO_WORK_RUN_CYCLES / 2.6;
+    let after = (woken[0].0 - start) as f64;
+    assert!((after - two_conversions).abs() < 1_000.0, "the task woken {after} ns into the worker's run");
+    assert!(end >= woken[0].0, "{runs:?}");
 }
 
 #[test]
