@@ -100,8 +100,15 @@ mod tests {
             let mut parent: Vec<Op> = (0..10)
                 .flat_map(|i| [Op::Sleep { ns: Amount::Fixed(200_000.0) }, Op::Post { ch: i % 2, sync: false }])
                 .collect();
-            // 20 ms of running before the fork, so that its load sends the child to the other CPU.
-            parent.extend([run(6e7), Op::Spawn { program: 0, count: 1 }, run(3e6), Op::Exit]);
+            // 20 ms of running before the fork, so that its load sends the child to the other CPU;
+            // the parent then allows every CPU, which its child inherits (dup_task_struct).
+            parent.extend([
+                run(6e7),
+                Op::SetAffinity { cpus: None },
+                Op::Spawn { program: 0, count: 1 },
+                run(3e6),
+                Op::Exit,
+            ]);
             let sleeper = |ch: u32| -> Rc<[Op]> { vec![Op::Wait { ch }, run(20_000.0), Op::Jump { to: 0 }].into() };
             vec![
                 TaskSpec::new("parent", parent.into()).pinned(vec![0]),

@@ -272,6 +272,8 @@ impl Sim {
                             self.sched.new_task(&self.machine, id, self.sched.child_name(task, id), prog, now);
                         child.parent = Some(task);
                         child.root = self.sched.tasks[task].root;
+                        // fork copies the parent's allowed CPUs (dup_task_struct).
+                        child.attrs.affinity = self.sched.tasks[task].attrs.affinity.clone();
                         child.cpu = cpu;
                         self.sched.tasks.push(child);
                         if let Some(tl) = self.run.timeline.as_mut() {

@@ -197,6 +197,7 @@ impl Sim {
                 variation_rng: Pcg64::seed_from_u64(cfg.seed ^ VARIATION_STREAM),
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
+                allowed_cpus: common.allowed_cpus(plat.cpus.len())?,
                 kthreads: crate::workload::background_kthreads(plat, &common),
                 rcu: Default::default(),
                 program_nesting: 0,
@@ -281,6 +282,7 @@ impl Sim {
         self.hw.domains.iter_mut().for_each(|d| d.request_unsettled = true);
         let specs = self.work.workload.tasks(&self.machine.plat);
         let specs = self.with_start_phases(specs);
+        let specs = self.with_allowed_cpus(specs);
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
         // The block layer's workers, where the workload's tasks plug requests.
@@ -398,6 +400,13 @@ impl Sim {
 
     /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in
     /// `[0, phase_ns)`, drawn in task order.
+    /// The workload's tasks restricted to the CPUs its spec's `cpumask` allows, as `taskset`
+    /// starts a command: those the workload pins itself keep their own CPUs.
+    fn with_allowed_cpus(&self, specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
+        let Some(cpus) = &self.work.allowed_cpus else { return specs };
+        specs.into_iter().map(|s| if s.attrs.affinity.is_some() { s } else { s.pinned(cpus.clone()) }).collect()
+    }
+
     fn with_start_phases(&mut self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
         use rand::Rng;
         if self.work.phase_ns > 0.0 {

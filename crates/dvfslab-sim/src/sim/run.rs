@@ -51,6 +51,8 @@ pub(crate) struct Work {
     /// Start phases (ns) and work jitter (a fraction) the workload spec asks for.
     pub(crate) phase_ns: f64,
     pub(crate) work_jitter: f64,
+    /// The CPUs the workload's own tasks start allowed on (its spec's `cpumask`), if not all.
+    pub(crate) allowed_cpus: Option<Vec<usize>>,
     /// Background kernel threads, the platform's and the workload spec's together: wake-ups a
     /// second per CPU, and µs of work each ([`crate::workload::background_kthreads`]).
     pub(crate) kthreads: (f64, f64),

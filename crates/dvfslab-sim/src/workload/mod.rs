@@ -315,6 +315,15 @@ pub const COMMON_KNOBS: &[Knob] = &[
         "the work of every run segment of the workload's tasks is multiplied by a factor drawn uniformly in \
          [1 - p/100, 1 + p/100] from the run's seed (requests never cost quite the same); 0 = none",
     ),
+    Knob::new(
+        "cpumask",
+        "mask",
+        0.0,
+        0.0,
+        9_007_199_254_740_991.0,
+        "the CPUs the workload's tasks may run on, as taskset's mask (bit i: CPU i; 2 = CPU 1, 6 = CPUs 1 and 2), \
+         inherited by the tasks they fork; 0 = every CPU",
+    ),
 ];
 
 /// What a workload spec's common knobs ask for; the defaults for rt-app files, workloads
@@ -328,6 +337,27 @@ pub struct Common {
     pub phase_ns: f64,
     /// Work jitter: every run segment's work times a factor uniform in `[1 - j, 1 + j]`.
     pub work_jitter: f64,
+    /// taskset's mask of the CPUs the workload's tasks may use (bit i: CPU i); 0 = every CPU.
+    pub cpumask: u64,
+}
+
+impl Common {
+    /// The CPUs of `cpumask` on a platform of `ncpus` CPUs, none when every CPU is allowed.
+    /// A mask naming a CPU the platform does not have, or none at all, is refused (taskset
+    /// refuses a mask without an online CPU).
+    pub fn allowed_cpus(&self, ncpus: usize) -> Result<Option<Vec<usize>>> {
+        if self.cpumask == 0 {
+            return Ok(None);
+        }
+        if ncpus < 64 && self.cpumask >> ncpus != 0 {
+            return Err(SimError::config(
+                "workload",
+                "cpumask",
+                format!("{:#x} names a CPU beyond the platform's {ncpus} (CPUs 0 to {})", self.cpumask, ncpus - 1),
+            ));
+        }
+        Ok(Some((0..ncpus.min(64)).filter(|&c| self.cpumask >> c & 1 == 1).collect()))
+    }
 }
 
 /// The common knobs of workload spec `text`.
@@ -346,7 +376,16 @@ pub fn common(text: &str) -> Result<Common> {
         kthread_us: values.get("kthread_us"),
         phase_ns: values.get("phase_us") * 1000.0,
         work_jitter: values.get("work_jitter_pct") / 100.0,
+        cpumask: cpumask(values.get("cpumask"))?,
     })
+}
+
+/// The `cpumask` knob as a mask: a whole number (exact in a 64-bit float).
+fn cpumask(value: f64) -> Result<u64> {
+    if value.fract() != 0.0 {
+        return Err(SimError::config("workload", "cpumask", format!("{value} is not a whole number (a CPU mask)")));
+    }
+    Ok(value as u64)
 }
 
 /// The background kernel threads of a run, as (wake-ups a second per CPU, µs each): the

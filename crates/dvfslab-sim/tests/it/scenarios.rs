@@ -262,6 +262,46 @@ mod variation {
     }
 }
 
+mod cpumask {
+    use super::common::{quiet_preset, run_on};
+
+    /// Busy % of each CPU of the 2-CPU guest (without its background tasks) running hackbench
+    /// with `knobs`.
+    fn busy(knobs: &str) -> Vec<f64> {
+        let json = quiet_preset("kvm-guest-2cpu");
+        let w = format!("hackbench:loops=50{knobs}");
+        run_on(&json, "kvm", "performance", &w, 0.2, 1).summary.per_cpu.iter().map(|c| c.busy_pct).collect()
+    }
+
+    #[test]
+    fn a_cpumask_keeps_the_workload_and_the_tasks_it_forks_on_its_cpus() {
+        // hackbench's parent forks its 40 workers: unrestricted they use both CPUs; under
+        // taskset's mask 2 (CPU 1) or 1 (CPU 0) only that CPU runs, as the workers inherit it.
+        let free = busy("");
+        assert!(free.iter().all(|&b| b > 20.0), "{free:?}");
+        for (mask, cpu) in [(2, 1), (1, 0)] {
+            let pinned = busy(&format!(",cpumask={mask}"));
+            assert!(pinned[cpu] > 50.0 && pinned[1 - cpu] < 0.5, "cpumask={mask}: {pinned:?}");
+        }
+        assert_eq!(busy(",cpumask=3"), free);
+    }
+
+    #[test]
+    fn a_cpumask_naming_no_cpu_of_the_platform_or_not_a_mask_is_refused() {
+        let json = quiet_preset("kvm-guest-2cpu");
+        for (bad, says) in [("cpumask=4", "beyond the platform's 2"), ("cpumask=1.5", "not a whole number")] {
+            let cfg = dvfslab_sim::SimConfig {
+                governor: "performance".into(),
+                workload: format!("hackbench:{bad}"),
+                ..dvfslab_sim::SimConfig::default()
+            };
+            let plat = dvfslab_sim::hw::platform::Platform::from_json(&json, "kvm").unwrap();
+            let err = dvfslab_sim::Sim::new(plat, &cfg).err().expect(bad).to_string();
+            assert!(err.contains("cpumask") && err.contains(says), "{bad}: {err}");
+        }
+    }
+}
+
 mod transitions {
     use super::common::preset;
     use dvfslab_sim::{simulate, SimConfig, SimResult};
