@@ -5,6 +5,7 @@ worked example, the model's trace saying who woke whom, the shipped recordings, 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -358,6 +359,39 @@ def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "no recording 'no-such-recording'" in done.stderr
+
+
+def test_model_check_over_seeds_gives_each_seeds_total_and_the_models_median() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "tbench-2", "--seeds", "3", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["seeds"] == [0, 1, 2]
+    assert [r["within"] for r in report["by_seed"]] == report["within_by_seed"]
+    for i, row in enumerate(report["rows"]):
+        by_seed = [r["rows"][i]["model"] for r in report["by_seed"]]
+        assert row["model_by_seed"] == by_seed
+        if None not in by_seed:
+            assert row["model"] == sorted(by_seed)[1]
+        verdicts = [r["rows"][i]["verdict"] for r in report["by_seed"]]
+        assert row["within_seeds"] == verdicts.count("ok")
+        if row["judged_seeds"]:
+            assert row["verdict"] == ("ok" if row["within_seeds"] >= 2 else "off")
+    # The first seed's run is the plain check's.
+    assert report["by_seed"][0]["rows"] == check(load_recording("tbench-2"))["rows"]
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "tbench-2", "--seeds", "0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "--seeds" in done.stderr
+    assert "at least 1" in done.stderr
 
 
 def test_record_refuses_bad_input(tmp_path: Path) -> None:

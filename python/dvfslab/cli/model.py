@@ -29,6 +29,7 @@ def register(commands: Any) -> None:
         cmd_model_check,
         "  dvfslab model check                   (every shipped recording)\n"
         "  dvfslab model check tbench-2 hackbench-pipe\n"
+        "  dvfslab model check --seeds 3         (the model at seeds 0, 1 and 2)\n"
         "  dvfslab model check my-run.toml --json",
     )
     check.add_argument(
@@ -38,6 +39,15 @@ def register(commands: Any) -> None:
         help="a shipped recording's name or a NAME.toml (default: every shipped recording)",
     )
     check.add_argument("--seed", type=int, default=0, help="the model run's seed (default 0)")
+    check.add_argument(
+        "--seeds",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run the model at N seeds from --seed on and give, per statistic, the model's "
+        "median and in how many seeds it was within tolerance (default 1): one seed is one draw "
+        "of the run's chances, so compare totals between models over several",
+    )
     check.add_argument(
         "--markdown",
         action="store_true",
@@ -62,12 +72,34 @@ def cmd_model_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def cmd_model_check(args: argparse.Namespace) -> int:
+    from dvfslab._progress import Progress
     from dvfslab.recordings import load_recording, shipped_recordings
-    from dvfslab.recordings.check import check
+    from dvfslab.recordings.check import check, check_seeds
 
     names = args.recordings or shipped_recordings()
-    reports = [check(load_recording(name), seed=args.seed) for name in names]
+    recordings = [load_recording(name) for name in names]
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    intro = f"{len(recordings)} recordings, the model at {len(seeds)} seeds of each"
+    progress = Progress("model check", len(recordings) * len(seeds), unit="model runs", intro=intro)
+    with progress.shown(enabled=progress.total > 1):
+        if len(seeds) == 1:
+            reports = []
+            for rec in recordings:
+                reports.append(check(rec, seed=args.seed))
+                progress.advance()
+        else:
+            reports = [check_seeds(rec, seeds, progress) for rec in recordings]
     if args.json:
         print_json(reports[0] if len(args.recordings) == 1 else reports)
         return 0
@@ -79,36 +111,45 @@ def cmd_model_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _within(report: dict[str, Any]) -> str:
+    """'25 of 39', or over several seeds '25, 25, 35 of 39'."""
+    within = report.get("within_by_seed", [report.get("within")])
+    return f"{', '.join(str(w) for w in within)} of {report['judged']}"
+
+
 def _print_report(report: dict[str, Any]) -> None:
+    seeds = report.get("seeds")
+    over = f" (model seeds {seeds[0]}-{seeds[-1]})" if seeds else ""
     print(
         f"\n{report['recording']}: model {report['workload']} on {report['platform']}, per "
-        f"operation = per {report['operations_unit']}; {report['within']} of "
-        f"{report['judged']} judged statistics within tolerance"
+        f"operation = per {report['operations_unit']}; {_within(report)} judged statistics "
+        f"within tolerance{over}"
     )
-    rec_ops, model_ops = report["recorded"], report["model"]
+    rec_ops = report["recorded"]
+    models = report.get("by_seed", [report])
+    model_ops = ", ".join(f"{m['model']['operations']:,.0f}" for m in models)
+    counted = ", ".join(f"{m['model']['operations_reported']:,.0f}" for m in models)
     print(
         f"operations: {report['operations_counted']}: recorded {rec_ops['operations']:,.0f} "
-        f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops['operations']:,.0f} "
-        f"(counted {model_ops['operations_reported']:,.0f})"
+        f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops} (counted {counted})"
     )
     rows = []
     for row in report["rows"]:
         if row["recorded"] is None and row["model"] is None:
             continue
-        rows.append(
-            [
-                row["role"],
-                row["label"],
-                _fmt(row["recorded"]),
-                _fmt(row["model"]),
-                row["tolerance"],
-                row["verdict"],
-            ]
-        )
+        values = [row["role"], row["label"], _fmt(row["recorded"]), _fmt(row["model"])]
+        verdict = row["verdict"]
+        if seeds:
+            known = [v for v in row["model_by_seed"] if v is not None]
+            values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
+            if row["judged_seeds"]:
+                verdict = f"ok in {row['within_seeds']} of {row['judged_seeds']}"
+        rows.append([*values, row["tolerance"], verdict])
+    model = ["model median", "over the seeds"] if seeds else ["model"]
     print_table(
-        ["role", "statistic", "recorded", "model", "tolerance", "verdict"],
+        ["role", "statistic", "recorded", *model, "tolerance", "verdict"],
         rows,
-        right={"recorded", "model"},
+        right={"recorded", "model", "model median"},
     )
 
 
@@ -126,8 +167,10 @@ def markdown_summary(reports: list[dict[str, Any]]) -> str:
     head = ["recording", "within tolerance", *(label for _, label in SUMMARY), "woken mostly from"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for report in reports:
-        r, m = report["recorded"]["roles"]["all"], report["model"]["roles"]["all"]
-        cells = [report["recording"], f"{report['within']} of {report['judged']}"]
+        # Over several seeds, the first seed's model (the table's values are one run's).
+        model = report.get("by_seed", [report])[0]["model"]
+        r, m = report["recorded"]["roles"]["all"], model["roles"]["all"]
+        cells = [report["recording"], _within(report)]
         cells += [f"{_fmt(r[key])} → {_fmt(m[key])}" for key, _ in SUMMARY]
         cells.append(f"{_top_context(r)} → {_top_context(m)}")
         lines.append("| " + " | ".join(cells) + " |")

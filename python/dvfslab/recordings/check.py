@@ -226,9 +226,11 @@ def _get(stats: dict[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def check(rec: Recording, seed: int = 0) -> dict[str, Any]:
-    """The recording against its model: both sides' statistics and the verdicts."""
-    recorded = recorded_behaviour(rec)
+def check(rec: Recording, seed: int = 0, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The recording against its model: both sides' statistics and the verdicts.
+    `recorded` is the recording's side when it was read already (`recorded_behaviour`)."""
+    if recorded is None:
+        recorded = recorded_behaviour(rec)
     modelled, summary = modelled_behaviour(rec, seed, recorded["idle_events_lost_on_cpus"])
     rows = compare(recorded, modelled)
     judged = [row for row in rows if row["verdict"] in ("ok", "off")]
@@ -248,4 +250,51 @@ def check(rec: Recording, seed: int = 0) -> dict[str, Any]:
         "rows": rows,
         "within": sum(row["verdict"] == "ok" for row in judged),
         "judged": len(judged),
+    }
+
+
+def check_seeds(rec: Recording, seeds: list[int], progress: Any = None) -> dict[str, Any]:
+    """`check` with the model run at each of `seeds`: one seed is one draw of the run's
+    chances (when the guest's background tasks bring two tasks onto one CPU, how start phases
+    fall), so a statistic's verdict, and the total within tolerance, are worth comparing
+    between models only over several. Per statistic: the model's median over the seeds (the
+    lower of the middle two for an even number), in how many of them it was within tolerance,
+    and as its verdict whether that was most of them; each seed's own report besides.
+    `progress` is advanced once a seed."""
+    recorded = recorded_behaviour(rec)
+    reports = []
+    for seed in seeds:
+        reports.append(check(rec, seed, recorded))
+        if progress is not None:
+            progress.advance()
+    rows = []
+    for i, row in enumerate(reports[0]["rows"]):
+        values = [r["rows"][i]["model"] for r in reports]
+        known = sorted(v for v in values if v is not None)
+        verdicts = [r["rows"][i]["verdict"] for r in reports]
+        within = sum(v == "ok" for v in verdicts)
+        judged = sum(v in ("ok", "off") for v in verdicts)
+        rows.append(
+            {
+                **row,
+                "model": known[(len(known) - 1) // 2] if known else None,
+                "model_by_seed": values,
+                # Judged: within tolerance in most seeds, or not.
+                "verdict": ("ok" if 2 * within > judged else "off") if judged else row["verdict"],
+                "within_seeds": within,
+                "judged_seeds": judged,
+            }
+        )
+    first = reports[0]
+    return {
+        **{
+            k: first[k]
+            for k in ("recording", "workload", "platform", "operations_unit", "operations_counted")
+        },
+        "recorded": first["recorded"],
+        "seeds": seeds,
+        "rows": rows,
+        "within_by_seed": [r["within"] for r in reports],
+        "judged": first["judged"],
+        "by_seed": reports,
     }
