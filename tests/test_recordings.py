@@ -295,10 +295,10 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
 #   receivers settle into a ping-pong (preempted 0.26 times a message, 0.012 recorded, where a
 #   recorded sender runs a whole tick), and each wake-up that preempts a task on the other vCPU
 #   costs the sender the guest's IPI (`vcpu_wake`), which the recorded turns seldom send.
-# - hackbench-pipe-1cpu: CPU per message 60% high. The model's per-message costs are the
-#   2-vCPU recording's, where most messages cross between vCPUs; on one vCPU the same host
-#   passes a message for about half the cycles (cache lines stay put), which the model's
-#   channels do not distinguish.
+# - hackbench-pipe-1cpu: CPU per message 60% high. The model's per-message costs are fitted
+#   to the 2-vCPU recording and carry its share of switches and wake-ups; on one vCPU there
+#   are a tenth as many a message, and the same host passed a message for about half the
+#   cycles it took on two (recorded the same day, on another host than the 2-vCPU one).
 CPU_PER_OP_STILL_OFF = {
     "pgbench-select",
     "netperf-tcp-rr",
