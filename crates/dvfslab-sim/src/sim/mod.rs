@@ -398,8 +398,6 @@ impl Sim {
         self.with_governor(policy, |_, ctx| ctx.request_khz(khz, Relation::L));
     }
 
-    /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in
-    /// `[0, phase_ns)`, drawn in task order.
     /// The workload's tasks restricted to the CPUs its spec's `cpumask` allows, as `taskset`
     /// starts a command: those the workload pins itself keep their own CPUs.
     fn with_allowed_cpus(&self, specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
@@ -407,6 +405,8 @@ impl Sim {
         specs.into_iter().map(|s| if s.attrs.affinity.is_some() { s } else { s.pinned(cpus.clone()) }).collect()
     }
 
+    /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in
+    /// `[0, phase_ns)`, drawn in task order.
     fn with_start_phases(&mut self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
         use rand::Rng;
         if self.work.phase_ns > 0.0 {
