@@ -53,10 +53,12 @@ pub mod kthreads {
     /// (971 with both ends in the trace, 1,299 wake-ups in 5 s, 1,288 of them from the block
     /// softirq on vCPU 1, which takes the virtio disk's interrupt), median 8 µs, quartiles 6
     /// and 12 µs: its writebacks have no waiter. A run that wakes a task waiting for the write
-    /// is longer by the wake-up, which the simulator charges itself: in the dbench-2 recording
-    /// the worker's runs that woke a client (182) have a median of 20 µs, and 115 of their 219
-    /// wake-ups went to the other, halted vCPU, whose IPI costs the waker about 11 µs
-    /// (`vcpu_wake.send_us`).
+    /// is longer: in the dbench-2 recording the worker's runs that woke a client (182) have a
+    /// median of 20 µs (p90 53), 115 of their 219 wake-ups going to the other, halted vCPU,
+    /// and gitsource's 48 such runs 16 µs. The simulator charges the wake-up's IPI to a halted
+    /// vCPU (`vcpu_wake.send_us`, 11 µs) and nothing else: its dbench worker's waking runs
+    /// come out at 8 µs at the median, 19 at p90. What else a waking run does (ending the
+    /// writeback of pages a task waits on) is not modelled.
     pub const END_IO_WORK_RUN_CYCLES: f64 = 8e-6 * 2.6e9;
     /// The range it is believed to lie in (µs at 2.6 GHz): the runs' p10 and p90.
     pub const END_IO_WORK_RUN_US_RANGE: (f64, f64) = (4.0, 18.0);
