@@ -90,7 +90,9 @@ def cmd_model_check(args: argparse.Namespace) -> int:
     names = args.recordings or shipped_recordings()
     recordings = [load_recording(name) for name in names]
     seeds = list(range(args.seed, args.seed + args.seeds))
-    intro = f"{len(recordings)} recordings, the model at {len(seeds)} seeds of each"
+    intro = _count(len(recordings), "recording") + (
+        f", the model at {len(seeds)} seeds of each" if len(seeds) > 1 else ""
+    )
     progress = Progress("model check", len(recordings) * len(seeds), unit="model runs", intro=intro)
     with progress.shown(enabled=progress.total > 1):
         if len(seeds) == 1:
@@ -109,6 +111,10 @@ def cmd_model_check(args: argparse.Namespace) -> int:
     for report in reports:
         _print_report(report)
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _within(report: dict[str, Any]) -> str:
