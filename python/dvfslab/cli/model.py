@@ -41,7 +41,7 @@ def register(commands: Any) -> None:
     check.add_argument("--seed", type=int, default=0, help="the model run's seed (default 0)")
     check.add_argument(
         "--seeds",
-        type=_positive,
+        type=int,
         default=1,
         metavar="N",
         help="run the model at N seeds from --seed on and give, per statistic, the model's "
@@ -72,21 +72,13 @@ def cmd_model_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
-
-
 def cmd_model_check(args: argparse.Namespace) -> int:
     from dvfslab._progress import Progress
     from dvfslab.recordings import load_recording, shipped_recordings
     from dvfslab.recordings.check import check, check_seeds
 
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be >= 1 (got {args.seeds})")
     names = args.recordings or shipped_recordings()
     recordings = [load_recording(name) for name in names]
     seeds = list(range(args.seed, args.seed + args.seeds))

@@ -797,7 +797,7 @@ impl Workload for PinnedIo {
         vec![TaskSpec::new("io", Rc::from(program)).pinned(vec![self.cpu])]
     }
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: self.completion }]
+        vec![queued_disk(1, self.completion)]
     }
     fn default_duration_ns(&self) -> u64 {
         1_000_000_000
@@ -1019,6 +1019,17 @@ fn run_traced_at(json: &str, governor: &str, w: Programs, duration_s: f64) -> dv
     Sim::with_workload(plat, &cfg, Box::new(w), "test".into()).unwrap().run().unwrap().timeline.unwrap()
 }
 
+/// A disk serving `queue_depth` requests at once, each completion's softirq where `completion`
+/// says.
+fn queued_disk(queue_depth: u32, completion: Completion) -> DeviceSpec {
+    DeviceSpec { name: "disk".into(), queue_depth, service: Service::Queued, completion }
+}
+
+/// ext4's end-I/O worker of a run, if the simulator added one.
+fn end_io_worker(tl: &dvfslab_sim::observe::Timeline) -> Option<u32> {
+    tl.task_names.iter().position(|n| n.starts_with("kworker/u")).map(|i| i as u32)
+}
+
 /// The state each switch-out of `task` left it in.
 fn switch_out_states(tl: &dvfslab_sim::observe::Timeline, task: i64) -> Vec<char> {
     (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev[i] == task).map(|i| tl.switch_prev_state[i]).collect()
@@ -1059,15 +1070,14 @@ fn a_write_ended_by_ext4s_end_io_worker_wakes_its_submitter_from_the_worker_from
     // simulator adds is the same one that ends writebacks nobody waits for (below).
     use dvfslab_sim::workload::estimates::kthreads as est;
     let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Exit];
-    let disk =
-        DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
+    let disk = queued_disk(1, Completion::Submitter);
     let run = |kernel: &str| {
         let w = Programs { tasks: vec![submitter.clone()], spawned: vec![], devices: vec![disk.clone()] };
         run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
     };
     let tl = run("6.18");
     assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
-    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    let worker = end_io_worker(&tl).expect("the end-I/O worker");
     let woken_worker = wakings_of(&tl, worker);
     assert_eq!(woken_worker.len(), 1, "{woken_worker:?}");
     let (worker_woken_at, _, worker_context) = woken_worker[0];
@@ -1083,7 +1093,7 @@ fn a_write_ended_by_ext4s_end_io_worker_wakes_its_submitter_from_the_worker_from
     // no worker exists, and the completion's softirq wakes the task itself, 1 ms in.
     let tl = run("5.5");
     assert_eq!(switch_out_states(&tl, 0), ['D', 'X']);
-    assert!(!tl.task_names.iter().any(|n| n.starts_with("kworker/u")), "{:?}", tl.task_names);
+    assert_eq!(end_io_worker(&tl), None, "{:?}", tl.task_names);
     let woken = wakings_of(&tl, 0);
     assert_eq!(woken.len(), 1, "{woken:?}");
     assert_eq!(woken[0].2, WakeContext::Softirq);
@@ -1104,15 +1114,10 @@ fn ext4s_end_io_worker_takes_its_conversions_in_completion_order_and_wakes_only_
         count(0),
         Op::Exit,
     ];
-    let disk = DeviceSpec {
-        name: "disk".into(),
-        queue_depth: 2,
-        service: Service::Queued,
-        completion: Completion::Line { cpu: 1 },
-    };
-    let w = Programs { tasks: vec![writer], spawned: vec![], devices: vec![disk] };
+    let w =
+        Programs { tasks: vec![writer], spawned: vec![], devices: vec![queued_disk(2, Completion::Line { cpu: 1 })] };
     let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=6.18", w, 0.01);
-    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    let worker = end_io_worker(&tl).expect("the end-I/O worker");
     // Woken once, by the first completion; the second finds it awake.
     let woken_worker = wakings_of(&tl, worker);
     assert_eq!(woken_worker.len(), 1, "{woken_worker:?}");
@@ -1153,12 +1158,7 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
         count(0),
         Op::Exit,
     ];
-    let disk = DeviceSpec {
-        name: "disk".into(),
-        queue_depth: 1,
-        service: Service::Queued,
-        completion: Completion::Line { cpu: 1 },
-    };
+    let disk = queued_disk(1, Completion::Line { cpu: 1 });
     let run = |kernel: &str| {
         let w = Programs { tasks: vec![writer.clone()], spawned: vec![], devices: vec![disk.clone()] };
         run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
@@ -1170,7 +1170,7 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
     };
     let tl = run("6.18");
     never_waits(&tl);
-    let worker = tl.task_names.iter().position(|n| n.starts_with("kworker/u")).expect("the end-I/O worker") as u32;
+    let worker = end_io_worker(&tl).expect("the end-I/O worker");
     let woken = wakings_of(&tl, worker);
     assert_eq!(woken.len(), 1, "{woken:?}");
     let i = (0..tl.waking_task.len()).find(|&i| tl.waking_task[i] == worker).unwrap();
@@ -1192,7 +1192,7 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
     // Before 5.6 writeback allocates written extents: the softirq ends the I/O, no worker.
     let tl = run("5.5");
     never_waits(&tl);
-    assert!(!tl.task_names.iter().any(|n| n.starts_with("kworker/u")), "{:?}", tl.task_names);
+    assert_eq!(end_io_worker(&tl), None, "{:?}", tl.task_names);
     assert!(tl.waking_task.iter().all(|&t| t == 0), "{:?}", tl.waking_task);
 }
 
@@ -1205,7 +1205,7 @@ fn completion_cpus(cpu: usize, completion: Completion) -> Vec<u32> {
         count(0),
         Op::Jump { to: 1 },
     ];
-    let disk = DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion };
+    let disk = queued_disk(1, completion);
     let tl = run_traced(Programs { tasks: vec![submitter], spawned: vec![], devices: vec![disk] }, 0.01);
     let woken: Vec<usize> = (0..tl.waking_task.len())
         .filter(|&i| tl.waking_task[i] == 0 && tl.waking_context[i] == WakeContext::Softirq)
@@ -1271,8 +1271,7 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
     // task sleeps the worker's run plus the device's time.
     use dvfslab_sim::workload::estimates::kthreads as est;
     let service = 42_000.0;
-    let disk =
-        DeviceSpec { name: "disk".into(), queue_depth: 1, service: Service::Queued, completion: Completion::Submitter };
+    let disk = queued_disk(1, Completion::Submitter);
     // It starts after a millisecond's sleep, when the workers wait for work.
     let submitter = |op: Op| {
         let work = Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 };
