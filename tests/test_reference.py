@@ -29,7 +29,7 @@ def test_every_governor_and_workload_and_setting_has_its_section():
     for name in ("tbench", "cpu-bound", "uibench"):
         assert f"\n## {name}\n" in workloads
     # An uncertain knob shows its believed range and where it comes from.
-    assert "- `client_us`: 3.18..3.6. recorded:" in workloads
+    assert "- `client_us`: 2.75..3.16. recorded:" in workloads
     assert "| `warmup_ms` |" in workloads
 
 

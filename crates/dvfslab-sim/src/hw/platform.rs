@@ -39,6 +39,10 @@ pub struct PlatformFile {
     /// A virtual machine's cost of waking one of its halted vCPUs; None on bare metal.
     #[serde(default)]
     pub vcpu_wake: Option<VcpuWakeFile>,
+    /// What the kernel's own switching costs on this machine; None: nothing of its own, the
+    /// workloads' per-operation costs include it as they were fitted.
+    #[serde(default)]
+    pub sched_costs: Option<SchedCostsFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -98,6 +102,32 @@ pub struct VcpuWakeFile {
     /// waker pays `send_us` for it as for any IPI.
     #[serde(default)]
     pub resched_us: f64,
+}
+
+/// The time a CPU spends on switching tasks rather than on the tasks' own work. A simulated
+/// task's work is its program's; without these, a context switch takes no time, and each
+/// workload's per-operation cost includes the switches of the regime it was fitted in. With
+/// them, a workload that switches more than its fit did (or less) pays for it.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedCostsFile {
+    /// A context switch (`__schedule`'s pick, `context_switch` with the address-space and
+    /// register-state switch, the way back to the task), in cycles at the CPU's frequency,
+    /// spent by the task switched in before it runs its own work.
+    #[serde(default)]
+    pub switch_cycles: f64,
+    /// Woken by a task on another CPU, a task's first run after the wake-up is this much
+    /// longer: the data its waker wrote and the scheduler state try_to_wake_up touched move
+    /// to its CPU's caches (µs; memory latency, which the core's frequency does not change).
+    #[serde(default)]
+    pub remote_wake_us: f64,
+}
+
+impl SchedCostsFile {
+    /// [`SchedCostsFile::remote_wake_us`] in ns.
+    pub fn remote_wake_ns(&self) -> u64 {
+        (self.remote_wake_us * 1000.0).round() as u64
+    }
 }
 
 impl VcpuWakeFile {
@@ -847,6 +877,14 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
             if !(0.0..=10_000.0).contains(&us) {
                 return err(&format!("vcpu_wake.{name}"), format!("expected 0..10000 µs, got {us}"));
             }
+        }
+    }
+    if let Some(c) = &f.sched_costs {
+        if !(0.0..=1e6).contains(&c.switch_cycles) {
+            return err("sched_costs.switch_cycles", format!("expected 0..1000000 cycles, got {}", c.switch_cycles));
+        }
+        if !(0.0..=10_000.0).contains(&c.remote_wake_us) {
+            return err("sched_costs.remote_wake_us", format!("expected 0..10000 µs, got {}", c.remote_wake_us));
         }
     }
     if let Some(c) = &f.cppc {

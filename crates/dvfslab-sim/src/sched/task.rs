@@ -306,6 +306,9 @@ pub struct Task {
     pub waiting_children: bool,
     /// Past `exit_notify` (a zombie that still runs to its last switch, `do_task_dead`).
     pub exit_notified: bool,
+    /// Woken by a task on another CPU and not run since: its next switch-in pays the
+    /// platform's `sched_costs.remote_wake_us`.
+    pub woken_remote: bool,
     pub attrs: TaskAttrs,
     /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
     /// `runnable_load`.
@@ -363,6 +366,7 @@ impl Task {
             live_children: 0,
             waiting_children: false,
             exit_notified: false,
+            woken_remote: false,
             placed: false,
             on_rq: false,
             answer_to: None,

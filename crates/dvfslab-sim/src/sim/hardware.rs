@@ -420,6 +420,11 @@ impl Sim {
                 return 1.0;
             }
         }
+        self.core_rate(cpu, mem_frac)
+    }
+
+    /// [`Sim::cpu_rate`] of work that is measured in cycles, whichever task does it.
+    pub(crate) fn core_rate(&self, cpu: usize, mem_frac: f64) -> f64 {
         let t = &self.machine.plat.cpus[cpu];
         let cl = self.machine.plat.cluster(t.cluster);
         let f = self.hw.domains[t.domain].actual_khz as f64 * 1e-6;

@@ -361,6 +361,7 @@ impl Sim {
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
         }
+        self.spend_switch(cpu, task);
         let t = &mut self.sched.tasks[task];
         t.exec_start_ns = now;
         t.slice_start_exec_ns = t.sum_exec_ns;
@@ -371,6 +372,23 @@ impl Sim {
             return false;
         }
         true
+    }
+
+    /// The switch to `task`, now current on `cpu`, takes the platform's `sched_costs`: the
+    /// context switch at the CPU's speed, and for a task woken from another CPU the cache
+    /// misses of its first run. The CPU is held for them (busy, the task's work not advancing),
+    /// after it has left any idle state and any hold under way.
+    fn spend_switch(&mut self, cpu: usize, task: usize) {
+        let remote = std::mem::take(&mut self.sched.tasks[task].woken_remote);
+        let Some(costs) = self.machine.plat.file.sched_costs else { return };
+        let switch_ns = costs.switch_cycles / self.core_rate(cpu, 0.0);
+        let remote_ns = if remote { costs.remote_wake_ns() } else { 0 };
+        let hold_ns = switch_ns.round() as u64 + remote_ns;
+        if hold_ns == 0 {
+            return;
+        }
+        let c = &mut self.sched.cpus[cpu];
+        c.halt_until = self.q.now().max(c.stall_until).max(c.halt_until) + hold_ns;
     }
 
     /// The current task finished its run segment.

@@ -66,6 +66,7 @@ impl Sim {
             if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
                 self.sched.fair_requeue_delayed(prev, task);
                 let source = waker.placement_source().map_or(prev, |(w, _)| w);
+                self.sched.tasks[task].woken_remote = source != prev;
                 let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, prev), ..flags };
                 self.enqueue(task, prev, source, fair::Join::Requeue, flags);
                 return;
@@ -90,6 +91,7 @@ impl Sim {
         // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
         // interrupted; `io_complete`); a timer fires where the task slept.
         let source = waker.map_or(prev, |(w, _)| w);
+        self.sched.tasks[task].woken_remote = source != cpu;
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
         self.halted_vcpu_ipi(source, cpu);
         self.enqueue(task, cpu, source, fair::Join::Wake, flags);

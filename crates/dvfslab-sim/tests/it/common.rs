@@ -12,11 +12,19 @@ pub fn preset(id: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Preset `id` without its `background` (the machine's own wake-ups), for tests of one
-/// mechanism that other tasks would disturb.
+/// Preset `id` without its `background` (the machine's own wake-ups) and its `sched_costs`,
+/// for tests of one mechanism that other tasks, or the time switches take, would disturb.
 pub fn quiet_preset(id: &str) -> String {
-    let mut v: serde_json::Value = serde_json::from_str(&preset(id)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&preset_without_sched_costs(id)).unwrap();
     v.as_object_mut().expect("a preset is an object").remove("background");
+    v.to_string()
+}
+
+/// Preset `id` without its `sched_costs`: switches take no time, for worked examples that
+/// count only their own mechanism's (tests/it/sched_costs.rs has the costs').
+pub fn preset_without_sched_costs(id: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&preset(id)).unwrap();
+    v.as_object_mut().expect("a preset is an object").remove("sched_costs");
     v.to_string()
 }
 

@@ -17,6 +17,7 @@ mod objects;
 mod robustness;
 mod rtapp;
 mod scenarios;
+mod sched_costs;
 mod trace_read;
 mod vcpu_wake;
 mod wake_placement;

@@ -50,8 +50,10 @@ fn run_explained(platform: &str, governor: &str, w: Programs, duration_s: f64) -
     simulate(platform, governor, w, duration_s, true)
 }
 
+/// The objects' worked examples count their own timing: the preset's switching costs are
+/// left out.
 fn simulate(platform: &str, governor: &str, w: Programs, duration_s: f64, explain: bool) -> SimResult {
-    let plat = Platform::from_json(&common::preset(platform), platform).unwrap();
+    let plat = Platform::from_json(&common::preset_without_sched_costs(platform), platform).unwrap();
     let cfg = SimConfig {
         governor: governor.into(),
         duration_ns: Some((duration_s * 1e9) as u64),
@@ -835,7 +837,7 @@ fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_mi
 #[test]
 fn a_thread_woken_beside_its_running_sibling_finds_the_core_awake() {
     let id = "haswell-e5-2670v3-2s";
-    let plat = Platform::from_json(&common::preset(id), id).unwrap();
+    let plat = Platform::from_json(&common::preset_without_sched_costs(id), id).unwrap();
     let core0 = plat.cores[0].cpus.clone();
     let other_core = plat.cores[1].cpus[0];
     assert_eq!(core0.len(), 2, "the preset has two threads per core");

@@ -16,9 +16,11 @@ fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
 }
 
-/// The guest's preset, with `vcpu_wake` as given (None: without the field).
+/// The guest's preset, with `vcpu_wake` as given (None: without the field), and without its
+/// switching costs (tests/it/sched_costs.rs).
 fn guest(vcpu_wake: Option<serde_json::Value>) -> Platform {
-    let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&common::preset_without_sched_costs("kvm-guest-2cpu")).unwrap();
     match vcpu_wake {
         Some(v) => doc["vcpu_wake"] = v,
         None => {

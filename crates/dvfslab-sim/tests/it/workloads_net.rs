@@ -271,12 +271,14 @@ fn udp_stream_is_bound_by_the_sender_and_follows_frequency() {
     let (fast, slow) = (rate("performance"), rate("powersave"));
     assert_eq!(fast.metric.unit, "Mbit/s");
     assert!(fast.metric.value > 2.0 * slow.metric.value, "{} vs {}", fast.metric.value, slow.metric.value);
-    // The sender never waits; the receiver, at the same clock, keeps up with time to spare:
-    // (1 µs + 1,024 × 0.12 ns) / (2.59 µs + 1,024 × 0.12 ns) ≈ 41% of the sender's time.
+    // The sender never waits; the receiver, at the same clock, keeps up with time to spare,
+    // so it sleeps after each datagram and is switched in for the next: (1 µs + 1,024 × 0.12
+    // ns + the preset's 1,300-cycle switch, 0.33 µs at 3.9 GHz) / (2.59 µs + 1,024 × 0.12 ns)
+    // ≈ 54% of the sender's time.
     let mut busy: Vec<f64> = fast.per_cpu.iter().map(|c| c.busy_pct).filter(|&b| b > 1.0).collect();
     busy.sort_by(f64::total_cmp);
     assert_eq!(busy.len(), 2, "{busy:?}");
-    assert!(busy[1] > 99.0 && (35.0..50.0).contains(&busy[0]), "{busy:?}");
+    assert!(busy[1] > 99.0 && (48.0..62.0).contains(&busy[0]), "{busy:?}");
 }
 
 /// The calibration of the UDP sender (estimates.rs, `netperf`): the rates measured on a
