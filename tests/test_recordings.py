@@ -291,19 +291,12 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
 #   bring the pair onto one vCPU, where a transaction takes about 12 us instead of 76, until the
 #   idle balancer splits them; the recording's 0.1 s held about four such chances and none
 #   happened, too few to tell how often it really happens.
-# - hackbench-pipe, hackbench-socket: CPU per message 25-55% high. The model's senders and
-#   receivers settle into a ping-pong (preempted 0.26 times a message, 0.012 recorded, where a
-#   recorded sender runs a whole tick), and each wake-up that preempts a task on the other vCPU
-#   costs the sender the guest's IPI (`vcpu_wake`), which the recorded turns seldom send.
-# - hackbench-pipe-1cpu: CPU per message 60% high. The model's per-message costs are fitted
-#   to the 2-vCPU recording and carry its share of switches and wake-ups; on one vCPU there
-#   are a tenth as many a message, and the same host passed a message for about half the
-#   cycles it took on two (recorded the same day, on another host than the 2-vCPU one).
+# - hackbench-pipe-1cpu: CPU per message 26% high. It was recorded on another host (an AMD
+#   EPYC) than the 2-vCPU recording the per-message costs are fitted to (a Xeon); that host's
+#   own 2-vCPU run costs 13% more a message than the Xeon's, its one-message runs differently.
 CPU_PER_OP_STILL_OFF = {
     "pgbench-select",
     "netperf-tcp-rr",
-    "hackbench-pipe",
-    "hackbench-socket",
     "hackbench-pipe-1cpu",
 }
 
@@ -330,6 +323,19 @@ def test_hackbench_on_one_cpu_takes_turns_as_the_recording_does() -> None:
     for statistic in ("switch_outs_per_op", "wakeups_per_op"):
         row = rows[("all", statistic)]
         assert 0.5 < row["model"] / row["recorded"] < 2.0, row
+
+
+def test_hackbench_on_two_cpus_takes_turns_once_switches_cost_time() -> None:
+    # With the guest's switch and remote-wake costs (its preset's sched_costs) a sender keeps
+    # its CPU for its slice while the other CPU's receivers drain their pipes, as recorded:
+    # about 0.14 switch-outs a message. Switches free, the model settled into a one-message
+    # ping-pong, 0.8 a message.
+    rows = {(r["role"], r["statistic"]): r for r in check(load_recording("hackbench-pipe"))["rows"]}
+    assert rows[("all", "switch_outs_per_op")]["verdict"] == "ok", rows[
+        ("all", "switch_outs_per_op")
+    ]
+    wakeups = rows[("all", "wakeups_per_op")]
+    assert 0.6 < wakeups["model"] / wakeups["recorded"] < 1.4, wakeups
 
 
 def test_a_build_and_a_test_suite_sleep_in_d_at_every_vfork() -> None:

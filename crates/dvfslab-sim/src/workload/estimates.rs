@@ -142,8 +142,10 @@ pub mod ipc {
     /// first estimate of a 100 B pipe/unix-socket write + wakeup was 1.5–3 µs). Calibrate with `perf bench
     /// sched pipe` pinned to one CPU at a fixed frequency (µs/loop ≈ 2·(write + read)).
     pub const PIPE_WRITE_CYCLES: f64 = 1.5e-6 * 3.0e9;
-    /// A pipe read of one message, including the switch into the reader: 1–2 µs (\[EST\]).
-    pub const PIPE_READ_CYCLES: f64 = 1.5e-6 * 3.0e9;
+    /// A pipe read of one message: 3,200 cycles, 0.6–1.6 µs at 3 GHz (\[EST\]: the first
+    /// estimate, 1.5 µs, less the switch into the reader it included, which the platform
+    /// charges now: `sched_costs.switch_cycles`, 1,300 on every preset).
+    pub const PIPE_READ_CYCLES: f64 = 3_200.0;
     /// A 100-byte `AF_UNIX` stream write: 2–3 µs (\[EST\]).
     pub const SOCKET_WRITE_CYCLES: f64 = 2.5e-6 * 3.0e9;
     /// An `AF_UNIX` stream read: 2–3 µs (\[EST\]).
@@ -258,9 +260,8 @@ pub mod loopback {
 /// recordings' mean, less the copies of the model's loadfile (4,630 bytes each side per
 /// operation, 1,390 cycles at `COPY_NS_PER_BYTE`) and less the switch into each side once an
 /// operation, which the platform charges (the guest's `sched_costs.switch_cycles`, 1,300);
-/// the ranges span the two. The loaded
-/// recordings these replace (another job on the machine) ran 1.4–1.6 times as many cycles per
-/// operation.
+/// the ranges span the two. The loaded recordings these replace (another job on the
+/// machine) ran 1.4–1.6 times as many cycles per operation.
 pub mod tbench {
     use super::Knob;
     /// Client side per operation besides the copies: the receive of the reply, the loadfile
