@@ -52,7 +52,11 @@ fn many_tasks_that_sleep_at_once_run_without_exhausting_the_stack() {
 /// A task that forks itself in a loop stops at the task limit with an error naming it.
 #[test]
 fn a_fork_bomb_stops_at_the_task_limit_with_an_error_naming_the_task() {
-    let err = config_error(run_rtapp(r#"{"tasks": {"a": {"fork": "a", "sleep": 1000, "loop": -1}}}"#, 0.05));
+    // Without the preset's switching costs the bomb reaches the limit within 5 ms.
+    let cfg = config("", 0.005);
+    let bomb = r#"{"tasks": {"a": {"fork": "a", "sleep": 1000, "loop": -1}}}"#;
+    let plat = common::preset_without_sched_costs(SKYLAKE);
+    let err = config_error(dvfslab_sim::workload::rtapp::simulate(&plat, SKYLAKE, bomb, "test.json", &cfg));
     assert!(err.contains(&MAX_TASKS.to_string()), "{err}");
     assert!(err.contains("forked past the limit"), "{err}");
     assert!(err.contains("'a-0'"), "{err}");
