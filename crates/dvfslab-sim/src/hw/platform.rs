@@ -116,9 +116,10 @@ pub struct SchedCostsFile {
     /// spent by the task switched in before it runs its own work.
     #[serde(default)]
     pub switch_cycles: f64,
-    /// Woken by a task on another CPU, a task's first run after the wake-up is this much
-    /// longer: the data its waker wrote and the scheduler state try_to_wake_up touched move
-    /// to its CPU's caches (µs; memory latency, which the core's frequency does not change).
+    /// A task whose wake-up ran on another CPU than the one it runs on (a task or interrupt
+    /// there woke it, or the wake-up moved it) is this much longer in its first run after it:
+    /// the data its waker wrote and the scheduler state try_to_wake_up touched move to its
+    /// CPU's caches (µs; memory latency, which the core's frequency does not change).
     #[serde(default)]
     pub remote_wake_us: f64,
 }

@@ -306,8 +306,8 @@ pub struct Task {
     pub waiting_children: bool,
     /// Past `exit_notify` (a zombie that still runs to its last switch, `do_task_dead`).
     pub exit_notified: bool,
-    /// Woken by a task on another CPU and not run since: its next switch-in pays the
-    /// platform's `sched_costs.remote_wake_us`.
+    /// Woken from another CPU than the one it was queued on, and not run since: its next
+    /// switch-in pays the platform's `sched_costs.remote_wake_us`.
     pub woken_remote: bool,
     pub attrs: TaskAttrs,
     /// On its CPU's run-queue (current or waiting), its load counted in the CPU's
