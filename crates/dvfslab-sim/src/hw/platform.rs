@@ -43,6 +43,10 @@ pub struct PlatformFile {
     /// workloads' per-operation costs include it as they were fitted.
     #[serde(default)]
     pub sched_costs: Option<SchedCostsFile>,
+    /// A guest kernel that keeps a woken task on the vCPU it last ran on while that vCPU has
+    /// room for it; None: the kernel's own wake-up placement alone.
+    #[serde(default)]
+    pub vcpu_pack: Option<VcpuPackFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -122,6 +126,27 @@ pub struct SchedCostsFile {
     /// CPU's caches (µs; memory latency, which the core's frequency does not change).
     #[serde(default)]
     pub remote_wake_us: f64,
+}
+
+/// Wake-up placement in a guest whose kernel carries a vCPU packing change that mainline Linux
+/// does not have (its recordings' kernels boot with `sched_vcpu_pack=`): a woken task stays on
+/// the vCPU it last ran on, busy or not, while that vCPU's utilisation and the task's own fit
+/// under its capacity less a margin; only without room does the kernel's own placement
+/// (wake_affine, select_idle_sibling) choose. Staying spares the IPI that would wake a halted
+/// vCPU or preempt a running one, at the price of waiting behind what that vCPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VcpuPackFile {
+    /// The margin, percent of the vCPU's capacity, that the two utilisations must leave free.
+    pub margin_pct: f64,
+}
+
+impl VcpuPackFile {
+    /// Whether a vCPU of capacity `capacity` whose utilisation is `cpu_util` has room for a
+    /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100.
+    pub fn has_room(&self, cpu_util: u64, task_util: u64, capacity: u64) -> bool {
+        (cpu_util + task_util) as f64 <= capacity as f64 * (100.0 - self.margin_pct) / 100.0
+    }
 }
 
 impl SchedCostsFile {
@@ -886,6 +911,11 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
         if !(0.0..=10_000.0).contains(&c.remote_wake_us) {
             return err("sched_costs.remote_wake_us", format!("expected 0..10000 µs, got {}", c.remote_wake_us));
+        }
+    }
+    if let Some(p) = &f.vcpu_pack {
+        if !(0.0..=100.0).contains(&p.margin_pct) {
+            return err("vcpu_pack.margin_pct", format!("expected 0..100 percent, got {}", p.margin_pct));
         }
     }
     if let Some(c) = &f.cppc {

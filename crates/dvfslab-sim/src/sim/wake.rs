@@ -154,7 +154,8 @@ impl Sim {
     /// waker on another CPU, wake_affine chooses the target between the waker's CPU and the
     /// previous one; select_idle_sibling then looks for an idle CPU near it. On an asymmetric
     /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
-    /// ([`AsymWakeup`]).
+    /// ([`AsymWakeup`]). A guest whose kernel packs its vCPUs (the platform's `vcpu_pack`)
+    /// keeps the task on its previous vCPU first, while that vCPU has room.
     pub(crate) fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
@@ -165,6 +166,17 @@ impl Sim {
             let this_cpu = waker.map_or(prev, |(w, _)| w);
             if self.sched.wake_cap(&self.machine, &self.q, task, this_cpu, prev) {
                 return self.sched.select_fork_cpu(&self.machine, &self.q, task, this_cpu);
+            }
+        }
+        if let Some(pack) = self.machine.plat.file.vcpu_pack {
+            // A guest kernel's vCPU packing (`vcpu_pack`, not mainline): the previous vCPU keeps
+            // the task while it has room. Its utilisation still holds the task's recent runs
+            // there; the task's own is added all the same, as the recordings bear out.
+            let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
+            let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);
+            let capacity = self.machine.plat.cpus[prev].cap_orig;
+            if ok(prev) && pack.has_room(cpu_util, task_util, capacity) {
+                return prev;
             }
         }
         let target = match waker {

@@ -19,6 +19,7 @@ mod rtapp;
 mod scenarios;
 mod sched_costs;
 mod trace_read;
+mod vcpu_pack;
 mod vcpu_wake;
 mod wake_placement;
 mod workloads_compute;
