@@ -171,12 +171,14 @@ impl Sim {
         if let Some(pack) = self.machine.plat.file.vcpu_pack {
             // A guest kernel's vCPU packing (`vcpu_pack`, not mainline): the previous vCPU keeps
             // the task while it has room. Its utilisation still holds the task's recent runs
-            // there; the task's own is added all the same, as the recordings bear out.
-            let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
-            let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);
-            let capacity = self.machine.plat.cpus[prev].cap_orig;
-            if ok(prev) && pack.has_room(cpu_util, task_util, capacity) {
-                return prev;
+            // there; the task's own is added all the same, the form the measurements on the
+            // guest were fitted with (docs/platform-format.md).
+            if ok(prev) {
+                let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
+                let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);
+                if pack.has_room(cpu_util, task_util, self.machine.plat.cpus[prev].cap_orig) {
+                    return prev;
+                }
             }
         }
         let target = match waker {
