@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "measure-vcpu-ipi"
-
-
-def load_script() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("measure_vcpu_ipi", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("measure_vcpu_ipi", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+from script_helpers import load_script
 
 
 def switch(cpu: int, t: float, prev: str, pid: int, state: str, nxt: str, npid: int) -> str:
@@ -35,7 +21,7 @@ def waking(cpu: int, t: float, waker: str, waker_pid: int, comm: str, pid: int, 
 
 
 def test_each_wake_up_gives_the_spinners_preemption_and_the_wakers_way_back_to_sleep() -> None:
-    gaps = load_script().gaps
+    gaps = load_script("measure-vcpu-ipi").gaps
     # The waker (pid 10) wakes the wakee (11) beside the spinner (12) on CPU 1: the spinner is
     # switched out for it 25 µs later, the waker sleeps 16 µs after its sched_waking. Another
     # program's wake-up and a switch of the wakee that is not a preemption are not counted.

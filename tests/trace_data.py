@@ -29,6 +29,12 @@ def wakeup(
     return f"  {waker[0]}-{waker[1]} [{cpu:03d}] {t}: {event}: {body}\n"
 
 
+def waking(cpu: int, t: str, waker: tuple[str, int], comm: str, pid: int, prev: int) -> str:
+    """A sched_waking of `pid` (`comm`), which last ran on `prev`, logged by `waker` on `cpu`."""
+    body = f"comm={comm} pid={pid} prio=120 target_cpu={prev:03d}"
+    return f"  {waker[0]}-{waker[1]} [{cpu:03d}] {t}: sched_waking: {body}\n"
+
+
 def short_lived(count: int, out: TextIO, cpus: int = 2) -> None:
     """`count` processes, each forked, run 20 µs, asleep 10 µs (a timer wakes it), run 20 µs
     and exit: one every 100 µs on each of `cpus` CPUs in turn."""

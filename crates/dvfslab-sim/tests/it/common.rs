@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use dvfslab_sim::hw::platform::Platform;
-use dvfslab_sim::sched::task::Op;
+use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 
@@ -78,4 +78,19 @@ impl Workload for PinnedPrograms {
         let value = stats.counters.first().copied().unwrap_or(0) as f64;
         Metric { name: "count".into(), value, unit: "ops".into(), better: Better::Higher }
     }
+}
+
+/// A client and a server that take turns: each works `burst_cycles`, wakes the other
+/// synchronously and blocks until woken back; the client counts its round trips in counter 0.
+pub fn request_response(burst_cycles: f64) -> (Vec<Op>, Vec<Op>) {
+    let run = Op::Run { cycles: Amount::Fixed(burst_cycles), mem_frac: 0.0 };
+    let client = vec![
+        run.clone(),
+        Op::Post { ch: 0, sync: true },
+        Op::Wait { ch: 1 },
+        Op::Mark(Mark::Add { counter: 0, amount: 1 }),
+        Op::Jump { to: 0 },
+    ];
+    let server = vec![Op::Wait { ch: 0 }, run, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
+    (client, server)
 }

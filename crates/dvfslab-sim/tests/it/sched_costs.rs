@@ -6,7 +6,6 @@
 use crate::common;
 
 use dvfslab_sim::hw::platform::Platform;
-use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// 26,000 cycles: 10 µs at the guest's 2.6 GHz.
@@ -31,15 +30,7 @@ fn costs(switch_cycles: f64, remote_wake_us: f64) -> serde_json::Value {
 /// A client and a server, pinned to `cpus`, each work 10 µs and then wake the other and
 /// block: the client counts its round trips over 20 ms.
 fn round_trips(plat: Platform, cpus: [usize; 2]) -> SimResult {
-    let run = Op::Run { cycles: Amount::Fixed(BURST_CYCLES), mem_frac: 0.0 };
-    let client = vec![
-        run.clone(),
-        Op::Post { ch: 0, sync: true },
-        Op::Wait { ch: 1 },
-        Op::Mark(Mark::Add { counter: 0, amount: 1 }),
-        Op::Jump { to: 0 },
-    ];
-    let server = vec![Op::Wait { ch: 0 }, run, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
+    let (client, server) = common::request_response(BURST_CYCLES);
     let cfg =
         SimConfig { governor: "performance:kernel=6.18".into(), duration_ns: Some(RUN_NS), ..SimConfig::default() };
     let tasks = vec![(client, cpus[0]), (server, cpus[1])];

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crate::common;
 
 use dvfslab_sim::hw::platform::{Platform, VcpuPackFile};
-use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::sched::task::{Amount, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
@@ -25,15 +25,7 @@ struct PairAndDisturbers;
 
 impl Workload for PairAndDisturbers {
     fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let run = Op::Run { cycles: Amount::Fixed(BURST_CYCLES), mem_frac: 0.0 };
-        let client = vec![
-            run.clone(),
-            Op::Post { ch: 0, sync: true },
-            Op::Wait { ch: 1 },
-            Op::Mark(Mark::Add { counter: 0, amount: 1 }),
-            Op::Jump { to: 0 },
-        ];
-        let server = vec![Op::Wait { ch: 0 }, run, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
+        let (client, server) = common::request_response(BURST_CYCLES);
         let disturber = || -> Rc<[Op]> {
             vec![
                 Op::Sleep { ns: Amount::Fixed(1_900_000.0) },
