@@ -287,15 +287,11 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
 #   recorded round trips mostly cross vCPUs; with its tasks pinned to the recorded layout (an
 #   experiment, not shipped) every CPU-per-op statistic was within tolerance, so what is
 #   missing is placement, not the backend's own path.
-# - netperf-tcp-rr: CPU per transaction about 22% high. The loopback send and receive were
-#   measured on this pair with the switch into each side and the remote wake-up's cache misses
-#   in them, which the preset's sched_costs now charges on top; they are to be refitted.
 # - hackbench-pipe-1cpu: CPU per message 26% high. It was recorded on another host (an AMD
 #   EPYC) than the 2-vCPU recording the per-message costs are fitted to (a Xeon); that host's
 #   own 2-vCPU run costs 13% more a message than the Xeon's, its one-message runs differently.
 CPU_PER_OP_STILL_OFF = {
     "pgbench-select",
-    "netperf-tcp-rr",
     "hackbench-pipe-1cpu",
 }
 

@@ -232,23 +232,28 @@ pub mod nbench {
 /// the quiet recordings (python/dvfslab/data/recordings/; a 2-CPU KVM guest at a fixed 2.6 GHz,
 /// Linux 6.18). netperf-tcp-rr keeps its two tasks on the two vCPUs: netserver, whose switches
 /// the trace keeps, runs 4.5 µs (mean; 11,700 cycles) from its switch-in to its `sched_waking`
-/// of netperf, one receive and one send up to the wake-up, split in the first estimate's
-/// 7 : 1.5 (only their sum matters to a request/response pair: both fall in one burst). What
-/// follows the wake-up is measured where no IPI is sent: in tbench-2 and tbench-4, whose
-/// wake-ups stay on the waker's CPU, 1.4–1.7 µs (means by role and CPU; 4,200 cycles) from a
-/// side's `sched_waking` to its switch-out asleep. netperf's 12.5 µs there is that and the
-/// guest's IPI to the other, halted vCPU (the preset's `vcpu_wake.send_us`). Cycles, at any
-/// clock.
+/// of netperf. The platform charges two parts of that on its own: the switch in
+/// (`sched_costs.switch_cycles`, 1,300 on the guest) and the longer first run of a task woken
+/// from another CPU (`sched_costs.remote_wake_us`, 2.2 µs = 5,720 cycles). The 4,680 cycles
+/// left are one receive and one send up to the wake-up, split in the first estimate's 7 : 1.5
+/// (only their sum matters to a request/response pair: both fall in one burst). What follows
+/// the wake-up is measured where no IPI is sent: in tbench-2 and tbench-4, whose wake-ups stay
+/// on the waker's CPU, 1.4–1.7 µs (means by role and CPU; 4,200 cycles) from a side's
+/// `sched_waking` to its switch-out asleep. netperf's 12.5 µs there is that and the guest's
+/// IPI to the other, halted vCPU (the preset's `vcpu_wake.send_us`). A side that wakes its
+/// peer on its own CPU then costs 1,300 + 4,680 + 4,200 = 10,180 cycles a round trip, what
+/// tbench's sides run besides its loadfile's copies and parsing (8,750–12,180 recorded).
+/// Cycles, at any clock.
 pub mod loopback {
     /// The send of a small message up to the receiver's wake-up: the send system call, TCP
     /// transmit and the loopback receive in the NET_RX softirq it raises on the sender's CPU.
-    pub const TCP_SEND_CYCLES: f64 = 9_640.0;
+    pub const TCP_SEND_CYCLES: f64 = 3_850.0;
     /// What follows the wake-up on the sender's CPU: the rest of the receive softirq, the
     /// send's return and the next receive call, up to where it blocks (or finds the answer
     /// already there).
     pub const TCP_WAKE_TAIL_CYCLES: f64 = 4_200.0;
     /// The receive of a message already queued: the receive call's copy-out path and return.
-    pub const TCP_RECV_CYCLES: f64 = 2_060.0;
+    pub const TCP_RECV_CYCLES: f64 = 830.0;
 }
 
 /// tbench: each loadfile operation is one request/response on loopback TCP. \[REC\] From

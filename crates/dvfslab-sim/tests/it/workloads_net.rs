@@ -151,9 +151,13 @@ fn netperf_rr_pairs_overlap_only_after_each_wake_up_and_stream_moves_gigabits() 
     // A request/response pair on two CPUs: a transaction lasts both sides' work up to their
     // wake-ups of the other, one after the other, each woken side first leaving its idle
     // state; what follows each wake-up overlaps the other side's work. Each CPU is then busy
-    // its side's work and one idle exit (`e`, in cycles at the CPU's clock) for a
+    // its side's work, the switch into it (the preset's `sched_costs`; no remote-wake cost on
+    // this bare-metal preset) and one idle exit (`e`, in cycles at the CPU's clock) for a
     // transaction's length: (side + e) / (2 · (before + e)).
     let plat = dvfslab_sim::hw::platform::Platform::from_json(&common::preset(SKYLAKE), SKYLAKE).unwrap();
+    let costs = plat.file.sched_costs.expect("the preset charges its switches");
+    assert_eq!(costs.remote_wake_us, 0.0);
+    let switch = costs.switch_cycles;
     let busy = |workload: &str| {
         let r = run(SKYLAKE, "performance", workload, 0.1, 1).summary;
         let mut busy: Vec<_> = r.per_cpu.iter().filter(|c| c.busy_pct > 1.0).collect();
@@ -171,14 +175,14 @@ fn netperf_rr_pairs_overlap_only_after_each_wake_up_and_stream_moves_gigabits() 
         (cpu.busy_pct, states[most].exit_latency_us * cpu.avg_freq_khz * 1e-3)
     };
     let expect = |side: f64, before: f64, e: f64| 100.0 * (side + e) / (2.0 * (before + e));
-    let tcp_side = loopback::TCP_RECV_CYCLES + loopback::TCP_SEND_CYCLES + loopback::TCP_WAKE_TAIL_CYCLES;
+    let tcp_side = switch + loopback::TCP_RECV_CYCLES + loopback::TCP_SEND_CYCLES + loopback::TCP_WAKE_TAIL_CYCLES;
     let tcp_before = tcp_side - loopback::TCP_WAKE_TAIL_CYCLES;
     let (tcp, e) = busy("netperf:test=1");
     let expected = expect(tcp_side, tcp_before, e);
     assert!((tcp - expected).abs() < 2.0, "TCP_RR: {tcp}% busy, {expected}% expected");
     let copy = netperf::COPY_NS_PER_BYTE.default * 3.0;
     let udp_send = us_cycles(netperf::UDP_SEND_US.default + netperf::UDP_SOFTIRQ_US.default) + copy;
-    let udp_side = udp_send + us_cycles(netperf::UDP_RECV_US.default) + copy;
+    let udp_side = switch + udp_send + us_cycles(netperf::UDP_RECV_US.default) + copy;
     let udp_before = udp_side - netperf::UDP_WAKE_TAIL_CYCLES;
     let (udp, e) = busy("netperf:test=0");
     let expected = expect(udp_side, udp_before, e);
