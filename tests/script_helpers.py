@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,5 +19,7 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_loader(module_name, loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered first, as an import does: a dataclass in the script looks its module up.
+    sys.modules[module_name] = module
     loader.exec_module(module)
     return module

@@ -282,18 +282,12 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
 
 
-# Still off, each for a reason named in docs/recording.md:
+# Still off, for a reason named in docs/recording.md:
 # - pgbench-select: CPU per transaction 22% low. The model's pairs share a CPU where the
 #   recorded round trips mostly cross vCPUs; with its tasks pinned to the recorded layout (an
 #   experiment, not shipped) every CPU-per-op statistic was within tolerance, so what is
 #   missing is placement, not the backend's own path.
-# - hackbench-pipe-1cpu: CPU per message 26% high. It was recorded on another host (an AMD
-#   EPYC) than the 2-vCPU recording the per-message costs are fitted to (a Xeon); that host's
-#   own 2-vCPU run costs 13% more a message than the Xeon's, its one-message runs differently.
-CPU_PER_OP_STILL_OFF = {
-    "pgbench-select",
-    "hackbench-pipe-1cpu",
-}
+CPU_PER_OP_STILL_OFF = {"pgbench-select"}
 
 
 @pytest.mark.parametrize("name", shipped_recordings())

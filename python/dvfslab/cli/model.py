@@ -131,21 +131,34 @@ def _print_report(report: dict[str, Any]) -> None:
         f"operations: {report['operations_counted']}: recorded {rec_ops['operations']:,.0f} "
         f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops} (counted {counted})"
     )
+    repeats = report.get("repeats", 0)
+    if repeats:
+        print(
+            f"recorded: the median of {repeats + 1} runs (the recording and its repeats); a model "
+            "inside the runs' range is within tolerance too"
+        )
     rows = []
     for row in report["rows"]:
         if row["recorded"] is None and row["model"] is None:
             continue
-        values = [row["role"], row["label"], _fmt(row["recorded"]), _fmt(row["model"])]
-        verdict = row["verdict"]
+        values = [row["role"], row["label"], _fmt(row["recorded"])]
+        if repeats:
+            known = [v for v in row["recorded_runs"] if v is not None]
+            values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
+        values.append(_fmt(row["model"]))
+        verdict = "ok, in the runs' range" if row.get("in_runs_range_only") else row["verdict"]
         if seeds:
             known = [v for v in row["model_by_seed"] if v is not None]
             values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
             if row["judged_seeds"]:
                 verdict = f"ok in {row['within_seeds']} of {row['judged_seeds']}"
+                if row.get("in_runs_range_only_seeds"):
+                    verdict += f", {row['in_runs_range_only_seeds']} in the runs' range"
         rows.append([*values, row["tolerance"], verdict])
     model = ["model median", "over the seeds"] if seeds else ["model"]
+    recorded = ["recorded", "over the runs"] if repeats else ["recorded"]
     print_table(
-        ["role", "statistic", "recorded", *model, "tolerance", "verdict"],
+        ["role", "statistic", *recorded, *model, "tolerance", "verdict"],
         rows,
         right={"recorded", "model", "model median"},
     )
@@ -162,21 +175,39 @@ SUMMARY = (
 
 def markdown_summary(reports: list[dict[str, Any]]) -> str:
     """Per recording, the whole benchmark's main statistics, recorded → model."""
+    from dvfslab.recordings.behaviour import ALL
+
     head = ["recording", "within tolerance", *(label for _, label in SUMMARY), "woken mostly from"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for report in reports:
-        # Over several seeds, the first seed's model (the table's values are one run's).
-        model = report.get("by_seed", [report])[0]["model"]
-        r, m = report["recorded"]["roles"]["all"], model["roles"]["all"]
+        # Over several seeds, the first seed's model (the table's values are one run's); the
+        # recorded side as judged (the median of the runs where the recording has repeats).
+        model = report.get("by_seed", [report])[0]["model"]["roles"]["all"]
+        recorded = {
+            row["statistic"]: row["recorded"] for row in report["rows"] if row["role"] == ALL
+        }
+        m = {key: _get_path(model, key) for key in recorded}
         cells = [report["recording"], _within(report)]
-        cells += [f"{_fmt(r[key])} → {_fmt(m[key])}" for key, _ in SUMMARY]
-        cells.append(f"{_top_context(r)} → {_top_context(m)}")
+        cells += [f"{_fmt(recorded[key])} → {_fmt(m[key])}" for key, _ in SUMMARY]
+        cells.append(f"{_top_context(recorded)} → {_top_context(m)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def _get_path(stats: dict[str, Any], key: str) -> Any:
+    """A statistic by its dotted key (`wakeup_context_pct.softirq`)."""
+    value: Any = stats
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 def _top_context(stats: dict[str, Any]) -> str:
-    shares = {k: v for k, v in stats["wakeup_context_pct"].items() if v is not None}
+    """The most common wake-up context of statistics keyed as the check's rows are."""
+    prefix = "wakeup_context_pct."
+    shares = {
+        k[len(prefix) :]: v for k, v in stats.items() if k.startswith(prefix) and v is not None
+    }
     if not shares:
         return "-"
     name, pct = max(shares.items(), key=lambda kv: kv[1])

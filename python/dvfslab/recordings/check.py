@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour
-from dvfslab.recordings.manifest import Recording
+from dvfslab.recordings.manifest import Recording, load_repeats
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.read import Trace
 
@@ -40,6 +40,16 @@ class Tolerance:
             return "ok"
         allowed = max(self.rel * abs(recorded), self.step)
         return "ok" if abs(modelled - recorded) <= allowed + 1e-3 * self.step else "off"
+
+    def judge_runs(self, runs: list[float | None], modelled: float | None) -> str:
+        """The verdict against several recorded runs of the benchmark: within tolerance of
+        their median, or inside the range the runs themselves span (a value the real
+        benchmark gave cannot be called wrong)."""
+        known = sorted(v for v in runs if v is not None)
+        verdict = self.judge(_median(known) if known else None, modelled)
+        if verdict == "off" and modelled is not None and known[0] <= modelled <= known[-1]:
+            return "ok"
+        return verdict
 
     def text(self) -> str:
         if self.points is not None:
@@ -82,6 +92,18 @@ WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
     ("forks_per_s", "forks per s", REPORTED),
     ("execs_per_s", "execs per s", REPORTED),
 ]
+
+
+def _median(values: list[float]) -> float:
+    """The median of sorted `values`, the lower of the middle two for an even count (a value
+    one of the runs had)."""
+    return values[(len(values) - 1) // 2]
+
+
+def recorded_runs(rec: Recording) -> list[dict[str, Any]]:
+    """The statistics of the recording and of each of its repeats (`Recording.repeats`), the
+    recording's first."""
+    return [recorded_behaviour(rec), *(recorded_behaviour(r) for r in load_repeats(rec))]
 
 
 def recorded_behaviour(rec: Recording) -> dict[str, Any]:
@@ -194,28 +216,47 @@ def _fixed_khz(platform: dict[str, Any]) -> int | None:
     return khz.pop() if len(khz) == 1 else None
 
 
-def compare(recorded: dict[str, Any], modelled: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per statistic and role: both values, the tolerance and the verdict."""
+def compare(
+    recorded: dict[str, Any], modelled: dict[str, Any], repeats: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """One row per statistic and role: both values, the tolerance and the verdict. With the
+    statistics of other runs (`repeats`), the recorded value is the runs' median, each run's
+    value is kept (`recorded_runs`, the recording's first) and the verdict is
+    `Tolerance.judge_runs`'."""
+    runs = [recorded, *(repeats or [])]
     rows = []
     for role in recorded["roles"]:
-        r, m = recorded["roles"][role], modelled["roles"][role]
+        m = modelled["roles"][role]
         for key, label, tol in STATISTICS:
-            a, b = _get(r, key), _get(m, key)
-            rows.append(_row(role, key, label, a, b, tol))
+            values = [_get(run["roles"][role], key) for run in runs]
+            rows.append(_row(role, key, label, values, _get(m, key), tol))
     for key, label, tol in WHOLE_RUN:
-        rows.append(_row(ALL, key, label, recorded[key], modelled[key], tol))
+        rows.append(_row(ALL, key, label, [run[key] for run in runs], modelled[key], tol))
     return rows
 
 
-def _row(role: str, key: str, label: str, a: Any, b: Any, tol: Tolerance) -> dict[str, Any]:
+def _row(
+    role: str, key: str, label: str, runs: list[Any], modelled: Any, tol: Tolerance
+) -> dict[str, Any]:
+    row = {"role": role, "statistic": key, "label": label, "tolerance": tol.text()}
+    if len(runs) == 1:
+        return {
+            **row,
+            "recorded": runs[0],
+            "model": modelled,
+            "verdict": tol.judge(runs[0], modelled),
+        }
+    known = sorted(v for v in runs if v is not None)
+    median = _median(known) if known else None
+    verdict = tol.judge_runs(runs, modelled)
     return {
-        "role": role,
-        "statistic": key,
-        "label": label,
-        "recorded": a,
-        "model": b,
-        "tolerance": tol.text(),
-        "verdict": tol.judge(a, b),
+        **row,
+        "recorded": median,
+        "recorded_runs": runs,
+        "model": modelled,
+        "verdict": verdict,
+        # Within tolerance only because a run went as far as the model: say so.
+        "in_runs_range_only": verdict == "ok" and tol.judge(median, modelled) == "off",
     }
 
 
@@ -226,13 +267,16 @@ def _get(stats: dict[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def check(rec: Recording, seed: int = 0, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The recording against its model: both sides' statistics and the verdicts.
-    `recorded` is the recording's side when it was read already (`recorded_behaviour`)."""
-    if recorded is None:
-        recorded = recorded_behaviour(rec)
+def check(
+    rec: Recording, seed: int = 0, runs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The recording against its model: both sides' statistics and the verdicts. `runs` is
+    the recorded side when it was read already (`recorded_runs`)."""
+    if runs is None:
+        runs = recorded_runs(rec)
+    recorded = runs[0]
     modelled, summary = modelled_behaviour(rec, seed, recorded["idle_events_lost_on_cpus"])
-    rows = compare(recorded, modelled)
+    rows = compare(recorded, modelled, runs[1:])
     judged = [row for row in rows if row["verdict"] in ("ok", "off")]
     return {
         "recording": rec.name,
@@ -245,6 +289,7 @@ def check(rec: Recording, seed: int = 0, recorded: dict[str, Any] | None = None)
             else "round trips {} -> {} in each trace".format(*rec.round_trips)
         ),
         "recorded": recorded,
+        "repeats": len(runs) - 1,
         "model": modelled,
         "model_metric": summary["metric"],
         "rows": rows,
@@ -261,10 +306,10 @@ def check_seeds(rec: Recording, seeds: list[int], progress: Any = None) -> dict[
     lower of the middle two for an even number), in how many of them it was within tolerance,
     and as its verdict whether that was most of them; each seed's own report besides.
     `progress` is advanced once a seed."""
-    recorded = recorded_behaviour(rec)
+    runs = recorded_runs(rec)
     reports = []
     for seed in seeds:
-        reports.append(check(rec, seed, recorded))
+        reports.append(check(rec, seed, runs))
         if progress is not None:
             progress.advance()
     rows = []
@@ -283,13 +328,23 @@ def check_seeds(rec: Recording, seeds: list[int], progress: Any = None) -> dict[
                 "verdict": ("ok" if 2 * within > judged else "off") if judged else row["verdict"],
                 "within_seeds": within,
                 "judged_seeds": judged,
+                "in_runs_range_only_seeds": sum(
+                    bool(r["rows"][i].get("in_runs_range_only")) for r in reports
+                ),
             }
         )
     first = reports[0]
     return {
         **{
             k: first[k]
-            for k in ("recording", "workload", "platform", "operations_unit", "operations_counted")
+            for k in (
+                "recording",
+                "workload",
+                "platform",
+                "operations_unit",
+                "operations_counted",
+                "repeats",
+            )
         },
         "recorded": first["recorded"],
         "seeds": seeds,

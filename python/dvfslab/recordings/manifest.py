@@ -15,6 +15,8 @@
                                          # trips between these roles, counted in each trace
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
     model_duration_s = 0.3
+    repeats = ["repeats/tbench-2.2.toml"] # optional: other runs of the same command on the
+                                         # same machine, each a recording of its own
 
     [roles]                              # role -> a pattern on the comm of its tasks
     client = "^tbench$"
@@ -64,6 +66,9 @@ class Recording:
     """(requester role, responder role) of a benchmark whose operation is one round trip
     between them: its operations per window are counted in the recording's trace and in the
     model's alike (`round_trips`), and `operations` is only reported beside them."""
+    repeats: tuple[Path, ...] = ()
+    """Manifests of other runs of the same command on the same machine: how far the real
+    benchmark moves from run to run (`dvfslab model check` judges against all the runs)."""
 
     def trace_text(self) -> str:
         """The recording's ftrace text (decompressed)."""
@@ -137,6 +142,15 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
             f"{path}: round_trips: expected [requester, responder], two of the roles "
             f"{', '.join(roles)}; got {trips!r}"
         )
+    repeats = data.get("repeats", [])
+    if not isinstance(repeats, list) or not all(isinstance(r, str) for r in repeats):
+        raise ConfigError(
+            f"{path}: repeats: expected a list of manifest paths (relative to this file), "
+            f"got {repeats!r}"
+        )
+    for r in repeats:
+        if not (path.parent / r).is_file():
+            raise ConfigError(f"{path}: repeats: {r}: no such file beside {path.name}")
     return Recording(
         name=text("name", path.stem),
         trace_path=trace,
@@ -153,4 +167,21 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         model_warmup_s=number("model_warmup_s", 0.2, zero_ok=True),
         model_duration_s=number("model_duration_s", max(window_s, 0.2)),
         round_trips=None if trips is None else (trips[0], trips[1]),
+        repeats=tuple(path.parent / r for r in repeats),
     )
+
+
+def load_repeats(rec: Recording) -> list[Recording]:
+    """The other runs `rec` names, each checked to be a run of the same model with the same
+    roles."""
+    runs = []
+    for path in rec.repeats:
+        run = load_recording(path)
+        for field in ("workload", "roles", "round_trips"):
+            if getattr(run, field) != getattr(rec, field):
+                raise ConfigError(
+                    f"{path}: {field}: a repeat of {rec.name} must have its {field} "
+                    f"({getattr(rec, field)!r}), got {getattr(run, field)!r}"
+                )
+        runs.append(run)
+    return runs

@@ -1,0 +1,101 @@
+"""A recording's repeats: other runs of the same benchmark on the same machine, which the model
+check judges against (the median of the runs, or inside their range)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dvfslab._core import ConfigError
+from dvfslab.recordings import load_recording
+from dvfslab.recordings.check import MEDIAN, PER_OP_CPU, REPORTED, compare, recorded_runs
+from dvfslab.recordings.manifest import load_repeats
+from script_helpers import load_script
+
+MANIFEST = """name = "{name}"
+workload = "{workload}"
+window_start_s = 0.0
+window_s = 0.1
+operations = 10.0
+{extra}
+[roles]
+worker = "^w$"
+"""
+TRACE = "          w-1 [000] d..2.     0.050000: sched_switch: prev_comm=w prev_pid=1 \
+prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+
+
+def write(folder: Path, name: str, workload: str = "hackbench", extra: str = "") -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(MANIFEST.format(name=name, workload=workload, extra=extra))
+    path.with_suffix(".txt").write_text(TRACE)
+    return path
+
+
+def test_runs_are_judged_by_their_median_or_their_range() -> None:
+    # The median of an even count is the lower middle value, one the runs had.
+    assert PER_OP_CPU.judge_runs([100.0, 300.0, 110.0, 90.0], 118.0) == "ok"  # 100 +18%
+    assert PER_OP_CPU.judge_runs([100.0, 300.0, 110.0, 90.0], 125.0) == "ok"  # in 90..300
+    assert PER_OP_CPU.judge_runs([100.0, 300.0, 110.0, 90.0], 301.0) == "off"
+    assert PER_OP_CPU.judge_runs([100.0, 110.0], 70.0) == "off"
+    assert MEDIAN.judge_runs([5.0, 100.0, 89.0], 80.0) == "ok"  # median 89
+    assert MEDIAN.judge_runs([None, 100.0], 60.0) == "off"
+    assert MEDIAN.judge_runs([None, None], 60.0) == "n/a"
+    assert REPORTED.judge_runs([1.0, 2.0], 9.0) == "reported"
+
+
+def test_compare_keeps_every_run_and_judges_against_them() -> None:
+    def stats(cpu: float) -> dict:
+        return {
+            "roles": {"all": {"cpu_cycles_per_op": cpu}},
+            "forks_per_s": 0.0,
+            "execs_per_s": 0.0,
+        }
+
+    rows = compare(stats(2000.0), stats(2900.0), [stats(3000.0), stats(2200.0)])
+    row = next(r for r in rows if r["statistic"] == "cpu_cycles_per_op")
+    assert row["recorded_runs"] == [2000.0, 3000.0, 2200.0]
+    assert row["recorded"] == 2200.0
+    assert row["verdict"] == "ok"  # 32% above the median, inside the runs' 2,000..3,000
+    assert row["in_runs_range_only"]
+    alone = next(
+        r for r in compare(stats(2000.0), stats(2900.0)) if r["statistic"] == "cpu_cycles_per_op"
+    )
+    assert "recorded_runs" not in alone
+    assert alone["verdict"] == "off"
+
+
+def test_a_shipped_recording_with_repeats_is_checked_against_all_its_runs() -> None:
+    rec = load_recording("hackbench-pipe-1cpu")
+    repeats = load_repeats(rec)
+    assert len(repeats) >= 2
+    assert all(r.workload == rec.workload and r.trace_path.exists() for r in repeats)
+    runs = recorded_runs(rec)
+    assert len(runs) == len(repeats) + 1
+    # Each run is read on its own: its own operations and window.
+    cpu = {r["roles"]["all"]["cpu_cycles_per_op"] for r in runs}
+    assert len(cpu) == len(runs)
+
+
+def test_bad_repeats_are_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="repeats: expected a list"):
+        load_recording(write(tmp_path, "a", extra='repeats = "b.toml"'))
+    with pytest.raises(ConfigError, match=r"repeats: b\.toml: no such file"):
+        load_recording(write(tmp_path, "a", extra='repeats = ["b.toml"]'))
+    write(tmp_path, "b", workload="tbench")
+    rec = load_recording(write(tmp_path, "a", extra='repeats = ["b.toml"]'))
+    with pytest.raises(ConfigError, match=r"b\.toml: workload: a repeat of a must have"):
+        load_repeats(rec)
+
+
+def test_the_recorder_lists_its_repeats_in_the_manifest() -> None:
+    script = load_script("record-benchmarks")
+    text = MANIFEST.format(name="x", workload="hackbench", extra="lost_events = 0\n")
+    once = script.with_repeats(text, ["repeats/x.2.toml"])
+    assert script.listed_repeats(once) == ["repeats/x.2.toml"]
+    assert 'lost_events = 0\nrepeats = ["repeats/x.2.toml"]\n\n[roles]' in once
+    twice = script.with_repeats(once, ["repeats/x.2.toml", "repeats/x.3.toml"])
+    assert script.listed_repeats(twice) == ["repeats/x.2.toml", "repeats/x.3.toml"]
+    assert twice.count("repeats =") == 1
+    assert script.listed_repeats(text) == []
