@@ -3,6 +3,9 @@ check judges against (the median of the runs, or inside their range)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,25 @@ def test_the_recorder_lists_its_repeats_in_the_manifest() -> None:
     assert script.listed_repeats(twice) == ["repeats/x.2.toml", "repeats/x.3.toml"]
     assert twice.count("repeats =") == 1
     assert script.listed_repeats(text) == []
+
+
+def test_the_cli_lists_and_checks_a_recordings_runs() -> None:
+    def dvfslab(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "dvfslab", *args], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    runs = 1 + len(load_recording("hackbench-pipe-1cpu").repeats)
+    listed = {line.split()[0]: line.split() for line in dvfslab("model", "list").splitlines()}
+    assert str(runs) in listed["hackbench-pipe-1cpu"]
+    assert "1" in listed["tbench-2"]
+    table = dvfslab("model", "check", "hackbench-pipe-1cpu")
+    assert f"the median of {runs} runs" in table
+    assert "over the runs" in table
+    report = json.loads(dvfslab("model", "check", "hackbench-pipe-1cpu", "--json"))
+    assert report["repeats"] == runs - 1
+    row = next(r for r in report["rows"] if r["role"] == "all" and r["statistic"] == "run_us.p50")
+    assert len(row["recorded_runs"]) == runs
+    assert row["recorded"] == sorted(row["recorded_runs"])[(runs - 1) // 2]

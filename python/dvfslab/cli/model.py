@@ -67,8 +67,9 @@ def cmd_model_list(args: argparse.Namespace) -> int:
     rows = []
     for name in shipped_recordings():
         rec = load_recording(name)
-        rows.append([rec.name, rec.workload, rec.command, f"{rec.window_s:g} s", rec.machine])
-    print_table(["recording", "model", "command", "window", "machine"], rows)
+        runs = 1 + len(rec.repeats)
+        rows.append([rec.name, rec.workload, rec.command, f"{rec.window_s:g} s", runs, rec.machine])
+    print_table(["recording", "model", "command", "window", "runs", "machine"], rows)
     return 0
 
 
