@@ -15,8 +15,8 @@
                                          # trips between these roles, counted in each trace
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
     model_duration_s = 0.3
-    repeats = ["repeats/tbench-2.2.toml"] # optional: other runs of the same command on the
-                                         # same machine, each a recording of its own
+    repeats = ["repeats/tbench-2.2.toml"]  # optional: other runs of the same command on
+                                         # the same machine, each a recording of its own
 
     [roles]                              # role -> a pattern on the comm of its tasks
     client = "^tbench$"
@@ -172,12 +172,12 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
 
 
 def load_repeats(rec: Recording) -> list[Recording]:
-    """The other runs `rec` names, each checked to be a run of the same model with the same
-    roles."""
+    """The other runs `rec` names, each checked to be a run of the same model on the same
+    preset with the same roles."""
     runs = []
     for path in rec.repeats:
         run = load_recording(path)
-        for field in ("workload", "roles", "round_trips"):
+        for field in ("workload", "platform", "roles", "round_trips"):
             if getattr(run, field) != getattr(rec, field):
                 raise ConfigError(
                     f"{path}: {field}: a repeat of {rec.name} must have its {field} "
