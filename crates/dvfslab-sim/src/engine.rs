@@ -42,6 +42,9 @@ pub enum Event {
     /// A reschedule IPI sent to `cpu` while it ran a task reaches it; stale once that CPU has
     /// switched task (`token` counts its switches).
     ReschedIpi { cpu: u32, token: u32 },
+    /// The running task of `cpu`, whose own loopback send woke a task that preempts it, is back
+    /// at user mode, where the reschedule takes effect; stale once `cpu` has switched task.
+    ReturnToUser { cpu: u32, token: u32 },
     /// Periodic read of the RAPL counters, so wraps are seen.
     RaplSample,
     /// End of the warm-up: what was measured so far is set aside.

@@ -26,10 +26,18 @@ pub(crate) struct Cpu {
     pub resched: bool,
     /// Tasks switched in so far: what a reschedule IPI on its way was sent for.
     pub switches: u32,
-    /// A reschedule IPI on its way here, for the task current when it was sent, with the woken
-    /// task that asked for it if one did (`Sim::resched_curr`): the need_resched flag it set
-    /// is that task's, so a switch drops it.
+    /// A reschedule asked for and not yet taken: an IPI on its way here, or the running task's
+    /// own loopback send not yet back at user mode, for the task current when it was asked,
+    /// with the woken task that asked for it if one did (`Sim::resched_curr`): the
+    /// need_resched flag it set is that task's, so a switch drops it.
     pub resched_ipi: Option<Option<usize>>,
+    /// The running task's own loopback send is waking a task (`Op::Loopback`): a preemption it
+    /// asks for waits for the send's return to user mode.
+    pub in_loopback_send: bool,
+    /// A preempting wake-up asked the run-queue's clock to skip its next update
+    /// (rq_clock_skip_update in wakeup_preempt): the switch that follows charges the running
+    /// task only up to this time, the clock's last update, and the task switched in from it.
+    pub clock_skip_from: Option<TimeNs>,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
     pub util_est_sum: u64,

@@ -86,6 +86,8 @@ impl Sched {
                 resched: false,
                 switches: 0,
                 resched_ipi: None,
+                in_loopback_send: false,
+                clock_skip_from: None,
                 avg: SchedAvg::default(),
                 util_est_sum: 0,
                 clock_pelt: 0,
@@ -453,6 +455,10 @@ impl Sched {
         let now = q.now();
         let Some(curr) = self.cpus[cpu].curr else { return };
         self.account_segment(q, cpu);
+        // The clock is updated now: a skip asked before it leaves uncharged only what follows.
+        if let Some(from) = self.cpus[cpu].clock_skip_from.as_mut() {
+            *from = (*from).max(now);
+        }
         let t = &mut self.tasks[curr];
         let delta = now - t.exec_start_ns;
         t.vruntime += delta;

@@ -150,7 +150,9 @@ impl Sim {
                     // The receive runs in the NET_RX softirq this CPU raised, interrupting the
                     // sender, and wakes the receiver from there.
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                    self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync })
+                    self.sched.cpus[cpu].in_loopback_send = true;
+                    self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync });
+                    self.sched.cpus[cpu].in_loopback_send = false;
                 }
                 Op::Offer { ch, capacity } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;

@@ -334,7 +334,7 @@ impl Sim {
                     self.with_governor(policy as usize, |g, ctx| g.timer(ctx));
                 }
                 Event::IoComplete { dev, request } => self.io_complete(dev, request),
-                Event::ReschedIpi { cpu, .. } => self.resched_ipi(cpu as usize),
+                Event::ReschedIpi { cpu, .. } | Event::ReturnToUser { cpu, .. } => self.resched_ipi(cpu as usize),
                 Event::RaplSample => {
                     self.hw.rapl_sample(&self.machine, &self.q);
                     let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;
@@ -428,7 +428,9 @@ impl Sim {
             Event::FreqApply { domain, token } => self.hw.domains[domain as usize].apply_token == token,
             Event::DriverTimer { policy, token } => self.hw.ramps[policy as usize].timer_token == token,
             Event::GovernorTimer { policy, token } => self.cpufreq.policies[policy as usize].timer_token == token,
-            Event::ReschedIpi { cpu, token } => self.sched.cpus[cpu as usize].switches == token,
+            Event::ReschedIpi { cpu, token } | Event::ReturnToUser { cpu, token } => {
+                self.sched.cpus[cpu as usize].switches == token
+            }
             Event::End | Event::WarmupEnd | Event::PcuTick { .. } | Event::IoComplete { .. } | Event::RaplSample => {
                 true
             }

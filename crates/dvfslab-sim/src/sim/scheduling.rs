@@ -16,6 +16,7 @@ use crate::sched::{
     RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
 };
 use crate::sim::Sim;
+use crate::workload::estimates::loopback;
 use crate::workload::SchedPolicy;
 
 impl Sim {
@@ -43,7 +44,17 @@ impl Sim {
     /// later and the waker pays the send. The need_resched flag it carries is the task's: a
     /// task that switches out first takes it along, and the IPI finds nothing to do; a second
     /// request before it arrives sends none (set_nr_and_not_polling).
+    ///
+    /// A wake-up from the running task's own loopback send (`Op::Loopback`) asks for the switch
+    /// where the send returns to user mode, the preemption point of a kernel without forced
+    /// preemption, and for the run-queue clock's next update to be skipped (wakeup_preempt's
+    /// rq_clock_skip_update, which __schedule then honours): what the sender runs after the
+    /// wake-up's last clock update is charged to the task switched in
+    /// ([`loopback::TCP_WAKE_TO_RETURN_CYCLES`], measured).
     pub(crate) fn resched_curr(&mut self, cpu: usize, next: Option<usize>, source: usize) {
+        if source == cpu && self.sched.cpus[cpu].in_loopback_send {
+            return self.resched_at_return(cpu, next);
+        }
         let delay_ns = match self.machine.plat.file.vcpu_wake {
             Some(cost) if source != cpu => cost.resched_ns(),
             _ => 0,
@@ -58,6 +69,24 @@ impl Sim {
         let token = self.sched.cpus[cpu].switches;
         self.q.push(self.q.now() + delay_ns, Event::ReschedIpi { cpu: cpu as u32, token });
         self.spend_ipi_send(source);
+    }
+
+    /// The switch a wake-up from `cpu`'s own loopback send asked for: at the send's return to
+    /// user mode, the clock's update skipped from the wake-up's last one ([`Sim::resched_curr`]).
+    fn resched_at_return(&mut self, cpu: usize, next: Option<usize>) {
+        if self.sched.cpus[cpu].resched_ipi.is_some() {
+            return;
+        }
+        let now = self.q.now();
+        let cycles_per_ns = self.core_rate(cpu, 0.0);
+        let to_return = (loopback::TCP_WAKE_TO_RETURN_CYCLES / cycles_per_ns).round() as u64;
+        let charged = ((loopback::TCP_WAKE_TO_RETURN_CYCLES - loopback::TCP_WAKEUP_TO_RETURN_CYCLES) / cycles_per_ns)
+            .round() as u64;
+        let c = &mut self.sched.cpus[cpu];
+        c.resched_ipi = Some(next);
+        c.clock_skip_from = Some(now + charged);
+        let token = c.switches;
+        self.q.push(now + to_return, Event::ReturnToUser { cpu: cpu as u32, token });
     }
 
     /// The reschedule IPI reaches `cpu`, still running the task it was sent for, which
@@ -263,6 +292,9 @@ impl Sim {
     /// one runnable in the queue.
     pub(crate) fn preempt(&mut self, cpu: usize, next: Option<usize>) {
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
+        // __schedule honours a skip asked for, whether or not it switches: taken before this
+        // accounting, which stands for the update it skips.
+        let skip_from = self.sched.cpus[cpu].clock_skip_from.take();
         self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
@@ -278,6 +310,15 @@ impl Sim {
             None => self.sched.best_queued(cpu),
         };
         self.sched.queue_remove(cpu, next);
+        // A skipped clock update (rq_clock_skip_update): the time since the clock's last update
+        // goes to the task switched in, not to the one switched out. (The latter's deadline,
+        // renewed or not by the update, is left as it is: the interval is under a µs.)
+        let skipped = skip_from.map_or(0, |from| self.q.now().saturating_sub(from));
+        for (task, charge) in [(curr, -(skipped as i64)), (next, skipped as i64)] {
+            let t = &mut self.sched.tasks[task];
+            t.vruntime = t.vruntime.saturating_add_signed(charge);
+            t.sum_exec_ns = t.sum_exec_ns.saturating_add_signed(charge);
+        }
         self.sched.queue_push(cpu, curr);
         let c = &mut self.sched.cpus[cpu];
         c.curr = None;
@@ -355,6 +396,7 @@ impl Sim {
         c.curr = Some(task);
         c.switches = c.switches.wrapping_add(1);
         c.resched_ipi = None;
+        c.clock_skip_from = None;
         let prev = c.switched_out.take();
         self.sched.fair_set_next(cpu, task);
         self.count_placement_idle(cpu);

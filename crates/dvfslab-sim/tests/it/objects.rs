@@ -592,10 +592,10 @@ fn siblings_saturating_one_core_spread_to_an_idle_core_only_once_the_imbalance_p
 }
 
 /// A request/response pair made to share CPU 0 of the quiet 2-CPU guest for `shared_ms` each,
-/// then free. Each side works 10 µs, wakes the other from its softirq (a loopback send), runs
-/// the send's last 2 µs and blocks for the answer, as `netperf:test=tcp-rr` does. Returns the
-/// run with its migrations.
-fn pair_sharing_cpu0(shared_ms: f64, duration_s: f64) -> SimResult {
+/// then free. Each side works 10 µs, wakes the other with `send` (a loopback send, from its
+/// softirq, as `netperf:test=tcp-rr` does, or a pipe write), runs the send's last 2 µs and
+/// blocks for the answer. Returns the run with its migrations.
+fn pair_sharing_cpu0(shared_ms: f64, duration_s: f64, send: fn(u32) -> Op) -> SimResult {
     let run = |cycles: f64| Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 };
     let start = |mut p: Vec<Op>| {
         let mut v = vec![
@@ -608,19 +608,13 @@ fn pair_sharing_cpu0(shared_ms: f64, duration_s: f64) -> SimResult {
     };
     let client = start(vec![
         run(26_000.0),
-        Op::Loopback { ch: 0, sync: true },
+        send(0),
         run(5_200.0),
         Op::Wait { ch: 1 },
         Op::Mark(Mark::Add { counter: 0, amount: 1 }),
         Op::Jump { to: 3 },
     ]);
-    let server = start(vec![
-        Op::Wait { ch: 0 },
-        run(26_000.0),
-        Op::Loopback { ch: 1, sync: true },
-        run(5_200.0),
-        Op::Jump { to: 3 },
-    ]);
+    let server = start(vec![Op::Wait { ch: 0 }, run(26_000.0), send(1), run(5_200.0), Op::Jump { to: 3 }]);
     let w = Programs { tasks: vec![client, server], spawned: vec![], devices: vec![] };
     let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
     let cfg = SimConfig {
@@ -634,20 +628,36 @@ fn pair_sharing_cpu0(shared_ms: f64, duration_s: f64) -> SimResult {
 
 #[test]
 fn a_pair_kept_on_one_cpu_by_delayed_dequeue_is_split_by_the_idle_balancer() {
-    // Each side runs its 5 ms pinned on the shared CPU, so both are free from 10 ms, on CPU 0
+    // Pipe writes: the woken side preempts the writer at once. Each side runs its 5 ms pinned
+    // on the shared CPU, so both are free from 10 ms, on CPU 0
     // with CPU 1 idle. At 6.18 each blocks while the other is queued, so its dequeue is
     // delayed and the other's send wakes it in place (ttwu_runnable): wake-up placement never
     // sees it. The guest ticks every 4 ms (HZ=250); each tick that finds two tasks kicks a
     // balance attempt (the 2-CPU domain's 2 ms interval is shorter), which fails: the running
     // task cannot be pulled, the other is delayed or cache-hot. After 2 failures a hot waiting
     // task may go, after 4 the running one (cache_nice_tries 1, + 2): by the 5th tick, 20 ms.
-    let r = pair_sharing_cpu0(5.0, 0.1);
+    let r = pair_sharing_cpu0(5.0, 0.1, |ch| Op::Post { ch, sync: true });
     let moved: Vec<Migration> =
         r.migrations.unwrap().into_iter().filter(|m| m.reason == "push" || m.reason == "active").collect();
     assert_eq!(moved.len(), 1, "the pair is split once and stays apart: {moved:?}");
     let waited_ms = (moved[0].time_ns as f64 - 10e6) / 1e6;
     assert!((0.0..=20.0).contains(&waited_ms), "split {waited_ms} ms after the release");
     assert_eq!((moved[0].src_cpu, moved[0].dst_cpu), (0, 1));
+}
+
+#[test]
+fn a_loopback_pair_on_one_cpu_is_parted_by_a_wake_up_it_no_longer_takes_in_place() {
+    // Loopback sends: the woken side preempts the sender only where the send returns to user
+    // mode, and the sender's time after the wake-up's last clock update is charged to the woken
+    // side (the skipped clock update). The sender is then sometimes the one owed time and
+    // blocks while eligible: it leaves the queue, and the other's next send wakes it through
+    // wake-up placement, which finds CPU 1 idle. No balancer is needed.
+    let r = pair_sharing_cpu0(5.0, 0.1, |ch| Op::Loopback { ch, sync: true });
+    let moved: Vec<Migration> = r.migrations.unwrap().into_iter().filter(|m| m.time_ns > 10_000_000).collect();
+    assert_eq!(moved.len(), 1, "the pair is parted once and stays apart: {moved:?}");
+    assert_eq!(moved[0].reason, "wakeup");
+    assert_eq!((moved[0].src_cpu, moved[0].dst_cpu), (0, 1));
+    assert!(moved[0].time_ns < 30_000_000, "parted at {} ns", moved[0].time_ns);
 }
 
 /// Tasks that run pinned to `cpus` for 100 ms, then anywhere; each then repeats `work`.
