@@ -307,6 +307,9 @@ impl Sim {
                     None => return,
                 }
             }
+            // Nothing left to switch to (the woken task was pulled away before a deferred
+            // switch): __schedule picks the running task again.
+            None if self.sched.cpus[cpu].queue.is_empty() => return,
             None => self.sched.best_queued(cpu),
         };
         self.sched.queue_remove(cpu, next);
