@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import dvfslab
@@ -22,7 +22,7 @@ from dvfslab.recordings.behaviour import behaviour
 from dvfslab.recordings.check import Tolerance, check, drop_idle_events, idle_events_lost_on
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.ftrace import render
-from dvfslab.traces.read import parse_text
+from dvfslab.traces.read import Trace, parse_text
 
 # Two tasks on two CPUs: `cli` sends (a softirq on CPU 0 wakes `srv` on CPU 1), sleeps; `srv`
 # runs 20 us, replies from its own softirq on CPU 1, which wakes `cli` on CPU 0 (not the
@@ -315,35 +315,27 @@ def test_hackbench_on_one_cpu_takes_turns_as_the_recording_does() -> None:
         assert 0.5 < row["model"] / row["recorded"] < 2.0, row
 
 
-def preempted_sender_delays_us(text: str) -> list[float]:
+def preempted_sender_delays_us(trace: Trace) -> pd.Series:
     """Per wake-up that preempted its waker on the waker's own CPU: µs from the waker's
-    `sched_waking` to its switch-out runnable, from ftrace text."""
-    pattern = re.compile(r"-(\d+)\s+\[(\d+)\][^:]*?\s([\d.]+): (\w+): (.*)")
-    waking: dict[int, tuple[str, str, float]] = {}
-    delays = []
-    for line in text.splitlines():
-        m = pattern.search(line)
-        if m is None:
-            continue
-        pid, cpu, t, event, rest = (
-            m.group(1),
-            int(m.group(2)),
-            float(m.group(3)),
-            m.group(4),
-            m.group(5),
-        )
-        if event == "sched_waking" and f"target_cpu={cpu:03d}" in rest:
-            waking[cpu] = (pid, rest.split(" pid=")[1].split()[0], t)
-        elif event == "sched_switch" and cpu in waking:
-            waker, wakee, at = waking.pop(cpu)
-            fields = dict(kv.split("=", 1) for kv in rest.replace(" ==> ", " ").split())
-            if (fields["prev_pid"], fields["prev_state"], fields["next_pid"]) == (
-                waker,
-                "R",
-                wakee,
-            ):
-                delays.append((t - at) * 1e6)
-    return delays
+    `sched_waking` to its switch-out runnable (the CPU's next switch, to the woken task)."""
+    wakings = trace.wakings[trace.wakings["cpu"] == trace.wakings["target_cpu"]]
+    wakings = wakings.sort_values("time_s")
+    switches = trace.switches.sort_values("time_s").rename(columns={"time_s": "switch_s"})
+    paired = pd.merge_asof(
+        wakings,
+        switches,
+        left_on="time_s",
+        right_on="switch_s",
+        by="cpu",
+        direction="forward",
+        allow_exact_matches=False,
+    )
+    preempted = paired[
+        (paired["prev_pid"] == paired["waker_pid"])
+        & (paired["prev_state"] == "R")
+        & (paired["next_pid"] == paired["pid"])
+    ]
+    return (preempted["switch_s"] - preempted["time_s"]) * 1e6
 
 
 def test_a_loopback_sender_is_preempted_at_its_return_with_the_clock_skipped() -> None:
@@ -360,12 +352,11 @@ def test_a_loopback_sender_is_preempted_at_its_return_with_the_clock_skipped() -
         seed=0,
         timeline=True,
     )
-    modelled = preempted_sender_delays_us(render(result))
-    recorded = preempted_sender_delays_us(rec.trace_text())
+    modelled = preempted_sender_delays_us(parse_text(render(result), "model"))
+    recorded = preempted_sender_delays_us(parse_text(rec.trace_text(), rec.name))
     assert len(modelled) > 1000
     assert len(recorded) > 1000
-    mean = sum(modelled) / len(modelled)
-    assert abs(mean - sum(recorded) / len(recorded)) < 0.3, mean
+    assert abs(modelled.mean() - recorded.mean()) < 0.3, (modelled.mean(), recorded.mean())
     rows = {(r["role"], r["statistic"]): r for r in check(rec)["rows"]}
     # Without the skip, 0.017 sleeps a round trip (0.227 recorded): the clients were always
     # preempted.

@@ -177,6 +177,7 @@ SUMMARY = (
 def markdown_summary(reports: list[dict[str, Any]]) -> str:
     """Per recording, the whole benchmark's main statistics, recorded → model."""
     from dvfslab.recordings.behaviour import ALL
+    from dvfslab.recordings.check import statistic
 
     head = ["recording", "within tolerance", *(label for _, label in SUMMARY), "woken mostly from"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -187,20 +188,12 @@ def markdown_summary(reports: list[dict[str, Any]]) -> str:
         recorded = {
             row["statistic"]: row["recorded"] for row in report["rows"] if row["role"] == ALL
         }
-        m = {key: _get_path(model, key) for key in recorded}
+        m = {key: statistic(model, key) for key in recorded}
         cells = [report["recording"], _within(report)]
         cells += [f"{_fmt(recorded[key])} → {_fmt(m[key])}" for key, _ in SUMMARY]
         cells.append(f"{_top_context(recorded)} → {_top_context(m)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _get_path(stats: dict[str, Any], key: str) -> Any:
-    """A statistic by its dotted key (`wakeup_context_pct.softirq`)."""
-    value: Any = stats
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
 
 
 def _top_context(stats: dict[str, Any]) -> str:

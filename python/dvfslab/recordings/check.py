@@ -228,8 +228,8 @@ def compare(
     for role in recorded["roles"]:
         m = modelled["roles"][role]
         for key, label, tol in STATISTICS:
-            values = [_get(run["roles"][role], key) for run in runs]
-            rows.append(_row(role, key, label, values, _get(m, key), tol))
+            values = [statistic(run["roles"][role], key) for run in runs]
+            rows.append(_row(role, key, label, values, statistic(m, key), tol))
     for key, label, tol in WHOLE_RUN:
         rows.append(_row(ALL, key, label, [run[key] for run in runs], modelled[key], tol))
     return rows
@@ -260,7 +260,8 @@ def _row(
     }
 
 
-def _get(stats: dict[str, Any], key: str) -> float | None:
+def statistic(stats: dict[str, Any], key: str) -> float | None:
+    """A statistic by its dotted key (`wakeup_context_pct.softirq`), None where it has none."""
     value: Any = stats
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
