@@ -283,22 +283,13 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
 
 
-# Still off, for a reason named in docs/recording.md:
-# - pgbench-select: CPU per transaction 22% low. The model's pairs share a CPU where the
-#   recorded round trips mostly cross vCPUs; with its tasks pinned to the recorded layout (an
-#   experiment, not shipped) every CPU-per-op statistic was within tolerance, so what is
-#   missing is placement, not the backend's own path.
-CPU_PER_OP_STILL_OFF = {"pgbench-select"}
-
-
 @pytest.mark.parametrize("name", shipped_recordings())
 def test_every_model_has_its_recordings_cpu_per_op_and_wakeup_contexts(name: str) -> None:
     rows = {(r["role"], r["statistic"]): r for r in check(load_recording(name))["rows"]}
     contexts = [k for k in rows if k[0] == "all" and k[1].startswith("wakeup_context_pct.")]
     assert contexts
     assert [k for k in contexts if rows[k]["verdict"] != "ok"] == []
-    if name not in CPU_PER_OP_STILL_OFF:
-        assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok"
+    assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok"
 
 
 def test_hackbench_on_one_cpu_takes_turns_as_the_recording_does() -> None:
