@@ -52,6 +52,7 @@ def test_compare_keeps_every_run_and_judges_against_them() -> None:
     def stats(cpu: float) -> dict:
         return {
             "roles": {"all": {"cpu_cycles_per_op": cpu}},
+            "operations_per_s": 1000.0,
             "forks_per_s": 0.0,
             "execs_per_s": 0.0,
         }

@@ -77,6 +77,8 @@ def test_statistics_of_a_worked_example() -> None:
     assert srv["same_cpu_wakeup_pct"] == 0.0
     # cli slept from 1.000010 to its wake-up at 1.000021.
     assert cli["sleep_us"]["p50"] == pytest.approx(11.0)
+    # Two operations in the 100-us window: 20,000 a second.
+    assert s["operations_per_s"] == pytest.approx(20_000.0)
 
 
 def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up() -> None:

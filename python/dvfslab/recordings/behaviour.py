@@ -93,6 +93,7 @@ def behaviour(
     out: dict[str, Any] = {
         "window_s": span_s,
         "operations": operations,
+        "operations_per_s": operations / span_s,
         "forks_per_s": forks / span_s,
         "execs_per_s": execs / span_s,
         "roles": {},
