@@ -133,12 +133,18 @@ pub struct SchedCostsFile {
 /// the vCPU it last ran on, busy or not, while that vCPU's utilisation and the task's own fit
 /// under its capacity less a margin; only without room does the kernel's own placement
 /// (wake_affine, select_idle_sibling) choose. Staying spares the IPI that would wake a halted
-/// vCPU or preempt a running one, at the price of waiting behind what that vCPU runs.
+/// vCPU or preempt a running one, at the price of waiting behind what that vCPU runs. An
+/// interrupt taken by an idle vCPU (a block completion) takes the task it wakes instead when
+/// the task's vCPU has been idle longer than `idle_takeover_us`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VcpuPackFile {
     /// The margin, percent of the vCPU's capacity, that the two utilisations must leave free.
     pub margin_pct: f64,
+    /// How long (µs) a task's previous vCPU must have been idle for an interrupt on another,
+    /// idle vCPU to take the task there; none: never.
+    #[serde(default)]
+    pub idle_takeover_us: Option<f64>,
 }
 
 impl VcpuPackFile {
@@ -146,6 +152,12 @@ impl VcpuPackFile {
     /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100.
     pub fn has_room(&self, cpu_util: u64, task_util: u64, capacity: u64) -> bool {
         (cpu_util + task_util) as f64 <= capacity as f64 * (100.0 - self.margin_pct) / 100.0
+    }
+
+    /// Whether an interrupt on an idle vCPU takes a task whose previous vCPU has been idle
+    /// for `prev_idle_ns`.
+    pub fn idle_takeover(&self, prev_idle_ns: u64) -> bool {
+        self.idle_takeover_us.is_some_and(|us| prev_idle_ns as f64 > us * 1000.0)
     }
 }
 
@@ -916,6 +928,9 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
     if let Some(p) = &f.vcpu_pack {
         if !(0.0..=100.0).contains(&p.margin_pct) {
             return err("vcpu_pack.margin_pct", format!("expected 0..100 percent, got {}", p.margin_pct));
+        }
+        if let Some(us) = p.idle_takeover_us.filter(|us| !(0.0..=1_000_000.0).contains(us)) {
+            return err("vcpu_pack.idle_takeover_us", format!("expected 0..1000000 µs, got {us}"));
         }
     }
     if let Some(c) = &f.cppc {

@@ -155,7 +155,8 @@ impl Sim {
     /// previous one; select_idle_sibling then looks for an idle CPU near it. On an asymmetric
     /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
     /// ([`AsymWakeup`]). A guest whose kernel packs its vCPUs (the platform's `vcpu_pack`)
-    /// keeps the task on its previous vCPU first, while that vCPU has room.
+    /// keeps the task on its previous vCPU first, while that vCPU has room, unless an
+    /// interrupt on an idle vCPU wakes it after its own vCPU has idled a while.
     pub(crate) fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
@@ -169,10 +170,18 @@ impl Sim {
             }
         }
         if let Some(pack) = self.machine.plat.file.vcpu_pack {
-            // A guest kernel's vCPU packing (`vcpu_pack`, not mainline): the previous vCPU keeps
-            // the task while it has room. Its utilisation still holds the task's recent runs
-            // there; the task's own is added all the same, the form the measurements on the
-            // guest were fitted with (docs/platform-format.md).
+            // A guest kernel's vCPU packing (`vcpu_pack`, not mainline), inferred from the
+            // recordings (docs/platform-format.md). An interrupt taken by an idle vCPU (a block
+            // completion) takes the task it wakes when the task's vCPU has been idle a while.
+            if let Some((w, _)) = waker.filter(|&(w, _)| w != prev && ok(w)) {
+                let prev_idle_ns = self.q.now().saturating_sub(self.sched.cpus[prev].idle_since);
+                if self.sched.cpu_is_idle(w) && self.sched.cpu_is_idle(prev) && pack.idle_takeover(prev_idle_ns) {
+                    return w;
+                }
+            }
+            // Otherwise the previous vCPU keeps the task while it has room. Its utilisation
+            // still holds the task's recent runs there; the task's own is added all the same,
+            // the form the measurements on the guest were fitted with.
             if ok(prev) {
                 let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
                 let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);

@@ -10,7 +10,7 @@ use crate::common;
 
 use dvfslab_sim::hw::platform::{Platform, VcpuPackFile};
 use dvfslab_sim::sched::task::{Amount, Op};
-use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// 10 µs at the guest's 2.6 GHz.
@@ -123,12 +123,86 @@ fn a_margin_that_leaves_no_room_is_mainlines_placement() {
     assert_eq!(none.per_cpu[0].busy_pct, full.per_cpu[0].busy_pct);
 }
 
+/// A task that works 10 µs and waits for a read of `service_ns` on a disk whose one
+/// interrupt line vCPU 1 takes (the guest's virtio disk), over and over; it starts on vCPU 0.
+struct Reader {
+    service_ns: f64,
+}
+
+impl Workload for Reader {
+    fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+        let program: Rc<[Op]> = vec![
+            Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
+            Op::Run { cycles: Amount::Fixed(BURST_CYCLES), mem_frac: 0.0 },
+            Op::SetAffinity { cpus: None },
+            Op::Io { dev: 0, service_ns: Amount::Fixed(self.service_ns), transfer_ns: Amount::ZERO },
+            Op::Run { cycles: Amount::Fixed(BURST_CYCLES), mem_frac: 0.0 },
+            Op::Jump { to: 3 },
+        ]
+        .into();
+        vec![TaskSpec::new("reader", program)]
+    }
+    fn devices(&self) -> Vec<DeviceSpec> {
+        vec![DeviceSpec {
+            name: "disk".into(),
+            queue_depth: 1,
+            service: Service::Queued,
+            completion: Completion::Line { cpu: 1 },
+        }]
+    }
+    fn default_duration_ns(&self) -> u64 {
+        20_000_000
+    }
+    fn metric(&self, _: &RunStats) -> Metric {
+        Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+    }
+}
+
+/// The reader's switch-ins on each vCPU after its first read.
+fn reader_runs(plat: Platform, service_ns: f64) -> [u32; 2] {
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18".into(),
+        duration_ns: Some(20_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let r = Sim::with_workload(plat, &cfg, Box::new(Reader { service_ns }), "test".into()).unwrap().run().unwrap();
+    let tl = r.timeline.as_ref().unwrap();
+    let mut runs = [0u32; 2];
+    for ((&t, &cpu), &next) in tl.switch_time_ns.iter().zip(&tl.switch_cpu).zip(&tl.switch_next) {
+        if next == 0 && t > 1_000_000 {
+            runs[cpu as usize] += 1;
+        }
+    }
+    runs
+}
+
+#[test]
+fn an_interrupt_on_an_idle_vcpu_takes_a_task_whose_vcpu_has_idled_past_the_takeover() {
+    let pack = serde_json::json!({"margin_pct": 15.0, "idle_takeover_us": 70.0});
+    // A 200 µs read leaves vCPU 0 idle past 70 µs: the completion's wake-up on vCPU 1 takes
+    // the reader there, and its later reads complete where it runs.
+    let long = reader_runs(guest(Some(pack.clone())), 200_000.0);
+    assert_eq!(long[0], 0, "{long:?}");
+    assert!(long[1] > 50, "{long:?}");
+    // A 30 µs read does not: vCPU 0 keeps it (it has room), woken from vCPU 1 every time.
+    let short = reader_runs(guest(Some(pack)), 30_000.0);
+    assert_eq!(short[1], 0, "{short:?}");
+    assert!(short[0] > 200, "{short:?}");
+    // Without a takeover the room keeps it on vCPU 0 however long it waits.
+    let never = reader_runs(guest(Some(serde_json::json!({"margin_pct": 15.0}))), 200_000.0);
+    assert_eq!(never[1], 0, "{never:?}");
+}
+
 #[test]
 fn a_margin_out_of_range_or_an_unknown_field_is_an_error_naming_it() {
     let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
     doc["vcpu_pack"] = serde_json::json!({"margin_pct": 120.0});
     let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
     assert!(e.contains("vcpu_pack.margin_pct") && e.contains("0..100"), "{e}");
+    doc["vcpu_pack"] = serde_json::json!({"margin_pct": 15.0, "idle_takeover_us": -1.0});
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("vcpu_pack.idle_takeover_us"), "{e}");
     doc["vcpu_pack"] = serde_json::json!({"margin": 15.0});
     let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
     assert!(e.contains("margin"), "{e}");
@@ -136,9 +210,17 @@ fn a_margin_out_of_range_or_an_unknown_field_is_an_error_naming_it() {
 
 #[test]
 fn room_is_the_two_utilisations_under_capacity_less_the_margin() {
-    let pack = VcpuPackFile { margin_pct: 15.0 };
+    let pack = VcpuPackFile { margin_pct: 15.0, idle_takeover_us: None };
     // 85% of 1024 is 870.4.
     assert!(pack.has_room(500, 370, 1024));
     assert!(!pack.has_room(500, 371, 1024));
-    assert!(VcpuPackFile { margin_pct: 0.0 }.has_room(1000, 24, 1024));
+    assert!(VcpuPackFile { margin_pct: 0.0, idle_takeover_us: None }.has_room(1000, 24, 1024));
+}
+
+#[test]
+fn the_takeover_needs_the_previous_vcpu_idle_longer_than_it() {
+    let pack = VcpuPackFile { margin_pct: 15.0, idle_takeover_us: Some(70.0) };
+    assert!(!pack.idle_takeover(70_000));
+    assert!(pack.idle_takeover(70_001));
+    assert!(!VcpuPackFile { margin_pct: 15.0, idle_takeover_us: None }.idle_takeover(u64::MAX));
 }
