@@ -723,15 +723,17 @@ pub mod pgbench {
     /// recordings' 2.6 GHz: pgbench-select on an AMD EPYC host, five runs on a fresh database,
     /// 35,200–61,100 cycles (median 47,200, 15.7 µs at 3 GHz); pgbench-select and pgbench-rw on
     /// a Xeon host, 44,800 and 39,000 (15.0 and 13.0 µs). The model adds the switches' costs
-    /// (`sched_costs`) to it, about 1,300 cycles a statement. A shared host's speed moves the
-    /// cycles of both sides from day to day; their ratio held: the thread's CPU was 0.25–0.28
-    /// of its backend's in each of the five runs (the model's 0.27 at 14 µs, 0.17 at the 9 µs
-    /// estimated before). The runs whose pairs share a vCPU
-    /// cost the most (44,400–61,100); the one whose wake-ups crossed vCPUs half the time
-    /// 35,200 (11.7 µs): perhaps a cost of a thread and its backend sharing a CPU's caches,
-    /// which the model does not have (one run does not settle it). The range reaches down to the 3 µs that the intel-invariance
-    /// campaign fits on bare-metal Xeons' pgbench watts (docs/validation.md, calibrated
-    /// constants), a gap no mechanism of the model explains yet.
+    /// (`sched_costs`) to it, about 1,300 cycles a statement, and in a layout whose wake-ups
+    /// cross vCPUs the IPIs they send (`vcpu_wake`), which the Xeon's read-write threads paid
+    /// within their 13 µs: that host ran more work per cycle of the guest's clock. A shared
+    /// host's speed moves the cycles of both sides from day to day; their ratio held: the
+    /// thread's CPU was 0.25–0.28 of its backend's in each of the five runs (the model's 0.27
+    /// at 14 µs, 0.17 at the 9 µs estimated before). The runs whose pairs shared a vCPU cost
+    /// the most (44,400–61,100); the one whose wake-ups crossed vCPUs half the time 35,200
+    /// (11.7 µs): perhaps a cost of a thread and its backend sharing a CPU's caches, which the
+    /// model does not have (one run does not settle it). The range reaches down to the 3 µs
+    /// that the intel-invariance campaign fits on bare-metal Xeons' pgbench watts
+    /// (docs/validation.md, calibrated constants), a gap no mechanism of the model explains yet.
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
         "us",
