@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
-use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{simulate, SimConfig, SimResult};
 
 pub fn preset(id: &str) -> String {
@@ -93,4 +93,10 @@ pub fn request_response(burst_cycles: f64) -> (Vec<Op>, Vec<Op>) {
     ];
     let server = vec![Op::Wait { ch: 0 }, run, Op::Post { ch: 1, sync: true }, Op::Jump { to: 0 }];
     (client, server)
+}
+
+/// A disk serving each request on its own, `queue_depth` at once, its completions taken as
+/// `completion` says.
+pub fn queued_disk(queue_depth: u32, completion: Completion) -> DeviceSpec {
+    DeviceSpec { name: "disk".into(), queue_depth, service: Service::Queued, completion }
 }

@@ -809,7 +809,7 @@ impl Workload for PinnedIo {
         vec![TaskSpec::new("io", Rc::from(program)).pinned(vec![self.cpu])]
     }
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![queued_disk(1, self.completion)]
+        vec![common::queued_disk(1, self.completion)]
     }
     fn default_duration_ns(&self) -> u64 {
         1_000_000_000
@@ -1033,10 +1033,6 @@ fn run_traced_at(json: &str, governor: &str, w: Programs, duration_s: f64) -> dv
 
 /// A disk serving `queue_depth` requests at once, each completion's softirq where `completion`
 /// says.
-fn queued_disk(queue_depth: u32, completion: Completion) -> DeviceSpec {
-    DeviceSpec { name: "disk".into(), queue_depth, service: Service::Queued, completion }
-}
-
 /// ext4's end-I/O worker of a run, if the simulator added one.
 fn end_io_worker(tl: &dvfslab_sim::observe::Timeline) -> Option<u32> {
     tl.task_names.iter().position(|n| n.starts_with("kworker/u")).map(|i| i as u32)
@@ -1082,7 +1078,7 @@ fn a_write_ended_by_ext4s_end_io_worker_wakes_its_submitter_from_the_worker_from
     // simulator adds is the same one that ends writebacks nobody waits for (below).
     use dvfslab_sim::workload::estimates::kthreads as est;
     let submitter = vec![Op::IoEndWork { dev: 0, service_ns: Amount::Fixed(1_000_000.0) }, count(0), Op::Exit];
-    let disk = queued_disk(1, Completion::Submitter);
+    let disk = common::queued_disk(1, Completion::Submitter);
     let run = |kernel: &str| {
         let w = Programs { tasks: vec![submitter.clone()], spawned: vec![], devices: vec![disk.clone()] };
         run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
@@ -1126,8 +1122,11 @@ fn ext4s_end_io_worker_takes_its_conversions_in_completion_order_and_wakes_only_
         count(0),
         Op::Exit,
     ];
-    let w =
-        Programs { tasks: vec![writer], spawned: vec![], devices: vec![queued_disk(2, Completion::Line { cpu: 1 })] };
+    let w = Programs {
+        tasks: vec![writer],
+        spawned: vec![],
+        devices: vec![common::queued_disk(2, Completion::Line { cpu: 1 })],
+    };
     let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=6.18", w, 0.01);
     let worker = end_io_worker(&tl).expect("the end-I/O worker");
     // Woken once, by the first completion; the second finds it awake.
@@ -1170,7 +1169,7 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
         count(0),
         Op::Exit,
     ];
-    let disk = queued_disk(1, Completion::Line { cpu: 1 });
+    let disk = common::queued_disk(1, Completion::Line { cpu: 1 });
     let run = |kernel: &str| {
         let w = Programs { tasks: vec![writer.clone()], spawned: vec![], devices: vec![disk.clone()] };
         run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
@@ -1217,7 +1216,7 @@ fn completion_cpus(cpu: usize, completion: Completion) -> Vec<u32> {
         count(0),
         Op::Jump { to: 1 },
     ];
-    let disk = queued_disk(1, completion);
+    let disk = common::queued_disk(1, completion);
     let tl = run_traced(Programs { tasks: vec![submitter], spawned: vec![], devices: vec![disk] }, 0.01);
     let woken: Vec<usize> = (0..tl.waking_task.len())
         .filter(|&i| tl.waking_task[i] == 0 && tl.waking_context[i] == WakeContext::Softirq)
@@ -1283,7 +1282,7 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
     // task sleeps the worker's run plus the device's time.
     use dvfslab_sim::workload::estimates::kthreads as est;
     let service = 42_000.0;
-    let disk = queued_disk(1, Completion::Submitter);
+    let disk = common::queued_disk(1, Completion::Submitter);
     // It starts after a millisecond's sleep, when the workers wait for work.
     let submitter = |op: Op| {
         let work = Op::Run { cycles: Amount::Fixed(26_000.0), mem_frac: 0.0 };

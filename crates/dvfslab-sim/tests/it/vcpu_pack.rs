@@ -10,7 +10,7 @@ use crate::common;
 
 use dvfslab_sim::hw::platform::{Platform, VcpuPackFile};
 use dvfslab_sim::sched::task::{Amount, Op};
-use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
+use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// 10 µs at the guest's 2.6 GHz.
@@ -143,12 +143,7 @@ impl Workload for Reader {
         vec![TaskSpec::new("reader", program)]
     }
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![DeviceSpec {
-            name: "disk".into(),
-            queue_depth: 1,
-            service: Service::Queued,
-            completion: Completion::Line { cpu: 1 },
-        }]
+        vec![common::queued_disk(1, Completion::Line { cpu: 1 })]
     }
     fn default_duration_ns(&self) -> u64 {
         20_000_000
