@@ -47,6 +47,19 @@ def test_a_fold_takes_the_values_before_the_fit_and_the_refitted_knobs():
     assert "client_us" not in workloads["gitsource"]
 
 
+def test_in_sample_runs_take_the_campaigns_own_value_of_a_knob_fitted_on_all():
+    campaign = campaign_from_dict(_doc(fitted_on_all={"pgbench:client_us": [5, 8]}), source="test")
+    workloads = {r.benchmark: r.workload for r in campaign.runs()}
+    assert workloads["pgbench-ro"] == "pgbench:rw=0,client_us=5,clients=4"
+    assert "client_us" not in workloads["gitsource"]
+    # a spec that sets the knob keeps its own value
+    doc = _doc(fitted_on_all={"pgbench:client_us": [5, 8]})
+    doc["benchmarks"]["pgbench-ro"]["workload"] = "pgbench:rw=0,client_us=12"
+    workloads = {r.benchmark: r.workload for r in campaign_from_dict(doc, source="test").runs()}
+    assert "client_us=12" in workloads["pgbench-ro"]
+    assert "client_us=5" not in workloads["pgbench-ro"]
+
+
 def test_a_refit_chooses_by_the_other_machines_only():
     by_value = {"a": {3.0: 10, 8.0: 0}, "b": {3.0: 1, 8.0: 2}, "c": {3.0: 1, 8.0: 2}}
     assert _best_value(by_value, "a") == 8.0

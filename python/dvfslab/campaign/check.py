@@ -8,6 +8,7 @@ the key path and what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -35,7 +36,7 @@ from dvfslab.campaign.schema import (
     StructuralTable,
     first_error,
 )
-from dvfslab.campaign.variants import Structural
+from dvfslab.campaign.variants import Structural, with_knobs
 from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent
@@ -79,19 +80,20 @@ def campaign_from_dict(
             f"the baseline must run on every platform; it leaves out {', '.join(missing)}",
         )
 
+    fitted = _checked_fitted(check, top.cross_validate, platforms, benchmarks)
     campaign = Campaign(
         name=top.name,
         baseline=top.baseline,
         platforms=tuple(platforms),
         configs=tuple(configs),
-        benchmarks=tuple(benchmarks),
+        benchmarks=tuple(_with_own_fit(b, fitted) for b in benchmarks),
         seed=top.seed,
         iterations=top.iterations,
         duration_s=top.duration_s,
         description=top.description,
         source=source,
         nominal=top.nominal,
-        fitted=_checked_fitted(check, top.cross_validate, platforms, benchmarks),
+        fitted=fitted,
         structural=_checked_structural(check, top.structural, benchmarks, platform_names),
     )
     if not campaign.runs():
@@ -344,6 +346,29 @@ def _checked_fitted(
         on_one={p: dict(c) for p, c in on_one.items()},
         on_all={k: tuple(v) for k, v in on_all.items()},
     )
+
+
+def _with_own_fit(bench: Benchmark, fitted: FittedConstants) -> Benchmark:
+    """The benchmark with each knob chosen on every machine's cells (`fitted_on_all`) at the
+    campaign's own value, the first listed, where its spec neither sets nor sweeps the knob.
+
+    Without this the in-sample runs would take the knob's default, which the workload model
+    may declare from other evidence (pgbench's `client_us` is measured on guests; the campaign's
+    bare-metal cells chose a value 4-5x lower), and a change of that default would move cells
+    the campaign fitted. Its cross-validation folds set the knob to each fold's own choice."""
+    if bench.from_file:
+        return bench
+    name, _, rest = bench.workload.partition(":")
+    written = {kv.partition("=")[0].strip() for kv in rest.split(",") if kv.strip()}
+    written |= {knob for knob, _ in bench.sweep}
+    own = {
+        knob.split(":", 1)[1]: values[0]
+        for knob, values in fitted.on_all.items()
+        if knob.split(":", 1)[0] == name.strip() and knob.split(":", 1)[1] not in written
+    }
+    if not own:
+        return bench
+    return dataclasses.replace(bench, workload=with_knobs(bench.workload, own))
 
 
 def _checked_structural(
