@@ -19,7 +19,14 @@ from dvfslab._core import ConfigError
 from dvfslab.record import RecordError, record
 from dvfslab.recordings import load_recording, shipped_recordings
 from dvfslab.recordings.behaviour import behaviour
-from dvfslab.recordings.check import Tolerance, check, drop_idle_events, idle_events_lost_on
+from dvfslab.recordings.check import (
+    MIN_SAMPLES,
+    Tolerance,
+    check,
+    compare,
+    drop_idle_events,
+    idle_events_lost_on,
+)
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.ftrace import render
 from dvfslab.traces.read import Trace, parse_text
@@ -223,6 +230,38 @@ def test_a_tolerance_judges_relative_and_share_differences() -> None:
     assert median.judge(2.9999999, 4.0000001) == "ok"
     assert median.judge(3.0, 5.0) == "off"
     assert median.judge(100.0, 131.0) == "off"
+
+
+def test_a_share_over_too_few_events_is_reported_not_judged() -> None:
+    pgbench = check(load_recording("pgbench-select"))
+    # The recording's backends are woken some 24 times in its window: their wake-up contexts
+    # are shown, not judged; the client's, woken every transaction, are judged.
+    rows = {(r["role"], r["statistic"]): r for r in pgbench["rows"]}
+    backend = rows[("backend", "wakeup_context_pct.process")]
+    assert backend["verdict"] == "reported"
+    assert 0 < backend["too_few_samples"] < MIN_SAMPLES
+    assert rows[("client", "wakeup_context_pct.process")]["verdict"] in ("ok", "off")
+
+    # The same statistics, over enough events on both sides or not.
+    def side(woken: int, process_pct: float) -> dict:
+        role = {
+            "wakeup_context_pct": {"process": process_pct},
+            "samples": {"wakeups": woken},
+        }
+        return {
+            "roles": {"all": role},
+            "operations_per_s": 1.0,
+            "forks_per_s": 0.0,
+            "execs_per_s": 0.0,
+        }
+
+    def verdict(recorded: dict, modelled: dict) -> str:
+        rows = compare(recorded, modelled)
+        return next(r for r in rows if r["statistic"] == "wakeup_context_pct.process")["verdict"]
+
+    assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES, 80.0)) == "off"
+    assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES - 1, 80.0)) == "reported"
+    assert verdict(side(MIN_SAMPLES - 1, 50.0), side(1000, 55.0)) == "reported"
 
 
 def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:

@@ -114,6 +114,13 @@ def behaviour(
             "sleep_us": _quantiles(s.sleeps_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
+            # How many events each share and median is over.
+            "samples": {
+                "wakeups": woken,
+                "blocks": s.switch_outs["S"] + s.switch_outs["D"],
+                "runs": len(s.runs_us),
+                "sleeps": len(s.sleeps_us),
+            },
         }
     return out
 

@@ -60,6 +60,12 @@ class Tolerance:
         return "-"
 
 
+MIN_SAMPLES = 68
+"""Events a share or a median must be over, on the recording and on the model, to be judged:
+at 68 an even split's 90% sampling spread, 1.645 * 50 / sqrt(68) = 10.0 points, is the share's
+tolerance. Over fewer (pgbench-select's backends sleep some 24 times in the recording's 0.1 s)
+one event moves a share by several points, and the statistic is reported, not judged."""
+
 PER_OP_CPU = Tolerance(rel=0.20)
 PER_OP_COUNT = Tolerance(rel=0.25, floor=0.02)
 SHARE = Tolerance(points=10.0)
@@ -87,6 +93,14 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
 ]
 """(key in a role's statistics, label, tolerance), in the order tables show them."""
+
+SAMPLED_OVER = {
+    "sleep_d_pct": "blocks",
+    "run_us.p50": "runs",
+    "sleep_us.p50": "sleeps",
+    **{f"wakeup_context_pct.{c}": "wakeups" for c in CONTEXTS},
+}
+"""The judged shares and medians, each with the count (a role's `samples`) it is taken over."""
 
 WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
     # The benchmark's rate: per-op statistics can all agree while the model runs at another
@@ -232,7 +246,16 @@ def compare(
         m = modelled["roles"][role]
         for key, label, tol in STATISTICS:
             values = [statistic(run["roles"][role], key) for run in runs]
-            rows.append(_row(role, key, label, values, statistic(m, key), tol))
+            row = _row(role, key, label, values, statistic(m, key), tol)
+            if key in SAMPLED_OVER:
+                count = f"samples.{SAMPLED_OVER[key]}"
+                fewest = min(
+                    statistic(side, count) or 0 for side in [m, *(r["roles"][role] for r in runs)]
+                )
+                if fewest < MIN_SAMPLES and row["verdict"] in ("ok", "off"):
+                    # Too few events to tell a share or a median apart from its noise.
+                    row = {**row, "verdict": "reported", "too_few_samples": int(fewest)}
+            rows.append(row)
     for key, label, tol in WHOLE_RUN:
         rows.append(_row(ALL, key, label, [run[key] for run in runs], modelled[key], tol))
     return rows
