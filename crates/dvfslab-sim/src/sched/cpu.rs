@@ -83,7 +83,12 @@ pub(crate) struct Cpu {
     /// How the idle state powers the CPU (its cluster's `idle_states[idle_state].power`): read
     /// at every counter sync, vote and turbo count, so kept rather than looked up.
     pub idle_power: Option<crate::hw::platform::IdlePower>,
+    /// Start of the account under way (busy or idle time, `Sched::account_busy_idle`): the
+    /// last switch between busy and idle, a deeper idle state or the warm-up's end.
     pub idle_since: TimeNs,
+    /// When the CPU last went idle (the moment of the kernel's rq->idle_stamp): its idle
+    /// period's start, whatever states it went through since.
+    pub idle_entered: TimeNs,
     /// rq->avg_idle: running average of this CPU's idle periods, gating new-idle balancing.
     pub avg_idle_ns: u64,
     /// Its lowest domain's new-idle balance cost, the gate's other side from 5.16.

@@ -239,7 +239,7 @@ impl Sched {
             .iter()
             .copied()
             .filter(|&c| self.cpu_is_idle(c))
-            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_since), c));
+            .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_entered), c));
         idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
     }
 }

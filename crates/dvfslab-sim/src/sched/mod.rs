@@ -107,6 +107,7 @@ impl Sched {
                 idle_state: Some(plat.cluster_of_cpu(c).idle_states.len().saturating_sub(1)),
                 idle_power: plat.cluster_of_cpu(c).idle_states.last().map(|s| s.power),
                 idle_since: 0,
+                idle_entered: 0,
                 avg_idle_ns: crate::sched::AVG_IDLE_MAX_NS,
                 newidle: Default::default(),
                 util_changed: false,

@@ -20,6 +20,7 @@ impl Sim {
             c.lost_idle += c.clock_task - c.clock_pelt;
         }
         c.clock_pelt = c.clock_task;
+        c.idle_entered = now;
         self.sched.account_busy_idle(&self.q, cpu);
         self.sync_counters(cpu);
         let choice = self.select_idle_state(cpu);

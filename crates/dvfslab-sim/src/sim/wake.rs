@@ -174,9 +174,7 @@ impl Sim {
             // recordings (docs/platform-format.md). An interrupt taken by an idle vCPU (a block
             // completion) takes the task it wakes when the task's vCPU has been idle a while.
             if let Some((w, _)) = waker.filter(|&(w, _)| w != prev && ok(w)) {
-                // `idle_since` is the idle entry on a one-state guest (a deeper state or the
-                // warm-up's end would restart it).
-                let prev_idle_ns = self.q.now().saturating_sub(self.sched.cpus[prev].idle_since);
+                let prev_idle_ns = self.q.now().saturating_sub(self.sched.cpus[prev].idle_entered);
                 if self.sched.cpu_is_idle(w) && self.sched.cpu_is_idle(prev) && pack.idle_takeover(prev_idle_ns) {
                     return w;
                 }
