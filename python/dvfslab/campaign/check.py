@@ -353,9 +353,10 @@ def _with_own_fit(bench: Benchmark, fitted: FittedConstants) -> Benchmark:
     campaign's own value, the first listed, where its spec neither sets nor sweeps the knob.
 
     Without this the in-sample runs would take the knob's default, which the workload model
-    may declare from other evidence (pgbench's `client_us` is measured on guests; the campaign's
-    bare-metal cells chose a value 4-5x lower), and a change of that default would move cells
-    the campaign fitted. Its cross-validation folds set the knob to each fold's own choice."""
+    may declare from other evidence (pgbench's `client_us`, 14 us, is measured on guests; the
+    intel-invariance campaign's bare-metal cells chose 5), and a change of that default would
+    move cells the campaign fitted. Its cross-validation folds set the knob to each fold's own
+    choice."""
     if bench.from_file:
         return bench
     name, _, rest = bench.workload.partition(":")
