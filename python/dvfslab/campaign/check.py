@@ -354,7 +354,7 @@ def _with_own_fit(bench: Benchmark, fitted: FittedConstants) -> Benchmark:
 
     Without this the in-sample runs would take the knob's default, which the workload model
     may declare from other evidence (pgbench's `client_us`, 14 us, is measured on guests; the
-    intel-invariance campaign's bare-metal cells chose 5), and a change of that default would
+    intel-invariance campaign's bare-metal cells chose 8), and a change of that default would
     move cells the campaign fitted. Its cross-validation folds set the knob to each fold's own
     choice."""
     if bench.from_file:

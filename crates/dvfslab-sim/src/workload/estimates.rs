@@ -731,9 +731,9 @@ pub mod pgbench {
     /// at 14 µs, 0.17 at the 9 µs estimated before). The runs whose pairs shared a vCPU cost
     /// the most (44,400–61,100); the one whose wake-ups crossed vCPUs half the time 35,200
     /// (11.7 µs): perhaps a cost of a thread and its backend sharing a CPU's caches, which the
-    /// model does not have (one run does not settle it). The range reaches down to the 5 µs
-    /// that the intel-invariance campaign fits on bare-metal Xeons' pgbench watts (among 3, 5
-    /// and 8; docs/validation.md, calibrated constants), a gap no mechanism of the model
+    /// model does not have (one run does not settle it). The intel-invariance campaign fits 8 µs
+    /// on its bare-metal machines' pgbench cells (among 3, 5 and 8; docs/validation.md,
+    /// calibrated constants), below the guests' 13–16 µs: a gap no mechanism of the model
     /// explains yet.
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
@@ -747,7 +747,7 @@ pub mod pgbench {
         3.0,
         18.0,
         "recordings pgbench-select (AMD EPYC guest, five runs: 11.7-20.3 us, median 15.7) and pgbench-select, \
-         pgbench-rw (Xeon guest: 15.0, 13.0 us) at 3 GHz; the intel-invariance campaign fits 5 (of 3-8) on bare-metal \
+         pgbench-rw (Xeon guest: 15.0, 13.0 us) at 3 GHz; the intel-invariance campaign fits 8 (of 3-8) on bare-metal \
          Xeons' watts (docs/validation.md, calibrated constants)",
     );
     /// The share of the thread's work per statement before it sends the next statement; the
