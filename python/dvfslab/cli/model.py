@@ -148,6 +148,8 @@ def _print_report(report: dict[str, Any]) -> None:
             values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
         values.append(_fmt(row["model"]))
         verdict = "ok, in the runs' range" if row.get("in_runs_range_only") else row["verdict"]
+        if "too_few_samples" in row:
+            verdict = f"reported: over {row['too_few_samples']} events"
         if seeds:
             known = [v for v in row["model_by_seed"] if v is not None]
             values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
