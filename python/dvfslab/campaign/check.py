@@ -36,7 +36,7 @@ from dvfslab.campaign.schema import (
     StructuralTable,
     first_error,
 )
-from dvfslab.campaign.variants import Structural, with_knobs
+from dvfslab.campaign.variants import Structural, split_spec, with_knobs
 from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX
 from dvfslab.governors import resolve as resolve_governor
 from dvfslab.platforms import load_platform, pointer_parent
@@ -359,13 +359,12 @@ def _with_own_fit(bench: Benchmark, fitted: FittedConstants) -> Benchmark:
     choice."""
     if bench.from_file:
         return bench
-    name, _, rest = bench.workload.partition(":")
-    written = {kv.partition("=")[0].strip() for kv in rest.split(",") if kv.strip()}
+    name, written = split_spec(bench.workload)
     written |= {knob for knob, _ in bench.sweep}
     own = {
         knob.split(":", 1)[1]: values[0]
         for knob, values in fitted.on_all.items()
-        if knob.split(":", 1)[0] == name.strip() and knob.split(":", 1)[1] not in written
+        if knob.split(":", 1)[0] == name and knob.split(":", 1)[1] not in written
     }
     if not own:
         return bench

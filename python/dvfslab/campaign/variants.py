@@ -83,7 +83,7 @@ def platform_constants(preset_json: str, source: str) -> list[Declared]:
 
 def workload_constants(workload: str) -> list[Declared]:
     """The declared knobs of `workload`'s model (a spec) that the spec does not set itself."""
-    name, params = _split_spec(workload)
+    name, params = split_spec(workload)
     knobs = _declared_knobs().get(name, [])
     return [k for k in knobs if k.name not in params]
 
@@ -124,7 +124,7 @@ def variant_preset(
 def variant_workload(workload: str, seed: int, iteration: int, iterations: int) -> str:
     """The workload spec with each declared knob it leaves unset drawn for this iteration, and
     the seed-driven variation knobs (`SEED_VARIATION`) it leaves unset."""
-    name, params = _split_spec(workload)
+    name, params = split_spec(workload)
     extra = [
         f"{c.name}={knob_text(c.draw(quantile(seed, where, iteration, iterations)))}"
         for c in workload_constants(workload)
@@ -260,7 +260,7 @@ def _declared_knobs() -> dict[str, list[Declared]]:
     return out
 
 
-def _split_spec(workload: str) -> tuple[str, set[str]]:
+def split_spec(workload: str) -> tuple[str, set[str]]:
     """A spec's name and the knobs it sets."""
     name, _, rest = workload.partition(":")
     params = {item.partition("=")[0].strip() for item in rest.split(",") if item.strip()}

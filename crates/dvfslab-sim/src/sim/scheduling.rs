@@ -873,19 +873,31 @@ mod tests {
     use crate::sim::{Advance, Sim, SimConfig};
     use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
 
-    /// Three tasks on two CPUs, each running 2 ms and sleeping 60 µs: a CPU whose task
-    /// sleeps idles briefly while the other CPU has a task waiting.
-    struct ThreeOnTwo;
+    /// `tasks` tasks that each work `run_us` at 2.6 GHz and sleep `sleep_us`, over and over;
+    /// pinned to `cpu` if given.
+    struct RunSleep {
+        tasks: usize,
+        run_us: f64,
+        sleep_us: f64,
+        cpu: Option<usize>,
+    }
 
-    impl Workload for ThreeOnTwo {
+    impl Workload for RunSleep {
         fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
             let program: Rc<[Op]> = vec![
-                Op::Run { cycles: Amount::Fixed(2.6e9 * 2e-3), mem_frac: 0.0 },
-                Op::Sleep { ns: Amount::Fixed(60_000.0) },
+                Op::Run { cycles: Amount::Fixed(2.6e3 * self.run_us), mem_frac: 0.0 },
+                Op::Sleep { ns: Amount::Fixed(1e3 * self.sleep_us) },
                 Op::Jump { to: 0 },
             ]
             .into();
-            (0..3).map(|i| TaskSpec::new(format!("t-{i}"), program.clone())).collect()
+            let task = |i: usize| {
+                let spec = TaskSpec::new(format!("t-{i}"), program.clone());
+                match self.cpu {
+                    Some(cpu) => spec.pinned(vec![cpu]),
+                    None => spec,
+                }
+            };
+            (0..self.tasks).map(task).collect()
         }
         fn default_duration_ns(&self) -> u64 {
             200_000_000
@@ -895,51 +907,37 @@ mod tests {
         }
     }
 
-    /// The tasks pulled by new-idle balancing in 200 ms under `kernel`.
-    fn newidle_pulls(kernel: &str) -> usize {
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
-        let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(200_000_000));
-        let plat = Platform::from_json(json, "kvm").unwrap();
-        let mut sim = Sim::with_workload(plat, &cfg, Box::new(ThreeOnTwo), "test".into()).unwrap();
-        sim.sched.hetero.migrations = Some(Vec::new());
-        sim.begin();
-        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
-        sim.sched.hetero.migrations.as_ref().unwrap().iter().filter(|m| m.reason == "pull").count()
-    }
-
-    /// One task pinned to CPU 1 that works 10 µs and sleeps 3 ms, over and over.
-    struct PinnedSleeper;
-
-    impl Workload for PinnedSleeper {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let program: Rc<[Op]> = vec![
-                Op::Run { cycles: Amount::Fixed(2.6e9 * 10e-6), mem_frac: 0.0 },
-                Op::Sleep { ns: Amount::Fixed(3_000_000.0) },
-                Op::Jump { to: 0 },
-            ]
-            .into();
-            vec![TaskSpec::new("sleeper", program).pinned(vec![1])]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            3_100_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
-        }
-    }
-
-    /// CPU 1's avg_idle after the sleeper's first 3 ms sleep, with the warm-up ending at
-    /// `warmup_ns` (0: none).
-    fn avg_idle_after_a_long_sleep(warmup_ns: u64) -> u64 {
+    /// `workload` on the KVM guest without its background tasks under `kernel` for
+    /// `duration_ns`, with `setup` applied before it begins; the finished simulation.
+    fn run_on_quiet_guest(workload: RunSleep, kernel: &str, duration_ns: u64, setup: impl FnOnce(&mut Sim)) -> Sim {
         let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         let mut doc: serde_json::Value = serde_json::from_str(json).unwrap();
         doc.as_object_mut().unwrap().remove("background");
         let plat = Platform::from_json(&doc.to_string(), "kvm").unwrap();
-        let cfg = SimConfig::new("performance:kernel=6.18", "test");
-        let mut sim = Sim::with_workload(plat, &cfg, Box::new(PinnedSleeper), "test".into()).unwrap();
-        sim.run.warmup_ns = warmup_ns;
+        let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(duration_ns));
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(workload), "test".into()).unwrap();
+        setup(&mut sim);
         sim.begin();
         while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        sim
+    }
+
+    /// The tasks pulled by new-idle balancing in 200 ms under `kernel`: three tasks on two
+    /// CPUs, each running 2 ms and sleeping 60 µs, so a CPU whose task sleeps idles briefly
+    /// while the other CPU has a task waiting.
+    fn newidle_pulls(kernel: &str) -> usize {
+        let three_on_two = RunSleep { tasks: 3, run_us: 2000.0, sleep_us: 60.0, cpu: None };
+        let sim = run_on_quiet_guest(three_on_two, kernel, 200_000_000, |sim| {
+            sim.sched.hetero.migrations = Some(Vec::new());
+        });
+        sim.sched.hetero.migrations.as_ref().unwrap().iter().filter(|m| m.reason == "pull").count()
+    }
+
+    /// CPU 1's avg_idle after a task pinned there works 10 µs and sleeps 3 ms, with the
+    /// warm-up ending at `warmup_ns` (0: none).
+    fn avg_idle_after_a_long_sleep(warmup_ns: u64) -> u64 {
+        let sleeper = RunSleep { tasks: 1, run_us: 10.0, sleep_us: 3000.0, cpu: Some(1) };
+        let sim = run_on_quiet_guest(sleeper, "6.18", 3_100_000, |sim| sim.run.warmup_ns = warmup_ns);
         sim.sched.cpus[1].avg_idle_ns
     }
 
