@@ -38,6 +38,10 @@ pub(crate) struct Cpu {
     /// (rq_clock_skip_update in wakeup_preempt): the switch that follows charges the running
     /// task only up to this time, the clock's last update, and the task switched in from it.
     pub clock_skip_from: Option<TimeNs>,
+    /// What that skip left uncharged, ns: the task switched in starts its execution clock
+    /// that much before the switch (set_next_entity stamps exec_start with the clock the
+    /// skip left behind), so its first accounting charges it, not the switch.
+    pub skipped_to_next_ns: u64,
     /// Root cfs_rq PELT signal and the sum of enqueued tasks' util_est.
     pub avg: SchedAvg,
     pub util_est_sum: u64,

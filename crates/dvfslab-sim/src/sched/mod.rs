@@ -88,6 +88,7 @@ impl Sched {
                 resched_ipi: None,
                 in_loopback_send: false,
                 clock_skip_from: None,
+                skipped_to_next_ns: 0,
                 avg: SchedAvg::default(),
                 util_est_sum: 0,
                 clock_pelt: 0,

@@ -314,16 +314,18 @@ impl Sim {
         };
         self.sched.queue_remove(cpu, next);
         // A skipped clock update (rq_clock_skip_update): the time since the clock's last update
-        // goes to the task switched in, not to the one switched out. (The latter's deadline,
-        // renewed or not by the update, is left as it is: the interval is under a µs.)
+        // goes to the task switched in, not to the one switched out. The one switched out is
+        // charged up to the clock's last update (its deadline, renewed or not by the update
+        // above, is left as it is: the interval is under a µs); the one switched in is charged
+        // at its own first accounting, as its exec_start is that stale clock (switch_in): until
+        // then a run-queue's V sees neither (requeue_delayed_entity reads it so).
         let skipped = skip_from.map_or(0, |from| self.q.now().saturating_sub(from));
-        for (task, charge) in [(curr, -(skipped as i64)), (next, skipped as i64)] {
-            let t = &mut self.sched.tasks[task];
-            t.vruntime = t.vruntime.saturating_add_signed(charge);
-            t.sum_exec_ns = t.sum_exec_ns.saturating_add_signed(charge);
-        }
+        let t = &mut self.sched.tasks[curr];
+        t.vruntime = t.vruntime.saturating_sub(skipped);
+        t.sum_exec_ns = t.sum_exec_ns.saturating_sub(skipped);
         self.sched.queue_push(cpu, curr);
         let c = &mut self.sched.cpus[cpu];
+        c.skipped_to_next_ns = skipped;
         c.curr = None;
         c.switched_out = Some((curr, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -410,8 +412,9 @@ impl Sim {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
         }
         self.spend_switch(cpu, task);
+        let skipped = std::mem::take(&mut self.sched.cpus[cpu].skipped_to_next_ns);
         let t = &mut self.sched.tasks[task];
-        t.exec_start_ns = now;
+        t.exec_start_ns = now - skipped;
         t.slice_start_exec_ns = t.sum_exec_ns;
         // A CPU still leaving its idle state runs nothing, not even instant operations: an
         // empty segment ends when it is ready, and the program goes on from there.
@@ -949,6 +952,28 @@ mod tests {
         let plain = avg_idle_after_a_long_sleep(0);
         assert_eq!(plain, crate::sched::AVG_IDLE_MAX_NS);
         assert_eq!(avg_idle_after_a_long_sleep(2_900_000), plain);
+    }
+
+    #[test]
+    fn a_skipped_clock_update_is_charged_to_the_task_switched_in_at_its_own_accounting() {
+        // Two tasks share CPU 0, one running, one waiting. A preemption whose clock update was
+        // skipped 400 ns ago (rq_clock_skip_update) charges the one switched out only up to the
+        // skip; the one switched in starts its execution clock at the skip, so its next
+        // accounting charges the 400 ns, and until then its vruntime is as it waited.
+        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
+        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
+        let now = sim.q.now();
+        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        let waiting = 1 - curr;
+        assert!(sim.sched.cpus[0].queue.contains(&waiting), "the other task waits on CPU 0");
+        sim.sched.update_curr(&sim.q, 0);
+        let (v_curr, v_waiting) = (sim.sched.tasks[curr].vruntime, sim.sched.tasks[waiting].vruntime);
+        sim.sched.cpus[0].clock_skip_from = Some(now - 400);
+        sim.preempt(0, Some(waiting));
+        assert_eq!(sim.sched.cpus[0].curr, Some(waiting));
+        assert_eq!(sim.sched.tasks[curr].vruntime, v_curr - 400);
+        assert_eq!(sim.sched.tasks[waiting].vruntime, v_waiting);
+        assert_eq!(sim.sched.tasks[waiting].exec_start_ns, now - 400);
     }
 
     #[test]
