@@ -516,6 +516,13 @@ def test_record_true_on_this_machine(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert text.startswith("# dvfslab record: true\n")
+    # The header says whether the session's tasks shared an autogroup, as the sysctl has it.
+    sysctl = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    if not sysctl.exists():
+        said = "no autogroup"
+    else:
+        said = "autogroup on" if sysctl.read_text().strip() == "1" else "autogroup off"
+    assert f", {said}, " in text.splitlines()[1]
     trace = parse_text(text, str(out))
     execs = trace.processes[trace.processes["event"] == "exec"]
     assert "true" in set(execs["comm"])

@@ -368,6 +368,17 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _autogroup() -> str:
+    """Whether each session's tasks share a task group (kernel.sched_autogroup_enabled): the
+    model has no task groups, and they change how often tasks preempt one another
+    (docs/recording.md)."""
+    try:
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        return "no autogroup"
+    return "autogroup on" if enabled == "1" else "autogroup off"
+
+
 def _header(
     command: Sequence[str],
     pid: int,
@@ -381,7 +392,8 @@ def _header(
     trace-cmd report prints."""
     return (
         f"# dvfslab record: {shlex.join(command)}\n"
-        f"# pid {pid}, kernel {platform.release()}, clock {clock}, exit status {status}, "
+        f"# pid {pid}, kernel {platform.release()}, {_autogroup()}, clock {clock}, "
+        f"exit status {status}, "
         f"{elapsed:.3f} s"
         + (f", traced from {window[0]:g} s for {window[1]:g} s" if window else "")
         + f"\ncpus={ncpus}\n"
