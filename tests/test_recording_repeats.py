@@ -125,3 +125,24 @@ def test_the_cli_lists_and_checks_a_recordings_runs() -> None:
     row = next(r for r in report["rows"] if r["role"] == "all" and r["statistic"] == "run_us.p50")
     assert len(row["recorded_runs"]) == runs
     assert row["recorded"] == sorted(row["recorded_runs"])[(runs - 1) // 2]
+
+
+def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path) -> None:
+    recorder = load_script("record-benchmarks")
+    sysctl = tmp_path / "sched_autogroup_enabled"
+    sysctl.write_text("1\n")
+    with recorder.autogroup("off", sysctl):
+        assert sysctl.read_text() == "0"
+        assert recorder.autogroup_note(sysctl) == ", autogroup off"
+    assert sysctl.read_text() == "1\n"
+    # Restored when a run fails too; left alone when not asked for.
+    with pytest.raises(RuntimeError), recorder.autogroup("off", sysctl):
+        raise RuntimeError("the benchmark failed")
+    assert sysctl.read_text() == "1\n"
+    with recorder.autogroup(None, sysctl):
+        assert sysctl.read_text() == "1\n"
+    with (
+        pytest.raises(SystemExit, match=r"no .*missing"),
+        recorder.autogroup("on", tmp_path / "missing"),
+    ):
+        pass
