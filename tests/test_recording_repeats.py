@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dvfslab._core import ConfigError
+from dvfslab.record import autogroup_state
 from dvfslab.recordings import load_recording
 from dvfslab.recordings.check import MEDIAN, PER_OP_CPU, REPORTED, compare, recorded_runs
 from dvfslab.recordings.manifest import load_repeats
@@ -133,7 +134,7 @@ def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path
     sysctl.write_text("1\n")
     with recorder.autogroup("off", sysctl):
         assert sysctl.read_text() == "0"
-        assert recorder.autogroup_note(sysctl) == ", autogroup off"
+        assert autogroup_state(sysctl) == "autogroup off"
     assert sysctl.read_text() == "1\n"
     # Restored when a run fails too; left alone when not asked for.
     with pytest.raises(RuntimeError), recorder.autogroup("off", sysctl):

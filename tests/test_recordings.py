@@ -16,7 +16,7 @@ import pytest
 
 import dvfslab
 from dvfslab._core import ConfigError
-from dvfslab.record import RecordError, record
+from dvfslab.record import RecordError, autogroup_state, record
 from dvfslab.recordings import load_recording, shipped_recordings
 from dvfslab.recordings.behaviour import behaviour
 from dvfslab.recordings.check import (
@@ -502,6 +502,15 @@ def can_trace() -> bool:
     )
 
 
+def test_the_autogroup_state_is_read_from_its_sysctl(tmp_path: Path) -> None:
+    sysctl = tmp_path / "sched_autogroup_enabled"
+    sysctl.write_text("1\n")
+    assert autogroup_state(sysctl) == "autogroup on"
+    sysctl.write_text("0\n")
+    assert autogroup_state(sysctl) == "autogroup off"
+    assert autogroup_state(tmp_path / "missing") == "no autogroup"
+
+
 @pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
 def test_record_true_on_this_machine(tmp_path: Path) -> None:
     out = tmp_path / "true.txt"
@@ -516,13 +525,8 @@ def test_record_true_on_this_machine(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert text.startswith("# dvfslab record: true\n")
-    # The header says whether the session's tasks shared an autogroup, as the sysctl has it.
-    sysctl = Path("/proc/sys/kernel/sched_autogroup_enabled")
-    if not sysctl.exists():
-        said = "no autogroup"
-    else:
-        said = "autogroup on" if sysctl.read_text().strip() == "1" else "autogroup off"
-    assert f", {said}, " in text.splitlines()[1]
+    # The header says whether the session's tasks shared an autogroup.
+    assert f", {autogroup_state()}, " in text.splitlines()[1]
     trace = parse_text(text, str(out))
     execs = trace.processes[trace.processes["event"] == "exec"]
     assert "true" in set(execs["comm"])

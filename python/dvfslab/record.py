@@ -368,12 +368,15 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _autogroup() -> str:
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def autogroup_state(path: Path = AUTOGROUP) -> str:
     """Whether each session's tasks share a task group (kernel.sched_autogroup_enabled): the
     model has no task groups, and they change how often tasks preempt one another
-    (docs/recording.md)."""
+    (docs/recording.md). "autogroup on", "autogroup off" or "no autogroup"."""
     try:
-        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+        enabled = path.read_text().strip()
     except OSError:
         return "no autogroup"
     return "autogroup on" if enabled == "1" else "autogroup off"
@@ -392,7 +395,7 @@ def _header(
     trace-cmd report prints."""
     return (
         f"# dvfslab record: {shlex.join(command)}\n"
-        f"# pid {pid}, kernel {platform.release()}, {_autogroup()}, clock {clock}, "
+        f"# pid {pid}, kernel {platform.release()}, {autogroup_state()}, clock {clock}, "
         f"exit status {status}, "
         f"{elapsed:.3f} s"
         + (f", traced from {window[0]:g} s for {window[1]:g} s" if window else "")
