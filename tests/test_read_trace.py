@@ -12,7 +12,7 @@ import dvfslab
 from dvfslab import ConfigError
 from dvfslab.traces import write_trace
 from dvfslab.traces.read import MAX_TRACE_BYTES, TRACE_DAT_MAGIC
-from trace_data import switch
+from trace_data import switch, wakeup
 
 LISA_JUNO = Path(__file__).parent / "data" / "traces" / "lisa-juno-trace.txt"
 JUNO_SCHEDUTIL = LISA_JUNO.with_name("lisa-juno-schedutil.txt")
@@ -166,6 +166,26 @@ def test_cli_trace_summary(cli):
     bad = cli("trace", "summary", str(LISA_JUNO.with_name("nope.txt")))
     assert bad.code == 1
     assert bad.stderr.startswith("error: trace file")
+
+
+def test_trace_summary_names_the_longest_wait_for_a_cpu(cli, tmp_path):
+    # Task 3 is woken onto CPU 0 at 1.0 s and never runs while tasks 1 and 2 take turns there
+    # until 1.2 s; task 5, woken onto CPU 1 at the same moment, runs 1 ms later. The summary
+    # names task 3's 200 ms, still waiting at the trace's end.
+    text = wakeup(0, "1.000000", ("a", 1), 3, target=0) + wakeup(1, "1.000000", ("c", 4), 5, 1)
+    text += switch(1, "1.001000", ("c", 4, "S"), ("t", 5))
+    turns = [(("a", 1, "R"), ("b", 2)), (("b", 2, "R"), ("a", 1))]
+    text += "".join(switch(0, f"{1.0 + 0.01 * (i + 1):.6f}", *turns[i % 2]) for i in range(20))
+    path = tmp_path / "starved.txt"
+    path.write_text("cpus=2\n" + text)
+    info = dvfslab.read_trace(path).summary()
+    assert info["longest_wait"] == {"ms": pytest.approx(200.0), "comm": "t", "still_waiting": True}
+    run = cli("trace", "summary", str(path))
+    assert run.code == 0, run.stderr
+    assert (
+        "longest wait for a CPU after a wake-up: 200.0 ms (t, still waiting at the end)"
+        in run.stdout
+    )
 
 
 def test_a_cpu_map_names_each_cpus_type():

@@ -86,6 +86,35 @@ def test_statistics_of_a_worked_example() -> None:
     assert cli["sleep_us"]["p50"] == pytest.approx(11.0)
     # Two operations in the 100-us window: 20,000 a second.
     assert s["operations_per_s"] == pytest.approx(20_000.0)
+    # srv ran 1 us after its wake-up, cli 9 us after its own (CPU 0 was idle until then).
+    assert srv["wait_us"]["p50"] == pytest.approx(1.0)
+    assert cli["wait_us"]["p50"] == pytest.approx(9.0)
+    assert s["longest_wait"] == {"ms": pytest.approx(0.009), "comm": "cli", "still_waiting": False}
+
+
+def test_a_task_woken_and_never_run_while_its_cpu_runs_others_is_the_longest_wait() -> None:
+    # `bg` (no role) is woken onto CPU 0 at 1.000 s and never switched in while cli and srv
+    # take turns there until 1.300 s: it waits at least 300 ms, still waiting at the end.
+    # A second client, woken onto CPU 1, next logs its own switch-out (it was switched in
+    # unlogged, from idle): that wait is unknown, not the 200 ms to its next switch-in.
+    lines = [
+        "cpus=2",
+        "            cli-10    [000] d..2.   1.000000: sched_wakeup: comm=bg pid=30 prio=120 target_cpu=000",
+        "         <idle>-0     [001] d.s2.   1.000000: sched_wakeup: comm=cli pid=11 prio=120 target_cpu=001",
+        "            cli-11    [001] d..2.   1.000500: sched_switch: prev_comm=cli prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=kworker/1:1 next_pid=5 next_prio=120",
+        "    kworker/1:1-5     [001] d..2.   1.200000: sched_switch: prev_comm=kworker/1:1 prev_pid=5 prev_prio=120 prev_state=I ==> next_comm=cli next_pid=11 next_prio=120",
+    ]
+    turns = [("cli", 10, "srv", 20), ("srv", 20, "cli", 10)]
+    for i in range(30):
+        prev, prev_pid, nxt, next_pid = turns[i % 2]
+        lines.append(
+            f"            {prev}-{prev_pid}    [000] d..2.   {1.0 + 0.01 * (i + 1):.6f}: sched_switch: prev_comm={prev} prev_pid={prev_pid} prev_prio=120 prev_state=R ==> next_comm={nxt} next_pid={next_pid} next_prio=120"
+        )
+    trace = parse_text("\n".join(lines) + "\n", "starved")
+    s = behaviour(trace, ROLES, operations=1.0, fixed_khz=1_000_000, window=(1.0, 1.3))
+    assert s["longest_wait"] == {"ms": pytest.approx(300.0), "comm": "bg", "still_waiting": True}
+    assert s["longest_wait_ms"] == pytest.approx(300.0)
+    assert s["roles"]["client"]["wait_us"]["n"] == 0
 
 
 def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up() -> None:

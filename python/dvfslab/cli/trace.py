@@ -85,6 +85,13 @@ def cmd_trace_summary(args: argparse.Namespace) -> int:
             f"{unknown}{' (' + per_cpu + ')' if per_cpu else ''}: a ring buffer overflowed, "
             "the tables miss events there"
         )
+    longest = info["longest_wait"]
+    if longest is not None:
+        still = ", still waiting at the end" if longest["still_waiting"] else ""
+        print(
+            f"longest wait for a CPU after a wake-up: {longest['ms']:,.1f} ms "
+            f"({longest['comm']}{still})"
+        )
     if info["tsc_khz"] is not None:
         khz = info["tsc_khz"]
         shown = f"{khz:.0f}" if float(khz).is_integer() else f"{khz}"

@@ -5,13 +5,15 @@ Per role (the benchmark's kinds of task, named by a pattern on the task's comm) 
 them together:
 - per operation (the benchmark's own count): CPU time in cycles, switch-outs (sleeping in S,
   in D, or preempted), wake-ups;
-- run lengths (switch-in to switch-out) and sleep lengths (switch-out asleep to the wake-up),
-  p10 / p50 / p90 in µs;
+- run lengths (switch-in to switch-out), sleep lengths (switch-out asleep to the wake-up) and
+  waits for a CPU (the wake-up to the switch-in), p10 / p50 / p90 in µs;
 - where wake-ups come from: a softirq, a hard interrupt, a kernel thread, or a process (the
   context sched_waking was logged in, and the task current there);
 - the share of wake-ups that stay on the waker's CPU (sched_wakeup's CPU against
   sched_waking's);
-- forks and execs per second.
+- forks and execs per second;
+- the longest wait for a CPU after a wake-up of any task in the trace, the benchmark's or not:
+  a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds.
 Intervals cut by the trace's edges (a task already running at its start) are left out.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dvfslab.traces.read import Trace
+from dvfslab.traces.waits import longest_wait, waits
 
 KERNEL_THREAD = re.compile(
     r"^(kworker|ksoftirqd|kthreadd|rcu_|migration|kswapd|jbd2|xfsaild|kcompactd|khugepaged|"
@@ -49,6 +52,7 @@ class RoleStats:
     wakeups: int = 0
     runs_us: list[float] = field(default_factory=list)
     sleeps_us: list[float] = field(default_factory=list)
+    waits_us: list[float] = field(default_factory=list)
     contexts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CONTEXTS, 0))
     same_cpu: int = 0
     placed: int = 0
@@ -88,6 +92,7 @@ def behaviour(
 
     _runs_and_switches(trace, pid_role, stats, freq_at, start, end)
     _wakeups(trace, pid_role, stats, start, end)
+    longest = _waits(trace, pid_role, stats, start, end)
     forks, execs = _process_rates(trace, start, end)
     ops = max(operations, 1e-12)
     out: dict[str, Any] = {
@@ -96,6 +101,8 @@ def behaviour(
         "operations_per_s": operations / span_s,
         "forks_per_s": forks / span_s,
         "execs_per_s": execs / span_s,
+        "longest_wait": longest,
+        "longest_wait_ms": None if longest is None else longest["ms"],
         "roles": {},
     }
     for role in [*roles, ALL]:
@@ -112,6 +119,7 @@ def behaviour(
             "wakeups_per_op": s.wakeups / ops,
             "run_us": _quantiles(s.runs_us),
             "sleep_us": _quantiles(s.sleeps_us),
+            "wait_us": _quantiles(s.waits_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
             # How many events each share and median is over.
@@ -311,6 +319,26 @@ def _wakeups(
         if k > 0 and times[k - 1] >= start:
             for r in roles:
                 stats[r].sleeps_us.append((t - times[k - 1]) * 1e6)
+
+
+def _waits(
+    trace: Trace,
+    pid_role: dict[int, str],
+    stats: dict[str, RoleStats],
+    start: float,
+    end: float,
+) -> dict[str, Any] | None:
+    """Each role task's known waits for a CPU after its wake-ups in the window, finished
+    ones only, into its `waits_us` (`dvfslab.traces.waits`); returns the longest wait of any
+    task, still waiting included."""
+    table = waits(trace, start, end)
+    finished = table[~table["still_waiting"]]
+    for pid, wait_s in zip(finished["pid"], finished["wait_s"]):
+        role = pid_role.get(int(pid))
+        if role is not None:
+            for r in (role, ALL):
+                stats[r].waits_us.append(float(wait_s) * 1e6)
+    return longest_wait(table)
 
 
 def _context(ctx: str, waker_comm: str) -> str:

@@ -32,6 +32,7 @@ import pandas as pd
 from dvfslab import _core
 from dvfslab._core import TRACE_MAX_CPUS, ConfigError
 from dvfslab.traces.idle import idle_exits
+from dvfslab.traces.waits import longest_wait, waits
 
 if TYPE_CHECKING:
     from dvfslab.platforms import PlatformRef
@@ -96,7 +97,8 @@ class Trace:
     def summary(self, cpu_types: dict[int, str] | None = None) -> dict[str, Any]:
         """What the trace holds: span, events, per CPU its busy share and frequencies (with
         `cpu_types`, CPU -> cluster name from `cpu_map` or `preset_cpu_map`, each CPU's type),
-        and how long wake-ups from each idle state took (`dvfslab.traces.idle`)."""
+        how long wake-ups from each idle state took (`dvfslab.traces.idle`), and the longest a
+        woken task waited for a CPU (`dvfslab.traces.waits`)."""
         times = [df["time_s"] for df in self._tables() if not df.empty]
         start = min(float(t.min()) for t in times) if times else 0.0
         end = max(float(t.max()) for t in times) if times else 0.0
@@ -134,6 +136,7 @@ class Trace:
             "per_cpu": per_cpu,
             "idle_exits": idle_exits(self.idle, self.wakeups, self.pelt),
             "lost": self.lost_summary(),
+            "longest_wait": longest_wait(waits(self, start, end)),
             "tsc_khz": self.tsc_khz,
         }
 
