@@ -128,6 +128,25 @@ def test_the_cli_lists_and_checks_a_recordings_runs() -> None:
     assert row["recorded"] == sorted(row["recorded_runs"])[(runs - 1) // 2]
 
 
+def test_the_recorders_manifest_says_whether_sessions_were_grouped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = load_script("record-benchmarks")
+    tbench = next(b for b in recorder.BENCHMARKS if b.name == "tbench-2")
+
+    class Recorded:
+        lost_events = 0
+
+    for state, key in (("autogroup off", "off"), ("autogroup on", "on"), ("no autogroup", "none")):
+        monkeypatch.setattr("dvfslab.record.autogroup_state", lambda state=state: state)
+        text = recorder.manifest(tbench, "x", Recorded(), 1.0, 10.0, "round trips")
+        assert text.startswith("# Made by scripts/record-benchmarks on ")
+        assert f", {state}.\n" in text.splitlines(keepends=True)[0]
+        (tmp_path / "x.toml").write_text(text)
+        (tmp_path / "x.txt").write_text(TRACE)
+        assert load_recording(tmp_path / "x.toml").autogroup == key
+
+
 def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path) -> None:
     recorder = load_script("record-benchmarks")
     sysctl = tmp_path / "sched_autogroup_enabled"

@@ -233,6 +233,20 @@ def test_a_manifest_names_two_of_its_roles_as_round_trips(tmp_path: Path) -> Non
         load_recording(tmp_path / "x.toml")
 
 
+def test_a_manifest_says_whether_the_recording_machine_grouped_sessions(tmp_path: Path) -> None:
+    # The shipped recordings ran with the kernel's default autogroup; a manifest that does not
+    # say leaves it unknown, and a value other than on, off or none is refused.
+    shipped = load_recording("tbench-2")
+    assert shipped.autogroup == "on"
+    text = shipped.trace_path.with_suffix("").with_suffix(".toml").read_text()
+    (tmp_path / "x.txt").write_text(WORKED)
+    (tmp_path / "x.toml").write_text(text.replace('autogroup = "on"\n', ""))
+    assert load_recording(tmp_path / "x.toml").autogroup is None
+    (tmp_path / "x.toml").write_text(text.replace('autogroup = "on"', 'autogroup = "yes"'))
+    with pytest.raises(ConfigError, match=r"x\.toml: autogroup: expected one of on, off, none"):
+        load_recording(tmp_path / "x.toml")
+
+
 def test_a_round_trip_benchmark_counts_its_window_in_both_traces_alike() -> None:
     # The model's round trips in its trace are its own operation count; the recording's window
     # held fewer than the benchmark's untraced rate says (tracing slows it), and counted in the
@@ -469,6 +483,16 @@ def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert '"recording": "hackbench-pipe"' in done.stdout
+    assert json.loads(done.stdout)["autogroup"] == "on"
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "hackbench-pipe"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recorded with autogroup on: the model has no task groups" in done.stdout
+    assert "longest wait for a CPU ms" in done.stdout
     done = subprocess.run(
         [sys.executable, "-m", "dvfslab", "model", "check", "no-such-recording"],
         capture_output=True,

@@ -132,6 +132,11 @@ def _print_report(report: dict[str, Any]) -> None:
         f"operations: {report['operations_counted']}: recorded {rec_ops['operations']:,.0f} "
         f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops} (counted {counted})"
     )
+    if report.get("autogroup") == "on":
+        print(
+            "recorded with autogroup on: the model has no task groups, and a session spread over "
+            "the CPUs can starve other tasks and be preempted more there (docs/recording.md)"
+        )
     repeats = report.get("repeats", 0)
     if repeats:
         print(

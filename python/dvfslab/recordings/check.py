@@ -324,6 +324,7 @@ def check(
             if rec.round_trips is None
             else "round trips {} -> {} in each trace".format(*rec.round_trips)
         ),
+        "autogroup": rec.autogroup,
         "recorded": recorded,
         "repeats": len(runs) - 1,
         "model": modelled,
@@ -379,6 +380,7 @@ def check_seeds(rec: Recording, seeds: list[int], progress: Any = None) -> dict[
                 "platform",
                 "operations_unit",
                 "operations_counted",
+                "autogroup",
                 "repeats",
             )
         },

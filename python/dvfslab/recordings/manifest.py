@@ -42,6 +42,8 @@ else:  # pragma: no cover
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "recordings"
 DEFAULT_PLATFORM = "kvm-guest-2cpu"
+AUTOGROUP = ("on", "off", "none")
+"""A manifest's `autogroup` values: the sysctl on or off, or a kernel without autogroup."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,10 @@ class Recording:
     """(requester role, responder role) of a benchmark whose operation is one round trip
     between them: its operations per window are counted in the recording's trace and in the
     model's alike (`round_trips`), and `operations` is only reported beside them."""
+    autogroup: str | None = None
+    """Whether the recording machine grouped each session's tasks (kernel.sched_autogroup_enabled):
+    "on", "off" or "none" (a kernel without autogroup); None when the manifest does not say.
+    The model has no task groups (docs/recording.md)."""
     repeats: tuple[Path, ...] = ()
     """Manifests of other runs of the same command on the same machine: how far the real
     benchmark moves from run to run (`dvfslab model check` judges against all the runs)."""
@@ -148,6 +154,11 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
             f"{path}: repeats: expected a list of manifest paths (relative to this file), "
             f"got {repeats!r}"
         )
+    autogroup = data.get("autogroup")
+    if autogroup is not None and autogroup not in AUTOGROUP:
+        raise ConfigError(
+            f"{path}: autogroup: expected one of {', '.join(AUTOGROUP)}, got {autogroup!r}"
+        )
     for r in repeats:
         if not (path.parent / r).is_file():
             raise ConfigError(f"{path}: repeats: {r}: no such file beside {path.name}")
@@ -167,6 +178,7 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         model_warmup_s=number("model_warmup_s", 0.2, zero_ok=True),
         model_duration_s=number("model_duration_s", max(window_s, 0.2)),
         round_trips=None if trips is None else (trips[0], trips[1]),
+        autogroup=autogroup,
         repeats=tuple(path.parent / r for r in repeats),
     )
 
