@@ -23,6 +23,10 @@ pub(crate) struct Cpu {
     /// deadline with their load sums (`sched/fair.rs`); and whether the running task's
     /// accounting asked for a reschedule (update_curr's resched_curr).
     pub fair: crate::sched::eevdf::Queue,
+    /// With task groups (`sched/group.rs`), `fair` is the group's run-queue here, and `root`
+    /// the root's: the tasks outside the group and the group's entity, waiting or delayed.
+    pub root: crate::sched::eevdf::Queue,
+    pub group: crate::sched::group::GroupEntity,
     pub resched: bool,
     /// Tasks switched in so far: what a reschedule IPI on its way was sent for.
     pub switches: u32,

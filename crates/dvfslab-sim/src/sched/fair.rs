@@ -7,13 +7,17 @@
 //! and asks for a reschedule (update_curr). Before 6.6 the scheduler is CFS-like
 //! (`sched/mod.rs`).
 //!
+//! With task groups (`sched/group.rs`) each rule applies at the level of the task's run-queue:
+//! the group's for its tasks, the root's for the others and for the group's entity.
+//!
 //! Left out: nice levels and custom slices (every task has nice 0 and the base slice, so
-//! PREEMPT_SHORT never applies), group scheduling, buddies (NEXT_BUDDY is off by default), a
+//! PREEMPT_SHORT never applies), more than one task group, NEXT_BUDDY (off by default), a
 //! delayed task's share of the PELT sums (it leaves them when it blocks, as a sleeping task
 //! does), and load balancing of delayed tasks (only waiting ones move).
 
 use crate::engine::EventQueue;
-use crate::sched::eevdf::{self, clamped_lag, Entity, Load, Rules, Running};
+use crate::sched::eevdf::{self, clamped_lag, Entity, Load, Queue, Rules, Running};
+use crate::sched::group::GROUP;
 use crate::sched::Sched;
 
 /// How a task joins a run-queue (enqueue_task's flags, as far as placement reads them).
@@ -46,6 +50,36 @@ impl Sched {
         }
     }
 
+    /// The load sums of the run-queue `task` competes in on `cpu` (`fair_load` without task
+    /// groups; the group's, or the root's, with them), its running entity included.
+    pub(crate) fn level_load(&self, cpu: usize, task: usize) -> Load {
+        if !self.groups {
+            return self.fair_load(cpu);
+        }
+        if !self.grouped(task) {
+            return self.root_load(cpu);
+        }
+        let load = self.cpus[cpu].fair.load;
+        match self.fair_curr(cpu).filter(|&c| self.grouped(c)) {
+            Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight),
+            None => load,
+        }
+    }
+
+    /// The run-queue `task` waits in on `cpu`: the root's for a task outside the group.
+    fn level_queue(&mut self, cpu: usize, task: usize) -> &mut Queue {
+        if self.groups && !self.grouped(task) {
+            &mut self.cpus[cpu].root
+        } else {
+            &mut self.cpus[cpu].fair
+        }
+    }
+
+    /// Delayed tasks queued on `cpu` (h_nr_delayed), at every level.
+    pub(crate) fn delayed_tasks(&self, cpu: usize) -> usize {
+        self.cpus[cpu].fair.delayed + self.cpus[cpu].root.delayed
+    }
+
     /// V of `load` on `cpu`; with no task there, the run-queue's own reference
     /// (min_vruntime, which avg_vruntime returns for an empty run-queue).
     pub(crate) fn fair_avg(&self, cpu: usize, load: &Load) -> u64 {
@@ -58,8 +92,8 @@ impl Sched {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let t = &self.tasks[task];
-        self.cpus[cpu].fair.insert(task, t.vruntime, t.deadline, t.weight);
+        let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight);
+        self.level_queue(cpu, task).insert(task, v, d, w);
     }
 
     /// Take a fair task out of `cpu`'s queued ones (__dequeue_entity).
@@ -67,20 +101,24 @@ impl Sched {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let t = &self.tasks[task];
-        self.cpus[cpu].fair.remove(task, t.vruntime, t.deadline, t.weight);
+        let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight);
+        self.level_queue(cpu, task).remove(task, v, d, w);
     }
 
     /// place_entity: `task` joins `cpu` at V less its lag (inflated for its own weight), with
     /// a deadline one slice on (half of one for a new task), or the relative deadline a move
     /// from another CPU carried. The running task is accounted first (enqueue_entity's
-    /// update_curr), so that V is today's.
+    /// update_curr), so that V is today's. A task of the group then brings the group's entity
+    /// to the root, or re-weights it there (`sched/group.rs`).
     pub(crate) fn fair_place(&mut self, q: &EventQueue, task: usize, cpu: usize, join: Join) {
         let rules = self.rules();
         if self.fair_curr(cpu).is_some() {
             self.update_curr(q, cpu);
         }
-        let load = self.fair_load(cpu);
+        if self.groups && !self.grouped(task) {
+            self.root_update_curr(q, cpu);
+        }
+        let load = self.level_load(cpu, task);
         let avg = self.fair_avg(cpu, &load);
         let t = &mut self.tasks[task];
         t.vruntime = eevdf::placed_vruntime(avg, t.vlag, load.weight(), t.weight);
@@ -88,6 +126,9 @@ impl Sched {
             Some(rel) => t.vruntime + rel,
             None => rules.deadline(t.vruntime, join == Join::Fork),
         };
+        if self.grouped(task) {
+            self.group_task_joined(q, cpu);
+        }
     }
 
     /// update_curr's EEVDF part, after the running fair task `curr` of `cpu` ran: a deadline
@@ -101,7 +142,7 @@ impl Sched {
         if renewed {
             t.deadline = rules.deadline(t.vruntime, false);
         }
-        if self.cpus[cpu].fair.is_empty() {
+        if self.level_queue(cpu, curr).is_empty() {
             return;
         }
         let t = &self.tasks[curr];
@@ -109,7 +150,7 @@ impl Sched {
         let resched = renewed
             || match rules.resched {
                 eevdf::Resched::Deadline => false,
-                eevdf::Resched::Ineligible => !protected && !self.fair_load(cpu).eligible(t.vruntime),
+                eevdf::Resched::Ineligible => !protected && !self.level_load(cpu, curr).eligible(t.vruntime),
                 eevdf::Resched::Unprotected => !protected,
             };
         if resched {
@@ -119,32 +160,50 @@ impl Sched {
 
     /// set_next_entity: a fair task picked to run on `cpu` is protected until it has used the
     /// slice it was picked with (RUN_TO_PARITY; the kernel stashes the deadline, in vlag
-    /// before 6.17 and vprot after). Any reschedule asked for was for the task before.
-    pub(crate) fn fair_set_next(&mut self, cpu: usize, task: usize) {
-        self.cpus[cpu].resched = false;
+    /// before 6.17 and vprot after). Any reschedule asked for was for the task before. With
+    /// task groups the root sets its running entity too (`Sched::root_set_next`).
+    pub(crate) fn fair_set_next(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         if self.eevdf.is_some() && self.rt_prio(task).is_none() {
             let t = &mut self.tasks[task];
             t.vprot = t.deadline;
         }
+        if self.groups {
+            let fair = self.rt_prio(task).is_none().then_some(task);
+            self.root_set_next(q, cpu, fair);
+        }
+        // What the switch's own accounting asked is for the task switched out (__schedule
+        // clears it after the pick).
+        self.cpus[cpu].resched = false;
     }
 
     /// dequeue_entity for `task` going to sleep on `cpu`, after it left the CPU: from 6.12 a
     /// task that is not eligible stays queued, delayed, to burn off its negative lag
-    /// (DELAY_DEQUEUE); otherwise it leaves with its lag, clamped (update_entity_lag).
-    pub(crate) fn fair_block(&mut self, cpu: usize, task: usize) {
+    /// (DELAY_DEQUEUE); otherwise it leaves with its lag, clamped (update_entity_lag), and a
+    /// task of the group takes the group's entity along when it was the last one there.
+    pub(crate) fn fair_block(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         if self.rt_prio(task).is_some() {
             return;
         }
         let rules = self.rules();
         let (v, w) = (self.tasks[task].vruntime, self.tasks[task].weight);
-        let load = self.fair_load(cpu).with(v, w);
+        let load = self.level_load(cpu, task).with(v, w);
         if rules.delay_dequeue && !load.eligible(v) {
             self.tasks[task].delayed = true;
             self.fair_enqueue(cpu, task);
-            self.cpus[cpu].fair.delayed += 1;
+            self.level_queue(cpu, task).delayed += 1;
             return;
         }
         self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit_ns);
+        if self.grouped(task) {
+            self.group_task_left(q, cpu, true);
+        }
+    }
+
+    /// An exiting task leaves `cpu` for good: a task of the group as after a sleep.
+    pub(crate) fn fair_exit(&mut self, q: &EventQueue, cpu: usize, task: usize) {
+        if self.eevdf.is_some() && self.grouped(task) && self.rt_prio(task).is_none() {
+            self.group_task_left(q, cpu, true);
+        }
     }
 
     /// A delayed task leaves `cpu`'s queue for good (dequeue_entity with DEQUEUE_DELAYED, when
@@ -155,30 +214,37 @@ impl Sched {
             self.update_curr(q, cpu);
         }
         let rules = self.rules();
-        let load = self.fair_load(cpu);
+        let load = self.level_load(cpu, task);
         let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
         self.fair_dequeue(cpu, task);
-        self.cpus[cpu].fair.delayed -= 1;
+        self.level_queue(cpu, task).delayed -= 1;
         let t = &mut self.tasks[task];
         t.delayed = false;
         t.vlag = lag.min(0);
+        if self.grouped(task) {
+            self.group_task_left(q, cpu, true);
+        }
     }
 
     /// A delayed task woken where it waits (ttwu_runnable → requeue_delayed_entity): its lag
     /// is read against the run-queue as it stands, the running task's vruntime as last
     /// accounted (nothing brings it up to now on this path); a positive lag is dropped, the
     /// task placed at V of the others (DELAY_ZERO), else it keeps its vruntime and deadline.
-    /// The task leaves the queue here; the enqueue that follows puts it back as waiting.
-    pub(crate) fn fair_requeue_delayed(&mut self, cpu: usize, task: usize) {
+    /// The task leaves the queue here; the enqueue that follows puts it back as waiting. A task
+    /// of the group re-weights the group's entity (enqueue_task_fair's update_cfs_group).
+    pub(crate) fn fair_requeue_delayed(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         let rules = self.rules();
-        let load = self.fair_load(cpu);
+        let load = self.level_load(cpu, task);
         let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
         self.fair_dequeue(cpu, task);
-        self.cpus[cpu].fair.delayed -= 1;
+        self.level_queue(cpu, task).delayed -= 1;
         self.tasks[task].delayed = false;
         self.tasks[task].vlag = lag.min(0);
+        if self.grouped(task) {
+            self.group_reweight(q, cpu);
+        }
         if lag > 0 {
-            let others = self.fair_load(cpu);
+            let others = self.level_load(cpu, task);
             let avg = self.fair_avg(cpu, &others);
             let t = &mut self.tasks[task];
             t.vruntime = avg;
@@ -187,12 +253,17 @@ impl Sched {
     }
 
     /// pick_eevdf on `cpu` without changing anything: the eligible fair task with the
-    /// earliest deadline among the queued (delayed ones included) and, with `with_curr`, the
-    /// running one, which keeps the CPU while its pick protects it when `protect` asks.
+    /// earliest deadline among those queued in its `fair` run-queue (delayed ones included; with
+    /// task groups, the group's run-queue) and, with `with_curr`, the running one if it is
+    /// theirs, which keeps the CPU while its pick protects it when `protect` asks. With task
+    /// groups the root's pick comes first (`Sched::root_peek`).
     pub(crate) fn fair_peek(&self, cpu: usize, with_curr: bool, protect: bool) -> Option<usize> {
         let rules = self.rules();
-        let curr = if with_curr { self.fair_curr(cpu) } else { None };
-        let load = if with_curr { self.fair_load(cpu) } else { self.cpus[cpu].fair.load };
+        let curr = if with_curr { self.fair_curr(cpu).filter(|&c| !self.groups || self.grouped(c)) } else { None };
+        let load = match curr {
+            Some(c) => self.cpus[cpu].fair.load.with(self.tasks[c].vruntime, self.tasks[c].weight),
+            None => self.cpus[cpu].fair.load,
+        };
         let entity = |task: usize| {
             let t = &self.tasks[task];
             Entity { task, vruntime: t.vruntime, deadline: t.deadline }
@@ -206,10 +277,25 @@ impl Sched {
     }
 
     /// pick_next_entity on `cpu`: [`Sim::fair_peek`], a delayed task it picks leaving the
-    /// run-queue and the pick starting again. None when no fair task is left to run.
+    /// run-queue and the pick starting again. None when no fair task is left to run. With task
+    /// groups the root's running entity is accounted first (pick_task_fair's update_curr), the
+    /// root's next buddy goes first when eligible (PICK_BUDDY), and a delayed group entity
+    /// picked leaves the root.
     pub(crate) fn fair_pick(&mut self, q: &EventQueue, cpu: usize, with_curr: bool) -> Option<usize> {
         loop {
-            let next = self.fair_peek(cpu, with_curr, true)?;
+            let next = if self.groups {
+                self.root_update_curr(q, cpu);
+                match self.root_peek(cpu, with_curr, true, true)? {
+                    GROUP if self.cpus[cpu].group.delayed => {
+                        self.group_finish_delayed(q, cpu);
+                        continue;
+                    }
+                    GROUP => self.fair_peek(cpu, with_curr, true)?,
+                    task => task,
+                }
+            } else {
+                self.fair_peek(cpu, with_curr, true)?
+            };
             if !self.tasks[next].delayed {
                 return Some(next);
             }
@@ -235,12 +321,15 @@ impl Sched {
         }
         let rules = self.rules();
         let t = &self.tasks[task];
-        let load = self.fair_load(src).with(t.vruntime, t.weight);
+        let load = self.level_load(src, task).with(t.vruntime, t.weight);
         let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit_ns);
         let t = &mut self.tasks[task];
         t.vlag = lag;
         if rules.rel_deadline {
             t.rel_deadline = Some(t.deadline.saturating_sub(t.vruntime));
+        }
+        if self.grouped(task) {
+            self.group_task_left(q, src, false);
         }
         self.fair_place(q, task, dst, Join::Wake);
     }
@@ -256,7 +345,7 @@ impl Sched {
         match rules.yield_rule {
             eevdf::Yield::PushDeadline => self.tasks[curr].deadline += rules.slice_ns,
             eevdf::Yield::Forfeit => {
-                if self.fair_load(cpu).eligible(self.tasks[curr].vruntime) {
+                if self.level_load(cpu, curr).eligible(self.tasks[curr].vruntime) {
                     let t = &mut self.tasks[curr];
                     t.vruntime = t.deadline;
                     t.deadline = rules.deadline(t.vruntime, false);
@@ -268,7 +357,7 @@ impl Sched {
     /// Delayed tasks wake_affine_idle counts on `cpu` as running (6.12–6.13).
     pub(crate) fn affine_delayed(&self, cpu: usize) -> u64 {
         match self.eevdf {
-            Some(r) if r.affine_counts_delayed => self.cpus[cpu].fair.delayed as u64,
+            Some(r) if r.affine_counts_delayed => self.delayed_tasks(cpu) as u64,
             _ => 0,
         }
     }

@@ -35,6 +35,7 @@ use crate::workload::SchedPolicy;
 
 mod cpu;
 pub(crate) mod fair;
+pub(crate) mod group;
 pub(crate) mod load_balance;
 pub(crate) use cpu::{Cpu, LlcIdle};
 
@@ -64,6 +65,8 @@ pub(crate) struct Sched {
     pub(crate) hetero: crate::sched::capacity::Hetero,
     /// The fair class's EEVDF rules from 6.6 (`sched/fair.rs`); None for CFS before.
     pub(crate) eevdf: Option<crate::sched::eevdf::Rules>,
+    /// The workload's tasks share a task group (`sched/group.rs`); kernel threads stay at the root.
+    pub(crate) groups: bool,
     /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
 }
@@ -83,6 +86,8 @@ impl Sched {
                 runnable_load: 0,
                 min_vruntime: origin,
                 fair: Default::default(),
+                root: Default::default(),
+                group: Default::default(),
                 resched: false,
                 switches: 0,
                 resched_ipi: None,
@@ -141,6 +146,7 @@ impl Sched {
             llc_scan: wake_affine::IdleScan::all(&plat.llcs),
             hetero,
             eevdf,
+            groups: false,
         }
     }
 }

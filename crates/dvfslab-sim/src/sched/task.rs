@@ -400,6 +400,9 @@ pub struct TaskAttrs {
     /// A kernel thread of the machine: it never ends, and a run whose benchmark tasks have all
     /// exited ends without waiting for it.
     pub background: bool,
+    /// One of the workload's tasks in a run whose tasks share a task group (the `autogroup`
+    /// knob); inherited by the tasks it forks.
+    pub grouped: bool,
 }
 
 /// Scheduling class and priority.

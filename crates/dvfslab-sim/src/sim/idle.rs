@@ -11,6 +11,10 @@ use crate::sim::Sim;
 impl Sim {
     pub(crate) fn go_idle(&mut self, cpu: usize) {
         let now = self.q.now();
+        if self.sched.groups {
+            // put_prev_entity at the root: no entity runs there any more.
+            self.sched.root_set_next(&self.q, cpu, None);
+        }
         self.update_cpu_pelt(cpu);
         // A CPU saturated until now would have had no idle time at full capacity: the gap
         // between its task clock and its slower PELT clock is dropped (update_idle_rq_clock_pelt).

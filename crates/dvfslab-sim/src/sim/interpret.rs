@@ -276,6 +276,8 @@ impl Sim {
                         child.root = self.sched.tasks[task].root;
                         // fork copies the parent's allowed CPUs (dup_task_struct).
                         child.attrs.affinity = self.sched.tasks[task].attrs.affinity.clone();
+                        // ... and its task group (sched_fork's task group of the parent).
+                        child.attrs.grouped = self.sched.tasks[task].attrs.grouped;
                         child.cpu = cpu;
                         self.sched.tasks.push(child);
                         if let Some(tl) = self.run.timeline.as_mut() {

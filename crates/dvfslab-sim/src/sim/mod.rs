@@ -166,6 +166,17 @@ impl Sim {
             ));
         }
 
+        if common.autogroup && !crate::sched::group::modelled(machine.kernel) {
+            return Err(SimError::config(
+                "workload",
+                "autogroup",
+                format!(
+                    "task groups are modelled for kernels 6.14 to 6.18 (whose reweight_entity re-places a group's \
+                     entity as a joining one), not kernel={}",
+                    machine.kernel
+                ),
+            ));
+        }
         let hetero = crate::sched::capacity::Hetero::new(
             plat,
             &machine.tables,
@@ -198,6 +209,7 @@ impl Sim {
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
                 allowed_cpus: common.allowed_cpus(plat.cpus.len())?,
+                autogroup: common.autogroup,
                 kthreads: crate::workload::background_kthreads(plat, &common),
                 rcu: Default::default(),
                 program_nesting: 0,
@@ -237,6 +249,7 @@ impl Sim {
                 ),
             ));
         }
+        sim.sched.groups = sim.work.autogroup;
         sim.init_hardware();
         Ok(sim)
     }
@@ -283,6 +296,7 @@ impl Sim {
         let specs = self.work.workload.tasks(&self.machine.plat);
         let specs = self.with_start_phases(specs);
         let specs = self.with_allowed_cpus(specs);
+        let specs = self.with_group(specs);
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
         // The block layer's workers, where the workload's tasks plug requests.
@@ -403,6 +417,14 @@ impl Sim {
     fn with_allowed_cpus(&self, specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
         let Some(cpus) = &self.work.allowed_cpus else { return specs };
         specs.into_iter().map(|s| if s.attrs.affinity.is_some() { s } else { s.pinned(cpus.clone()) }).collect()
+    }
+
+    /// The workload's first tasks in the run's task group, when it has one (`autogroup`).
+    fn with_group(&self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
+        for spec in &mut specs {
+            spec.attrs.grouped = self.work.autogroup;
+        }
+        specs
     }
 
     /// The workload's first tasks, each delayed by its start phase (`phase_us`): uniform in

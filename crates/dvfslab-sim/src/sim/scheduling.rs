@@ -5,6 +5,7 @@
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sched::fair;
+use crate::sched::group::GROUP;
 use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
@@ -28,12 +29,37 @@ impl Sim {
     ///
     /// `source` is the CPU the wake-up runs on: the decision is taken there, and reaches `cpu`
     /// as [`Sim::resched_curr`] says.
+    ///
+    /// With task groups the two tasks are compared where their entities meet
+    /// (find_matching_se): in the group's run-queue when both are the group's, else at the
+    /// root, the group's entity standing for its task; a woken task of the group that wins
+    /// there leaves the group's own pick to say which of its tasks runs.
     pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
         self.sched.update_curr(&self.q, cpu);
+        let curr = self.sched.cpus[cpu].curr.expect("a current task");
+        let in_group = !self.sched.groups || (self.sched.grouped(curr) && self.sched.grouped(task));
+        if !in_group {
+            self.sched.root_update_curr(&self.q, cpu);
+        }
         if self.sched.cpus[cpu].resched {
             self.resched_curr(cpu, None, source);
-        } else if self.sched.fair_peek(cpu, true, true) == Some(task) {
-            self.resched_curr(cpu, Some(task), source);
+        } else if in_group {
+            if self.sched.fair_peek(cpu, true, true) == Some(task) {
+                self.resched_curr(cpu, Some(task), source);
+            }
+        } else {
+            let woken = if self.sched.grouped(task) { GROUP } else { task };
+            if self.sched.root_peek(cpu, true, true, false) == Some(woken) {
+                self.resched_curr(cpu, (woken == task).then_some(task), source);
+            }
+        }
+    }
+
+    /// A reschedule asked of `cpu` by accounting there on another CPU's behalf (`source`: a
+    /// balancer's move, a wake-up that finished a delayed task there) reaches its task.
+    pub(crate) fn resched_asked(&mut self, cpu: usize, source: usize) {
+        if self.sched.cpus[cpu].resched && self.sched.cpus[cpu].curr.is_some() {
+            self.resched_curr(cpu, None, source);
         }
     }
 
@@ -406,7 +432,7 @@ impl Sim {
         c.resched_ipi = None;
         c.clock_skip_from = None;
         let prev = c.switched_out.take();
-        self.sched.fair_set_next(cpu, task);
+        self.sched.fair_set_next(&self.q, cpu, task);
         self.count_placement_idle(cpu);
         if let Some(tl) = self.run.timeline.as_mut() {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
@@ -495,7 +521,7 @@ impl Sim {
     pub(crate) fn put_to_sleep(&mut self, cpu: usize, wake_at: Option<u64>) {
         let task = self.dequeue_curr(cpu);
         if self.sched.eevdf.is_some() {
-            self.sched.fair_block(cpu, task);
+            self.sched.fair_block(&self.q, cpu, task);
         }
         let cap = self.machine.plat.cpus[cpu].cap_orig;
         let t = &mut self.sched.tasks[task];
@@ -546,6 +572,7 @@ impl Sim {
     /// thread (autoreaped by exit_notify) or a process whose launcher has the same choice.
     pub(crate) fn put_to_exit(&mut self, cpu: usize) {
         let task = self.dequeue_curr(cpu);
+        self.sched.fair_exit(&self.q, cpu, task);
         detach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
         self.sched.cpus[cpu].util_changed = true;
         self.sched.tasks[task].state = TaskState::Exited;
@@ -643,6 +670,7 @@ impl Sim {
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
         self.sched.rq_attach(task, dst);
+        self.resched_asked(src, dst);
     }
 
     /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
@@ -672,6 +700,11 @@ impl Sim {
         self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
+        if self.sched.groups && self.sched.cpus[cpu].group.curr {
+            // entity_tick at the root: the group's entity accounted, then update_cfs_group.
+            self.sched.root_update_curr(&self.q, cpu);
+            self.sched.group_reweight(&self.q, cpu);
+        }
         if self.sched.rt_prio(curr).is_some() {
             self.cpufreq_update_util(cpu, UpdateFlags::default());
         } else {
@@ -708,7 +741,7 @@ impl Sim {
             self.spread_numa(cpu);
             // rq->nr_running, which nohz_balancer_kick reads, still counts a task whose
             // dequeue is delayed (6.12+): the running task may have to move.
-            if self.sched.cpus[cpu].fair.delayed > 0 && self.sched.cpus[cpu].curr.is_some() {
+            if self.sched.delayed_tasks(cpu) > 0 && self.sched.cpus[cpu].curr.is_some() {
                 self.push_to_idle(cpu);
             } else {
                 self.sched.cpus[cpu].push.failed = 0;

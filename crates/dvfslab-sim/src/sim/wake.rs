@@ -64,7 +64,7 @@ impl Sim {
             // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
             // there, with no placement, unless that CPU is no longer one it may use.
             if self.sched.cpus[prev].curr.is_some() && self.sched.allowed(task, prev) {
-                self.sched.fair_requeue_delayed(prev, task);
+                self.sched.fair_requeue_delayed(&self.q, prev, task);
                 let source = waker.placement_source().map_or(prev, |(w, _)| w);
                 self.sched.tasks[task].woken_remote = source != prev;
                 let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, prev), ..flags };
@@ -72,6 +72,8 @@ impl Sim {
                 return;
             }
             self.sched.fair_finish_delayed(&self.q, prev, task);
+            let source = waker.placement_source().map_or(prev, |(w, _)| w);
+            self.resched_asked(prev, source);
         }
         if waker != Waker::Requeue && self.reaches_fair_placement(task) {
             // select_task_rq_fair's record_wakee, whoever the waker: the task current on the

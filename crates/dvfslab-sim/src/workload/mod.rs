@@ -316,6 +316,16 @@ pub const COMMON_KNOBS: &[Knob] = &[
          [1 - p/100, 1 + p/100] from the run's seed (requests never cost quite the same); 0 = none",
     ),
     Knob::new(
+        "autogroup",
+        "",
+        0.0,
+        0.0,
+        1.0,
+        "1: the workload's tasks share one task group, as a session's do under autogroup \
+         (kernel.sched_autogroup_enabled=1), the machine's kernel threads outside it; modelled for kernels 6.14 \
+         to 6.18; 0 = no task groups",
+    ),
+    Knob::new(
         "cpumask",
         "mask",
         0.0,
@@ -339,6 +349,8 @@ pub struct Common {
     pub work_jitter: f64,
     /// taskset's mask of the CPUs the workload's tasks may use (bit i: CPU i); 0 = every CPU.
     pub cpumask: u64,
+    /// The workload's tasks share a task group (`sched/group.rs`).
+    pub autogroup: bool,
 }
 
 impl Common {
@@ -377,7 +389,17 @@ pub fn common(text: &str) -> Result<Common> {
         phase_ns: values.get("phase_us") * 1000.0,
         work_jitter: values.get("work_jitter_pct") / 100.0,
         cpumask: cpumask(values.get("cpumask"))?,
+        autogroup: autogroup(values.get("autogroup"))?,
     })
+}
+
+/// The `autogroup` knob: 0 or 1.
+fn autogroup(value: f64) -> Result<bool> {
+    if value == 0.0 || value == 1.0 {
+        Ok(value == 1.0)
+    } else {
+        Err(SimError::config("workload", "autogroup", format!("{value}: expected 0 or 1")))
+    }
 }
 
 /// The `cpumask` knob as a mask: a whole number (exact in a 64-bit float).

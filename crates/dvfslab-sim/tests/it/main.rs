@@ -10,6 +10,7 @@ mod fuzz;
 mod governors_dbs;
 mod governors_intel_pstate;
 mod governors_schedutil;
+mod groups;
 mod hetero;
 mod kernel_governor;
 mod load_balance;
