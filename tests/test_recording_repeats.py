@@ -144,7 +144,15 @@ def test_the_recorders_manifest_says_whether_sessions_were_grouped(
         assert f", {state}.\n" in text.splitlines(keepends=True)[0]
         (tmp_path / "x.toml").write_text(text)
         (tmp_path / "x.txt").write_text(TRACE)
-        assert load_recording(tmp_path / "x.toml").autogroup == key
+        recorded = load_recording(tmp_path / "x.toml")
+        assert recorded.autogroup == key
+        # tbench's tasks share the recorder's session: with autogroup on, the model groups them.
+        grouped = "tbench:clients=2,autogroup=1"
+        assert recorded.workload == (grouped if key == "on" else "tbench:clients=2")
+    # pgbench's backends each start a session of their own: no group for the model.
+    pgbench = next(b for b in recorder.BENCHMARKS if b.name == "pgbench-rw")
+    text = recorder.manifest(pgbench, "x", Recorded(), 1.0, 10.0, "transactions")
+    assert 'workload = "pgbench:rw=1,clients=2,threads=2,scale=10,device=virtio"' in text
 
 
 def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path) -> None:

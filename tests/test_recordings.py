@@ -233,6 +233,28 @@ def test_a_manifest_names_two_of_its_roles_as_round_trips(tmp_path: Path) -> Non
         load_recording(tmp_path / "x.toml")
 
 
+def test_a_grouped_tbench_starves_a_kernel_thread_and_trace_waits_show_it() -> None:
+    # tbench's tasks in one task group on 6.18, the guest's kernel threads at the root, made
+    # frequent so that one soon sleeps ahead of the group: it then waits for its CPU for the
+    # rest of the run, which the model's own trace shows as the longest wait (docs/recording.md).
+    from dvfslab.traces.waits import longest_wait, waits
+
+    spec = "tbench:clients=4,kthread_hz=300,kthread_us=40"
+    longest = {}
+    for groups in (0, 1):
+        result = dvfslab.simulate(
+            "kvm-guest-2cpu", "performance", f"{spec},autogroup={groups}", 0.4, timeline=True
+        )
+        longest[groups] = longest_wait(waits(parse_text(render(result), "model")))
+    assert longest[0]["ms"] < 3.0, longest
+    assert longest[1]["ms"] > 50.0, longest
+    assert longest[1]["comm"].startswith("kworker/"), longest
+    with pytest.raises(ConfigError, match=r"autogroup: task groups are modelled for kernels 6\.14"):
+        dvfslab.simulate("kvm-guest-2cpu", "performance:kernel=6.12", f"{spec},autogroup=1", 0.1)
+    with pytest.raises(ConfigError, match=r"autogroup: 0\.5: expected 0 or 1"):
+        dvfslab.simulate("kvm-guest-2cpu", "performance", f"{spec},autogroup=0.5", 0.1)
+
+
 def test_a_manifest_says_whether_the_recording_machine_grouped_sessions(tmp_path: Path) -> None:
     # The shipped recordings ran with the kernel's default autogroup; a manifest that does not
     # say leaves it unknown, and a value other than on, off or none is refused.
@@ -491,8 +513,16 @@ def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "recorded with autogroup on: the model has no task groups" in done.stdout
+    assert "modelled without task groups" not in done.stdout  # its model groups its tasks
     assert "longest wait for a CPU ms" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "model", "check", "netperf-tcp-rr"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recorded with autogroup on, modelled without task groups" in done.stdout
     done = subprocess.run(
         [sys.executable, "-m", "dvfslab", "model", "check", "no-such-recording"],
         capture_output=True,

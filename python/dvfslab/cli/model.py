@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from dvfslab._core import ConfigError
@@ -132,10 +133,12 @@ def _print_report(report: dict[str, Any]) -> None:
         f"operations: {report['operations_counted']}: recorded {rec_ops['operations']:,.0f} "
         f"(reported {rec_ops['operations_reported']:,.0f}), model {model_ops} (counted {counted})"
     )
-    if report.get("autogroup") == "on":
+    if report.get("autogroup") == "on" and not re.search(
+        r"[:,]autogroup=1(,|$)", report["workload"]
+    ):
         print(
-            "recorded with autogroup on: the model has no task groups, and a session spread over "
-            "the CPUs can starve other tasks and be preempted more there (docs/recording.md)"
+            "recorded with autogroup on, modelled without task groups: its tasks span sessions, "
+            "and the model has one group at most (docs/recording.md)"
         )
     repeats = report.get("repeats", 0)
     if repeats:
