@@ -373,8 +373,9 @@ AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 def autogroup_state(path: Path = AUTOGROUP) -> str:
     """Whether each session's tasks share a task group (kernel.sched_autogroup_enabled): the
-    model has no task groups, and they change how often tasks preempt one another
-    (docs/recording.md). "autogroup on", "autogroup off" or "no autogroup"."""
+    model groups a workload's tasks only when asked (`autogroup=1`), and groups change how
+    often tasks preempt one another (docs/recording.md). "autogroup on", "autogroup off" or
+    "no autogroup"."""
     try:
         enabled = path.read_text().strip()
     except OSError:

@@ -114,7 +114,7 @@ WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
     ("forks_per_s", "forks per s", REPORTED),
     ("execs_per_s", "execs per s", REPORTED),
     # Any task's, the benchmark's or not: hundreds of ms mark the starved state of the kernel's
-    # task groups that docs/recording.md describes, which the model does not have.
+    # task groups that docs/recording.md describes.
     ("longest_wait_ms", "longest wait for a CPU ms", REPORTED),
 ]
 
