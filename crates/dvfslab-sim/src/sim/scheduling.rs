@@ -55,10 +55,11 @@ impl Sim {
         }
     }
 
-    /// A reschedule asked of `cpu` by accounting there on another CPU's behalf (`source`: a
-    /// balancer's move, a wake-up that finished a delayed task there) reaches its task.
+    /// A reschedule asked of `cpu` by the root's accounting there on another CPU's behalf
+    /// (`source`: a balancer's move, a wake-up that finished a delayed task there; with task
+    /// groups, the group's re-weighting) reaches its task.
     pub(crate) fn resched_asked(&mut self, cpu: usize, source: usize) {
-        if self.sched.cpus[cpu].resched && self.sched.cpus[cpu].curr.is_some() {
+        if self.sched.groups && self.sched.cpus[cpu].resched && self.sched.cpus[cpu].curr.is_some() {
             self.resched_curr(cpu, None, source);
         }
     }
