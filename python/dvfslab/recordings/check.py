@@ -99,6 +99,10 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
 ]
 """(key in a role's statistics, label, tolerance), in the order tables show them."""
 
+RENDER_MARGIN_S = 0.5
+"""How much of the model's warm-up its trace keeps before the measured window: wake-ups and
+their wakings, idle periods and switches from idle that a window's first events pair with."""
+
 SAMPLED_OVER = {
     "sleep_d_pct": "blocks",
     "run_us.p50": "runs",
@@ -204,7 +208,10 @@ def modelled_behaviour(
     ops = summary.get("operations")
     if ops is None:
         raise ValueError(f"{rec.workload}: the model counts no operations to compare per op")
-    text = drop_idle_events(render(result), idle_events_lost_on_cpus or [])
+    # The warm-up's text would only be read past: rendered from a little before the window, with
+    # what the statistics need of earlier (`render`'s `since_s`).
+    since_s = max(0.0, rec.model_warmup_s - RENDER_MARGIN_S)
+    text = drop_idle_events(render(result, since_s), idle_events_lost_on_cpus or [])
     trace = parse_text(text, f"model of {rec.name}")
     window = (rec.model_warmup_s, end_s)
     counted = _operations(rec, trace, float(ops["count"]), window)

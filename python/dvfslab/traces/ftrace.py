@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dvfslab.result import SimResult
@@ -32,7 +32,11 @@ PRIO_NORMAL = 120
 CPU_IDLE_EXIT = 4294967295  # PWR_EVENT_EXIT, (u32)-1
 
 
-def render(result: SimResult) -> str:
+def render(result: SimResult, since_s: float = 0.0) -> str:
+    """The run's timeline as ftrace text. `since_s`: what happened before that time is left
+    out, except what statistics over a later window read of it (`dvfslab.recordings.behaviour`,
+    which leaves out sleeps that began before its window): each CPU's last switch, where the
+    run under way began, and its last frequency. A long warm-up then costs no text."""
     tl = result.timeline_columns()
     names: list[str] = tl["task_names"]
     ncpus = len(result.per_cpu)
@@ -75,6 +79,9 @@ def render(result: SimResult) -> str:
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
     wg, pr = tl["waking"], tl["process"]
+    since_ns = round(since_s * 1e9)
+    kept_switches = _last_before(since_ns, sw)
+    kept_frequencies = _last_before(since_ns, fq)
     # A task's first wake-up is its start (wake_up_new_task): sched_wakeup_new.
     first_wakeup: dict[int, int] = {}
     for q, task in zip(wk["seq"], wk["task"]):
@@ -84,37 +91,44 @@ def render(result: SimResult) -> str:
         "E": "sched_process_exec",
         "X": "sched_process_exit",
     }
-    # (time_ns, seq, cpu, function, fields, context flag)
-    streams: list[Iterator[tuple[int, int, int, str, str, str]]] = [
+    # (time_ns, seq, cpu, function, fields, context flag, (prev, next) of a switch)
+    Event = tuple[int, int, int, str, str, str, tuple[int, int] | None]
+    streams: list[Iterator[Event]] = [
         (
-            (t, q, c, "sched_switch", switch_fields(p, st, n, c), ".")
+            (t, q, c, "sched_switch", switch_fields(p, st, n, c), ".", (p, n))
             for t, q, c, p, st, n in zip(
                 sw["time_ns"], sw["seq"], sw["cpu"], sw["prev"], sw["prev_state"], sw["next"]
             )
+            if t >= since_ns or q in kept_switches
         ),
         (
-            (t, q, c, _wakeup_event(q, first_wakeup[task]), wakeup_fields(task, c), ".")
+            (t, q, c, _wakeup_event(q, first_wakeup[task]), wakeup_fields(task, c), ".", None)
             for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
+            if t >= since_ns
         ),
         (
-            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", ".")
+            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", ".", None)
             for t, q, c, khz in zip(fq["time_ns"], fq["seq"], fq["cpu"], fq["freq_khz"])
+            if t >= since_ns or q in kept_frequencies
         ),
         (
-            (t, q, c, "cpu_idle", idle_fields(state, c), ".")
+            (t, q, c, "cpu_idle", idle_fields(state, c), ".", None)
             for t, q, c, state in zip(idle["time_ns"], idle["seq"], idle["cpu"], idle["state"])
+            if t >= since_ns
         ),
         (
-            (t, q, c, "sched_waking", waking_fields(task, prev), ctx)
+            (t, q, c, "sched_waking", waking_fields(task, prev), ctx, None)
             for t, q, c, task, prev, ctx in zip(
                 wg["time_ns"], wg["seq"], wg["cpu"], wg["task"], wg["prev_cpu"], wg["context"]
             )
+            if t >= since_ns
         ),
         (
-            (t, q, c, process_events[kind], process_fields(kind, task, child, c), ".")
+            (t, q, c, process_events[kind], process_fields(kind, task, child, c), ".", None)
             for t, q, c, kind, task, child in zip(
                 pr["time_ns"], pr["seq"], pr["cpu"], pr["kind"], pr["task"], pr["child"]
             )
+            if t >= since_ns
         ),
     ]
 
@@ -125,13 +139,25 @@ def render(result: SimResult) -> str:
         "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
     ]
     current = [-1] * ncpus
-    for t, _, cpu, func, fields, ctx in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
-        who = current[cpu]
+    for t, _, cpu, func, fields, ctx, switch in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
+        # A switch is logged by the task switched out (the one current there, unless what
+        # came before it was left out: `since_s`).
+        who = current[cpu] if switch is None else switch[0]
         task = "<idle>-0" if who < 0 else f"{comm(who, cpu)}-{who + 1}"
         lines.append(f"{task:>20} [{cpu:03d}] d.{ctx}2. {t / 1e9:13.6f}: {func}: {fields}")
-        if func == "sched_switch":
-            current[cpu] = int(fields.rsplit("next_pid=", 1)[1].split()[0]) - 1
+        if switch is not None:
+            current[cpu] = switch[1]
     return "\n".join(lines) + "\n"
+
+
+def _last_before(since_ns: int, rows: dict[str, list[Any]]) -> set[int]:
+    """The `seq` of each CPU's last row before `since_ns`."""
+    last: dict[int, tuple[int, int]] = {}
+    if since_ns > 0:
+        for t, q, cpu in zip(rows["time_ns"], rows["seq"], rows["cpu"]):
+            if t < since_ns and (cpu not in last or (t, q) > last[cpu]):
+                last[cpu] = (t, q)
+    return {q for _, q in last.values()}
 
 
 def _wakeup_event(seq: int, first_seq: int) -> str:
