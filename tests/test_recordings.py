@@ -523,40 +523,20 @@ def test_a_build_and_a_test_suite_sleep_in_d_at_every_vfork() -> None:
         assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok", name
 
 
-def test_model_check_cli_prints_a_table_and_json(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "hackbench-pipe", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+def test_model_check_cli_prints_a_table_and_json(cli) -> None:
+    done = cli("model", "check", "hackbench-pipe", "--json")
+    assert done.code == 0, done.stderr
     assert '"recording": "hackbench-pipe"' in done.stdout
     assert json.loads(done.stdout)["autogroup"] == "on"
-    done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "hackbench-pipe"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli("model", "check", "hackbench-pipe")
+    assert done.code == 0, done.stderr
     assert "modelled without task groups" not in done.stdout  # its model groups its tasks
     assert "longest wait for a CPU ms" in done.stdout
-    done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "netperf-tcp-rr"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli("model", "check", "netperf-tcp-rr")
+    assert done.code == 0, done.stderr
     assert "recorded with autogroup on, modelled without task groups" in done.stdout
-    done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "no-such-recording"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 1
+    done = cli("model", "check", "no-such-recording")
+    assert done.code == 1
     assert "no recording 'no-such-recording'" in done.stderr
 
 

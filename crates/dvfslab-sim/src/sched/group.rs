@@ -45,9 +45,6 @@ pub(crate) fn modelled(kernel: KernelVersion) -> bool {
 /// The group's entity on one CPU.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct GroupEntity {
-    /// Queued at the root: the group's run-queue here has tasks (waiting, running or delayed),
-    /// or the entity is delayed.
-    pub on_rq: bool,
     /// It slept while not eligible and stays queued until picked or its group wakes here.
     pub delayed: bool,
     /// The root's running entity (cfs_rq->curr): a task of the group was switched in last
@@ -72,10 +69,17 @@ pub(crate) struct GroupEntity {
     pub next_buddy: bool,
 }
 
+impl GroupEntity {
+    /// Queued at the root: the group's run-queue here has tasks (waiting, running or delayed),
+    /// or the entity is delayed.
+    pub(crate) fn on_rq(&self) -> bool {
+        self.tasks > 0 || self.delayed
+    }
+}
+
 impl Default for GroupEntity {
     fn default() -> Self {
         GroupEntity {
-            on_rq: false,
             delayed: false,
             curr: false,
             vruntime: eevdf::VRUNTIME_ORIGIN,
@@ -137,7 +141,7 @@ impl Sched {
     pub(crate) fn root_load(&self, cpu: usize) -> Load {
         let c = &self.cpus[cpu];
         let g = &c.group;
-        if g.curr && g.on_rq {
+        if g.curr && g.on_rq() {
             return c.root.load.with(g.vruntime, g.weight);
         }
         match self.fair_curr(cpu).filter(|&t| !self.grouped(t)) {
@@ -155,7 +159,7 @@ impl Sched {
         let now = q.now();
         let c = &mut self.cpus[cpu];
         let g = &mut c.group;
-        if !(g.curr && g.on_rq) {
+        if !(g.curr && g.on_rq()) {
             return;
         }
         let delta = now.saturating_sub(g.exec_start);
@@ -181,13 +185,14 @@ impl Sched {
     /// (enqueue_entity, then update_cfs_group): placed with its lag if it was not queued,
     /// requeued if it was delayed, else re-weighted for its new load.
     pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize) {
-        self.cpus[cpu].group.tasks += 1;
-        let g = &self.cpus[cpu].group;
-        if g.on_rq && !g.delayed {
+        let g = &mut self.cpus[cpu].group;
+        if g.tasks > 0 {
+            g.tasks += 1;
             return self.group_reweight(q, cpu);
         }
         let rules = self.rules();
         if self.cpus[cpu].group.delayed {
+            self.cpus[cpu].group.tasks = 1;
             // requeue_delayed_entity: its lag read with it counted; a positive one dropped
             // (DELAY_ZERO), the entity placed at V (of the others, unless it is the root's
             // running entity, which V always counts).
@@ -206,7 +211,9 @@ impl Sched {
             return self.group_reweight(q, cpu);
         }
         self.root_update_curr(q, cpu);
+        let load = self.root_load(cpu);
         // update_cfs_group before the placement: the weight it is placed with.
+        self.cpus[cpu].group.tasks = 1;
         let w = self.group_shares(cpu);
         let g = &mut self.cpus[cpu].group;
         g.vlag = (g.vlag as i128 * g.weight as i128 / w as i128) as i64;
@@ -214,7 +221,6 @@ impl Sched {
             *rel = (*rel as u128 * g.weight as u128 / w as u128) as u64;
         }
         g.weight = w;
-        let load = self.root_load(cpu);
         let avg = load.avg_vruntime().unwrap_or(self.cpus[cpu].min_vruntime);
         let g = &mut self.cpus[cpu].group;
         g.vruntime = eevdf::placed_vruntime(avg, g.vlag, load.weight(), g.weight);
@@ -222,7 +228,6 @@ impl Sched {
             Some(rel) => g.vruntime + rel,
             None => g.vruntime + virtual_ns(rules.slice_ns, g.weight),
         };
-        g.on_rq = true;
         self.group_enter_tree(cpu);
     }
 
@@ -232,9 +237,9 @@ impl Sched {
     /// from 6.12 stays delayed after a sleep while it is not eligible.
     pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, sleep: bool) {
         let g = &mut self.cpus[cpu].group;
-        debug_assert!(g.tasks > 0 && g.on_rq, "a task left a group that had none here");
-        g.tasks -= 1;
-        if g.tasks > 0 {
+        debug_assert!(g.tasks > 0, "a task left a group that had none here");
+        if g.tasks > 1 {
+            g.tasks -= 1;
             self.group_reweight(q, cpu);
             if sleep {
                 self.cpus[cpu].group.next_buddy = true;
@@ -248,17 +253,19 @@ impl Sched {
         self.cpus[cpu].group.next_buddy = false;
         let load = self.root_load(cpu);
         if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].group.vruntime) {
-            self.cpus[cpu].group.delayed = true;
+            let g = &mut self.cpus[cpu].group;
+            g.delayed = true;
+            g.tasks = 0;
             return;
         }
         let lag = self.group_lag(cpu, &load);
         self.group_leave_tree(cpu);
         let g = &mut self.cpus[cpu].group;
+        g.tasks = 0;
         g.vlag = lag;
         if !sleep && rules.rel_deadline {
             g.rel_deadline = Some(g.deadline.saturating_sub(g.vruntime));
         }
-        g.on_rq = false;
     }
 
     /// The group's delayed entity leaves `cpu`'s root as the pick chose it (dequeue_entity with
@@ -269,7 +276,6 @@ impl Sched {
         self.group_leave_tree(cpu);
         let g = &mut self.cpus[cpu].group;
         g.delayed = false;
-        g.on_rq = false;
         g.vlag = lag.min(0);
     }
 
@@ -326,7 +332,7 @@ impl Sched {
     fn root_load_without_group(&self, cpu: usize) -> Load {
         let g = &self.cpus[cpu].group;
         let mut load = self.root_load(cpu);
-        if g.on_rq {
+        if g.on_rq() {
             load.sub(g.vruntime, g.weight);
         }
         load
@@ -353,7 +359,7 @@ impl Sched {
     fn group_enter_tree(&mut self, cpu: usize) {
         let c = &mut self.cpus[cpu];
         let g = &c.group;
-        if g.on_rq && !g.curr {
+        if g.on_rq() && !g.curr {
             c.root.insert(GROUP, g.vruntime, g.deadline, g.weight);
         }
     }
@@ -391,10 +397,10 @@ impl Sched {
         let c = &self.cpus[cpu];
         let g = &c.group;
         let load = self.root_load(cpu);
-        if buddy && g.next_buddy && g.on_rq && load.eligible(g.vruntime) {
+        if buddy && g.next_buddy && g.on_rq() && load.eligible(g.vruntime) {
             return Some(GROUP);
         }
-        let running = if g.curr && g.on_rq {
+        let running = if g.curr && g.on_rq() {
             let entity = Entity { task: GROUP, vruntime: g.vruntime, deadline: g.deadline };
             Some(Running { entity, protected: rules.protected(g.vruntime, g.deadline, g.vprot) })
         } else if with_curr {

@@ -209,7 +209,6 @@ impl Sim {
                 phase_ns: common.phase_ns,
                 work_jitter: common.work_jitter,
                 allowed_cpus: common.allowed_cpus(plat.cpus.len())?,
-                autogroup: common.autogroup,
                 kthreads: crate::workload::background_kthreads(plat, &common),
                 rcu: Default::default(),
                 program_nesting: 0,
@@ -249,7 +248,7 @@ impl Sim {
                 ),
             ));
         }
-        sim.sched.groups = sim.work.autogroup;
+        sim.sched.groups = common.autogroup;
         sim.init_hardware();
         Ok(sim)
     }
@@ -422,7 +421,7 @@ impl Sim {
     /// The workload's first tasks in the run's task group, when it has one (`autogroup`).
     fn with_group(&self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
         for spec in &mut specs {
-            spec.attrs.grouped = self.work.autogroup;
+            spec.attrs.grouped = self.sched.groups;
         }
         specs
     }

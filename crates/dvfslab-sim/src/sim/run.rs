@@ -45,8 +45,6 @@ pub(crate) struct Work {
     /// The background kernel threads' own random stream, so that they leave the workload's
     /// draws as they would be without them.
     pub(crate) background_rng: Pcg64,
-    /// The workload's tasks share a task group (the `autogroup` knob, `sched/group.rs`).
-    pub(crate) autogroup: bool,
     /// The start phases' and work jitter's own random stream, so that the workload's own draws
     /// stay as they would be without them, and a run with neither draws nothing from it.
     pub(crate) variation_rng: Pcg64,
