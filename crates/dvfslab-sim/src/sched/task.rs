@@ -11,6 +11,9 @@ use crate::sched::pelt::{SchedAvg, UtilEst};
 pub enum Amount {
     Fixed(f64),
     Uniform(f64, f64),
+    /// Exponentially distributed with this mean: the gaps of a Poisson process, the
+    /// wake-ups of many independent sources together.
+    Exponential(f64),
 }
 
 impl Amount {
@@ -32,6 +35,7 @@ impl Amount {
         match self {
             Amount::Fixed(v) => v,
             Amount::Uniform(lo, hi) => (lo + hi) / 2.0,
+            Amount::Exponential(mean) => mean,
         }
     }
 }

@@ -379,6 +379,8 @@ impl Sim {
             crate::sched::task::Amount::Fixed(v) => v,
             crate::sched::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
             crate::sched::task::Amount::Uniform(lo, _) => lo,
+            // Inverse transform: -mean · ln(1 - u) for u uniform in [0, 1).
+            crate::sched::task::Amount::Exponential(mean) => -mean * (1.0 - rng.gen::<f64>()).ln(),
         }
     }
 

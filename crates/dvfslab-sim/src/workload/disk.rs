@@ -73,7 +73,13 @@ impl Disk {
 
     /// Device time of a WAL fdatasync (small sequential write and cache flush).
     pub(super) fn wal_flush_ns(self) -> Amount {
-        Amount::Uniform(self.0.wal_flush_ns.0, self.0.wal_flush_ns.1)
+        let (lo, hi) = self.wal_flush_range_ns();
+        Amount::Uniform(lo, hi)
+    }
+
+    /// The range a WAL flush's device time is drawn from (ns).
+    pub(super) fn wal_flush_range_ns(self) -> (f64, f64) {
+        self.0.wal_flush_ns
     }
 
     /// Mean device time of an fsync (ns): what a flush-bound benchmark's default run length is

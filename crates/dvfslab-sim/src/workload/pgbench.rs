@@ -232,10 +232,8 @@ impl Pgbench {
     fn wal_ios(&self) -> (Amount, Amount) {
         let write = self.disk.data_write_ns();
         let w = write.mean();
-        let flush = match self.disk.wal_flush_ns() {
-            Amount::Uniform(lo, hi) => Amount::Uniform((lo - w).max(0.0), (hi - w).max(0.0)),
-            Amount::Fixed(v) => Amount::Fixed((v - w).max(0.0)),
-        };
+        let (lo, hi) = self.disk.wal_flush_range_ns();
+        let flush = Amount::Uniform((lo - w).max(0.0), (hi - w).max(0.0));
         (write, flush)
     }
 

@@ -107,6 +107,7 @@ pub fn scaled(a: Amount, k: f64) -> Amount {
     match a {
         Amount::Fixed(v) => Amount::Fixed(v * k),
         Amount::Uniform(lo, hi) => Amount::Uniform(lo * k, hi * k),
+        Amount::Exponential(mean) => Amount::Exponential(mean * k),
     }
 }
 

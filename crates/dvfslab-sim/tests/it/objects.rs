@@ -1241,8 +1241,9 @@ fn the_platforms_background_wakes_every_cpu_at_its_rate() {
     // kvm-guest-2cpu declares its own background (its daemons and timer-driven kernel threads):
     // a kernel thread per CPU, waking `kthread_hz` times a second on average, each time for
     // `kthread_us`. A workload that sleeps throughout leaves only them: over 4 s, about
-    // 2 × 4 × kthread_hz wake-ups (intervals uniform in [0.5, 1.5] of the mean), each
-    // followed by a run of kthread_us on an otherwise idle 2.6 GHz CPU.
+    // 2 × 4 × kthread_hz wake-ups, each followed by a run of kthread_us on an otherwise idle
+    // 2.6 GHz CPU. The intervals are exponential (a Poisson process), as irregular as the
+    // recordings' (coefficient of variation 1.4–1.5), not a jittered period.
     let plat = Platform::from_json(&common::preset("kvm-guest-2cpu"), "kvm").unwrap();
     let bg = plat.file.background.expect("a background");
     let sleeper = vec![Op::Sleep { ns: Amount::Fixed(10e9) }, Op::Exit];
@@ -1259,6 +1260,24 @@ fn the_platforms_background_wakes_every_cpu_at_its_rate() {
     for t in [1, 2] {
         assert!(woken.iter().filter(|&&w| w == t).count() as f64 > 0.35 * expected, "task {t}");
     }
+    // Their intervals: mean 1/kthread_hz, standard deviation as large as the mean (uniform
+    // intervals in [0.5, 1.5] of the mean would give 0.29 of it).
+    let mut intervals_ms = Vec::new();
+    for t in [1, 2] {
+        let times: Vec<f64> = tl
+            .waking_task
+            .iter()
+            .zip(&tl.waking_time_ns)
+            .filter(|&(&w, _)| w == t)
+            .map(|(_, &ns)| ns as f64 / 1e6)
+            .collect();
+        intervals_ms.extend(times.windows(2).map(|w| w[1] - w[0]));
+    }
+    let n = intervals_ms.len() as f64;
+    let mean = intervals_ms.iter().sum::<f64>() / n;
+    let sd = (intervals_ms.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    assert!((mean * bg.kthread_hz / 1e3 - 1.0).abs() < 0.2, "mean interval {mean} ms");
+    assert!((0.75..1.25).contains(&(sd / mean)), "coefficient of variation {}", sd / mean);
     // Each run lasts kthread_us: the switch-ins of the kernel threads to their switch-outs.
     let mut runs = Vec::new();
     let mut started: Option<u64> = None;

@@ -17,10 +17,10 @@ fn run(cycles: f64) -> Op {
 }
 
 /// The guest's preset, with `vcpu_wake` as given (None: without the field), and without its
-/// switching costs (tests/it/sched_costs.rs).
+/// switching costs (tests/it/sched_costs.rs) and its background kernel threads, whose
+/// wake-ups would come between the pair's.
 fn guest(vcpu_wake: Option<serde_json::Value>) -> Platform {
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&common::preset_without_sched_costs("kvm-guest-2cpu")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&common::quiet_preset("kvm-guest-2cpu")).unwrap();
     match vcpu_wake {
         Some(v) => doc["vcpu_wake"] = v,
         None => {
