@@ -79,7 +79,9 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
     wg, pr = tl["waking"], tl["process"]
-    since_ns = round(since_s * 1e9)
+    # The text has microseconds: an event up to half a microsecond before `since_s` prints as
+    # its microsecond, where a reader cutting at `since_s` counts it, so it is kept.
+    since_ns = max(0, round(since_s * 1e9) - 500)
     kept_switches = _last_before(since_ns, sw)
     kept_frequencies = _last_before(since_ns, fq)
     # A task's first wake-up is its start (wake_up_new_task): sched_wakeup_new.
