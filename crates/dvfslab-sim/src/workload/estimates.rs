@@ -109,6 +109,14 @@ pub mod kernel {
     /// Part of [`FORK_CYCLES`], not added to it. Small as it is, it decides who runs after
     /// the exec: see the models that vfork (kernbench, gitsource).
     pub const VFORK_TAIL_CYCLES: f64 = 1.5e-6 * 2.6e9;
+    /// The part of a vfork the parent runs once its child's exec has released it: the return
+    /// from `wait_for_vfork_done` and kernel_clone to user space, and a shell's code up to
+    /// the wait4 it then sleeps in, 3 µs at 2.6 GHz \[REC\] (range 2–10 µs): the shells' runs
+    /// from that wake-up to their switch-out in S, p10 2, p50 3, p90 3 µs over 3,272 in the
+    /// gitsource recording, p10 3, p50 4, p90 10 over 202 in kernbench's. Part of the
+    /// vfork's cost, not added to it. Without it the parent woken at the exec, which preempts
+    /// the child, would sleep again in the same microsecond.
+    pub const VFORK_RETURN_CYCLES: f64 = 3e-6 * 2.6e9;
     /// The part of a fork (not vfork) the parent still runs after its child is runnable: the
     /// rest of kernel_clone after `wake_up_new_task`, the return to user space and the
     /// parent's code up to the read or wait4 it blocks in, 10 µs at 2.6 GHz \[REC\] (range
@@ -887,6 +895,12 @@ pub mod kernbench {
         "calibrated on Broadwell's published 284 s at 2 jobs under invariant schedutil; the table's other cells \
          came out at 0.85–1.01 of the published (docs/validation.md, calibrated constants)",
     );
+    /// cc1's CPU from its exec to its first block read, when its unit has one (`cold_reads`):
+    /// 3.3 ms at 2.6 GHz \[REC\], the kernbench recording's 39 cc1 that it saw whole and that
+    /// read, p10 3.0, p90 3.9 ms in 36 of them (the other three 6, 121 and 209 ms), whatever
+    /// the unit's size (7 ms to 2.1 s): the source and its first headers are opened before
+    /// any compiling. The exec's own cost (`kernel::EXEC_CYCLES`) is part of it.
+    pub const CC1_FIRST_READ_CYCLES: f64 = 3.3e-3 * 2.6e9;
     /// σ of ln(cc1 work): 0.8–1.0 (\[EST\]; its tail to ~10 s goes with the first estimate's median,
     /// with the calibrated one the largest units take 1–2 s).
     pub const CC1_SIGMA_LOG: f64 = 0.9;
@@ -931,6 +945,17 @@ pub mod kernbench {
     /// Makefile, expanding its rules), which the model gives each job at its start.
     pub const MAKE_SPAWN_CYCLES: f64 = 53e-6 * 2.6e9;
     pub const MAKE_SPAWN_SPREAD_PCT: f64 = 40.0;
+    /// The part of it make runs once the child's exec releases it, up to its sleep in S
+    /// (posix_spawn's return, the child's bookkeeping, the jobserver read): 10 µs at 2.6 GHz
+    /// \[REC\], the median of the recording's 380 make runs from that wake-up to a switch-out
+    /// in S (p10 7, p25 8, p75 14 µs; the p90, 146 µs, is make going on to its next line;
+    /// the gitsource recording's make above the test scripts: 10 µs, over 18).
+    /// Includes the kernel's return from the vfork (`kernel::VFORK_RETURN_CYCLES`).
+    pub const MAKE_AFTER_SPAWN_CYCLES: f64 = 10e-6 * 2.6e9;
+    /// The same for the gcc driver after cc1's or as's exec releases it (libiberty's
+    /// pex_run returning, up to its waitpid): 19 µs at 2.6 GHz \[REC\], the median of the
+    /// recording's 86 driver runs from that wake-up to a switch-out in S (p10 9, p90 30 µs).
+    pub const GCC_AFTER_VFORK_CYCLES: f64 = 19e-6 * 2.6e9;
     /// A vfork child's work before its exec releases the parent (the fork's return, the
     /// child's own code, the exec up to `exec_mm_release`), for make's, the shells' and the
     /// bash script's children: 55 µs at 2.6 GHz \[REC\], the recording's children's CPU from

@@ -275,10 +275,12 @@ impl Gitsource {
             Start::Vfork => {
                 // vfork: D until the exec, then wait4. The fork's tail runs after the child is
                 // queued, which from 6.12 keeps the shell queued behind it while it sleeps
-                // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded.
+                // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded;
+                // the return from the vfork comes before the shell sleeps in wait4.
                 let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
-                sh.extend([cpu(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
-                sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }]);
+                let ret = kernel::VFORK_RETURN_CYCLES.min(self.costs.fork - tail);
+                sh.extend([cpu(shell), cpu(self.costs.fork - tail - ret), Op::Spawn { program, count: 1 }]);
+                sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }, cpu(ret)]);
             }
         }
         sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
@@ -617,12 +619,16 @@ mod tests {
         // The shell's work and fork are charged in full either way.
         let total = cycles(&sh);
         assert!((total - g.costs.shell - g.costs.fork).abs() < 1.0, "{total}");
-        // A vfork parent blocks in D after the shorter vfork tail.
+        // A vfork parent blocks in D after the shorter vfork tail, and returns from the vfork
+        // once released before it waits for the child's exit.
         let mut sh = Vec::new();
         g.shell_command(&mut sh, 0, 0, None);
         let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
         assert_eq!(sh[spawn + 1], cpu(kernel::VFORK_TAIL_CYCLES));
         assert_eq!(sh[spawn + 2], Op::WaitUninterruptible { ch: vfork_ch(0) });
+        assert_eq!(&sh[spawn + 3..spawn + 5], &[cpu(kernel::VFORK_RETURN_CYCLES), Op::WaitChildren]);
+        let total = cycles(&sh);
+        assert!((total - g.costs.shell - g.costs.fork).abs() < 1.0, "{total}");
     }
 
     #[test]

@@ -114,12 +114,13 @@ fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
-/// A process's own work: its CPU in all, less the kernel's part that the model charges
-/// separately (a vfork child's work before its exec, the exec, the exit, its vforks).
-fn own(all_in: f64, exec: bool, vforks: u32) -> f64 {
+/// A process's own work: its CPU in all, less the parts that the model charges separately (a
+/// vfork child's work before its exec, the exec, the exit, its vforks and its returns from
+/// them, `after` cycles each: [`vfork_wait`]).
+fn own(all_in: f64, exec: bool, vforks: u32, after: f64) -> f64 {
     let kernel_part = if exec { est::VFORK_CHILD_CYCLES + kernel::EXEC_CYCLES } else { 0.0 }
         + kernel::EXIT_CYCLES
-        + vforks as f64 * kernel::VFORK_CYCLES;
+        + vforks as f64 * (kernel::VFORK_CYCLES + after);
     (all_in - kernel_part).max(0.0)
 }
 
@@ -140,18 +141,21 @@ fn exec_child_after(before: f64, comm: &'static str, parent_ch: u32, body: Vec<O
     p.into()
 }
 
-/// vfork a child running `program`, sleep in D until its exec releases us on `ch`, then in
-/// wait4 until it exits. The vfork costs [`kernel::VFORK_CYCLES`] (no mm to copy), its last
-/// microseconds after the child is queued ([`kernel::VFORK_TAIL_CYCLES`]): from 6.12 that
-/// leaves the parent just behind its child when it sleeps, so it stays queued
-/// (DELAY_DEQUEUE), and the exec's wake-up finds the child the one run past the average: the
-/// parent preempts it, as the recording's 537 of 580 vforks.
-fn vfork_wait(program: u32, ch: u32) -> [Op; 5] {
+/// vfork a child running `program`, sleep in D until its exec releases us on `ch`, run
+/// `after` cycles, then sleep in wait4 until it exits. The vfork costs [`kernel::VFORK_CYCLES`]
+/// (no mm to copy), its last microseconds after the child is queued
+/// ([`kernel::VFORK_TAIL_CYCLES`]): from 6.12 that leaves the parent just behind its child
+/// when it sleeps, so it stays queued (DELAY_DEQUEUE), and the exec's wake-up finds the child
+/// the one run past the average: the parent preempts it, as the recording's 537 of 580
+/// vforks. `after` is the return from the vfork and the parent's code up to wait4: a
+/// shell's [`kernel::VFORK_RETURN_CYCLES`], make's and the gcc driver's their own.
+fn vfork_wait(program: u32, ch: u32, after: f64) -> [Op; 6] {
     [
         run(kernel::VFORK_CYCLES - kernel::VFORK_TAIL_CYCLES),
         Op::Spawn { program, count: 1 },
         run(kernel::VFORK_TAIL_CYCLES),
         Op::WaitUninterruptible { ch },
+        run(after),
         Op::WaitChildren,
     ]
 }
@@ -188,21 +192,32 @@ impl Unit {
         let [job_ch, sh_ch, gcc_ch, cle_ch, bash_ch, sub_ch, pipe_ch] = std::array::from_fn(|i| self.ch + i as u32);
         let done = Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 });
         let tool = |frac: f64| Op::Run { cycles: sample::scaled(self.cc1, frac), mem_frac: est::MEM_FRAC };
-        // cc1 reads its sources as it goes: its work in equal parts, a read between two.
-        let parts = self.reads + 1;
+        // cc1 reads its sources as it goes: the first read a fixed stretch after its exec (the
+        // source and its first headers, opened before any compiling), the others between
+        // equal parts of the rest of its work.
+        let read = Op::Io { dev: DISK, service_ns: self.read_ns, transfer_ns: Amount::ZERO };
         let mut cc1 = Vec::new();
-        for i in 0..parts {
-            if i > 0 {
-                cc1.push(Op::Io { dev: DISK, service_ns: self.read_ns, transfer_ns: Amount::ZERO });
+        if self.reads == 0 {
+            cc1.push(tool(1.0));
+        } else {
+            let mean = self.cc1.mean();
+            let first = (est::CC1_FIRST_READ_CYCLES - kernel::EXEC_CYCLES).clamp(0.0, mean / 2.0);
+            cc1.extend([run(first), read.clone()]);
+            let part = (1.0 - first / mean) / self.reads as f64;
+            for i in 0..self.reads {
+                if i > 0 {
+                    cc1.push(read.clone());
+                }
+                cc1.push(tool(part));
             }
-            cc1.push(tool(1.0 / parts as f64));
         }
         cc1.push(done);
         let cc1 = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "cc1", gcc_ch, cc1));
         let as_ = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "as", gcc_ch, vec![tool(est::AS_FRAC)]));
-        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, 2))];
-        gcc.extend(vfork_wait(cc1, gcc_ch));
-        gcc.extend(vfork_wait(as_, gcc_ch));
+        let gcc_after = est::GCC_AFTER_VFORK_CYCLES;
+        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, 2, gcc_after))];
+        gcc.extend(vfork_wait(cc1, gcc_ch, gcc_after));
+        gcc.extend(vfork_wait(as_, gcc_ch, gcc_after));
         if let Some(service_ns) = self.discard_ns {
             // The driver deletes the temporary `.s` that cc1 wrote and as read, at its exit.
             // Freeing its blocks on ext4 mounted with `discard` and no journal to defer the
@@ -221,11 +236,12 @@ impl Unit {
         if self.objtool {
             children.push(p.add(exec_child("objtool", sh_ch, vec![tool(est::OBJTOOL_FRAC)])));
         }
-        children.push(p.add(exec_child("fixdep", sh_ch, vec![run(own(est::FIXDEP_CYCLES, true, 0))])));
-        children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, 0))])));
-        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, children.len() as u32))];
+        children.push(p.add(exec_child("fixdep", sh_ch, vec![run(own(est::FIXDEP_CYCLES, true, 0, 0.0))])));
+        children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, 0, 0.0))])));
+        let sh_after = kernel::VFORK_RETURN_CYCLES;
+        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, children.len() as u32, sh_after))];
         for &c in &children {
-            compile.extend(vfork_wait(c, sh_ch));
+            compile.extend(vfork_wait(c, sh_ch, sh_after));
         }
         let compile = p.add(exec_child("sh", job_ch, compile));
 
@@ -236,37 +252,39 @@ impl Unit {
             sub_ch,
             vec![nm.clone(), Op::Post { ch: pipe_ch, sync: false }, nm, Op::Post { ch: pipe_ch, sync: false }],
         ));
-        let mut subshell = vec![run(own(est::SUBSHELL_CYCLES, false, 1))];
-        subshell.extend(vfork_wait(nm, sub_ch));
+        let mut subshell = vec![run(own(est::SUBSHELL_CYCLES, false, 1, sh_after))];
+        subshell.extend(vfork_wait(nm, sub_ch, sh_after));
         subshell.extend([run(kernel::EXIT_CYCLES), Op::Exit]);
         let subshell = p.add(subshell.into());
-        let awk = vec![Op::Wait { ch: pipe_ch }, Op::Wait { ch: pipe_ch }, run(own(est::AWK_CYCLES, true, 0))];
+        let awk = vec![Op::Wait { ch: pipe_ch }, Op::Wait { ch: pipe_ch }, run(own(est::AWK_CYCLES, true, 0, 0.0))];
         let awk = p.add(exec_child("awk", bash_ch, awk));
-        let mut bash = vec![run(own(est::CHECK_EXPORT_CYCLES - kernel::FORK_CYCLES, true, 1))];
+        let mut bash = vec![run(own(est::CHECK_EXPORT_CYCLES - kernel::FORK_CYCLES, true, 1, sh_after))];
         // bash forks the subshell (no vfork: it runs bash's code), vforks awk, then waits.
         bash.extend([run(kernel::FORK_CYCLES), Op::Spawn { program: subshell, count: 1 }]);
-        bash.extend(vfork_wait(awk, bash_ch));
+        bash.extend(vfork_wait(awk, bash_ch, sh_after));
         let bash = p.add(exec_child("check-local-export", cle_ch, bash));
-        let mut cle = vec![run(own(est::EMPTY_SH_CYCLES, true, 1))];
-        cle.extend(vfork_wait(bash, cle_ch));
+        let mut cle = vec![run(own(est::EMPTY_SH_CYCLES, true, 1, sh_after))];
+        cle.extend(vfork_wait(bash, cle_ch, sh_after));
         let cle = p.add(exec_child("sh", job_ch, cle));
-        let empty = p.add(exec_child("sh", job_ch, vec![run(own(est::EMPTY_SH_CYCLES, true, 0))]));
+        let empty = p.add(exec_child("sh", job_ch, vec![run(own(est::EMPTY_SH_CYCLES, true, 0, 0.0))]));
 
         // The job: a copy of make running the unit's lines one after another; its exit
         // frees its slot. Of its work per line, the part between reaping a line and the vfork
         // of the next comes before each line (the recording's make runs that end in a vfork,
-        // median 53 µs); the rest, make's few long runs (a directory's Makefile parsed, its
-        // rules expanded), comes once, at the job's start.
+        // median 53 µs), the part after the child's exec releases it after each; the rest,
+        // make's few long runs (a directory's Makefile parsed, its rules expanded), comes
+        // once, at the job's start.
         let lines: Vec<u32> =
             [compile, cle].into_iter().chain(std::iter::repeat_n(empty, self.empty_lines as usize)).collect();
-        let mut job = vec![run((est::MAKE_LINE_CYCLES - est::MAKE_SPAWN_CYCLES) * lines.len() as f64)];
+        let after = est::MAKE_AFTER_SPAWN_CYCLES;
+        let mut job = vec![run((est::MAKE_LINE_CYCLES - est::MAKE_SPAWN_CYCLES - after) * lines.len() as f64)];
         // Drawn for each line: 53 µs ± 40% in all, the vfork's part fixed.
         let spread = est::MAKE_SPAWN_CYCLES * est::MAKE_SPAWN_SPREAD_PCT / 100.0;
         let before = est::MAKE_SPAWN_CYCLES - kernel::VFORK_CYCLES;
         let spawn = Amount::Uniform((before - spread).max(0.0), before + spread);
         for line in lines {
             job.push(Op::Run { cycles: spawn, mem_frac: est::MEM_FRAC });
-            job.extend(vfork_wait(line, job_ch));
+            job.extend(vfork_wait(line, job_ch, after));
         }
         job.extend([run(kernel::EXIT_CYCLES), Op::Post { ch: SLOT_CH, sync: false }, Op::Exit]);
         p.add(job.into())
@@ -331,7 +349,7 @@ impl Workload for Kernbench {
         let (_, units, start, link) = self.build();
         let mut make = Vec::new();
         for _ in 0..self.start_procs() {
-            make.extend(vfork_wait(start, MAKE_CH));
+            make.extend(vfork_wait(start, MAKE_CH, est::MAKE_AFTER_SPAWN_CYCLES));
         }
         make.extend((0..jobs).map(|_| Op::Post { ch: SLOT_CH, sync: false }));
         // Each unit's job is a fork of make (no exec): it takes a slot and gives it back at
@@ -347,7 +365,7 @@ impl Workload for Kernbench {
         // Every slot back: every recipe has finished.
         make.extend((0..jobs).map(|_| Op::Wait { ch: SLOT_CH }));
         for i in 0..est::LINK_STEPS_CYCLES.len() as u32 {
-            make.extend(vfork_wait(link + i, MAKE_CH));
+            make.extend(vfork_wait(link + i, MAKE_CH, est::MAKE_AFTER_SPAWN_CYCLES));
         }
         make.push(Op::Exit);
         vec![TaskSpec::new("make", make.into())]
@@ -428,6 +446,31 @@ mod tests {
         assert_eq!(reads(&kernbench(10, 0.0)), 0);
         // 3.9 a unit over 10 units: 39, spread as 3 or 4 per cc1.
         assert_eq!(reads(&kernbench(10, 3.9)), 39);
+    }
+
+    #[test]
+    fn cc1_reads_first_a_fixed_stretch_after_its_exec_then_between_equal_parts() {
+        let (p, _, _, _) = kernbench(10, 3.9).build();
+        let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 };
+        let mut seen = 0;
+        for prog in p.0.iter().filter(|prog| prog.contains(&Op::Exec { comm: "cc1" })) {
+            let exec = prog.iter().position(|op| *op == Op::Exec { comm: "cc1" }).unwrap();
+            let reads: Vec<usize> =
+                prog.iter().enumerate().filter(|(_, op)| matches!(op, Op::Io { .. })).map(|(i, _)| i).collect();
+            assert!(reads.len() == 3 || reads.len() == 4, "{} reads", reads.len());
+            // From the exec to the first read: the recording's 3.3 ms at 2.6 GHz, exec included.
+            let to_first: f64 = prog[exec..reads[0]].iter().map(mean).sum();
+            assert!((to_first / 2.6e6 - 3.3).abs() < 1e-6, "{} ms", to_first / 2.6e6);
+            // The rest of cc1's work in equal parts between the reads.
+            let parts: Vec<f64> = reads
+                .iter()
+                .zip(reads.iter().skip(1).chain([&(prog.len())]))
+                .map(|(&a, &b)| prog[a + 1..b].iter().map(mean).find(|&c| c > 0.0).unwrap())
+                .collect();
+            assert!(parts.iter().all(|&c| (c / parts[0] - 1.0).abs() < 1e-9), "{parts:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 10);
     }
 
     #[test]
@@ -532,7 +575,7 @@ mod tests {
         // The first line's run carries the rest of the job's work: each line's CPU in all is
         // still make's measured 0.23 ms.
         let first = first.unwrap();
-        let rest = (est::MAKE_LINE_CYCLES - est::MAKE_SPAWN_CYCLES) * lines as f64;
+        let rest = (est::MAKE_LINE_CYCLES - est::MAKE_SPAWN_CYCLES - est::MAKE_AFTER_SPAWN_CYCLES) * lines as f64;
         assert!((first - rest - (est::MAKE_SPAWN_CYCLES - kernel::VFORK_TAIL_CYCLES)).abs() < 1.0, "{first}");
         let total: f64 = job.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum();
         assert!((total - lines as f64 * est::MAKE_LINE_CYCLES - kernel::EXIT_CYCLES).abs() < 1.0, "{total}");
@@ -541,17 +584,18 @@ mod tests {
     #[test]
     fn each_processs_own_work_is_its_measured_cpu_less_the_kernels_part() {
         // An sh of builtins: 0.96 ms at 2.6 GHz in all.
-        let sh =
-            est::VFORK_CHILD_CYCLES + kernel::EXEC_CYCLES + own(est::EMPTY_SH_CYCLES, true, 0) + kernel::EXIT_CYCLES;
+        let sh = est::VFORK_CHILD_CYCLES
+            + kernel::EXEC_CYCLES
+            + own(est::EMPTY_SH_CYCLES, true, 0, 0.0)
+            + kernel::EXIT_CYCLES;
         assert!((sh - est::EMPTY_SH_CYCLES).abs() < 1.0);
         // Never below zero.
-        assert_eq!(own(1.0, true, 3), 0.0);
-        // Each vfork is charged as a vfork (`kernel::VFORK_CYCLES`), not a fork.
-        assert!(
-            (own(est::COMPILE_SH_CYCLES, true, 0) - own(est::COMPILE_SH_CYCLES, true, 2) - 2.0 * kernel::VFORK_CYCLES)
-                .abs()
-                < 1.0
-        );
+        assert_eq!(own(1.0, true, 3, 0.0), 0.0);
+        // Each vfork is charged as a vfork (`kernel::VFORK_CYCLES`), not a fork, with the
+        // parent's return from it.
+        let after = kernel::VFORK_RETURN_CYCLES;
+        let two = own(est::COMPILE_SH_CYCLES, true, 0, after) - own(est::COMPILE_SH_CYCLES, true, 2, after);
+        assert!((two - 2.0 * (kernel::VFORK_CYCLES + after)).abs() < 1.0);
         let (lo, hi) = kernel::VFORK_US_RANGE;
         assert!((lo..=hi).contains(&(kernel::VFORK_CYCLES / 2.6e3)));
     }

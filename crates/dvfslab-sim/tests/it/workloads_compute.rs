@@ -70,6 +70,40 @@ fn kernbench_elapsed_falls_with_jobs_until_jobs_reach_the_cpus() {
 }
 
 #[test]
+fn a_vfork_parent_returns_from_the_vfork_before_it_sleeps_in_wait4() {
+    // kernbench's make, shells and gcc drivers vfork: each sleeps in D until its child's exec
+    // releases it, preempts the child (6.12+), then runs its return from the vfork and its
+    // own code up to wait4 before it sleeps in S: at least the 3 µs a shell takes in the
+    // recordings (make 10, gcc 19), not the same microsecond.
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18".into(),
+        workload: "kernbench:jobs=2,units=6".into(),
+        duration_ns: Some(600_000_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let r = simulate(&common::preset("kvm-guest-2cpu"), "kvm-guest-2cpu", &cfg).unwrap();
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let mut asleep_in: std::collections::HashMap<i64, char> = Default::default();
+    let mut running_since: std::collections::HashMap<i64, (u64, char)> = Default::default();
+    let mut returns_ns = Vec::new();
+    for i in 0..tl.switch_time_ns.len() {
+        let (t, prev, next) = (tl.switch_time_ns[i], tl.switch_prev[i], tl.switch_next[i]);
+        let state = tl.switch_prev_state[i];
+        if let Some((since, woken_from)) = running_since.remove(&prev) {
+            if woken_from == 'D' && state == 'S' {
+                returns_ns.push(t - since);
+            }
+        }
+        asleep_in.insert(prev, state);
+        running_since.insert(next, (t, asleep_in.get(&next).copied().unwrap_or('R')));
+    }
+    assert!(returns_ns.len() >= 60, "{} vfork returns", returns_ns.len());
+    let shortest = *returns_ns.iter().min().unwrap();
+    assert!(shortest >= 2_999, "a parent slept {shortest} ns after its vfork released it");
+}
+
+#[test]
 fn gitsource_is_faster_with_invariant_schedutil_on_intel() {
     // The era of the published comparison (x86 frequency invariance, Linux 5.7): without
     // invariance, each short child on a cold CPU asks for 1.25·f_cur·util and stays slow.
