@@ -50,6 +50,12 @@ pub(crate) struct Sched {
     pub(crate) live_tasks: usize,
     /// Tasks waiting on any run-queue (not running): balancing has nothing to do at zero.
     pub(crate) waiting: usize,
+    /// The root domain's overload flag (`rd->overload`, `rd->overloaded` from 6.10), which
+    /// gates new-idle balancing: set when a CPU's run-queue reaches two tasks
+    /// (add_nr_running), refreshed only by a balance of the top domain (update_sd_lb_stats:
+    /// a CPU with more than one task, or a misfit task on asymmetric CPUs). Between balances
+    /// it can stay set after the queue that set it has emptied.
+    pub(crate) rd_overloaded: bool,
     /// Whether any task has an RT policy (given at spawn, never changed): without one, the RT
     /// checks of every enqueue, switch and run-queue PELT update read no task.
     pub(crate) any_rt: bool,
@@ -139,6 +145,7 @@ impl Sched {
             invariant: machine.invariant,
             live_tasks: 0,
             waiting: 0,
+            rd_overloaded: false,
             any_rt: false,
             idle_cpus: plat.ncpus(),
             idle_cores: plat.cores.len(),
@@ -444,6 +451,10 @@ impl Sched {
         c.queue_by_vruntime.insert((self.tasks[task].vruntime, task));
         if self.eevdf.is_some() {
             self.fair_enqueue(cpu, task);
+        }
+        // add_nr_running: a second task on the run-queue marks the root domain overloaded.
+        if self.nr_running(cpu) >= 2 {
+            self.rd_overloaded = true;
         }
     }
 

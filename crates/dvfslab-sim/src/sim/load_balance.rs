@@ -83,6 +83,10 @@ impl Sim {
         if balancer != cpu {
             return None;
         }
+        if self.machine.plat.llcs[llc].len() == self.sched.cpus.len() {
+            // The LLC is the top domain: its statistics refresh the overload flag.
+            self.refresh_rd_overloaded();
+        }
         let stats: Vec<GroupStats> = cores.iter().map(|g| self.group_stats(g)).collect();
         let all = stats.iter().fold(GroupStats::default(), |a, g| GroupStats {
             load: a.load + g.load,

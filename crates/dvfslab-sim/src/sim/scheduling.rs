@@ -620,11 +620,13 @@ impl Sim {
         }
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
         // briefly, on average, does not balance on going idle; the version sets how brief
-        // (sched_balance_newidle, `sched/newidle.rs`). The root domain counts as overloaded
-        // while some CPU has a task waiting (the kernel's flag is refreshed at each balance).
+        // (sched_balance_newidle, `sched/newidle.rs`); nor does it while the root domain's
+        // overload flag is clear. The balance refreshes the flag (update_sd_lb_stats of the
+        // top domain), from the run-queues as they stand before anything moves.
         let gate = Gate::for_kernel(self.machine.kernel);
-        let (now, avg_idle, overloaded) = (self.q.now(), self.sched.cpus[cpu].avg_idle_ns, self.sched.waiting > 0);
+        let (now, avg_idle, overloaded) = (self.q.now(), self.sched.cpus[cpu].avg_idle_ns, self.sched.rd_overloaded);
         if self.sched.cpus[cpu].newidle.may_balance(gate, avg_idle, overloaded, now) && self.load_balance_allowed() {
+            self.refresh_rd_overloaded();
             if let Some((src, task)) = self.sched.find_busiest(&self.machine, &self.q, cpu) {
                 self.sched.cpus[cpu].newidle.after_balance(gate, true, now);
                 self.sched.queue_remove(src, task);
@@ -1008,6 +1010,21 @@ mod tests {
         assert_eq!(sim.sched.tasks[curr].vruntime, v_curr - 400);
         assert_eq!(sim.sched.tasks[waiting].vruntime, v_waiting);
         assert_eq!(sim.sched.tasks[waiting].exec_start_ns, now - 400);
+    }
+
+    #[test]
+    fn the_overload_flag_outlives_the_queue_that_set_it_until_a_balance_clears_it() {
+        // Two tasks pinned to CPU 1 start together (the second on the run-queue sets the root
+        // domain's overload flag), run 100 µs each and sleep 5 ms. When the second sleeps,
+        // nothing waits anywhere, yet the flag is still set: CPU 1 balances before it idles
+        // (at 5.16 the balance's cost becomes the domain's), finds nothing and clears the
+        // flag, and CPU 0, never busy, never balances.
+        let pair = RunSleep { tasks: 2, run_us: 100.0, sleep_us: 5000.0, cpu: Some(1) };
+        let sim = run_on_quiet_guest(pair, "5.16", 1_000_000, |_| {});
+        let cost = crate::sched::newidle::NEWIDLE_BALANCE_COST_NS;
+        assert_eq!(sim.sched.cpus[1].newidle.max_cost_ns, cost);
+        assert_eq!(sim.sched.cpus[0].newidle.max_cost_ns, 0);
+        assert!(!sim.sched.rd_overloaded);
     }
 
     #[test]
