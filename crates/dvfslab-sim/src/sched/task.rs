@@ -6,7 +6,7 @@ use std::rc::Rc;
 use crate::engine::TimeNs;
 use crate::sched::pelt::{SchedAvg, UtilEst};
 
-/// An amount drawn each time an operation runs: fixed, or uniform in `[lo, hi]`.
+/// An amount drawn each time an operation runs: fixed, uniform in `[lo, hi]`, or exponential.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Amount {
     Fixed(f64),
@@ -36,6 +36,17 @@ impl Amount {
             Amount::Fixed(v) => v,
             Amount::Uniform(lo, hi) => (lo + hi) / 2.0,
             Amount::Exponential(mean) => mean,
+        }
+    }
+
+    /// One draw from `rng`. A range too wide for a float to span is read as its low end.
+    pub fn draw(self, rng: &mut impl rand::Rng) -> f64 {
+        match self {
+            Amount::Fixed(v) => v,
+            Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
+            Amount::Uniform(lo, _) => lo,
+            // Inverse transform: -mean · ln(1 - u) for u uniform in [0, 1).
+            Amount::Exponential(mean) => -mean * (1.0 - rng.gen::<f64>()).ln(),
         }
     }
 }

@@ -370,18 +370,11 @@ impl Sim {
     }
 
     /// An amount for `task`'s operation: background kernel threads draw from their own
-    /// stream. A range too wide for a float to span is read as its low end.
+    /// stream.
     pub(crate) fn draw(&mut self, task: usize, amount: crate::sched::task::Amount) -> f64 {
-        use rand::Rng;
         let rng =
             if self.sched.tasks[task].attrs.background { &mut self.work.background_rng } else { &mut self.work.rng };
-        match amount {
-            crate::sched::task::Amount::Fixed(v) => v,
-            crate::sched::task::Amount::Uniform(lo, hi) if (hi - lo).is_finite() => rng.gen_range(lo..=hi),
-            crate::sched::task::Amount::Uniform(lo, _) => lo,
-            // Inverse transform: -mean · ln(1 - u) for u uniform in [0, 1).
-            crate::sched::task::Amount::Exponential(mean) => -mean * (1.0 - rng.gen::<f64>()).ln(),
-        }
+        amount.draw(rng)
     }
 
     /// Work `w` of a run segment of `task` with the workload's work jitter (`work_jitter_pct`):

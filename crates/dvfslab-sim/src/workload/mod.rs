@@ -450,15 +450,16 @@ pub fn kthreads(plat: &Platform, hz: f64, us: f64, rng: &mut impl rand::Rng) -> 
                 Op::Jump { to: 0 },
             ]
             .into();
-            let first_wake_ns = (-mean_ns * (1.0 - rng.gen::<f64>()).ln()) as TimeNs;
+            let first_wake_ns = interval.draw(rng) as TimeNs;
             TaskSpec::new(format!("kworker/{cpu}"), program).pinned(vec![cpu]).background().start_at(first_wake_ns)
         })
         .collect()
 }
 
-/// The longest mean interval between a kernel thread's wake-ups: 10^18 ns, some 30 years,
-/// longer than any run, and 1.5 times it still fits in the u64 of simulated time.
-const KTHREAD_INTERVAL_MAX_NS: f64 = 1e18;
+/// The longest mean interval between a kernel thread's wake-ups: 10^17 ns, some three years,
+/// longer than any run; an exponential draw is at most 37 times its mean (-ln 2^-53), which
+/// still fits in the u64 of simulated time.
+const KTHREAD_INTERVAL_MAX_NS: f64 = 1e17;
 
 /// Check that every program's jumps, spawns and devices point at something that exists, so a
 /// malformed workload is an error before the run rather than a crash during it.
