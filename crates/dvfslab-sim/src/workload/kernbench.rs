@@ -114,13 +114,23 @@ fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
+/// The vforks a process makes, and what it runs after each once the child's exec releases it
+/// ([`vfork_wait`]).
+#[derive(Clone, Copy)]
+struct Vforks {
+    count: u32,
+    after: f64,
+}
+
+const NO_VFORKS: Vforks = Vforks { count: 0, after: 0.0 };
+
 /// A process's own work: its CPU in all, less the parts that the model charges separately (a
 /// vfork child's work before its exec, the exec, the exit, its vforks and its returns from
-/// them, `after` cycles each: [`vfork_wait`]).
-fn own(all_in: f64, exec: bool, vforks: u32, after: f64) -> f64 {
+/// them).
+fn own(all_in: f64, exec: bool, vforks: Vforks) -> f64 {
     let kernel_part = if exec { est::VFORK_CHILD_CYCLES + kernel::EXEC_CYCLES } else { 0.0 }
         + kernel::EXIT_CYCLES
-        + vforks as f64 * (kernel::VFORK_CYCLES + after);
+        + vforks.count as f64 * (kernel::VFORK_CYCLES + vforks.after);
     (all_in - kernel_part).max(0.0)
 }
 
@@ -215,7 +225,7 @@ impl Unit {
         let cc1 = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "cc1", gcc_ch, cc1));
         let as_ = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "as", gcc_ch, vec![tool(est::AS_FRAC)]));
         let gcc_after = est::GCC_AFTER_VFORK_CYCLES;
-        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, 2, gcc_after))];
+        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, Vforks { count: 2, after: gcc_after }))];
         gcc.extend(vfork_wait(cc1, gcc_ch, gcc_after));
         gcc.extend(vfork_wait(as_, gcc_ch, gcc_after));
         if let Some(service_ns) = self.discard_ns {
@@ -236,10 +246,11 @@ impl Unit {
         if self.objtool {
             children.push(p.add(exec_child("objtool", sh_ch, vec![tool(est::OBJTOOL_FRAC)])));
         }
-        children.push(p.add(exec_child("fixdep", sh_ch, vec![run(own(est::FIXDEP_CYCLES, true, 0, 0.0))])));
-        children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, 0, 0.0))])));
+        children.push(p.add(exec_child("fixdep", sh_ch, vec![run(own(est::FIXDEP_CYCLES, true, NO_VFORKS))])));
+        children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, NO_VFORKS))])));
         let sh_after = kernel::VFORK_RETURN_CYCLES;
-        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, children.len() as u32, sh_after))];
+        let sh_vforks = |count| Vforks { count, after: sh_after };
+        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, sh_vforks(children.len() as u32)))];
         for &c in &children {
             compile.extend(vfork_wait(c, sh_ch, sh_after));
         }
@@ -252,21 +263,21 @@ impl Unit {
             sub_ch,
             vec![nm.clone(), Op::Post { ch: pipe_ch, sync: false }, nm, Op::Post { ch: pipe_ch, sync: false }],
         ));
-        let mut subshell = vec![run(own(est::SUBSHELL_CYCLES, false, 1, sh_after))];
+        let mut subshell = vec![run(own(est::SUBSHELL_CYCLES, false, sh_vforks(1)))];
         subshell.extend(vfork_wait(nm, sub_ch, sh_after));
         subshell.extend([run(kernel::EXIT_CYCLES), Op::Exit]);
         let subshell = p.add(subshell.into());
-        let awk = vec![Op::Wait { ch: pipe_ch }, Op::Wait { ch: pipe_ch }, run(own(est::AWK_CYCLES, true, 0, 0.0))];
+        let awk = vec![Op::Wait { ch: pipe_ch }, Op::Wait { ch: pipe_ch }, run(own(est::AWK_CYCLES, true, NO_VFORKS))];
         let awk = p.add(exec_child("awk", bash_ch, awk));
-        let mut bash = vec![run(own(est::CHECK_EXPORT_CYCLES - kernel::FORK_CYCLES, true, 1, sh_after))];
+        let mut bash = vec![run(own(est::CHECK_EXPORT_CYCLES - kernel::FORK_CYCLES, true, sh_vforks(1)))];
         // bash forks the subshell (no vfork: it runs bash's code), vforks awk, then waits.
         bash.extend([run(kernel::FORK_CYCLES), Op::Spawn { program: subshell, count: 1 }]);
         bash.extend(vfork_wait(awk, bash_ch, sh_after));
         let bash = p.add(exec_child("check-local-export", cle_ch, bash));
-        let mut cle = vec![run(own(est::EMPTY_SH_CYCLES, true, 1, sh_after))];
+        let mut cle = vec![run(own(est::EMPTY_SH_CYCLES, true, sh_vforks(1)))];
         cle.extend(vfork_wait(bash, cle_ch, sh_after));
         let cle = p.add(exec_child("sh", job_ch, cle));
-        let empty = p.add(exec_child("sh", job_ch, vec![run(own(est::EMPTY_SH_CYCLES, true, 0, 0.0))]));
+        let empty = p.add(exec_child("sh", job_ch, vec![run(own(est::EMPTY_SH_CYCLES, true, NO_VFORKS))]));
 
         // The job: a copy of make running the unit's lines one after another; its exit
         // frees its slot. Of its work per line, the part between reaping a line and the vfork
@@ -586,15 +597,16 @@ mod tests {
         // An sh of builtins: 0.96 ms at 2.6 GHz in all.
         let sh = est::VFORK_CHILD_CYCLES
             + kernel::EXEC_CYCLES
-            + own(est::EMPTY_SH_CYCLES, true, 0, 0.0)
+            + own(est::EMPTY_SH_CYCLES, true, NO_VFORKS)
             + kernel::EXIT_CYCLES;
         assert!((sh - est::EMPTY_SH_CYCLES).abs() < 1.0);
         // Never below zero.
-        assert_eq!(own(1.0, true, 3, 0.0), 0.0);
+        assert_eq!(own(1.0, true, Vforks { count: 3, after: 0.0 }), 0.0);
         // Each vfork is charged as a vfork (`kernel::VFORK_CYCLES`), not a fork, with the
         // parent's return from it.
         let after = kernel::VFORK_RETURN_CYCLES;
-        let two = own(est::COMPILE_SH_CYCLES, true, 0, after) - own(est::COMPILE_SH_CYCLES, true, 2, after);
+        let two = own(est::COMPILE_SH_CYCLES, true, NO_VFORKS)
+            - own(est::COMPILE_SH_CYCLES, true, Vforks { count: 2, after });
         assert!((two - 2.0 * (kernel::VFORK_CYCLES + after)).abs() < 1.0);
         let (lo, hi) = kernel::VFORK_US_RANGE;
         assert!((lo..=hi).contains(&(kernel::VFORK_CYCLES / 2.6e3)));
