@@ -65,6 +65,29 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
     assert text.startswith(f"cpus={len(result.per_cpu)}\n")
 
 
+def test_a_forks_sched_wakeup_new_is_logged_by_the_parent_on_its_cpu() -> None:
+    # wake_up_new_task runs on the parent: its sched_wakeup_new sits on the CPU of the
+    # sched_process_fork, logged by the parent, whatever CPU fork balancing chose (target_cpu).
+    run = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance", "gitsource:commands=60", duration_s=1.0, timeline=True
+    )
+    forks: dict[str, tuple[str, str]] = {}
+    new_wakeups = []
+    for ln in ftrace.render(run).splitlines():
+        m = LINE.match(ln)
+        if not m:
+            continue
+        fields = dict(kv.split("=", 1) for kv in m["fields"].split())
+        if m["event"] == "sched_process_fork":
+            forks[fields["child_pid"]] = (m["cpu"], m["pid"])
+        elif m["event"] == "sched_wakeup_new" and fields["pid"] in forks:
+            new_wakeups.append((m["cpu"], m["pid"], fields["target_cpu"], forks[fields["pid"]]))
+    assert len(new_wakeups) > 50
+    assert all((cpu, pid) == fork for cpu, pid, _, fork in new_wakeups)
+    # Fork balancing sends some children to the other CPU.
+    assert any(target != cpu for cpu, _, target, _ in new_wakeups)
+
+
 @pytest.mark.parametrize(("platform", "first"), [("juno-r2", "WFI"), ("skylake-e3-1240v5", "POLL")])
 def test_ftrace_idle_states_are_numbered_as_cpuidle_lists_them(platform: str, first: str) -> None:
     # UDP_STREAM's receiver often sleeps briefly: the first state, index 0, is used.

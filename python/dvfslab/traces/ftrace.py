@@ -7,8 +7,9 @@
 Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, Z exited and
 not yet reaped by its parent, X exited with no simulated parent),
 sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
-a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (a task's
-first, its start, as sched_wakeup_new), sched_process_fork / exec / exit, cpu_frequency (state =
+a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (on the
+target CPU; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
+wake_up_new_task logs it from the parent), sched_process_fork / exec / exit, cpu_frequency (state =
 kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
 CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
 idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
@@ -84,10 +85,18 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
     since_ns = max(0, round(since_s * 1e9) - 500)
     kept_switches = _last_before(since_ns, sw)
     kept_frequencies = _last_before(since_ns, fq)
-    # A task's first wake-up is its start (wake_up_new_task): sched_wakeup_new.
+    # A task's first wake-up is its start (wake_up_new_task): sched_wakeup_new, logged by the
+    # parent on the CPU it forked on (a workload's first tasks have no fork: their own CPU).
     first_wakeup: dict[int, int] = {}
     for q, task in zip(wk["seq"], wk["task"]):
         first_wakeup[task] = min(q, first_wakeup.get(task, q))
+    forked_on = {
+        child: cpu for kind, child, cpu in zip(pr["kind"], pr["child"], pr["cpu"]) if kind == "F"
+    }
+
+    def logged_on(q: int, task: int, target: int) -> int:
+        return forked_on.get(task, target) if q == first_wakeup[task] else target
+
     process_events = {
         "F": "sched_process_fork",
         "E": "sched_process_exec",
@@ -104,7 +113,15 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
             if t >= since_ns or q in kept_switches
         ),
         (
-            (t, q, c, _wakeup_event(q, first_wakeup[task]), wakeup_fields(task, c), ".", None)
+            (
+                t,
+                q,
+                logged_on(q, task, c),
+                _wakeup_event(q, first_wakeup[task]),
+                wakeup_fields(task, c),
+                ".",
+                None,
+            )
             for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
             if t >= since_ns
         ),
