@@ -111,7 +111,7 @@ impl Machine {
 /// `arch_scale_cpu_capacity` at the capacities parsed from the device tree
 /// (`topology_get_cpu_scale`, arch/arm64/include/asm/topology.h, 4.15). arm64 4.10 – 4.14 parsed
 /// `capacity-dmips-mhz` and showed it in sysfs, but the scheduler kept its generic 1024.
-const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15);
+const ARM64_CPU_CAPACITY_KERNEL: KernelVersion = KernelVersion(4, 15, 0);
 
 /// Set each CPU's `cap_orig` to what the scheduler of `kernel` sees: the preset's capacities,
 /// except on arm64 before 4.15, where every CPU is 1024 to the scheduler (so placement,

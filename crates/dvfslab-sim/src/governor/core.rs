@@ -184,7 +184,7 @@ impl<'a> PolicyFacts<'a> {
     /// CPUFREQ_NEED_UPDATE_LIMITS: the driver wants a governor's request after every limits
     /// update, even one that leaves the frequency as it was (intel_cpufreq from 5.10).
     pub fn driver_needs_update_limits(self) -> bool {
-        matches!(self.machine.driver, Driver::IntelCpufreq) && self.machine.kernel >= KernelVersion(5, 10)
+        matches!(self.machine.driver, Driver::IntelCpufreq) && self.machine.kernel >= KernelVersion(5, 10, 0)
     }
     pub fn invariant(self) -> bool {
         self.invariant

@@ -40,10 +40,10 @@ use crate::kernel::KernelVersion;
 
 /// Kernel whose cpufreq_dbs_governor_init dropped min_sampling_rate for the transition delay
 /// ("cpufreq: governor: Drop min_sampling_rate").
-const TRANSITION_DELAY_KERNEL: KernelVersion = KernelVersion(4, 14);
+const TRANSITION_DELAY_KERNEL: KernelVersion = KernelVersion(4, 14, 0);
 /// Kernel whose store_sampling_rate and cpufreq_dbs_governor_init keep the rate at two ticks or
 /// more (CPUFREQ_DBS_MIN_SAMPLING_INTERVAL); 4.14 had no floor at all.
-const TWO_TICK_FLOOR_KERNEL: KernelVersion = KernelVersion(4, 15);
+const TWO_TICK_FLOOR_KERNEL: KernelVersion = KernelVersion(4, 15, 0);
 /// Before 4.14, ondemand's own minimum with NO_HZ idle accounting (MICRO_FREQUENCY_MIN_SAMPLE_RATE).
 const LEGACY_OD_MIN_SAMPLING_RATE_US: u64 = 10_000;
 /// Before 4.14, conservative's own minimum was this many times `jiffies_to_usecs(10)`, the
@@ -301,43 +301,43 @@ mod tests {
         // kernel.rs, DBS takes at least two ticks from 4.15 (8 ms at HZ=250, 2 ms at HZ=1000).
         let lat = Some(10);
         for gov in [Ondemand, Conservative] {
-            assert_eq!(default_sampling_rate_us(KernelVersion(5, 9), gov, HZ250_NS, 10_000, lat), 10_000);
-            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9), gov, HZ250_NS, 2_000, lat), 8_000);
-            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), gov, HZ250_NS, 15, lat), 8_000);
-            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12), gov, 1_000_000, 15, lat), 2_000);
-            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9), gov, 1_000_000, 2_000, lat), 2_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(5, 9, 0), gov, HZ250_NS, 10_000, lat), 10_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9, 0), gov, HZ250_NS, 2_000, lat), 8_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12, 0), gov, HZ250_NS, 15, lat), 8_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 12, 0), gov, 1_000_000, 15, lat), 2_000);
+            assert_eq!(default_sampling_rate_us(KernelVersion(6, 9, 0), gov, 1_000_000, 2_000, lat), 2_000);
             // 4.14 took the transition delay as it came: intel_cpufreq's 500 µs.
-            assert_eq!(default_sampling_rate_us(KernelVersion(4, 14), gov, HZ250_NS, 500, Some(20)), 500);
+            assert_eq!(default_sampling_rate_us(KernelVersion(4, 14, 0), gov, HZ250_NS, 500, Some(20)), 500);
         }
         // Before 4.14: 1000 × latency, at least min_sampling_rate; a slow driver (300 µs) gives
         // 300 ms. The cpufreq core's delay is not read (intel_cpufreq's 500 µs on 4.12).
         let od = |kernel, delay, lat| default_sampling_rate_us(kernel, Ondemand, HZ250_NS, delay, lat);
-        assert_eq!(od(KernelVersion(4, 9), 10_000, lat), 10_000);
-        assert_eq!(od(KernelVersion(4, 9), 300_000, Some(300)), 300_000);
-        assert_eq!(od(KernelVersion(4, 9), u64::MAX, None), 10_000);
-        assert_eq!(od(KernelVersion(4, 12), 500, Some(20)), 20_000);
+        assert_eq!(od(KernelVersion(4, 9, 0), 10_000, lat), 10_000);
+        assert_eq!(od(KernelVersion(4, 9, 0), 300_000, Some(300)), 300_000);
+        assert_eq!(od(KernelVersion(4, 9, 0), u64::MAX, None), 10_000);
+        assert_eq!(od(KernelVersion(4, 12, 0), 500, Some(20)), 20_000);
         // conservative's own minimum is 20 ticks: 80 ms at HZ=250, where ondemand takes 10 ms.
         let cs = |kernel, tick, lat| default_sampling_rate_us(kernel, Conservative, tick, 10_000, lat);
-        assert_eq!(cs(KernelVersion(4, 12), HZ250_NS, lat), 80_000);
-        assert_eq!(cs(KernelVersion(4, 13), 1_000_000, lat), 20_000);
-        assert_eq!(cs(KernelVersion(4, 9), HZ250_NS, Some(300)), 300_000);
-        assert_eq!(cs(KernelVersion(4, 14), HZ250_NS, lat), 10_000);
+        assert_eq!(cs(KernelVersion(4, 12, 0), HZ250_NS, lat), 80_000);
+        assert_eq!(cs(KernelVersion(4, 13, 0), 1_000_000, lat), 20_000);
+        assert_eq!(cs(KernelVersion(4, 9, 0), HZ250_NS, Some(300)), 300_000);
+        assert_eq!(cs(KernelVersion(4, 14, 0), HZ250_NS, lat), 10_000);
     }
 
     #[test]
     fn sampling_rate_floor() {
         for gov in [Ondemand, Conservative] {
-            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), gov, HZ250_NS, Some(10)), 8_000);
-            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1), gov, 3_333_333, Some(10)), 6_666);
-            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 15), gov, HZ250_NS, Some(10)), 8_000);
-            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 14), gov, HZ250_NS, Some(10)), 0);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1, 0), gov, HZ250_NS, Some(10)), 8_000);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(6, 1, 0), gov, 3_333_333, Some(10)), 6_666);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 15, 0), gov, HZ250_NS, Some(10)), 8_000);
+            assert_eq!(sampling_rate_floor_us(KernelVersion(4, 14, 0), gov, HZ250_NS, Some(10)), 0);
         }
         // Before 4.14: max(the governor's minimum, 20 × latency).
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Ondemand, HZ250_NS, Some(10)), 10_000);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Ondemand, HZ250_NS, Some(1450)), 29_000);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, HZ250_NS, Some(10)), 80_000);
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, HZ250_NS, Some(5000)), 100_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9, 0), Ondemand, HZ250_NS, Some(10)), 10_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9, 0), Ondemand, HZ250_NS, Some(1450)), 29_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9, 0), Conservative, HZ250_NS, Some(10)), 80_000);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9, 0), Conservative, HZ250_NS, Some(5000)), 100_000);
         // jiffies_to_usecs(10) at HZ=300 rounds up to 33 334 µs.
-        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9), Conservative, 3_333_333, None), 66_668);
+        assert_eq!(sampling_rate_floor_us(KernelVersion(4, 9, 0), Conservative, 3_333_333, None), 66_668);
     }
 }

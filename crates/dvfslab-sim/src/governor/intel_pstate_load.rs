@@ -59,10 +59,10 @@ pub(super) enum IowaitRule {
 
 impl IowaitRule {
     pub fn for_kernel(kernel: KernelVersion) -> IowaitRule {
-        if kernel >= KernelVersion(5, 1) {
+        if kernel >= KernelVersion(5, 1, 0) {
             IowaitRule::Doubling
         } else {
-            IowaitRule::Full { sample_at_once: kernel >= KernelVersion(4, 14) }
+            IowaitRule::Full { sample_at_once: kernel >= KernelVersion(4, 14, 0) }
         }
     }
 }
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn iowait_boost_is_full_and_halved_per_evaluation_before_5_1() {
         let tick = 4_000_000;
-        let mut b = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 19)), ..IowaitBoost::default() };
+        let mut b = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 19, 0)), ..IowaitBoost::default() };
         assert_eq!(b.update(1_000_000, tick, true, 40), Then::Now);
         assert_eq!(b.boost, 256);
         assert_eq!((b.take(), b.take(), b.take()), (256, 128, 64));
@@ -201,9 +201,9 @@ mod tests {
         assert_eq!(b.boost, 0);
         // A fully busy CPU is not sampled again on its I/O wait; 4.13 never samples early.
         assert_eq!(b.update(8_000_000, tick, true, 100), Then::Nothing);
-        let mut old = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 13)), ..IowaitBoost::default() };
+        let mut old = IowaitBoost { rule: IowaitRule::for_kernel(KernelVersion(4, 13, 0)), ..IowaitBoost::default() };
         assert_eq!(old.update(1_000_000, tick, true, 40), Then::Interval);
         assert_eq!(old.boost, 256);
-        assert_eq!(IowaitRule::for_kernel(KernelVersion(5, 1)), IowaitRule::Doubling);
+        assert_eq!(IowaitRule::for_kernel(KernelVersion(5, 1, 0)), IowaitRule::Doubling);
     }
 }

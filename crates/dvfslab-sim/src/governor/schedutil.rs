@@ -104,9 +104,9 @@ const IOWAIT_BOOST_MIN: u64 = 128;
 /// so a part with a wide range starts lower before 5.2, and a raised scaling_min_freq lifts
 /// the floor only before 5.1.
 fn iowait_boost_floor(kernel: KernelVersion, policy_min_khz: u32, cpuinfo_min_khz: u32, cpuinfo_max_khz: u32) -> u64 {
-    if kernel >= KernelVersion(5, 2) || cpuinfo_max_khz == 0 {
+    if kernel >= KernelVersion(5, 2, 0) || cpuinfo_max_khz == 0 {
         IOWAIT_BOOST_MIN
-    } else if kernel >= KernelVersion(5, 1) {
+    } else if kernel >= KernelVersion(5, 1, 0) {
         SCHED_CAPACITY_SCALE * cpuinfo_min_khz as u64 / cpuinfo_max_khz as u64
     } else {
         SCHED_CAPACITY_SCALE * policy_min_khz as u64 / cpuinfo_max_khz as u64
@@ -137,9 +137,9 @@ impl IowaitRule {
         cpuinfo_min_khz: u32,
         cpuinfo_max_khz: u32,
     ) -> IowaitRule {
-        if kernel < KernelVersion(4, 9) {
+        if kernel < KernelVersion(4, 9, 0) {
             IowaitRule::Absent
-        } else if kernel < KernelVersion(4, 14) {
+        } else if kernel < KernelVersion(4, 14, 0) {
             IowaitRule::JumpToMax
         } else {
             IowaitRule::Double { floor: iowait_boost_floor(kernel, policy_min_khz, cpuinfo_min_khz, cpuinfo_max_khz) }
@@ -210,7 +210,8 @@ impl Governor for Schedutil {
         // sugov_start, then the core's ->limits (sugov_limits) as the governor starts.
         self.need_freq_update = false;
         self.limits_changed = true;
-        self.keeps_need_freq_update = ctx.facts().driver_needs_update_limits() && ctx.kernel() < KernelVersion(6, 14);
+        self.keeps_need_freq_update =
+            ctx.facts().driver_needs_update_limits() && ctx.kernel() < KernelVersion(6, 14, 0);
         let lshift = ctx.pelt_multiplier().trailing_zeros();
         self.pelt_lshift = lshift;
         let cap = ctx.cap_orig(ctx.cpus()[0]);
@@ -277,17 +278,17 @@ impl Governor for Schedutil {
         let (mut f, raw, reference) = self.get_next_freq(ctx, util, cap);
         let mut held = false;
         // sugov_cpu_is_busy came in 4.12; before it a single-CPU policy lowers at once.
-        if !shared && kernel >= KernelVersion(4, 12) {
+        if !shared && kernel >= KernelVersion(4, 12, 0) {
             // Busy hold: no idle entry since the last evaluation means the CPU is saturated;
             // do not lower its frequency on a possibly stale utilisation.
             let busy = own.idle_calls == self.cpus[idx].saved_idle_calls;
             self.cpus[idx].saved_idle_calls = own.idle_calls;
             // 5.18+: a run-queue held down by uclamp_max is busy by design, not saturated.
-            let capped = kernel >= KernelVersion(5, 18)
+            let capped = kernel >= KernelVersion(5, 18, 0)
                 && own.uclamp.is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
             // 6.7+ ("cpufreq: schedutil: next_freq need update when cpufreq_limits changed"):
             // not while a limits update is pending.
-            let pending = kernel >= KernelVersion(6, 7) && self.need_freq_update;
+            let pending = kernel >= KernelVersion(6, 7, 0) && self.need_freq_update;
             if busy && !capped && f < self.next_freq && !pending {
                 f = self.next_freq;
                 self.cached_raw_freq = saved;
@@ -359,7 +360,7 @@ impl Schedutil {
         if self.need_freq_update {
             self.need_freq_update = self.keeps_need_freq_update;
         } else if self.next_freq == f {
-            if kernel < KernelVersion(4, 12) {
+            if kernel < KernelVersion(4, 12, 0) {
                 self.last_freq_update_time = Some(time);
             }
             return false;
@@ -372,7 +373,7 @@ impl Schedutil {
     /// get_util + sugov_effective_cpu_perf for one CPU.
     fn get_util(&self, signals: &CpuSignals, boost: u64) -> Parts {
         let kernel = self.kernel;
-        let util_est = if kernel >= KernelVersion(4, 17) { signals.util_est } else { 0 };
+        let util_est = if kernel >= KernelVersion(4, 17, 0) { signals.util_est } else { 0 };
         let util = cfs_util(kernel, signals.util_avg, util_est, signals.runnable_avg);
         // A runnable RT task asks for the maximum unless uclamp is in use (then its clamps do).
         let (cap, uclamp) = (signals.cap_orig, signals.uclamp);
@@ -395,12 +396,12 @@ impl Schedutil {
         // Before 5.18 the iowait boost was taken after the clamping (sugov_iowait_apply took the
         // max of the boost and the already clamped util), so uclamp_max did not cap it; 5.18
         // ("sched/uclamp: Fix iowait boost escaping uclamp restriction") clamps the boost too.
-        let boost_escapes_uclamp = uclamp.is_some() && kernel < KernelVersion(5, 18);
+        let boost_escapes_uclamp = uclamp.is_some() && kernel < KernelVersion(5, 18, 0);
         let actual = if boost_escapes_uclamp { util } else { util.max(boost) };
         let perf = if self.margins {
             let scaled = (self.rt_mult * actual) >> 10;
             margins::dvfs_headroom(scaled, self.rate_limit_used_us, self.pelt_lshift).min(cap)
-        } else if kernel >= KernelVersion(6, 8) {
+        } else if kernel >= KernelVersion(6, 8, 0) {
             // sugov_effective_cpu_perf: headroom here, capped at the capacity.
             map_headroom(actual).min(cap)
         } else {
@@ -410,7 +411,7 @@ impl Schedutil {
         let perf = match uclamp {
             None => perf,
             // sugov_effective_cpu_perf: the cap bounds the headroom, the floor wins over it.
-            Some((min, max)) if self.margins || kernel >= KernelVersion(6, 8) => perf.min(max.min(cap)).max(min),
+            Some((min, max)) if self.margins || kernel >= KernelVersion(6, 8, 0) => perf.min(max.min(cap)).max(min),
             // uclamp_rq_util_with: an inverted pair yields the floor.
             Some((min, max)) if min >= max => min.min(cap),
             Some((min, max)) => perf.clamp(min, max).min(cap),
@@ -443,7 +444,7 @@ impl Schedutil {
 /// 4.17, which had no util_est.
 fn cfs_util(kernel: KernelVersion, util_avg: u64, util_est: u64, runnable_avg: u64) -> u64 {
     let util = util_avg.max(util_est);
-    if kernel >= KernelVersion(6, 5) {
+    if kernel >= KernelVersion(6, 5, 0) {
         util.max(runnable_avg)
     } else {
         util
@@ -474,9 +475,9 @@ enum FreqForm {
 impl FreqForm {
     /// The form of `kernel` (the margins series has the 6.8 one).
     fn of(kernel: KernelVersion, margins: bool) -> FreqForm {
-        if margins || kernel >= KernelVersion(6, 8) {
+        if margins || kernel >= KernelVersion(6, 8, 0) {
             FreqForm::CappedPerf
-        } else if kernel >= KernelVersion(5, 14) {
+        } else if kernel >= KernelVersion(5, 14, 0) {
             FreqForm::MapUtilPerf
         } else {
             FreqForm::MapUtilFreq
@@ -589,7 +590,7 @@ mod tests {
             (820, 3_000_000, 3_000_000),
         ];
         for (util, raw, f) in cases {
-            let perf = s.effective_perf(KernelVersion(6, 8), util, 0, 1024, None);
+            let perf = s.effective_perf(KernelVersion(6, 8, 0), util, 0, 1024, None);
             let (got, reference) = raw_next_freq(FreqForm::CappedPerf, true, 3_000_000, 800_000, perf, 1024);
             assert_eq!((got, reference), (raw, 3_000_000), "util {util}");
             assert_eq!(resolved(got), f, "util {util}");
@@ -608,7 +609,7 @@ mod tests {
             (1024, 1_500_000, 1_600_000),
         ];
         for (util, raw, f) in cases {
-            let perf = s.effective_perf(KernelVersion(6, 7), util, 0, 1024, None);
+            let perf = s.effective_perf(KernelVersion(6, 7, 0), util, 0, 1024, None);
             let (got, reference) = raw_next_freq(FreqForm::MapUtilFreq, false, 3_000_000, 1_200_000, perf, 1024);
             assert_eq!((got, reference), (raw, 1_200_000), "util {util}");
             assert_eq!(resolved(got), f, "util {util}");
@@ -624,11 +625,11 @@ mod tests {
         let old = raw_next_freq(FreqForm::MapUtilFreq, true, 3_100_000, 1_200_000, 370, 1024);
         let new = raw_next_freq(FreqForm::MapUtilPerf, true, 3_100_000, 1_200_000, 370, 1024);
         assert_eq!((old.0, new.0), (1_400_146, 1_398_632));
-        assert_eq!(FreqForm::of(KernelVersion(5, 13), false), FreqForm::MapUtilFreq);
-        assert_eq!(FreqForm::of(KernelVersion(5, 14), false), FreqForm::MapUtilPerf);
-        assert_eq!(FreqForm::of(KernelVersion(6, 7), false), FreqForm::MapUtilPerf);
-        assert_eq!(FreqForm::of(KernelVersion(6, 8), false), FreqForm::CappedPerf);
-        assert_eq!(FreqForm::of(KernelVersion(6, 1), true), FreqForm::CappedPerf);
+        assert_eq!(FreqForm::of(KernelVersion(5, 13, 0), false), FreqForm::MapUtilFreq);
+        assert_eq!(FreqForm::of(KernelVersion(5, 14, 0), false), FreqForm::MapUtilPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 7, 0), false), FreqForm::MapUtilPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 8, 0), false), FreqForm::CappedPerf);
+        assert_eq!(FreqForm::of(KernelVersion(6, 1, 0), true), FreqForm::CappedPerf);
     }
 
     /// The boosts evaluated after four I/O wake-ups and then four plain callbacks, 1 ms apart.
@@ -649,7 +650,7 @@ mod tests {
     #[test]
     fn iowait_boost_sequence() {
         // sugov_iowait_boost: 128 → 256 → 512 → 1024 with I/O wake-ups, then 512 → 256 → 128 → 0.
-        let rule = IowaitRule::for_kernel(KernelVersion(6, 8), TABLE[0], TABLE[0], TABLE[6]);
+        let rule = IowaitRule::for_kernel(KernelVersion(6, 8, 0), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
 
@@ -659,7 +660,7 @@ mod tests {
         // up to cpuinfo.max_freq; in capacity terms 1024 · 800 / 3000 MHz = 273: 273 → 546 →
         // 1024 (capped) → 1024, then 512, and the next halving (256) falls under the floor.
         // 5.1 (sugov_start): sg_cpu->min, the same share taken of cpuinfo.min_freq.
-        for kernel in [KernelVersion(4, 19), KernelVersion(5, 1)] {
+        for kernel in [KernelVersion(4, 19, 0), KernelVersion(5, 1, 0)] {
             assert_eq!(iowait_boost_floor(kernel, TABLE[0], TABLE[0], TABLE[6]), 273, "{kernel}");
             let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[0], TABLE[6]);
             assert_eq!(rule, IowaitRule::Double { floor: 273 });
@@ -667,16 +668,16 @@ mod tests {
         }
         // A raised scaling_min_freq (1.2 GHz) raises that floor to 1024 · 1200 / 3000 = 409
         // up to 5.0; 5.1 keeps the table's minimum.
-        assert_eq!(iowait_boost_floor(KernelVersion(5, 0), 1_200_000, TABLE[0], TABLE[6]), 409);
-        assert_eq!(iowait_boost_floor(KernelVersion(5, 1), 1_200_000, TABLE[0], TABLE[6]), 273);
-        assert_eq!(iowait_boost_floor(KernelVersion(5, 2), 1_200_000, TABLE[0], TABLE[6]), IOWAIT_BOOST_MIN);
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 0, 0), 1_200_000, TABLE[0], TABLE[6]), 409);
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 1, 0), 1_200_000, TABLE[0], TABLE[6]), 273);
+        assert_eq!(iowait_boost_floor(KernelVersion(5, 2, 0), 1_200_000, TABLE[0], TABLE[6]), IOWAIT_BOOST_MIN);
     }
 
     #[test]
     fn iowait_boost_starts_at_an_eighth_from_5_2() {
         // 5.2+ (IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE / 8, read in 5.2.1 and 5.4 sources;
         // 5.0.4 still starts at policy->min, 5.1.0 at sg_cpu->min): the same sequence as 6.x.
-        let rule = IowaitRule::for_kernel(KernelVersion(5, 2), TABLE[0], TABLE[0], TABLE[6]);
+        let rule = IowaitRule::for_kernel(KernelVersion(5, 2, 0), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(rule, IowaitRule::Double { floor: IOWAIT_BOOST_MIN });
         assert_eq!(boost_sequence(rule), vec![128, 256, 512, 1024, 512, 256, 128, 0]);
     }
@@ -686,13 +687,13 @@ mod tests {
         // 4.9 – 4.13 (sugov_set_iowait_boost): each I/O wake-up sets iowait_boost_max, and
         // sugov_iowait_boost uses the boost then halves it, with no floor. The doubling from a
         // floor came with "cpufreq: schedutil: Make iowait boost more energy efficient" (4.14).
-        for kernel in [KernelVersion(4, 9), KernelVersion(4, 13)] {
+        for kernel in [KernelVersion(4, 9, 0), KernelVersion(4, 13, 0)] {
             let rule = IowaitRule::for_kernel(kernel, TABLE[0], TABLE[0], TABLE[6]);
             assert_eq!(rule, IowaitRule::JumpToMax, "{kernel}");
             assert_eq!(boost_sequence(rule), vec![1024, 1024, 1024, 1024, 512, 256, 128, 64], "{kernel}");
         }
         assert_eq!(
-            IowaitRule::for_kernel(KernelVersion(4, 14), TABLE[0], TABLE[0], TABLE[6]),
+            IowaitRule::for_kernel(KernelVersion(4, 14, 0), TABLE[0], TABLE[0], TABLE[6]),
             IowaitRule::Double { floor: 273 }
         );
     }
@@ -700,7 +701,7 @@ mod tests {
     #[test]
     fn no_iowait_boost_before_4_9() {
         // SCHED_CPUFREQ_IOWAIT and schedutil's iowait boosting arrived in 4.9.
-        let rule = IowaitRule::for_kernel(KernelVersion(4, 8), TABLE[0], TABLE[0], TABLE[6]);
+        let rule = IowaitRule::for_kernel(KernelVersion(4, 8, 0), TABLE[0], TABLE[0], TABLE[6]);
         assert_eq!(boost_sequence(rule), vec![0; 8]);
     }
 
@@ -718,7 +719,7 @@ mod tests {
         // 4.12+ (sugov_update_commit, later sugov_update_next_freq): an unchanged frequency
         // leaves last_freq_update_time where it was.
         let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
-        let k = KernelVersion(6, 18);
+        let k = KernelVersion(6, 18, 0);
         assert!(s.commit_next_freq(0, 1_000_000, k));
         assert!(!s.should_update(1_000_000));
         assert!(s.should_update(2_000_000));
@@ -733,7 +734,7 @@ mod tests {
         // 4.7 – 4.11 (sugov_update_commit): last_freq_update_time = time on every evaluated
         // update, before the "unchanged" check, so an unchanged evaluation also restarts the wait.
         let mut s = Schedutil { freq_update_delay_ns: 2_000_000, ..Schedutil::default() };
-        let k = KernelVersion(4, 11);
+        let k = KernelVersion(4, 11, 0);
         assert!(s.commit_next_freq(0, 1_000_000, k));
         assert!(!s.commit_next_freq(2_500_000, 1_000_000, k));
         assert_eq!(s.last_freq_update_time, Some(2_500_000));
@@ -749,21 +750,21 @@ mod tests {
         // the boost as well (uclamp_rq_util_with on it, read in 5.19).
         let s = Schedutil::default();
         let clamp = Some((0, 300));
-        assert_eq!(s.effective_perf(KernelVersion(5, 10), 200, 1024, 1024, clamp), 1024);
-        assert_eq!(s.effective_perf(KernelVersion(5, 17), 200, 1024, 1024, clamp), 1024);
-        assert_eq!(s.effective_perf(KernelVersion(5, 18), 200, 1024, 1024, clamp), 300);
-        assert_eq!(s.effective_perf(KernelVersion(6, 0), 200, 1024, 1024, clamp), 300);
+        assert_eq!(s.effective_perf(KernelVersion(5, 10, 0), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 17, 0), 200, 1024, 1024, clamp), 1024);
+        assert_eq!(s.effective_perf(KernelVersion(5, 18, 0), 200, 1024, 1024, clamp), 300);
+        assert_eq!(s.effective_perf(KernelVersion(6, 0, 0), 200, 1024, 1024, clamp), 300);
         // No boost: both eras clamp the util alike; without uclamp the boost counts in both.
-        assert_eq!(s.effective_perf(KernelVersion(5, 10), 400, 0, 1024, clamp), 300);
-        assert_eq!(s.effective_perf(KernelVersion(5, 10), 200, 512, 1024, None), 512);
+        assert_eq!(s.effective_perf(KernelVersion(5, 10, 0), 400, 0, 1024, clamp), 300);
+        assert_eq!(s.effective_perf(KernelVersion(5, 10, 0), 200, 512, 1024, None), 512);
     }
 
     #[test]
     fn runnable_boost_from_6_5() {
         // cpu_util(cpu, NULL, -1, boost=1), 6.5+: max(util_avg, util_est, runnable_avg); before
         // 6.5 the runnable average is not part of schedutil's util.
-        assert_eq!(cfs_util(KernelVersion(6, 4), 300, 250, 700), 300);
-        assert_eq!(cfs_util(KernelVersion(6, 5), 300, 250, 700), 700);
-        assert_eq!(cfs_util(KernelVersion(6, 5), 300, 450, 100), 450);
+        assert_eq!(cfs_util(KernelVersion(6, 4, 0), 300, 250, 700), 300);
+        assert_eq!(cfs_util(KernelVersion(6, 5, 0), 300, 250, 700), 700);
+        assert_eq!(cfs_util(KernelVersion(6, 5, 0), 300, 450, 100), 450);
     }
 }

@@ -164,7 +164,7 @@ impl Driver {
     /// It is schedutil's reference when PELT is invariant.
     pub fn cpuinfo_max_khz(self, plat: &Platform, cluster: usize, kernel: KernelVersion) -> u32 {
         let top = self.table_top_khz(plat, cluster);
-        if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12) {
+        if self != Driver::AcpiCpufreq || kernel < KernelVersion(5, 12, 0) {
             return top;
         }
         match crate::hw::invariance::acpi_max_boost_ratio(kernel, plat) {
@@ -200,7 +200,7 @@ impl Driver {
 /// (absent in 4.9, present in 4.14). Other governors always go through
 /// `__cpufreq_driver_target` and `target_index`.
 pub(crate) fn powernv_fast_switch_used(governor_fast_switches: bool, kernel: KernelVersion) -> bool {
-    governor_fast_switches && kernel >= KernelVersion(4, 10)
+    governor_fast_switches && kernel >= KernelVersion(4, 10, 0)
 }
 
 #[cfg(test)]
@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0), Some(0));
         for (k, expected_us) in [((4, 9), 1000), ((5, 9), 1000), ((6, 9), 1000), ((6, 12), 1000), ((6, 18), 1000)] {
             let latency = Driver::AcpiCpufreq.transition_latency_ns(&epyc, 0);
-            let delay = default_transition_delay_us(KernelVersion(k.0, k.1), None, latency);
+            let delay = default_transition_delay_us(KernelVersion(k.0, k.1, 0), None, latency);
             assert_eq!(delay, expected_us, "EPYC at {}.{}", k.0, k.1);
         }
         assert_eq!(Driver::AcpiCpufreq.transition_latency_ns(&haswell(), 0), Some(10_000));
@@ -249,12 +249,12 @@ mod tests {
     #[test]
     fn acpi_cpufreq_max_freq_is_boost_scaled_from_cppc_since_5_12() {
         let epyc = epyc();
-        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 11)), 2_250_000);
-        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12)), (2_250_000 * 1545) >> 10);
-        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(6, 18)), 3_394_775);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 11, 0)), 2_250_000);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(5, 12, 0)), (2_250_000 * 1545) >> 10);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&epyc, 0, KernelVersion(6, 18, 0)), 3_394_775);
         let haswell = haswell();
-        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 2_301_000);
-        assert_eq!(Driver::IntelCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18)), 3_100_000);
+        assert_eq!(Driver::AcpiCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18, 0)), 2_301_000);
+        assert_eq!(Driver::IntelCpufreq.cpuinfo_max_khz(&haswell, 0, KernelVersion(6, 18, 0)), 3_100_000);
     }
 
     #[test]

@@ -27,9 +27,9 @@ use crate::kernel::KernelVersion;
 /// schedutil's reference is `cpuinfo.max_freq` (else `policy->cur`).
 pub fn kernel_is_invariant(kernel: KernelVersion, plat: &Platform) -> bool {
     match plat.file.vendor {
-        Vendor::Arm => kernel >= KernelVersion(4, 15),
-        Vendor::Intel => kernel >= KernelVersion(5, 7),
-        Vendor::Amd => kernel >= KernelVersion(5, 11) && amd_boost_ratio(kernel, plat).is_some(),
+        Vendor::Arm => kernel >= KernelVersion(4, 15, 0),
+        Vendor::Intel => kernel >= KernelVersion(5, 7, 0),
+        Vendor::Amd => kernel >= KernelVersion(5, 11, 0) && amd_boost_ratio(kernel, plat).is_some(),
         Vendor::Ibm => false,
     }
 }
@@ -70,10 +70,10 @@ pub fn resolve_invariant(setting: f64, kernel: KernelVersion, plat: &Platform) -
 /// ```
 pub fn amd_boost_numerator(kernel: KernelVersion, plat: &Platform) -> Option<u64> {
     let cppc = plat.file.cppc?;
-    if kernel < KernelVersion(5, 13) {
+    if kernel < KernelVersion(5, 13, 0) {
         return Some(cppc.highest_perf as u64);
     }
-    if kernel >= KernelVersion(6, 12) {
+    if kernel >= KernelVersion(6, 12, 0) {
         return Some(if cppc.preferred_cores { 166 } else { cppc.highest_perf as u64 });
     }
     let id = plat.file.cpuid?;
@@ -162,7 +162,7 @@ fn reference_ratio(
 /// acpi-cpufreq 5.12+ (`acpi_cpufreq_cpu_init`): without a CPPC boost ratio it calls
 /// `arch_set_max_freq_ratio(true)`, so the x86 reference becomes the base (nominal) frequency.
 fn acpi_caps_reference_at_base(kernel: KernelVersion, plat: &Platform, driver: Driver) -> bool {
-    driver == Driver::AcpiCpufreq && kernel >= KernelVersion(5, 12) && acpi_max_boost_ratio(kernel, plat).is_none()
+    driver == Driver::AcpiCpufreq && kernel >= KernelVersion(5, 12, 0) && acpi_max_boost_ratio(kernel, plat).is_none()
 }
 
 /// AMD's reference (5.11+): halfway between the maximum boost ratio and P0 (1024).
@@ -196,7 +196,7 @@ mod tests {
     /// arm64's arch_scale_freq_capacity (4.15); powerpc has none.
     #[test]
     fn invariance_follows_the_kernel_and_architecture() {
-        let v = |a, b| KernelVersion(a, b);
+        let v = |a, b| KernelVersion(a, b, 0);
         assert!(!kernel_is_invariant(v(6, 18), &plat(POWER8)));
         assert!(!kernel_is_invariant(v(5, 6), &plat(HASWELL)));
         assert!(kernel_is_invariant(v(5, 7), &plat(HASWELL)));
@@ -212,14 +212,14 @@ mod tests {
 
     #[test]
     fn invariant_follows_the_kernel_by_default_and_is_refused_on_power() {
-        let v = KernelVersion(6, 18);
+        let v = KernelVersion(6, 18, 0);
         assert!(!resolve_invariant(-1.0, v, &plat(POWER8)).unwrap());
         assert!(!resolve_invariant(0.0, v, &plat(POWER8)).unwrap());
         let err = resolve_invariant(1.0, v, &plat(POWER8)).unwrap_err().to_string();
         assert!(err.contains("invariant") && err.contains("POWER"), "{err}");
         // The x86 patches evaluated on kernels before they were merged: allowed on request.
-        assert!(!resolve_invariant(-1.0, KernelVersion(5, 2), &plat(HASWELL)).unwrap());
-        assert!(resolve_invariant(1.0, KernelVersion(5, 2), &plat(HASWELL)).unwrap());
+        assert!(!resolve_invariant(-1.0, KernelVersion(5, 2, 0), &plat(HASWELL)).unwrap());
+        assert!(resolve_invariant(1.0, KernelVersion(5, 2, 0), &plat(HASWELL)).unwrap());
     }
 
     /// amd_set_max_freq_ratio: midpoint of CPPC highest (the register on 5.11-5.12;
@@ -229,16 +229,16 @@ mod tests {
     fn amd_reference_is_the_midpoint_of_cppc_performance() {
         let epyc = plat(EPYC);
         let acpi = Driver::AcpiCpufreq;
-        assert_eq!(reference_ratios(&epyc, None, KernelVersion(6, 18), acpi).unwrap(), vec![(1545 + 1024) >> 1]);
+        assert_eq!(reference_ratios(&epyc, None, KernelVersion(6, 18, 0), acpi).unwrap(), vec![(1545 + 1024) >> 1]);
         let reg255 = EPYC.replace(r#""highest_perf": 166"#, r#""highest_perf": 255"#);
-        assert_eq!(amd_boost_numerator(KernelVersion(5, 12), &plat(&reg255)), Some(255));
-        assert_eq!(amd_boost_numerator(KernelVersion(5, 13), &plat(&reg255)), Some(166));
-        assert_eq!(amd_boost_numerator(KernelVersion(6, 11), &plat(&reg255)), Some(166));
-        assert_eq!(amd_boost_numerator(KernelVersion(6, 12), &plat(&reg255)), Some(255));
+        assert_eq!(amd_boost_numerator(KernelVersion(5, 12, 0), &plat(&reg255)), Some(255));
+        assert_eq!(amd_boost_numerator(KernelVersion(5, 13, 0), &plat(&reg255)), Some(166));
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 11, 0), &plat(&reg255)), Some(166));
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 12, 0), &plat(&reg255)), Some(255));
         let pref = reg255.replace(r#""preferred_cores": false"#, r#""preferred_cores": true"#);
-        assert_eq!(amd_boost_numerator(KernelVersion(6, 12), &plat(&pref)), Some(166));
+        assert_eq!(amd_boost_numerator(KernelVersion(6, 12, 0), &plat(&pref)), Some(166));
         assert_eq!(
-            reference_ratios(&plat(&reg255), None, KernelVersion(6, 12), acpi).unwrap(),
+            reference_ratios(&plat(&reg255), None, KernelVersion(6, 12, 0), acpi).unwrap(),
             vec![(255 * 1024 / 110 + 1024) >> 1]
         );
     }
@@ -249,9 +249,9 @@ mod tests {
     fn acpi_cpufreq_without_cppc_puts_the_intel_reference_at_base_from_5_12() {
         let h = plat(HASWELL);
         let four_core = 2_800_000 * 1024 / 2_300_000;
-        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 11), Driver::AcpiCpufreq).unwrap(), vec![four_core]);
-        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 12), Driver::AcpiCpufreq).unwrap(), vec![1024]);
-        assert_eq!(reference_ratios(&h, None, KernelVersion(6, 18), Driver::IntelCpufreq).unwrap(), vec![four_core]);
+        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 11, 0), Driver::AcpiCpufreq).unwrap(), vec![four_core]);
+        assert_eq!(reference_ratios(&h, None, KernelVersion(5, 12, 0), Driver::AcpiCpufreq).unwrap(), vec![1024]);
+        assert_eq!(reference_ratios(&h, None, KernelVersion(6, 18, 0), Driver::IntelCpufreq).unwrap(), vec![four_core]);
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn capacity_greater(a: u64, b: u64) -> bool {
 
 /// The first kernel whose PELT applies invariance to its clock (`update_rq_clock_pelt`)
 /// rather than to each contribution (`accumulate_sum`).
-const PELT_CLOCK_KERNEL: KernelVersion = KernelVersion(5, 1);
+const PELT_CLOCK_KERNEL: KernelVersion = KernelVersion(5, 1, 0);
 
 /// The capacities of one CPU that util_fits_cpu compares against.
 #[derive(Clone, Copy, Debug)]
@@ -133,9 +133,9 @@ pub enum AsymWakeup {
 
 impl AsymWakeup {
     fn for_kernel(kernel: KernelVersion) -> AsymWakeup {
-        if kernel >= KernelVersion(5, 7) {
+        if kernel >= KernelVersion(5, 7, 0) {
             AsymWakeup::SelectIdleCapacity
-        } else if kernel >= KernelVersion(4, 9) {
+        } else if kernel >= KernelVersion(4, 9, 0) {
             AsymWakeup::WakeCap
         } else {
             AsymWakeup::Symmetric
@@ -145,7 +145,7 @@ impl AsymWakeup {
 
 /// The first kernel whose build_perf_domains refuses EAS without frequency invariance
 /// (`arch_scale_freq_invariant`, 5.11; 5.0 – 5.10 ran EAS on a non-invariant PELT).
-const EAS_NEEDS_INVARIANCE_KERNEL: KernelVersion = KernelVersion(5, 11);
+const EAS_NEEDS_INVARIANCE_KERNEL: KernelVersion = KernelVersion(5, 11, 0);
 
 /// What decides whether EAS can run (`sched_is_eas_possible` since 6.9, build_perf_domains
 /// before, `kernel/sched/topology.c`).
@@ -172,7 +172,7 @@ impl Hetero {
         Hetero {
             fits,
             asym,
-            misfit: asym && eas.kernel >= KernelVersion(4, 20),
+            misfit: asym && eas.kernel >= KernelVersion(4, 20, 0),
             asym_wakeup: AsymWakeup::for_kernel(eas.kernel),
             eas: eas.knob_on
                 && asym
@@ -180,13 +180,13 @@ impl Hetero {
                 && no_smt
                 && eas.governor_enables_eas
                 && (eas.invariant || eas.kernel < EAS_NEEDS_INVARIANCE_KERNEL)
-                && eas.kernel >= KernelVersion(5, 0),
+                && eas.kernel >= KernelVersion(5, 0, 0),
             em,
             overutilized: false,
-            uclamp_supported: eas.kernel >= KernelVersion(5, 3),
+            uclamp_supported: eas.kernel >= KernelVersion(5, 3, 0),
             uclamp_used: false,
             uclamp_max_idle: vec![SCHED_CAPACITY_SCALE; plat.ncpus()],
-            runnable_boost: eas.kernel >= KernelVersion(6, 5),
+            runnable_boost: eas.kernel >= KernelVersion(6, 5, 0),
             migrations: explain.then(Vec::new),
         }
     }
@@ -290,7 +290,8 @@ mod tests {
     fn eas_follows_the_governors_declaration_not_its_name() {
         let m = crate::governor::core::test_machine("pixel6", "performance");
         let eas_under = |governor_enables_eas: bool| {
-            let eas = EasInputs { knob_on: true, governor_enables_eas, invariant: true, kernel: KernelVersion(6, 1) };
+            let eas =
+                EasInputs { knob_on: true, governor_enables_eas, invariant: true, kernel: KernelVersion(6, 1, 0) };
             Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas
         };
         assert!(eas_under(true));
@@ -300,11 +301,11 @@ mod tests {
             let eas = EasInputs { knob_on: true, governor_enables_eas: true, invariant, kernel };
             Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false).eas
         };
-        assert!(eas_with(false, KernelVersion(5, 10)));
-        assert!(eas_with(false, KernelVersion(5, 0)));
-        assert!(!eas_with(false, KernelVersion(5, 11)));
-        assert!(eas_with(true, KernelVersion(5, 11)));
-        assert!(!eas_with(true, KernelVersion(4, 19)));
+        assert!(eas_with(false, KernelVersion(5, 10, 0)));
+        assert!(eas_with(false, KernelVersion(5, 0, 0)));
+        assert!(!eas_with(false, KernelVersion(5, 11, 0)));
+        assert!(eas_with(true, KernelVersion(5, 11, 0)));
+        assert!(!eas_with(true, KernelVersion(4, 19, 0)));
         let enabling: Vec<&str> = crate::governor::REGISTRY.iter().filter(|g| g.enables.eas).map(|g| g.name).collect();
         assert_eq!(enabling, ["schedutil"]);
     }
@@ -325,7 +326,7 @@ mod tests {
         assert!(at_4_15.iter().any(|&c| c < 300), "{at_4_15:?}");
         let m = crate::governor::core::test_machine("pixel6", "schedutil:kernel=4.14");
         let eas =
-            EasInputs { knob_on: true, governor_enables_eas: true, invariant: true, kernel: KernelVersion(4, 14) };
+            EasInputs { knob_on: true, governor_enables_eas: true, invariant: true, kernel: KernelVersion(4, 14, 0) };
         let h = Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false);
         assert!(!h.asym);
     }

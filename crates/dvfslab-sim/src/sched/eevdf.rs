@@ -87,7 +87,7 @@ pub(crate) struct Rules {
 impl Rules {
     /// The rules of `kernel`, or None before 6.6 (CFS).
     pub(crate) fn for_kernel(kernel: KernelVersion, ncpus: usize, tick_ns: u64) -> Option<Rules> {
-        let v = |major, minor| kernel >= KernelVersion(major, minor);
+        let v = |major, minor| kernel >= KernelVersion(major, minor, 0);
         if !v(6, 6) {
             return None;
         }
@@ -368,25 +368,25 @@ mod tests {
         assert_eq!(pick(&l, queued, running, true, true), Some(1));
         assert_eq!(pick(&l, queued, running, true, false), Some(2));
         let rules = |k| Rules::for_kernel(k, 2, 4_000_000).unwrap();
-        assert!(rules(KernelVersion(6, 7)).curr_wins_ties);
-        assert!(!rules(KernelVersion(6, 8)).curr_wins_ties);
+        assert!(rules(KernelVersion(6, 7, 0)).curr_wins_ties);
+        assert!(!rules(KernelVersion(6, 8, 0)).curr_wins_ties);
     }
 
     #[test]
     fn the_rules_follow_the_kernel_versions() {
-        assert_eq!(Rules::for_kernel(KernelVersion(6, 5), 2, 4_000_000), None);
-        let r66 = Rules::for_kernel(KernelVersion(6, 6), 2, 4_000_000).unwrap();
+        assert_eq!(Rules::for_kernel(KernelVersion(6, 5, 0), 2, 4_000_000), None);
+        let r66 = Rules::for_kernel(KernelVersion(6, 6, 0), 2, 4_000_000).unwrap();
         // 0.75 ms × (1 + log2 2); the lag bound is the tick's 4 ms, above two slices.
         assert_eq!(r66.slice_ns, 1_500_000);
         assert_eq!(r66.lag_limit_ns, 4_000_000);
         assert_eq!((r66.delay_dequeue, r66.resched), (false, Resched::Deadline));
-        let r612 = Rules::for_kernel(KernelVersion(6, 12), 8, 1_000_000).unwrap();
+        let r612 = Rules::for_kernel(KernelVersion(6, 12, 0), 8, 1_000_000).unwrap();
         // 0.75 ms × 4 at 8 CPUs; two slices exceed a 1 ms tick.
         assert_eq!((r612.slice_ns, r612.lag_limit_ns), (3_000_000, 6_000_000));
         assert!(r612.delay_dequeue && r612.rel_deadline && r612.affine_counts_delayed);
         assert_eq!(r612.resched, Resched::Ineligible);
-        assert!(!Rules::for_kernel(KernelVersion(6, 14), 2, 4_000_000).unwrap().affine_counts_delayed);
-        let r618 = Rules::for_kernel(KernelVersion(6, 18), 64, 4_000_000).unwrap();
+        assert!(!Rules::for_kernel(KernelVersion(6, 14, 0), 2, 4_000_000).unwrap().affine_counts_delayed);
+        let r618 = Rules::for_kernel(KernelVersion(6, 18, 0), 64, 4_000_000).unwrap();
         // 0.7 ms × 4 (the scaling stops at 8 CPUs); the lag bound is a slice plus a tick.
         assert_eq!((r618.slice_ns, r618.lag_limit_ns), (2_800_000, 6_800_000));
         assert_eq!((r618.resched, r618.yield_rule), (Resched::Unprotected, Yield::Forfeit));

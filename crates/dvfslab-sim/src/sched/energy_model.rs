@@ -122,7 +122,7 @@ impl EnergyModel {
         if plat.file.vendor != Vendor::Arm {
             return None;
         }
-        let form = if kernel >= KernelVersion(6, 9) { CostForm::Performance } else { CostForm::Legacy };
+        let form = if kernel >= KernelVersion(6, 9, 0) { CostForm::Performance } else { CostForm::Legacy };
         let domains = plat
             .policies
             .iter()
@@ -199,7 +199,7 @@ mod tests {
         let plat = Platform::from_json(text, "pixel6").unwrap();
         let tables: Vec<Vec<u32>> =
             plat.policies.iter().map(|p| plat.cluster(p.cluster).frequency.pstates_khz.clone()).collect();
-        let em = EnergyModel::from_platform(&plat, &tables, KernelVersion(6, 18)).unwrap();
+        let em = EnergyModel::from_platform(&plat, &tables, KernelVersion(6, 18, 0)).unwrap();
         let caps: Vec<u64> = em.domains.iter().map(|d| d.cap_orig).collect();
         assert_eq!(caps, [160, 498, 1024]);
         // The preset's notes: X1 at 2802 MHz ≈ 2032 mW, A76 at 2253 MHz ≈ 600 mW, A55 at
@@ -212,6 +212,6 @@ mod tests {
         assert!(em.domains[1].states[0].cost < em.domains[0].states.last().unwrap().cost);
         let text = include_str!("../../../../python/dvfslab/data/platforms/skylake-e3-1240v5.json");
         let x86 = Platform::from_json(text, "skylake").unwrap();
-        assert!(EnergyModel::from_platform(&x86, &[], KernelVersion(6, 18)).is_none());
+        assert!(EnergyModel::from_platform(&x86, &[], KernelVersion(6, 18, 0)).is_none());
     }
 }

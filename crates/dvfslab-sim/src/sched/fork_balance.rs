@@ -109,7 +109,7 @@ impl Sched {
     /// idle CPUs than its own, so a task alone on an otherwise idle core stays. Without an
     /// idle CPU anywhere it stays too (the model moves no running task onto a busy CPU).
     pub(crate) fn select_exec_cpu(&self, machine: &Machine, q: &EventQueue, task: usize, cpu: usize) -> usize {
-        if machine.kernel < crate::kernel::KernelVersion(5, 5) {
+        if machine.kernel < crate::kernel::KernelVersion(5, 5, 0) {
             return self.select_fork_cpu(machine, q, task, cpu);
         }
         let alone = self.cpus[cpu].curr == Some(task) && self.cpus[cpu].queue.is_empty();

@@ -39,7 +39,7 @@ const MIN_SHARES: u64 = 2;
 /// The kernels whose task groups are modelled: those whose reweight_entity re-places a queued
 /// entity by place_entity (6.14 to 6.18). Others are refused.
 pub(crate) fn modelled(kernel: KernelVersion) -> bool {
-    (KernelVersion(6, 14)..=KernelVersion(6, 18)).contains(&kernel)
+    (KernelVersion(6, 14, 0)..=KernelVersion(6, 18, 0)).contains(&kernel)
 }
 
 /// The group's entity on one CPU.
@@ -482,8 +482,8 @@ mod tests {
 
     #[test]
     fn task_groups_are_modelled_from_6_14_to_6_18() {
-        assert!(!modelled(KernelVersion(6, 13)));
-        assert!(modelled(KernelVersion(6, 14)) && modelled(KernelVersion(6, 18)));
-        assert!(!modelled(KernelVersion(6, 19)));
+        assert!(!modelled(KernelVersion(6, 13, 0)));
+        assert!(modelled(KernelVersion(6, 14, 0)) && modelled(KernelVersion(6, 18, 0)));
+        assert!(!modelled(KernelVersion(6, 19, 0)));
     }
 }

@@ -170,7 +170,7 @@ pub(crate) fn take(kernel: KernelVersion, left: Imbalance, load: u64, failed: u3
                 return None;
             }
             // 5.5's rework relaxes the bound with each failure; before, half the load counted.
-            let counted = if kernel >= KernelVersion(5, 5) { load >> failed.min(63) } else { load / 2 };
+            let counted = if kernel >= KernelVersion(5, 5, 0) { load >> failed.min(63) } else { load / 2 };
             (counted <= rest).then(|| Imbalance::Load(rest.saturating_sub(load)))
         }
     }
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn detach_takes_tasks_within_the_load_left_and_relaxes_the_bound_with_each_failure() {
-        let v = KernelVersion(6, 18);
+        let v = KernelVersion(6, 18, 0);
         // 1500 left: a 1024 task fits, leaving 476; a second 1024 task does not, a 400 one does.
         assert_eq!(take(v, Imbalance::Load(1500), 1024, 0), Some(Imbalance::Load(476)));
         assert_eq!(take(v, Imbalance::Load(476), 1024, 0), None);
@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(take(v, Imbalance::Load(500), 10, 0), None);
         assert_eq!(take(v, Imbalance::Load(500), 10, 1), Some(Imbalance::Load(490)));
         // Before 5.5 half a task's load had to fit.
-        assert_eq!(take(KernelVersion(5, 4), Imbalance::Load(600), 1024, 0), Some(Imbalance::Load(0)));
+        assert_eq!(take(KernelVersion(5, 4, 0), Imbalance::Load(600), 1024, 0), Some(Imbalance::Load(0)));
         assert_eq!(take(v, Imbalance::Tasks(2), 5000, 0), Some(Imbalance::Tasks(1)));
         assert!(spent(Imbalance::Tasks(0)) && spent(Imbalance::Load(0)) && !spent(Imbalance::Load(1)));
     }

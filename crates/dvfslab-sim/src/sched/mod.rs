@@ -216,7 +216,7 @@ const MAX_INHERITED_NAME_LEN: usize = 48;
 /// that the cfs_rq was `this_rq()`'s); remote callbacks came with "sched: cpufreq: Allow
 /// remote cpufreq callbacks" (4.14).
 pub(crate) fn remote_callbacks(kernel: crate::kernel::KernelVersion) -> bool {
-    kernel >= crate::kernel::KernelVersion(4, 14)
+    kernel >= crate::kernel::KernelVersion(4, 14, 0)
 }
 
 /// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and
@@ -641,7 +641,7 @@ impl Sched {
         (local_cap, local_load): (u64, u64),
     ) -> Option<usize> {
         let movable = |s: &usize| self.cpus[*s].curr.is_some_and(|t| self.rt_prio(t).is_none());
-        if machine.kernel >= crate::kernel::KernelVersion(5, 5) {
+        if machine.kernel >= crate::kernel::KernelVersion(5, 5, 0) {
             return busiest.iter().copied().find(movable);
         }
         let capacity = |cpus: &[usize]| cpus.iter().map(|&c| machine.plat.cpus[c].cap_orig).sum::<u64>().max(1);

@@ -55,9 +55,9 @@ pub(crate) enum Gate {
 
 impl Gate {
     pub(crate) fn for_kernel(kernel: KernelVersion) -> Gate {
-        if kernel >= KernelVersion(6, 17) {
+        if kernel >= KernelVersion(6, 17, 0) {
             Gate::RaisedOnFailure
-        } else if kernel >= KernelVersion(5, 16) {
+        } else if kernel >= KernelVersion(5, 16, 0) {
             Gate::BalanceCost
         } else {
             Gate::MigrationCost
@@ -120,11 +120,11 @@ mod tests {
 
     #[test]
     fn the_gate_follows_the_version() {
-        assert_eq!(Gate::for_kernel(KernelVersion(5, 15)), Gate::MigrationCost);
-        assert_eq!(Gate::for_kernel(KernelVersion(5, 16)), Gate::BalanceCost);
-        assert_eq!(Gate::for_kernel(KernelVersion(6, 16)), Gate::BalanceCost);
-        assert_eq!(Gate::for_kernel(KernelVersion(6, 17)), Gate::RaisedOnFailure);
-        assert_eq!(Gate::for_kernel(KernelVersion(6, 18)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(5, 15, 0)), Gate::MigrationCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(5, 16, 0)), Gate::BalanceCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 16, 0)), Gate::BalanceCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 17, 0)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 0)), Gate::RaisedOnFailure);
     }
 
     #[test]

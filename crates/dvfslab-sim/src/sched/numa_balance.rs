@@ -75,9 +75,9 @@ impl Sched {
         let llcs = machine.plat.llcs.iter().filter(|l| machine.plat.cpus[l[0]].package == pkg).count();
         let imb_numa_nr = if llcs > 1 { llcs } else { (node_cpus / 8).max(1) };
         match machine.kernel {
-            k if k < KernelVersion(5, 6) => false,
-            k if k < KernelVersion(5, 11) => running <= 2,
-            k if k < KernelVersion(5, 19) => running < node_cpus / 4 && imbalance <= 2,
+            k if k < KernelVersion(5, 6, 0) => false,
+            k if k < KernelVersion(5, 11, 0) => running <= 2,
+            k if k < KernelVersion(5, 19, 0) => running < node_cpus / 4 && imbalance <= 2,
             _ => running <= imb_numa_nr && imbalance <= 2,
         }
     }

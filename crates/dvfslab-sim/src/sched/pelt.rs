@@ -355,17 +355,17 @@ impl UtilEstRules {
     /// and schedutil does not read the estimate there).
     pub fn for_kernel(kernel: crate::kernel::KernelVersion) -> UtilEstRules {
         use crate::kernel::KernelVersion;
-        let form = if kernel >= KernelVersion(6, 8) {
+        let form = if kernel >= KernelVersion(6, 8, 0) {
             UtilEstForm::Single
-        } else if kernel >= KernelVersion(5, 5) {
+        } else if kernel >= KernelVersion(5, 5, 0) {
             UtilEstForm::FastUp
         } else {
             UtilEstForm::EwmaOnly
         };
         UtilEstRules {
             form,
-            capacity_guard: (KernelVersion(5, 1)..KernelVersion(6, 16)).contains(&kernel),
-            enqueued_filter: kernel >= KernelVersion(5, 13),
+            capacity_guard: (KernelVersion(5, 1, 0)..KernelVersion(6, 16, 0)).contains(&kernel),
+            enqueued_filter: kernel >= KernelVersion(5, 13, 0),
         }
     }
 }
@@ -766,7 +766,7 @@ mod tests {
     fn util_est_rules() {
         // (ewma, unchanged, util_avg, runnable_avg, cap_orig) -> (ewma', unchanged'), 6.8's rules
         // (the capacity guard still there).
-        let rules_6_8 = UtilEstRules::for_kernel(crate::kernel::KernelVersion(6, 8));
+        let rules_6_8 = UtilEstRules::for_kernel(crate::kernel::KernelVersion(6, 8, 0));
         let cases = [
             ((400, false, 200, 200, 1024), (350, true)), // util_est's EWMA (w = 1/4): 3/4*400 + 1/4*200
             ((350, false, 600, 600, 1024), (600, true)), // increases adopted at once
@@ -793,11 +793,14 @@ mod tests {
             ue.on_sleep(500, 500, 450);
             (ue.ewma, ue.unchanged)
         };
-        for kernel in [KernelVersion(5, 1), KernelVersion(5, 2), KernelVersion(5, 10), KernelVersion(6, 15)] {
+        for kernel in [KernelVersion(5, 1, 0), KernelVersion(5, 2, 0), KernelVersion(5, 10, 0), KernelVersion(6, 15, 0)]
+        {
             assert_eq!(sample(kernel), (900, false), "{kernel}");
         }
         // 900 + (500 - 900)/4 = 800, the sample marked as taken.
-        for kernel in [KernelVersion(4, 19), KernelVersion(5, 0), KernelVersion(6, 16), KernelVersion(6, 18)] {
+        for kernel in
+            [KernelVersion(4, 19, 0), KernelVersion(5, 0, 0), KernelVersion(6, 16, 0), KernelVersion(6, 18, 0)]
+        {
             assert_eq!(sample(kernel), (800, true), "{kernel}");
         }
     }
@@ -812,11 +815,11 @@ mod tests {
             ue.on_sleep(200, 300, 1024);
             ue.ewma
         };
-        assert_eq!(starved(KernelVersion(6, 8)), 400);
-        assert_eq!(starved(KernelVersion(6, 18)), 400);
-        assert_eq!(starved(KernelVersion(6, 7)), 350);
-        assert_eq!(starved(KernelVersion(6, 5)), 350);
-        assert_eq!(starved(KernelVersion(5, 4)), 350);
+        assert_eq!(starved(KernelVersion(6, 8, 0)), 400);
+        assert_eq!(starved(KernelVersion(6, 18, 0)), 400);
+        assert_eq!(starved(KernelVersion(6, 7, 0)), 350);
+        assert_eq!(starved(KernelVersion(6, 5, 0)), 350);
+        assert_eq!(starved(KernelVersion(5, 4, 0)), 350);
     }
 
     /// Within the margin of the EWMA, 5.13 – 6.7 still record a sample that moved `enqueued`
@@ -829,12 +832,15 @@ mod tests {
             ue.on_sleep(395, 395, 1024);
             (ue.ewma, ue.enqueued, ue.unchanged)
         };
-        assert_eq!(near(KernelVersion(5, 12)), (400, 380, false));
-        assert_eq!(near(KernelVersion(5, 13)), (400, 395, true));
-        assert_eq!(near(KernelVersion(6, 7)), (400, 395, true));
+        assert_eq!(near(KernelVersion(5, 12, 0)), (400, 380, false));
+        assert_eq!(near(KernelVersion(5, 13, 0)), (400, 395, true));
+        assert_eq!(near(KernelVersion(6, 7, 0)), (400, 395, true));
         // A sample near both leaves everything as it was, at any version.
-        let mut ue =
-            UtilEst { ewma: 400, enqueued: 398, ..UtilEst::with_rules(UtilEstRules::for_kernel(KernelVersion(6, 7))) };
+        let mut ue = UtilEst {
+            ewma: 400,
+            enqueued: 398,
+            ..UtilEst::with_rules(UtilEstRules::for_kernel(KernelVersion(6, 7, 0)))
+        };
         ue.on_sleep(395, 395, 1024);
         assert_eq!((ue.enqueued, ue.unchanged), (398, false));
     }
@@ -872,7 +878,7 @@ mod tests {
         // and 6.8+ take the larger sample into the EWMA itself.
         use crate::kernel::KernelVersion;
         let up = [800, 800];
-        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor));
+        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor, 0));
         assert_eq!(rules(5, 4).form, UtilEstForm::EwmaOnly);
         assert_eq!(estimates(rules(5, 4), &up), vec![(500, 800), (575, 800)]);
         assert_eq!(rules(5, 5).form, UtilEstForm::FastUp);
@@ -888,7 +894,7 @@ mod tests {
         // (which fast-up lifts to 420).
         use crate::kernel::KernelVersion;
         let down_up = [200, 420];
-        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor));
+        let rules = |major, minor| UtilEstRules::for_kernel(KernelVersion(major, minor, 0));
         assert_eq!(estimates(rules(5, 10), &down_up), vec![(350, 350), (420, 420)]);
         assert_eq!(estimates(rules(5, 4), &down_up), vec![(350, 350), (367, 420)]);
         assert_eq!(estimates(rules(6, 8), &down_up), vec![(350, 350), (420, 420)]);

@@ -246,7 +246,7 @@ impl Sim {
         // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
         // WF_ON_CPU condition went; before, the waker enqueued it at once).
         let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
-            Some((ipi_ns, _)) if self.machine.kernel >= crate::kernel::KernelVersion(6, 0) => ipi_ns,
+            Some((ipi_ns, _)) if self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0) => ipi_ns,
             _ => 0,
         };
         if let Some(tl) = self.run.timeline.as_mut() {

@@ -46,7 +46,7 @@ impl Sim {
         if self.sched.cpu_is_idle(prev) {
             return prev;
         }
-        if self.machine.kernel >= KernelVersion(4, 15) && self.wake_affine_weight(task, this, prev, sync) {
+        if self.machine.kernel >= KernelVersion(4, 15, 0) && self.wake_affine_weight(task, this, prev, sync) {
             return this;
         }
         prev
@@ -100,7 +100,7 @@ impl Sim {
         if prev != target && ok(prev) && same_llc(prev, target) && self.sched.cpu_is_idle(prev) {
             return prev;
         }
-        if self.machine.kernel >= KernelVersion(5, 12) {
+        if self.machine.kernel >= KernelVersion(5, 12, 0) {
             // The CPU the task used before `prev`, if idle near the target; `prev` takes its
             // place for the next search.
             let recent = self.sched.tasks[task].recent_used_cpu;
@@ -118,7 +118,7 @@ impl Sim {
         let llc = &self.machine.plat.llcs[l];
         debug_assert_eq!(self.sched.llc_idle[l].cpus, llc.iter().filter(|&&c| self.sched.cpu_is_idle(c)).count());
         let idle = self.sched.llc_idle[l];
-        if self.machine.kernel < KernelVersion(6, 0) {
+        if self.machine.kernel < KernelVersion(6, 0, 0) {
             let core = if idle.cores > 0 { self.sched.find_idle_core(&self.machine, task, llc, target) } else { None };
             let cpu = || if idle.cpus > 0 { self.sched.find_idle_cpu(task, llc, target) } else { None };
             return core.or_else(cpu).unwrap_or(target);
@@ -149,7 +149,7 @@ impl Sim {
     pub(crate) fn update_idle_cpu_scan(&mut self, cpu: usize) {
         let now = self.q.now();
         let l = self.machine.plat.cpus[cpu].llc;
-        if self.machine.kernel < KernelVersion(6, 0) || now < self.sched.llc_scan[l].next_update_ns {
+        if self.machine.kernel < KernelVersion(6, 0, 0) || now < self.sched.llc_scan[l].next_update_ns {
             return;
         }
         let llc = &self.machine.plat.llcs[l];

@@ -44,7 +44,7 @@ const SAME_UPDATE_NS: u64 = 10_000;
 /// propagate_entity_load_avg. Before, update_cfs_rq_load_avg called it as soon as the root had
 /// decayed, so the governor read the root's utilisation before a child group's change (a task
 /// forked or migrated in a cgroup or autogroup) reached it, and that change called no governor.
-const CPUFREQ_AFTER_PROPAGATION: KernelVersion = KernelVersion(5, 5);
+const CPUFREQ_AFTER_PROPAGATION: KernelVersion = KernelVersion(5, 5, 0);
 
 /// What to replay and how to pair decisions.
 pub struct ReplayConfig {
@@ -614,20 +614,20 @@ fn opp_distance(table: &[u32], a: u32, b: u32) -> usize {
 /// lower it (false).
 fn unobservable_inputs(kernel: KernelVersion, t: &FtraceTables) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
-    if kernel >= KernelVersion(4, 17) && t.util_est.time_s.is_empty() {
+    if kernel >= KernelVersion(4, 17, 0) && t.util_est.time_s.is_empty() {
         out.push(("util_est", true));
     }
-    if kernel >= KernelVersion(6, 5) && t.pelt.runnable.iter().all(|&r| r < 0) {
+    if kernel >= KernelVersion(6, 5, 0) && t.pelt.runnable.iter().all(|&r| r < 0) {
         out.push(("runnable_avg", true));
     }
-    if kernel >= KernelVersion(4, 9) {
+    if kernel >= KernelVersion(4, 9, 0) {
         out.push(("iowait_boost", true));
     }
-    if kernel >= KernelVersion(4, 19) {
+    if kernel >= KernelVersion(4, 19, 0) {
         // schedutil adds the RT, DL and IRQ PELT signals to CFS's from 4.19 on.
         out.push(("rt_dl_irq_util", true));
     }
-    if kernel >= KernelVersion(5, 3) {
+    if kernel >= KernelVersion(5, 3, 0) {
         out.push(("uclamp_max", false));
     }
     // Limits (thermal, user) are left out: they change rarely, and `cpu_frequency_limits`

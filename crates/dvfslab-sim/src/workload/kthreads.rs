@@ -85,7 +85,7 @@ pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
 
 /// The first kernel whose ext4 converts written extents in its end-I/O worker by default
 /// (`dioread_nolock` the default from 5.6, see the module's text).
-pub const END_IO_WORKER_SINCE: KernelVersion = KernelVersion(5, 6);
+pub const END_IO_WORKER_SINCE: KernelVersion = KernelVersion(5, 6, 0);
 
 /// Whether any of these programs writes to ext4 in a way whose end its end-I/O worker does
 /// (`Op::IoWriteback`, `Op::IoEndWork`), and so needs the worker. Programs built piece by
@@ -123,9 +123,9 @@ mod tests {
         let plat =
             Platform::from_json(include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"), "kvm")
                 .unwrap();
-        assert!(end_io_worker(&plat, KernelVersion(5, 5)).is_none());
-        assert!(end_io_worker(&plat, KernelVersion(4, 19)).is_none());
-        for kernel in [KernelVersion(5, 6), KernelVersion(6, 18)] {
+        assert!(end_io_worker(&plat, KernelVersion(5, 5, 0)).is_none());
+        assert!(end_io_worker(&plat, KernelVersion(4, 19, 0)).is_none());
+        for kernel in [KernelVersion(5, 6, 0), KernelVersion(6, 18, 0)] {
             let w = end_io_worker(&plat, kernel).expect("a worker");
             assert!(w.name.starts_with("kworker/u"));
             assert_eq!(w.program[0], Op::WaitEndIoWork);

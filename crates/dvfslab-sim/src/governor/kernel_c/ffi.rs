@@ -80,7 +80,7 @@ const SCHED_CPUFREQ_IOWAIT: c_uint = 1;
 /// update (5.10+); cpufreq-dt and scmi give each policy its own governor tunables.
 fn driver_flags(driver: Driver, kernel: KernelVersion) -> c_uint {
     match driver {
-        Driver::IntelCpufreq if kernel >= KernelVersion(5, 10) => CPUFREQ_NEED_UPDATE_LIMITS,
+        Driver::IntelCpufreq if kernel >= KernelVersion(5, 10, 0) => CPUFREQ_NEED_UPDATE_LIMITS,
         Driver::CpufreqDt | Driver::Scmi => CPUFREQ_HAVE_GOVERNOR_PER_POLICY,
         _ => 0,
     }
@@ -698,7 +698,7 @@ impl Governor for KernelPolicy {
         }
         // Read without the shared state: EAS may ask while another policy's call runs.
         match self.effective_perf {
-            Some(f) if self.kernel >= KernelVersion(6, 8) => {
+            Some(f) if self.kernel >= KernelVersion(6, 8, 0) => {
                 // SAFETY: a pure function of its arguments in the file. (c_ulong is u64 here,
                 // not on every target.)
                 #[allow(clippy::unnecessary_cast)]

@@ -216,7 +216,7 @@ fn makefile_version(text: &str) -> Option<KernelVersion> {
             (k.trim() == name).then(|| v.trim().parse::<u32>().ok()).flatten()
         })
     };
-    Some(KernelVersion(field("VERSION")?, field("PATCHLEVEL")?))
+    Some(KernelVersion(field("VERSION")?, field("PATCHLEVEL")?, 0))
 }
 
 /// One governor per policy of the machine, all run by one loaded copy of the file's library
@@ -232,9 +232,9 @@ mod tests {
     #[test]
     fn the_version_is_read_from_the_top_makefile() {
         let text = "# SPDX\nVERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 192\nEXTRAVERSION =\n";
-        assert_eq!(makefile_version(text), Some(KernelVersion(6, 1)));
+        assert_eq!(makefile_version(text), Some(KernelVersion(6, 1, 0)));
         assert_eq!(makefile_version("VERSION = 6\n"), None);
-        assert_eq!(makefile_version("VERSION=5\nPATCHLEVEL=10\n"), Some(KernelVersion(5, 10)));
+        assert_eq!(makefile_version("VERSION=5\nPATCHLEVEL=10\n"), Some(KernelVersion(5, 10, 0)));
     }
 
     #[test]
@@ -246,10 +246,10 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let err = version_of(&file, None).unwrap_err();
         assert!(err.contains("add kernel=X.Y"), "{err}");
-        assert_eq!(version_of(&file, Some("6.6")), Ok(KernelVersion(6, 6)));
+        assert_eq!(version_of(&file, Some("6.6")), Ok(KernelVersion(6, 6, 0)));
         std::fs::write(dir.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 12\n").unwrap();
-        assert_eq!(version_of(&file, None), Ok(KernelVersion(6, 12)));
-        assert_eq!(version_of(&file, Some("6.12")), Ok(KernelVersion(6, 12)));
+        assert_eq!(version_of(&file, None), Ok(KernelVersion(6, 12, 0)));
+        assert_eq!(version_of(&file, Some("6.12")), Ok(KernelVersion(6, 12, 0)));
         let err = version_of(&file, Some("6.1")).unwrap_err();
         assert!(err.contains("kernel=6.1") && err.contains("says 6.12"), "{err}");
         assert_eq!(governor_file(&dir), Ok(file.clone()));

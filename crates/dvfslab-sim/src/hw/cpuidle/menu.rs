@@ -41,9 +41,9 @@ const TICK_WAKEUP_SAMPLE_NS: u64 = 45_000_000;
 const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
 /// The first kernel whose idle loop lets menu keep the tick ("sched/cpuidle: Idle loop
 /// rework", with menu_select's `stop_tick`); before, the tick was stopped before menu chose.
-const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17);
+const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17, 0);
 /// menu_select without `first_idx`, the polling override inside its loop (5.0).
-const POLL_IN_LOOP_KERNEL: KernelVersion = KernelVersion(5, 0);
+const POLL_IN_LOOP_KERNEL: KernelVersion = KernelVersion(5, 0, 0);
 
 /// One CPU's idle history: menu's `intervals` ring and the running average standing for the
 /// correction factor.
@@ -81,7 +81,7 @@ impl IdleHistory {
 
     /// get_typical_interval (µs), none for UINT_MAX (no prediction).
     pub fn typical_us(&self, kernel: KernelVersion) -> Option<u64> {
-        if kernel >= KernelVersion(6, 15) {
+        if kernel >= KernelVersion(6, 15, 0) {
             typical_two_sided(&self.intervals, kernel)
         } else {
             typical_upper(&self.intervals, kernel)
@@ -108,7 +108,7 @@ fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<
                 min = min.min(v);
             }
         }
-        if kernel >= KernelVersion(6, 6) && max == 0 {
+        if kernel >= KernelVersion(6, 6, 0) && max == 0 {
             return None;
         }
         let avg = sum / divisor;
@@ -163,7 +163,7 @@ fn typical_two_sided(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Opt
             return Some(avg);
         }
         if divisor * 4 <= n * 3 {
-            if kernel < KernelVersion(6, 18) && divisor >= n / 2 {
+            if kernel < KernelVersion(6, 18, 0) && divisor >= n / 2 {
                 return Some(max);
             }
             return None;
@@ -207,7 +207,7 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
     let to_tick = ((now / tick_ns + 1) * tick_ns - now).min(to_timer);
     // 6.6+: a typical interval within RESIDENCY_THRESHOLD_NS is trusted without the timer,
     // taken as far away, and the tick as half a tick away.
-    let reads_timer = kernel < KernelVersion(6, 6) || typical_ns.is_none_or(|t| t > RESIDENCY_THRESHOLD_NS);
+    let reads_timer = kernel < KernelVersion(6, 6, 0) || typical_ns.is_none_or(|t| t > RESIDENCY_THRESHOLD_NS);
     let (next_timer_ns, delta_tick) = if reads_timer { (to_timer, to_tick) } else { (u64::MAX, tick_ns / 2) };
     // The timer-based estimate: the stand-in for next_timer_ns · correction factor.
     let timer_based = if reads_timer { to_timer.min(h.avg_ns.unwrap_or(u64::MAX)) } else { u64::MAX };
@@ -216,9 +216,9 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
     // 1 + 10·nr_iowait (its load term, rq->load.weight before 5.0, is 0 at an idle entry);
     // 6.13 – 6.16 the prediction itself ("cpuidle: menu: Remove iowait influence"); 6.17 none
     // ("cpuidle: governors: menu: Avoid selecting states with too much latency").
-    let limit = if kernel >= KernelVersion(6, 17) {
+    let limit = if kernel >= KernelVersion(6, 17, 0) {
         u64::MAX
-    } else if kernel >= KernelVersion(6, 13) {
+    } else if kernel >= KernelVersion(6, 13, 0) {
         predicted
     } else {
         predicted / (1 + 10 * nr_iowait as u64)
@@ -251,11 +251,11 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
                 // A physical state rather than a poll when no timer is due before its
                 // residency, within the exit cap (6.17: none; 6.18: the prediction, and a
                 // residency under RESIDENCY_THRESHOLD_NS).
-                let exit_cap = if kernel >= KernelVersion(6, 18) { predicted } else { limit };
+                let exit_cap = if kernel >= KernelVersion(6, 18, 0) { predicted } else { limit };
                 if polling(idx)
                     && s.exit_ns <= exit_cap
                     && s.target_residency_ns <= next_timer_ns
-                    && (kernel < KernelVersion(6, 18) || s.target_residency_ns < RESIDENCY_THRESHOLD_NS)
+                    && (kernel < KernelVersion(6, 18, 0) || s.target_residency_ns < RESIDENCY_THRESHOLD_NS)
                 {
                     predicted = s.target_residency_ns;
                     idx = i;
@@ -375,7 +375,7 @@ mod tests {
     }
 
     fn k(major: u32, minor: u32) -> KernelVersion {
-        KernelVersion(major, minor)
+        KernelVersion(major, minor, 0)
     }
 
     fn inputs(
