@@ -37,9 +37,9 @@ const NICE_0: u64 = 1024;
 const MIN_SHARES: u64 = 2;
 
 /// The kernels whose task groups are modelled: those whose reweight_entity re-places a queued
-/// entity by place_entity (6.14 to 6.18). Others are refused.
+/// entity by place_entity (6.14 to 6.18 and its stable updates). Others are refused.
 pub(crate) fn modelled(kernel: KernelVersion) -> bool {
-    (KernelVersion(6, 14, 0)..=KernelVersion(6, 18, 0)).contains(&kernel)
+    (KernelVersion(6, 14, 0)..KernelVersion(6, 19, 0)).contains(&kernel)
 }
 
 /// The group's entity on one CPU.

@@ -75,11 +75,13 @@ pub(crate) struct Sched {
     pub(crate) groups: bool,
     /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
+    /// The scheduler's own random stream (`sched_rng`): new-idle balancing's lottery.
+    pub(crate) rng: rand_pcg::Pcg64,
 }
 
 impl Sched {
     /// The scheduler at the start of a run: no task, every CPU idle in its deepest state.
-    pub(crate) fn new(machine: &crate::machine::Machine, hetero: crate::sched::capacity::Hetero) -> Sched {
+    pub(crate) fn new(machine: &crate::machine::Machine, hetero: crate::sched::capacity::Hetero, seed: u64) -> Sched {
         let plat = &machine.plat;
         let ncpus = plat.ncpus();
         let eevdf = crate::sched::eevdf::Rules::for_kernel(machine.kernel, ncpus, machine.tick_ns);
@@ -151,6 +153,7 @@ impl Sched {
             idle_cores: plat.cores.len(),
             llc_idle: LlcIdle::all_idle(plat),
             llc_scan: wake_affine::IdleScan::all(&plat.llcs),
+            rng: rand::SeedableRng::seed_from_u64(seed),
             hetero,
             eevdf,
             groups: false,
@@ -676,7 +679,7 @@ mod tests {
         use crate::sched::capacity::{EasInputs, FitsRule, Hetero};
         let m = crate::governor::core::test_machine("epyc7742-2s", "schedutil");
         let eas = EasInputs { knob_on: false, governor_enables_eas: true, invariant: m.invariant, kernel: m.kernel };
-        let sched = Sched::new(&m, Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false));
+        let sched = Sched::new(&m, Hetero::new(&m.plat, &m.tables, FitsRule::Margin80, eas, false), 0);
         assert!(sched.tasks.is_empty());
         assert_eq!((sched.idle_cpus, sched.idle_cores), (m.plat.ncpus(), m.plat.cores.len()));
         for (cpu, c) in sched.cpus.iter().enumerate() {

@@ -9,15 +9,23 @@
 //!   before 5.16   avg_idle ≥ sysctl_sched_migration_cost (500 µs)
 //!   5.16 on       avg_idle ≥ max_newidle_lb_cost of the CPU's lowest domain
 //!                   (commit c5b0a7eefc70 dropped the migration-cost test)
-//!   6.17, 6.18    the same, and a balance that pulls nothing raises max_newidle_lb_cost by
+//!   6.17 – 6.18.4 the same, and a balance that pulls nothing raises max_newidle_lb_cost by
 //!                   half, up to sysctl_sched_migration_cost + 200 ns (commit 155213a2aed4)
+//!   6.12.65+, 6.18.5+  the cost gate without the raise, then a lottery (NI_RANDOM)
 //! ```
 //! `max_newidle_lb_cost` is the longest a balance of the domain has taken (sched_clock around
 //! it, `update_newidle_cost`); periodic balancing decays it by 253/256 once a second after
-//! its last rise. The model times every balance at [`NEWIDLE_BALANCE_COST_NS`]. The 6.17
-//! raise was reverted for 6.19 (commit d206fbad9328) in favour of a success-rate lottery
-//! (NI_RANDOM, commit 33cf66d88306), both backported to 6.18.5; kernel versions here are
-//! major.minor, so `kernel=6.18` is 6.18.0's rule.
+//! its last rise. The model times every balance at [`NEWIDLE_BALANCE_COST_NS`].
+//!
+//! The lottery (commit 33cf66d88306, "Proportional newidle balance", with the revert of the
+//! raise, d206fbad9328; mainline after 6.18, taken by the 6.12 and 6.18 stable series): each
+//! domain keeps how often its new-idle balances pulled a task, as a ratio in 1024ths over a
+//! window of about 1024 visits (`update_newidle_stats`), and a visit balances only when a
+//! 1024-sided die (`sched_rng`) shows at most 1 + ratio, else counts as a failure. A domain
+//! whose balances rarely pull is rarely balanced. The statistics start at sd_init's assumed
+//! 50% (512 visits, 256 successes), as at boot: a run shorter than a few windows of visits
+//! keeps much of that start. The later rate term (NI_RATE, 2026), which lifts the ratio of
+//! domains visited less than a few hundred times a second, is not modelled.
 //!
 //! Left out: the per-domain walk's own test (stop at a domain whose cost would overrun
 //! avg_idle) — the model balances its CPUs as one domain, gated once — and
@@ -39,6 +47,14 @@ pub(crate) const NEWIDLE_BALANCE_COST_NS: u64 = 5_000;
 /// How often `max_newidle_lb_cost` decays by 253/256 (HZ jiffies: a second).
 const DECAY_PERIOD_NS: TimeNs = 1_000_000_000;
 
+/// The first stable update of each series with the new-idle lottery and without 6.17's raise.
+/// \[EST\] The stable versions are from a third-party kernel monitor's notes (`newidle_call`,
+/// `newidle_success` and `newidle_ratio` present "6.18.5+ and 6.12.65+"), not read in the
+/// stable trees; the recording kernel, 6.18.44, behaves as the lottery predicts (a CPU going
+/// idle pulls a waiting task about a fifth of the time, whatever its average idle time;
+/// docs/recording.md).
+const LOTTERY_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 12, 65), KernelVersion(6, 18, 5)];
+
 /// The ceiling of 6.17's raise after a failed balance: the migration cost plus 200 ns.
 const RAISED_COST_CAP_NS: u64 = MIGRATION_COST_NS + 200;
 
@@ -49,13 +65,18 @@ pub(crate) enum Gate {
     MigrationCost,
     /// avg_idle against the domain's measured balance cost (5.16–6.16).
     BalanceCost,
-    /// The same, the cost raised after every balance that pulls nothing (6.17, 6.18).
+    /// The same, the cost raised after every balance that pulls nothing (6.17 – 6.18.4).
     RaisedOnFailure,
+    /// The balance-cost gate, then a lottery on the domain's recent success rate (NI_RANDOM;
+    /// 6.12.65+, 6.18.5+).
+    SuccessLottery,
 }
 
 impl Gate {
     pub(crate) fn for_kernel(kernel: KernelVersion) -> Gate {
-        if kernel >= KernelVersion(6, 17, 0) {
+        if kernel.has_backport(&LOTTERY_FIRST_STABLE) {
+            Gate::SuccessLottery
+        } else if kernel >= KernelVersion(6, 17, 0) {
             Gate::RaisedOnFailure
         } else if kernel >= KernelVersion(5, 16, 0) {
             Gate::BalanceCost
@@ -65,12 +86,33 @@ impl Gate {
     }
 }
 
-/// A CPU's lowest domain's `max_newidle_lb_cost` and when it last rose or decayed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A CPU's lowest domain's `max_newidle_lb_cost` and when it last rose or decayed, and its
+/// new-idle success statistics (`newidle_call`, `newidle_success`, `newidle_ratio`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct NewidleCost {
     /// Starts at 0 (sd_init).
     pub(crate) max_cost_ns: u64,
     pub(crate) last_decay_ns: TimeNs,
+    /// New-idle visits of the domain counted since the last halving.
+    calls: u32,
+    /// Successes among them, each weighted by the inverse of the chance it ran.
+    successes: u32,
+    /// The success rate in 1024ths at the last halving: what the lottery reads.
+    pub(crate) ratio: u32,
+}
+
+impl Default for NewidleCost {
+    /// sd_init: no cost measured, and a 50% success rate assumed (512 calls, 256 successes).
+    fn default() -> NewidleCost {
+        NewidleCost { max_cost_ns: 0, last_decay_ns: 0, calls: 512, successes: 256, ratio: 512 }
+    }
+}
+
+/// A new-idle balance the gate let run, and what a task pulled by it counts for in the success
+/// statistics (the lottery's inverse odds; 1 without the lottery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Admitted {
+    weight: u32,
 }
 
 impl NewidleCost {
@@ -85,24 +127,64 @@ impl NewidleCost {
     }
 
     /// Whether a CPU whose idle periods average `avg_idle_ns` balances before idling, with the
-    /// root domain `overloaded` or not.
-    pub(crate) fn may_balance(&mut self, gate: Gate, avg_idle_ns: u64, overloaded: bool, now: TimeNs) -> bool {
+    /// root domain `overloaded` or not; `die` throws the lottery's 1024-sided die
+    /// (`sched_rng() % 1024`), only when the lottery is reached.
+    pub(crate) fn admit(
+        &mut self,
+        gate: Gate,
+        avg_idle_ns: u64,
+        overloaded: bool,
+        now: TimeNs,
+        die: impl FnOnce() -> u32,
+    ) -> Option<Admitted> {
         if !overloaded {
-            return false;
+            return None;
         }
-        match gate {
+        let affordable = match gate {
             Gate::MigrationCost => avg_idle_ns >= MIGRATION_COST_NS,
-            Gate::BalanceCost | Gate::RaisedOnFailure => {
+            Gate::BalanceCost | Gate::RaisedOnFailure | Gate::SuccessLottery => {
                 self.decay(now);
                 avg_idle_ns >= self.max_cost_ns
             }
+        };
+        if !affordable {
+            return None;
+        }
+        if gate != Gate::SuccessLottery {
+            return Some(Admitted { weight: 1 });
+        }
+        // sched_balance_newidle with NI_RANDOM: the balance runs when the die shows at most
+        // 1 + ratio, else the visit counts as a failure. A success then counts
+        // round(1024 / (1 + ratio)), so the successes estimate what balancing every time would
+        // have pulled.
+        let odds = 1 + self.ratio;
+        if die() > odds {
+            self.count_call(0);
+            return None;
+        }
+        Some(Admitted { weight: (1024 + odds / 2) / odds })
+    }
+
+    /// update_newidle_stats: one more visit, its weighted success; every 1024 visits the
+    /// ratio becomes the successes, and both counts halve (a decaying window).
+    fn count_call(&mut self, success: u32) {
+        self.calls += 1;
+        self.successes += success;
+        if self.calls >= 1024 {
+            self.ratio = self.successes;
+            self.calls /= 2;
+            self.successes /= 2;
         }
     }
 
     /// After a balance that ran (and took [`NEWIDLE_BALANCE_COST_NS`]), whether it `pulled` a
-    /// task: the domain's cost follows its longest balance, or from 6.17, after a failure,
-    /// half as much again as it stood (update_newidle_cost).
-    pub(crate) fn after_balance(&mut self, gate: Gate, pulled: bool, now: TimeNs) {
+    /// task: the domain's cost follows its longest balance, or at 6.17 – 6.18.4, after a
+    /// failure, half as much again as it stood; with the lottery the visit's weighted success
+    /// is counted (update_newidle_cost).
+    pub(crate) fn after_balance(&mut self, gate: Gate, admitted: Admitted, pulled: bool, now: TimeNs) {
+        if gate == Gate::SuccessLottery {
+            self.count_call(if pulled { admitted.weight } else { 0 });
+        }
         let cost = match gate {
             Gate::RaisedOnFailure if !pulled => (3 * self.max_cost_ns / 2).min(RAISED_COST_CAP_NS),
             _ => NEWIDLE_BALANCE_COST_NS,
@@ -118,6 +200,14 @@ impl NewidleCost {
 mod tests {
     use super::*;
 
+    /// A balance admitted without the lottery.
+    const PLAIN: Admitted = Admitted { weight: 1 };
+
+    /// Whether `c` balances before idling (a die showing 0 for the lottery).
+    fn may_balance(c: &mut NewidleCost, gate: Gate, avg_idle_ns: u64, overloaded: bool, now: TimeNs) -> bool {
+        c.admit(gate, avg_idle_ns, overloaded, now, || 0).is_some()
+    }
+
     #[test]
     fn the_gate_follows_the_version() {
         assert_eq!(Gate::for_kernel(KernelVersion(5, 15, 0)), Gate::MigrationCost);
@@ -125,66 +215,121 @@ mod tests {
         assert_eq!(Gate::for_kernel(KernelVersion(6, 16, 0)), Gate::BalanceCost);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 17, 0)), Gate::RaisedOnFailure);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 0)), Gate::RaisedOnFailure);
+        // The stable series that took the lottery, from the update that took it.
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 4)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 5)), Gate::SuccessLottery);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 44)), Gate::SuccessLottery);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 64)), Gate::BalanceCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 65)), Gate::SuccessLottery);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 17, 13)), Gate::RaisedOnFailure);
+    }
+
+    #[test]
+    fn the_lottery_balances_when_the_die_shows_at_most_one_more_than_the_ratio() {
+        let mut c = NewidleCost::default();
+        let admit = |c: &mut NewidleCost, die: u32| c.admit(Gate::SuccessLottery, 100_000, true, 0, || die);
+        // sd_init's 50%: 513 of the die's 1024 faces balance, and a success counts
+        // round(1024 / 513) = 2.
+        assert_eq!(admit(&mut c, 513), Some(Admitted { weight: 2 }));
+        assert_eq!(admit(&mut c, 514), None);
+        // The cost gate and the overload flag come first: no throw, no visit counted.
+        assert_eq!(c.admit(Gate::SuccessLottery, 100_000, false, 0, || unreachable!()), None);
+        c.after_balance(Gate::SuccessLottery, Admitted { weight: 2 }, true, 0);
+        assert_eq!(c.admit(Gate::SuccessLottery, NEWIDLE_BALANCE_COST_NS - 1, true, 0, || unreachable!()), None);
+        // 512 + 2 visits so far (one skipped, one pulled with weight 2); at the 1024th the
+        // ratio becomes the successes, 256 + 2, and both counts halve.
+        assert_eq!((c.calls, c.successes, c.ratio), (514, 258, 512));
+        for _ in 0..510 {
+            assert_eq!(admit(&mut c, 1023), None);
+        }
+        assert_eq!((c.calls, c.successes, c.ratio), (512, 129, 258));
+        // No failed raise with the lottery: the cost stays the balance's own.
+        assert_eq!(c.max_cost_ns, NEWIDLE_BALANCE_COST_NS);
+    }
+
+    #[test]
+    fn the_ratio_follows_the_success_rate_whatever_share_of_visits_balances() {
+        // A domain whose balances pull one time in four, visited with a fair die: the weighted
+        // successes count what balancing at every visit would have pulled, so the ratio
+        // settles near 256 whether the domain balanced half its visits or a tenth.
+        let mut c = NewidleCost::default();
+        let mut faces = (0..1024u32).cycle().step_by(389);
+        let mut balances = 0u32;
+        for _ in 0..20_000 {
+            if let Some(a) = c.admit(Gate::SuccessLottery, 100_000, true, 0, || faces.next().unwrap()) {
+                balances += 1;
+                c.after_balance(Gate::SuccessLottery, a, balances.is_multiple_of(4), 0);
+            }
+        }
+        assert!((200..=320).contains(&c.ratio), "ratio {}", c.ratio);
+        // A domain whose balances never pull is balanced about twice in 1024 visits.
+        let mut c = NewidleCost::default();
+        for _ in 0..20_000 {
+            if let Some(a) = c.admit(Gate::SuccessLottery, 100_000, true, 0, || faces.next().unwrap()) {
+                c.after_balance(Gate::SuccessLottery, a, false, 0);
+            }
+        }
+        assert_eq!(c.ratio, 0);
     }
 
     #[test]
     fn before_5_16_idle_periods_shorter_than_the_migration_cost_skip_the_balance() {
         let mut c = NewidleCost::default();
-        assert!(!c.may_balance(Gate::MigrationCost, 499_999, true, 0));
-        assert!(c.may_balance(Gate::MigrationCost, 500_000, true, 0));
+        assert!(!may_balance(&mut c, Gate::MigrationCost, 499_999, true, 0));
+        assert!(may_balance(&mut c, Gate::MigrationCost, 500_000, true, 0));
         // Nothing runnable to spare anywhere: no balance, however long the idle time.
-        assert!(!c.may_balance(Gate::MigrationCost, 1_000_000, false, 0));
+        assert!(!may_balance(&mut c, Gate::MigrationCost, 1_000_000, false, 0));
     }
 
     #[test]
     fn from_5_16_the_measured_cost_is_the_gate() {
         let mut c = NewidleCost::default();
         // 100 µs of average idle time: too short before 5.16, enough from 5.16.
-        assert!(!c.may_balance(Gate::MigrationCost, 100_000, true, 0));
-        assert!(c.may_balance(Gate::BalanceCost, 100_000, true, 0));
-        c.after_balance(Gate::BalanceCost, false, 0);
+        assert!(!may_balance(&mut c, Gate::MigrationCost, 100_000, true, 0));
+        assert!(may_balance(&mut c, Gate::BalanceCost, 100_000, true, 0));
+        c.after_balance(Gate::BalanceCost, PLAIN, false, 0);
         assert_eq!(c.max_cost_ns, NEWIDLE_BALANCE_COST_NS);
         // Failures change nothing before 6.17.
         for _ in 0..20 {
-            c.after_balance(Gate::BalanceCost, false, 0);
+            c.after_balance(Gate::BalanceCost, PLAIN, false, 0);
         }
         assert_eq!(c.max_cost_ns, NEWIDLE_BALANCE_COST_NS);
-        assert!(!c.may_balance(Gate::BalanceCost, NEWIDLE_BALANCE_COST_NS - 1, true, 0));
-        assert!(!c.may_balance(Gate::BalanceCost, 1_000_000, false, 0));
+        assert!(!may_balance(&mut c, Gate::BalanceCost, NEWIDLE_BALANCE_COST_NS - 1, true, 0));
+        assert!(!may_balance(&mut c, Gate::BalanceCost, 1_000_000, false, 0));
     }
 
     #[test]
     fn from_6_17_failed_balances_raise_the_cost_to_the_migration_cost() {
         let mut c = NewidleCost::default();
         // Nothing measured yet: half of nothing is nothing.
-        c.after_balance(Gate::RaisedOnFailure, false, 0);
+        c.after_balance(Gate::RaisedOnFailure, PLAIN, false, 0);
         assert_eq!(c.max_cost_ns, 0);
-        c.after_balance(Gate::RaisedOnFailure, true, 0);
+        c.after_balance(Gate::RaisedOnFailure, PLAIN, true, 0);
         assert_eq!(c.max_cost_ns, NEWIDLE_BALANCE_COST_NS);
         // 5 µs · 1.5^n passes 500 µs after 12 failures; then the cap holds.
         let mut failures = 0;
         while c.max_cost_ns < RAISED_COST_CAP_NS {
-            c.after_balance(Gate::RaisedOnFailure, false, 0);
+            c.after_balance(Gate::RaisedOnFailure, PLAIN, false, 0);
             failures += 1;
         }
         assert_eq!(failures, 12);
         assert_eq!(c.max_cost_ns, MIGRATION_COST_NS + 200);
-        c.after_balance(Gate::RaisedOnFailure, false, 0);
+        c.after_balance(Gate::RaisedOnFailure, PLAIN, false, 0);
         assert_eq!(c.max_cost_ns, MIGRATION_COST_NS + 200);
         // A success does not lower it: the gate is back at about the migration cost.
-        c.after_balance(Gate::RaisedOnFailure, true, 0);
-        assert!(!c.may_balance(Gate::RaisedOnFailure, 500_000, true, 0));
-        assert!(c.may_balance(Gate::RaisedOnFailure, 600_000, true, 0));
+        c.after_balance(Gate::RaisedOnFailure, PLAIN, true, 0);
+        assert!(!may_balance(&mut c, Gate::RaisedOnFailure, 500_000, true, 0));
+        assert!(may_balance(&mut c, Gate::RaisedOnFailure, 600_000, true, 0));
     }
 
     #[test]
     fn the_cost_decays_by_253_256_each_second_after_its_last_rise() {
-        let mut c = NewidleCost { max_cost_ns: 512_000, last_decay_ns: 0 };
+        let mut c = NewidleCost { max_cost_ns: 512_000, last_decay_ns: 0, ..Default::default() };
         // Within the second, no decay: 511 µs of idle time is not enough.
-        assert!(!c.may_balance(Gate::BalanceCost, 511_000, true, 1_000_000_000));
+        assert!(!may_balance(&mut c, Gate::BalanceCost, 511_000, true, 1_000_000_000));
         assert_eq!(c.max_cost_ns, 512_000);
         // Two seconds on: two decays, 512 000 · (253/256)² = 500 016.
-        assert!(c.may_balance(Gate::BalanceCost, 511_000, true, 2_000_000_001));
+        assert!(may_balance(&mut c, Gate::BalanceCost, 511_000, true, 2_000_000_001));
         assert_eq!(c.max_cost_ns, 512_000 * 253 / 256 * 253 / 256);
         assert_eq!(c.last_decay_ns, 2_000_000_000);
     }

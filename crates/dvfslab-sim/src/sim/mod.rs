@@ -48,6 +48,8 @@ const QUEUE_SWEEP_MIN: usize = 256;
 
 /// Mixed into the seed for the background kernel threads' random stream.
 const BACKGROUND_STREAM: u64 = 0x6b77_6f72_6b65_7273;
+/// Mixed into the seed for the scheduler's own stream (`sched_rng`).
+const SCHED_STREAM: u64 = 0x7363_6865_645f_726e;
 /// Mixed into the seed for the stream of start phases and work jitter (`phase_us`,
 /// `work_jitter_pct`).
 const VARIATION_STREAM: u64 = 0x7661_7269_6174_696f;
@@ -196,7 +198,7 @@ impl Sim {
         let mut sim = Sim {
             q: EventQueue::default(),
             hw: Hw::new(&machine),
-            sched: Sched::new(&machine, hetero),
+            sched: Sched::new(&machine, hetero, cfg.seed ^ SCHED_STREAM),
             cpufreq: Cpufreq::new(&machine, &gov_cfg, gov_info, cfg.explain),
             work: Work {
                 programs: workload.programs(plat),

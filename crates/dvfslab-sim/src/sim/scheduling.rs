@@ -625,10 +625,13 @@ impl Sim {
         // top domain), from the run-queues as they stand before anything moves.
         let gate = Gate::for_kernel(self.machine.kernel);
         let (now, avg_idle, overloaded) = (self.q.now(), self.sched.cpus[cpu].avg_idle_ns, self.sched.rd_overloaded);
-        if self.sched.cpus[cpu].newidle.may_balance(gate, avg_idle, overloaded, now) && self.load_balance_allowed() {
+        let sched = &mut self.sched;
+        let die = || rand::Rng::gen_range(&mut sched.rng, 0..1024);
+        let admitted = sched.cpus[cpu].newidle.admit(gate, avg_idle, overloaded, now, die);
+        if let Some(admitted) = admitted.filter(|_| self.load_balance_allowed()) {
             self.refresh_rd_overloaded();
             if let Some((src, task)) = self.sched.find_busiest(&self.machine, &self.q, cpu) {
-                self.sched.cpus[cpu].newidle.after_balance(gate, true, now);
+                self.sched.cpus[cpu].newidle.after_balance(gate, admitted, true, now);
                 self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
                 self.note_migration(task, src, cpu, "pull");
@@ -636,7 +639,7 @@ impl Sim {
                 return self.switch_in(cpu, task);
             }
             let pulled = self.pull_misfit(cpu);
-            self.sched.cpus[cpu].newidle.after_balance(gate, pulled, now);
+            self.sched.cpus[cpu].newidle.after_balance(gate, admitted, pulled, now);
             if pulled {
                 return false;
             }
@@ -965,11 +968,16 @@ mod tests {
     /// CPUs, each running 2 ms and sleeping 60 µs, so a CPU whose task sleeps idles briefly
     /// while the other CPU has a task waiting.
     fn newidle_pulls(kernel: &str) -> usize {
+        newidle_pulls_in(kernel, 200_000_000).0
+    }
+
+    /// The same over `ns`, with the run's end state.
+    fn newidle_pulls_in(kernel: &str, ns: u64) -> (usize, Sim) {
         let three_on_two = RunSleep { tasks: 3, run_us: 2000.0, sleep_us: 60.0, cpu: None };
-        let sim = run_on_quiet_guest(three_on_two, kernel, 200_000_000, |sim| {
+        let sim = run_on_quiet_guest(three_on_two, kernel, ns, |sim| {
             sim.sched.hetero.migrations = Some(Vec::new());
         });
-        sim.sched.hetero.migrations.as_ref().unwrap().iter().filter(|m| m.reason == "pull").count()
+        (sim.sched.hetero.migrations.as_ref().unwrap().iter().filter(|m| m.reason == "pull").count(), sim)
     }
 
     /// CPU 1's avg_idle after a task pinned there works 10 µs and sleeps 3 ms, with the
@@ -1036,5 +1044,19 @@ mod tests {
         // 6.17's raise after failed balances needs failures: here most balances pull.
         let raised = newidle_pulls("6.18");
         assert!(raised > 5 * old.max(1), "5.15: {old} pulls, 6.18: {raised}");
+    }
+
+    #[test]
+    fn from_6_18_5_a_cpu_going_idle_balances_by_lottery_on_its_success_rate() {
+        // Three tasks on two CPUs: nearly every new-idle balance pulls. 6.16 balances at every
+        // visit; 6.18.44 draws first, starting from sd_init's 50%, so it pulls less, and the
+        // ratio each CPU keeps rises above 512 once a window of visits has passed.
+        let (every, _) = newidle_pulls_in("6.16", 2_000_000_000);
+        let (drawn, sim) = newidle_pulls_in("6.18.44", 2_000_000_000);
+        assert!(drawn > every / 8 && drawn < every * 9 / 10, "6.16: {every} pulls, 6.18.44: {drawn}");
+        for cpu in 0..2 {
+            let ratio = sim.sched.cpus[cpu].newidle.ratio;
+            assert!(ratio > 600, "CPU {cpu}: ratio {ratio}");
+        }
     }
 }
