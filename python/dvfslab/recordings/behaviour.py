@@ -13,7 +13,9 @@ them together:
   sched_waking's);
 - forks and execs per second;
 - the longest wait for a CPU after a wake-up of any task in the trace, the benchmark's or not:
-  a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds.
+  a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds;
+- how often a CPU whose task blocks, with a task waiting on another CPU, takes that task
+  rather than idle (new-idle balancing; `dvfslab.traces.idle_pulls`), any task's.
 Intervals cut by the trace's edges (a task already running at its start) are left out.
 """
 
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from dvfslab.traces.idle_pulls import idle_pulls
 from dvfslab.traces.read import Trace
 from dvfslab.traces.waits import longest_wait, waits
 
@@ -94,6 +97,7 @@ def behaviour(
     _wakeups(trace, pid_role, stats, start, end)
     longest = _waits(trace, pid_role, stats, start, end)
     forks, execs = _process_rates(trace, start, end)
+    pulls = idle_pulls(trace, start, end)
     ops = max(operations, 1e-12)
     out: dict[str, Any] = {
         "window_s": span_s,
@@ -103,6 +107,8 @@ def behaviour(
         "execs_per_s": execs / span_s,
         "longest_wait": longest,
         "longest_wait_ms": None if longest is None else longest["ms"],
+        "idle_pull_pct": _pct(pulls["pulled"], pulls["chances"]),
+        "idle_pull_chances": pulls["chances"],
         "roles": {},
     }
     for role in [*roles, ALL]:

@@ -111,6 +111,9 @@ SAMPLED_OVER = {
 }
 """The judged shares and medians, each with the count (a role's `samples`) it is taken over."""
 
+WHOLE_RUN_SAMPLED_OVER = {"idle_pull_pct": "idle_pull_chances"}
+"""The same for the whole run's shares (the count a key of the whole run's statistics)."""
+
 WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
     # The benchmark's rate: per-op statistics can all agree while the model runs at another
     # rate (its CPUs busier or idler than the machine's); on a shared VM rates are noisy.
@@ -120,6 +123,8 @@ WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
     # Any task's, the benchmark's or not: hundreds of ms mark the starved state of the kernel's
     # task groups that docs/recording.md describes.
     ("longest_wait_ms", "longest wait for a CPU ms", REPORTED),
+    # New-idle balancing's decision, the kernel version's rule (`dvfslab.traces.idle_pulls`).
+    ("idle_pull_pct", "going idle, takes a waiting task %", SHARE),
 ]
 
 
@@ -235,11 +240,11 @@ def _operations(
 
 
 def model_governor(rec: Recording) -> str:
-    """`performance` at the recording's kernel version (its major.minor), so that the
-    scheduler's version-dependent rules are the recorded kernel's; the simulator refuses a
-    version it does not model."""
-    m = re.match(r"(\d+)\.(\d+)", rec.kernel)
-    return f"performance:kernel={m.group(1)}.{m.group(2)}" if m else "performance"
+    """`performance` at the recording's kernel version (its major.minor and stable update, as
+    in 6.18.44), so that the scheduler's version-dependent rules are the recorded kernel's;
+    the simulator refuses a version it does not model."""
+    m = re.match(r"\d+\.\d+(\.\d+)?", rec.kernel)
+    return f"performance:kernel={m.group(0)}" if m else "performance"
 
 
 def _fixed_khz(platform: dict[str, Any]) -> int | None:
@@ -263,18 +268,28 @@ def compare(
             values = [statistic(run["roles"][role], key) for run in runs]
             row = _row(role, key, label, values, statistic(m, key), tol)
             if key in SAMPLED_OVER:
-                count = f"samples.{SAMPLED_OVER[key]}"
-                fewest = min(
-                    statistic(side, count) or 0 for side in [m, *(r["roles"][role] for r in runs)]
-                )
-                if fewest < MIN_SAMPLES and row["verdict"] in ("ok", "off"):
-                    # Too few events to tell a share or a median apart from its noise.
-                    row = {**row, "verdict": "reported", "too_few_samples": int(fewest)}
+                sides = [m, *(r["roles"][role] for r in runs)]
+                row = _too_few_samples(row, sides, f"samples.{SAMPLED_OVER[key]}")
             rows.append(row)
     for key, label, tol in WHOLE_RUN:
         values = [statistic(run, key) for run in runs]
-        rows.append(_row(ALL, key, label, values, statistic(modelled, key), tol))
+        row = _row(ALL, key, label, values, statistic(modelled, key), tol)
+        if key in WHOLE_RUN_SAMPLED_OVER:
+            row = _too_few_samples(row, [modelled, *runs], WHOLE_RUN_SAMPLED_OVER[key])
+        rows.append(row)
     return rows
+
+
+def _too_few_samples(
+    row: dict[str, Any], sides: list[dict[str, Any]], count: str
+) -> dict[str, Any]:
+    """`row` reported instead of judged when a side's statistic is over fewer than
+    MIN_SAMPLES events (`count`, a dotted key of each side's statistics): too few to tell a
+    share or a median apart from its noise."""
+    fewest = min(statistic(side, count) or 0 for side in sides)
+    if fewest < MIN_SAMPLES and row["verdict"] in ("ok", "off"):
+        return {**row, "verdict": "reported", "too_few_samples": int(fewest)}
+    return row
 
 
 def _row(
