@@ -289,6 +289,13 @@ impl Sched {
         self.cpus[cpu].curr.is_some() as u64 + self.cpus[cpu].queue.len() as u64
     }
 
+    /// `rq->nr_running` as the kernel counts it: [`Sched::nr_running`] and, from 6.12, the
+    /// tasks whose dequeue is delayed (dequeue_entities returns before sub_nr_running for a
+    /// delayed task; its final dequeue at a pick subtracts it).
+    pub(crate) fn rq_nr_running(&self, cpu: usize) -> u64 {
+        self.nr_running(cpu) + self.delayed_tasks(cpu) as u64
+    }
+
     pub(crate) fn cpu_pelt_now(&self, cpu: usize) -> u64 {
         let c = &self.cpus[cpu];
         c.clock_pelt - c.lost_idle
@@ -456,7 +463,7 @@ impl Sched {
             self.fair_enqueue(cpu, task);
         }
         // add_nr_running: a second task on the run-queue marks the root domain overloaded.
-        if self.nr_running(cpu) >= 2 {
+        if self.rq_nr_running(cpu) >= 2 {
             self.rd_overloaded = true;
         }
     }

@@ -128,11 +128,11 @@ impl Sim {
     }
 
     /// The root domain's overload flag as a balance of the top domain leaves it
-    /// (update_sd_lb_stats: some CPU with more than one task, or on asymmetric CPUs one whose
-    /// running task does not fit it).
+    /// (update_sd_lb_stats: some CPU with more than one task in `rq->nr_running`, delayed ones
+    /// included, or on asymmetric CPUs one whose running task does not fit it).
     pub(crate) fn refresh_rd_overloaded(&mut self) {
         let n = self.sched.cpus.len();
-        self.sched.rd_overloaded = (0..n).any(|c| self.sched.nr_running(c) > 1)
+        self.sched.rd_overloaded = (0..n).any(|c| self.sched.rq_nr_running(c) > 1)
             || (self.sched.hetero.asym && (0..n).any(|c| self.misfit_task(c).is_some()));
     }
 

@@ -917,6 +917,7 @@ mod tests {
 
     /// `tasks` tasks that each work `run_us` at 2.6 GHz and sleep `sleep_us`, over and over;
     /// pinned to `cpu` if given.
+    #[derive(Clone, Copy)]
     struct RunSleep {
         tasks: usize,
         run_us: f64,
@@ -1033,6 +1034,25 @@ mod tests {
         assert_eq!(sim.sched.cpus[1].newidle.max_cost_ns, cost);
         assert_eq!(sim.sched.cpus[0].newidle.max_cost_ns, 0);
         assert!(!sim.sched.rd_overloaded);
+    }
+
+    #[test]
+    fn a_task_whose_dequeue_is_delayed_still_counts_for_the_overload_flag() {
+        // Two tasks pinned to CPU 1 take turns (2 ms runs, 60 µs sleeps): one that blocks
+        // owing time stays queued, delayed (6.12+), while the other runs. rq->nr_running still
+        // counts it, so a balance's refresh of the root domain's flag leaves it set.
+        let pair = RunSleep { tasks: 2, run_us: 2000.0, sleep_us: 60.0, cpu: Some(1) };
+        let mut seen = 0;
+        for end_us in (2_000..12_000).step_by(37) {
+            let mut sim = run_on_quiet_guest(pair, "6.18", end_us * 1000, |_| {});
+            if sim.sched.delayed_tasks(1) == 0 || sim.sched.nr_running(1) != 1 {
+                continue;
+            }
+            seen += 1;
+            sim.refresh_rd_overloaded();
+            assert!(sim.sched.rd_overloaded, "at {end_us} µs: a running task and a delayed one");
+        }
+        assert!(seen > 0, "no moment with a delayed task beside the running one");
     }
 
     #[test]
