@@ -82,21 +82,7 @@ pub(crate) struct Rules {
     /// wake_affine_idle's "the waker runs alone" counts delayed tasks (6.12–6.13); from 6.14
     /// it leaves them out (cfs_h_nr_delayed).
     pub affine_counts_delayed: bool,
-    /// A new task may preempt its parent at the fork's wake-up (wakeup_preempt with WF_FORK).
-    /// The rework of the wake-up check ("Reimplement NEXT_BUDDY to align with EEVDF goals",
-    /// e837456fdca8; mainline after 6.18, taken by the 6.18 stable series) returns before the
-    /// pick for WF_FORK: a forked task waits its turn.
-    pub fork_preempts: bool,
 }
-
-/// The first stable update of each series with the reworked wake-up check (its WF_FORK rule).
-/// \[EST\] Not read in the stable trees: the rework is in the 6.18 series by May 2026 (a
-/// 6.18-stable review patch then reverts part of it, upstream 15257cc2f905), and mainline took
-/// it in the batch that brought the new-idle lottery (`sched/newidle.rs`), whose first update,
-/// 6.18.5, is taken for both. The recording kernel (6.18.44) agrees: in gitsource a child
-/// forked onto its parent's busy CPU preempts it at once in 6 of ~1,450 forks, the model
-/// without the rule in 97 of ~900.
-const WAKEUP_REWORK_FIRST_STABLE: [KernelVersion; 1] = [KernelVersion(6, 18, 5)];
 
 impl Rules {
     /// The rules of `kernel`, or None before 6.6 (CFS).
@@ -125,7 +111,6 @@ impl Rules {
             protect_by_vruntime: v(6, 17),
             yield_rule: if v(6, 18) { Yield::Forfeit } else { Yield::PushDeadline },
             affine_counts_delayed: !v(6, 14),
-            fork_preempts: !kernel.has_backport(&WAKEUP_REWORK_FIRST_STABLE),
         })
     }
 
@@ -406,10 +391,5 @@ mod tests {
         assert_eq!((r618.slice_ns, r618.lag_limit_ns), (2_800_000, 6_800_000));
         assert_eq!((r618.resched, r618.yield_rule), (Resched::Unprotected, Yield::Forfeit));
         assert_eq!(r618.deadline(1_000, true), 1_000 + 1_400_000);
-        // A fork's wake-up may preempt up to 6.18.4; the stable series' reworked check from 6.18.5.
-        assert!(r618.fork_preempts && r612.fork_preempts);
-        let r618_44 = Rules::for_kernel(KernelVersion(6, 18, 44), 64, 4_000_000).unwrap();
-        assert!(!r618_44.fork_preempts);
-        assert!(Rules::for_kernel(KernelVersion(6, 18, 4), 64, 4_000_000).unwrap().fork_preempts);
     }
 }

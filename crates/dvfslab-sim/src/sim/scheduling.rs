@@ -268,11 +268,8 @@ impl Sim {
             // they woke next in 3,693 of 4,142 exits that woke one (gitsource; kernbench 629
             // of 666), preempted in the rest (R+) by earlier wake-ups (exit_files' closes).
             let exiting = self.sched.tasks[curr].exit_notified;
-            let quiet_fork = join == fair::Join::Fork && self.sched.eevdf.is_some_and(|r| !r.fork_preempts);
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
                 _ if exiting => {}
-                // From the reworked wake-up check on, a fork's wake-up never preempts.
-                (None, None) if quiet_fork => {}
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),
                 (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),
