@@ -28,8 +28,19 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     knobs: &[
         Knob::new("loops", "loops", 10_000.0, 1.0, 100_000.0, "round trips (perf -l)").integer(),
         Knob::new("work_us", "us", 0.0, 0.0, 1e6, "work at each stop, as time at base frequency (Smythies sweeps it)"),
+        Knob::new("b_work_us", "us", -1.0, -1.0, 1e6, "B's work at each stop when >= 0 (default: work_us)"),
+        Knob::new("one_cpu", "", 0.0, 0.0, 1.0, "1: both tasks on CPU 0, as `taskset -c 0 perf bench sched pipe`")
+            .integer(),
     ],
-    build: |k: &KnobValues| Box::new(PipeTest { loops: k.get_u64("loops") as u32, work_us: k.get("work_us") }),
+    build: |k: &KnobValues| {
+        let b_work_us = k.get("b_work_us");
+        Box::new(PipeTest {
+            loops: k.get_u64("loops") as u32,
+            work_us: k.get("work_us"),
+            b_work_us: if b_work_us >= 0.0 { b_work_us } else { k.get("work_us") },
+            one_cpu: k.get("one_cpu") == 1.0,
+        })
+    },
 };
 
 /// Latency slot: the whole run of task A.
@@ -41,7 +52,13 @@ const PIPE2: u32 = 1;
 
 struct PipeTest {
     loops: u32,
+    /// A's work at each stop (B's too unless `b_work_us` says otherwise), µs at base frequency.
     work_us: f64,
+    b_work_us: f64,
+    /// Both tasks share CPU 0: each hand-over is a wake-up on the waker's own CPU, where the
+    /// scheduler's wake-up preemption decides whether the woken task runs before the waker
+    /// reaches its read.
+    one_cpu: bool,
 }
 
 fn run(cycles: f64) -> Op {
@@ -57,8 +74,10 @@ fn two_cores(plat: &Platform) -> (usize, usize) {
 
 impl Workload for PipeTest {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
-        let (cpu_a, cpu_b) = two_cores(plat);
-        let work = self.work_us * plat.cluster_of_cpu(cpu_a).frequency.base_khz as f64 / 1000.0;
+        let (cpu_a, cpu_b) = if self.one_cpu { (0, 0) } else { two_cores(plat) };
+        let cycles_per_us = |cpu: usize| plat.cluster_of_cpu(cpu).frequency.base_khz as f64 / 1000.0;
+        let work = self.work_us * cycles_per_us(cpu_a);
+        let b_work = self.b_work_us * cycles_per_us(cpu_b);
         let (write, read) = (ipc::PIPE_WRITE_CYCLES, ipc::PIPE_READ_CYCLES);
         let n = self.loops;
 
@@ -83,7 +102,7 @@ impl Workload for PipeTest {
         // B: sleep in read of pipe 1, finish the read, work, write pipe 2.
         let b = vec![
             Op::Wait { ch: PIPE1 },
-            run(read + work + write),
+            run(read + b_work + write),
             Op::Post { ch: PIPE2, sync: true },
             Op::Repeat { to: 0, times: n },
             Op::Exit,

@@ -9,7 +9,7 @@ use crate::common;
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::workload::{Better, Metric, RunStats, TaskSpec, Workload};
-use dvfslab_sim::{Sim, SimConfig, SimResult};
+use dvfslab_sim::{simulate, Sim, SimConfig, SimResult};
 
 /// `programs` on CPU 0 of the 2-CPU KVM guest (a fixed 2.6 GHz, without its background) at
 /// `kernel`, with the timeline.
@@ -87,6 +87,38 @@ fn a_loopback_pair_on_one_cpu_preempts_its_sender_from_6_12() {
     // behind: the server, which runs less, falls behind and preempts in part of the trips.
     let (trips65, c_r65, _, s_r65, _) = ping_pong("6.5");
     assert!(c_r65 > trips65 / 4 && c_r65 < trips65 * 9 / 10 && s_r65 == 0, "{c_r65} {s_r65} of {trips65}");
+}
+
+/// `taskset -c 0 perf bench sched pipe` on the 2-CPU KVM guest at 6.18.44, A working `a_us` and
+/// B `b_us` at each stop: (round trips, A preempted, B preempted), switch-outs in state R.
+fn pinned_pipe(a_us: f64, b_us: f64) -> (usize, usize, usize) {
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18.44".into(),
+        workload: format!("pipe-test:loops=2000,one_cpu=1,work_us={a_us},b_work_us={b_us}"),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let r = simulate(&common::preset("kvm-guest-2cpu"), "kvm", &cfg).unwrap();
+    (2_000, switch_outs(&r, 0, 'R'), switch_outs(&r, 1, 'R'))
+}
+
+#[test]
+fn a_pinned_pipe_ping_pong_preempts_the_side_that_works_longer_as_the_recording_kernel_does() {
+    // Both sides of a pipe ping-pong on one CPU: each write wakes the other side there. A side
+    // that blocked while eligible comes back with the lag it left with, which puts the writer,
+    // accounted up to its write, past the average: the woken side runs at once. The side that
+    // works longer at each stop runs ahead, so it is the one preempted. Measured on the
+    // recordings' machine (6.18.44, tasks pinned with taskset, 2,000 round trips, switch-outs
+    // in state R from its trace): A 25 µs and B 20 µs a stop, A preempted 1,982 times and B
+    // 12; A 20 and B 25, A 25 times and B 1,963; equal stops, about one preemption a round
+    // trip (perf bench sched pipe itself: 4,460 in 5,000), shared between the sides as
+    // interrupts tip the pair from one regime to the other.
+    let (trips, a, b) = pinned_pipe(25.0, 20.0);
+    assert!(a * 100 > trips * 95 && b * 100 < trips * 3, "A {a}, B {b} of {trips}");
+    let (trips, a, b) = pinned_pipe(20.0, 25.0);
+    assert!(b * 100 > trips * 95 && a * 100 < trips * 3, "A {a}, B {b} of {trips}");
+    let (trips, a, b) = pinned_pipe(0.0, 0.0);
+    assert!((a + b) * 100 > trips * 85 && a + b <= trips + 2, "A {a}, B {b} of {trips}");
 }
 
 #[test]
