@@ -303,6 +303,33 @@ impl Sched {
         }
     }
 
+    /// The wake-up check's pick on `cpu` (check_preempt_wakeup_fair), at the level where the
+    /// running and the woken task meet: the root's (`at_root`, with task groups when only one
+    /// of them is the group's; the group's entity stands for its tasks) or the fair run-queue's.
+    /// Mainline's check only looks ([`Sched::fair_peek`], [`Sched::root_peek`]): a delayed
+    /// entity it finds first is an answer, and the woken task does not preempt. The reworked
+    /// check of the 6.18 stable series (`Rules::reworked_wakeup_check`) picks with
+    /// pick_next_entity, which dequeues a delayed entity it picks and picks again.
+    pub(crate) fn wakeup_pick(&mut self, q: &EventQueue, cpu: usize, at_root: bool) -> Option<usize> {
+        let reworked = self.eevdf.is_some_and(|r| r.reworked_wakeup_check);
+        loop {
+            let pick = if at_root { self.root_peek(cpu, true, true, false)? } else { self.fair_peek(cpu, true, true)? };
+            if !reworked {
+                return Some(pick);
+            }
+            if pick == GROUP {
+                if !self.cpus[cpu].group.delayed {
+                    return Some(pick);
+                }
+                self.group_finish_delayed(q, cpu);
+            } else if self.tasks[pick].delayed {
+                self.fair_finish_delayed(q, cpu, pick);
+            } else {
+                return Some(pick);
+            }
+        }
+    }
+
     /// The fair task that runs next when `cpu` reschedules with its task still runnable: the
     /// pick with the running task competing. None when the running one keeps the CPU.
     pub(crate) fn fair_repick(&mut self, q: &EventQueue, cpu: usize) -> Option<usize> {

@@ -44,13 +44,18 @@ impl Sim {
         if self.sched.cpus[cpu].resched {
             self.resched_curr(cpu, None, source);
         } else if in_group {
-            if self.sched.fair_peek(cpu, true, true) == Some(task) {
+            if self.sched.wakeup_pick(&self.q, cpu, false) == Some(task) {
                 self.resched_curr(cpu, Some(task), source);
+            } else {
+                // A delayed task the reworked pick let go may have re-weighted the group.
+                self.resched_asked(cpu, source);
             }
         } else {
             let woken = if self.sched.grouped(task) { GROUP } else { task };
-            if self.sched.root_peek(cpu, true, true, false) == Some(woken) {
+            if self.sched.wakeup_pick(&self.q, cpu, true) == Some(woken) {
                 self.resched_curr(cpu, (woken == task).then_some(task), source);
+            } else {
+                self.resched_asked(cpu, source);
             }
         }
     }
@@ -268,8 +273,11 @@ impl Sim {
             // they woke next in 3,693 of 4,142 exits that woke one (gitsource; kernbench 629
             // of 666), preempted in the rest (R+) by earlier wake-ups (exit_files' closes).
             let exiting = self.sched.tasks[curr].exit_notified;
+            let quiet_fork = join == fair::Join::Fork && self.sched.eevdf.is_some_and(|r| r.reworked_wakeup_check);
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
                 _ if exiting => {}
+                // From the reworked wake-up check on, a fork's wake-up never preempts.
+                (None, None) if quiet_fork => {}
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),
                 (Some(p), Some(q)) if p > q => self.preempt(cpu, Some(task)),

@@ -1369,3 +1369,42 @@ fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     let tl = run_traced(Programs { tasks: vec![hog], spawned: vec![], devices: vec![] }, 0.1);
     assert!(tl.switch_next.iter().all(|&t| t <= 0), "only the hog and idle");
 }
+
+#[test]
+fn from_6_18_33_a_forked_child_waits_for_its_parent_instead_of_preempting_it() {
+    // A parent pinned to CPU 0 forks a child (which inherits the pin) half-way through each
+    // millisecond of work, then waits for it. The child is placed with half a slice to its
+    // first deadline, earlier than the parent's: mainline 6.18's wake-up check lets it preempt
+    // the parent at the fork; the reworked check of the 6.18 stable series (6.18.33) returns
+    // first for WF_FORK, so the parent finishes its work and the child runs when it waits, as
+    // it does on the recordings' machine (6.18.44).
+    let work = |us: f64| Op::Run { cycles: Amount::Fixed(us * 2_600.0), mem_frac: 0.0 };
+    let parent = vec![
+        Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },
+        work(500.0),
+        Op::Spawn { program: 0, count: 1 },
+        work(500.0),
+        Op::WaitChildren,
+        Op::Jump { to: 1 },
+    ];
+    let child = vec![work(100.0), Op::Exit];
+    let preempted = |kernel: &str| {
+        let w = Programs { tasks: vec![parent.clone()], spawned: vec![child.clone()], devices: vec![] };
+        let tl =
+            run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.1);
+        // The parent's switch-outs while runnable at the instant of one of its forks (others
+        // are the tick's).
+        let forks: Vec<u64> = (0..tl.process_kind.len())
+            .filter(|&i| tl.process_kind[i] == 'F' && tl.process_task[i] == 0)
+            .map(|i| tl.process_time_ns[i])
+            .collect();
+        assert!(forks.len() > 50, "{} forks", forks.len());
+        (0..tl.switch_prev.len())
+            .filter(|&i| tl.switch_prev[i] == 0 && tl.switch_prev_state[i] == 'R')
+            .filter(|&i| forks.contains(&tl.switch_time_ns[i]))
+            .count()
+    };
+    let (mainline, stable) = (preempted("6.18"), preempted("6.18.44"));
+    assert!(mainline > 10, "6.18: the parent preempted {mainline} times");
+    assert_eq!(stable, 0, "6.18.44: the parent preempted {stable} times");
+}
