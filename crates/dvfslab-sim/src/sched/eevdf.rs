@@ -87,7 +87,7 @@ pub(crate) struct Rules {
     /// wakeup_preempt_fair() vs delayed dequeue", ac8e69e69363; mainline after 6.18): it
     /// returns before the pick for a fork's wake-up (WF_FORK), so a forked task waits its turn,
     /// and its pick is pick_next_entity's, which dequeues a delayed task it picks and picks
-    /// again. NEXT_BUDDY stays off there (on the recordings' machine a pipe's sync wake-up
+    /// again. NEXT_BUDDY stays off there (under the recordings' kernel a pipe's sync wake-up
     /// preempts a writer that ran longer, which the rework's WF_SYNC rule under NEXT_BUDDY
     /// would hold back), and the update took the revert of the rework's forced preemption of
     /// an ineligible waker with it (15257cc2f905), so the rest of the check is mainline's.
@@ -96,7 +96,7 @@ pub(crate) struct Rules {
 
 /// The first stable update of each series with the reworked wake-up check: 6.18.33 took the
 /// rework, its delayed-dequeue fix and the revert of its forced preemption together (the stable
-/// tree's push of Linux 6.18.33, May 2026). Checked on the recordings' machine (6.18.44): a
+/// tree's push of Linux 6.18.33, May 2026). Checked under the recordings' kernel (6.18.44): a
 /// child forked by a parent pinned with it never ran before the parent returned from fork in
 /// 400 forks, after 0.5 or 3 ms of the parent's work, where mainline 6.18's rule would let it
 /// after 3 ms; and in gitsource a child forked onto its parent's busy CPU preempts it at once

@@ -107,9 +107,9 @@ fn a_pinned_pipe_ping_pong_preempts_the_side_that_works_longer_as_the_recording_
     // Both sides of a pipe ping-pong on one CPU: each write wakes the other side there. A side
     // that blocked while eligible comes back with the lag it left with, which puts the writer,
     // accounted up to its write, past the average: the woken side runs at once. The side that
-    // works longer at each stop runs ahead, so it is the one preempted. Measured on the
-    // recordings' machine (6.18.44, tasks pinned with taskset, 2,000 round trips, switch-outs
-    // in state R from its trace): A 25 µs and B 20 µs a stop, A preempted 1,982 times and B
+    // works longer at each stop runs ahead, so it is the one preempted. Measured under the
+    // recordings' kernel (6.18.44 in a 2-vCPU guest, tasks pinned with taskset, 2,000 round
+    // trips, switch-outs in state R from the trace; scripts/probes/pipe-pingpong.c): A 25 µs and B 20 µs a stop, A preempted 1,982 times and B
     // 12; A 20 and B 25, A 25 times and B 1,963; equal stops, about one preemption a round
     // trip (perf bench sched pipe itself: 4,460 in 5,000), shared between the sides as
     // interrupts tip the pair from one regime to the other.

@@ -1377,7 +1377,7 @@ fn from_6_18_33_a_forked_child_waits_for_its_parent_instead_of_preempting_it() {
     // first deadline, earlier than the parent's: mainline 6.18's wake-up check lets it preempt
     // the parent at the fork; the reworked check of the 6.18 stable series (6.18.33) returns
     // first for WF_FORK, so the parent finishes its work and the child runs when it waits, as
-    // it does on the recordings' machine (6.18.44).
+    // it does under the recordings' kernel (6.18.44; scripts/probes/fork-preempt.c).
     let work = |us: f64| Op::Run { cycles: Amount::Fixed(us * 2_600.0), mem_frac: 0.0 };
     let parent = vec![
         Op::SetAffinity { cpus: Some(Rc::from(vec![0])) },

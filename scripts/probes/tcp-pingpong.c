@@ -1,0 +1,106 @@
+/*
+ * A TCP request/response pair over loopback, both processes pinned to one CPU, each working a
+ * set time per message: the wake-up of the receiver comes from the loopback receive softirq
+ * that the sender's send runs, as in tbench and netperf TCP_RR when their sides share a CPU.
+ * It prints how often the server ran before the client's send() returned; a trace taken with
+ * `dvfslab record` gives both sides' switch-outs.
+ *
+ *   cc -O2 -o tcp-pingpong tcp-pingpong.c
+ *   dvfslab record -o tcp.txt -- ./tcp-pingpong 5000 10 5 100   # round trips, client us,
+ *                                                               # server us, bytes
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void work(double us)
+{
+	double end = now_us() + us;
+	while (now_us() < end)
+		;
+}
+
+static int full(int fd, char *buf, int n, int reading)
+{
+	for (int done = 0; done < n;) {
+		int k = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
+		if (k <= 0)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s ROUND_TRIPS CLIENT_US SERVER_US BYTES\n", argv[0]);
+		return 2;
+	}
+	int trips = atoi(argv[1]), bytes = atoi(argv[4]);
+	double c_us = atof(argv[2]), s_us = atof(argv[3]);
+	char *buf = calloc(1, bytes);
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	int one_opt = 1;
+	volatile long *served = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof a;
+	if (!buf || served == MAP_FAILED || sched_setaffinity(0, sizeof one, &one) || ls < 0 ||
+	    bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
+	    getsockname(ls, (struct sockaddr *)&a, &alen)) {
+		perror("setup");
+		return 1;
+	}
+	if (fork() == 0) {
+		int s = accept(ls, NULL, NULL);
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+		for (int i = 0; i < trips; i++) {
+			if (full(s, buf, bytes, 1))
+				_exit(1);
+			*served = i + 1;
+			work(s_us);
+			if (full(s, buf, bytes, 0))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(c, (struct sockaddr *)&a, sizeof a)) {
+		perror("connect");
+		return 1;
+	}
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+	int server_first = 0;
+	for (int i = 0; i < trips; i++) {
+		work(c_us);
+		if (full(c, buf, bytes, 0))
+			return 1;
+		if (*served == i + 1)
+			server_first++;
+		if (full(c, buf, bytes, 1))
+			return 1;
+	}
+	wait(NULL);
+	printf("client %.0f us, server %.0f us a message of %d bytes: the server ran before the client's send returned in %d of %d round trips\n",
+	       c_us, s_us, bytes, server_first, trips);
+	return 0;
+}
