@@ -121,6 +121,45 @@ fn a_pinned_pipe_ping_pong_preempts_the_side_that_works_longer_as_the_recording_
     assert!((a + b) * 100 > trips * 85 && a + b <= trips + 2, "A {a}, B {b} of {trips}");
 }
 
+/// Two loopback pairs sharing CPU 0 at `kernel`, each side working `before` cycles up to its
+/// send's wake-up of the other and `tail` after it (the splits a 6.18.44 guest's tbench run
+/// gave with `sched_stat_runtime`): switch-outs in state R over 200 ms.
+fn two_pairs_preempted(kernel: &str) -> usize {
+    let (client_before, server_before, tail) = (22_400.0, 19_700.0, 6_700.0);
+    let pair = |ch: u32| {
+        let client = vec![
+            run(client_before),
+            Op::Loopback { ch, sync: true },
+            run(tail),
+            Op::Wait { ch: ch + 1 },
+            Op::Mark(Mark::Add { counter: 0, amount: 1 }),
+            Op::Jump { to: 0 },
+        ];
+        let server = vec![
+            Op::Wait { ch },
+            run(server_before),
+            Op::Loopback { ch: ch + 1, sync: true },
+            run(tail),
+            Op::Jump { to: 0 },
+        ];
+        [client, server]
+    };
+    let r = run_on_cpu0(kernel, pair(0).into_iter().chain(pair(2)).collect(), 200_000_000);
+    (0..4).map(|t| switch_outs(&r, t, 'R')).sum()
+}
+
+#[test]
+fn from_6_18_33_the_wake_up_check_lets_a_delayed_task_go_and_picks_again() {
+    // Four sides on one CPU block often while not eligible, so delayed tasks wait in the
+    // queue. Mainline's wake-up check only looks at the pick: a delayed task it finds first
+    // keeps the running side on the CPU. The 6.18 stable series' reworked check (6.18.33) picks
+    // with pick_next_entity, which dequeues that task and picks again, often the woken side:
+    // more wake-ups preempt.
+    let (before, reworked) = (two_pairs_preempted("6.18.32"), two_pairs_preempted("6.18.33"));
+    assert_eq!(before, two_pairs_preempted("6.18"), "no stable update before 6.18.33 changes the check");
+    assert!(reworked * 100 > before * 105, "6.18.32: {before} preemptions, 6.18.33: {reworked}");
+}
+
 #[test]
 fn cpu_hogs_sharing_a_cpu_switch_at_each_deadline_under_eevdf() {
     // Two tasks that never block, on one CPU of a 2-CPU machine at 250 Hz. EEVDF gives each
