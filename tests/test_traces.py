@@ -10,6 +10,7 @@ import pytest
 import dvfslab
 from dvfslab.platforms import load_platform, preset_values
 from dvfslab.traces import chrome, ftrace
+from dvfslab.traces.read import parse_text
 
 WORKLOAD = "periodic:threads=3,run_us=2000,period_us=6000,jitter_pct=30"
 
@@ -197,3 +198,37 @@ def test_ftrace_follows_the_kernels_order_around_idle_and_starts_with_every_freq
         if m["event"] == "sched_switch" and m["pid"] == "0":
             assert previous.get(cpu, "").startswith("cpu_idle: state=4294967295"), m.string
         previous[cpu] = f"{m['event']}: {m['fields']}"
+
+
+def test_a_move_to_another_cpu_is_logged_where_it_is_made_and_reads_back() -> None:
+    # Three tasks on two CPUs: a CPU whose task sleeps pulls one waiting on the other (new-idle
+    # balancing, every time at 6.16). set_task_cpu's caller logs sched_migrate_task: the
+    # pulling CPU, just before it switches to the task.
+    run = dvfslab.simulate(
+        "kvm-guest-2cpu",
+        "performance:kernel=6.16",
+        "periodic:threads=3,run_us=1500,period_us=2000,jitter_pct=50",
+        duration_s=1.0,
+        timeline=True,
+    )
+    text = ftrace.render(run)
+    moves, pulled_then_run = [], 0
+    next_event: dict[str, tuple[str, dict[str, str]]] = {}
+    for ln in text.splitlines():
+        m = LINE.match(ln)
+        if not m:
+            continue
+        fields = dict(kv.split("=", 1) for kv in m["fields"].replace("==> ", "").split())
+        waiting = next_event.pop(m["cpu"], None)
+        if waiting is not None and m["event"] == "sched_switch":
+            pulled_then_run += fields["next_pid"] == waiting[1]["pid"]
+        if m["event"] == "sched_migrate_task":
+            assert fields["orig_cpu"] != fields["dest_cpu"]
+            moves.append((int(fields["pid"]), int(fields["orig_cpu"]), int(fields["dest_cpu"])))
+            if int(fields["dest_cpu"]) == int(m["cpu"]):
+                next_event[m["cpu"]] = (m["event"], fields)
+    tl = run.timeline_columns()["migrate"]
+    assert len(moves) == len(tl["time_ns"]) >= 10
+    assert pulled_then_run >= 5, pulled_then_run
+    read = parse_text(text, "run.txt").migrations
+    assert list(zip(read["pid"], read["orig_cpu"], read["dest_cpu"])) == moves

@@ -170,6 +170,14 @@ fn simulate<'py>(
             process.set_item("task", &tl.process_task)?;
             process.set_item("child", &tl.process_child)?;
             process.set_item("seq", &tl.process_seq)?;
+            let migrate = PyDict::new(py);
+            migrate.set_item("time_ns", &tl.migrate_time_ns)?;
+            migrate.set_item("cpu", &tl.migrate_cpu)?;
+            migrate.set_item("task", &tl.migrate_task)?;
+            migrate.set_item("src", &tl.migrate_src)?;
+            migrate.set_item("dst", &tl.migrate_dst)?;
+            migrate.set_item("seq", &tl.migrate_seq)?;
+            t.set_item("migrate", migrate)?;
             t.set_item("switch", switch)?;
             t.set_item("wakeup", wakeup)?;
             t.set_item("waking", waking)?;

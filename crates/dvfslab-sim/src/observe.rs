@@ -49,6 +49,15 @@ pub struct Timeline {
     pub process_kind: Vec<char>,
     pub process_task: Vec<u32>,
     pub process_child: Vec<i64>,
+    /// Migrations (sched_migrate_task): `task` moves from `src` to `dst`, logged on `cpu`, the
+    /// CPU whose code moves it (set_task_cpu's caller: the waker's for a wake-up's placement,
+    /// the balancing CPU for a pull, the source's stopper for an active balance or an exec).
+    pub migrate_seq: Vec<u64>,
+    pub migrate_time_ns: Vec<u64>,
+    pub migrate_cpu: Vec<u32>,
+    pub migrate_task: Vec<u32>,
+    pub migrate_src: Vec<u32>,
+    pub migrate_dst: Vec<u32>,
     /// powernv global (voltage) P-state changes, by the first CPU of the policy.
     pub global_time_ns: Vec<u64>,
     pub global_cpu: Vec<u32>,
@@ -163,6 +172,17 @@ impl Timeline {
         self.process_kind.push(kind);
         self.process_task.push(task as u32);
         self.process_child.push(child.map_or(-1, |c| c as i64));
+    }
+
+    /// `task` moved from `src` to `dst` by code running on `cpu`.
+    pub fn migrate(&mut self, t: TimeNs, cpu: usize, task: usize, src: usize, dst: usize) {
+        let seq = self.next_seq();
+        self.migrate_seq.push(seq);
+        self.migrate_time_ns.push(self.stamp(cpu, t));
+        self.migrate_cpu.push(cpu as u32);
+        self.migrate_task.push(task as u32);
+        self.migrate_src.push(src as u32);
+        self.migrate_dst.push(dst as u32);
     }
 
     pub fn idle(&mut self, t: TimeNs, cpu: usize, state: &str) {

@@ -60,6 +60,7 @@ class RoleStats:
     same_cpu: int = 0
     placed: int = 0
     """Wake-ups whose waker CPU and target CPU are both known."""
+    migrations: int = 0
 
 
 def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
@@ -96,6 +97,7 @@ def behaviour(
     _runs_and_switches(trace, pid_role, stats, freq_at, start, end)
     _wakeups(trace, pid_role, stats, start, end)
     longest = _waits(trace, pid_role, stats, start, end)
+    _migrations(trace, pid_role, stats, start, end)
     forks, execs = _process_rates(trace, start, end)
     pulls = idle_pulls(trace, start, end)
     ops = max(operations, 1e-12)
@@ -128,6 +130,7 @@ def behaviour(
             "wait_us": _quantiles(s.waits_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
+            "migrations_per_op": s.migrations / ops,
             # How many events each share and median is over.
             "samples": {
                 "wakeups": woken,
@@ -137,6 +140,20 @@ def behaviour(
             },
         }
     return out
+
+
+def _migrations(
+    trace: Trace, pid_role: dict[int, str], stats: dict[str, RoleStats], start: float, end: float
+) -> None:
+    """Each role's moves to another CPU (sched_migrate_task): wake-up placement and the
+    balancers'."""
+    m = trace.migrations
+    inside = m[(m["time_s"] >= start) & (m["time_s"] <= end)]
+    for pid in inside["pid"]:
+        role = pid_role.get(int(pid))
+        if role is not None:
+            stats[role].migrations += 1
+            stats[ALL].migrations += 1
 
 
 def _span(trace: Trace) -> tuple[float, float]:

@@ -96,6 +96,8 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     *[(f"wakeup_context_pct.{c}", f"woken from {c} %", SHARE) for c in CONTEXTS],
     # Placement on a shared VM varies from run to run (the host moves vCPUs): reported only.
     ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
+    # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
+    ("migrations_per_op", "moved to another CPU per op", REPORTED),
 ]
 """(key in a role's statistics, label, tolerance), in the order tables show them."""
 

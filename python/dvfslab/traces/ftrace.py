@@ -9,7 +9,9 @@ not yet reaped by its parent, X exited with no simulated parent),
 sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
 a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (on the
 target CPU; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
-wake_up_new_task logs it from the parent), sched_process_fork / exec / exit, cpu_frequency (state =
+wake_up_new_task logs it from the parent), sched_migrate_task (on the CPU whose code moves the
+task: the waker's for a wake-up's placement, the balancing CPU for a pull, the source for an
+active balance), sched_process_fork / exec / exit, cpu_frequency (state =
 kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
 CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
 idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
@@ -74,12 +76,18 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
             return f"filename={comm(task, cpu)} pid={task + 1} old_pid={task + 1}"
         return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL}"
 
+    def migrate_fields(task: int, src: int, dst: int) -> str:
+        return (
+            f"comm={comm(task, src)} pid={task + 1} prio={PRIO_NORMAL} "
+            f"orig_cpu={src} dest_cpu={dst}"
+        )
+
     def idle_fields(state: str, cpu: int) -> str:
         index = CPU_IDLE_EXIT if state == "C0" else idle_index[cpu][state]
         return f"state={index} cpu_id={cpu}"
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
-    wg, pr = tl["waking"], tl["process"]
+    wg, pr, mg = tl["waking"], tl["process"], tl["migrate"]
     # The text has microseconds: an event up to half a microsecond before `since_s` prints as
     # its microsecond, where a reader cutting at `since_s` counts it, so it is kept.
     since_ns = max(0, round(since_s * 1e9) - 500)
@@ -139,6 +147,13 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
             (t, q, c, "sched_waking", waking_fields(task, prev), ctx, None)
             for t, q, c, task, prev, ctx in zip(
                 wg["time_ns"], wg["seq"], wg["cpu"], wg["task"], wg["prev_cpu"], wg["context"]
+            )
+            if t >= since_ns
+        ),
+        (
+            (t, q, c, "sched_migrate_task", migrate_fields(task, src, dst), ".", None)
+            for t, q, c, task, src, dst in zip(
+                mg["time_ns"], mg["seq"], mg["cpu"], mg["task"], mg["src"], mg["dst"]
             )
             if t >= since_ns
         ),

@@ -4,8 +4,8 @@ reader (`dvfslab_sim::trace::read`), and a trace.dat through `trace-cmd report`.
 
 The events a frequency study needs become tables: `sched_switch`, `sched_wakeup` /
 `sched_wakeup_new`, `sched_waking` (with the context it was logged in), `sched_process_fork` /
-`exec` / `exit`, `cpu_frequency`, `cpu_idle`, the markers user space writes (`print`,
-`tracing_mark_write`), the root run-queues' PELT signals (`sched_pelt_cfs`,
+`exec` / `exit`, `sched_migrate_task`, `cpu_frequency`, `cpu_idle`, the markers user space
+writes (`print`, `tracing_mark_write`), the root run-queues' PELT signals (`sched_pelt_cfs`,
 `sched_load_cfs_rq`, `sched_util_est_cfs`) and intel_pstate's `pstate_sample`. Every other event
 is counted and skipped. A line that is not an event,
 or a known event whose fields do not parse, is an error naming the file and line; so is a
@@ -67,6 +67,9 @@ class Trace:
     processes: pd.DataFrame
     """time_s, cpu, event ('fork', 'exec', 'exit'), pid, parent_pid, comm (a fork's child's
     comm, an exec's program file name)"""
+    migrations: pd.DataFrame
+    """time_s, cpu (where the move was logged: the waker's CPU for a wake-up's placement, the
+    balancing CPU for a pull), comm, pid, orig_cpu, dest_cpu (sched_migrate_task)"""
     pelt: pd.DataFrame
     """time_s, logged_cpu, cpu, util, load, runnable (-1 when not recorded): each CPU's root
     cfs_rq"""
@@ -306,6 +309,7 @@ TABLES = (
     "wakeups",
     "wakings",
     "processes",
+    "migrations",
     "frequency",
     "idle",
     "markers",

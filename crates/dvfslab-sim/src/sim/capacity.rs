@@ -38,9 +38,16 @@ impl Sim {
         self.util_fits_cpu(self.sched.task_util_est(&self.machine, &self.q, task), min, max, cpu) > 0
     }
 
-    /// Keep a record of a move for `--explain`.
-    pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str) {
-        if self.sched.hetero.migrations.is_none() || src == dst {
+    /// Keep a record of a move: for `--explain`, and in the timeline as sched_migrate_task,
+    /// logged on `on`, the CPU whose code moves the task (set_task_cpu's caller).
+    pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str, on: usize) {
+        if src == dst {
+            return;
+        }
+        if let Some(tl) = self.run.timeline.as_mut() {
+            tl.migrate(self.q.now(), on, task, src, dst);
+        }
+        if self.sched.hetero.migrations.is_none() {
             return;
         }
         let util = self.sched.task_util_est(&self.machine, &self.q, task);
@@ -122,7 +129,7 @@ impl Sim {
         }
         let Some(task) = self.misfit_task(cpu) else { return };
         if let Some(dst) = self.misfit_dst(task, cpu) {
-            self.note_migration(task, cpu, dst, "misfit");
+            self.note_migration(task, cpu, dst, "misfit", cpu);
             self.migrate_running(cpu, dst);
         }
     }
@@ -149,7 +156,7 @@ impl Sim {
             .filter(|&(src, t)| self.misfit_dst(t, src) == Some(cpu))
             .max_by_key(|&(src, t)| (self.sched.task_util_est(&self.machine, &self.q, t), std::cmp::Reverse(src)));
         let Some((src, task)) = best else { return false };
-        self.note_migration(task, src, cpu, "misfit_idle");
+        self.note_migration(task, src, cpu, "misfit_idle", cpu);
         self.migrate_running(src, cpu);
         true
     }

@@ -305,7 +305,8 @@ impl Sim {
                     // running task into another CPU's queue.
                     let dest = self.sched.select_exec_cpu(&self.machine, &self.q, task, cpu);
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
-                        self.note_migration(task, cpu, dest, "exec");
+                        // sched_exec moves it from its own CPU (migration_cpu_stop there).
+                        self.note_migration(task, cpu, dest, "exec", cpu);
                         self.migrate_running(cpu, dest);
                         return false;
                     }

@@ -125,7 +125,7 @@ impl Sim {
             }
             let Some(rest) = load_balance::take(self.machine.kernel, left, t.avg.load_avg, failed) else { continue };
             left = rest;
-            self.note_migration(task, src, dst, "balance");
+            self.note_migration(task, src, dst, "balance", dst);
             self.sched.queue_remove(src, task);
             self.migrate_queued(task, src, dst);
             self.sched.queue_push(dst, task);

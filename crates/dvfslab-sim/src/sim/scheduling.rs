@@ -644,7 +644,7 @@ impl Sim {
                 self.sched.cpus[cpu].newidle.after_balance(gate, admitted, true, now);
                 self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
-                self.note_migration(task, src, cpu, "pull");
+                self.note_migration(task, src, cpu, "pull", cpu);
                 self.migrate_queued(task, src, cpu);
                 return self.switch_in(cpu, task);
             }
@@ -799,7 +799,7 @@ impl Sim {
         let found = movable.find_map(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst)));
         if let Some((task, dst)) = found {
             self.sched.cpus[cpu].push.failed = 0;
-            self.note_migration(task, cpu, dst, "push");
+            self.note_migration(task, cpu, dst, "push", dst);
             self.sched.queue_remove(cpu, task);
             self.sched.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
@@ -826,7 +826,7 @@ impl Sim {
         let running = self.sched.cpus[cpu].curr.filter(|&task| self.sched.rt_prio(task).is_none());
         if let Some((task, dst)) = running.and_then(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst))) {
             self.sched.cpus[cpu].push.failed = 0;
-            self.note_migration(task, cpu, dst, "active");
+            self.note_migration(task, cpu, dst, "active", cpu);
             self.migrate_running(cpu, dst);
         }
     }
@@ -883,7 +883,7 @@ impl Sim {
             return;
         }
         *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
-        self.note_migration(task, src, dst, "spread");
+        self.note_migration(task, src, dst, "spread", src);
         self.migrate_running(src, dst);
     }
 
@@ -911,7 +911,7 @@ impl Sim {
         }
         attempts.failed = 0;
         let task = self.sched.cpus[src].curr.expect("a running task");
-        self.note_migration(task, src, dst, "numa");
+        self.note_migration(task, src, dst, "numa", dst);
         self.migrate_running(src, dst);
     }
 }

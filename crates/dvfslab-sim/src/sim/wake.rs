@@ -86,13 +86,14 @@ impl Sim {
             Some(cpu) => (cpu, "eas"),
             None => (self.select_wake_cpu(task, waker), "wakeup"),
         };
-        self.note_migration(task, prev, cpu, why);
+        // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
+        // interrupted; `io_complete`); a timer fires where the task slept. try_to_wake_up
+        // moves it there too.
+        let source = waker.map_or(prev, |(w, _)| w);
+        self.note_migration(task, prev, cpu, why, source);
         if self.sched.hetero.asym && cpu != prev {
             self.deepen_idle(prev);
         }
-        // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
-        // interrupted; `io_complete`); a timer fires where the task slept.
-        let source = waker.map_or(prev, |(w, _)| w);
         self.sched.tasks[task].woken_remote = source != cpu;
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
         self.halted_vcpu_ipi(source, cpu);

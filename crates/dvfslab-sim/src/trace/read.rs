@@ -46,6 +46,7 @@ pub struct FtraceTables {
     pub markers: Markers,
     pub wakings: Wakings,
     pub processes: Processes,
+    pub migrations: Migrations,
     pub pelt: Pelt,
     pub util_est: UtilEst,
     pub pstate: PstateSamples,
@@ -126,6 +127,17 @@ pub struct Processes {
     pub comm: Vec<String>,
 }
 
+/// `sched_migrate_task`: one row per move, logged on the CPU whose code moved the task.
+#[derive(Debug, Default)]
+pub struct Migrations {
+    pub time_s: Vec<f64>,
+    pub cpu: Vec<u32>,
+    pub comm: Vec<String>,
+    pub pid: Vec<i64>,
+    pub orig_cpu: Vec<i64>,
+    pub dest_cpu: Vec<i64>,
+}
+
 /// `cpu_frequency` (state in kHz) or `cpu_idle` (an idle state's index, -1 on exit): the CPU
 /// the event was logged on and the CPU it is about.
 #[derive(Debug, Default)]
@@ -195,6 +207,7 @@ pub const TABLE_EVENTS: &[&str] = &[
     "sched_process_fork",
     "sched_process_exec",
     "sched_process_exit",
+    "sched_migrate_task",
     "cpu_frequency",
     "cpu_idle",
     "print",
@@ -274,6 +287,17 @@ impl FtraceTables {
                     ("pid", I64(&self.processes.pid)),
                     ("parent_pid", I64(&self.processes.parent_pid)),
                     ("comm", Str(&self.processes.comm)),
+                ],
+            ),
+            (
+                "migrations",
+                vec![
+                    ("time_s", F64(&self.migrations.time_s)),
+                    ("cpu", U32(&self.migrations.cpu)),
+                    ("comm", Str(&self.migrations.comm)),
+                    ("pid", I64(&self.migrations.pid)),
+                    ("orig_cpu", I64(&self.migrations.orig_cpu)),
+                    ("dest_cpu", I64(&self.migrations.dest_cpu)),
                 ],
             ),
             ("frequency", cpu_state_columns(&self.frequency, "freq_khz")),
@@ -566,6 +590,16 @@ impl FtraceTables {
             "sched_process_exit" => {
                 let row = (int("pid")?, f("comm")?);
                 self.processes.push(ev, "exit", row.0, row.0, row.1);
+            }
+            "sched_migrate_task" => {
+                let row = (f("comm")?, int("pid")?, int("orig_cpu")?, int("dest_cpu")?);
+                let m = &mut self.migrations;
+                m.time_s.push(ev.time_s);
+                m.cpu.push(ev.cpu);
+                m.comm.push(row.0.to_string());
+                m.pid.push(row.1);
+                m.orig_cpu.push(row.2);
+                m.dest_cpu.push(row.3);
             }
             "sched_pelt_cfs" | "lisa__sched_pelt_cfs" | "sched_load_cfs_rq" => {
                 if f("path")? != "/" {
