@@ -276,7 +276,8 @@ impl Sim {
             let quiet_fork = join == fair::Join::Fork && self.sched.eevdf.is_some_and(|r| r.reworked_wakeup_check);
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
                 _ if exiting => {}
-                // From the reworked wake-up check on, a fork's wake-up never preempts.
+                // The 6.18 stable series' reworked check_preempt_wakeup_fair returns before
+                // its pick for a fork's wake-up (WF_FORK): the child never preempts.
                 (None, None) if quiet_fork => {}
                 // An RT task preempts CFS and lower RT priorities at once.
                 (Some(_), None) => self.preempt(cpu, Some(task)),

@@ -1,12 +1,14 @@
 //! pipe-test: `perf bench sched pipe` with the two tasks pinned to CPUs of two different
-//! cores, the token-passing ping-pong of Doug Smythies' tests (docs/workloads-compute.md).
+//! cores, the token-passing ping-pong of Doug Smythies' tests (docs/workloads-net.md).
 //!
 //! Task A writes to pipe 1 and reads from pipe 2; task B reads pipe 1 and writes pipe 2, for
 //! `loops` round trips. Each write wakes the other task (sync wake-up, but the affinity keeps
 //! it on its own CPU), so every hand-over pays a wake-up across cores and, when the other CPU
 //! went idle, its idle exit. Optionally each stop does `work_us` of work (at base frequency),
 //! the "variable amount of work at each stop" of the ping-pong sweeps. Pipe costs are
-//! `estimates::ipc`.
+//! `estimates::ipc`. With `one_cpu` both tasks share CPU 0 (`taskset -c 0 perf bench sched
+//! pipe`): each write wakes the other task on the writer's CPU, and the scheduler's wake-up
+//! preemption decides which of the two runs on; `b_work_us` gives B its own work per stop.
 //!
 //! Metric, as perf reports it: microseconds per loop = elapsed / loops (lower is better). If
 //! the run ends first, elapsed / loops completed.
