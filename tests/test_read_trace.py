@@ -22,7 +22,11 @@ LISA_SCHEDUTIL = Path(__file__).parent / "data" / "traces" / "lisa-juno-scheduti
 def test_a_schedutil_trace_gives_its_run_queues_utilisation_and_rt_tasks():
     trace = dvfslab.read_trace(LISA_SCHEDUTIL)
     assert trace.counts["sched_load_cfs_rq"] == 191  # the root run-queues' lines, all kept
-    assert trace.skipped == {"sched_migrate_task": 28}
+    assert trace.skipped == {}
+    # sched_migrate_task: logged by the CPU that moves the task (here a wake-up's placement).
+    first = trace.migrations.iloc[0]
+    assert (len(trace.migrations), first["comm"], first["pid"]) == (28, "kworker/u12:4", 310)
+    assert (first["cpu"], first["orig_cpu"], first["dest_cpu"]) == (5, 0, 5)
     assert sorted(trace.pelt["cpu"].unique()) == list(range(6))
     assert trace.pelt["util"].between(0, 1024).all()
     assert (trace.pelt["runnable"] == -1).all()  # sched_load_cfs_rq has no runnable average
