@@ -213,20 +213,20 @@ def test_a_move_to_another_cpu_is_logged_where_it_is_made_and_reads_back() -> No
     )
     text = ftrace.render(run)
     moves, pulled_then_run = [], 0
-    next_event: dict[str, tuple[str, dict[str, str]]] = {}
+    pulled_onto: dict[str, str] = {}  # CPU -> the pid it just logged a pull of
     for ln in text.splitlines():
         m = LINE.match(ln)
         if not m:
             continue
         fields = dict(kv.split("=", 1) for kv in m["fields"].replace("==> ", "").split())
-        waiting = next_event.pop(m["cpu"], None)
-        if waiting is not None and m["event"] == "sched_switch":
-            pulled_then_run += fields["next_pid"] == waiting[1]["pid"]
+        pulled = pulled_onto.pop(m["cpu"], None)
+        if pulled is not None and m["event"] == "sched_switch":
+            pulled_then_run += fields["next_pid"] == pulled
         if m["event"] == "sched_migrate_task":
             assert fields["orig_cpu"] != fields["dest_cpu"]
             moves.append((int(fields["pid"]), int(fields["orig_cpu"]), int(fields["dest_cpu"])))
             if int(fields["dest_cpu"]) == int(m["cpu"]):
-                next_event[m["cpu"]] = (m["event"], fields)
+                pulled_onto[m["cpu"]] = fields["pid"]
     tl = run.timeline_columns()["migrate"]
     assert len(moves) == len(tl["time_ns"]) >= 10
     assert pulled_then_run >= 5, pulled_then_run

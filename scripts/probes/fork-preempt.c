@@ -7,21 +7,11 @@
  *   cc -O2 -o fork-preempt fork-preempt.c
  *   ./fork-preempt 200 3000      # forks, the parent's work before each in us
  */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
+#include "probe.h"
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 int main(int argc, char **argv)
 {
@@ -31,13 +21,8 @@ int main(int argc, char **argv)
 	}
 	int forks = atoi(argv[1]);
 	double work_us = atof(argv[2]);
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(1, &one);
-	if (sched_setaffinity(0, sizeof one, &one)) {
-		perror("sched_setaffinity");
+	if (pin_to_cpu1())
 		return 1;
-	}
 	volatile double *child_ran = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (child_ran == MAP_FAILED) {
 		perror("mmap");
@@ -46,9 +31,7 @@ int main(int argc, char **argv)
 	int first = 0;
 	double waited = 0;
 	for (int i = 0; i < forks; i++) {
-		double end = now_us() + work_us;
-		while (now_us() < end)
-			;
+		work(work_us);
 		*child_ran = 0;
 		double forked = now_us();
 		pid_t child = fork();

@@ -10,28 +10,11 @@
  * It prints how often B ran before A's write returned; the trace's switch-outs in state R
  * count both sides' preemptions.
  */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
+#include "probe.h"
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void work(double us)
-{
-	double end = now_us() + us;
-	while (now_us() < end)
-		;
-}
 
 int main(int argc, char **argv)
 {
@@ -41,13 +24,8 @@ int main(int argc, char **argv)
 	}
 	int trips = atoi(argv[1]);
 	double a_us = atof(argv[2]), b_us = atof(argv[3]);
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(1, &one);
-	if (sched_setaffinity(0, sizeof one, &one)) {
-		perror("sched_setaffinity");
+	if (pin_to_cpu1())
 		return 1;
-	}
 	volatile long *b_seen = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int to_b[2], to_a[2];
 	char token = 0;

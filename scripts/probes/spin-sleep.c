@@ -7,19 +7,10 @@
  *   cc -O2 -o spin-sleep spin-sleep.c
  *   dvfslab record -o ss.txt -- ./spin-sleep 3 2000 300 2
  */
-#define _GNU_SOURCE
-#include <stdio.h>
+#include "probe.h"
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 int main(int argc, char **argv)
 {
@@ -34,9 +25,7 @@ int main(int argc, char **argv)
 		if (fork() == 0) {
 			double stop = now_us() + seconds * 1e6;
 			while (now_us() < stop) {
-				double end = now_us() + run_us;
-				while (now_us() < end)
-					;
+				work(run_us);
 				nanosleep(&nap, NULL);
 			}
 			_exit(0);

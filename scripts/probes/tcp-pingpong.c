@@ -9,32 +9,15 @@
  *   dvfslab record -o tcp.txt -- ./tcp-pingpong 5000 10 5 100   # round trips, client us,
  *                                                               # server us, bytes
  */
-#define _GNU_SOURCE
+#include "probe.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void work(double us)
-{
-	double end = now_us() + us;
-	while (now_us() < end)
-		;
-}
 
 static int full(int fd, char *buf, int n, int reading)
 {
@@ -56,15 +39,14 @@ int main(int argc, char **argv)
 	int trips = atoi(argv[1]), bytes = atoi(argv[4]);
 	double c_us = atof(argv[2]), s_us = atof(argv[3]);
 	char *buf = calloc(1, bytes);
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(1, &one);
 	int one_opt = 1;
 	volatile long *served = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int ls = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof a;
-	if (!buf || served == MAP_FAILED || sched_setaffinity(0, sizeof one, &one) || ls < 0 ||
+	if (pin_to_cpu1())
+		return 1;
+	if (!buf || served == MAP_FAILED || ls < 0 ||
 	    bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
 	    getsockname(ls, (struct sockaddr *)&a, &alen)) {
 		perror("setup");

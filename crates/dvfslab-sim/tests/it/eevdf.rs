@@ -92,14 +92,15 @@ fn a_loopback_pair_on_one_cpu_preempts_its_sender_from_6_12() {
 /// `taskset -c 0 perf bench sched pipe` on the 2-CPU KVM guest at 6.18.44, A working `a_us` and
 /// B `b_us` at each stop: (round trips, A preempted, B preempted), switch-outs in state R.
 fn pinned_pipe(a_us: f64, b_us: f64) -> (usize, usize, usize) {
+    const TRIPS: usize = 2_000;
     let cfg = SimConfig {
         governor: "performance:kernel=6.18.44".into(),
-        workload: format!("pipe-test:loops=2000,one_cpu=1,work_us={a_us},b_work_us={b_us}"),
+        workload: format!("pipe-test:loops={TRIPS},one_cpu=1,work_us={a_us},b_work_us={b_us}"),
         timeline: true,
         ..SimConfig::default()
     };
     let r = simulate(&common::preset("kvm-guest-2cpu"), "kvm", &cfg).unwrap();
-    (2_000, switch_outs(&r, 0, 'R'), switch_outs(&r, 1, 'R'))
+    (TRIPS, switch_outs(&r, 0, 'R'), switch_outs(&r, 1, 'R'))
 }
 
 #[test]

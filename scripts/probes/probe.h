@@ -1,0 +1,40 @@
+/*
+ * What the probes share: a monotonic clock in microseconds, work that spins for a set time,
+ * and pinning the process (and the children it forks) to CPU 1.
+ */
+#ifndef PROBE_H
+#define PROBE_H
+
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+static inline double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static inline void work(double us)
+{
+	double end = now_us() + us;
+	while (now_us() < end)
+		;
+}
+
+/* 0, or -1 with the reason printed. */
+static inline int pin_to_cpu1(void)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	if (sched_setaffinity(0, sizeof one, &one)) {
+		perror("sched_setaffinity");
+		return -1;
+	}
+	return 0;
+}
+
+#endif
