@@ -224,6 +224,14 @@ impl SchedAvg {
         self.runnable_sum = util * div;
     }
 
+    /// Set load_avg and re-derive load_sum from it for an entity of `weight`, as
+    /// attach_entity_load_avg does for a new task's full initial load: the next refresh
+    /// reproduces `load` instead of dropping to what the task has run since.
+    pub fn set_load(&mut self, load: u64, weight: u64) {
+        self.load_avg = load;
+        self.load_sum = (load * self.divider() / weight.max(1)).max(1);
+    }
+
     /// Remove a migrating task's contribution (util) from a run-queue average, flooring util_sum at util_avg * PELT_MIN_DIVIDER as the kernel does.
     ///
     /// The floor matters because sum and avg drift apart through truncation: subtracting
@@ -902,6 +910,19 @@ mod tests {
         let mut ue = UtilEst { ewma: 400, enqueued: 380, ..UtilEst::with_rules(rules(5, 4)) };
         ue.on_sleep(395, 395, 1024);
         assert_eq!((ue.ewma, ue.enqueued, ue.unchanged), (400, 380, false));
+    }
+
+    #[test]
+    fn a_new_tasks_full_load_lasts_while_it_stays_runnable() {
+        // attach_entity_load_avg derives load_sum from the initial load_avg: 20 ms runnable
+        // later the average is still the full weight, not the 35% that 20 ms of history give.
+        let mut a = SchedAvg::default();
+        a.set_load(1024, 1024);
+        a.update(20_000_000, 1, 1, true, 1024, 10);
+        assert!(a.load_avg >= 1020, "{}", a.load_avg);
+        let mut bare = SchedAvg { load_avg: 1024, ..SchedAvg::default() };
+        bare.update(20_000_000, 1, 1, true, 1024, 10);
+        assert!((300..420).contains(&bare.load_avg), "{}", bare.load_avg);
     }
 
     #[test]

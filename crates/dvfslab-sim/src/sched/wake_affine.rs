@@ -8,8 +8,9 @@
 //!                         sync and this runs the waker alone → this
 //!                         prev idle → prev
 //!     wake_affine_weight: this if  (load(this) − load(waker if sync) + load(p)) · 100 · cap(prev)
-//!                                < load(prev) · (100 + (pct − 100)/2) · cap(this) (+1 if sync)
-//!                         (loads: the runnable tasks'; p, asleep, is not among prev's)
+//!                                < (load(prev) − load(p)) · (100 + (pct − 100)/2) · cap(this) (+1 if sync)
+//!                         (a CPU's load: its run-queue's load average, cpu_load, which keeps
+//!                          the decaying loads of tasks asleep there, p's own on prev)
 //!                         (a sync waker heavier than its CPU's whole load: this), else prev
 //!   select_idle_sibling(prev, target):
 //!     target idle → target;  prev idle and sharing the LLC → prev

@@ -50,7 +50,9 @@ impl Sim {
         t.recent_used_cpu = Some(forked_on);
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
-        t.avg.load_avg = t.weight;
+        // init_entity_runnable_average: a new task starts at its full weight.
+        let weight = t.weight;
+        t.avg.set_load(weight, weight);
         // wake_up_new_task attaches the new task's util, runnable and load.
         attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
         self.sched.cpus[cpu].util_changed = true;

@@ -55,11 +55,10 @@ impl Sim {
     /// wake_affine_weight: whether the waker's CPU, with the task added (and a sync waker
     /// taken off), carries less load per capacity than the previous CPU without it, the
     /// previous CPU's side raised by half the domain's imbalance margin (WA_BIAS). The loads
-    /// are the CPUs' runnable tasks' `load_avg` (the kernel's `cpu_load` also keeps blocked
-    /// tasks' decaying loads, this one among them, which the kernel then takes off `prev`;
-    /// the model's run-queue average does not follow its tasks' own closely enough for that).
+    /// are `cpu_load`, the run-queues' load averages: a task asleep still weighs on the CPU it
+    /// slept on, decaying, as this one does on `prev`, which is why it is taken off there.
     fn wake_affine_weight(&self, task: usize, this: usize, prev: usize, sync: bool) -> bool {
-        let load = |c: usize| self.sched.runnable_load(c) as i128;
+        let load = |c: usize| self.sched.avg_load(&self.machine, &self.q, c) as i128;
         let mut this_eff = load(this);
         if sync {
             let current = self.sched.cpus[this].curr.map_or(0, |t| self.sched.tasks[t].avg.load_avg) as i128;
@@ -72,7 +71,7 @@ impl Sim {
         let cap = |c: usize| self.machine.plat.cpus[c].cap_orig as i128;
         let pct = self.affine_imbalance_pct(this, prev) as i128;
         let this_eff = (this_eff + task_load) * 100 * cap(prev);
-        let prev_eff = load(prev) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
+        let prev_eff = (load(prev) - task_load) * (100 + (pct - 100) / 2) * cap(this) + i128::from(sync);
         this_eff < prev_eff
     }
 
@@ -158,5 +157,86 @@ impl Sim {
             nr_idle_scan: nr_idle_scan(sum_util, llc.len(), LLC_IMBALANCE_PCT),
             next_update_ns: now + IDLE_SCAN_UPDATE_NS,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::hw::platform::Platform;
+    use crate::sched::task::{Amount, Op, TaskState};
+    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+
+    /// A spinner on each CPU; on CPU 1 also three tasks that run about 0.8 ms each and sleep,
+    /// and the wakee, which runs briefly there and sleeps, free to move.
+    struct SleepersOnPrev;
+
+    fn run(cycles: f64) -> Op {
+        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+    }
+
+    impl Workload for SleepersOnPrev {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let spin = || -> Rc<[Op]> { vec![run(1e12), Op::Exit].into() };
+            let sleeper = || -> Rc<[Op]> { vec![run(2e6), Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into() };
+            let wakee: Rc<[Op]> =
+                vec![run(1e5), Op::SetAffinity { cpus: None }, Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into();
+            vec![
+                TaskSpec::new("spin0", spin()).pinned(vec![0]),
+                TaskSpec::new("spin1", spin()).pinned(vec![1]),
+                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+                TaskSpec::new("wakee", wakee).pinned(vec![1]),
+            ]
+        }
+        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
+            Vec::new()
+        }
+        fn default_duration_ns(&self) -> u64 {
+            20_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+        }
+    }
+
+    fn after(duration_ns: u64) -> Sim {
+        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(duration_ns));
+        let plat = Platform::from_json(json, "kvm").unwrap();
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(SleepersOnPrev), "test".into()).unwrap();
+        sim.begin();
+        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        sim
+    }
+
+    #[test]
+    fn a_wakee_leaves_a_cpu_whose_sleepers_still_weigh_on_it() {
+        const WAKEE: usize = 5;
+        let sim = after(20_000_000);
+        let (t, c) = (&sim.sched.tasks, &sim.sched.cpus);
+        assert!((2..=WAKEE).all(|i| t[i].state == TaskState::Sleeping && t[i].cpu == 1));
+        assert_eq!((c[0].curr, c[1].curr), (Some(0), Some(1)));
+        // Each sleeper started at its full weight (init_entity_runnable_average) and was
+        // runnable until it slept: its own average, next updated when it wakes, is still full.
+        assert!(
+            (2..5).all(|i| t[i].avg.load_avg > 1000),
+            "{:?}",
+            (2..5).map(|i| t[i].avg.load_avg).collect::<Vec<_>>()
+        );
+        // Runnable on CPU 1, only its spinner; its run-queue average also holds the three
+        // sleepers' and the wakee's loads, decayed over the milliseconds since they slept.
+        let cpu_load = sim.sched.avg_load(&sim.machine, &sim.q, 1);
+        assert_eq!(sim.sched.runnable_load(1), t[1].avg.load_avg);
+        assert!(cpu_load > sim.sched.runnable_load(1) + 2000, "{cpu_load}");
+        // So the spinner's CPU 0, with the wakee added, is the lighter: the wake-up moves
+        // there (counting CPU 1's runnable load alone, it would stay).
+        assert_eq!(sim.wake_affine(WAKEE, 0, 1, false), 0);
+        // Half a second later the sleepers' loads have decayed away: it stays on CPU 1.
+        let sim = after(500_000_000);
+        assert_eq!(sim.wake_affine(WAKEE, 0, 1, false), 1);
     }
 }
