@@ -60,6 +60,8 @@ pub(crate) struct Cpu {
     pub iowait_ns: u64,
     /// Up to when `iowait_ns` is accounted.
     pub iowait_mark: TimeNs,
+    /// Averages of tasks gone from here that the next PELT update takes off.
+    pub removed: crate::sched::Removed,
     /// rq clock_pelt, the clock_task of its last update, and idle time lost to saturation.
     pub clock_pelt: u64,
     pub clock_task: u64,

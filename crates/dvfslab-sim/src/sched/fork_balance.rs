@@ -4,11 +4,13 @@
 //! The walk goes down the scheduling domains of the forking CPU — the NUMA level (groups =
 //! packages), the level above the LLC when a package has several (groups = LLCs), the LLC
 //! (groups = cores) and SMT (groups = threads) — and at each keeps the local group unless
-//! another group is clearly idler, then continues below in the group it chose. A fork has no
-//! util yet, so spare capacity plays no part: groups compare their runnable load first and,
-//! when those are close, their load average with blocked load included. That is what sends a
-//! chain of short-lived processes (a shell script, `make`) to a different, cold core each
-//! time: the core that ran the last one still carries its decaying load.
+//! another group is clearly idler, then continues below in the group it chose. How a group is
+//! judged idler changed in 5.5 (find_idlest_group reworked, 57abff067a08).
+//!
+//! Before 5.5 groups compare their runnable load first and, when those are close, their load
+//! average with blocked load included. That sends a chain of short-lived processes (a shell
+//! script, `make`) to a different, cold core each time: the core that ran the last one still
+//! carries its decaying load.
 //!
 //! ```text
 //!   per group, scaled by 1024 / group capacity:
@@ -20,18 +22,147 @@
 //!   imbalance = 1024 · (pct − 100) / 100, scale = 1 + (pct − 100) / 200, pct: NUMA and
 //!   between-LLC 125, LLC 117, SMT 110
 //! ```
+//!
+//! From 5.5 groups are ranked as the load balancer ranks them (`update_sg_wakeup_stats`,
+//! `group_classify`): has spare capacity (fewer tasks than CPUs, or utilisation and, from
+//! 5.7, runnable average under the capacity by the level's margin), fully busy, overloaded.
+//! A fork goes to a group of lower type than its own; at equal types, between groups with
+//! spare capacity to one with more idle CPUs, between busy ones to one whose `avg_load`
+//! (load with blocked load per capacity) is lower by `imbalance` and by the margin
+//! ([`find_dst_group`]). A node keeps a fork while it has room (`NumaRoom`). The forking CPU
+//! counts its running parent, so a fork goes to an idle CPU if there is one and otherwise
+//! mostly stays beside its parent; a CPU where a task just died still counts the dead task's
+//! load and utilisation until its next update (`sched::Removed`).
+//!
 //! In the chosen group the CPU is an idle one in the shallowest idle state, the most recently
 //! idled first (warm caches), else the least loaded (`find_idlest_group_cpu`).
 //!
-//! Left out: Linux also keeps a fork on its NUMA node (before 5.5 while the node's runnable
-//! load exceeds the idlest node's by no more than `imbalance`, since 5.5 while the node has
-//! an idle CPU), counting on the periodic load balancer (`Sim::spread_numa`) to spread the
-//! tasks later. With the rule the intel-invariance campaign's package power agreed worse even
-//! after a refit; nodes are compared like the other levels.
+//! A workload's first tasks are forked by its launcher (the shell or driver that starts the
+//! benchmark), counted as running on CPU 0 while it forks them.
+//!
+//! Left out: before 5.5, Linux also keeps a fork on its NUMA node while the node's runnable
+//! load exceeds the idlest node's by no more than `imbalance`, counting on the periodic load
+//! balancer (`Sim::spread_numa`) to spread the tasks later; with that rule the intel-invariance
+//! campaign's package power agreed worse even after a refit, so before 5.5 nodes compare like
+//! the other levels. Groups of asymmetric capacity are judged by the same types (a new task's
+//! util is zero, so it fits every CPU and no group is a misfit).
 
 use crate::engine::EventQueue;
+use crate::kernel::KernelVersion;
 use crate::machine::Machine;
+use crate::sched::load_balance::{GroupStats, GroupType};
 use crate::sched::Sched;
+
+/// find_idlest_group reworked (57abff067a08, 5.5): groups ranked by type, then by idle CPUs
+/// or load, as the load balancer ranks them.
+const FIND_IDLEST_GROUP_REWORK: KernelVersion = KernelVersion(5, 5, 0);
+/// From 5.7 a group's runnable average also classifies it (070f5e860ee2).
+const RUNNABLE_CLASSIFIES: KernelVersion = KernelVersion(5, 7, 0);
+/// From 5.11 a node keeps its forks while lightly loaded (allow_numa_imbalance, 7d2b5dd0bcc4).
+const NUMA_QUARTER_BUSY: KernelVersion = KernelVersion(5, 11, 0);
+/// From 6.0 by the NUMA domain's imb_numa_nr (adjust_numa_imbalance in find_idlest_group).
+const NUMA_IMBALANCE_NR: KernelVersion = KernelVersion(6, 0, 0);
+
+/// The group a fork goes to under the reworked rule (`sched_balance_find_dst_group`, before
+/// 6.10 `find_idlest_group`), None to stay in `local`. The idlest other group is the one of
+/// lowest type, then among busy ones the lowest `avg_load`, among ones with spare capacity
+/// the most idle CPUs and then the lowest utilisation, the first of equals in ring order from
+/// the local group. The fork moves there if the local group's type is higher; at equal types,
+/// busy groups if the local `avg_load` exceeds the idlest's by `imbalance` and by the
+/// domain's margin, groups with spare capacity if the idlest has more idle CPUs.
+fn find_dst_group(level: Level, groups: &[GroupStats], local: usize, rules: DstGroupRules) -> Option<usize> {
+    let pct = level.imbalance_pct();
+    let with_runnable = rules.runnable_classifies;
+    let numa = level == Level::Numa;
+    let kind = |g: &GroupStats| g.classify(pct, with_runnable);
+    let avg_load = |g: &GroupStats| g.load * 1024 / g.capacity.max(1);
+    // update_pick_idlest: whether `g` replaces `best`.
+    let idler = |g: &GroupStats, best: &GroupStats| match kind(g).cmp(&kind(best)) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal if kind(g) == GroupType::HasSpare => {
+            g.idle_cpus > best.idle_cpus || (g.idle_cpus == best.idle_cpus && g.util < best.util)
+        }
+        std::cmp::Ordering::Equal => avg_load(g) < avg_load(best),
+    };
+    let n = groups.len();
+    let idlest = (1..n).map(|k| (local + k) % n).fold(None, |best: Option<usize>, g| match best {
+        Some(b) if !idler(&groups[g], &groups[b]) => Some(b),
+        _ => Some(g),
+    })?;
+    let (l, i) = (&groups[local], &groups[idlest]);
+    let move_there = match kind(l).cmp(&kind(i)) {
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Equal if kind(l) == GroupType::HasSpare => {
+            // Between nodes a fork stays near its parent while its node has room (a new
+            // task has no preferred node).
+            let keep_on_node = numa
+                && match rules.numa_room {
+                    NumaRoom::IdleCpu => l.idle_cpus > 0,
+                    NumaRoom::QuarterBusy(span) => l.nr < span >> 2,
+                    // With the new task the node runs nr + 1, at most imb_numa_nr.
+                    NumaRoom::Imbalance(imb_numa_nr) => l.nr < imb_numa_nr && l.idle_cpus.abs_diff(i.idle_cpus) <= 2,
+                };
+            !keep_on_node && l.idle_cpus < i.idle_cpus
+        }
+        std::cmp::Ordering::Equal => {
+            let imbalance = 1024 * (pct - 100) / 100;
+            // Between nodes the imbalance counts against the remote node.
+            let keep_on_node = numa && avg_load(i) + imbalance >= avg_load(l);
+            !keep_on_node && avg_load(i) < avg_load(l) + imbalance && 100 * avg_load(l) > pct * avg_load(i)
+        }
+    };
+    move_there.then_some(idlest)
+}
+
+/// What of [`find_dst_group`] a kernel version has.
+#[derive(Clone, Copy, Debug)]
+struct DstGroupRules {
+    /// A group's runnable average classifies it (5.7+).
+    runnable_classifies: bool,
+    /// How much room keeps a fork on its node when both nodes have spare capacity.
+    numa_room: NumaRoom,
+}
+
+/// When a node with spare capacity keeps a fork (find_idlest_group's SD_NUMA case).
+#[derive(Clone, Copy, Debug)]
+enum NumaRoom {
+    /// 5.5–5.10: while the node has an idle CPU.
+    IdleCpu,
+    /// 5.11–5.19 (allow_numa_imbalance): while its tasks are under a quarter of the NUMA
+    /// domain's CPUs, this many. 5.16 and 5.18 refined the count (the new task, the node's own
+    /// span, then imb_numa_nr); those refinements are not modelled.
+    QuarterBusy(u64),
+    /// 6.0+ (adjust_numa_imbalance): while the node would run at most `imb_numa_nr` tasks
+    /// with the new one and the nodes' idle CPUs differ by at most 2 (NUMA_IMBALANCE_MIN).
+    Imbalance(u64),
+}
+
+impl DstGroupRules {
+    fn of(machine: &Machine) -> DstGroupRules {
+        let k = machine.kernel;
+        let numa_room = if k >= NUMA_IMBALANCE_NR {
+            // build_sched_domains: the first domain above the LLC allows as many tasks as it
+            // spans LLCs (an eighth of its CPUs if just one); the NUMA domain above a package
+            // of several LLCs keeps that (the factor of its span over the first NUMA
+            // domain's is 1).
+            let p = &machine.plat;
+            let llcs_per_package = (p.llcs.len() / p.packages.len().max(1)) as u64;
+            let imb = match llcs_per_package {
+                n if n > 1 => n,
+                _ if p.packages.len() > 1 => p.packages.len() as u64,
+                _ => (p.ncpus() as u64 >> 3).max(1),
+            };
+            NumaRoom::Imbalance(imb)
+        } else if k >= NUMA_QUARTER_BUSY {
+            NumaRoom::QuarterBusy(machine.plat.ncpus() as u64)
+        } else {
+            NumaRoom::IdleCpu
+        };
+        DstGroupRules { runnable_classifies: k >= RUNNABLE_CLASSIFIES, numa_room }
+    }
+}
 
 /// One level of the walk: how its span splits into groups, and its imbalance_pct.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,13 +190,15 @@ struct GroupLoad {
     avg: u64,
 }
 
-/// A group's capacity and loads as summed over its CPUs.
+/// A group's capacity and loads as summed over its CPUs, and (from 5.5) its statistics for
+/// the reworked rule (`update_sg_wakeup_stats`).
 #[derive(Clone, Copy, Debug, Default)]
 struct GroupSum {
     key: usize,
     capacity: u64,
     runnable: u64,
     avg: u64,
+    stats: GroupStats,
 }
 
 impl GroupSum {
@@ -81,17 +214,25 @@ impl Sched {
         let mut span: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.allowed(task, c)).collect();
         let Some(&first) = span.first() else { return self.tasks[task].cpu };
         let mut cpu = if self.allowed(task, this_cpu) { this_cpu } else { first };
+        // A workload's first tasks are started by its launcher (the shell or driver that runs
+        // the benchmark), which runs on the forking CPU while it forks them: that CPU is busy.
+        let launcher = self.tasks[task].parent.is_none().then_some(this_cpu);
         // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
         // place a task at every fork.
         let mut groups: Vec<GroupSum> = Vec::new();
         for level in self.fork_levels(machine) {
-            self.sum_groups(machine, q, level, &span, &mut groups);
+            self.sum_groups(machine, q, level, &span, launcher, &mut groups);
             if groups.len() < 2 {
                 continue;
             }
             let local = groups.iter().position(|g| g.key == self.group_key(machine, level, cpu)).unwrap_or(0);
-            let loads: Vec<GroupLoad> = groups.iter().map(GroupSum::load).collect();
-            let idlest = self.find_idlest_group(level, &loads, local);
+            let idlest = if machine.kernel >= FIND_IDLEST_GROUP_REWORK {
+                let stats: Vec<GroupStats> = groups.iter().map(|g| g.stats).collect();
+                find_dst_group(level, &stats, local, DstGroupRules::of(machine))
+            } else {
+                let loads: Vec<GroupLoad> = groups.iter().map(GroupSum::load).collect();
+                self.find_idlest_group(level, &loads, local)
+            };
             let key = groups[idlest.unwrap_or(local)].key;
             span.retain(|&c| self.group_key(machine, level, c) == key);
             if idlest.is_some() {
@@ -168,8 +309,17 @@ impl Sched {
     }
 
     /// `span` split into the groups of `level`, in the order of their first CPU in `span`
-    /// (empty groups left out), each with its capacity and loads summed.
-    fn sum_groups(&self, machine: &Machine, q: &EventQueue, level: Level, span: &[usize], groups: &mut Vec<GroupSum>) {
+    /// (empty groups left out), each with its capacity and loads summed, a `launcher`
+    /// counted as a task running on its CPU.
+    fn sum_groups(
+        &self,
+        machine: &Machine,
+        q: &EventQueue,
+        level: Level,
+        span: &[usize],
+        launcher: Option<usize>,
+        groups: &mut Vec<GroupSum>,
+    ) {
         groups.clear();
         for &c in span {
             let key = self.group_key(machine, level, c);
@@ -184,6 +334,16 @@ impl Sched {
             g.capacity += machine.plat.cpus[c].cap_orig;
             g.runnable += self.runnable_load(c);
             g.avg += self.avg_load(machine, q, c);
+            // A new task counts nowhere yet, so nothing is taken out ("without p").
+            let nr = self.rq_nr_running(c) + u64::from(launcher == Some(c));
+            let st = &mut g.stats;
+            st.load += self.avg_load(machine, q, c);
+            st.util += self.cpu_util_now(machine, q, c);
+            st.runnable += self.with_cpu_avg_now(machine, q, c, |a| a.runnable_avg);
+            st.nr += nr;
+            st.idle_cpus += u64::from(nr == 0 && self.cpu_is_idle(c));
+            st.weight += 1;
+            st.capacity += machine.plat.cpus[c].cap_orig;
         }
     }
 
@@ -241,5 +401,52 @@ impl Sched {
             .filter(|&c| self.cpu_is_idle(c))
             .min_by_key(|&c| (exit_ns(c), std::cmp::Reverse(self.cpus[c].idle_entered), c));
         idle.or_else(|| group.iter().copied().min_by_key(|&c| (self.runnable_load(c), c))).unwrap_or(fallback)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEW: DstGroupRules = DstGroupRules { runnable_classifies: true, numa_room: NumaRoom::Imbalance(2) };
+    const BEFORE_5_7: DstGroupRules = DstGroupRules { runnable_classifies: false, numa_room: NumaRoom::IdleCpu };
+
+    /// One CPU of capacity 1024 with `nr` tasks, its utilisation and load averages.
+    fn cpu(nr: u64, util: u64, load: u64) -> GroupStats {
+        GroupStats { load, util, runnable: util, nr, idle_cpus: u64::from(nr == 0), weight: 1, capacity: 1024 }
+    }
+
+    #[test]
+    fn a_fork_goes_to_an_idle_cpu_and_otherwise_stays_beside_a_parent_with_spare_capacity() {
+        // The parent runs alone with little utilisation; the other CPU is idle: more idle CPUs.
+        assert_eq!(find_dst_group(Level::Llc, &[cpu(1, 200, 300), cpu(0, 50, 100)], 0, NEW), Some(1));
+        // Both run one task with spare capacity: equal idle CPUs, the fork stays.
+        assert_eq!(find_dst_group(Level::Llc, &[cpu(1, 200, 300), cpu(1, 100, 100)], 0, NEW), None);
+        // The local CPU has spare capacity, the other is fully busy: stays.
+        assert_eq!(find_dst_group(Level::Llc, &[cpu(1, 200, 300), cpu(1, 1000, 1024)], 0, NEW), None);
+    }
+
+    #[test]
+    fn between_busy_cpus_a_fork_moves_only_past_the_imbalance_margin() {
+        // Both fully busy (utilisation above 1024 / 1.17). imbalance = 1024 · 17 / 100 = 174.
+        let busy = |load| cpu(1, 1000, load);
+        // The local load exceeds the other's by more than 174 and by more than 17%: moves.
+        assert_eq!(find_dst_group(Level::Llc, &[busy(2000), busy(1024)], 0, NEW), Some(1));
+        // By 150 only: stays.
+        assert_eq!(find_dst_group(Level::Llc, &[busy(1174), busy(1024)], 0, NEW), None);
+        // A busier local type moves whatever the loads: overloaded (two tasks) against fully busy.
+        assert_eq!(find_dst_group(Level::Llc, &[cpu(2, 1024, 100), busy(4000)], 0, NEW), Some(1));
+    }
+
+    #[test]
+    fn from_5_7_a_high_runnable_average_makes_a_group_busy() {
+        // One task, low utilisation, but a runnable average (tasks that waited here lately)
+        // above 1.17 times the capacity.
+        let waited_on = GroupStats { runnable: 1300, ..cpu(1, 300, 2000) };
+        let other = cpu(1, 1000, 1024);
+        // With the runnable part both are fully busy and the local load is far higher: moves.
+        assert_eq!(find_dst_group(Level::Llc, &[waited_on, other], 0, NEW), Some(1));
+        // Before 5.7 the local CPU has spare capacity: stays.
+        assert_eq!(find_dst_group(Level::Llc, &[waited_on, other], 0, BEFORE_5_7), None);
     }
 }

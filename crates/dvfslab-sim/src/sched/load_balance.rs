@@ -87,8 +87,13 @@ pub(crate) enum Imbalance {
 impl GroupStats {
     /// group_classify on a symmetric domain of imbalance margin `pct`.
     pub(crate) fn group_type(&self, pct: u64) -> GroupType {
+        self.classify(pct, true)
+    }
+
+    /// group_classify, with the runnable average's part (5.7+) or without it.
+    pub(crate) fn classify(&self, pct: u64, with_runnable: bool) -> GroupType {
         let over_util = self.capacity * 100 < self.util * pct;
-        let over_runnable = self.capacity * pct < self.runnable * 100;
+        let over_runnable = with_runnable && self.capacity * pct < self.runnable * 100;
         if self.nr > self.weight && (over_util || over_runnable) {
             GroupType::Overloaded
         } else if self.nr < self.weight || (!over_runnable && !over_util) {

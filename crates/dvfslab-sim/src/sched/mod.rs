@@ -107,6 +107,7 @@ impl Sched {
                 clock_pelt: 0,
                 clock_task: 0,
                 lost_idle: 0,
+                removed: Removed::default(),
                 freq_scale: SCHED_CAPACITY_SCALE,
                 seg_token: 0,
                 seg_start: 0,
@@ -222,8 +223,46 @@ pub(crate) fn remote_callbacks(kernel: crate::kernel::KernelVersion) -> bool {
     kernel >= crate::kernel::KernelVersion(4, 14, 0)
 }
 
+/// Averages that leave a run-queue at its next PELT update (`cfs_rq->removed`): a task that
+/// died there (task_dead_fair) is taken off by remove_entity_load_avg only when
+/// update_cfs_rq_load_avg next runs for the run-queue, so until then the CPU's load and
+/// utilisation still count it. A fork balanced right after a child's exit on its parent's CPU
+/// sees that CPU as busy as it was. A CPU that goes idle has them taken off at once (see
+/// `Sim::go_idle`). The kernel does the same for a task a wake-up moves elsewhere
+/// (migrate_task_rq_fair); the model takes that one off at once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Removed {
+    /// The averages to take off (only `util_avg`, `runnable_avg` and `load_avg` are used).
+    pub avg: SchedAvg,
+    /// When the first of them was left here: an update at that same instant (the switch that
+    /// follows a death, before finish_task_switch registers it) does not take them yet.
+    pub since: Option<TimeNs>,
+}
+
+impl Removed {
+    pub(crate) fn add(&mut self, now: TimeNs, se: &SchedAvg) {
+        self.avg.util_avg += se.util_avg;
+        self.avg.runnable_avg += se.runnable_avg;
+        self.avg.load_avg += se.load_avg;
+        self.since.get_or_insert(now);
+    }
+
+    /// The averages due to leave at an update at `now`, if any (and none left pending).
+    pub(crate) fn take_due(&mut self, now: TimeNs) -> Option<SchedAvg> {
+        match self.since {
+            Some(since) if now > since => Some(std::mem::take(self).avg),
+            _ => None,
+        }
+    }
+
+    /// Every pending average, due or not (an update after the switch that registered them).
+    pub(crate) fn take(&mut self) -> Option<SchedAvg> {
+        self.since.is_some().then(|| std::mem::take(self).avg)
+    }
+}
+
 /// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and
-/// remove_entity_load_avg for an exiting task; fair.c): util, runnable and load all leave, each
+/// remove_entity_load_avg's removal when it is applied; fair.c): util, runnable and load all leave, each
 /// sum by the task's average times the run-queue's divider, floored at the remaining average
 /// times PELT_MIN_DIVIDER as the kernel does, so that sum and average stay consistent.
 pub(crate) fn detach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
@@ -677,6 +716,25 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_removed_average_waits_for_an_update_after_the_instant_it_left() {
+        let se = SchedAvg { util_avg: 600, runnable_avg: 700, load_avg: 900, ..SchedAvg::default() };
+        let mut r = Removed::default();
+        assert_eq!(r.take_due(5), None);
+        r.add(10, &se);
+        r.add(12, &se);
+        // The switch at the instant of the death updates the run-queue before task_dead_fair
+        // registers the removal: nothing leaves then.
+        assert_eq!(r.take_due(10), None);
+        let gone = r.take_due(11).expect("due after its instant");
+        assert_eq!((gone.util_avg, gone.runnable_avg, gone.load_avg), (1200, 1400, 1800));
+        assert_eq!(r.take_due(20), None);
+        // An idle entry takes whatever is pending.
+        r.add(30, &se);
+        assert_eq!(r.take().map(|a| a.load_avg), Some(900));
+        assert_eq!(r.take(), None);
+    }
     use crate::sim::Sim;
 
     /// The scheduler built alone from a machine: no task, every CPU idle in its deepest state

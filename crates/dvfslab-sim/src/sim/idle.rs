@@ -3,8 +3,10 @@
 //! when its short idle history no longer holds.
 
 use crate::engine::Event;
+use crate::governor::UpdateFlags;
 use crate::hw::cpuidle::{deepest_within, IdleChoice, IdleInputs};
 use crate::observe::IdleDecision;
+use crate::sched::detach_task_avg;
 use crate::sched::pelt::LOAD_AVG_MAX;
 use crate::sim::Sim;
 
@@ -16,6 +18,16 @@ impl Sim {
             self.sched.root_set_next(&self.q, cpu, None);
         }
         self.update_cpu_pelt(cpu);
+        // nohz_newidle_balance: going idle, a CPU has the blocked averages of idle CPUs
+        // brought up to date (update_blocked_averages, from do_idle), its own among them,
+        // which takes off what left it (a task that died here, one woken elsewhere) and calls
+        // the governor. The kernel does so at most every 32 ms and after idle periods
+        // averaging above the migration cost; the model at every idle entry.
+        if let Some(gone) = self.sched.cpus[cpu].removed.take() {
+            detach_task_avg(&mut self.sched.cpus[cpu].avg, &gone);
+            self.sched.cpus[cpu].util_changed = true;
+            self.cfs_util_change(cpu, UpdateFlags::default());
+        }
         // A CPU saturated until now would have had no idle time at full capacity: the gap
         // between its task clock and its slower PELT clock is dropped (update_idle_rq_clock_pelt).
         let saturated = ((LOAD_AVG_MAX - 1024) << 10) - LOAD_AVG_MAX;

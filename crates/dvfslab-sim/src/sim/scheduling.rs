@@ -186,6 +186,11 @@ impl Sim {
         let running = curr.is_some_and(|t| self.sched.rt_prio(t).is_none());
         let nr = self.sched.nr_running(cpu);
         let c = &mut self.sched.cpus[cpu];
+        // update_cfs_rq_load_avg takes off what left since the last update, then decays.
+        if let Some(gone) = c.removed.take_due(now) {
+            detach_task_avg(&mut c.avg, &gone);
+            c.util_changed = true;
+        }
         if curr.is_some() && c.stall_until > c.clock_task {
             let end = c.stall_until.min(now);
             c.clock_task = end;
@@ -223,6 +228,8 @@ impl Sim {
             // Decay the task to now on its old CPU, detach it there, attach it here.
             self.update_cpu_pelt(prev);
             self.sched.update_task_pelt(&self.machine, task, false, false);
+            // migrate_task_rq_fair leaves its averages to `prev`'s next update too
+            // (`sched::Removed`); the model takes them off at once.
             detach_task_avg(&mut self.sched.cpus[prev].avg, &self.sched.tasks[task].avg);
             self.sched.cpus[prev].util_changed = true;
             self.update_cpu_pelt(cpu);
@@ -583,8 +590,9 @@ impl Sim {
     pub(crate) fn put_to_exit(&mut self, cpu: usize) {
         let task = self.dequeue_curr(cpu);
         self.sched.fair_exit(&self.q, cpu, task);
-        detach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);
-        self.sched.cpus[cpu].util_changed = true;
+        // task_dead_fair: its averages leave at the CPU's next update (`sched::Removed`).
+        let now = self.q.now();
+        self.sched.cpus[cpu].removed.add(now, &self.sched.tasks[task].avg);
         self.sched.tasks[task].state = TaskState::Exited;
         let exit_state = if self.sched.tasks[task].parent.is_some() { 'Z' } else { 'X' };
         self.sched.cpus[cpu].switched_out = Some((task, exit_state));

@@ -933,6 +933,14 @@ pub mod kernbench {
     pub const CHECK_EXPORT_CYCLES: f64 = 1.14e-3 * 2.6e9;
     pub const SUBSHELL_CYCLES: f64 = 0.32e-3 * 2.6e9;
     pub const AWK_CYCLES: f64 = 1.16e-3 * 2.6e9;
+    /// How the gcc driver's own work falls between its sleeps \[REC\]: the kernbench
+    /// recording's 16 drivers seen whole, mean CPU from the exec to cc1's vfork 1.71 ms
+    /// (median 1.73), from cc1's exit to as's vfork 0.24 ms (0.17), from as's exit to the
+    /// unlink of the temporary `.s` (whose discard it waits for) 0.22 ms (0.17), and from
+    /// there to its exit 0.20 ms (0.16): shares 0.72, 0.10, 0.095, 0.085 of
+    /// [`GCC_DRIVER_CYCLES`]. Not before its first vfork alone, as one lump would have it:
+    /// the driver parses cc1's output options and as's, and cleans up, between its children.
+    pub const GCC_DRIVER_SHARES: [f64; 4] = [0.72, 0.10, 0.095, 0.085];
     /// make's work per recipe line it runs (expanding it, `posix_spawn` of its shell, reaping
     /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
     /// they started (65 ms for 275).

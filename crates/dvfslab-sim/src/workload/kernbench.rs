@@ -225,9 +225,13 @@ impl Unit {
         let cc1 = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "cc1", gcc_ch, cc1));
         let as_ = p.add(exec_child_after(est::GCC_VFORK_CHILD_CYCLES, "as", gcc_ch, vec![tool(est::AS_FRAC)]));
         let gcc_after = est::GCC_AFTER_VFORK_CYCLES;
-        let mut gcc = vec![run(own(est::GCC_DRIVER_CYCLES, true, Vforks { count: 2, after: gcc_after }))];
+        let driver = own(est::GCC_DRIVER_CYCLES, true, Vforks { count: 2, after: gcc_after });
+        let [start, between, before_unlink, after_unlink] = est::GCC_DRIVER_SHARES.map(|s| run(s * driver));
+        let mut gcc = vec![start];
         gcc.extend(vfork_wait(cc1, gcc_ch, gcc_after));
+        gcc.push(between);
         gcc.extend(vfork_wait(as_, gcc_ch, gcc_after));
+        gcc.push(before_unlink);
         if let Some(service_ns) = self.discard_ns {
             // The driver deletes the temporary `.s` that cc1 wrote and as read, at its exit.
             // Freeing its blocks on ext4 mounted with `discard` and no journal to defer the
@@ -241,6 +245,7 @@ impl Unit {
                 dispatch_cycles: kthreads::dispatch_cycles(Access::LargeDiscard),
             });
         }
+        gcc.push(after_unlink);
         let gcc = p.add(exec_child("gcc", sh_ch, gcc));
         let mut children = vec![gcc];
         if self.objtool {
@@ -482,6 +487,31 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 10);
+    }
+
+    #[test]
+    fn the_gcc_driver_works_between_its_children_as_recorded() {
+        let discard = Kernbench { discard: true, ..kernbench(10, 0.0) };
+        let (p, _, _, _) = discard.build();
+        let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 };
+        for prog in p.0.iter().filter(|prog| prog.contains(&Op::Exec { comm: "gcc" })) {
+            // Its own work between the exec and its first vfork, the wait4 for cc1 and as's
+            // vfork, the wait4 for as and the discard, the discard and the exit.
+            let exec = prog.iter().position(|op| *op == Op::Exec { comm: "gcc" }).unwrap();
+            let spawns: Vec<usize> =
+                prog.iter().enumerate().filter(|(_, op)| matches!(op, Op::Spawn { .. })).map(|(i, _)| i).collect();
+            let waits: Vec<usize> =
+                prog.iter().enumerate().filter(|(_, op)| matches!(op, Op::WaitChildren)).map(|(i, _)| i).collect();
+            let plug = prog.iter().position(|op| matches!(op, Op::IoPlugged { .. })).unwrap();
+            let exit = prog.iter().position(|op| *op == Op::Exit).unwrap();
+            let work = |a: usize, b: usize| prog[a + 1..b].iter().map(mean).sum::<f64>();
+            let phases = [work(exec, spawns[0]), work(waits[0], spawns[1]), work(waits[1], plug), work(plug, exit)];
+            // The recording's means: 1.71, 0.24, 0.22 and 0.20 ms (the last with the exit's
+            // kernel work, the first with the exec's and the vfork's first part).
+            let ms: Vec<f64> = phases.iter().map(|c| c / 2.6e6).collect();
+            assert!(ms[0] > 1.5 && ms[0] < 1.8, "{ms:?}");
+            assert!(ms[1..].iter().all(|&m| m > 0.1 && m < 0.3), "{ms:?}");
+        }
     }
 
     #[test]

@@ -429,19 +429,31 @@ mod exit_callback {
     use super::*;
 
     #[test]
-    fn an_exiting_tasks_dequeue_calls_the_governor() {
+    fn an_exiting_tasks_util_leaves_its_cpu_at_the_next_update() {
         // do_exit ends in __schedule, whose dequeue_task runs the governor callback like a
-        // sleep's, before the CPU goes idle. A task pinned on big CPU 6 (a two-CPU policy,
-        // so no busy hold) runs 40 ms and exits: schedutil re-evaluates at the exit and, with
-        // the task's util gone, drops the policy to its lowest frequency.
+        // sleep's. A task pinned on big CPU 6 (a two-CPU policy, so no busy hold) runs 40 ms
+        // and exits; its util leaves the run-queue only at the next update (task_dead_fair's
+        // remove_entity_load_avg): the blocked-average update of the CPU's idle entry
+        // (nohz_newidle_balance), whose governor callback the rate limit may skip right
+        // after the dequeue's. A task that wakes there 40 ms later finds the util gone and
+        // the policy low.
         let work = vec![Op::Run { cycles: Amount::Fixed(cycles_for_util(1024.0, 40 * MS)), mem_frac: 0.0 }, Op::Exit];
         let task = TaskSpec::new("once", Rc::from(work)).pinned(vec![6]);
-        let r = run_tasks("pixel6", "schedutil:kernel=6.18", vec![task], 100 * MS);
+        let later = vec![
+            Op::Sleep { ns: Amount::Fixed(80.0 * MS as f64) },
+            Op::Run { cycles: Amount::Fixed(cycles_for_util(1024.0, MS / 10)), mem_frac: 0.0 },
+            Op::Exit,
+        ];
+        let later = TaskSpec::new("later", Rc::from(later)).pinned(vec![6]);
+        let r = run_tasks("pixel6", "schedutil:kernel=6.18", vec![task, later], 100 * MS);
         let big: Vec<&Decision> = r.decisions.as_ref().unwrap().iter().filter(|d| d.policy == 2).collect();
-        let last = big.last().expect("decisions on the big policy");
+        let util = |d: &Decision| d.inputs.iter().find(|(k, _)| *k == "util_avg").map(|&(_, v)| v).unwrap();
         let lowest = big.iter().map(|d| d.resolved_khz).min().unwrap();
         assert!(big.iter().any(|d| d.resolved_khz > lowest), "{big:?}");
-        assert_eq!(last.resolved_khz, lowest, "{last:?}");
-        assert!(last.time_ns >= 30 * MS, "{last:?}");
+        let at_exit = big.iter().rfind(|d| d.time_ns < 75 * MS).expect("a decision at the exit");
+        assert!(at_exit.time_ns >= 30 * MS, "{at_exit:?}");
+        let at_wake = big.iter().find(|d| d.time_ns >= 75 * MS).expect("a decision at the wake-up");
+        assert!(util(at_wake) < 100.0, "{at_wake:?}");
+        assert!(at_wake.resolved_khz < at_wake.max_khz / 2, "{at_wake:?}");
     }
 }

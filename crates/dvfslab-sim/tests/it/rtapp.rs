@@ -251,10 +251,11 @@ mod grammar {
         // worker, forked at about 10 ms, loops every 40 ms or so.
         let worker = phase(&log, "worker", "worker").iterations;
         assert!((9..=13).contains(&worker), "the forked template ran: {log:?}");
-        // Two helpers (one at launch, one forked) each loop every 17.5 ms or so (15 ms and a
-        // wake-up from idle): one alone would make half as many iterations.
+        // Two helpers (one at launch, one forked) each loop every 17.5 to 21 ms (15 ms, on the
+        // cluster fork balancing starts it on, and a wake-up from idle): one alone would make
+        // half as many iterations.
         let helper = phase(&log, "helper", "helper").iterations;
-        assert!((50..=60).contains(&helper), "{log:?}");
+        assert!((44..=60).contains(&helper), "{log:?}");
         // late starts 50 ms in and runs its 10 loops of 10 ms.
         assert_eq!(phase(&log, "late", "late").iterations, 10, "{log:?}");
     }
@@ -733,7 +734,7 @@ mod scale {
     fn a_thread_with_seventy_thousand_run_events_runs() {
         let n = 70_000;
         let mut s = String::from(
-            r#"{"global": {"duration": -1, "calibration": "CPU1"}, "tasks": {"t": {"loop": 1, "phases": {"replay": {"loop": 1"#,
+            r#"{"global": {"duration": -1, "calibration": "CPU1"}, "tasks": {"t": {"loop": 1, "cpus": [1], "phases": {"replay": {"loop": 1"#,
         );
         for i in 0..n {
             write!(s, r#", "run_{}": 10, "sleep_{}": 10"#, 2 * i, 2 * i + 1).unwrap();
@@ -743,7 +744,7 @@ mod scale {
         assert_eq!(rtapp.layout().slots.len(), n + 1);
         let (r, log) = run(JUNO, PERF, &s, 2.0);
         assert!(r.summary.sim_time_s > 1.3, "{}", r.summary.sim_time_s);
-        // Every run event was timed, at the calibration CPU's speed.
+        // Every run event was timed, at the calibration CPU's speed (the task is pinned there).
         assert!(near(log.run_stretch, 1.0, 0.05), "{}", log.run_stretch);
     }
 }
