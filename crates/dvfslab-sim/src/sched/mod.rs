@@ -261,10 +261,11 @@ impl Removed {
     }
 }
 
-/// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and
-/// remove_entity_load_avg's removal when it is applied; fair.c): util, runnable and load all leave, each
-/// sum by the task's average times the run-queue's divider, floored at the remaining average
-/// times PELT_MIN_DIVIDER as the kernel does, so that sum and average stay consistent.
+/// Take a task's averages `se` off its run-queue's `rq` (detach_entity_load_avg, and the
+/// removal of remove_entity_load_avg when it is applied; fair.c): util, runnable and load all
+/// leave, each sum by the task's average times the run-queue's divider, floored at the
+/// remaining average times PELT_MIN_DIVIDER as the kernel does, so that sum and average stay
+/// consistent.
 pub(crate) fn detach_task_avg(rq: &mut SchedAvg, se: &SchedAvg) {
     rq.remove_util(se.util_avg);
     let div = rq.divider();
@@ -717,24 +718,6 @@ impl Sched {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_removed_average_waits_for_an_update_after_the_instant_it_left() {
-        let se = SchedAvg { util_avg: 600, runnable_avg: 700, load_avg: 900, ..SchedAvg::default() };
-        let mut r = Removed::default();
-        assert_eq!(r.take_due(5), None);
-        r.add(10, &se);
-        r.add(12, &se);
-        // The switch at the instant of the death updates the run-queue before task_dead_fair
-        // registers the removal: nothing leaves then.
-        assert_eq!(r.take_due(10), None);
-        let gone = r.take_due(11).expect("due after its instant");
-        assert_eq!((gone.util_avg, gone.runnable_avg, gone.load_avg), (1200, 1400, 1800));
-        assert_eq!(r.take_due(20), None);
-        // An idle entry takes whatever is pending.
-        r.add(30, &se);
-        assert_eq!(r.take().map(|a| a.load_avg), Some(900));
-        assert_eq!(r.take(), None);
-    }
     use crate::sim::Sim;
 
     /// The scheduler built alone from a machine: no task, every CPU idle in its deepest state
@@ -809,5 +792,24 @@ mod tests {
         assert_eq!(periods, 7);
         // A long idle period raises it again, but never above twice the migration cost.
         assert_eq!(next_avg_idle(avg, 1_000_000_000), AVG_IDLE_MAX_NS);
+    }
+
+    #[test]
+    fn a_removed_average_waits_for_an_update_after_the_instant_it_left() {
+        let se = SchedAvg { util_avg: 600, runnable_avg: 700, load_avg: 900, ..SchedAvg::default() };
+        let mut r = Removed::default();
+        assert_eq!(r.take_due(5), None);
+        r.add(10, &se);
+        r.add(12, &se);
+        // The switch at the instant of the death updates the run-queue before task_dead_fair
+        // registers the removal: nothing leaves then.
+        assert_eq!(r.take_due(10), None);
+        let gone = r.take_due(11).expect("due after its instant");
+        assert_eq!((gone.util_avg, gone.runnable_avg, gone.load_avg), (1200, 1400, 1800));
+        assert_eq!(r.take_due(20), None);
+        // An idle entry takes whatever is pending.
+        r.add(30, &se);
+        assert_eq!(r.take().map(|a| a.load_avg), Some(900));
+        assert_eq!(r.take(), None);
     }
 }

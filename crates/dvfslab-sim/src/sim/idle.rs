@@ -20,8 +20,7 @@ impl Sim {
         self.update_cpu_pelt(cpu);
         // nohz_newidle_balance: going idle, a CPU has the blocked averages of idle CPUs
         // brought up to date (update_blocked_averages, from do_idle), its own among them,
-        // which takes off what left it (a task that died here, one woken elsewhere) and calls
-        // the governor. The kernel does so at most every 32 ms and after idle periods
+        // which takes off what left it (a task that died here) and calls the governor. The kernel does so at most every 32 ms and after idle periods
         // averaging above the migration cost; the model at every idle entry.
         if let Some(gone) = self.sched.cpus[cpu].removed.take() {
             detach_task_avg(&mut self.sched.cpus[cpu].avg, &gone);

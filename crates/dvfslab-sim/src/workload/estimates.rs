@@ -938,8 +938,8 @@ pub mod kernbench {
     /// (median 1.73), from cc1's exit to as's vfork 0.24 ms (0.17), from as's exit to the
     /// unlink of the temporary `.s` (whose discard it waits for) 0.22 ms (0.17), and from
     /// there to its exit 0.20 ms (0.16): shares 0.72, 0.10, 0.095, 0.085 of
-    /// [`GCC_DRIVER_CYCLES`]. Not before its first vfork alone, as one lump would have it:
-    /// the driver parses cc1's output options and as's, and cleans up, between its children.
+    /// [`GCC_DRIVER_CYCLES`]: a quarter of it runs between and after its children, where a
+    /// fork right after cc1's exit meets that CPU still counting cc1's load.
     pub const GCC_DRIVER_SHARES: [f64; 4] = [0.72, 0.10, 0.095, 0.085];
     /// make's work per recipe line it runs (expanding it, `posix_spawn` of its shell, reaping
     /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
