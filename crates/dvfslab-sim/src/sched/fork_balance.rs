@@ -190,21 +190,21 @@ struct GroupLoad {
     avg: u64,
 }
 
-/// A group's capacity and loads as summed over its CPUs, and (from 5.5) its statistics for
-/// the reworked rule (`update_sg_wakeup_stats`).
+/// A group's statistics summed over its CPUs (`update_sg_wakeup_stats`; its utilisation,
+/// runnable average, tasks and idle CPUs only for the rule from 5.5), and its runnable load
+/// for the rule before.
 #[derive(Clone, Copy, Debug, Default)]
 struct GroupSum {
     key: usize,
-    capacity: u64,
-    runnable: u64,
-    avg: u64,
     stats: GroupStats,
+    runnable_load: u64,
 }
 
 impl GroupSum {
+    /// The rule before 5.5 compares loads per capacity.
     fn load(&self) -> GroupLoad {
-        let capacity = self.capacity.max(1);
-        GroupLoad { runnable: self.runnable * 1024 / capacity, avg: self.avg * 1024 / capacity }
+        let capacity = self.stats.capacity.max(1);
+        GroupLoad { runnable: self.runnable_load * 1024 / capacity, avg: self.stats.load * 1024 / capacity }
     }
 }
 
@@ -220,15 +220,17 @@ impl Sched {
         // One buffer for every level's groups: fork-heavy workloads (a build, a shell script)
         // place a task at every fork.
         let mut groups: Vec<GroupSum> = Vec::new();
+        let reworked = machine.kernel >= FIND_IDLEST_GROUP_REWORK;
+        let rules = DstGroupRules::of(machine);
         for level in self.fork_levels(machine) {
             self.sum_groups(machine, q, level, &span, launcher, &mut groups);
             if groups.len() < 2 {
                 continue;
             }
             let local = groups.iter().position(|g| g.key == self.group_key(machine, level, cpu)).unwrap_or(0);
-            let idlest = if machine.kernel >= FIND_IDLEST_GROUP_REWORK {
+            let idlest = if reworked {
                 let stats: Vec<GroupStats> = groups.iter().map(|g| g.stats).collect();
-                find_dst_group(level, &stats, local, DstGroupRules::of(machine))
+                find_dst_group(level, &stats, local, rules)
             } else {
                 let loads: Vec<GroupLoad> = groups.iter().map(GroupSum::load).collect();
                 self.find_idlest_group(level, &loads, local)
@@ -309,8 +311,9 @@ impl Sched {
     }
 
     /// `span` split into the groups of `level`, in the order of their first CPU in `span`
-    /// (empty groups left out), each with its capacity and loads summed, a `launcher`
-    /// counted as a task running on its CPU.
+    /// (empty groups left out), each with its capacity and loads summed and, for the rule
+    /// from 5.5, its utilisation, runnable average, tasks and idle CPUs, the
+    /// `launcher`'s CPU counted as running a task.
     fn sum_groups(
         &self,
         machine: &Machine,
@@ -321,6 +324,7 @@ impl Sched {
         groups: &mut Vec<GroupSum>,
     ) {
         groups.clear();
+        let reworked = machine.kernel >= FIND_IDLEST_GROUP_REWORK;
         for &c in span {
             let key = self.group_key(machine, level, c);
             let i = match groups.iter().position(|g| g.key == key) {
@@ -331,19 +335,19 @@ impl Sched {
                 }
             };
             let g = &mut groups[i];
-            g.capacity += machine.plat.cpus[c].cap_orig;
-            g.runnable += self.runnable_load(c);
-            g.avg += self.avg_load(machine, q, c);
-            // A new task counts nowhere yet, so nothing is taken out ("without p").
-            let nr = self.rq_nr_running(c) + u64::from(launcher == Some(c));
+            g.runnable_load += self.runnable_load(c);
             let st = &mut g.stats;
             st.load += self.avg_load(machine, q, c);
-            st.util += self.cpu_util_now(machine, q, c);
-            st.runnable += self.with_cpu_avg_now(machine, q, c, |a| a.runnable_avg);
-            st.nr += nr;
-            st.idle_cpus += u64::from(nr == 0 && self.cpu_is_idle(c));
             st.weight += 1;
             st.capacity += machine.plat.cpus[c].cap_orig;
+            if reworked {
+                // A new task counts nowhere yet, so nothing is taken out ("without p").
+                let nr = self.rq_nr_running(c) + u64::from(launcher == Some(c));
+                st.util += self.cpu_util_now(machine, q, c);
+                st.runnable += self.with_cpu_avg_now(machine, q, c, |a| a.runnable_avg);
+                st.nr += nr;
+                st.idle_cpus += u64::from(nr == 0 && self.cpu_is_idle(c));
+            }
         }
     }
 

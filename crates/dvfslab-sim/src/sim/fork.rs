@@ -82,61 +82,43 @@ impl Sim {
 mod tests {
     use std::rc::Rc;
 
-    use crate::hw::platform::Platform;
     use crate::sched::task::{Amount, Op};
-    use crate::sim::{Advance, Sim, SimConfig};
-    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+    use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+    use crate::sim::SimConfig;
+    use crate::workload::TaskSpec;
 
     /// A parent on CPU 0 that wakes two sleepers in turn (sleeping between, so that no woken
     /// task is left queued in delayed dequeue, which a wake-up would requeue without counting),
     /// then forks a child that waits for a message that never comes: it wakes no one and is
     /// never woken.
-    struct WakerForks;
-
-    fn run(cycles: f64) -> Op {
-        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
-    }
-
-    impl Workload for WakerForks {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let mut parent: Vec<Op> = (0..10)
-                .flat_map(|i| [Op::Sleep { ns: Amount::Fixed(200_000.0) }, Op::Post { ch: i % 2, sync: false }])
-                .collect();
-            // 20 ms of running before the fork, so that its load sends the child to the other CPU;
-            // the parent then allows every CPU, which its child inherits (dup_task_struct).
-            parent.extend([
-                run(6e7),
-                Op::SetAffinity { cpus: None },
-                Op::Spawn { program: 0, count: 1 },
-                run(3e6),
-                Op::Exit,
-            ]);
-            let sleeper = |ch: u32| -> Rc<[Op]> { vec![Op::Wait { ch }, run(20_000.0), Op::Jump { to: 0 }].into() };
-            vec![
+    fn waker_forks() -> Tasks {
+        let mut parent: Vec<Op> = (0..10)
+            .flat_map(|i| [Op::Sleep { ns: Amount::Fixed(200_000.0) }, Op::Post { ch: i % 2, sync: false }])
+            .collect();
+        // 20 ms of running before the fork, so that its load sends the child to the other CPU;
+        // the parent then allows every CPU, which its child inherits (dup_task_struct).
+        parent.extend([
+            run(6e7),
+            Op::SetAffinity { cpus: None },
+            Op::Spawn { program: 0, count: 1 },
+            run(3e6),
+            Op::Exit,
+        ]);
+        let sleeper = |ch: u32| -> Rc<[Op]> { vec![Op::Wait { ch }, run(20_000.0), Op::Jump { to: 0 }].into() };
+        Tasks {
+            tasks: vec![
                 TaskSpec::new("parent", parent.into()).pinned(vec![0]),
                 TaskSpec::new("sleeper", sleeper(0)).pinned(vec![0, 1]),
                 TaskSpec::new("sleeper", sleeper(1)).pinned(vec![0, 1]),
-            ]
-        }
-        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
-            vec![vec![Op::Wait { ch: 9 }, Op::Exit].into()]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            40_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+            ],
+            programs: vec![vec![Op::Wait { ch: 9 }, Op::Exit].into()],
         }
     }
 
     #[test]
     fn a_forked_child_starts_with_its_parents_wakee_state_and_its_forking_cpu_as_recently_used() {
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(40_000_000));
-        let plat = Platform::from_json(json, "kvm").unwrap();
-        let mut sim = Sim::with_workload(plat, &cfg, Box::new(WakerForks), "test".into()).unwrap();
-        sim.begin();
-        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        let sim = run_on_kvm_guest(&cfg, waker_forks());
         let tasks = &sim.sched.tasks;
         let (parent, child) = (&tasks[0], tasks.iter().find(|t| t.parent == Some(0)).expect("the child"));
         // The parent switched wakee at each of its ten wake-ups (sleeper 0, 1, 0, ...), all
@@ -152,35 +134,18 @@ mod tests {
     }
 
     /// A parent that forks one child and waits for it in wait4; the child runs 1 ms and exits.
-    struct WaitsForChild;
-
-    impl Workload for WaitsForChild {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let parent = vec![run(3e5), Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, run(3e5), Op::Exit];
-            vec![TaskSpec::new("parent", parent.into())]
-        }
-        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
-            vec![vec![run(3e6), Op::Exit].into()]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            20_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
-        }
+    fn waits_for_child() -> Tasks {
+        let parent = vec![run(3e5), Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, run(3e5), Op::Exit];
+        Tasks { tasks: vec![TaskSpec::new("parent", parent.into())], programs: vec![vec![run(3e6), Op::Exit].into()] }
     }
 
     #[test]
     fn an_exiting_child_wakes_its_parent_before_its_last_switch_from_its_own_cpu() {
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         for kernel in ["5.15", "6.18"] {
             let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
                 .duration_ns(Some(20_000_000))
                 .timeline(true);
-            let plat = Platform::from_json(json, "kvm").unwrap();
-            let mut sim = Sim::with_workload(plat, &cfg, Box::new(WaitsForChild), "test".into()).unwrap();
-            sim.begin();
-            while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+            let sim = run_on_kvm_guest(&cfg, waits_for_child());
             let tl = sim.run.timeline.as_ref().expect("a timeline");
             let child = sim.sched.tasks.iter().position(|t| t.parent == Some(0)).expect("the child");
             // exit_notify's wake-up of the parent: its sched_waking is the child's, on the
@@ -204,40 +169,22 @@ mod tests {
         }
     }
 
-    /// As [`WaitsForChild`], beside a hog pinned to CPU 1, so that the child runs on CPU 0,
+    /// As [`waits_for_child`], beside a hog pinned to CPU 1, so that the child runs on CPU 0,
     /// where its parent slept.
-    struct WaitsForChildBesideHog;
-
-    impl Workload for WaitsForChildBesideHog {
-        fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
-            let hog = vec![run(1e12), Op::Jump { to: 0 }];
-            let mut tasks = WaitsForChild.tasks(plat);
-            tasks[0] = TaskSpec::new("parent", tasks[0].program.clone()).pinned(vec![0]);
-            tasks.push(TaskSpec::new("hog", hog.into()).pinned(vec![1]));
-            tasks
-        }
-        fn programs(&self, plat: &Platform) -> Vec<Rc<[Op]>> {
-            WaitsForChild.programs(plat)
-        }
-        fn default_duration_ns(&self) -> u64 {
-            20_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
-        }
+    fn waits_for_child_beside_hog() -> Tasks {
+        let mut w = waits_for_child();
+        w.tasks[0] = TaskSpec::new("parent", w.tasks[0].program.clone()).pinned(vec![0]);
+        w.tasks.push(TaskSpec::new("hog", vec![run(1e12), Op::Jump { to: 0 }].into()).pinned(vec![1]));
+        w
     }
 
     #[test]
     fn a_parent_woken_at_its_childs_exit_on_its_cpu_runs_after_the_childs_last_switch() {
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         for kernel in ["5.15", "6.18"] {
             let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test")
                 .duration_ns(Some(20_000_000))
                 .timeline(true);
-            let plat = Platform::from_json(json, "kvm").unwrap();
-            let mut sim = Sim::with_workload(plat, &cfg, Box::new(WaitsForChildBesideHog), "test".into()).unwrap();
-            sim.begin();
-            while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+            let sim = run_on_kvm_guest(&cfg, waits_for_child_beside_hog());
             let tl = sim.run.timeline.as_ref().expect("a timeline");
             let child = sim.sched.tasks.iter().position(|t| t.parent == Some(0)).expect("the child") as i64;
             // The child ran on CPU 0 and woke its parent there: the parent, queued behind

@@ -16,6 +16,8 @@ mod rcu;
 mod run;
 mod scheduling;
 mod summary;
+#[cfg(test)]
+mod test_support;
 mod wake;
 mod wake_affine;
 

@@ -164,53 +164,28 @@ impl Sim {
 mod tests {
     use std::rc::Rc;
 
-    use crate::hw::platform::Platform;
     use crate::sched::task::{Amount, Op, TaskState};
-    use crate::sim::{Advance, Sim, SimConfig};
-    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+    use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+    use crate::sim::{Sim, SimConfig};
+    use crate::workload::TaskSpec;
 
     /// A spinner on each CPU; on CPU 1 also three tasks that run about 0.8 ms each and sleep,
-    /// and the wakee, which runs briefly there and sleeps, free to move.
-    struct SleepersOnPrev;
-
-    fn run(cycles: f64) -> Op {
-        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
-    }
-
-    impl Workload for SleepersOnPrev {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let spin = || -> Rc<[Op]> { vec![run(1e12), Op::Exit].into() };
-            let sleeper = || -> Rc<[Op]> { vec![run(2e6), Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into() };
-            let wakee: Rc<[Op]> =
-                vec![run(1e5), Op::SetAffinity { cpus: None }, Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into();
-            vec![
-                TaskSpec::new("spin0", spin()).pinned(vec![0]),
-                TaskSpec::new("spin1", spin()).pinned(vec![1]),
-                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
-                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
-                TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
-                TaskSpec::new("wakee", wakee).pinned(vec![1]),
-            ]
-        }
-        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
-            Vec::new()
-        }
-        fn default_duration_ns(&self) -> u64 {
-            20_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
-        }
-    }
-
+    /// and the wakee, which runs briefly there and sleeps, free to move; run for `duration_ns`.
     fn after(duration_ns: u64) -> Sim {
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
+        let spin = || -> Rc<[Op]> { vec![run(1e12), Op::Exit].into() };
+        let sleeper = || -> Rc<[Op]> { vec![run(2e6), Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into() };
+        let wakee: Rc<[Op]> =
+            vec![run(1e5), Op::SetAffinity { cpus: None }, Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit].into();
+        let tasks = vec![
+            TaskSpec::new("spin0", spin()).pinned(vec![0]),
+            TaskSpec::new("spin1", spin()).pinned(vec![1]),
+            TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+            TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+            TaskSpec::new("sleeper", sleeper()).pinned(vec![1]),
+            TaskSpec::new("wakee", wakee).pinned(vec![1]),
+        ];
         let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(duration_ns));
-        let plat = Platform::from_json(json, "kvm").unwrap();
-        let mut sim = Sim::with_workload(plat, &cfg, Box::new(SleepersOnPrev), "test".into()).unwrap();
-        sim.begin();
-        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
-        sim
+        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new() })
     }
 
     #[test]
