@@ -18,7 +18,7 @@ import dvfslab
 from dvfslab._core import ConfigError
 from dvfslab.record import RecordError, autogroup_state, record
 from dvfslab.recordings import load_recording, shipped_recordings
-from dvfslab.recordings.behaviour import behaviour
+from dvfslab.recordings.behaviour import behaviour, median_interval
 from dvfslab.recordings.check import (
     MIN_SAMPLES,
     Tolerance,
@@ -354,6 +354,50 @@ def test_a_share_over_too_few_events_is_reported_not_judged() -> None:
     assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES, 80.0)) == "off"
     assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES - 1, 80.0)) == "reported"
     assert verdict(side(MIN_SAMPLES - 1, 50.0), side(1000, 55.0)) == "reported"
+
+
+def test_a_medians_sampling_interval_is_narrow_in_a_crowd_and_spans_a_gap_between_modes() -> None:
+    # 1..100: ranks 50 -/+ 1.645 * 10 / 2 = 8.2, the lower rounded down, the upper past it.
+    assert median_interval([float(v) for v in range(1, 101)]) == [41.0, 60.0]
+    # A shell's sleeps: 213 short D sleeps and 221 long waits for its children. The median is
+    # a long wait, but a few events fewer on that side would make it a short one.
+    assert median_interval([56.0] * 213 + [1000.0] * 221) == [56.0, 1000.0]
+    assert median_interval([7.0]) == [7.0, 7.0]
+
+
+def test_a_median_is_off_only_when_its_sampling_interval_is_too() -> None:
+    def side(run_us: list[float]) -> dict:
+        role = {
+            "run_us": {
+                "p50": sorted(run_us)[len(run_us) // 2],
+                "p50_interval": median_interval(run_us),
+            },
+            "samples": {"runs": len(run_us)},
+        }
+        return {
+            "roles": {"all": role},
+            "operations_per_s": 1.0,
+            "forks_per_s": 0.0,
+            "execs_per_s": 0.0,
+        }
+
+    def row(recorded: dict, modelled: dict) -> dict:
+        return next(r for r in compare(recorded, modelled) if r["statistic"] == "run_us.p50")
+
+    crowded = [100.0 + i % 7 for i in range(500)]
+    # Well-sampled medians 100 against 150: off, as the point values say.
+    assert row(side(crowded), side([v * 1.5 for v in crowded]))["verdict"] == "off"
+    # Two modes in nearly equal numbers: the recorded median (1000) and the model's (56) are
+    # each a few events from the other mode, so they cannot be told apart.
+    bimodal = [56.0] * 213 + [1000.0] * 221
+    bimodal_model = [56.0] * 226 + [1000.0] * 225
+    within = row(side(bimodal), side(bimodal_model))
+    assert within["verdict"] == "ok"
+    assert within["in_sampling_interval_only"]
+    # Either mode is a median the recording could have given; a value outside both is not.
+    assert row(side(bimodal), side([56.0] * 451))["verdict"] == "ok"
+    assert row(side(bimodal), side([20.0] * 451))["verdict"] == "off"
+    assert row(side(bimodal), side([2000.0] * 451))["verdict"] == "off"
 
 
 def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:

@@ -155,7 +155,11 @@ def _print_report(report: dict[str, Any]) -> None:
             known = [v for v in row["recorded_runs"] if v is not None]
             values.append(f"{_fmt(min(known))} to {_fmt(max(known))}" if known else "-")
         values.append(_fmt(row["model"]))
-        verdict = "ok, in the runs' range" if row.get("in_runs_range_only") else row["verdict"]
+        verdict = row["verdict"]
+        if row.get("in_runs_range_only"):
+            verdict = "ok, in the runs' range"
+        if row.get("in_sampling_interval_only"):
+            verdict = "ok, within sampling"
         if "too_few_samples" in row:
             verdict = f"reported: over {row['too_few_samples']} events"
         if seeds:
@@ -165,6 +169,8 @@ def _print_report(report: dict[str, Any]) -> None:
                 verdict = f"ok in {row['within_seeds']} of {row['judged_seeds']}"
                 if row.get("in_runs_range_only_seeds"):
                     verdict += f", {row['in_runs_range_only_seeds']} in the runs' range"
+                if row.get("in_sampling_interval_only_seeds"):
+                    verdict += f", {row['in_sampling_interval_only_seeds']} within sampling"
         rows.append([*values, row["tolerance"], verdict])
     model = ["model median", "over the seeds"] if seeds else ["model"]
     recorded = ["recorded", "over the runs"] if repeats else ["recorded"]
