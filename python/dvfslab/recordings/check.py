@@ -301,9 +301,7 @@ def _too_few_samples(
 
 
 def _interval(stats: dict[str, Any], key: str) -> tuple[float, float] | None:
-    value: Any = stats
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+    value = _at(stats, key)
     return None if value is None else (float(value[0]), float(value[1]))
 
 
@@ -326,10 +324,11 @@ def _within_sampling(
     for r in recorded:
         if r is None:
             continue
-        r_lo, r_hi = r
-        # Some value in each interval within tolerance of the other: the nearest two are.
-        nearest = min(max(r_lo, m_lo), r_hi)
-        if tol.judge(nearest, min(max(nearest, m_lo), m_hi)) == "ok":
+        # The two intervals' nearest values: the recorded one closest to the model's interval,
+        # and the model's closest to that (equal where the intervals overlap).
+        recorded_near = min(max(r[0], m_lo), r[1])
+        model_near = min(max(recorded_near, m_lo), m_hi)
+        if tol.judge(recorded_near, model_near) == "ok":
             return {**row, "verdict": "ok", "in_sampling_interval_only": True}
     return row
 
@@ -361,10 +360,16 @@ def _row(
 
 def statistic(stats: dict[str, Any], key: str) -> float | None:
     """A statistic by its dotted key (`wakeup_context_pct.softirq`), None where it has none."""
+    value = _at(stats, key)
+    return None if value is None else float(value)
+
+
+def _at(stats: dict[str, Any], key: str) -> Any:
+    """The value at a dotted key of nested dicts, None where there is none."""
     value: Any = stats
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    return None if value is None else float(value)
+    return value
 
 
 def check(
