@@ -6,7 +6,8 @@ use std::rc::Rc;
 use crate::engine::TimeNs;
 use crate::sched::pelt::{SchedAvg, UtilEst};
 
-/// An amount drawn each time an operation runs: fixed, uniform in `[lo, hi]`, or exponential.
+/// An amount drawn each time an operation runs: fixed, uniform in `[lo, hi]`, exponential, or
+/// from a measured distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Amount {
     Fixed(f64),
@@ -14,6 +15,33 @@ pub enum Amount {
     /// Exponentially distributed with this mean: the gaps of a Poisson process, the
     /// wake-ups of many independent sources together.
     Exponential(f64),
+    /// A measured distribution ([`Quantiles`]) times a factor.
+    Measured(&'static Quantiles, f64),
+}
+
+/// A distribution by points of its inverse CDF, (cumulative probability, value), with the
+/// probabilities rising from 0 to 1 and the values not falling: a draw is the value at a
+/// uniform probability, interpolated linearly between the points (a recording's quantiles).
+#[derive(Debug, PartialEq)]
+pub struct Quantiles(pub &'static [(f64, f64)]);
+
+impl Quantiles {
+    /// The value at cumulative probability `u` in [0, 1].
+    fn at(&self, u: f64) -> f64 {
+        let points = self.0;
+        let i = points.partition_point(|&(p, _)| p <= u).clamp(1, points.len() - 1);
+        let ((p0, v0), (p1, v1)) = (points[i - 1], points[i]);
+        if p1 > p0 {
+            v0 + (v1 - v0) * ((u - p0) / (p1 - p0)).clamp(0.0, 1.0)
+        } else {
+            v1
+        }
+    }
+
+    /// The mean of the draws: each segment's probability times its mid value.
+    pub fn mean(&self) -> f64 {
+        self.0.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum()
+    }
 }
 
 impl Amount {
@@ -36,6 +64,7 @@ impl Amount {
             Amount::Fixed(v) => v,
             Amount::Uniform(lo, hi) => (lo + hi) / 2.0,
             Amount::Exponential(mean) => mean,
+            Amount::Measured(q, k) => q.mean() * k,
         }
     }
 
@@ -47,6 +76,7 @@ impl Amount {
             Amount::Uniform(lo, _) => lo,
             // Inverse transform: -mean · ln(1 - u) for u uniform in [0, 1).
             Amount::Exponential(mean) => -mean * (1.0 - rng.gen::<f64>()).ln(),
+            Amount::Measured(q, k) => q.at(rng.gen::<f64>()) * k,
         }
     }
 }
@@ -435,6 +465,25 @@ pub enum SchedPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_distribution_interpolates_its_quantiles_and_has_their_mean() {
+        // Half the draws uniform in [0, 2], half in [2, 10]: mean 0.5 * 1 + 0.5 * 6 = 3.5.
+        static Q: Quantiles = Quantiles(&[(0.0, 0.0), (0.5, 2.0), (1.0, 10.0)]);
+        assert_eq!(Q.at(0.0), 0.0);
+        assert_eq!(Q.at(0.25), 1.0);
+        assert_eq!(Q.at(0.5), 2.0);
+        assert_eq!(Q.at(0.75), 6.0);
+        assert_eq!(Q.at(1.0), 10.0);
+        assert!((Q.mean() - 3.5).abs() < 1e-12);
+        let a = Amount::Measured(&Q, 2.0);
+        assert!((a.mean() - 7.0).abs() < 1e-12);
+        let mut rng = rand_pcg::Pcg64::new(1, 2);
+        let draws: Vec<f64> = (0..40_000).map(|_| a.draw(&mut rng)).collect();
+        assert!(draws.iter().all(|&d| (0.0..=20.0).contains(&d)));
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean - 7.0).abs() < 0.1, "{mean}");
+    }
 
     // rt-app's timer event (src/rt-app.c, run_event, case rtapp_timer): t_next += period; sleep
     // until t_next only if now is before it; otherwise, in relative mode, t_next = now.

@@ -1019,6 +1019,7 @@ pub mod kernbench {
 /// on the 2-CPU KVM guest, Linux 6.18, 2.6 GHz: 5,813 execs in 5 s).
 pub mod gitsource {
     use super::Knob;
+    use crate::sched::task::Quantiles;
     /// Processes started by the whole suite: 10^5–10^6 (\[EST\]).
     pub const TASKS_REAL: f64 = 3.0e5;
 
@@ -1034,21 +1035,64 @@ pub mod gitsource {
         pub cycles: f64,
         /// Block waits it does on a filesystem that discards freed blocks synchronously (ext4
         /// without a journal, mounted with `discard`): git replacing files it rewrites, rm.
+        /// The mean over the kind's processes; spread evenly through their work.
         pub discards: f64,
+        /// Where only some of the kind's processes write, and those run longer and wait for
+        /// their discards together near their end. The others then run the rest of the mean
+        /// CPU and discard nothing.
+        pub writers: Option<Writers>,
+    }
+
+    /// The processes of a kind that write: a share of them, each `cycles` at 2.6 GHz with
+    /// `discards` block waits, `between_cycles` apart, the last `after_cycles` before the exit.
+    pub struct Writers {
+        pub share: f64,
+        pub cycles: f64,
+        pub discards: u32,
+        pub between_cycles: f64,
+        pub after_cycles: f64,
+    }
+
+    impl Command {
+        /// CPU of the kind's processes that do not write, at 2.6 GHz: the mean less the writers'.
+        pub fn reader_cycles(&self) -> f64 {
+            match &self.writers {
+                Some(w) => (self.cycles - w.share * w.cycles) / (1.0 - w.share),
+                None => self.cycles,
+            }
+        }
     }
 
     const fn command(comm: &'static str, share: f64, execs: u32, ms: f64, discards: f64) -> Command {
-        Command { comm, share, execs, cycles: ms * 2.6e6, discards }
+        Command { comm, share, execs, cycles: ms * 2.6e6, discards, writers: None }
     }
+
+    /// git's writers \[REC\]: of the recording's 952 gits that exec'd and exited in the window,
+    /// 348 slept in D, 1.79 times each (166 once, 118 twice, 52 three times, 12 more), for
+    /// 5.43 ms of CPU (p10 2.6, median 5.0, p90 8.4 ms: they write objects and refs); the
+    /// other 604 never did, for 2.49 ms (p10 1.3, median 2.3, p90 3.6 ms). A writer's first
+    /// wait comes 3.7 ms into its CPU (median; p10 2.4, p90 6.3), the next ones 0.30 ms apart
+    /// (p25 0.15, p75 0.41), the last 0.97 ms before its exit (p25 0.19, p75 1.6). The model's
+    /// writers wait twice: 0.73 waits a git against the recording's 0.65.
+    const GIT_WRITERS: Writers = Writers {
+        share: 0.365,
+        cycles: 5.43 * 2.6e6,
+        discards: 2,
+        between_cycles: 0.30 * 2.6e6,
+        after_cycles: 0.97 * 2.6e6,
+    };
 
     /// The commands \[SRC\], counted in the recording by what each process exec'd (4,587 that
     /// lived within the window): git 20%, 3.6 ms, 0.67 D sleeps a process woken by the block
-    /// completion's softirq; expr 43% (test-lib's arithmetic), 0.96 ms; test-tool 4%, 3.0 ms;
+    /// completion's softirq, all of them in the gits that write (`GIT_WRITERS`); expr 43% (test-lib's arithmetic), 0.96 ms; test-tool 4%, 3.0 ms;
     /// rm 5%, 1.21 ms, 8.6 such sleeps; perl 0.4% (chainlint), 16.3 ms; the rest (sed,
     /// diff, cat, mkdir, grep, wc, uname, ...) 27%, 1.1 ms each on average, which the model
     /// names `sed`. A process's CPU includes its fork's return, exec and exit.
     pub const COMMANDS: [Command; 6] = [
-        command("git", 0.205, 2, 3.6, 0.67),
+        Command {
+            writers: Some(GIT_WRITERS),
+            ..command("git", 0.205, 2, 3.6, GIT_WRITERS.share * GIT_WRITERS.discards as f64)
+        },
         command("expr", 0.434, 1, 0.96, 0.0),
         command("test-tool", 0.039, 2, 3.0, 0.0),
         command("rm", 0.050, 1, 1.21, 8.6),
@@ -1104,22 +1148,56 @@ pub mod gitsource {
         "measured: the recording's commands on a 2.6 GHz guest (git's test scripts t0*-t3*); another \
          machine, suite or git version runs them somewhat faster or slower",
     );
-    /// The shell's work per command besides the fork: 35 µs at 3 GHz \[SRC\]. The recording's
-    /// test-script shells use 126–144 µs at 2.6 GHz per child they start, the fork included.
+    /// The shell's mean work per command besides the fork or vfork: 78 µs at 3 GHz \[REC\].
+    /// The recording's test-script shells use 124 µs at 2.6 GHz per child they start, the
+    /// fork included (40 shells, 74–167 µs each); 76% of the children are vforked
+    /// (`kernel::VFORK_CYCLES`, 20 µs), the rest forked (`kernel::FORK_US`, 80 µs at 3 GHz),
+    /// which leaves 90 µs at 2.6 GHz of the shell's own. Its shape is [`SHELL_WORK`].
     pub const PARENT_US: Knob = Knob::new(
         "shell_us",
         "us",
-        35.0,
+        78.0,
         0.0,
         1e6,
-        "the shell's work between two commands (interpreting the test script), µs at 3 GHz",
+        "the shell's mean work between two commands (interpreting the test script), µs at 3 GHz",
     )
     .uncertain(
-        20.0,
-        60.0,
-        "measured: the recording's test-script shells, 126-144 µs at 2.6 GHz per child with its fork \
-         (kernel::FORK_US), on one machine",
+        55.0,
+        105.0,
+        "measured: the recording's test-script shells, 124 µs at 2.6 GHz per child with its fork or vfork \
+         (most scripts 100-160), on one machine",
     );
+    /// The shape of the shell's work for a command, in units of its mean (`shell_us`)
+    /// \[REC\]: the gitsource recording's 3,821 test-script shell runs from a wake-up to the
+    /// D sleep of a vfork, less the vfork (`kernel::VFORK_CYCLES`), at 5% steps and 97.5, 99
+    /// and 100% (the last point set so that the top 1% keeps its mean, 2.9 ms). Median 0.34
+    /// of the mean (36 µs), p90 1.7: most commands follow at once, a few wait for the shell to
+    /// evaluate a test's body.
+    pub const SHELL_WORK: Quantiles = Quantiles(&[
+        (0.0, 0.0),
+        (0.05, 0.086),
+        (0.1, 0.163),
+        (0.15, 0.201),
+        (0.2, 0.229),
+        (0.25, 0.249),
+        (0.3, 0.268),
+        (0.35, 0.287),
+        (0.4, 0.296),
+        (0.45, 0.316),
+        (0.5, 0.344),
+        (0.55, 0.373),
+        (0.6, 0.440),
+        (0.65, 0.535),
+        (0.7, 0.650),
+        (0.75, 0.794),
+        (0.8, 1.042),
+        (0.85, 1.253),
+        (0.9, 1.692),
+        (0.95, 2.907),
+        (0.975, 4.365),
+        (0.99, 8.181),
+        (1.0, 48.110),
+    ]);
     /// Memory-stall share of shell and git work: \[EST\] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
     pub const MEM_FRAC: f64 = 0.1;
     /// A child's work before its exec releases the shell (the fork's return, dash's

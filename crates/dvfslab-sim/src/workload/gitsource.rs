@@ -174,6 +174,12 @@ fn cpu(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: est::MEM_FRAC }
 }
 
+/// The shell's work for a command, `mean` cycles on average: most commands take a fraction of
+/// it, a few (a test's body evaluated) many times it ([`est::SHELL_WORK`]).
+fn shell_work(mean: f64) -> Op {
+    Op::Run { cycles: Amount::Measured(&est::SHELL_WORK, mean / est::SHELL_WORK.mean()), mem_frac: est::MEM_FRAC }
+}
+
 /// Script `s`'s channels: its children's exec releases it on the first; its subshells write
 /// to it on the second; a git's child closes its exec-notify pipe on the third.
 fn vfork_ch(script: usize) -> u32 {
@@ -217,7 +223,7 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
                 return SUBSHELL;
             }
             let k = table[pick[i]];
-            owed[k] += est::COMMANDS[k].discards.fract();
+            owed[k] += more_share(k);
             let more = owed[k] >= 1.0;
             if more {
                 owed[k] -= 1.0;
@@ -236,6 +242,13 @@ fn children(n: usize, script: usize, piece: usize) -> Vec<usize> {
 fn shell_truncates(n: usize, script: usize, piece: usize, discard: bool) -> Vec<bool> {
     let share = if discard { est::SHELL_DISCARDS } else { 0.0 };
     sample::flags(n, share, pieces::salt(5 ^ ((script as u64) << 48), piece))
+}
+
+/// Share of kind `k`'s commands that take its variant with `more`: its writers where only some
+/// write, else the fraction of its discards that rounding down leaves.
+fn more_share(k: usize) -> f64 {
+    let c = &est::COMMANDS[k];
+    c.writers.as_ref().map_or(c.discards.fract(), |w| w.share)
 }
 
 /// git's share of the commands the scripts start: the recording's share of the processes,
@@ -258,7 +271,7 @@ impl Gitsource {
             // half-way through its work for the command.
             shell /= 2.0;
             sh.extend([
-                cpu(shell),
+                shell_work(shell),
                 Op::IoPlugged { dev: DISK, service_ns, dispatch_cycles: kthreads::dispatch_cycles(Access::Discard) },
             ]);
         }
@@ -273,13 +286,15 @@ impl Gitsource {
             // then wait4) in S.
             Start::ForkExec => sh.extend(self.fork(shell, program)),
             Start::Vfork => {
-                // vfork: D until the exec, then wait4. The fork's tail runs after the child is
-                // queued, which from 6.12 keeps the shell queued behind it while it sleeps
+                // vfork: D until the exec, then wait4. The vfork copies no address space
+                // (`kernel::VFORK_CYCLES`, not a fork's cost). Its tail runs after the child
+                // is queued, which from 6.12 keeps the shell queued behind it while it sleeps
                 // (DELAY_DEQUEUE) and has the exec's wake-up preempt the child, as recorded;
                 // the return from the vfork comes before the shell sleeps in wait4.
-                let tail = kernel::VFORK_TAIL_CYCLES.min(self.costs.fork);
-                let ret = kernel::VFORK_RETURN_CYCLES.min(self.costs.fork - tail);
-                sh.extend([cpu(shell), cpu(self.costs.fork - tail - ret), Op::Spawn { program, count: 1 }]);
+                let vfork = kernel::VFORK_CYCLES;
+                let tail = kernel::VFORK_TAIL_CYCLES;
+                let ret = kernel::VFORK_RETURN_CYCLES;
+                sh.extend([shell_work(shell), cpu(vfork - tail - ret), Op::Spawn { program, count: 1 }]);
                 sh.extend([cpu(tail), Op::WaitUninterruptible { ch: vfork_ch(script) }, cpu(ret)]);
             }
         }
@@ -290,7 +305,7 @@ impl Gitsource {
     /// shell runs after the child is queued ([`kernel::FORK_TAIL_CYCLES`]).
     fn fork(&self, shell: f64, program: u32) -> [Op; 4] {
         let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
-        [cpu(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
+        [shell_work(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
     }
 
     /// A command of kind `k` started by script `script`'s shell (`parent`) or by a git: its
@@ -328,11 +343,35 @@ impl Gitsource {
         }
         let forks = if runs.is_some() { self.costs.fork } else { 0.0 };
         let kernel_part = est::VFORK_CHILD_CYCLES + execs as f64 * self.costs.exec + kernel::EXIT_CYCLES + forks;
-        let own = (c.cycles - kernel_part).max(0.0) * self.costs.work_scale;
-        // The discards spread through the work, a whole one where the share has built up.
-        let n = if self.discard { c.discards as usize + usize::from(more) } else { 0 };
-        let parts = n + 1;
-        for i in 0..parts {
+        // The work between the discards: a writer's come together near its end; other kinds'
+        // spread evenly through it, a whole one more where the share has built up.
+        let parts: Vec<f64> = match (&c.writers, more) {
+            (Some(w), true) => {
+                let own = (w.cycles - kernel_part).max(0.0) * self.costs.work_scale;
+                let n = if self.discard { w.discards as usize } else { 0 };
+                let after = (w.after_cycles - kernel::EXIT_CYCLES).max(0.0) * self.costs.work_scale;
+                let between = w.between_cycles * self.costs.work_scale;
+                let tail = after + between * n.saturating_sub(1) as f64;
+                if n == 0 || tail >= own {
+                    vec![own / (n + 1) as f64; n + 1]
+                } else {
+                    let mut parts = vec![own - tail];
+                    parts.extend(std::iter::repeat_n(between, n - 1));
+                    parts.push(after);
+                    parts
+                }
+            }
+            (Some(_), false) => vec![(c.reader_cycles() - kernel_part).max(0.0) * self.costs.work_scale],
+            (None, _) => {
+                let own = (c.cycles - kernel_part).max(0.0) * self.costs.work_scale;
+                let n = if self.discard { c.discards as usize + usize::from(more) } else { 0 };
+                vec![own / (n + 1) as f64; n + 1]
+            }
+        };
+        // A git that runs a git does so in its longest stretch of work (the first of equals).
+        let longest = (0..parts.len()).fold(0, |best, i| if parts[i] > parts[best] { i } else { best });
+        let middle = if c.writers.is_some() && more { longest } else { parts.len() / 2 };
+        for (i, &work) in parts.iter().enumerate() {
             if i > 0 {
                 // ext4 issues a discard inside a plug and waits for it: the CPU's kblockd
                 // worker dispatches it once the task sleeps (`workload::kthreads`).
@@ -342,15 +381,15 @@ impl Gitsource {
                     dispatch_cycles: kthreads::dispatch_cycles(Access::Discard),
                 });
             }
-            if let (Some(program), true) = (runs, i == parts / 2) {
+            if let (Some(program), true) = (runs, i == middle) {
                 // run_command: fork; the child's exec closes the notify pipe this git reads
                 // (S), then wait4 (S). Half the part before, half after.
                 let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
                 let ch = notify_ch(script);
-                p.extend([cpu(own / parts as f64 / 2.0), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
-                p.extend([cpu(tail), Op::Wait { ch }, Op::WaitChildren, cpu(own / parts as f64 / 2.0)]);
+                p.extend([cpu(work / 2.0), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
+                p.extend([cpu(tail), Op::Wait { ch }, Op::WaitChildren, cpu(work / 2.0)]);
             } else {
-                p.push(cpu(own / parts as f64));
+                p.push(cpu(work));
             }
         }
         if let Some(service_ns) = writeback {
@@ -444,6 +483,7 @@ impl Workload for Gitsource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     fn gitsource(scripts: usize, discard: bool) -> Gitsource {
         let costs = Costs {
@@ -492,10 +532,11 @@ mod tests {
         let processes = exec_ing + runs_git;
         assert!(((git + runs_git) / processes - est::COMMANDS[GIT].share).abs() < 0.015, "{git} {runs_git}");
         assert!((runs_git / git - est::GIT_RUNS_GIT).abs() < 0.04, "{runs_git} of {git}");
-        // A git takes its variant with a discard more for 67% of its commands.
+        // A git takes its writer variant for the recording's share of its commands.
         let more =
             kids.iter().filter(|&&k| kind(k).0 == Some(GIT) && k % 2 == usize::from(k < SUBSHELL)).count() as f64;
-        assert!((more / git - est::COMMANDS[GIT].discards).abs() < 0.03, "{more} of {git}");
+        let writers = est::COMMANDS[GIT].writers.as_ref().unwrap();
+        assert!((more / git - writers.share).abs() < 0.03, "{more} of {git}");
         // expr (kind 1) has no discards: never its variant with one more.
         assert!(!kids.iter().any(|&k| k < SUBSHELL && k % FORKED == 3));
         // Another script's order differs.
@@ -519,18 +560,24 @@ mod tests {
             git.iter().enumerate().filter(|(_, op)| matches!(op, Op::Exec { comm: "git" })).map(|(i, _)| i).collect();
         assert_eq!(execs.len(), 2);
         assert!(release < execs[0]);
-        assert!((cycles(git) - est::COMMANDS[0].cycles).abs() < 1.0, "{}", cycles(git));
+        // A writing git costs the writers' CPU, a reading one the rest of the mean.
+        let c = &est::COMMANDS[GIT];
+        let writers = c.writers.as_ref().unwrap();
+        assert!((cycles(git) - writers.cycles).abs() < 1.0, "{}", cycles(git));
+        let reader = cycles(&p[PER_SCRIPT]);
+        assert!((reader - c.reader_cycles()).abs() < 1.0, "{reader}");
+        assert!((writers.share * cycles(git) + (1.0 - writers.share) * reader - c.cycles).abs() < 1.0);
         // Its forked variant releases nobody (its shell never waits in D) and costs the same.
         let forked = &p[PER_SCRIPT + FORKED + 1];
         assert!(!forked.iter().any(|op| matches!(op, Op::Post { .. })));
-        assert!((cycles(forked) - est::COMMANDS[0].cycles).abs() < 1.0);
+        assert!((cycles(forked) - writers.cycles).abs() < 1.0);
         // Without `discard` nobody waits on the disk; with it git and rm do.
         assert!(!p.iter().any(|prog| prog.iter().any(|op| matches!(op, Op::IoPlugged { .. }))));
         let d = gitsource(1, true).programs(&kvm());
         let waits = |program: usize| d[program].iter().filter(|op| matches!(op, Op::IoPlugged { .. })).count();
-        // rm (kind 3): 8 or 9 discards; git (kind 0): 0 or 1; expr (kind 1): none.
+        // rm (kind 3): 8 or 9 discards; git (kind 0): none reading, 2 writing; expr (kind 1): none.
         assert_eq!((waits(6), waits(7)), (8, 9));
-        assert_eq!((waits(0), waits(1)), (0, 1));
+        assert_eq!((waits(0), waits(1)), (0, 2));
         assert_eq!(waits(2), 0);
     }
 
@@ -598,15 +645,51 @@ mod tests {
         assert!(spawn < wait && parent[wait + 1] == Op::WaitChildren);
         // The fork's tail runs between the spawn and the wait.
         assert_eq!(parent[spawn + 1], cpu(kernel::FORK_TAIL_CYCLES));
-        // Both are gits of the measured CPU, the parent's fork included.
-        assert!((cycles(parent) - est::COMMANDS[GIT].cycles).abs() < 1.0, "{}", cycles(parent));
+        // Both are gits of the measured CPU (a reading one's), the parent's fork included.
+        assert!((cycles(parent) - est::COMMANDS[GIT].reader_cycles()).abs() < 1.0, "{}", cycles(parent));
         // The child execs git once and closes the pipe right after its exec.
         let child = &p[PER_SCRIPT + GIT_CHILD];
         let execs: Vec<usize> =
             child.iter().enumerate().filter(|(_, op)| matches!(op, Op::Exec { comm: "git" })).map(|(i, _)| i).collect();
         assert_eq!(execs.len(), 1);
         assert_eq!(child[execs[0] + 1], Op::Post { ch: notify_ch(1), sync: false });
-        assert!((cycles(child) - est::COMMANDS[GIT].cycles).abs() < 1.0);
+        assert!((cycles(child) - est::COMMANDS[GIT].reader_cycles()).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_writing_git_waits_for_its_discards_together_near_its_end() {
+        let p = gitsource(1, true).programs(&kvm());
+        let writer = &p[1];
+        let w = est::COMMANDS[GIT].writers.as_ref().unwrap();
+        let waits: Vec<usize> =
+            writer.iter().enumerate().filter(|(_, op)| matches!(op, Op::IoPlugged { .. })).map(|(i, _)| i).collect();
+        assert_eq!(waits.len(), w.discards as usize);
+        // The recording's spacing: the waits `between_cycles` apart, the last `after_cycles`
+        // of CPU before the exit, the rest of the work before the first.
+        let (first, last) = (waits[0], waits[waits.len() - 1]);
+        assert!((cycles(&writer[waits[0]..waits[1]]) - w.between_cycles).abs() < 1.0);
+        assert!((cycles(&writer[last..]) - w.after_cycles).abs() < 1.0, "{}", cycles(&writer[last..]));
+        assert!(cycles(&writer[..first]) > 0.5 * w.cycles);
+        // A reading git never waits.
+        assert!(!p[0].iter().any(|op| matches!(op, Op::IoPlugged { .. })));
+    }
+
+    #[test]
+    fn the_shells_work_per_command_is_the_recordings_skewed_shape_around_its_mean() {
+        let g = gitsource(1, false);
+        let mut sh = Vec::new();
+        g.shell_command(&mut sh, 0, 0, None);
+        let Op::Run { cycles: work, .. } = sh[0] else { panic!("{:?}", sh[0]) };
+        assert!((work.mean() - g.costs.shell).abs() < 1.0);
+        // Most commands follow at a fraction of the mean; a few take many times it.
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut draws: Vec<f64> = (0..20_000).map(|_| work.draw(&mut rng) / g.costs.shell).collect();
+        draws.sort_by(f64::total_cmp);
+        let median = draws[draws.len() / 2];
+        assert!((0.3..0.4).contains(&median), "{median}");
+        assert!(draws[draws.len() * 99 / 100] > 5.0);
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean - 1.0).abs() < 0.08, "{mean}");
     }
 
     #[test]
@@ -627,8 +710,10 @@ mod tests {
         assert_eq!(sh[spawn + 1], cpu(kernel::VFORK_TAIL_CYCLES));
         assert_eq!(sh[spawn + 2], Op::WaitUninterruptible { ch: vfork_ch(0) });
         assert_eq!(&sh[spawn + 3..spawn + 5], &[cpu(kernel::VFORK_RETURN_CYCLES), Op::WaitChildren]);
+        // A vfork copies no address space: it costs the shell a vfork, not a fork.
         let total = cycles(&sh);
-        assert!((total - g.costs.shell - g.costs.fork).abs() < 1.0, "{total}");
+        assert!((total - g.costs.shell - kernel::VFORK_CYCLES).abs() < 1.0, "{total}");
+        assert!(kernel::VFORK_CYCLES < g.costs.fork);
     }
 
     #[test]
@@ -640,7 +725,7 @@ mod tests {
         assert_eq!(n, (1000.0 * est::SHELL_DISCARDS).round() as usize);
         assert!(n > 0);
         // Such a command: half the shell's work, the plugged discard, the other half and the
-        // fork; the shell's CPU for it is unchanged.
+        // vfork; the shell's CPU for it is unchanged.
         let g = gitsource(1, true);
         let service_ns = Amount::Fixed(42e3);
         let mut sh = Vec::new();
@@ -651,7 +736,7 @@ mod tests {
         );
         let spawn = sh.iter().position(|op| matches!(op, Op::Spawn { .. })).unwrap();
         assert!(spawn > 1);
-        assert!((cycles(&sh) - g.costs.shell - g.costs.fork).abs() < 1.0, "{}", cycles(&sh));
+        assert!((cycles(&sh) - g.costs.shell - kernel::VFORK_CYCLES).abs() < 1.0, "{}", cycles(&sh));
         // The shells' programs carry those waits: a script of 1000 commands has ~100.
         let tasks = g.tasks(&kvm());
         let plugged = tasks[0].program.iter().filter(|op| matches!(op, Op::IoPlugged { .. })).count();

@@ -108,6 +108,7 @@ pub fn scaled(a: Amount, k: f64) -> Amount {
         Amount::Fixed(v) => Amount::Fixed(v * k),
         Amount::Uniform(lo, hi) => Amount::Uniform(lo * k, hi * k),
         Amount::Exponential(mean) => Amount::Exponential(mean * k),
+        Amount::Measured(q, m) => Amount::Measured(q, m * k),
     }
 }
 
