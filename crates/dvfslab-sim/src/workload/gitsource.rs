@@ -368,9 +368,9 @@ impl Gitsource {
                 vec![own / (n + 1) as f64; n + 1]
             }
         };
-        // A git that runs a git does so in its longest stretch of work (the first of equals).
+        // A git that runs a git does so in its longest stretch of work (the first of equals):
+        // a writer's before its discards.
         let longest = (0..parts.len()).fold(0, |best, i| if parts[i] > parts[best] { i } else { best });
-        let middle = if c.writers.is_some() && more { longest } else { parts.len() / 2 };
         for (i, &work) in parts.iter().enumerate() {
             if i > 0 {
                 // ext4 issues a discard inside a plug and waits for it: the CPU's kblockd
@@ -381,7 +381,7 @@ impl Gitsource {
                     dispatch_cycles: kthreads::dispatch_cycles(Access::Discard),
                 });
             }
-            if let (Some(program), true) = (runs, i == middle) {
+            if let (Some(program), true) = (runs, i == longest) {
                 // run_command: fork; the child's exec closes the notify pipe this git reads
                 // (S), then wait4 (S). Half the part before, half after.
                 let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
