@@ -255,10 +255,19 @@ impl Unit {
         children.push(p.add(exec_child("rm", sh_ch, vec![run(own(est::RM_CYCLES, true, NO_VFORKS))])));
         let sh_after = kernel::VFORK_RETURN_CYCLES;
         let sh_vforks = |count| Vforks { count, after: sh_after };
-        let mut compile = vec![run(own(est::COMPILE_SH_CYCLES, true, sh_vforks(children.len() as u32)))];
-        for &c in &children {
+        // The shell's own work: a part before each later child and after the last as
+        // recorded, the rest before gcc (`COMPILE_SH_BETWEEN_CYCLES`). A vfork's cycles
+        // after its fork and the return from it are the vfork's tail and `sh_after`.
+        let sh_own = own(est::COMPILE_SH_CYCLES, true, sh_vforks(children.len() as u32));
+        let later = (est::COMPILE_SH_BETWEEN_CYCLES - kernel::VFORK_CYCLES - sh_after).max(0.0);
+        let last = (est::COMPILE_SH_LAST_CYCLES - kernel::VFORK_TAIL_CYCLES - sh_after).max(0.0);
+        let first = (sh_own - later * (children.len() - 1) as f64 - last).max(0.0);
+        let mut compile = Vec::new();
+        for (i, &c) in children.iter().enumerate() {
+            compile.push(run(if i == 0 { first } else { later }));
             compile.extend(vfork_wait(c, sh_ch, sh_after));
         }
+        compile.push(run(last));
         let compile = p.add(exec_child("sh", job_ch, compile));
 
         // check-local-export: `nm` in a subshell piping its listing into awk.
@@ -512,6 +521,35 @@ mod tests {
             assert!(ms[0] > 1.5 && ms[0] < 1.8, "{ms:?}");
             assert!(ms[1..].iter().all(|&m| m > 0.1 && m < 0.3), "{ms:?}");
         }
+    }
+
+    #[test]
+    fn the_compiles_shell_works_before_each_child_as_recorded() {
+        let (p, _, _, _) = kernbench(10, 0.0).build();
+        let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 };
+        let shells = p.0.iter().filter(|prog| {
+            prog.contains(&Op::Exec { comm: "sh" }) && prog.iter().filter(|op| matches!(op, Op::Spawn { .. })).count() >= 3
+        });
+        let mut seen = 0;
+        for prog in shells {
+            seen += 1;
+            let spawns: Vec<usize> =
+                prog.iter().enumerate().filter(|(_, op)| matches!(op, Op::Spawn { .. })).map(|(i, _)| i).collect();
+            let exit = prog.iter().position(|op| *op == Op::Exit).unwrap();
+            // CPU from one fork to the next (the vfork's tail, the return, the shell's work and
+            // the next vfork's first part): the recording's 0.156 ms; from the last to the
+            // exit's kernel work, its 0.039 ms.
+            let work = |a: usize, b: usize| prog[a + 1..b].iter().map(mean).sum::<f64>() / 2.6e6;
+            for w in spawns.windows(2) {
+                let ms = work(w[0], w[1]);
+                assert!((ms - 0.156).abs() < 0.002, "{ms}");
+            }
+            let last = work(*spawns.last().unwrap(), exit - 1);
+            assert!((last - 0.039).abs() < 0.002, "{last}");
+            // The rest of its own work before gcc's vfork.
+            assert!(work(0, spawns[0]) > 0.8, "{}", work(0, spawns[0]));
+        }
+        assert!(seen > 0);
     }
 
     #[test]
