@@ -528,7 +528,8 @@ mod tests {
         let (p, _, _, _) = kernbench(10, 0.0).build();
         let mean = |op: &Op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 };
         let shells = p.0.iter().filter(|prog| {
-            prog.contains(&Op::Exec { comm: "sh" }) && prog.iter().filter(|op| matches!(op, Op::Spawn { .. })).count() >= 3
+            prog.contains(&Op::Exec { comm: "sh" })
+                && prog.iter().filter(|op| matches!(op, Op::Spawn { .. })).count() >= 3
         });
         let mut seen = 0;
         for prog in shells {
