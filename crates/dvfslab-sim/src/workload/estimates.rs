@@ -1093,10 +1093,11 @@ pub mod gitsource {
 
     /// The commands \[SRC\], counted in the recording by what each process exec'd (4,587 that
     /// lived within the window): git 20%, 3.6 ms, 0.67 D sleeps a process woken by the block
-    /// completion's softirq, all of them in the gits that write (`GIT_WRITERS`); expr 43% (test-lib's arithmetic), 0.96 ms; test-tool 4%, 3.0 ms;
-    /// rm 5%, 1.21 ms, 8.6 such sleeps; perl 0.4% (chainlint), 16.3 ms; the rest (sed,
-    /// diff, cat, mkdir, grep, wc, uname, ...) 27%, 1.1 ms each on average, which the model
-    /// names `sed`. A process's CPU includes its fork's return, exec and exit.
+    /// completion's softirq, all of them in the gits that write (`GIT_WRITERS`); expr 43%
+    /// (test-lib's arithmetic), 0.96 ms; test-tool 4%, 3.0 ms; rm 5%, 1.21 ms, 8.6 such
+    /// sleeps; perl 0.4% (chainlint), 16.3 ms; the rest (sed, diff, cat, mkdir, grep, wc,
+    /// uname, ...) 27%, 1.1 ms each on average, which the model names `sed`. A process's CPU
+    /// includes its fork's return, exec and exit.
     pub const COMMANDS: [Command; 6] = [
         Command {
             writers: Some(GIT_WRITERS),
