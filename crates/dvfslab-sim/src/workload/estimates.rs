@@ -1178,35 +1178,35 @@ pub mod gitsource {
          (most scripts 100-160), on one machine",
     );
     /// The shape of the shell's work for a command, in units of its mean (`shell_us`)
-    /// \[REC\]: the gitsource recording's 3,821 test-script shell runs from a wake-up to the
+    /// \[REC\]: the gitsource recording's 3,746 test-script shell runs from a wake-up to the
     /// D sleep of a vfork, less the vfork (`kernel::VFORK_CYCLES`), at 5% steps and 97.5, 99
-    /// and 100% (the last point set so that the top 1% keeps its mean, 2.9 ms). Median 0.34
-    /// of the mean (36 µs), p90 1.7: most commands follow at once, a few wait for the shell to
+    /// and 100% (the last point set so that the top 1% keeps its mean, 0.83 ms). Median 0.45
+    /// of the mean (35 µs), p90 2.1: most commands follow at once, a few wait for the shell to
     /// evaluate a test's body.
     pub const SHELL_WORK: Quantiles = Quantiles(&[
-        (0.0, 0.0),
-        (0.05, 0.086),
-        (0.1, 0.163),
-        (0.15, 0.201),
-        (0.2, 0.229),
-        (0.25, 0.249),
-        (0.3, 0.268),
-        (0.35, 0.287),
-        (0.4, 0.296),
-        (0.45, 0.316),
-        (0.5, 0.344),
-        (0.55, 0.373),
-        (0.6, 0.440),
-        (0.65, 0.535),
-        (0.7, 0.650),
-        (0.75, 0.794),
-        (0.8, 1.042),
-        (0.85, 1.253),
-        (0.9, 1.692),
-        (0.95, 2.907),
-        (0.975, 4.365),
-        (0.99, 8.181),
-        (1.0, 48.110),
+        (0.0, 0.000),
+        (0.05, 0.115),
+        (0.1, 0.217),
+        (0.15, 0.268),
+        (0.2, 0.306),
+        (0.25, 0.331),
+        (0.3, 0.344),
+        (0.35, 0.370),
+        (0.4, 0.395),
+        (0.45, 0.421),
+        (0.5, 0.446),
+        (0.55, 0.494),
+        (0.6, 0.573),
+        (0.65, 0.701),
+        (0.7, 0.828),
+        (0.75, 1.007),
+        (0.8, 1.325),
+        (0.85, 1.644),
+        (0.9, 2.141),
+        (0.95, 3.651),
+        (0.975, 5.225),
+        (0.99, 7.583),
+        (1.0, 13.504),
     ]);
     /// Memory-stall share of shell and git work: \[EST\] 0.1 (as `ipc::MEM_FRAC`'s kernel-side work).
     pub const MEM_FRAC: f64 = 0.1;
