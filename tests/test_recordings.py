@@ -18,7 +18,7 @@ import dvfslab
 from dvfslab._core import ConfigError
 from dvfslab.record import RecordError, autogroup_state, record
 from dvfslab.recordings import load_recording, shipped_recordings
-from dvfslab.recordings.behaviour import behaviour, median_interval
+from dvfslab.recordings.behaviour import behaviour, median_interval, quantiles
 from dvfslab.recordings.check import (
     MIN_SAMPLES,
     Tolerance,
@@ -324,6 +324,16 @@ def test_a_tolerance_judges_relative_and_share_differences() -> None:
     assert median.judge(100.0, 131.0) == "off"
 
 
+def one_role(role: dict) -> dict:
+    """A run's statistics with `role`'s as its only role's: what `compare` reads."""
+    return {"roles": {"all": role}, "operations_per_s": 1.0, "forks_per_s": 0.0, "execs_per_s": 0.0}
+
+
+def compared(recorded: dict, modelled: dict, statistic: str) -> dict:
+    """`compare`'s row for `statistic`."""
+    return next(r for r in compare(recorded, modelled) if r["statistic"] == statistic)
+
+
 def test_a_share_over_too_few_events_is_reported_not_judged() -> None:
     pgbench = check(load_recording("pgbench-select"))
     # The recording's backends are woken some 24 times in its window: their wake-up contexts
@@ -336,20 +346,12 @@ def test_a_share_over_too_few_events_is_reported_not_judged() -> None:
 
     # The same statistics, over enough events on both sides or not.
     def side(woken: int, process_pct: float) -> dict:
-        role = {
-            "wakeup_context_pct": {"process": process_pct},
-            "samples": {"wakeups": woken},
-        }
-        return {
-            "roles": {"all": role},
-            "operations_per_s": 1.0,
-            "forks_per_s": 0.0,
-            "execs_per_s": 0.0,
-        }
+        return one_role(
+            {"wakeup_context_pct": {"process": process_pct}, "samples": {"wakeups": woken}}
+        )
 
     def verdict(recorded: dict, modelled: dict) -> str:
-        rows = compare(recorded, modelled)
-        return next(r for r in rows if r["statistic"] == "wakeup_context_pct.process")["verdict"]
+        return compared(recorded, modelled, "wakeup_context_pct.process")["verdict"]
 
     assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES, 80.0)) == "off"
     assert verdict(side(MIN_SAMPLES, 50.0), side(MIN_SAMPLES - 1, 80.0)) == "reported"
@@ -367,22 +369,10 @@ def test_a_medians_sampling_interval_is_narrow_in_a_crowd_and_spans_a_gap_betwee
 
 def test_a_median_is_off_only_when_its_sampling_interval_is_too() -> None:
     def side(run_us: list[float]) -> dict:
-        role = {
-            "run_us": {
-                "p50": sorted(run_us)[len(run_us) // 2],
-                "p50_interval": median_interval(run_us),
-            },
-            "samples": {"runs": len(run_us)},
-        }
-        return {
-            "roles": {"all": role},
-            "operations_per_s": 1.0,
-            "forks_per_s": 0.0,
-            "execs_per_s": 0.0,
-        }
+        return one_role({"run_us": quantiles(run_us), "samples": {"runs": len(run_us)}})
 
     def row(recorded: dict, modelled: dict) -> dict:
-        return next(r for r in compare(recorded, modelled) if r["statistic"] == "run_us.p50")
+        return compared(recorded, modelled, "run_us.p50")
 
     crowded = [100.0 + i % 7 for i in range(500)]
     # Well-sampled medians 100 against 150: off, as the point values say.

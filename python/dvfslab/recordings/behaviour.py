@@ -125,9 +125,9 @@ def behaviour(
             "sleeps_d_per_op": s.switch_outs["D"] / ops,
             "sleep_d_pct": _pct(s.switch_outs["D"], s.switch_outs["S"] + s.switch_outs["D"]),
             "wakeups_per_op": s.wakeups / ops,
-            "run_us": _quantiles(s.runs_us),
-            "sleep_us": _quantiles(s.sleeps_us),
-            "wait_us": _quantiles(s.waits_us),
+            "run_us": quantiles(s.runs_us),
+            "sleep_us": quantiles(s.sleeps_us),
+            "wait_us": quantiles(s.waits_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
             "migrations_per_op": s.migrations / ops,
@@ -383,7 +383,8 @@ MEDIAN_INTERVAL_Z = 1.645
 """The normal quantile of the median's sampling interval (`median_interval`): 90%."""
 
 
-def _quantiles(values: list[float]) -> dict[str, Any]:
+def quantiles(values: list[float]) -> dict[str, Any]:
+    """p10, p50 and p90 of `values`, the median's sampling interval and their count."""
     if not values:
         return {"p10": None, "p50": None, "p90": None, "p50_interval": None, "n": 0}
     q = np.percentile(np.asarray(values), [10, 50, 90])
