@@ -21,6 +21,7 @@ pub(crate) mod newidle;
 pub(crate) mod numa_balance;
 pub(crate) mod objects;
 pub mod pelt;
+pub(crate) mod pipe;
 pub mod task;
 pub(crate) mod wake_affine;
 pub mod waker;

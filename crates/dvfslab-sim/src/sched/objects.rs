@@ -1,4 +1,4 @@
-//! What tasks block on besides timers: channels (pipes, sockets, condition signals), barriers,
+//! What tasks block on besides timers: channels (sockets, condition signals), pipes, barriers,
 //! mutexes, I/O devices and child processes. Each keeps its waiters in FIFO order, so wake-up
 //! order is deterministic. Their operations in a run are in sim/objects.rs.
 
@@ -87,6 +87,7 @@ pub(crate) struct EndIoWork {
 #[derive(Default)]
 pub(crate) struct Objects {
     pub(crate) channels: Vec<Channel>,
+    pub(crate) pipes: Vec<crate::sched::pipe::Pipe>,
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) mutexes: Vec<Mutex>,
     pub(crate) devices: Vec<Device>,

@@ -116,6 +116,13 @@ pub enum Op {
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
+    /// Write one message of `bytes` (under a page) to anonymous pipe `pipe`, sleeping while it
+    /// is full; a write to an empty pipe wakes its reader, sync (`pipe_write`, `sched/pipe.rs`).
+    /// Pipe ids are offset as channel ids are.
+    PipeWrite { pipe: u32, bytes: u32 },
+    /// Read one message from pipe `pipe`, sleeping while it is empty; a read that makes room
+    /// wakes blocked writers as the run's kernel does (`pipe_read`, `sched/pipe.rs`).
+    PipeRead { pipe: u32 },
     /// Take a token from channel `ch` as `Wait` does, but sleeping uninterruptibly (state D):
     /// the kernel's `wait_for_completion`, as a vfork parent waits for its child to exec
     /// (`wait_for_vfork_done`); the child's `Post` is the `complete`.
@@ -362,6 +369,9 @@ pub struct Task {
     pub placed: bool,
     /// The return address (absolute channel id) of the token last taken by `Op::Take`.
     pub answer_to: Option<u32>,
+    /// Woken from a pipe's wait: the `Op::PipeWrite` or `Op::PipeRead` it slept in goes on
+    /// as the kernel's does after its wait (`sim/pipe.rs`).
+    pub pipe_retry: bool,
     /// The CPU wake-up placement last left behind (`p->recent_used_cpu`,
     /// `Sim::select_idle_sibling`); at fork, the CPU the task was forked on (`Sim::start_task`).
     pub recent_used_cpu: Option<usize>,
@@ -415,6 +425,7 @@ impl Task {
             placed: false,
             on_rq: false,
             answer_to: None,
+            pipe_retry: false,
             recent_used_cpu: None,
             wakee_flips: 0,
             last_wakee: None,

@@ -164,6 +164,18 @@ impl Sim {
                         return self.block_and_switch(cpu, None);
                     }
                 }
+                Op::PipeWrite { pipe, bytes } => {
+                    let pipe = pipe + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.pipe_write(pipe, bytes, task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::PipeRead { pipe } => {
+                    let pipe = pipe + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.pipe_read(pipe, task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
                 Op::WaitUninterruptible { ch } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {

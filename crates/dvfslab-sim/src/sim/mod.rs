@@ -12,6 +12,7 @@ mod idle;
 mod interpret;
 mod load_balance;
 mod objects;
+mod pipe;
 mod rcu;
 mod run;
 mod scheduling;

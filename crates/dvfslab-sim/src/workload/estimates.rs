@@ -187,11 +187,6 @@ pub mod ipc {
     /// copied and freed, which charges the sender's buffer back), 2,440 cycles. \[REC\] As
     /// the send. Range 1,800–3,600.
     pub const HACKBENCH_SOCKET_RECV_CYCLES: f64 = 2_440.0;
-    /// Messages of 100 bytes that one 4 KiB pipe page holds: a small write merges into the
-    /// last page only when it fits whole (`anon_pipe_write`), so 40, not 40.96 \[KNOW\].
-    pub const PIPE_PAGE_MSGS: u32 = 40;
-    /// Pages a pipe holds: `PIPE_DEF_BUFFERS` = 16 slots of one page each \[KNOW\].
-    pub const PIPE_SLOTS: u32 = 16;
     /// `net.core.wmem_default`, every socket's `sk_sndbuf` unless set: 212,992 bytes \[KNOW\].
     pub const UNIX_SNDBUF_BYTES: u32 = 212_992;
     /// What a 100-byte `AF_UNIX` stream message charges against its sender's `sk_wmem_alloc`:

@@ -8,19 +8,19 @@
 //! write to, one 100-byte `read` per message.
 //!
 //! Who wakes whom is the kernel's:
-//! - A write wakes the reader only if it sleeps, that is if its buffer was empty
-//!   (`anon_pipe_write` wakes `rd_wait` when the pipe was empty; `unix_stream_sendmsg` calls
-//!   `sk_data_ready`, which finds no sleeper otherwise), with a sync wake-up (WF_SYNC). A
-//!   receiver that finds messages queued reads on without sleeping.
-//! - A sender blocks while the receiver's buffer is full: a pipe of 16 pages of 40 messages,
-//!   or a socket whose queued skbs' truesize reaches `sk_sndbuf` (278 messages).
-//! - Blocked senders are woken in batches, not per message read: `anon_pipe_read` wakes
-//!   writers when it frees a page slot of a full pipe (40 messages), `unix_write_space` when
-//!   the queued truesize falls to a quarter of `sk_sndbuf` (209 messages read). The model's
-//!   receiver hands the space back in those batches: after every 40 (209) reads it posts 40
-//!   (209) tokens of space, each waking a blocked sender (sync). The kernel's socket wakes
-//!   every blocked writer at once as the model does; its pipe wakes one, which wakes the next
-//!   after its write (`wake_next_writer`).
+//! - A pipe is the kernel's (`Op::PipeWrite`, `Op::PipeRead`, sched/pipe.rs): 16 page slots,
+//!   each holding 40 messages merged into it, a write to an empty pipe waking the reader
+//!   (sync), a sender blocking once every slot is taken and the last page has no room, and a
+//!   read waking the blocked senders as the run's kernel does (from 6.14 one sender, when the
+//!   read frees a page of a full pipe; the sender woken takes the slot, so the others sleep on
+//!   while running senders fill the pipe again).
+//! - A socket: a write wakes the reader only if it sleeps, that is if its queue was empty
+//!   (`unix_stream_sendmsg` calls `sk_data_ready`, which finds no sleeper otherwise), with a
+//!   sync wake-up (WF_SYNC). A receiver that finds messages queued reads on without sleeping.
+//!   A sender blocks once the queued skbs' truesize reaches `sk_sndbuf` (278 messages), and
+//!   the blocked senders are woken all at once when the queued truesize falls to a quarter of
+//!   `sk_sndbuf` (`unix_write_space`, 209 messages read): the model's receiver hands that
+//!   space back after every 209 reads as 209 tokens, each waking a blocked sender (sync).
 //!
 //! Metric, as perf reports it: "Total time" in seconds from GO to the last worker reaped
 //! (lower is better). If the run ends first, the value is the run's length.
@@ -75,7 +75,7 @@ struct Hackbench {
     loops: u32,
 }
 
-/// A receiver's pipe or socket, counted in 100-byte messages.
+/// A receiver's socket, counted in 100-byte messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Buffer {
     /// Messages it holds before a sender blocks.
@@ -85,12 +85,6 @@ struct Buffer {
 }
 
 impl Buffer {
-    /// A pipe: [`ipc::PIPE_SLOTS`] pages of [`ipc::PIPE_PAGE_MSGS`]; `anon_pipe_read` wakes
-    /// the writers when it empties a page of a full pipe.
-    fn pipe() -> Buffer {
-        Buffer { capacity: ipc::PIPE_SLOTS * ipc::PIPE_PAGE_MSGS, release: ipc::PIPE_PAGE_MSGS }
-    }
-
     /// An `AF_UNIX` stream socket: `sock_alloc_send_pskb` allocates while `sk_wmem_alloc`
     /// (1, plus the truesize of the queued skbs) is below `sk_sndbuf`; `unix_write_space`
     /// wakes the writers once four times `sk_wmem_alloc` (the freed skb's last byte still
@@ -107,6 +101,9 @@ impl Buffer {
     }
 }
 
+/// hackbench's message: `DATASIZE`, 100 bytes.
+const MESSAGE_BYTES: u32 = 100;
+
 fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: ipc::MEM_FRAC }
 }
@@ -115,7 +112,8 @@ impl Hackbench {
     fn workers(&self) -> u32 {
         2 * FDS * self.groups
     }
-    /// Data and free-space channels of receiver `r` of group `g`: its pipe or socket.
+    /// Data and free-space channels of receiver `r` of group `g`: its socket; a pipe's id is
+    /// its data channel's.
     fn channels(g: u32, r: u32) -> (u32, u32) {
         let fd = g * FDS + r;
         (2 + 2 * fd, 3 + 2 * fd)
@@ -159,15 +157,6 @@ impl Hackbench {
             kernel::FORK_CYCLES
         }
     }
-    /// A receiver's pipe or socket, in messages.
-    fn buffer(&self) -> Buffer {
-        if self.pipes {
-            Buffer::pipe()
-        } else {
-            Buffer::unix_socket()
-        }
-    }
-
     /// Exit, and let the parent reap.
     fn exit_ops(&self) -> [Op; 3] {
         [run(self.exit_cycles()), Op::Post { ch: EXITED, sync: false }, Op::Exit]
@@ -185,22 +174,33 @@ impl Hackbench {
         let each = p.len();
         for r in 0..FDS {
             let (data, space) = Self::channels(g, r);
-            p.extend([Op::Wait { ch: space }, run(self.send_cycles()), Op::Post { ch: data, sync: true }]);
+            if self.pipes {
+                p.extend([run(self.send_cycles()), Op::PipeWrite { pipe: data, bytes: MESSAGE_BYTES }]);
+            } else {
+                p.extend([Op::Wait { ch: space }, run(self.send_cycles()), Op::Post { ch: data, sync: true }]);
+            }
         }
         p.push(Op::Repeat { to: each, times: self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
 
-    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages, and hands the space
-    /// back to the senders in the kernel's batches ([`Buffer::release`]).
+    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages; a socket's receiver
+    /// hands the space back to the senders in the kernel's batches ([`Buffer::release`]).
     fn receiver(&self, g: u32, r: u32) -> Rc<[Op]> {
         let (data, space) = Self::channels(g, r);
-        let buf = self.buffer();
         let total = FDS * self.loops;
-        let read =
-            [Op::Wait { ch: data }, run(self.recv_cycles()), Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 })];
         let mut p = Vec::from(self.start_ops());
+        let counted = Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 });
+        if self.pipes {
+            let each = p.len();
+            p.extend([Op::PipeRead { pipe: data }, run(self.recv_cycles()), counted]);
+            p.push(Op::Repeat { to: each, times: total });
+            p.extend(self.exit_ops());
+            return p.into();
+        }
+        let buf = Buffer::unix_socket();
+        let read = [Op::Wait { ch: data }, run(self.recv_cycles()), counted];
         let batches = total / buf.release;
         if batches > 0 {
             let batch = p.len();
@@ -225,13 +225,15 @@ impl Hackbench {
     fn parent(&self) -> Rc<[Op]> {
         let mut p = Vec::new();
         for g in 0..self.groups {
-            // Receivers first, each with an empty pipe or socket: its buffer's space is free.
+            // Receivers first, each with an empty pipe or socket: a socket's space is free.
             for r in 0..FDS {
                 let (_, space) = Self::channels(g, r);
                 p.push(run(self.spawn_cycles()));
                 p.push(Op::Spawn { program: Self::receiver_program(g, r), count: 1 });
-                p.push(Op::Post { ch: space, sync: false });
-                p.push(Op::Repeat { to: p.len() - 1, times: self.buffer().capacity });
+                if !self.pipes {
+                    p.push(Op::Post { ch: space, sync: false });
+                    p.push(Op::Repeat { to: p.len() - 1, times: Buffer::unix_socket().capacity });
+                }
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
@@ -324,15 +326,13 @@ mod tests {
         let left = s.capacity - s.release;
         assert!(4 * (2 + left * ipc::UNIX_SKB_TRUESIZE_BYTES) <= ipc::UNIX_SNDBUF_BYTES);
         assert!(4 * (2 + (left + 1) * ipc::UNIX_SKB_TRUESIZE_BYTES) > ipc::UNIX_SNDBUF_BYTES);
-        // A pipe: 16 pages of 40 messages, space handed back a page at a time.
-        assert_eq!(Buffer::pipe(), Buffer { capacity: 640, release: 40 });
     }
 
     #[test]
-    fn a_receiver_reads_every_message_and_hands_space_back_in_batches() {
-        for (pipes, loops) in [(true, 2000), (false, 2000), (false, 1), (true, 3), (false, 100)] {
+    fn a_socket_receiver_reads_every_message_and_hands_space_back_in_batches() {
+        for (pipes, loops) in [(false, 2000), (false, 1), (false, 100)] {
             let hb = hackbench(pipes, loops);
-            let buf = hb.buffer();
+            let buf = Buffer::unix_socket();
             let (data, space) = Hackbench::channels(0, 7);
             let ops = unrolled(&hb.receiver(0, 7));
             let reads = ops.iter().filter(|op| matches!(op, Op::Wait { ch } if *ch == data)).count() as u32;
@@ -363,14 +363,35 @@ mod tests {
     }
 
     #[test]
-    fn a_sender_writes_each_receiver_in_turn_and_wakes_it_sync() {
-        let hb = hackbench(true, 3);
-        let ops = unrolled(&hb.sender(0));
-        let writes: Vec<u32> =
-            ops.iter().filter_map(|op| if let Op::Post { ch, sync: true } = op { Some(*ch) } else { None }).collect();
-        let order: Vec<u32> = (0..3).flat_map(|_| (0..FDS).map(|r| Hackbench::channels(0, r).0)).collect();
-        assert_eq!(writes, order);
-        let waits = ops.iter().filter(|op| matches!(op, Op::Wait { .. })).count() as u32;
-        assert_eq!(waits, 3 * FDS, "a wait for space before every write");
+    fn a_sender_writes_each_receiver_in_turn() {
+        for pipes in [true, false] {
+            let hb = hackbench(pipes, 3);
+            let ops = unrolled(&hb.sender(0));
+            let writes: Vec<u32> = ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Post { ch, sync: true } => Some(*ch),
+                    Op::PipeWrite { pipe, bytes: MESSAGE_BYTES } => Some(*pipe),
+                    _ => None,
+                })
+                .collect();
+            let order: Vec<u32> = (0..3).flat_map(|_| (0..FDS).map(|r| Hackbench::channels(0, r).0)).collect();
+            assert_eq!(writes, order, "pipes {pipes}");
+            // A socket's sender waits for space before every write; a pipe's write sleeps
+            // itself while the pipe is full.
+            let waits = ops.iter().filter(|op| matches!(op, Op::Wait { .. })).count() as u32;
+            assert_eq!(waits, if pipes { 0 } else { 3 * FDS }, "pipes {pipes}");
+        }
+    }
+
+    #[test]
+    fn a_pipe_receiver_reads_every_message_from_its_own_pipe() {
+        let hb = hackbench(true, 7);
+        let ops = unrolled(&hb.receiver(0, 5));
+        let (data, space) = Hackbench::channels(0, 5);
+        let reads = ops.iter().filter(|op| matches!(op, Op::PipeRead { pipe } if *pipe == data)).count() as u32;
+        assert_eq!(reads, FDS * 7);
+        // The pipe itself wakes its writers: the receiver hands no space back.
+        assert!(!ops.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == space)));
     }
 }

@@ -1408,3 +1408,48 @@ fn from_6_18_33_a_forked_child_waits_for_its_parent_instead_of_preempting_it() {
     assert!(mainline > 10, "6.18: the parent preempted {mainline} times");
     assert_eq!(stable, 0, "6.18.44: the parent preempted {stable} times");
 }
+
+/// Three writers on CPU 0 send 2,000 messages of 100 bytes each through one pipe to a reader
+/// on CPU 1 that takes ten times as long per message, at `kernel`. Returns (messages read,
+/// the writers' sleeps, the reader's sleeps).
+fn pipe_run(kernel: &str) -> (f64, usize, usize) {
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(200_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 2.6e3), mem_frac: 0.0 };
+    let writer = vec![run_us(1.0), Op::PipeWrite { pipe: 0, bytes: 100 }, Op::Repeat { to: 0, times: 2000 }, Op::Exit];
+    let reader = vec![Op::PipeRead { pipe: 0 }, run_us(10.0), count(0), Op::Repeat { to: 0, times: 6000 }, Op::Exit];
+    let tasks = vec![(writer.clone(), 0), (writer.clone(), 0), (writer, 0), (reader, 1)];
+    let r =
+        Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(tasks)), "test".into()).unwrap().run().unwrap();
+    let tl = r.timeline.as_ref().unwrap();
+    let sleeps = |tasks: std::ops::Range<i64>| {
+        tl.switch_prev.iter().zip(&tl.switch_prev_state).filter(|&(p, &s)| tasks.contains(p) && s == 'S').count()
+    };
+    (r.summary.metric.value, sleeps(0..3), sleeps(3..4))
+}
+
+#[test]
+fn a_pipe_delivers_every_message_and_wakes_its_writers_as_the_kernel_does() {
+    // 6,000 messages fill the 640 the pipe holds, then the writers wait on the reader: from
+    // 6.14 one writer is woken per page the reader empties of a full pipe (40 messages), and
+    // it fills that page again itself (no other writer runs): about 6,000 / 40 sleeps.
+    let (read, writer_sleeps, reader_sleeps) = pipe_run("6.18");
+    assert_eq!(read, 6000.0);
+    assert!((120..=150).contains(&writer_sleeps), "{writer_sleeps}");
+    // The reader never finds the pipe empty until the writers are done.
+    assert!(reader_sleeps <= 2, "{reader_sleeps}");
+    // 5.6 to 6.13: every read of a full pipe wakes a writer, which finds it still full and
+    // sleeps again until the page is emptied: most of the 40 reads of each page wake one.
+    let (read, writer_sleeps_6_1, _) = pipe_run("6.1");
+    assert_eq!(read, 6000.0);
+    assert!(writer_sleeps_6_1 > 20 * writer_sleeps, "{writer_sleeps_6_1} against {writer_sleeps}");
+    // Before 5.6 a freed page wakes every writer at once; two of the three find it full again.
+    let (read, writer_sleeps_5_4, _) = pipe_run("5.4");
+    assert_eq!(read, 6000.0);
+    assert!(writer_sleeps_5_4 > 2 * writer_sleeps && writer_sleeps_5_4 < 4 * writer_sleeps, "{writer_sleeps_5_4}");
+}
