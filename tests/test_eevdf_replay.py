@@ -102,3 +102,31 @@ def test_the_kernels_picks_follow_the_rules_and_its_groups_ask_for_more_reschedu
         grouped["reschedule not asked, recorded"] + grouped["reschedule asked, recorded"]
     )
     assert unasked > 2 * missed / (missed + asked), (grouped, flat)
+
+
+def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() -> None:
+    # a runs on CPU 1; c, on CPU 0, wakes b onto CPU 1, which is busy: try_to_wake_up enqueues
+    # from CPU 0, and the enqueue's update_curr of a (100 µs) is logged there.
+    def on(cpu: int, line: str) -> str:
+        return line.replace("[000]", f"[{cpu:03d}]", 1)
+
+    lines = [
+        on(1, wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new")),
+        on(1, switch(0.000001, "swapper/1", 0, "R", "a", 1)),
+        wakeup(0.0, "<idle>", 0, "c", 3, "sched_wakeup_new"),
+        switch(0.000001, "swapper/0", 0, "R", "c", 3),
+        wakeup(0.000050, "c", 3, "b", 2, "sched_wakeup_new"),
+        switch(0.000060, "c", 3, "S", "b", 2),
+        switch(0.000070, "b", 2, "S", "c", 3),
+        wakeup(0.000100, "c", 3, "b", 2, "sched_waking"),
+        runtime(0.000100, "a", 1, 100_000),
+        wakeup(0.000100, "c", 3, "b", 2, "sched_wakeup").replace(
+            "target_cpu=000", "target_cpu=001"
+        ),
+    ]
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    a = r.entities[1]
+    # a started at vruntime 0 on an empty run-queue: its vruntime is the 100 µs it ran.
+    assert a.vruntime == 100_000, a.vruntime
