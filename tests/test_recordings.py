@@ -23,6 +23,7 @@ from dvfslab.recordings.check import (
     MIN_SAMPLES,
     Tolerance,
     check,
+    check_seeds,
     compare,
     drop_idle_events,
     idle_events_lost_on,
@@ -463,14 +464,15 @@ def test_hackbench_on_one_cpu_takes_turns_as_the_recording_does() -> None:
     # Without placement (taskset's mask on the recording, cpumask on the model) a sender runs
     # until preempted with its receivers queued behind it: a switch-out and a wake-up every
     # hundred messages or so, not the 2-vCPU model's ping-pong (0.8 a message). The counts
-    # are below the check's 0.02 floor, so they are compared here: within a factor of two,
-    # the spread of five recordings of it (0.004 to 0.016 switch-outs a message).
-    rows = {
-        (r["role"], r["statistic"]): r for r in check(load_recording("hackbench-pipe-1cpu"))["rows"]
-    }
+    # are below the check's 0.02 floor, so they are compared here. The recorded runs span a
+    # factor of two (0.0039 to 0.0086 switch-outs a message; the higher one ran in short
+    # turns), and so do the model's seeds: each within a factor of two of that span.
+    report = check_seeds(load_recording("hackbench-pipe-1cpu"), [0, 1, 2])
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
     for statistic in ("switch_outs_per_op", "wakeups_per_op"):
         row = rows[("all", statistic)]
-        assert 0.5 < row["model"] / row["recorded"] < 2.0, row
+        low, high = min(row["recorded_runs"]), max(row["recorded_runs"])
+        assert all(low / 2 < v < 2 * high for v in row["model_by_seed"]), row
 
 
 def preempted_sender_delays_us(trace: Trace) -> pd.Series:
@@ -539,7 +541,9 @@ def test_hackbench_on_two_cpus_takes_turns_once_switches_cost_time() -> None:
     # its CPU for its slice while the other CPU's receivers drain their pipes, as recorded:
     # about 0.14 switch-outs a message. Switches free, the model settled into a one-message
     # ping-pong, 0.8 a message.
-    rows = {(r["role"], r["statistic"]): r for r in check(load_recording("hackbench-pipe"))["rows"]}
+    # Over seeds 0-2, the check's own rule: within tolerance at most of them.
+    report = check_seeds(load_recording("hackbench-pipe"), [0, 1, 2])
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
     assert rows[("all", "switch_outs_per_op")]["verdict"] == "ok", rows[
         ("all", "switch_outs_per_op")
     ]
