@@ -1,4 +1,5 @@
-//! What tasks block on besides timers: channels (sockets, condition signals), pipes, barriers,
+//! What tasks block on besides timers: channels (condition signals, connections), pipes, unix
+//! stream sockets, barriers,
 //! mutexes, I/O devices and child processes. Each keeps its waiters in FIFO order, so wake-up
 //! order is deterministic. Their operations in a run are in sim/objects.rs.
 
@@ -88,6 +89,7 @@ pub(crate) struct EndIoWork {
 pub(crate) struct Objects {
     pub(crate) channels: Vec<Channel>,
     pub(crate) pipes: Vec<crate::sched::pipe::Pipe>,
+    pub(crate) unix_streams: Vec<crate::sched::unix_stream::UnixStream>,
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) mutexes: Vec<Mutex>,
     pub(crate) devices: Vec<Device>,

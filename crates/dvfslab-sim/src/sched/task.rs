@@ -123,6 +123,14 @@ pub enum Op {
     /// Read one message from pipe `pipe`, sleeping while it is empty; a read that makes room
     /// wakes blocked writers as the run's kernel does (`pipe_read`, `sched/pipe.rs`).
     PipeRead { pipe: u32 },
+    /// Send one message charging `truesize` bytes to `AF_UNIX` stream socket `sock`, sleeping
+    /// while the socket's charge is at its send buffer; wakes the reader if it sleeps, sync
+    /// (`unix_stream_sendmsg`, `sched/unix_stream.rs`). Socket ids are offset as channel ids are.
+    UnixSend { sock: u32, truesize: u32 },
+    /// Read one message from socket `sock`, sleeping while none is queued; freeing its
+    /// `truesize` bytes wakes every blocked sender once the charge is down to a quarter of the
+    /// send buffer (`unix_write_space`).
+    UnixRecv { sock: u32, truesize: u32 },
     /// Take a token from channel `ch` as `Wait` does, but sleeping uninterruptibly (state D):
     /// the kernel's `wait_for_completion`, as a vfork parent waits for its child to exec
     /// (`wait_for_vfork_done`); the child's `Post` is the `complete`.

@@ -176,6 +176,18 @@ impl Sim {
                         return self.block_and_switch(cpu, None);
                     }
                 }
+                Op::UnixSend { sock, truesize } => {
+                    let sock = sock + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.unix_send(sock, truesize, task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::UnixRecv { sock, truesize } => {
+                    let sock = sock + self.sched.tasks[task].attrs.channel_base;
+                    if let Outcome::Sleep = self.unix_recv(sock, truesize, task, cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
                 Op::WaitUninterruptible { ch } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {

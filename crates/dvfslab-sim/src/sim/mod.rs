@@ -19,6 +19,7 @@ mod scheduling;
 mod summary;
 #[cfg(test)]
 mod test_support;
+mod unix_stream;
 mod wake;
 mod wake_affine;
 

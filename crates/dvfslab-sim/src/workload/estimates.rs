@@ -187,8 +187,6 @@ pub mod ipc {
     /// copied and freed, which charges the sender's buffer back), 2,440 cycles. \[REC\] As
     /// the send. Range 1,800–3,600.
     pub const HACKBENCH_SOCKET_RECV_CYCLES: f64 = 2_440.0;
-    /// `net.core.wmem_default`, every socket's `sk_sndbuf` unless set: 212,992 bytes \[KNOW\].
-    pub const UNIX_SNDBUF_BYTES: u32 = 212_992;
     /// What a 100-byte `AF_UNIX` stream message charges against its sender's `sk_wmem_alloc`:
     /// a head of 100 bytes aligned to 128 plus the 320-byte `skb_shared_info`, which kmalloc
     /// rounds to 512, less the shared info again, plus `struct sk_buff` (256) and the shared

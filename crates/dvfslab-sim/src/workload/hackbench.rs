@@ -14,13 +14,11 @@
 //!   read waking the blocked senders as the run's kernel does (from 6.14 one sender, when the
 //!   read frees a page of a full pipe; the sender woken takes the slot, so the others sleep on
 //!   while running senders fill the pipe again).
-//! - A socket: a write wakes the reader only if it sleeps, that is if its queue was empty
-//!   (`unix_stream_sendmsg` calls `sk_data_ready`, which finds no sleeper otherwise), with a
-//!   sync wake-up (WF_SYNC). A receiver that finds messages queued reads on without sleeping.
-//!   A sender blocks once the queued skbs' truesize reaches `sk_sndbuf` (278 messages), and
-//!   the blocked senders are woken all at once when the queued truesize falls to a quarter of
-//!   `sk_sndbuf` (`unix_write_space`, 209 messages read): the model's receiver hands that
-//!   space back after every 209 reads as 209 tokens, each waking a blocked sender (sync).
+//! - A socket is the kernel's too (`Op::UnixSend`, `Op::UnixRecv`, sched/unix_stream.rs): each
+//!   message charges its skb's truesize (768 bytes) to the socket all the group's senders
+//!   share, a sender sleeps once the charge reaches `sk_sndbuf` (278 messages), each read
+//!   hands its charge back at once, and the blocked senders are woken all together once it
+//!   is down to a quarter (69 messages queued). A send wakes the receiver if it sleeps, sync.
 //!
 //! Metric, as perf reports it: "Total time" in seconds from GO to the last worker reaped
 //! (lower is better). If the run ends first, the value is the run's length.
@@ -75,32 +73,6 @@ struct Hackbench {
     loops: u32,
 }
 
-/// A receiver's socket, counted in 100-byte messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Buffer {
-    /// Messages it holds before a sender blocks.
-    capacity: u32,
-    /// Messages the receiver reads from a full buffer before blocked senders are woken.
-    release: u32,
-}
-
-impl Buffer {
-    /// An `AF_UNIX` stream socket: `sock_alloc_send_pskb` allocates while `sk_wmem_alloc`
-    /// (1, plus the truesize of the queued skbs) is below `sk_sndbuf`; `unix_write_space`
-    /// wakes the writers once four times `sk_wmem_alloc` (the freed skb's last byte still
-    /// counted) is at most `sk_sndbuf`.
-    ///
-    ///   capacity = ⌊(sndbuf − 2) / truesize⌋ + 1            (278 for 212,992 and 768)
-    ///   low      = ⌊(sndbuf / 4 − 2) / truesize⌋             (69)
-    ///   release  = capacity − low                            (209)
-    fn unix_socket() -> Buffer {
-        let (sndbuf, size) = (ipc::UNIX_SNDBUF_BYTES, ipc::UNIX_SKB_TRUESIZE_BYTES);
-        let capacity = (sndbuf - 2) / size + 1;
-        let low = (sndbuf / 4 - 2) / size;
-        Buffer { capacity, release: capacity - low }
-    }
-}
-
 /// hackbench's message: `DATASIZE`, 100 bytes.
 const MESSAGE_BYTES: u32 = 100;
 
@@ -112,11 +84,9 @@ impl Hackbench {
     fn workers(&self) -> u32 {
         2 * FDS * self.groups
     }
-    /// Data and free-space channels of receiver `r` of group `g`: its socket; a pipe's id is
-    /// its data channel's.
-    fn channels(g: u32, r: u32) -> (u32, u32) {
-        let fd = g * FDS + r;
-        (2 + 2 * fd, 3 + 2 * fd)
+    /// The id of receiver `r` of group `g`'s pipe or socket.
+    fn receiver_fd(g: u32, r: u32) -> u32 {
+        g * FDS + r
     }
     /// Index of group `g`'s senders' program in [`Workload::programs`]; its receivers' follow.
     fn sender_program(g: u32) -> u32 {
@@ -173,67 +143,50 @@ impl Hackbench {
         let mut p = Vec::from(self.start_ops());
         let each = p.len();
         for r in 0..FDS {
-            let (data, space) = Self::channels(g, r);
-            if self.pipes {
-                p.extend([run(self.send_cycles()), Op::PipeWrite { pipe: data, bytes: MESSAGE_BYTES }]);
-            } else {
-                p.extend([Op::Wait { ch: space }, run(self.send_cycles()), Op::Post { ch: data, sync: true }]);
-            }
+            let fd = Self::receiver_fd(g, r);
+            p.extend([run(self.send_cycles()), self.write(fd)]);
         }
         p.push(Op::Repeat { to: each, times: self.loops });
         p.extend(self.exit_ops());
         p.into()
     }
 
-    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages; a socket's receiver
-    /// hands the space back to the senders in the kernel's batches ([`Buffer::release`]).
+    /// Receiver `r` reads its own pipe or socket, `FDS · loops` messages.
     fn receiver(&self, g: u32, r: u32) -> Rc<[Op]> {
-        let (data, space) = Self::channels(g, r);
-        let total = FDS * self.loops;
+        let fd = Self::receiver_fd(g, r);
         let mut p = Vec::from(self.start_ops());
-        let counted = Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 });
-        if self.pipes {
-            let each = p.len();
-            p.extend([Op::PipeRead { pipe: data }, run(self.recv_cycles()), counted]);
-            p.push(Op::Repeat { to: each, times: total });
-            p.extend(self.exit_ops());
-            return p.into();
-        }
-        let buf = Buffer::unix_socket();
-        let read = [Op::Wait { ch: data }, run(self.recv_cycles()), counted];
-        let batches = total / buf.release;
-        if batches > 0 {
-            let batch = p.len();
-            p.extend(read.clone());
-            p.push(Op::Repeat { to: batch, times: buf.release });
-            let post = p.len();
-            p.push(Op::Post { ch: space, sync: true });
-            p.push(Op::Repeat { to: post, times: buf.release });
-            p.push(Op::Repeat { to: batch, times: batches });
-        }
-        // The last reads free space no sender waits for any more.
-        let rest = total % buf.release;
-        if rest > 0 {
-            let tail = p.len();
-            p.extend(read);
-            p.push(Op::Repeat { to: tail, times: rest });
-        }
+        let each = p.len();
+        p.extend([self.read(fd), run(self.recv_cycles()), Op::Mark(Mark::Add { counter: MESSAGES, amount: 1 })]);
+        p.push(Op::Repeat { to: each, times: FDS * self.loops });
         p.extend(self.exit_ops());
         p.into()
+    }
+
+    /// One message written to `fd`.
+    fn write(&self, fd: u32) -> Op {
+        if self.pipes {
+            Op::PipeWrite { pipe: fd, bytes: MESSAGE_BYTES }
+        } else {
+            Op::UnixSend { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES }
+        }
+    }
+
+    /// One message read from `fd`.
+    fn read(&self, fd: u32) -> Op {
+        if self.pipes {
+            Op::PipeRead { pipe: fd }
+        } else {
+            Op::UnixRecv { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES }
+        }
     }
 
     fn parent(&self) -> Rc<[Op]> {
         let mut p = Vec::new();
         for g in 0..self.groups {
-            // Receivers first, each with an empty pipe or socket: a socket's space is free.
+            // Receivers first, then senders.
             for r in 0..FDS {
-                let (_, space) = Self::channels(g, r);
                 p.push(run(self.spawn_cycles()));
                 p.push(Op::Spawn { program: Self::receiver_program(g, r), count: 1 });
-                if !self.pipes {
-                    p.push(Op::Post { ch: space, sync: false });
-                    p.push(Op::Repeat { to: p.len() - 1, times: Buffer::unix_socket().capacity });
-                }
             }
             for _ in 0..FDS {
                 p.push(run(self.spawn_cycles()));
@@ -315,54 +268,6 @@ mod tests {
     }
 
     #[test]
-    fn a_socket_holds_what_its_send_buffer_admits_and_frees_a_quarter() {
-        // 212,992-byte sndbuf, 768 bytes of truesize per 100-byte message: the 278th message
-        // is allocated at 1 + 277 × 768 = 212,737 bytes, below sndbuf; the 279th is not.
-        let s = Buffer::unix_socket();
-        assert_eq!(s.capacity, 278);
-        assert!(1 + (s.capacity - 1) * ipc::UNIX_SKB_TRUESIZE_BYTES < ipc::UNIX_SNDBUF_BYTES);
-        assert!(1 + s.capacity * ipc::UNIX_SKB_TRUESIZE_BYTES >= ipc::UNIX_SNDBUF_BYTES);
-        // Writers wake once 4 × (2 + 768 q) ≤ 212,992: q = 69 messages left queued.
-        let left = s.capacity - s.release;
-        assert!(4 * (2 + left * ipc::UNIX_SKB_TRUESIZE_BYTES) <= ipc::UNIX_SNDBUF_BYTES);
-        assert!(4 * (2 + (left + 1) * ipc::UNIX_SKB_TRUESIZE_BYTES) > ipc::UNIX_SNDBUF_BYTES);
-    }
-
-    #[test]
-    fn a_socket_receiver_reads_every_message_and_hands_space_back_in_batches() {
-        for (pipes, loops) in [(false, 2000), (false, 1), (false, 100)] {
-            let hb = hackbench(pipes, loops);
-            let buf = Buffer::unix_socket();
-            let (data, space) = Hackbench::channels(0, 7);
-            let ops = unrolled(&hb.receiver(0, 7));
-            let reads = ops.iter().filter(|op| matches!(op, Op::Wait { ch } if *ch == data)).count() as u32;
-            assert_eq!(reads, FDS * loops, "pipes {pipes}, loops {loops}");
-            // Space comes back only in whole batches, each after `release` reads.
-            let mut read_since = 0;
-            let mut posted = 0;
-            for op in &ops {
-                match op {
-                    Op::Wait { ch } if *ch == data => read_since += 1,
-                    Op::Post { ch, sync } if *ch == space => {
-                        assert!(*sync, "the kernel wakes writers with WF_SYNC");
-                        assert!(read_since >= buf.release || posted % buf.release != 0);
-                        if posted % buf.release == 0 {
-                            read_since -= buf.release;
-                        }
-                        posted += 1;
-                    }
-                    _ => {}
-                }
-            }
-            assert_eq!(posted % buf.release, 0);
-            assert_eq!(posted, (FDS * loops / buf.release) * buf.release);
-            // The senders never wait for space that never comes: the initial space and what
-            // the receiver hands back cover every message written to it.
-            assert!(buf.capacity + posted >= FDS * loops, "pipes {pipes}, loops {loops}");
-        }
-    }
-
-    #[test]
     fn a_sender_writes_each_receiver_in_turn() {
         for pipes in [true, false] {
             let hb = hackbench(pipes, 3);
@@ -370,28 +275,29 @@ mod tests {
             let writes: Vec<u32> = ops
                 .iter()
                 .filter_map(|op| match op {
-                    Op::Post { ch, sync: true } => Some(*ch),
                     Op::PipeWrite { pipe, bytes: MESSAGE_BYTES } => Some(*pipe),
+                    Op::UnixSend { sock, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES } => Some(*sock),
                     _ => None,
                 })
                 .collect();
-            let order: Vec<u32> = (0..3).flat_map(|_| (0..FDS).map(|r| Hackbench::channels(0, r).0)).collect();
+            let order: Vec<u32> = (0..3).flat_map(|_| (0..FDS).map(|r| Hackbench::receiver_fd(0, r))).collect();
             assert_eq!(writes, order, "pipes {pipes}");
-            // A socket's sender waits for space before every write; a pipe's write sleeps
-            // itself while the pipe is full.
-            let waits = ops.iter().filter(|op| matches!(op, Op::Wait { .. })).count() as u32;
-            assert_eq!(waits, if pipes { 0 } else { 3 * FDS }, "pipes {pipes}");
         }
     }
 
     #[test]
-    fn a_pipe_receiver_reads_every_message_from_its_own_pipe() {
-        let hb = hackbench(true, 7);
-        let ops = unrolled(&hb.receiver(0, 5));
-        let (data, space) = Hackbench::channels(0, 5);
-        let reads = ops.iter().filter(|op| matches!(op, Op::PipeRead { pipe } if *pipe == data)).count() as u32;
-        assert_eq!(reads, FDS * 7);
-        // The pipe itself wakes its writers: the receiver hands no space back.
-        assert!(!ops.iter().any(|op| matches!(op, Op::Post { ch, .. } if *ch == space)));
+    fn a_receiver_reads_every_message_from_its_own_pipe_or_socket() {
+        for pipes in [true, false] {
+            let hb = hackbench(pipes, 7);
+            let ops = unrolled(&hb.receiver(0, 5));
+            let fd = Hackbench::receiver_fd(0, 5);
+            let reads = ops
+                .iter()
+                .filter(|op| matches!(op, Op::PipeRead { pipe } | Op::UnixRecv { sock: pipe, .. } if *pipe == fd))
+                .count() as u32;
+            assert_eq!(reads, FDS * 7, "pipes {pipes}");
+            let counted = ops.iter().filter(|op| matches!(op, Op::Mark(Mark::Add { .. }))).count() as u32;
+            assert_eq!(counted, FDS * 7, "pipes {pipes}");
+        }
     }
 }

@@ -1409,10 +1409,16 @@ fn from_6_18_33_a_forked_child_waits_for_its_parent_instead_of_preempting_it() {
     assert_eq!(stable, 0, "6.18.44: the parent preempted {stable} times");
 }
 
-/// Three writers on CPU 0 send 2,000 messages of 100 bytes each through one pipe to a reader
-/// on CPU 1 that takes ten times as long per message, at `kernel`. Returns (messages read,
-/// the writers' sleeps, the reader's sleeps).
+/// `writers_and_a_reader` over one pipe, 100-byte messages, at `kernel`.
 fn pipe_run(kernel: &str) -> (f64, usize, usize) {
+    let write = Op::PipeWrite { pipe: 0, bytes: 100 };
+    let read = Op::PipeRead { pipe: 0 };
+    writers_and_a_reader(kernel, write, read)
+}
+
+/// Three writers on CPU 0 send 2,000 messages each through `write`, a reader on CPU 1 takes
+/// them by `read`, ten times slower; (messages read, the writers' sleeps, the reader's).
+fn writers_and_a_reader(kernel: &str, write: Op, read: Op) -> (f64, usize, usize) {
     let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
     let cfg = SimConfig {
         governor: format!("performance:kernel={kernel}"),
@@ -1421,8 +1427,8 @@ fn pipe_run(kernel: &str) -> (f64, usize, usize) {
         ..SimConfig::default()
     };
     let run_us = |us: f64| Op::Run { cycles: Amount::Fixed(us * 2.6e3), mem_frac: 0.0 };
-    let writer = vec![run_us(1.0), Op::PipeWrite { pipe: 0, bytes: 100 }, Op::Repeat { to: 0, times: 2000 }, Op::Exit];
-    let reader = vec![Op::PipeRead { pipe: 0 }, run_us(10.0), count(0), Op::Repeat { to: 0, times: 6000 }, Op::Exit];
+    let writer = vec![run_us(1.0), write, Op::Repeat { to: 0, times: 2000 }, Op::Exit];
+    let reader = vec![read, run_us(10.0), count(0), Op::Repeat { to: 0, times: 6000 }, Op::Exit];
     let tasks = vec![(writer.clone(), 0), (writer.clone(), 0), (writer, 0), (reader, 1)];
     let r =
         Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(tasks)), "test".into()).unwrap().run().unwrap();
@@ -1452,4 +1458,18 @@ fn a_pipe_delivers_every_message_and_wakes_its_writers_as_the_kernel_does() {
     let (read, writer_sleeps_5_4, _) = pipe_run("5.4");
     assert_eq!(read, 6000.0);
     assert!(writer_sleeps_5_4 > 2 * writer_sleeps && writer_sleeps_5_4 < 4 * writer_sleeps, "{writer_sleeps_5_4}");
+}
+
+#[test]
+fn a_unix_socket_delivers_every_message_and_wakes_its_senders_at_a_quarter() {
+    // 100-byte messages charge 768 bytes each: the socket takes 278, and its blocked senders
+    // all wake once 209 have been read (69 left, a quarter of the 212,992-byte sndbuf); the
+    // three refill it and block again: three sleeps per 209 messages of the 6,000 less the
+    // 278 it holds, at most 82, fewer once senders have sent their last.
+    let send = Op::UnixSend { sock: 0, truesize: 768 };
+    let recv = Op::UnixRecv { sock: 0, truesize: 768 };
+    let (read, sender_sleeps, reader_sleeps) = writers_and_a_reader("6.18", send, recv);
+    assert_eq!(read, 6000.0);
+    assert!((60..=82).contains(&sender_sleeps), "{sender_sleeps}");
+    assert!(reader_sleeps <= 2, "{reader_sleeps}");
 }

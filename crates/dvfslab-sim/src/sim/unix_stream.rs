@@ -1,0 +1,55 @@
+//! `Op::UnixSend` and `Op::UnixRecv`: the `AF_UNIX` stream sockets of `sched/unix_stream.rs`
+//! in a run. A task that finds no room (no message) sleeps on the socket and, woken, does the
+//! same operation again, as `sock_alloc_send_pskb` (`unix_stream_read_generic`) loops after
+//! its wait; every wake-up is sync (`sock_def_readable`, `unix_write_space`), and wakes every
+//! sleeper on that side (the waits are not exclusive).
+
+use crate::governor::UpdateFlags;
+use crate::sched::objects::{slot, Outcome};
+use crate::sched::unix_stream::{Recv, Send};
+use crate::sched::waker::Waker;
+use crate::sim::Sim;
+
+impl Sim {
+    /// `task` on `cpu` sends one message charging `truesize` bytes on socket `id`.
+    pub(crate) fn unix_send(&mut self, id: u32, truesize: u32, task: usize, cpu: usize) -> Outcome {
+        let sock = slot(&mut self.work.objects.unix_streams, id);
+        match sock.send(truesize) {
+            Send::Full => {
+                sock.senders.push_back(task);
+                self.sched.tasks[task].pc -= 1;
+                Outcome::Sleep
+            }
+            Send::Done => {
+                let woken: Vec<usize> = sock.readers.drain(..).collect();
+                self.wake_all(woken, cpu);
+                Outcome::Continue
+            }
+        }
+    }
+
+    /// `task` on `cpu` reads one message charging `truesize` bytes from socket `id`.
+    pub(crate) fn unix_recv(&mut self, id: u32, truesize: u32, task: usize, cpu: usize) -> Outcome {
+        let sock = slot(&mut self.work.objects.unix_streams, id);
+        match sock.recv(truesize) {
+            Recv::Empty => {
+                sock.readers.push_back(task);
+                self.sched.tasks[task].pc -= 1;
+                Outcome::Sleep
+            }
+            Recv::Done { wake_senders } => {
+                if wake_senders {
+                    let woken: Vec<usize> = sock.senders.drain(..).collect();
+                    self.wake_all(woken, cpu);
+                }
+                Outcome::Continue
+            }
+        }
+    }
+
+    fn wake_all(&mut self, tasks: Vec<usize>, cpu: usize) {
+        for task in tasks {
+            self.wake_task(task, Waker::Task { cpu, sync: true }, UpdateFlags::default());
+        }
+    }
+}
