@@ -76,6 +76,22 @@ impl Sim {
         }
     }
 
+    /// `task` sleeps on an object (a pipe, a socket) and, when it runs again, does the
+    /// operation that found no room or nothing to read once more, as the kernel's loops do
+    /// after their waits.
+    pub(crate) fn sleep_to_repeat(&mut self, task: usize) -> Outcome {
+        self.sched.tasks[task].pc -= 1;
+        Outcome::Sleep
+    }
+
+    /// Wake `tasks`, taken off an object's wait queue, from `cpu` with a sync wake-up (the
+    /// pipes' and sockets' `wake_up_interruptible_sync_poll`).
+    pub(crate) fn wake_sync(&mut self, tasks: Vec<usize>, cpu: usize) {
+        for task in tasks {
+            self.wake_task(task, Waker::Task { cpu, sync: true }, UpdateFlags::default());
+        }
+    }
+
     /// `Op::Barrier`: the n-th arrival releases everyone who waited.
     pub(crate) fn barrier_arrive(&mut self, id: u32, n: u32, task: usize, cpu: usize) -> Outcome {
         let b = slot(&mut self.work.objects.barriers, id);

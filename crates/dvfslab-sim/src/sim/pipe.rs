@@ -3,10 +3,8 @@
 //! `pipe_write` (`pipe_read`) loops back after its wait; every wake-up is sync
 //! (`wake_up_interruptible_sync_poll`).
 
-use crate::governor::UpdateFlags;
 use crate::sched::objects::{slot, Outcome};
 use crate::sched::pipe::{Read, Wake, WakeRule, Write};
-use crate::sched::waker::Waker;
 use crate::sim::Sim;
 
 impl Sim {
@@ -46,13 +44,11 @@ impl Sim {
         }
     }
 
-    /// The task sleeps on the pipe and, when it runs again, repeats the operation that found
-    /// no room (no data).
+    /// The task sleeps on the pipe and repeats its operation when it runs again, as one woken
+    /// from the pipe's wait (`pipe_retry`).
     fn sleep_to_retry(&mut self, task: usize) -> Outcome {
-        let t = &mut self.sched.tasks[task];
-        t.pc -= 1;
-        t.pipe_retry = true;
-        Outcome::Sleep
+        self.sched.tasks[task].pipe_retry = true;
+        self.sleep_to_repeat(task)
     }
 
     /// Wake the first, or every, task waiting on pipe `id`'s write (`writers`) or read side.
@@ -64,8 +60,6 @@ impl Sim {
             Wake::First => queue.pop_front().into_iter().collect(),
             Wake::All => queue.drain(..).collect(),
         };
-        for task in woken {
-            self.wake_task(task, Waker::Task { cpu, sync: true }, UpdateFlags::default());
-        }
+        self.wake_sync(woken, cpu);
     }
 }

@@ -4,10 +4,8 @@
 //! its wait; every wake-up is sync (`sock_def_readable`, `unix_write_space`), and wakes every
 //! sleeper on that side (the waits are not exclusive).
 
-use crate::governor::UpdateFlags;
 use crate::sched::objects::{slot, Outcome};
 use crate::sched::unix_stream::{Recv, Send};
-use crate::sched::waker::Waker;
 use crate::sim::Sim;
 
 impl Sim {
@@ -17,12 +15,11 @@ impl Sim {
         match sock.send(truesize) {
             Send::Full => {
                 sock.senders.push_back(task);
-                self.sched.tasks[task].pc -= 1;
-                Outcome::Sleep
+                self.sleep_to_repeat(task)
             }
             Send::Done => {
                 let woken: Vec<usize> = sock.readers.drain(..).collect();
-                self.wake_all(woken, cpu);
+                self.wake_sync(woken, cpu);
                 Outcome::Continue
             }
         }
@@ -34,22 +31,15 @@ impl Sim {
         match sock.recv(truesize) {
             Recv::Empty => {
                 sock.readers.push_back(task);
-                self.sched.tasks[task].pc -= 1;
-                Outcome::Sleep
+                self.sleep_to_repeat(task)
             }
             Recv::Done { wake_senders } => {
                 if wake_senders {
                     let woken: Vec<usize> = sock.senders.drain(..).collect();
-                    self.wake_all(woken, cpu);
+                    self.wake_sync(woken, cpu);
                 }
                 Outcome::Continue
             }
-        }
-    }
-
-    fn wake_all(&mut self, tasks: Vec<usize>, cpu: usize) {
-        for task in tasks {
-            self.wake_task(task, Waker::Task { cpu, sync: true }, UpdateFlags::default());
         }
     }
 }
