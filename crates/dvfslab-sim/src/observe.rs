@@ -130,6 +130,24 @@ impl Timeline {
         self.switch_next.push(next.map_or(-1, |n| n as i64));
     }
 
+    /// Take back `cpu`'s last switch, to `next`, which never happened after all (a pick made
+    /// again before the CPU ran anything, `Sim::pick_on_waking_cpu`): its task switched out
+    /// and that task's state, for the switch that replaces it. None when there is no such
+    /// record.
+    pub fn retract_switch(&mut self, cpu: usize, next: usize) -> Option<Option<(usize, char)>> {
+        let i = self.switch_cpu.iter().rposition(|&c| c == cpu as u32)?;
+        if self.switch_next[i] != next as i64 {
+            return None;
+        }
+        self.switch_seq.remove(i);
+        self.switch_time_ns.remove(i);
+        self.switch_cpu.remove(i);
+        let prev = self.switch_prev.remove(i);
+        let state = self.switch_prev_state.remove(i);
+        self.switch_next.remove(i);
+        Some(usize::try_from(prev).ok().map(|p| (p, state)))
+    }
+
     pub fn global(&mut self, t: TimeNs, cpu: usize, khz: u32) {
         self.global_time_ns.push(self.stamp(cpu, t));
         self.global_cpu.push(cpu as u32);

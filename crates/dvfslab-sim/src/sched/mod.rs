@@ -117,6 +117,7 @@ impl Sched {
                 stall_until: 0,
                 halt_until: 0,
                 vcpu_wake_ns: None,
+                vcpu_ipi_until: 0,
                 ipi_send_until: 0,
                 stall_pelt_end: 0,
                 tick_token: 0,

@@ -94,7 +94,10 @@ impl Sim {
         if delay_ns == 0 {
             return self.preempt(cpu, next);
         }
-        if self.sched.cpus[cpu].resched_ipi.is_some() {
+        // A reschedule is already on its way, or the vCPU is still leaving idle for an earlier
+        // wake-up (its need_resched already set: resched_curr sends nothing): no second IPI,
+        // and the vCPU's first pick is the task that woke it.
+        if self.sched.cpus[cpu].resched_ipi.is_some() || self.sched.cpus[cpu].stall_until > self.q.now() {
             return;
         }
         self.sched.cpus[cpu].resched_ipi = Some(next);
@@ -257,8 +260,11 @@ impl Sim {
         // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
         // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
         // WF_ON_CPU condition went; before, the waker enqueued it at once).
+        // One queued while an earlier wake-up's IPI is on its way is logged with it.
+        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
         let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
-            Some((ipi_ns, _)) if self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0) => ipi_ns,
+            Some((ipi_ns, _)) if wake_list => ipi_ns,
+            None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
             _ => 0,
         };
         if let Some(tl) = self.run.timeline.as_mut() {
@@ -281,7 +287,9 @@ impl Sim {
             // of 666), preempted in the rest (R+) by earlier wake-ups (exit_files' closes).
             let exiting = self.sched.tasks[curr].exit_notified;
             let quiet_fork = join == fair::Join::Fork && self.sched.eevdf.is_some_and(|r| r.reworked_wakeup_check);
+            let leaving_idle = self.sched.cpus[cpu].stall_until > self.q.now();
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
+                (None, None) if leaving_idle => self.pick_on_waking_cpu(cpu, task, curr),
                 _ if exiting => {}
                 // The 6.18 stable series' reworked check_preempt_wakeup_fair returns before
                 // its pick for a fork's wake-up (WF_FORK): the child never preempts.
@@ -315,6 +323,35 @@ impl Sim {
         if changed || flags.iowait {
             self.cpufreq_update_util(cpu, flags);
         }
+    }
+
+    /// A wake-up queued on `cpu` while it is still leaving idle for an earlier one, whose task
+    /// `first` has not run yet. The kernel has both queued before the idle task's schedule()
+    /// picks (the IPI's sched_ttwu_pending enqueues every wake-up on the list; a waker's own
+    /// enqueue finds need_resched set and sends nothing), so nothing is preempted: the pick
+    /// takes the two as equals (pick_eevdf with no running task to protect; CFS's leftmost
+    /// vruntime). When it takes the later, the earlier goes back to the queue, never having
+    /// run, and the trace never shows it switched in.
+    fn pick_on_waking_cpu(&mut self, cpu: usize, task: usize, first: usize) {
+        let later_first = if self.sched.eevdf.is_some() {
+            let same_level = !self.sched.groups || self.sched.grouped(task) == self.sched.grouped(first);
+            same_level && self.sched.fair_peek(cpu, true, false) == Some(task)
+        } else {
+            self.sched.tasks[task].vruntime < self.sched.tasks[first].vruntime
+        };
+        if !later_first {
+            return;
+        }
+        let before = self.run.timeline.as_mut().and_then(|tl| tl.retract_switch(cpu, first));
+        self.sched.queue_remove(cpu, task);
+        self.sched.queue_push(cpu, first);
+        let c = &mut self.sched.cpus[cpu];
+        c.curr = None;
+        c.seg_token = c.seg_token.wrapping_add(1);
+        // The earlier task's switch cost is not spent: only the switch that happens is.
+        c.halt_until = c.halt_until.min(c.stall_until);
+        c.switched_out = before.flatten();
+        self.set_curr(cpu, task);
     }
 
     /// check_preempt_wakeup: whether the woken `task`, just queued on `cpu` by a wake-up running
@@ -428,6 +465,9 @@ impl Sim {
             self.sync_counters(cpu);
             // A halted vCPU woken by IPI first waits for the host to run it, then leaves idle.
             let (ipi_ns, resume_ns) = self.sched.cpus[cpu].vcpu_wake_ns.take().unwrap_or((0, 0));
+            if ipi_ns > 0 {
+                self.sched.cpus[cpu].vcpu_ipi_until = now + ipi_ns;
+            }
             let ready_at = self.core_ready_at(cpu, state) + ipi_ns + resume_ns;
             // cpuidle measures the residency up to the state's return: the exit included.
             let declared_exit_ns = self.machine.plat.idle_timing_of_cpu(cpu)[state].exit_ns;

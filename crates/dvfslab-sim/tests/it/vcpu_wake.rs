@@ -195,3 +195,59 @@ fn a_task_that_blocks_before_the_reschedule_ipi_arrives_takes_the_reschedule_wit
     assert!(states.len() > 1000 && states.iter().all(|&s| s == 'S'), "{states:?}");
     assert!(r.summary.metric.value >= 25.0, "{} wake-ups served", r.summary.metric.value);
 }
+
+/// A waker on CPU 0 that, every millisecond, wakes a task that works 100 µs (task 1) and then
+/// one that works 1 µs (task 2), both on halted CPU 1; 20 ms at 6.18, with the timeline.
+fn two_wakes_in_a_row(plat: Platform) -> SimResult {
+    let waker = vec![
+        Op::Sleep { ns: Amount::Fixed(1e6) },
+        Op::Post { ch: 0, sync: false },
+        Op::Post { ch: 1, sync: false },
+        Op::Jump { to: 0 },
+    ];
+    let long = vec![Op::Wait { ch: 0 }, run(260_000.0), Op::Jump { to: 0 }];
+    let short =
+        vec![Op::Wait { ch: 1 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18".into(),
+        duration_ns: Some(20_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let tasks = common::PinnedPrograms(vec![(waker, 0), (long, 1), (short, 1)]);
+    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+}
+
+#[test]
+fn a_second_wake_up_of_a_vcpu_still_waking_sends_no_ipi_and_both_wait_for_one_pick() {
+    // The first wake-up's IPI is on its way (20 µs) and the vCPU then resumes (10 µs): the
+    // second joins it (a wake list already queued, need_resched already set) with no send of
+    // its own, so the waker leaves after the first send's 5 µs alone, and both wake-ups are
+    // logged where the IPI lands. Nothing ran on CPU 1 yet, so nothing is preempted there: its
+    // pick takes the two as equals, and mostly the short task, which the long one's 100 µs
+    // runs leave ahead, although it was woken second.
+    let r = two_wakes_in_a_row(guest(Some(cost(20.0, 10.0, 5.0))));
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let first_after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
+        (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| (times[i], i)).min().expect("a later event")
+    };
+    let rounds: Vec<u64> =
+        (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+    assert!(rounds.len() >= 15, "{} rounds", rounds.len());
+    let mut short_first = 0;
+    for &t in &rounds[3..] {
+        let (waker_out, _) = first_after(&tl.switch_time_ns, &|i| tl.switch_prev[i] == 0, t);
+        assert_eq!(waker_out - t, 5_000, "one send");
+        for task in [1, 2] {
+            let (wakeup, _) = first_after(&tl.wakeup_time_ns, &|i| tl.wakeup_task[i] == task, t);
+            assert_eq!(wakeup - t, 20_000, "task {task}'s sched_wakeup with the IPI");
+        }
+        let (switch_in, i) = first_after(&tl.switch_time_ns, &|i| tl.switch_cpu[i] == 1 && tl.switch_next[i] >= 0, t);
+        assert_eq!(switch_in - t, 31_000, "the first switch-in once the vCPU is back");
+        short_first += usize::from(tl.switch_next[i] == 2);
+    }
+    let later = rounds.len() - 3;
+    assert!(short_first * 2 > later, "the later wake-up's task first in {short_first} of {later} rounds");
+    let preempted = (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev_state[i] == 'R').count();
+    assert_eq!(preempted, 0, "no task was switched out runnable");
+}
