@@ -259,8 +259,8 @@ impl Sim {
         t.state = TaskState::Runnable;
         // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
         // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
-        // WF_ON_CPU condition went; before, the waker enqueued it at once).
-        // One queued while an earlier wake-up's IPI is on its way is logged with it.
+        // WF_ON_CPU condition went; before, the waker enqueued it at once); one queued while
+        // an earlier wake-up's IPI is on its way is logged with it.
         let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
         let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
             Some((ipi_ns, _)) if wake_list => ipi_ns,
@@ -345,10 +345,15 @@ impl Sim {
         let before = self.run.timeline.as_mut().and_then(|tl| tl.retract_switch(cpu, first));
         self.sched.queue_remove(cpu, task);
         self.sched.queue_push(cpu, first);
+        // The earlier task's switch costs are not spent: its hold past the idle exit is the
+        // switch, and its remote wake-up's cache misses when it had one (`spend_switch`; the
+        // switch is the smaller), which it pays when it runs.
+        let held_ns = self.sched.cpus[cpu].halt_until.saturating_sub(self.sched.cpus[cpu].stall_until);
+        let remote_ns = self.machine.plat.file.sched_costs.map_or(0, |costs| costs.remote_wake_ns());
+        self.sched.tasks[first].woken_remote = remote_ns > 0 && held_ns >= remote_ns;
         let c = &mut self.sched.cpus[cpu];
         c.curr = None;
         c.seg_token = c.seg_token.wrapping_add(1);
-        // The earlier task's switch cost is not spent: only the switch that happens is.
         c.halt_until = c.halt_until.min(c.stall_until);
         c.switched_out = before.flatten();
         self.set_curr(cpu, task);

@@ -733,8 +733,12 @@ pub mod pgbench {
     /// thread's CPU was 0.25–0.28 of its backend's in each of the five runs (the model's 0.27
     /// at 14 µs, 0.17 at the 9 µs estimated before). The runs whose pairs shared a vCPU cost
     /// the most (44,400–61,100); the one whose wake-ups crossed vCPUs half the time 35,200
-    /// (11.7 µs): perhaps a cost of a thread and its backend sharing a CPU's caches, which the
-    /// model does not have (one run does not settle it). The intel-invariance campaign fits 8 µs
+    /// (11.7 µs). Sharing a CPU's caches is not why: on one AMD host on one day, the postmaster
+    /// and pgbench pinned, a thread's CPU per statement was 10.0 µs (select-only) and 12.3
+    /// (tpcb-like) with each pair on one vCPU, 13.5 and 21.0 with the pairs' sides on different
+    /// vCPUs, IPIs included; the same host type ran select-only 2.3 times as fast as the day
+    /// pgbench-select was recorded. The statement does not set the thread's cost; the host and
+    /// the day do (docs/recording.md). The intel-invariance campaign fits 8 µs
     /// on its bare-metal machines' pgbench cells (among 3, 5 and 8; docs/validation.md,
     /// calibrated constants), below the guests' 13–16 µs: a gap no mechanism of the model
     /// explains yet.
