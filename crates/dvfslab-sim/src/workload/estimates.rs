@@ -738,10 +738,11 @@ pub mod pgbench {
     /// (tpcb-like) with each pair on one vCPU, 13.5 and 21.0 with the pairs' sides on different
     /// vCPUs, IPIs included; the same host type ran select-only 2.3 times as fast as the day
     /// pgbench-select was recorded. The statement does not set the thread's cost; the host and
-    /// the day do (docs/recording.md). The intel-invariance campaign fits 8 µs
-    /// on its bare-metal machines' pgbench cells (among 3, 5 and 8; docs/validation.md,
-    /// calibrated constants), below the guests' 13–16 µs: a gap no mechanism of the model
-    /// explains yet.
+    /// the day do (docs/recording.md), and the pgbench-rw recording's manifest gives its Xeon
+    /// host's own, 3.6 µs, read from the thread's runs that send no IPI. The intel-invariance
+    /// campaign fits 8 µs on its bare-metal machines' pgbench cells (among 3, 5 and 8;
+    /// docs/validation.md, calibrated constants), below the guests' 13–16 µs: a gap no
+    /// mechanism of the model explains yet.
     pub const CLIENT_US: Knob = Knob::new(
         "client_us",
         "us",
