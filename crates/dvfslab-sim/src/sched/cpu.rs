@@ -80,9 +80,9 @@ pub(crate) struct Cpu {
     /// The wake-up being enqueued here reached this halted vCPU by IPI: the host's latency to
     /// it, and the guest's resume after it (`Sim::halted_vcpu_ipi`), ns.
     pub vcpu_wake_ns: Option<(TimeNs, TimeNs)>,
-    /// Until this time an IPI sent to this halted vCPU is still on its way: wake-ups meanwhile
-    /// join the wake list it will run (`__smp_call_single_queue` sends only for the first
-    /// entry of an empty list; `resched_curr` none while need_resched is already set).
+    /// When the IPI last sent to this halted vCPU reaches it: a wake-up queued before then
+    /// joins the wake list that IPI runs (`__smp_call_single_queue` sends only for the first
+    /// entry), and its `sched_wakeup` is logged then (`Sim::pick_on_waking_cpu`).
     pub vcpu_ipi_until: TimeNs,
     /// Until this time the current task is sending an IPI to a halted vCPU (a VM exit): it
     /// runs nothing, not even instant operations (`Sim::halted_vcpu_ipi`).

@@ -94,10 +94,7 @@ impl Sim {
         if delay_ns == 0 {
             return self.preempt(cpu, next);
         }
-        // A reschedule is already on its way, or the vCPU is still leaving idle for an earlier
-        // wake-up (its need_resched already set: resched_curr sends nothing): no second IPI,
-        // and the vCPU's first pick is the task that woke it.
-        if self.sched.cpus[cpu].resched_ipi.is_some() || self.sched.cpus[cpu].stall_until > self.q.now() {
+        if self.sched.cpus[cpu].resched_ipi.is_some() {
             return;
         }
         self.sched.cpus[cpu].resched_ipi = Some(next);
