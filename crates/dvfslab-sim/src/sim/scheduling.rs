@@ -343,11 +343,11 @@ impl Sim {
         self.sched.queue_remove(cpu, task);
         self.sched.queue_push(cpu, first);
         // The earlier task's switch costs are not spent: its hold past the idle exit is the
-        // switch, and its remote wake-up's cache misses when it had one (`spend_switch`; the
-        // switch is the smaller), which it pays when it runs.
+        // switch, and its remote wake-up's cache misses when it had one (`spend_switch`),
+        // which it pays when it runs.
         let held_ns = self.sched.cpus[cpu].halt_until.saturating_sub(self.sched.cpus[cpu].stall_until);
-        let remote_ns = self.machine.plat.file.sched_costs.map_or(0, |costs| costs.remote_wake_ns());
-        self.sched.tasks[first].woken_remote = remote_ns > 0 && held_ns >= remote_ns;
+        let switch_ns = self.switch_ns(cpu);
+        self.sched.tasks[first].woken_remote = held_ns > switch_ns;
         let c = &mut self.sched.cpus[cpu];
         c.curr = None;
         c.seg_token = c.seg_token.wrapping_add(1);
@@ -517,14 +517,19 @@ impl Sim {
     fn spend_switch(&mut self, cpu: usize, task: usize) {
         let remote = std::mem::take(&mut self.sched.tasks[task].woken_remote);
         let Some(costs) = self.machine.plat.file.sched_costs else { return };
-        let switch_ns = costs.switch_cycles / self.core_rate(cpu, 0.0);
         let remote_ns = if remote { costs.remote_wake_ns() } else { 0 };
-        let hold_ns = switch_ns.round() as u64 + remote_ns;
+        let hold_ns = self.switch_ns(cpu) + remote_ns;
         if hold_ns == 0 {
             return;
         }
         let c = &mut self.sched.cpus[cpu];
         c.halt_until = self.q.now().max(c.stall_until).max(c.halt_until) + hold_ns;
+    }
+
+    /// A context switch on `cpu` at its speed now (the preset's `sched_costs.switch_cycles`), ns.
+    fn switch_ns(&self, cpu: usize) -> u64 {
+        let cycles = self.machine.plat.file.sched_costs.map_or(0.0, |costs| costs.switch_cycles);
+        (cycles / self.core_rate(cpu, 0.0)).round() as u64
     }
 
     /// The current task finished its run segment.
