@@ -27,6 +27,8 @@ from dvfslab.recordings.check import (
     compare,
     drop_idle_events,
     idle_events_lost_on,
+    model_cpus_losing_idle_events,
+    role_mix_by_cpu,
 )
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.ftrace import render
@@ -179,6 +181,37 @@ cpus=2
     assert "[000] d..2.   1.000080: sched_switch" in lost
     # Read back, the trace now shows what the recording's would: CPU 1 never leaves idle.
     assert idle_events_lost_on(parse_text(lost, "lost")) == [1]
+
+
+def test_the_models_trace_loses_idle_events_on_the_cpu_that_ran_the_recorded_cpus_tasks() -> None:
+    # Which CPU a task lands on is the scheduler's accident: where the recording's vCPU 1 that
+    # lost its idle events ran the server, the model's CPU that ran the server loses them.
+    mix = role_mix_by_cpu(parse_text(WORKED, "worked"), {"cli": "^cli$", "srv": "^srv$"}, (0.0, 2.0))
+    assert mix == {0: {"cli": 1.0}, 1: {"srv": 1.0}}
+    recorded = {"1": {"srv": 1.0}}
+    assert model_cpus_losing_idle_events([1], recorded, {0: {"srv": 1.0}, 1: {"cli": 1.0}}) == [0]
+    assert model_cpus_losing_idle_events([1], recorded, mix) == [1]
+    # Tasks alike on both CPUs (hackbench's workers), a mild difference in the mix, or a CPU
+    # that ran none of them: the same CPU number.
+    workers = {0: {"worker": 1.0}, 1: {"worker": 1.0}}
+    assert model_cpus_losing_idle_events([1], {"1": {"worker": 1.0}}, workers) == [1]
+    mixed = {0: {"a": 0.4, "b": 0.6}, 1: {"a": 0.5, "b": 0.5}}
+    assert model_cpus_losing_idle_events([1], {"1": {"a": 0.6, "b": 0.4}}, mixed) == [1]
+    assert model_cpus_losing_idle_events([1], {"1": {}}, {0: {"srv": 1.0}}) == [1]
+
+
+def test_netperf_streams_model_times_its_receivers_runs_as_the_recording_can() -> None:
+    # The recording's receiver ran on vCPU 1, whose switches from idle are lost: its runs count
+    # from its wake-ups. The model's receiver runs on its CPU 0, which loses the same, so its
+    # runs count from its wake-ups too, its vCPU's resume included (docs/recording.md).
+    rec = load_recording("netperf-tcp-stream")
+    result = check(rec)
+    netserver = result["model"]["roles"]["netserver"]
+    assert result["recorded"]["idle_events_lost_on_cpus"] == [1]
+    # As in the recording, few of its runs have a logged switch-in to time a wait by.
+    assert netserver["wait_us"]["n"] < netserver["run_us"]["n"] / 10, netserver["wait_us"]
+    recorded = result["recorded"]["roles"]["netserver"]
+    assert recorded["wait_us"]["n"] < recorded["run_us"]["n"] / 10, recorded["wait_us"]
 
 
 def test_the_recordings_vcpu_1_loses_its_switches_from_idle_and_vcpu_0_does_not() -> None:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour
+from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour, pid_roles
 from dvfslab.recordings.manifest import Recording, load_repeats
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.read import Trace
@@ -155,7 +155,10 @@ def recorded_behaviour(rec: Recording) -> dict[str, Any]:
     ops = _operations(rec, trace, rec.operations, window)
     stats = behaviour(trace, rec.roles, ops, _fixed_khz(describe_platform(rec.platform)), window)
     stats["operations_reported"] = rec.operations
-    stats["idle_events_lost_on_cpus"] = idle_events_lost_on(trace)
+    lost = idle_events_lost_on(trace)
+    stats["idle_events_lost_on_cpus"] = lost
+    mix = role_mix_by_cpu(trace, rec.roles, window)
+    stats["idle_events_lost_role_mix"] = {str(c): mix.get(c, {}) for c in lost}
     return stats
 
 
@@ -195,13 +198,73 @@ def drop_idle_events(text: str, cpus: list[int]) -> str:
     return "".join(line for line in text.splitlines(keepends=True) if kept(line))
 
 
+def role_mix_by_cpu(
+    trace: Trace, roles: dict[str, str], window: tuple[float, float]
+) -> dict[int, dict[str, float]]:
+    """Each CPU's switch-outs of the roles' tasks within `window`, as shares by role: which of
+    the benchmark's tasks a CPU ran (a switch-out ends every run, logged even where the
+    switch-in was lost)."""
+    patterns = {role: re.compile(p) for role, p in roles.items()}
+    pid_role = pid_roles(trace, patterns)
+    sw = trace.switches
+    inside = sw[(sw["time_s"] >= window[0]) & (sw["time_s"] <= window[1])]
+    counts: dict[int, dict[str, int]] = {}
+    for cpu, prev in zip(inside["cpu"], inside["prev_pid"]):
+        role = pid_role.get(int(prev))
+        if role is not None:
+            by_role = counts.setdefault(int(cpu), {})
+            by_role[role] = by_role.get(role, 0) + 1
+    return {
+        cpu: {role: n / sum(by_role.values()) for role, n in by_role.items()}
+        for cpu, by_role in counts.items()
+    }
+
+
+MIX_DISTANCE_TO_MOVE = 0.5
+"""How much nearer (L1 distance of role shares, 0 to 2) another of the model's CPUs must be to
+a recorded CPU's mix of tasks than the model's CPU of the same number for its idle events to
+be the ones the model's trace loses: the CPUs' numbers are the scheduler's accident, the tasks
+they ran are the benchmark's, and only a clear split (netperf's two tasks, one a CPU) moves."""
+
+
+def model_cpus_losing_idle_events(
+    lost: list[int],
+    recorded_mix: dict[str, dict[str, float]],
+    model_mix: dict[int, dict[str, float]],
+) -> list[int]:
+    """The model's CPUs whose idle events its trace should lose, for the recording's `lost`
+    CPUs: each the model's CPU that ran the same mix of the benchmark's tasks (`role_mix_by_cpu`)
+    as the recorded one, the same number unless another is clearly nearer."""
+
+    def distance(a: dict[str, float], b: dict[str, float]) -> float:
+        return sum(abs(a.get(r, 0.0) - b.get(r, 0.0)) for r in set(a) | set(b))
+
+    chosen: list[int] = []
+    for cpu in lost:
+        mix = recorded_mix.get(str(cpu), {})
+        free = [c for c in model_mix if c not in chosen]
+        if not mix or not free:
+            chosen.append(cpu)
+            continue
+        nearest = min(free, key=lambda c: (distance(mix, model_mix[c]), c != cpu))
+        same = distance(mix, model_mix.get(cpu, {})) if cpu not in chosen else float("inf")
+        moves = distance(mix, model_mix[nearest]) + MIX_DISTANCE_TO_MOVE <= same
+        chosen.append(nearest if moves else cpu)
+    return chosen
+
+
 def modelled_behaviour(
-    rec: Recording, seed: int = 0, idle_events_lost_on_cpus: list[int] | None = None
+    rec: Recording,
+    seed: int = 0,
+    idle_events_lost_on_cpus: list[int] | None = None,
+    lost_role_mix: dict[str, dict[str, float]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The model's statistics over its measured stretch, on the recording machine's preset
     under `performance` at the recording's kernel version; and the run's result summary.
     `idle_events_lost_on_cpus`: CPUs whose idle task's events outside interrupts the recording
-    lost (`idle_events_lost_on`); the model's trace loses the same before it is read."""
+    lost (`idle_events_lost_on`); the model's trace loses the same before it is read, on the
+    model's CPUs that ran the same tasks when `lost_role_mix` gives the recorded CPUs' mix
+    (`model_cpus_losing_idle_events`)."""
     import dvfslab
     from dvfslab.platforms import describe_platform
     from dvfslab.traces.ftrace import render
@@ -221,9 +284,15 @@ def modelled_behaviour(
     # The warm-up's text would only be read past: rendered from a little before the window, with
     # what the statistics need of earlier (`render`'s `since_s`).
     since_s = max(0.0, rec.model_warmup_s - RENDER_MARGIN_S)
-    text = drop_idle_events(render(result, since_s), idle_events_lost_on_cpus or [])
-    trace = parse_text(text, f"model of {rec.name}")
+    text = render(result, since_s)
     window = (rec.model_warmup_s, end_s)
+    lost = idle_events_lost_on_cpus or []
+    if lost and lost_role_mix is not None:
+        full = parse_text(text, f"model of {rec.name}")
+        lost = model_cpus_losing_idle_events(
+            lost, lost_role_mix, role_mix_by_cpu(full, rec.roles, window)
+        )
+    trace = parse_text(drop_idle_events(text, lost), f"model of {rec.name}")
     counted = _operations(rec, trace, float(ops["count"]), window)
     stats = behaviour(
         trace, rec.roles, counted, _fixed_khz(describe_platform(rec.platform)), window
@@ -380,7 +449,9 @@ def check(
     if runs is None:
         runs = recorded_runs(rec)
     recorded = runs[0]
-    modelled, summary = modelled_behaviour(rec, seed, recorded["idle_events_lost_on_cpus"])
+    modelled, summary = modelled_behaviour(
+        rec, seed, recorded["idle_events_lost_on_cpus"], recorded.get("idle_events_lost_role_mix")
+    )
     rows = compare(recorded, modelled, runs[1:])
     judged = [row for row in rows if row["verdict"] in ("ok", "off")]
     return {
