@@ -186,7 +186,9 @@ cpus=2
 def test_the_models_trace_loses_idle_events_on_the_cpu_that_ran_the_recorded_cpus_tasks() -> None:
     # Which CPU a task lands on is the scheduler's accident: where the recording's vCPU 1 that
     # lost its idle events ran the server, the model's CPU that ran the server loses them.
-    mix = role_mix_by_cpu(parse_text(WORKED, "worked"), {"cli": "^cli$", "srv": "^srv$"}, (0.0, 2.0))
+    mix = role_mix_by_cpu(
+        parse_text(WORKED, "worked"), {"cli": "^cli$", "srv": "^srv$"}, (0.0, 2.0)
+    )
     assert mix == {0: {"cli": 1.0}, 1: {"srv": 1.0}}
     recorded = {"1": {"srv": 1.0}}
     assert model_cpus_losing_idle_events([1], recorded, {0: {"srv": 1.0}, 1: {"cli": 1.0}}) == [0]
