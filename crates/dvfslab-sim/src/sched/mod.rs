@@ -23,6 +23,7 @@ pub(crate) mod objects;
 pub mod pelt;
 pub(crate) mod pipe;
 pub mod task;
+pub(crate) mod tcp_stream;
 pub(crate) mod unix_stream;
 pub(crate) mod wake_affine;
 pub mod waker;

@@ -90,6 +90,7 @@ pub(crate) struct Objects {
     pub(crate) channels: Vec<Channel>,
     pub(crate) pipes: Vec<crate::sched::pipe::Pipe>,
     pub(crate) unix_streams: Vec<crate::sched::unix_stream::UnixStream>,
+    pub(crate) tcp_streams: Vec<crate::sched::tcp_stream::TcpStream>,
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) mutexes: Vec<Mutex>,
     pub(crate) devices: Vec<Device>,

@@ -110,12 +110,25 @@ pub enum Op {
     /// `sync`: the wake-up carries `WF_SYNC`, as a data-ready wake-up (sock_def_readable)
     /// does; a window update that wakes a blocked sender (sk_stream_write_space) does not.
     Loopback { ch: u32, sync: bool },
+    /// Write a message of `bytes` on the loopback TCP stream whose data channel is `ch`, as
+    /// Linux sends it (`sched/tcp_stream.rs`: Nagle's algorithm holds a short segment while an
+    /// earlier one is unacknowledged): each message the segments sent complete is posted to
+    /// `ch` from the NET_RX softirq on this CPU, waking the reader as `Loopback` with `sync`.
+    TcpSend { ch: u32, bytes: u32 },
+    /// The end of a receive call of up to `call_bytes` on the stream whose data channel is
+    /// `ch`: the reader acknowledges if the call drained the channel or took more than an MSS
+    /// (`tcp_cleanup_rbuf`), which lets the writer's held data go.
+    TcpAck { ch: u32, call_bytes: u32 },
     /// Post one token to channel `ch` unless `capacity` tokens already wait there, in which
     /// case it is lost (a datagram reaching a full socket buffer). A waiter is woken as by
     /// `Loopback` with `sync`: from the poster's softirq, whose receive queued the datagram.
     Offer { ch: u32, capacity: u32 },
     /// Take a token from channel `ch`, sleeping until one is posted.
     Wait { ch: u32 },
+    /// Take a token from channel `ch` if one is queued and go on; else continue at operation
+    /// `empty`, without sleeping: the rest of a call that takes what is queued (`tcp_recvmsg`
+    /// copying every segment that arrived, up to its length, before it returns).
+    Poll { ch: u32, empty: usize },
     /// Write one message of `bytes` (under a page) to anonymous pipe `pipe`, sleeping while it
     /// is full; a write to an empty pipe wakes its reader, sync (`pipe_write`, `sched/pipe.rs`).
     /// Pipe ids are offset as channel ids are.

@@ -154,6 +154,14 @@ impl Sim {
                     self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync });
                     self.sched.cpus[cpu].in_loopback_send = false;
                 }
+                Op::TcpSend { ch, bytes } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.tcp_send(ch, bytes, task, cpu)
+                }
+                Op::TcpAck { ch, call_bytes } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    self.tcp_ack(ch, call_bytes, cpu)
+                }
                 Op::Offer { ch, capacity } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     self.channel_offer(ch, capacity, cpu)
@@ -162,6 +170,12 @@ impl Sim {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     if let Outcome::Sleep = self.channel_wait(ch, task) {
                         return self.block_and_switch(cpu, None);
+                    }
+                }
+                Op::Poll { ch, empty } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    if !self.channel_poll(ch) {
+                        self.sched.tasks[task].pc = empty;
                     }
                 }
                 Op::PipeWrite { pipe, bytes } => {

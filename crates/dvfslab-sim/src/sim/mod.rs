@@ -17,6 +17,7 @@ mod rcu;
 mod run;
 mod scheduling;
 mod summary;
+mod tcp_stream;
 #[cfg(test)]
 mod test_support;
 mod unix_stream;

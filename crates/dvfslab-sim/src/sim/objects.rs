@@ -45,6 +45,16 @@ impl Sim {
         }
     }
 
+    /// `Op::Poll`: take a token if one is queued; whether one was.
+    pub(crate) fn channel_poll(&mut self, ch: u32) -> bool {
+        let c = slot(&mut self.work.objects.channels, ch);
+        let queued = c.tokens > 0;
+        if queued {
+            c.tokens -= 1;
+        }
+        queued
+    }
+
     /// `Op::Ask`: hand a token carrying the return address `answer` to the first waiter
     /// (waking it with the address) or keep both.
     pub(crate) fn channel_ask(&mut self, ch: u32, answer: u32, waker_cpu: usize, sync: bool) {

@@ -480,6 +480,9 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
         for (i, op) in prog.iter().enumerate() {
             match *op {
                 Op::Jump { to } if to >= prog.len() => return err(format!("op {i} jumps to {to}, past the end")),
+                Op::Poll { empty, .. } if empty >= prog.len() => {
+                    return err(format!("op {i} goes on at {empty} when empty, past the end"))
+                }
                 Op::Repeat { to, .. } if to > i => return err(format!("op {i} repeats from {to}, after itself")),
                 Op::Repeat { times: 0, .. } => return err(format!("op {i} repeats zero times")),
                 Op::Spawn { program, .. } if program as usize >= programs.len() => {

@@ -8,9 +8,11 @@
 //!   flight; whether the woken side preempts the sender before it blocks is the scheduler's
 //!   wake-up rule (EEVDF's from 6.6).
 //! - **TCP_STREAM**: the sender loops send(m) as fast as it can, doing the whole loopback
-//!   stack; the receiver copies out. The sender blocks when a window's worth of data is in
-//!   flight (credits returned by the receiver's reads, whose window update wakes the sender
-//!   from the receiver's softirq without the sync hint: `sk_stream_write_space`).
+//!   stack, its segments as Linux cuts them (Nagle's algorithm, `sched/tcp_stream.rs`); the
+//!   receiver copies out what is queued, up to its receive size, and acknowledges. The sender
+//!   blocks when a window's worth of data is in flight (credits returned by the receiver's
+//!   reads, whose window update wakes the sender from the receiver's softirq without the sync
+//!   hint: `sk_stream_write_space`).
 //! - **UDP_STREAM**: the sender never blocks: each datagram goes through the loopback stack on
 //!   its CPU into the receiver's socket buffer, and is dropped when the buffer is full. The
 //!   metric counts received bytes, the receiver's rate when it falls behind: the recv rows of
@@ -57,6 +59,15 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             "request/response (RR) or send (STREAM) size; 0 = 1 (RR) or 16384 (STREAM)",
         )
         .integer(),
+        Knob::new(
+            "recv_size",
+            "bytes",
+            0.0,
+            0.0,
+            1_048_576.0,
+            "TCP_STREAM receive size (netperf's -M): one recv takes what is queued up to it; 0 = the send size, as MMTests passes it",
+        )
+        .integer(),
         netperf::UDP_SEND_US,
         netperf::UDP_SOFTIRQ_US,
         netperf::UDP_RECV_US,
@@ -77,6 +88,11 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             (0, _) => 1,
             (s, _) => s,
         };
+        // A receive smaller than a message still takes one message a call.
+        let recv_messages = match k.get_u64("recv_size") as u32 {
+            0 => 1,
+            r => (r / size).clamp(1, MAX_MESSAGES_PER_RECV),
+        };
         let us = |knob: &Knob| us_cycles(k.get(knob.name));
         let costs = Costs {
             udp_send: us(&netperf::UDP_SEND_US),
@@ -87,7 +103,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             stream_segment_per_byte: ns_cycles(k.get(netperf::STREAM_SEGMENT_NS_PER_BYTE.name)),
             stream_recv: us(&netperf::STREAM_RECV_US),
         };
-        Box::new(Netperf { test, size, costs })
+        Box::new(Netperf { test, size, recv_messages, costs })
     },
 };
 
@@ -106,9 +122,16 @@ const DONE: u16 = 0;
 const FORWARD: u32 = 0;
 const BACK: u32 = 1;
 
+/// The most messages one TCP_STREAM receive takes in the model: a receive size of more
+/// messages (netserver's default, its socket buffer, at a small send size) takes this many a
+/// call, paying the call's fixed part once more for each such batch.
+const MAX_MESSAGES_PER_RECV: u32 = 64;
+
 struct Netperf {
     test: Test,
     size: u32,
+    /// TCP_STREAM: the messages one receive call takes at most (its size over the send size).
+    recv_messages: u32,
     costs: Costs,
 }
 
@@ -195,17 +218,24 @@ impl Netperf {
         sender.extend([
             Op::Wait { ch: BACK },
             run(send),
-            Op::Loopback { ch: FORWARD, sync: true },
+            Op::TcpSend { ch: FORWARD, bytes: self.size },
             Op::Jump { to: top },
         ]);
-        let receiver: Rc<[Op]> = vec![
-            Op::Wait { ch: FORWARD },
-            run(c.stream_recv + copy),
-            Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 }),
-            Op::Loopback { ch: BACK, sync: false },
-            Op::Jump { to: 0 },
-        ]
-        .into();
+        // A receive sleeps for its first message and then copies every message that is queued,
+        // up to its size, before it returns (`tcp_recvmsg`), acknowledging at its end when it
+        // drained the queue or took more than a segment; each message read returns its window
+        // credit.
+        let done = || Op::Mark(Mark::Add { counter: DONE, amount: self.size as u64 });
+        let credit = || Op::Loopback { ch: BACK, sync: false };
+        // Four operations a message, then the call's end.
+        let call_end = 4 * self.recv_messages as usize;
+        let mut receiver = vec![Op::Wait { ch: FORWARD }, run(c.stream_recv + copy), done(), credit()];
+        for _ in 1..self.recv_messages {
+            receiver.extend([Op::Poll { ch: FORWARD, empty: call_end }, run(copy), done(), credit()]);
+        }
+        let call_bytes = self.size.saturating_mul(self.recv_messages);
+        receiver.extend([Op::TcpAck { ch: FORWARD, call_bytes }, Op::Jump { to: 0 }]);
+        let receiver: Rc<[Op]> = receiver.into();
         vec![TaskSpec::new("netperf", sender.into()), TaskSpec::new("netserver", receiver)]
     }
 
@@ -269,7 +299,7 @@ mod tests {
     use super::*;
 
     fn offered_capacity(size: u32) -> u32 {
-        let tasks = Netperf { test: Test::UdpStream, size, costs: Costs::DEFAULT }.udp_stream();
+        let tasks = Netperf { test: Test::UdpStream, size, recv_messages: 1, costs: Costs::DEFAULT }.udp_stream();
         match tasks[0].program.iter().find(|op| matches!(op, Op::Offer { .. })) {
             Some(Op::Offer { capacity, .. }) => *capacity,
             _ => panic!("the UDP_STREAM sender offers its datagrams"),

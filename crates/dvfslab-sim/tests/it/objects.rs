@@ -325,6 +325,67 @@ fn run_for_takes_fixed_time_whatever_the_frequency() {
 }
 
 #[test]
+fn a_poll_takes_what_is_queued_and_goes_on_elsewhere_when_nothing_is() {
+    // The sender posts three tokens at once, then ten ms later three more. The receiver waits
+    // for a token (counting 1), takes the others queued without sleeping (counting 1,000
+    // each), and, when none is left, waits again: two waits, each followed by two polls.
+    let sender = vec![
+        Op::Post { ch: 0, sync: false },
+        Op::Post { ch: 0, sync: false },
+        Op::Post { ch: 0, sync: false },
+        Op::Sleep { ns: Amount::Fixed(10e6) },
+        Op::Repeat { to: 0, times: 2 },
+        Op::Exit,
+    ];
+    let polled = Op::Mark(Mark::Add { counter: 0, amount: 1000 });
+    let receiver = vec![Op::Wait { ch: 0 }, count(0), Op::Poll { ch: 0, empty: 0 }, polled, Op::Jump { to: 2 }];
+    let r = run(
+        "skylake-e3-1240v5",
+        "performance",
+        Programs { tasks: vec![sender, receiver], spawned: vec![], devices: vec![] },
+        0.1,
+    );
+    assert_eq!(r.summary.metric.value, 4_002.0, "one wait a batch, the rest of it polled");
+    // A poll whose target is past the program's end is refused before the run.
+    let plat = Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
+    let cfg = SimConfig { governor: "performance".into(), ..SimConfig::default() };
+    let bad = Programs { tasks: vec![vec![Op::Poll { ch: 0, empty: 5 }, Op::Exit]], spawned: vec![], devices: vec![] };
+    let err = Sim::with_workload(plat, &cfg, Box::new(bad), "test".into()).err().expect("an error").to_string();
+    assert!(err.contains("op 0 goes on at 5"), "{err}");
+}
+
+#[test]
+fn a_tcp_streams_short_writes_wait_for_the_readers_acknowledgement() {
+    // Three 16 KiB writes: the first goes at once; Nagle's algorithm holds the others while
+    // it is unacknowledged. The reader takes a message a call and acknowledges when a call
+    // drains its queue. `tail` is what the writer does after its third write.
+    let messages = |tail: Vec<Op>, duration_s: f64| {
+        let write = Op::TcpSend { ch: 0, bytes: 16_384 };
+        let mut writer = vec![write.clone(), write.clone(), write];
+        writer.extend(tail);
+        let reader = vec![Op::Wait { ch: 0 }, count(0), Op::TcpAck { ch: 0, call_bytes: 16_384 }, Op::Jump { to: 0 }];
+        let w = Programs { tasks: vec![writer, reader], spawned: vec![], devices: vec![] };
+        run("skylake-e3-1240v5", "performance", w, duration_s).summary.metric.value
+    };
+    // A writer that then sleeps has the acknowledgement processed at once: what it held goes
+    // from the reader's side, and the reader gets all three.
+    assert_eq!(messages(vec![Op::Wait { ch: 9 }, Op::Exit], 0.01), 3.0);
+    // A writer still running (10 ms of work) takes the acknowledgement only at its next write:
+    // until then the reader has the first message alone; that write sends a full segment
+    // (the held 48 KiB and 16 KiB more) and, acknowledged, the rest.
+    let busy = || {
+        vec![
+            Op::Run { cycles: Amount::Fixed(35e6), mem_frac: 0.0 },
+            Op::TcpSend { ch: 0, bytes: 16_384 },
+            Op::Wait { ch: 9 },
+            Op::Exit,
+        ]
+    };
+    assert_eq!(messages(busy(), 0.005), 1.0);
+    assert_eq!(messages(busy(), 0.02), 4.0);
+}
+
+#[test]
 fn malformed_programs_are_errors() {
     let plat = Platform::from_json(&common::preset("pixel6"), "pixel6").unwrap();
     let cfg = SimConfig { governor: "performance".into(), ..SimConfig::default() };

@@ -193,6 +193,24 @@ fn netperf_rr_pairs_overlap_only_after_each_wake_up_and_stream_moves_gigabits() 
 }
 
 #[test]
+fn a_stream_receive_takes_every_queued_message_up_to_its_size() {
+    use dvfslab_sim::workload::estimates::netperf;
+    // A receiver slowed to 8 µs a call besides its copy bounds the stream. A receive size of
+    // two messages (netperf's -M 32768 at the default 16 KiB sends) pays the call once for two
+    // messages, which are queued by then: the rate grows by (call + copy) / (call / 2 + copy).
+    // At eight messages a call the sender bounds it again, as with the call's default cost.
+    let slow = "netperf:test=tcp-stream,stream_recv_us=8";
+    let one = metric(slow, "performance", 0.1);
+    let two = metric(&format!("{slow},recv_size=32768"), "performance", 0.1);
+    let copy_us = 16384.0 * netperf::COPY_NS_PER_BYTE.default * 1e-3;
+    let expected = (8.0 + copy_us) / (4.0 + copy_us);
+    assert!((two / one / expected - 1.0).abs() < 0.03, "{one} -> {two} Mbit/s, x{expected:.3} expected");
+    let eight = metric(&format!("{slow},recv_size=131072"), "performance", 0.1);
+    let sender_bound = metric("netperf:test=tcp-stream", "performance", 0.1);
+    assert!((eight / sender_bound - 1.0).abs() < 0.01, "{eight} against {sender_bound} Mbit/s");
+}
+
+#[test]
 fn pipe_test_runs_on_two_cores_and_is_faster_at_a_higher_fixed_frequency() {
     let at = |khz: u32| run(SKYLAKE, &format!("userspace:scaling_setspeed={khz}"), "pipe-test:loops=2000", 10.0, 1);
     let (slow, fast) = (at(1_600_000), at(3_500_000));
