@@ -450,7 +450,7 @@ def check(
         runs = recorded_runs(rec)
     recorded = runs[0]
     modelled, summary = modelled_behaviour(
-        rec, seed, recorded["idle_events_lost_on_cpus"], recorded.get("idle_events_lost_role_mix")
+        rec, seed, recorded["idle_events_lost_on_cpus"], recorded["idle_events_lost_role_mix"]
     )
     rows = compare(recorded, modelled, runs[1:])
     judged = [row for row in rows if row["verdict"] in ("ok", "off")]

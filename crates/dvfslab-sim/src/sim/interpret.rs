@@ -147,12 +147,8 @@ impl Sim {
                     self.channel_post(ch, Waker::Task { cpu, sync })
                 }
                 Op::Loopback { ch, sync } => {
-                    // The receive runs in the NET_RX softirq this CPU raised, interrupting the
-                    // sender, and wakes the receiver from there.
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
-                    self.sched.cpus[cpu].in_loopback_send = true;
-                    self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync });
-                    self.sched.cpus[cpu].in_loopback_send = false;
+                    self.loopback_post(ch, cpu, sync)
                 }
                 Op::TcpSend { ch, bytes } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;

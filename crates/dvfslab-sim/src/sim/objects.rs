@@ -19,6 +19,14 @@ impl Sim {
         }
     }
 
+    /// `Op::Loopback`: `channel_post` from the NET_RX softirq that a loopback send raised on
+    /// `cpu`, interrupting the sender, whose receive wakes the waiter from there.
+    pub(crate) fn loopback_post(&mut self, ch: u32, cpu: usize, sync: bool) {
+        self.sched.cpus[cpu].in_loopback_send = true;
+        self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync });
+        self.sched.cpus[cpu].in_loopback_send = false;
+    }
+
     /// `Op::Offer`: like `channel_post` from the poster's softirq with `sync` (a datagram's
     /// loopback receive), but a token that finds `capacity` others queued is dropped.
     pub(crate) fn channel_offer(&mut self, ch: u32, capacity: u32, waker_cpu: usize) {

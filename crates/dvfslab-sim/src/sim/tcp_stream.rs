@@ -6,7 +6,6 @@
 use crate::sched::objects::slot;
 use crate::sched::task::TaskState;
 use crate::sched::tcp_stream::LOOPBACK_MSS;
-use crate::sched::waker::Waker;
 use crate::sim::Sim;
 
 impl Sim {
@@ -48,11 +47,8 @@ impl Sim {
     /// channel `ch` from the receive softirq on `cpu`.
     fn deliver(&mut self, ch: u32, bytes: u32, before: u64, after: u64, cpu: usize) {
         let size = u64::from(bytes.max(1));
-        let messages = after / size - before / size;
-        self.sched.cpus[cpu].in_loopback_send = true;
-        for _ in 0..messages {
-            self.channel_post(ch, Waker::Softirq { cpu: Some(cpu), sync: true });
+        for _ in 0..after / size - before / size {
+            self.loopback_post(ch, cpu, true);
         }
-        self.sched.cpus[cpu].in_loopback_send = false;
     }
 }
