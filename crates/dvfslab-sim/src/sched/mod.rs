@@ -16,6 +16,7 @@ pub mod capacity;
 pub(crate) mod eevdf;
 pub mod energy_model;
 mod fork_balance;
+pub(crate) mod message_cpus;
 mod misfit;
 pub(crate) mod newidle;
 pub(crate) mod numa_balance;

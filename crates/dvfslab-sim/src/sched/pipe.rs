@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use crate::kernel::KernelVersion;
+use crate::sched::message_cpus::MessageCpus;
 
 /// Page slots of a pipe (`PIPE_DEF_BUFFERS`).
 pub const SLOTS: usize = 16;
@@ -78,6 +79,8 @@ pub(crate) struct Pipe {
     /// Tasks blocked reading (rd_wait) and writing (wr_wait), in the order they slept.
     pub(crate) readers: VecDeque<usize>,
     pub(crate) writers: VecDeque<usize>,
+    /// Where its messages were written and where it was last read.
+    pub(crate) cpus: MessageCpus,
 }
 
 impl Pipe {

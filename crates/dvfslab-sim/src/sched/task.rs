@@ -81,6 +81,16 @@ impl Amount {
     }
 }
 
+/// What a pipe or socket operation costs more, in CPU cycles, where its cache lines come from
+/// another CPU (`sched/message_cpus.rs`): the message's own (`message`: read on another CPU
+/// than its writer's, or written where another CPU read last) and the object's shared lines
+/// (`shared`: its last operation was on another CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CrossingCycles {
+    pub message: u32,
+    pub shared: u32,
+}
+
 /// One operation of a task program.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -131,19 +141,23 @@ pub enum Op {
     Poll { ch: u32, empty: usize },
     /// Write one message of `bytes` (under a page) to anonymous pipe `pipe`, sleeping while it
     /// is full; a write to an empty pipe wakes its reader, sync (`pipe_write`, `sched/pipe.rs`).
-    /// Pipe ids are offset as channel ids are.
-    PipeWrite { pipe: u32, bytes: u32 },
+    /// Pipe ids are offset as channel ids are. `crossing`: what the write costs more where its
+    /// cache lines come from another CPU (`sched/message_cpus.rs`), charged with the task's
+    /// next `Run`.
+    PipeWrite { pipe: u32, bytes: u32, crossing: CrossingCycles },
     /// Read one message from pipe `pipe`, sleeping while it is empty; a read that makes room
     /// wakes blocked writers as the run's kernel does (`pipe_read`, `sched/pipe.rs`).
-    PipeRead { pipe: u32 },
+    /// `crossing` as `PipeWrite`'s.
+    PipeRead { pipe: u32, crossing: CrossingCycles },
     /// Send one message charging `truesize` bytes to `AF_UNIX` stream socket `sock`, sleeping
     /// while the socket's charge is at its send buffer; wakes the reader if it sleeps, sync
     /// (`unix_stream_sendmsg`, `sched/unix_stream.rs`). Socket ids are offset as channel ids are.
-    UnixSend { sock: u32, truesize: u32 },
+    /// `crossing` as `PipeWrite`'s.
+    UnixSend { sock: u32, truesize: u32, crossing: CrossingCycles },
     /// Read one message from socket `sock`, sleeping while none is queued; freeing its
     /// `truesize` bytes wakes every blocked sender once the charge is down to a quarter of the
-    /// send buffer (`unix_write_space`).
-    UnixRecv { sock: u32, truesize: u32 },
+    /// send buffer (`unix_write_space`). `crossing` as `PipeWrite`'s.
+    UnixRecv { sock: u32, truesize: u32, crossing: CrossingCycles },
     /// Take a token from channel `ch` as `Wait` does, but sleeping uninterruptibly (state D):
     /// the kernel's `wait_for_completion`, as a vfork parent waits for its child to exec
     /// (`wait_for_vfork_done`); the child's `Post` is the `complete`.
@@ -393,6 +407,9 @@ pub struct Task {
     /// Woken from a pipe's wait: the `Op::PipeWrite` or `Op::PipeRead` it slept in goes on
     /// as the kernel's does after its wait (`sim/pipe.rs`).
     pub pipe_retry: bool,
+    /// CPU work the cache lines of its pipe and socket operations moved between CPUs added
+    /// (`Op::PipeWrite`'s `crossing` and the like), charged with the task's next `Op::Run`.
+    pub crossing_cycles: f64,
     /// The CPU wake-up placement last left behind (`p->recent_used_cpu`,
     /// `Sim::select_idle_sibling`); at fork, the CPU the task was forked on (`Sim::start_task`).
     pub recent_used_cpu: Option<usize>,
@@ -447,6 +464,7 @@ impl Task {
             on_rq: false,
             answer_to: None,
             pipe_retry: false,
+            crossing_cycles: 0.0,
             recent_used_cpu: None,
             wakee_flips: 0,
             last_wakee: None,

@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use crate::sched::message_cpus::MessageCpus;
+
 /// `net.core.wmem_default`, every socket's `sk_sndbuf` unless set: 212,992 bytes.
 pub const SNDBUF_BYTES: u32 = 212_992;
 
@@ -36,6 +38,8 @@ pub(crate) struct UnixStream {
     queued: u32,
     pub(crate) readers: VecDeque<usize>,
     pub(crate) senders: VecDeque<usize>,
+    /// Where its messages were written and where it was last read.
+    pub(crate) cpus: MessageCpus,
 }
 
 impl UnixStream {

@@ -79,8 +79,9 @@ impl Sim {
             match program[pc] {
                 Op::Run { cycles, mem_frac } => {
                     let w = self.draw(task, cycles);
-                    if w > 0.0 {
-                        let w = self.jittered(task, w);
+                    let crossing = std::mem::take(&mut self.sched.tasks[task].crossing_cycles);
+                    if w + crossing > 0.0 {
+                        let w = self.jittered(task, w) + crossing;
                         let t = &mut self.sched.tasks[task];
                         t.work_left = w;
                         t.work_submitted += w;
@@ -174,27 +175,27 @@ impl Sim {
                         self.sched.tasks[task].pc = empty;
                     }
                 }
-                Op::PipeWrite { pipe, bytes } => {
+                Op::PipeWrite { pipe, bytes, crossing } => {
                     let pipe = pipe + self.sched.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.pipe_write(pipe, bytes, task, cpu) {
+                    if let Outcome::Sleep = self.pipe_write(pipe, bytes, crossing, task, cpu) {
                         return self.block_and_switch(cpu, None);
                     }
                 }
-                Op::PipeRead { pipe } => {
+                Op::PipeRead { pipe, crossing } => {
                     let pipe = pipe + self.sched.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.pipe_read(pipe, task, cpu) {
+                    if let Outcome::Sleep = self.pipe_read(pipe, crossing, task, cpu) {
                         return self.block_and_switch(cpu, None);
                     }
                 }
-                Op::UnixSend { sock, truesize } => {
+                Op::UnixSend { sock, truesize, crossing } => {
                     let sock = sock + self.sched.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.unix_send(sock, truesize, task, cpu) {
+                    if let Outcome::Sleep = self.unix_send(sock, truesize, crossing, task, cpu) {
                         return self.block_and_switch(cpu, None);
                     }
                 }
-                Op::UnixRecv { sock, truesize } => {
+                Op::UnixRecv { sock, truesize, crossing } => {
                     let sock = sock + self.sched.tasks[task].attrs.channel_base;
-                    if let Outcome::Sleep = self.unix_recv(sock, truesize, task, cpu) {
+                    if let Outcome::Sleep = self.unix_recv(sock, truesize, crossing, task, cpu) {
                         return self.block_and_switch(cpu, None);
                     }
                 }

@@ -5,11 +5,20 @@
 
 use crate::sched::objects::{slot, Outcome};
 use crate::sched::pipe::{Read, Wake, WakeRule, Write};
+use crate::sched::task::CrossingCycles;
 use crate::sim::Sim;
 
 impl Sim {
-    /// `task` on `cpu` writes one message of `bytes` to pipe `id`.
-    pub(crate) fn pipe_write(&mut self, id: u32, bytes: u32, task: usize, cpu: usize) -> Outcome {
+    /// `task` on `cpu` writes one message of `bytes` to pipe `id`, `crossing` more where its
+    /// cache lines come from another CPU.
+    pub(crate) fn pipe_write(
+        &mut self,
+        id: u32,
+        bytes: u32,
+        crossing: CrossingCycles,
+        task: usize,
+        cpu: usize,
+    ) -> Outcome {
         let rule = WakeRule::of(self.machine.kernel);
         let retry = std::mem::take(&mut self.sched.tasks[task].pipe_retry);
         let pipe = slot(&mut self.work.objects.pipes, id);
@@ -19,6 +28,7 @@ impl Sim {
                 self.sleep_to_retry(task)
             }
             Write::Done { readers, writers } => {
+                self.sched.tasks[task].crossing_cycles += f64::from(pipe.cpus.written(cpu, crossing));
                 self.pipe_wake(id, readers, false, cpu);
                 self.pipe_wake(id, writers, true, cpu);
                 Outcome::Continue
@@ -26,8 +36,9 @@ impl Sim {
         }
     }
 
-    /// `task` on `cpu` reads one message from pipe `id`.
-    pub(crate) fn pipe_read(&mut self, id: u32, task: usize, cpu: usize) -> Outcome {
+    /// `task` on `cpu` reads one message from pipe `id`, `crossing` more where its
+    /// cache lines come from another CPU.
+    pub(crate) fn pipe_read(&mut self, id: u32, crossing: CrossingCycles, task: usize, cpu: usize) -> Outcome {
         let rule = WakeRule::of(self.machine.kernel);
         let retry = std::mem::take(&mut self.sched.tasks[task].pipe_retry);
         let pipe = slot(&mut self.work.objects.pipes, id);
@@ -37,6 +48,7 @@ impl Sim {
                 self.sleep_to_retry(task)
             }
             Read::Done { writers, readers } => {
+                self.sched.tasks[task].crossing_cycles += f64::from(pipe.cpus.read(cpu, crossing));
                 self.pipe_wake(id, writers, true, cpu);
                 self.pipe_wake(id, readers, false, cpu);
                 Outcome::Continue

@@ -142,6 +142,8 @@ pub mod kernel {
 /// Pipes and unix-domain sockets (perf bench sched messaging / pipe), and
 /// what all the network and IPC models share.
 pub mod ipc {
+    use crate::sched::task::CrossingCycles;
+
     /// How much of a syscall-heavy burst's time at base frequency is memory stall (network/IPC
     /// ≈ 0.1 \[EST\]). Calibrate by comparing a model's metric at two pinned
     /// frequencies with the real benchmark's.
@@ -171,29 +173,52 @@ pub mod ipc {
     /// message on the guest's preset matches hackbench-pipe (rt-tests hackbench, 1 group, 2,000
     /// loops, the 2-CPU KVM guest at 2.6 GHz: 3,511 cycles a message), in the recording's
     /// split between senders (98.5 ms of the window) and receivers (89.0 ms). Range
-    /// 1,100–2,000: the AMD host's recording on one vCPU gives 2,230–2,290 cycles for a
-    /// message sent and read with almost no switches, the sum of this and the receive. Separate
-    /// from [`PIPE_WRITE_CYCLES`], whose writes each wake a reader (`pipe-test`).
+    /// 1,100–2,000. It holds what a message crossing CPUs costs, which the socket's costs keep
+    /// apart ([`UNIX_SEND_CROSSING`]): on one vCPU of the same guest a message costs 800 cycles
+    /// (681–965 over six runs of hackbench-pipe-1cpu's command; the shipped recording is an
+    /// AMD host's, 2,071–3,060), and the probe's 200 messages in a row
+    /// cost 410 + 440 more across vCPUs, but with 390 and 400 here and those as the crossing
+    /// costs the model's one-vCPU receivers sleep six times as often as recorded (0.27 a message
+    /// against 0.045) and two vCPUs cost 1,800 a message against 3,511 (2,400 with the
+    /// socket's shared-line cost at 1,700). Separate from [`PIPE_WRITE_CYCLES`], whose writes
+    /// each wake a reader (`pipe-test`).
     pub const HACKBENCH_PIPE_SEND_CYCLES: f64 = 1_500.0;
     /// hackbench's receiver per message over a pipe: the read, 1,360 cycles. \[REC\] As the
     /// send. Range 1,000–1,800.
     pub const HACKBENCH_PIPE_RECV_CYCLES: f64 = 1_360.0;
     /// hackbench's sender per message over an `AF_UNIX` stream socket (an skb allocated,
-    /// filled and queued, `sk_data_ready`), 2,140 cycles. \[REC\] Fitted as the pipe's, to
-    /// hackbench-socket's 4,977 cycles a message (senders 81.4 ms of the 98.3 ms window,
-    /// receivers 104.5 ms), with the kernel's socket accounting (`sched/unix_stream.rs`; the
-    /// earlier batched model's extra sleeps had paid 1,900 and 2,440 the rest): 4,871–5,131
-    /// over seeds 0–5, senders 44% of it. Range 1,400–2,800.
-    pub const HACKBENCH_SOCKET_SEND_CYCLES: f64 = 2_140.0;
+    /// filled and queued, `sk_data_ready`) where nothing comes from another CPU's cache, 1,210
+    /// cycles; what crossing CPUs adds is [`UNIX_SEND_CROSSING`]. \[REC\] Fitted to
+    /// hackbench-socket-1cpu (the group on one vCPU of the 2-CPU KVM guest, Xeon host: 2,664
+    /// cycles a message, 2,626–2,704 over six runs; the model 2,693), split as the probe splits
+    /// a message (`scripts/probes/message-crossing.c`: 363 ns sending, 386 ns reading). Range
+    /// 1,050–1,400.
+    pub const HACKBENCH_SOCKET_SEND_CYCLES: f64 = 1_210.0;
     /// hackbench's receiver per message over an `AF_UNIX` stream socket (the skb dequeued,
-    /// copied and freed, which charges the sender's buffer back), 2,580 cycles. \[REC\] As
-    /// the send. Range 1,800–3,600.
-    pub const HACKBENCH_SOCKET_RECV_CYCLES: f64 = 2_580.0;
+    /// copied and freed, which charges the sender's buffer back) on the sender's CPU, 1,460
+    /// cycles; [`UNIX_RECV_CROSSING`] more across. \[REC\] As the send. Range 1,250–1,650.
+    pub const HACKBENCH_SOCKET_RECV_CYCLES: f64 = 1_460.0;
     /// What a 100-byte `AF_UNIX` stream message charges against its sender's `sk_wmem_alloc`:
     /// a head of 100 bytes aligned to 128 plus the 320-byte `skb_shared_info`, which kmalloc
     /// rounds to 512, less the shared info again, plus `struct sk_buff` (256) and the shared
     /// info (320): 768 bytes (`SKB_TRUESIZE` in `__alloc_skb`, x86-64 sizes) \[KNOW\].
     pub const UNIX_SKB_TRUESIZE_BYTES: u32 = 768;
+    /// What an `AF_UNIX` stream send costs more where its cache lines come from another CPU
+    /// (`sched/message_cpus.rs`). `message`, 1,150 cycles (the skb allocated from memory the
+    /// reader freed on its CPU): \[REC\] `scripts/probes/message-crossing.c` on the 2-CPU KVM
+    /// guest (Xeon host, 2.6 GHz): 200 messages sent, then read, pinned to one vCPU or to one
+    /// each; the sender's CPU time per message 363 ns on one, 778–849 ns across (range
+    /// 1,050–1,300). `shared`: [`UNIX_SHARED_LINES_CYCLES`].
+    pub const UNIX_SEND_CROSSING: CrossingCycles = CrossingCycles { message: 1_150, shared: UNIX_SHARED_LINES_CYCLES };
+    /// What an `AF_UNIX` stream receive costs more so. `message`, 1,560 cycles: \[REC\] as the
+    /// send's, 386 ns on one vCPU, 964–1,016 ns across (range 1,450–1,700).
+    pub const UNIX_RECV_CROSSING: CrossingCycles = CrossingCycles { message: 1_560, shared: UNIX_SHARED_LINES_CYCLES };
+    /// A unix socket's shared lines (its queue's lock and head, the wait queue, the charge)
+    /// taken from the CPU that used the socket last: 800 cycles. \[REC\] Fitted, with the
+    /// message's costs above and the local ones of [`HACKBENCH_SOCKET_SEND_CYCLES`], to
+    /// hackbench-socket's 4,977 cycles a message on two vCPUs (4,873 at seed 0; without it
+    /// 4,166). The probe cannot give it: its sender writes its batch in a row. Range 400–1,200.
+    pub const UNIX_SHARED_LINES_CYCLES: u32 = 800;
 }
 
 /// The NBENCH loadfile that dbench and tbench replay.

@@ -28,7 +28,7 @@ use std::rc::Rc;
 use super::estimates::{ipc, kernel};
 use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
-use crate::sched::task::{Amount, Mark, Op};
+use crate::sched::task::{Amount, CrossingCycles, Mark, Op};
 use crate::spec::{Knob, KnobValues};
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -165,18 +165,18 @@ impl Hackbench {
     /// One message written to `fd`.
     fn write(&self, fd: u32) -> Op {
         if self.pipes {
-            Op::PipeWrite { pipe: fd, bytes: MESSAGE_BYTES }
+            Op::PipeWrite { pipe: fd, bytes: MESSAGE_BYTES, crossing: CrossingCycles::default() }
         } else {
-            Op::UnixSend { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES }
+            Op::UnixSend { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES, crossing: ipc::UNIX_SEND_CROSSING }
         }
     }
 
     /// One message read from `fd`.
     fn read(&self, fd: u32) -> Op {
         if self.pipes {
-            Op::PipeRead { pipe: fd }
+            Op::PipeRead { pipe: fd, crossing: CrossingCycles::default() }
         } else {
-            Op::UnixRecv { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES }
+            Op::UnixRecv { sock: fd, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES, crossing: ipc::UNIX_RECV_CROSSING }
         }
     }
 
@@ -275,8 +275,8 @@ mod tests {
             let writes: Vec<u32> = ops
                 .iter()
                 .filter_map(|op| match op {
-                    Op::PipeWrite { pipe, bytes: MESSAGE_BYTES } => Some(*pipe),
-                    Op::UnixSend { sock, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES } => Some(*sock),
+                    Op::PipeWrite { pipe, bytes: MESSAGE_BYTES, .. } => Some(*pipe),
+                    Op::UnixSend { sock, truesize: ipc::UNIX_SKB_TRUESIZE_BYTES, .. } => Some(*sock),
                     _ => None,
                 })
                 .collect();
@@ -293,7 +293,7 @@ mod tests {
             let fd = Hackbench::receiver_fd(0, 5);
             let reads = ops
                 .iter()
-                .filter(|op| matches!(op, Op::PipeRead { pipe } | Op::UnixRecv { sock: pipe, .. } if *pipe == fd))
+                .filter(|op| matches!(op, Op::PipeRead { pipe, .. } | Op::UnixRecv { sock: pipe, .. } if *pipe == fd))
                 .count() as u32;
             assert_eq!(reads, FDS * 7, "pipes {pipes}");
             let counted = ops.iter().filter(|op| matches!(op, Op::Mark(Mark::Add { .. }))).count() as u32;

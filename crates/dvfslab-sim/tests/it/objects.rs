@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use dvfslab_sim::hw::platform::Platform;
 use dvfslab_sim::observe::Migration;
-use dvfslab_sim::sched::task::{Amount, Mark, Op};
+use dvfslab_sim::sched::task::{Amount, CrossingCycles, Mark, Op};
 use dvfslab_sim::sched::waker::WakeContext;
 use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
@@ -1472,8 +1472,8 @@ fn from_6_18_33_a_forked_child_waits_for_its_parent_instead_of_preempting_it() {
 
 /// `writers_and_a_reader` over one pipe, 100-byte messages, at `kernel`.
 fn pipe_run(kernel: &str) -> (f64, usize, usize) {
-    let write = Op::PipeWrite { pipe: 0, bytes: 100 };
-    let read = Op::PipeRead { pipe: 0 };
+    let write = Op::PipeWrite { pipe: 0, bytes: 100, crossing: CrossingCycles::default() };
+    let read = Op::PipeRead { pipe: 0, crossing: CrossingCycles::default() };
     writers_and_a_reader(kernel, write, read)
 }
 
@@ -1527,10 +1527,64 @@ fn a_unix_socket_delivers_every_message_and_wakes_its_senders_at_a_quarter() {
     // all wake once 209 have been read (69 left, a quarter of the 212,992-byte sndbuf); the
     // three refill it and block again: three sleeps per 209 messages of the 6,000 less the
     // 278 it holds, at most 82, fewer once senders have sent their last.
-    let send = Op::UnixSend { sock: 0, truesize: 768 };
-    let recv = Op::UnixRecv { sock: 0, truesize: 768 };
+    let send = Op::UnixSend { sock: 0, truesize: 768, crossing: CrossingCycles::default() };
+    let recv = Op::UnixRecv { sock: 0, truesize: 768, crossing: CrossingCycles::default() };
     let (read, sender_sleeps, reader_sleeps) = writers_and_a_reader("6.18", send, recv);
     assert_eq!(read, 6000.0);
     assert!((60..=82).contains(&sender_sleeps), "{sender_sleeps}");
     assert!(reader_sleeps <= 2, "{reader_sleeps}");
+}
+
+/// A sender of 2,000 messages on CPU 0 and their reader on `reader_cpu`, each working 1 µs a
+/// message (2,600 cycles on the guest): the read count and the work the run submitted.
+fn one_sender_one_reader(reader_cpu: usize, send: CrossingCycles, recv: CrossingCycles) -> (f64, f64) {
+    let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18".into(),
+        duration_ns: Some(200_000_000),
+        ..SimConfig::default()
+    };
+    let work = Op::Run { cycles: Amount::Fixed(2_600.0), mem_frac: 0.0 };
+    let sender = vec![
+        work.clone(),
+        Op::UnixSend { sock: 0, truesize: 768, crossing: send },
+        Op::Repeat { to: 0, times: 2000 },
+        Op::Exit,
+    ];
+    let reader = vec![
+        Op::UnixRecv { sock: 0, truesize: 768, crossing: recv },
+        work,
+        count(0),
+        Op::Repeat { to: 0, times: 2000 },
+        Op::Exit,
+    ];
+    let tasks = vec![(sender, 0), (reader, reader_cpu)];
+    let r =
+        Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(tasks)), "test".into()).unwrap().run().unwrap();
+    (r.summary.metric.value, r.summary.work_submitted_cycles)
+}
+
+#[test]
+fn a_message_costs_its_cache_lines_crossing_only_between_cpus() {
+    let base = 2.0 * 2000.0 * 2_600.0;
+    let none = CrossingCycles::default();
+    let message = CrossingCycles { message: 1_000, shared: 0 };
+    // On one CPU nothing crosses, whatever the costs.
+    let both = CrossingCycles { message: 1_000, shared: 500 };
+    assert_eq!(one_sender_one_reader(0, both, both), (2000.0, base));
+    // Every message written on CPU 0 and read on CPU 1 costs its reader the crossing, with the
+    // reader's next work.
+    assert_eq!(one_sender_one_reader(1, none, message), (2000.0, base + 2000.0 * 1_000.0));
+    // The sender pays for each write after the reader has read on the other CPU: most, not the
+    // first (nothing read yet) nor the last (no work after it to charge it with).
+    let (read, work) = one_sender_one_reader(1, message, none);
+    let sender_crossings = (work - base) / 1_000.0;
+    assert_eq!(read, 2000.0);
+    assert!(sender_crossings.fract() == 0.0 && (1000.0..2000.0).contains(&sender_crossings), "{sender_crossings}");
+    // The shared lines move whenever the socket's last use was on the other CPU: at most at
+    // every operation, and at least once a turn of the two.
+    let shared = CrossingCycles { message: 0, shared: 500 };
+    let (_, work) = one_sender_one_reader(1, shared, shared);
+    let moves = (work - base) / 500.0;
+    assert!((1.0..=4000.0).contains(&moves), "{moves}");
 }
