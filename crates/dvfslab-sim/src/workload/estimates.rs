@@ -173,15 +173,17 @@ pub mod ipc {
     /// message on the guest's preset matches hackbench-pipe (rt-tests hackbench, 1 group, 2,000
     /// loops, the 2-CPU KVM guest at 2.6 GHz: 3,511 cycles a message), in the recording's
     /// split between senders (98.5 ms of the window) and receivers (89.0 ms). Range
-    /// 1,100–2,000. It holds what a message crossing CPUs costs, which the socket's costs keep
-    /// apart ([`UNIX_SEND_CROSSING`]): on one vCPU of the same guest a message costs 800 cycles
-    /// (681–965 over six runs of hackbench-pipe-1cpu's command; the shipped recording is an
-    /// AMD host's, 2,071–3,060), and the probe's 200 messages in a row
-    /// cost 410 + 440 more across vCPUs, but with 390 and 400 here and those as the crossing
-    /// costs the model's one-vCPU receivers sleep six times as often as recorded (0.27 a message
-    /// against 0.045) and two vCPUs cost 1,800 a message against 3,511 (2,400 with the
-    /// socket's shared-line cost at 1,700). Separate from [`PIPE_WRITE_CYCLES`], whose writes
-    /// each wake a reader (`pipe-test`).
+    /// 1,100–2,000. It holds whatever two vCPUs cost a pipe message, which the socket's costs
+    /// keep apart ([`UNIX_SEND_CROSSING`]). On one vCPU of the same guest a message costs 800
+    /// cycles (681–965 over six runs of hackbench-pipe-1cpu's command; the shipped recording
+    /// is an AMD host's, 2,071–3,060). Its cache lines explain little of the rest: the
+    /// message's crossing costs 410 + 440 cycles by the threads' CPU time
+    /// (`scripts/probes/message-crossing.c`), 85 + 74 timed inside the calls, and the pipe's
+    /// shared lines 260 a write taken in turns (`message-turns.c`). With 390 and 400 here and
+    /// the first two as crossing costs, the model's one-vCPU receivers sleep six times as
+    /// often as recorded (0.27 a message against 0.045) and two vCPUs cost 1,800 cycles a
+    /// message against 3,511 (2,400 with 1,700 for the shared lines). Separate from
+    /// [`PIPE_WRITE_CYCLES`], whose writes each wake a reader (`pipe-test`).
     pub const HACKBENCH_PIPE_SEND_CYCLES: f64 = 1_500.0;
     /// hackbench's receiver per message over a pipe: the read, 1,360 cycles. \[REC\] As the
     /// send. Range 1,000–1,800.
@@ -207,17 +209,21 @@ pub mod ipc {
     /// (`sched/message_cpus.rs`). `message`, 1,150 cycles (the skb allocated from memory the
     /// reader freed on its CPU): \[REC\] `scripts/probes/message-crossing.c` on the 2-CPU KVM
     /// guest (Xeon host, 2.6 GHz): 200 messages sent, then read, pinned to one vCPU or to one
-    /// each; the sender's CPU time per message 363 ns on one, 778–849 ns across (range
-    /// 1,050–1,300). `shared`: [`UNIX_SHARED_LINES_CYCLES`].
+    /// each; the sender's CPU time per message 363 ns on one, 778–849 ns across. Timed inside
+    /// the call alone (`scripts/probes/message-turns.c`, the TSC) the difference is 727 cycles:
+    /// range 700–1,300. `shared`: [`UNIX_SHARED_LINES_CYCLES`].
     pub const UNIX_SEND_CROSSING: CrossingCycles = CrossingCycles { message: 1_150, shared: UNIX_SHARED_LINES_CYCLES };
     /// What an `AF_UNIX` stream receive costs more so. `message`, 1,560 cycles: \[REC\] as the
-    /// send's, 386 ns on one vCPU, 964–1,016 ns across (range 1,450–1,700).
+    /// send's, 386 ns on one vCPU, 964–1,016 ns across; 616 cycles timed inside the call:
+    /// range 600–1,700.
     pub const UNIX_RECV_CROSSING: CrossingCycles = CrossingCycles { message: 1_560, shared: UNIX_SHARED_LINES_CYCLES };
     /// A unix socket's shared lines (its queue's lock and head, the wait queue, the charge)
     /// taken from the CPU that used the socket last: 800 cycles. \[REC\] Fitted, with the
     /// message's costs above and the local ones of [`HACKBENCH_SOCKET_SEND_CYCLES`], to
     /// hackbench-socket's 4,977 cycles a message on two vCPUs (4,873 at seed 0; without it
-    /// 4,166). The probe cannot give it: its sender writes its batch in a row. Range 400–1,200.
+    /// 4,166). `scripts/probes/message-turns.c`, two writers taking turns from two vCPUs
+    /// without sleeping, times 232–466 cycles a write inside the call, where the message's
+    /// crossing also times at about half the thread CPU time: range 230–1,200.
     pub const UNIX_SHARED_LINES_CYCLES: u32 = 800;
 }
 
