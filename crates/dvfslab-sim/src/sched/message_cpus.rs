@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn the_shared_lines_move_at_each_change_of_cpu_whichever_side() {
         let mut m = MessageCpus::default();
-        // A batch written on CPU 0 and read on CPU 1 moves them once each way.
+        // A batch written on CPU 0, then read on CPU 1, moves them once: at the first read.
         let batch: u32 = (0..50).map(|_| m.written(0, SHARED)).sum::<u32>();
         let read: u32 = (0..50).map(|_| m.read(1, SHARED)).sum::<u32>();
         assert_eq!((batch, read), (0, 10));

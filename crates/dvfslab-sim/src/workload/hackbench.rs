@@ -162,7 +162,9 @@ impl Hackbench {
         p.into()
     }
 
-    /// One message written to `fd`.
+    /// One message written to `fd`. A socket's message costs more where its cache lines come
+    /// from another CPU (`ipc::UNIX_SEND_CROSSING`); a pipe's costs hold that in one fit
+    /// (`ipc::HACKBENCH_PIPE_SEND_CYCLES` says why).
     fn write(&self, fd: u32) -> Op {
         if self.pipes {
             Op::PipeWrite { pipe: fd, bytes: MESSAGE_BYTES, crossing: CrossingCycles::default() }
