@@ -106,6 +106,33 @@ def test_the_recorder_lists_its_repeats_in_the_manifest() -> None:
     assert script.listed_repeats(text) == []
 
 
+def test_the_recorder_makes_repeats_only_on_the_recordings_kind_of_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = load_script("record-benchmarks")
+    hackbench = next(b for b in recorder.BENCHMARKS if b.name == "hackbench-socket")
+    monkeypatch.setattr(recorder, "OUT", tmp_path)
+    made: list[str] = []
+    monkeypatch.setattr(recorder, "record_one", lambda b, scratch, out, name: made.append(name))
+    extra = 'machine = "AMD EPYC, 2 CPUs"\n'
+    (tmp_path / "hackbench-socket.toml").write_text(
+        MANIFEST.format(name="hackbench-socket", workload="hackbench", extra=extra)
+    )
+    monkeypatch.setattr(recorder, "this_machine", lambda: "Intel(R) Xeon(R) Processor, 2 CPUs")
+    refused = r"recorded on AMD EPYC, 2 CPUs, and this machine is Intel"
+    with pytest.raises(SystemExit, match=refused):
+        recorder.record_repeats(hackbench, tmp_path, 2)
+    assert made == []
+    monkeypatch.setattr(recorder, "this_machine", lambda: "AMD EPYC, 2 CPUs")
+    recorder.record_repeats(hackbench, tmp_path, 2)
+    assert made == ["hackbench-socket.2", "hackbench-socket.3"]
+    manifest = (tmp_path / "hackbench-socket.toml").read_text()
+    assert recorder.listed_repeats(manifest) == [
+        "repeats/hackbench-socket.2.toml",
+        "repeats/hackbench-socket.3.toml",
+    ]
+
+
 def test_the_cli_lists_and_checks_a_recordings_runs() -> None:
     def dvfslab(*args: str) -> str:
         done = subprocess.run(
