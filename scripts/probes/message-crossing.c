@@ -31,18 +31,6 @@ static double cpu_ns(void)
 	return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
-static int pin(int cpu)
-{
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof one, &one)) {
-		perror("sched_setaffinity");
-		return -1;
-	}
-	return 0;
-}
-
 static int read_message(int fd, char *buf)
 {
 	int got = 0;
@@ -74,7 +62,7 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		char buf[MESSAGE];
 		double since = 0;
-		if (pin(reader_cpu))
+		if (pin_to_cpu(reader_cpu))
 			_exit(1);
 		for (int i = 0; i < rounds; i++) {
 			if (i == rounds / 10)
@@ -90,7 +78,7 @@ int main(int argc, char **argv)
 		double spent = cpu_ns() - since;
 		_exit(write(result[1], &spent, sizeof spent) == sizeof spent ? 0 : 1);
 	}
-	if (pin(writer_cpu))
+	if (pin_to_cpu(writer_cpu))
 		return 1;
 	char msg[MESSAGE];
 	memset(msg, 1, sizeof msg);

@@ -16,9 +16,7 @@
  * The counts are TSC cycles: on the 2-CPU KVM guest the TSC runs at the modelled 2.6 GHz.
  * Run each a few times: a shared host moves them by a third from run to run.
  */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
+#include "probe.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,17 +32,6 @@ struct shared {
 	double a_write, b_write, b_read;
 	long a_writes, b_writes, b_reads;
 };
-
-static void pin(int cpu)
-{
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof one, &one)) {
-		perror("sched_setaffinity");
-		exit(1);
-	}
-}
 
 int main(int argc, char **argv)
 {
@@ -67,7 +54,8 @@ int main(int argc, char **argv)
 	memset(msg, 1, sizeof msg);
 	pid_t child = fork();
 	int me = child == 0; /* 0: A, 1: B */
-	pin(me);
+	if (pin_to_cpu(me))
+		return 1;
 	long per_round = batch + 1;
 	for (int r = 0; r < rounds; r++) {
 		int counted = r >= rounds / 10;

@@ -1,6 +1,6 @@
 /*
  * What the probes share: a monotonic clock in microseconds, work that spins for a set time,
- * and pinning the process (and the children it forks) to CPU 1.
+ * and pinning the process (and the children it forks) to a CPU.
  */
 #ifndef PROBE_H
 #define PROBE_H
@@ -24,17 +24,22 @@ static inline void work(double us)
 		;
 }
 
-/* 0, or -1 with the reason printed. */
-static inline int pin_to_cpu1(void)
+/* Pin the process (and the children it forks) to `cpu`: 0, or -1 with the reason printed. */
+static inline int pin_to_cpu(int cpu)
 {
 	cpu_set_t one;
 	CPU_ZERO(&one);
-	CPU_SET(1, &one);
+	CPU_SET(cpu, &one);
 	if (sched_setaffinity(0, sizeof one, &one)) {
 		perror("sched_setaffinity");
 		return -1;
 	}
 	return 0;
+}
+
+static inline int pin_to_cpu1(void)
+{
+	return pin_to_cpu(1);
 }
 
 #endif

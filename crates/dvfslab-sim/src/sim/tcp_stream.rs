@@ -13,10 +13,8 @@ impl Sim {
     pub(crate) fn tcp_send(&mut self, ch: u32, bytes: u32, task: usize, cpu: usize) {
         let stream = slot(&mut self.work.objects.tcp_streams, ch);
         stream.writer = Some((task, bytes));
-        let before = stream.sent;
-        stream.write(u64::from(bytes));
-        let after = stream.sent;
-        self.deliver(ch, bytes, before, after, cpu);
+        let out = stream.write(u64::from(bytes));
+        self.deliver(ch, bytes, out, cpu);
     }
 
     /// The reader on `cpu` ends a receive call of up to `call_bytes` on the stream whose data
@@ -36,16 +34,15 @@ impl Sim {
         if stream.held() == 0 || self.sched.tasks[writer].state == TaskState::Runnable {
             return;
         }
-        let stream = slot(&mut self.work.objects.tcp_streams, ch);
-        let before = stream.sent;
-        stream.push();
-        let after = stream.sent;
-        self.deliver(ch, bytes, before, after, cpu);
+        let out = slot(&mut self.work.objects.tcp_streams, ch).push();
+        self.deliver(ch, bytes, out, cpu);
     }
 
-    /// The messages of `bytes` each that sending from `before` to `after` completed, posted to
-    /// channel `ch` from the receive softirq on `cpu`.
-    fn deliver(&mut self, ch: u32, bytes: u32, before: u64, after: u64, cpu: usize) {
+    /// The messages of `bytes` each that the stream's last `out` bytes sent completed, posted
+    /// to channel `ch` from the receive softirq on `cpu`.
+    fn deliver(&mut self, ch: u32, bytes: u32, out: u64, cpu: usize) {
+        let after = slot(&mut self.work.objects.tcp_streams, ch).sent;
+        let before = after - out;
         let size = u64::from(bytes.max(1));
         for _ in 0..after / size - before / size {
             self.loopback_post(ch, cpu, true);
