@@ -260,7 +260,7 @@ def test_round_trips_are_counted_per_pair_from_their_turns() -> None:
 
 
 def test_a_manifest_names_two_of_its_roles_as_round_trips(tmp_path: Path) -> None:
-    shipped = load_recording("tbench-2")
+    shipped = load_recording("tbench-4")
     assert shipped.round_trips == ("client", "server")
     text = shipped.trace_path.with_suffix("").with_suffix(".toml").read_text()
     (tmp_path / "x.txt").write_text(WORKED)
@@ -321,7 +321,7 @@ def test_a_grouped_tbench_starves_a_kernel_thread_and_trace_waits_show_it() -> N
 def test_a_manifest_says_whether_the_recording_machine_grouped_sessions(tmp_path: Path) -> None:
     # The shipped recordings ran with the kernel's default autogroup; a manifest that does not
     # say leaves it unknown, and a value other than on, off or none is refused.
-    shipped = load_recording("tbench-2")
+    shipped = load_recording("tbench-4")
     assert shipped.autogroup == "on"
     text = shipped.trace_path.with_suffix("").with_suffix(".toml").read_text()
     (tmp_path / "x.txt").write_text(WORKED)
@@ -553,11 +553,11 @@ def test_a_loopback_sender_is_preempted_at_its_return_with_the_clock_skipped() -
     assert len(recorded) > 1000
     assert abs(modelled.mean() - recorded.mean()) < 0.3, (modelled.mean(), recorded.mean())
     rows = {(r["role"], r["statistic"]): r for r in check(rec)["rows"]}
-    # Without the skip, 0.017 sleeps a round trip (0.227 recorded): the clients were always
-    # preempted.
+    # Without the skip, 0.017 sleeps a round trip (0.194-0.227 recorded over six runs) and the
+    # server preempted in 1% (0.135-0.159): the clients were always preempted.
     assert 0.1 < rows[("client", "sleeps_s_per_op")]["model"] < 0.6
     assert rows[("client", "preempted_per_op")]["verdict"] == "ok"
-    assert rows[("server", "preempted_per_op")]["verdict"] == "ok"
+    assert 0.1 < rows[("server", "preempted_per_op")]["model"] < 0.3
 
 
 def test_netperf_rr_keeps_a_vcpu_a_side_on_the_guests_packing_kernel() -> None:

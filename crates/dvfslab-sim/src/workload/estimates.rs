@@ -284,7 +284,10 @@ pub mod loopback {
     pub const TCP_SEND_CYCLES: f64 = 3_850.0;
     /// What follows the wake-up on the sender's CPU: the rest of the receive softirq, the
     /// send's return and the next receive call, up to where it blocks (or finds the answer
-    /// already there).
+    /// already there). It holds the wake-up's own work, 1,080–1,390 cycles at 2.6 GHz
+    /// (1,870–1,900 under the recorder; `scripts/probes/loopback-wake.c`), which a send whose
+    /// receiver is not waiting skips: the model charges it on every send (docs/workloads-net.md,
+    /// tbench's knife edge, says why).
     pub const TCP_WAKE_TAIL_CYCLES: f64 = 4_200.0;
     /// The receive of a message already queued: the receive call's copy-out path and return.
     pub const TCP_RECV_CYCLES: f64 = 830.0;
@@ -296,7 +299,10 @@ pub mod loopback {
     pub const TCP_WAKE_TO_RETURN_CYCLES: f64 = 3_080.0;
     /// Of that, the part after try_to_wake_up last updated the run-queue's clock, at its
     /// `sched_wakeup`: 0.62 µs (mean, both recordings). The switch skips the clock's update
-    /// (rq_clock_skip_update), so this part is charged to the task switched in.
+    /// (rq_clock_skip_update), so this part is charged to the task switched in. What the
+    /// accounting itself moves, read with `sched_stat_runtime` against the switches' times, is
+    /// 0.36–0.41 µs (tbench, 2 clients); with that the model's tbench clients are almost always
+    /// the ones preempted (docs/workloads-net.md, the knife edge); the trace's figure is kept.
     pub const TCP_WAKEUP_TO_RETURN_CYCLES: f64 = 1_610.0;
 }
 
