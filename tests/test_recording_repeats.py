@@ -144,7 +144,7 @@ def test_the_cli_lists_and_checks_a_recordings_runs() -> None:
     runs = 1 + len(load_recording("hackbench-pipe-1cpu").repeats)
     listed = {line.split()[0]: line.split() for line in dvfslab("model", "list").splitlines()}
     assert str(runs) in listed["hackbench-pipe-1cpu"]
-    assert "1" in listed["tbench-4"]
+    assert "1" in listed["dbench-2"]
     table = dvfslab("model", "check", "hackbench-pipe-1cpu")
     assert f"the median of {runs} runs" in table
     assert "over the runs" in table
