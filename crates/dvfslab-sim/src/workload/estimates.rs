@@ -168,26 +168,27 @@ pub mod ipc {
     pub const REAP_CYCLES: f64 = 1e-6 * 3.0e9;
 
     /// hackbench's sender per 100-byte message over a pipe: the write and its share of the
-    /// reader wake-ups, 1,500 cycles; the switches and the cost of a wake-up from the other
+    /// reader wake-ups, 1,100 cycles; the switches and the cost of a wake-up from the other
     /// CPU are the platform's (`sched_costs`). \[REC\] Fitted so that the model's CPU per
     /// message on the guest's preset matches hackbench-pipe (rt-tests hackbench, 1 group, 2,000
-    /// loops, the 2-CPU KVM guest at 2.6 GHz: 3,511 cycles a message), in the recording's
-    /// split between senders (98.5 ms of the window) and receivers (89.0 ms). Range
-    /// 1,100–2,000. It holds whatever two vCPUs cost a pipe message, which the socket's costs
-    /// keep apart ([`UNIX_SEND_CROSSING`]). On one vCPU of the same guest a message costs 800
-    /// cycles (681–965 over six runs of hackbench-pipe-1cpu's command; the shipped recording
-    /// is an AMD host's, 2,071–3,060). Its cache lines explain little of the rest: the
-    /// message's crossing costs 410 + 440 cycles by the threads' CPU time
+    /// loops, the 2-CPU KVM guest at 2.6 GHz: 2,864 cycles a message, the median of six runs,
+    /// 2,554–3,511; the model 2,926 at seed 0), in the first recording's split between senders
+    /// (98.5 ms of the window) and receivers (89.0 ms). Range 900–1,500, as the runs spread.
+    /// It holds whatever two vCPUs cost a pipe message, which the socket's costs keep apart
+    /// ([`UNIX_SEND_CROSSING`]). On one vCPU of the same guest a message costs 800 cycles
+    /// (681–965 over six runs of hackbench-pipe-1cpu's command; the shipped recording is an
+    /// AMD host's, 2,071–3,060). Its cache lines explain little of the rest: the message's
+    /// crossing costs 410 + 440 cycles by the threads' CPU time
     /// (`scripts/probes/message-crossing.c`), 85 + 74 timed inside the calls, and the pipe's
     /// shared lines 260 a write taken in turns (`message-turns.c`). With 390 and 400 here and
     /// the first two as crossing costs, the model's one-vCPU receivers sleep six times as
     /// often as recorded (0.27 a message against 0.045) and two vCPUs cost 1,800 cycles a
-    /// message against 3,511 (2,400 with 1,700 for the shared lines). Separate from
-    /// [`PIPE_WRITE_CYCLES`], whose writes each wake a reader (`pipe-test`).
-    pub const HACKBENCH_PIPE_SEND_CYCLES: f64 = 1_500.0;
-    /// hackbench's receiver per message over a pipe: the read, 1,360 cycles. \[REC\] As the
-    /// send. Range 1,000–1,800.
-    pub const HACKBENCH_PIPE_RECV_CYCLES: f64 = 1_360.0;
+    /// message against the first recording's 3,511 (2,400 with 1,700 for the shared lines).
+    /// Separate from [`PIPE_WRITE_CYCLES`], whose writes each wake a reader (`pipe-test`).
+    pub const HACKBENCH_PIPE_SEND_CYCLES: f64 = 1_100.0;
+    /// hackbench's receiver per message over a pipe: the read, 1,000 cycles. \[REC\] As the
+    /// send. Range 820–1,360.
+    pub const HACKBENCH_PIPE_RECV_CYCLES: f64 = 1_000.0;
     /// hackbench's sender per message over an `AF_UNIX` stream socket (an skb allocated,
     /// filled and queued, `sk_data_ready`) where nothing comes from another CPU's cache, 1,210
     /// cycles; what crossing CPUs adds is [`UNIX_SEND_CROSSING`]. \[REC\] Fitted to
@@ -218,13 +219,14 @@ pub mod ipc {
     /// range 600–1,700.
     pub const UNIX_RECV_CROSSING: CrossingCycles = CrossingCycles { message: 1_560, shared: UNIX_SHARED_LINES_CYCLES };
     /// A unix socket's shared lines (its queue's lock and head, the wait queue, the charge)
-    /// taken from the CPU that used the socket last: 800 cycles. \[REC\] Fitted, with the
+    /// taken from the CPU that used the socket last: 480 cycles. \[REC\] Fitted, with the
     /// message's costs above and the local ones of [`HACKBENCH_SOCKET_SEND_CYCLES`], to
-    /// hackbench-socket's 4,977 cycles a message on two vCPUs (4,873 at seed 0; without it
-    /// 4,166). `scripts/probes/message-turns.c`, two writers taking turns from two vCPUs
-    /// without sleeping, times 232–466 cycles a write inside the call, where the message's
-    /// crossing also times at about half the thread CPU time: range 230–1,200.
-    pub const UNIX_SHARED_LINES_CYCLES: u32 = 800;
+    /// hackbench-socket's 4,594 cycles a message on two vCPUs (the median of six runs,
+    /// 4,281–4,977; the model 4,618 at seed 0, 4,166 without it), near what
+    /// `scripts/probes/message-turns.c` times inside the call, 232–466 cycles a write for two
+    /// writers taking turns from two vCPUs without sleeping (where the message's crossing
+    /// also times at about half the thread CPU time): range 230–1,000.
+    pub const UNIX_SHARED_LINES_CYCLES: u32 = 480;
 }
 
 /// The NBENCH loadfile that dbench and tbench replay.
