@@ -12,7 +12,7 @@ import pytest
 
 from dvfslab._core import ConfigError
 from dvfslab.record import autogroup_state
-from dvfslab.recordings import load_recording
+from dvfslab.recordings import load_recording, shipped_recordings
 from dvfslab.recordings.check import MEDIAN, PER_OP_CPU, REPORTED, compare, recorded_runs
 from dvfslab.recordings.manifest import load_repeats
 from script_helpers import load_script
@@ -179,7 +179,34 @@ def test_the_recorders_manifest_says_whether_sessions_were_grouped(
     # pgbench's backends each start a session of their own: no group for the model.
     pgbench = next(b for b in recorder.BENCHMARKS if b.name == "pgbench-rw")
     text = recorder.manifest(pgbench, "x", Recorded(), 1.0, 10.0, "transactions")
-    assert 'workload = "pgbench:rw=1,clients=2,threads=2,scale=10,device=virtio"' in text
+    assert (
+        'workload = "pgbench:rw=1,clients=2,threads=2,scale=10,device=virtio,client_us=3.6"' in text
+    )
+
+
+def test_the_recorder_writes_each_shipped_recordings_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recording made again by the script is modelled as the shipped one is: its manifest's
+    # workload is the shipped manifest's (all were made with autogroup on).
+    recorder = load_script("record-benchmarks")
+    # The commands name a git checkout and a netperf binary, which the script looks for.
+    (tmp_path / "git" / "t").mkdir(parents=True)
+    (tmp_path / "git" / "git").touch()
+    netperf = tmp_path / "netperf"
+    netperf.touch(mode=0o755)
+    monkeypatch.setenv("GIT_SRC", str(tmp_path / "git"))
+    monkeypatch.setenv("NETPERF", str(netperf))
+
+    class Recorded:
+        lost_events = 0
+
+    monkeypatch.setattr("dvfslab.record.autogroup_state", lambda: "autogroup on")
+    benchmarks = {b.name: b for b in recorder.BENCHMARKS}
+    for name in shipped_recordings():
+        text = recorder.manifest(benchmarks[name], name, Recorded(), 1.0, 10.0, "operations")
+        written = next(line for line in text.splitlines() if line.startswith("workload = "))
+        assert written == f'workload = "{load_recording(name).workload}"', name
 
 
 def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path) -> None:
