@@ -18,30 +18,16 @@
  * The counts are TSC cycles: on the 2-CPU KVM guest the TSC runs at the modelled 2.6 GHz.
  */
 #include "probe.h"
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include "tcp.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #define MESSAGE 100
-
-static int full(int fd, char *buf, int n, int reading)
-{
-	for (int done = 0; done < n;) {
-		int k = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
-		if (k <= 0)
-			return -1;
-		done += k;
-	}
-	return 0;
-}
 
 static int by_value(const void *a, const void *b)
 {
@@ -57,24 +43,21 @@ int main(int argc, char **argv)
 	}
 	int on_socket = atoi(argv[1]), sends = atoi(argv[2]);
 	char buf[MESSAGE] = { 0 };
-	int one_opt = 1, kick[2];
+	int kick[2], ls;
 	/* Whether the receiver ran before the timed send returned (its reading of message i). */
 	volatile long *received = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	double *cycles = calloc(sends, sizeof *cycles);
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof a;
+	struct sockaddr_in a;
 	if (pin_to_cpu1())
 		return 1;
-	if (!cycles || received == MAP_FAILED || ls < 0 || pipe(kick) ||
-	    bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
-	    getsockname(ls, (struct sockaddr *)&a, &alen)) {
+	if (!cycles || received == MAP_FAILED || pipe(kick) ||
+	    (ls = loopback_listener(&a)) < 0) {
 		perror("setup");
 		return 1;
 	}
 	if (fork() == 0) {
 		int s = accept(ls, NULL, NULL);
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+		no_delay(s);
 		setpriority(PRIO_PROCESS, 0, 19);
 		for (int i = 0; i < sends; i++) {
 			char k;
@@ -93,7 +76,7 @@ int main(int argc, char **argv)
 		perror("connect");
 		return 1;
 	}
-	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+	no_delay(c);
 	int receiver_first = 0;
 	for (int i = 0; i < sends; i++) {
 		usleep(20);

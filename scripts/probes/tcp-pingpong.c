@@ -10,25 +10,11 @@
  *                                                               # server us, bytes
  */
 #include "probe.h"
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include "tcp.h"
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int full(int fd, char *buf, int n, int reading)
-{
-	for (int done = 0; done < n;) {
-		int k = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
-		if (k <= 0)
-			return -1;
-		done += k;
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -39,22 +25,19 @@ int main(int argc, char **argv)
 	int trips = atoi(argv[1]), bytes = atoi(argv[4]);
 	double c_us = atof(argv[2]), s_us = atof(argv[3]);
 	char *buf = calloc(1, bytes);
-	int one_opt = 1;
 	volatile long *served = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof a;
+	struct sockaddr_in a;
+	int ls;
 	if (pin_to_cpu1())
 		return 1;
-	if (!buf || served == MAP_FAILED || ls < 0 ||
-	    bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
-	    getsockname(ls, (struct sockaddr *)&a, &alen)) {
+	if (!buf || served == MAP_FAILED ||
+	    (ls = loopback_listener(&a)) < 0) {
 		perror("setup");
 		return 1;
 	}
 	if (fork() == 0) {
 		int s = accept(ls, NULL, NULL);
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+		no_delay(s);
 		for (int i = 0; i < trips; i++) {
 			if (full(s, buf, bytes, 1))
 				_exit(1);
@@ -70,7 +53,7 @@ int main(int argc, char **argv)
 		perror("connect");
 		return 1;
 	}
-	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one_opt, sizeof one_opt);
+	no_delay(c);
 	int server_first = 0;
 	for (int i = 0; i < trips; i++) {
 		work(c_us);

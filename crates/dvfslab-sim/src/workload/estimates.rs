@@ -287,7 +287,7 @@ pub mod loopback {
     /// What follows the wake-up on the sender's CPU: the rest of the receive softirq, the
     /// send's return and the next receive call, up to where it blocks (or finds the answer
     /// already there). It holds the wake-up's own work, 1,080–1,390 cycles at 2.6 GHz
-    /// (1,870–1,900 under the recorder; `scripts/probes/loopback-wake.c`), which a send whose
+    /// (1,830–1,900 under the recorder; `scripts/probes/loopback-wake.c`), which a send whose
     /// receiver is not waiting skips: the model charges it on every send (docs/workloads-net.md,
     /// tbench's knife edge, says why).
     pub const TCP_WAKE_TAIL_CYCLES: f64 = 4_200.0;
