@@ -734,13 +734,20 @@ pub mod pgbench {
     );
     /// tpcb-like statements' own work (BEGIN, UPDATE accounts, SELECT, UPDATE tellers,
     /// UPDATE branches, INSERT history, END), scaled together by the [`RW_SCALE`] knob.
-    /// \[REC\] pgbench-rw: the backends' mean CPU per statement in the transactions whose seven
-    /// statements each woke the backend, 27, 132, 60, 61, 55, 49 and 121 µs at 2.6 GHz, less the
-    /// protocol work and the reply's wake-up (27 µs, all of BEGIN's). The UPDATE of the account reads the row the
-    /// SELECT after it finds in cache; END's work is split around the WAL flush
+    /// \[REC\] pgbench-rw's five repeats: the backend's CPU from its thread's wake-up of it to
+    /// its wake-up of the thread (the reply), in the transactions whose seven statements each
+    /// woke the backend, the runs' medians of the means 16.3, 69.7, 41.6, 40.3, 35.3, 31.2 and
+    /// 74.8 µs at 2.6 GHz (each within 15% over the five). BEGIN is the protocol work and the
+    /// reply's wake-up alone; each other statement's own work is set so that the same measure
+    /// on the model's trace gives the recorded one (68.6, 42.1, 44.0, 38.8, 34.5, 79.5 µs; its
+    /// BEGIN 20.6). The costs first read from the first recording, whose backends' vCPU lost its
+    /// switches from idle (taken at the backend's wake-up there), were 1.5–2 times these (27,
+    /// 132, 60, 61, 55, 49 and 121 µs); this measure on that run, blind to the runs those lost
+    /// switches began, gives 16.1, 74.7, 38.1, 35.3, 32.6, 27.8 and 67.1. The UPDATE of the account reads
+    /// the row the SELECT after it finds in cache; END's work is split around the WAL flush
     /// ([`END_BEFORE_FLUSH`], [`END_BETWEEN_IOS`]).
     pub const RW_STATEMENT_CYCLES: [f64; 7] =
-        [0.0, us_cycles(91.0), us_cycles(28.0), us_cycles(29.6), us_cycles(24.3), us_cycles(18.7), us_cycles(81.4)];
+        [0.0, us_cycles(53.5), us_cycles(19.8), us_cycles(22.9), us_cycles(18.7), us_cycles(15.8), us_cycles(51.5)];
     /// Shares of END's work before the WAL flush (inserting the commit record, `XLogWrite`'s
     /// write, `fdatasync`'s way to the device) and between its two I/Os (the cache flush's
     /// submission); the rest follows the flush (the locks' release). \[REC\] pgbench-rw, the
@@ -811,13 +818,13 @@ pub mod pgbench {
         1.0,
         0.0,
         100.0,
-        "factor on the backend work of the tpcb-like statements (0–91 µs each at 3 GHz)",
+        "factor on the backend work of the tpcb-like statements (0–54 µs each at 3 GHz)",
     )
     .uncertain(
         0.4,
         1.5,
-        "recording pgbench-rw (a KVM guest with tracing on) at 1; the first estimate, 10–40 µs per \
-         statement, was about half of it",
+        "recording pgbench-rw's repeats (a KVM guest with tracing on) at 1, each statement within 15% over the \
+         five runs; the first estimate was 10–40 µs per statement",
     );
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
     /// mean \[EST\], inside the first estimate's ranges. Each SELECT walks to a different row and buffer, so no
@@ -990,9 +997,13 @@ pub mod kernbench {
     /// fork right after cc1's exit meets that CPU still counting cc1's load.
     pub const GCC_DRIVER_SHARES: [f64; 4] = [0.72, 0.10, 0.095, 0.085];
     /// make's work per recipe line it runs (expanding it, `posix_spawn` of its shell, reaping
-    /// it): 0.23 ms at 2.6 GHz \[SRC\], the recording's make processes' CPU over the children
-    /// they started (65 ms for 275).
-    pub const MAKE_LINE_CYCLES: f64 = 0.23e-3 * 2.6e9;
+    /// it): 0.16 ms at 2.6 GHz \[REC\]. Measured as make's CPU in the window (its vfork
+    /// children's before their exec included, as the trace names them `make`) over the
+    /// children make itself forked: 216 µs in the first kernbench recording, 140–178 µs in its
+    /// five repeats (cold page cache each), 157 and 173 µs at the middle of the six. The same
+    /// measure on the model's trace gives 173 µs at 0.16 ms (235 at the first run's 0.23 ms),
+    /// and make's CPU per unit within the runs (3.9 M cycles against 3.4–4.5 M).
+    pub const MAKE_LINE_CYCLES: f64 = 0.16e-3 * 2.6e9;
     /// The part of it make runs between reaping a line and the vfork of the next, the vfork
     /// included: 53 µs at 2.6 GHz \[REC\], the median of the recording's make runs that end in
     /// the D sleep of a vfork (356; p10 36 µs), drawn uniformly ±[`MAKE_SPAWN_SPREAD_PCT`]

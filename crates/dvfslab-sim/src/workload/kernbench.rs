@@ -653,7 +653,7 @@ mod tests {
         let vfork = us(kernel::VFORK_CYCLES);
         assert!((lo + vfork - 31.8).abs() < 0.01 && (hi + vfork - 74.2).abs() < 0.01, "{lo} {hi}");
         // The first line's run carries the rest of the job's work: each line's CPU in all is
-        // still make's measured 0.23 ms.
+        // still make's measured `MAKE_LINE_CYCLES`.
         let first = first.unwrap();
         let rest = (est::MAKE_LINE_CYCLES - est::MAKE_SPAWN_CYCLES - est::MAKE_AFTER_SPAWN_CYCLES) * lines as f64;
         assert!((first - rest - (est::MAKE_SPAWN_CYCLES - kernel::VFORK_TAIL_CYCLES)).abs() < 1.0, "{first}");
