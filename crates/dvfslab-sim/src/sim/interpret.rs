@@ -286,7 +286,7 @@ impl Sim {
                         return self.block_and_switch(cpu, timeout);
                     }
                 }
-                Op::GpWork => self.rcu_gp_work(),
+                Op::GpWork => self.rcu_gp_work(cpu),
                 Op::IoEndWork { dev, service_ns } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     if self.work.objects.end_io.present {
@@ -331,6 +331,7 @@ impl Sim {
                 }
                 Op::Exec { comm } => {
                     self.sched.tasks[task].name = comm.to_string();
+                    self.rcu_callback_queued(false);
                     if let Some(tl) = self.run.timeline.as_mut() {
                         tl.process(now, cpu, 'E', task, None);
                     }
@@ -382,7 +383,7 @@ impl Sim {
                 }
                 Op::Exit => {
                     if !self.sched.tasks[task].attrs.background {
-                        self.rcu_callback_queued();
+                        self.rcu_callback_queued(true);
                     }
                     self.exit_notify(cpu);
                     return self.exit_and_switch(cpu);

@@ -1407,9 +1407,9 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
 fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     // A shell forks 100 µs children one after another while a hog keeps the other CPU busy.
     // Every exit queues an RCU callback: busy CPUs' ticks start grace periods and report their
-    // quiescent states, and each start or end wakes the grace-period kthread (task 3, after
-    // the workload's two and the first child, whose exit brought it in) from a softirq or its
-    // timeout.
+    // quiescent states, and each end (starting the next) wakes the grace-period kthread (task
+    // 3, after the workload's two and the first child, whose exit brought it in) from a softirq
+    // or its timeout.
     let shell = vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Jump { to: 0 }];
     let child = vec![Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 }, Op::Exit];
     let hog = vec![Op::Run { cycles: Amount::Fixed(1e12), mem_frac: 0.0 }, Op::Jump { to: 0 }];
@@ -1417,9 +1417,15 @@ fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     let tl = run_traced(Programs { tasks: vec![shell, hog.clone()], spawned: vec![child], devices: vec![] }, seconds);
     let kthread = 3;
     let woken = wakings_of(&tl, kthread);
-    // Back-to-back grace periods of about a jiffy (4 ms at HZ=250), one or two wake-ups each.
+    // Back-to-back grace periods of two jiffies (8 ms at HZ=250: a busy CPU reports its
+    // quiescent state at the tick after the one where it noticed the grace period), one
+    // wake-up each: the force-quiescent-state timeout of a jiffy, rounded up by the timer
+    // wheel, fires at the same tick as the last report.
     let rate = woken.len() as f64 / seconds;
-    assert!((100.0..=550.0).contains(&rate), "{rate} wake-ups a second");
+    assert!((110.0..=130.0).contains(&rate), "{rate} wake-ups a second");
+    let gaps: Vec<u64> = woken.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let two_ticks = gaps.iter().filter(|&&g| g.abs_diff(8_000_000) < 200_000).count();
+    assert!(two_ticks as f64 > 0.9 * gaps.len() as f64, "{two_ticks} of {} gaps two ticks", gaps.len());
     assert!(woken.iter().all(|w| matches!(w.2, WakeContext::Softirq | WakeContext::Hardirq)), "{woken:?}");
     // Both CPUs are busy: the kthread finds no idle CPU and takes its turn after a task there.
     let from_tasks =
@@ -1429,6 +1435,44 @@ fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     // the hog alone runs.
     let tl = run_traced(Programs { tasks: vec![hog], spawned: vec![], devices: vec![] }, 0.1);
     assert!(tl.switch_next.iter().all(|&t| t <= 0), "only the hog and idle");
+}
+
+#[test]
+fn an_exit_takes_two_grace_periods_and_an_exec_one() {
+    // One child runs 100 µs and exits (or execs, then exits) while a hog keeps the other CPU
+    // busy; the shell then sleeps. The exit's task is freed after a grace period, and freeing
+    // it queues its credentials for the next (`exit_creds`); an exec queues its old
+    // credentials (`commit_creds`). The kthread (task 3) runs to start each grace period and
+    // to end it two ticks later.
+    let hog = vec![Op::Run { cycles: Amount::Fixed(1e12), mem_frac: 0.0 }, Op::Jump { to: 0 }];
+    let shell =
+        vec![Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, Op::Sleep { ns: Amount::Fixed(1e9) }, Op::Exit];
+    let kthread_runs = |child: Vec<Op>| {
+        let w = Programs { tasks: vec![shell.clone(), hog.clone()], spawned: vec![child], devices: vec![] };
+        let tl = run_traced(w, 0.2);
+        assert_eq!(tl.task_names[3], "rcu_preempt");
+        // Its switch-ins after the one at its spawn, which finds nothing to do.
+        let runs: Vec<u64> = (0..tl.switch_next.len())
+            .filter(|&i| tl.switch_next[i] == 3 && tl.switch_time_ns[i] > 1_000_000)
+            .map(|i| tl.switch_time_ns[i])
+            .collect();
+        runs
+    };
+    let work = Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 };
+    let exit_only = kthread_runs(vec![work.clone(), Op::Exit]);
+    assert_eq!(exit_only.len(), 4, "{exit_only:?}");
+    for start_end in exit_only.chunks(2) {
+        let gp_ns = start_end[1] - start_end[0];
+        assert!(gp_ns.abs_diff(8_000_000) < 100_000, "{exit_only:?}");
+    }
+    // The exec's callback is queued 100 µs before the exit's and shares its first grace
+    // period: the same two grace periods.
+    let exec_then_exit = kthread_runs(vec![work.clone(), Op::Exec { comm: "child" }, work.clone(), Op::Exit]);
+    assert_eq!(exec_then_exit.len(), 4, "{exec_then_exit:?}");
+    // An exec alone, its task running on: one grace period.
+    let long = Op::Run { cycles: Amount::Fixed(1e12), mem_frac: 0.0 };
+    let exec_only = kthread_runs(vec![work, Op::Exec { comm: "child" }, long, Op::Exit]);
+    assert_eq!(exec_only.len(), 2, "{exec_only:?}");
 }
 
 #[test]
