@@ -26,6 +26,7 @@ from dvfslab.recordings.check import (
     check,
     check_seeds,
     compare,
+    count_interval,
     drop_idle_events,
     idle_events_lost_on,
     model_cpus_losing_idle_events,
@@ -431,6 +432,38 @@ def test_a_median_is_off_only_when_its_sampling_interval_is_too() -> None:
     assert row(side(bimodal), side([56.0] * 451))["verdict"] == "ok"
     assert row(side(bimodal), side([20.0] * 451))["verdict"] == "off"
     assert row(side(bimodal), side([2000.0] * 451))["verdict"] == "off"
+
+
+def test_a_count_is_off_only_when_its_sampling_interval_is_too() -> None:
+    def side(preempted_per_op: float, operations: float) -> dict:
+        return {**one_role({"preempted_per_op": preempted_per_op}), "operations": operations}
+
+    def row(recorded: dict, modelled: dict, repeats: list[dict] | None = None) -> dict:
+        return next(
+            r for r in compare(recorded, modelled, repeats) if r["statistic"] == "preempted_per_op"
+        )
+
+    # 18 preemptions in 45 operations: the exact Poisson 90% interval of 18 is 11.6-26.7.
+    lo, hi = count_interval({"preempted_per_op": 0.4}, "preempted_per_op", {"operations": 45})
+    assert (round(lo * 45, 1), round(hi * 45, 1)) == (11.6, 26.7)
+    # None counted keeps 0 at the bottom; a large count's interval is narrow.
+    assert count_interval({"preempted_per_op": 0.0}, "preempted_per_op", {"operations": 45})[0] == 0
+    lo, hi = count_interval({"preempted_per_op": 2.0}, "preempted_per_op", {"operations": 1e4})
+    assert 1.97 < lo < hi < 2.03
+    # 18 recorded against 7 modelled in as many operations: 60% apart, yet 7's interval
+    # (3.3-13.1) comes within 25% of 18's: they cannot be told apart.
+    few = row(side(0.4, 45), side(7 / 45, 45))
+    assert few["verdict"] == "ok"
+    assert few["in_sampling_interval_only"]
+    # The same shares over 100 times the events: off. And none against 18: off.
+    assert row(side(0.4, 4500), side(7 / 45, 4500))["verdict"] == "off"
+    assert row(side(0.4, 45), side(0.0, 45))["verdict"] == "off"
+    # Against several runs the median run's interval is the one compared: a run within
+    # tolerance of the model is not enough when the median is not.
+    runs = [side(1.0, 1e4), side(2.6, 1e4)]
+    median_only = row(side(2.0, 1e4), side(3.2, 1e4), runs)
+    assert median_only["recorded"] == 2.0
+    assert median_only["verdict"] == "off"
 
 
 def test_the_model_trace_says_who_woke_whom_and_how_tasks_slept() -> None:

@@ -133,6 +133,13 @@ WHOLE_RUN: list[tuple[str, str, Tolerance]] = [
 ]
 
 
+def _median_index(values: list[float | None]) -> int | None:
+    """Which of `values` (one per run, None where a run has none) is their median as `_median`
+    takes it, the lower middle one for an even count; None when no run has one."""
+    known = sorted((v, i) for i, v in enumerate(values) if v is not None)
+    return known[(len(known) - 1) // 2][1] if known else None
+
+
 def _median(values: list[float]) -> float:
     """The median of sorted `values`, the lower of the middle two for an even count (a value
     one of the runs had)."""
@@ -347,6 +354,14 @@ def compare(
             if key in MEDIAN_INTERVALS:
                 intervals = [_interval(run["roles"][role], MEDIAN_INTERVALS[key]) for run in runs]
                 row = _within_sampling(row, tol, intervals, _interval(m, MEDIAN_INTERVALS[key]))
+            if tol is PER_OP_COUNT:
+                # The run whose count is the runs' median (`_median`'s), not every run: another
+                # run within tolerance is not what `Tolerance.judge_runs` accepts.
+                middle = _median_index(values)
+                interval = None
+                if middle is not None:
+                    interval = count_interval(runs[middle]["roles"][role], key, runs[middle])
+                row = _within_sampling(row, tol, [interval], count_interval(m, key, modelled))
             rows.append(row)
     for key, label, tol in WHOLE_RUN:
         values = [statistic(run, key) for run in runs]
@@ -369,6 +384,25 @@ def _too_few_samples(
     return row
 
 
+def count_interval(
+    role_stats: dict[str, Any], key: str, side: dict[str, Any]
+) -> tuple[float, float] | None:
+    """The 90% sampling interval of a per-operation count (`key` of a role's statistics), the
+    exact Poisson interval of the events counted over the side's window divided by its
+    operations: a role preempted 18 times in a window is preempted 11.6 to 26.7 times in a
+    window like it (a count's relative spread, 1.645 / sqrt(n), is the ±25% tolerance itself at
+    43 events). A count of 0 keeps 0 as its lower end."""
+    from scipy.stats import chi2
+
+    value, ops = statistic(role_stats, key), statistic(side, "operations")
+    if value is None or not ops:
+        return None
+    events = round(value * ops)
+    lo = chi2.ppf(0.05, 2 * events) / 2 if events else 0.0
+    hi = chi2.ppf(0.95, 2 * events + 2) / 2
+    return float(lo) / ops, float(hi) / ops
+
+
 def _interval(stats: dict[str, Any], key: str) -> tuple[float, float] | None:
     value = _at(stats, key)
     return None if value is None else (float(value[0]), float(value[1]))
@@ -380,9 +414,10 @@ def _within_sampling(
     recorded: list[tuple[float, float] | None],
     modelled: tuple[float, float] | None,
 ) -> dict[str, Any]:
-    """A median `row` that is off, turned ok when the model's median and a recorded one cannot
-    be told apart from their samples: some value in the model's 90% sampling interval is
-    within tolerance of some value in a recorded run's. Where a median falls between two
+    """A median or count `row` that is off, turned ok when the model's value and a recorded one
+    cannot be told apart from their samples: some value in the model's 90% sampling interval is
+    within tolerance of some value in a recorded run's (a count's: `count_interval`; a
+    median's: `behaviour.median_interval`). Where a median falls between two
     modes (a shell's short D sleeps and long waits for its children, in nearly equal
     numbers) a few events more on one side carry it across the gap, on the machine as in
     the model, and its point value says nothing; where values crowd around the median the
