@@ -351,17 +351,16 @@ def compare(
             if key in SAMPLED_OVER:
                 sides = [m, *(r["roles"][role] for r in runs)]
                 row = _too_few_samples(row, sides, f"samples.{SAMPLED_OVER[key]}")
-            if key in MEDIAN_INTERVALS:
-                intervals = [_interval(run["roles"][role], MEDIAN_INTERVALS[key]) for run in runs]
-                row = _within_sampling(row, tol, intervals, _interval(m, MEDIAN_INTERVALS[key]))
-            if tol is PER_OP_COUNT:
-                # The run whose count is the runs' median (`_median`'s), not every run: another
-                # run within tolerance is not what `Tolerance.judge_runs` accepts.
-                middle = _median_index(values)
-                interval = None
-                if middle is not None:
-                    interval = count_interval(runs[middle]["roles"][role], key, runs[middle])
-                row = _within_sampling(row, tol, [interval], count_interval(m, key, modelled))
+            # Sampling intervals: the recorded side's is the run whose value is the runs' median
+            # (`_median`'s), not every run's: another run within tolerance of the model is not
+            # what `Tolerance.judge_runs` accepts.
+            middle = _median_index(values)
+            if key in MEDIAN_INTERVALS and middle is not None:
+                interval = _interval(runs[middle]["roles"][role], MEDIAN_INTERVALS[key])
+                row = _within_sampling(row, tol, interval, _interval(m, MEDIAN_INTERVALS[key]))
+            if tol is PER_OP_COUNT and middle is not None:
+                interval = count_interval(runs[middle]["roles"][role], key, runs[middle])
+                row = _within_sampling(row, tol, interval, count_interval(m, key, modelled))
             rows.append(row)
     for key, label, tol in WHOLE_RUN:
         values = [statistic(run, key) for run in runs]
@@ -411,29 +410,26 @@ def _interval(stats: dict[str, Any], key: str) -> tuple[float, float] | None:
 def _within_sampling(
     row: dict[str, Any],
     tol: Tolerance,
-    recorded: list[tuple[float, float] | None],
+    recorded: tuple[float, float] | None,
     modelled: tuple[float, float] | None,
 ) -> dict[str, Any]:
-    """A median or count `row` that is off, turned ok when the model's value and a recorded one
+    """A median or count `row` that is off, turned ok when the model's value and the recorded one
     cannot be told apart from their samples: some value in the model's 90% sampling interval is
-    within tolerance of some value in a recorded run's (a count's: `count_interval`; a
+    within tolerance of some value in the recorded one's (a count's: `count_interval`; a
     median's: `behaviour.median_interval`). Where a median falls between two
     modes (a shell's short D sleeps and long waits for its children, in nearly equal
     numbers) a few events more on one side carry it across the gap, on the machine as in
     the model, and its point value says nothing; where values crowd around the median the
     intervals are narrow and the rule is the tolerance's own. Flagged in the row."""
-    if row["verdict"] != "off" or modelled is None:
+    if row["verdict"] != "off" or modelled is None or recorded is None:
         return row
-    m_lo, m_hi = modelled
-    for r in recorded:
-        if r is None:
-            continue
-        # The two intervals' nearest values: the recorded one closest to the model's interval,
-        # and the model's closest to that (equal where the intervals overlap).
-        recorded_near = min(max(r[0], m_lo), r[1])
-        model_near = min(max(recorded_near, m_lo), m_hi)
-        if tol.judge(recorded_near, model_near) == "ok":
-            return {**row, "verdict": "ok", "in_sampling_interval_only": True}
+    (m_lo, m_hi), (r_lo, r_hi) = modelled, recorded
+    # The two intervals' nearest values: the recorded one closest to the model's interval, and
+    # the model's closest to that (equal where the intervals overlap).
+    recorded_near = min(max(r_lo, m_lo), r_hi)
+    model_near = min(max(recorded_near, m_lo), m_hi)
+    if tol.judge(recorded_near, model_near) == "ok":
+        return {**row, "verdict": "ok", "in_sampling_interval_only": True}
     return row
 
 
