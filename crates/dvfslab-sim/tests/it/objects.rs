@@ -1452,11 +1452,10 @@ fn an_exit_takes_two_grace_periods_and_an_exec_one() {
         let tl = run_traced(w, 0.2);
         assert_eq!(tl.task_names[3], "rcu_preempt");
         // Its switch-ins after the one at its spawn, which finds nothing to do.
-        let runs: Vec<u64> = (0..tl.switch_next.len())
+        (0..tl.switch_next.len())
             .filter(|&i| tl.switch_next[i] == 3 && tl.switch_time_ns[i] > 1_000_000)
             .map(|i| tl.switch_time_ns[i])
-            .collect();
-        runs
+            .collect::<Vec<u64>>()
     };
     let work = Op::Run { cycles: Amount::Fixed(260_000.0), mem_frac: 0.0 };
     let exit_only = kthread_runs(vec![work.clone(), Op::Exit]);
