@@ -137,10 +137,12 @@ def test_latency_and_missed_deadlines_are_in_info_and_the_reward():
     env = DvfsEnv("pixel6", "uibench:frames=60", duration_s=5)
     steps = episode(env, [0, 0, 0], seed=1)
     frames = sum(s[4]["responses"] for s in steps)
-    janky = sum(s[4]["misses"] for s in steps)
+    late = sum(s[4]["misses"] for s in steps)
     result = json.loads(steps[-1][4]["result_json"])
     assert frames == 60
-    assert 100 * janky / frames == pytest.approx(result["metric"]["value"])  # jank %
+    # Every janky frame missed its vsync; of a run of late frames Jankbench counts only the
+    # first (and any twice late), so its share is smaller.
+    assert 0 < result["metric"]["value"] < 100 * late / frames
     assert steps[-1][2]  # all frames done: terminated
     costly = DvfsEnv("pixel6", "uibench:frames=60", duration_s=5, miss_weight=1, latency_weight=1)
     again = episode(costly, [0, 0, 0], seed=1)

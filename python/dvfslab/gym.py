@@ -17,7 +17,8 @@ and policy:
 The default reward is minus the energy of the interval (J), minus `lost_weight` times the CPU
 time the busy CPUs would have saved at their top frequency (s), minus `latency_weight` times
 the workload's response times that ended in the interval (s, summed), minus `miss_weight`
-times the responses longer than the deadline (missed deadlines, janky frames). Pass
+times the responses longer than the deadline (missed deadlines: every uibench frame longer
+than its vsync period, where Jankbench's jank share counts a run of them once). Pass
 `reward=f(obs, info)` for another; `info` holds "energy_j", "lost_s", "time_s",
 "responses" (how many ended), "response_mean_s", "response_max_s", "response_sum_s" and
 "misses".

@@ -17,9 +17,9 @@
 //! the platform and kernel have them). `uclamp_min` sets their uclamp.min request, which
 //! schedutil and placement honour as far as the core implements uclamp.
 //!
-//! Metric: the share of janky frames in percent (lower is better; Jankbench's
-//! jank_percentage), from each frame's duration (the response times). A late frame makes
-//! the next one wait for the following vsync, as Choreographer does. Shortcomings: the UI
+//! Metric: the share of janky frames in percent (lower is better), counted from each frame's
+//! duration (the response times) as Jankbench counts them ([`janky_frames`]). A late frame
+//! makes the next one wait for the following vsync, as Choreographer does. Shortcomings: the UI
 //! thread waits for RenderThread instead of starting the next frame in parallel (this only
 //! delays frames that are already janky); no triple buffering; no GPU.
 
@@ -71,6 +71,10 @@ struct Uibench {
 impl Uibench {
     fn vsync_ns(&self) -> u64 {
         (1e9 / self.fps).round() as u64
+    }
+    /// Jankbench's frame period: whole milliseconds, rounded down (16 at 60 Hz).
+    fn frame_period_ms(&self) -> u64 {
+        (1000.0 / self.fps).floor() as u64
     }
 }
 
@@ -136,8 +140,46 @@ impl Workload for Uibench {
 
     fn metric(&self, stats: &RunStats) -> Metric {
         let frames = &stats.responses_ns;
-        let janky = frames.iter().filter(|&&d| d > self.vsync_ns()).count();
+        let janky = janky_frames(frames, self.frame_period_ms());
         let pct = if frames.is_empty() { 0.0 } else { 100.0 * janky as f64 / frames.len() as f64 };
         measure::metric(&INFO, pct)
+    }
+}
+
+/// How many of `durations_ns` (each frame's, in order) Jankbench counts janky
+/// (`UiBenchmarkResult.getSortedJankFrameIndices` in AOSP's JankBench, which fills its
+/// results' `jank_frame` column). A frame longer than the period is janky and the display
+/// then runs a frame behind (triple buffered): from there only a frame longer than two
+/// periods is janky, and it ends that state. A run of frames between one and two periods
+/// long is one janky frame, not many: the queued buffer hides the rest.
+fn janky_frames(durations_ns: &[u64], period_ms: u64) -> usize {
+    let mut behind = false;
+    let mut janky = 0;
+    for &d in durations_ns {
+        let limit = if behind { 2 * period_ms } else { period_ms };
+        if d as f64 / 1e6 > limit as f64 {
+            janky += 1;
+            behind = !behind;
+        }
+    }
+    janky
+}
+
+#[cfg(test)]
+mod tests {
+    use super::janky_frames;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_late_frame_puts_the_display_a_frame_behind_until_one_is_twice_late() {
+        // 20 ms: janky, a frame behind; 20 and 30 ms: hidden; 40 ms: janky, caught up;
+        // 17 ms: janky again; 10 ms: on time.
+        let frames = [10 * MS, 20 * MS, 20 * MS, 30 * MS, 40 * MS, 17 * MS, 10 * MS];
+        assert_eq!(janky_frames(&frames, 16), 3);
+        // The comparison is strict and in milliseconds: 16 ms exactly is on time.
+        assert_eq!(janky_frames(&[16 * MS, 16 * MS], 16), 0);
+        assert_eq!(janky_frames(&[16 * MS + 1], 16), 1);
+        assert_eq!(janky_frames(&[], 16), 0);
     }
 }
