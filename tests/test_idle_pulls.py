@@ -62,7 +62,7 @@ def test_a_task_woken_onto_an_idle_cpu_runs_there_though_its_switch_in_was_lost(
 
 def idle_pull_share(kernel: str) -> float:
     """The model's kernbench on the recording machine's preset: the share of chances taken."""
-    workload = "kernbench:jobs=2,units=2700,compile_scale=1.94,warmup_ms=2000"
+    workload = "kernbench:jobs=2,units=2700,compile_scale=1.81,warmup_ms=2000"
     result = dvfslab.simulate(
         "kvm-guest-2cpu", f"performance:kernel={kernel}", workload, duration_s=8.0, timeline=True
     )

@@ -47,6 +47,10 @@ pub struct PlatformFile {
     /// room for it; None: the kernel's own wake-up placement alone.
     #[serde(default)]
     pub vcpu_pack: Option<VcpuPackFile>,
+    /// What instructions that trap to a virtual machine's hypervisor cost its guest; None on
+    /// bare metal, where they cost a few hundred cycles at most.
+    #[serde(default)]
+    pub vm_exits: Option<VmExitsFile>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
@@ -126,6 +130,17 @@ pub struct SchedCostsFile {
     /// CPU's caches (µs; memory latency, which the core's frequency does not change).
     #[serde(default)]
     pub remote_wake_us: f64,
+}
+
+/// Instructions a guest's processes execute that trap to the hypervisor: the guest's task
+/// waits for the host to emulate them, its CPU busy and its own work not advancing, however
+/// fast the vCPU's clock runs.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmExitsFile {
+    /// One CPUID instruction (µs). The C library runs dozens at every program's start to
+    /// learn the CPU's features and caches (`kernel::EXEC_STARTUP_CPUIDS`).
+    pub cpuid_us: f64,
 }
 
 /// Wake-up placement in a guest whose kernel carries a vCPU packing change that mainline Linux
@@ -923,6 +938,11 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
         if !(0.0..=10_000.0).contains(&c.remote_wake_us) {
             return err("sched_costs.remote_wake_us", format!("expected 0..10000 µs, got {}", c.remote_wake_us));
+        }
+    }
+    if let Some(v) = &f.vm_exits {
+        if !(0.0..=10_000.0).contains(&v.cpuid_us) {
+            return err("vm_exits.cpuid_us", format!("expected 0..10000 µs, got {}", v.cpuid_us));
         }
     }
     if let Some(p) = &f.vcpu_pack {

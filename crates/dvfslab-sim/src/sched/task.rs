@@ -230,7 +230,10 @@ pub enum Op {
     WaitChildren,
     /// execve of the program `comm`: its balancing point (sched_exec), where the task moves to
     /// the CPU that fork balancing would pick from here if that CPU is idle; and the task takes
-    /// the program's name as its comm (`__set_task_comm` in `begin_new_exec`).
+    /// the program's name as its comm (`__set_task_comm` in `begin_new_exec`). On a guest the
+    /// new image's C library start-up then waits for its CPUIDs' VM exits
+    /// (`estimates::kernel::EXEC_STARTUP_CPUIDS` at the platform's `vm_exits.cpuid_us`); the
+    /// rest of the exec is the program's own `Op::Run`.
     Exec { comm: &'static str },
     /// Give up the CPU to a waiting task, if any (sched_yield).
     Yield,

@@ -342,7 +342,10 @@ impl Gitsource {
             p.extend([counted.clone(), cpu(self.costs.exec)]);
         }
         let forks = if runs.is_some() { self.costs.fork } else { 0.0 };
-        let kernel_part = est::VFORK_CHILD_CYCLES + execs as f64 * self.costs.exec + kernel::EXIT_CYCLES + forks;
+        // The recorded CPU holds each exec's CPUIDs on the recording guest; the simulator
+        // charges them at the platform's cost (Op::Exec).
+        let exec_part = self.costs.exec + kernel::RECORDED_STARTUP_CYCLES;
+        let kernel_part = est::VFORK_CHILD_CYCLES + execs as f64 * exec_part + kernel::EXIT_CYCLES + forks;
         // The work between the discards: a writer's come together near its end; other kinds'
         // spread evenly through it, a whole one more where the share has built up.
         let parts: Vec<f64> = match (&c.writers, more) {
@@ -543,9 +546,15 @@ mod tests {
         assert_ne!(kids, children(1000, 1, 0));
     }
 
-    /// The CPU a program's runs add up to.
+    /// The CPU a program takes on the recording guest: its runs, and its execs' CPUID exits
+    /// (which the simulator charges at the platform's cost).
     fn cycles(p: &[Op]) -> f64 {
-        p.iter().map(|op| if let Op::Run { cycles, .. } = op { cycles.mean() } else { 0.0 }).sum()
+        let cpu = |op: &Op| match op {
+            Op::Run { cycles, .. } => cycles.mean(),
+            Op::Exec { .. } => kernel::RECORDED_STARTUP_CYCLES,
+            _ => 0.0,
+        };
+        p.iter().map(cpu).sum()
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod sched_costs;
 mod trace_read;
 mod vcpu_pack;
 mod vcpu_wake;
+mod vm_exits;
 mod wake_placement;
 mod workloads_compute;
 mod workloads_net;
