@@ -91,8 +91,8 @@ pub mod kernel {
     /// children of a dash loop, each from its exec to its exit, less 68 CPUIDs at the preset's
     /// 6.8 µs: a static `main(){return 0;}` 80 µs at 2.6 GHz, `/bin/true` (libc) 104,
     /// `expr 1 + 1` 251 (gmp, its locale), `git --version` 388 (git's libraries and set-up),
-    /// medians of 1,000 each. The first estimate, 400 µs, took the guest's CPUID exits for the exec's
-    /// own cost. A knob of gitsource.
+    /// medians of 1,000 each. The first estimate, 400 µs, is about what an exec costs on that
+    /// guest with its CPUID exits. A knob of gitsource.
     pub const EXEC_US: Knob = Knob::new(
         "exec_us",
         "us",
