@@ -83,11 +83,7 @@ impl Sim {
                     let crossing = std::mem::take(&mut self.sched.tasks[task].crossing_cycles);
                     if w + crossing > 0.0 {
                         let w = self.jittered(task, w) + crossing;
-                        let t = &mut self.sched.tasks[task];
-                        t.work_left = w;
-                        t.work_submitted += w;
-                        t.mem_frac = mem_frac;
-                        t.fixed_time = false;
+                        self.give_work(task, w, mem_frac);
                         self.start_segment(cpu);
                         return false;
                     }
@@ -263,11 +259,7 @@ impl Sim {
                 Op::RunPlugged => {
                     let w = self.plugged_dispatch_work(cpu);
                     if w > 0.0 {
-                        let t = &mut self.sched.tasks[task];
-                        t.work_left = w;
-                        t.work_submitted += w;
-                        t.mem_frac = 0.0;
-                        t.fixed_time = false;
+                        self.give_work(task, w, 0.0);
                         self.start_segment(cpu);
                         return false;
                     }
@@ -346,11 +338,7 @@ impl Sim {
                     // vCPU's clock (all memory-bound), and preemptible between the exits.
                     let startup_cycles = self.exec_startup_ns() * self.base_cycles_per_ns(cpu);
                     if startup_cycles > 0.0 {
-                        let t = &mut self.sched.tasks[task];
-                        t.work_left = startup_cycles;
-                        t.work_submitted += startup_cycles;
-                        t.mem_frac = 1.0;
-                        t.fixed_time = false;
+                        self.give_work(task, startup_cycles, 1.0);
                     }
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         // sched_exec moves it from its own CPU (migration_cpu_stop there).
@@ -420,6 +408,16 @@ impl Sim {
             *state = 'D';
         }
         self.switch_next(cpu)
+    }
+
+    /// Hand `task` `cycles` of work of memory-stall share `mem_frac` to run next (its segment
+    /// starts where it runs: `start_segment`, or its switch-in).
+    fn give_work(&mut self, task: usize, cycles: f64, mem_frac: f64) {
+        let t = &mut self.sched.tasks[task];
+        t.work_left = cycles;
+        t.work_submitted += cycles;
+        t.mem_frac = mem_frac;
+        t.fixed_time = false;
     }
 
     /// How long an exec'd program's C library start-up waits on the host for its CPUIDs

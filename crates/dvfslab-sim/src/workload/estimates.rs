@@ -87,12 +87,13 @@ pub mod kernel {
     pub const FORK_CYCLES: f64 = us_cycles(FORK_US.default);
     /// execve after a vfork child's release, the dynamic linking and the first page faults of
     /// a small binary, the C library's CPUIDs apart ([`EXEC_STARTUP_CPUIDS`]): 100 µs at 3 GHz
-    /// \[REC\], range 80–250. On the 2-vCPU guest (`scripts/probes/count-cpuid.c`), the
-    /// children of a dash loop, each from its exec to its exit, less 68 CPUIDs at the preset's
-    /// 6.8 µs: a static `main(){return 0;}` 80 µs at 2.6 GHz, `/bin/true` (libc) 104,
-    /// `expr 1 + 1` 251 (gmp, its locale), `git --version` 388 (git's libraries and set-up),
-    /// medians of 1,000 each. The first estimate, 400 µs, is about what an exec costs on that
-    /// guest with its CPUID exits. A knob of gitsource.
+    /// \[REC\], range 80–250. On the 2-vCPU guest, the children of a dash loop, each from its
+    /// exec to its exit, medians of 1,000, less 68 CPUIDs at the preset's 6.8 µs (462 µs): a
+    /// static `main(){return 0;}` 74 µs at 2.6 GHz, `/bin/true` (libc) 98 (85 at 3 GHz),
+    /// `expr 1 + 1` 245 (gmp, its locale), `git --version` 382 (git's libraries and set-up).
+    /// The value sits a little above `/bin/true`'s: the models' tools link more libraries. The
+    /// first estimate, 400 µs, is about what an exec costs on that guest with its CPUID exits.
+    /// A knob of gitsource.
     pub const EXEC_US: Knob = Knob::new(
         "exec_us",
         "us",
@@ -105,7 +106,7 @@ pub mod kernel {
         80.0,
         250.0,
         "measured: the children of a dash loop on the 2-vCPU guest, exec to exit less the C library's CPUID \
-         exits, 80 us at 2.6 GHz for a static binary, 104 for /bin/true, 388 for git --version",
+         exits, 98 us at 2.6 GHz for /bin/true, 245 for expr, 382 for git --version (74 for a static binary)",
     );
     pub const EXEC_CYCLES: f64 = us_cycles(EXEC_US.default);
     /// CPUID instructions an exec'd program's C library runs as it starts \[REC\]: 68, counted

@@ -20,6 +20,20 @@ pub fn quiet_preset(id: &str) -> String {
     v.to_string()
 }
 
+/// The quiet KVM guest (`quiet_preset`) with each of `fields` set to its value, or left out
+/// where the value is None: a test of one of the guest's mechanisms sets only that one.
+pub fn quiet_guest(fields: &[(&str, Option<serde_json::Value>)]) -> Platform {
+    let mut doc: serde_json::Value = serde_json::from_str(&quiet_preset("kvm-guest-2cpu")).unwrap();
+    let obj = doc.as_object_mut().expect("a preset is an object");
+    for (name, value) in fields {
+        obj.remove(*name);
+        if let Some(value) = value {
+            obj.insert(name.to_string(), value.clone());
+        }
+    }
+    Platform::from_json(&doc.to_string(), "kvm").unwrap()
+}
+
 /// Preset `id` without its `sched_costs`: switches take no time, for worked examples that
 /// count only their own mechanism's (tests/it/sched_costs.rs has the costs').
 pub fn preset_without_sched_costs(id: &str) -> String {

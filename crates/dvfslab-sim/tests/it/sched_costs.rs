@@ -14,13 +14,7 @@ const RUN_NS: u64 = 20_000_000;
 
 /// The quiet guest without its vCPU IPI costs, with `sched_costs` as given (None: without).
 fn guest(sched_costs: Option<serde_json::Value>) -> Platform {
-    let mut doc: serde_json::Value = serde_json::from_str(&common::quiet_preset("kvm-guest-2cpu")).unwrap();
-    let obj = doc.as_object_mut().unwrap();
-    obj.remove("vcpu_wake");
-    if let Some(costs) = sched_costs {
-        obj.insert("sched_costs".into(), costs);
-    }
-    Platform::from_json(&doc.to_string(), "kvm").unwrap()
+    common::quiet_guest(&[("vcpu_wake", None), ("sched_costs", sched_costs)])
 }
 
 fn costs(switch_cycles: f64, remote_wake_us: f64) -> serde_json::Value {

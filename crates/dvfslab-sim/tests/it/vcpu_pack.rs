@@ -52,13 +52,7 @@ impl Workload for PairAndDisturbers {
 
 /// The quiet guest (no background, no switching costs) with `vcpu_pack` as given.
 fn guest(vcpu_pack: Option<serde_json::Value>) -> Platform {
-    let mut doc: serde_json::Value = serde_json::from_str(&common::quiet_preset("kvm-guest-2cpu")).unwrap();
-    let obj = doc.as_object_mut().unwrap();
-    obj.remove("vcpu_pack");
-    if let Some(pack) = vcpu_pack {
-        obj.insert("vcpu_pack".into(), pack);
-    }
-    Platform::from_json(&doc.to_string(), "kvm").unwrap()
+    common::quiet_guest(&[("vcpu_pack", vcpu_pack)])
 }
 
 fn run(plat: Platform) -> SimResult {

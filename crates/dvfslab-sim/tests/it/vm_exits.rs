@@ -17,13 +17,7 @@ const RUN_NS: u64 = 20_000_000;
 
 /// The quiet guest, with `vm_exits` as given (None: without).
 fn guest(vm_exits: Option<serde_json::Value>) -> Platform {
-    let mut doc: serde_json::Value = serde_json::from_str(&common::quiet_preset("kvm-guest-2cpu")).unwrap();
-    let obj = doc.as_object_mut().unwrap();
-    obj.remove("vm_exits");
-    if let Some(v) = vm_exits {
-        obj.insert("vm_exits".into(), v);
-    }
-    Platform::from_json(&doc.to_string(), "kvm").unwrap()
+    common::quiet_guest(&[("vm_exits", vm_exits)])
 }
 
 /// One task that execs, works 26,000 cycles (10 µs at 2.6 GHz) and counts, in a loop, on
