@@ -27,7 +27,8 @@
 //! `group_classify`): has spare capacity (fewer tasks than CPUs, or utilisation and, from
 //! 5.7, runnable average under the capacity by the level's margin), fully busy, overloaded.
 //! A fork goes to a group of lower type than its own; at equal types, between groups with
-//! spare capacity to one with more idle CPUs, between busy ones to one whose `avg_load`
+//! spare capacity to one with more idle CPUs (of several such, the least utilised from 5.9,
+//! the first in ring order before), between busy ones to one whose `avg_load`
 //! (load with blocked load per capacity) is lower by `imbalance` and by the margin
 //! ([`find_dst_group`]). A node keeps a fork while it has room (`NumaRoom`). The forking CPU
 //! counts its running parent, so a fork goes to an idle CPU if there is one and otherwise
@@ -62,12 +63,16 @@ const RUNNABLE_CLASSIFIES: KernelVersion = KernelVersion(5, 7, 0);
 const NUMA_QUARTER_BUSY: KernelVersion = KernelVersion(5, 11, 0);
 /// From 6.0 by the NUMA domain's imb_numa_nr (adjust_numa_imbalance in find_idlest_group).
 const NUMA_IMBALANCE_NR: KernelVersion = KernelVersion(6, 0, 0);
+/// From 5.9 update_pick_idlest breaks a tie of idle CPUs by the lower group_util
+/// (3edecfef0285); before, the first group in ring order keeps the pick, so a chain of
+/// short-lived children all go to the same next core.
+const UTIL_TIE_BREAK: KernelVersion = KernelVersion(5, 9, 0);
 
 /// The group a fork goes to under the reworked rule (`sched_balance_find_dst_group`, before
 /// 6.10 `find_idlest_group`), None to stay in `local`. The idlest other group is the one of
 /// lowest type, then among busy ones the lowest `avg_load`, among ones with spare capacity
-/// the most idle CPUs and then the lowest utilisation, the first of equals in ring order from
-/// the local group. The fork moves there if the local group's type is higher; at equal types,
+/// the most idle CPUs and then (from 5.9) the lowest utilisation, the first of equals in ring
+/// order from the local group. The fork moves there if the local group's type is higher; at equal types,
 /// busy groups if the local `avg_load` exceeds the idlest's by `imbalance` and by the
 /// domain's margin, groups with spare capacity if the idlest has more idle CPUs.
 fn find_dst_group(level: Level, groups: &[GroupStats], local: usize, rules: DstGroupRules) -> Option<usize> {
@@ -81,7 +86,8 @@ fn find_dst_group(level: Level, groups: &[GroupStats], local: usize, rules: DstG
         std::cmp::Ordering::Less => true,
         std::cmp::Ordering::Greater => false,
         std::cmp::Ordering::Equal if kind(g) == GroupType::HasSpare => {
-            g.idle_cpus > best.idle_cpus || (g.idle_cpus == best.idle_cpus && g.util < best.util)
+            g.idle_cpus > best.idle_cpus
+                || (rules.util_tie_break && g.idle_cpus == best.idle_cpus && g.util < best.util)
         }
         std::cmp::Ordering::Equal => avg_load(g) < avg_load(best),
     };
@@ -121,6 +127,8 @@ fn find_dst_group(level: Level, groups: &[GroupStats], local: usize, rules: DstG
 struct DstGroupRules {
     /// A group's runnable average classifies it (5.7+).
     runnable_classifies: bool,
+    /// Between groups with as many idle CPUs the less utilised is idler (5.9+).
+    util_tie_break: bool,
     /// How much room keeps a fork on its node when both nodes have spare capacity.
     numa_room: NumaRoom,
 }
@@ -160,7 +168,7 @@ impl DstGroupRules {
         } else {
             NumaRoom::IdleCpu
         };
-        DstGroupRules { runnable_classifies: k >= RUNNABLE_CLASSIFIES, numa_room }
+        DstGroupRules { runnable_classifies: k >= RUNNABLE_CLASSIFIES, util_tie_break: k >= UTIL_TIE_BREAK, numa_room }
     }
 }
 
@@ -412,8 +420,10 @@ impl Sched {
 mod tests {
     use super::*;
 
-    const NEW: DstGroupRules = DstGroupRules { runnable_classifies: true, numa_room: NumaRoom::Imbalance(2) };
-    const BEFORE_5_7: DstGroupRules = DstGroupRules { runnable_classifies: false, numa_room: NumaRoom::IdleCpu };
+    const NEW: DstGroupRules =
+        DstGroupRules { runnable_classifies: true, util_tie_break: true, numa_room: NumaRoom::Imbalance(2) };
+    const BEFORE_5_7: DstGroupRules =
+        DstGroupRules { runnable_classifies: false, util_tie_break: false, numa_room: NumaRoom::IdleCpu };
 
     /// One CPU of capacity 1024 with `nr` tasks, its utilisation and load averages.
     fn cpu(nr: u64, util: u64, load: u64) -> GroupStats {
@@ -452,5 +462,31 @@ mod tests {
         assert_eq!(find_dst_group(Level::Llc, &[waited_on, other], 0, NEW), Some(1));
         // Before 5.7 the local CPU has spare capacity: stays.
         assert_eq!(find_dst_group(Level::Llc, &[waited_on, other], 0, BEFORE_5_7), None);
+    }
+
+    #[test]
+    fn before_5_9_the_first_of_equally_idle_groups_takes_the_fork_whatever_its_utilisation() {
+        // Four cores of two threads: the parent runs on core 0; cores 1-3 are idle, core 1
+        // still carrying the last child's utilisation.
+        let core = |nr: u64, util: u64| GroupStats {
+            load: util,
+            util,
+            runnable: util,
+            nr,
+            idle_cpus: 2 - nr,
+            weight: 2,
+            capacity: 2048,
+        };
+        let groups = [core(1, 100), core(0, 600), core(0, 300), core(0, 50)];
+        // From 5.9 the least utilised of the three: core 3.
+        assert_eq!(find_dst_group(Level::Llc, &groups, 0, NEW), Some(3));
+        // Before, the first in ring order from the parent's core: core 1 again.
+        let at_5_5 = DstGroupRules { util_tie_break: false, ..NEW };
+        assert_eq!(find_dst_group(Level::Llc, &groups, 0, at_5_5), Some(1));
+        // The ring starts at the local group: from core 2, core 3 comes first.
+        assert_eq!(
+            find_dst_group(Level::Llc, &[core(0, 600), core(0, 300), core(1, 100), core(0, 50)], 2, at_5_5),
+            Some(3)
+        );
     }
 }
