@@ -134,6 +134,12 @@ INVALID = [
         "benchmarks.periodic.iterations",
         "expected an integer in 1..10000",
     ),
+    (
+        # TOML reads 5.10 as the number 5.1: a version must be a string.
+        {"benchmarks": bench(kernel=5.10)},
+        "benchmarks.periodic.kernel",
+        "expected a kernel version as a string, such as '5.4' or '6.18.44'",
+    ),
 ]
 
 
@@ -238,6 +244,28 @@ def test_sweep_builds_params_and_specs_in_the_order_written():
         ("plain", "", "cpu-bound"),
         ("bare", "threads=2", "cpu-bound:threads=2"),
     ]
+
+
+def test_a_benchmark_may_run_every_config_at_another_kernel(tmp_path):
+    configs = {
+        "schedutil": "schedutil:invariant=0,kernel=5.5",
+        "performance": "performance",
+    }
+    benchmarks = {"old": {"workload": "cpu-bound", "kernel": "5.4"}, "plain": "cpu-bound"}
+    doc = campaign_doc(configs=configs, benchmarks=benchmarks, iterations=1, nominal=True)
+    runs = campaign_from_dict(doc, source="t").runs()
+    assert [(r.benchmark, r.governor) for r in runs] == [
+        ("old", "schedutil:invariant=0,kernel=5.4"),
+        ("old", "performance:kernel=5.4"),
+        ("plain", "schedutil:invariant=0,kernel=5.5"),
+        ("plain", "performance"),
+    ]
+    # A version the simulator does not model stops the campaign before any run, naming it.
+    doc["benchmarks"]["old"]["kernel"] = "3.10"
+    campaign = campaign_from_dict(doc, source="t")
+    with pytest.raises(ConfigError, match=r"^t: .*benchmark old.*3\.10"):
+        run_campaign(campaign, tmp_path / "out", jobs=1, progress=False)
+    assert finished_keys(tmp_path / "out") == set()
 
 
 def test_a_sweep_may_give_each_platform_its_own_values():

@@ -302,6 +302,20 @@ def source_digest(spec: str) -> str:
     return hashlib.sha256(Path(source).read_bytes()).hexdigest()
 
 
+def with_setting(spec: str, key: str, value: str) -> str:
+    """The governor spec with `key=value` among its settings, replacing the spec's own value:
+    after the name ("schedutil:invariant=0,kernel=5.4"), or after the target of a "python:"
+    or "kernel:" spec, whose own colons are no separator ("python:mygovs:Stepper,kernel=5.4")."""
+    if spec.startswith((PYTHON_PREFIX, KERNEL_PREFIX)):
+        head, _, rest = spec.partition(",")
+        joiner = ","
+    else:
+        head, _, rest = spec.partition(":")
+        joiner = ":"
+    items = [i for i in rest.split(",") if i.strip() and i.partition("=")[0].strip() != key]
+    return head + joiner + ",".join([*items, f"{key}={value}"])
+
+
 def kernel_source_digest(spec: str) -> str:
     """SHA-256 of the governor file a "kernel:" spec names (a tree: its schedutil file): what
     a stored result of it depends on besides the spec and the simulator."""

@@ -208,6 +208,7 @@ def _checked_benchmarks(
                 duration_s=entry.duration_s,
                 iterations=entry.iterations,
                 platforms=subset,
+                kernel=entry.kernel,
                 workload_file_text=file_text,
             )
         )
@@ -238,6 +239,7 @@ def _trace_benchmark(
         duration_s=entry.duration_s,
         iterations=entry.iterations,
         platforms=subset,
+        kernel=entry.kernel,
         trace_path=str(trace),
     )
 

@@ -17,7 +17,13 @@ from typing import Any
 from dvfslab import _core
 from dvfslab.api import TRACE_PREFIX, duration_ns
 from dvfslab.campaign import variants
-from dvfslab.governors import KERNEL_PREFIX, PYTHON_PREFIX, kernel_source_digest, source_digest
+from dvfslab.governors import (
+    KERNEL_PREFIX,
+    PYTHON_PREFIX,
+    kernel_source_digest,
+    source_digest,
+    with_setting,
+)
 
 MANIFEST_SCHEMA = "dvfslab-campaign/1"
 SEED_BITS = 63  # derived seeds fit a signed 64-bit column (Parquet, pandas, DuckDB)
@@ -77,6 +83,9 @@ class Benchmark:
     iterations: int | None = None
     """Overrides the campaign's iterations."""
     platforms: tuple[str, ...] | None = None
+    kernel: str | None = None
+    """The kernel version every config runs this benchmark at (its governor's `kernel=`
+    replaced), for a publication that measured some benchmarks on another kernel."""
     workload_file_text: str | None = field(default=None, repr=False)
     trace_path: str | None = None
     """For a workload "trace:PATH": the recording's path, its tasks becoming an rt-app text per
@@ -89,6 +98,12 @@ class Benchmark:
 
     def runs_on(self, platform: str) -> bool:
         return self.platforms is None or platform in self.platforms
+
+    def governor(self, config: Config) -> str:
+        """The governor spec `config` runs this benchmark with."""
+        if self.kernel is None:
+            return config.governor
+        return with_setting(config.governor, "kernel", self.kernel)
 
     def params(self, platform: str) -> list[tuple[str, str]]:
         """(param, workload spec) for each point of the sweep on `platform`: ("clients=8",
@@ -243,16 +258,15 @@ class Campaign:
             preset_json = presets[where]
             if not bench.from_file:
                 workload = variants.variant_workload(workload, self.seed, iteration, iterations)
-        key = run_key(
-            preset_json, config.governor, workload, duration_s, seed, sim_version, file_text
-        )
+        governor = bench.governor(config)
+        key = run_key(preset_json, governor, workload, duration_s, seed, sim_version, file_text)
         return Run(
             platform.name,
             bench.name,
             config.name,
             param,
             iteration,
-            config.governor,
+            governor,
             workload,
             duration_s,
             seed,
@@ -317,6 +331,7 @@ class Campaign:
                     "duration_s": b.duration_s,
                     "iterations": b.iterations,
                     "platforms": _list_or_none(b.platforms),
+                    **({"kernel": b.kernel} if b.kernel is not None else {}),
                 }
                 for b in self.benchmarks
             ],

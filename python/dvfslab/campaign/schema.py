@@ -120,12 +120,20 @@ class ConfigTable(_Table):
     platforms: Optional[PlatformIds] = None
 
 
+KernelVersion = Annotated[
+    str,
+    StringConstraints(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"),
+    Expect("a kernel version as a string, such as '5.4' or '6.18.44'"),
+]
+
+
 class BenchmarkTable(_Table):
     workload: Annotated[Text, Expect("a workload spec such as 'periodic'")]
     sweep: Optional[Annotated[dict[str, Sweep], Expect("a table of knob = [values]")]] = None
     duration_s: Optional[Seconds] = None
     iterations: Optional[Iterations] = None
     platforms: Optional[PlatformIds] = None
+    kernel: Optional[KernelVersion] = None
 
 
 Value = Annotated[float, Field(allow_inf_nan=False), Expect("a number")]
