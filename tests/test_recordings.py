@@ -526,6 +526,17 @@ def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     assert rows[("all", "wakeup_context_pct.kthread")]["model"] > 5
 
 
+def test_a_shell_loop_matches_its_recording_within_every_tolerance() -> None:
+    # dash vforks each /bin/true; the guest keeps the child on the shell's vCPU (vcpu_pack at
+    # fork), where the shell woken by the child's exec preempts it: three switch-outs a
+    # program, one of them a preemption, as recorded.
+    report = check(load_recording("spawn-true"))
+    off = [(r["role"], r["statistic"]) for r in report["rows"] if r["verdict"] == "off"]
+    assert off == []
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
+    assert rows[("program", "preempted_per_op")]["model"] > 0.9
+
+
 @pytest.mark.parametrize("name", shipped_recordings())
 def test_every_model_has_its_recordings_cpu_per_op_and_wakeup_contexts(name: str) -> None:
     rows = {(r["role"], r["statistic"]): r for r in check(load_recording(name))["rows"]}

@@ -73,6 +73,7 @@ BENCHMARK_CLASSES: dict[str, str] = {
     # fork placement and the clock of new tasks.
     "kernbench": "compile",
     "gitsource": "compile",
+    "spawn": "compile",
     # io: clients wait on a storage device or its journal; the score follows the device and
     # the iowait rules.
     "dbench4": "io",

@@ -147,7 +147,8 @@ pub struct VmExitsFile {
 /// does not have (its recordings' kernels boot with `sched_vcpu_pack=`): a woken task stays on
 /// the vCPU it last ran on, busy or not, while that vCPU's utilisation and the task's own fit
 /// under its capacity less a margin; only without room does the kernel's own placement
-/// (wake_affine, select_idle_sibling) choose. Staying spares the IPI that would wake a halted
+/// (wake_affine, select_idle_sibling) choose; a new task likewise starts on the forking vCPU
+/// while it has room, before fork balancing. Staying spares the IPI that would wake a halted
 /// vCPU or preempt a running one, at the price of waiting behind what that vCPU runs. An
 /// interrupt taken by an idle vCPU (a block completion) takes the task it wakes instead when
 /// the task's vCPU has been idle longer than `idle_takeover_us`.

@@ -72,9 +72,9 @@ const UTIL_TIE_BREAK: KernelVersion = KernelVersion(5, 9, 0);
 /// 6.10 `find_idlest_group`), None to stay in `local`. The idlest other group is the one of
 /// lowest type, then among busy ones the lowest `avg_load`, among ones with spare capacity
 /// the most idle CPUs and then (from 5.9) the lowest utilisation, the first of equals in ring
-/// order from the local group. The fork moves there if the local group's type is higher; at equal types,
-/// busy groups if the local `avg_load` exceeds the idlest's by `imbalance` and by the
-/// domain's margin, groups with spare capacity if the idlest has more idle CPUs.
+/// order from the local group. The fork moves there if the local group's type is higher; at
+/// equal types, busy groups if the local `avg_load` exceeds the idlest's by `imbalance` and by
+/// the domain's margin, groups with spare capacity if the idlest has more idle CPUs.
 fn find_dst_group(level: Level, groups: &[GroupStats], local: usize, rules: DstGroupRules) -> Option<usize> {
     let pct = level.imbalance_pct();
     let with_runnable = rules.runnable_classifies;

@@ -1298,6 +1298,43 @@ pub mod gitsource {
     pub const VFORK_CHILD_US_RANGE: (f64, f64) = (23.0, 50.0);
 }
 
+/// spawn: a shell loop starting a program and waiting for it. Measured on the 2-vCPU guest
+/// (`dvfslab record -- dash -c 'while ...; do /bin/true; done'`, the spawn-true recording):
+/// medians over its 1,409 programs at 2.6 GHz, the C library's CPUID exits apart (`kernel`).
+pub mod spawn {
+    use super::Knob;
+    /// The loop's own code per program besides the vfork (`kernel::VFORK_CYCLES`): dash's
+    /// test, arithmetic and wait4 return, 2 µs at 3 GHz \[REC\], range 0.5–10: the shell's
+    /// CPU from one vfork to the next, median 20 µs at 2.6 GHz (p10 18, p90 25, mean 22),
+    /// less the vfork's 20. bash's loop costs more; a script's shell far more (`gitsource`'s
+    /// 78 µs).
+    pub const SHELL_US: Knob = Knob::new(
+        "shell_us",
+        "us",
+        2.0,
+        0.0,
+        1e6,
+        "the shell's own code per program besides the fork or vfork, µs at 3 GHz",
+    )
+    .uncertain(
+        0.5,
+        10.0,
+        "measured: a dash loop of /bin/true on the 2-vCPU guest, the shell's CPU from one vfork to the next, \
+         median 20 us at 2.6 GHz (mean 22) less the vfork's 20",
+    );
+    /// The child from the vfork to its exec: dash's child code (redirections, the command's
+    /// lookup) and execve's kernel part up to the new program, 40 µs at 2.6 GHz \[REC\]
+    /// (p10 37, p90 46).
+    pub const CHILD_CYCLES: f64 = 40e-6 * 2.6e9;
+    /// The program's exit and its last switch-out (the exit of a small process, its mm torn
+    /// down): 23 µs at 2.6 GHz \[REC\] (p10 21, p90 26).
+    /// `kernel::EXIT_CYCLES` (40 µs at 3 GHz) is a bigger process's.
+    pub const EXIT_CYCLES: f64 = 23e-6 * 2.6e9;
+    /// Memory-stall share of the shell's and the program's work: \[EST\] 0.1 (as
+    /// `gitsource::MEM_FRAC`).
+    pub const MEM_FRAC: f64 = 0.1;
+}
+
 /// NAS Parallel Benchmarks, class C, OpenMP.
 pub mod nas {
     use super::REF_HZ;

@@ -1,5 +1,6 @@
 //! gitsource: git's `make test`, test scripts that each run a chain of short-lived processes
-//! (docs/workloads-compute.md; Doug Smythies' PIDs-per-second test is the same shape).
+//! (docs/workloads-compute.md; a plain loop of one program, as Doug Smythies' tests run,
+//! is `spawn`).
 //!
 //! A test script is a shell that runs its commands one after another. For each it interprets
 //! a little script and starts a child: usually a program, with vfork (dash's `vfork`: the

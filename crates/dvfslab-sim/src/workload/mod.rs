@@ -27,6 +27,7 @@ mod pipe_test;
 mod postmark;
 pub mod rtapp;
 mod sample;
+mod spawn;
 mod specpower;
 mod speedometer;
 mod step_load;
@@ -245,6 +246,7 @@ pub const REGISTRY: &[&WorkloadInfo] = &[
     &apache::INFO,
     &kernbench::INFO,
     &gitsource::INFO,
+    &spawn::INFO,
     &nas::INFO,
     &fio::INFO,
     &iozone::INFO,

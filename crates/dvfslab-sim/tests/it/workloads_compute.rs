@@ -11,6 +11,7 @@ use dvfslab_sim::{simulate, SimConfig};
 const MODELS: &[(&str, &str, f64, &str, &str, &str)] = &[
     ("skylake-e3-1240v5", "kernbench:units=8", 600.0, "elapsed", "s", "lower"),
     ("skylake-e3-1240v5", "gitsource:commands=200", 600.0, "elapsed", "s", "lower"),
+    ("skylake-e3-1240v5", "spawn:programs=200", 600.0, "time_per_program", "ms", "lower"),
     ("skylake-e3-1240v5", "nas:kernel=cg,scale_pct=0.5", 600.0, "elapsed", "s", "lower"),
     ("skylake-e3-1240v5", "fio", 0.1, "iops", "op/s", "higher"),
     ("skylake-e3-1240v5", "iozone:file_kb=16384", 600.0, "ops", "op/s", "higher"),
@@ -111,6 +112,39 @@ fn gitsource_is_faster_with_invariant_schedutil_on_intel() {
     let inv = elapsed("schedutil:kernel=5.9");
     let noninv = elapsed("schedutil:invariant=0,kernel=5.9");
     assert!(inv < 0.8 * noninv, "invariant {inv} s vs non-invariant {noninv} s");
+}
+
+#[test]
+fn spawn_starts_each_program_after_the_last_and_adds_its_work() {
+    // The quiet guest at its one 2.6 GHz clock: no other tasks, switches free.
+    let plat = common::quiet_preset("kvm-guest-2cpu");
+    let go = |wl: &str| common::run_on(&plat, "kvm", "performance", wl, 600.0, 0).summary;
+    let null = go("spawn:programs=500");
+    assert_eq!(null.operations.expect("spawn counts its execs").count, 500);
+    // A program's own work adds its time at 2.6 GHz to every program, nothing else does
+    // (the chain is serial): 1 ms of work at 3 GHz is 1.154 ms here.
+    let worked = go("spawn:programs=500,work_us=1000");
+    let added = worked.metric.value - null.metric.value;
+    assert!((added - 3.0 / 2.6).abs() < 0.01, "{added} ms added a program");
+    // A fork copies what a vfork shares: the fork's 80 µs at 3 GHz against the vfork's 20 µs
+    // at 2.6 GHz, 72 µs more, less the fork's 10 µs tail, which the shell runs beside its
+    // child on the other CPU, and the vfork's wake-up of the shell at the exec.
+    let forked = go("spawn:programs=500,fork=1");
+    let more_us = (forked.metric.value - null.metric.value) * 1e3;
+    assert!((45.0..72.0).contains(&more_us), "fork costs {more_us} µs more a program");
+}
+
+#[test]
+fn a_chain_of_programs_gathers_on_one_core_at_5_5_and_spreads_from_5_9() {
+    // Four cores of two threads. Each child is forked beside the running shell onto an idle
+    // core: at 5.5 the first in ring order every time (update_pick_idlest without its
+    // utilisation tie-break), from 5.9 the least utilised, so the chain rotates.
+    let busiest = |kernel: &str| {
+        let r = run("i7-2600k", &format!("performance:kernel={kernel}"), "spawn:programs=2000,work_us=200", 600.0, 0);
+        r.summary.per_cpu.iter().map(|c| c.busy_pct).fold(0.0, f64::max)
+    };
+    let (old, new) = (busiest("5.5"), busiest("5.9"));
+    assert!(old > 70.0 && new < 50.0, "busiest CPU {old}% at 5.5, {new}% at 5.9");
 }
 
 #[test]
