@@ -167,7 +167,9 @@ impl VcpuPackFile {
     /// Whether a vCPU of capacity `capacity` whose utilisation is `cpu_util` has room for a
     /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100.
     pub fn has_room(&self, cpu_util: u64, task_util: u64, capacity: u64) -> bool {
-        (cpu_util + task_util) as f64 <= capacity as f64 * (100.0 - self.margin_pct) / 100.0
+        // A margin of 100% leaves no room, even to an idle vCPU and a new task.
+        let room = capacity as f64 * (100.0 - self.margin_pct) / 100.0;
+        room > 0.0 && (cpu_util + task_util) as f64 <= room
     }
 
     /// Whether an interrupt on an idle vCPU takes a task whose previous vCPU has been idle
