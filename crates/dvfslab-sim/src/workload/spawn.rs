@@ -14,7 +14,8 @@
 //! fork's tail after its child is queued, then sleeps in wait4. Fork balancing places each
 //! child (`sched::fork_balance`): on an idle core if there is one, so the chain's work
 //! gathers on the cores fork placement chooses, and a governor sees a busy CPU or several
-//! half-busy ones according to the kernel version's rule.
+//! half-busy ones according to the kernel version's rule. A guest whose kernel packs its
+//! vCPUs keeps the child on the shell's vCPU instead (the platform's `vcpu_pack`).
 //!
 //! The costs are the recording's (`estimates::spawn`, a dash loop of `/bin/true` on the
 //! 2-vCPU guest): the shell's own code per program, the child's from the vfork to its exec,
