@@ -165,9 +165,9 @@ pub struct VcpuPackFile {
 
 impl VcpuPackFile {
     /// Whether a vCPU of capacity `capacity` whose utilisation is `cpu_util` has room for a
-    /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100.
+    /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100,
+    /// and none at a margin of 100%, not even an idle vCPU for a new task.
     pub fn has_room(&self, cpu_util: u64, task_util: u64, capacity: u64) -> bool {
-        // A margin of 100% leaves no room, even to an idle vCPU and a new task.
         let room = capacity as f64 * (100.0 - self.margin_pct) / 100.0;
         room > 0.0 && (cpu_util + task_util) as f64 <= room
     }
