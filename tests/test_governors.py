@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import dvfslab
+from dvfslab.governors import with_setting
 from dvfslab.platforms import describe_platform
 
 HASWELL = "haswell-e5-2670v3-2s"
@@ -53,3 +54,17 @@ def test_epyc_preset_shows_its_pss_latency_cppc_and_one_ms_rate_limit():
     assert info["cppc"] == "highest_perf 166, nominal_perf 110"
     assert info["policies"][0]["rate_limit_us"] == 1000
     assert info["policies"][0]["cpuinfo_max_khz"] == 3_394_775
+
+
+def test_a_setting_replaces_the_specs_own_in_every_spec_form() -> None:
+    assert with_setting("performance", "kernel", "5.4") == "performance:kernel=5.4"
+    assert with_setting("schedutil:kernel=5.5,invariant=0", "kernel", "5.4") == (
+        "schedutil:invariant=0,kernel=5.4"
+    )
+    # A Python governor's and a kernel file's own colons are part of their target.
+    assert with_setting("python:mygovs:Stepper,sampling_ms=4", "kernel", "5.4") == (
+        "python:mygovs:Stepper,sampling_ms=4,kernel=5.4"
+    )
+    assert with_setting("kernel:/src/cpufreq_schedutil.c", "kernel", "5.4") == (
+        "kernel:/src/cpufreq_schedutil.c,kernel=5.4"
+    )
