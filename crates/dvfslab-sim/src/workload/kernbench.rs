@@ -42,6 +42,7 @@ use std::rc::Rc;
 
 use super::estimates::{kernbench as est, kernel};
 use super::kthreads;
+use super::process;
 use super::storage::{self, Access};
 use super::{measure, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
@@ -152,23 +153,10 @@ fn exec_child_after(before: f64, comm: &'static str, parent_ch: u32, body: Vec<O
     p.into()
 }
 
-/// vfork a child running `program`, sleep in D until its exec releases us on `ch`, run
-/// `after` cycles, then sleep in wait4 until it exits. The vfork costs [`kernel::VFORK_CYCLES`]
-/// (no mm to copy), its last microseconds after the child is queued
-/// ([`kernel::VFORK_TAIL_CYCLES`]): from 6.12 that leaves the parent just behind its child
-/// when it sleeps, so it stays queued (DELAY_DEQUEUE), and the exec's wake-up finds the child
-/// the one run past the average: the parent preempts it, as the recording's 537 of 580
-/// vforks. `after` is the return from the vfork and the parent's code up to wait4: a
-/// shell's [`kernel::VFORK_RETURN_CYCLES`], make's and the gcc driver's their own.
+/// vfork a child running `program` and wait for it (`process::vfork_wait`), the vfork at
+/// its cost, `after` the parent's own cycles between the exec's release and wait4.
 fn vfork_wait(program: u32, ch: u32, after: f64) -> [Op; 6] {
-    [
-        run(kernel::VFORK_CYCLES - kernel::VFORK_TAIL_CYCLES),
-        Op::Spawn { program, count: 1 },
-        run(kernel::VFORK_TAIL_CYCLES),
-        Op::WaitUninterruptible { ch },
-        run(after),
-        Op::WaitChildren,
-    ]
+    process::vfork_wait(program, ch, kernel::VFORK_CYCLES, after, est::MEM_FRAC)
 }
 
 /// The programs of the build, pushed in order; spawns name them by index.

@@ -25,6 +25,7 @@ mod pgbench;
 mod pieces;
 mod pipe_test;
 mod postmark;
+mod process;
 pub mod rtapp;
 mod sample;
 mod spawn;

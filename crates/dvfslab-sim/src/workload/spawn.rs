@@ -28,6 +28,7 @@
 use std::rc::Rc;
 
 use super::estimates::{kernel, spawn as est, us_cycles};
+use super::process;
 use super::{measure, Better, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo};
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Mark, Op};
@@ -89,15 +90,16 @@ impl Spawn {
         if self.fork {
             // fork: the tail after the child is queued, then wait4 in S.
             let tail = kernel::FORK_TAIL_CYCLES.min(self.fork_cycles);
-            sh.extend([cpu(self.fork_cycles - tail), Op::Spawn { program: 0, count: 1 }, cpu(tail)]);
+            let spawn = Op::Spawn { program: 0, count: 1 };
+            sh.extend([cpu(self.fork_cycles - tail), spawn, cpu(tail), Op::WaitChildren]);
         } else {
-            // vfork: D until the exec, the return from the vfork, then wait4 in S
-            // (`kernel::VFORK_CYCLES` holds the tail and the return).
-            let (tail, ret) = (kernel::VFORK_TAIL_CYCLES, kernel::VFORK_RETURN_CYCLES);
-            sh.extend([cpu(kernel::VFORK_CYCLES - tail - ret), Op::Spawn { program: 0, count: 1 }]);
-            sh.extend([cpu(tail), Op::WaitUninterruptible { ch: VFORK }, cpu(ret)]);
+            // vfork: D until the exec, the return from the vfork, then wait4 in S. As in
+            // gitsource, `kernel::VFORK_CYCLES` holds the return (the recorded shell's CPU
+            // from one vfork to the next is the vfork's 20 µs and its own code).
+            let ret = kernel::VFORK_RETURN_CYCLES;
+            sh.extend(process::vfork_wait(0, VFORK, kernel::VFORK_CYCLES - ret, ret, est::MEM_FRAC));
         }
-        sh.extend([Op::WaitChildren, Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 })]);
+        sh.push(Op::Mark(Mark::Add { counter: PROGRESS, amount: 1 }));
         sh
     }
 }
