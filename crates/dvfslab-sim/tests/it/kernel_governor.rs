@@ -215,18 +215,32 @@ fn a_bad_tunable_or_version_is_refused_with_what_to_write() {
     assert!(err.contains("path: no file /no/such/cpufreq_schedutil.c"), "{err}");
 }
 
-/// A copy of the small governor with `edit` applied, in a fresh folder.
-fn edited(name: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+/// A copy of the small governor with `edit` applied, in a fresh folder removed when the
+/// copy is dropped (a failing test included).
+struct Edited {
+    file: std::path::PathBuf,
+}
+
+impl Drop for Edited {
+    fn drop(&mut self) {
+        if let Some(dir) = self.file.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn edited(name: &str, edit: impl Fn(&str) -> String) -> Edited {
     let dir = std::env::temp_dir().join(format!("dvfslab-kgov-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("cpufreq_twostep.c");
     std::fs::write(&file, edit(&std::fs::read_to_string(twostep()).unwrap())).unwrap();
-    file
+    Edited { file }
 }
 
 #[test]
 fn a_symbol_the_shim_lacks_is_named_with_its_line() {
-    let file = edited("missing", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = frob_policy(policy);\n"));
+    let copy = edited("missing", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = frob_policy(policy);\n"));
+    let file = &copy.file;
     let line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.contains("frob_policy")).unwrap() + 1;
     let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1", file.display()));
     assert!(err.contains(&format!("cpufreq_twostep.c:{line}: uses function frob_policy")), "{err}");
@@ -238,7 +252,8 @@ fn a_symbol_the_shim_lacks_is_named_with_its_line() {
 
 #[test]
 fn a_compiler_error_is_shown_as_the_compiler_gives_it() {
-    let file = edited("syntax", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = 0\n"));
+    let copy = edited("syntax", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = 0\n"));
+    let file = &copy.file;
     let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1", file.display()));
     assert!(err.contains("did not compile against dvfslab's kernel shim"), "{err}");
     assert!(err.contains("cpufreq_twostep.c:") && err.contains("error: expected ';'"), "{err}");
