@@ -241,7 +241,7 @@ fn edited(name: &str, edit: impl Fn(&str) -> String) -> Edited {
 fn a_symbol_the_shim_lacks_is_named_with_its_line() {
     let copy = edited("missing", |s| s.replace("\ttp->next_freq = 0;\n", "\ttp->next_freq = frob_policy(policy);\n"));
     let file = &copy.file;
-    let line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.contains("frob_policy")).unwrap() + 1;
+    let line = std::fs::read_to_string(file).unwrap().lines().position(|l| l.contains("frob_policy")).unwrap() + 1;
     let err = error_of("skylake-e3-1240v5", &format!("kernel:{},kernel=6.1", file.display()));
     assert!(err.contains(&format!("cpufreq_twostep.c:{line}: uses function frob_policy")), "{err}");
     assert!(
