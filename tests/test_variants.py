@@ -260,3 +260,21 @@ def test_the_shipped_campaign_draws_the_disks_it_declares():
         ("broadwell-e5-2698v4-2s", "ssd"),
         ("haswell-e5-2670v3-2s", "hdd"),
     }
+
+
+def test_broadwells_variants_draw_both_the_rotating_disk_and_a_fast_one():
+    # Its pgbench-rw watts ask for the rotating disk and its dbench4 watts for a fast one
+    # (docs/validation.md, setup): the campaign's iterations must draw both sides.
+    from dvfslab.campaign import load_campaign
+
+    campaign = load_campaign("intel-invariance")
+    drawn = {
+        (r.benchmark, r.iteration): _device(r.workload)
+        for r in campaign.runs()
+        if r.platform == "broadwell-e5-2698v4-2s" and r.benchmark in ("pgbench-rw", "dbench4")
+    }
+    assert "hdd" in drawn.values()
+    assert {"ssd", "nvme"} & set(drawn.values())
+    # One draw per iteration, shared by the switch's benchmarks.
+    for iteration in range(1, campaign.iterations + 1):
+        assert drawn[("pgbench-rw", iteration)] == drawn[("dbench4", iteration)]
