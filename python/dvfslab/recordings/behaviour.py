@@ -10,7 +10,9 @@ them together:
 - where wake-ups come from: a softirq, a hard interrupt, a kernel thread, or a process (the
   context sched_waking was logged in, and the task current there);
 - the share of wake-ups that stay on the waker's CPU (sched_wakeup's CPU against
-  sched_waking's);
+  sched_waking's), and of those that found the task's previous CPU running another task, the
+  share kept there (a guest that packs its vCPUs keeps them; mainline moves them to an idle
+  CPU or to a synchronous waker's);
 - forks and execs per second;
 - the longest wait for a CPU after a wake-up of any task in the trace, the benchmark's or not:
   a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds;
@@ -61,6 +63,10 @@ class RoleStats:
     placed: int = 0
     """Wake-ups whose waker CPU and target CPU are both known."""
     migrations: int = 0
+    woken_on_busy_cpu: int = 0
+    """Wake-ups whose task's previous CPU ran another task at its sched_waking."""
+    kept_on_busy_cpu: int = 0
+    """Of those, the ones whose sched_wakeup put the task back on that CPU."""
 
 
 def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
@@ -96,6 +102,7 @@ def behaviour(
 
     _runs_and_switches(trace, pid_role, stats, freq_at, start, end)
     _wakeups(trace, pid_role, stats, start, end)
+    _busy_previous_cpu(trace, pid_role, stats, start, end)
     longest = _waits(trace, pid_role, stats, start, end)
     _migrations(trace, pid_role, stats, start, end)
     forks, execs = _process_rates(trace, start, end)
@@ -130,6 +137,7 @@ def behaviour(
             "wait_us": quantiles(s.waits_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
+            "kept_on_busy_cpu_pct": _pct(s.kept_on_busy_cpu, s.woken_on_busy_cpu),
             "migrations_per_op": s.migrations / ops,
             # How many events each share and median is over.
             "samples": {
@@ -137,9 +145,58 @@ def behaviour(
                 "blocks": s.switch_outs["S"] + s.switch_outs["D"],
                 "runs": len(s.runs_us),
                 "sleeps": len(s.sleeps_us),
+                "woken_on_busy_cpu": s.woken_on_busy_cpu,
             },
         }
     return out
+
+
+def _busy_previous_cpu(
+    trace: Trace, pid_role: dict[int, str], stats: dict[str, RoleStats], start: float, end: float
+) -> None:
+    """Wake-ups whose task's previous CPU (sched_waking's `target_cpu`, the CPU the task last
+    ran on) was running another task, and whether sched_wakeup kept the task there. What a CPU
+    runs is its last switch's next task, or any task that logs an event on it since (a vCPU
+    can lose its switches from idle)."""
+    sw, wg, wk = trace.switches, trace.wakings, trace.wakeups
+    # (time, kind, cpu, pid, the woken pid, its previous CPU); kind 0 a switch (pid: the task
+    # switched in), 1 a sched_waking (pid: the waker), 2 a sched_wakeup (cpu: its target).
+    events = sorted(
+        [
+            (float(t), 0, int(c), int(n), -1, -1)
+            for t, c, n in zip(sw["time_s"], sw["cpu"], sw["next_pid"])
+        ]
+        + [
+            (float(t), 1, int(c), int(w), int(p), int(prev))
+            for t, c, w, p, prev in zip(
+                wg["time_s"], wg["cpu"], wg["waker_pid"], wg["pid"], wg["target_cpu"]
+            )
+        ]
+        + [
+            (float(t), 2, int(target), int(p), -1, -1)
+            for t, target, p, new in zip(wk["time_s"], wk["target_cpu"], wk["pid"], wk["new"])
+            if not new
+        ],
+        key=lambda e: (e[0], e[1]),
+    )
+    running: dict[int, int] = {}  # cpu -> pid (0: idle)
+    found_busy: dict[int, int] = {}  # pid -> its previous CPU, busy at its sched_waking
+    for t, kind, cpu, pid, woken, prev in events:
+        if kind == 0:
+            running[cpu] = pid
+        elif kind == 1:
+            if pid != 0:
+                running[cpu] = pid  # the waker, or the task an interrupt found running
+            found_busy.pop(woken, None)
+            if woken in pid_role and running.get(prev, 0) not in (0, woken):
+                found_busy[woken] = prev
+        else:
+            busy = found_busy.pop(pid, None)
+            if busy is None or not (start <= t <= end):
+                continue
+            for r in (pid_role[pid], ALL):
+                stats[r].woken_on_busy_cpu += 1
+                stats[r].kept_on_busy_cpu += cpu == busy
 
 
 def _migrations(

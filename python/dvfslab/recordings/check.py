@@ -96,6 +96,8 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     *[(f"wakeup_context_pct.{c}", f"woken from {c} %", SHARE) for c in CONTEXTS],
     # Placement on a shared VM varies from run to run (the host moves vCPUs): reported only.
     ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
+    # A guest kernel's vCPU packing keeps a task whose CPU is busy there (`vcpu_pack`).
+    ("kept_on_busy_cpu_pct", "woken while its CPU runs another, kept there %", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
 ]
