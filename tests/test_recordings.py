@@ -98,14 +98,18 @@ def test_statistics_of_a_worked_example() -> None:
 
 
 # `t` sleeps on CPU 1, where `hog` then runs: a wake-up from CPU 0 puts it back on CPU 1, the
-# next one (CPU 1 still running `hog`) on the waker's CPU 0. `u` last ran on CPU 1 too, and is
-# woken once CPU 1 idles: its previous CPU was not busy, so it does not count.
+# next one (CPU 1 still running `hog`) on the waker's CPU 0. `v`, asleep on CPU 1 too, is woken
+# there by an interrupt that finds `hog` running, and kept. `u` last ran on CPU 1 as well, and
+# is woken once CPU 1 idles: its previous CPU was not busy, so it does not count.
 BUSY_PREVIOUS = """\
 cpus=2
+              v-32    [001] d..2.   0.999990: sched_switch: prev_comm=v prev_pid=32 prev_prio=120 prev_state=S ==> next_comm=u next_pid=31 next_prio=120
               u-31    [001] d..2.   0.999995: sched_switch: prev_comm=u prev_pid=31 prev_prio=120 prev_state=S ==> next_comm=t next_pid=30 next_prio=120
               t-30    [001] d..2.   1.000000: sched_switch: prev_comm=t prev_pid=30 prev_prio=120 prev_state=S ==> next_comm=hog next_pid=40 next_prio=120
           waker-50    [000] d..3.   1.000010: sched_waking: comm=t pid=30 prio=120 target_cpu=001
           waker-50    [000] d..4.   1.000011: sched_wakeup: comm=t pid=30 prio=120 target_cpu=001
+            hog-40    [001] d.s3.   1.000015: sched_waking: comm=v pid=32 prio=120 target_cpu=001
+            hog-40    [001] d.s4.   1.000016: sched_wakeup: comm=v pid=32 prio=120 target_cpu=001
             hog-40    [001] d..2.   1.000020: sched_switch: prev_comm=hog prev_pid=40 prev_prio=120 prev_state=R ==> next_comm=t next_pid=30 next_prio=120
               t-30    [001] d..2.   1.000030: sched_switch: prev_comm=t prev_pid=30 prev_prio=120 prev_state=S ==> next_comm=hog next_pid=40 next_prio=120
           waker-50    [000] d..3.   1.000040: sched_waking: comm=t pid=30 prio=120 target_cpu=001
@@ -120,11 +124,15 @@ cpus=2
 
 def test_a_wake_up_that_finds_its_cpu_busy_is_kept_there_or_moved() -> None:
     trace = parse_text(BUSY_PREVIOUS, "busy-previous")
-    s = behaviour(trace, {"worker": "^(t|u)$"}, operations=1.0, fixed_khz=1_000_000)
+    s = behaviour(trace, {"worker": "^(t|u|v)$"}, operations=1.0, fixed_khz=1_000_000)
     worker = s["roles"]["worker"]
-    assert worker["samples"]["woken_on_busy_cpu"] == 2
-    assert worker["kept_on_busy_cpu_pct"] == 50.0
-    assert worker["same_cpu_wakeup_pct"] == pytest.approx(100 / 3)
+    # t kept, v kept, t moved; u's CPU was idle.
+    assert worker["samples"]["woken_on_busy_cpu"] == 3
+    assert worker["kept_on_busy_cpu_pct"] == pytest.approx(200 / 3)
+    # v's wake-up alone came from an interrupt on the busy CPU itself.
+    assert worker["samples"]["irq_there_busy"] == 1
+    assert worker["kept_irq_there_pct"] == 100.0
+    assert worker["same_cpu_wakeup_pct"] == 50.0
 
 
 def test_a_task_woken_and_never_run_while_its_cpu_runs_others_is_the_longest_wait() -> None:

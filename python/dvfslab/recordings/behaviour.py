@@ -67,6 +67,9 @@ class RoleStats:
     """Wake-ups whose task's previous CPU ran another task at its sched_waking."""
     kept_on_busy_cpu: int = 0
     """Of those, the ones whose sched_wakeup put the task back on that CPU."""
+    irq_there_busy: int = 0
+    """Of those wake-ups, the ones from an interrupt on that CPU itself."""
+    kept_irq_there_busy: int = 0
 
 
 def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
@@ -138,6 +141,7 @@ def behaviour(
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
             "kept_on_busy_cpu_pct": _pct(s.kept_on_busy_cpu, s.woken_on_busy_cpu),
+            "kept_irq_there_pct": _pct(s.kept_irq_there_busy, s.irq_there_busy),
             "migrations_per_op": s.migrations / ops,
             # How many events each share and median is over.
             "samples": {
@@ -146,6 +150,7 @@ def behaviour(
                 "runs": len(s.runs_us),
                 "sleeps": len(s.sleeps_us),
                 "woken_on_busy_cpu": s.woken_on_busy_cpu,
+                "irq_there_busy": s.irq_there_busy,
             },
         }
     return out
@@ -159,29 +164,36 @@ def _busy_previous_cpu(
     runs is its last switch's next task, or any task that logs an event on it since (a vCPU
     can lose its switches from idle)."""
     sw, wg, wk = trace.switches, trace.wakings, trace.wakeups
-    # (time, kind, cpu, pid, the woken pid, its previous CPU); kind 0 a switch (pid: the task
-    # switched in), 1 a sched_waking (pid: the waker), 2 a sched_wakeup (cpu: its target).
+    # (time, kind, cpu, pid, the woken pid, its previous CPU, an interrupt's wake-up); kind 0 a
+    # switch (pid: the task switched in), 1 a sched_waking (pid: the waker), 2 a sched_wakeup
+    # (cpu: its target).
     events = sorted(
         [
-            (float(t), 0, int(c), int(n), -1, -1)
+            (float(t), 0, int(c), int(n), -1, -1, False)
             for t, c, n in zip(sw["time_s"], sw["cpu"], sw["next_pid"])
         ]
         + [
-            (float(t), 1, int(c), int(w), int(p), int(prev))
-            for t, c, w, p, prev in zip(
-                wg["time_s"], wg["cpu"], wg["waker_pid"], wg["pid"], wg["target_cpu"]
+            (float(t), 1, int(c), int(w), int(p), int(prev), ctx in ("softirq", "hardirq", "nmi"))
+            for t, c, w, p, prev, ctx in zip(
+                wg["time_s"],
+                wg["cpu"],
+                wg["waker_pid"],
+                wg["pid"],
+                wg["target_cpu"],
+                wg["context"],
             )
         ]
         + [
-            (float(t), 2, int(target), int(p), -1, -1)
+            (float(t), 2, int(target), int(p), -1, -1, False)
             for t, target, p, new in zip(wk["time_s"], wk["target_cpu"], wk["pid"], wk["new"])
             if not new
         ],
         key=lambda e: (e[0], e[1]),
     )
     running: dict[int, int] = {}  # cpu -> pid (0: idle)
-    found_busy: dict[int, int] = {}  # pid -> its previous CPU, busy at its sched_waking
-    for t, kind, cpu, pid, woken, prev in events:
+    # pid -> its previous CPU, busy at its sched_waking, and whether an interrupt there woke it
+    found_busy: dict[int, tuple[int, bool]] = {}
+    for t, kind, cpu, pid, woken, prev, interrupt in events:
         if kind == 0:
             running[cpu] = pid
         elif kind == 1:
@@ -189,14 +201,18 @@ def _busy_previous_cpu(
                 running[cpu] = pid  # the waker, or the task an interrupt found running
             found_busy.pop(woken, None)
             if woken in pid_role and running.get(prev, 0) not in (0, woken):
-                found_busy[woken] = prev
+                found_busy[woken] = (prev, interrupt and cpu == prev)
         else:
             busy = found_busy.pop(pid, None)
             if busy is None or not (start <= t <= end):
                 continue
+            prev, there = busy
+            kept = cpu == prev
             for r in (pid_role[pid], ALL):
                 stats[r].woken_on_busy_cpu += 1
-                stats[r].kept_on_busy_cpu += cpu == busy
+                stats[r].kept_on_busy_cpu += kept
+                stats[r].irq_there_busy += there
+                stats[r].kept_irq_there_busy += there and kept
 
 
 def _migrations(

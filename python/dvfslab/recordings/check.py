@@ -98,6 +98,8 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
     # A guest kernel's vCPU packing keeps a task whose CPU is busy there (`vcpu_pack`).
     ("kept_on_busy_cpu_pct", "woken while its CPU runs another, kept there %", REPORTED),
+    # Of those, an interrupt's on that CPU itself (mainline sends them to an idle CPU).
+    ("kept_irq_there_pct", "  of them by an interrupt there, kept %", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
 ]
