@@ -42,6 +42,7 @@ use std::rc::Rc;
 
 use super::estimates::{gitsource as est, kernel, us_cycles};
 use super::kthreads;
+use super::process;
 use super::storage::{self, Access};
 use super::{
     measure, pieces, sample, Better, DeviceSpec, Metric, Operations, RunStats, TaskSpec, Workload, WorkloadInfo,
@@ -305,8 +306,8 @@ impl Gitsource {
     /// The shell's `shell` cycles of work for a command and a fork of `program`, whose tail the
     /// shell runs after the child is queued ([`kernel::FORK_TAIL_CYCLES`]).
     fn fork(&self, shell: f64, program: u32) -> [Op; 4] {
-        let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
-        [shell_work(shell), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }, cpu(tail)]
+        let [before, spawn, tail] = process::fork(program, self.costs.fork, est::MEM_FRAC);
+        [shell_work(shell), before, spawn, tail]
     }
 
     /// A command of kind `k` started by script `script`'s shell (`parent`) or by a git: its
@@ -388,10 +389,9 @@ impl Gitsource {
             if let (Some(program), true) = (runs, i == longest) {
                 // run_command: fork; the child's exec closes the notify pipe this git reads
                 // (S), then wait4 (S). Half the part before, half after.
-                let tail = kernel::FORK_TAIL_CYCLES.min(self.costs.fork);
-                let ch = notify_ch(script);
-                p.extend([cpu(work / 2.0), cpu(self.costs.fork - tail), Op::Spawn { program, count: 1 }]);
-                p.extend([cpu(tail), Op::Wait { ch }, Op::WaitChildren, cpu(work / 2.0)]);
+                p.push(cpu(work / 2.0));
+                p.extend(process::fork(program, self.costs.fork, est::MEM_FRAC));
+                p.extend([Op::Wait { ch: notify_ch(script) }, Op::WaitChildren, cpu(work / 2.0)]);
             } else {
                 p.push(cpu(work));
             }

@@ -5,6 +5,15 @@ use crate::sched::task::{Amount, Op};
 
 use super::estimates::kernel;
 
+/// fork a child running `program` at a cost of `fork` cycles, of which the parent runs the
+/// last ([`kernel::FORK_TAIL_CYCLES`], at most all of it) after the child is queued: the fork's
+/// return and the parent's code up to its read or wait4, what the caller puts next.
+pub(super) fn fork(program: u32, fork: f64, mem_frac: f64) -> [Op; 3] {
+    let run = |cycles: f64| Op::Run { cycles: Amount::Fixed(cycles), mem_frac };
+    let tail = kernel::FORK_TAIL_CYCLES.min(fork);
+    [run(fork - tail), Op::Spawn { program, count: 1 }, run(tail)]
+}
+
 /// vfork a child running `program`, sleep in D until its exec releases the parent on `ch`, run
 /// `after` cycles, then sleep in wait4 until it exits. The vfork costs `vfork` cycles (no mm
 /// to copy: [`kernel::VFORK_CYCLES`]), its last microseconds after the child is queued

@@ -89,9 +89,8 @@ impl Spawn {
         let mut sh = vec![cpu(self.shell)];
         if self.fork {
             // fork: the tail after the child is queued, then wait4 in S.
-            let tail = kernel::FORK_TAIL_CYCLES.min(self.fork_cycles);
-            let spawn = Op::Spawn { program: 0, count: 1 };
-            sh.extend([cpu(self.fork_cycles - tail), spawn, cpu(tail), Op::WaitChildren]);
+            sh.extend(process::fork(0, self.fork_cycles, est::MEM_FRAC));
+            sh.push(Op::WaitChildren);
         } else {
             // vfork: D until the exec, the return from the vfork, then wait4 in S. As in
             // gitsource, `kernel::VFORK_CYCLES` holds the return (the recorded shell's CPU
