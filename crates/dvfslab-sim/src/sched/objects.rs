@@ -17,6 +17,8 @@ pub(crate) struct Channel {
     pub(crate) waiters: VecDeque<usize>,
     /// The return addresses of the queued tokens of an `Ask`/`Take` channel, in order.
     pub(crate) answers: VecDeque<u32>,
+    /// The releases carried by the queued tokens of a `PostRelease` channel, in order.
+    pub(crate) releases: VecDeque<TimeNs>,
 }
 
 #[derive(Default)]

@@ -115,6 +115,12 @@ pub enum Op {
     /// condition signal). `sync`: the poster is about to wait, so the woken task may be pulled
     /// to the poster's CPU (wake-affine).
     Post { ch: u32, sync: bool },
+    /// `Post` a token that carries the poster's last release (`activation_ns`): the task that
+    /// takes it with `Wait` adopts that release as its own, so its `Mark::ActivationDone`
+    /// times the whole hand-over from the poster's release (a UI frame that RenderThread
+    /// finishes, timed from its vsync). A channel is used either with `PostRelease` or with
+    /// `Post`.
+    PostRelease { ch: u32, sync: bool },
     /// Post one token to channel `ch` over loopback TCP: the send raises the NET_RX softirq on
     /// the poster's CPU, whose receive wakes the first waiter from there, in softirq context.
     /// `sync`: the wake-up carries `WF_SYNC`, as a data-ready wake-up (sock_def_readable)

@@ -144,6 +144,11 @@ impl Sim {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     self.channel_post(ch, Waker::Task { cpu, sync })
                 }
+                Op::PostRelease { ch, sync } => {
+                    let ch = ch + self.sched.tasks[task].attrs.channel_base;
+                    let release = self.sched.tasks[task].activation_ns;
+                    self.channel_post_release(ch, release, Waker::Task { cpu, sync })
+                }
                 Op::Loopback { ch, sync } => {
                     let ch = ch + self.sched.tasks[task].attrs.channel_base;
                     self.loopback_post(ch, cpu, sync)

@@ -1,7 +1,7 @@
 //! The workload's objects in a run: channels, barriers, mutexes and I/O submissions and
 //! completions, which wake tasks through the scheduler's sequences.
 
-use crate::engine::{Event, IoRequest};
+use crate::engine::{Event, IoRequest, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sched::objects::{completion_cpu, slot, IoWaiter, Outcome};
 use crate::sched::waker::Waker;
@@ -16,6 +16,22 @@ impl Sim {
         match c.waiters.pop_front() {
             Some(task) => self.wake_task(task, waker, UpdateFlags::default()),
             None => c.tokens += 1,
+        }
+    }
+
+    /// `Op::PostRelease`: `channel_post` of a token carrying `release`, which the task that
+    /// takes it adopts as its own last release.
+    pub(crate) fn channel_post_release(&mut self, ch: u32, release: TimeNs, waker: Waker) {
+        let c = slot(&mut self.work.objects.channels, ch);
+        match c.waiters.pop_front() {
+            Some(task) => {
+                self.sched.tasks[task].activation_ns = release;
+                self.wake_task(task, waker, UpdateFlags::default())
+            }
+            None => {
+                c.tokens += 1;
+                c.releases.push_back(release);
+            }
         }
     }
 
@@ -46,6 +62,9 @@ impl Sim {
         let c = slot(&mut self.work.objects.channels, ch);
         if c.tokens > 0 {
             c.tokens -= 1;
+            if let Some(release) = c.releases.pop_front() {
+                self.sched.tasks[task].activation_ns = release;
+            }
             Outcome::Continue
         } else {
             c.waiters.push_back(task);

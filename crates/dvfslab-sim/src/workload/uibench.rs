@@ -1,15 +1,23 @@
 //! uibench: the Android UI frame pipeline of UiBench / Jankbench (campaign
 //! margins-pixel6).
 //!
-//! At each vsync the UI thread runs input, animation and layout and records a display list;
-//! RenderThread turns it into GPU commands; surfaceflinger composes at the next vsync. A
-//! frame is janky when it is not done within one vsync period.
+//! At each vsync the UI thread runs input, animation and layout and records a display list,
+//! then hands the frame to RenderThread and waits only until RenderThread has taken it
+//! (`DrawFrameTask::postAndWait`, released by `unblockUiThread` after `syncFrameState`):
+//! RenderThread draws and swaps the frame while the UI thread waits for the next vsync, and
+//! surfaceflinger composes at the vsync after that. A frame lasts from its vsync to
+//! RenderThread's end (FrameMetrics' total duration).
 //!
 //! ```text
-//!   UI: at vsync: cpu(u ~ lognormal); hand to RT (sync wake-up); wait for RT
-//!                                                                  (frame = vsync → RT done)
-//!   RT: cpu(r ~ lognormal); signal UI and SF        SF: at the next vsync: cpu(s)
+//!   UI: at vsync: cpu(u ~ lognormal); hand the frame to RT (sync wake-up); wait until RT takes it
+//!   RT: take the frame; let UI go; cpu(r ~ lognormal); frame done; signal SF
+//!   SF: at the next vsync: cpu(s)
 //! ```
+//!
+//! The two threads are a pipeline: the UI thread builds frame n + 1 while RenderThread draws
+//! frame n, so a frame may take up to two vsync periods of their work without the display
+//! losing its rate; a RenderThread still busy with the previous frame holds the UI thread
+//! back until it takes the next.
 //!
 //! Work is given as time on the fastest core at its top frequency. `placement=0` keeps the
 //! UI and RenderThread threads on the fastest cluster (standing in for what EAS and the top-app uclamp.min
@@ -18,10 +26,12 @@
 //! schedutil and placement honour as far as the core implements uclamp.
 //!
 //! Metric: the share of janky frames in percent (lower is better), counted from each frame's
-//! duration (the response times) as Jankbench counts them ([`janky_frames`]). A late frame
-//! makes the next one wait for the following vsync, as Choreographer does. Shortcomings: the UI
-//! thread waits for RenderThread instead of starting the next frame in parallel (this only
-//! delays frames that are already janky); no triple buffering; no GPU.
+//! duration (the response times) as Jankbench counts them ([`janky_frames`]). A UI thread
+//! that finishes after the next vsync starts its next frame at the vsync after, as
+//! Choreographer does. Shortcomings: the sync step's own cost is part of RenderThread's work
+//! (RenderThread lets the UI thread go as it takes the frame); no buffer queue (RenderThread
+//! never waits for a free buffer); no GPU; the rest of the phone (other apps, system
+//! services) is idle.
 
 use super::estimates::uibench as est;
 use super::{measure, pieces, sample, Better, Metric, RunStats, TaskSpec, Workload, WorkloadInfo};
@@ -56,9 +66,9 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 const BINS: usize = 16;
 /// Frames built at a time (see `pieces`): a longer run builds its frames as it reaches them.
 const FRAMES_PER_PIECE: usize = 4096;
-/// Channels: UI → RT, RT → UI (frame done), RT → SF.
+/// Channels: UI → RT (the frame, carrying its vsync), RT → UI (frame taken), RT → SF.
 const RT_CH: u32 = 0;
-const DONE_CH: u32 = 1;
+const TAKEN_CH: u32 = 1;
 const SF_CH: u32 = 2;
 
 struct Uibench {
@@ -97,9 +107,8 @@ impl Workload for Uibench {
                 p.extend([
                     ui_vsync.clone(),
                     run(ui_work[b]),
-                    Op::Post { ch: RT_CH, sync: true },
-                    Op::Wait { ch: DONE_CH },
-                    Op::Mark(Mark::ActivationDone),
+                    Op::PostRelease { ch: RT_CH, sync: true },
+                    Op::Wait { ch: TAKEN_CH },
                 ]);
             }
         });
@@ -107,8 +116,9 @@ impl Workload for Uibench {
             for b in sample::layout(frames.len(), BINS, pieces::salt(401, piece)) {
                 p.extend([
                     Op::Wait { ch: RT_CH },
+                    Op::Post { ch: TAKEN_CH, sync: false },
                     run(rt_work[b]),
-                    Op::Post { ch: DONE_CH, sync: false },
+                    Op::Mark(Mark::ActivationDone),
                     Op::Post { ch: SF_CH, sync: false },
                 ]);
             }
