@@ -51,6 +51,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Knob::new("uclamp_min", "util", 0.0, 0.0, 1024.0, "uclamp.min of UI thread and RenderThread (0 = unset)")
             .integer(),
         Knob::new("placement", "choice", 0.0, 0.0, 1.0, "0 fastest cluster (EAS-like), 1 any CPU").integer(),
+        est::UI_MS,
+        est::RT_MS,
     ],
     build: |k: &KnobValues| {
         Box::new(Uibench {
@@ -58,6 +60,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             frames: k.get_u64("frames") as usize,
             uclamp_min: k.get_u64("uclamp_min") as u32,
             anywhere: k.get_u64("placement") == 1,
+            ui_s: k.get(est::UI_MS.name) * 1e-3,
+            rt_s: k.get(est::RT_MS.name) * 1e-3,
         })
     },
 };
@@ -76,6 +80,9 @@ struct Uibench {
     frames: usize,
     uclamp_min: u32,
     anywhere: bool,
+    /// Median work per frame of the UI thread and RenderThread (s on the fastest core at top).
+    ui_s: f64,
+    rt_s: f64,
 }
 
 impl Uibench {
@@ -96,8 +103,8 @@ impl Workload for Uibench {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
         let fastest = measure::fastest_cpus(plat);
         let ns = 1e9 * measure::top_cycles_per_ns(plat, fastest[0]);
-        let ui_work = sample::lognormal(BINS, est::UI_MEDIAN_S * ns, est::UI_SIGMA_LOG);
-        let rt_work = sample::lognormal(BINS, est::RT_MEDIAN_S * ns, est::RT_SIGMA_LOG);
+        let ui_work = sample::lognormal(BINS, self.ui_s * ns, est::UI_SIGMA_LOG);
+        let rt_work = sample::lognormal(BINS, self.rt_s * ns, est::RT_SIGMA_LOG);
         let vsync = Op::WaitPeriod { period_ns: self.vsync_ns() };
         let sf_work = Amount::Uniform(est::SF_S.0 * ns, est::SF_S.1 * ns);
         let n = self.frames;

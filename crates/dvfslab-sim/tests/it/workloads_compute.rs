@@ -161,6 +161,21 @@ fn uibench_draws_a_frame_while_the_ui_thread_builds_the_next() {
 }
 
 #[test]
+fn uibench_ui_and_render_work_are_knobs_in_ms_at_the_fastest_cores_top() {
+    // Under performance the X1 pair runs at its top: one more ms of median work a frame for
+    // each of the UI thread and RenderThread adds 2 x 1 ms x 1.13 (the lognormal's mean over
+    // its median at sigma 0.5) in every 16.7 ms period to the two cores' busy time, 13.6
+    // points; surfaceflinger, unpinned, adds the same to both runs.
+    let x1_busy = |wl: &str| -> f64 {
+        let r = run("pixel6", "performance", wl, 600.0, 1).summary;
+        r.per_cpu.iter().filter(|c| c.cpu >= 6).map(|c| c.busy_pct).sum()
+    };
+    let light = x1_busy("uibench:frames=120,ui_ms=1,rt_ms=1");
+    let heavy = x1_busy("uibench:frames=120,ui_ms=2,rt_ms=2");
+    assert!((heavy - light - 13.6).abs() < 2.0, "busy {light}% -> {heavy}%");
+}
+
+#[test]
 fn fio_throughput_is_bounded_by_the_device() {
     // Device bound: every slot busy with requests of the mean device time
     // (lognormal mean = median · e^(σ²/2), plus the 4 KiB transfer).
