@@ -1625,6 +1625,7 @@ pub mod specpower {
 /// Speedometer 2 in Chrome on Android. All \[EST\]: calibrate the iteration time on the
 /// device (score = 60 / iteration seconds; ~100–180 runs/min on current big cores).
 pub mod speedometer {
+    use super::Knob;
     /// Subtests per iteration: 16 suites × 3 steps (add, complete, delete) (\[KNOW\] Speedometer 2.0).
     pub const SUBTESTS: usize = 48;
     /// Main-thread bursts per subtest: \[EST\] 8 (a subtest's "for item in 1..100" scaled to match the
@@ -1632,7 +1633,20 @@ pub mod speedometer {
     pub const BURSTS_PER_SUBTEST: usize = 8;
     /// Burst length on the fastest core at its top frequency, lognormal: median 0.5–2 ms
     /// (\[EST\]); 0.8 ms.
-    pub const BURST_MEDIAN_S: f64 = 0.8e-3;
+    pub const BURST_MS: Knob = Knob::new(
+        "burst_ms",
+        "ms",
+        0.8,
+        0.01,
+        1000.0,
+        "main-thread burst, median, ms on the fastest core at its top frequency",
+    )
+    .uncertain(
+        0.5,
+        2.0,
+        "estimate: a Speedometer 2 subtest's main-thread bursts, 0.5-2 ms on the fastest core at its top \
+         frequency; no trace of Speedometer on a Pixel 6 gives them",
+    );
     /// σ of ln(burst length): \[EST\] 0.8 (only the median's range is estimated).
     pub const BURST_SIGMA_LOG: f64 = 0.8;
     /// Async gap between subtests: uniform 0–4 ms (\[EST\]).

@@ -43,12 +43,14 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         Knob::new("uclamp_min", "util", 0.0, 0.0, 1024.0, "uclamp.min of the main and compositor threads (0 = unset)")
             .integer(),
         Knob::new("placement", "choice", 0.0, 0.0, 1.0, "0 fastest cluster (EAS-like), 1 any CPU").integer(),
+        est::BURST_MS,
     ],
     build: |k: &KnobValues| {
         Box::new(Speedometer {
             iterations: k.get_u64("iterations") as usize,
             uclamp_min: k.get_u64("uclamp_min") as u32,
             anywhere: k.get_u64("placement") == 1,
+            burst_s: k.get(est::BURST_MS.name) * 1e-3,
         })
     },
 };
@@ -65,6 +67,8 @@ struct Speedometer {
     iterations: usize,
     uclamp_min: u32,
     anywhere: bool,
+    /// Median main-thread burst (s on the fastest core at its top frequency).
+    burst_s: f64,
 }
 
 fn run(cycles: Amount) -> Op {
@@ -75,7 +79,7 @@ impl Workload for Speedometer {
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
         let fastest = measure::fastest_cpus(plat);
         let speed = measure::top_cycles_per_ns(plat, fastest[0]);
-        let bursts = sample::lognormal(BINS, est::BURST_MEDIAN_S * 1e9 * speed, est::BURST_SIGMA_LOG);
+        let bursts = sample::lognormal(BINS, self.burst_s * 1e9 * speed, est::BURST_SIGMA_LOG);
         let per_iteration = est::SUBTESTS * est::BURSTS_PER_SUBTEST;
         let mut main = Vec::new();
         let mut draws = 0;

@@ -176,6 +176,17 @@ fn uibench_ui_and_render_work_are_knobs_in_ms_at_the_fastest_cores_top() {
 }
 
 #[test]
+fn speedometer_bursts_are_a_knob_in_ms_at_the_fastest_cores_top() {
+    // Under performance an iteration is its 48 x 8 main-thread bursts at the X1's top plus the
+    // gaps and compositor frames, which stay: 0.8 ms more median burst adds 384 x 0.8 ms x
+    // 1.38 (the lognormal's mean over its median at sigma 0.8), 423 ms, to each iteration.
+    let iteration_s = |wl: &str| 60.0 / run("pixel6", "performance", wl, 600.0, 1).summary.metric.value;
+    let short = iteration_s("speedometer:iterations=2,burst_ms=0.8");
+    let long = iteration_s("speedometer:iterations=2,burst_ms=1.6");
+    assert!(((long - short) / 0.423 - 1.0).abs() < 0.1, "{short} s -> {long} s an iteration");
+}
+
+#[test]
 fn fio_throughput_is_bounded_by_the_device() {
     // Device bound: every slot busy with requests of the mean device time
     // (lognormal mean = median · e^(σ²/2), plus the 4 KiB transfer).
