@@ -160,7 +160,9 @@ def test_a_task_woken_and_never_run_while_its_cpu_runs_others_is_the_longest_wai
     assert s["roles"]["client"]["wait_us"]["n"] == 0
 
 
-def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up() -> None:
+def test_a_run_from_idle_whose_switch_in_went_unlogged_counts_from_its_wake_up_or_at_the_mean_run() -> (
+    None
+):
     # CPU 1 goes idle at 1.000010; a softirq wakes `srv` there at 1.000020, and the switch
     # from idle to it is missing (as a KVM guest's vCPU loses it); srv switches out at
     # 1.000050. A wake-up onto the other CPU, or one before the CPU went idle, is no start.
@@ -181,10 +183,14 @@ cpus=2
     assert srv["run_us"]["n"] == 1
     assert srv["run_us"]["p50"] == pytest.approx(29.0)
     assert srv["cpu_cycles_per_op"] == pytest.approx(29_000, rel=1e-6)
-    # cli's logged run (10 us) counts; its last one stays unknown: it was woken onto CPU 0,
-    # not CPU 1 where it switched out.
+    assert srv["unlogged_run_pct"] == 0
+    # cli's logged run (10 us) counts; its last one has no known start: it was woken onto
+    # CPU 0, not CPU 1 where it switched out. It is no run for the medians, and its CPU time
+    # is the role's mean logged run's, 10 us more.
     assert cli["run_us"]["n"] == 1
-    assert cli["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
+    assert cli["unlogged_run_pct"] == pytest.approx(50.0)
+    assert cli["cpu_cycles_per_op"] == pytest.approx(20_000, rel=1e-6)
+    assert s["roles"]["all"]["cpu_cycles_per_op"] == pytest.approx(49_000, rel=1e-6)
 
 
 def test_a_cpu_that_never_logs_leaving_idle_is_found_and_the_models_trace_loses_the_same() -> None:

@@ -102,6 +102,8 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     ("kept_irq_there_pct", "  of them by an interrupt there, kept %", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
+    # Runs counted at the role's mean run, their start unlogged (docs/recording.md).
+    ("unlogged_run_pct", "runs begun unlogged, at the mean run %", REPORTED),
 ]
 """(key in a role's statistics, label, tolerance), in the order tables show them."""
 
