@@ -27,6 +27,7 @@ PRESET_IDS = (
     "juno-r0",
     "juno-r2",
     "kvm-guest-2cpu",
+    "kvm-guest-2cpu-b",
     "pixel6",
     "power8-powernv",
     "skylake-e3-1240v5",

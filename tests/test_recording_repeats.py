@@ -113,7 +113,9 @@ def test_the_recorder_makes_repeats_only_on_the_recordings_kind_of_machine(
     hackbench = next(b for b in recorder.BENCHMARKS if b.name == "hackbench-socket")
     monkeypatch.setattr(recorder, "OUT", tmp_path)
     made: list[str] = []
-    monkeypatch.setattr(recorder, "record_one", lambda b, scratch, out, name: made.append(name))
+    monkeypatch.setattr(
+        recorder, "record_one", lambda b, scratch, preset, out, name: made.append((name, preset))
+    )
     extra = 'machine = "AMD EPYC, 2 CPUs"\n'
     (tmp_path / "hackbench-socket.toml").write_text(
         MANIFEST.format(name="hackbench-socket", workload="hackbench", extra=extra)
@@ -125,7 +127,11 @@ def test_the_recorder_makes_repeats_only_on_the_recordings_kind_of_machine(
     assert made == []
     monkeypatch.setattr(recorder, "this_machine", lambda: "AMD EPYC, 2 CPUs")
     recorder.record_repeats(hackbench, tmp_path, 2)
-    assert made == ["hackbench-socket.2", "hackbench-socket.3"]
+    # Made on the recording's preset, which its manifest names (or the first guest's).
+    assert made == [
+        ("hackbench-socket.2", "kvm-guest-2cpu"),
+        ("hackbench-socket.3", "kvm-guest-2cpu"),
+    ]
     manifest = (tmp_path / "hackbench-socket.toml").read_text()
     assert recorder.listed_repeats(manifest) == [
         "repeats/hackbench-socket.2.toml",
@@ -167,7 +173,9 @@ def test_the_recorders_manifest_says_whether_sessions_were_grouped(
 
     for state, key in (("autogroup off", "off"), ("autogroup on", "on"), ("no autogroup", "none")):
         monkeypatch.setattr("dvfslab.record.autogroup_state", lambda state=state: state)
-        text = recorder.manifest(tbench, "x", Recorded(), 1.0, 10.0, "round trips")
+        text = recorder.manifest(
+            tbench, "x", Recorded(), 1.0, 10.0, "round trips", "kvm-guest-2cpu"
+        )
         assert text.startswith("# Made by scripts/record-benchmarks on ")
         assert f", {state}.\n" in text.splitlines(keepends=True)[0]
         (tmp_path / "x.toml").write_text(text)
@@ -179,7 +187,7 @@ def test_the_recorders_manifest_says_whether_sessions_were_grouped(
         assert recorded.workload == (grouped if key == "on" else "tbench:clients=2")
     # pgbench's backends each start a session of their own: no group for the model.
     pgbench = next(b for b in recorder.BENCHMARKS if b.name == "pgbench-rw")
-    text = recorder.manifest(pgbench, "x", Recorded(), 1.0, 10.0, "transactions")
+    text = recorder.manifest(pgbench, "x", Recorded(), 1.0, 10.0, "transactions", "kvm-guest-2cpu")
     assert (
         'workload = "pgbench:rw=1,clients=2,threads=2,scale=10,device=virtio,client_us=3.6"' in text
     )
@@ -205,9 +213,48 @@ def test_the_recorder_writes_each_shipped_recordings_workload(
     monkeypatch.setattr("dvfslab.record.autogroup_state", lambda: "autogroup on")
     benchmarks = {b.name: b for b in recorder.BENCHMARKS}
     for name in shipped_recordings():
-        text = recorder.manifest(benchmarks[name], name, Recorded(), 1.0, 10.0, "operations")
-        written = next(line for line in text.splitlines() if line.startswith("workload = "))
-        assert written == f'workload = "{load_recording(name).workload}"', name
+        shipped = load_recording(name)
+        text = recorder.manifest(
+            benchmarks[name], name, Recorded(), 1.0, 10.0, "operations", shipped.platform
+        )
+        (tmp_path / f"{name}.toml").write_text(text)
+        (tmp_path / f"{name}.txt").write_text(TRACE)
+        again = load_recording(tmp_path / f"{name}.toml")
+        assert again.workload == shipped.workload, name
+        assert again.operation_size == shipped.operation_size, name
+        assert again.platform == shipped.platform, name
+
+
+def test_the_recorder_runs_netperf_under_cubic_and_restores_the_machines_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = load_script("record-benchmarks")
+    stream = next(b for b in recorder.BENCHMARKS if b.name == "netperf-tcp-stream")
+    assert stream.sysctls == {"net.ipv4.tcp_congestion_control": "cubic"}
+    sysctl = tmp_path / "net" / "ipv4" / "tcp_congestion_control"
+    sysctl.parent.mkdir(parents=True)
+    sysctl.write_text("bbr\n")
+    with recorder.kernel_settings(stream.sysctls, tmp_path):
+        assert sysctl.read_text() == "cubic"
+    assert sysctl.read_text() == "bbr\n"
+    with pytest.raises(RuntimeError), recorder.kernel_settings(stream.sysctls, tmp_path):
+        raise RuntimeError("the benchmark failed")
+    assert sysctl.read_text() == "bbr\n"
+    missing = r"net.ipv4.tcp_congestion_control: this kernel has no"
+    with (
+        pytest.raises(SystemExit, match=missing),
+        recorder.kernel_settings(stream.sysctls, tmp_path / "elsewhere"),
+    ):
+        pass
+
+    class Recorded:
+        lost_events = 0
+
+    netperf = tmp_path / "netperf"
+    netperf.touch(mode=0o755)
+    monkeypatch.setenv("NETPERF", str(netperf))
+    text = recorder.manifest(stream, "s", Recorded(), 1.0, 10.0, "bytes", "kvm-guest-2cpu-b")
+    assert ", net.ipv4.tcp_congestion_control = cubic." in text.splitlines()[0]
 
 
 def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ def recorded_behaviour(rec: Recording) -> dict[str, Any]:
     window = (rec.window_start_s, rec.window_start_s + rec.window_s)
     ops = _operations(rec, trace, rec.operations, window)
     stats = behaviour(trace, rec.roles, ops, _fixed_khz(describe_platform(rec.platform)), window)
-    stats["operations_reported"] = rec.operations
+    stats["operations_reported"] = rec.operations / rec.operation_size
     lost = idle_events_lost_on(trace)
     stats["idle_events_lost_on_cpus"] = lost
     mix = role_mix_by_cpu(trace, rec.roles, window)
@@ -310,7 +310,7 @@ def modelled_behaviour(
     stats = behaviour(
         trace, rec.roles, counted, _fixed_khz(describe_platform(rec.platform)), window
     )
-    stats["operations_reported"] = float(ops["count"])
+    stats["operations_reported"] = float(ops["count"]) / rec.operation_size
     return stats, summary
 
 
@@ -319,9 +319,9 @@ def _operations(
 ) -> float:
     """The operations in `window` that per-op statistics divide by: the round trips counted in
     the trace for a request/response benchmark (the recording's and the model's alike), else
-    the benchmark's own count (`reported`)."""
+    the benchmark's own count (`reported`), in operations of `operation_size` units."""
     if rec.round_trips is None:
-        return reported
+        return reported / rec.operation_size
     requester, responder = rec.round_trips
     return float(round_trips(trace, rec.roles, requester, responder, window))
 
@@ -495,7 +495,7 @@ def check(
         "recording": rec.name,
         "workload": rec.workload,
         "platform": rec.platform,
-        "operations_unit": rec.operations_unit,
+        "operations_unit": rec.operations_label(),
         "operations_counted": (
             "the benchmark's own count"
             if rec.round_trips is None

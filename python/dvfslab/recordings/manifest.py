@@ -11,6 +11,10 @@
     window_s = 0.1
     operations = 15835.0                 # the benchmark's own operations in the window
     operations_unit = "loadfile operations"
+    operation_size = 1                   # optional: how many of those units make one
+                                         # operation of the per-op statistics (a stream's
+                                         # send size in bytes: counts per message, not per
+                                         # byte, which every count's floor would swallow)
     round_trips = ["client", "server"]   # optional: the window's operations are its round
                                          # trips between these roles, counted in each trace
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
@@ -76,6 +80,15 @@ class Recording:
     repeats: tuple[Path, ...] = ()
     """Manifests of other runs of the same command on the same machine: how far the real
     benchmark moves from run to run (`dvfslab model check` judges against all the runs)."""
+    operation_size: float = 1.0
+    """How many of `operations_unit` make one operation of the per-op statistics, on both
+    sides: a stream's send size, so that its counts are per message sent, not per byte."""
+
+    def operations_label(self) -> str:
+        """What one operation is, for tables: "transactions", "16,384 bytes"."""
+        if self.operation_size == 1:
+            return self.operations_unit
+        return f"{self.operation_size:,.0f} {self.operations_unit}"
 
     def trace_text(self) -> str:
         """The recording's ftrace text (decompressed)."""
@@ -142,6 +155,8 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
             raise ConfigError(f"{path}: roles.{role}: not a regular expression: {e}") from None
     window_s = number("window_s")
     trips = data.get("round_trips")
+    if trips is not None and data.get("operation_size", 1) != 1:
+        raise ConfigError(f"{path}: operation_size: a round trip is one operation; leave it out")
     if trips is not None and (
         not isinstance(trips, list) or len(trips) != 2 or not all(r in roles for r in trips)
     ):
@@ -181,6 +196,7 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         round_trips=None if trips is None else (trips[0], trips[1]),
         autogroup=autogroup,
         repeats=tuple(path.parent / r for r in repeats),
+        operation_size=number("operation_size", 1.0),
     )
 
 
@@ -190,7 +206,7 @@ def load_repeats(rec: Recording) -> list[Recording]:
     runs = []
     for path in rec.repeats:
         run = load_recording(path)
-        for field in ("workload", "platform", "roles", "round_trips"):
+        for field in ("workload", "platform", "roles", "round_trips", "operation_size"):
             if getattr(run, field) != getattr(rec, field):
                 raise ConfigError(
                     f"{path}: {field}: a repeat of {rec.name} must have its {field} "

@@ -110,6 +110,17 @@ pub struct VcpuWakeFile {
     /// waker pays `send_us` for it as for any IPI.
     #[serde(default)]
     pub resched_us: f64,
+    /// How long a vCPU that went idle runs its idle path before it halts (0: at once). A
+    /// wake-up in that time finds the idle task polling its flags: the waker sets them and
+    /// sends no IPI (`send_call_function_single_ipi`, `set_nr_if_polling`), and the idle loop
+    /// takes the wake list itself, logging the wake-up outside any interrupt.
+    #[serde(default)]
+    pub halt_after_us: f64,
+    /// From the vCPU going idle to the logging of a wake-up taken before it halted (within
+    /// `halt_after_us`), the woken task running just after: the rest of the idle path and the
+    /// way out of it.
+    #[serde(default)]
+    pub polled_wake_us: f64,
 }
 
 /// The time a CPU spends on switching tasks rather than on the tasks' own work. A simulated
@@ -209,6 +220,16 @@ impl VcpuWakeFile {
     /// [`VcpuWakeFile::resched_us`] in ns.
     pub fn resched_ns(&self) -> u64 {
         Self::ns(self.resched_us)
+    }
+
+    /// [`VcpuWakeFile::halt_after_us`] in ns.
+    pub fn halt_after_ns(&self) -> u64 {
+        Self::ns(self.halt_after_us)
+    }
+
+    /// [`VcpuWakeFile::polled_wake_us`] in ns.
+    pub fn polled_wake_ns(&self) -> u64 {
+        Self::ns(self.polled_wake_us)
     }
 }
 
@@ -927,9 +948,14 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         return err("rapl", "expected energy_unit_uj in (0, 1e9] and counter_bits in 8..64".into());
     }
     if let Some(v) = &f.vcpu_wake {
-        for (name, us) in
-            [("ipi_us", v.ipi_us), ("resume_us", v.resume_us), ("send_us", v.send_us), ("resched_us", v.resched_us)]
-        {
+        for (name, us) in [
+            ("ipi_us", v.ipi_us),
+            ("resume_us", v.resume_us),
+            ("send_us", v.send_us),
+            ("resched_us", v.resched_us),
+            ("halt_after_us", v.halt_after_us),
+            ("polled_wake_us", v.polled_wake_us),
+        ] {
             if !(0.0..=10_000.0).contains(&us) {
                 return err(&format!("vcpu_wake.{name}"), format!("expected 0..10000 µs, got {us}"));
             }

@@ -113,10 +113,18 @@ impl Sim {
     /// a polling idle state takes the wake-up without one). In a virtual machine whose
     /// preset gives its cost (`vcpu_wake`), the waker's CPU spends the send, and the target
     /// runs the task only after the host has run the vCPU again and the guest has left idle.
+    /// A vCPU still on its idle path, not halted yet (`vcpu_wake.halt_after_us`), polls: it
+    /// takes the wake-up without an IPI, and the task runs once the guest is out of idle.
     fn halted_vcpu_ipi(&mut self, source: usize, cpu: usize) {
         let Some(cost) = self.machine.plat.file.vcpu_wake else { return };
         let halted = self.sched.cpus[cpu].idle_power.is_some_and(|p| p != crate::hw::platform::IdlePower::Polling);
         if source == cpu || !halted {
+            return;
+        }
+        let idle_for = self.q.now().saturating_sub(self.sched.cpus[cpu].idle_entered);
+        if idle_for < cost.halt_after_ns() {
+            let logged_in = cost.polled_wake_ns().saturating_sub(idle_for);
+            self.sched.cpus[cpu].vcpu_wake_ns = Some((logged_in, 0));
             return;
         }
         self.sched.cpus[cpu].vcpu_wake_ns = Some((cost.ipi_ns(), cost.resume_ns()));

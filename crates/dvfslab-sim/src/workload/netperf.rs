@@ -75,6 +75,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         netperf::STREAM_SEND_US,
         netperf::STREAM_SEGMENT_NS_PER_BYTE,
         netperf::STREAM_RECV_US,
+        netperf::STREAM_WINDOW_KB,
     ],
     build: |k: &KnobValues| {
         let test = match k.get_u64("test") {
@@ -103,7 +104,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             stream_segment_per_byte: ns_cycles(k.get(netperf::STREAM_SEGMENT_NS_PER_BYTE.name)),
             stream_recv: us(&netperf::STREAM_RECV_US),
         };
-        Box::new(Netperf { test, size, recv_messages, costs })
+        let window_bytes = (k.get_u64(netperf::STREAM_WINDOW_KB.name) as u32).saturating_mul(1024);
+        Box::new(Netperf { test, size, recv_messages, window_bytes, costs })
     },
 };
 
@@ -132,6 +134,8 @@ struct Netperf {
     size: u32,
     /// TCP_STREAM: the messages one receive call takes at most (its size over the send size).
     recv_messages: u32,
+    /// TCP_STREAM: bytes in flight before the sender waits.
+    window_bytes: u32,
     costs: Costs,
 }
 
@@ -210,8 +214,7 @@ impl Netperf {
         let (c, copy) = (&self.costs, self.size as f64 * self.costs.copy_per_byte);
         // The send also carries its share of the loopback segments it transmits and receives.
         let send = c.stream_send + copy + self.size as f64 * c.stream_segment_per_byte;
-        let window_msgs =
-            (netperf::STREAM_WINDOW_BYTES / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
+        let window_msgs = (self.window_bytes / self.size.max(1)).clamp(1, netperf::STREAM_MAX_INFLIGHT_MSGS) as usize;
         // The sender starts with a window of credits, then spends one per send.
         let mut sender: Vec<Op> = vec![Op::Post { ch: BACK, sync: false }; window_msgs];
         let top = sender.len();
@@ -299,7 +302,8 @@ mod tests {
     use super::*;
 
     fn offered_capacity(size: u32) -> u32 {
-        let tasks = Netperf { test: Test::UdpStream, size, recv_messages: 1, costs: Costs::DEFAULT }.udp_stream();
+        let tasks = Netperf { test: Test::UdpStream, size, recv_messages: 1, window_bytes: 0, costs: Costs::DEFAULT }
+            .udp_stream();
         match tasks[0].program.iter().find(|op| matches!(op, Op::Offer { .. })) {
             Some(Op::Offer { capacity, .. }) => *capacity,
             _ => panic!("the UDP_STREAM sender offers its datagrams"),

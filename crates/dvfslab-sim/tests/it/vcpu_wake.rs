@@ -251,3 +251,80 @@ fn a_second_wake_up_of_a_vcpu_still_waking_sends_no_ipi_and_both_wait_for_one_pi
     let preempted = (0..tl.switch_prev.len()).filter(|&i| tl.switch_prev_state[i] == 'R').count();
     assert_eq!(preempted, 0, "no task was switched out runnable");
 }
+
+/// A waker on CPU 0 that every millisecond wakes a task on halted CPU 1, which works 1 µs and
+/// blocks, and wakes it again `again_us` later; 20 ms at 6.18, with the timeline.
+fn wake_twice(plat: Platform, again_us: f64) -> SimResult {
+    let waker = vec![
+        Op::Sleep { ns: Amount::Fixed(1e6) },
+        Op::Post { ch: 0, sync: false },
+        Op::Sleep { ns: Amount::Fixed(again_us * 1e3) },
+        Op::Post { ch: 0, sync: false },
+        Op::Jump { to: 0 },
+    ];
+    let wakee =
+        vec![Op::Wait { ch: 0 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18".into(),
+        duration_ns: Some(20_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    let tasks = common::PinnedPrograms(vec![(waker, 0), (wakee, 1)]);
+    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+}
+
+#[test]
+fn a_wake_up_before_the_idle_vcpu_halts_is_taken_by_its_idle_loop_without_an_ipi() {
+    // The first wake-up of a round reaches the halted vCPU by IPI: the wakee runs 31 µs later
+    // (20 + 10 + haltpoll's 1 µs exit) for 1 µs and blocks; the waker, held 5 µs for the
+    // send, posts again `again_us` after that. 5 + 30 = 35 µs is a few µs into the vCPU's
+    // idle path (it halts 9 µs in): no IPI, the waker leaves at once, and the wake-up is logged
+    // 20 µs after the idle entry, the task running after the 1 µs exit. 15 µs later the vCPU
+    // has halted: the IPI's way again.
+    let wake = serde_json::json!({
+        "ipi_us": 20.0, "resume_us": 10.0, "send_us": 5.0, "halt_after_us": 9.0, "polled_wake_us": 20.0
+    });
+    // Per second wake-up of a round: (the wakee's idle entry before it, its sched_waking,
+    // sched_wakeup, switch-in, the waker's switch-out), ns.
+    let second_wakes = |again_us: f64| {
+        let r = wake_twice(guest(Some(wake.clone())), again_us);
+        let tl = r.timeline.as_ref().expect("a timeline");
+        let after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
+            (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| times[i]).min().expect("a later event")
+        };
+        let idle_entry = |t: u64| {
+            (0..tl.switch_time_ns.len())
+                .filter(|&i| tl.switch_prev[i] == 1 && tl.switch_time_ns[i] <= t)
+                .map(|i| tl.switch_time_ns[i])
+                .max()
+                .expect("an earlier switch-out")
+        };
+        let wakings: Vec<u64> =
+            (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+        assert!(wakings.len() >= 30, "{} wake-ups", wakings.len());
+        wakings[4..]
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|&t| {
+                let wakeup = after(&tl.wakeup_time_ns, &|i| tl.wakeup_task[i] == 1, t);
+                let switch_in = after(&tl.switch_time_ns, &|i| tl.switch_next[i] == 1, t);
+                let waker_out = after(&tl.switch_time_ns, &|i| tl.switch_prev[i] == 0, t);
+                (idle_entry(t), t, wakeup, switch_in, waker_out)
+            })
+            .collect::<Vec<_>>()
+    };
+    let polled = second_wakes(30.0);
+    for &(idle, t, wakeup, switch_in, waker_out) in &polled {
+        assert!(t - idle < 9_000, "{} µs into the idle path", (t - idle) / 1000);
+        assert_eq!(wakeup - idle, 20_000, "logged 20 µs after the idle entry");
+        assert_eq!(switch_in - wakeup, 1_000, "then the idle state's exit");
+        assert_eq!(waker_out, t, "no IPI to send");
+    }
+    let halted = second_wakes(45.0);
+    for &(idle, t, wakeup, switch_in, waker_out) in &halted {
+        assert!(t - idle > 9_000, "{} µs into the idle path", (t - idle) / 1000);
+        assert_eq!((wakeup - t, switch_in - t, waker_out - t), (20_000, 31_000, 5_000));
+    }
+}

@@ -211,6 +211,24 @@ fn a_stream_receive_takes_every_queued_message_up_to_its_size() {
 }
 
 #[test]
+fn a_stream_sender_waits_once_its_window_is_in_flight() {
+    use dvfslab_sim::workload::estimates::netperf;
+    // A receiver slowed to 8 µs a call besides its copy, taking up to eight messages a call
+    // (-M 131072), bounds the stream. With 32 KiB in flight the sender waits after two 16 KiB
+    // messages, so a call finds two queued at most and the stream stays below what a call
+    // of two gives; with 1 MiB a call finds eight, and the stream runs well above that.
+    let rate = |window_kb: u32| {
+        let w = format!("netperf:test=tcp-stream,stream_recv_us=8,recv_size=131072,window_kb={window_kb}");
+        metric(&w, "performance", 0.1)
+    };
+    let (small, large) = (rate(32), rate(1024));
+    let copy_us = 16384.0 * netperf::COPY_NS_PER_BYTE.default * 1e-3;
+    let two_a_call_mbit = 16384.0 * 8.0 / (8.0 / 2.0 + copy_us);
+    assert!(small < two_a_call_mbit, "{small} Mbit/s with 32 KiB, {two_a_call_mbit:.0} at two a call");
+    assert!(large > 1.5 * two_a_call_mbit, "{large} Mbit/s with 1 MiB, {two_a_call_mbit:.0} at two a call");
+}
+
+#[test]
 fn pipe_test_runs_on_two_cores_and_is_faster_at_a_higher_fixed_frequency() {
     let at = |khz: u32| run(SKYLAKE, &format!("userspace:scaling_setspeed={khz}"), "pipe-test:loops=2000", 10.0, 1);
     let (slow, fast) = (at(1_600_000), at(3_500_000));
