@@ -292,7 +292,7 @@ def _runs_and_switches(
     onto an idle vCPU whose idle loop took the wake-up itself (polling, before it halted)
     leaves neither its switch-in nor its wake-up in a guest's trace that loses the idle
     task's events (docs/recording.md); leaving those runs out would undercount the CPU per
-    op by their share (netperf's stream receiver: 22% of its runs)."""
+    op by their share (the first netperf stream recording's receiver: 22% of its runs)."""
     running: dict[int, tuple[int, float]] = {}  # cpu -> (pid, since)
     logged_cycles: dict[str, list[float]] = defaultdict(list)
     woken = _wakeup_times(trace, pid_role)
