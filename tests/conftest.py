@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dvfslab.platforms import preset_values
+from dvfslab.platforms import load_platform, preset_values
 
 PRESET_IDS = (
     "broadwell-e5-2698v4-2s",
@@ -68,9 +68,7 @@ class Presets:
 
     def doc(self, platform_id: str) -> dict[str, Any]:
         """The preset's data, declared constants as their values (as the simulator reads it)."""
-        doc: dict[str, Any] = preset_values(
-            json.loads(self.path(platform_id).read_text(encoding="utf-8"))
-        )
+        doc: dict[str, Any] = preset_values(json.loads(load_platform(platform_id)[0]))
         return doc
 
     def hardware_freqs_khz(self, platform_id: str) -> set[int]:

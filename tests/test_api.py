@@ -37,6 +37,32 @@ def test_simulate_accepts_a_path_as_well_as_an_id(presets, result):
     assert by_path.energy_j == result.energy_j
 
 
+def test_a_preset_that_extends_another_is_the_base_with_its_own_fields_over_it(tmp_path):
+    base = json.loads(dvfslab.platforms.load_platform("kvm-guest-2cpu")[0])
+    second = json.loads(dvfslab.platforms.load_platform("kvm-guest-2cpu-b")[0])
+    assert "extends" not in second
+    assert second["id"] == "kvm-guest-2cpu-b"
+    assert second["clusters"] == base["clusters"]
+    assert second["vcpu_wake"]["ipi_us"]["value"] < base["vcpu_wake"]["ipi_us"]["value"]
+    # Its notes follow the base's.
+    assert second["notes"][: len(base["notes"])] == base["notes"]
+    assert len(second["notes"]) > len(base["notes"])
+    # An object is merged key by key: a user's file that changes the tick keeps the driver.
+    mine = tmp_path / "mine.json"
+    mine.write_text(
+        json.dumps({"extends": "skylake-e3-1240v5", "id": "mine", "defaults": {"hz": 1000}})
+    )
+    merged = json.loads(dvfslab.platforms.load_platform(mine)[0])
+    assert merged["defaults"] == {"driver": "intel_cpufreq", "hz": 1000}
+    run = dvfslab.simulate(mine, "performance", "cpu-bound:threads=1", duration_s=0.05)
+    assert run.platform == "mine"
+    mine.write_text(json.dumps({"extends": "nope", "id": "mine"}))
+    with pytest.raises(
+        dvfslab.ConfigError, match=r"mine\.json: extends: expected a shipped preset"
+    ):
+        dvfslab.platforms.load_platform(mine)
+
+
 def test_result_attributes_mirror_the_result_json(result):
     summary = json.loads(result.to_json())
     assert result.to_dict() == summary

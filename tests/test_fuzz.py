@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -209,8 +208,7 @@ def test_any_text_as_rtapp_json_is_refused_or_runs(text: str, tmp_path_factory) 
 
 
 def shipped_preset(preset_id: str) -> dict[str, Any]:
-    text = (resources.files("dvfslab") / "data" / "platforms" / f"{preset_id}.json").read_text()
-    doc: dict[str, Any] = json.loads(text)
+    doc: dict[str, Any] = json.loads(dvfslab.platforms.load_platform(preset_id)[0])
     return doc
 
 

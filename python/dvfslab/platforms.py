@@ -37,6 +37,12 @@ def load_platform(platform: PlatformRef) -> tuple[str, str]:
     A string ending in ".json" or containing a path separator is a path; otherwise a shipped
     preset id, and failing that an existing file.
     """
+    text, source = _preset_text(platform)
+    return _extended(text, source), source
+
+
+def _preset_text(platform: PlatformRef) -> tuple[str, str]:
+    """The preset's own JSON text, as its file holds it, and its source."""
     if isinstance(platform, os.PathLike):
         return _read_preset_file(Path(platform))
     if not isinstance(platform, str):
@@ -50,6 +56,33 @@ def load_platform(platform: PlatformRef) -> tuple[str, str]:
         return _read_preset_file(Path(platform))
     known = ", ".join(preset_ids()) or "none shipped"
     raise ConfigError(f"unknown platform {platform!r} (known: {known})")
+
+
+def _extended(text: str, source: str) -> str:
+    """A preset that `extends` a shipped one, as the whole preset: the base's fields with its
+    own over them, objects merged key by key, anything else (a number, a list, a declared
+    constant given as a number) replaced; its `notes` follow the base's. Others unchanged."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or "extends" not in doc:
+        return text
+    base_id = doc.pop("extends")
+    if not isinstance(base_id, str) or base_id not in preset_ids():
+        known = ", ".join(preset_ids())
+        raise ConfigError(
+            f"{source}: extends: expected a shipped preset id ({known}), got {base_id!r}"
+        )
+    base = json.loads(load_platform(base_id)[0])
+    notes = base.get("notes", []) + doc.pop("notes", [])
+    merged = _merged(base, doc)
+    if notes:
+        merged["notes"] = notes
+    return json.dumps(merged)
+
+
+def _merged(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
+    return over
 
 
 def describe_platform(platform: PlatformRef) -> dict[str, Any]:

@@ -24,13 +24,6 @@
 
 #define MESSAGE 100
 
-static double cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
 static int read_message(int fd, char *buf)
 {
 	int got = 0;
@@ -66,7 +59,7 @@ int main(int argc, char **argv)
 			_exit(1);
 		for (int i = 0; i < rounds; i++) {
 			if (i == rounds / 10)
-				since = cpu_ns();
+				since = thread_cpu_ns();
 			if (read(go[0], &token, 1) != 1)
 				_exit(1);
 			for (int j = 0; j < batch; j++)
@@ -75,7 +68,7 @@ int main(int argc, char **argv)
 			if (write(back[1], &token, 1) != 1)
 				_exit(1);
 		}
-		double spent = cpu_ns() - since;
+		double spent = thread_cpu_ns() - since;
 		_exit(write(result[1], &spent, sizeof spent) == sizeof spent ? 0 : 1);
 	}
 	if (pin_to_cpu(writer_cpu))
@@ -85,14 +78,14 @@ int main(int argc, char **argv)
 	double since = 0;
 	for (int i = 0; i < rounds; i++) {
 		if (i == rounds / 10)
-			since = cpu_ns();
+			since = thread_cpu_ns();
 		for (int j = 0; j < batch; j++)
 			if (write(data[1], msg, MESSAGE) != MESSAGE)
 				return 1;
 		if (write(go[1], &token, 1) != 1 || read(back[0], &token, 1) != 1)
 			return 1;
 	}
-	double writer = cpu_ns() - since, reader = 0;
+	double writer = thread_cpu_ns() - since, reader = 0;
 	if (read(result[0], &reader, sizeof reader) != sizeof reader)
 		return 1;
 	waitpid(child, NULL, 0);

@@ -1,6 +1,6 @@
 /*
- * What the probes share: a monotonic clock in microseconds, work that spins for a set time,
- * and pinning the process (and the children it forks) to a CPU.
+ * What the probes share: a monotonic clock in microseconds, the thread's CPU time, work that
+ * spins for a set time, and pinning the process (and the children it forks) to a CPU.
  */
 #ifndef PROBE_H
 #define PROBE_H
@@ -15,6 +15,14 @@ static inline double now_us(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* The calling thread's CPU time in nanoseconds (kernel time included). */
+static inline double thread_cpu_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
 static inline void work(double us)

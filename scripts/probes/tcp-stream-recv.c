@@ -21,13 +21,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static double cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
 /* Sums for the least-squares line through (bytes, ns) points. */
 struct fit {
 	double n, x, y, xx, xy;
@@ -77,9 +70,9 @@ int main(int argc, char **argv)
 		while (full(fd, msg, send_size, 0) == 0) {
 			sent += send_size;
 			if (since == 0 && now_us() - start > 1e5 * seconds)
-				since = cpu_ns(), sent = 0;
+				since = thread_cpu_ns(), sent = 0;
 		}
-		double per_byte = since > 0 && sent > 0 ? (cpu_ns() - since) / sent : 0;
+		double per_byte = since > 0 && sent > 0 ? (thread_cpu_ns() - since) / sent : 0;
 		_exit(write(result[1], &per_byte, sizeof per_byte) == sizeof per_byte ? 0 : 1);
 	}
 	int fd = accept(ls, NULL, NULL);
@@ -96,9 +89,9 @@ int main(int argc, char **argv)
 			return 1;
 		double found = 0;
 		for (;;) {
-			double before = cpu_ns();
+			double before = thread_cpu_ns();
 			int n = recv(fd, buf, recv_size, MSG_DONTWAIT);
-			double spent = cpu_ns() - before;
+			double spent = thread_cpu_ns() - before;
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 				break;
 			if (n <= 0)

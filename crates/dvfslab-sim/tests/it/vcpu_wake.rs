@@ -6,6 +6,7 @@
 use crate::common;
 
 use dvfslab_sim::hw::platform::Platform;
+use dvfslab_sim::observe::Timeline;
 use dvfslab_sim::sched::task::{Amount, Mark, Op};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
@@ -14,6 +15,16 @@ const BURST_CYCLES: f64 = 26_000.0;
 
 fn run(cycles: f64) -> Op {
     Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
+}
+
+/// The first of `times` at or after `t` whose index `pick` takes: (time, index).
+fn first_from(times: &[u64], pick: impl Fn(usize) -> bool, t: u64) -> Option<(u64, usize)> {
+    (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| (times[i], i)).min()
+}
+
+/// The times of task `task`'s sched_waking.
+fn wakings_of(tl: &Timeline, task: u32) -> Vec<u64> {
+    (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == task).map(|i| tl.waking_time_ns[i]).collect()
 }
 
 /// The guest's preset, with `vcpu_wake` as given (None: without the field), and without its
@@ -57,11 +68,9 @@ fn ping_pong(plat: Platform, kernel: &str) -> SimResult {
 /// sched_waking → its switch-in, sched_waking → the client's switch-out), ns.
 fn server_wake_gaps(r: &SimResult) -> Vec<(u64, u64, u64)> {
     let tl = r.timeline.as_ref().expect("a timeline");
-    let after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
-        (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| times[i]).min().expect("a later event")
-    };
-    let wakings: Vec<u64> =
-        (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+    let after =
+        |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| first_from(times, pick, t).expect("a later event").0;
+    let wakings = wakings_of(tl, 1);
     wakings[5..wakings.len() - 5]
         .iter()
         .map(|&t| {
@@ -147,18 +156,10 @@ fn remote_wakes(plat: Platform, kernel: &str, neighbour: Vec<Op>) -> SimResult {
 /// Per wake-up of the wakee (task 1): (sched_waking → its switch-in, → the waker's switch-out), ns.
 fn wakee_gaps(r: &SimResult) -> Vec<(u64, u64)> {
     let tl = r.timeline.as_ref().expect("a timeline");
-    let after = |pick: &dyn Fn(usize) -> bool, t: u64| {
-        (0..tl.switch_time_ns.len())
-            .filter(|&i| pick(i) && tl.switch_time_ns[i] >= t)
-            .map(|i| tl.switch_time_ns[i])
-            .min()
-    };
-    (0..tl.waking_time_ns.len())
-        .filter(|&i| tl.waking_task[i] == 1)
-        .filter_map(|i| {
-            let t = tl.waking_time_ns[i];
-            Some((after(&|j| tl.switch_next[j] == 1, t)? - t, after(&|j| tl.switch_prev[j] == 0, t)? - t))
-        })
+    let after = |pick: &dyn Fn(usize) -> bool, t: u64| first_from(&tl.switch_time_ns, pick, t).map(|(at, _)| at);
+    wakings_of(tl, 1)
+        .into_iter()
+        .filter_map(|t| Some((after(&|j| tl.switch_next[j] == 1, t)? - t, after(&|j| tl.switch_prev[j] == 0, t)? - t)))
         .collect()
 }
 
@@ -228,11 +229,9 @@ fn a_second_wake_up_of_a_vcpu_still_waking_sends_no_ipi_and_both_wait_for_one_pi
     // runs leave ahead, although it was woken second.
     let r = two_wakes_in_a_row(guest(Some(cost(20.0, 10.0, 5.0))));
     let tl = r.timeline.as_ref().expect("a timeline");
-    let first_after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
-        (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| (times[i], i)).min().expect("a later event")
-    };
-    let rounds: Vec<u64> =
-        (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+    let first_after =
+        |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| first_from(times, pick, t).expect("a later event");
+    let rounds = wakings_of(tl, 1);
     assert!(rounds.len() >= 15, "{} rounds", rounds.len());
     let mut short_first = 0;
     for &t in &rounds[3..] {
@@ -290,9 +289,8 @@ fn a_wake_up_before_the_idle_vcpu_halts_is_taken_by_its_idle_loop_without_an_ipi
     let second_wakes = |again_us: f64| {
         let r = wake_twice(guest(Some(wake.clone())), again_us);
         let tl = r.timeline.as_ref().expect("a timeline");
-        let after = |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| {
-            (0..times.len()).filter(|&i| pick(i) && times[i] >= t).map(|i| times[i]).min().expect("a later event")
-        };
+        let after =
+            |times: &[u64], pick: &dyn Fn(usize) -> bool, t: u64| first_from(times, pick, t).expect("a later event").0;
         let idle_entry = |t: u64| {
             (0..tl.switch_time_ns.len())
                 .filter(|&i| tl.switch_prev[i] == 1 && tl.switch_time_ns[i] <= t)
@@ -300,8 +298,7 @@ fn a_wake_up_before_the_idle_vcpu_halts_is_taken_by_its_idle_loop_without_an_ipi
                 .max()
                 .expect("an earlier switch-out")
         };
-        let wakings: Vec<u64> =
-            (0..tl.waking_time_ns.len()).filter(|&i| tl.waking_task[i] == 1).map(|i| tl.waking_time_ns[i]).collect();
+        let wakings = wakings_of(tl, 1);
         assert!(wakings.len() >= 30, "{} wake-ups", wakings.len());
         wakings[4..]
             .iter()
