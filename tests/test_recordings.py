@@ -192,6 +192,27 @@ cpus=2
     assert s["roles"]["all"]["cpu_cycles_per_op"] == pytest.approx(49_000, rel=1e-6)
 
 
+def test_a_role_whose_runs_all_began_unlogged_counts_among_all_runs() -> None:
+    # cli runs 10 us, logged; srv's only run has no known start (woken onto CPU 0, switched
+    # out of CPU 1): no mean run of its own to count it at, but it is one of all the runs.
+    lines = """\
+cpus=2
+            cli-10    [001] d..2.   1.000000: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         <idle>-0     [000] d.s2.   1.000005: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+         <idle>-0     [000] d..2.   1.000010: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [000] d..2.   1.000020: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+         <idle>-0     [000] d.s2.   1.000030: sched_waking: comm=srv pid=20 prio=120 target_cpu=000
+            srv-20    [001] d..2.   1.000050: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""
+    s = behaviour(parse_text(lines, "unlogged-role"), ROLES, operations=1.0, fixed_khz=1_000_000)
+    srv, everyone = s["roles"]["server"], s["roles"]["all"]
+    assert srv["run_us"]["n"] == 0
+    assert srv["unlogged_run_pct"] == 100.0
+    # One of the two runs began unlogged; only cli's 10 us is known CPU time.
+    assert everyone["unlogged_run_pct"] == pytest.approx(50.0)
+    assert everyone["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
+
+
 def test_a_cpu_that_never_logs_leaving_idle_is_found_and_the_models_trace_loses_the_same() -> None:
     # The worked example leaves idle on both CPUs: nothing lost.
     assert idle_events_lost_on(parse_text(WORKED, "worked")) == []
@@ -428,10 +449,12 @@ def test_a_round_trip_benchmark_counts_its_window_in_both_traces_alike() -> None
 
 
 def test_a_tolerance_judges_relative_and_share_differences() -> None:
-    rel = Tolerance(rel=0.2, floor=0.02)
+    rel = Tolerance(rel=0.2)
     assert rel.judge(100.0, 119.0) == "ok"
     assert rel.judge(100.0, 121.0) == "off"
-    assert rel.judge(0.01, 0.0) == "ok"  # both below the floor
+    assert rel.judge(0.0, 0.0) == "ok"
+    # However rare: a count's noise is judged by its events (count_interval), not by a floor.
+    assert rel.judge(0.01, 0.0) == "off"
     assert rel.judge(None, 1.0) == "n/a"
     assert Tolerance(points=10).judge(50.0, 61.0) == "off"
     assert Tolerance().judge(1.0, 100.0) == "reported"
@@ -692,10 +715,12 @@ def test_netperf_rr_keeps_a_vcpu_a_side_on_the_guests_packing_kernel() -> None:
     # The recording kernel keeps a woken task on its previous vCPU while that vCPU has room
     # (the preset's vcpu_pack): a background task holding one side's vCPU no longer brings
     # the pair onto one, where a transaction took 12 us instead of 76 and the woken side
-    # preempted its waker. As recorded: no wake-up on the waker's vCPU, none preempting.
+    # preempted its waker. As recorded: no wake-up on the waker's vCPU, none preempting (the
+    # recording's 7 preemptions in 1,310 round trips are ksoftirqd's, at ticks: not modelled).
     rows = {(r["role"], r["statistic"]): r for r in check(load_recording("netperf-tcp-rr"))["rows"]}
     assert rows[("all", "same_cpu_wakeup_pct")]["model"] == 0.0
-    for statistic in ("preempted_per_op", "wakeups_per_op", "run_us.p50", "sleep_us.p50"):
+    assert rows[("all", "preempted_per_op")]["model"] < 0.01
+    for statistic in ("wakeups_per_op", "run_us.p50", "sleep_us.p50"):
         assert rows[("all", statistic)]["verdict"] == "ok", rows[("all", statistic)]
 
 

@@ -323,11 +323,13 @@ def _runs_and_switches(
                     stats[r].cpu_cycles += cycles
                     stats[r].runs_us.append(run_s * 1e6)
         running[cpu] = (nxt, t)
-    for role, runs in logged_cycles.items():
+    for role in [r for r in stats if r != ALL]:
         unlogged = stats[role].unlogged_runs
-        if unlogged:
-            estimate = unlogged * float(np.mean(runs))
-            stats[ALL].unlogged_runs += unlogged
+        stats[ALL].unlogged_runs += unlogged
+        # A role with no logged run has no mean to count its unlogged ones at: their CPU time
+        # stays unknown, and its share of unlogged runs (100%) says so.
+        if unlogged and logged_cycles[role]:
+            estimate = unlogged * float(np.mean(logged_cycles[role]))
             for r in (role, ALL):
                 stats[r].cpu_cycles += estimate
     # What was still running at the end counts as CPU time, not as a run.
