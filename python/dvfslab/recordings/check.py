@@ -67,8 +67,8 @@ PER_OP_CPU = Tolerance(rel=0.20)
 PER_OP_COUNT = Tolerance(rel=0.25)
 """Small counts have no floor below which both sides count as equal: what tells a rare event's
 count from its noise is how many events were counted, not their rate per operation, whose unit
-is each benchmark's own (a floor of 0.02 a message would pass a model never preempted against a
-netperf stream preempted once every 60 messages). `count_interval` judges them by their events."""
+is each benchmark's own (a floor of 0.02 an operation would pass a model never preempted against
+a benchmark preempted once every 60 operations). `count_interval` judges them by their events."""
 SHARE = Tolerance(points=10.0)
 # ftrace's text prints microseconds, so a run or sleep median is known to 1 us on either side:
 # a 3 us median against a 4 us one cannot be told apart however short both are.
