@@ -213,6 +213,22 @@ cpus=2
     assert everyone["cpu_cycles_per_op"] == pytest.approx(10_000, rel=1e-6)
 
 
+def test_preemptions_by_a_task_outside_the_benchmark_are_told_apart() -> None:
+    # cli is preempted twice: by its server, then by ksoftirqd/0 (no role); srv sleeps.
+    lines = """\
+cpus=1
+            cli-10    [000] d..2.   1.000000: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [000] d..2.   1.000010: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [000] d..2.   1.000020: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=ksoftirqd/0 next_pid=14 next_prio=120
+    ksoftirqd/0-14    [000] d..2.   1.000022: sched_switch: prev_comm=ksoftirqd/0 prev_pid=14 prev_prio=120 prev_state=S ==> next_comm=cli next_pid=10 next_prio=120
+"""
+    s = behaviour(parse_text(lines, "outsider"), ROLES, operations=1.0, fixed_khz=1_000_000)
+    assert s["roles"]["client"]["preempted_per_op"] == 2.0
+    assert s["roles"]["client"]["preempted_outside_pct"] == pytest.approx(50.0)
+    assert s["roles"]["server"]["preempted_outside_pct"] is None
+    assert s["roles"]["all"]["preempted_outside_pct"] == pytest.approx(50.0)
+
+
 def test_a_cpu_that_never_logs_leaving_idle_is_found_and_the_models_trace_loses_the_same() -> None:
     # The worked example leaves idle on both CPUs: nothing lost.
     assert idle_events_lost_on(parse_text(WORKED, "worked")) == []

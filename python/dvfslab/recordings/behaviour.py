@@ -57,6 +57,9 @@ class RoleStats:
     """Runs whose start went unlogged (no switch to the task, no wake-up onto its CPU since
     that went idle): their CPU time is the role's mean run's (`_runs_and_switches`)."""
     switch_outs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
+    preempted_by_outsider: int = 0
+    """Preemptions whose next task is none of the benchmark's (a kernel thread, another
+    process): what the benchmark's own tasks do not explain."""
     wakeups: int = 0
     runs_us: list[float] = field(default_factory=list)
     sleeps_us: list[float] = field(default_factory=list)
@@ -134,6 +137,7 @@ def behaviour(
             "cpu_cycles_per_op": s.cpu_cycles / ops,
             "switch_outs_per_op": sum(s.switch_outs.values()) / ops,
             "preempted_per_op": s.switch_outs["R"] / ops,
+            "preempted_outside_pct": _pct(s.preempted_by_outsider, s.switch_outs["R"]),
             "sleeps_s_per_op": s.switch_outs["S"] / ops,
             "sleeps_d_per_op": s.switch_outs["D"] / ops,
             "sleep_d_pct": _pct(s.switch_outs["D"], s.switch_outs["S"] + s.switch_outs["D"]),
@@ -305,8 +309,10 @@ def _runs_and_switches(
         if role is not None and start <= t <= end:
             kind = _switch_kind(str(state))
             if kind is not None:
+                outsider = kind == "R" and nxt != 0 and nxt not in pid_role
                 for r in (role, ALL):
                     stats[r].switch_outs[kind] += 1
+                    stats[r].preempted_by_outsider += outsider
             began = running.get(cpu)
             if began is not None and began[0] == 0 and prev != 0:
                 since = _unlogged_switch_in(woken.get(prev), cpu, began[1], t)

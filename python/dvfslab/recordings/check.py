@@ -79,6 +79,9 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     ("cpu_cycles_per_op", "CPU cycles per op", PER_OP_CPU),
     ("switch_outs_per_op", "switch-outs per op", PER_OP_COUNT),
     ("preempted_per_op", "  preempted per op", PER_OP_COUNT),
+    # Who preempted: a task outside the benchmark (ksoftirqd at a tick, a kworker) is the
+    # machine's, not the benchmark's model's.
+    ("preempted_outside_pct", "    by a task outside the benchmark %", REPORTED),
     ("sleeps_s_per_op", "  sleeps in S per op", PER_OP_COUNT),
     ("sleeps_d_per_op", "  sleeps in D per op", PER_OP_COUNT),
     ("wakeups_per_op", "wake-ups per op", PER_OP_COUNT),
