@@ -96,7 +96,9 @@ pub(crate) struct Rules {
 
 /// The first stable update of each series with the reworked wake-up check: 6.18.33 took the
 /// rework, its delayed-dequeue fix and the revert of its forced preemption together (the stable
-/// tree's push of Linux 6.18.33, May 2026). Checked under the recordings' kernel (6.18.44): a
+/// tree's push of Linux 6.18.33, May 2026). The 6.12 series has not: 6.12.118 (Debian's
+/// linux-source-6.12) still has mainline's check, PREEMPT_SHORT's cancel and all. Checked
+/// under the recordings' kernel (6.18.44): a
 /// child forked by a parent pinned with it never ran before the parent returned from fork in
 /// 400 forks, after 0.5 or 3 ms of the parent's work, where mainline 6.18's rule would let it
 /// after 3 ms; and in gitsource a child forked onto its parent's busy CPU preempts it at once
@@ -416,5 +418,7 @@ mod tests {
         let r618_44 = Rules::for_kernel(KernelVersion(6, 18, 44), 64, 4_000_000).unwrap();
         assert!(r618_44.reworked_wakeup_check);
         assert!(!Rules::for_kernel(KernelVersion(6, 18, 32), 64, 4_000_000).unwrap().reworked_wakeup_check);
+        // The 6.12 series kept mainline's check (read at 6.12.118).
+        assert!(!Rules::for_kernel(KernelVersion(6, 12, 118), 2, 4_000_000).unwrap().reworked_wakeup_check);
     }
 }

@@ -48,11 +48,12 @@ pub(crate) const NEWIDLE_BALANCE_COST_NS: u64 = 5_000;
 const DECAY_PERIOD_NS: TimeNs = 1_000_000_000;
 
 /// The first stable update of each series with the new-idle lottery and without 6.17's raise.
-/// \[EST\] The stable versions are from a third-party kernel monitor's notes (`newidle_call`,
-/// `newidle_success` and `newidle_ratio` present "6.18.5+ and 6.12.65+"), not read in the
-/// stable trees; the recording kernel, 6.18.44, behaves as the lottery predicts (a CPU going
-/// idle pulls a waiting task about a fifth of the time, whatever its average idle time;
-/// docs/recording.md).
+/// \[EST\] The first versions are from a third-party kernel monitor's notes (`newidle_call`,
+/// `newidle_success` and `newidle_ratio` present "6.18.5+ and 6.12.65+"). Read at 6.12.118
+/// (Debian's linux-source-6.12): the lottery is there as modelled, a success weighted by the
+/// inverse of its odds, with 5.16's cost gate and no raise. The recording kernel, 6.18.44,
+/// behaves as the lottery predicts (a CPU going idle pulls a waiting task about a fifth of the
+/// time, whatever its average idle time; docs/recording.md).
 const LOTTERY_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 12, 65), KernelVersion(6, 18, 5)];
 
 /// The ceiling of 6.17's raise after a failed balance: the migration cost plus 200 ns.
@@ -221,6 +222,8 @@ mod tests {
         assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 44)), Gate::SuccessLottery);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 64)), Gate::BalanceCost);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 65)), Gate::SuccessLottery);
+        // Read in 6.12.118's source.
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 118)), Gate::SuccessLottery);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 17, 13)), Gate::RaisedOnFailure);
     }
 
