@@ -97,12 +97,12 @@ pub(crate) struct Rules {
 /// The first stable update of each series with the reworked wake-up check: 6.18.33 took the
 /// rework, its delayed-dequeue fix and the revert of its forced preemption together (the stable
 /// tree's push of Linux 6.18.33, May 2026). The 6.12 series has not: 6.12.118 (Debian's
-/// linux-source-6.12) still has mainline's check, PREEMPT_SHORT's cancel and all. Checked
-/// under the recordings' kernel (6.18.44): a
-/// child forked by a parent pinned with it never ran before the parent returned from fork in
-/// 400 forks, after 0.5 or 3 ms of the parent's work, where mainline 6.18's rule would let it
-/// after 3 ms; and in gitsource a child forked onto its parent's busy CPU preempts it at once
-/// in 6 of ~1,450 forks (the model without the rule: 97 of ~900).
+/// linux-source-6.12) still has mainline's check, PREEMPT_SHORT's cancel and all. Checked under
+/// the recordings' kernel (6.18.44): a child forked by a parent pinned with it never ran before
+/// the parent returned from fork in 400 forks, after 0.5 or 3 ms of the parent's work, where
+/// mainline 6.18's rule would let it after 3 ms; and in gitsource a child forked onto its
+/// parent's busy CPU preempts it at once in 6 of ~1,450 forks (the model without the rule: 97
+/// of ~900).
 const WAKEUP_REWORK_FIRST_STABLE: [KernelVersion; 1] = [KernelVersion(6, 18, 33)];
 
 impl Rules {
