@@ -163,8 +163,9 @@ struct Schedutil {
     /// The policy's limits changed (sugov_limits): the next update ignores the rate limit and
     /// sets `need_freq_update`.
     limits_changed: bool,
-    /// 5.10 – 6.13: a driver with CPUFREQ_NEED_UPDATE_LIMITS keeps `need_freq_update` set once
-    /// it is (sugov_update_next_freq re-reads the flag), so every evaluation calls it.
+    /// 5.10 – 6.13 (before the stable updates that took 6.14's rule): a driver with
+    /// CPUFREQ_NEED_UPDATE_LIMITS keeps `need_freq_update` set once it is
+    /// (sugov_update_next_freq re-reads the flag), so every evaluation calls it.
     keeps_need_freq_update: bool,
     /// Response-time multiplier (×1024) and the effective rate limit for the headroom.
     rt_mult: u64,
@@ -210,8 +211,9 @@ impl Governor for Schedutil {
         // sugov_start, then the core's ->limits (sugov_limits) as the governor starts.
         self.need_freq_update = false;
         self.limits_changed = true;
-        self.keeps_need_freq_update =
-            ctx.facts().driver_needs_update_limits() && ctx.kernel() < KernelVersion(6, 14, 0);
+        self.keeps_need_freq_update = ctx.facts().driver_needs_update_limits()
+            && ctx.kernel() < KernelVersion(6, 14, 0)
+            && !ctx.kernel().has_backport(&NEED_FREQ_UPDATE_CLEARED_FIRST_STABLE);
         let lshift = ctx.pelt_multiplier().trailing_zeros();
         self.pelt_lshift = lshift;
         let cap = ctx.cap_orig(ctx.cpus()[0]);
@@ -335,6 +337,14 @@ struct Parts {
     uclamp: Option<(u64, u64)>,
 }
 
+/// The first stable update of each series that clears a pending limits update once it is
+/// taken, as 6.14 does ("cpufreq: schedutil: Fix superfluous updates caused by
+/// need_freq_update", 8e461a1cb43d), read from the stable review postings: 5.15.179, 6.1.129,
+/// 6.12.13 and 6.13.2 took it (5.10 and 6.6 not found: their updates keep the earlier rule
+/// here). Debian's 6.1.192 and 6.12.118 sources have it.
+const NEED_FREQ_UPDATE_CLEARED_FIRST_STABLE: [KernelVersion; 4] =
+    [KernelVersion(5, 15, 179), KernelVersion(6, 1, 129), KernelVersion(6, 12, 13), KernelVersion(6, 13, 2)];
+
 impl Schedutil {
     /// sugov_should_update_freq: a limits change is taken at once and asks for a new
     /// frequency; otherwise the rate limit applies.
@@ -354,8 +364,9 @@ impl Schedutil {
     /// only when the frequency changes; in 4.7 – 4.11 sugov_update_commit set it on every
     /// evaluated update, so the rate limit counted from the last evaluation, changed or not.
     /// Returns whether there is a new frequency to ask the driver for.
-    /// 5.10 – 6.13 re-read CPUFREQ_NEED_UPDATE_LIMITS into `need_freq_update`, from 6.14 it
-    /// is cleared ("cpufreq: schedutil: Fix superfluous updates caused by need_freq_update").
+    /// 5.10 – 6.13 re-read CPUFREQ_NEED_UPDATE_LIMITS into `need_freq_update`, from 6.14 (and
+    /// the stable updates that took it) it is cleared ("cpufreq: schedutil: Fix superfluous
+    /// updates caused by need_freq_update").
     fn commit_next_freq(&mut self, time: u64, f: u32, kernel: KernelVersion) -> bool {
         if self.need_freq_update {
             self.need_freq_update = self.keeps_need_freq_update;

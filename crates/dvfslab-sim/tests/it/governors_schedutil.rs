@@ -281,4 +281,13 @@ fn intel_cpufreq_is_called_at_every_evaluation_from_5_10_to_6_13() {
     };
     assert!(held("schedutil:kernel=6.6,driver=intel_cpufreq") > 0);
     assert_eq!(held("schedutil:kernel=6.7,driver=intel_cpufreq"), 0);
+    // The stable updates that took 6.14's rule clear it too (read in Debian's 6.1.192 and
+    // 6.12.118 sources; first updates from the stable review postings).
+    for (before, from) in [("6.1.128", "6.1.129"), ("6.12.12", "6.12.13"), ("5.15.178", "5.15.179")] {
+        let (old, new) = (
+            requests(&format!("schedutil:kernel={before},driver=intel_cpufreq")),
+            requests(&format!("schedutil:kernel={from},driver=intel_cpufreq")),
+        );
+        assert!(old > 10 * new, "{before} {old}, {from} {new}");
+    }
 }

@@ -180,8 +180,10 @@ fn governor_file(path: &Path) -> std::result::Result<PathBuf, String> {
     Ok(path.to_path_buf())
 }
 
-/// The version to build `file` as: the kernel tree's (the first Makefile above the file that
-/// sets VERSION and PATCHLEVEL), or `kernel=` when given; both must agree.
+/// The version to build and run `file` as: the kernel tree's (the first Makefile above the file
+/// that sets VERSION and PATCHLEVEL, with its SUBLEVEL: a stable tree runs with the backports
+/// the simulator knows for its update), or `kernel=` when given; both must agree (`kernel=X.Y`
+/// agrees with any X.Y.Z tree, and takes its update).
 fn version_of(file: &Path, given: Option<&str>) -> std::result::Result<KernelVersion, String> {
     let tree = file.ancestors().skip(1).take(4).find_map(|dir| {
         let text = std::fs::read_to_string(dir.join("Makefile")).ok()?;
@@ -197,7 +199,7 @@ fn version_of(file: &Path, given: Option<&str>) -> std::result::Result<KernelVer
     match (tree, given) {
         (Some((v, _)), None) => Ok(v),
         (None, Some(v)) => Ok(v),
-        (Some((t, _)), Some(g)) if t == g => Ok(g),
+        (Some((t, _)), Some(g)) if t == g || (g.2 == 0 && (t.0, t.1) == (g.0, g.1)) => Ok(t),
         (Some((t, makefile)), Some(g)) => Err(format!(
             "kernel={g}, but {} says {t}: a file is built as its own tree's version (leave kernel= out)",
             makefile.display()
@@ -208,7 +210,7 @@ fn version_of(file: &Path, given: Option<&str>) -> std::result::Result<KernelVer
     }
 }
 
-/// VERSION and PATCHLEVEL of a kernel's top Makefile.
+/// VERSION, PATCHLEVEL and SUBLEVEL (0 when absent or empty) of a kernel's top Makefile.
 fn makefile_version(text: &str) -> Option<KernelVersion> {
     let field = |name: &str| {
         text.lines().find_map(|l| {
@@ -216,7 +218,7 @@ fn makefile_version(text: &str) -> Option<KernelVersion> {
             (k.trim() == name).then(|| v.trim().parse::<u32>().ok()).flatten()
         })
     };
-    Some(KernelVersion(field("VERSION")?, field("PATCHLEVEL")?, 0))
+    Some(KernelVersion(field("VERSION")?, field("PATCHLEVEL")?, field("SUBLEVEL").unwrap_or(0)))
 }
 
 /// One governor per policy of the machine, all run by one loaded copy of the file's library
@@ -232,7 +234,7 @@ mod tests {
     #[test]
     fn the_version_is_read_from_the_top_makefile() {
         let text = "# SPDX\nVERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 192\nEXTRAVERSION =\n";
-        assert_eq!(makefile_version(text), Some(KernelVersion(6, 1, 0)));
+        assert_eq!(makefile_version(text), Some(KernelVersion(6, 1, 192)));
         assert_eq!(makefile_version("VERSION = 6\n"), None);
         assert_eq!(makefile_version("VERSION=5\nPATCHLEVEL=10\n"), Some(KernelVersion(5, 10, 0)));
     }
@@ -252,6 +254,11 @@ mod tests {
         assert_eq!(version_of(&file, Some("6.12")), Ok(KernelVersion(6, 12, 0)));
         let err = version_of(&file, Some("6.1")).unwrap_err();
         assert!(err.contains("kernel=6.1") && err.contains("says 6.12"), "{err}");
+        // A stable tree runs as its update; kernel=X.Y agrees with it, another update does not.
+        std::fs::write(dir.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n").unwrap();
+        assert_eq!(version_of(&file, None), Ok(KernelVersion(6, 12, 118)));
+        assert_eq!(version_of(&file, Some("6.12")), Ok(KernelVersion(6, 12, 118)));
+        assert!(version_of(&file, Some("6.12.5")).unwrap_err().contains("says 6.12.118"));
         assert_eq!(governor_file(&dir), Ok(file.clone()));
         assert!(governor_file(&dir.join("nothing")).unwrap_err().contains("no file"));
         std::fs::remove_dir_all(&dir).unwrap();
