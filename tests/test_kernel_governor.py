@@ -2,8 +2,8 @@
 
 The project's own small governor file (tests/data/kernel-governors/cpufreq_twostep.c) runs
 everywhere a C compiler does. The kernel's schedutil runs where DVFSLAB_KERNEL_SRC names a
-kernel tree (CI extracts Debian's linux-source-6.1); without it those tests are skipped and
-say why: the repository ships no kernel source.
+kernel tree (CI extracts Debian's linux-source-6.1 and 6.12); without one those tests are
+skipped and say why: the repository ships no kernel source.
 """
 
 from __future__ import annotations
