@@ -120,7 +120,7 @@ def test_the_kernels_schedutil_decides_as_the_built_in_one(tree: str) -> None:
     version = f"{fields['VERSION']}.{fields['PATCHLEVEL']}"
     if fields.get("SUBLEVEL", "0") not in ("", "0"):
         version += f".{fields['SUBLEVEL']}"
-    # A stable tree with 6.7's rule for a pending limits update but not 6.14's (see
+    # A stable tree with 6.6's rule for a pending limits update but not 6.14's (see
     # carries_rules_the_built_in_lacks in crates/dvfslab-sim/tests/it/kernel_governor.rs) is
     # compared on acpi-cpufreq, where intel_cpufreq's flag plays no part.
     source = (Path(tree) / SCHEDUTIL).read_text()
@@ -129,7 +129,13 @@ def test_the_kernels_schedutil_decides_as_the_built_in_one(tree: str) -> None:
     cleared = "!cpufreq_driver_test_flags(CPUFREQ_NEED_UPDATE_LIMITS)" in source or (
         "if (sg_policy->need_freq_update)\n\t\tsg_policy->need_freq_update = false;" in source
     )
-    backported = (major, minor) < (6, 7) and busy_rule and not cleared
+    # (the built-in has 6.6's rule from 6.6, and in 6.1.60+ and 6.5.9+ of the stable series)
+    backported = (
+        (major, minor) < (6, 6)
+        and (major, minor) not in ((6, 1), (6, 5))
+        and busy_rule
+        and not cleared
+    )
     compared = 0
     for platform, workload, keys in [
         ("juno-r2", "periodic:threads=6,run_us=2000,period_us=16000", ""),

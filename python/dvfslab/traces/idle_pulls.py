@@ -7,8 +7,8 @@ another CPU has a task waiting for it that has not run for at least the migratio
 new-idle balance leaves it, `task_hot`). The CPU pulled the task if it switches to one queued
 elsewhere, else it idles. Kernels differ in how often they balance at such a moment: every time
 the CPU's average idle time pays for the balance (5.16 to 6.16), rarely after failed balances
-(6.17's raised cost) or in proportion to the balances' recent success (the lottery of 6.12.65+
-and 6.18.5+; `sched/newidle.rs`).
+(6.17's raised cost) or in proportion to the balances' recent success (the lottery of 6.1.160+,
+6.12.65+ and 6.18.5+; `sched/newidle.rs`).
 
 The run-queues are rebuilt from the events: a wake-up queues its task on its target CPU, a
 switch-in takes it off, a preempted task (switched out runnable) is queued where it ran. A KVM

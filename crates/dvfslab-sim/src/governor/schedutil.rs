@@ -288,9 +288,12 @@ impl Governor for Schedutil {
             // 5.18+: a run-queue held down by uclamp_max is busy by design, not saturated.
             let capped = kernel >= KernelVersion(5, 18, 0)
                 && own.uclamp.is_some_and(|(_, max)| max < 1024 && parts.util_avg.max(parts.util_est) >= max);
-            // 6.7+ ("cpufreq: schedutil: next_freq need update when cpufreq_limits changed"):
-            // not while a limits update is pending.
-            let pending = kernel >= KernelVersion(6, 7, 0) && self.need_freq_update;
+            // 6.6+ ("cpufreq: schedutil: Update next_freq when cpufreq_limits change", merged
+            // for 6.6-rc5; and the stable updates that took it): not while a limits update is
+            // pending.
+            let pending = (kernel >= KernelVersion(6, 6, 0)
+                || kernel.has_backport(&NO_HOLD_WHILE_PENDING_FIRST_STABLE))
+                && self.need_freq_update;
             if busy && !capped && f < self.next_freq && !pending {
                 f = self.next_freq;
                 self.cached_raw_freq = saved;
@@ -337,11 +340,15 @@ struct Parts {
     uclamp: Option<(u64, u64)>,
 }
 
+/// The first stable update of each series that keeps no busy hold while a limits update is
+/// pending, as 6.6 does: 6.1.60 (Debian's 6.1 changelog) and 6.5.9 (its stable review posting).
+const NO_HOLD_WHILE_PENDING_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 1, 60), KernelVersion(6, 5, 9)];
+
 /// The first stable update of each series that clears a pending limits update once it is
 /// taken, as 6.14 does ("cpufreq: schedutil: Fix superfluous updates caused by
-/// need_freq_update", 8e461a1cb43d), read from the stable review postings: 5.15.179, 6.1.129,
-/// 6.12.13 and 6.13.2 took it (5.10 and 6.6 not found: their updates keep the earlier rule
-/// here). Debian's 6.1.192 and 6.12.118 sources have it.
+/// need_freq_update", 8e461a1cb43d), read from the stable review postings and Debian's
+/// changelogs: 5.15.179, 6.1.129, 6.12.13 and 6.13.2 took it (5.10 and 6.6 not found: their
+/// updates keep the earlier rule here). Debian's 6.1.192 and 6.12.118 sources have it.
 const NEED_FREQ_UPDATE_CLEARED_FIRST_STABLE: [KernelVersion; 4] =
     [KernelVersion(5, 15, 179), KernelVersion(6, 1, 129), KernelVersion(6, 12, 13), KernelVersion(6, 13, 2)];
 

@@ -11,14 +11,15 @@
 //!                   (commit c5b0a7eefc70 dropped the migration-cost test)
 //!   6.17 – 6.18.4 the same, and a balance that pulls nothing raises max_newidle_lb_cost by
 //!                   half, up to sysctl_sched_migration_cost + 200 ns (commit 155213a2aed4)
-//!   6.12.65+, 6.18.5+  the cost gate without the raise, then a lottery (NI_RANDOM)
+//!   6.1.149 – 6.1.159, 6.12.43 – 6.12.63  the raise, taken by the stable series
+//!   6.1.160+, 6.12.65+, 6.18.5+  the cost gate without the raise, then a lottery (NI_RANDOM)
 //! ```
 //! `max_newidle_lb_cost` is the longest a balance of the domain has taken (sched_clock around
 //! it, `update_newidle_cost`); periodic balancing decays it by 253/256 once a second after
 //! its last rise. The model times every balance at [`NEWIDLE_BALANCE_COST_NS`].
 //!
 //! The lottery (commit 33cf66d88306, "Proportional newidle balance", with the revert of the
-//! raise, d206fbad9328; mainline after 6.18, taken by the 6.12 and 6.18 stable series): each
+//! raise, d206fbad9328; mainline after 6.18, taken by the 6.1, 6.12 and 6.18 stable series): each
 //! domain keeps how often its new-idle balances pulled a task, as a ratio in 1024ths over a
 //! window of about 1024 visits (`update_newidle_stats`), and a visit balances only when a
 //! 1024-sided die (`sched_rng`) shows at most 1 + ratio, else counts as a failure. A domain
@@ -47,14 +48,24 @@ pub(crate) const NEWIDLE_BALANCE_COST_NS: u64 = 5_000;
 /// How often `max_newidle_lb_cost` decays by 253/256 (HZ jiffies: a second).
 const DECAY_PERIOD_NS: TimeNs = 1_000_000_000;
 
-/// The first stable update of each series with the new-idle lottery and without 6.17's raise.
-/// \[EST\] The first versions are from a third-party kernel monitor's notes (`newidle_call`,
-/// `newidle_success` and `newidle_ratio` present "6.18.5+ and 6.12.65+"). Read at 6.12.118
-/// (Debian's linux-source-6.12): the lottery is there as modelled, a success weighted by the
-/// inverse of its odds, with 5.16's cost gate and no raise. The recording kernel, 6.18.44,
-/// behaves as the lottery predicts (a CPU going idle pulls a waiting task about a fifth of the
-/// time, whatever its average idle time; docs/recording.md).
-const LOTTERY_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 12, 65), KernelVersion(6, 18, 5)];
+/// The first stable update of each series with the new-idle lottery and without 6.17's raise,
+/// as Debian's changelogs of its 6.1 and 6.12 kernels name them (each commit under the stable
+/// update it came in: "Proportional newidle balance" and "Revert max_newidle_lb_cost bump" in
+/// 6.1.160 and 6.12.65); 6.18.5 from a third-party kernel monitor's notes (`newidle_call`,
+/// `newidle_success` and `newidle_ratio` present "6.18.5+"). Read at 6.12.118 (Debian's
+/// linux-source-6.12): the lottery is there as modelled, a success weighted by the inverse of
+/// its odds, with 5.16's cost gate and no raise. The recording kernel, 6.18.44, behaves as the
+/// lottery predicts (a CPU going idle pulls a waiting task about a fifth of the time, whatever
+/// its average idle time; docs/recording.md).
+const LOTTERY_FIRST_STABLE: [KernelVersion; 3] =
+    [KernelVersion(6, 1, 160), KernelVersion(6, 12, 65), KernelVersion(6, 18, 5)];
+
+/// The first stable update of each series that took 6.17's raise ("sched/fair: Bump
+/// sd->max_newidle_lb_cost when newidle balance fails"): 6.1.149 and 6.12.43 (Debian's
+/// changelogs). The 6.12 series reverted it in 6.12.64, one update before its lottery; the 6.1
+/// series with its lottery.
+const RAISE_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 1, 149), KernelVersion(6, 12, 43)];
+const RAISE_REVERTED_FIRST_STABLE: [KernelVersion; 1] = [KernelVersion(6, 12, 64)];
 
 /// The ceiling of 6.17's raise after a failed balance: the migration cost plus 200 ns.
 const RAISED_COST_CAP_NS: u64 = MIGRATION_COST_NS + 200;
@@ -66,18 +77,21 @@ pub(crate) enum Gate {
     MigrationCost,
     /// avg_idle against the domain's measured balance cost (5.16–6.16).
     BalanceCost,
-    /// The same, the cost raised after every balance that pulls nothing (6.17 – 6.18.4).
+    /// The same, the cost raised after every balance that pulls nothing (6.17 – 6.18.4;
+    /// 6.1.149 – 6.1.159, 6.12.43 – 6.12.63).
     RaisedOnFailure,
     /// The balance-cost gate, then a lottery on the domain's recent success rate (NI_RANDOM;
-    /// 6.12.65+, 6.18.5+).
+    /// 6.1.160+, 6.12.65+, 6.18.5+).
     SuccessLottery,
 }
 
 impl Gate {
     pub(crate) fn for_kernel(kernel: KernelVersion) -> Gate {
+        let raised_from_stable =
+            kernel.has_backport(&RAISE_FIRST_STABLE) && !kernel.has_backport(&RAISE_REVERTED_FIRST_STABLE);
         if kernel.has_backport(&LOTTERY_FIRST_STABLE) {
             Gate::SuccessLottery
-        } else if kernel >= KernelVersion(6, 17, 0) {
+        } else if kernel >= KernelVersion(6, 17, 0) || raised_from_stable {
             Gate::RaisedOnFailure
         } else if kernel >= KernelVersion(5, 16, 0) {
             Gate::BalanceCost
@@ -222,6 +236,15 @@ mod tests {
         assert_eq!(Gate::for_kernel(KernelVersion(6, 18, 44)), Gate::SuccessLottery);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 64)), Gate::BalanceCost);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 65)), Gate::SuccessLottery);
+        // The raise in the stable series, as Debian's changelogs date it.
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 42)), Gate::BalanceCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 43)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 63)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 1, 148)), Gate::BalanceCost);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 1, 149)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 1, 159)), Gate::RaisedOnFailure);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 1, 160)), Gate::SuccessLottery);
+        assert_eq!(Gate::for_kernel(KernelVersion(6, 1, 192)), Gate::SuccessLottery);
         // Read in 6.12.118's source.
         assert_eq!(Gate::for_kernel(KernelVersion(6, 12, 118)), Gate::SuccessLottery);
         assert_eq!(Gate::for_kernel(KernelVersion(6, 17, 13)), Gate::RaisedOnFailure);

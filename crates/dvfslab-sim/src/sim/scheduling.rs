@@ -684,11 +684,11 @@ impl Sim {
         }
         // With EAS, balancing waits until the system is overutilized. A CPU that is idle only
         // briefly, on average, does not balance on going idle; the version sets how brief
-        // (sched_balance_newidle, `sched/newidle.rs`), and from 6.12.65 and 6.18.5 draws lots
-        // on the balances' recent success; nor does it while the root domain's overload flag
-        // is clear. The balance refreshes the flag (update_sd_lb_stats of the top domain), from
-        // the run-queues as they stand before anything moves. A balance EAS refuses is not
-        // counted (the kernel times it and, with the lottery, counts a failure).
+        // (sched_balance_newidle, `sched/newidle.rs`), and from 6.1.160, 6.12.65 and 6.18.5
+        // draws lots on the balances' recent success; nor does it while the root domain's
+        // overload flag is clear. The balance refreshes the flag (update_sd_lb_stats of the top
+        // domain), from the run-queues as they stand before anything moves. A balance EAS
+        // refuses is not counted (the kernel times it and, with the lottery, counts a failure).
         let gate = Gate::for_kernel(self.machine.kernel);
         let (now, avg_idle, overloaded) = (self.q.now(), self.sched.cpus[cpu].avg_idle_ns, self.sched.rd_overloaded);
         let sched = &mut self.sched;

@@ -258,8 +258,8 @@ fn a_governor_reads_tasks_energy_and_time_in_state_without_changing_the_run() {
 /// intel_cpufreq asks to be called after every limits update (CPUFREQ_NEED_UPDATE_LIMITS):
 /// 5.10 – 6.13 re-read that flag into the pending update once it is used, so schedutil calls
 /// the driver at every evaluation, repeating the same frequency; 6.14 clears it once used.
-/// acpi-cpufreq has no such flag. While one is pending, 6.7 – 6.13 keep no busy hold, 5.10 –
-/// 6.6 still do.
+/// acpi-cpufreq has no such flag. While one is pending, 6.6 – 6.13 keep no busy hold (and the
+/// stable updates that took the rule: 6.1.60, 6.5.9), 5.10 – 6.5 still do.
 #[test]
 fn intel_cpufreq_is_called_at_every_evaluation_from_5_10_to_6_13() {
     let w = "periodic:threads=4,run_us=3000,period_us=10000";
@@ -279,8 +279,10 @@ fn intel_cpufreq_is_called_at_every_evaluation_from_5_10_to_6_13() {
         let r = explain("skylake-e3-1240v5", gov, w, 1.0);
         r.decisions.expect("explain").iter().filter(|d| input(d, "held_busy") == 1.0).count()
     };
-    assert!(held("schedutil:kernel=6.6,driver=intel_cpufreq") > 0);
-    assert_eq!(held("schedutil:kernel=6.7,driver=intel_cpufreq"), 0);
+    assert!(held("schedutil:kernel=6.5,driver=intel_cpufreq") > 0);
+    assert_eq!(held("schedutil:kernel=6.6,driver=intel_cpufreq"), 0);
+    assert!(held("schedutil:kernel=6.1.59,driver=intel_cpufreq") > 0);
+    assert_eq!(held("schedutil:kernel=6.1.60,driver=intel_cpufreq"), 0);
     // The stable updates that took 6.14's rule clear it too (read in Debian's 6.1.192 and
     // 6.12.118 sources; first updates from the stable review postings).
     for (before, from) in [("6.1.128", "6.1.129"), ("6.12.12", "6.12.13"), ("5.15.178", "5.15.179")] {

@@ -67,12 +67,12 @@ const CASES: &[(&str, &str, &str)] = &[
 ];
 
 /// Whether a tree carries, from a stable release, a later mainline rule about a pending limits
-/// update (`need_freq_update`) that the built-in at its version does not: 6.7's "next_freq need
-/// update when cpufreq_limits changed" (no busy hold while one is pending) without 6.14's "Fix
+/// update (`need_freq_update`) that the built-in at its version does not: 6.6's "Update
+/// next_freq when cpufreq_limits change" (no busy hold while one is pending) without 6.14's "Fix
 /// superfluous updates caused by need_freq_update", which the built-in follows in the stable
 /// updates that took it (`NEED_FREQ_UPDATE_CLEARED_FIRST_STABLE`) and with which a pending
-/// update lasts one evaluation. Debian's 6.6.9 is such a tree; its 6.1.192 and 6.12.118 carry
-/// both and are compared on intel_cpufreq.
+/// update lasts one evaluation; the built-in has the first from 6.6 and in 6.1.60+ and 6.5.9+.
+/// Debian's 6.1.192 and 6.12.118 carry both and are compared on intel_cpufreq.
 fn carries_rules_the_built_in_lacks(tree: &str, version: &str) -> bool {
     let text = std::fs::read_to_string(format!("{tree}/kernel/sched/cpufreq_schedutil.c")).unwrap_or_default();
     let mut parts = version.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
@@ -80,7 +80,7 @@ fn carries_rules_the_built_in_lacks(tree: &str, version: &str) -> bool {
     let busy_rule = text.contains("next_f < sg_policy->next_freq &&\n\t    !sg_policy->need_freq_update");
     let cleared = text.contains("!cpufreq_driver_test_flags(CPUFREQ_NEED_UPDATE_LIMITS)")
         || text.contains("if (sg_policy->need_freq_update)\n\t\tsg_policy->need_freq_update = false;");
-    v < (6, 7) && busy_rule && !cleared
+    v < (6, 6) && busy_rule && !cleared && !matches!(v, (6, 1) | (6, 5))
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn the_kernels_schedutil_decides_as_the_built_in_one() {
         // both forms decide alike.
         let backported = carries_rules_the_built_in_lacks(&tree, &version);
         if backported {
-            eprintln!("{version}: the tree carries 6.7's need_freq_update rule from stable; Intel cases run with acpi-cpufreq");
+            eprintln!("{version}: the tree carries 6.6's need_freq_update rule from stable; Intel cases run with acpi-cpufreq");
         }
         for &(platform, keys, workload) in CASES {
             let intel = platform.starts_with("skylake") || platform.starts_with("haswell");
