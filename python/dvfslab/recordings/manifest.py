@@ -13,8 +13,8 @@
     operations_unit = "loadfile operations"
     operation_size = 1                   # optional: how many of those units make one
                                          # operation of the per-op statistics (a stream's
-                                         # send size in bytes: counts per message, not per
-                                         # byte, which every count's floor would swallow)
+                                         # send size in bytes: counts per message sent, not
+                                         # per byte)
     round_trips = ["client", "server"]   # optional: the window's operations are its round
                                          # trips between these roles, counted in each trace
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch

@@ -41,6 +41,18 @@ fn guest(vcpu_wake: Option<serde_json::Value>) -> Platform {
     Platform::from_json(&doc.to_string(), "kvm").unwrap()
 }
 
+/// `programs`, each pinned to its CPU, for `duration_ms` under performance at `kernel`, with the
+/// timeline.
+fn run_pinned(plat: Platform, kernel: &str, duration_ms: u64, programs: Vec<(Vec<Op>, usize)>) -> SimResult {
+    let cfg = SimConfig {
+        governor: format!("performance:kernel={kernel}"),
+        duration_ns: Some(duration_ms * 1_000_000),
+        timeline: true,
+        ..SimConfig::default()
+    };
+    Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(programs)), "test".into()).unwrap().run().unwrap()
+}
+
 /// A client on CPU 0 and a server on CPU 1 each work 10 µs, then wake the other from their
 /// softirq (a loopback send) and block at once; 20 ms at `kernel`, with the timeline.
 fn ping_pong(plat: Platform, kernel: &str) -> SimResult {
@@ -52,16 +64,7 @@ fn ping_pong(plat: Platform, kernel: &str) -> SimResult {
         Op::Jump { to: 0 },
     ];
     let server = vec![Op::Wait { ch: 0 }, run(BURST_CYCLES), Op::Loopback { ch: 1, sync: true }, Op::Jump { to: 0 }];
-    let cfg = SimConfig {
-        governor: format!("performance:kernel={kernel}"),
-        duration_ns: Some(20_000_000),
-        timeline: true,
-        ..SimConfig::default()
-    };
-    Sim::with_workload(plat, &cfg, Box::new(common::PinnedPrograms(vec![(client, 0), (server, 1)])), "test".into())
-        .unwrap()
-        .run()
-        .unwrap()
+    run_pinned(plat, kernel, 20, vec![(client, 0), (server, 1)])
 }
 
 /// For each wake-up of the server after the first few: (sched_waking → sched_wakeup,
@@ -143,14 +146,7 @@ fn remote_wakes(plat: Platform, kernel: &str, neighbour: Vec<Op>) -> SimResult {
     let waker = vec![Op::Sleep { ns: Amount::Fixed(1e6) }, Op::Post { ch: 0, sync: false }, Op::Jump { to: 0 }];
     let wakee =
         vec![Op::Wait { ch: 0 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
-    let cfg = SimConfig {
-        governor: format!("performance:kernel={kernel}"),
-        duration_ns: Some(30_000_000),
-        timeline: true,
-        ..SimConfig::default()
-    };
-    let tasks = common::PinnedPrograms(vec![(waker, 0), (wakee, 1), (neighbour, 1)]);
-    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+    run_pinned(plat, kernel, 30, vec![(waker, 0), (wakee, 1), (neighbour, 1)])
 }
 
 /// Per wake-up of the wakee (task 1): (sched_waking → its switch-in, → the waker's switch-out), ns.
@@ -209,14 +205,7 @@ fn two_wakes_in_a_row(plat: Platform) -> SimResult {
     let long = vec![Op::Wait { ch: 0 }, run(260_000.0), Op::Jump { to: 0 }];
     let short =
         vec![Op::Wait { ch: 1 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
-    let cfg = SimConfig {
-        governor: "performance:kernel=6.18".into(),
-        duration_ns: Some(20_000_000),
-        timeline: true,
-        ..SimConfig::default()
-    };
-    let tasks = common::PinnedPrograms(vec![(waker, 0), (long, 1), (short, 1)]);
-    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+    run_pinned(plat, "6.18", 20, vec![(waker, 0), (long, 1), (short, 1)])
 }
 
 #[test]
@@ -263,14 +252,7 @@ fn wake_twice(plat: Platform, again_us: f64) -> SimResult {
     ];
     let wakee =
         vec![Op::Wait { ch: 0 }, run(2_600.0), Op::Mark(Mark::Add { counter: 0, amount: 1 }), Op::Jump { to: 0 }];
-    let cfg = SimConfig {
-        governor: "performance:kernel=6.18".into(),
-        duration_ns: Some(20_000_000),
-        timeline: true,
-        ..SimConfig::default()
-    };
-    let tasks = common::PinnedPrograms(vec![(waker, 0), (wakee, 1)]);
-    Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap().run().unwrap()
+    run_pinned(plat, "6.18", 20, vec![(waker, 0), (wakee, 1)])
 }
 
 #[test]
