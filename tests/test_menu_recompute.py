@@ -8,7 +8,9 @@ from an all-zero history; 6.15+ dropping either end, returning the largest sampl
 6.17), the 6.6+ skip of the timer under RESIDENCY_THRESHOLD_NS, the performance multiplier
 (to 6.12), the exit cap at the prediction (6.13 - 6.16) and none (6.17+), the polling
 override by version, and from 4.17 the retained tick: the state bounded by the next tick,
-and the tick at which menu, woken by it with 45 ms recorded, stops the tick.
+and the tick at which menu, woken by it with 45 ms recorded, stops the tick. Stable updates
+carry later rules from the update that took them (Debian's 6.1 and 6.12 changelogs, the
+6.18.3 release): STABLE below.
 
 One input is the simulator's own: the timer-based estimate, next_timer x correction factor in
 menu.c, is the sooner of the next timer and the logged running average of the measured idle
@@ -35,6 +37,29 @@ INT_MAX = 2**31 - 1
 RESIDENCY_THRESHOLD_NS = 15_000
 TICK_WAKEUP_NS = 9 * 50_000_000 // 10  # 9/10 of MAX_INTERESTING
 PLATFORMS = Path(dvfslab.__file__).parent / "data" / "platforms"
+
+Kernel = tuple[int, ...]
+
+# Later menu.c rules in stable updates: the first update of each series that has the rule, and
+# the first that no longer has it.
+STABLE: dict[str, tuple[list[Kernel], list[Kernel]]] = {
+    # "cpuidle: menu: Avoid discarding useful information" (6.15), reverted.
+    "largest_when_unsure": ([(6, 1, 141), (6, 12, 31)], [(6, 1, 158), (6, 12, 56)]),
+    # "Remove iowait influence" with "Avoid selecting states with too much latency" (6.17).
+    "no_exit_cap": ([(6, 12, 44)], []),
+    # "Select polling state in some more cases" (6.18).
+    "poll_exit_within_prediction": ([(6, 12, 58)], []),
+    # "Use residency threshold in polling state override decisions" (after 6.18).
+    "poll_residency_threshold": ([(6, 12, 64), (6, 18, 3)], []),
+}
+
+
+def stable_has(kernel: Kernel, rule: str) -> bool:
+    def reached(firsts: list[Kernel]) -> bool:
+        return any(kernel[:2] == f[:2] and kernel >= f for f in firsts)
+
+    first, reverted = STABLE[rule]
+    return reached(first) and not reached(reverted)
 
 
 class State(NamedTuple):
@@ -63,7 +88,7 @@ def table(platform: str) -> tuple[list[State], int]:
     return states, (1_000_000_000 + hz // 2) // hz
 
 
-def typical_interval(intervals: list[int], kernel: tuple[int, int]) -> int | None:
+def typical_interval(intervals: list[int], kernel: Kernel) -> int | None:
     """get_typical_interval (us); None stands for UINT_MAX, no prediction."""
     if kernel >= (6, 15):
         min_thresh, max_thresh = -1, UINT_MAX
@@ -99,6 +124,8 @@ def typical_interval(intervals: list[int], kernel: tuple[int, int]) -> int | Non
         ):
             return avg
         if divisor * 4 <= INTERVALS * 3:
+            if stable_has(kernel, "largest_when_unsure") and divisor >= INTERVALS // 2:
+                return hi
             return None
         thresh = hi - 1
 
@@ -115,7 +142,7 @@ def menu_select(
     now: int,
     timer: int | None,
     nr_iowait: int,
-    kernel: tuple[int, int],
+    kernel: Kernel,
     states: list[State],
     tick_ns: int,
 ) -> Select:
@@ -132,7 +159,7 @@ def menu_select(
     else:
         next_timer_ns, delta_tick = big, tick_ns // 2
         predicted = typical_ns
-    if kernel >= (6, 17):
+    if kernel >= (6, 17) or stable_has(kernel, "no_exit_cap"):
         latency_req = big
     elif kernel >= (6, 13):
         latency_req = predicted
@@ -163,12 +190,16 @@ def menu_select(
             if idx == -1:
                 idx = i
             if s.target_ns > predicted:
-                exit_cap = predicted if kernel >= (6, 18) else latency_req
+                exit_within_prediction = kernel >= (6, 18) or stable_has(
+                    kernel, "poll_exit_within_prediction"
+                )
+                exit_cap = predicted if exit_within_prediction else latency_req
+                threshold = stable_has(kernel, "poll_residency_threshold")
                 if (
                     states[idx].polling
                     and s.exit_ns <= exit_cap
                     and s.target_ns <= next_timer_ns
-                    and (kernel < (6, 18) or s.target_ns < RESIDENCY_THRESHOLD_NS)
+                    and (not threshold or s.target_ns < RESIDENCY_THRESHOLD_NS)
                 ):
                     predicted = s.target_ns
                     idx = i
@@ -201,7 +232,7 @@ def push(intervals: list[int], avg_ns: int | None, measured_ns: int) -> tuple[li
 
 
 def recompute(
-    row: dict[str, float], kernel: tuple[int, int], states: list[State], tick_ns: int
+    row: dict[str, float], kernel: Kernel, states: list[State], tick_ns: int
 ) -> tuple[int, int | None]:
     """(state, reconsider_at_ns or None) for one logged decision."""
     intervals = [int(row[f"interval_{i}"]) for i in range(INTERVALS)]
@@ -238,8 +269,7 @@ def agreement(
     )
     df = r.df_idle_decisions()
     states, tick_ns = table(platform)
-    major, minor = (int(x) for x in kernel.split("."))
-    version = (major, minor)
+    version = tuple(int(x) for x in kernel.split("."))
     got = [recompute(row, version, states, tick_ns) for row in df.to_dict("records")]
     want_state = [s for s, _ in got]
     want_at = [math.nan if t is None else float(t) for _, t in got]
@@ -249,8 +279,12 @@ def agreement(
     return int(same.sum()), len(df), df[~same]
 
 
-# At least one version per form of the typical interval and of the selection loop.
-KERNELS = ["4.14", "4.19", "5.4", "6.1", "6.6", "6.12", "6.15", "6.17", "6.18"]
+# At least one version per form of the typical interval and of the selection loop, the
+# stable updates among them.
+KERNELS = [
+    "4.14", "4.19", "5.4", "6.1", "6.1.141", "6.6", "6.12", "6.12.31", "6.12.44",
+    "6.12.58", "6.12.118", "6.15", "6.17", "6.18", "6.18.3",
+]  # fmt: skip
 # Seconds simulated: tbench enters idle about 500 k times a second.
 WORKLOADS = {
     "tbench:clients=2": 0.03,
@@ -294,6 +328,10 @@ def test_typical_interval_forms_differ_where_menu_c_changed() -> None:
     assert typical_interval(spread, (6, 14)) is None
     assert typical_interval(spread, (6, 15)) == 2_000
     assert typical_interval(spread, (6, 18)) is None
+    # The stable updates that carried the largest-when-unsure rule in the largest-first form.
+    assert typical_interval(spread, (6, 12, 31)) == 2_000
+    assert typical_interval(spread, (6, 12, 56)) is None
+    assert typical_interval(spread, (6, 1, 141)) == 2_000
     zeros = [0] * INTERVALS
     assert typical_interval(zeros, (6, 5)) == 0
     assert typical_interval(zeros, (6, 6)) is None

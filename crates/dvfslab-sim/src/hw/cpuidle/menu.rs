@@ -1,17 +1,18 @@
-//! The menu cpuidle governor (`drivers/cpuidle/governors/menu.c`), read at 4.7 – 6.18: it
-//! predicts the idle duration as the sooner of a timer-based estimate and the "typical
-//! interval" of the last eight idle periods, then takes the deepest state whose target
-//! residency fits the prediction and whose exit latency fits its cap.
+//! The menu cpuidle governor (`drivers/cpuidle/governors/menu.c`), read at 4.7 – 6.18 and in
+//! the 6.1, 6.12 and 6.18 stable series: it predicts the idle duration as the sooner of a
+//! timer-based estimate and the "typical interval" of the last eight idle periods, then takes
+//! the deepest state whose target residency fits the prediction and whose exit latency fits
+//! its cap.
 //!
-//! Followed as the source has it, by version: the recent intervals in µs, zero until filled
-//! (`menu_enable_device`); the measured residency less the declared exit latency, or halved
-//! when under twice that latency, and no longer than the timer seen at selection
-//! (`menu_update`); `get_typical_interval` in its three forms (below 6.15 the two-pass
-//! variance dropping the largest samples, from 6.6 no prediction from an all-zero history;
-//! 6.15+ one-pass variance dropping outliers at either end, 6.15 – 6.17 returning the largest
-//! sample left when unsure, 6.18 not); 6.6+'s skipping of the timer under
-//! RESIDENCY_THRESHOLD_NS; the polling override and exit-latency caps by version; and from
-//! 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`).
+//! Followed as the source has it, by version ([`Rules`]): the recent intervals in µs, zero
+//! until filled (`menu_enable_device`); the measured residency less the declared exit latency,
+//! or halved when under twice that latency, and no longer than the timer seen at selection
+//! (`menu_update`); `get_typical_interval` in its forms (below 6.15 the two-pass variance
+//! dropping the largest samples, from 6.6 no prediction from an all-zero history; 6.15+
+//! one-pass variance dropping outliers at either end; returning the largest sample left when
+//! unsure in 6.15 – 6.17 and in the stable updates that took that rule); 6.6+'s skipping of
+//! the timer under RESIDENCY_THRESHOLD_NS; the polling override and exit-latency caps by
+//! version; and from 4.17 the retained tick (`menu_select`'s `stop_tick` and `delta_tick`).
 //!
 //! One stand-in: menu scales the time to the next timer by a per-bucket correction factor
 //! (`next_timer_ns · correction_factor[bucket]`), which learns the ratio of measured idle to
@@ -24,7 +25,11 @@
 //! horizon, keeping them sends short-idle loads deep; docs/model.md), the poll time limit
 //! (4.17+), PM QoS (no constraint is set), and 5.0 – 6.5's early return when the shortest
 //! sample exceeds the timer-based estimate, which changes no choice (the minimum of the two
-//! is taken anyway).
+//! is taken anyway). Rules that never apply here: a selection with the tick already stopped
+//! (every simulated idle entry follows a task; 6.19's "Always check timers with tick
+//! stopped", in 6.12.75+), a state the driver rejected (6.17's "Avoid using invalid recent
+//! intervals data", in 6.1.157+ and 6.12.43+), and the idle loop's skipping of the governor on
+//! a one-state table (6.1.165+, 6.12.75+), which moves only the tick, not the state.
 
 use super::{IdleChoice, IdleGovernor, IdleInputs};
 use crate::engine::TimeNs;
@@ -37,13 +42,95 @@ pub(crate) const INTERVALS: usize = 8;
 /// (50 ms), when the timer seen at selection was more than a tick away.
 const TICK_WAKEUP_SAMPLE_NS: u64 = 45_000_000;
 /// From 6.6 a typical interval this short skips the timer (RESIDENCY_THRESHOLD_NS, gov.h); in
-/// 6.18 it also bounds the physical state that replaces a poll.
+/// later stable updates it also bounds the physical state that replaces a poll.
 const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
-/// The first kernel whose idle loop lets menu keep the tick ("sched/cpuidle: Idle loop
-/// rework", with menu_select's `stop_tick`); before, the tick was stopped before menu chose.
-const TICK_KEPT_KERNEL: KernelVersion = KernelVersion(4, 17, 0);
-/// menu_select without `first_idx`, the polling override inside its loop (5.0).
-const POLL_IN_LOOP_KERNEL: KernelVersion = KernelVersion(5, 0, 0);
+/// The first stable update of each series whose `get_typical_interval` returns the largest
+/// sample left when unsure, as Debian's changelogs of its 6.1 and 6.12 kernels date "cpuidle:
+/// menu: Avoid discarding useful information" (mainline 6.15), and the first that reverted it.
+const LARGEST_WHEN_UNSURE_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 1, 141), KernelVersion(6, 12, 31)];
+const LARGEST_WHEN_UNSURE_REVERTED_FIRST_STABLE: [KernelVersion; 2] =
+    [KernelVersion(6, 1, 158), KernelVersion(6, 12, 56)];
+/// The first 6.12 update with no exit-latency cap but PM QoS's: "cpuidle: menu: Remove iowait
+/// influence" (6.13) and "cpuidle: governors: menu: Avoid selecting states with too much
+/// latency" (6.17) came together.
+const NO_EXIT_CAP_FIRST_STABLE: [KernelVersion; 1] = [KernelVersion(6, 12, 44)];
+/// The first 6.12 update whose polling override needs the state's exit latency within the
+/// prediction ("cpuidle: governors: menu: Select polling state in some more cases", 6.18).
+const POLL_EXIT_WITHIN_PREDICTION_FIRST_STABLE: [KernelVersion; 1] = [KernelVersion(6, 12, 58)];
+/// The first stable updates whose polling override needs a target residency under
+/// RESIDENCY_THRESHOLD_NS ("cpuidle: menu: Use residency threshold in polling state override
+/// decisions", merged after 6.18): 6.12.64 from Debian's changelog, 6.18.3 from its release
+/// (the only 6.18 update to that point to change menu.c, by the patch's nine lines).
+const POLL_RESIDENCY_THRESHOLD_FIRST_STABLE: [KernelVersion; 2] = [KernelVersion(6, 12, 64), KernelVersion(6, 18, 3)];
+
+/// How `get_typical_interval` drops outliers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outliers {
+    /// Below 6.15: the largest values (every copy), two passes for the variance.
+    Largest,
+    /// 6.15+: whichever end lies farther from the mean, one pass for the variance.
+    FartherEnd,
+}
+
+/// What caps the exit latency of the state menu chooses (besides PM QoS, unset here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ExitCap {
+    /// Up to 6.12: the prediction divided by the performance multiplier 1 + 10·nr_iowait (its
+    /// load term, rq->load.weight before 5.0, is 0 at an idle entry).
+    PredictionOverIowait,
+    /// 6.13 – 6.16: the prediction itself ("cpuidle: menu: Remove iowait influence").
+    Prediction,
+    /// 6.17+: none ("cpuidle: governors: menu: Avoid selecting states with too much latency").
+    None,
+}
+
+/// menu.c's rules at one kernel version: mainline's by release, with the later rules each
+/// stable series took from the update that took them (the `*_FIRST_STABLE` lists; a series
+/// whose updates are not listed keeps its release's rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rules {
+    /// 4.17+: menu may keep the tick ("sched/cpuidle: Idle loop rework", menu_select's
+    /// `stop_tick`); before, the idle loop stopped it before menu chose.
+    keeps_tick: bool,
+    /// 5.0+: no `first_idx`; the polling override sits inside the selection loop.
+    poll_in_loop: bool,
+    /// 6.6+: a typical interval within RESIDENCY_THRESHOLD_NS is used without reading the
+    /// timer, and an all-zero history is no prediction (the `!max` check).
+    short_typical_skips_timer: bool,
+    outliers: Outliers,
+    /// An unsure history with at least half its samples left gives the largest of them.
+    largest_when_unsure: bool,
+    exit_cap: ExitCap,
+    /// The polling override needs the state's exit latency within the prediction.
+    poll_exit_within_prediction: bool,
+    /// The polling override needs a target residency under RESIDENCY_THRESHOLD_NS.
+    poll_residency_under_threshold: bool,
+}
+
+impl Rules {
+    fn for_kernel(k: KernelVersion) -> Rules {
+        let from = |major, minor| k >= KernelVersion(major, minor, 0);
+        let exit_cap = if from(6, 17) || k.has_backport(&NO_EXIT_CAP_FIRST_STABLE) {
+            ExitCap::None
+        } else if from(6, 13) {
+            ExitCap::Prediction
+        } else {
+            ExitCap::PredictionOverIowait
+        };
+        Rules {
+            keeps_tick: from(4, 17),
+            poll_in_loop: from(5, 0),
+            short_typical_skips_timer: from(6, 6),
+            outliers: if from(6, 15) { Outliers::FartherEnd } else { Outliers::Largest },
+            largest_when_unsure: (from(6, 15) && !from(6, 18))
+                || (k.has_backport(&LARGEST_WHEN_UNSURE_FIRST_STABLE)
+                    && !k.has_backport(&LARGEST_WHEN_UNSURE_REVERTED_FIRST_STABLE)),
+            exit_cap,
+            poll_exit_within_prediction: from(6, 18) || k.has_backport(&POLL_EXIT_WITHIN_PREDICTION_FIRST_STABLE),
+            poll_residency_under_threshold: k.has_backport(&POLL_RESIDENCY_THRESHOLD_FIRST_STABLE),
+        }
+    }
+}
 
 /// One CPU's idle history: menu's `intervals` ring and the running average standing for the
 /// correction factor.
@@ -79,12 +166,16 @@ impl IdleHistory {
         self.avg_ns
     }
 
-    /// get_typical_interval (µs), none for UINT_MAX (no prediction).
-    pub fn typical_us(&self, kernel: KernelVersion) -> Option<u64> {
-        if kernel >= KernelVersion(6, 15, 0) {
-            typical_two_sided(&self.intervals, kernel)
-        } else {
-            typical_upper(&self.intervals, kernel)
+    /// get_typical_interval (µs) of `kernel`, none for UINT_MAX (no prediction).
+    #[cfg(test)]
+    fn typical_us(&self, kernel: KernelVersion) -> Option<u64> {
+        self.typical(&Rules::for_kernel(kernel))
+    }
+
+    fn typical(&self, rules: &Rules) -> Option<u64> {
+        match rules.outliers {
+            Outliers::Largest => typical_dropping_largest(&self.intervals, rules),
+            Outliers::FartherEnd => typical_dropping_farther_end(&self.intervals, rules),
         }
     }
 }
@@ -93,8 +184,10 @@ impl IdleHistory {
 /// at most 20 µs or under a sixth of the mean (then with at least 3/4 of them), else again
 /// without the largest value (all its copies), down to 3/4 of the samples. Integer math in µs
 /// as the source has it: the mean truncated, the variance the truncated mean square of the
-/// deviations from it. 6.6+ give no prediction when the samples left are all zero.
-fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<u64> {
+/// deviations from it. 6.6+ give no prediction when the samples left are all zero; the stable
+/// updates that took "Avoid discarding useful information" give the largest sample left when
+/// unsure with at least half of them left.
+fn typical_dropping_largest(intervals: &[u32; INTERVALS], rules: &Rules) -> Option<u64> {
     let n = INTERVALS as u64;
     let mut thresh = i32::MAX as u64;
     loop {
@@ -108,7 +201,7 @@ fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<
                 min = min.min(v);
             }
         }
-        if kernel >= KernelVersion(6, 6, 0) && max == 0 {
+        if rules.short_typical_skips_timer && max == 0 {
             return None;
         }
         let avg = sum / divisor;
@@ -125,18 +218,18 @@ fn typical_upper(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<
             return Some(avg);
         }
         if divisor * 4 <= n * 3 {
-            return None;
+            return (rules.largest_when_unsure && divisor >= n / 2).then_some(max);
         }
         thresh = max - 1;
     }
 }
 
-/// get_typical_interval from 6.15 ("cpuidle: menu: Avoid discarding useful information"):
-/// the variance as the mean square less the squared mean, in one pass; an unsure history drops
-/// the minimum or the maximum, whichever lies farther from the mean (all its copies), and when
-/// down to 3/4 of the samples returns, 6.15 – 6.17, the largest left if at least half remain
-/// (6.18 reverted that: no prediction).
-fn typical_two_sided(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Option<u64> {
+/// get_typical_interval from 6.15: the variance as the mean square less the squared mean, in
+/// one pass; an unsure history drops the minimum or the maximum, whichever lies farther from
+/// the mean (all its copies), and when down to 3/4 of the samples returns, 6.15 – 6.17
+/// ("cpuidle: menu: Avoid discarding useful information"), the largest left if at least half
+/// remain (6.18 reverted that: no prediction).
+fn typical_dropping_farther_end(intervals: &[u32; INTERVALS], rules: &Rules) -> Option<u64> {
     let n = INTERVALS as u64;
     let (mut min_thresh, mut max_thresh) = (-1i64, u32::MAX as i64);
     loop {
@@ -163,10 +256,7 @@ fn typical_two_sided(intervals: &[u32; INTERVALS], kernel: KernelVersion) -> Opt
             return Some(avg);
         }
         if divisor * 4 <= n * 3 {
-            if kernel < KernelVersion(6, 18, 0) && divisor >= n / 2 {
-                return Some(max);
-            }
-            return None;
+            return (rules.largest_when_unsure && divisor >= n / 2).then_some(max);
         }
         if avg - min > max - avg {
             min_thresh = min as i64;
@@ -191,7 +281,7 @@ struct SelectInputs<'a> {
     now: TimeNs,
     next_timer: Option<TimeNs>,
     nr_iowait: u32,
-    kernel: KernelVersion,
+    rules: Rules,
     tick_ns: u64,
     states: &'a [IdleStateFile],
     timing: &'a [IdleTiming],
@@ -199,33 +289,27 @@ struct SelectInputs<'a> {
 
 /// menu_select on `h` (see the module's header for what is followed and the one stand-in).
 fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
-    let SelectInputs { now, next_timer, nr_iowait, kernel, tick_ns, states, timing } = *x;
+    let SelectInputs { now, next_timer, nr_iowait, rules, tick_ns, states, timing } = *x;
     let polling = |i: usize| states[i].power == IdlePower::Polling;
-    let typical_ns = h.typical_us(kernel).map(|us| us * 1000);
+    let typical_ns = h.typical(&rules).map(|us| us * 1000);
     let to_timer = next_timer.map_or(u64::MAX, |t| t.saturating_sub(now));
     // tick_nohz_get_sleep_length's delta_next: the next event with the tick running.
     let to_tick = ((now / tick_ns + 1) * tick_ns - now).min(to_timer);
     // 6.6+: a typical interval within RESIDENCY_THRESHOLD_NS is trusted without the timer,
     // taken as far away, and the tick as half a tick away.
-    let reads_timer = kernel < KernelVersion(6, 6, 0) || typical_ns.is_none_or(|t| t > RESIDENCY_THRESHOLD_NS);
+    let reads_timer = !rules.short_typical_skips_timer || typical_ns.is_none_or(|t| t > RESIDENCY_THRESHOLD_NS);
     let (next_timer_ns, delta_tick) = if reads_timer { (to_timer, to_tick) } else { (u64::MAX, tick_ns / 2) };
     // The timer-based estimate: the stand-in for next_timer_ns · correction factor.
     let timer_based = if reads_timer { to_timer.min(h.avg_ns.unwrap_or(u64::MAX)) } else { u64::MAX };
     let mut predicted = timer_based.min(typical_ns.unwrap_or(u64::MAX));
-    // The exit-latency cap: the prediction divided up to 6.12 by the performance multiplier
-    // 1 + 10·nr_iowait (its load term, rq->load.weight before 5.0, is 0 at an idle entry);
-    // 6.13 – 6.16 the prediction itself ("cpuidle: menu: Remove iowait influence"); 6.17 none
-    // ("cpuidle: governors: menu: Avoid selecting states with too much latency").
-    let limit = if kernel >= KernelVersion(6, 17, 0) {
-        u64::MAX
-    } else if kernel >= KernelVersion(6, 13, 0) {
-        predicted
-    } else {
-        predicted / (1 + 10 * nr_iowait as u64)
+    let limit = match rules.exit_cap {
+        ExitCap::PredictionOverIowait => predicted / (1 + 10 * nr_iowait as u64),
+        ExitCap::Prediction => predicted,
+        ExitCap::None => u64::MAX,
     };
     let n = timing.len();
     let mut idx;
-    if kernel < POLL_IN_LOOP_KERNEL {
+    if !rules.poll_in_loop {
         // Before 5.0: start from the first physical state (first_idx) unless a timer is due
         // within max(20 µs, its target residency); then the deepest state that fits both.
         let first = usize::from(polling(0) && n > 1 && next_timer_ns > timing[1].target_residency_ns.max(20_000));
@@ -236,7 +320,7 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
             }
             if s.exit_ns > limit {
                 // 4.17+: a latency break retains the tick by that state's residency.
-                if kernel >= TICK_KEPT_KERNEL {
+                if rules.keeps_tick {
                     predicted = timing[idx].target_residency_ns;
                 }
                 break;
@@ -245,17 +329,18 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
         }
     } else {
         idx = 0;
-        // 6.17 compares the exit latency first, with PM QoS's limit alone (none here).
+        // From 6.17 (6.12.44 in the 6.12 series) the exit latency is compared first, with PM
+        // QoS's limit alone (none here): the order then changes nothing.
         for (i, s) in timing.iter().enumerate() {
             if s.target_residency_ns > predicted {
                 // A physical state rather than a poll when no timer is due before its
-                // residency, within the exit cap (6.17: none; 6.18: the prediction, and a
-                // residency under RESIDENCY_THRESHOLD_NS).
-                let exit_cap = if kernel >= KernelVersion(6, 18, 0) { predicted } else { limit };
+                // residency, its exit within the cap (or within the prediction, 6.18+), and,
+                // in later stable updates, its residency under RESIDENCY_THRESHOLD_NS.
+                let exit_cap = if rules.poll_exit_within_prediction { predicted } else { limit };
                 if polling(idx)
                     && s.exit_ns <= exit_cap
                     && s.target_residency_ns <= next_timer_ns
-                    && (kernel < KernelVersion(6, 18, 0) || s.target_residency_ns < RESIDENCY_THRESHOLD_NS)
+                    && (!rules.poll_residency_under_threshold || s.target_residency_ns < RESIDENCY_THRESHOLD_NS)
                 {
                     predicted = s.target_residency_ns;
                     idx = i;
@@ -273,7 +358,7 @@ fn menu_select(h: &IdleHistory, x: &SelectInputs) -> Selection {
             idx = i;
         }
     }
-    if kernel < TICK_KEPT_KERNEL {
+    if !rules.keeps_tick {
         return Selection { state: idx, keeps_tick: false, next_timer_ns };
     }
     // A poll, or less than a tick expected: the tick stays, and the state is the deepest whose
@@ -320,7 +405,7 @@ impl Menu {
 impl IdleGovernor for Menu {
     fn select(&mut self, cpu: usize, inputs: &IdleInputs) -> IdleChoice {
         let IdleInputs { now, next_timer, nr_iowait, kernel, tick_ns, states, timing } = *inputs;
-        let x = SelectInputs { now, next_timer, nr_iowait, kernel, tick_ns, states, timing };
+        let x = SelectInputs { now, next_timer, nr_iowait, rules: Rules::for_kernel(kernel), tick_ns, states, timing };
         let c = &mut self.cpus[cpu];
         let first = menu_select(&c.history, &x);
         c.next_timer_ns = first.next_timer_ns;
@@ -542,17 +627,93 @@ mod tests {
         assert_eq!(select_with(&mut menu, &plat, &table, k(6, 18)), 0);
     }
 
-    /// From 5.0 a poll is left for the first physical state when it fits the timer; 6.18 only
-    /// when that state's target residency is under 15 µs.
+    /// From 5.0 a poll is left for the first physical state when it fits the timer; from
+    /// 6.12.64 and 6.18.3 (merged after 6.18) only when that state's target residency is
+    /// under 15 µs.
     #[test]
-    fn the_6_18_poll_override_needs_a_short_residency() {
+    fn later_stable_updates_leave_a_poll_only_for_a_short_residency() {
         let plat = skylake();
         let table = timing(&[(0, 0), (2, 16)]);
         let mut menu = menu_after(&plat, &[10; 8]);
-        assert_eq!(select_with(&mut menu, &plat, &table, k(6, 17)), 1);
-        assert_eq!(select_with(&mut menu, &plat, &table, k(6, 18)), 0);
+        for (kernel, state) in [
+            (k(6, 17), 1),
+            (k(6, 18), 1),
+            (KernelVersion(6, 18, 2), 1),
+            (KernelVersion(6, 18, 3), 0),
+            (KernelVersion(6, 18, 44), 0),
+            (KernelVersion(6, 12, 63), 1),
+            (KernelVersion(6, 12, 64), 0),
+        ] {
+            assert_eq!(select_with(&mut menu, &plat, &table, kernel), state, "{kernel}");
+        }
         let short = timing(&[(0, 0), (2, 14)]);
-        assert_eq!(select_with(&mut menu, &plat, &short, k(6, 18)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &short, KernelVersion(6, 18, 3)), 1);
+    }
+
+    /// The 6.12 series took 6.17's removal of the exit cap in 6.12.44 and 6.18's exit check of
+    /// the polling override in 6.12.58; the 6.1 series took neither.
+    #[test]
+    fn the_6_12_series_takes_the_later_exit_rules_from_their_updates() {
+        let plat = skylake();
+        let no_cap = timing(&[(0, 0), (2, 2), (50, 30)]);
+        let mut menu = menu_after(&plat, &[40; 8]);
+        assert_eq!(select_with(&mut menu, &plat, &no_cap, KernelVersion(6, 12, 43)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &no_cap, KernelVersion(6, 12, 44)), 2);
+        assert_eq!(select_with(&mut menu, &plat, &no_cap, KernelVersion(6, 1, 192)), 1);
+        // An iowaiter no longer divides the cap: C3 on 150 µs periods, as 6.17 has it.
+        let mut menu = menu_after(&plat, &[150; 8]);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 1, KernelVersion(6, 12, 43))).state, 2);
+        assert_eq!(menu.select(0, &inputs(&plat, 0, None, 1, KernelVersion(6, 12, 44))).state, 3);
+        let poll_exit = timing(&[(0, 0), (12, 11)]);
+        let mut menu = menu_after(&plat, &[10; 8]);
+        assert_eq!(select_with(&mut menu, &plat, &poll_exit, KernelVersion(6, 12, 57)), 1);
+        assert_eq!(select_with(&mut menu, &plat, &poll_exit, KernelVersion(6, 12, 58)), 0);
+    }
+
+    /// Which rules each version has: mainline's by release, the stable series' by update.
+    #[test]
+    fn rules_follow_the_release_and_the_stable_update() {
+        let rules = |major, minor, stable| Rules::for_kernel(KernelVersion(major, minor, stable));
+        let v6_12 = rules(6, 12, 0);
+        assert_eq!(
+            (v6_12.outliers, v6_12.largest_when_unsure, v6_12.exit_cap),
+            (Outliers::Largest, false, ExitCap::PredictionOverIowait)
+        );
+        // Debian's 6.12.118: the 6.12 typical interval (the largest-when-unsure rule taken in
+        // 6.12.31 and reverted in 6.12.56) with every later selection rule.
+        assert_eq!(
+            rules(6, 12, 118),
+            Rules {
+                exit_cap: ExitCap::None,
+                poll_exit_within_prediction: true,
+                poll_residency_under_threshold: true,
+                ..v6_12
+            }
+        );
+        assert!(rules(6, 12, 31).largest_when_unsure && rules(6, 12, 55).largest_when_unsure);
+        assert!(!rules(6, 12, 30).largest_when_unsure && !rules(6, 12, 56).largest_when_unsure);
+        assert!(rules(6, 1, 141).largest_when_unsure && !rules(6, 1, 158).largest_when_unsure);
+        // Debian's 6.1.192 decides as 6.1.0.
+        assert_eq!(rules(6, 1, 192), rules(6, 1, 0));
+        // Mainline 6.18 has the exit check; the residency threshold only its stable updates.
+        assert!(rules(6, 18, 0).poll_exit_within_prediction && !rules(6, 18, 0).poll_residency_under_threshold);
+        assert!(!rules(6, 17, 0).poll_exit_within_prediction);
+    }
+
+    /// "Avoid discarding useful information" in the 6.1 and 6.12 updates that carried it:
+    /// the largest-first form, giving the largest sample left when unsure with at least half
+    /// of them (a spread history: 2,000 µs once the two largest are dropped).
+    #[test]
+    fn stable_updates_with_the_largest_when_unsure_rule_predict_from_a_spread_history() {
+        let spread = history(&[10, 100, 1_000, 10_000, 20, 200, 2_000, 20_000]);
+        assert_eq!(spread.typical_us(KernelVersion(6, 12, 30)), None);
+        assert_eq!(spread.typical_us(KernelVersion(6, 12, 31)), Some(2_000));
+        assert_eq!(spread.typical_us(KernelVersion(6, 12, 56)), None);
+        assert_eq!(spread.typical_us(KernelVersion(6, 1, 141)), Some(2_000));
+        assert_eq!(spread.typical_us(KernelVersion(6, 1, 158)), None);
+        // The largest-first form keeps the 1 µs outlier where 6.15's drops it.
+        let low = history(&[1, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000]);
+        assert_eq!(low.typical_us(KernelVersion(6, 12, 31)), Some(1));
     }
 
     /// Below 6.15: the mean when the samples agree, else without the largest value (every copy
@@ -616,7 +777,7 @@ mod tests {
                 now,
                 next_timer: timer,
                 nr_iowait: 0,
-                kernel,
+                rules: Rules::for_kernel(kernel),
                 tick_ns: 4_000_000,
                 states: &plat.cluster_of_cpu(0).idle_states,
                 timing: plat.idle_timing_of_cpu(0),
