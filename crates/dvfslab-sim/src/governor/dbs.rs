@@ -17,7 +17,11 @@
 //!     otherwise                             → load = 100·(elapsed − idle) / elapsed, prev_load = load
 //!     idle > 2·S                            → idle_periods = min(idle_periods, idle / S)
 //!   policy load = max over its CPUs          S = sampling_rate · rate_mult
+//!   max_sample_load = max over its CPUs of the window's own load (prev_load if elapsed = 0),
+//!                     never the load carried over a long idle
 //! ```
+//! `max_sample_load` is read only by conservative, in the kernels whose `cs_dbs_update` takes
+//! deferred steps down at low load only (conservative.rs); the others compute it too, unused.
 //! A long idle is recognised from the idle time, as Linux does since commit 7592019634f8
 //! (2018); before it the elapsed time was used.
 //!
@@ -74,6 +78,9 @@ pub(super) struct Dbs {
     /// Whole sampling periods slept through at the last sample (the least over the CPUs that
     /// were idle for more than two periods); None when none was (UINT_MAX in the kernel).
     pub idle_periods: Option<u64>,
+    /// The busiest CPU's load over the last window alone (max_sample_load): unlike the
+    /// policy load, never a load carried over a long idle.
+    pub max_sample_load: u32,
     last_sample_ns: u64,
     sample_delay_ns: u64,
     cpus: Vec<CpuDbs>,
@@ -99,6 +106,7 @@ impl Dbs {
             sampling_rate_us: 0,
             rate_mult: 1,
             idle_periods: None,
+            max_sample_load: 0,
             last_sample_ns: 0,
             sample_delay_ns: 0,
             cpus: Vec::new(),
@@ -171,7 +179,7 @@ impl Dbs {
     pub fn update(&mut self, ctx: &dyn PolicyCtx) -> u32 {
         let sampling_us = self.sampling_rate_us * self.rate_mult;
         let now_us = ctx.now_ns() / 1000;
-        let mut max_load = 0;
+        let (mut max_load, mut max_sample_load) = (0, 0);
         let mut idle_periods: Option<u64> = None;
         for j in self.cpus.iter_mut() {
             let cur_idle_us = idle_us(ctx, j.cpu, self.io_busy);
@@ -180,25 +188,27 @@ impl Dbs {
             j.prev_update_us = now_us;
             j.prev_idle_us = cur_idle_us;
             let long_idle = idle_us > 2 * sampling_us;
+            // What this window measured: two samples at the same µs repeat the last load.
+            let sample_load = if elapsed_us == 0 { j.prev_load } else { window_load_pct(elapsed_us, idle_us) };
             let load = if elapsed_us == 0 {
-                // Two samples at the same µs: repeat the last load.
                 j.prev_load
             } else if long_idle && j.prev_load != 0 {
                 // Waking from a long idle: the window says "idle" whatever the task needs, so
                 // reuse the load from before the idle spell, once.
                 std::mem::take(&mut j.prev_load)
             } else {
-                let load = window_load_pct(elapsed_us, idle_us);
-                j.prev_load = load;
-                load
+                j.prev_load = sample_load;
+                sample_load
             };
             if long_idle {
                 let periods = idle_us / sampling_us;
                 idle_periods = Some(idle_periods.map_or(periods, |p| p.min(periods)));
             }
             max_load = max_load.max(load);
+            max_sample_load = max_sample_load.max(sample_load);
         }
         self.idle_periods = idle_periods;
+        self.max_sample_load = max_sample_load;
         max_load
     }
 }

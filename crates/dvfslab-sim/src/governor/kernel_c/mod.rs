@@ -38,7 +38,7 @@ pub const PREFIX: &str = "kernel:";
 
 /// The governor files the shim covers, and the versions each was checked at.
 pub const SUPPORTED: &str =
-    "cpufreq_schedutil.c of Linux 5.10, 6.1, 6.6 and 6.12, cpufreq_ondemand.c and cpufreq_conservative.c of 6.1";
+    "cpufreq_schedutil.c of Linux 5.10, 6.1, 6.6 and 6.12, cpufreq_ondemand.c and cpufreq_conservative.c of 6.1 and 6.12";
 
 /// Where a kernel tree keeps schedutil, for a spec that names the tree.
 const SCHEDUTIL_IN_TREE: &str = "kernel/sched/cpufreq_schedutil.c";
