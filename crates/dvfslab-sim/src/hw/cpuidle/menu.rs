@@ -26,10 +26,10 @@
 //! (4.17+), PM QoS (no constraint is set), and 5.0 – 6.5's early return when the shortest
 //! sample exceeds the timer-based estimate, which changes no choice (the minimum of the two
 //! is taken anyway). Rules that never apply here: a selection with the tick already stopped
-//! (every simulated idle entry follows a task; 6.19's "Always check timers with tick
-//! stopped", in 6.12.75+), a state the driver rejected (6.17's "Avoid using invalid recent
-//! intervals data", in 6.1.157+ and 6.12.43+), and the idle loop's skipping of the governor on
-//! a one-state table (6.1.165+, 6.12.75+), which moves only the tick, not the state.
+//! (every simulated idle entry follows a task; "Always check timers with tick stopped", in
+//! 6.12.75+), a state the driver rejected ("Avoid using invalid recent intervals data", in
+//! 6.1.157+ and 6.12.43+), and the idle loop's skipping of the governor on a one-state table
+//! (6.1.165+, 6.12.75+), which moves only the tick, not the state.
 
 use super::{IdleChoice, IdleGovernor, IdleInputs};
 use crate::engine::TimeNs;
