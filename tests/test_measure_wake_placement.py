@@ -32,3 +32,21 @@ def test_counts_only_wake_ups_whose_previous_vcpu_runs_another_task() -> None:
         ]
     )
     assert busy_previous(trace) == {"previous": 1, "waker": 1}
+
+
+def test_shares_give_each_tasks_part_of_each_vcpu() -> None:
+    shares = load_script("measure-wake-placement").shares
+    # Over the 1 s between the first and the last switch: CPU 0 runs the client for 0.25 s and
+    # idles 0.75 s; CPU 1 runs the disturber 0.5 s, the server 0.49 s and idles 0.01 s (under 2%:
+    # left out).
+    trace = "".join(
+        [
+            switch(0, "1.000000", ("swapper/0", 0, "R"), CLIENT),
+            switch(1, "1.000000", ("swapper/1", 0, "R"), DISTURBER),
+            switch(0, "1.250000", (*CLIENT, "S"), ("swapper/0", 0)),
+            switch(1, "1.500000", (*DISTURBER, "S"), SERVER),
+            switch(1, "1.990000", (*SERVER, "S"), ("swapper/1", 0)),
+            switch(1, "2.000000", ("swapper/1", 0, "R"), DISTURBER),
+        ]
+    )
+    assert shares(trace) == ("disturber@1 50, pair-client@0 25, pair-server@1 49, swapper/0@0 75")

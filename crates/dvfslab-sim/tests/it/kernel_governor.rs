@@ -3,6 +3,7 @@
 //! or more trees (separated by ':'), each compared at its own version. Without it these tests
 //! say so and check nothing: the repository ships no kernel source.
 
+use dvfslab_sim::kernel::KernelVersion;
 use dvfslab_sim::observe::Decision;
 use dvfslab_sim::{simulate, SimConfig};
 
@@ -75,12 +76,11 @@ const CASES: &[(&str, &str, &str)] = &[
 /// Debian's 6.1.192 and 6.12.118 carry both and are compared on intel_cpufreq.
 fn carries_rules_the_built_in_lacks(tree: &str, version: &str) -> bool {
     let text = std::fs::read_to_string(format!("{tree}/kernel/sched/cpufreq_schedutil.c")).unwrap_or_default();
-    let mut parts = version.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
-    let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let v = KernelVersion::parse(version).expect("a modelled version");
     let busy_rule = text.contains("next_f < sg_policy->next_freq &&\n\t    !sg_policy->need_freq_update");
     let cleared = text.contains("!cpufreq_driver_test_flags(CPUFREQ_NEED_UPDATE_LIMITS)")
         || text.contains("if (sg_policy->need_freq_update)\n\t\tsg_policy->need_freq_update = false;");
-    v < (6, 6) && busy_rule && !cleared && !matches!(v, (6, 1) | (6, 5))
+    v < KernelVersion(6, 6, 0) && busy_rule && !cleared && !matches!((v.0, v.1), (6, 1) | (6, 5))
 }
 
 #[test]
@@ -330,12 +330,13 @@ fn the_kernels_conservative_runs_with_its_tunables() {
 /// (6.12.117). The reset on a limits change (`cs_limits`) is not looked for: the simulated
 /// limits never change after the start, where both forms agree.
 fn conservative_rule_of_an_unknown_update(text: &str, version: &str) -> Option<&'static str> {
-    let v: Vec<u32> = version.split('.').map(|x| x.parse().unwrap_or(0)).chain([0, 0]).take(3).collect();
-    let known = |first: &[[u32; 3]]| first.iter().any(|f| f[..2] == v[..2] && v[2] >= f[2]);
-    if !text.contains("requested_freq == policy->max") && !known(&[[6, 1, 178], [6, 12, 97]]) {
+    let v = KernelVersion::parse(version).expect("a modelled version");
+    if !text.contains("requested_freq == policy->max")
+        && !v.has_backport(&[KernelVersion(6, 1, 178), KernelVersion(6, 12, 97)])
+    {
         return Some("no early stop at the policy's ends");
     }
-    if text.contains("max_sample_load") && !known(&[[6, 12, 117]]) {
+    if text.contains("max_sample_load") && !v.has_backport(&[KernelVersion(6, 12, 117)]) {
         return Some("steps lost to a long idle taken at low load only");
     }
     None

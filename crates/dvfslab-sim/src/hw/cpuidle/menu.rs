@@ -394,18 +394,28 @@ struct MenuCpu {
 /// menu on every CPU.
 pub(crate) struct Menu {
     cpus: Vec<MenuCpu>,
+    /// The rules of the kernel last asked for, kept because every idle entry asks (a run has
+    /// one kernel).
+    rules: Option<(KernelVersion, Rules)>,
 }
 
 impl Menu {
     pub fn new(ncpus: usize) -> Menu {
-        Menu { cpus: vec![MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX }; ncpus] }
+        Menu { cpus: vec![MenuCpu { history: IdleHistory::default(), next_timer_ns: u64::MAX }; ncpus], rules: None }
+    }
+
+    fn rules(&mut self, kernel: KernelVersion) -> Rules {
+        match self.rules {
+            Some((k, rules)) if k == kernel => rules,
+            _ => self.rules.insert((kernel, Rules::for_kernel(kernel))).1,
+        }
     }
 }
 
 impl IdleGovernor for Menu {
     fn select(&mut self, cpu: usize, inputs: &IdleInputs) -> IdleChoice {
         let IdleInputs { now, next_timer, nr_iowait, kernel, tick_ns, states, timing } = *inputs;
-        let x = SelectInputs { now, next_timer, nr_iowait, rules: Rules::for_kernel(kernel), tick_ns, states, timing };
+        let x = SelectInputs { now, next_timer, nr_iowait, rules: self.rules(kernel), tick_ns, states, timing };
         let c = &mut self.cpus[cpu];
         let first = menu_select(&c.history, &x);
         c.next_timer_ns = first.next_timer_ns;
