@@ -25,8 +25,8 @@ lint: ## cargo fmt and clippy, rustdoc, ruff, mypy
 test-rust: ## cargo test --workspace
 	cargo test --workspace
 
-test-python: ## pytest -q
-	pytest -q
+test-python: ## pytest -q -n auto (every core)
+	pytest -q -n auto --dist worksteal
 
 fmt: ## format the Rust and Python code
 	cargo fmt --all

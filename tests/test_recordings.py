@@ -5,6 +5,7 @@ worked example, the model's trace saying who woke whom, the shipped recordings, 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -56,6 +57,13 @@ cpus=2
             cli-10    [000] d..2.   1.000100: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
 """
 ROLES = {"client": "^cli$", "server": "^srv$"}
+
+
+@functools.cache
+def checked(name: str) -> dict:
+    """`check` of a shipped recording at seed 0, run once per test process: several tests read
+    the same report (a model run takes up to 17 s)."""
+    return check(load_recording(name))
 
 
 def worked_stats() -> dict:
@@ -619,7 +627,7 @@ def test_every_shipped_recording_loads_with_its_operations(name: str) -> None:
 
 
 def test_model_check_on_a_recording() -> None:
-    report = check(load_recording("tbench-2"))
+    report = checked("tbench-2")
     rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
     # What the recording shows (issue: the loopback receive softirq wakes every side).
     assert rows[("all", "wakeup_context_pct.softirq")]["recorded"] > 90
@@ -633,7 +641,7 @@ def test_model_check_on_a_recording() -> None:
 def test_dbench_matches_its_recording_within_every_tolerance() -> None:
     # ext4 without a journal: an fsync's block requests and an unlink's discard, the end-I/O
     # kworker; the recording's wake-up contexts come out of that structure, not a fit.
-    report = check(load_recording("dbench-2"))
+    report = checked("dbench-2")
     off = [(r["role"], r["statistic"]) for r in report["rows"] if r["verdict"] == "off"]
     assert off == []
     rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
@@ -655,7 +663,7 @@ def test_a_shell_loop_matches_its_recording_within_every_tolerance() -> None:
 # costs per operation are the first host's, and dbench's, on the second, run 37% above.
 @pytest.mark.parametrize("name", [n for n in shipped_recordings() if not n.endswith("-b")])
 def test_every_model_has_its_recordings_cpu_per_op_and_wakeup_contexts(name: str) -> None:
-    rows = {(r["role"], r["statistic"]): r for r in check(load_recording(name))["rows"]}
+    rows = {(r["role"], r["statistic"]): r for r in checked(name)["rows"]}
     contexts = [k for k in rows if k[0] == "all" and k[1].startswith("wakeup_context_pct.")]
     assert contexts
     assert [k for k in contexts if rows[k]["verdict"] != "ok"] == []
@@ -782,7 +790,7 @@ def test_model_check_cli_prints_a_table_and_json(cli) -> None:
 
 def test_model_check_over_seeds_gives_each_seeds_total_and_the_models_median() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "tbench-2", "--seeds", "3", "--json"],
+        [sys.executable, "-m", "dvfslab", "model", "check", "dbench-2", "--seeds", "3", "--json"],
         capture_output=True,
         text=True,
         check=False,
@@ -801,9 +809,9 @@ def test_model_check_over_seeds_gives_each_seeds_total_and_the_models_median() -
         if row["judged_seeds"]:
             assert row["verdict"] == ("ok" if row["within_seeds"] >= 2 else "off")
     # The first seed's run is the plain check's.
-    assert report["by_seed"][0]["rows"] == check(load_recording("tbench-2"))["rows"]
+    assert report["by_seed"][0]["rows"] == checked("dbench-2")["rows"]
     done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "model", "check", "tbench-2", "--seeds", "0"],
+        [sys.executable, "-m", "dvfslab", "model", "check", "dbench-2", "--seeds", "0"],
         capture_output=True,
         text=True,
         check=False,
