@@ -154,39 +154,95 @@ pub struct VmExitsFile {
     pub cpuid_us: f64,
 }
 
-/// Wake-up placement in a guest whose kernel carries a vCPU packing change that mainline Linux
-/// does not have (its recordings' kernels boot with `sched_vcpu_pack=`): a woken task stays on
-/// the vCPU it last ran on, busy or not, while that vCPU's utilisation and the task's own fit
-/// under its capacity less a margin; only without room does the kernel's own placement
-/// (wake_affine, select_idle_sibling) choose; a new task likewise starts on the forking vCPU
-/// while it has room, before fork balancing. Staying spares the IPI that would wake a halted
-/// vCPU or preempt a running one, at the price of waiting behind what that vCPU runs. An
-/// interrupt taken by an idle vCPU (a block completion) takes the task it wakes instead when
-/// the task's vCPU has been idle longer than `idle_takeover_us`.
+/// Placement in a guest whose kernel carries a vCPU packing change that mainline Linux does not
+/// have (booted with `sched_vcpu_pack=`): before the kernel's own placement, a task goes to a
+/// vCPU that is already running something and has room for it, sparing the IPI that would wake
+/// a halted vCPU. Two forms, one per kind of evidence (docs/platform-format.md): the rule read
+/// in a build's machine code (`flags` and `util_limit_pct`), or one inferred from recordings of
+/// builds not read (`margin_pct`, `idle_takeover_us`).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VcpuPackFile {
-    /// The margin, percent of the vCPU's capacity, that the two utilisations must leave free.
-    pub margin_pct: f64,
-    /// How long (µs) a task's previous vCPU must have been idle for an interrupt on another,
-    /// idle vCPU to take the task there; none: never.
-    #[serde(default)]
+    /// Read: `sched_vcpu_pack`, the placements that pack ([`VcpuPack`]'s bits), 0–15.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<u32>,
+    /// Read: a vCPU has room while its CFS utilisation, plus the task's when the task last ran
+    /// elsewhere, stays below this percent of its capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util_limit_pct: Option<f64>,
+    /// Inferred: a woken task stays on its previous vCPU while that vCPU's utilisation and the
+    /// task's own fit under its capacity less this margin (percent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_pct: Option<f64>,
+    /// Inferred: how long (µs) a task's previous vCPU must have been idle for an interrupt on
+    /// another, idle vCPU to take the task there; none: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_takeover_us: Option<f64>,
 }
 
+/// A preset's vCPU packing, in the form its evidence gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum VcpuPack {
+    /// The rule read in the guest kernel (`sim/vcpu_pack.rs`).
+    Read { flags: u32, util_limit_pct: f64 },
+    /// The rule inferred from a guest's recordings: a woken task stays on its previous vCPU,
+    /// busy or not, while it has room, unless an interrupt on an idle vCPU wakes it after its
+    /// own vCPU has idled longer than the takeover; a new task starts on the forking vCPU
+    /// while it has room.
+    Inferred { margin_pct: f64, idle_takeover_us: Option<f64> },
+}
+
 impl VcpuPackFile {
-    /// Whether a vCPU of capacity `capacity` whose utilisation is `cpu_util` has room for a
-    /// task of utilisation `task_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100,
-    /// and none at a margin of 100%, not even an idle vCPU for a new task.
+    /// The packing the fields describe (validated at load: one form or the other).
+    pub fn rule(&self) -> VcpuPack {
+        match (self.flags, self.util_limit_pct) {
+            (Some(flags), Some(util_limit_pct)) => VcpuPack::Read { flags, util_limit_pct },
+            _ => VcpuPack::Inferred {
+                margin_pct: self.margin_pct.unwrap_or(100.0),
+                idle_takeover_us: self.idle_takeover_us,
+            },
+        }
+    }
+}
+
+impl VcpuPack {
+    /// A wake-up from an interrupt taken by an idle vCPU runs the task there.
+    pub const IRQ_ON_IDLE: u32 = 1;
+    /// A synchronous wake-up runs the task on its waker's vCPU when that has room.
+    pub const SYNC_WAKE: u32 = 2;
+    /// Any wake-up runs the task on a busy vCPU with room: its previous one, its waker's,
+    /// then the others in order.
+    pub const WAKE: u32 = 4;
+    /// A new task (fork) or an exec'ing one stays on its parent's or its own vCPU when that
+    /// has room.
+    pub const NEW_TASK: u32 = 8;
+
+    /// Whether the read rule packs the placements of `bit`.
+    pub fn packs(&self, bit: u32) -> bool {
+        matches!(self, VcpuPack::Read { flags, .. } if flags & bit != 0)
+    }
+
+    /// The read rule's utilisation test: util · 100 < limit · capacity.
+    pub fn util_fits(&self, util: u64, capacity: u64) -> bool {
+        match *self {
+            VcpuPack::Read { util_limit_pct, .. } => (util as f64) * 100.0 < util_limit_pct * capacity as f64,
+            VcpuPack::Inferred { .. } => false,
+        }
+    }
+
+    /// The inferred rule's room for a task of utilisation `task_util` on a vCPU of capacity
+    /// `capacity` at utilisation `cpu_util`: cpu_util + task_util ≤ capacity × (100 − margin)/100,
+    /// none at a margin of 100%.
     pub fn has_room(&self, cpu_util: u64, task_util: u64, capacity: u64) -> bool {
-        let room = capacity as f64 * (100.0 - self.margin_pct) / 100.0;
+        let VcpuPack::Inferred { margin_pct, .. } = *self else { return false };
+        let room = capacity as f64 * (100.0 - margin_pct) / 100.0;
         room > 0.0 && (cpu_util + task_util) as f64 <= room
     }
 
-    /// Whether an interrupt on an idle vCPU takes a task whose previous vCPU has been idle
-    /// for `prev_idle_ns`.
+    /// The inferred rule: whether an interrupt on an idle vCPU takes a task whose previous
+    /// vCPU has been idle for `prev_idle_ns`.
     pub fn idle_takeover(&self, prev_idle_ns: u64) -> bool {
-        self.idle_takeover_us.is_some_and(|us| prev_idle_ns as f64 > us * 1000.0)
+        matches!(*self, VcpuPack::Inferred { idle_takeover_us: Some(us), .. } if prev_idle_ns as f64 > us * 1000.0)
     }
 }
 
@@ -975,11 +1031,31 @@ fn validate(f: &PlatformFile, source: &str) -> Result<()> {
         }
     }
     if let Some(p) = &f.vcpu_pack {
-        if !(0.0..=100.0).contains(&p.margin_pct) {
-            return err("vcpu_pack.margin_pct", format!("expected 0..100 percent, got {}", p.margin_pct));
-        }
-        if let Some(us) = p.idle_takeover_us.filter(|us| !(0.0..=1_000_000.0).contains(us)) {
-            return err("vcpu_pack.idle_takeover_us", format!("expected 0..1000000 µs, got {us}"));
+        match (p.flags, p.util_limit_pct, p.margin_pct) {
+            (Some(flags), Some(limit), None) if p.idle_takeover_us.is_none() => {
+                if flags > 15 {
+                    return err("vcpu_pack.flags", format!("expected a bit mask 0..15, got {flags}"));
+                }
+                if !(0.0..=100.0).contains(&limit) {
+                    return err("vcpu_pack.util_limit_pct", format!("expected 0..100 percent, got {limit}"));
+                }
+            }
+            (None, None, Some(margin)) => {
+                if !(0.0..=100.0).contains(&margin) {
+                    return err("vcpu_pack.margin_pct", format!("expected 0..100 percent, got {margin}"));
+                }
+                if let Some(us) = p.idle_takeover_us.filter(|us| !(0.0..=1_000_000.0).contains(us)) {
+                    return err("vcpu_pack.idle_takeover_us", format!("expected 0..1000000 µs, got {us}"));
+                }
+            }
+            _ => {
+                return err(
+                    "vcpu_pack",
+                    "expected either flags and util_limit_pct (a rule read in the kernel) or margin_pct \
+                     with an optional idle_takeover_us (a rule inferred from recordings), not both"
+                        .into(),
+                )
+            }
         }
     }
     if let Some(c) = &f.cppc {

@@ -66,28 +66,19 @@ impl Sim {
         self.enqueue(task, cpu, source, fair::Join::Fork, flags);
     }
 
-    /// A guest kernel's vCPU packing (the platform's `vcpu_pack`, not mainline) keeps a new
-    /// task on the forking vCPU while that vCPU has room, as it keeps a woken task on its
-    /// previous one (`select_wake_cpu`); the new task has no utilisation yet (its average is
-    /// set only after placement, post_init_entity_util_avg). Inferred from the recordings'
-    /// guest, the other vCPU idle at the fork: a dash loop's children start on the shell's
-    /// vCPU 1,352 times in 1,355 (spawn-true; its dead children leave its utilisation low),
-    /// where mainline's fork balancing takes the idle one; make's, on a vCPU its jobs keep
-    /// busy, once in 19 (kernbench). The test scripts' shells stay 360 times in 860
-    /// (gitsource), the model's nearly always: their vCPUs' utilisation is not the
-    /// recording's there. Only a workload task's forks: a workload's first tasks come from a
-    /// launcher whose utilisation the model does not track (it would find room for them all
-    /// on CPU 0), and the machine's own threads (kthreads, the background) exist from boot,
-    /// where the model starts them when first needed.
+    /// A guest kernel's vCPU packing (`sim/vcpu_pack.rs`) keeps a new task on the forking vCPU
+    /// while that has room. Only a workload task's forks: a workload's first tasks come from
+    /// a launcher whose utilisation the model does not track, and the machine's own threads
+    /// (kthreads, the background) exist from boot, where the model starts them when first
+    /// needed. Checked on the recordings' guest: a dash loop's children start on the shell's
+    /// vCPU 1,352 times in 1,355 (spawn-true), where mainline's fork balancing takes the idle
+    /// one; make's, on a vCPU its jobs keep busy, once in 19 (kernbench).
     fn packed_fork_cpu(&self, task: usize, forked_on: usize) -> Option<usize> {
-        let pack = self.machine.plat.file.vcpu_pack?;
         let t = &self.sched.tasks[task];
         if t.parent.is_none() || t.attrs.background {
             return None;
         }
-        let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, forked_on);
-        let room = pack.has_room(cpu_util, 0, self.machine.plat.cpus[forked_on].cap_orig);
-        (room && self.sched.allowed(task, forked_on)).then_some(forked_on)
+        self.packed_new_task_cpu(task, forked_on, false)
     }
 
     /// copy_process's dup_task_struct copies the parent's task_struct whole, and neither

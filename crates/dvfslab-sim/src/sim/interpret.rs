@@ -337,7 +337,11 @@ impl Sim {
                     // balancing walks the domains (find_idlest_cpu with SD_BALANCE_EXEC).
                     // Moving to a busy CPU is left out: the model has no way to push a
                     // running task into another CPU's queue.
-                    let dest = self.sched.select_exec_cpu(&self.machine, &self.q, task, cpu);
+                    // A guest kernel's vCPU packing keeps it where it has room (`sim/vcpu_pack.rs`).
+                    let dest = match self.packed_new_task_cpu(task, cpu, true) {
+                        Some(stay) => stay,
+                        None => self.sched.select_exec_cpu(&self.machine, &self.q, task, cpu),
+                    };
                     // The C library's CPUIDs at the start of the new image wait on the host,
                     // wherever sched_exec puts the task: work that takes its time whatever the
                     // vCPU's clock (all memory-bound), and preemptible between the exits.

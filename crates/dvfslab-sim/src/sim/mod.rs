@@ -21,6 +21,7 @@ mod tcp_stream;
 #[cfg(test)]
 mod test_support;
 mod unix_stream;
+mod vcpu_pack;
 mod wake;
 mod wake_affine;
 

@@ -75,16 +75,21 @@ impl Sim {
             let source = waker.placement_source().map_or(prev, |(w, _)| w);
             self.resched_asked(prev, source);
         }
-        if waker != Waker::Requeue && self.reaches_fair_placement(task) {
+        // A guest kernel's vCPU packing decides first (`sim/vcpu_pack.rs`).
+        let packed = self.packed_wake_cpu(task, waker);
+        if packed.is_none() && waker != Waker::Requeue && self.reaches_fair_placement(task) {
             // select_task_rq_fair's record_wakee, whoever the waker: the task current on the
             // CPU running try_to_wake_up (a softirq's or a timer's interrupted task too).
             self.record_wakee(waker.logged_on(prev).0, task);
         }
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
-        let (cpu, why) = match self.find_energy_efficient_cpu(task) {
-            Some(cpu) => (cpu, "eas"),
-            None => (self.select_wake_cpu(task, waker), "wakeup"),
+        let (cpu, why) = match packed {
+            Some(cpu) => (cpu, "wakeup"),
+            None => match self.find_energy_efficient_cpu(task) {
+                Some(cpu) => (cpu, "eas"),
+                None => (self.select_wake_cpu(task, waker), "wakeup"),
+            },
         };
         // The waker's CPU enqueues the task (for an I/O completion, the CPU the device
         // interrupted; `io_complete`); a timer fires where the task slept. try_to_wake_up
@@ -103,7 +108,7 @@ impl Sim {
     /// Whether a wake-up of `task` that found it asleep reaches select_task_rq_fair: a fair task
     /// that may run on more than one CPU (select_task_rq asks the class only then; a task bound
     /// to one CPU, a per-CPU kworker's, wakes there without it).
-    fn reaches_fair_placement(&self, task: usize) -> bool {
+    pub(super) fn reaches_fair_placement(&self, task: usize) -> bool {
         let allowed = (0..self.sched.cpus.len()).filter(|&c| self.sched.allowed(task, c)).count();
         allowed > 1 && self.sched.rt_prio(task).is_none()
     }
@@ -165,9 +170,8 @@ impl Sim {
     /// waker on another CPU, wake_affine chooses the target between the waker's CPU and the
     /// previous one; select_idle_sibling then looks for an idle CPU near it. On an asymmetric
     /// platform a CFS task's wake-up follows the kernel's capacity rule of the time
-    /// ([`AsymWakeup`]). A guest whose kernel packs its vCPUs (the platform's `vcpu_pack`)
-    /// keeps the task on its previous vCPU first, while that vCPU has room, unless an
-    /// interrupt on an idle vCPU wakes it after its own vCPU has idled a while.
+    /// ([`AsymWakeup`]). A guest kernel's vCPU packing inferred from recordings keeps the task
+    /// on its previous vCPU first (the read rule has placed it before this, in `wake_task`).
     pub(crate) fn select_wake_cpu(&mut self, task: usize, waker: Option<(usize, bool)>) -> usize {
         let ok = |c: usize| self.sched.allowed(task, c);
         let prev = self.sched.tasks[task].cpu;
@@ -180,26 +184,9 @@ impl Sim {
                 return self.sched.select_fork_cpu(&self.machine, &self.q, task, this_cpu);
             }
         }
-        if let Some(pack) = self.machine.plat.file.vcpu_pack {
-            // A guest kernel's vCPU packing (`vcpu_pack`, not mainline), inferred from the
-            // recordings (docs/platform-format.md). An interrupt taken by an idle vCPU (a block
-            // completion) takes the task it wakes when the task's vCPU has been idle a while.
-            if let Some((w, _)) = waker.filter(|&(w, _)| w != prev && ok(w)) {
-                let prev_idle_ns = self.q.now().saturating_sub(self.sched.cpus[prev].idle_entered);
-                if self.sched.cpu_is_idle(w) && self.sched.cpu_is_idle(prev) && pack.idle_takeover(prev_idle_ns) {
-                    return w;
-                }
-            }
-            // Otherwise the previous vCPU keeps the task while it has room. Its utilisation
-            // still holds the task's recent runs there; the task's own is added all the same,
-            // the form the measurements on the guest were fitted with.
-            if ok(prev) {
-                let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
-                let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);
-                if pack.has_room(cpu_util, task_util, self.machine.plat.cpus[prev].cap_orig) {
-                    return prev;
-                }
-            }
+        // A guest kernel's vCPU packing as inferred from recordings (`sim/vcpu_pack.rs`).
+        if let Some(cpu) = self.inferred_wake_cpu(task, waker) {
+            return cpu;
         }
         let target = match waker {
             Some((w, sync)) if ok(w) && w != prev && !self.wake_wide(w, task) => self.wake_affine(task, w, prev, sync),

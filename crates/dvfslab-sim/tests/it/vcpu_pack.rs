@@ -1,31 +1,37 @@
-//! A guest kernel's vCPU packing (the platform's `vcpu_pack`): a woken task stays on the
-//! vCPU it last ran on while that vCPU has room for it, where mainline's wake_affine would
-//! take it to its waker's vCPU, and a new task starts on the forking vCPU. Shown on the KVM guest by a request/response pair free to
-//! run anywhere and a light periodic task pinned to each vCPU, which now and then holds the
-//! vCPU a woken side last ran on.
+//! A guest kernel's vCPU packing (the platform's `vcpu_pack`, `sim/vcpu_pack.rs`): before the
+//! kernel's own placement, a task goes to a vCPU already running something that has room for it.
+//! Shown on the KVM guest by a request/response pair free to run anywhere (light enough to share
+//! a vCPU, or too heavy to), a light periodic task pinned to each vCPU that now and then holds
+//! the vCPU a woken side last ran on, a reader whose disk interrupts the other vCPU, and a shell
+//! loop's forks.
 
 use std::rc::Rc;
 
 use crate::common;
 
-use dvfslab_sim::hw::platform::{Platform, VcpuPackFile};
+use dvfslab_sim::hw::platform::{Platform, VcpuPack};
 use dvfslab_sim::sched::task::{Amount, Op};
 use dvfslab_sim::workload::{Better, Completion, DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 use dvfslab_sim::{Sim, SimConfig, SimResult};
 
 /// 10 µs at the guest's 2.6 GHz.
 const BURST_CYCLES: f64 = 26_000.0;
+/// The default packing of the guest's kernel: every placement, up to 70% of a vCPU.
+const PACK_ALL: u32 = 15;
 const RUN_NS: u64 = 300_000_000;
 const SETTLED_NS: u64 = 100_000_000;
 
-/// A client and a server that take turns (each works 10 µs, wakes the other synchronously and
-/// blocks), free to run on either vCPU, and on each vCPU a pinned task that works 100 µs
-/// every 2 ms (5% of it), the second half a period later.
-struct PairAndDisturbers;
+/// A client and a server that take turns (each works `burst_cycles`, wakes the other
+/// synchronously and blocks), free to run on either vCPU, and, with `disturbers`, on each vCPU a
+/// pinned task that works 100 µs every 2 ms (5% of it), the second half a period later.
+struct PairAndDisturbers {
+    burst_cycles: f64,
+    disturbers: bool,
+}
 
 impl Workload for PairAndDisturbers {
     fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-        let (client, server) = common::request_response(BURST_CYCLES);
+        let (client, server) = common::request_response(self.burst_cycles);
         let disturber = || -> Rc<[Op]> {
             vec![
                 Op::Sleep { ns: Amount::Fixed(1_900_000.0) },
@@ -34,12 +40,12 @@ impl Workload for PairAndDisturbers {
             ]
             .into()
         };
-        vec![
-            TaskSpec::new("client", client.into()),
-            TaskSpec::new("server", server.into()),
-            TaskSpec::new("disturber/0", disturber()).pinned(vec![0]).start_at(500_000),
-            TaskSpec::new("disturber/1", disturber()).pinned(vec![1]).start_at(1_500_000),
-        ]
+        let mut tasks = vec![TaskSpec::new("client", client.into()), TaskSpec::new("server", server.into())];
+        if self.disturbers {
+            tasks.push(TaskSpec::new("disturber/0", disturber()).pinned(vec![0]).start_at(500_000));
+            tasks.push(TaskSpec::new("disturber/1", disturber()).pinned(vec![1]).start_at(1_500_000));
+        }
+        tasks
     }
     fn default_duration_ns(&self) -> u64 {
         RUN_NS
@@ -50,19 +56,26 @@ impl Workload for PairAndDisturbers {
     }
 }
 
-/// The quiet guest (no background, no switching costs) with `vcpu_pack` as given.
-fn guest(vcpu_pack: Option<serde_json::Value>) -> Platform {
-    common::quiet_guest(&[("vcpu_pack", vcpu_pack)])
+/// The quiet guest (no background, no switching costs) packing the placements `flags` by the
+/// read rule (None: mainline's placement).
+fn guest(flags: Option<u32>) -> Platform {
+    let pack = flags.map(|flags| serde_json::json!({"flags": flags, "util_limit_pct": 70.0}));
+    common::quiet_guest(&[("vcpu_pack", pack)])
 }
 
-fn run(plat: Platform) -> SimResult {
+/// The quiet guest with the packing inferred from recordings, `vcpu_pack` as given.
+fn inferred_guest(vcpu_pack: serde_json::Value) -> Platform {
+    common::quiet_guest(&[("vcpu_pack", Some(vcpu_pack))])
+}
+
+fn run(plat: Platform, pair: PairAndDisturbers) -> SimResult {
     let cfg = SimConfig {
         governor: "performance:kernel=6.18".into(),
         duration_ns: Some(RUN_NS),
         timeline: true,
         ..SimConfig::default()
     };
-    Sim::with_workload(plat, &cfg, Box::new(PairAndDisturbers), "test".into()).unwrap().run().unwrap()
+    Sim::with_workload(plat, &cfg, Box::new(pair), "test".into()).unwrap().run().unwrap()
 }
 
 /// Switches into the client (task 0) and the server (task 1) on each vCPU after the first
@@ -88,33 +101,68 @@ fn placement(r: &SimResult) -> ([[u32; 2]; 2], u32) {
     (runs, together)
 }
 
+fn pair(burst_us: f64, disturbers: bool) -> PairAndDisturbers {
+    PairAndDisturbers { burst_cycles: burst_us * BURST_CYCLES / 10.0, disturbers }
+}
+
 #[test]
-fn a_woken_task_stays_on_its_previous_vcpu_while_it_has_room() {
-    // The pair keeps a vCPU each: each side's ~30% and the disturber's 5% stay under 85% of
-    // the vCPU, so every wake-up stays where the woken side last ran.
-    let packed = run(guest(Some(serde_json::json!({"margin_pct": 15.0}))));
+fn a_light_pair_shares_its_wakers_vcpu() {
+    // Each side works 10 µs a turn: a synchronous wake-up finds the waker's vCPU with room for
+    // both (the probe on the guest: two sides that work 2 µs and nap 100 µs a turn share a vCPU
+    // in 100% of their turns). Mainline keeps each on its idle previous vCPU.
+    let (runs, together) = placement(&run(guest(Some(PACK_ALL)), pair(10.0, false)));
+    let all: u32 = runs.iter().flatten().sum();
+    assert!(together * 2 > all, "the pair shared a vCPU in {together} of {all} runs: {runs:?}");
+    let (runs, together) = placement(&run(guest(None), pair(10.0, false)));
+    assert_eq!(together, 0, "mainline: {runs:?}");
+}
+
+#[test]
+fn a_pair_above_the_limit_keeps_a_vcpu_each() {
+    // Each side working 40 µs a turn keeps its vCPU over 35% busy: the two together leave no
+    // room under 70% on either, and placement is mainline's, which keeps them apart.
+    let heavy = run(guest(Some(PACK_ALL)), pair(40.0, false));
+    let (runs, together) = placement(&heavy);
+    assert!(together * 20 < runs.iter().flatten().sum::<u32>(), "the pair shared a vCPU: {runs:?}");
+    let mainline = run(guest(None), pair(40.0, false));
+    assert_eq!(heavy.summary.metric.value, mainline.summary.metric.value);
+}
+
+#[test]
+fn a_woken_task_stays_on_its_busy_previous_vcpu_while_it_has_room() {
+    // Packing any wake-up (bit 4) without the synchronous rule, a heavy pair, and the
+    // disturbers: a side woken while the disturber holds its vCPU stays there (the vCPU has
+    // room), where mainline takes it to its waker's vCPU (wake_affine_idle: a synchronous waker
+    // alone on its CPU) and the pair then shares one.
+    let (runs, together) = placement(&run(guest(Some(4)), pair(40.0, true)));
+    assert!(together < 20, "the pair shared a vCPU {together} times: {runs:?}");
+    let (runs, together) = placement(&run(guest(None), pair(40.0, true)));
+    assert!(together > 100, "the pair never shared a vCPU without packing: {runs:?}");
+}
+
+#[test]
+fn no_packed_placement_is_mainlines_placement() {
+    // flags 0: the sysctl off, placement is the kernel's own, run for run.
+    let none = run(guest(None), pair(10.0, true)).summary;
+    let off = run(guest(Some(0)), pair(10.0, true)).summary;
+    assert_eq!(none.metric.value, off.metric.value);
+    assert_eq!(none.per_cpu[0].busy_pct, off.per_cpu[0].busy_pct);
+}
+
+#[test]
+fn the_inferred_rule_keeps_a_woken_task_on_its_previous_vcpu_while_it_has_room() {
+    // The pair of 10 µs sides and the disturbers: each side's ~30% and the disturber's 5% stay
+    // under 85% of the vCPU, so every wake-up stays where the woken side last ran, idle or busy.
+    let packed = run(inferred_guest(serde_json::json!({"margin_pct": 15.0})), pair(10.0, true));
     let (runs, together) = placement(&packed);
     assert_eq!(together, 0, "the pair shared a vCPU: {runs:?}");
     for (task, per_cpu) in runs.iter().enumerate() {
         assert!(per_cpu.iter().filter(|&&n| n > 0).count() == 1, "task {task} ran on both vCPUs: {runs:?}");
     }
-    assert!(packed.summary.metric.value > 1_000.0, "{}", packed.summary.metric.value);
-
-    // Mainline's rule alone: a side woken while the disturber holds its vCPU goes to its
-    // waker's (wake_affine_idle: a synchronous waker alone on its vCPU), and the pair then
-    // shares one.
-    let mainline = run(guest(None));
-    let (runs, together) = placement(&mainline);
-    assert!(together > 100, "the pair never shared a vCPU without packing: {runs:?}");
-}
-
-#[test]
-fn a_margin_that_leaves_no_room_is_mainlines_placement() {
     // At a 100% margin no vCPU ever has room: placement is the kernel's own, run for run.
-    let none = run(guest(None)).summary;
-    let full = run(guest(Some(serde_json::json!({"margin_pct": 100.0})))).summary;
+    let none = run(guest(None), pair(10.0, true)).summary;
+    let full = run(inferred_guest(serde_json::json!({"margin_pct": 100.0})), pair(10.0, true)).summary;
     assert_eq!(none.metric.value, full.metric.value);
-    assert_eq!(none.per_cpu[0].busy_pct, full.per_cpu[0].busy_pct);
 }
 
 /// A task that works 10 µs and waits for a read of `service_ns` on a disk whose one
@@ -167,64 +215,83 @@ fn reader_runs(plat: Platform, service_ns: f64) -> [u32; 2] {
 }
 
 #[test]
-fn an_interrupt_on_an_idle_vcpu_takes_a_task_whose_vcpu_has_idled_past_the_takeover() {
-    let pack = serde_json::json!({"margin_pct": 15.0, "idle_takeover_us": 70.0});
-    // A 200 µs read leaves vCPU 0 idle past 70 µs: the completion's wake-up on vCPU 1 takes
-    // the reader there, and its later reads complete where it runs.
-    let long = reader_runs(guest(Some(pack.clone())), 200_000.0);
-    assert_eq!(long[0], 0, "{long:?}");
-    assert!(long[1] > 50, "{long:?}");
-    // A 30 µs read does not: vCPU 0 keeps it (it has room), woken from vCPU 1 every time.
-    let short = reader_runs(guest(Some(pack)), 30_000.0);
-    assert_eq!(short[1], 0, "{short:?}");
-    assert!(short[0] > 200, "{short:?}");
-    // Without a takeover the room keeps it on vCPU 0 however long it waits.
-    let never = reader_runs(guest(Some(serde_json::json!({"margin_pct": 15.0}))), 200_000.0);
-    assert_eq!(never[1], 0, "{never:?}");
+fn an_interrupt_on_an_idle_vcpu_takes_the_task_it_wakes() {
+    // The read's completion wakes the reader from vCPU 1's interrupt while vCPU 1 idles: with
+    // bit 1 the reader moves there however briefly vCPU 0 has idled, and its later reads
+    // complete where it runs.
+    for service_ns in [30_000.0, 200_000.0] {
+        let runs = reader_runs(guest(Some(1)), service_ns);
+        assert_eq!(runs[0], 0, "{service_ns} ns reads: {runs:?}");
+        assert!(runs[1] > 50, "{service_ns} ns reads: {runs:?}");
+    }
+    // Mainline keeps it on its idle previous vCPU, woken from vCPU 1 every time.
+    let runs = reader_runs(guest(None), 30_000.0);
+    assert_eq!(runs[1], 0, "{runs:?}");
+    assert!(runs[0] > 200, "{runs:?}");
 }
 
 #[test]
-fn a_margin_out_of_range_or_an_unknown_field_is_an_error_naming_it() {
+fn the_inferred_takeover_needs_the_previous_vcpu_idle_longer_than_it() {
+    let pack = serde_json::json!({"margin_pct": 15.0, "idle_takeover_us": 70.0});
+    // A 200 µs read leaves vCPU 0 idle past 70 µs: the completion's wake-up on vCPU 1 takes
+    // the reader there. A 30 µs read does not: vCPU 0 keeps it (it has room).
+    let long = reader_runs(inferred_guest(pack.clone()), 200_000.0);
+    assert!(long[0] == 0 && long[1] > 50, "{long:?}");
+    let short = reader_runs(inferred_guest(pack), 30_000.0);
+    assert!(short[1] == 0 && short[0] > 200, "{short:?}");
+    let rule = VcpuPack::Inferred { margin_pct: 15.0, idle_takeover_us: Some(70.0) };
+    assert!(!rule.idle_takeover(70_000) && rule.idle_takeover(70_001));
+    // 85% of 1024 is 870.4.
+    assert!(rule.has_room(500, 370, 1024) && !rule.has_room(500, 371, 1024));
+    assert!(!VcpuPack::Inferred { margin_pct: 15.0, idle_takeover_us: None }.idle_takeover(u64::MAX));
+}
+
+#[test]
+fn a_mask_or_a_limit_out_of_range_or_an_unknown_field_is_an_error_naming_it() {
     let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
+    doc["vcpu_pack"] = serde_json::json!({"flags": 16, "util_limit_pct": 70.0});
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("vcpu_pack.flags") && e.contains("0..15"), "{e}");
+    doc["vcpu_pack"] = serde_json::json!({"flags": 15, "util_limit_pct": 120.0});
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("vcpu_pack.util_limit_pct") && e.contains("0..100"), "{e}");
+    doc["vcpu_pack"] = serde_json::json!({"flags": 15, "util_limit_pct": 70.0, "margin_pct": 15.0});
+    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
+    assert!(e.contains("vcpu_pack") && e.contains("not both"), "{e}");
     doc["vcpu_pack"] = serde_json::json!({"margin_pct": 120.0});
     let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
     assert!(e.contains("vcpu_pack.margin_pct") && e.contains("0..100"), "{e}");
-    doc["vcpu_pack"] = serde_json::json!({"margin_pct": 15.0, "idle_takeover_us": -1.0});
-    let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
-    assert!(e.contains("vcpu_pack.idle_takeover_us"), "{e}");
     doc["vcpu_pack"] = serde_json::json!({"margin": 15.0});
     let e = Platform::from_json(&doc.to_string(), "kvm").unwrap_err().to_string();
     assert!(e.contains("margin"), "{e}");
 }
 
 #[test]
-fn room_is_the_two_utilisations_under_capacity_less_the_margin() {
-    let pack = VcpuPackFile { margin_pct: 15.0, idle_takeover_us: None };
-    // 85% of 1024 is 870.4.
-    assert!(pack.has_room(500, 370, 1024));
-    assert!(!pack.has_room(500, 371, 1024));
-    assert!(VcpuPackFile { margin_pct: 0.0, idle_takeover_us: None }.has_room(1000, 24, 1024));
-}
-
-#[test]
-fn the_takeover_needs_the_previous_vcpu_idle_longer_than_it() {
-    let pack = VcpuPackFile { margin_pct: 15.0, idle_takeover_us: Some(70.0) };
-    assert!(!pack.idle_takeover(70_000));
-    assert!(pack.idle_takeover(70_001));
-    assert!(!VcpuPackFile { margin_pct: 15.0, idle_takeover_us: None }.idle_takeover(u64::MAX));
+fn room_is_a_utilisation_below_the_limit_and_each_bit_its_placement() {
+    let pack = VcpuPack::Read { flags: VcpuPack::SYNC_WAKE | VcpuPack::NEW_TASK, util_limit_pct: 70.0 };
+    // 70% of 1024 is 716.8: strictly below it.
+    assert!(pack.util_fits(716, 1024));
+    assert!(!pack.util_fits(717, 1024));
+    assert!(!VcpuPack::Read { flags: 15, util_limit_pct: 0.0 }.util_fits(0, 1024));
+    assert!(pack.packs(VcpuPack::SYNC_WAKE) && pack.packs(VcpuPack::NEW_TASK));
+    assert!(!pack.packs(VcpuPack::IRQ_ON_IDLE) && !pack.packs(VcpuPack::WAKE));
+    // The inferred rule has no bits.
+    assert!(!VcpuPack::Inferred { margin_pct: 15.0, idle_takeover_us: None }.packs(VcpuPack::WAKE));
 }
 
 #[test]
 fn a_new_task_starts_on_the_forking_vcpu_while_it_has_room() {
     // A shell loop of a null program (spawn): the shell sleeps until its child's exec, whose
-    // wake-up preempts the child where the two share a vCPU. With packing each child starts
-    // on the shell's vCPU, which has room however busy it is (a dead child takes its
-    // utilisation with it): about one preemption a program. Without, fork balancing sends
-    // each child to the idle vCPU and the wake-up preempts nothing.
-    let preempted_per_program = |pack: bool| {
+    // wake-up preempts the child where the two share a vCPU. With the inferred packing (the
+    // preset's) each child starts on the shell's vCPU, which has room however busy it is (a
+    // dead child takes its utilisation with it); with the read one most do (the shell runs
+    // there alone, under 70% busy): about one preemption a program. Without, fork balancing
+    // sends each child to the idle vCPU and the wake-up preempts nothing.
+    let preempted_per_program = |pack: Option<serde_json::Value>| {
         let mut doc: serde_json::Value = serde_json::from_str(&common::quiet_preset("kvm-guest-2cpu")).unwrap();
-        if !pack {
-            doc.as_object_mut().unwrap().remove("vcpu_pack");
+        match pack {
+            Some(rule) => doc["vcpu_pack"] = rule,
+            None => drop(doc.as_object_mut().unwrap().remove("vcpu_pack")),
         }
         let cfg = SimConfig {
             governor: "performance:kernel=6.18".into(),
@@ -237,6 +304,11 @@ fn a_new_task_starts_on_the_forking_vcpu_while_it_has_room() {
         let preempted = tl.switch_prev_state.iter().zip(&tl.switch_prev).filter(|&(&s, &p)| s == 'R' && p > 0);
         preempted.count() as f64 / 500.0
     };
-    let (packed, mainline) = (preempted_per_program(true), preempted_per_program(false));
-    assert!(packed > 0.9 && mainline < 0.1, "preemptions a program: {packed} packed, {mainline} not");
+    let inferred = preempted_per_program(Some(serde_json::json!({"margin_pct": 15.0})));
+    let read = preempted_per_program(Some(serde_json::json!({"flags": 8, "util_limit_pct": 70.0})));
+    let mainline = preempted_per_program(None);
+    assert!(
+        inferred > 0.9 && read > 0.8 && mainline < 0.1,
+        "preemptions a program: {inferred} inferred, {read} read, {mainline} not"
+    );
 }
