@@ -74,6 +74,11 @@ pub(crate) struct Cpu {
     pub seg_rate: f64,
     /// Until this time the CPU is still leaving its idle state and makes no progress.
     pub stall_until: TimeNs,
+    /// From this time on (at most `stall_until`) the scheduler charges the stalled wake-up's
+    /// task as running: a halted vCPU's IPI handler enqueues it, and the clock update that
+    /// wakeup_preempt's rq_clock_skip_update skips in the following __schedule leaves its
+    /// exec_start, and its PELT, at that enqueue, the guest's resume from idle included.
+    pub stall_charged_from: TimeNs,
     /// Until this time the core's clock is stopped by a frequency change: its task is running
     /// but makes no progress.
     pub halt_until: TimeNs,

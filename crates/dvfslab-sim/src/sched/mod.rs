@@ -117,6 +117,7 @@ impl Sched {
                 seg_start: 0,
                 seg_rate: 0.0,
                 stall_until: 0,
+                stall_charged_from: 0,
                 halt_until: 0,
                 vcpu_wake_ns: None,
                 vcpu_ipi_until: 0,

@@ -54,6 +54,7 @@ impl Sim {
             self.q.push(at, Event::Tick { cpu: cpu as u32, token });
         }
         c.stall_until = 0;
+        c.stall_charged_from = 0;
         let core = self.machine.plat.cpus[cpu].core;
         self.hw.cores[core].busy_threads -= 1;
         self.core_changed(core, cpu);

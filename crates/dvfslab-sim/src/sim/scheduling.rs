@@ -191,8 +191,9 @@ impl Sim {
             detach_task_avg(&mut c.avg, &gone);
             c.util_changed = true;
         }
-        if curr.is_some() && c.stall_until > c.clock_task {
-            let end = c.stall_until.min(now);
+        let uncharged_until = c.stall_until.min(c.stall_charged_from);
+        if curr.is_some() && uncharged_until > c.clock_task {
+            let end = uncharged_until.min(now);
             c.clock_task = end;
             c.clock_pelt = end;
             c.stall_pelt_end = end - c.lost_idle;
@@ -476,6 +477,17 @@ impl Sim {
             self.hw.idle_governor.reflect(cpu, in_state_ns + (ready_at - now), declared_exit_ns);
             self.set_idle_state(cpu, None);
             self.sched.cpus[cpu].stall_until = ready_at;
+            // The kernel charges the task from its enqueue (`Cpu::stall_charged_from`): on a
+            // vCPU woken by IPI, the IPI handler's from 6.0 (the wake list), the waker's own
+            // before; a CPU leaving a C-state is charged from its exit, as the model has it.
+            // (Before 6.0 a same-LLC waker enqueues on a bare-metal idle CPU at once too, which
+            // would charge its C-state exit: not modelled.)
+            let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
+            self.sched.cpus[cpu].stall_charged_from = match ipi_ns {
+                0 => ready_at,
+                _ if wake_list => now + ipi_ns,
+                _ => now,
+            };
             let core = self.machine.plat.cpus[cpu].core;
             self.hw.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
