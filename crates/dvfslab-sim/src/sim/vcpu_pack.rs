@@ -93,8 +93,7 @@ impl Sim {
             let room = pack.has_room(cpu_util, 0, self.machine.plat.cpus[cpu].cap_orig);
             return (!exec && room && self.sched.allowed(task, cpu)).then_some(cpu);
         }
-        let allowed = (0..self.sched.cpus.len()).filter(|&c| self.sched.allowed(task, c)).count();
-        let packs = pack.packs(VcpuPack::NEW_TASK) && allowed > 1 && self.sched.rt_prio(task).is_none();
+        let packs = pack.packs(VcpuPack::NEW_TASK) && self.reaches_fair_placement(task);
         (packs && self.vcpu_pack_room(pack, task, cpu)).then_some(cpu)
     }
 
