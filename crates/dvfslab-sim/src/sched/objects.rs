@@ -45,6 +45,9 @@ pub(crate) struct Device {
     pub(crate) channel_free_at: TimeNs,
     /// Group commit: the requests the commit under way carries.
     pub(crate) committing: Vec<IoRequest>,
+    /// A coalescing interrupt (`Completion::Line`'s `coalesced`): requests done while others
+    /// are still in service, in the order they completed, ended with the last of them.
+    pub(crate) held: Vec<IoRequest>,
     /// The submitters of requests in flight whose end ext4's end-I/O worker does.
     pub(crate) end_work: Vec<usize>,
     /// Requests flushed from a sleeping task's plug, waiting for the kblockd worker of the
@@ -111,6 +114,7 @@ impl Objects {
                     queue: VecDeque::new(),
                     channel_free_at: 0,
                     committing: Vec::new(),
+                    held: Vec::new(),
                     end_work: Vec::new(),
                     plugged: Vec::new(),
                 })

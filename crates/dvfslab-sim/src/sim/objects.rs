@@ -6,7 +6,7 @@ use crate::governor::UpdateFlags;
 use crate::sched::objects::{completion_cpu, slot, IoWaiter, Outcome};
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
-use crate::workload::Service;
+use crate::workload::{Completion, Service};
 
 impl Sim {
     /// `Op::Post` and `Op::Loopback`: hand a token to the first waiter (`waker` waking it) or
@@ -353,8 +353,20 @@ impl Sim {
             self.q.push(at, Event::IoComplete { dev, request: next });
         }
         let completion = d.spec.completion;
-        let ended = if carried.is_empty() { std::slice::from_ref(&request) } else { &carried[..] };
-        for &r in ended {
+        // A coalescing device raises its interrupt when nothing is left in service: until
+        // then what completes waits, and the interrupt's softirq ends all of it in order.
+        let ended: Vec<IoRequest> = if !carried.is_empty() {
+            carried
+        } else if matches!(completion, Completion::Line { coalesced: true, .. }) {
+            d.held.push(request);
+            if d.in_service > 0 {
+                return;
+            }
+            std::mem::take(&mut d.held)
+        } else {
+            vec![request]
+        };
+        for &r in &ended {
             let t = match r {
                 IoRequest::Writeback { cpu } => {
                     let cpu = completion_cpu(&self.machine, completion, cpu as usize);
@@ -363,7 +375,8 @@ impl Sim {
                 }
                 IoRequest::Task(t) => t as usize,
             };
-            let iowait = leader_iowait && r == request;
+            // Each queued request's submitter slept on the device; of a commit's, its leader.
+            let iowait = leader_iowait && (!group || r == request);
             let waker = Waker::Softirq { cpu: self.sched.completing_cpu(&self.machine, completion, t), sync: false };
             if self.hand_to_worker(dev, t, iowait, waker) {
                 continue;

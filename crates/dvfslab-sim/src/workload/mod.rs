@@ -157,7 +157,10 @@ pub enum Completion {
     /// completes a request there when that CPU shares the submitter's last-level cache, and
     /// sends it to the submitter by IPI otherwise. That CPU then wakes the task from outside
     /// its CPU, a remote governor callback that intel_pstate ignores, iowait flag included.
-    Line { cpu: usize },
+    /// `coalesced`: the device raises its interrupt only once it has no request left in
+    /// service, so a request that completes while another is still served waits for that one
+    /// and both end in the same softirq (`Sim::io_complete`; a KVM guest's virtio disk).
+    Line { cpu: usize, coalesced: bool },
 }
 
 impl Completion {
@@ -165,7 +168,7 @@ impl Completion {
     pub fn line_cpu(self, ncpus: usize) -> Option<usize> {
         match self {
             Completion::Submitter => None,
-            Completion::Line { cpu } => Some(cpu.min(ncpus.saturating_sub(1))),
+            Completion::Line { cpu, .. } => Some(cpu.min(ncpus.saturating_sub(1))),
         }
     }
 }

@@ -898,10 +898,10 @@ fn a_completion_on_cpu_zero_wakes_a_task_of_its_llc_remotely_and_intel_pstate_mi
     // to the top at once; woken from CPU 0, none does, and a CPU busy a tenth of the time
     // stays near the bottom.
     let local = busy_khz(2, Completion::Submitter);
-    let from_cpu0 = busy_khz(2, Completion::Line { cpu: 0 });
+    let from_cpu0 = busy_khz(2, Completion::Line { cpu: 0, coalesced: false });
     assert!(from_cpu0 < 0.6 * local, "CPU 0's completions {from_cpu0} kHz, local {local} kHz");
     // On the other socket blk-mq sends the completion to the submitter: local again.
-    let other_socket = busy_khz(14, Completion::Line { cpu: 0 });
+    let other_socket = busy_khz(14, Completion::Line { cpu: 0, coalesced: false });
     assert!((other_socket - local).abs() < 0.05 * local, "{other_socket} vs {local} kHz");
 }
 
@@ -1186,7 +1186,7 @@ fn ext4s_end_io_worker_takes_its_conversions_in_completion_order_and_wakes_only_
     let w = Programs {
         tasks: vec![writer],
         spawned: vec![],
-        devices: vec![common::queued_disk(2, Completion::Line { cpu: 1 })],
+        devices: vec![common::queued_disk(2, Completion::Line { cpu: 1, coalesced: false })],
     };
     let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=6.18", w, 0.01);
     let worker = end_io_worker(&tl).expect("the end-I/O worker");
@@ -1230,7 +1230,7 @@ fn a_writeback_wakes_ext4s_end_io_worker_from_the_completion_softirq_from_5_6() 
         count(0),
         Op::Exit,
     ];
-    let disk = common::queued_disk(1, Completion::Line { cpu: 1 });
+    let disk = common::queued_disk(1, Completion::Line { cpu: 1, coalesced: false });
     let run = |kernel: &str| {
         let w = Programs { tasks: vec![writer.clone()], spawned: vec![], devices: vec![disk.clone()] };
         run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), &format!("performance:kernel={kernel}"), w, 0.01)
@@ -1290,10 +1290,10 @@ fn completion_cpus(cpu: usize, completion: Completion) -> Vec<u32> {
 fn a_single_line_device_completes_on_the_cpu_it_declares_clamped_to_the_machine() {
     // The virtio disk's line is taken by vCPU 1: a submitter on CPU 0 is woken from there,
     // one on CPU 1 locally; a line declared beyond the machine's CPUs goes to its last one.
-    assert!(completion_cpus(0, Completion::Line { cpu: 1 }).iter().all(|&c| c == 1));
-    assert!(completion_cpus(1, Completion::Line { cpu: 1 }).iter().all(|&c| c == 1));
-    assert!(completion_cpus(1, Completion::Line { cpu: 0 }).iter().all(|&c| c == 0));
-    assert!(completion_cpus(0, Completion::Line { cpu: 7 }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(0, Completion::Line { cpu: 1, coalesced: false }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(1, Completion::Line { cpu: 1, coalesced: false }).iter().all(|&c| c == 1));
+    assert!(completion_cpus(1, Completion::Line { cpu: 0, coalesced: false }).iter().all(|&c| c == 0));
+    assert!(completion_cpus(0, Completion::Line { cpu: 7, coalesced: false }).iter().all(|&c| c == 1));
     assert!(completion_cpus(0, Completion::Submitter).iter().all(|&c| c == 0));
 }
 
@@ -1630,4 +1630,43 @@ fn a_message_costs_its_cache_lines_crossing_only_between_cpus() {
     let (_, work) = one_sender_one_reader(1, shared, shared);
     let moves = (work - base) / 500.0;
     assert!((1.0..=4000.0).contains(&moves), "{moves}");
+}
+
+/// When each of two tasks was woken by the disk's softirq: one waits for a 100 µs request,
+/// the other, 30 µs later, for a 40 µs one (a 2-slot disk completing as `completion` says).
+fn overlapping_request_wakeups(completion: Completion) -> [u64; 2] {
+    let waiter = |pin: usize, delay_cycles: f64, service_ns: f64| {
+        vec![
+            Op::SetAffinity { cpus: Some(Rc::from(vec![pin])) },
+            Op::Run { cycles: Amount::Fixed(delay_cycles), mem_frac: 0.0 },
+            Op::Io { dev: 0, service_ns: Amount::Fixed(service_ns), transfer_ns: Amount::ZERO },
+            count(0),
+            Op::Exit,
+        ]
+    };
+    // 2.6 GHz: 26,000 cycles are 10 µs, 104,000 are 40 µs.
+    let first = waiter(0, 26_000.0, 100_000.0);
+    let second = waiter(1, 104_000.0, 40_000.0);
+    let disk = common::queued_disk(2, completion);
+    let w = Programs { tasks: vec![first, second], spawned: vec![], devices: vec![disk] };
+    let tl = run_traced_at(&common::quiet_preset("kvm-guest-2cpu"), "performance:kernel=6.18", w, 0.01);
+    [0, 1].map(|task| {
+        let woken: Vec<u64> =
+            wakings_of(&tl, task).into_iter().filter(|w| w.2 == WakeContext::Softirq).map(|w| w.0).collect();
+        assert_eq!(woken.len(), 1, "task {task}: {woken:?}");
+        woken[0]
+    })
+}
+
+#[test]
+fn a_coalescing_disk_ends_a_request_with_the_last_one_in_service() {
+    // Without coalescing each request ends on its own: the second, submitted after the first
+    // and 60 µs shorter, before the first. A coalescing disk raises its
+    // interrupt once nothing is left in service, so the second's completion waits for the
+    // first's and both are woken by the same softirq, in the order they completed.
+    let [first, second] = overlapping_request_wakeups(Completion::Line { cpu: 1, coalesced: false });
+    assert!((105_000..115_000).contains(&first) && first > second + 5_000, "{first} {second} ns");
+    let [first, second] = overlapping_request_wakeups(Completion::Line { cpu: 1, coalesced: true });
+    assert!((105_000..115_000).contains(&first), "{first} ns");
+    assert!(second <= first && first - second < 2_000, "{first} {second} ns");
 }

@@ -193,7 +193,7 @@ impl Workload for Reader {
         vec![TaskSpec::new("reader", program)]
     }
     fn devices(&self) -> Vec<DeviceSpec> {
-        vec![common::queued_disk(1, Completion::Line { cpu: 1 })]
+        vec![common::queued_disk(1, Completion::Line { cpu: 1, coalesced: false })]
     }
     fn default_duration_ns(&self) -> u64 {
         20_000_000
