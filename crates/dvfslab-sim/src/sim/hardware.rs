@@ -371,7 +371,8 @@ impl Sim {
         let halt_until =
             self.q.now() + (self.machine.plat.cluster(cl).frequency.switch_halt_us * 1000.0).round() as u64;
         for &cpu in &plat.domains[d].cpus {
-            self.sched.cpus[cpu].halt_until = halt_until;
+            let c = &mut self.sched.cpus[cpu];
+            c.halt_until = c.halt_until.max(halt_until);
         }
         let old = self.hw.domains[d].actual_khz;
         self.hw.domains[d].actual_khz = new;

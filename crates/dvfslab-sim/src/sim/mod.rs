@@ -231,6 +231,8 @@ impl Sim {
                 pause_requested: false,
                 sweep_at: QUEUE_SWEEP_MIN,
                 events: 0,
+                progress_ns: 0,
+                stalled_reports: 0,
                 timeline: cfg.timeline.then(Timeline::default),
                 seed: cfg.seed,
             },
@@ -289,6 +291,27 @@ impl Sim {
         self.begin();
         while self.advance(hook)? == Advance::Paused {}
         Ok(self.summary(wall.elapsed().as_secs_f64()))
+    }
+
+    /// Stop a run whose events no longer move its clock: twice [`PROGRESS_EVERY_EVENTS`]
+    /// events at one instant is no machine's behaviour but a model error, which would
+    /// otherwise spin for ever.
+    fn check_clock_moves(&mut self, now_ns: TimeNs) -> Result<()> {
+        if now_ns != self.run.progress_ns {
+            self.run.progress_ns = now_ns;
+            self.run.stalled_reports = 0;
+            return Ok(());
+        }
+        self.run.stalled_reports += 1;
+        if self.run.stalled_reports < 2 {
+            return Ok(());
+        }
+        Err(SimError::Simulation(format!(
+            "the simulated clock stopped at {:.6} s: {} events without time passing (a model \
+             error; please report it with the run's platform, governor, workload and seed)",
+            now_ns as f64 * 1e-9,
+            2 * PROGRESS_EVERY_EVENTS
+        )))
     }
 
     /// Start the run: the governors, the workload's tasks and the run's own events.
@@ -370,6 +393,7 @@ impl Sim {
             }
             if self.run.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
                 let progress = Progress { now_ns: self.q.now(), end_ns: self.run.end_ns };
+                self.check_clock_moves(progress.now_ns)?;
                 if hook(progress).is_break() {
                     return Err(SimError::Simulation(format!(
                         "stopped at {:.3} s of {:.3} s simulated",

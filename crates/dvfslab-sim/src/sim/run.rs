@@ -29,6 +29,10 @@ pub(crate) struct Run {
     pub(crate) sweep_at: usize,
     /// Events handled (stale ones dropped uncounted).
     pub(crate) events: u64,
+    /// The simulated time at the last progress report, and how many reports in a row found
+    /// it unchanged (`Sim::advance` stops a run whose clock no longer moves).
+    pub(crate) progress_ns: TimeNs,
+    pub(crate) stalled_reports: u32,
     pub(crate) timeline: Option<Timeline>,
     pub(crate) seed: u64,
 }

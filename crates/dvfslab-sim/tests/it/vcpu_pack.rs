@@ -320,3 +320,33 @@ fn a_new_task_starts_on_the_forking_vcpu_while_it_has_room() {
         "preemptions a program: {inferred} inferred, {read} read, {mainline} not"
     );
 }
+
+#[test]
+fn a_send_cut_short_by_a_switch_taken_back_still_lets_the_clock_move_on() {
+    // gitsource's shells on the guest packing by the read rule, at a seed where a vCPU
+    // sending an IPI had its hold lowered by a switch taken back: its task was then handed
+    // empty segments that ended where they began, and the run stopped advancing at 0.28 s.
+    // Every 65,536 events the simulated clock must have moved on.
+    let mut doc: serde_json::Value = serde_json::from_str(&common::preset("kvm-guest-2cpu")).unwrap();
+    doc["vcpu_pack"] = serde_json::json!({"flags": PACK_ALL, "util_limit_pct": 70.0});
+    let plat = Platform::from_json(&doc.to_string(), "kvm").unwrap();
+    let cfg = SimConfig {
+        governor: "performance:kernel=6.18.44".into(),
+        workload: "gitsource:commands=100000,scripts=2,discard=1,device=virtio,autogroup=1,warmup_ms=100".into(),
+        duration_ns: Some(RUN_NS),
+        seed: 1,
+        ..SimConfig::default()
+    };
+    let mut last_ns = None;
+    let mut hook = |p: dvfslab_sim::sim::Progress| {
+        let stuck = last_ns == Some(p.now_ns);
+        last_ns = Some(p.now_ns);
+        if stuck {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    };
+    let result = Sim::new(plat, &cfg).unwrap().run_with_progress(&mut hook);
+    assert!(result.is_ok(), "{:?}", result.err());
+}
