@@ -56,6 +56,20 @@ def test_a_preset_that_extends_another_is_the_base_with_its_own_fields_over_it(t
     assert merged["defaults"] == {"driver": "intel_cpufreq", "hz": 1000}
     run = dvfslab.simulate(mine, "performance", "cpu-bound:threads=1", duration_s=0.05)
     assert run.platform == "mine"
+    # A null removes the base's key (a JSON merge patch): a guest that packs vCPUs by the other
+    # form of the rule gives that form and clears the base's fields.
+    mine.write_text(
+        json.dumps(
+            {
+                "extends": "kvm-guest-2cpu",
+                "id": "mine",
+                "vcpu_pack": {"margin_pct": 15.0, "flags": None, "util_limit_pct": None},
+            }
+        )
+    )
+    merged = json.loads(dvfslab.platforms.load_platform(mine)[0])
+    assert merged["vcpu_pack"] == {"margin_pct": 15.0}
+    assert dvfslab.platforms.describe_platform(mine)["id"] == "mine"
     mine.write_text(json.dumps({"extends": "nope", "id": "mine"}))
     with pytest.raises(
         dvfslab.ConfigError, match=r"mine\.json: extends: expected a shipped preset"

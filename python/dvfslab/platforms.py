@@ -60,8 +60,9 @@ def _preset_text(platform: PlatformRef) -> tuple[str, str]:
 
 def _extended(text: str, source: str) -> str:
     """A preset that `extends` a shipped one, as the whole preset: the base's fields with its
-    own over them, objects merged key by key, anything else (a number, a list, a declared
-    constant given as a number) replaced; its `notes` follow the base's. Others unchanged."""
+    own over them as a JSON merge patch (RFC 7396): objects merged key by key, a null removing
+    the key, anything else (a number, a list, a declared constant given as a number) replaced;
+    its `notes` follow the base's. Others unchanged."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or "extends" not in doc:
         return text
@@ -80,9 +81,15 @@ def _extended(text: str, source: str) -> str:
 
 
 def _merged(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
-    return over
+    if not isinstance(over, dict):
+        return over
+    merged = dict(base) if isinstance(base, dict) else {}
+    for key, value in over.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merged(merged.get(key), value)
+    return merged
 
 
 def describe_platform(platform: PlatformRef) -> dict[str, Any]:
