@@ -1632,8 +1632,9 @@ fn a_message_costs_its_cache_lines_crossing_only_between_cpus() {
     assert!((1.0..=4000.0).contains(&moves), "{moves}");
 }
 
-/// When each of two tasks was woken by the disk's softirq: one waits for a 100 µs request,
-/// the other, 30 µs later, for a 40 µs one (a 2-slot disk completing as `completion` says).
+/// When each of two tasks was woken by the disk's softirq: one, pinned to CPU 0, waits for a
+/// 100 µs request after 10 µs of work, the other, on CPU 1, for a 40 µs one after 40 µs (a
+/// 2-slot disk completing as `completion` says).
 fn overlapping_request_wakeups(completion: Completion) -> [u64; 2] {
     let waiter = |pin: usize, delay_cycles: f64, service_ns: f64| {
         vec![
@@ -1661,9 +1662,9 @@ fn overlapping_request_wakeups(completion: Completion) -> [u64; 2] {
 #[test]
 fn a_coalescing_disk_ends_a_request_with_the_last_one_in_service() {
     // Without coalescing each request ends on its own: the second, submitted after the first
-    // and 60 µs shorter, before the first. A coalescing disk raises its
-    // interrupt once nothing is left in service, so the second's completion waits for the
-    // first's and both are woken by the same softirq, in the order they completed.
+    // and 60 µs shorter, before the first. A coalescing disk raises its interrupt once nothing
+    // is left in service, so the second's completion waits for the first's and both are woken
+    // by the same softirq, in the order they completed.
     let [first, second] = overlapping_request_wakeups(Completion::Line { cpu: 1, coalesced: false });
     assert!((105_000..115_000).contains(&first) && first > second + 5_000, "{first} {second} ns");
     let [first, second] = overlapping_request_wakeups(Completion::Line { cpu: 1, coalesced: true });
