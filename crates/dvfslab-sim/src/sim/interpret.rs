@@ -67,10 +67,6 @@ impl Sim {
             let now = self.q.now();
             if self.sched.cpus[cpu].ipi_send_until > now {
                 // Still sending an IPI to a halted vCPU: an empty segment ends with the send.
-                // The CPU's hold may have been cut short since the send began (a switch taken
-                // back, `halt_until` lowered to its stall): the send still holds it.
-                let c = &mut self.sched.cpus[cpu];
-                c.halt_until = c.halt_until.max(c.ipi_send_until);
                 self.start_segment(cpu);
                 return false;
             }

@@ -355,18 +355,20 @@ impl Sim {
         let completion = d.spec.completion;
         // A coalescing device raises its interrupt when nothing is left in service: until
         // then what completes waits, and the interrupt's softirq ends all of it in order.
-        let ended: Vec<IoRequest> = if !carried.is_empty() {
-            carried
+        let held;
+        let ended = if !carried.is_empty() {
+            &carried[..]
         } else if matches!(completion, Completion::Line { coalesced: true, .. }) {
             d.held.push(request);
             if d.in_service > 0 {
                 return;
             }
-            std::mem::take(&mut d.held)
+            held = std::mem::take(&mut d.held);
+            &held[..]
         } else {
-            vec![request]
+            std::slice::from_ref(&request)
         };
-        for &r in &ended {
+        for &r in ended {
             let t = match r {
                 IoRequest::Writeback { cpu } => {
                     let cpu = completion_cpu(&self.machine, completion, cpu as usize);

@@ -345,14 +345,15 @@ impl Sim {
         self.sched.queue_push(cpu, first);
         // The earlier task's switch costs are not spent: its hold past the idle exit is the
         // switch, and its remote wake-up's cache misses when it had one (`spend_switch`),
-        // which it pays when it runs.
+        // which it pays when it runs. An IPI the vCPU is sending still holds it
+        // (`spend_ipi_send`): its task is handed empty segments until the send ends.
         let held_ns = self.sched.cpus[cpu].halt_until.saturating_sub(self.sched.cpus[cpu].stall_until);
         let switch_ns = self.switch_ns(cpu);
         self.sched.tasks[first].woken_remote = held_ns > switch_ns;
         let c = &mut self.sched.cpus[cpu];
         c.curr = None;
         c.seg_token = c.seg_token.wrapping_add(1);
-        c.halt_until = c.halt_until.min(c.stall_until);
+        c.halt_until = c.halt_until.min(c.stall_until).max(c.ipi_send_until);
         c.switched_out = before.flatten();
         self.set_curr(cpu, task);
     }
