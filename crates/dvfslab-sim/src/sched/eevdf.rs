@@ -92,6 +92,24 @@ pub(crate) struct Rules {
     /// would hold back), and the update took the revert of the rework's forced preemption of
     /// an ineligible waker with it (15257cc2f905), so the rest of the check is mainline's.
     pub reworked_wakeup_check: bool,
+    /// can_migrate_task's soft limit on ineligible tasks (task_is_ineligible_on_dst_cpu,
+    /// 6.14): until the domain's balancing fails, a waiting task that is not eligible where
+    /// it waits stays there when the destination has tasks at its level.
+    pub balance_keeps_ineligible: bool,
+    /// Which balances may move a delayed task (can_migrate_task): any from 6.12, where it
+    /// appeared; from 6.14 only one that moves load (migrate_load).
+    pub balance_moves_delayed: DelayedMoves,
+}
+
+/// The balances that may move a task whose dequeue is delayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DelayedMoves {
+    /// No delayed dequeue (before 6.12).
+    None,
+    Any,
+    /// Only a balance that moves load ("sched/fair: Do not try to migrate delayed dequeue
+    /// task", 6.14).
+    LoadOnly,
 }
 
 /// The first stable update of each series with the reworked wake-up check: 6.18.33 took the
@@ -133,6 +151,14 @@ impl Rules {
             yield_rule: if v(6, 18) { Yield::Forfeit } else { Yield::PushDeadline },
             affine_counts_delayed: !v(6, 14),
             reworked_wakeup_check: kernel.has_backport(&WAKEUP_REWORK_FIRST_STABLE),
+            balance_keeps_ineligible: v(6, 14),
+            balance_moves_delayed: if v(6, 14) {
+                DelayedMoves::LoadOnly
+            } else if v(6, 12) {
+                DelayedMoves::Any
+            } else {
+                DelayedMoves::None
+            },
         })
     }
 
@@ -407,7 +433,14 @@ mod tests {
         assert_eq!((r612.slice_ns, r612.lag_limit_ns), (3_000_000, 6_000_000));
         assert!(r612.delay_dequeue && r612.rel_deadline && r612.affine_counts_delayed);
         assert_eq!(r612.resched, Resched::Ineligible);
-        assert!(!Rules::for_kernel(KernelVersion(6, 14, 0), 2, 4_000_000).unwrap().affine_counts_delayed);
+        let r614 = Rules::for_kernel(KernelVersion(6, 14, 0), 2, 4_000_000).unwrap();
+        assert!(!r614.affine_counts_delayed);
+        // The balancer's soft limit on ineligible tasks from 6.14 (not in the 6.12 series).
+        assert!(r614.balance_keeps_ineligible && !r612.balance_keeps_ineligible);
+        assert_eq!(
+            (r66.balance_moves_delayed, r612.balance_moves_delayed, r614.balance_moves_delayed),
+            (DelayedMoves::None, DelayedMoves::Any, DelayedMoves::LoadOnly)
+        );
         let r618 = Rules::for_kernel(KernelVersion(6, 18, 0), 64, 4_000_000).unwrap();
         // 0.7 ms × 4 (the scaling stops at 8 CPUs); the lag bound is a slice plus a tick.
         assert_eq!((r618.slice_ns, r618.lag_limit_ns), (2_800_000, 6_800_000));

@@ -339,10 +339,10 @@ impl Sched {
         next.filter(|&n| Some(n) != curr)
     }
 
-    /// A fair task moving from `src` to `dst` without sleeping (a balancer's move): it leaves
-    /// with its lag against `src` (and, from 6.12, its deadline relative to its vruntime) and
-    /// joins `dst` by placement. It is neither queued on `src` nor running there any more.
-    pub(crate) fn fair_migrate(&mut self, q: &EventQueue, task: usize, src: usize, dst: usize) {
+    /// A fair task leaving `src` without sleeping (a balancer's detach_task): it takes its lag
+    /// against `src` along (and, from 6.12, its deadline relative to its vruntime). It is
+    /// neither queued on `src` nor running there any more.
+    pub(crate) fn fair_detach(&mut self, q: &EventQueue, task: usize, src: usize) {
         if self.rt_prio(task).is_some() {
             return;
         }
@@ -358,7 +358,61 @@ impl Sched {
         if self.grouped(task) {
             self.group_task_left(q, src, false);
         }
-        self.fair_place(q, task, dst, Join::Wake);
+    }
+
+    /// The tasks on `cpu` whose dequeue is delayed, at every level, those that ran least
+    /// recently first (the order of the run-queue's task list from its tail, where a picked
+    /// task moves to the front).
+    pub(crate) fn delayed_on(&self, cpu: usize) -> Vec<usize> {
+        let c = &self.cpus[cpu];
+        let mut delayed: Vec<usize> = c
+            .fair
+            .by_deadline
+            .iter()
+            .chain(c.root.by_deadline.iter())
+            .map(|&(_, t)| t)
+            .filter(|&t| t != GROUP && self.tasks[t].delayed)
+            .collect();
+        delayed.sort_by_key(|&t| (self.tasks[t].exec_start_ns, t));
+        delayed
+    }
+
+    /// A balancer's detach_task of delayed `task` from `src`: as [`Sched::fair_detach`], its
+    /// lag negative since it is not eligible.
+    pub(crate) fn fair_detach_delayed(&mut self, q: &EventQueue, task: usize, src: usize) {
+        self.fair_dequeue(src, task);
+        self.level_queue(src, task).delayed -= 1;
+        self.fair_detach(q, task, src);
+    }
+
+    /// attach_task of a delayed task detached from another CPU: placed on `dst` with the lag
+    /// it brought, and still delayed there, asleep until a wake-up finds it queued
+    /// (ttwu_runnable) or a pick dequeues it.
+    pub(crate) fn fair_attach_delayed(&mut self, q: &EventQueue, task: usize, dst: usize) {
+        self.tasks[task].cpu = dst;
+        self.fair_attach(q, task, dst);
+        self.fair_enqueue(dst, task);
+        self.level_queue(dst, task).delayed += 1;
+    }
+
+    /// Whether can_migrate_task leaves waiting `task` on `src` rather than move it to `dst`
+    /// for not being eligible (task_is_ineligible_on_dst_cpu, 6.14+; the caller applies it
+    /// only while the domain's balancing has not failed): not eligible on `src`, it would
+    /// join the tasks at its level on `dst` with the same negative lag, as place_entity keeps
+    /// it, and not be eligible there either. An empty `dst` takes it at its V.
+    pub(crate) fn keeps_ineligible(&self, task: usize, src: usize, dst: usize) -> bool {
+        self.eevdf.is_some_and(|r| r.balance_keeps_ineligible)
+            && self.rt_prio(task).is_none()
+            && self.level_load(dst, task).weight() > 0
+            && !self.level_load(src, task).eligible(self.tasks[task].vruntime)
+    }
+
+    /// A fair task detached from another CPU joining `dst` by placement, with the lag it
+    /// brought (attach_task).
+    pub(crate) fn fair_attach(&mut self, q: &EventQueue, task: usize, dst: usize) {
+        if self.rt_prio(task).is_none() {
+            self.fair_place(q, task, dst, Join::Wake);
+        }
     }
 
     /// yield_task_fair on `cpu`, whose running fair task yields with others waiting: its

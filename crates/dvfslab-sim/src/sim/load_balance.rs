@@ -12,6 +12,7 @@
 //! `Sim::push_to_idle`; levels above the LLC, `Sim::spread_numa`.
 
 use crate::governor::UpdateFlags;
+use crate::sched::eevdf::DelayedMoves;
 use crate::sched::load_balance::{self, GroupStats, Imbalance};
 use crate::sched::wake_affine::LLC_IMBALANCE_PCT;
 use crate::sim::Sim;
@@ -104,20 +105,35 @@ impl Sim {
         Some(self.detach_to(src, cpu, imbalance))
     }
 
-    /// detach_tasks and attach_tasks: waiting tasks of `src` move to `dst`, least recently
-    /// queued first, each that may run there, is not cache-hot (unless balancing failed more
-    /// than cache_nice_tries times) and fits the imbalance left, until it is spent.
+    /// detach_tasks and attach_tasks: waiting tasks of `src` leave it, least recently queued
+    /// first, each that may run on `dst`, is not cache-hot (unless balancing failed more than
+    /// cache_nice_tries times), is eligible or finds `dst` empty at its level (from 6.14,
+    /// unless balancing failed) and fits the imbalance left, until it is spent; so do tasks
+    /// whose dequeue is delayed, after them, where the version lets the balance move them
+    /// (`Rules::balance_moves_delayed`; the kernel's list holds them where they last ran).
+    /// Then they join `dst` in the reverse order, the last detached first (detach_tasks
+    /// pushes each on the front of its list, attach_tasks takes from the front), each placed
+    /// with the lag it took from `src` against what joined before it and, unless delayed,
+    /// checked against `dst`'s running task.
     fn detach_to(&mut self, src: usize, dst: usize, imbalance: Imbalance) -> usize {
         let now = self.q.now();
         let failed = self.sched.cpus[dst].balance.failed;
         let hot_ok = failed > crate::sched::SpreadAttempts::CACHE_NICE_TRIES;
-        let candidates: Vec<usize> = self.sched.cpus[src].queue.clone();
+        let moves_delayed = match self.sched.eevdf.map(|r| r.balance_moves_delayed) {
+            Some(DelayedMoves::Any) => true,
+            Some(DelayedMoves::LoadOnly) => matches!(imbalance, Imbalance::Load(_)),
+            _ => false,
+        };
+        let mut candidates: Vec<usize> = self.sched.cpus[src].queue.clone();
+        if moves_delayed {
+            candidates.extend(self.sched.delayed_on(src));
+        }
         let mut left = imbalance;
-        let mut moved = 0;
+        let mut detached = Vec::new();
         for task in candidates {
             let t = &self.sched.tasks[task];
-            if t.delayed
-                || self.sched.rt_prio(task).is_some()
+            if self.sched.rt_prio(task).is_some()
+                || (failed == 0 && self.sched.keeps_ineligible(task, src, dst))
                 || !self.sched.allowed(task, dst)
                 || (!hot_ok && self.sched.cache_hot(task, now))
             {
@@ -126,21 +142,167 @@ impl Sim {
             let Some(rest) = load_balance::take(self.machine.kernel, left, t.avg.load_avg, failed) else { continue };
             left = rest;
             self.note_migration(task, src, dst, "balance", dst);
-            self.sched.queue_remove(src, task);
-            self.migrate_queued(task, src, dst);
-            self.sched.queue_push(dst, task);
-            moved += 1;
-            if self.sched.cpus[dst].curr.is_some() {
-                self.check_preempt_wakeup(dst, task, dst);
+            if self.sched.tasks[task].delayed {
+                self.sched.fair_detach_delayed(&self.q, task, src);
+                self.resched_asked(src, dst);
+            } else {
+                self.sched.queue_remove(src, task);
+                self.detach_queued(task, src, dst);
             }
+            detached.push(task);
             if load_balance::spent(left) {
                 break;
             }
         }
+        for &task in detached.iter().rev() {
+            if self.sched.tasks[task].delayed {
+                self.sched.fair_attach_delayed(&self.q, task, dst);
+                continue;
+            }
+            self.attach_queued(task, dst);
+            self.sched.queue_push(dst, task);
+            if self.sched.cpus[dst].curr.is_some() {
+                self.check_preempt_wakeup(dst, task, dst);
+            }
+        }
+        let moved = detached.len();
         if moved > 0 {
             self.cfs_util_change(src, UpdateFlags::default());
             self.cfs_util_change(dst, UpdateFlags::default());
         }
         moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::sched::load_balance::Imbalance;
+    use crate::sched::task::{Amount, Op};
+    use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+    use crate::sim::{Sim, SimConfig};
+    use crate::workload::TaskSpec;
+
+    /// `n` tasks pinned to CPU 0, each running `run_us` and sleeping `sleep_us` in turn, and
+    /// `others` beside them, run for `ns` under `kernel`.
+    fn turns_on_cpu0(kernel: &str, n: usize, run_us: f64, sleep_us: f64, others: Vec<TaskSpec>, ns: u64) -> Sim {
+        let work: Rc<[Op]> =
+            vec![run(2.6e3 * run_us), Op::Sleep { ns: Amount::Fixed(1e3 * sleep_us) }, Op::Jump { to: 0 }].into();
+        let mut tasks: Vec<TaskSpec> =
+            (0..n).map(|i| TaskSpec::new(format!("t{i}"), work.clone()).pinned(vec![0])).collect();
+        tasks.extend(others);
+        let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(ns));
+        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new() })
+    }
+
+    /// Four tasks that share CPU 0 for 21 ms under `kernel`, each running 300 µs and sleeping
+    /// 10 µs, and a spinner on CPU 1; then all free to move, the waiting ones cache-cold, and
+    /// the first of them pushed 5 ms past its CPU's V, no longer eligible. Its index is
+    /// returned with the run.
+    fn an_ineligible_task_waiting_on_cpu0(kernel: &str) -> (Sim, usize) {
+        let spin = TaskSpec::new("spin", vec![run(1e12), Op::Exit].into()).pinned(vec![1]);
+        let mut sim = turns_on_cpu0(kernel, 4, 300.0, 10.0, vec![spin], 21_000_000);
+        let waiting: Vec<usize> = sim.sched.cpus[0].queue.iter().copied().filter(|&t| t < 4).collect();
+        assert_eq!(waiting.len(), 3);
+        assert_eq!(sim.sched.cpus[1].curr, Some(4));
+        for t in 0..4 {
+            sim.sched.tasks[t].attrs.affinity = None;
+        }
+        for &t in &waiting {
+            sim.sched.tasks[t].exec_start_ns = 0;
+        }
+        let late = waiting[0];
+        sim.sched.queue_remove(0, late);
+        sim.sched.tasks[late].vruntime += 5_000_000;
+        sim.sched.tasks[late].deadline += 5_000_000;
+        sim.sched.queue_push(0, late);
+        assert!(!sim.sched.level_load(0, late).eligible(sim.sched.tasks[late].vruntime));
+        (sim, late)
+    }
+
+    #[test]
+    fn from_6_14_a_balance_leaves_an_ineligible_task_until_balancing_fails() {
+        // 6.18: the two eligible ones move to busy CPU 1, the ineligible one stays.
+        let (mut sim, late) = an_ineligible_task_waiting_on_cpu0("6.18");
+        sim.sched.cpus[1].balance.failed = 0;
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(3)), 2);
+        assert_eq!(sim.sched.tasks[late].cpu, 0);
+        // Once balancing has failed, it moves too.
+        let (mut sim, late) = an_ineligible_task_waiting_on_cpu0("6.18");
+        sim.sched.cpus[1].balance.failed = 1;
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(3)), 3);
+        assert_eq!(sim.sched.tasks[late].cpu, 1);
+        // 6.12 has no such limit.
+        let (mut sim, late) = an_ineligible_task_waiting_on_cpu0("6.12");
+        sim.sched.cpus[1].balance.failed = 0;
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(3)), 3);
+        assert_eq!(sim.sched.tasks[late].cpu, 1);
+    }
+
+    /// Two tasks on CPU 0 under `kernel` taking turns (2 ms runs, 60 µs sleeps), at the first
+    /// moment one of them sleeps delayed beside the other running (6.12+), both then free to
+    /// move and cache-cold; with it, the delayed task.
+    fn a_delayed_task_on_cpu0(kernel: &str) -> (Sim, usize) {
+        for end_us in (2_000..12_000).step_by(37) {
+            let mut sim = turns_on_cpu0(kernel, 2, 2000.0, 60.0, Vec::new(), end_us * 1000);
+            let Some(&delayed) = sim.sched.delayed_on(0).first() else { continue };
+            if sim.sched.cpus[0].curr.is_none() || sim.sched.cpus[1].curr.is_some() {
+                continue;
+            }
+            for t in 0..2 {
+                sim.sched.tasks[t].attrs.affinity = None;
+                sim.sched.tasks[t].exec_start_ns = 0;
+            }
+            return (sim, delayed);
+        }
+        panic!("no moment with a delayed task beside the running one under {kernel}");
+    }
+
+    #[test]
+    fn a_balance_moves_a_delayed_task_only_with_load_from_6_14_and_it_stays_delayed() {
+        // 6.18, a balance moving load: the delayed task joins idle CPU 1, still asleep and
+        // queued there, so that its wake-up finds it there (ttwu_runnable).
+        let (mut sim, delayed) = a_delayed_task_on_cpu0("6.18");
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Load(1 << 20)), 1);
+        let t = &sim.sched.tasks[delayed];
+        assert!(t.delayed && t.cpu == 1 && t.state == crate::sched::task::TaskState::Sleeping);
+        assert_eq!((sim.sched.delayed_tasks(0), sim.sched.delayed_tasks(1)), (0, 1));
+        assert!(sim.sched.cpus[1].queue.is_empty());
+        // A balance moving a count of tasks leaves it (6.14+), but not at 6.12.
+        let (mut sim, delayed) = a_delayed_task_on_cpu0("6.18");
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(1)), 0);
+        assert_eq!(sim.sched.tasks[delayed].cpu, 0);
+        let (mut sim, delayed) = a_delayed_task_on_cpu0("6.12");
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(1)), 1);
+        assert_eq!(sim.sched.tasks[delayed].cpu, 1);
+    }
+
+    #[test]
+    fn a_balance_attaches_its_tasks_last_detached_first_the_first_joining_an_empty_queue_without_its_lag() {
+        // Four tasks share CPU 0 for 21 ms, each running 300 µs and sleeping 10 µs; then,
+        // free to move and the balance failed often enough to take cache-hot tasks, the
+        // waiting ones move to CPU 1 at once.
+        let mut sim = turns_on_cpu0("6.18", 4, 300.0, 10.0, Vec::new(), 21_000_000);
+        let waiting: Vec<usize> = sim.sched.cpus[0].queue.iter().copied().filter(|&t| t < 4).collect();
+        assert_eq!(waiting.len(), 3, "{:?}", sim.sched.cpus[0].queue);
+        for t in 0..4 {
+            sim.sched.tasks[t].attrs.affinity = None;
+        }
+        sim.sched.cpus[1].balance.failed = 10;
+        assert!(sim.sched.cpus[1].curr.is_none() && sim.sched.cpus[1].queue.is_empty());
+        let empty_v = sim.sched.cpus[1].min_vruntime;
+        assert_eq!(sim.detach_to(0, 1, Imbalance::Tasks(3)), 3);
+        // detach_tasks takes the least recently queued first; attach_tasks queues the last
+        // detached first.
+        let attached: Vec<usize> = sim.sched.cpus[1].queue.clone();
+        assert_eq!(attached, waiting.iter().rev().copied().collect::<Vec<_>>());
+        // So the last detached is the one placed on the empty run-queue, at its V whatever the
+        // lag it brought (place_entity applies a lag only beside other tasks), and the others
+        // keep theirs; attached in detach order, the first would have lost its lag instead.
+        let (first, last) = (waiting[0], waiting[2]);
+        assert_ne!(sim.sched.tasks[last].vlag, 0);
+        assert_eq!(sim.sched.tasks[last].vruntime, empty_v);
+        assert_ne!(sim.sched.tasks[first].vruntime, empty_v);
     }
 }

@@ -727,8 +727,17 @@ impl Sim {
         false
     }
 
-    /// Move a waiting (not running) task between run-queues.
+    /// Move a waiting (not running) task between run-queues: [`Sim::detach_queued`], then
+    /// [`Sim::attach_queued`].
     pub(crate) fn migrate_queued(&mut self, task: usize, src: usize, dst: usize) {
+        self.detach_queued(task, src, dst);
+        self.attach_queued(task, dst);
+    }
+
+    /// A waiting task taken off `src`'s run-queue by CPU `by` to move (detach_task): its load
+    /// leaves the CPU's averages and it takes its lag along; until [`Sim::attach_queued`] it is
+    /// on no run-queue.
+    pub(crate) fn detach_queued(&mut self, task: usize, src: usize, by: usize) {
         self.update_cpu_pelt(src);
         self.sched.update_task_pelt(&self.machine, task, true, false);
         let ue = self.sched.tasks[task].util_est.value();
@@ -738,24 +747,37 @@ impl Sim {
         s.util_changed = true;
         s.util_est_sum -= s.util_est_sum.min(ue);
         let src_min = s.min_vruntime;
+        self.sched.rq_detach(task, src);
+        if self.sched.eevdf.is_some() {
+            self.sched.fair_detach(&self.q, task, src);
+        } else {
+            // CFS: the vruntime travels relative to the source's min_vruntime.
+            let t = &mut self.sched.tasks[task];
+            t.vruntime = t.vruntime.saturating_sub(src_min);
+        }
+        self.resched_asked(src, by);
+    }
+
+    /// A task detached by [`Sim::detach_queued`] joining `dst`'s run-queue (attach_task): its
+    /// load joins the CPU's averages and it is placed there. The caller queues it.
+    pub(crate) fn attach_queued(&mut self, task: usize, dst: usize) {
         self.update_cpu_pelt(dst);
         let pelt_now = self.sched.cpu_pelt_now(dst);
+        let ue = self.sched.tasks[task].util_est.value();
         let d = &mut self.sched.cpus[dst];
         attach_task_avg(&mut d.avg, &self.sched.tasks[task].avg);
         d.util_changed = true;
         d.util_est_sum += ue;
-        self.sched.rq_detach(task, src);
-        if self.sched.eevdf.is_some() {
-            self.sched.fair_migrate(&self.q, task, src, dst);
-        } else {
-            let t = &mut self.sched.tasks[task];
-            t.vruntime = t.vruntime.saturating_sub(src_min) + self.sched.cpus[dst].min_vruntime;
-        }
+        let dst_min = d.min_vruntime;
         let t = &mut self.sched.tasks[task];
         t.avg.last_update_time = pelt_now;
         t.cpu = dst;
+        if self.sched.eevdf.is_some() {
+            self.sched.fair_attach(&self.q, task, dst);
+        } else {
+            self.sched.tasks[task].vruntime += dst_min;
+        }
         self.sched.rq_attach(task, dst);
-        self.resched_asked(src, dst);
     }
 
     /// Scheduler tick of a busy CPU: counters and invariance, PELT, the governor hook, slice
