@@ -130,3 +130,55 @@ def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() ->
     a = r.entities[1]
     # a started at vruntime 0 on an empty run-queue: its vruntime is the 100 µs it ran.
     assert a.vruntime == 100_000, a.vruntime
+
+
+def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse() -> None:
+    # Slice 1 ms. On CPU 0, a runs 0.6 ms beside b and blocks owing time (V = 0.3 ms): it stays
+    # queued, delayed. b runs 0.1 ms and blocks; the CPU idles, and on the way pick_task_fair
+    # dequeues a, its lag read then: 0, the last task there being V itself (before, a stayed
+    # queued and a later wake-up elsewhere placed it with a lag from an earlier sleep).
+    lines = [
+        wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new"),
+        wakeup(0.0, "<idle>", 0, "b", 2, "sched_wakeup_new"),
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        runtime(0.000600, "a", 1, 600_000),
+        switch(0.000600, "a", 1, "S", "b", 2),
+        runtime(0.000700, "b", 2, 100_000),
+        switch(0.000700, "b", 2, "S", "swapper/0", 0),
+    ]
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    a = r.entities[1]
+    assert not a.delayed
+    assert a not in r.rqs[0].queued
+    assert a.vlag == 0
+
+    # Three tasks wait on CPU 0 behind c; idle CPU 1 pulls two of them in one balance (its
+    # sched_migrate_task lines, then its switch): attach_tasks queues the last detached first.
+    def on(cpu: int, line: str) -> str:
+        return line.replace("[000]", f"[{cpu:03d}]", 1)
+
+    def migrate(t: float, comm: str, pid: int) -> str:
+        return (
+            f"<idle>-0 [001] dNs2. {t:.6f}: sched_migrate_task: comm={comm} pid={pid} "
+            "prio=120 orig_cpu=0 dest_cpu=1"
+        )
+
+    lines = [
+        *(
+            wakeup(0.0, "<idle>", 0, name, pid, "sched_wakeup_new")
+            for name, pid in (("c", 3), ("d", 4), ("e", 5), ("f", 6))
+        ),
+        switch(0.000001, "swapper/0", 0, "R", "c", 3),
+        runtime(0.000500, "c", 3, 500_000),
+        migrate(0.000500, "d", 4),
+        migrate(0.000501, "e", 5),
+        on(1, switch(0.000510, "swapper/1", 0, "R", "e", 5)),
+    ]
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    d, e = r.entities[4], r.entities[5]
+    assert r.rqs[1].queued == [d]
+    assert r.rqs[1].curr is e
+    assert e.seq < d.seq, "e, detached last, was queued first"
