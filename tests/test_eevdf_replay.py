@@ -182,3 +182,22 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
     assert r.rqs[1].queued == [d]
     assert r.rqs[1].curr is e
     assert e.seq < d.seq, "e, detached last, was queued first"
+    # A delayed task that a balance moves stays delayed where it lands: a blocks owing time
+    # beside b, and CPU 1 pulls it (its balance ends at CPU 1's next event, an accounting of
+    # b from there).
+    lines = [
+        *(
+            wakeup(0.0, "<idle>", 0, name, pid, "sched_wakeup_new")
+            for name, pid in (("a", 1), ("b", 2))
+        ),
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        runtime(0.000600, "a", 1, 600_000),
+        switch(0.000600, "a", 1, "S", "b", 2),
+        migrate(0.000650, "a", 1),
+        on(1, runtime(0.000660, "b", 2, 60_000)),
+    ]
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    a = r.entities[1]
+    assert a.delayed
+    assert a in r.rqs[1].queued
