@@ -661,3 +661,40 @@ impl Sim {
         self.q.push(at, Event::DriverTimer { policy: policy as u32, token });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::hw::platform::Platform;
+    use crate::hw::RailCores;
+    use crate::sched::task::Op;
+    use crate::sim::test_support::{run, Tasks};
+    use crate::sim::{Sim, SimConfig};
+    use crate::workload::TaskSpec;
+
+    #[test]
+    fn a_pll_relock_halts_its_domains_cpus_without_shortening_a_longer_hold() {
+        // i7-2600k: one frequency domain, a 10 µs relock. CPU 0 is held 1 ms longer (an IPI
+        // send's or a wake-up's hold); the relock leaves it so and holds the others 10 µs.
+        let json = include_str!("../../../../python/dvfslab/data/platforms/i7-2600k.json");
+        let plat = Platform::from_json(json, "i7-2600k").unwrap();
+        let spin = TaskSpec::new("spin", vec![run(1e12), Op::Exit].into());
+        let cfg = SimConfig::new("userspace:scaling_setspeed=1600000", "test").duration_ns(Some(1_000_000));
+        let tasks = Tasks { tasks: vec![spin], programs: Vec::new() };
+        let mut sim = Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap();
+        sim.begin();
+        let now = sim.q.now();
+        let held = now + 1_000_000;
+        sim.sched.cpus[0].halt_until = held;
+        let other = sim.machine.plat.domains[0].cpus[1];
+        sim.sched.cpus[other].halt_until = now;
+        let d = 0;
+        let actual = sim.hw.domains[d].actual_khz;
+        let new = sim.machine.plat.cluster(sim.machine.plat.domains[d].cluster).frequency.max_khz;
+        assert_ne!(new, actual);
+        sim.hw.domains[d].pending_khz = Some(new);
+        sim.apply_pending_freq(d, RailCores::Now);
+        assert_eq!(sim.hw.domains[d].actual_khz, new);
+        assert_eq!(sim.sched.cpus[0].halt_until, held);
+        assert_eq!(sim.sched.cpus[other].halt_until, now + 10_000);
+    }
+}
