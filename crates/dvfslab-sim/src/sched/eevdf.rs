@@ -96,20 +96,9 @@ pub(crate) struct Rules {
     /// 6.14): until the domain's balancing fails, a waiting task that is not eligible where
     /// it waits stays there when the destination has tasks at its level.
     pub balance_keeps_ineligible: bool,
-    /// Which balances may move a delayed task (can_migrate_task): any from 6.12, where it
-    /// appeared; from 6.14 only one that moves load (migrate_load).
-    pub balance_moves_delayed: DelayedMoves,
-}
-
-/// The balances that may move a task whose dequeue is delayed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DelayedMoves {
-    /// No delayed dequeue (before 6.12).
-    None,
-    Any,
-    /// Only a balance that moves load ("sched/fair: Do not try to migrate delayed dequeue
-    /// task", 6.14).
-    LoadOnly,
+    /// A balance moves a delayed task only when it moves load (can_migrate_task, "sched/fair:
+    /// Do not try to migrate delayed dequeue task", 6.14); 6.12–6.13 balances move one in any.
+    pub balance_moves_delayed_only_with_load: bool,
 }
 
 /// The first stable update of each series with the reworked wake-up check: 6.18.33 took the
@@ -152,13 +141,7 @@ impl Rules {
             affine_counts_delayed: !v(6, 14),
             reworked_wakeup_check: kernel.has_backport(&WAKEUP_REWORK_FIRST_STABLE),
             balance_keeps_ineligible: v(6, 14),
-            balance_moves_delayed: if v(6, 14) {
-                DelayedMoves::LoadOnly
-            } else if v(6, 12) {
-                DelayedMoves::Any
-            } else {
-                DelayedMoves::None
-            },
+            balance_moves_delayed_only_with_load: v(6, 14),
         })
     }
 
@@ -437,10 +420,7 @@ mod tests {
         assert!(!r614.affine_counts_delayed);
         // The balancer's soft limit on ineligible tasks from 6.14 (not in the 6.12 series).
         assert!(r614.balance_keeps_ineligible && !r612.balance_keeps_ineligible);
-        assert_eq!(
-            (r66.balance_moves_delayed, r612.balance_moves_delayed, r614.balance_moves_delayed),
-            (DelayedMoves::None, DelayedMoves::Any, DelayedMoves::LoadOnly)
-        );
+        assert!(r614.balance_moves_delayed_only_with_load && !r612.balance_moves_delayed_only_with_load);
         let r618 = Rules::for_kernel(KernelVersion(6, 18, 0), 64, 4_000_000).unwrap();
         // 0.7 ms × 4 (the scaling stops at 8 CPUs); the lag bound is a slice plus a tick.
         assert_eq!((r618.slice_ns, r618.lag_limit_ns), (2_800_000, 6_800_000));

@@ -12,7 +12,6 @@
 //! `Sim::push_to_idle`; levels above the LLC, `Sim::spread_numa`.
 
 use crate::governor::UpdateFlags;
-use crate::sched::eevdf::DelayedMoves;
 use crate::sched::load_balance::{self, GroupStats, Imbalance};
 use crate::sched::wake_affine::LLC_IMBALANCE_PCT;
 use crate::sim::Sim;
@@ -110,7 +109,7 @@ impl Sim {
     /// cache_nice_tries times), is eligible or finds `dst` empty at its level (from 6.14,
     /// unless balancing failed) and fits the imbalance left, until it is spent; so do tasks
     /// whose dequeue is delayed, after them, where the version lets the balance move them
-    /// (`Rules::balance_moves_delayed`; the kernel's list holds them where they last ran).
+    /// (`Rules::balance_moves_delayed_only_with_load`; the kernel's list holds them where they last ran).
     /// Then they join `dst` in the reverse order, the last detached first (detach_tasks
     /// pushes each on the front of its list, attach_tasks takes from the front), each placed
     /// with the lag it took from `src` against what joined before it and, unless delayed,
@@ -119,11 +118,9 @@ impl Sim {
         let now = self.q.now();
         let failed = self.sched.cpus[dst].balance.failed;
         let hot_ok = failed > crate::sched::SpreadAttempts::CACHE_NICE_TRIES;
-        let moves_delayed = match self.sched.eevdf.map(|r| r.balance_moves_delayed) {
-            Some(DelayedMoves::Any) => true,
-            Some(DelayedMoves::LoadOnly) => matches!(imbalance, Imbalance::Load(_)),
-            _ => false,
-        };
+        let moves_delayed = self.sched.eevdf.is_some_and(|r| {
+            r.delay_dequeue && (!r.balance_moves_delayed_only_with_load || matches!(imbalance, Imbalance::Load(_)))
+        });
         let mut candidates: Vec<usize> = self.sched.cpus[src].queue.clone();
         if moves_delayed {
             candidates.extend(self.sched.delayed_on(src));
