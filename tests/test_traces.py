@@ -26,6 +26,13 @@ SWITCH = re.compile(
 )
 
 
+def fields_of(line: re.Match[str]) -> dict[str, str]:
+    """An event's `key=value` fields (sched_switch's arrow and sched_stat_runtime's unit left
+    out)."""
+    plain = line["fields"].replace("==> ", "").removesuffix(" [ns]")
+    return dict(kv.split("=", 1) for kv in plain.split())
+
+
 @pytest.fixture(scope="module")
 def result() -> dvfslab.SimResult:
     return dvfslab.simulate("juno-r2", "schedutil", WORKLOAD, duration_s=0.3, timeline=True)
@@ -44,10 +51,13 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
         ts = float(m["ts"])
         assert ts >= last_ts
         last_ts = ts
-        fields = dict(kv.split("=", 1) for kv in m["fields"].replace("==> ", "").split())
+        fields = fields_of(m)
         if m["event"] == "sched_switch":
             assert SWITCH.match(m["fields"]), m["fields"]
             assert int(fields["prev_pid"]) == int(m["pid"])  # the line's task is the one leaving
+        elif m["event"] == "sched_stat_runtime":
+            assert int(fields["pid"]) == int(m["pid"])  # the task charged is the one running
+            assert int(fields["runtime"]) > 0
         elif m["event"] in ("cpu_frequency", "cpu_idle"):
             assert int(fields["cpu_id"]) == int(m["cpu"])
         elif m["event"] == "sched_waking":
@@ -57,6 +67,7 @@ def test_ftrace_text_parses_back(result: dvfslab.SimResult) -> None:
             assert int(fields["target_cpu"]) == int(m["cpu"])
     assert counts["sched_switch"] == len(tl["switch"]["time_ns"]) > 0
     assert counts["sched_waking"] == len(tl["waking"]["time_ns"]) > 0
+    assert counts["sched_stat_runtime"] == len(tl["runtime"]["time_ns"]) > 0
     # Each task's first wake-up is its start: sched_wakeup_new.
     assert counts["sched_wakeup_new"] == len(set(tl["wakeup"]["task"])) > 0
     assert counts["sched_wakeup"] + counts["sched_wakeup_new"] == len(tl["wakeup"]["time_ns"])
@@ -78,7 +89,7 @@ def test_a_forks_sched_wakeup_new_is_logged_by_the_parent_on_its_cpu() -> None:
         m = LINE.match(ln)
         if not m:
             continue
-        fields = dict(kv.split("=", 1) for kv in m["fields"].split())
+        fields = fields_of(m)
         if m["event"] == "sched_process_fork":
             forks[fields["child_pid"]] = (m["cpu"], m["pid"])
         elif m["event"] == "sched_wakeup_new" and fields["pid"] in forks:
@@ -221,7 +232,7 @@ def test_a_move_to_another_cpu_is_logged_where_it_is_made_and_reads_back() -> No
         m = LINE.match(ln)
         if not m:
             continue
-        fields = dict(kv.split("=", 1) for kv in m["fields"].replace("==> ", "").split())
+        fields = fields_of(m)
         pulled = pulled_onto.pop(m["cpu"], None)
         if pulled is not None and m["event"] == "sched_switch":
             pulled_then_run += fields["next_pid"] == pulled
@@ -235,3 +246,47 @@ def test_a_move_to_another_cpu_is_logged_where_it_is_made_and_reads_back() -> No
     assert pulled_then_run >= 5, pulled_then_run
     read = parse_text(text, "run.txt").migrations
     assert list(zip(read["pid"], read["orig_cpu"], read["dest_cpu"])) == moves
+
+
+def test_each_charge_of_a_running_task_is_logged_where_the_kernel_logs_it() -> None:
+    # tbench's client wakes its server from its own send's softirq: the kernel logs the
+    # client's accounting (wakeup_preempt's update_curr) after sched_waking and before
+    # sched_wakeup. And time is conserved: each CPU's charges add up to the time its tasks ran
+    # between their switches.
+    run = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance:kernel=6.18.44", "tbench:clients=2", 0.05, timeline=True
+    )
+    text = ftrace.render(run)
+    events = [m for m in map(LINE.match, text.splitlines()) if m]
+    local_wakeups = charged_between = 0
+    for cpu in ("000", "001"):
+        here = [m for m in events if m["cpu"] == cpu]
+        for waking, charge, wakeup in zip(here, here[1:], here[2:]):
+            # sched_waking names the CPU the task slept on; it stays there unless moved.
+            stays = charge["event"] != "sched_migrate_task"
+            if (
+                waking["event"] == "sched_waking"
+                and f"target_cpu={cpu}" in waking["fields"]
+                and stays
+            ):
+                local_wakeups += 1
+                charged_between += charge["event"] == "sched_stat_runtime" and (
+                    wakeup["event"] == "sched_wakeup"
+                )
+    assert local_wakeups > 1000
+    assert charged_between == local_wakeups
+    assert "sched_stat_runtime" not in ftrace.render(run, runtime=False)
+    tl = run.timeline_columns()
+    ran = {0: 0, 1: 0}
+    since: dict[int, int] = {}
+    for t, cpu, nxt in sorted(
+        zip(tl["switch"]["time_ns"], tl["switch"]["cpu"], tl["switch"]["next"])
+    ):
+        ran[cpu] += t - since.pop(cpu, t)
+        if nxt >= 0:
+            since[cpu] = t
+    charged = {0: 0, 1: 0}
+    for cpu, ns in zip(tl["runtime"]["cpu"], tl["runtime"]["runtime_ns"]):
+        charged[cpu] += ns
+    for cpu in (0, 1):
+        assert abs(charged[cpu] - ran[cpu]) < 0.005 * 50e6, (charged, ran)

@@ -177,6 +177,13 @@ fn simulate<'py>(
             migrate.set_item("src", &tl.migrate_src)?;
             migrate.set_item("dst", &tl.migrate_dst)?;
             migrate.set_item("seq", &tl.migrate_seq)?;
+            let runtime = PyDict::new(py);
+            runtime.set_item("time_ns", &tl.runtime_time_ns)?;
+            runtime.set_item("cpu", &tl.runtime_cpu)?;
+            runtime.set_item("task", &tl.runtime_task)?;
+            runtime.set_item("runtime_ns", &tl.runtime_ns)?;
+            runtime.set_item("seq", &tl.runtime_seq)?;
+            t.set_item("runtime", runtime)?;
             t.set_item("migrate", migrate)?;
             t.set_item("switch", switch)?;
             t.set_item("wakeup", wakeup)?;

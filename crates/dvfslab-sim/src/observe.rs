@@ -58,6 +58,13 @@ pub struct Timeline {
     pub migrate_task: Vec<u32>,
     pub migrate_src: Vec<u32>,
     pub migrate_dst: Vec<u32>,
+    /// sched_stat_runtime: `task`, running on `cpu`, was charged `ns` of runtime (update_curr;
+    /// fair tasks only, as the kernel logs it).
+    pub runtime_seq: Vec<u64>,
+    pub runtime_time_ns: Vec<u64>,
+    pub runtime_cpu: Vec<u32>,
+    pub runtime_task: Vec<u32>,
+    pub runtime_ns: Vec<u64>,
     /// powernv global (voltage) P-state changes, by the first CPU of the policy.
     pub global_time_ns: Vec<u64>,
     pub global_cpu: Vec<u32>,
@@ -201,6 +208,16 @@ impl Timeline {
         self.migrate_task.push(task as u32);
         self.migrate_src.push(src as u32);
         self.migrate_dst.push(dst as u32);
+    }
+
+    /// update_curr charged `task`, running on `cpu`, `ns` of runtime.
+    pub fn runtime(&mut self, t: TimeNs, cpu: usize, task: usize, ns: u64) {
+        let seq = self.next_seq();
+        self.runtime_seq.push(seq);
+        self.runtime_time_ns.push(self.stamp(cpu, t));
+        self.runtime_cpu.push(cpu as u32);
+        self.runtime_task.push(task as u32);
+        self.runtime_ns.push(ns);
     }
 
     pub fn idle(&mut self, t: TimeNs, cpu: usize, state: &str) {

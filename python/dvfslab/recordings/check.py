@@ -300,7 +300,7 @@ def modelled_behaviour(
     # The warm-up's text would only be read past: rendered from a little before the window, with
     # what the statistics need of earlier (`render`'s `since_s`).
     since_s = max(0.0, rec.model_warmup_s - RENDER_MARGIN_S)
-    text = render(result, since_s)
+    text = render(result, since_s, runtime=False)
     window = (rec.model_warmup_s, end_s)
     lost = idle_events_lost_on_cpus or []
     if lost and lost_role_mix is not None:

@@ -11,7 +11,9 @@ a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wake
 target CPU; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
 wake_up_new_task logs it from the parent), sched_migrate_task (on the CPU whose code moves the
 task: the waker's for a wake-up's placement, the balancing CPU for a pull, the source for an
-active balance), sched_process_fork / exec / exit, cpu_frequency (state =
+active balance), sched_process_fork / exec / exit, sched_stat_runtime (each accounting of a
+running task, update_curr's, with the nanoseconds it charged: what `scripts/eevdf-replay` reads
+vruntimes from), cpu_frequency (state =
 kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
 CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
 idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
@@ -35,11 +37,12 @@ PRIO_NORMAL = 120
 CPU_IDLE_EXIT = 4294967295  # PWR_EVENT_EXIT, (u32)-1
 
 
-def render(result: SimResult, since_s: float = 0.0) -> str:
+def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str:
     """The run's timeline as ftrace text. `since_s`: what happened before that time is left
     out, except what statistics over a later window read of it (`dvfslab.recordings.behaviour`,
     which leaves out sleeps that began before its window): each CPU's last switch, where the
-    run under way began, and its last frequency. A long warm-up then costs no text."""
+    run under way began, and its last frequency. A long warm-up then costs no text.
+    `runtime=False` leaves out sched_stat_runtime, as a recording without it has."""
     tl = result.timeline_columns()
     names: list[str] = tl["task_names"]
     ncpus = len(result.per_cpu)
@@ -87,7 +90,7 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
         return f"state={index} cpu_id={cpu}"
 
     sw, wk, fq, idle = tl["switch"], tl["wakeup"], tl["frequency"], tl["idle"]
-    wg, pr, mg = tl["waking"], tl["process"], tl["migrate"]
+    wg, pr, mg, rt = tl["waking"], tl["process"], tl["migrate"], tl["runtime"]
     # The text has microseconds: an event up to half a microsecond before `since_s` prints as
     # its microsecond, where a reader cutting at `since_s` counts it, so it is kept.
     since_ns = max(0, round(since_s * 1e9) - 500)
@@ -165,6 +168,23 @@ def render(result: SimResult, since_s: float = 0.0) -> str:
             if t >= since_ns
         ),
     ]
+
+    if runtime:
+        streams.append(
+            (
+                t,
+                q,
+                c,
+                "sched_stat_runtime",
+                f"comm={comm(task, c)} pid={task + 1} runtime={ns} [ns]",
+                ".",
+                None,
+            )
+            for t, q, c, task, ns in zip(
+                rt["time_ns"], rt["seq"], rt["cpu"], rt["task"], rt["runtime_ns"]
+            )
+            if t >= since_ns
+        )
 
     lines = [
         f"cpus={ncpus}",

@@ -81,6 +81,18 @@ pub(crate) struct Sched {
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
     /// The scheduler's own random stream (`sched_rng`): new-idle balancing's lottery.
     pub(crate) rng: rand_pcg::Pcg64,
+    /// With a timeline, update_curr's charges not yet in it (`Sim::timeline` moves them there
+    /// in order before any later event).
+    pub(crate) charges: Option<Vec<Charge>>,
+}
+
+/// One accounting of a running fair task (update_curr), for the timeline's sched_stat_runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Charge {
+    pub time: TimeNs,
+    pub cpu: usize,
+    pub task: usize,
+    pub ns: u64,
 }
 
 impl Sched {
@@ -164,6 +176,7 @@ impl Sched {
             hetero,
             eevdf,
             groups: false,
+            charges: None,
         }
     }
 }
@@ -539,12 +552,34 @@ impl Sched {
         t.vruntime += delta;
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
-        if delta > 0 && self.eevdf.is_some() && self.rt_prio(curr).is_none() {
-            self.fair_update_curr(cpu, curr);
+        if delta > 0 && self.rt_prio(curr).is_none() {
+            if let Some(charges) = self.charges.as_mut() {
+                charges.push(Charge { time: now, cpu, task: curr, ns: delta });
+            }
+            if self.eevdf.is_some() {
+                self.fair_update_curr(cpu, curr);
+            }
         }
         let queued_min = self.queued_min_vruntime(cpu);
         let v = queued_min.map_or(self.tasks[curr].vruntime, |m| m.min(self.tasks[curr].vruntime));
         self.cpus[cpu].min_vruntime = self.cpus[cpu].min_vruntime.max(v);
+    }
+
+    /// Take back `ns` of the charge update_curr just made to `task`, before anything else is
+    /// logged (a skipped clock update leaves it to the task switched in, `Sim::preempt`): its
+    /// vruntime, its runtime, and the charge its sched_stat_runtime row shows (none when
+    /// nothing is left, as the kernel logs no empty charge).
+    pub(crate) fn uncharge(&mut self, task: usize, ns: u64) {
+        let t = &mut self.tasks[task];
+        t.vruntime = t.vruntime.saturating_sub(ns);
+        t.sum_exec_ns = t.sum_exec_ns.saturating_sub(ns);
+        let Some(charges) = self.charges.as_mut() else { return };
+        if let Some(last) = charges.last_mut().filter(|c| c.task == task) {
+            last.ns = last.ns.saturating_sub(ns);
+            if last.ns == 0 {
+                charges.pop();
+            }
+        }
     }
 
     /// The task to run next on `cpu`, whose task left it: [`Sim::best_queued`], or with EEVDF

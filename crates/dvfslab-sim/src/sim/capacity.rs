@@ -44,7 +44,7 @@ impl Sim {
         if src == dst {
             return;
         }
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.migrate(self.q.now(), on, task, src, dst);
         }
         if self.sched.hetero.migrations.is_none() {
@@ -173,7 +173,7 @@ impl Sim {
         c.switched_out = Some((task, 'R'));
         c.seg_token = c.seg_token.wrapping_add(1);
         self.count_placement_idle(src);
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             // The source's switch-out precedes the destination's switch-in (Timeline::reserve_switch).
             tl.reserve_switch(src);
         }

@@ -281,7 +281,7 @@ impl Sim {
             self.hw.touch_core(self.q.now(), core);
         }
         self.hw.domains[d].global_khz = khz;
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.global(self.q.now(), self.machine.plat.policies[policy].cpus[0], khz);
         }
         self.hw.domains[d].mv = self.machine.voltage_mv(cl, self.hw.domains[d].actual_khz.max(khz));
@@ -405,7 +405,7 @@ impl Sim {
             if self.sched.cpus[cpu].curr.is_some() && self.sched.cpus[cpu].idle_state.is_none() {
                 self.start_segment(cpu);
             }
-            if let Some(tl) = self.run.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
                 tl.frequency(self.q.now(), cpu, new);
             }
         }

@@ -59,12 +59,11 @@ impl Sim {
         self.hw.cores[core].busy_threads -= 1;
         self.core_changed(core, cpu);
         let prev = self.sched.cpus[cpu].switched_out.take();
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             // The switch to the idle task comes first; the idle task then enters the state
             // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
-            let name = &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name;
-            tl.idle(now, cpu, name);
+            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name);
         }
     }
 
@@ -112,7 +111,7 @@ impl Sim {
         self.sched.account_busy_idle(&self.q, cpu);
         self.set_idle_state(cpu, Some(deepest));
         self.core_changed(self.machine.plat.cpus[cpu].core, cpu);
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[deepest].name);
         }
     }

@@ -313,7 +313,7 @@ impl Sim {
                         child.attrs.grouped = self.sched.tasks[task].attrs.grouped;
                         child.cpu = cpu;
                         self.sched.tasks.push(child);
-                        if let Some(tl) = self.run.timeline.as_mut() {
+                        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
                             tl.process(now, cpu, 'F', task, Some(id));
                         }
                         self.sched.tasks[task].live_children += 1;
@@ -330,7 +330,7 @@ impl Sim {
                 Op::Exec { comm } => {
                     self.sched.tasks[task].name = comm.to_string();
                     self.rcu_callback_queued(false);
-                    if let Some(tl) = self.run.timeline.as_mut() {
+                    if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
                         tl.process(now, cpu, 'E', task, None);
                     }
                     // A new image has the smallest cache footprint a task will ever have: exec

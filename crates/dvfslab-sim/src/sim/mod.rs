@@ -234,6 +234,7 @@ impl Sim {
                 progress_ns: 0,
                 stalled_reports: 0,
                 timeline: cfg.timeline.then(Timeline::default),
+                pending_wakeup: None,
                 seed: cfg.seed,
             },
             machine,
@@ -259,6 +260,7 @@ impl Sim {
             ));
         }
         sim.sched.groups = common.autogroup;
+        sim.sched.charges = cfg.timeline.then(Vec::new);
         sim.init_hardware();
         Ok(sim)
     }
@@ -267,7 +269,7 @@ impl Sim {
     /// says each CPU's frequency from its start.
     fn trace_initial_frequencies(&mut self) {
         let khz: Vec<u32> = (0..self.sched.cpus.len()).map(|cpu| self.hw.cpu_khz(&self.machine, cpu)).collect();
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             for (cpu, &f) in khz.iter().enumerate() {
                 tl.frequency(0, cpu, f);
             }

@@ -8,6 +8,7 @@ use crate::engine::TimeNs;
 use crate::error::SimError;
 use crate::observe::Timeline;
 use crate::sched::task::Op;
+use crate::sched::Charge;
 use crate::workload::{RunStats, Workload};
 
 #[cfg(doc)]
@@ -34,7 +35,27 @@ pub(crate) struct Run {
     pub(crate) progress_ns: TimeNs,
     pub(crate) stalled_reports: u32,
     pub(crate) timeline: Option<Timeline>,
+    /// A wake-up's sched_wakeup row (time, task, CPU) not yet in the timeline: the kernel logs
+    /// it (ttwu_do_wakeup) after wakeup_preempt's accounting of the running task, and before
+    /// any switch that follows (`Run::timeline` adds it before the next row).
+    pub(crate) pending_wakeup: Option<(TimeNs, usize, usize)>,
     pub(crate) seed: u64,
+}
+
+impl Run {
+    /// The timeline, when the run keeps one, with the scheduler's charges since its last row
+    /// (`Sched::charges`) moved in first: every row goes in through here, so that the rows
+    /// keep the order in which things happened.
+    pub(crate) fn timeline(&mut self, charges: &mut Option<Vec<Charge>>) -> Option<&mut Timeline> {
+        let tl = self.timeline.as_mut()?;
+        for c in charges.iter_mut().flat_map(|c| c.drain(..)) {
+            tl.runtime(c.time, c.cpu, c.task, c.ns);
+        }
+        if let Some((t, task, cpu)) = self.pending_wakeup.take() {
+            tl.wakeup(t, task, cpu);
+        }
+        Some(tl)
+    }
 }
 
 /// The workload: its programs and their state while interpreted, the objects they share, the

@@ -214,7 +214,7 @@ impl Sim {
             // tasks' util (as in Linux); the reported signal is clipped at the scale.
             let util = c.avg.util_avg.min(SCHED_CAPACITY_SCALE);
             c.util_avg_max = c.util_avg_max.max(util);
-            if let Some(tl) = self.run.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
                 tl.util(now, cpu, util);
             }
         }
@@ -265,12 +265,13 @@ impl Sim {
             None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
             _ => 0,
         };
-        if let Some(tl) = self.run.timeline.as_mut() {
-            tl.wakeup(self.q.now() + queued_ns, task, cpu);
+        if self.run.timeline.is_some() {
+            self.run.pending_wakeup = Some((self.q.now() + queued_ns, task, cpu));
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.sched.rq_attach(task, cpu);
         if self.sched.cpus[cpu].curr.is_none() {
+            self.run.timeline(&mut self.sched.charges);
             self.set_curr(cpu, task);
         } else {
             self.sched.cpus[cpu].vcpu_wake_ns = None;
@@ -298,6 +299,8 @@ impl Sim {
                 (None, None) => self.check_preempt_wakeup(cpu, task, source),
                 _ => {}
             }
+            // The wake-up's row, after wakeup_preempt's accounting (Run::pending_wakeup).
+            self.run.timeline(&mut self.sched.charges);
         }
         self.check_overutilized(cpu);
         if flags.remote && !remote_callbacks(self.machine.kernel) {
@@ -340,7 +343,7 @@ impl Sim {
         if !later_first {
             return;
         }
-        let before = self.run.timeline.as_mut().and_then(|tl| tl.retract_switch(cpu, first));
+        let before = self.run.timeline(&mut self.sched.charges).and_then(|tl| tl.retract_switch(cpu, first));
         self.sched.queue_remove(cpu, task);
         self.sched.queue_push(cpu, first);
         // The earlier task's switch costs are not spent: its hold past the idle exit is the
@@ -380,33 +383,33 @@ impl Sim {
         // accounting, which stands for the update it skips.
         let skip_from = self.sched.cpus[cpu].clock_skip_from.take();
         self.sched.update_curr(&self.q, cpu);
+        // A skipped clock update (rq_clock_skip_update): the time since the clock's last update
+        // is not the running task's. It is charged up to that update (its deadline, renewed or
+        // not by the accounting above, is left as it is: the interval is under a µs), and the
+        // pick sees it so; what was skipped goes to the task switched in, at its own first
+        // accounting, as its exec_start is that stale clock (switch_in), or back to this one
+        // if it keeps the CPU. Until then a run-queue's V sees neither (requeue_delayed_entity
+        // reads it so).
+        let skipped = skip_from.map_or(0, |from| self.q.now().saturating_sub(from));
+        self.sched.uncharge(curr, skipped);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
+        let kept = |sim: &mut Sim| sim.sched.tasks[curr].exec_start_ns -= skipped;
         let next = match next {
             Some(next) => next,
             // EEVDF: the running task competes in the pick, and may win it.
             None if self.sched.eevdf.is_some() && self.sched.rt_prio(curr).is_none() => {
                 match self.sched.fair_repick(&self.q, cpu) {
                     Some(next) => next,
-                    None => return,
+                    None => return kept(self),
                 }
             }
             // Nothing left to switch to (the woken task was pulled away before a deferred
             // switch): __schedule picks the running task again.
-            None if self.sched.cpus[cpu].queue.is_empty() => return,
+            None if self.sched.cpus[cpu].queue.is_empty() => return kept(self),
             None => self.sched.best_queued(cpu),
         };
         self.sched.queue_remove(cpu, next);
-        // A skipped clock update (rq_clock_skip_update): the time since the clock's last update
-        // goes to the task switched in, not to the one switched out. The one switched out is
-        // charged up to the clock's last update (its deadline, renewed or not by the update
-        // above, is left as it is: the interval is under a µs); the one switched in is charged
-        // at its own first accounting, as its exec_start is that stale clock (switch_in): until
-        // then a run-queue's V sees neither (requeue_delayed_entity reads it so).
-        let skipped = skip_from.map_or(0, |from| self.q.now().saturating_sub(from));
-        let t = &mut self.sched.tasks[curr];
-        t.vruntime = t.vruntime.saturating_sub(skipped);
-        t.sum_exec_ns = t.sum_exec_ns.saturating_sub(skipped);
         self.sched.queue_push(cpu, curr);
         let c = &mut self.sched.cpus[cpu];
         c.skipped_to_next_ns = skipped;
@@ -493,7 +496,7 @@ impl Sim {
             self.hw.cores[core].busy_threads += 1;
             self.core_changed(core, cpu);
             self.sched.arm_tick(&self.machine, &mut self.q, cpu);
-            if let Some(tl) = self.run.timeline.as_mut() {
+            if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
                 tl.hold_until(cpu, ready_at);
                 tl.idle(now, cpu, "C0");
             }
@@ -506,7 +509,7 @@ impl Sim {
         let prev = c.switched_out.take();
         self.sched.fair_set_next(&self.q, cpu, task);
         self.count_placement_idle(cpu);
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), Some(task));
         }
         self.spend_switch(cpu, task);
@@ -625,7 +628,7 @@ impl Sim {
     pub(crate) fn exit_notify(&mut self, cpu: usize) {
         let task = self.sched.cpus[cpu].curr.expect("a current task");
         self.sched.tasks[task].exit_notified = true;
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.process(self.q.now(), cpu, 'X', task, None);
         }
         if let Some(parent) = self.sched.tasks[task].parent {

@@ -90,6 +90,10 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
             per_cpu,
         },
         timeline: sim.run.timeline.clone().map(|mut tl| {
+            // The charges since the last row (Run::timeline).
+            for c in sim.sched.charges.iter().flatten() {
+                tl.runtime(c.time, c.cpu, c.task, c.ns);
+            }
             tl.task_names = sim.sched.tasks.iter().map(|t| t.name.clone()).collect();
             tl
         }),

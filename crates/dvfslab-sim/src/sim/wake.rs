@@ -161,7 +161,7 @@ impl Sim {
     pub(crate) fn trace_waking(&mut self, task: usize, prev: usize, waker: Waker) {
         let (cpu, context) = waker.logged_on(prev);
         let current = self.sched.cpus[cpu].curr;
-        if let Some(tl) = self.run.timeline.as_mut() {
+        if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
             tl.waking(self.q.now(), cpu, task, prev, current, context);
         }
     }

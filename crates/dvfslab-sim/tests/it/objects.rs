@@ -707,18 +707,21 @@ fn a_pair_kept_on_one_cpu_by_delayed_dequeue_is_split_by_the_idle_balancer() {
 }
 
 #[test]
-fn a_loopback_pair_on_one_cpu_is_parted_by_a_wake_up_it_no_longer_takes_in_place() {
+fn a_loopback_pair_on_one_cpu_stays_together_until_the_idle_balancer_splits_it() {
     // Loopback sends: the woken side preempts the sender only where the send returns to user
     // mode, and the sender's time after the wake-up's last clock update is charged to the woken
-    // side (the skipped clock update). The sender is then sometimes the one owed time and
-    // blocks while eligible: it leaves the queue, and the other's next send wakes it through
-    // wake-up placement, which finds CPU 1 idle. No balancer is needed.
+    // side (the skipped clock update), so the pick at that switch sees the sender without it.
+    // As with pipes, each side then blocks while the other is queued and ahead of it: its
+    // dequeue is delayed, the other's send wakes it in place, and wake-up placement never
+    // sees it; the idle balancer splits the pair at its fifth tick (20 ms). (Charged with the
+    // skipped time at that pick, the sender was sometimes the one owed time, blocked while
+    // eligible and was parted by a wake-up instead: not the kernel's order.)
     let r = pair_sharing_cpu0(5.0, 0.1, |ch| Op::Loopback { ch, sync: true });
     let moved: Vec<Migration> = r.migrations.unwrap().into_iter().filter(|m| m.time_ns > 10_000_000).collect();
     assert_eq!(moved.len(), 1, "the pair is parted once and stays apart: {moved:?}");
-    assert_eq!(moved[0].reason, "wakeup");
+    assert!(moved[0].reason == "push" || moved[0].reason == "active", "{moved:?}");
     assert_eq!((moved[0].src_cpu, moved[0].dst_cpu), (0, 1));
-    assert!(moved[0].time_ns < 30_000_000, "parted at {} ns", moved[0].time_ns);
+    assert!(moved[0].time_ns <= 30_000_000, "parted at {} ns", moved[0].time_ns);
 }
 
 /// Tasks that run pinned to `cpus` for 100 ms, then anywhere; each then repeats `work`.
