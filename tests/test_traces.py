@@ -261,13 +261,16 @@ def test_each_charge_of_a_running_task_is_logged_where_the_kernel_logs_it() -> N
     local_wakeups = charged_between = 0
     for cpu in ("000", "001"):
         here = [m for m in events if m["cpu"] == cpu]
-        for waking, charge, wakeup in zip(here, here[1:], here[2:]):
-            # sched_waking names the CPU the task slept on; it stays there unless moved.
+        for before, waking, charge, wakeup in zip(here, here[1:], here[2:], here[3:]):
+            # sched_waking names the CPU the task slept on; it stays there unless moved. A
+            # task charged at that very time just before (a tick) has nothing left to charge.
             stays = charge["event"] != "sched_migrate_task"
+            just_charged = before["event"] == "sched_stat_runtime" and before["ts"] == waking["ts"]
             if (
                 waking["event"] == "sched_waking"
                 and f"target_cpu={cpu}" in waking["fields"]
                 and stays
+                and not just_charged
             ):
                 local_wakeups += 1
                 charged_between += charge["event"] == "sched_stat_runtime" and (

@@ -205,25 +205,32 @@ impl Load {
     }
 }
 
-/// A run-queue's fair tasks besides the running one, by (deadline, task), with their load:
-/// the kernel's tree (sorted by deadline from 6.8; the order only serves the pick here).
+/// A run-queue's fair tasks besides the running one, by deadline, with their load: the
+/// kernel's tree (sorted by deadline from 6.8; the order only serves the pick here). Equal
+/// deadlines keep the order the tasks joined in, as the kernel's tree puts a new entity after
+/// those of an equal key (rb_add_cached), so that pick_eevdf takes the earliest of them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Queue {
     pub load: Load,
-    pub by_deadline: std::collections::BTreeSet<(u64, usize)>,
+    /// (deadline, when it joined: [`Queue::insert`]'s count, task).
+    pub by_deadline: std::collections::BTreeSet<(u64, u64, usize)>,
+    joined: u64,
     /// How many of them are delayed (blocked, still queued).
     pub delayed: usize,
 }
 
 impl Queue {
-    pub(crate) fn insert(&mut self, task: usize, v: u64, deadline: u64, w: u64) {
-        let new = self.by_deadline.insert((deadline, task));
+    /// Queue `task`; the place it takes among equal deadlines, which [`Queue::remove`] needs.
+    pub(crate) fn insert(&mut self, task: usize, v: u64, deadline: u64, w: u64) -> u64 {
+        self.joined += 1;
+        let new = self.by_deadline.insert((deadline, self.joined, task));
         debug_assert!(new, "task {task} queued twice");
         self.load.add(v, w);
+        self.joined
     }
 
-    pub(crate) fn remove(&mut self, task: usize, v: u64, deadline: u64, w: u64) {
-        let was = self.by_deadline.remove(&(deadline, task));
+    pub(crate) fn remove(&mut self, task: usize, joined: u64, v: u64, deadline: u64, w: u64) {
+        let was = self.by_deadline.remove(&(deadline, joined, task));
         debug_assert!(was, "task {task} was not queued with that deadline");
         self.load.sub(v, w);
     }
@@ -301,6 +308,26 @@ mod tests {
 
     /// A nice-0 task's weight (NICE_0_LOAD after scale_load_down).
     const W: u64 = 1024;
+
+    #[test]
+    fn equal_deadlines_are_picked_in_the_order_their_tasks_joined() {
+        // Tasks woken together at V, all lag 0, get one deadline: the kernel's tree puts each
+        // after those already there, so the first to join is picked, whatever its id; one that
+        // leaves and comes back goes behind the others.
+        let mut q = Queue::default();
+        let joined: Vec<u64> = [7, 3, 5].iter().map(|&t| q.insert(t, 100, 1_500, W)).collect();
+        let first = |q: &Queue| {
+            let queued = q.by_deadline.iter().map(|&(deadline, _, task)| Entity { task, vruntime: 100, deadline });
+            pick(&q.load, queued, None, true, false)
+        };
+        assert_eq!(first(&q), Some(7));
+        q.remove(7, joined[0], 100, 1_500, W);
+        q.insert(7, 100, 1_500, W);
+        assert_eq!(first(&q), Some(3));
+        // An earlier deadline still comes first.
+        q.insert(9, 100, 1_400, W);
+        assert_eq!(first(&q), Some(9));
+    }
 
     fn load(vs: &[u64]) -> Load {
         vs.iter().fold(Load::default(), |l, &v| l.with(v, W))

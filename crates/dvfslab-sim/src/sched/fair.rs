@@ -93,7 +93,7 @@ impl Sched {
             return;
         }
         let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight);
-        self.level_queue(cpu, task).insert(task, v, d, w);
+        self.tasks[task].joined = self.level_queue(cpu, task).insert(task, v, d, w);
     }
 
     /// Take a fair task out of `cpu`'s queued ones (__dequeue_entity).
@@ -101,8 +101,9 @@ impl Sched {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight);
-        self.level_queue(cpu, task).remove(task, v, d, w);
+        let t = &self.tasks[task];
+        let (joined, v, d, w) = (t.joined, t.vruntime, t.deadline, t.weight);
+        self.level_queue(cpu, task).remove(task, joined, v, d, w);
     }
 
     /// place_entity: `task` joins `cpu` at V less its lag (inflated for its own weight), with
@@ -272,7 +273,7 @@ impl Sched {
             let t = &self.tasks[c];
             Running { entity: entity(c), protected: rules.protected(t.vruntime, t.deadline, t.vprot) }
         });
-        let queued = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, task)| entity(task));
+        let queued = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, _, task)| entity(task));
         eevdf::pick(&load, queued, running, protect, rules.curr_wins_ties)
     }
 
@@ -370,7 +371,7 @@ impl Sched {
             .by_deadline
             .iter()
             .chain(c.root.by_deadline.iter())
-            .map(|&(_, t)| t)
+            .map(|&(_, _, t)| t)
             .filter(|&t| t != GROUP && self.tasks[t].delayed)
             .collect();
         delayed.sort_by_key(|&t| (self.tasks[t].exec_start_ns, t));

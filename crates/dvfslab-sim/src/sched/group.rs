@@ -67,6 +67,8 @@ pub(crate) struct GroupEntity {
     pub contrib: u64,
     /// The root's next buddy: a task of the group slept while others stay (PICK_BUDDY).
     pub next_buddy: bool,
+    /// Its place among equal deadlines at the root while it waits there (`eevdf::Queue`).
+    pub joined: u64,
 }
 
 impl GroupEntity {
@@ -92,6 +94,7 @@ impl Default for GroupEntity {
             tasks: 0,
             contrib: 0,
             next_buddy: false,
+            joined: 0,
         }
     }
 }
@@ -323,7 +326,7 @@ impl Sched {
     /// in its run-queue and running).
     fn group_load_on(&self, cpu: usize) -> u64 {
         let running = self.fair_curr(cpu).filter(|&t| self.grouped(t));
-        let tasks = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, t)| t).chain(running);
+        let tasks = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, _, t)| t).chain(running);
         let avg: u64 = tasks.map(|t| self.tasks[t].avg.load_avg).sum();
         (NICE_0 * self.cpus[cpu].group.tasks as u64).max(avg)
     }
@@ -350,8 +353,8 @@ impl Sched {
     fn group_leave_tree(&mut self, cpu: usize) {
         let c = &mut self.cpus[cpu];
         let g = &c.group;
-        if c.root.by_deadline.contains(&(g.deadline, GROUP)) {
-            c.root.remove(GROUP, g.vruntime, g.deadline, g.weight);
+        if c.root.by_deadline.contains(&(g.deadline, g.joined, GROUP)) {
+            c.root.remove(GROUP, g.joined, g.vruntime, g.deadline, g.weight);
         }
     }
 
@@ -360,7 +363,7 @@ impl Sched {
         let c = &mut self.cpus[cpu];
         let g = &c.group;
         if g.on_rq() && !g.curr {
-            c.root.insert(GROUP, g.vruntime, g.deadline, g.weight);
+            c.group.joined = c.root.insert(GROUP, g.vruntime, g.deadline, g.weight);
         }
     }
 
@@ -412,7 +415,7 @@ impl Sched {
         } else {
             None
         };
-        let queued = c.root.by_deadline.iter().map(|&(deadline, id)| {
+        let queued = c.root.by_deadline.iter().map(|&(deadline, _, id)| {
             let vruntime = if id == GROUP { g.vruntime } else { self.tasks[id].vruntime };
             Entity { task: id, vruntime, deadline }
         });

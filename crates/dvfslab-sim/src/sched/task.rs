@@ -374,6 +374,8 @@ pub struct Task {
     pub deadline: u64,
     pub vlag: i64,
     pub vprot: u64,
+    /// Its place among equal deadlines while it waits in a run-queue's tree (`eevdf::Queue`).
+    pub joined: u64,
     pub delayed: bool,
     pub rel_deadline: Option<u64>,
     /// When the task last started running (for vruntime and slice accounting).
@@ -448,6 +450,7 @@ impl Task {
             deadline: 0,
             vlag: 0,
             vprot: 0,
+            joined: 0,
             delayed: false,
             rel_deadline: None,
             exec_start_ns: 0,

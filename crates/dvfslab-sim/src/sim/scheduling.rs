@@ -332,11 +332,14 @@ impl Sim {
     /// enqueue finds need_resched set and sends nothing), so nothing is preempted: the pick
     /// takes the two as equals (pick_eevdf with no running task to protect; CFS's leftmost
     /// vruntime). When it takes the later, the earlier goes back to the queue, never having
-    /// run, and the trace never shows it switched in.
+    /// run, and the trace never shows it switched in. The earlier joined the run-queue first,
+    /// so it keeps a tie of deadlines (the kernel's tree puts an equal key after those there).
     fn pick_on_waking_cpu(&mut self, cpu: usize, task: usize, first: usize) {
         let later_first = if self.sched.eevdf.is_some() {
             let same_level = !self.sched.groups || self.sched.grouped(task) == self.sched.grouped(first);
-            same_level && self.sched.fair_peek(cpu, true, false) == Some(task)
+            let (t, f) = (&self.sched.tasks[task], &self.sched.tasks[first]);
+            let tie = t.deadline == f.deadline && self.sched.level_load(cpu, first).eligible(f.vruntime);
+            same_level && !tie && self.sched.fair_peek(cpu, true, false) == Some(task)
         } else {
             self.sched.tasks[task].vruntime < self.sched.tasks[first].vruntime
         };

@@ -240,6 +240,18 @@ fn a_second_wake_up_of_a_vcpu_still_waking_sends_no_ipi_and_both_wait_for_one_pi
     assert_eq!(preempted, 0, "no task was switched out runnable");
 }
 
+#[test]
+fn two_wake_ups_of_a_waking_vcpu_with_one_deadline_run_in_the_order_they_came() {
+    // Two tasks of the same work start together on halted CPU 1: both are placed at V with no
+    // lag, one deadline, before the vCPU is back. The pick takes the one queued first (the
+    // kernel's tree puts an equal key after those already there): the first, then the second.
+    let task = || vec![run(2_600.0), Op::Sleep { ns: Amount::Fixed(1e5) }, Op::Jump { to: 0 }];
+    let r = run_pinned(guest(Some(cost(20.0, 10.0, 5.0))), "6.18", 1, vec![(task(), 1), (task(), 1)]);
+    let tl = r.timeline.as_ref().expect("a timeline");
+    let ins: Vec<i64> = (0..tl.switch_next.len()).map(|i| tl.switch_next[i]).filter(|&t| t >= 0).take(2).collect();
+    assert_eq!(ins, [0, 1]);
+}
+
 /// A waker on CPU 0 that every millisecond wakes a task on halted CPU 1, which works 1 µs and
 /// blocks, and wakes it again `again_us` later; 20 ms at 6.18, with the timeline.
 fn wake_twice(plat: Platform, again_us: f64) -> SimResult {
