@@ -28,10 +28,12 @@ pub struct Timeline {
     pub switch_prev: Vec<i64>,
     pub switch_prev_state: Vec<char>,
     pub switch_next: Vec<i64>,
-    /// Wake-ups: `task` made runnable on `cpu`.
+    /// Wake-ups: `task` made runnable on `cpu`, logged on `logged_cpu`: the CPU whose code
+    /// enqueued it (the waker's, unless the target's wake list took it).
     pub wakeup_time_ns: Vec<u64>,
     pub wakeup_task: Vec<u32>,
     pub wakeup_cpu: Vec<u32>,
+    pub wakeup_logged_cpu: Vec<u32>,
     /// sched_waking: on `cpu` (the waker's), with `waker` current there (-1 = idle) and the
     /// context it ran in, `task` is about to be woken; `prev_cpu` is where it slept.
     pub waking_seq: Vec<u64>,
@@ -58,8 +60,9 @@ pub struct Timeline {
     pub migrate_task: Vec<u32>,
     pub migrate_src: Vec<u32>,
     pub migrate_dst: Vec<u32>,
-    /// sched_stat_runtime: `task`, running on `cpu`, was charged `ns` of runtime (update_curr;
-    /// fair tasks only, as the kernel logs it).
+    /// sched_stat_runtime: `task` was charged `ns` of runtime (update_curr; fair tasks only, as
+    /// the kernel logs it), logged on `cpu`: its own CPU's, or a waker's that enqueued a task
+    /// on that CPU's run-queue.
     pub runtime_seq: Vec<u64>,
     pub runtime_time_ns: Vec<u64>,
     pub runtime_cpu: Vec<u32>,
@@ -161,12 +164,13 @@ impl Timeline {
         self.global_khz.push(khz);
     }
 
-    pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize) {
+    pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize, logged_cpu: usize) {
         let seq = self.next_seq();
         self.wakeup_seq.push(seq);
         self.wakeup_time_ns.push(t);
         self.wakeup_task.push(task as u32);
         self.wakeup_cpu.push(cpu as u32);
+        self.wakeup_logged_cpu.push(logged_cpu as u32);
     }
 
     pub fn waking(
@@ -210,7 +214,7 @@ impl Timeline {
         self.migrate_dst.push(dst as u32);
     }
 
-    /// update_curr charged `task`, running on `cpu`, `ns` of runtime.
+    /// update_curr charged `task` `ns` of runtime, logged on `cpu`.
     pub fn runtime(&mut self, t: TimeNs, cpu: usize, task: usize, ns: u64) {
         let seq = self.next_seq();
         self.runtime_seq.push(seq);

@@ -5,20 +5,23 @@
         cpu-bound-0-1       [003] d..2.     0.004000: sched_switch: prev_comm=... ==> next_comm=...
 
 Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, Z exited and
-not yet reaped by its parent, X exited with no simulated parent),
-sched_waking (on the waker's CPU, in its context: the flags column's third character is `s` for
-a softirq, `h` for a hard interrupt such as a timer, `.` for a task), sched_wakeup (on the
-target CPU; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
+not yet reaped by its parent, X exited with no simulated parent), sched_waking (on the waker's
+CPU, in its context: the flags column's third character is `s` for a softirq, `h` for a hard
+interrupt such as a timer, `.` for a task), sched_wakeup (on the CPU whose code enqueued the
+task: the target's for a wake-up its wake list takes, or an idle target's wake-up before the
+wake list; the waker's for one it enqueues itself, on a busy CPU of its LLC or a task still
+queued; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
 wake_up_new_task logs it from the parent), sched_migrate_task (on the CPU whose code moves the
 task: the waker's for a wake-up's placement, the balancing CPU for a pull, the source for an
 active balance), sched_process_fork / exec / exit, sched_stat_runtime (each accounting of a
-running task, update_curr's, with the nanoseconds it charged: what `scripts/eevdf-replay` reads
-vruntimes from), cpu_frequency (state =
-kHz; every CPU's first at time 0) and cpu_idle (state = idle state index, 4294967295 when the
-CPU leaves idle), with the kernel's field names, in the kernel's order: `<idle>-0` enters an
-idle state after the switch to it, a CPU leaves it before the switch to the woken task, and a
-migrated task leaves its source CPU before it runs on the destination. Task pids are task id +
-1; the idle task is `<idle>-0` (its comm `swapper/N` in sched_switch fields).
+running task, update_curr's, with the nanoseconds it charged, on the task's CPU or on a waker's
+that accounts it while enqueuing there: what `scripts/eevdf-replay` reads vruntimes from),
+cpu_frequency (state = kHz; every CPU's first at time 0) and cpu_idle (state = idle state
+index, 4294967295 when the CPU leaves idle), with the kernel's field names, in the kernel's
+order: `<idle>-0` enters an idle state after the switch to it, a CPU leaves it before the
+switch to the woken task, and a migrated task leaves its source CPU before it runs on the
+destination. Task pids are task id + 1; the idle task is `<idle>-0` (its comm `swapper/N` in
+sched_switch fields).
 A CPU woken from an idle state logs its `cpu_idle` exit and the switch to the woken task once
 the state's exit latency has passed, as the kernel does; the run summary counts that wait as
 the CPU's busy time, so task slices fall short of `busy_pct` by the exits.
@@ -105,8 +108,8 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
         child: cpu for kind, child, cpu in zip(pr["kind"], pr["child"], pr["cpu"]) if kind == "F"
     }
 
-    def logged_on(q: int, task: int, target: int) -> int:
-        return forked_on.get(task, target) if q == first_wakeup[task] else target
+    def logged_on(q: int, task: int, logged: int) -> int:
+        return forked_on.get(task, logged) if q == first_wakeup[task] else logged
 
     process_events = {
         "F": "sched_process_fork",
@@ -127,13 +130,15 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
             (
                 t,
                 q,
-                logged_on(q, task, c),
+                logged_on(q, task, lc),
                 _wakeup_event(q, first_wakeup[task]),
                 wakeup_fields(task, c),
                 ".",
                 None,
             )
-            for t, q, task, c in zip(wk["time_ns"], wk["seq"], wk["task"], wk["cpu"])
+            for t, q, task, c, lc in zip(
+                wk["time_ns"], wk["seq"], wk["task"], wk["cpu"], wk["logged_cpu"]
+            )
             if t >= since_ns
         ),
         (

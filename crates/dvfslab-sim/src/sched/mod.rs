@@ -81,12 +81,16 @@ pub(crate) struct Sched {
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
     /// The scheduler's own random stream (`sched_rng`): new-idle balancing's lottery.
     pub(crate) rng: rand_pcg::Pcg64,
-    /// With a timeline, update_curr's charges not yet in it (`Sim::timeline` moves them there
+    /// With a timeline, update_curr's charges not yet in it (`Run::timeline` moves them there
     /// in order before any later event).
     pub(crate) charges: Option<Vec<Charge>>,
+    /// The CPU whose code accounts a run-queue's task while it is not that run-queue's own: a
+    /// waker that enqueues a task on another CPU (try_to_wake_up), where the charge is logged.
+    pub(crate) accounting_cpu: Option<usize>,
 }
 
-/// One accounting of a running fair task (update_curr), for the timeline's sched_stat_runtime.
+/// One accounting of a running fair task (update_curr), for the timeline's sched_stat_runtime:
+/// `cpu` is the CPU that logs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Charge {
     pub time: TimeNs,
@@ -177,6 +181,7 @@ impl Sched {
             eevdf,
             groups: false,
             charges: None,
+            accounting_cpu: None,
         }
     }
 }
@@ -554,7 +559,7 @@ impl Sched {
         t.exec_start_ns = now;
         if delta > 0 && self.rt_prio(curr).is_none() {
             if let Some(charges) = self.charges.as_mut() {
-                charges.push(Charge { time: now, cpu, task: curr, ns: delta });
+                charges.push(Charge { time: now, cpu: self.accounting_cpu.unwrap_or(cpu), task: curr, ns: delta });
             }
             if self.eevdf.is_some() {
                 self.fair_update_curr(cpu, curr);

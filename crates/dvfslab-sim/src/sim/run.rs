@@ -35,10 +35,11 @@ pub(crate) struct Run {
     pub(crate) progress_ns: TimeNs,
     pub(crate) stalled_reports: u32,
     pub(crate) timeline: Option<Timeline>,
-    /// A wake-up's sched_wakeup row (time, task, CPU) not yet in the timeline: the kernel logs
+    /// A wake-up's sched_wakeup row (time, task, CPU, the CPU logging it) not yet in the
+    /// timeline: the kernel logs
     /// it (ttwu_do_wakeup) after wakeup_preempt's accounting of the running task, and before
     /// any switch that follows (`Run::timeline` adds it before the next row).
-    pub(crate) pending_wakeup: Option<(TimeNs, usize, usize)>,
+    pub(crate) pending_wakeup: Option<(TimeNs, usize, usize, usize)>,
     pub(crate) seed: u64,
 }
 
@@ -51,8 +52,8 @@ impl Run {
         for c in charges.iter_mut().flat_map(|c| c.drain(..)) {
             tl.runtime(c.time, c.cpu, c.task, c.ns);
         }
-        if let Some((t, task, cpu)) = self.pending_wakeup.take() {
-            tl.wakeup(t, task, cpu);
+        if let Some((t, task, cpu, logged_cpu)) = self.pending_wakeup.take() {
+            tl.wakeup(t, task, cpu, logged_cpu);
         }
         Some(tl)
     }

@@ -224,6 +224,24 @@ impl Sim {
     /// run it if the CPU is idle, else check whether it preempts the current task.
     /// `source` is the CPU whose wake-up (or fork) enqueues it.
     pub(crate) fn enqueue(&mut self, task: usize, cpu: usize, source: usize, join: fair::Join, flags: UpdateFlags) {
+        // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
+        // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
+        // WF_ON_CPU condition went; before, the waker enqueued it at once); one queued while
+        // an earlier wake-up's IPI is on its way is logged with it. Any other wake-up the waker
+        // enqueues itself (ttwu_runnable, or a busy CPU of its LLC): its accounting of the
+        // CPU's running task and its sched_wakeup are logged on the waker's CPU.
+        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
+        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
+            Some((ipi_ns, _)) if wake_list => ipi_ns,
+            None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
+            _ => 0,
+        };
+        let same_llc = self.machine.plat.cpus[source].llc == self.machine.plat.cpus[cpu].llc;
+        let by_wake_list = queued_ns > 0 || !same_llc || (wake_list && self.sched.cpus[cpu].curr.is_none());
+        let logged_on = if by_wake_list { cpu } else { source };
+        if self.run.timeline.is_some() && logged_on != cpu {
+            self.sched.accounting_cpu = Some(logged_on);
+        }
         let prev = self.sched.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
@@ -255,18 +273,8 @@ impl Sim {
         }
         let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
-        // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
-        // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
-        // WF_ON_CPU condition went; before, the waker enqueued it at once); one queued while
-        // an earlier wake-up's IPI is on its way is logged with it.
-        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
-        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
-            Some((ipi_ns, _)) if wake_list => ipi_ns,
-            None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
-            _ => 0,
-        };
         if self.run.timeline.is_some() {
-            self.run.pending_wakeup = Some((self.q.now() + queued_ns, task, cpu));
+            self.run.pending_wakeup = Some((self.q.now() + queued_ns, task, cpu, logged_on));
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.sched.rq_attach(task, cpu);
@@ -302,6 +310,7 @@ impl Sim {
             // The wake-up's row, after wakeup_preempt's accounting (Run::pending_wakeup).
             self.run.timeline(&mut self.sched.charges);
         }
+        self.sched.accounting_cpu = None;
         self.check_overutilized(cpu);
         if flags.remote && !remote_callbacks(self.machine.kernel) {
             return;
