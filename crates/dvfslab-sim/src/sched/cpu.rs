@@ -11,10 +11,15 @@ pub(crate) struct Cpu {
     pub curr: Option<usize>,
     /// Tasks waiting to run (not the current one).
     pub queue: Vec<usize>,
-    /// The waiting tasks by (vruntime, id), CFS's rbtree: a queued task's vruntime does not
-    /// change while it waits, so the next task and the smallest vruntime cost O(log n), not a
-    /// scan of `queue` (thousands of tasks woken at once on one CPU).
-    pub queue_by_vruntime: std::collections::BTreeSet<(u64, usize)>,
+    /// The waiting tasks by (vruntime, order queued, id), CFS's rbtree: a queued task's
+    /// vruntime does not change while it waits, so the next task and the smallest vruntime cost
+    /// O(log n), not a scan of `queue` (thousands of tasks woken at once on one CPU). Equal
+    /// vruntimes keep the order the tasks were queued in, as the kernel's tree puts an equal key
+    /// after those already there (rb_add_cached): woken sleepers placed at one floor run in the
+    /// order they woke.
+    pub queue_by_vruntime: std::collections::BTreeSet<(u64, u64, usize)>,
+    /// Tasks queued here so far: the order `queue_by_vruntime` breaks ties by.
+    pub queued_count: u64,
     /// Σ load_avg of the current and waiting tasks, kept as they come, go and update
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,

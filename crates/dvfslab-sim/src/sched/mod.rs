@@ -111,6 +111,7 @@ impl Sched {
                 curr: None,
                 queue: Vec::new(),
                 queue_by_vruntime: std::collections::BTreeSet::new(),
+                queued_count: 0,
                 runnable_load: 0,
                 min_vruntime: origin,
                 fair: Default::default(),
@@ -406,7 +407,7 @@ impl Sched {
 
     /// The smallest vruntime among the tasks waiting on `cpu`, if any.
     pub(crate) fn queued_min_vruntime(&mut self, cpu: usize) -> Option<u64> {
-        self.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _)| vruntime)
+        self.cpus[cpu].queue_by_vruntime.first().map(|&(vruntime, _, _)| vruntime)
     }
 
     /// CFS utilisation as a governor reads it: max(util_avg, util_est) capped at capacity; an
@@ -450,7 +451,7 @@ impl Sched {
         };
         match rt {
             Some((_, t)) => t,
-            None => self.cpus[cpu].queue_by_vruntime.first().expect("a queued task").1,
+            None => self.cpus[cpu].queue_by_vruntime.first().expect("a queued task").2,
         }
     }
 
@@ -522,7 +523,9 @@ impl Sched {
     pub(crate) fn queue_push(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.push(task);
-        c.queue_by_vruntime.insert((self.tasks[task].vruntime, task));
+        c.queued_count += 1;
+        self.tasks[task].queued_order = c.queued_count;
+        c.queue_by_vruntime.insert((self.tasks[task].vruntime, c.queued_count, task));
         if self.eevdf.is_some() {
             self.fair_enqueue(cpu, task);
         }
@@ -536,7 +539,8 @@ impl Sched {
     pub(crate) fn queue_remove(&mut self, cpu: usize, task: usize) {
         let c = &mut self.cpus[cpu];
         c.queue.retain(|&t| t != task);
-        let removed = c.queue_by_vruntime.remove(&(self.tasks[task].vruntime, task));
+        let t = &self.tasks[task];
+        let removed = c.queue_by_vruntime.remove(&(t.vruntime, t.queued_order, task));
         debug_assert!(removed, "a waiting task's vruntime changed");
         if self.eevdf.is_some() {
             self.fair_dequeue(cpu, task);

@@ -376,6 +376,8 @@ pub struct Task {
     pub vprot: u64,
     /// Its place among equal deadlines while it waits in a run-queue's tree (`eevdf::Queue`).
     pub joined: u64,
+    /// Its place among equal vruntimes while it waits (`Cpu::queue_by_vruntime`).
+    pub queued_order: u64,
     pub delayed: bool,
     pub rel_deadline: Option<u64>,
     /// When the task last started running (for vruntime and slice accounting).
@@ -451,6 +453,7 @@ impl Task {
             vlag: 0,
             vprot: 0,
             joined: 0,
+            queued_order: 0,
             delayed: false,
             rel_deadline: None,
             exec_start_ns: 0,

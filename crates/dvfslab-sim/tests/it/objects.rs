@@ -453,6 +453,60 @@ fn rt_task_preempts_cfs_and_schedutil_goes_to_max() {
 }
 
 #[test]
+fn cfs_tasks_of_one_vruntime_run_in_the_order_they_were_queued() {
+    // An RT task on CPU 0 wakes two CFS tasks, the second one first; both wait behind it at
+    // the same vruntime (they ran equally little, and nothing of the fair class since). When
+    // it sleeps, CFS takes the one queued first (the kernel's tree puts an equal key after
+    // those already there), not the lower id.
+    use dvfslab_sim::workload::SchedPolicy;
+    struct Woken;
+    impl Workload for Woken {
+        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
+            let rt: Rc<[Op]> = Rc::from(vec![
+                Op::Sleep { ns: Amount::Fixed(1e6) },
+                Op::Post { ch: 1, sync: false },
+                Op::Post { ch: 0, sync: false },
+                Op::Run { cycles: Amount::Fixed(1e5), mem_frac: 0.0 },
+                Op::Sleep { ns: Amount::Fixed(1e7) },
+                Op::Jump { to: 0 },
+            ]);
+            let fair = |ch: u32| -> Rc<[Op]> {
+                Rc::from(vec![
+                    Op::Wait { ch },
+                    Op::Run { cycles: Amount::Fixed(1e4), mem_frac: 0.0 },
+                    Op::Jump { to: 0 },
+                ])
+            };
+            vec![
+                TaskSpec::new("rt", rt).pinned(vec![0]).policy(SchedPolicy::Fifo(50)),
+                TaskSpec::new("b", fair(0)).pinned(vec![0]),
+                TaskSpec::new("c", fair(1)).pinned(vec![0]),
+            ]
+        }
+        fn default_duration_ns(&self) -> u64 {
+            5_000_000
+        }
+        fn metric(&self, _: &RunStats) -> Metric {
+            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Lower }
+        }
+    }
+    for kernel in ["5.15", "6.18"] {
+        let plat = Platform::from_json(&common::quiet_preset("kvm-guest-2cpu"), "kvm").unwrap();
+        let cfg =
+            SimConfig { governor: format!("performance:kernel={kernel}"), timeline: true, ..SimConfig::default() };
+        let r = Sim::with_workload(plat, &cfg, Box::new(Woken), "woken".into()).unwrap().run().unwrap();
+        let tl = r.timeline.expect("a timeline");
+        // After the start, where each ran up to its wait in the order it was made.
+        let first_fair = (0..tl.switch_next.len())
+            .filter(|&i| tl.switch_time_ns[i] > 1_000_000)
+            .map(|i| tl.switch_next[i])
+            .find(|&t| t == 1 || t == 2)
+            .expect("a fair task ran");
+        assert_eq!(first_fair, 2, "at {kernel}: the task queued first runs first");
+    }
+}
+
+#[test]
 fn counted_loops_nest_and_channel_bases_separate_pairs() {
     // Inner loop 3 times inside an outer loop 4 times: 12 counts, then exit.
     let nested = vec![
