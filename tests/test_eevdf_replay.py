@@ -222,3 +222,10 @@ def test_the_models_own_trace_replays_to_every_one_of_its_picks() -> None:
     assert counts["preempting switches: same task"] > 5000, counts
     assert share(counts, "other switches") == 1.0, counts
     assert share(counts, "preempting switches") == 1.0, counts
+    # Its wake-ups carry the need-resched flag where they asked for a reschedule, as the
+    # kernel's do: the rules ask at (nearly) the same ones.
+    asked = counts["reschedule asked, recorded"]
+    disagree = counts.get("reschedule asked, not recorded", 0)
+    disagree += counts.get("reschedule not asked, recorded", 0)
+    assert asked > 5000, counts
+    assert disagree < 0.001 * (asked + counts["reschedule not asked, not recorded"]), counts

@@ -17,7 +17,7 @@ WORKLOAD = "periodic:threads=3,run_us=2000,period_us=6000,jitter_pct=30"
 # The kernel's trace-file line: TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: FIELDS, the flags' third
 # character the context (s softirq, h hard interrupt, . a task).
 LINE = re.compile(
-    r"^\s*(?P<task>.+)-(?P<pid>\d+)\s+\[(?P<cpu>\d{3})\] d\.(?P<ctx>[.sh])2\.\s+"
+    r"^\s*(?P<task>.+)-(?P<pid>\d+)\s+\[(?P<cpu>\d{3})\] d(?P<resched>[.N])(?P<ctx>[.sh])2\.\s+"
     r"(?P<ts>\d+\.\d{6}): (?P<event>\w+): (?P<fields>.*)$"
 )
 SWITCH = re.compile(

@@ -155,6 +155,7 @@ fn simulate<'py>(
             wakeup.set_item("task", &tl.wakeup_task)?;
             wakeup.set_item("cpu", &tl.wakeup_cpu)?;
             wakeup.set_item("logged_cpu", &tl.wakeup_logged_cpu)?;
+            wakeup.set_item("need_resched", &tl.wakeup_need_resched)?;
             wakeup.set_item("seq", &tl.wakeup_seq)?;
             let waking = PyDict::new(py);
             waking.set_item("time_ns", &tl.waking_time_ns)?;

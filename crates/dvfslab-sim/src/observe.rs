@@ -34,6 +34,8 @@ pub struct Timeline {
     pub wakeup_task: Vec<u32>,
     pub wakeup_cpu: Vec<u32>,
     pub wakeup_logged_cpu: Vec<u32>,
+    /// The wake-up asked the logging CPU's running task to reschedule (`N` in the row's flags).
+    pub wakeup_need_resched: Vec<bool>,
     /// sched_waking: on `cpu` (the waker's), with `waker` current there (-1 = idle) and the
     /// context it ran in, `task` is about to be woken; `prev_cpu` is where it slept.
     pub waking_seq: Vec<u64>,
@@ -164,13 +166,14 @@ impl Timeline {
         self.global_khz.push(khz);
     }
 
-    pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize, logged_cpu: usize) {
+    pub fn wakeup(&mut self, t: TimeNs, task: usize, cpu: usize, logged_cpu: usize, need_resched: bool) {
         let seq = self.next_seq();
         self.wakeup_seq.push(seq);
         self.wakeup_time_ns.push(t);
         self.wakeup_task.push(task as u32);
         self.wakeup_cpu.push(cpu as u32);
         self.wakeup_logged_cpu.push(logged_cpu as u32);
+        self.wakeup_need_resched.push(need_resched);
     }
 
     pub fn waking(

@@ -7,7 +7,8 @@
 Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted, Z exited and
 not yet reaped by its parent, X exited with no simulated parent), sched_waking (on the waker's
 CPU, in its context: the flags column's third character is `s` for a softirq, `h` for a hard
-interrupt such as a timer, `.` for a task), sched_wakeup (on the CPU whose code enqueued the
+interrupt such as a timer, `.` for a task), sched_wakeup (its second character `N` where the
+wake-up asked the logging CPU's running task to reschedule; on the CPU whose code enqueued the
 task: the target's for a wake-up its wake list takes, or an idle target's wake-up before the
 wake list; the waker's for one it enqueues itself, on a busy CPU of its LLC or a task still
 queued; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
@@ -116,11 +117,12 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
         "E": "sched_process_exec",
         "X": "sched_process_exit",
     }
-    # (time_ns, seq, cpu, function, fields, context flag, (prev, next) of a switch)
+    # (time_ns, seq, cpu, function, fields, the flags column's need-resched and context
+    # characters, (prev, next) of a switch)
     Event = tuple[int, int, int, str, str, str, tuple[int, int] | None]
     streams: list[Iterator[Event]] = [
         (
-            (t, q, c, "sched_switch", switch_fields(p, st, n, c), ".", (p, n))
+            (t, q, c, "sched_switch", switch_fields(p, st, n, c), "..", (p, n))
             for t, q, c, p, st, n in zip(
                 sw["time_ns"], sw["seq"], sw["cpu"], sw["prev"], sw["prev_state"], sw["next"]
             )
@@ -133,40 +135,45 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
                 logged_on(q, task, lc),
                 _wakeup_event(q, first_wakeup[task]),
                 wakeup_fields(task, c),
-                ".",
+                "N." if resched else "..",
                 None,
             )
-            for t, q, task, c, lc in zip(
-                wk["time_ns"], wk["seq"], wk["task"], wk["cpu"], wk["logged_cpu"]
+            for t, q, task, c, lc, resched in zip(
+                wk["time_ns"],
+                wk["seq"],
+                wk["task"],
+                wk["cpu"],
+                wk["logged_cpu"],
+                wk["need_resched"],
             )
             if t >= since_ns
         ),
         (
-            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", ".", None)
+            (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", "..", None)
             for t, q, c, khz in zip(fq["time_ns"], fq["seq"], fq["cpu"], fq["freq_khz"])
             if t >= since_ns or q in kept_frequencies
         ),
         (
-            (t, q, c, "cpu_idle", idle_fields(state, c), ".", None)
+            (t, q, c, "cpu_idle", idle_fields(state, c), "..", None)
             for t, q, c, state in zip(idle["time_ns"], idle["seq"], idle["cpu"], idle["state"])
             if t >= since_ns
         ),
         (
-            (t, q, c, "sched_waking", waking_fields(task, prev), ctx, None)
+            (t, q, c, "sched_waking", waking_fields(task, prev), f".{ctx}", None)
             for t, q, c, task, prev, ctx in zip(
                 wg["time_ns"], wg["seq"], wg["cpu"], wg["task"], wg["prev_cpu"], wg["context"]
             )
             if t >= since_ns
         ),
         (
-            (t, q, c, "sched_migrate_task", migrate_fields(task, src, dst), ".", None)
+            (t, q, c, "sched_migrate_task", migrate_fields(task, src, dst), "..", None)
             for t, q, c, task, src, dst in zip(
                 mg["time_ns"], mg["seq"], mg["cpu"], mg["task"], mg["src"], mg["dst"]
             )
             if t >= since_ns
         ),
         (
-            (t, q, c, process_events[kind], process_fields(kind, task, child, c), ".", None)
+            (t, q, c, process_events[kind], process_fields(kind, task, child, c), "..", None)
             for t, q, c, kind, task, child in zip(
                 pr["time_ns"], pr["seq"], pr["cpu"], pr["kind"], pr["task"], pr["child"]
             )
@@ -182,7 +189,7 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
                 c,
                 "sched_stat_runtime",
                 f"comm={comm(task, c)} pid={task + 1} runtime={ns} [ns]",
-                ".",
+                "..",
                 None,
             )
             for t, q, c, task, ns in zip(
@@ -198,12 +205,14 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
         "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
     ]
     current = [-1] * ncpus
-    for t, _, cpu, func, fields, ctx, switch in sorted(chain(*streams), key=lambda e: (e[0], e[1])):
+    for t, _, cpu, func, fields, flags, switch in sorted(
+        chain(*streams), key=lambda e: (e[0], e[1])
+    ):
         # A switch is logged by the task switched out (the one current there, unless what
         # came before it was left out: `since_s`).
         who = current[cpu] if switch is None else switch[0]
         task = "<idle>-0" if who < 0 else f"{comm(who, cpu)}-{who + 1}"
-        lines.append(f"{task:>20} [{cpu:03d}] d.{ctx}2. {t / 1e9:13.6f}: {func}: {fields}")
+        lines.append(f"{task:>20} [{cpu:03d}] d{flags}2. {t / 1e9:13.6f}: {func}: {fields}")
         if switch is not None:
             current[cpu] = switch[1]
     return "\n".join(lines) + "\n"

@@ -35,12 +35,24 @@ pub(crate) struct Run {
     pub(crate) progress_ns: TimeNs,
     pub(crate) stalled_reports: u32,
     pub(crate) timeline: Option<Timeline>,
-    /// A wake-up's sched_wakeup row (time, task, CPU, the CPU logging it) not yet in the
-    /// timeline: the kernel logs
-    /// it (ttwu_do_wakeup) after wakeup_preempt's accounting of the running task, and before
-    /// any switch that follows (`Run::timeline` adds it before the next row).
-    pub(crate) pending_wakeup: Option<(TimeNs, usize, usize, usize)>,
+    /// A wake-up's sched_wakeup row not yet in the timeline: the kernel logs it
+    /// (ttwu_do_wakeup) after wakeup_preempt's accounting of the running task, and before any
+    /// switch that follows (`Run::timeline` adds it before the next row).
+    pub(crate) pending_wakeup: Option<PendingWakeup>,
     pub(crate) seed: u64,
+}
+
+/// A sched_wakeup row waiting for the wake-up's accounting (`Run::pending_wakeup`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingWakeup {
+    pub at: TimeNs,
+    pub task: usize,
+    pub cpu: usize,
+    /// The CPU whose code logs it (the waker's, unless the target's wake list took it).
+    pub logged_cpu: usize,
+    /// The wake-up asked that CPU's running task to reschedule (resched_curr): `N` in the
+    /// row's flags.
+    pub need_resched: bool,
 }
 
 impl Run {
@@ -52,8 +64,8 @@ impl Run {
         for c in charges.iter_mut().flat_map(|c| c.drain(..)) {
             tl.runtime(c.time, c.cpu, c.task, c.ns);
         }
-        if let Some((t, task, cpu, logged_cpu)) = self.pending_wakeup.take() {
-            tl.wakeup(t, task, cpu, logged_cpu);
+        if let Some(w) = self.pending_wakeup.take() {
+            tl.wakeup(w.at, w.task, w.cpu, w.logged_cpu, w.need_resched);
         }
         Some(tl)
     }

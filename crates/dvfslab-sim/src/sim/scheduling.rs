@@ -16,6 +16,7 @@ use crate::sched::{
     attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, MIN_GRANULARITY_NS,
     RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
 };
+use crate::sim::run::PendingWakeup;
 use crate::sim::Sim;
 use crate::workload::estimates::loopback;
 use crate::workload::SchedPolicy;
@@ -84,6 +85,11 @@ impl Sim {
     /// wake-up's last clock update is charged to the task switched in
     /// ([`loopback::TCP_WAKE_TO_RETURN_CYCLES`], measured).
     pub(crate) fn resched_curr(&mut self, cpu: usize, next: Option<usize>, source: usize) {
+        // The flag is the running task's: the wake-up's sched_wakeup, logged on this CPU
+        // after it, shows it (`N` in the flags column).
+        if let Some(row) = self.run.pending_wakeup.as_mut().filter(|r| source == cpu && r.logged_cpu == cpu) {
+            row.need_resched = true;
+        }
         if source == cpu && self.sched.cpus[cpu].in_loopback_send {
             return self.resched_at_return(cpu, next);
         }
@@ -274,7 +280,8 @@ impl Sim {
         let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
         if self.run.timeline.is_some() {
-            self.run.pending_wakeup = Some((self.q.now() + queued_ns, task, cpu, logged_on));
+            let at = self.q.now() + queued_ns;
+            self.run.pending_wakeup = Some(PendingWakeup { at, task, cpu, logged_cpu: logged_on, need_resched: false });
         }
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.sched.rq_attach(task, cpu);
