@@ -63,7 +63,8 @@ impl Sim {
             // The switch to the idle task comes first; the idle task then enters the state
             // (do_idle → cpuidle_idle_call, kernel/sched/idle.c, traces cpu_idle).
             tl.switch(now, cpu, prev.map(|p| p.0), prev.map_or('I', |p| p.1), None);
-            tl.idle(now, cpu, &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name);
+            let name = &self.machine.plat.cluster_of_cpu(cpu).idle_states[state].name;
+            tl.idle(now, cpu, name);
         }
     }
 

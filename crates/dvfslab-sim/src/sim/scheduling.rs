@@ -230,24 +230,10 @@ impl Sim {
     /// run it if the CPU is idle, else check whether it preempts the current task.
     /// `source` is the CPU whose wake-up (or fork) enqueues it.
     pub(crate) fn enqueue(&mut self, task: usize, cpu: usize, source: usize, join: fair::Join, flags: UpdateFlags) {
-        // A wake-up queued on an idle CPU's wake list is enqueued, and logged, there when the
-        // IPI arrives (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the
-        // WF_ON_CPU condition went; before, the waker enqueued it at once); one queued while
-        // an earlier wake-up's IPI is on its way is logged with it. Any other wake-up the waker
-        // enqueues itself (ttwu_runnable, or a busy CPU of its LLC): its accounting of the
-        // CPU's running task and its sched_wakeup are logged on the waker's CPU.
-        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
-        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
-            Some((ipi_ns, _)) if wake_list => ipi_ns,
-            None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
-            _ => 0,
-        };
-        let same_llc = self.machine.plat.cpus[source].llc == self.machine.plat.cpus[cpu].llc;
-        let by_wake_list = queued_ns > 0 || !same_llc || (wake_list && self.sched.cpus[cpu].curr.is_none());
-        let logged_on = if by_wake_list { cpu } else { source };
-        if self.run.timeline.is_some() && logged_on != cpu {
-            self.sched.accounting_cpu = Some(logged_on);
-        }
+        // The wake-up's row, logged once its accounting is (`Run::pending_wakeup`), and where
+        // that accounting is logged.
+        let row = self.run.timeline.is_some().then(|| self.wakeup_row(task, cpu, source));
+        self.sched.accounting_cpu = row.map(|r| r.logged_cpu).filter(|&c| c != cpu);
         let prev = self.sched.tasks[task].cpu;
         if prev != cpu {
             // Decay the task to now on its old CPU, detach it there, attach it here.
@@ -279,10 +265,7 @@ impl Sim {
         }
         let t = &mut self.sched.tasks[task];
         t.state = TaskState::Runnable;
-        if self.run.timeline.is_some() {
-            let at = self.q.now() + queued_ns;
-            self.run.pending_wakeup = Some(PendingWakeup { at, task, cpu, logged_cpu: logged_on, need_resched: false });
-        }
+        self.run.pending_wakeup = row;
         self.sched.cpus[cpu].util_est_sum += self.sched.tasks[task].util_est.value();
         self.sched.rq_attach(task, cpu);
         if self.sched.cpus[cpu].curr.is_none() {
@@ -328,6 +311,26 @@ impl Sim {
         } else {
             self.cfs_util_change(cpu, flags);
         }
+    }
+
+    /// The sched_wakeup row of a wake-up of `task` onto `cpu` from `source`. One queued on an
+    /// idle CPU's wake list is enqueued, and logged, there when the IPI arrives
+    /// (ttwu_queue_cond: for an idle CPU sharing the LLC since 6.0, when the WF_ON_CPU condition
+    /// went; before, the waker enqueued it at once), and so is one queued while an earlier
+    /// wake-up's IPI is on its way; one for another LLC goes by the wake list too. Any other
+    /// the waker enqueues itself (ttwu_runnable, or a busy CPU of its LLC): the row, and the
+    /// accounting of that CPU's running task that comes with it, are logged on the waker's CPU.
+    fn wakeup_row(&self, task: usize, cpu: usize, source: usize) -> PendingWakeup {
+        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
+        let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
+            Some((ipi_ns, _)) if wake_list => ipi_ns,
+            None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
+            _ => 0,
+        };
+        let same_llc = self.machine.plat.cpus[source].llc == self.machine.plat.cpus[cpu].llc;
+        let by_wake_list = queued_ns > 0 || !same_llc || (wake_list && self.sched.cpus[cpu].curr.is_none());
+        let logged_cpu = if by_wake_list { cpu } else { source };
+        PendingWakeup { at: self.q.now() + queued_ns, task, cpu, logged_cpu, need_resched: false }
     }
 
     /// CFS's governor callback: the scheduler calls cpufreq_update_util from CFS only when
