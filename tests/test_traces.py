@@ -316,3 +316,27 @@ def test_a_wake_up_the_waker_enqueues_on_a_busy_cpu_is_logged_on_the_wakers_cpu(
             assert waking, m.string
             assert fields_of(waking[-1])["pid"] == fields["pid"], m.string
     assert remote > 100
+
+
+def test_a_softirq_wake_up_is_logged_in_softirq_context_on_both_lines() -> None:
+    # tbench's loopback send wakes its partner from the softirq on the sender's CPU: the
+    # kernel logs sched_waking and, where the sender enqueues the task itself, sched_wakeup in
+    # that softirq (`s` in the flags column's third character on both).
+    run = dvfslab.simulate(
+        "kvm-guest-2cpu", "performance:kernel=6.18.44", "tbench:clients=2", 0.05, timeline=True
+    )
+    events = [m for m in map(LINE.match, ftrace.render(run).splitlines()) if m]
+    last_waking: dict[str, re.Match[str]] = {}
+    pairs = softirq_pairs = 0
+    for m in events:
+        pid = fields_of(m).get("pid")
+        if m["event"] == "sched_waking":
+            last_waking[pid] = m
+        elif m["event"] == "sched_wakeup" and pid in last_waking:
+            waking = last_waking.pop(pid)
+            if waking["cpu"] == m["cpu"]:
+                pairs += 1
+                assert m["ctx"] == waking["ctx"], (waking.group(0), m.group(0))
+                softirq_pairs += m["ctx"] == "s"
+    assert pairs > 1000
+    assert softirq_pairs > 0.9 * pairs, (pairs, softirq_pairs)

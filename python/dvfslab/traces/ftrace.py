@@ -8,7 +8,8 @@ Events: sched_switch (prev_state S sleeping, D waiting on a device, R preempted,
 not yet reaped by its parent, X exited with no simulated parent), sched_waking (on the waker's
 CPU, in its context: the flags column's third character is `s` for a softirq, `h` for a hard
 interrupt such as a timer, `.` for a task), sched_wakeup (its second character `N` where the
-wake-up asked the logging CPU's running task to reschedule; on the CPU whose code enqueued the
+wake-up asked the logging CPU's running task to reschedule, its third the waker's context when
+logged on the waker's CPU; on the CPU whose code enqueued the
 task: the target's for a wake-up its wake list takes, or an idle target's wake-up before the
 wake list; the waker's for one it enqueues itself, on a busy CPU of its LLC or a task still
 queued; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
@@ -30,6 +31,7 @@ the CPU's busy time, so task slices fall short of `busy_pct` by the exits.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -112,6 +114,18 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
     def logged_on(q: int, task: int, logged: int) -> int:
         return forked_on.get(task, logged) if q == first_wakeup[task] else logged
 
+    # A wake-up logged on the CPU of its sched_waking is logged in the waker's context there
+    # (a softirq's wake-up shows `s` on both lines); one a wake list delivers on its target, in
+    # the target's (`.` here).
+    wakings: dict[int, list[tuple[int, int, str]]] = {}
+    for q, task, c, ctx in sorted(zip(wg["seq"], wg["task"], wg["cpu"], wg["context"])):
+        wakings.setdefault(task, []).append((q, c, ctx))
+
+    def wakeup_context(q: int, task: int, logged: int) -> str:
+        seen = wakings.get(task, [])
+        i = bisect_left(seen, (q,)) - 1
+        return seen[i][2] if i >= 0 and seen[i][1] == logged else "."
+
     process_events = {
         "F": "sched_process_fork",
         "E": "sched_process_exec",
@@ -135,7 +149,7 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
                 logged_on(q, task, lc),
                 _wakeup_event(q, first_wakeup[task]),
                 wakeup_fields(task, c),
-                "N." if resched else "..",
+                ("N" if resched else ".") + wakeup_context(q, task, logged_on(q, task, lc)),
                 None,
             )
             for t, q, task, c, lc, resched in zip(
