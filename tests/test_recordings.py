@@ -771,7 +771,7 @@ def test_a_build_and_a_test_suite_sleep_in_d_at_every_vfork() -> None:
         assert rows[("all", "cpu_cycles_per_op")]["verdict"] == "ok", name
 
 
-def test_model_check_cli_prints_a_table_and_json(cli) -> None:
+def test_model_check_cli_prints_a_table_and_json(cli, tmp_path: Path) -> None:
     done = cli("model", "check", "hackbench-pipe", "--json")
     assert done.code == 0, done.stderr
     assert '"recording": "hackbench-pipe"' in done.stdout
@@ -780,7 +780,12 @@ def test_model_check_cli_prints_a_table_and_json(cli) -> None:
     assert done.code == 0, done.stderr
     assert "modelled without task groups" not in done.stdout  # its model groups its tasks
     assert "longest wait for a CPU ms" in done.stdout
-    done = cli("model", "check", "netperf-tcp-rr")
+    # The same recording's model without its groups says so above its table.
+    trace = load_recording("netperf-tcp-rr").trace_path
+    manifest = trace.parent / "netperf-tcp-rr.toml"
+    (tmp_path / manifest.name).write_text(manifest.read_text().replace(",autogroup=1", ""))
+    (tmp_path / trace.name).write_bytes(trace.read_bytes())
+    done = cli("model", "check", str(tmp_path / manifest.name))
     assert done.code == 0, done.stderr
     assert "recorded with autogroup on, modelled without task groups" in done.stdout
     done = cli("model", "check", "no-such-recording")

@@ -137,8 +137,8 @@ def _print_report(report: dict[str, Any]) -> None:
         r"[:,]autogroup=1(,|$)", report["workload"]
     ):
         print(
-            "recorded with autogroup on, modelled without task groups: its tasks span sessions, "
-            "and the model has one group at most (docs/recording.md)"
+            "recorded with autogroup on, modelled without task groups: add autogroup=1 to its "
+            "workload to model them (docs/recording.md)"
         )
     repeats = report.get("repeats", 0)
     if repeats:

@@ -75,8 +75,8 @@ class Recording:
     autogroup: str | None = None
     """Whether the recording machine grouped each session's tasks (kernel.sched_autogroup_enabled):
     "on", "off" or "none" (a kernel without autogroup); None when the manifest does not say.
-    A workload whose tasks ran in one session is then modelled in one task group
-    (`autogroup=1` in its `workload`; docs/recording.md)."""
+    With "on" the workload is modelled with its sessions' task groups (`autogroup=1` in its
+    `workload`; docs/recording.md)."""
     repeats: tuple[Path, ...] = ()
     """Manifests of other runs of the same command on the same machine: how far the real
     benchmark moves from run to run (`dvfslab model check` judges against all the runs)."""

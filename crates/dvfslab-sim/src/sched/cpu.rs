@@ -24,14 +24,15 @@ pub(crate) struct Cpu {
     /// (`Sim::runnable_load`).
     pub runnable_load: u64,
     pub min_vruntime: u64,
-    /// EEVDF (6.6+): the fair tasks waiting here, and those whose dequeue is delayed, by
-    /// deadline with their load sums (`sched/fair.rs`); and whether the running task's
-    /// accounting asked for a reschedule (update_curr's resched_curr).
-    pub fair: crate::sched::eevdf::Queue,
-    /// With task groups (`sched/group.rs`), `fair` is the group's run-queue here, and `root`
-    /// the root's: the tasks outside the group and the group's entity, waiting or delayed.
+    /// EEVDF (6.6+): the root run-queue's waiting entities, and those whose dequeue is
+    /// delayed, by deadline with their load sums (`sched/fair.rs`): every fair task here
+    /// without task groups; with them (`sched/group.rs`) the tasks outside every group and
+    /// the groups' entities.
     pub root: crate::sched::eevdf::Queue,
-    pub group: crate::sched::group::GroupEntity,
+    /// Each task group's share of this CPU, by the group's index: its entity at the root and
+    /// its own run-queue.
+    pub groups: Vec<crate::sched::group::GroupRq>,
+    /// The running task's accounting asked for a reschedule (update_curr's resched_curr).
     pub resched: bool,
     /// Tasks switched in so far: what a reschedule IPI on its way was sent for.
     pub switches: u32,

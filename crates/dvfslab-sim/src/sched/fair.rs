@@ -8,16 +8,16 @@
 //! (`sched/mod.rs`).
 //!
 //! With task groups (`sched/group.rs`) each rule applies at the level of the task's run-queue:
-//! the group's for its tasks, the root's for the others and for the group's entity.
+//! its group's for a task in one, the root's for the others and for the groups' entities.
 //!
 //! Left out: nice levels and custom slices (every task has nice 0 and the base slice, so
-//! PREEMPT_SHORT never applies), more than one task group, NEXT_BUDDY (off by default), a
+//! PREEMPT_SHORT never applies), NEXT_BUDDY (off by default), a
 //! delayed task's share of the PELT sums (it leaves them when it blocks, as a sleeping task
 //! does), and load balancing of delayed tasks (only waiting ones move).
 
 use crate::engine::EventQueue;
 use crate::sched::eevdf::{self, clamped_lag, Entity, Load, Queue, Rules, Running};
-use crate::sched::group::GROUP;
+use crate::sched::group::group_of_entity;
 use crate::sched::Sched;
 
 /// How a task joins a run-queue (enqueue_task's flags, as far as placement reads them).
@@ -41,43 +41,40 @@ impl Sched {
         self.cpus[cpu].curr.filter(|&t| self.rt_prio(t).is_none())
     }
 
-    /// The load sums of `cpu`'s fair tasks: waiting, delayed and running.
-    pub(crate) fn fair_load(&self, cpu: usize) -> Load {
-        let load = self.cpus[cpu].fair.load;
-        match self.fair_curr(cpu) {
-            Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight),
-            None => load,
-        }
-    }
-
-    /// The load sums of the run-queue `task` competes in on `cpu` (`fair_load` without task
-    /// groups; the group's, or the root's, with them), its running entity included.
+    /// The load sums of the run-queue `task` competes in on `cpu` (every fair task's without
+    /// task groups; with them its group's, or the root's), its running entity included.
     pub(crate) fn level_load(&self, cpu: usize, task: usize) -> Load {
-        if !self.groups {
-            return self.fair_load(cpu);
-        }
-        if !self.grouped(task) {
+        let level = self.group_of(task);
+        if level.is_none() && self.groups {
             return self.root_load(cpu);
         }
-        let load = self.cpus[cpu].fair.load;
-        match self.fair_curr(cpu).filter(|&c| self.grouped(c)) {
+        let load = self.level_queue_of(cpu, level).load;
+        match self.fair_curr(cpu).filter(|&c| self.group_of(c) == level) {
             Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight),
             None => load,
         }
     }
 
-    /// The run-queue `task` waits in on `cpu`: the root's for a task outside the group.
+    /// The run-queue of `level` on `cpu`: group g's (`Some(g)`) or the root's.
+    fn level_queue_of(&self, cpu: usize, level: Option<usize>) -> &Queue {
+        match level {
+            Some(g) => &self.cpus[cpu].groups[g].queue,
+            None => &self.cpus[cpu].root,
+        }
+    }
+
+    /// The run-queue `task` waits in on `cpu`: its group's, or the root's.
     fn level_queue(&mut self, cpu: usize, task: usize) -> &mut Queue {
-        if self.groups && !self.grouped(task) {
-            &mut self.cpus[cpu].root
-        } else {
-            &mut self.cpus[cpu].fair
+        match self.group_of(task) {
+            Some(g) => &mut self.cpus[cpu].groups[g].queue,
+            None => &mut self.cpus[cpu].root,
         }
     }
 
     /// Delayed tasks queued on `cpu` (h_nr_delayed), at every level.
     pub(crate) fn delayed_tasks(&self, cpu: usize) -> usize {
-        self.cpus[cpu].fair.delayed + self.cpus[cpu].root.delayed
+        let c = &self.cpus[cpu];
+        c.root.delayed + c.groups.iter().map(|g| g.queue.delayed).sum::<usize>()
     }
 
     /// V of `load` on `cpu`; with no task there, the run-queue's own reference
@@ -127,8 +124,8 @@ impl Sched {
             Some(rel) => t.vruntime + rel,
             None => rules.deadline(t.vruntime, join == Join::Fork),
         };
-        if self.grouped(task) {
-            self.group_task_joined(q, cpu);
+        if let Some(g) = self.group_of(task) {
+            self.group_task_joined(q, cpu, g);
         }
     }
 
@@ -195,15 +192,15 @@ impl Sched {
             return;
         }
         self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit_ns);
-        if self.grouped(task) {
-            self.group_task_left(q, cpu, true);
+        if let Some(g) = self.group_of(task) {
+            self.group_task_left(q, cpu, g, true);
         }
     }
 
-    /// An exiting task leaves `cpu` for good: a task of the group as after a sleep.
+    /// An exiting task leaves `cpu` for good: a task of a group as after a sleep.
     pub(crate) fn fair_exit(&mut self, q: &EventQueue, cpu: usize, task: usize) {
-        if self.eevdf.is_some() && self.grouped(task) && self.rt_prio(task).is_none() {
-            self.group_task_left(q, cpu, true);
+        if let Some(g) = self.group_of(task).filter(|_| self.eevdf.is_some() && self.rt_prio(task).is_none()) {
+            self.group_task_left(q, cpu, g, true);
         }
     }
 
@@ -222,8 +219,8 @@ impl Sched {
         let t = &mut self.tasks[task];
         t.delayed = false;
         t.vlag = lag.min(0);
-        if self.grouped(task) {
-            self.group_task_left(q, cpu, true);
+        if let Some(g) = self.group_of(task) {
+            self.group_task_left(q, cpu, g, true);
         }
     }
 
@@ -241,8 +238,8 @@ impl Sched {
         self.level_queue(cpu, task).delayed -= 1;
         self.tasks[task].delayed = false;
         self.tasks[task].vlag = lag.min(0);
-        if self.grouped(task) {
-            self.group_reweight(q, cpu);
+        if let Some(g) = self.group_of(task) {
+            self.group_reweight(q, cpu, g);
         }
         if lag > 0 {
             let others = self.level_load(cpu, task);
@@ -253,17 +250,18 @@ impl Sched {
         }
     }
 
-    /// pick_eevdf on `cpu` without changing anything: the eligible fair task with the
-    /// earliest deadline among those queued in its `fair` run-queue (delayed ones included; with
-    /// task groups, the group's run-queue) and, with `with_curr`, the running one if it is
-    /// theirs, which keeps the CPU while its pick protects it when `protect` asks. With task
-    /// groups the root's pick comes first (`Sched::root_peek`).
-    pub(crate) fn fair_peek(&self, cpu: usize, with_curr: bool, protect: bool) -> Option<usize> {
+    /// pick_eevdf on `cpu` without changing anything, among the tasks of one run-queue,
+    /// `level`: group g's (`Some(g)`), or the root's when there are no task groups (with them,
+    /// [`Sched::peek_at`]). The eligible task with the earliest deadline among those queued
+    /// there (delayed ones included) and, with `with_curr`, the running one if it is theirs,
+    /// which keeps the CPU while its pick protects it when `protect` asks.
+    pub(crate) fn fair_peek(&self, cpu: usize, level: Option<usize>, with_curr: bool, protect: bool) -> Option<usize> {
         let rules = self.rules();
-        let curr = if with_curr { self.fair_curr(cpu).filter(|&c| !self.groups || self.grouped(c)) } else { None };
+        let curr = if with_curr { self.fair_curr(cpu).filter(|&c| self.group_of(c) == level) } else { None };
+        let queue = self.level_queue_of(cpu, level);
         let load = match curr {
-            Some(c) => self.cpus[cpu].fair.load.with(self.tasks[c].vruntime, self.tasks[c].weight),
-            None => self.cpus[cpu].fair.load,
+            Some(c) => queue.load.with(self.tasks[c].vruntime, self.tasks[c].weight),
+            None => queue.load,
         };
         let entity = |task: usize| {
             let t = &self.tasks[task];
@@ -273,8 +271,18 @@ impl Sched {
             let t = &self.tasks[c];
             Running { entity: entity(c), protected: rules.protected(t.vruntime, t.deadline, t.vprot) }
         });
-        let queued = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, _, task)| entity(task));
+        let queued = queue.by_deadline.iter().map(|&(_, _, task)| entity(task));
         eevdf::pick(&load, queued, running, protect, rules.curr_wins_ties)
+    }
+
+    /// pick_eevdf on `cpu` without changing anything at `level` (see [`Sched::fair_peek`]):
+    /// with task groups, the root's pick for `None`, among tasks and groups' entities.
+    pub(crate) fn peek_at(&self, cpu: usize, level: Option<usize>, with_curr: bool, protect: bool) -> Option<usize> {
+        if level.is_none() && self.groups {
+            self.root_peek(cpu, with_curr, protect, false)
+        } else {
+            self.fair_peek(cpu, level, with_curr, protect)
+        }
     }
 
     /// pick_next_entity on `cpu`: [`Sim::fair_peek`], a delayed task it picks leaving the
@@ -286,16 +294,17 @@ impl Sched {
         loop {
             let next = if self.groups {
                 self.root_update_curr(q, cpu);
-                match self.root_peek(cpu, with_curr, true, true)? {
-                    GROUP if self.cpus[cpu].group.delayed => {
-                        self.group_finish_delayed(q, cpu);
+                let id = self.root_peek(cpu, with_curr, true, true)?;
+                match group_of_entity(id) {
+                    Some(g) if self.cpus[cpu].groups[g].entity.delayed => {
+                        self.group_finish_delayed(q, cpu, g);
                         continue;
                     }
-                    GROUP => self.fair_peek(cpu, with_curr, true)?,
-                    task => task,
+                    Some(g) => self.fair_peek(cpu, Some(g), with_curr, true)?,
+                    None => id,
                 }
             } else {
-                self.fair_peek(cpu, with_curr, true)?
+                self.fair_peek(cpu, None, with_curr, true)?
             };
             if !self.tasks[next].delayed {
                 return Some(next);
@@ -304,25 +313,25 @@ impl Sched {
         }
     }
 
-    /// The wake-up check's pick on `cpu` (check_preempt_wakeup_fair), at the level where the
-    /// running and the woken task meet: the root's (`at_root`, with task groups when only one
-    /// of them is the group's; the group's entity stands for its tasks) or the fair run-queue's.
-    /// Mainline's check only looks ([`Sched::fair_peek`], [`Sched::root_peek`]): a delayed
-    /// entity it finds first is an answer, and the woken task does not preempt. The reworked
-    /// check of the 6.18 stable series (`Rules::reworked_wakeup_check`) picks with
-    /// pick_next_entity, which dequeues a delayed entity it picks and picks again.
-    pub(crate) fn wakeup_pick(&mut self, q: &EventQueue, cpu: usize, at_root: bool) -> Option<usize> {
+    /// The wake-up check's pick on `cpu` (check_preempt_wakeup_fair), at the `level` where
+    /// the running and the woken task meet: their group's run-queue when both are in one
+    /// (`Some(g)`), else the root's (a group's entity standing for its tasks).
+    /// Mainline's check only looks ([`Sched::peek_at`]): a delayed entity it finds first is an
+    /// answer, and the woken task does not preempt. The reworked check of the 6.18 stable
+    /// series (`Rules::reworked_wakeup_check`) picks with pick_next_entity, which dequeues a
+    /// delayed entity it picks and picks again.
+    pub(crate) fn wakeup_pick(&mut self, q: &EventQueue, cpu: usize, level: Option<usize>) -> Option<usize> {
         let reworked = self.eevdf.is_some_and(|r| r.reworked_wakeup_check);
         loop {
-            let pick = if at_root { self.root_peek(cpu, true, true, false)? } else { self.fair_peek(cpu, true, true)? };
+            let pick = self.peek_at(cpu, level, true, true)?;
             if !reworked {
                 return Some(pick);
             }
-            if pick == GROUP {
-                if !self.cpus[cpu].group.delayed {
+            if let Some(g) = group_of_entity(pick) {
+                if !self.cpus[cpu].groups[g].entity.delayed {
                     return Some(pick);
                 }
-                self.group_finish_delayed(q, cpu);
+                self.group_finish_delayed(q, cpu, g);
             } else if self.tasks[pick].delayed {
                 self.fair_finish_delayed(q, cpu, pick);
             } else {
@@ -356,8 +365,8 @@ impl Sched {
         if rules.rel_deadline {
             t.rel_deadline = Some(t.deadline.saturating_sub(t.vruntime));
         }
-        if self.grouped(task) {
-            self.group_task_left(q, src, false);
+        if let Some(g) = self.group_of(task) {
+            self.group_task_left(q, src, g, false);
         }
     }
 
@@ -367,12 +376,12 @@ impl Sched {
     pub(crate) fn delayed_on(&self, cpu: usize) -> Vec<usize> {
         let c = &self.cpus[cpu];
         let mut delayed: Vec<usize> = c
-            .fair
+            .root
             .by_deadline
             .iter()
-            .chain(c.root.by_deadline.iter())
+            .chain(c.groups.iter().flat_map(|g| g.queue.by_deadline.iter()))
             .map(|&(_, _, t)| t)
-            .filter(|&t| t != GROUP && self.tasks[t].delayed)
+            .filter(|&t| group_of_entity(t).is_none() && self.tasks[t].delayed)
             .collect();
         delayed.sort_by_key(|&t| (self.tasks[t].exec_start_ns, t));
         delayed

@@ -1,8 +1,10 @@
-//! Task groups (CONFIG_FAIR_GROUP_SCHED in kernel/sched/fair.c) for one group: the workload's
-//! tasks, as a session's are under autogroup (kernel.sched_autogroup_enabled = 1). On each
-//! CPU the group has its own run-queue, where its tasks compete by the EEVDF rules of
+//! Task groups (CONFIG_FAIR_GROUP_SCHED in kernel/sched/fair.c) one level deep, as autogroup
+//! makes them (kernel.sched_autogroup_enabled = 1): one group per session, the workload's
+//! tasks in their session's (a task that starts a session, `Op::Setsid`, moves to a group of
+//! its own: sched_autogroup_create_attach), the machine's kernel threads at the root. On each
+//! CPU a group has its own run-queue, where its tasks compete by the EEVDF rules of
 //! `sched/fair.rs`, and an entity that competes for the CPU at the root run-queue with the
-//! tasks outside the group (the machine's kernel threads). The entity's weight is the group's
+//! other groups' entities and the tasks outside the groups. The entity's weight is the group's
 //! share of its load on that CPU (calc_group_shares), so it changes as the group's tasks come
 //! and go on every CPU, and every change re-places the entity (reweight_entity).
 //!
@@ -18,17 +20,29 @@
 //! a reschedule. docs/recording.md measures both on a 6.18 kernel.
 //!
 //! Left out: the group's blocked load in its load average (only its runnable tasks' load
-//! counts here), the rate limit of the group's load-average updates, hierarchical load in
-//! load balancing and wake-affine (the group's tasks weigh what a task weighs), and more than
-//! one group.
+//! counts here), and with it the kernel's reading of the other CPUs' shares of the load by
+//! their load averages alone (their weights count here too); the rate limit of the group's
+//! load-average updates; hierarchical load in load balancing and wake-affine (the group's
+//! tasks weigh what a task weighs); and groups within groups.
 
 use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
 use crate::sched::eevdf::{self, Entity, Load, Running};
 use crate::sched::Sched;
 
-/// The group entity's id in a root run-queue's [`eevdf::Queue`] (task ids are indices).
-pub(crate) const GROUP: usize = usize::MAX;
+/// Group entities' ids in a root run-queue's [`eevdf::Queue`] count down from the top of the
+/// ids, task ids (indices) up from 0: ids from this one up are groups'.
+const FIRST_GROUP_ID: usize = usize::MAX / 2;
+
+/// Group `g`'s entity's id in a root run-queue's [`eevdf::Queue`].
+pub(crate) fn entity_id(g: usize) -> usize {
+    usize::MAX - g
+}
+
+/// The group whose entity `id` is, if it is a group's.
+pub(crate) fn group_of_entity(id: usize) -> Option<usize> {
+    (id >= FIRST_GROUP_ID).then(|| usize::MAX - id)
+}
 
 /// A nice-0 weight (NICE_0_LOAD after scale_load_down): every task's, and a group's shares.
 const NICE_0: u64 = 1024;
@@ -63,12 +77,21 @@ pub(crate) struct GroupEntity {
     pub exec_start: u64,
     /// The group's tasks queued here: waiting, running and delayed (the group's nr_queued).
     pub tasks: usize,
-    /// This CPU's load in the group's total (tg_load_avg_contrib).
-    pub contrib: u64,
     /// The root's next buddy: a task of the group slept while others stay (PICK_BUDDY).
     pub next_buddy: bool,
     /// Its place among equal deadlines at the root while it waits there (`eevdf::Queue`).
     pub joined: u64,
+}
+
+/// A task group's share of one CPU: its entity at the root and its own run-queue there (the
+/// group's cfs_rq on that CPU).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GroupRq {
+    pub entity: GroupEntity,
+    /// The group's tasks waiting here, and those whose dequeue is delayed.
+    pub queue: eevdf::Queue,
+    /// This CPU's load in the group's total (tg_load_avg_contrib).
+    pub contrib: u64,
 }
 
 impl GroupEntity {
@@ -92,7 +115,6 @@ impl Default for GroupEntity {
             weight: NICE_0,
             exec_start: 0,
             tasks: 0,
-            contrib: 0,
             next_buddy: false,
             joined: 0,
         }
@@ -133,19 +155,42 @@ pub(crate) fn reweighted_vruntime(v: u64, lag: i64, w_old: u64, w_new: u64, othe
 }
 
 impl Sched {
-    /// Whether `task` is in the group (task groups on, and one of the workload's tasks).
-    pub(crate) fn grouped(&self, task: usize) -> bool {
-        self.groups && self.tasks[task].attrs.grouped
+    /// The task group `task` is in: None for a task at the root, and for every task when task
+    /// groups are off.
+    pub(crate) fn group_of(&self, task: usize) -> Option<usize> {
+        if self.groups {
+            self.tasks[task].attrs.group
+        } else {
+            None
+        }
     }
 
-    /// The root run-queue's load: its waiting (and delayed) entities, the group's among them
-    /// when it waits, and its running one: the group's entity while it is the root's current
-    /// one and queued, else the running task outside the group.
+    /// Whether `task` is in a task group.
+    pub(crate) fn grouped(&self, task: usize) -> bool {
+        self.group_of(task).is_some()
+    }
+
+    /// A new task group (sched_create_group, as autogroup makes one for a new session): an
+    /// entity and an empty run-queue on every CPU. Its index.
+    pub(crate) fn new_group(&mut self) -> usize {
+        for c in &mut self.cpus {
+            c.groups.push(GroupRq::default());
+        }
+        self.cpus.first().map_or(0, |c| c.groups.len() - 1)
+    }
+
+    /// The group whose entity is the root's running one on `cpu` (the root's cfs_rq->curr).
+    pub(crate) fn root_curr_group(&self, cpu: usize) -> Option<usize> {
+        self.cpus[cpu].groups.iter().position(|g| g.entity.curr)
+    }
+
+    /// The root run-queue's load: its waiting (and delayed) entities, the groups' among them,
+    /// and its running one: a group's entity while it is the root's current one and queued,
+    /// else the running task outside every group.
     pub(crate) fn root_load(&self, cpu: usize) -> Load {
         let c = &self.cpus[cpu];
-        let g = &c.group;
-        if g.curr && g.on_rq() {
-            return c.root.load.with(g.vruntime, g.weight);
+        if let Some(e) = self.root_curr_group(cpu).map(|g| &c.groups[g].entity).filter(|e| e.on_rq()) {
+            return c.root.load.with(e.vruntime, e.weight);
         }
         match self.fair_curr(cpu).filter(|&t| !self.grouped(t)) {
             Some(t) => c.root.load.with(self.tasks[t].vruntime, self.tasks[t].weight),
@@ -153,259 +198,312 @@ impl Sched {
         }
     }
 
-    /// update_curr at the root for the group's running entity: it is charged the time since
-    /// its last accounting at its weight, its deadline renewed when reached, and with other
+    /// update_curr at the root for a group's running entity: it is charged the time since its
+    /// last accounting at its weight, its deadline renewed when reached, and with other
     /// entities queued at the root a reschedule is asked when it was renewed or the entity is
     /// past its protection.
     pub(crate) fn root_update_curr(&mut self, q: &EventQueue, cpu: usize) {
+        let Some(g) = self.root_curr_group(cpu) else { return };
         let rules = self.rules();
         let now = q.now();
         let c = &mut self.cpus[cpu];
-        let g = &mut c.group;
-        if !(g.curr && g.on_rq()) {
+        let e = &mut c.groups[g].entity;
+        if !e.on_rq() {
             return;
         }
-        let delta = now.saturating_sub(g.exec_start);
-        g.exec_start = now;
+        let delta = now.saturating_sub(e.exec_start);
+        e.exec_start = now;
         if delta == 0 {
             return;
         }
-        g.vruntime += virtual_ns(delta, g.weight);
-        let renewed = g.vruntime >= g.deadline;
+        e.vruntime += virtual_ns(delta, e.weight);
+        let renewed = e.vruntime >= e.deadline;
         if renewed {
-            g.deadline = g.vruntime + virtual_ns(rules.slice_ns, g.weight);
+            e.deadline = e.vruntime + virtual_ns(rules.slice_ns, e.weight);
         }
         if c.root.is_empty() {
             return;
         }
-        if renewed || !rules.protected(g.vruntime, g.deadline, g.vprot) {
+        if renewed || !rules.protected(e.vruntime, e.deadline, e.vprot) {
             c.resched = true;
-            g.next_buddy = false;
+            e.next_buddy = false;
         }
     }
 
-    /// The group's entity joins `cpu`'s root as a task of the group is enqueued there
+    /// Group `g`'s entity joins `cpu`'s root as a task of the group is enqueued there
     /// (enqueue_entity, then update_cfs_group): placed with its lag if it was not queued,
     /// requeued if it was delayed, else re-weighted for its new load.
-    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize) {
-        let g = &mut self.cpus[cpu].group;
-        if g.tasks > 0 {
-            g.tasks += 1;
-            return self.group_reweight(q, cpu);
+    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        if e.tasks > 0 {
+            e.tasks += 1;
+            return self.group_reweight(q, cpu, g);
         }
         let rules = self.rules();
-        if self.cpus[cpu].group.delayed {
-            self.cpus[cpu].group.tasks = 1;
-            // requeue_delayed_entity: its lag read with it counted; a positive one dropped
-            // (DELAY_ZERO), the entity placed at V (of the others, unless it is the root's
-            // running entity, which V always counts).
-            self.root_update_curr(q, cpu);
-            let lag = self.group_lag(cpu, &self.root_load(cpu));
-            self.cpus[cpu].group.delayed = false;
+        if self.cpus[cpu].groups[g].entity.delayed {
+            self.cpus[cpu].groups[g].entity.tasks = 1;
+            // requeue_delayed_entity: its lag read with it counted, the root's running entity
+            // as last accounted (enqueue_task_fair accounts only the group's own run-queue
+            // before it: a delayed entity that waited while another ran finds itself owed
+            // less than it is, and keeps its place); a positive one dropped (DELAY_ZERO), the
+            // entity placed at V (of the others, unless it is the root's running entity,
+            // which V always counts).
+            let lag = self.group_lag(cpu, g, &self.root_load(cpu));
+            self.cpus[cpu].groups[g].entity.delayed = false;
             if lag > 0 {
-                let load =
-                    if self.cpus[cpu].group.curr { self.root_load(cpu) } else { self.root_load_without_group(cpu) };
-                self.group_leave_tree(cpu);
-                let g = &mut self.cpus[cpu].group;
-                g.vruntime = load.avg_vruntime().unwrap_or(g.vruntime);
-                g.deadline = g.vruntime + virtual_ns(rules.slice_ns, g.weight);
-                self.group_enter_tree(cpu);
+                let load = if self.cpus[cpu].groups[g].entity.curr {
+                    self.root_load(cpu)
+                } else {
+                    self.root_load_without_group(cpu, g)
+                };
+                self.group_leave_tree(cpu, g);
+                let e = &mut self.cpus[cpu].groups[g].entity;
+                e.vruntime = load.avg_vruntime().unwrap_or(e.vruntime);
+                e.deadline = e.vruntime + virtual_ns(rules.slice_ns, e.weight);
+                self.group_enter_tree(cpu, g);
             }
-            return self.group_reweight(q, cpu);
+            return self.group_reweight(q, cpu, g);
         }
         self.root_update_curr(q, cpu);
         let load = self.root_load(cpu);
         // update_cfs_group before the placement: the weight it is placed with.
-        self.cpus[cpu].group.tasks = 1;
-        let w = self.group_shares(cpu);
-        let g = &mut self.cpus[cpu].group;
-        g.vlag = (g.vlag as i128 * g.weight as i128 / w as i128) as i64;
-        if let Some(rel) = g.rel_deadline.as_mut() {
-            *rel = (*rel as u128 * g.weight as u128 / w as u128) as u64;
+        self.cpus[cpu].groups[g].entity.tasks = 1;
+        let w = self.group_shares(cpu, g);
+        let min_vruntime = self.cpus[cpu].min_vruntime;
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        e.vlag = (e.vlag as i128 * e.weight as i128 / w as i128) as i64;
+        if let Some(rel) = e.rel_deadline.as_mut() {
+            *rel = (*rel as u128 * e.weight as u128 / w as u128) as u64;
         }
-        g.weight = w;
-        let avg = load.avg_vruntime().unwrap_or(self.cpus[cpu].min_vruntime);
-        let g = &mut self.cpus[cpu].group;
-        g.vruntime = eevdf::placed_vruntime(avg, g.vlag, load.weight(), g.weight);
-        g.deadline = match g.rel_deadline.take() {
-            Some(rel) => g.vruntime + rel,
-            None => g.vruntime + virtual_ns(rules.slice_ns, g.weight),
+        e.weight = w;
+        let avg = load.avg_vruntime().unwrap_or(min_vruntime);
+        e.vruntime = eevdf::placed_vruntime(avg, e.vlag, load.weight(), e.weight);
+        e.deadline = match e.rel_deadline.take() {
+            Some(rel) => e.vruntime + rel,
+            None => e.vruntime + virtual_ns(rules.slice_ns, e.weight),
         };
-        self.group_enter_tree(cpu);
+        self.group_enter_tree(cpu, g);
     }
 
-    /// A task of the group left `cpu` for good or for a sleep (`sleep`: it may stay delayed;
-    /// a move to another CPU may not): with others left the group's entity is re-weighted and,
-    /// after a sleep, made the root's next buddy; with none it leaves the root with its lag, or
-    /// from 6.12 stays delayed after a sleep while it is not eligible.
-    pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, sleep: bool) {
-        let g = &mut self.cpus[cpu].group;
-        debug_assert!(g.tasks > 0, "a task left a group that had none here");
-        if g.tasks > 1 {
-            g.tasks -= 1;
-            self.group_reweight(q, cpu);
+    /// A task of group `g` left `cpu` for good or for a sleep (`sleep`: it may stay delayed;
+    /// a move to another CPU or group may not): with others left the group's entity is
+    /// re-weighted and, after a sleep, made the root's next buddy; with none it leaves the root
+    /// with its lag, or from 6.12 stays delayed after a sleep while it is not eligible.
+    pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, g: usize, sleep: bool) {
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        debug_assert!(e.tasks > 0, "a task left a group that had none here");
+        if e.tasks > 1 {
+            e.tasks -= 1;
+            self.group_reweight(q, cpu, g);
             if sleep {
-                self.cpus[cpu].group.next_buddy = true;
+                self.set_root_next_buddy(cpu, Some(g));
             }
             return;
         }
         let rules = self.rules();
         self.root_update_curr(q, cpu);
         // No load of the group here any more (its blocked load is left out).
-        self.cpus[cpu].group.contrib = 0;
-        self.cpus[cpu].group.next_buddy = false;
+        self.cpus[cpu].groups[g].contrib = 0;
+        self.cpus[cpu].groups[g].entity.next_buddy = false;
         let load = self.root_load(cpu);
-        if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].group.vruntime) {
-            let g = &mut self.cpus[cpu].group;
-            g.delayed = true;
-            g.tasks = 0;
+        if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].groups[g].entity.vruntime) {
+            let e = &mut self.cpus[cpu].groups[g].entity;
+            e.delayed = true;
+            e.tasks = 0;
             return;
         }
-        let lag = self.group_lag(cpu, &load);
-        self.group_leave_tree(cpu);
-        let g = &mut self.cpus[cpu].group;
-        g.tasks = 0;
-        g.vlag = lag;
+        let lag = self.group_lag(cpu, g, &load);
+        self.group_leave_tree(cpu, g);
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        e.tasks = 0;
+        e.vlag = lag;
         if !sleep && rules.rel_deadline {
-            g.rel_deadline = Some(g.deadline.saturating_sub(g.vruntime));
+            e.rel_deadline = Some(e.deadline.saturating_sub(e.vruntime));
         }
     }
 
-    /// The group's delayed entity leaves `cpu`'s root as the pick chose it (dequeue_entity with
-    /// DEQUEUE_DELAYED): with its lag, a positive one dropped.
-    pub(crate) fn group_finish_delayed(&mut self, q: &EventQueue, cpu: usize) {
-        self.root_update_curr(q, cpu);
-        let lag = self.group_lag(cpu, &self.root_load(cpu));
-        self.group_leave_tree(cpu);
-        let g = &mut self.cpus[cpu].group;
-        g.delayed = false;
-        g.vlag = lag.min(0);
-    }
-
-    /// update_cfs_group for `cpu`'s group entity: its shares for the group's load now, and
-    /// where they changed, reweight_entity: the queued entity is re-placed at its new weight
-    /// ([`reweighted_vruntime`]), its deadline kept relative to its vruntime and scaled, and the
-    /// running one loses its slice protection (its vprot, or before 6.17 the deadline stashed in
-    /// vlag, overwritten by the lag).
-    pub(crate) fn group_reweight(&mut self, q: &EventQueue, cpu: usize) {
-        if self.cpus[cpu].group.tasks == 0 {
+    /// sched_move_task for `task`, running on `cpu`, as setsid() moves it to a new group
+    /// (sched_autogroup_create_attach): it leaves its group's run-queue as a moving task does
+    /// (dequeue_task with DEQUEUE_MOVE: the group's entity re-weighted, or gone with its lag
+    /// when it was the group's last task here), that entity goes back among the root's waiting
+    /// ones (put_prev_entity), the task joins the new group's run-queue here, empty, at its V
+    /// (place_entity applies no lag to an empty run-queue; its deadline as far ahead as it was),
+    /// the new group's entity joins the root (enqueue_entity), and both are the running ones
+    /// again (set_next_task). The caller then picks (sched_move_task's resched_curr).
+    pub(crate) fn move_to_new_group(&mut self, q: &EventQueue, cpu: usize, task: usize) {
+        let new = self.new_group();
+        let old = self.group_of(task);
+        self.tasks[task].attrs.group = Some(new);
+        if self.rt_prio(task).is_some() {
             return;
         }
-        let w = self.group_shares(cpu);
-        let w_old = self.cpus[cpu].group.weight;
+        self.update_curr(q, cpu);
+        self.root_update_curr(q, cpu);
+        if let Some(old) = old {
+            self.group_task_left(q, cpu, old, false);
+        }
+        self.root_set_next(q, cpu, None);
+        self.group_task_joined(q, cpu, new);
+        self.fair_set_next(q, cpu, task);
+    }
+
+    /// The root's next buddy on `cpu` (its cfs_rq->next, one entity at most): group `g`'s
+    /// entity, or none.
+    fn set_root_next_buddy(&mut self, cpu: usize, g: Option<usize>) {
+        for (k, group) in self.cpus[cpu].groups.iter_mut().enumerate() {
+            group.entity.next_buddy = Some(k) == g;
+        }
+    }
+
+    /// Group `g`'s delayed entity leaves `cpu`'s root as the pick chose it (dequeue_entity
+    /// with DEQUEUE_DELAYED): with its lag, a positive one dropped.
+    pub(crate) fn group_finish_delayed(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+        self.root_update_curr(q, cpu);
+        let lag = self.group_lag(cpu, g, &self.root_load(cpu));
+        self.group_leave_tree(cpu, g);
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        e.delayed = false;
+        e.vlag = lag.min(0);
+    }
+
+    /// entity_tick at the root for group `g`'s running entity on `cpu`: its runtime
+    /// accounted, then its shares (update_cfs_group).
+    pub(crate) fn group_tick(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+        self.root_update_curr(q, cpu);
+        self.group_reweight(q, cpu, g);
+    }
+
+    /// update_cfs_group for group `g`'s entity on `cpu`: its shares for the group's load now,
+    /// and where they changed, reweight_entity: the queued entity is re-placed at its new
+    /// weight ([`reweighted_vruntime`]), its deadline kept relative to its vruntime and
+    /// scaled, and the running one loses its slice protection (its vprot, or before 6.17 the
+    /// deadline stashed in vlag, overwritten by the lag).
+    pub(crate) fn group_reweight(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+        if self.cpus[cpu].groups[g].entity.tasks == 0 {
+            return;
+        }
+        let w = self.group_shares(cpu, g);
+        let w_old = self.cpus[cpu].groups[g].entity.weight;
         if w == w_old {
             return;
         }
         let rules = self.rules();
         self.root_update_curr(q, cpu);
-        let running = self.cpus[cpu].group.curr;
-        let lag = self.group_lag(cpu, &self.root_load(cpu));
-        let others = self.root_load_without_group(cpu);
-        self.group_leave_tree(cpu);
-        let g = &mut self.cpus[cpu].group;
-        let rel = (g.deadline.saturating_sub(g.vruntime) as u128 * w_old as u128 / w as u128) as u64;
-        g.vruntime = reweighted_vruntime(g.vruntime, lag, w_old, w, &others, running);
-        g.deadline = g.vruntime + rel;
-        g.weight = w;
+        let running = self.cpus[cpu].groups[g].entity.curr;
+        let lag = self.group_lag(cpu, g, &self.root_load(cpu));
+        let others = self.root_load_without_group(cpu, g);
+        self.group_leave_tree(cpu, g);
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        let rel = (e.deadline.saturating_sub(e.vruntime) as u128 * w_old as u128 / w as u128) as u64;
+        e.vruntime = reweighted_vruntime(e.vruntime, lag, w_old, w, &others, running);
+        e.deadline = e.vruntime + rel;
+        e.weight = w;
         if running {
-            g.vprot = if rules.protect_by_vruntime { 0 } else { g.deadline.wrapping_add(1) };
+            e.vprot = if rules.protect_by_vruntime { 0 } else { e.deadline.wrapping_add(1) };
         }
-        self.group_enter_tree(cpu);
+        self.group_enter_tree(cpu, g);
     }
 
-    /// The group's shares on `cpu` (calc_group_shares): its load there, the larger of its
+    /// Group `g`'s shares on `cpu` (calc_group_shares): its load there, the larger of its
     /// queued tasks' weight and their load averages, against the group's load on every CPU.
-    fn group_shares(&mut self, cpu: usize) -> u64 {
-        let load = self.group_load_on(cpu);
-        self.cpus[cpu].group.contrib = load;
-        let total: u64 = self.cpus.iter().map(|c| c.group.contrib).sum();
+    fn group_shares(&mut self, cpu: usize, g: usize) -> u64 {
+        let load = self.group_load_on(cpu, g);
+        self.cpus[cpu].groups[g].contrib = load;
+        let total: u64 = self.cpus.iter().map(|c| c.groups[g].contrib).sum();
         shares(load, total)
     }
 
-    /// The group's load on `cpu`: max(its queued tasks' weight, the load averages of those
+    /// Group `g`'s load on `cpu`: max(its queued tasks' weight, the load averages of those
     /// in its run-queue and running).
-    fn group_load_on(&self, cpu: usize) -> u64 {
-        let running = self.fair_curr(cpu).filter(|&t| self.grouped(t));
-        let tasks = self.cpus[cpu].fair.by_deadline.iter().map(|&(_, _, t)| t).chain(running);
+    fn group_load_on(&self, cpu: usize, g: usize) -> u64 {
+        let group = &self.cpus[cpu].groups[g];
+        let running = self.fair_curr(cpu).filter(|&t| self.group_of(t) == Some(g));
+        let tasks = group.queue.by_deadline.iter().map(|&(_, _, t)| t).chain(running);
         let avg: u64 = tasks.map(|t| self.tasks[t].avg.load_avg).sum();
-        (NICE_0 * self.cpus[cpu].group.tasks as u64).max(avg)
+        (NICE_0 * group.entity.tasks as u64).max(avg)
     }
 
-    /// The root's sums without the group's entity.
-    fn root_load_without_group(&self, cpu: usize) -> Load {
-        let g = &self.cpus[cpu].group;
+    /// The root's sums without group `g`'s entity.
+    fn root_load_without_group(&self, cpu: usize, g: usize) -> Load {
+        let e = &self.cpus[cpu].groups[g].entity;
         let mut load = self.root_load(cpu);
-        if g.on_rq() {
-            load.sub(g.vruntime, g.weight);
+        if e.on_rq() {
+            load.sub(e.vruntime, e.weight);
         }
         load
     }
 
-    /// The group entity's lag against `load` (the sums with it counted), clamped to the lag
+    /// Group `g`'s entity's lag against `load` (the sums with it counted), clamped to the lag
     /// limit in its own virtual time (update_entity_lag's calc_delta_fair).
-    fn group_lag(&self, cpu: usize, load: &Load) -> i64 {
-        let g = &self.cpus[cpu].group;
-        let avg = load.avg_vruntime().unwrap_or(g.vruntime);
-        eevdf::clamped_lag(avg, g.vruntime, virtual_ns(self.rules().lag_limit_ns, g.weight))
+    fn group_lag(&self, cpu: usize, g: usize, load: &Load) -> i64 {
+        let e = &self.cpus[cpu].groups[g].entity;
+        let avg = load.avg_vruntime().unwrap_or(e.vruntime);
+        eevdf::clamped_lag(avg, e.vruntime, virtual_ns(self.rules().lag_limit_ns, e.weight))
     }
 
-    /// Take the group's entity out of the root's tree, where it waits (not while it runs).
-    fn group_leave_tree(&mut self, cpu: usize) {
+    /// Take group `g`'s entity out of the root's tree, where it waits (not while it runs).
+    fn group_leave_tree(&mut self, cpu: usize, g: usize) {
         let c = &mut self.cpus[cpu];
-        let g = &c.group;
-        if c.root.by_deadline.contains(&(g.deadline, g.joined, GROUP)) {
-            c.root.remove(GROUP, g.joined, g.vruntime, g.deadline, g.weight);
+        let e = &c.groups[g].entity;
+        if c.root.by_deadline.contains(&(e.deadline, e.joined, entity_id(g))) {
+            c.root.remove(entity_id(g), e.joined, e.vruntime, e.deadline, e.weight);
         }
     }
 
-    /// Put the group's queued entity in the root's tree unless it runs.
-    fn group_enter_tree(&mut self, cpu: usize) {
+    /// Put group `g`'s queued entity in the root's tree unless it runs.
+    fn group_enter_tree(&mut self, cpu: usize, g: usize) {
         let c = &mut self.cpus[cpu];
-        let g = &c.group;
-        if g.on_rq() && !g.curr {
-            c.group.joined = c.root.insert(GROUP, g.vruntime, g.deadline, g.weight);
+        let e = &c.groups[g].entity;
+        if e.on_rq() && !e.curr {
+            c.groups[g].entity.joined = c.root.insert(entity_id(g), e.vruntime, e.deadline, e.weight);
         }
     }
 
-    /// set_next_entity at the root as `task` is switched in: a task of the group makes the
-    /// group's entity the running one, re-armed for its slice only when the root picks it anew
-    /// (another entity ran before it, or none); a task outside the group puts the group's
-    /// entity back among the waiting ones (put_prev_entity, its runtime accounted first).
+    /// set_next_entity at the root as `task` is switched in: a task of a group makes its
+    /// group's entity the running one, re-armed for its slice only when the root picks it
+    /// anew (another entity ran before it, or none); the entity that ran before (another
+    /// group's, or any for a task outside the groups) goes back among the waiting ones
+    /// (put_prev_entity, its runtime accounted first).
     pub(crate) fn root_set_next(&mut self, q: &EventQueue, cpu: usize, task: Option<usize>) {
-        let grouped = task.is_some_and(|t| self.grouped(t));
-        let g = &self.cpus[cpu].group;
-        if grouped == g.curr {
+        let next = task.and_then(|t| self.group_of(t));
+        let prev = self.root_curr_group(cpu);
+        if next == prev {
             return;
         }
-        if grouped {
-            self.group_leave_tree(cpu);
-            let g = &mut self.cpus[cpu].group;
-            g.curr = true;
-            g.next_buddy = false;
-            g.exec_start = q.now();
-            g.vprot = g.deadline;
-        } else {
+        if let Some(p) = prev {
             self.root_update_curr(q, cpu);
-            self.cpus[cpu].group.curr = false;
-            self.group_enter_tree(cpu);
+            self.cpus[cpu].groups[p].entity.curr = false;
+            self.group_enter_tree(cpu, p);
+        }
+        if let Some(n) = next {
+            self.group_leave_tree(cpu, n);
+            let e = &mut self.cpus[cpu].groups[n].entity;
+            e.curr = true;
+            e.next_buddy = false;
+            e.exec_start = q.now();
+            e.vprot = e.deadline;
         }
     }
 
     /// The root's pick (pick_eevdf at the root; a scheduling pick, `buddy`, takes the next
-    /// buddy first when it is eligible: pick_next_entity's PICK_BUDDY): the group's entity (as
-    /// [`GROUP`]) or a task outside the group. `with_curr`: the running task competes;
-    /// otherwise only a group entity still current after its task left does.
+    /// buddy first when it is eligible: pick_next_entity's PICK_BUDDY): a group's entity (as
+    /// its [`entity_id`]) or a task outside the groups. `with_curr`: the running task
+    /// competes; otherwise only a group entity still current after its task left does.
     pub(crate) fn root_peek(&self, cpu: usize, with_curr: bool, protect: bool, buddy: bool) -> Option<usize> {
         let rules = self.rules();
         let c = &self.cpus[cpu];
-        let g = &c.group;
         let load = self.root_load(cpu);
-        if buddy && g.next_buddy && g.on_rq() && load.eligible(g.vruntime) {
-            return Some(GROUP);
+        if buddy {
+            let next = c.groups.iter().position(|g| g.entity.next_buddy && g.entity.on_rq());
+            if let Some(g) = next.filter(|&g| load.eligible(c.groups[g].entity.vruntime)) {
+                return Some(entity_id(g));
+            }
         }
-        let running = if g.curr && g.on_rq() {
-            let entity = Entity { task: GROUP, vruntime: g.vruntime, deadline: g.deadline };
-            Some(Running { entity, protected: rules.protected(g.vruntime, g.deadline, g.vprot) })
+        let curr_group = self.root_curr_group(cpu).filter(|&g| c.groups[g].entity.on_rq());
+        let running = if let Some(g) = curr_group {
+            let e = &c.groups[g].entity;
+            let entity = Entity { task: entity_id(g), vruntime: e.vruntime, deadline: e.deadline };
+            Some(Running { entity, protected: rules.protected(e.vruntime, e.deadline, e.vprot) })
         } else if with_curr {
             self.fair_curr(cpu).filter(|&t| !self.grouped(t)).map(|t| {
                 let s = &self.tasks[t];
@@ -416,7 +514,10 @@ impl Sched {
             None
         };
         let queued = c.root.by_deadline.iter().map(|&(deadline, _, id)| {
-            let vruntime = if id == GROUP { g.vruntime } else { self.tasks[id].vruntime };
+            let vruntime = match group_of_entity(id) {
+                Some(g) => c.groups[g].entity.vruntime,
+                None => self.tasks[id].vruntime,
+            };
             Entity { task: id, vruntime, deadline }
         });
         eevdf::pick(&load, queued, running, protect, rules.curr_wins_ties)
@@ -426,6 +527,7 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::task::Op;
 
     fn load(entities: &[(u64, u64)]) -> Load {
         entities.iter().fold(Load::default(), |l, &(v, w)| l.with(v, w))
@@ -481,6 +583,56 @@ mod tests {
         assert_eq!(after.avg_vruntime().unwrap() as i64 - v as i64, 100);
         // Alone at the root there is no lag to keep: the entity is placed at its own vruntime.
         assert_eq!(reweighted_vruntime(base, 0, 1024, 512, &Load::default(), true), base);
+    }
+
+    /// Three CPU-bound tasks pinned to CPU 0 for `ms`, with task groups (`autogroup`) or
+    /// without: a parent's two children of its session, and one that starts a session of its
+    /// own (`Op::Setsid`) before it works. The parent waits for them. Their CPU time, ns.
+    fn three_children_one_in_its_own_session(autogroup: bool, ms: u64) -> Vec<u64> {
+        use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+        use crate::sim::SimConfig;
+        use crate::workload::TaskSpec;
+        let parent =
+            vec![Op::Spawn { program: 0, count: 2 }, Op::Spawn { program: 1, count: 1 }, Op::WaitChildren, Op::Exit];
+        let work = || vec![run(1e12), Op::Exit];
+        let own_session = [vec![Op::Setsid], work()].concat();
+        let workload = Tasks {
+            tasks: vec![TaskSpec::new("parent", parent.into()).pinned(vec![0])],
+            programs: vec![work().into(), own_session.into()],
+        };
+        let spec = format!("test:autogroup={},kthread_hz=0", u8::from(autogroup));
+        let cfg = SimConfig::new("performance:kernel=6.18", spec).duration_ns(Some(ms * 1_000_000));
+        let sim = run_on_kvm_guest(&cfg, workload);
+        let children: Vec<&crate::sched::task::Task> = sim.sched.tasks.iter().filter(|t| t.parent == Some(0)).collect();
+        assert_eq!(children.len(), 3);
+        if autogroup {
+            // The parent's session is group 0, its two children's too; the third has a
+            // group of its own, made when it called setsid.
+            assert_eq!(sim.sched.tasks[0].attrs.group, Some(0));
+            let groups: Vec<Option<usize>> = children.iter().map(|t| t.attrs.group).collect();
+            assert_eq!(groups, [Some(0), Some(0), Some(1)]);
+            assert_eq!(sim.sched.cpus[0].groups.len(), 2);
+        }
+        children.iter().map(|t| t.sum_exec_ns).collect()
+    }
+
+    #[test]
+    fn a_task_that_starts_a_session_gets_its_groups_share_of_the_cpu() {
+        // Without groups the three share the CPU equally; with them the two sessions do
+        // (autogroup's fairness between sessions), so the one of its own gets half the CPU
+        // and the other two a quarter each.
+        let ms = 300;
+        let share = |times: &[u64]| -> Vec<f64> {
+            let total: u64 = times.iter().sum();
+            times.iter().map(|&t| t as f64 / total as f64).collect()
+        };
+        let flat = share(&three_children_one_in_its_own_session(false, ms));
+        for s in &flat {
+            assert!((s - 1.0 / 3.0).abs() < 0.03, "{flat:?}");
+        }
+        let grouped = share(&three_children_one_in_its_own_session(true, ms));
+        assert!((grouped[2] - 0.5).abs() < 0.03, "{grouped:?}");
+        assert!((grouped[0] - 0.25).abs() < 0.03 && (grouped[1] - 0.25).abs() < 0.03, "{grouped:?}");
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub(crate) struct Sched {
     pub(crate) hetero: crate::sched::capacity::Hetero,
     /// The fair class's EEVDF rules from 6.6 (`sched/fair.rs`); None for CFS before.
     pub(crate) eevdf: Option<crate::sched::eevdf::Rules>,
-    /// The workload's tasks share a task group (`sched/group.rs`); kernel threads stay at the root.
+    /// Task groups (`sched/group.rs`): the workload's tasks each in their session's group, as
+    /// autogroup puts them; kernel threads stay at the root.
     pub(crate) groups: bool,
     /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
@@ -114,9 +115,8 @@ impl Sched {
                 queued_count: 0,
                 runnable_load: 0,
                 min_vruntime: origin,
-                fair: Default::default(),
                 root: Default::default(),
-                group: Default::default(),
+                groups: Vec::new(),
                 resched: false,
                 switches: 0,
                 resched_ipi: None,

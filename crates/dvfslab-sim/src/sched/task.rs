@@ -243,6 +243,10 @@ pub enum Op {
     Exec { comm: &'static str },
     /// Give up the CPU to a waiting task, if any (sched_yield).
     Yield,
+    /// Start a session of its own (setsid): with task groups (autogroup) the task moves to a
+    /// new group (sched_autogroup_create_attach), as every process PostgreSQL's postmaster
+    /// forks does first (InitPostmasterChild).
+    Setsid,
     /// Change the CPUs the task may run on (None = all); it moves if its CPU is excluded.
     SetAffinity { cpus: Option<std::rc::Rc<[usize]>> },
     /// Change the task's uclamp requests.
@@ -510,9 +514,10 @@ pub struct TaskAttrs {
     /// A kernel thread of the machine: it never ends, and a run whose benchmark tasks have all
     /// exited ends without waiting for it.
     pub background: bool,
-    /// One of the workload's tasks in a run whose tasks share a task group (the `autogroup`
-    /// knob); inherited by the tasks it forks.
-    pub grouped: bool,
+    /// The task group it is in, by index (`sched/group.rs`): in a run with task groups (the
+    /// `autogroup` knob) every task of the workload is in its session's group; inherited by
+    /// the tasks it forks, left for a new one by `Op::Setsid`. None: the root's.
+    pub group: Option<usize>,
 }
 
 /// Scheduling class and priority.

@@ -310,7 +310,7 @@ impl Sim {
                         // fork copies the parent's allowed CPUs (dup_task_struct).
                         child.attrs.affinity = self.sched.tasks[task].attrs.affinity.clone();
                         // ... and its task group (sched_fork's task group of the parent).
-                        child.attrs.grouped = self.sched.tasks[task].attrs.grouped;
+                        child.attrs.group = self.sched.tasks[task].attrs.group;
                         child.cpu = cpu;
                         self.sched.tasks.push(child);
                         if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
@@ -368,6 +368,16 @@ impl Sim {
                         }
                         // EEVDF: the yielding task competes in the pick, and may win it.
                         self.sched.fair_yield(&self.q, cpu);
+                        if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
+                            self.preempt(cpu, Some(next));
+                            return false;
+                        }
+                    }
+                }
+                Op::Setsid => {
+                    if self.sched.groups {
+                        self.sched.move_to_new_group(&self.q, cpu, task);
+                        // sched_move_task's resched_curr: the pick, the task competing.
                         if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
                             self.preempt(cpu, Some(next));
                             return false;

@@ -19,7 +19,7 @@ mod scheduling;
 mod summary;
 mod tcp_stream;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 mod unix_stream;
 mod vcpu_pack;
 mod wake;
@@ -328,7 +328,7 @@ impl Sim {
         let specs = self.work.workload.tasks(&self.machine.plat);
         let specs = self.with_start_phases(specs);
         let specs = self.with_allowed_cpus(specs);
-        let specs = self.with_group(specs);
+        let specs = self.with_groups(specs);
         let (hz, us) = self.work.kthreads;
         let background = crate::workload::kthreads(&self.machine.plat, hz, us, &mut self.work.background_rng);
         // The block layer's workers, where the workload's tasks plug requests.
@@ -452,10 +452,16 @@ impl Sim {
         specs.into_iter().map(|s| if s.attrs.affinity.is_some() { s } else { s.pinned(cpus.clone()) }).collect()
     }
 
-    /// The workload's first tasks in the run's task group, when it has one (`autogroup`).
-    fn with_group(&self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
+    /// The workload's first tasks in their sessions' task groups, when the run has them
+    /// (`autogroup`): the benchmark's command's session, and a group of its own for each task
+    /// started in a session of its own (a daemon: `TaskSpec::own_session`).
+    fn with_groups(&mut self, mut specs: Vec<crate::workload::TaskSpec>) -> Vec<crate::workload::TaskSpec> {
+        if !self.sched.groups {
+            return specs;
+        }
+        let command = self.sched.new_group();
         for spec in &mut specs {
-            spec.attrs.grouped = self.sched.groups;
+            spec.attrs.group = Some(if spec.own_session { self.sched.new_group() } else { command });
         }
         specs
     }

@@ -5,7 +5,6 @@
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
 use crate::sched::fair;
-use crate::sched::group::GROUP;
 use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
@@ -32,28 +31,29 @@ impl Sim {
     /// as [`Sim::resched_curr`] says.
     ///
     /// With task groups the two tasks are compared where their entities meet
-    /// (find_matching_se): in the group's run-queue when both are the group's, else at the
-    /// root, the group's entity standing for its task; a woken task of the group that wins
-    /// there leaves the group's own pick to say which of its tasks runs.
+    /// (find_matching_se): in their group's run-queue when both are in one group, else at the
+    /// root, a group's entity standing for its task; a woken task of a group that wins there
+    /// leaves the group's own pick to say which of its tasks runs.
     pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
         self.sched.update_curr(&self.q, cpu);
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
-        let in_group = !self.sched.groups || (self.sched.grouped(curr) && self.sched.grouped(task));
+        let level = self.sched.group_of(task);
+        let in_group = !self.sched.groups || (level.is_some() && self.sched.group_of(curr) == level);
         if !in_group {
             self.sched.root_update_curr(&self.q, cpu);
         }
         if self.sched.cpus[cpu].resched {
             self.resched_curr(cpu, None, source);
         } else if in_group {
-            if self.sched.wakeup_pick(&self.q, cpu, false) == Some(task) {
+            if self.sched.wakeup_pick(&self.q, cpu, level) == Some(task) {
                 self.resched_curr(cpu, Some(task), source);
             } else {
                 // A delayed task the reworked pick let go may have re-weighted the group.
                 self.resched_asked(cpu, source);
             }
         } else {
-            let woken = if self.sched.grouped(task) { GROUP } else { task };
-            if self.sched.wakeup_pick(&self.q, cpu, true) == Some(woken) {
+            let woken = level.map_or(task, crate::sched::group::entity_id);
+            if self.sched.wakeup_pick(&self.q, cpu, None) == Some(woken) {
                 self.resched_curr(cpu, (woken == task).then_some(task), source);
             } else {
                 self.resched_asked(cpu, source);
@@ -355,10 +355,11 @@ impl Sim {
     /// so it keeps a tie of deadlines (the kernel's tree puts an equal key after those there).
     fn pick_on_waking_cpu(&mut self, cpu: usize, task: usize, first: usize) {
         let later_first = if self.sched.eevdf.is_some() {
-            let same_level = !self.sched.groups || self.sched.grouped(task) == self.sched.grouped(first);
+            let level = self.sched.group_of(task);
+            let same_level = level == self.sched.group_of(first);
             let (t, f) = (&self.sched.tasks[task], &self.sched.tasks[first]);
             let tie = t.deadline == f.deadline && self.sched.level_load(cpu, first).eligible(f.vruntime);
-            same_level && !tie && self.sched.fair_peek(cpu, true, false) == Some(task)
+            same_level && !tie && self.sched.peek_at(cpu, level, true, false) == Some(task)
         } else {
             self.sched.tasks[task].vruntime < self.sched.tasks[first].vruntime
         };
@@ -832,10 +833,8 @@ impl Sim {
         self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
-        if self.sched.groups && self.sched.cpus[cpu].group.curr {
-            // entity_tick at the root: the group's entity accounted, then update_cfs_group.
-            self.sched.root_update_curr(&self.q, cpu);
-            self.sched.group_reweight(&self.q, cpu);
+        if let Some(g) = self.sched.root_curr_group(cpu) {
+            self.sched.group_tick(&self.q, cpu, g);
         }
         if self.sched.rt_prio(curr).is_some() {
             self.cpufreq_update_util(cpu, UpdateFlags::default());

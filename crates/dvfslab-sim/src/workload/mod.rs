@@ -53,12 +53,15 @@ pub struct TaskSpec {
     pub program: Rc<[Op]>,
     pub start_ns: TimeNs,
     pub attrs: TaskAttrs,
+    /// Started in a session of its own, not the benchmark command's (a daemon): with task
+    /// groups, in a group of its own.
+    pub own_session: bool,
 }
 
 impl TaskSpec {
     /// A nice-0 CFS task, runnable anywhere, started at time zero.
     pub fn new(name: impl Into<String>, program: Rc<[Op]>) -> TaskSpec {
-        TaskSpec { name: name.into(), program, start_ns: 0, attrs: TaskAttrs::default() }
+        TaskSpec { name: name.into(), program, start_ns: 0, attrs: TaskAttrs::default(), own_session: false }
     }
     /// First wake-up at `ns` instead of time zero.
     pub fn start_at(mut self, ns: TimeNs) -> TaskSpec {
@@ -83,6 +86,11 @@ impl TaskSpec {
     pub fn uclamp(mut self, min: Option<u32>, max: Option<u32>) -> TaskSpec {
         self.attrs.uclamp_min = min;
         self.attrs.uclamp_max = max;
+        self
+    }
+    /// A daemon of its own session, not the benchmark command's ([`TaskSpec::own_session`]).
+    pub fn own_session(mut self) -> TaskSpec {
+        self.own_session = true;
         self
     }
     /// A task of the machine rather than the benchmark (see [`TaskAttrs::background`]).
@@ -327,9 +335,9 @@ pub const COMMON_KNOBS: &[Knob] = &[
         0.0,
         0.0,
         1.0,
-        "1: the workload's tasks share one task group, as a session's do under autogroup \
-         (kernel.sched_autogroup_enabled=1), the machine's kernel threads outside it; modelled for kernels 6.14 \
-         to 6.18; 0 = no task groups",
+        "1: task groups as autogroup makes them (kernel.sched_autogroup_enabled=1): one per session, the \
+         benchmark's tasks in its command's, a daemon it talks to and a task that calls setsid in their own, \
+         the machine's kernel threads outside them; modelled for kernels 6.14 to 6.18; 0 = no task groups",
     ),
     Knob::new(
         "cpumask",

@@ -204,7 +204,7 @@ impl Netperf {
             Op::Jump { to: 0 },
         ]
         .into();
-        vec![TaskSpec::new("netperf", client), TaskSpec::new("netserver", server)]
+        vec![TaskSpec::new("netperf", client), TaskSpec::new("netserver", server).own_session()]
     }
 
     fn stream(&self) -> Vec<TaskSpec> {
@@ -239,7 +239,7 @@ impl Netperf {
         let call_bytes = self.size.saturating_mul(self.recv_messages);
         receiver.extend([Op::TcpAck { ch: FORWARD, call_bytes }, Op::Jump { to: 0 }]);
         let receiver: Rc<[Op]> = receiver.into();
-        vec![TaskSpec::new("netperf", sender.into()), TaskSpec::new("netserver", receiver)]
+        vec![TaskSpec::new("netperf", sender.into()), TaskSpec::new("netserver", receiver).own_session()]
     }
 
     fn udp_stream(&self) -> Vec<TaskSpec> {
@@ -261,7 +261,7 @@ impl Netperf {
             Op::Jump { to: 0 },
         ]
         .into();
-        vec![TaskSpec::new("netperf", sender), TaskSpec::new("netserver", receiver)]
+        vec![TaskSpec::new("netperf", sender), TaskSpec::new("netserver", receiver).own_session()]
     }
 }
 

@@ -243,12 +243,16 @@ impl Pgbench {
         self.backend_after(conn, t, Vec::new())
     }
 
-    /// The backend the postmaster forks for connection `conn`: its start, ReadyForQuery (a
+    /// The backend the postmaster forks for connection `conn`: a session of its own, as every
+    /// postmaster child starts one (InitPostmasterChild's setsid), its start, ReadyForQuery (a
     /// sync wake-up of the connecting thread, which sleeps in its connect), then
     /// [`Self::backend_after`]'s loop.
     fn forked_backend(&self, conn: u32, t: u32) -> Rc<[Op]> {
-        let start =
-            vec![backend_work(pgbench::BACKEND_STARTUP_CYCLES), Op::Post { ch: ready(self.clients, conn), sync: true }];
+        let start = vec![
+            Op::Setsid,
+            backend_work(pgbench::BACKEND_STARTUP_CYCLES),
+            Op::Post { ch: ready(self.clients, conn), sync: true },
+        ];
         self.backend_after(conn, t, start)
     }
 
@@ -399,15 +403,16 @@ impl Pgbench {
 
 impl Workload for Pgbench {
     /// The server is up before pgbench starts: the postmaster, the WAL writer and the
-    /// background writer (their comm is the postmaster's, as every PostgreSQL process's); the
-    /// backends are forked as pgbench's threads connect.
+    /// background writer (their comm is the postmaster's, as every PostgreSQL process's), each
+    /// in a session of its own (a service's, and those its children start); the backends are
+    /// forked as pgbench's threads connect.
     fn tasks(&self, plat: &Platform) -> Vec<TaskSpec> {
         let walwriter =
             if self.prunes() { self.latched_walwriter() } else { Self::background(pgbench::WALWRITER_CYCLES) };
         let mut tasks = vec![
-            TaskSpec::new("postgres", self.postmaster()),
-            TaskSpec::new("postgres", walwriter),
-            TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)),
+            TaskSpec::new("postgres", self.postmaster()).own_session(),
+            TaskSpec::new("postgres", walwriter).own_session(),
+            TaskSpec::new("postgres", Self::background(pgbench::BGWRITER_CYCLES)).own_session(),
         ];
         // pgbench's main thread, which runs thread 0 and creates the others.
         let threads = self.threads(plat);
@@ -720,16 +725,18 @@ mod tests {
         assert_eq!(posts(&thread[..go]), vec![(accept(4, 1), true), (accept(4, 3), true)]);
         assert_eq!(waits(&thread[..go]), vec![ready(4, 1), ready(4, 3)]);
         assert_eq!(posts(&thread[go..])[0], (connection(1), true));
-        // The forked backend of connection 3 reports ready to its thread, then serves
-        // statements in the loop the unforked one has, which never returns to the start.
+        // The forked backend of connection 3 starts a session of its own, reports ready to
+        // its thread, then serves statements in the loop the unforked one has, which never
+        // returns to the start.
         let programs = pg.programs(&plat);
         assert_eq!(programs.len(), 5);
         assert_eq!(programs[4], thread);
         let forked = &programs[3];
-        assert_eq!(posts(&forked[..2]), vec![(ready(4, 3), true)]);
+        assert_eq!(forked[0], Op::Setsid);
+        assert_eq!(posts(&forked[..3]), vec![(ready(4, 3), true)]);
         let steady = pg.backend(3, 1);
-        assert_eq!(&forked[2..forked.len() - 1], &steady[..steady.len() - 1]);
-        assert_eq!(forked.last(), Some(&Op::Jump { to: 2 }));
+        assert_eq!(&forked[3..forked.len() - 1], &steady[..steady.len() - 1]);
+        assert_eq!(forked.last(), Some(&Op::Jump { to: 3 }));
         // Every channel is distinct.
         let mut chans: Vec<u32> = (0..4).map(connection).chain((0..2).map(reply)).collect();
         chans.push(walwriter_latch(4));
