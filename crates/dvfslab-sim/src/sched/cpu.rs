@@ -32,6 +32,13 @@ pub(crate) struct Cpu {
     /// Each task group's share of this CPU, by the group's index: its entity at the root and
     /// its own run-queue.
     pub groups: Vec<crate::sched::group::GroupRq>,
+    /// The group whose entity is the root's running one (the root's cfs_rq->curr): a task of
+    /// it was switched in last here, and nothing else since (it stays so after its last task
+    /// blocks, until another entity is set, as the kernel's curr does).
+    pub root_curr_group: Option<usize>,
+    /// The group whose entity is the root's next buddy (its cfs_rq->next): a task of it slept
+    /// while others of it stay (PICK_BUDDY).
+    pub root_next_buddy: Option<usize>,
     /// The running task's accounting asked for a reschedule (update_curr's resched_curr).
     pub resched: bool,
     /// Tasks switched in so far: what a reschedule IPI on its way was sent for.

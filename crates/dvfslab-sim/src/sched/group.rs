@@ -61,10 +61,6 @@ pub(crate) fn modelled(kernel: KernelVersion) -> bool {
 pub(crate) struct GroupEntity {
     /// It slept while not eligible and stays queued until picked or its group wakes here.
     pub delayed: bool,
-    /// The root's running entity (cfs_rq->curr): a task of the group was switched in last
-    /// here, and nothing else since (it stays so until another entity is set, as the kernel's
-    /// curr does after its last task blocks).
-    pub curr: bool,
     pub vruntime: u64,
     pub deadline: u64,
     /// The vruntime up to which its pick at the root protects it (see `Rules::protected`).
@@ -77,8 +73,6 @@ pub(crate) struct GroupEntity {
     pub exec_start: u64,
     /// The group's tasks queued here: waiting, running and delayed (the group's nr_queued).
     pub tasks: usize,
-    /// The root's next buddy: a task of the group slept while others stay (PICK_BUDDY).
-    pub next_buddy: bool,
     /// Its place among equal deadlines at the root while it waits there (`eevdf::Queue`).
     pub joined: u64,
 }
@@ -106,7 +100,6 @@ impl Default for GroupEntity {
     fn default() -> Self {
         GroupEntity {
             delayed: false,
-            curr: false,
             vruntime: eevdf::VRUNTIME_ORIGIN,
             deadline: eevdf::VRUNTIME_ORIGIN,
             vprot: 0,
@@ -115,7 +108,6 @@ impl Default for GroupEntity {
             weight: NICE_0,
             exec_start: 0,
             tasks: 0,
-            next_buddy: false,
             joined: 0,
         }
     }
@@ -181,7 +173,15 @@ impl Sched {
 
     /// The group whose entity is the root's running one on `cpu` (the root's cfs_rq->curr).
     pub(crate) fn root_curr_group(&self, cpu: usize) -> Option<usize> {
-        self.cpus[cpu].groups.iter().position(|g| g.entity.curr)
+        self.cpus[cpu].root_curr_group
+    }
+
+    /// clear_buddies at `cpu`'s root for group `g`'s entity: the next buddy no more if it is.
+    fn clear_root_buddy(&mut self, cpu: usize, g: usize) {
+        let c = &mut self.cpus[cpu];
+        if c.root_next_buddy == Some(g) {
+            c.root_next_buddy = None;
+        }
     }
 
     /// The root run-queue's load: its waiting (and delayed) entities, the groups' among them,
@@ -226,7 +226,7 @@ impl Sched {
         }
         if renewed || !rules.protected(e.vruntime, e.deadline, e.vprot) {
             c.resched = true;
-            e.next_buddy = false;
+            self.clear_root_buddy(cpu, g);
         }
     }
 
@@ -251,7 +251,7 @@ impl Sched {
             let lag = self.group_lag(cpu, g, &self.root_load(cpu));
             self.cpus[cpu].groups[g].entity.delayed = false;
             if lag > 0 {
-                let load = if self.cpus[cpu].groups[g].entity.curr {
+                let load = if self.root_curr_group(cpu) == Some(g) {
                     self.root_load(cpu)
                 } else {
                     self.root_load_without_group(cpu, g)
@@ -296,7 +296,7 @@ impl Sched {
             e.tasks -= 1;
             self.group_reweight(q, cpu, g);
             if sleep {
-                self.set_root_next_buddy(cpu, Some(g));
+                self.cpus[cpu].root_next_buddy = Some(g);
             }
             return;
         }
@@ -304,7 +304,7 @@ impl Sched {
         self.root_update_curr(q, cpu);
         // No load of the group here any more (its blocked load is left out).
         self.cpus[cpu].groups[g].contrib = 0;
-        self.cpus[cpu].groups[g].entity.next_buddy = false;
+        self.clear_root_buddy(cpu, g);
         let load = self.root_load(cpu);
         if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].groups[g].entity.vruntime) {
             let e = &mut self.cpus[cpu].groups[g].entity;
@@ -347,14 +347,6 @@ impl Sched {
         self.fair_set_next(q, cpu, task);
     }
 
-    /// The root's next buddy on `cpu` (its cfs_rq->next, one entity at most): group `g`'s
-    /// entity, or none.
-    fn set_root_next_buddy(&mut self, cpu: usize, g: Option<usize>) {
-        for (k, group) in self.cpus[cpu].groups.iter_mut().enumerate() {
-            group.entity.next_buddy = Some(k) == g;
-        }
-    }
-
     /// Group `g`'s delayed entity leaves `cpu`'s root as the pick chose it (dequeue_entity
     /// with DEQUEUE_DELAYED): with its lag, a positive one dropped.
     pub(crate) fn group_finish_delayed(&mut self, q: &EventQueue, cpu: usize, g: usize) {
@@ -389,7 +381,7 @@ impl Sched {
         }
         let rules = self.rules();
         self.root_update_curr(q, cpu);
-        let running = self.cpus[cpu].groups[g].entity.curr;
+        let running = self.root_curr_group(cpu) == Some(g);
         let lag = self.group_lag(cpu, g, &self.root_load(cpu));
         let others = self.root_load_without_group(cpu, g);
         self.group_leave_tree(cpu, g);
@@ -454,7 +446,7 @@ impl Sched {
     fn group_enter_tree(&mut self, cpu: usize, g: usize) {
         let c = &mut self.cpus[cpu];
         let e = &c.groups[g].entity;
-        if e.on_rq() && !e.curr {
+        if e.on_rq() && c.root_curr_group != Some(g) {
             c.groups[g].entity.joined = c.root.insert(entity_id(g), e.vruntime, e.deadline, e.weight);
         }
     }
@@ -472,14 +464,15 @@ impl Sched {
         }
         if let Some(p) = prev {
             self.root_update_curr(q, cpu);
-            self.cpus[cpu].groups[p].entity.curr = false;
+            self.cpus[cpu].root_curr_group = None;
             self.group_enter_tree(cpu, p);
         }
         if let Some(n) = next {
             self.group_leave_tree(cpu, n);
-            let e = &mut self.cpus[cpu].groups[n].entity;
-            e.curr = true;
-            e.next_buddy = false;
+            self.clear_root_buddy(cpu, n);
+            let c = &mut self.cpus[cpu];
+            c.root_curr_group = Some(n);
+            let e = &mut c.groups[n].entity;
             e.exec_start = q.now();
             e.vprot = e.deadline;
         }
@@ -494,7 +487,7 @@ impl Sched {
         let c = &self.cpus[cpu];
         let load = self.root_load(cpu);
         if buddy {
-            let next = c.groups.iter().position(|g| g.entity.next_buddy && g.entity.on_rq());
+            let next = c.root_next_buddy.filter(|&g| c.groups[g].entity.on_rq());
             if let Some(g) = next.filter(|&g| load.eligible(c.groups[g].entity.vruntime)) {
                 return Some(entity_id(g));
             }

@@ -117,6 +117,8 @@ impl Sched {
                 min_vruntime: origin,
                 root: Default::default(),
                 groups: Vec::new(),
+                root_curr_group: None,
+                root_next_buddy: None,
                 resched: false,
                 switches: 0,
                 resched_ipi: None,
