@@ -377,8 +377,10 @@ impl Sim {
                 Op::Setsid => {
                     if self.sched.groups {
                         self.sched.move_to_new_group(&self.q, cpu, task);
-                        // sched_move_task's resched_curr: the pick, the task competing.
-                        if let Some(next) = self.sched.fair_repick(&self.q, cpu) {
+                        // sched_move_task's resched_curr: the fair class's pick, the task
+                        // competing (a real-time task keeps its CPU).
+                        let fair = self.sched.rt_prio(task).is_none();
+                        if let Some(next) = fair.then(|| self.sched.fair_repick(&self.q, cpu)).flatten() {
                             self.preempt(cpu, Some(next));
                             return false;
                         }
