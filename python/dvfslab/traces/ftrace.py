@@ -146,10 +146,10 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
             (
                 t,
                 q,
-                logged_on(q, task, lc),
+                at,
                 _wakeup_event(q, first_wakeup[task]),
                 wakeup_fields(task, c),
-                ("N" if resched else ".") + wakeup_context(q, task, logged_on(q, task, lc)),
+                ("N" if resched else ".") + wakeup_context(q, task, at),
                 None,
             )
             for t, q, task, c, lc, resched in zip(
@@ -161,6 +161,7 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
                 wk["need_resched"],
             )
             if t >= since_ns
+            for at in (logged_on(q, task, lc),)
         ),
         (
             (t, q, c, "cpu_frequency", f"state={khz} cpu_id={c}", "..", None)

@@ -171,11 +171,6 @@ impl Sched {
         self.cpus.first().map_or(0, |c| c.groups.len() - 1)
     }
 
-    /// The group whose entity is the root's running one on `cpu` (the root's cfs_rq->curr).
-    pub(crate) fn root_curr_group(&self, cpu: usize) -> Option<usize> {
-        self.cpus[cpu].root_curr_group
-    }
-
     /// clear_buddies at `cpu`'s root for group `g`'s entity: the next buddy no more if it is.
     fn clear_root_buddy(&mut self, cpu: usize, g: usize) {
         let c = &mut self.cpus[cpu];
@@ -189,7 +184,7 @@ impl Sched {
     /// else the running task outside every group.
     pub(crate) fn root_load(&self, cpu: usize) -> Load {
         let c = &self.cpus[cpu];
-        if let Some(e) = self.root_curr_group(cpu).map(|g| &c.groups[g].entity).filter(|e| e.on_rq()) {
+        if let Some(e) = c.root_curr_group.map(|g| &c.groups[g].entity).filter(|e| e.on_rq()) {
             return c.root.load.with(e.vruntime, e.weight);
         }
         match self.fair_curr(cpu).filter(|&t| !self.grouped(t)) {
@@ -203,7 +198,7 @@ impl Sched {
     /// entities queued at the root a reschedule is asked when it was renewed or the entity is
     /// past its protection.
     pub(crate) fn root_update_curr(&mut self, q: &EventQueue, cpu: usize) {
-        let Some(g) = self.root_curr_group(cpu) else { return };
+        let Some(g) = self.cpus[cpu].root_curr_group else { return };
         let rules = self.rules();
         let now = q.now();
         let c = &mut self.cpus[cpu];
@@ -251,7 +246,7 @@ impl Sched {
             let lag = self.group_lag(cpu, g, &self.root_load(cpu));
             self.cpus[cpu].groups[g].entity.delayed = false;
             if lag > 0 {
-                let load = if self.root_curr_group(cpu) == Some(g) {
+                let load = if self.cpus[cpu].root_curr_group == Some(g) {
                     self.root_load(cpu)
                 } else {
                     self.root_load_without_group(cpu, g)
@@ -381,7 +376,7 @@ impl Sched {
         }
         let rules = self.rules();
         self.root_update_curr(q, cpu);
-        let running = self.root_curr_group(cpu) == Some(g);
+        let running = self.cpus[cpu].root_curr_group == Some(g);
         let lag = self.group_lag(cpu, g, &self.root_load(cpu));
         let others = self.root_load_without_group(cpu, g);
         self.group_leave_tree(cpu, g);
@@ -458,7 +453,7 @@ impl Sched {
     /// (put_prev_entity, its runtime accounted first).
     pub(crate) fn root_set_next(&mut self, q: &EventQueue, cpu: usize, task: Option<usize>) {
         let next = task.and_then(|t| self.group_of(t));
-        let prev = self.root_curr_group(cpu);
+        let prev = self.cpus[cpu].root_curr_group;
         if next == prev {
             return;
         }
@@ -492,7 +487,7 @@ impl Sched {
                 return Some(entity_id(g));
             }
         }
-        let curr_group = self.root_curr_group(cpu).filter(|&g| c.groups[g].entity.on_rq());
+        let curr_group = c.root_curr_group.filter(|&g| c.groups[g].entity.on_rq());
         let running = if let Some(g) = curr_group {
             let e = &c.groups[g].entity;
             let entity = Entity { task: entity_id(g), vruntime: e.vruntime, deadline: e.deadline };

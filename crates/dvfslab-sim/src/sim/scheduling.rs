@@ -833,7 +833,7 @@ impl Sim {
         self.sched.update_curr(&self.q, cpu);
         self.update_cpu_pelt(cpu);
         self.sched.update_task_pelt(&self.machine, curr, true, true);
-        if let Some(g) = self.sched.root_curr_group(cpu) {
+        if let Some(g) = self.sched.cpus[cpu].root_curr_group {
             self.sched.group_tick(&self.q, cpu, g);
         }
         if self.sched.rt_prio(curr).is_some() {
