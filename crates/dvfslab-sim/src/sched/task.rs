@@ -203,6 +203,15 @@ pub enum Op {
     /// `dispatch_cycles` the worker's run to dispatch this request (cycles at 2.6 GHz, the
     /// recordings' clock, run as time at the worker's CPU's base frequency).
     IoPlugged { dev: u32, service_ns: Amount, dispatch_cycles: f64 },
+    /// fdatasync's cache flush on group-commit device `dev` (PostgreSQL's WAL flush): blk-mq
+    /// sends a flush request through its flush machinery, which puts it on the queue's
+    /// requeue list and kicks it to this CPU's high-priority kblockd worker
+    /// (`blk_insert_flush` → `blk_kick_flush` → `blk_mq_kick_requeue_list`), so the commit
+    /// reaches the device when that worker has run, as an `IoPlugged` request does. One that
+    /// comes while a commit is on the device joins the next commit as `Io`'s does (its
+    /// submitter, waiting for the commit under the WAL's lock in the kernel, issues nothing
+    /// itself). `service_ns` and `dispatch_cycles` as for `IoPlugged`.
+    IoFlush { dev: u32, service_ns: Amount, dispatch_cycles: f64 },
     /// Write a task's dirty data back without waiting for it: a write request to device `dev`
     /// (`service_ns` as for `Io`), submitted at once, the task going on (closing a file it
     /// truncated and rewrote starts its writeback: `ext4_release_file` → `ext4_alloc_da_blocks`

@@ -240,7 +240,13 @@ impl Sim {
                     // The task waits on the device uninterruptibly (io_schedule: state D).
                     return self.sleep_uninterruptible(cpu);
                 }
-                Op::IoPlugged { dev, service_ns, dispatch_cycles } => {
+                Op::IoFlush { dev, service_ns, .. } if self.commit_in_flight(dev) => {
+                    let service = self.draw(task, service_ns).max(0.0) as u64;
+                    self.io_submit(dev, task, service, 0);
+                    return self.sleep_uninterruptible(cpu);
+                }
+                Op::IoPlugged { dev, service_ns, dispatch_cycles }
+                | Op::IoFlush { dev, service_ns, dispatch_cycles } => {
                     let service = self.draw(task, service_ns).max(0.0) as u64;
                     self.io_submit_plugged(dev, task, cpu, service, dispatch_cycles);
                     // The task is off the CPU before its worker runs: the plug's flush is the

@@ -187,6 +187,12 @@ impl Sim {
         self.sched.iowait_sleep(&self.q, task, true);
     }
 
+    /// Whether group-commit device `dev` has a commit on it (`Op::IoFlush` joins the next).
+    pub(crate) fn commit_in_flight(&self, dev: u32) -> bool {
+        let d = &self.work.objects.devices[dev as usize];
+        matches!(d.spec.service, Service::GroupCommit { .. }) && d.in_service > 0
+    }
+
     /// The plug's flush as the submitter on `cpu` sleeps: wake the CPU's kblockd worker unless
     /// it is already awake (its pending work is not queued twice).
     pub(crate) fn kick_kblockd(&mut self, cpu: usize) {

@@ -65,10 +65,10 @@ pub fn dispatch_cycles(access: Access) -> f64 {
     }
 }
 
-/// Whether any of these programs plugs a request (and so needs the kblockd workers). Programs
-/// built piece by piece are judged by their first piece.
+/// Whether any of these programs plugs a request or flushes a device's cache (and so needs the
+/// kblockd workers). Programs built piece by piece are judged by their first piece.
 pub fn plugs_requests<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> bool {
-    programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoPlugged { .. })))
+    programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoPlugged { .. } | Op::IoFlush { .. })))
 }
 
 /// One kblockd worker per CPU, pinned there: sleep until a task plugs a request on this CPU,

@@ -505,6 +505,7 @@ pub fn validate_programs(name: &str, tasks: &[TaskSpec], programs: &[Rc<[Op]>], 
                 Op::Io { dev, .. }
                 | Op::IoEndWork { dev, .. }
                 | Op::IoPlugged { dev, .. }
+                | Op::IoFlush { dev, .. }
                 | Op::IoWriteback { dev, .. }
                     if dev as usize >= devices =>
                 {

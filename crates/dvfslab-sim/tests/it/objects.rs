@@ -1461,6 +1461,50 @@ fn a_plugged_request_is_dispatched_by_its_cpus_kblockd_worker_before_the_device_
 }
 
 #[test]
+fn a_cache_flush_goes_out_by_its_cpus_kblockd_worker_and_one_asked_during_a_commit_joins_the_next() {
+    // Two tasks on their own CPUs flush a group-commit device (PostgreSQL's WAL): the first,
+    // to an idle device, is dispatched by its CPU's kblockd worker before the commit starts
+    // (blk_insert_flush's requeue list, kicked to kblockd); the second asks 100 µs later, while
+    // that commit is on the device, wakes no worker and is carried by the next commit.
+    use dvfslab_sim::workload::estimates::kthreads as est;
+    let service = 500_000.0;
+    let flusher = |delay_ns: f64| {
+        let flush =
+            Op::IoFlush { dev: 0, service_ns: Amount::Fixed(service), dispatch_cycles: est::KBLOCKD_RUN_CYCLES };
+        vec![Op::Sleep { ns: Amount::Fixed(1e6 + delay_ns) }, flush, count(0), Op::Exit]
+    };
+    let wal = DeviceSpec {
+        name: "wal".into(),
+        queue_depth: 1,
+        service: Service::GroupCommit { leader_iowait: true },
+        completion: Completion::Submitter,
+    };
+    let mut first = flusher(0.0);
+    let mut second = flusher(100_000.0);
+    first.insert(0, Op::SetAffinity { cpus: Some(std::rc::Rc::from([0usize])) });
+    second.insert(0, Op::SetAffinity { cpus: Some(std::rc::Rc::from([1usize])) });
+    let tl = run_traced(Programs { tasks: vec![first, second], spawned: vec![], devices: vec![wal] }, 0.01);
+    // The workers are the tasks after the workload's two, one per CPU in CPU order.
+    let (worker0, worker1) = (2, 3);
+    let woken = wakings_of(&tl, worker0);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    assert!(wakings_of(&tl, worker1).is_empty(), "a flush that joins a commit dispatches nothing");
+    // The first sleeps the worker's run and the device's time; the second until the commit
+    // after the first, which starts when the first ends.
+    let run_ns = est::KBLOCKD_RUN_CYCLES / 2.6;
+    let slept = |task: i64| {
+        let i = (0..tl.switch_prev.len()).find(|&i| tl.switch_prev[i] == task && tl.switch_prev_state[i] == 'D');
+        tl.switch_time_ns[i.expect("it slept in D")]
+    };
+    // Each is woken at its start, after its sleep, and at its flush's end.
+    let done = |task: u32| wakings_of(&tl, task)[2].0;
+    let first_d = (done(0) - slept(0)) as f64;
+    assert!((first_d - (run_ns + service)).abs() < 3_000.0, "{first_d} ns in D");
+    let second_done = (done(1) - slept(0)) as f64;
+    assert!((second_done - (run_ns + 2.0 * service)).abs() < 3_000.0, "{second_done} ns");
+}
+
+#[test]
 fn exits_drive_rcu_grace_periods_whose_kthread_takes_turns_on_busy_cpus() {
     // A shell forks 100 µs children one after another while a hog keeps the other CPU busy.
     // Every exit queues an RCU callback: busy CPUs' ticks start grace periods and report their
