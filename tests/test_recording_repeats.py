@@ -197,7 +197,8 @@ def test_the_recorder_writes_each_shipped_recordings_workload(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A recording made again by the script is modelled as the shipped one is: its manifest's
-    # workload is the shipped manifest's (all were made with autogroup on).
+    # workload is the shipped manifest's (all were made with autogroup on, but those whose
+    # benchmark records with it off).
     recorder = load_script("record-benchmarks")
     # The commands name a git checkout and a netperf binary, which the script looks for.
     (tmp_path / "git" / "t").mkdir(parents=True)
@@ -210,12 +211,13 @@ def test_the_recorder_writes_each_shipped_recordings_workload(
     class Recorded:
         lost_events = 0
 
-    monkeypatch.setattr("dvfslab.record.autogroup_state", lambda: "autogroup on")
     benchmarks = {b.name: b for b in recorder.BENCHMARKS}
     for name in shipped_recordings():
         shipped = load_recording(name)
         # A second machine's recording is NAME-b (`--suffix`), its benchmark NAME's.
         benchmark = benchmarks.get(name) or benchmarks[name.removesuffix("-b")]
+        state = "autogroup off" if benchmark.autogroup == "off" else "autogroup on"
+        monkeypatch.setattr("dvfslab.record.autogroup_state", lambda state=state: state)
         text = recorder.manifest(
             benchmark, name, Recorded(), 1.0, 10.0, "operations", shipped.platform
         )
@@ -278,3 +280,29 @@ def test_the_recorder_sets_autogroup_for_its_runs_and_restores_it(tmp_path: Path
         recorder.autogroup("on", tmp_path / "missing"),
     ):
         pass
+
+
+def test_a_benchmark_recorded_both_ways_runs_with_its_own_autogroup_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pgbench-rw-1cpu and its -flat twin show what the sessions' groups do: each is recorded
+    # with autogroup as its benchmark says, whatever the machine has, which is then restored.
+    recorder = load_script("record-benchmarks")
+    sysctl = tmp_path / "sched_autogroup_enabled"
+    sysctl.write_text("1\n")
+    monkeypatch.setattr("dvfslab.record.AUTOGROUP", sysctl)
+    seen: dict[str, str] = {}
+    monkeypatch.setattr(
+        recorder,
+        "record_as_set",
+        lambda b, *_: seen.__setitem__(b.name, autogroup_state(sysctl)),
+    )
+    benchmarks = {b.name: b for b in recorder.BENCHMARKS}
+    for name in ("pgbench-rw-1cpu", "pgbench-rw-1cpu-flat", "pgbench-rw"):
+        recorder.record_one(benchmarks[name], tmp_path, "kvm-guest-2cpu")
+    assert seen == {
+        "pgbench-rw-1cpu": "autogroup on",
+        "pgbench-rw-1cpu-flat": "autogroup off",
+        "pgbench-rw": "autogroup on",  # as the machine has it
+    }
+    assert sysctl.read_text() == "1\n"

@@ -685,6 +685,23 @@ def test_hackbench_on_one_cpu_takes_turns_as_the_recording_does() -> None:
         assert all(low / 2 < v < 2 * high for v in row["model_by_seed"]), row
 
 
+def test_pgbench_on_one_cpu_is_preempted_as_its_sessions_groups_make_it() -> None:
+    # pgbench and PostgreSQL on one vCPU, recorded with autogroup on and off: a thread's
+    # wake-up of its backend preempts the thread several times as often when each backend has
+    # a session's group of its own (the backend's group entity against the threads' at the
+    # root). The model, with the threads' and backends' costs read from the runs' CPU per
+    # transaction, makes the same difference from the same rules, not from a fit.
+    grouped, flat = checked("pgbench-rw-1cpu"), checked("pgbench-rw-1cpu-flat")
+    row = {r["role"] + "." + r["statistic"]: r for r in grouped["rows"]}["client.preempted_per_op"]
+    flat_row = {r["role"] + "." + r["statistic"]: r for r in flat["rows"]}[
+        "client.preempted_per_op"
+    ]
+    assert row["recorded"] > 3 * flat_row["recorded"]
+    assert row["model"] > 2.5 * flat_row["model"]
+    assert row["verdict"] == "ok"
+    assert grouped["within"] == grouped["judged"]
+
+
 def preempted_sender_delays_us(trace: Trace) -> pd.Series:
     """Per wake-up that preempted its waker on the waker's own CPU: µs from the waker's
     `sched_waking` to its switch-out runnable (the CPU's next switch, to the woken task)."""
