@@ -17,11 +17,16 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let sim = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dvfslab-sim/src");
+    // Cargo's variable as it runs this script, not as it compiled it (`env!`): a compiled build
+    // script is reused for a checkout elsewhere, whose sources the baked-in path would miss.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let sim = Path::new(&manifest_dir).join("../dvfslab-sim/src");
     println!("cargo:rerun-if-changed={}", sim.display());
     let mut files = Vec::new();
     sources(&sim, &mut files);
     files.sort();
+    // A digest of no sources would stamp every build alike, and stores would reuse stale runs.
+    assert!(!files.is_empty(), "no simulator sources under {}", sim.display());
     // FNV-1a over relative paths and contents: stable across machines and Rust versions.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |bytes: &[u8]| {
