@@ -36,9 +36,14 @@ pub(crate) fn run(cycles: f64) -> Op {
 
 /// `workload` run under `cfg` on the 2-CPU KVM guest to the end of the run.
 pub(crate) fn run_on_kvm_guest(cfg: &SimConfig, workload: Tasks) -> Sim {
+    run_workload_on_kvm_guest(cfg, Box::new(workload))
+}
+
+/// [`run_on_kvm_guest`] for any workload (one with I/O devices, say).
+pub(crate) fn run_workload_on_kvm_guest(cfg: &SimConfig, workload: Box<dyn Workload>) -> Sim {
     let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
     let plat = Platform::from_json(json, "kvm").unwrap();
-    let mut sim = Sim::with_workload(plat, cfg, Box::new(workload), "test".into()).unwrap();
+    let mut sim = Sim::with_workload(plat, cfg, workload, "test".into()).unwrap();
     sim.begin();
     while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
     sim
