@@ -587,6 +587,7 @@ mod tests {
         let workload = Tasks {
             tasks: vec![TaskSpec::new("parent", parent.into()).pinned(vec![0])],
             programs: vec![work().into(), own_session.into()],
+            devices: Vec::new(),
         };
         let spec = format!("test:autogroup={},kthread_hz=0", u8::from(autogroup));
         let cfg = SimConfig::new("performance:kernel=6.18", spec).duration_ns(Some(ms * 1_000_000));

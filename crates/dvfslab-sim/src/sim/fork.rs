@@ -132,6 +132,7 @@ mod tests {
                 TaskSpec::new("sleeper", sleeper(1)).pinned(vec![0, 1]),
             ],
             programs: vec![vec![Op::Wait { ch: 9 }, Op::Exit].into()],
+            devices: Vec::new(),
         }
     }
 
@@ -156,7 +157,11 @@ mod tests {
     /// A parent that forks one child and waits for it in wait4; the child runs 1 ms and exits.
     fn waits_for_child() -> Tasks {
         let parent = vec![run(3e5), Op::Spawn { program: 0, count: 1 }, Op::WaitChildren, run(3e5), Op::Exit];
-        Tasks { tasks: vec![TaskSpec::new("parent", parent.into())], programs: vec![vec![run(3e6), Op::Exit].into()] }
+        Tasks {
+            tasks: vec![TaskSpec::new("parent", parent.into())],
+            programs: vec![vec![run(3e6), Op::Exit].into()],
+            devices: Vec::new(),
+        }
     }
 
     #[test]

@@ -679,7 +679,7 @@ mod tests {
         let plat = Platform::from_json(json, "i7-2600k").unwrap();
         let spin = TaskSpec::new("spin", vec![run(1e12), Op::Exit].into());
         let cfg = SimConfig::new("userspace:scaling_setspeed=1600000", "test").duration_ns(Some(1_000_000));
-        let tasks = Tasks { tasks: vec![spin], programs: Vec::new() };
+        let tasks = Tasks { tasks: vec![spin], programs: Vec::new(), devices: Vec::new() };
         let mut sim = Sim::with_workload(plat, &cfg, Box::new(tasks), "test".into()).unwrap();
         sim.begin();
         let now = sim.q.now();

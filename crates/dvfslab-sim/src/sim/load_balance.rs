@@ -190,7 +190,7 @@ mod tests {
             (0..n).map(|i| TaskSpec::new(format!("t{i}"), work.clone()).pinned(vec![0])).collect();
         tasks.extend(others);
         let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(ns));
-        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new() })
+        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new(), devices: Vec::new() })
     }
 
     /// Four tasks that share CPU 0 for 21 ms under `kernel`, each running 300 µs and sleeping

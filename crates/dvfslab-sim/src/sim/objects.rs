@@ -411,50 +411,30 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use std::rc::Rc;
-
-    use crate::hw::platform::Platform;
     use crate::sched::task::{Amount, Op, TaskState};
-    use crate::sim::test_support::{run, run_workload_on_kvm_guest};
+    use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
     use crate::sim::SimConfig;
-    use crate::workload::{Better, Completion, DeviceSpec, Metric, RunStats, Service, TaskSpec, Workload};
-
-    /// Three tasks that flush a group-commit device (PostgreSQL's WAL) 200 times each, with
-    /// 30 µs of work between: most flushes meet a commit on the device or another's flush
-    /// still with its kblockd worker.
-    struct Flushers;
-
-    impl Workload for Flushers {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let flush = Op::IoFlush { dev: 0, service_ns: Amount::Fixed(40_000.0), dispatch_cycles: 60_000.0 };
-            let program: Vec<Op> = (0..200).flat_map(|_| [run(90_000.0), flush.clone()]).chain([Op::Exit]).collect();
-            let program: Rc<[Op]> = program.into();
-            (0..3).map(|i| TaskSpec::new(format!("flusher-{i}"), program.clone())).collect()
-        }
-        fn devices(&self) -> Vec<DeviceSpec> {
-            vec![DeviceSpec {
-                name: "wal".into(),
-                queue_depth: 1,
-                service: Service::GroupCommit { leader_iowait: true },
-                completion: Completion::Submitter,
-            }]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            100_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
-        }
-    }
+    use crate::workload::{Completion, DeviceSpec, Service, TaskSpec};
 
     #[test]
     fn flushes_that_join_a_commit_leave_no_task_counted_in_iowait() {
-        // A flush the kblockd worker dispatches into a commit under way joins the next one,
-        // and its submitter then waits for that commit, out of iowait unless it leads it: once
-        // every flusher has exited, no CPU counts a task asleep in iowait (rq->nr_iowait), or
-        // menu would keep it in shallow states for the rest of the run.
-        let cfg = SimConfig::new("performance:kernel=6.18", "test:kthread_hz=0");
-        let sim = run_workload_on_kvm_guest(&cfg, Box::new(Flushers));
+        // Three tasks flush a group-commit device (PostgreSQL's WAL) 200 times each, 30 µs of
+        // work apart: many flushes the kblockd worker dispatches meet a commit under way and
+        // join the next one, whose submitter then waits for that commit, out of iowait unless
+        // it leads it. Once every flusher has exited, no CPU counts a task asleep in iowait
+        // (rq->nr_iowait), which menu and ondemand would read for the rest of the run.
+        let flush = Op::IoFlush { dev: 0, service_ns: Amount::Fixed(40_000.0), dispatch_cycles: 60_000.0 };
+        let program: Vec<Op> = (0..200).flat_map(|_| [run(90_000.0), flush.clone()]).chain([Op::Exit]).collect();
+        let program: std::rc::Rc<[Op]> = program.into();
+        let wal = DeviceSpec {
+            name: "wal".into(),
+            queue_depth: 1,
+            service: Service::GroupCommit { leader_iowait: true },
+            completion: Completion::Submitter,
+        };
+        let tasks = (0..3).map(|i| TaskSpec::new(format!("flusher-{i}"), program.clone())).collect();
+        let cfg = SimConfig::new("performance:kernel=6.18", "test:kthread_hz=0").duration_ns(Some(100_000_000));
+        let sim = run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new(), devices: vec![wal] });
         let mut flushers = sim.sched.tasks.iter().filter(|t| t.name.starts_with("flusher"));
         let exited = flushers.clone().count() == 3 && flushers.all(|t| t.state == TaskState::Exited);
         assert!(exited, "the flushers ran to their end");

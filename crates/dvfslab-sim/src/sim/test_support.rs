@@ -6,12 +6,14 @@ use std::rc::Rc;
 use crate::hw::platform::Platform;
 use crate::sched::task::{Amount, Op};
 use crate::sim::{Advance, Sim, SimConfig};
-use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
+use crate::workload::{Better, DeviceSpec, Metric, RunStats, TaskSpec, Workload};
 
-/// `tasks` started at once, and the `programs` they spawn by index.
+/// `tasks` started at once, the `programs` they spawn by index, and the I/O `devices` their
+/// ops address by index.
 pub(crate) struct Tasks {
     pub tasks: Vec<TaskSpec>,
     pub programs: Vec<Rc<[Op]>>,
+    pub devices: Vec<DeviceSpec>,
 }
 
 impl Workload for Tasks {
@@ -20,6 +22,9 @@ impl Workload for Tasks {
     }
     fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
         self.programs.clone()
+    }
+    fn devices(&self) -> Vec<DeviceSpec> {
+        self.devices.clone()
     }
     fn default_duration_ns(&self) -> u64 {
         20_000_000
@@ -36,14 +41,9 @@ pub(crate) fn run(cycles: f64) -> Op {
 
 /// `workload` run under `cfg` on the 2-CPU KVM guest to the end of the run.
 pub(crate) fn run_on_kvm_guest(cfg: &SimConfig, workload: Tasks) -> Sim {
-    run_workload_on_kvm_guest(cfg, Box::new(workload))
-}
-
-/// [`run_on_kvm_guest`] for any workload (one with I/O devices, say).
-pub(crate) fn run_workload_on_kvm_guest(cfg: &SimConfig, workload: Box<dyn Workload>) -> Sim {
     let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
     let plat = Platform::from_json(json, "kvm").unwrap();
-    let mut sim = Sim::with_workload(plat, cfg, workload, "test".into()).unwrap();
+    let mut sim = Sim::with_workload(plat, cfg, Box::new(workload), "test".into()).unwrap();
     sim.begin();
     while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
     sim

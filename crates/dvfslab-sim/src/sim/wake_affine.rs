@@ -185,7 +185,7 @@ mod tests {
             TaskSpec::new("wakee", wakee).pinned(vec![1]),
         ];
         let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(duration_ns));
-        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new() })
+        run_on_kvm_guest(&cfg, Tasks { tasks, programs: Vec::new(), devices: Vec::new() })
     }
 
     #[test]
