@@ -67,6 +67,9 @@ class Timeline(TypedDict):
     wakeup: WakeupColumns
     task_names: list[str]
     """Task names by task id."""
+    task_prios: list[int]
+    """The kernel's prio of each task by id: 120 + nice for a fair task, 99 - priority for an
+    RT one."""
 
 class ExplainColumns(TypedDict):
     """One row per frequency decision; `inputs` holds one column per governor input name

@@ -192,6 +192,7 @@ fn simulate<'py>(
             t.set_item("waking", waking)?;
             t.set_item("process", process)?;
             t.set_item("task_names", &tl.task_names)?;
+            t.set_item("task_prios", &tl.task_prios)?;
             t.set_item("frequency", freq)?;
             t.set_item("util", util)?;
             t.set_item("idle", idle)?;

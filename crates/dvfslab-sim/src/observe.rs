@@ -76,6 +76,9 @@ pub struct Timeline {
     pub global_khz: Vec<u32>,
     /// Task names by id (pid = id + 1 in traces).
     pub task_names: Vec<String>,
+    /// The kernel's prio of each task by id, as sched_switch prints it: 120 + nice for a fair
+    /// task, 99 − its priority for an RT one.
+    pub task_prios: Vec<i32>,
     /// Places in the order kept for a CPU's next switch (`reserve_switch`), by CPU.
     reserved_switch_seq: Vec<(u32, u64)>,
     /// By CPU, the earliest time its next event may carry (`hold_until`).

@@ -51,27 +51,31 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
     `runtime=False` leaves out sched_stat_runtime, as a recording without it has."""
     tl = result.timeline_columns()
     names: list[str] = tl["task_names"]
+    prios: list[int] = tl["task_prios"]
     ncpus = len(result.per_cpu)
     idle_index = _idle_indexes(result)
 
     def comm(task: int, cpu: int) -> str:
         return f"swapper/{cpu}" if task < 0 else names[task].replace(" ", "_")[:15]
 
+    def prio(task: int) -> int:
+        return PRIO_NORMAL if task < 0 else prios[task]
+
     # Every event as (time_ns, seq, cpu, function, fields), in time then `seq` order: `seq`
     # orders events of the same nanosecond as they happen in the kernel (rows of one kind are
     # not always in `seq` order: a migration's source switch-out keeps an earlier place).
     def switch_fields(p: int, st: str, n: int, cpu: int) -> str:
         return (
-            f"prev_comm={comm(p, cpu)} prev_pid={p + 1} prev_prio={PRIO_NORMAL} prev_state={st}"
-            f" ==> next_comm={comm(n, cpu)} next_pid={n + 1} next_prio={PRIO_NORMAL}"
+            f"prev_comm={comm(p, cpu)} prev_pid={p + 1} prev_prio={prio(p)} prev_state={st}"
+            f" ==> next_comm={comm(n, cpu)} next_pid={n + 1} next_prio={prio(n)}"
         )
 
     def wakeup_fields(task: int, cpu: int) -> str:
-        return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL} target_cpu={cpu:03d}"
+        return f"comm={comm(task, cpu)} pid={task + 1} prio={prio(task)} target_cpu={cpu:03d}"
 
     def waking_fields(task: int, prev_cpu: int) -> str:
         return (
-            f"comm={comm(task, prev_cpu)} pid={task + 1} prio={PRIO_NORMAL} "
+            f"comm={comm(task, prev_cpu)} pid={task + 1} prio={prio(task)} "
             f"target_cpu={prev_cpu:03d}"
         )
 
@@ -83,12 +87,11 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
             )
         if kind == "E":
             return f"filename={comm(task, cpu)} pid={task + 1} old_pid={task + 1}"
-        return f"comm={comm(task, cpu)} pid={task + 1} prio={PRIO_NORMAL}"
+        return f"comm={comm(task, cpu)} pid={task + 1} prio={prio(task)}"
 
     def migrate_fields(task: int, src: int, dst: int) -> str:
         return (
-            f"comm={comm(task, src)} pid={task + 1} prio={PRIO_NORMAL} "
-            f"orig_cpu={src} dest_cpu={dst}"
+            f"comm={comm(task, src)} pid={task + 1} prio={prio(task)} orig_cpu={src} dest_cpu={dst}"
         )
 
     def idle_fields(state: str, cpu: int) -> str:

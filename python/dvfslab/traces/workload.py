@@ -13,8 +13,9 @@ Each task of the trace becomes an rt-app thread that replays what it did:
   task did;
 - a block with no recorded wake-up (a trace without `sched_wakeup`, or one lost) ends at the
   task's next switch-in: a `sleep` that then includes its wait for a CPU;
-- RT tasks keep their priority (SCHED_FIFO), per-CPU kernel threads their CPU; a task first
-  seen after the start starts then (`delay`).
+- RT tasks keep their priority (SCHED_FIFO), fair tasks their nice value (a `prio` of 100-139
+  is nice -20..19), per-CPU kernel threads their CPU; a task first seen after the start starts
+  then (`delay`).
 
 Left out: the idle task, the stopper threads (`migration/N`) and schedutil's own kthreads
 (`sugov:N`), which the simulated governor stands for. A run is the task's only when its own
@@ -354,6 +355,10 @@ def events_in_order(trace: Trace) -> list[tuple[str, Any]]:
     return sorted(wakeups + switches, key=lambda e: (float(e[1].time_s), e[0] == "switch"))
 
 
+# The kernel's prio of a nice-0 fair task (its static priority, 120 + nice).
+PRIO_NICE_0 = 120
+
+
 def _document(tasks: list[_Task], start: float, reference: int) -> dict[str, Any]:
     threads: dict[str, Any] = {}
     for t in tasks:
@@ -365,6 +370,8 @@ def _document(tasks: list[_Task], start: float, reference: int) -> dict[str, Any
         thread: dict[str, Any] = {"loop": 1, "delay": round(((t.start_s or start) - start) * 1e6)}
         if 0 <= t.prio < 100:
             thread.update(policy="SCHED_FIFO", priority=99 - t.prio)
+        elif 100 <= t.prio < 140 and t.prio != PRIO_NICE_0:
+            thread["priority"] = t.prio - PRIO_NICE_0
         if t.cpu_bound is not None:
             thread["cpus"] = [t.cpu_bound]
         thread["phases"] = {"replay": {"loop": 1, **events}}

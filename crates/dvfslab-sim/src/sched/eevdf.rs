@@ -3,11 +3,13 @@
 //! `sched/fair.rs` applies it to the simulator's run-queues.
 //!
 //! ```text
+//!   v_i   += Δt·1024/w_i               a task's virtual runtime runs slower the heavier its
+//!                                      weight (its nice value's)   (update_curr, calc_delta_fair)
 //!   V      = Σ w_i·v_i / Σ w_i         over the run-queue's tasks, the running one included,
 //!                                      rounded down                         (avg_vruntime)
 //!   lag_i  = V − v_i                   the service task i is owed; it may run while ≥ 0
 //!                                                                           (entity_eligible)
-//!   d_i    = v_i + slice               its virtual deadline; renewed when v_i reaches it
+//!   d_i    = v_i + slice·1024/w_i      its virtual deadline; renewed when v_i reaches it
 //!                                                                           (update_deadline)
 //!   pick   = the eligible task with the earliest deadline                   (pick_eevdf)
 //!   place  v_i = V − lag_i·(W + w_i)/W a waking task keeps the lag it left with: W is the
@@ -15,14 +17,11 @@
 //!                                      for its own weight pulling V towards it (place_entity)
 //! ```
 //!
-//! A task leaves with its lag clamped to ±limit (update_entity_lag). The running task keeps
-//! the CPU against a waking one while it is eligible and has not used the slice it was picked
-//! with (RUN_TO_PARITY). Since 6.12 a task that blocks while not eligible stays queued until
-//! it is picked or woken (DELAY_DEQUEUE), and then leaves or comes back with its lag, a
+//! A task leaves with its lag clamped to ±limit·1024/w (update_entity_lag). The running task
+//! keeps the CPU against a waking one while it is eligible and has not used the slice it was
+//! picked with (RUN_TO_PARITY). Since 6.12 a task that blocks while not eligible stays queued
+//! until it is picked or woken (DELAY_DEQUEUE), and then leaves or comes back with its lag, a
 //! positive one dropped (DELAY_ZERO).
-//!
-//! All weights in the simulator are nice 0's (1024), so virtual time runs at the wall clock's
-//! rate (calc_delta_fair is the identity); the sums keep the weights all the same.
 
 use crate::kernel::KernelVersion;
 
@@ -155,10 +154,17 @@ impl Rules {
         }
     }
 
-    /// A new deadline from vruntime `v`: one slice on, half of one for a task just forked
-    /// (PLACE_DEADLINE_INITIAL: the others are on average halfway through theirs).
-    pub(crate) fn deadline(&self, v: u64, initial: bool) -> u64 {
-        v + if initial { self.slice_ns / 2 } else { self.slice_ns }
+    /// A new deadline from vruntime `v` for a task of `weight`: one slice on in its virtual
+    /// time, half of one for a task just forked (PLACE_DEADLINE_INITIAL: the others are on
+    /// average halfway through theirs).
+    pub(crate) fn deadline(&self, v: u64, weight: u64, initial: bool) -> u64 {
+        let vslice = calc_delta_fair(self.slice_ns, weight);
+        v + if initial { vslice / 2 } else { vslice }
+    }
+
+    /// The bound on the lag a task of `weight` leaves with, in its virtual time.
+    pub(crate) fn lag_limit(&self, weight: u64) -> u64 {
+        calc_delta_fair(self.lag_limit_ns, weight)
     }
 }
 
@@ -240,8 +246,21 @@ impl Queue {
     }
 }
 
-/// The lag a task at `v` leaves a run-queue of average `avg` with, clamped to ±`limit_ns`
-/// (update_entity_lag; for nice 0, calc_delta_fair leaves the limit as it is).
+/// A nice-0 weight (NICE_0_LOAD after scale_load_down).
+pub(crate) const NICE_0: u64 = 1024;
+
+/// Virtual time for `ns` of real time (or of slice) at `weight`: ns·1024/weight, the identity
+/// at nice 0 (calc_delta_fair; the kernel multiplies by a fixed-point inverse of the weight,
+/// within a nanosecond of this division).
+pub(crate) fn calc_delta_fair(ns: u64, weight: u64) -> u64 {
+    if weight == NICE_0 {
+        return ns;
+    }
+    (ns as u128 * NICE_0 as u128 / weight.max(1) as u128) as u64
+}
+
+/// The lag a task at `v` leaves a run-queue of average `avg` with, clamped to ±`limit_ns`, a
+/// virtual time ([`Rules::lag_limit`]; update_entity_lag).
 pub(crate) fn clamped_lag(avg: u64, v: u64, limit_ns: u64) -> i64 {
     let limit = limit_ns.min(i64::MAX as u64) as i64;
     (avg as i128 - v as i128).clamp(-(limit as i128), limit as i128) as i64
@@ -306,8 +325,7 @@ pub(crate) fn pick(
 mod tests {
     use super::*;
 
-    /// A nice-0 task's weight (NICE_0_LOAD after scale_load_down).
-    const W: u64 = 1024;
+    const W: u64 = NICE_0;
 
     #[test]
     fn equal_deadlines_are_picked_in_the_order_their_tasks_joined() {
@@ -452,7 +470,7 @@ mod tests {
         // 0.7 ms × 4 (the scaling stops at 8 CPUs); the lag bound is a slice plus a tick.
         assert_eq!((r618.slice_ns, r618.lag_limit_ns), (2_800_000, 6_800_000));
         assert_eq!((r618.resched, r618.yield_rule), (Resched::Unprotected, Yield::Forfeit));
-        assert_eq!(r618.deadline(1_000, true), 1_000 + 1_400_000);
+        assert_eq!(r618.deadline(1_000, W, true), 1_000 + 1_400_000);
         // Mainline's wake-up check up to 6.18.32, the reworked one from 6.18.33.
         assert!(!r618.reworked_wakeup_check && !r612.reworked_wakeup_check);
         let r618_44 = Rules::for_kernel(KernelVersion(6, 18, 44), 64, 4_000_000).unwrap();

@@ -122,10 +122,10 @@ impl Sched {
         t.vruntime = eevdf::placed_vruntime(avg, t.vlag, load.weight(), t.weight);
         t.deadline = match t.rel_deadline.take() {
             Some(rel) => t.vruntime + rel,
-            None => rules.deadline(t.vruntime, join == Join::Fork),
+            None => rules.deadline(t.vruntime, t.weight, join == Join::Fork),
         };
         if let Some(g) = self.group_of(task) {
-            self.group_task_joined(q, cpu, g);
+            self.group_task_joined(q, cpu, g, self.tasks[task].weight);
         }
     }
 
@@ -138,7 +138,7 @@ impl Sched {
         let t = &mut self.tasks[curr];
         let renewed = t.vruntime >= t.deadline;
         if renewed {
-            t.deadline = rules.deadline(t.vruntime, false);
+            t.deadline = rules.deadline(t.vruntime, t.weight, false);
         }
         if self.level_queue(cpu, curr).is_empty() {
             return;
@@ -191,16 +191,16 @@ impl Sched {
             self.level_queue(cpu, task).delayed += 1;
             return;
         }
-        self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit_ns);
+        self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit(w));
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, cpu, g, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
         }
     }
 
     /// An exiting task leaves `cpu` for good: a task of a group as after a sleep.
     pub(crate) fn fair_exit(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         if let Some(g) = self.group_of(task).filter(|_| self.eevdf.is_some() && self.rt_prio(task).is_none()) {
-            self.group_task_left(q, cpu, g, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
         }
     }
 
@@ -213,14 +213,15 @@ impl Sched {
         }
         let rules = self.rules();
         let load = self.level_load(cpu, task);
-        let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
+        let lag =
+            clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit(self.tasks[task].weight));
         self.fair_dequeue(cpu, task);
         self.level_queue(cpu, task).delayed -= 1;
         let t = &mut self.tasks[task];
         t.delayed = false;
         t.vlag = lag.min(0);
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, cpu, g, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
         }
     }
 
@@ -233,7 +234,8 @@ impl Sched {
     pub(crate) fn fair_requeue_delayed(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         let rules = self.rules();
         let load = self.level_load(cpu, task);
-        let lag = clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit_ns);
+        let lag =
+            clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit(self.tasks[task].weight));
         self.fair_dequeue(cpu, task);
         self.level_queue(cpu, task).delayed -= 1;
         self.tasks[task].delayed = false;
@@ -246,7 +248,7 @@ impl Sched {
             let avg = self.fair_avg(cpu, &others);
             let t = &mut self.tasks[task];
             t.vruntime = avg;
-            t.deadline = rules.deadline(avg, false);
+            t.deadline = rules.deadline(avg, t.weight, false);
         }
     }
 
@@ -359,14 +361,14 @@ impl Sched {
         let rules = self.rules();
         let t = &self.tasks[task];
         let load = self.level_load(src, task).with(t.vruntime, t.weight);
-        let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit_ns);
+        let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit(t.weight));
         let t = &mut self.tasks[task];
         t.vlag = lag;
         if rules.rel_deadline {
             t.rel_deadline = Some(t.deadline.saturating_sub(t.vruntime));
         }
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, src, g, false);
+            self.group_task_left(q, src, g, self.tasks[task].weight, false);
         }
     }
 
@@ -434,12 +436,15 @@ impl Sched {
         let curr = self.cpus[cpu].curr.expect("a running task");
         self.update_curr(q, cpu);
         match rules.yield_rule {
-            eevdf::Yield::PushDeadline => self.tasks[curr].deadline += rules.slice_ns,
+            eevdf::Yield::PushDeadline => {
+                let t = &mut self.tasks[curr];
+                t.deadline += eevdf::calc_delta_fair(rules.slice_ns, t.weight);
+            }
             eevdf::Yield::Forfeit => {
                 if self.level_load(cpu, curr).eligible(self.tasks[curr].vruntime) {
                     let t = &mut self.tasks[curr];
                     t.vruntime = t.deadline;
-                    t.deadline = rules.deadline(t.vruntime, false);
+                    t.deadline = rules.deadline(t.vruntime, t.weight, false);
                 }
             }
         }

@@ -27,7 +27,7 @@
 
 use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
-use crate::sched::eevdf::{self, Entity, Load, Running};
+use crate::sched::eevdf::{self, calc_delta_fair, Entity, Load, Running, NICE_0};
 use crate::sched::Sched;
 
 /// Group entities' ids in a root run-queue's [`eevdf::Queue`] count down from the top of the
@@ -43,9 +43,6 @@ pub(crate) fn entity_id(g: usize) -> usize {
 pub(crate) fn group_of_entity(id: usize) -> Option<usize> {
     (id >= FIRST_GROUP_ID).then(|| usize::MAX - id)
 }
-
-/// A nice-0 weight (NICE_0_LOAD after scale_load_down): every task's, and a group's shares.
-const NICE_0: u64 = 1024;
 
 /// The least weight a group entity gets (MIN_SHARES).
 const MIN_SHARES: u64 = 2;
@@ -73,6 +70,8 @@ pub(crate) struct GroupEntity {
     pub exec_start: u64,
     /// The group's tasks queued here: waiting, running and delayed (the group's nr_queued).
     pub tasks: usize,
+    /// Their weights' sum (the group's run-queue's load.weight).
+    pub tasks_weight: u64,
     /// Its place among equal deadlines at the root while it waits there (`eevdf::Queue`).
     pub joined: u64,
 }
@@ -108,14 +107,10 @@ impl Default for GroupEntity {
             weight: NICE_0,
             exec_start: 0,
             tasks: 0,
+            tasks_weight: 0,
             joined: 0,
         }
     }
-}
-
-/// Virtual time for `ns` of real time, or of slice, at `weight` (calc_delta_fair).
-fn virtual_ns(ns: u64, weight: u64) -> u64 {
-    (ns as u128 * NICE_0 as u128 / weight.max(1) as u128) as u64
 }
 
 /// calc_group_shares: the group's weight on a CPU whose load is `load`, of a group whose
@@ -211,10 +206,10 @@ impl Sched {
         if delta == 0 {
             return;
         }
-        e.vruntime += virtual_ns(delta, e.weight);
+        e.vruntime += calc_delta_fair(delta, e.weight);
         let renewed = e.vruntime >= e.deadline;
         if renewed {
-            e.deadline = e.vruntime + virtual_ns(rules.slice_ns, e.weight);
+            e.deadline = rules.deadline(e.vruntime, e.weight, false);
         }
         if c.root.is_empty() {
             return;
@@ -228,15 +223,17 @@ impl Sched {
     /// Group `g`'s entity joins `cpu`'s root as a task of the group is enqueued there
     /// (enqueue_entity, then update_cfs_group): placed with its lag if it was not queued,
     /// requeued if it was delayed, else re-weighted for its new load.
-    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize, g: usize, task_weight: u64) {
         let e = &mut self.cpus[cpu].groups[g].entity;
         if e.tasks > 0 {
             e.tasks += 1;
+            e.tasks_weight += task_weight;
             return self.group_reweight(q, cpu, g);
         }
         let rules = self.rules();
         if self.cpus[cpu].groups[g].entity.delayed {
-            self.cpus[cpu].groups[g].entity.tasks = 1;
+            let e = &mut self.cpus[cpu].groups[g].entity;
+            (e.tasks, e.tasks_weight) = (1, task_weight);
             // requeue_delayed_entity: its lag read with it counted, the root's running entity
             // as last accounted (enqueue_task_fair accounts only the group's own run-queue
             // before it: a delayed entity that waited while another ran finds itself owed
@@ -254,7 +251,7 @@ impl Sched {
                 self.group_leave_tree(cpu, g);
                 let e = &mut self.cpus[cpu].groups[g].entity;
                 e.vruntime = load.avg_vruntime().unwrap_or(e.vruntime);
-                e.deadline = e.vruntime + virtual_ns(rules.slice_ns, e.weight);
+                e.deadline = rules.deadline(e.vruntime, e.weight, false);
                 self.group_enter_tree(cpu, g);
             }
             return self.group_reweight(q, cpu, g);
@@ -262,7 +259,8 @@ impl Sched {
         self.root_update_curr(q, cpu);
         let load = self.root_load(cpu);
         // update_cfs_group before the placement: the weight it is placed with.
-        self.cpus[cpu].groups[g].entity.tasks = 1;
+        let e = &mut self.cpus[cpu].groups[g].entity;
+        (e.tasks, e.tasks_weight) = (1, task_weight);
         let w = self.group_shares(cpu, g);
         let min_vruntime = self.cpus[cpu].min_vruntime;
         let e = &mut self.cpus[cpu].groups[g].entity;
@@ -275,7 +273,7 @@ impl Sched {
         e.vruntime = eevdf::placed_vruntime(avg, e.vlag, load.weight(), e.weight);
         e.deadline = match e.rel_deadline.take() {
             Some(rel) => e.vruntime + rel,
-            None => e.vruntime + virtual_ns(rules.slice_ns, e.weight),
+            None => rules.deadline(e.vruntime, e.weight, false),
         };
         self.group_enter_tree(cpu, g);
     }
@@ -284,11 +282,12 @@ impl Sched {
     /// a move to another CPU or group may not): with others left the group's entity is
     /// re-weighted and, after a sleep, made the root's next buddy; with none it leaves the root
     /// with its lag, or from 6.12 stays delayed after a sleep while it is not eligible.
-    pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, g: usize, sleep: bool) {
+    pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, g: usize, task_weight: u64, sleep: bool) {
         let e = &mut self.cpus[cpu].groups[g].entity;
         debug_assert!(e.tasks > 0, "a task left a group that had none here");
         if e.tasks > 1 {
             e.tasks -= 1;
+            e.tasks_weight -= task_weight;
             self.group_reweight(q, cpu, g);
             if sleep {
                 self.cpus[cpu].root_next_buddy = Some(g);
@@ -304,13 +303,13 @@ impl Sched {
         if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].groups[g].entity.vruntime) {
             let e = &mut self.cpus[cpu].groups[g].entity;
             e.delayed = true;
-            e.tasks = 0;
+            (e.tasks, e.tasks_weight) = (0, 0);
             return;
         }
         let lag = self.group_lag(cpu, g, &load);
         self.group_leave_tree(cpu, g);
         let e = &mut self.cpus[cpu].groups[g].entity;
-        e.tasks = 0;
+        (e.tasks, e.tasks_weight) = (0, 0);
         e.vlag = lag;
         if !sleep && rules.rel_deadline {
             e.rel_deadline = Some(e.deadline.saturating_sub(e.vruntime));
@@ -334,11 +333,12 @@ impl Sched {
         }
         self.update_curr(q, cpu);
         self.root_update_curr(q, cpu);
+        let w = self.tasks[task].weight;
         if let Some(old) = old {
-            self.group_task_left(q, cpu, old, false);
+            self.group_task_left(q, cpu, old, w, false);
         }
         self.root_set_next(q, cpu, None);
-        self.group_task_joined(q, cpu, new);
+        self.group_task_joined(q, cpu, new, w);
         self.fair_set_next(q, cpu, task);
     }
 
@@ -407,7 +407,7 @@ impl Sched {
         let running = self.fair_curr(cpu).filter(|&t| self.group_of(t) == Some(g));
         let tasks = group.queue.by_deadline.iter().map(|&(_, _, t)| t).chain(running);
         let avg: u64 = tasks.map(|t| self.tasks[t].avg.load_avg).sum();
-        (NICE_0 * group.entity.tasks as u64).max(avg)
+        group.entity.tasks_weight.max(avg)
     }
 
     /// The root's sums without group `g`'s entity.
@@ -425,7 +425,7 @@ impl Sched {
     fn group_lag(&self, cpu: usize, g: usize, load: &Load) -> i64 {
         let e = &self.cpus[cpu].groups[g].entity;
         let avg = load.avg_vruntime().unwrap_or(e.vruntime);
-        eevdf::clamped_lag(avg, e.vruntime, virtual_ns(self.rules().lag_limit_ns, e.weight))
+        eevdf::clamped_lag(avg, e.vruntime, self.rules().lag_limit(e.weight))
     }
 
     /// Take group `g`'s entity out of the root's tree, where it waits (not while it runs).

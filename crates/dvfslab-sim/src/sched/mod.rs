@@ -325,6 +325,25 @@ impl Sched {
         SCHED_LATENCY_NS * tunable_factor(self.cpus.len())
     }
 
+    /// sched_slice before 6.6: the running fair task `curr`'s share of the period in which each
+    /// of the `nr` tasks runnable on `cpu` runs once (the latency, or `nr` minimum
+    /// granularities past 8 tasks: __sched_period), in proportion to its weight among theirs,
+    /// and no less than the minimum granularity.
+    pub(crate) fn cfs_slice(&self, cpu: usize, curr: usize, nr: u64) -> u64 {
+        let f = tunable_factor(self.cpus.len());
+        let period = (SCHED_LATENCY_NS * f).max(nr * MIN_GRANULARITY_NS * f);
+        let c = &self.cpus[cpu];
+        let weights: u64 = c
+            .curr
+            .iter()
+            .chain(c.queue.iter())
+            .filter(|&&t| self.rt_prio(t).is_none())
+            .map(|&t| self.tasks[t].weight)
+            .sum();
+        let share = (period as u128 * self.tasks[curr].weight as u128 / weights.max(1) as u128) as u64;
+        share.max(MIN_GRANULARITY_NS * f)
+    }
+
     pub(crate) fn cpu_is_idle(&self, cpu: usize) -> bool {
         let c = &self.cpus[cpu];
         c.curr.is_none() && c.queue.is_empty()
@@ -560,7 +579,7 @@ impl Sched {
         }
         let t = &mut self.tasks[curr];
         let delta = now - t.exec_start_ns;
-        t.vruntime += delta;
+        t.vruntime += eevdf::calc_delta_fair(delta, t.weight);
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
         if delta > 0 && self.rt_prio(curr).is_none() {
@@ -582,7 +601,7 @@ impl Sched {
     /// nothing is left, as the kernel logs no empty charge).
     pub(crate) fn uncharge(&mut self, task: usize, ns: u64) {
         let t = &mut self.tasks[task];
-        t.vruntime = t.vruntime.saturating_sub(ns);
+        t.vruntime = t.vruntime.saturating_sub(eevdf::calc_delta_fair(ns, t.weight));
         t.sum_exec_ns = t.sum_exec_ns.saturating_sub(ns);
         let Some(charges) = self.charges.as_mut() else { return };
         if let Some(last) = charges.last_mut().filter(|c| c.task == task) {

@@ -404,6 +404,7 @@ pub struct Task {
     /// When the task last reached an [`Op::Timer`] (for its wake-up latency).
     pub timer_reached_ns: TimeNs,
     pub timer_token: u32,
+    /// Its load weight: its nice value's ([`weight_of_nice`]), se->load.weight.
     pub weight: u64,
     /// Run segments of fixed wall time (RunFor) rather than fixed work.
     pub fixed_time: bool,
@@ -509,12 +510,32 @@ impl Task {
 /// 3·10^5 short-lived processes runs (each exited task keeps a record of under 1 kB).
 pub const MAX_TASKS: usize = 65_536;
 
+/// The weight of a fair task at `nice` (clamped to -20..19): sched_prio_to_weight
+/// (kernel/sched/core.c), 1024 at nice 0 and about 1.25 times less at each step up, so that a
+/// task one nice level above another gets about 10% less of a CPU they share.
+pub fn weight_of_nice(nice: i8) -> u64 {
+    const WEIGHTS: [u64; 40] = [
+        88761, 71755, 56483, 46273, 36291, // -20 .. -16
+        29154, 23254, 18705, 14949, 11916, // -15 .. -11
+        9548, 7620, 6100, 4904, 3906, // -10 .. -6
+        3121, 2501, 1991, 1586, 1277, // -5 .. -1
+        1024, 820, 655, 526, 423, // 0 .. 4
+        335, 272, 215, 172, 137, // 5 .. 9
+        110, 87, 70, 56, 45, // 10 .. 14
+        36, 29, 23, 18, 15, // 15 .. 19
+    ];
+    WEIGHTS[(nice.clamp(-20, 19) + 20) as usize]
+}
+
 /// Scheduling attributes of a task.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskAttrs {
     /// CPUs the task may run on; None = all.
     pub affinity: Option<Rc<[usize]>>,
     pub policy: SchedPolicy,
+    /// The nice value (-20..19): a fair task's weight ([`weight_of_nice`]); inherited by the
+    /// tasks it forks.
+    pub nice: i8,
     pub uclamp_min: Option<u32>,
     pub uclamp_max: Option<u32>,
     /// Added to every channel id the task's program names, so that one program can serve many
@@ -529,10 +550,22 @@ pub struct TaskAttrs {
     pub group: Option<usize>,
 }
 
+impl TaskAttrs {
+    /// The task's prio as the kernel's sched events print it: 99 − its priority for an RT
+    /// task, 120 + its nice value for a fair one.
+    pub fn kernel_prio(&self) -> i32 {
+        match self.policy {
+            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => 99 - p as i32,
+            SchedPolicy::Normal => 120 + self.nice.clamp(-20, 19) as i32,
+        }
+    }
+}
+
 /// Scheduling class and priority.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SchedPolicy {
-    /// CFS (SCHED_OTHER/BATCH) with a nice value. Only nice 0 is weighted for now.
+    /// The fair class (SCHED_OTHER/BATCH), weighted by the task's nice value
+    /// ([`TaskAttrs::nice`]).
     #[default]
     Normal,
     /// SCHED_FIFO with priority 1..99: runs before every CFS task until it blocks.
@@ -544,6 +577,17 @@ pub enum SchedPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nice_weights_fall_by_about_a_quarter_a_step_from_88761_to_15() {
+        assert_eq!((weight_of_nice(-20), weight_of_nice(0), weight_of_nice(19)), (88761, 1024, 15));
+        for nice in -20..19 {
+            let step = weight_of_nice(nice) as f64 / weight_of_nice(nice + 1) as f64;
+            assert!((1.2..1.3).contains(&step), "nice {nice} to {}: {step:.3}", nice + 1);
+        }
+        // Out of range is the nearest end.
+        assert_eq!((weight_of_nice(-30), weight_of_nice(25)), (88761, 15));
+    }
 
     #[test]
     fn a_measured_distribution_interpolates_its_quantiles_and_has_their_mean() {

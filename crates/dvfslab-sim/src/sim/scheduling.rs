@@ -4,6 +4,7 @@
 
 use crate::engine::{Event, TimeNs};
 use crate::governor::UpdateFlags;
+use crate::sched::eevdf::calc_delta_fair;
 use crate::sched::fair;
 use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
@@ -12,8 +13,8 @@ use crate::sched::task::TaskState;
 use crate::sched::waker::Waker;
 use crate::sched::SpreadAttempts;
 use crate::sched::{
-    attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, MIN_GRANULARITY_NS,
-    RR_TIMESLICE_NS, WAKEUP_GRANULARITY_NS,
+    attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, RR_TIMESLICE_NS,
+    WAKEUP_GRANULARITY_NS,
 };
 use crate::sim::run::PendingWakeup;
 use crate::sim::Sim;
@@ -392,7 +393,10 @@ impl Sim {
         }
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.sched.update_curr(&self.q, cpu);
+        // wakeup_gran: the granularity in the woken task's virtual time, so that a lighter
+        // task preempts less readily and a heavier one more.
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
+        let gran = calc_delta_fair(gran, self.sched.tasks[task].weight);
         if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
             self.resched_curr(cpu, Some(task), source);
         }
@@ -850,10 +854,7 @@ impl Sim {
             let expired = match t.attrs.policy {
                 // EEVDF: update_curr above renewed a deadline reached, asking to reschedule.
                 SchedPolicy::Normal if self.sched.eevdf.is_some() => self.sched.cpus[cpu].resched,
-                SchedPolicy::Normal => {
-                    ran >= (self.sched.sched_latency_ns() / nr)
-                        .max(MIN_GRANULARITY_NS * tunable_factor(self.sched.cpus.len()))
-                }
+                SchedPolicy::Normal => ran >= self.sched.cfs_slice(cpu, curr, nr),
                 // Round-robin among equal RT priorities; FIFO runs until it blocks.
                 SchedPolicy::Rr(p) => {
                     ran >= RR_TIMESLICE_NS
@@ -1202,6 +1203,33 @@ mod tests {
         for cpu in 0..2 {
             let ratio = sim.sched.cpus[cpu].newidle.ratio;
             assert!(ratio > 600, "CPU {cpu}: ratio {ratio}");
+        }
+    }
+
+    /// Two CPU-bound tasks at nice 0 and nice 5 pinned to one CPU for 2 s under `kernel`: the
+    /// CPU time each got.
+    fn cpu_time_at_nice_0_and_5(kernel: &str) -> (u64, u64) {
+        use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+        let spin: Rc<[Op]> = vec![run(1e6), Op::Jump { to: 0 }].into();
+        let task = |name: &str, nice| TaskSpec::new(name, spin.clone()).pinned(vec![1]).nice(nice);
+        let workload = Tasks { tasks: vec![task("nice0", 0), task("nice5", 5)], programs: vec![], devices: vec![] };
+        let cfg = SimConfig::new(format!("performance:kernel={kernel}"), "test").duration_ns(Some(2_000_000_000));
+        let sim = run_on_kvm_guest(&cfg, workload);
+        let exec = |name: &str| sim.sched.tasks.iter().find(|t| t.name == name).unwrap().sum_exec_ns;
+        (exec("nice0"), exec("nice5"))
+    }
+
+    #[test]
+    fn tasks_sharing_a_cpu_get_it_in_proportion_to_their_nice_weights() {
+        // sched_prio_to_weight: 1024 at nice 0, 335 at nice 5, so 3.06 times the CPU time,
+        // under CFS's weighted slices and vruntime (5.15) as under EEVDF's (6.6, 6.18).
+        for kernel in ["5.15", "6.6", "6.18.44"] {
+            let (nice0, nice5) = cpu_time_at_nice_0_and_5(kernel);
+            let ratio = nice0 as f64 / nice5 as f64;
+            assert!((ratio - 1024.0 / 335.0).abs() < 0.1, "{kernel}: {nice0} ns against {nice5} ns, ratio {ratio:.3}");
+            // Work is conserved: the two share the CPU between them, less what the guest's own
+            // threads take.
+            assert!(nice0 + nice5 > 1_900_000_000, "{kernel}: {} ns in all", nice0 + nice5);
         }
     }
 }

@@ -95,6 +95,7 @@ pub(crate) fn summarise(sim: &Sim, end: TimeNs, wall_s: f64) -> SimResult {
                 tl.runtime(c.time, c.cpu, c.task, c.ns);
             }
             tl.task_names = sim.sched.tasks.iter().map(|t| t.name.clone()).collect();
+            tl.task_prios = sim.sched.tasks.iter().map(|t| t.attrs.kernel_prio()).collect();
             tl
         }),
         decisions: sim.cpufreq.explain.clone(),

@@ -25,8 +25,9 @@
 //! `DIOREAD_NOLOCK`; `-o dioread_lock` turns it off): on earlier kernels writeback allocates
 //! written extents and the softirq ends the I/O itself.
 //!
-//! The workers are nice −20 in the kernel; the model's CFS weighs every task as nice 0, so
-//! they run as nice-0 tasks pinned to their CPU.
+//! kblockd is a high-priority workqueue (`WQ_HIGHPRI`): its workers come from the CPU's
+//! high-priority pool, whose kworkers run at nice −20 (`HIGHPRI_NICE_LEVEL`), weight 88,761
+//! against a nice-0 task's 1,024. The model's are pinned to their CPU at that nice value.
 
 use std::rc::Rc;
 
@@ -71,14 +72,17 @@ pub fn plugs_requests<'a>(programs: impl IntoIterator<Item = &'a Rc<[Op]>>) -> b
     programs.into_iter().any(|p| p.iter().any(|op| matches!(op, Op::IoPlugged { .. } | Op::IoFlush { .. })))
 }
 
-/// One kblockd worker per CPU, pinned there: sleep until a task plugs a request on this CPU,
+/// The nice value of a high-priority workqueue's workers (HIGHPRI_NICE_LEVEL, MIN_NICE).
+const HIGHPRI_NICE: i8 = -20;
+
+/// One kblockd worker per CPU, pinned there, at nice −20: sleep until a task plugs a request on this CPU,
 /// run for what the plugged requests take to dispatch (each carries its own cost, see
 /// [`dispatch_cycles`]), dispatch every request plugged here, and sleep again.
 pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
     (0..plat.ncpus())
         .map(|cpu| {
             let program: Rc<[Op]> = vec![Op::WaitPlugged, Op::RunPlugged, Op::RunHwQueue, Op::Jump { to: 0 }].into();
-            TaskSpec::new(format!("kworker/{cpu}:1H"), program).pinned(vec![cpu]).background()
+            TaskSpec::new(format!("kworker/{cpu}:1H"), program).pinned(vec![cpu]).nice(HIGHPRI_NICE).background()
         })
         .collect()
 }

@@ -82,6 +82,11 @@ impl TaskSpec {
         self.attrs.policy = policy;
         self
     }
+    /// The nice value of a fair task (-20..19; setpriority).
+    pub fn nice(mut self, nice: i8) -> TaskSpec {
+        self.attrs.nice = nice;
+        self
+    }
     /// uclamp requests (0..1024); stored for placement and frequency selection.
     pub fn uclamp(mut self, min: Option<u32>, max: Option<u32>) -> TaskSpec {
         self.attrs.uclamp_min = min;

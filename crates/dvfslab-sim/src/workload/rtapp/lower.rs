@@ -108,6 +108,8 @@ pub struct Instance {
     pub program: usize,
     pub start_ns: u64,
     pub policy: SchedPolicy,
+    /// The nice value of a SCHED_OTHER/BATCH/IDLE thread (its `priority`), else 0.
+    pub nice: i8,
     pub cpus: Option<Vec<usize>>,
     pub uclamp: (Option<u32>, Option<u32>),
 }
@@ -129,6 +131,15 @@ pub fn policy_of(kind: PolicyKind, priority: i64) -> SchedPolicy {
         PolicyKind::Rr => SchedPolicy::Rr(priority as u8),
         // Deadline tasks run before every RT task: the highest FIFO priority, no throttling.
         PolicyKind::Deadline => SchedPolicy::Fifo(99),
+    }
+}
+
+/// A fair thread's nice value: its priority, checked to -20..19 when the file was read.
+pub fn nice_of(kind: PolicyKind, priority: i64) -> i8 {
+    if kind.is_rt() || kind == PolicyKind::Deadline {
+        0
+    } else {
+        priority.clamp(-20, 19) as i8
     }
 }
 
@@ -314,6 +325,7 @@ pub fn lower(model: &Model) -> GResult<(Layout, Built)> {
                 program: if i == 0 { first_idx } else { plain_idx },
                 start_ns: (t.delay_us + offset_us) * 1000,
                 policy: policy_of(t.sched.kind, t.sched.priority),
+                nice: nice_of(t.sched.kind, t.sched.priority),
                 cpus: initial_cpus(t),
                 uclamp: (t.util_min, t.util_max),
             });

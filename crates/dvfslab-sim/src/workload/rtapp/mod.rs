@@ -19,8 +19,10 @@
 //!   (see [`lower`]); a broadcast wakes up to as many threads as could wait;
 //! - a timer shared by k threads fires every k periods for each (its release grid is per
 //!   thread), and the timers of a thread share one release grid;
-//! - SCHED_DEADLINE runs as SCHED_FIFO priority 99, without throttling; nice values and the
-//!   policy of forked threads are not applied; phase-level policy changes are refused;
+//! - SCHED_DEADLINE runs as SCHED_FIFO priority 99, without throttling; SCHED_BATCH and
+//!   SCHED_IDLE run as SCHED_OTHER at their nice value (not SCHED_IDLE's weight of 3 or its
+//!   preemption rules); a forked thread keeps its parent's policy and nice value, as fork
+//!   leaves them, not its template's; phase-level policy changes are refused;
 //! - `mem`, `memrun` and `iorun` take a fixed time (constants in [`lower`]);
 //! - finite loops are unrolled (at most [`lower::MAX_PROGRAM_OPS`] operations per thread);
 //! - `suspend`'s value names the wait queue when given (rt-app before 2025 and its examples;
@@ -161,6 +163,7 @@ impl Workload for RtApp {
                 let mut spec = TaskSpec::new(i.name.clone(), programs[i.program].clone())
                     .start_at(i.start_ns)
                     .policy(i.policy)
+                    .nice(i.nice)
                     .uclamp(i.uclamp.0, i.uclamp.1);
                 let cpus: Vec<usize> = i.cpus.iter().flatten().copied().filter(|&c| c < n).collect();
                 if !cpus.is_empty() {
