@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,71 @@ def test_api_errors_are_config_errors(tmp_path):
     path = write(tmp_path, "bad.json", '{"tasks": {"t0": {"sleep": -5}}}')
     with pytest.raises(ConfigError, match=r"bad\.json: tasks\.t0\.sleep: expected an integer"):
         dvfslab.simulate(SMALL, "performance", path, duration_s=0.1)
+
+
+def _traced(doc: dict[str, object], kernel: str) -> str:
+    """`doc` run on juno-r2 under performance at `kernel`, as ftrace text."""
+    from dvfslab.api import simulate_text
+    from dvfslab.traces.ftrace import render
+
+    governor = f"performance:kernel={kernel}"
+    result = simulate_text("juno-r2", governor, json.dumps(doc), "policies.json", timeline=True)
+    return render(result)
+
+
+def test_nice_values_weigh_threads_and_the_trace_prints_their_prio():
+    # Two spinning threads at nice 0 and 5 on one CPU share it as their weights, 1024 : 335.
+    doc = {
+        "global": {"duration": 1, "calibration": 100},
+        "tasks": {
+            name: {"priority": nice, "cpus": [0], "loop": -1, "run": 1000}
+            for name, nice in (("nice0", 0), ("nice5", 5))
+        },
+    }
+    text = _traced(doc, "6.18")
+    runtime = {"nice0-0": 0, "nice5-1": 0}
+    for comm, ns in re.findall(r"sched_stat_runtime: comm=(\S+) pid=\d+ runtime=(\d+)", text):
+        runtime[comm] += int(ns)
+    assert runtime["nice0-0"] / runtime["nice5-1"] == pytest.approx(1024 / 335, rel=0.03)
+    assert "prev_comm=nice5-1 prev_pid=2 prev_prio=125" in text
+    assert "prev_comm=nice0-0 prev_pid=1 prev_prio=120" in text
+
+
+def _switch_ins_after_wakeups(text: str, comm: str) -> list[tuple[float, float]]:
+    """(woken, switched in) times of each of `comm`'s wake-ups."""
+    woken_at: float | None = None
+    pairs = []
+    for line in text.splitlines():
+        t = re.search(r" (\d+\.\d+): ", line)
+        if t is None:
+            continue
+        if f"sched_wakeup: comm={comm} " in line:
+            woken_at = float(t.group(1))
+        elif f"next_comm={comm} " in line and woken_at is not None:
+            pairs.append((woken_at, float(t.group(1))))
+            woken_at = None
+    return pairs
+
+
+@pytest.mark.parametrize("kernel", ["5.15", "6.18"])
+def test_batch_and_idle_threads_never_preempt_by_waking_and_idle_ones_always_yield(kernel):
+    # A thread that runs 0.1 ms every 2 ms beside one that spins, both on CPU 0.
+    def doc(spinner: str, sleeper: str) -> dict[str, object]:
+        return {
+            "global": {"duration": 1, "calibration": 100},
+            "tasks": {
+                "spin": {"policy": spinner, "cpus": [0], "loop": -1, "run": 1000},
+                "wake": {"policy": sleeper, "cpus": [0], "loop": -1, "run": 100, "sleep": 2000},
+            },
+        }
+
+    tick_s = 0.004  # juno-r2's HZ 250
+    # A SCHED_BATCH thread waits for the spinner's tick to preempt it, every time.
+    waits = _switch_ins_after_wakeups(_traced(doc("SCHED_OTHER", "SCHED_BATCH"), kernel), "wake-1")
+    assert len(waits) > 50
+    at_ticks = [s for _, s in waits if abs(s / tick_s - round(s / tick_s)) < 1e-4]
+    assert len(at_ticks) == len(waits), waits[:5]
+    # A spinning SCHED_IDLE thread gives way at once to any other that wakes.
+    waits = _switch_ins_after_wakeups(_traced(doc("SCHED_IDLE", "SCHED_OTHER"), kernel), "wake-1")
+    assert len(waits) > 400
+    assert max(s - w for w, s in waits) < 20e-6

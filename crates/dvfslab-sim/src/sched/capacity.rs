@@ -24,7 +24,6 @@ use crate::kernel::KernelVersion;
 use crate::machine::Machine;
 use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
 use crate::sched::Sched;
-use crate::workload::SchedPolicy;
 
 /// Which `fits_capacity` the scheduler uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,10 +201,7 @@ impl Sched {
     /// RT tasks 1024; max 1024).
     pub(crate) fn task_uclamp(&self, task: usize) -> (u64, u64) {
         let a = &self.tasks[task].attrs;
-        let rt_default = match a.policy {
-            SchedPolicy::Normal => 0,
-            _ => SCHED_CAPACITY_SCALE,
-        };
+        let rt_default = if a.policy.is_fair() { 0 } else { SCHED_CAPACITY_SCALE };
         let min = a.uclamp_min.map_or(rt_default, |v| v as u64).min(SCHED_CAPACITY_SCALE);
         let max = a.uclamp_max.map_or(SCHED_CAPACITY_SCALE, |v| v as u64).min(SCHED_CAPACITY_SCALE);
         (min, max)

@@ -354,13 +354,18 @@ impl Sched {
         self.tasks[task].attrs.affinity.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
     }
 
+    /// A task's scheduling policy.
+    pub(crate) fn policy(&self, task: usize) -> SchedPolicy {
+        self.tasks[task].attrs.policy
+    }
+
     /// RT priority of a task (1..99), None for CFS.
     pub(crate) fn rt_prio(&self, task: usize) -> Option<u8> {
         if !self.any_rt {
             return None;
         }
         match self.tasks[task].attrs.policy {
-            SchedPolicy::Normal => None,
+            SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle => None,
             SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
         }
     }

@@ -550,24 +550,61 @@ pub struct TaskAttrs {
     pub group: Option<usize>,
 }
 
+/// A SCHED_IDLE task's weight (WEIGHT_IDLEPRIO), below nice 19's 15.
+const WEIGHT_IDLEPRIO: u64 = 3;
+
 impl TaskAttrs {
     /// The task's prio as the kernel's sched events print it: 99 − its priority for an RT
     /// task, 120 + its nice value for a fair one.
     pub fn kernel_prio(&self) -> i32 {
         match self.policy {
             SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => 99 - p as i32,
-            SchedPolicy::Normal => 120 + self.nice.clamp(-20, 19) as i32,
+            SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle => 120 + self.nice.clamp(-20, 19) as i32,
         }
+    }
+
+    /// Its load weight (set_load_weight): its nice value's, or SCHED_IDLE's own.
+    pub fn weight(&self) -> u64 {
+        match self.policy {
+            SchedPolicy::Idle => WEIGHT_IDLEPRIO,
+            _ => weight_of_nice(self.nice),
+        }
+    }
+}
+
+impl SchedPolicy {
+    /// The fair class's (SCHED_OTHER, BATCH, IDLE), not an RT one.
+    pub fn is_fair(self) -> bool {
+        matches!(self, SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle)
+    }
+}
+
+/// check_preempt_wakeup's rules by policy, before the woken task is weighed against the
+/// running one (check_preempt_wakeup, from 6.6 check_preempt_wakeup_fair): a running
+/// SCHED_IDLE task is preempted by any other woken fair task (`Some(true)`); a woken
+/// SCHED_BATCH or SCHED_IDLE task never preempts (`Some(false)`: the tick preempts them);
+/// otherwise the class's rule decides (`None`).
+pub fn preemption_by_policy(running: SchedPolicy, woken: SchedPolicy) -> Option<bool> {
+    if running == SchedPolicy::Idle && woken != SchedPolicy::Idle {
+        Some(true)
+    } else if woken != SchedPolicy::Normal {
+        Some(false)
+    } else {
+        None
     }
 }
 
 /// Scheduling class and priority.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SchedPolicy {
-    /// The fair class (SCHED_OTHER/BATCH), weighted by the task's nice value
-    /// ([`TaskAttrs::nice`]).
+    /// The fair class's SCHED_OTHER, weighted by the task's nice value ([`TaskAttrs::nice`]).
     #[default]
     Normal,
+    /// SCHED_BATCH: a fair task weighted by its nice value that never preempts by waking.
+    Batch,
+    /// SCHED_IDLE: a fair task of weight 3 whatever its nice value, which never preempts by
+    /// waking and which any other fair task's wake-up preempts.
+    Idle,
     /// SCHED_FIFO with priority 1..99: runs before every CFS task until it blocks.
     Fifo(u8),
     /// SCHED_RR with priority 1..99: like FIFO, round-robin among equals every 100 ms.

@@ -3,10 +3,8 @@
 use crate::engine::Event;
 use crate::governor::UpdateFlags;
 use crate::sched::pelt::initial_task_util;
-use crate::sched::task::weight_of_nice;
 use crate::sched::{attach_task_avg, fair};
 use crate::sim::Sim;
-use crate::workload::SchedPolicy;
 use crate::workload::TaskSpec;
 
 impl Sim {
@@ -18,9 +16,8 @@ impl Sim {
         if !spec.attrs.background {
             self.sched.live_tasks += 1;
         }
-        self.sched.any_rt |= !matches!(spec.attrs.policy, SchedPolicy::Normal);
-        // set_load_weight: the weight of its nice value.
-        task.weight = weight_of_nice(spec.attrs.nice);
+        self.sched.any_rt |= !spec.attrs.policy.is_fair();
+        task.weight = spec.attrs.weight();
         task.attrs = spec.attrs;
         self.sched.tasks.push(task);
         if spec.start_ns <= self.q.now() {

@@ -9,7 +9,7 @@ use crate::sched::fair;
 use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
-use crate::sched::task::TaskState;
+use crate::sched::task::{preemption_by_policy, TaskState};
 use crate::sched::waker::Waker;
 use crate::sched::SpreadAttempts;
 use crate::sched::{
@@ -43,8 +43,11 @@ impl Sim {
         if !in_group {
             self.sched.root_update_curr(&self.q, cpu);
         }
-        if self.sched.cpus[cpu].resched {
+        let by_policy = preemption_by_policy(self.sched.policy(curr), self.sched.policy(task));
+        if self.sched.cpus[cpu].resched || by_policy == Some(true) {
             self.resched_curr(cpu, None, source);
+        } else if by_policy.is_some() {
+            // A woken SCHED_BATCH or SCHED_IDLE task waits for the tick.
         } else if in_group {
             if self.sched.wakeup_pick(&self.q, cpu, level) == Some(task) {
                 self.resched_curr(cpu, Some(task), source);
@@ -393,6 +396,11 @@ impl Sim {
         }
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         self.sched.update_curr(&self.q, cpu);
+        match preemption_by_policy(self.sched.policy(curr), self.sched.policy(task)) {
+            Some(true) => return self.resched_curr(cpu, None, source),
+            Some(false) => return,
+            None => {}
+        }
         // wakeup_gran: the granularity in the woken task's virtual time, so that a lighter
         // task preempts less readily and a heavier one more.
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
@@ -853,8 +861,12 @@ impl Sim {
             let ran = t.sum_exec_ns - t.slice_start_exec_ns;
             let expired = match t.attrs.policy {
                 // EEVDF: update_curr above renewed a deadline reached, asking to reschedule.
-                SchedPolicy::Normal if self.sched.eevdf.is_some() => self.sched.cpus[cpu].resched,
-                SchedPolicy::Normal => ran >= self.sched.cfs_slice(cpu, curr, nr),
+                SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle if self.sched.eevdf.is_some() => {
+                    self.sched.cpus[cpu].resched
+                }
+                SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle => {
+                    ran >= self.sched.cfs_slice(cpu, curr, nr)
+                }
                 // Round-robin among equal RT priorities; FIFO runs until it blocks.
                 SchedPolicy::Rr(p) => {
                     ran >= RR_TIMESLICE_NS

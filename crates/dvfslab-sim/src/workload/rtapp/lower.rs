@@ -126,7 +126,9 @@ pub struct Built {
 
 pub fn policy_of(kind: PolicyKind, priority: i64) -> SchedPolicy {
     match kind {
-        PolicyKind::Other | PolicyKind::Batch | PolicyKind::Idle => SchedPolicy::Normal,
+        PolicyKind::Other => SchedPolicy::Normal,
+        PolicyKind::Batch => SchedPolicy::Batch,
+        PolicyKind::Idle => SchedPolicy::Idle,
         PolicyKind::Fifo => SchedPolicy::Fifo(priority as u8),
         PolicyKind::Rr => SchedPolicy::Rr(priority as u8),
         // Deadline tasks run before every RT task: the highest FIFO priority, no throttling.

@@ -19,10 +19,10 @@
 //!   (see [`lower`]); a broadcast wakes up to as many threads as could wait;
 //! - a timer shared by k threads fires every k periods for each (its release grid is per
 //!   thread), and the timers of a thread share one release grid;
-//! - SCHED_DEADLINE runs as SCHED_FIFO priority 99, without throttling; SCHED_BATCH and
-//!   SCHED_IDLE run as SCHED_OTHER at their nice value (not SCHED_IDLE's weight of 3 or its
-//!   preemption rules); a forked thread keeps its parent's policy and nice value, as fork
-//!   leaves them, not its template's; phase-level policy changes are refused;
+//! - SCHED_DEADLINE runs as SCHED_FIFO priority 99, without throttling; wake-up placement
+//!   does not take a CPU running only SCHED_IDLE threads for an idle one (`sched_idle_cpu`); a
+//!   forked thread keeps its parent's policy and nice value, as fork leaves them, not its
+//!   template's; phase-level policy changes are refused;
 //! - `mem`, `memrun` and `iorun` take a fixed time (constants in [`lower`]);
 //! - finite loops are unrolled (at most [`lower::MAX_PROGRAM_OPS`] operations per thread);
 //! - `suspend`'s value names the wait queue when given (rt-app before 2025 and its examples;
