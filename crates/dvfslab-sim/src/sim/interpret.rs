@@ -558,57 +558,45 @@ impl Sim {
 mod tests {
     use std::rc::Rc;
 
-    use crate::hw::platform::Platform;
-    use crate::sched::task::{Amount, Op};
-    use crate::sim::{Advance, Sim, SimConfig};
+    use crate::sched::task::Op;
+    use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+    use crate::sim::SimConfig;
     use crate::workload::estimates::kernel;
-    use crate::workload::{Better, Metric, RunStats, TaskSpec, Workload};
-
-    fn run(cycles: f64) -> Op {
-        Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }
-    }
-
-    /// A parent on one CPU vforks a child that releases it, is preempted by it, and runs on
-    /// once the parent sleeps again in wait4: the child's work after the release is
-    /// [`AFTER`] split in two runs. The other CPU runs a hog.
-    struct Vfork;
+    use crate::workload::TaskSpec;
 
     const BEFORE: f64 = 100_000.0;
     const AFTER: [f64; 2] = [1_000_000.0, 500_000.0];
 
-    impl Workload for Vfork {
-        fn tasks(&self, _: &Platform) -> Vec<TaskSpec> {
-            let parent: Rc<[Op]> = vec![
-                run(10_000.0),
-                Op::Spawn { program: 0, count: 1 },
-                // kernel_clone's tail after the child is queued: the parent sleeps just
-                // behind it, so the release finds the child the one past its share.
-                run(4_000.0),
-                Op::WaitUninterruptible { ch: 0 },
-                Op::WaitChildren,
-                Op::Exit,
-            ]
-            .into();
-            // A hog keeps the other CPU busy, so the child is queued with its parent.
-            let hog: Rc<[Op]> = vec![run(1e9), Op::Jump { to: 0 }].into();
-            vec![TaskSpec::new("parent", parent).pinned(vec![0]), TaskSpec::new("hog", hog).pinned(vec![1])]
-        }
-        fn programs(&self, _: &Platform) -> Vec<Rc<[Op]>> {
-            vec![vec![
-                run(BEFORE),
-                Op::Post { ch: 0, sync: false },
-                Op::Exec { comm: "child" },
-                run(AFTER[0]),
-                run(AFTER[1]),
-                Op::Exit,
-            ]
-            .into()]
-        }
-        fn default_duration_ns(&self) -> u64 {
-            10_000_000
-        }
-        fn metric(&self, _: &RunStats) -> Metric {
-            Metric { name: "none".into(), value: 0.0, unit: "".into(), better: Better::Higher }
+    /// A parent on one CPU vforks a child that releases it, is preempted by it, and runs on
+    /// once the parent sleeps again in wait4: the child's work after the release is
+    /// [`AFTER`] split in two runs. The other CPU runs a hog.
+    fn vfork() -> Tasks {
+        let parent: Rc<[Op]> = vec![
+            run(10_000.0),
+            Op::Spawn { program: 0, count: 1 },
+            // kernel_clone's tail after the child is queued: the parent sleeps just behind
+            // it, so the release finds the child the one past its share.
+            run(4_000.0),
+            Op::WaitUninterruptible { ch: 0 },
+            Op::WaitChildren,
+            Op::Exit,
+        ]
+        .into();
+        // A hog keeps the other CPU busy, so the child is queued with its parent.
+        let hog: Rc<[Op]> = vec![run(1e9), Op::Jump { to: 0 }].into();
+        let child: Rc<[Op]> = vec![
+            run(BEFORE),
+            Op::Post { ch: 0, sync: false },
+            Op::Exec { comm: "child" },
+            run(AFTER[0]),
+            run(AFTER[1]),
+            Op::Exit,
+        ]
+        .into();
+        Tasks {
+            tasks: vec![TaskSpec::new("parent", parent).pinned(vec![0]), TaskSpec::new("hog", hog).pinned(vec![1])],
+            programs: vec![child],
+            devices: vec![],
         }
     }
 
@@ -619,12 +607,8 @@ mod tests {
         // operation, goes on with its next run. Its program must resume there once, not a
         // second time from the operation that woke the parent (which would replace the run
         // just started with the one after it).
-        let json = include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json");
         let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(10_000_000));
-        let plat = Platform::from_json(json, "kvm").unwrap();
-        let mut sim = Sim::with_workload(plat, &cfg, Box::new(Vfork), "test".into()).unwrap();
-        sim.begin();
-        while sim.advance(&mut |_| std::ops::ControlFlow::Continue(())).unwrap() == Advance::Paused {}
+        let sim = run_on_kvm_guest(&cfg, vfork());
         let child = sim.sched.tasks.iter().find(|t| t.name == "child").expect("the child ran");
         // Its exec's CPUID exits on this guest are work too, at the guest's 2.6 GHz.
         let all = BEFORE + AFTER[0] + AFTER[1] + kernel::RECORDED_STARTUP_CYCLES;
