@@ -378,6 +378,33 @@ def test_a_manifest_names_two_of_its_roles_as_round_trips(tmp_path: Path) -> Non
         load_recording(tmp_path / "x.toml")
 
 
+def test_a_pgbench_transaction_is_counted_as_its_seven_round_trips(tmp_path: Path) -> None:
+    # pgbench's read-write transaction is seven statements, one round trip each: the window's
+    # transactions are its round trips / 7, fewer than pgbench's untraced rate says, and each
+    # thread then switches out once a statement.
+    rec = load_recording("pgbench-rw-1cpu")
+    assert (rec.round_trips, rec.round_trips_per_operation) == (("client", "backend"), 7)
+    recorded = recorded_behaviour(rec)
+    window = (rec.window_start_s, rec.window_start_s + rec.window_s)
+    trips = round_trips(
+        parse_text(rec.trace_text(), rec.name), rec.roles, "client", "backend", window
+    )
+    assert recorded["operations"] == pytest.approx(trips / 7)
+    assert recorded["operations"] < rec.operations
+    assert recorded["roles"]["client"]["switch_outs_per_op"] == pytest.approx(7.0, abs=0.1)
+    # The count per operation needs round trips, and is a whole number.
+    text = manifest_without_repeats(rec)
+    (tmp_path / "x.txt").write_text(WORKED)
+    (tmp_path / "x.toml").write_text(re.sub(r"round_trips = \[.*\]\n", "", text))
+    with pytest.raises(ConfigError, match="round_trips_per_operation: needs round_trips"):
+        load_recording(tmp_path / "x.toml")
+    (tmp_path / "x.toml").write_text(
+        text.replace("round_trips_per_operation = 7", "round_trips_per_operation = 3.5")
+    )
+    with pytest.raises(ConfigError, match="expected a whole number of round trips"):
+        load_recording(tmp_path / "x.toml")
+
+
 def test_a_streams_operation_is_its_send_size_of_bytes(tmp_path: Path) -> None:
     # netperf-tcp-stream counts bytes; its per-op statistics are per 16 KiB message sent, on
     # both sides, so that its counts (about 0.04 receiver wake-ups a message) are judged rather
@@ -393,7 +420,7 @@ def test_a_streams_operation_is_its_send_size_of_bytes(tmp_path: Path) -> None:
     text = manifest_without_repeats(load_recording("tbench-2"))
     (tmp_path / "x.txt").write_text(WORKED)
     (tmp_path / "x.toml").write_text(text.replace("[roles]", "operation_size = 2\n\n[roles]"))
-    with pytest.raises(ConfigError, match="operation_size: a round trip is one operation"):
+    with pytest.raises(ConfigError, match="operation_size: an operation is counted in round trips"):
         load_recording(tmp_path / "x.toml")
 
 

@@ -320,13 +320,15 @@ def modelled_behaviour(
 def _operations(
     rec: Recording, trace: Trace, reported: float, window: tuple[float, float]
 ) -> float:
-    """The operations in `window` that per-op statistics divide by: the round trips counted in
-    the trace for a request/response benchmark (the recording's and the model's alike), else
-    the benchmark's own count (`reported`), in operations of `operation_size` units."""
+    """The operations in `window` that per-op statistics divide by: for a request/response
+    benchmark the round trips counted in the trace, by its round trips per operation (the
+    recording's and the model's alike), else the benchmark's own count (`reported`), in
+    operations of `operation_size` units."""
     if rec.round_trips is None:
         return reported / rec.operation_size
     requester, responder = rec.round_trips
-    return float(round_trips(trace, rec.roles, requester, responder, window))
+    trips = round_trips(trace, rec.roles, requester, responder, window)
+    return trips / rec.round_trips_per_operation
 
 
 def model_governor(rec: Recording) -> str:
@@ -503,6 +505,11 @@ def check(
             "the benchmark's own count"
             if rec.round_trips is None
             else "round trips {} -> {} in each trace".format(*rec.round_trips)
+            + (
+                ""
+                if rec.round_trips_per_operation == 1
+                else f", {rec.round_trips_per_operation} an operation"
+            )
         ),
         "autogroup": rec.autogroup,
         "recorded": recorded,

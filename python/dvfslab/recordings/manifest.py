@@ -17,6 +17,9 @@
                                          # per byte)
     round_trips = ["client", "server"]   # optional: the window's operations are its round
                                          # trips between these roles, counted in each trace
+    round_trips_per_operation = 1        # optional, with round_trips: how many make one
+                                         # operation (pgbench's read-write transaction: its
+                                         # seven statements)
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
     model_duration_s = 0.3
     repeats = ["repeats/tbench-2.2.toml"]  # optional: other runs of the same command on
@@ -69,9 +72,11 @@ class Recording:
     model_warmup_s: float
     model_duration_s: float
     round_trips: tuple[str, str] | None = None
-    """(requester role, responder role) of a benchmark whose operation is one round trip
-    between them: its operations per window are counted in the recording's trace and in the
-    model's alike (`round_trips`), and `operations` is only reported beside them."""
+    """(requester role, responder role) of a benchmark whose operation is a fixed number of
+    round trips between them (`round_trips_per_operation`): its operations per window are
+    counted in the recording's trace and in the model's alike (`round_trips`), and
+    `operations` is only reported beside them."""
+    round_trips_per_operation: int = 1
     autogroup: str | None = None
     """Whether the recording machine grouped each session's tasks (kernel.sched_autogroup_enabled):
     "on", "off" or "none" (a kernel without autogroup); None when the manifest does not say.
@@ -156,7 +161,18 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
     window_s = number("window_s")
     trips = data.get("round_trips")
     if trips is not None and data.get("operation_size", 1) != 1:
-        raise ConfigError(f"{path}: operation_size: a round trip is one operation; leave it out")
+        raise ConfigError(
+            f"{path}: operation_size: an operation is counted in round trips "
+            "(round_trips_per_operation); leave it out"
+        )
+    per_operation = data.get("round_trips_per_operation", 1)
+    if per_operation != 1 and trips is None:
+        raise ConfigError(f"{path}: round_trips_per_operation: needs round_trips beside it")
+    if not isinstance(per_operation, int) or isinstance(per_operation, bool) or per_operation < 1:
+        raise ConfigError(
+            f"{path}: round_trips_per_operation: expected a whole number of round trips >= 1, "
+            f"got {per_operation!r}"
+        )
     if trips is not None and (
         not isinstance(trips, list) or len(trips) != 2 or not all(r in roles for r in trips)
     ):
@@ -194,6 +210,7 @@ def load_recording(ref: str | os.PathLike[str]) -> Recording:
         model_warmup_s=number("model_warmup_s", 0.2, zero_ok=True),
         model_duration_s=number("model_duration_s", max(window_s, 0.2)),
         round_trips=None if trips is None else (trips[0], trips[1]),
+        round_trips_per_operation=per_operation,
         autogroup=autogroup,
         repeats=tuple(path.parent / r for r in repeats),
         operation_size=number("operation_size", 1.0),

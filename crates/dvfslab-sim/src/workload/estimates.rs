@@ -835,7 +835,7 @@ pub mod pgbench {
         3.0,
         18.0,
         "recordings pgbench-select (AMD EPYC guest, five runs: 11.7-20.3 us, median 15.7), pgbench-rw-1cpu and \
-         -flat (the same host, twelve runs: 11 from their CPU per transaction) and pgbench-select, pgbench-rw (Xeon \
+         -flat (the same host, twelve runs: 11.7 from their CPU per transaction) and pgbench-select, pgbench-rw (Xeon \
          guest: 15.0, 13.0 us) at 3 GHz; the intel-invariance campaign fits 8 (of 3-8) on bare-metal Xeons' watts \
          (docs/validation.md, calibrated constants)",
     );
@@ -859,8 +859,8 @@ pub mod pgbench {
         0.4,
         1.5,
         "recording pgbench-rw's repeats (a KVM guest with tracing on) at 1, each statement within 15% over the \
-         five runs; pgbench-rw-1cpu and -flat (an AMD EPYC guest) at 1.39 from their CPU per transaction; the \
-         first estimate was 10–40 µs per statement",
+         five runs; pgbench-rw-1cpu and -flat (an AMD EPYC guest) at 1.50 and 1.61 from their CPU per transaction, \
+         above the range, a guest's costs; the first estimate was 10–40 µs per statement",
     );
     /// Spread of every statement's cost, client and backend alike: uniform ±25% around its
     /// mean \[EST\], inside the first estimate's ranges. Each SELECT walks to a different row and buffer, so no
