@@ -36,10 +36,11 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from dvfslab.traces.read import PRIO_NICE_0
+
 if TYPE_CHECKING:
     from dvfslab.result import SimResult
 
-PRIO_NORMAL = 120
 CPU_IDLE_EXIT = 4294967295  # PWR_EVENT_EXIT, (u32)-1
 
 
@@ -59,7 +60,7 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
         return f"swapper/{cpu}" if task < 0 else names[task].replace(" ", "_")[:15]
 
     def prio(task: int) -> int:
-        return PRIO_NORMAL if task < 0 else prios[task]
+        return PRIO_NICE_0 if task < 0 else prios[task]
 
     # Every event as (time_ns, seq, cpu, function, fields), in time then `seq` order: `seq`
     # orders events of the same nanosecond as they happen in the kernel (rows of one kind are

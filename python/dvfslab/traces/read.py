@@ -44,6 +44,11 @@ MAX_TRACE_BYTES = 2 << 30
 read whole, and reading takes about five times its size in memory."""
 
 
+PRIO_NICE_0 = 120
+"""The kernel's prio of a nice-0 fair task, as sched events print it: 120 + nice for a fair
+task (100-139), 99 - its priority for an RT one."""
+
+
 @dataclass(frozen=True)
 class Trace:
     """A recorded trace as tables (times in seconds, as the trace prints them)."""

@@ -39,7 +39,7 @@ import pandas as pd
 
 from dvfslab._core import MAX_TASKS, ConfigError
 from dvfslab.platforms import PlatformRef, describe_platform
-from dvfslab.traces.read import Trace
+from dvfslab.traces.read import PRIO_NICE_0, Trace
 
 PER_CPU_KTHREAD = re.compile(r"^(?:kworker/(\d+):|ksoftirqd/(\d+)$|watchdog/(\d+)$|cpuhp/(\d+)$)")
 """Kernel threads bound to one CPU, the CPU in the name."""
@@ -353,10 +353,6 @@ def events_in_order(trace: Trace) -> list[tuple[str, Any]]:
     switches = [("switch", r) for r in trace.switches.itertuples(index=False)]
     wakeups = [("wakeup", r) for r in trace.wakeups.itertuples(index=False)]
     return sorted(wakeups + switches, key=lambda e: (float(e[1].time_s), e[0] == "switch"))
-
-
-# The kernel's prio of a nice-0 fair task (its static priority, 120 + nice).
-PRIO_NICE_0 = 120
 
 
 def _document(tasks: list[_Task], start: float, reference: int) -> dict[str, Any]:

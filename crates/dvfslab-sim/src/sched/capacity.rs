@@ -266,7 +266,7 @@ impl Sched {
             return t.avg.util_avg;
         }
         let mut avg = t.avg.clone();
-        avg.update(self.pelt_clock_estimate(q, t.cpu), 0, 0, false, t.weight, machine.pelt_shift);
+        avg.update(self.pelt_clock_estimate(q, t.cpu), 0, 0, false, t.weight(), machine.pelt_shift);
         avg.util_avg
     }
 

@@ -50,7 +50,7 @@ impl Sched {
         }
         let load = self.level_queue_of(cpu, level).load;
         match self.fair_curr(cpu).filter(|&c| self.group_of(c) == level) {
-            Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight),
+            Some(c) => load.with(self.tasks[c].vruntime, self.tasks[c].weight()),
             None => load,
         }
     }
@@ -89,7 +89,7 @@ impl Sched {
         if self.rt_prio(task).is_some() {
             return;
         }
-        let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight);
+        let (v, d, w) = (self.tasks[task].vruntime, self.tasks[task].deadline, self.tasks[task].weight());
         self.tasks[task].joined = self.level_queue(cpu, task).insert(task, v, d, w);
     }
 
@@ -99,7 +99,7 @@ impl Sched {
             return;
         }
         let t = &self.tasks[task];
-        let (joined, v, d, w) = (t.joined, t.vruntime, t.deadline, t.weight);
+        let (joined, v, d, w) = (t.joined, t.vruntime, t.deadline, t.weight());
         self.level_queue(cpu, task).remove(task, joined, v, d, w);
     }
 
@@ -119,13 +119,13 @@ impl Sched {
         let load = self.level_load(cpu, task);
         let avg = self.fair_avg(cpu, &load);
         let t = &mut self.tasks[task];
-        t.vruntime = eevdf::placed_vruntime(avg, t.vlag, load.weight(), t.weight);
+        t.vruntime = eevdf::placed_vruntime(avg, t.vlag, load.weight(), t.weight());
         t.deadline = match t.rel_deadline.take() {
             Some(rel) => t.vruntime + rel,
-            None => rules.deadline(t.vruntime, t.weight, join == Join::Fork),
+            None => rules.deadline(t.vruntime, t.weight(), join == Join::Fork),
         };
         if let Some(g) = self.group_of(task) {
-            self.group_task_joined(q, cpu, g, self.tasks[task].weight);
+            self.group_task_joined(q, cpu, g, self.tasks[task].weight());
         }
     }
 
@@ -138,7 +138,7 @@ impl Sched {
         let t = &mut self.tasks[curr];
         let renewed = t.vruntime >= t.deadline;
         if renewed {
-            t.deadline = rules.deadline(t.vruntime, t.weight, false);
+            t.deadline = rules.deadline(t.vruntime, t.weight(), false);
         }
         if self.level_queue(cpu, curr).is_empty() {
             return;
@@ -183,7 +183,7 @@ impl Sched {
             return;
         }
         let rules = self.rules();
-        let (v, w) = (self.tasks[task].vruntime, self.tasks[task].weight);
+        let (v, w) = (self.tasks[task].vruntime, self.tasks[task].weight());
         let load = self.level_load(cpu, task).with(v, w);
         if rules.delay_dequeue && !load.eligible(v) {
             self.tasks[task].delayed = true;
@@ -193,14 +193,14 @@ impl Sched {
         }
         self.tasks[task].vlag = clamped_lag(self.fair_avg(cpu, &load), v, rules.lag_limit(w));
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight(), true);
         }
     }
 
     /// An exiting task leaves `cpu` for good: a task of a group as after a sleep.
     pub(crate) fn fair_exit(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         if let Some(g) = self.group_of(task).filter(|_| self.eevdf.is_some() && self.rt_prio(task).is_none()) {
-            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight(), true);
         }
     }
 
@@ -213,15 +213,18 @@ impl Sched {
         }
         let rules = self.rules();
         let load = self.level_load(cpu, task);
-        let lag =
-            clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit(self.tasks[task].weight));
+        let lag = clamped_lag(
+            self.fair_avg(cpu, &load),
+            self.tasks[task].vruntime,
+            rules.lag_limit(self.tasks[task].weight()),
+        );
         self.fair_dequeue(cpu, task);
         self.level_queue(cpu, task).delayed -= 1;
         let t = &mut self.tasks[task];
         t.delayed = false;
         t.vlag = lag.min(0);
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, cpu, g, self.tasks[task].weight, true);
+            self.group_task_left(q, cpu, g, self.tasks[task].weight(), true);
         }
     }
 
@@ -234,8 +237,11 @@ impl Sched {
     pub(crate) fn fair_requeue_delayed(&mut self, q: &EventQueue, cpu: usize, task: usize) {
         let rules = self.rules();
         let load = self.level_load(cpu, task);
-        let lag =
-            clamped_lag(self.fair_avg(cpu, &load), self.tasks[task].vruntime, rules.lag_limit(self.tasks[task].weight));
+        let lag = clamped_lag(
+            self.fair_avg(cpu, &load),
+            self.tasks[task].vruntime,
+            rules.lag_limit(self.tasks[task].weight()),
+        );
         self.fair_dequeue(cpu, task);
         self.level_queue(cpu, task).delayed -= 1;
         self.tasks[task].delayed = false;
@@ -248,7 +254,7 @@ impl Sched {
             let avg = self.fair_avg(cpu, &others);
             let t = &mut self.tasks[task];
             t.vruntime = avg;
-            t.deadline = rules.deadline(avg, t.weight, false);
+            t.deadline = rules.deadline(avg, t.weight(), false);
         }
     }
 
@@ -262,7 +268,7 @@ impl Sched {
         let curr = if with_curr { self.fair_curr(cpu).filter(|&c| self.group_of(c) == level) } else { None };
         let queue = self.level_queue_of(cpu, level);
         let load = match curr {
-            Some(c) => queue.load.with(self.tasks[c].vruntime, self.tasks[c].weight),
+            Some(c) => queue.load.with(self.tasks[c].vruntime, self.tasks[c].weight()),
             None => queue.load,
         };
         let entity = |task: usize| {
@@ -360,15 +366,15 @@ impl Sched {
         }
         let rules = self.rules();
         let t = &self.tasks[task];
-        let load = self.level_load(src, task).with(t.vruntime, t.weight);
-        let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit(t.weight));
+        let load = self.level_load(src, task).with(t.vruntime, t.weight());
+        let lag = clamped_lag(self.fair_avg(src, &load), t.vruntime, rules.lag_limit(t.weight()));
         let t = &mut self.tasks[task];
         t.vlag = lag;
         if rules.rel_deadline {
             t.rel_deadline = Some(t.deadline.saturating_sub(t.vruntime));
         }
         if let Some(g) = self.group_of(task) {
-            self.group_task_left(q, src, g, self.tasks[task].weight, false);
+            self.group_task_left(q, src, g, self.tasks[task].weight(), false);
         }
     }
 
@@ -438,13 +444,13 @@ impl Sched {
         match rules.yield_rule {
             eevdf::Yield::PushDeadline => {
                 let t = &mut self.tasks[curr];
-                t.deadline += eevdf::calc_delta_fair(rules.slice_ns, t.weight);
+                t.deadline += eevdf::calc_delta_fair(rules.slice_ns, t.weight());
             }
             eevdf::Yield::Forfeit => {
                 if self.level_load(cpu, curr).eligible(self.tasks[curr].vruntime) {
                     let t = &mut self.tasks[curr];
                     t.vruntime = t.deadline;
-                    t.deadline = rules.deadline(t.vruntime, t.weight, false);
+                    t.deadline = rules.deadline(t.vruntime, t.weight(), false);
                 }
             }
         }

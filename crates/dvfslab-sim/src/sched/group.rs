@@ -183,7 +183,7 @@ impl Sched {
             return c.root.load.with(e.vruntime, e.weight);
         }
         match self.fair_curr(cpu).filter(|&t| !self.grouped(t)) {
-            Some(t) => c.root.load.with(self.tasks[t].vruntime, self.tasks[t].weight),
+            Some(t) => c.root.load.with(self.tasks[t].vruntime, self.tasks[t].weight()),
             None => c.root.load,
         }
     }
@@ -333,7 +333,7 @@ impl Sched {
         }
         self.update_curr(q, cpu);
         self.root_update_curr(q, cpu);
-        let w = self.tasks[task].weight;
+        let w = self.tasks[task].weight();
         if let Some(old) = old {
             self.group_task_left(q, cpu, old, w, false);
         }

@@ -338,9 +338,9 @@ impl Sched {
             .iter()
             .chain(c.queue.iter())
             .filter(|&&t| self.rt_prio(t).is_none())
-            .map(|&t| self.tasks[t].weight)
+            .map(|&t| self.tasks[t].weight())
             .sum();
-        let share = (period as u128 * self.tasks[curr].weight as u128 / weights.max(1) as u128) as u64;
+        let share = (period as u128 * self.tasks[curr].weight() as u128 / weights.max(1) as u128) as u64;
         share.max(MIN_GRANULARITY_NS * f)
     }
 
@@ -402,11 +402,11 @@ impl Sched {
         let load_before = t.avg.load_avg;
         if running && t.avg.last_update_time < waited_until && waited_until <= now {
             // The current task was woken only once its CPU had left its idle state.
-            if t.avg.update(waited_until, 0, 0, false, t.weight, machine.pelt_shift) {
+            if t.avg.update(waited_until, 0, 0, false, t.weight(), machine.pelt_shift) {
                 t.util_est.on_pelt_refresh();
             }
         }
-        if t.avg.update_scaled(now, runnable as u64, runnable as u64, running, t.weight, pelt) {
+        if t.avg.update_scaled(now, runnable as u64, runnable as u64, running, t.weight(), pelt) {
             t.util_est.on_pelt_refresh();
         }
         if t.on_rq {
@@ -584,7 +584,7 @@ impl Sched {
         }
         let t = &mut self.tasks[curr];
         let delta = now - t.exec_start_ns;
-        t.vruntime += eevdf::calc_delta_fair(delta, t.weight);
+        t.vruntime += eevdf::calc_delta_fair(delta, t.weight());
         t.sum_exec_ns += delta;
         t.exec_start_ns = now;
         if delta > 0 && self.rt_prio(curr).is_none() {
@@ -606,7 +606,7 @@ impl Sched {
     /// nothing is left, as the kernel logs no empty charge).
     pub(crate) fn uncharge(&mut self, task: usize, ns: u64) {
         let t = &mut self.tasks[task];
-        t.vruntime = t.vruntime.saturating_sub(eevdf::calc_delta_fair(ns, t.weight));
+        t.vruntime = t.vruntime.saturating_sub(eevdf::calc_delta_fair(ns, t.weight()));
         t.sum_exec_ns = t.sum_exec_ns.saturating_sub(ns);
         let Some(charges) = self.charges.as_mut() else { return };
         if let Some(last) = charges.last_mut().filter(|c| c.task == task) {

@@ -404,8 +404,6 @@ pub struct Task {
     /// When the task last reached an [`Op::Timer`] (for its wake-up latency).
     pub timer_reached_ns: TimeNs,
     pub timer_token: u32,
-    /// Its load weight: its nice value's ([`weight_of_nice`]), se->load.weight.
-    pub weight: u64,
     /// Run segments of fixed wall time (RunFor) rather than fixed work.
     pub fixed_time: bool,
     /// The open latency intervals: (slot, start), a few at a time (an interval closes at its
@@ -449,6 +447,11 @@ pub struct Task {
 }
 
 impl Task {
+    /// Its load weight (se->load.weight): its policy's and nice value's ([`TaskAttrs::weight`]).
+    pub fn weight(&self) -> u64 {
+        self.attrs.weight()
+    }
+
     pub fn new(id: usize, name: String, program: std::rc::Rc<[Op]>, start_ns: TimeNs) -> Task {
         Task {
             id,
@@ -479,7 +482,6 @@ impl Task {
             activation_ns: start_ns,
             timer_reached_ns: start_ns,
             timer_token: 0,
-            weight: 1024,
             fixed_time: false,
             marks: Vec::new(),
             loops: Vec::new(),

@@ -17,7 +17,6 @@ impl Sim {
             self.sched.live_tasks += 1;
         }
         self.sched.any_rt |= !spec.attrs.policy.is_fair();
-        task.weight = spec.attrs.weight();
         task.attrs = spec.attrs;
         self.sched.tasks.push(task);
         if spec.start_ns <= self.q.now() {
@@ -42,7 +41,7 @@ impl Sim {
         self.update_cpu_pelt(cpu);
         let (rq_util, rq_load) = (self.sched.cpus[cpu].avg.util_avg, self.sched.cpus[cpu].avg.load_avg);
         let util =
-            initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.sched.tasks[task].weight);
+            initial_task_util(self.machine.plat.cpus[cpu].cap_orig, rq_util, rq_load, self.sched.tasks[task].weight());
         let pelt_now = self.sched.cpu_pelt_now(cpu);
         let t = &mut self.sched.tasks[task];
         t.placed = true;
@@ -54,7 +53,7 @@ impl Sim {
         t.avg.last_update_time = pelt_now;
         t.avg.set_util(util);
         // init_entity_runnable_average: a new task starts at its full weight.
-        let weight = t.weight;
+        let weight = t.weight();
         t.avg.set_load(weight, weight);
         // wake_up_new_task attaches the new task's util, runnable and load.
         attach_task_avg(&mut self.sched.cpus[cpu].avg, &self.sched.tasks[task].avg);

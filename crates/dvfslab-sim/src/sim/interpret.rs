@@ -317,11 +317,10 @@ impl Sim {
                         child.attrs.affinity = self.sched.tasks[task].attrs.affinity.clone();
                         // ... and its task group (sched_fork's task group of the parent).
                         child.attrs.group = self.sched.tasks[task].attrs.group;
-                        // ... and its policy, nice value and weight (sched_fork keeps them
-                        // unless the parent asked SCHED_RESET_ON_FORK, which no model does).
+                        // ... and its policy and nice value, so its weight (sched_fork keeps
+                        // them unless the parent asked SCHED_RESET_ON_FORK, which no model does).
                         child.attrs.policy = self.sched.tasks[task].attrs.policy;
                         child.attrs.nice = self.sched.tasks[task].attrs.nice;
-                        child.weight = self.sched.tasks[task].weight;
                         child.cpu = cpu;
                         self.sched.tasks.push(child);
                         if let Some(tl) = self.run.timeline(&mut self.sched.charges) {

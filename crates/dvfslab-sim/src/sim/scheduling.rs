@@ -404,7 +404,7 @@ impl Sim {
         // wakeup_gran: the granularity in the woken task's virtual time, so that a lighter
         // task preempts less readily and a heavier one more.
         let gran = WAKEUP_GRANULARITY_NS * tunable_factor(self.sched.cpus.len());
-        let gran = calc_delta_fair(gran, self.sched.tasks[task].weight);
+        let gran = calc_delta_fair(gran, self.sched.tasks[task].weight());
         if self.sched.tasks[task].vruntime + gran < self.sched.tasks[curr].vruntime {
             self.resched_curr(cpu, Some(task), source);
         }
