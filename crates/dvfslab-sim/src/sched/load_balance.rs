@@ -49,6 +49,9 @@ pub(crate) struct DomainBalance {
     pub interval_ms: u64,
     pub last_ns: u64,
     pub failed: u32,
+    /// The CPU went idle since its tick last raised the balancing softirq: new-idle balancing
+    /// brought its next balance forward to the idle interval (`sim/softirq.rs`).
+    pub idled: bool,
 }
 
 /// A group's statistics (`struct sg_lb_stats`).

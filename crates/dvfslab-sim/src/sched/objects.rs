@@ -133,6 +133,7 @@ pub(crate) fn slot<T: Default>(v: &mut Vec<T>, id: u32) -> &mut T {
 }
 
 /// What an operation on an object means for the task that performed it.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Carry on with the next operation.
     Continue,

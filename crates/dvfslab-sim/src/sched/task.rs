@@ -227,6 +227,9 @@ pub enum Op {
     WaitGp,
     /// The grace-period kthread's step after a wake-up: scan, clean up, start (`sim/rcu.rs`).
     GpWork,
+    /// ksoftirqd's wait for work: go on if softirqs were handed to it, else sleep until a
+    /// softirq that outlasted its time limit hands it the rest (`sim/softirq.rs`).
+    WaitSoftirq,
     /// A kblockd worker's wait for work: sleep until a task plugs a request on this CPU, or
     /// go on at once if one is waiting.
     WaitPlugged,

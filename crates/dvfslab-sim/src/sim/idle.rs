@@ -36,6 +36,8 @@ impl Sim {
         }
         c.clock_pelt = c.clock_task;
         c.idle_entered = now;
+        // sched_balance_newidle brings the next balance forward (`sim/softirq.rs`).
+        c.balance.idled = true;
         self.sched.account_busy_idle(&self.q, cpu);
         self.sync_counters(cpu);
         let choice = self.select_idle_state(cpu);

@@ -285,6 +285,11 @@ impl Sim {
                         return self.block_and_switch(cpu, None);
                     }
                 }
+                Op::WaitSoftirq => {
+                    if let Outcome::Sleep = self.softirq_wait(cpu) {
+                        return self.block_and_switch(cpu, None);
+                    }
+                }
                 Op::WaitGp => {
                     if let Some(timeout) = self.rcu_wait() {
                         return self.block_and_switch(cpu, timeout);

@@ -16,6 +16,7 @@ mod pipe;
 mod rcu;
 mod run;
 mod scheduling;
+mod softirq;
 mod summary;
 mod tcp_stream;
 #[cfg(test)]
@@ -219,6 +220,7 @@ impl Sim {
                 allowed_cpus: common.allowed_cpus(plat.cpus.len())?,
                 kthreads: crate::workload::background_kthreads(plat, &common),
                 rcu: Default::default(),
+                softirq: Default::default(),
                 program_nesting: 0,
                 deferred_programs: Vec::new(),
                 workload_name,
@@ -351,6 +353,7 @@ impl Sim {
         for spec in specs.into_iter().chain(background).chain(kblockd).chain(end_io) {
             self.spawn(spec);
         }
+        self.enable_ksoftirqd();
         self.run_deferred_programs();
         self.q.push(self.run.end_ns, Event::End);
         if self.run.warmup_ns > 0 {

@@ -96,6 +96,8 @@ pub(crate) struct Work {
     pub(crate) kthreads: (f64, f64),
     /// RCU's grace periods and their kthread (`sim/rcu.rs`).
     pub(crate) rcu: crate::sim::rcu::Rcu,
+    /// Each CPU's ksoftirqd and the softirq work handed to it (`sim/softirq.rs`).
+    pub(crate) softirq: crate::sim::softirq::Softirq,
     /// Programs being interpreted within one another now, and those deferred to the end of the
     /// event as too deep (`Sim::run_program`): (CPU, task, the CPU's segment token then).
     pub(crate) program_nesting: u32,

@@ -896,6 +896,9 @@ impl Sim {
         if self.sched.cpus[cpu].curr.is_some() && self.load_balance_allowed() {
             self.periodic_balance(cpu);
         }
+        // A next balance that new-idle balancing brought forward is due at this tick, whose
+        // balancing softirq sets it to the busy interval again (`sim/softirq.rs`).
+        self.sched.cpus[cpu].balance.idled = false;
         self.update_idle_cpu_scan(cpu);
         self.capacity_tick(cpu);
         let c = &mut self.sched.cpus[cpu];

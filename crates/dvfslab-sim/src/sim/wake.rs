@@ -1,6 +1,7 @@
 //! Wake-up: a sleeping task's placement (select_task_rq_fair's fast path, the asymmetric-capacity
 //! scan, EAS) and its enqueue, with the wake-up's trace.
 
+use crate::engine::TimeNs;
 use crate::governor::UpdateFlags;
 use crate::sched::capacity::AsymWakeup;
 use crate::sched::fair;
@@ -60,6 +61,10 @@ impl Sim {
         if self.run.timeline.is_some() {
             self.trace_waking(task, prev, waker);
         }
+        let softirq_cpu = match waker {
+            Waker::Softirq { cpu: Some(c), .. } => Some((c, self.sched.cpus[c].ipi_send_until)),
+            _ => None,
+        };
         if self.sched.tasks[task].delayed {
             // Still queued where it blocked (EEVDF's delayed dequeue): ttwu_runnable wakes it
             // there, with no placement, unless that CPU is no longer one it may use.
@@ -69,6 +74,7 @@ impl Sim {
                 self.sched.tasks[task].woken_remote = source != prev;
                 let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, prev), ..flags };
                 self.enqueue(task, prev, source, fair::Join::Requeue, flags);
+                self.softirq_wake_done(softirq_cpu);
                 return;
             }
             self.sched.fair_finish_delayed(&self.q, prev, task);
@@ -103,6 +109,19 @@ impl Sim {
         let flags = UpdateFlags { remote: self.sched.remote_enqueue(&self.machine, source, cpu), ..flags };
         self.halted_vcpu_ipi(source, cpu);
         self.enqueue(task, cpu, source, fair::Join::Wake, flags);
+        self.softirq_wake_done(softirq_cpu);
+    }
+
+    /// After a wake-up from a softirq on `cpu` whose IPI send lasted until `sending_until`
+    /// before it: a wake-up that sent an IPI (to wake the task, or to preempt for it) kept the
+    /// softirq running at least until the send's end, which may hand work to ksoftirqd
+    /// (`sim/softirq.rs`).
+    fn softirq_wake_done(&mut self, softirq_cpu: Option<(usize, TimeNs)>) {
+        let Some((cpu, sending_until)) = softirq_cpu else { return };
+        let (now, sent_until) = (self.q.now(), self.sched.cpus[cpu].ipi_send_until);
+        if sent_until > sending_until.max(now) {
+            self.softirq_ran(cpu, now, sent_until);
+        }
     }
 
     /// Whether a wake-up of `task` that found it asleep reaches select_task_rq_fair: a fair task

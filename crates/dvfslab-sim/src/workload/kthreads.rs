@@ -87,6 +87,17 @@ pub fn kblockd_workers(plat: &Platform) -> Vec<TaskSpec> {
         .collect()
 }
 
+/// ksoftirqd/`cpu`, pinned there at nice 0: run the softirqs a softirq that outlasted its time
+/// limit handed over (`wakeup_softirqd`, `sim/softirq.rs`; [`est::KSOFTIRQD_RUN_CYCLES`] at
+/// 2.6 GHz, the recordings' clock, as time at the base frequency), sleep until it hands more,
+/// and run again. The simulator starts it at the first hand-over, its first run that work.
+pub fn ksoftirqd(plat: &Platform, cpu: usize) -> TaskSpec {
+    let cycles = at_base_frequency(plat, cpu, est::KSOFTIRQD_RUN_CYCLES);
+    let program: Rc<[Op]> =
+        vec![Op::Run { cycles: Amount::Fixed(cycles), mem_frac: 0.0 }, Op::WaitSoftirq, Op::Jump { to: 0 }].into();
+    TaskSpec::new(format!("ksoftirqd/{cpu}"), program).pinned(vec![cpu]).background()
+}
+
 /// The first kernel whose ext4 converts written extents in its end-I/O worker by default
 /// (`dioread_nolock` the default from 5.6, see the module's text).
 pub const END_IO_WORKER_SINCE: KernelVersion = KernelVersion(5, 6, 0);
