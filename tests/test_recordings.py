@@ -783,13 +783,27 @@ def test_netperf_rr_keeps_a_vcpu_a_side_on_the_guests_packing_kernel() -> None:
     # The recording kernel keeps a woken task on its previous vCPU while that vCPU has room
     # (the preset's vcpu_pack): a background task holding one side's vCPU no longer brings
     # the pair onto one, where a transaction took 12 us instead of 76 and the woken side
-    # preempted its waker. As recorded: no wake-up on the waker's vCPU, none preempting (the
-    # recording's 7 preemptions in 1,310 round trips are ksoftirqd's, at ticks: not modelled).
+    # preempted its waker. As recorded: no wake-up on the waker's vCPU, and only ksoftirqd's
+    # rare preemptions (the recording's 7 in 1,310 round trips, at ticks).
     rows = {(r["role"], r["statistic"]): r for r in check(load_recording("netperf-tcp-rr"))["rows"]}
     assert rows[("all", "same_cpu_wakeup_pct")]["model"] == 0.0
     assert rows[("all", "preempted_per_op")]["model"] < 0.01
     for statistic in ("wakeups_per_op", "run_us.p50", "sleep_us.p50"):
         assert rows[("all", statistic)]["verdict"] == "ok", rows[("all", statistic)]
+
+
+@pytest.mark.parametrize("name", ["netperf-tcp-rr", "netperf-tcp-rr-b"])
+def test_netperf_rr_matches_its_recordings_within_every_tolerance(name: str) -> None:
+    # Each side is preempted only by ksoftirqd, handed the balancing softirq of a tick that
+    # landed in the side's softirq while it sent its wake-up's IPI to the other vCPU
+    # (docs/model.md): about one round trip in 200 recorded, all by ksoftirqd; without it the
+    # model's were none, and those two statistics were off.
+    report = checked(name)
+    off = [(r["role"], r["statistic"]) for r in report["rows"] if r["verdict"] == "off"]
+    assert off == []
+    rows = {(r["role"], r["statistic"]): r for r in report["rows"]}
+    assert rows[("all", "preempted_per_op")]["model"] > 0.001
+    assert rows[("all", "preempted_outside_pct")]["model"] > 50.0
 
 
 def test_hackbench_on_two_cpus_takes_turns_once_switches_cost_time() -> None:
