@@ -24,9 +24,12 @@
 //! (`sched_balance_trigger`: raised when the CPU's next balance is due, which new-idle balancing
 //! brings forward to the idle interval, one jiffy on a small domain, whenever the CPU goes
 //! idle: `sched_balance_newidle`'s update_next_balance); the timer and RCU softirqs are not.
-//! ksoftirqd is woken when the wake-up that began the span is made, not at the span's end: the
-//! reschedule it asks of the interrupted task takes effect at that task's return to user mode
-//! either way. Not modelled either: from 4.9 to 6.4 a softirq raised while ksoftirqd was
+//! ksoftirqd is woken when the wake-up that began the span is made, not at the span's end, so
+//! the span's IPI send falls after its placement, charged to it if it preempts (the switch
+//! waits for the sender's return to user mode, and the clock update skipped there hands the
+//! time to the task switched in). On the recordings' guest ksoftirqd preempts the task it
+//! interrupted at 98–99% of its wake-ups, the model's at about half; woken at the span's end,
+//! at none (docs/model.md). Not modelled either: from 4.9 to 6.4 a softirq raised while ksoftirqd was
 //! runnable waited for it (`ksoftirqd_running`, reverted in 6.5), and the round limit
 //! (MAX_SOFTIRQ_RESTART) and a pending reschedule, which also end the loop.
 
