@@ -151,4 +151,21 @@ mod tests {
         let (lo, hi) = est::END_IO_WORK_RUN_US_RANGE;
         assert!((lo..=hi).contains(&(est::END_IO_WORK_RUN_CYCLES / 2.6e3)));
     }
+
+    #[test]
+    fn ksoftirqd_is_pinned_to_its_cpu_and_runs_its_work_before_it_waits() {
+        let plat =
+            Platform::from_json(include_str!("../../../../python/dvfslab/data/platforms/kvm-guest-2cpu.json"), "kvm")
+                .unwrap();
+        let k = ksoftirqd(&plat, 1);
+        assert_eq!(k.name, "ksoftirqd/1");
+        assert_eq!(k.attrs.affinity.as_deref(), Some(&[1][..]));
+        assert_eq!((k.attrs.nice, k.attrs.background), (0, true));
+        // 2 µs at the guest's 2.6 GHz base, then the wait.
+        let Op::Run { cycles, .. } = k.program[0] else { panic!("{:?}", k.program) };
+        assert!((cycles.mean() - 2e-6 * 2.6e9).abs() < 1.0, "{cycles:?}");
+        assert_eq!(k.program[1], Op::WaitSoftirq);
+        let (lo, hi) = est::KSOFTIRQD_RUN_US_RANGE;
+        assert!((lo..=hi).contains(&(est::KSOFTIRQD_RUN_CYCLES / 2.6e3)));
+    }
 }
