@@ -44,14 +44,15 @@ def replay(lines: list[str], tasks: str | None = None) -> dict[str, int]:
     return dict(r.counts)
 
 
-def test_a_worked_example_of_deadlines_lags_and_the_woken_tasks_preemption() -> None:
-    # Slice 1 ms. a starts at vruntime 0 (deadline 0.5 ms, half a slice for a new task) and runs
-    # 0.3 ms; b starts at V = 0.3 ms (deadline 0.8 ms). a runs 0.4 ms more: past its deadline,
-    # renewed to 1.7 ms with a reschedule asked, and no longer eligible (V = 0.5 ms), so b is
-    # the pick. b runs 0.1 ms and blocks eligible (V = 0.55 ms): it leaves with lag 0.15 ms. a
-    # runs 0.25 ms; woken, b is placed at V - 0.15 · 2 = 0.65 ms with deadline 1.65 ms, before
-    # a's 1.7 ms, while a (0.95 ms) is past V (0.8 ms): b preempts it.
-    lines = [
+def worked_example(wakeup_flags: str = "dN.2.") -> list[str]:
+    """Slice 1 ms. a starts at vruntime 0 (deadline 0.5 ms, half a slice for a new task) and
+    runs 0.3 ms; b starts at V = 0.3 ms (deadline 0.8 ms). a runs 0.4 ms more: past its
+    deadline, renewed to 1.7 ms with a reschedule asked, and no longer eligible (V = 0.5 ms), so
+    b is the pick. b runs 0.1 ms and blocks eligible (V = 0.55 ms): it leaves with lag 0.15 ms.
+    a runs 0.25 ms; woken, b is placed at V - 0.15 · 2 = 0.65 ms with deadline 1.65 ms, before
+    a's 1.7 ms, while a (0.95 ms) is past V (0.8 ms): b preempts it. `wakeup_flags`: the flags
+    of b's last sched_wakeup (`N`: the kernel asked for the reschedule)."""
+    return [
         wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new"),
         switch(0.000001, "swapper/0", 0, "R", "a", 1),
         runtime(0.000300, "a", 1, 300_000),
@@ -63,17 +64,32 @@ def test_a_worked_example_of_deadlines_lags_and_the_woken_tasks_preemption() -> 
         runtime(0.001000, "a", 1, 200_000),
         wakeup(0.001050, "a", 1, "b", 2, "sched_waking"),
         runtime(0.001050, "a", 1, 50_000),
-        wakeup(0.001050, "a", 1, "b", 2, "sched_wakeup", "dN.2."),
+        wakeup(0.001050, "a", 1, "b", 2, "sched_wakeup", wakeup_flags),
         switch(0.001051, "a", 1, "R", "b", 2),
     ]
-    assert replay(lines) == {
+
+
+def test_a_worked_example_of_deadlines_lags_and_the_woken_tasks_preemption() -> None:
+    assert replay(worked_example()) == {
         "other switches: same task": 2,
         "preempting switches: same task": 2,
         "reschedule asked, recorded": 1,
     }
     # Had the kernel not asked for that reschedule, the replay would say so.
-    unflagged = [*lines[:11], wakeup(0.001050, "a", 1, "b", 2, "sched_wakeup"), *lines[12:]]
-    assert replay(unflagged)["reschedule asked, not recorded"] == 1
+    assert replay(worked_example("d..2."))["reschedule asked, not recorded"] == 1
+
+
+def test_explain_prints_each_wake_up_the_rules_and_the_kernel_decide_apart(capsys) -> None:
+    script = load_script("eevdf-replay")
+    for flags, printed in (("dN.2.", []), ("d..2.", ["b-2: kernel did not ask, rules did"])):
+        r = script.Replay(1_000_000, 4_000_000, None, explain=True)
+        r.run(worked_example(flags), 0.0)
+        lines = capsys.readouterr().out.splitlines()
+        assert [line.split(" ", 1)[1].split(";")[0] for line in lines] == printed
+    # What the pick read: b's lag of 0.15 ms, placed 0.15 ms before V (0.8 ms with b), a 0.15
+    # ms past it, a's deadline 0.05 ms after b's.
+    assert "its lag 150000, v-V -150000; running 1: v-V 150000" in lines[0]
+    assert "deadline less the woken one's 50000" in lines[0]
 
 
 def share(counts: dict[str, int], switches: str) -> float:
