@@ -90,6 +90,10 @@ def test_explain_prints_each_wake_up_the_rules_and_the_kernel_decide_apart(capsy
     # ms past it, a's deadline 0.05 ms after b's.
     assert "its lag 150000, v-V -150000; running 1: v-V 150000" in lines[0]
     assert "deadline less the woken one's 50000" in lines[0]
+    # A wake-up in the stretch left out at the start is neither counted nor explained.
+    r = script.Replay(1_000_000, 4_000_000, None, explain=True)
+    r.run(worked_example("d..2."), 0.002)
+    assert capsys.readouterr().out == ""
 
 
 def share(counts: dict[str, int], switches: str) -> float:

@@ -20,18 +20,18 @@ impl Sim {
     /// The busy balancer's turn at `cpu`'s tick: balance if its interval has passed.
     pub(crate) fn periodic_balance(&mut self, cpu: usize) {
         let now = self.q.now();
-        let llc_len = self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc].len() as u64;
+        let llc_len = self.llc_len(cpu);
         if llc_len < 2 || self.sched.hetero.asym {
             return;
         }
-        let tick_ns = self.machine.tick_ns;
         let st = &mut self.sched.cpus[cpu].balance;
         if st.interval_ms == 0 {
             st.interval_ms = llc_len;
         }
-        if now < st.last_ns + load_balance::balance_interval_ticks(st.interval_ms, true, tick_ns) * tick_ns {
+        if !self.periodic_balance_due(cpu, now) {
             return;
         }
+        let st = &mut self.sched.cpus[cpu].balance;
         st.last_ns = now;
         let (min_ms, max_ms) = (llc_len, 2 * llc_len);
         match self.balance_llc(cpu) {
@@ -48,6 +48,20 @@ impl Sim {
                 st.interval_ms = min_ms;
             }
         }
+    }
+
+    /// The CPUs of `cpu`'s cache-sharing domain.
+    pub(crate) fn llc_len(&self, cpu: usize) -> u64 {
+        self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc].len() as u64
+    }
+
+    /// Whether a busy `cpu`'s balancing of its LLC is due at `at`: its interval (the domain's
+    /// minimum before its first balance) times the busy factor, less a tick, since its last.
+    pub(crate) fn periodic_balance_due(&self, cpu: usize, at: u64) -> bool {
+        let st = &self.sched.cpus[cpu].balance;
+        let interval_ms = if st.interval_ms == 0 { self.llc_len(cpu) } else { st.interval_ms };
+        let tick_ns = self.machine.tick_ns;
+        at >= st.last_ns + load_balance::balance_interval_ticks(interval_ms, true, tick_ns) * tick_ns
     }
 
     /// Statistics of the group of CPUs `cpus` (update_sg_lb_stats).

@@ -941,6 +941,7 @@ impl Sim {
         // can be (load_balance's all-pinned case), not failed.
         let c = &self.sched.cpus[cpu];
         let pinned = c.curr.iter().chain(c.queue.iter()).all(|&task| self.idle_cpu_near(task, cpu).is_none());
+        let llc_len = self.llc_len(cpu);
         let attempts = &mut self.sched.cpus[cpu].push;
         if pinned {
             attempts.failed = 0;
@@ -949,7 +950,7 @@ impl Sim {
         if now < attempts.next_ns {
             return;
         }
-        attempts.next_ns = now + self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc].len() as u64 * 1_000_000;
+        attempts.next_ns = now + llc_len * 1_000_000;
         attempts.failed += 1;
         if attempts.failed <= SpreadAttempts::FAILURES_BEFORE_ACTIVE {
             return;

@@ -35,8 +35,8 @@
 
 use crate::engine::TimeNs;
 use crate::governor::UpdateFlags;
-use crate::sched::load_balance;
 use crate::sched::objects::Outcome;
+use crate::sched::task::TaskState;
 use crate::sched::waker::Waker;
 use crate::sim::Sim;
 use crate::workload::kthreads;
@@ -49,10 +49,8 @@ const MAX_SOFTIRQ_NS: u64 = 2_000_000;
 pub(crate) struct Softirq {
     /// The machine's softirqs have spans: a guest whose IPIs cost time.
     enabled: bool,
-    /// ksoftirqd/N's task, from its first hand-over on.
+    /// ksoftirqd/N's task, from its first hand-over on; asleep only in `Op::WaitSoftirq`.
     ksoftirqd: Vec<Option<usize>>,
-    /// It sleeps waiting for work (`Op::WaitSoftirq`).
-    sleeping: Vec<bool>,
     /// Work handed to it while it was awake, which it finds before it sleeps again.
     handed: Vec<bool>,
 }
@@ -78,7 +76,6 @@ impl Sim {
         self.work.softirq = Softirq {
             enabled: self.machine.plat.file.vcpu_wake.is_some(),
             ksoftirqd: vec![None; ncpus],
-            sleeping: vec![false; ncpus],
             handed: vec![false; ncpus],
         };
     }
@@ -100,14 +97,7 @@ impl Sim {
     /// next balance is due, brought forward by a new-idle balance since the tick last raised it,
     /// or by the busy interval's passing.
     fn tick_raises_balance_softirq(&self, cpu: usize, at: TimeNs) -> bool {
-        let llc_len = self.machine.plat.llcs[self.machine.plat.cpus[cpu].llc].len() as u64;
-        if llc_len < 2 {
-            return false;
-        }
-        let st = &self.sched.cpus[cpu].balance;
-        let interval_ms = if st.interval_ms == 0 { llc_len } else { st.interval_ms };
-        let tick_ns = self.machine.tick_ns;
-        st.idled || at >= st.last_ns + load_balance::balance_interval_ticks(interval_ms, true, tick_ns) * tick_ns
+        self.llc_len(cpu) >= 2 && (self.sched.cpus[cpu].balance.idled || self.periodic_balance_due(cpu, at))
     }
 
     /// wakeup_softirqd: wake `cpu`'s ksoftirqd (starting it the first time), or leave the
@@ -118,23 +108,19 @@ impl Sim {
             let spec = kthreads::ksoftirqd(&self.machine.plat, cpu).start_at(self.q.now());
             return self.spawn(spec);
         };
-        let s = &mut self.work.softirq;
-        if !s.sleeping[cpu] {
-            s.handed[cpu] = true;
+        if self.sched.tasks[task].state != TaskState::Sleeping {
+            self.work.softirq.handed[cpu] = true;
             return;
         }
-        s.sleeping[cpu] = false;
         self.wake_task(task, Waker::Softirq { cpu: Some(cpu), sync: false }, UpdateFlags::default());
     }
 
     /// `Op::WaitSoftirq`: ksoftirqd on `cpu` goes on if work was handed to it while it was
     /// awake, else sleeps until some is.
     pub(crate) fn softirq_wait(&mut self, cpu: usize) -> Outcome {
-        let s = &mut self.work.softirq;
-        if std::mem::take(&mut s.handed[cpu]) {
+        if std::mem::take(&mut self.work.softirq.handed[cpu]) {
             return Outcome::Continue;
         }
-        s.sleeping[cpu] = true;
         Outcome::Sleep
     }
 }
@@ -143,7 +129,7 @@ impl Sim {
 mod tests {
     use super::*;
     use crate::hw::platform::Platform;
-    use crate::sched::task::{Op, TaskState};
+    use crate::sched::task::Op;
     use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
     use crate::sim::{Advance, SimConfig};
     use crate::workload::TaskSpec;
