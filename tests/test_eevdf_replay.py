@@ -154,6 +154,54 @@ def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() ->
     assert a.vruntime == 100_000, a.vruntime
 
 
+def test_the_wake_up_pick_lets_go_of_a_delayed_task_it_picks_and_picks_again() -> None:
+    # Slice 1 ms. a, first seen running (at lag 0, deadline 1 ms), runs 0.3 ms and the new d
+    # (deadline 0.5 ms) is picked; d runs 0.5 ms, its deadline renewed to 1.5 ms, and blocks
+    # not eligible (V = 0.4 ms): delayed. a runs 0.3 ms, within its slice (V = 0.55 ms: d
+    # eligible again). b wakes at V = 0.55 ms (deadline 1.55): the pick takes d (deadline
+    # 1.5), delayed, lets it go, and picks again: with d gone V = 0.575 ms, a (0.6) is not
+    # eligible, b is, and b preempts a.
+    lines = [
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        wakeup(0.000001, "a", 1, "d", 3, "sched_wakeup_new"),
+        runtime(0.000300, "a", 1, 300_000),
+        switch(0.000300, "a", 1, "R", "d", 3),
+        runtime(0.000800, "d", 3, 500_000),
+        switch(0.000800, "d", 3, "S", "a", 1),
+        runtime(0.001100, "a", 1, 300_000),
+        wakeup(0.001100, "a", 1, "b", 2, "sched_waking"),
+        wakeup(0.001100, "a", 1, "b", 2, "sched_wakeup", "dN.2."),
+    ]
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    assert r.counts["reschedule asked, recorded"] == 1, dict(r.counts)
+    assert r.entities[3] not in r.members(r.rqs[0])
+
+
+def test_a_task_woken_while_still_on_its_run_queue_is_not_placed_again() -> None:
+    # a runs 0.2 ms, then wakes itself (a wake-up that finds it running, p == current, before
+    # it blocks): ttwu_runnable places nothing. b then starts at V = a's vruntime; had a been
+    # queued a second time its own weight would count twice in V.
+    lines = [
+        wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new"),
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        runtime(0.000200, "a", 1, 200_000),
+        wakeup(0.000200, "a", 1, "a", 1, "sched_waking"),
+        wakeup(0.000200, "a", 1, "a", 1, "sched_wakeup"),
+        wakeup(0.000300, "a", 1, "b", 2, "sched_waking"),
+        runtime(0.000300, "a", 1, 100_000),
+        wakeup(0.000300, "a", 1, "b", 2, "sched_wakeup"),
+    ]
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    a, b = r.entities[1], r.entities[2]
+    members = r.members(r.rqs[0])
+    assert members.count(a) == 1, members
+    assert (a.vruntime, b.vruntime) == (300_000, 300_000)
+
+
 def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse() -> None:
     # Slice 1 ms. On CPU 0, a runs 0.6 ms beside b and blocks owing time (V = 0.3 ms): it stays
     # queued, delayed. b runs 0.1 ms and blocks; the CPU idles, and on the way pick_task_fair

@@ -45,6 +45,9 @@ pub enum Event {
     /// The running task of `cpu`, whose own loopback send woke a task that preempts it, is back
     /// at user mode, where the reschedule takes effect; stale once `cpu` has switched task.
     ReturnToUser { cpu: u32, token: u32 },
+    /// A softirq pass on `cpu` that outlasted its time limit ends and hands what is pending to
+    /// ksoftirqd (`sim/softirq.rs`).
+    SoftirqEnd { cpu: u32 },
     /// Periodic read of the RAPL counters, so wraps are seen.
     RaplSample,
     /// End of the warm-up: what was measured so far is set aside.

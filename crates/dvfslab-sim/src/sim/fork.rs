@@ -26,6 +26,23 @@ impl Sim {
         }
     }
 
+    /// A machine thread that has existed since boot and is first needed now: on `cpu`, asleep,
+    /// with no utilisation left and the lag its life so far left it (`vlag`, EEVDF's V − v; a
+    /// kernel before EEVDF places a long sleeper by its own rule), so that what needs it wakes
+    /// it as the kernel's would. Returns the task.
+    pub(crate) fn add_sleeping_kthread(&mut self, spec: TaskSpec, cpu: usize, vlag: i64) -> usize {
+        debug_assert!(spec.attrs.background, "a kernel thread is the machine's, not the benchmark's");
+        let id = self.sched.tasks.len();
+        let mut task = self.sched.new_task(&self.machine, id, spec.name, spec.program, self.q.now());
+        task.attrs = spec.attrs;
+        task.placed = true;
+        task.cpu = cpu;
+        task.vlag = vlag;
+        task.avg.last_update_time = self.sched.cpu_pelt_now(cpu);
+        self.sched.tasks.push(task);
+        id
+    }
+
     /// A new task: fork balancing picks its CPU, its util starts from the destination's spare
     /// capacity (post_init_entity_util_avg), and it is enqueued.
     pub(crate) fn start_task(&mut self, task: usize) {

@@ -384,6 +384,7 @@ impl Sim {
                 }
                 Event::IoComplete { dev, request } => self.io_complete(dev, request),
                 Event::ReschedIpi { cpu, .. } | Event::ReturnToUser { cpu, .. } => self.resched_ipi(cpu as usize),
+                Event::SoftirqEnd { cpu } => self.softirq_end(cpu as usize),
                 Event::RaplSample => {
                     self.hw.rapl_sample(&self.machine, &self.q);
                     let next = self.q.now() + crate::hw::RAPL_SAMPLE_NS;
@@ -495,9 +496,12 @@ impl Sim {
             Event::ReschedIpi { cpu, token } | Event::ReturnToUser { cpu, token } => {
                 self.sched.cpus[cpu as usize].switches == token
             }
-            Event::End | Event::WarmupEnd | Event::PcuTick { .. } | Event::IoComplete { .. } | Event::RaplSample => {
-                true
-            }
+            Event::End
+            | Event::WarmupEnd
+            | Event::PcuTick { .. }
+            | Event::IoComplete { .. }
+            | Event::SoftirqEnd { .. }
+            | Event::RaplSample => true,
         }
     }
 

@@ -76,6 +76,19 @@ pub mod kthreads {
     pub const KSOFTIRQD_RUN_CYCLES: f64 = 2e-6 * 2.6e9;
     /// The range it is believed to lie in (µs at 2.6 GHz): the runs' extremes.
     pub const KSOFTIRQD_RUN_US_RANGE: (f64, f64) = (1.0, 4.0);
+    /// ksoftirqd's lag (EEVDF's V − v, ns of vruntime) when a run first hands it work: what
+    /// its life since boot left it. \[REC\] Read on the recordings' guest with
+    /// `scripts/wakeup-lag` (BPF at `sched_wakeup`: its vruntime against the running task's)
+    /// over a loopback TCP_RR run (`scripts/probes/tcp-rr-vcpus.c`): after an idle stretch
+    /// ksoftirqd/0 and /1 woke 1.49 and 1.77 ms of vruntime left of the task they interrupted,
+    /// their lags inflated twofold beside one task: 0.75 and 0.9 ms, left of it at 277 of 280
+    /// wake-ups; after busier stretches 3.1 and 4.8 ms left, at 321 of 321. Why so far: woken on
+    /// busy CPUs (a softirq that outlasted its limit), it runs a few µs and sleeps while the task
+    /// it preempted is charged up to its switch, and a CPU-bound task it interrupts is charged
+    /// more than it: each hand-over moves it left by the difference.
+    pub const KSOFTIRQD_LAG_NS: i64 = 800_000;
+    /// The range it is believed to lie in (ns of vruntime): half the placements seen.
+    pub const KSOFTIRQD_LAG_NS_RANGE: (i64, i64) = (550_000, 3_000_000);
 }
 
 /// Kernel-side costs shared by many models (fork, exec, exit, wake-up), at a ~3–4 GHz reference.

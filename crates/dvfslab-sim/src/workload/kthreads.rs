@@ -167,5 +167,7 @@ mod tests {
         assert_eq!(k.program[1], Op::WaitSoftirq);
         let (lo, hi) = est::KSOFTIRQD_RUN_US_RANGE;
         assert!((lo..=hi).contains(&(est::KSOFTIRQD_RUN_CYCLES / 2.6e3)));
+        let (lo, hi) = est::KSOFTIRQD_LAG_NS_RANGE;
+        assert!((lo..=hi).contains(&est::KSOFTIRQD_LAG_NS));
     }
 }
