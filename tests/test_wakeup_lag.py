@@ -51,10 +51,11 @@ def test_placements_are_read_left_of_the_running_task_across_the_counters_wrap()
     assert script.left_of_running_us(2**64 - 500_000, 1_100_000) == 1600.0
     assert script.left_of_running_us(3_000_000, 2_000_000) == -1000.0
     rows = [
-        (1, 24, 7, 1_000_000, 2_600_000),
-        (2, 24, 7, 2_000_000, 2_500_000),
-        (3, 24, 0, 5, 2**63),  # beside the idle task: left out
-        (4, 14, 9, 3_000_000, 2_000_000),
+        (1, 24, 7, 1_000_000, 2_600_000, 1, 1),
+        (2, 24, 7, 2_000_000, 2_500_000, 1, 1),
+        (3, 24, 0, 5, 2**63, 1, 1),  # beside the idle task: left out
+        (4, 24, 8, 5, 2**62, 1, 0),  # made on another CPU, beside its task: left out
+        (5, 14, 9, 3_000_000, 2_000_000, 0, 0),
     ]
     assert script.summary(rows) == [
         "pid 14: 1 wake-ups beside a running task, left of it at 0; first -1000.0 µs, "
