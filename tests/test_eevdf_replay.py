@@ -179,6 +179,26 @@ def test_the_wake_up_pick_lets_go_of_a_delayed_task_it_picks_and_picks_again() -
     assert r.entities[3] not in r.members(r.rqs[0])
 
 
+def test_a_lag_brought_from_before_the_trace_places_a_task_first_seen() -> None:
+    # a runs; ksoftirqd, first seen at its wake-up beside a, is placed at V less its lag
+    # doubled (one task beside it). At lag 0 it ties with a, which keeps the CPU; with the
+    # 0.5 ms its life since boot left it (as scripts/wakeup-lag reads it), it preempts a.
+    lines = [
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        runtime(0.000200, "a", 1, 200_000),
+        wakeup(0.000200, "a", 1, "ksoftirqd/0", 14, "sched_waking"),
+        wakeup(0.000200, "a", 1, "ksoftirqd/0", 14, "sched_wakeup", "dNs4."),
+    ]
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_000_000, 4_000_000, None)
+    r.run(lines, 0.0)
+    assert r.counts["reschedule not asked, recorded"] == 1, dict(r.counts)
+    r = script.Replay(1_000_000, 4_000_000, None, start_lags=[(re.compile("ksoftirqd"), 500_000)])
+    r.run(lines, 0.0)
+    assert r.counts["reschedule asked, recorded"] == 1, dict(r.counts)
+    assert r.entities[1].vruntime - r.entities[14].vruntime == 1_000_000
+
+
 def test_a_task_woken_while_still_on_its_run_queue_is_not_placed_again() -> None:
     # a runs 0.2 ms, then wakes itself (a wake-up that finds it running, p == current, before
     # it blocks): ttwu_runnable places nothing. b then starts at V = a's vruntime; had a been
