@@ -37,11 +37,16 @@ def wakeup(
     )
 
 
-def replay(lines: list[str], tasks: str | None = None) -> dict[str, int]:
+def replayed(lines: list[str], tasks: str | None = None, settle_s: float = 0.0, **options):
+    """The replay of a worked example (slice 1 ms, HZ 250), run over `lines`."""
     script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, re.compile(tasks) if tasks else None)
-    r.run(lines, 0.0)
-    return dict(r.counts)
+    r = script.Replay(1_000_000, 4_000_000, re.compile(tasks) if tasks else None, **options)
+    r.run(lines, settle_s)
+    return r
+
+
+def replay(lines: list[str], tasks: str | None = None) -> dict[str, int]:
+    return dict(replayed(lines, tasks).counts)
 
 
 def worked_example(wakeup_flags: str = "dN.2.") -> list[str]:
@@ -80,10 +85,8 @@ def test_a_worked_example_of_deadlines_lags_and_the_woken_tasks_preemption() -> 
 
 
 def test_explain_prints_each_wake_up_the_rules_and_the_kernel_decide_apart(capsys) -> None:
-    script = load_script("eevdf-replay")
     for flags, printed in (("dN.2.", []), ("d..2.", ["b-2: kernel did not ask, rules did"])):
-        r = script.Replay(1_000_000, 4_000_000, None, explain=True)
-        r.run(worked_example(flags), 0.0)
+        replayed(worked_example(flags), explain=True)
         lines = capsys.readouterr().out.splitlines()
         assert [line.split(" ", 1)[1].split(";")[0] for line in lines] == printed
     # What the pick read: b's lag of 0.15 ms, placed 0.15 ms before V (0.8 ms with b), a 0.15
@@ -91,8 +94,7 @@ def test_explain_prints_each_wake_up_the_rules_and_the_kernel_decide_apart(capsy
     assert "its lag 150000, v-V -150000; running 1: v-V 150000" in lines[0]
     assert "deadline less the woken one's 50000" in lines[0]
     # A wake-up in the stretch left out at the start is neither counted nor explained.
-    r = script.Replay(1_000_000, 4_000_000, None, explain=True)
-    r.run(worked_example("d..2."), 0.002)
+    replayed(worked_example("d..2."), settle_s=0.002, explain=True)
     assert capsys.readouterr().out == ""
 
 
@@ -146,9 +148,7 @@ def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() ->
             "target_cpu=000", "target_cpu=001"
         ),
     ]
-    script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     a = r.entities[1]
     # a started at vruntime 0 on an empty run-queue: its vruntime is the 100 µs it ran.
     assert a.vruntime == 100_000, a.vruntime
@@ -172,9 +172,7 @@ def test_the_wake_up_pick_lets_go_of_a_delayed_task_it_picks_and_picks_again() -
         wakeup(0.001100, "a", 1, "b", 2, "sched_waking"),
         wakeup(0.001100, "a", 1, "b", 2, "sched_wakeup", "dN.2."),
     ]
-    script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     assert r.counts["reschedule asked, recorded"] == 1, dict(r.counts)
     assert r.entities[3] not in r.members(r.rqs[0])
 
@@ -189,12 +187,9 @@ def test_a_lag_brought_from_before_the_trace_places_a_task_first_seen() -> None:
         wakeup(0.000200, "a", 1, "ksoftirqd/0", 14, "sched_waking"),
         wakeup(0.000200, "a", 1, "ksoftirqd/0", 14, "sched_wakeup", "dNs4."),
     ]
-    script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     assert r.counts["reschedule not asked, recorded"] == 1, dict(r.counts)
-    r = script.Replay(1_000_000, 4_000_000, None, start_lags=[(re.compile("ksoftirqd"), 500_000)])
-    r.run(lines, 0.0)
+    r = replayed(lines, start_lags=[(re.compile("ksoftirqd"), 500_000)])
     assert r.counts["reschedule asked, recorded"] == 1, dict(r.counts)
     assert r.entities[1].vruntime - r.entities[14].vruntime == 1_000_000
 
@@ -213,9 +208,7 @@ def test_a_task_woken_while_still_on_its_run_queue_is_not_placed_again() -> None
         runtime(0.000300, "a", 1, 100_000),
         wakeup(0.000300, "a", 1, "b", 2, "sched_wakeup"),
     ]
-    script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     a, b = r.entities[1], r.entities[2]
     members = r.members(r.rqs[0])
     assert members.count(a) == 1, members
@@ -236,9 +229,7 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
         runtime(0.000700, "b", 2, 100_000),
         switch(0.000700, "b", 2, "S", "swapper/0", 0),
     ]
-    script = load_script("eevdf-replay")
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     a = r.entities[1]
     assert not a.delayed
     assert a not in r.rqs[0].queued
@@ -266,8 +257,7 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
         migrate(0.000501, "e", 5),
         on(1, switch(0.000510, "swapper/1", 0, "R", "e", 5)),
     ]
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     d, e = r.entities[4], r.entities[5]
     assert r.rqs[1].queued == [d]
     assert r.rqs[1].curr is e
@@ -286,8 +276,7 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
         migrate(0.000650, "a", 1),
         on(1, runtime(0.000660, "b", 2, 60_000)),
     ]
-    r = script.Replay(1_000_000, 4_000_000, None)
-    r.run(lines, 0.0)
+    r = replayed(lines)
     a = r.entities[1]
     assert a.delayed
     assert a in r.rqs[1].queued
