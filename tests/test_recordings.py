@@ -473,6 +473,18 @@ def test_a_grouped_tbench_starves_a_kernel_thread_and_trace_waits_show_it() -> N
         dvfslab.simulate("kvm-guest-2cpu", "performance", f"{spec},autogroup=0.5", 0.1)
 
 
+def test_a_model_stretch_that_outlasts_a_fixed_work_run_is_refused(tmp_path: Path) -> None:
+    # hackbench's run ends when its messages are through: a stretch past that end would count
+    # its exits against a recording made mid-run, and divide by time the run did not have.
+    text = manifest_without_repeats(load_recording("hackbench-pipe"))
+    text = text.replace("loops=2000", "loops=50")
+    text = re.sub(r"model_warmup_s = .*", "model_warmup_s = 0.001", text)
+    (tmp_path / "x.txt.xz").write_bytes(load_recording("hackbench-pipe").trace_path.read_bytes())
+    (tmp_path / "x.toml").write_text(re.sub(r"model_duration_s = .*", "model_duration_s = 0.5", text))
+    with pytest.raises(ConfigError, match=r"x\.toml: model_duration_s: the model's run of .* ends 0\.0"):
+        check(load_recording(tmp_path / "x.toml"))
+
+
 def test_a_manifest_says_whether_the_recording_machine_grouped_sessions(tmp_path: Path) -> None:
     # The shipped recordings ran with the kernel's default autogroup; a manifest that does not
     # say leaves it unknown, and a value other than on, off or none is refused.

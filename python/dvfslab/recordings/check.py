@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from dvfslab._core import ConfigError
 from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour, pid_roles
 from dvfslab.recordings.manifest import Recording, load_repeats
 from dvfslab.recordings.round_trips import round_trips
@@ -294,6 +295,7 @@ def modelled_behaviour(
         rec.platform, model_governor(rec), workload, duration_s=end_s, seed=seed, timeline=True
     )
     summary = result.to_dict()
+    _check_run_outlasts_stretch(rec, summary["sim_time_s"])
     ops = summary.get("operations")
     if ops is None:
         raise ValueError(f"{rec.workload}: the model counts no operations to compare per op")
@@ -315,6 +317,22 @@ def modelled_behaviour(
     )
     stats["operations_reported"] = float(ops["count"]) / rec.operation_size
     return stats, summary
+
+
+def _check_run_outlasts_stretch(rec: Recording, measured_s: float) -> None:
+    """A run of fixed work (hackbench's messages) ends when its tasks have exited: a measured
+    stretch that outlasts it counts the benchmark's last senders and its exits, a phase of
+    its own, against a recording made in the middle of the run, and divides by a shorter
+    stretch than it says."""
+    if measured_s < rec.model_duration_s * (1 - 1e-9):
+        end_s = rec.model_warmup_s + measured_s
+        raise ConfigError(
+            f"{rec.manifest_path}: model_duration_s: "
+            f"the model's run of {rec.workload} ends {end_s:.3g} s in, inside its measured "
+            f"stretch ({rec.model_warmup_s:g} to "
+            f"{rec.model_warmup_s + rec.model_duration_s:g} s); expected a stretch inside "
+            f"the run, at most {measured_s:.2g} s after model_warmup_s"
+        )
 
 
 def _operations(

@@ -21,7 +21,8 @@
                                          # operation (pgbench's read-write transaction: its
                                          # seven statements)
     model_warmup_s = 0.2                 # the model's run: warm-up, then a measured stretch
-    model_duration_s = 0.3
+    model_duration_s = 0.3               # (inside the run: a benchmark of fixed work that
+                                         # ends sooner is refused)
     repeats = ["repeats/tbench-2.2.toml"]  # optional: other runs of the same command on
                                          # the same machine, each a recording of its own
 
@@ -94,6 +95,12 @@ class Recording:
         if self.operation_size == 1:
             return self.operations_unit
         return f"{self.operation_size:,.0f} {self.operations_unit}"
+
+    @property
+    def manifest_path(self) -> Path:
+        """NAME.toml, beside its trace NAME.txt.xz or NAME.txt."""
+        stem = self.trace_path.name.removesuffix(".xz").removesuffix(".txt")
+        return self.trace_path.with_name(f"{stem}.toml")
 
     def trace_text(self) -> str:
         """The recording's ftrace text (decompressed)."""
