@@ -128,6 +128,54 @@ def test_the_kernels_picks_follow_the_rules_and_its_groups_ask_for_more_reschedu
     assert unasked > 2 * missed / (missed + asked), (grouped, flat)
 
 
+def test_a_wake_up_onto_another_cpus_running_task_is_decided_by_the_same_rules() -> None:
+    # pgbench's thread on one vCPU wakes its backend onto the other, where the other backend
+    # runs: the kernel's reschedule reaches that backend by IPI, so the trace shows it only as
+    # a switch to the woken one, or as the backend running on past the IPI. The rules, on the
+    # recorded vruntimes, ask for it where the kernel switched and not where it ran on.
+    r = replayed(recorded("pgbench-rw-autogroup-off.txt.xz"), settle_s=0.02)
+    c = {
+        k.removeprefix("remote reschedule "): v
+        for k, v in r.counts.items()
+        if k.startswith("remote")
+    }
+    agree = c["asked, recorded"] + c["not asked, not recorded"]
+    assert c["asked, recorded"] > 50, c
+    assert c["not asked, not recorded"] > 50, c
+    assert agree > 0.9 * sum(c.values()), c
+
+
+def remote_example(running_on_us: float) -> list[str]:
+    """a runs on CPU 1 from 0 (vruntime 0, deadline and protection 0.5 ms, half a slice); b,
+    woken there from CPU 0 at 0.6 ms, past a's protection and deadline (renewed to 1.6 ms),
+    is placed at V = 0.6 ms: eligible, deadline 1.1 ms before a's, the rules ask. a then runs
+    on `running_on_us` µs and is switched out for b, runnable."""
+
+    def on(cpu: int, line: str) -> str:
+        return line.replace("[000]", f"[{cpu:03d}]", 1)
+
+    end = 0.0006 + running_on_us * 1e-6
+    return [
+        on(1, wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new")),
+        on(1, switch(0.000001, "swapper/1", 0, "R", "a", 1)),
+        wakeup(0.0, "<idle>", 0, "c", 3, "sched_wakeup_new"),
+        switch(0.000001, "swapper/0", 0, "R", "c", 3),
+        wakeup(0.0006, "c", 3, "b", 2, "sched_waking"),
+        runtime(0.0006, "a", 1, 600_000),
+        wakeup(0.0006, "c", 3, "b", 2, "sched_wakeup").replace("target_cpu=000", "target_cpu=001"),
+        on(1, runtime(end, "a", 1, round(running_on_us * 1000))),
+        on(1, switch(end, "a", 1, "R", "b", 2)),
+    ]
+
+
+def test_a_remote_wake_ups_outcome_is_read_from_the_running_tasks_switch_out() -> None:
+    # Switched out for the woken task 25 µs later (the IPI): the kernel asked, as the rules do.
+    assert replay(remote_example(25))["remote reschedule asked, recorded"] == 1
+    # Still running 60 µs later, past the IPI, switched out for it only then: the kernel did
+    # not ask.
+    assert replay(remote_example(60))["remote reschedule asked, not recorded"] == 1
+
+
 def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() -> None:
     # a runs on CPU 1; c, on CPU 0, wakes b onto CPU 1, which is busy: try_to_wake_up enqueues
     # from CPU 0, and the enqueue's update_curr of a (100 µs) is logged there.
