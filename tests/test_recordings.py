@@ -144,6 +144,46 @@ def test_a_wake_up_that_finds_its_cpu_busy_is_kept_there_or_moved() -> None:
     assert worker["same_cpu_wakeup_pct"] == 50.0
 
 
+# cli on CPU 0 wakes srv onto CPU 1, where x runs, three times: x is switched out for srv 24 µs
+# later (preempted); x blocks first; x runs on 60 µs and only then goes to srv. An interrupt's
+# wake-up of srv there, and a wake-up onto the idle CPU 0, are not from another CPU's task
+# onto a busy one.
+REMOTE = """\
+cpus=2
+              x-30    [001] d..2.   1.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=x next_pid=30 next_prio=120
+            cli-10    [000] d..2.   1.000010: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d..2.   1.000011: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+              x-30    [001] d..2.   1.000035: sched_switch: prev_comm=x prev_pid=30 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d..2.   1.000050: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=x next_pid=30 next_prio=120
+            cli-10    [000] d..2.   1.000060: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d..2.   1.000061: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+              x-30    [001] d..2.   1.000070: sched_switch: prev_comm=x prev_pid=30 prev_prio=120 prev_state=S ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d..2.   1.000080: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=x next_pid=30 next_prio=120
+              x-30    [001] d.h2.   1.000090: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+              x-30    [001] d.h2.   1.000091: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+              x-30    [001] d..2.   1.000095: sched_switch: prev_comm=x prev_pid=30 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d..2.   1.000100: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=x next_pid=30 next_prio=120
+            cli-10    [000] d..2.   1.000110: sched_waking: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d..2.   1.000111: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=001
+            cli-10    [000] d..2.   1.000115: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+              x-30    [001] d..2.   1.000171: sched_switch: prev_comm=x prev_pid=30 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [001] d..2.   1.000180: sched_waking: comm=cli pid=10 prio=120 target_cpu=000
+            srv-20    [001] d..2.   1.000181: sched_wakeup: comm=cli pid=10 prio=120 target_cpu=000
+"""
+
+
+def test_a_wake_up_from_another_cpu_onto_a_busy_one_preempts_its_task_or_not() -> None:
+    trace = parse_text(REMOTE, "remote")
+    s = behaviour(trace, ROLES, operations=1.0, fixed_khz=1_000_000)
+    server = s["roles"]["server"]
+    # Three from cli onto x's CPU: one preempted within the IPI's time, two not.
+    assert server["samples"]["woken_onto_remote_busy"] == 3
+    assert server["remote_preempt_pct"] == pytest.approx(100 / 3)
+    # cli's wake-up lands on an idle CPU: nothing to preempt.
+    assert s["roles"]["client"]["samples"]["woken_onto_remote_busy"] == 0
+    assert s["roles"]["client"]["remote_preempt_pct"] is None
+
+
 def test_a_task_woken_and_never_run_while_its_cpu_runs_others_is_the_longest_wait() -> None:
     # `bg` (no role) is woken onto CPU 0 at 1.000 s and never switched in while cli and srv
     # take turns there until 1.300 s: it waits at least 300 ms, still waiting at the end.
@@ -480,8 +520,12 @@ def test_a_model_stretch_that_outlasts_a_fixed_work_run_is_refused(tmp_path: Pat
     text = text.replace("loops=2000", "loops=50")
     text = re.sub(r"model_warmup_s = .*", "model_warmup_s = 0.001", text)
     (tmp_path / "x.txt.xz").write_bytes(load_recording("hackbench-pipe").trace_path.read_bytes())
-    (tmp_path / "x.toml").write_text(re.sub(r"model_duration_s = .*", "model_duration_s = 0.5", text))
-    with pytest.raises(ConfigError, match=r"x\.toml: model_duration_s: the model's run of .* ends 0\.0"):
+    (tmp_path / "x.toml").write_text(
+        re.sub(r"model_duration_s = .*", "model_duration_s = 0.5", text)
+    )
+    with pytest.raises(
+        ConfigError, match=r"x\.toml: model_duration_s: the model's run of .* ends 0\.0"
+    ):
         check(load_recording(tmp_path / "x.toml"))
 
 

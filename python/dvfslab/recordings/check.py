@@ -104,6 +104,9 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     ("kept_on_busy_cpu_pct", "woken while its CPU runs another, kept there %", REPORTED),
     # Of those, an interrupt's on that CPU itself (mainline sends them to an idle CPU).
     ("kept_irq_there_pct", "  of them by an interrupt there, kept %", REPORTED),
+    # A wake-up from another CPU that preempts the task running where it lands: its
+    # reschedule's IPI and whether the running task blocks before it.
+    ("remote_preempt_pct", "woken from another CPU onto a busy one, preempts %", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
     # Runs counted at the role's mean run, their start unlogged (docs/recording.md).
