@@ -29,12 +29,24 @@ def runtime(t: float, comm: str, pid: int, ns: int) -> str:
 
 
 def wakeup(
-    t: float, waker: str, wpid: int, comm: str, pid: int, event: str, flags: str = "d..2."
+    t: float,
+    waker: str,
+    wpid: int,
+    comm: str,
+    pid: int,
+    event: str,
+    flags: str = "d..2.",
+    target: int = 0,
 ) -> str:
     return (
         f"{waker}-{wpid} [000] {flags} {t:.6f}: {event}: comm={comm} pid={pid} prio=120 "
-        "target_cpu=000"
+        f"target_cpu={target:03d}"
     )
+
+
+def on(cpu: int, line: str) -> str:
+    """`line` logged on `cpu` (the helpers above log on CPU 0)."""
+    return line.replace("[000]", f"[{cpu:03d}]", 1)
 
 
 def replayed(lines: list[str], tasks: str | None = None, settle_s: float = 0.0, **options):
@@ -147,12 +159,10 @@ def test_a_wake_up_onto_another_cpus_running_task_is_decided_by_the_same_rules()
 
 def remote_example(running_on_us: float) -> list[str]:
     """a runs on CPU 1 from 0 (vruntime 0, deadline and protection 0.5 ms, half a slice); b,
-    woken there from CPU 0 at 0.6 ms, past a's protection and deadline (renewed to 1.6 ms),
-    is placed at V = 0.6 ms: eligible, deadline 1.1 ms before a's, the rules ask. a then runs
-    on `running_on_us` µs and is switched out for b, runnable."""
-
-    def on(cpu: int, line: str) -> str:
-        return line.replace("[000]", f"[{cpu:03d}]", 1)
+    woken there from CPU 0 at 0.6 ms, when a is past its protection and its deadline is
+    renewed to 1.6 ms, is placed at V = 0.6 ms with the same deadline: a keeps the CPU only
+    with a strictly earlier one, so the rules ask. a then runs on `running_on_us` µs and is
+    switched out for b, runnable."""
 
     end = 0.0006 + running_on_us * 1e-6
     return [
@@ -162,7 +172,7 @@ def remote_example(running_on_us: float) -> list[str]:
         switch(0.000001, "swapper/0", 0, "R", "c", 3),
         wakeup(0.0006, "c", 3, "b", 2, "sched_waking"),
         runtime(0.0006, "a", 1, 600_000),
-        wakeup(0.0006, "c", 3, "b", 2, "sched_wakeup").replace("target_cpu=000", "target_cpu=001"),
+        wakeup(0.0006, "c", 3, "b", 2, "sched_wakeup", target=1),
         on(1, runtime(end, "a", 1, round(running_on_us * 1000))),
         on(1, switch(end, "a", 1, "R", "b", 2)),
     ]
@@ -179,9 +189,6 @@ def test_a_remote_wake_ups_outcome_is_read_from_the_running_tasks_switch_out() -
 def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() -> None:
     # a runs on CPU 1; c, on CPU 0, wakes b onto CPU 1, which is busy: try_to_wake_up enqueues
     # from CPU 0, and the enqueue's update_curr of a (100 µs) is logged there.
-    def on(cpu: int, line: str) -> str:
-        return line.replace("[000]", f"[{cpu:03d}]", 1)
-
     lines = [
         on(1, wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new")),
         on(1, switch(0.000001, "swapper/1", 0, "R", "a", 1)),
@@ -192,9 +199,7 @@ def test_an_accounting_logged_on_the_wakers_cpu_charges_the_other_cpus_task() ->
         switch(0.000070, "b", 2, "S", "c", 3),
         wakeup(0.000100, "c", 3, "b", 2, "sched_waking"),
         runtime(0.000100, "a", 1, 100_000),
-        wakeup(0.000100, "c", 3, "b", 2, "sched_wakeup").replace(
-            "target_cpu=000", "target_cpu=001"
-        ),
+        wakeup(0.000100, "c", 3, "b", 2, "sched_wakeup", target=1),
     ]
     r = replayed(lines)
     a = r.entities[1]
@@ -285,9 +290,6 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
 
     # Three tasks wait on CPU 0 behind c; idle CPU 1 pulls two of them in one balance (its
     # sched_migrate_task lines, then its switch): attach_tasks queues the last detached first.
-    def on(cpu: int, line: str) -> str:
-        return line.replace("[000]", f"[{cpu:03d}]", 1)
-
     def migrate(t: float, comm: str, pid: int) -> str:
         return (
             f"<idle>-0 [001] dNs2. {t:.6f}: sched_migrate_task: comm={comm} pid={pid} "

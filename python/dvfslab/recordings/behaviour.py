@@ -265,7 +265,10 @@ def _remote_preemptions(
         key=lambda e: (e[0], e[1]),
     )
     running: dict[int, int] = {}  # cpu -> pid (0: idle)
-    pending: dict[int, tuple[float, int, int]] = {}  # cpu -> (when, running pid, woken pid)
+    # cpu -> (when, running pid, woken pid): the last such wake-up before the CPU's next switch.
+    # What a CPU runs is read from switches alone; a vCPU that loses its switches from idle
+    # loses them in the model's trace too (`drop_idle_events`), so both sides count alike.
+    pending: dict[int, tuple[float, int, int]] = {}
     for t, kind, cpu, pid, other, flag in events:
         if kind == 1:
             busy = running.get(cpu, 0) not in (0, pid)
