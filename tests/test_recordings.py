@@ -182,6 +182,39 @@ def test_a_wake_up_from_another_cpu_onto_a_busy_one_preempts_its_task_or_not() -
     # cli's wake-up lands on an idle CPU: nothing to preempt.
     assert s["roles"]["client"]["samples"]["woken_onto_remote_busy"] == 0
     assert s["roles"]["client"]["remote_preempt_pct"] is None
+    # The interrupt's wake-up of srv over x, on x's CPU, is a local one, and x goes to srv.
+    assert server["samples"]["woken_onto_local_busy"] == 1
+    assert server["local_preempt_pct"] == 100.0
+
+
+# cli on CPU 0 wakes srv 20 there, which preempts it at once, then srv 21, which waits while
+# cli runs on and blocks; srv 21 wakes srv 22 and then srv 20, which preempts it.
+LOCAL = """\
+cpus=2
+            cli-10    [000] d..2.   1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [000] d..2.   1.000010: sched_waking: comm=srv pid=20 prio=120 target_cpu=000
+            cli-10    [000] d..2.   1.000011: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=000
+            cli-10    [000] d..2.   1.000013: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+            srv-20    [000] d..2.   1.000020: sched_switch: prev_comm=srv prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=cli next_pid=10 next_prio=120
+            cli-10    [000] d..2.   1.000030: sched_waking: comm=srv pid=21 prio=120 target_cpu=000
+            cli-10    [000] d..2.   1.000031: sched_wakeup: comm=srv pid=21 prio=120 target_cpu=000
+            cli-10    [000] d..2.   1.000040: sched_switch: prev_comm=cli prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=srv next_pid=21 next_prio=120
+            srv-21    [000] d..2.   1.000050: sched_waking: comm=srv pid=22 prio=120 target_cpu=000
+            srv-21    [000] d..2.   1.000051: sched_wakeup: comm=srv pid=22 prio=120 target_cpu=000
+            srv-21    [000] d..2.   1.000052: sched_waking: comm=srv pid=20 prio=120 target_cpu=000
+            srv-21    [000] d..2.   1.000053: sched_wakeup: comm=srv pid=20 prio=120 target_cpu=000
+            srv-21    [000] d..2.   1.000054: sched_switch: prev_comm=srv prev_pid=21 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=20 next_prio=120
+"""
+
+
+def test_a_wake_up_on_the_busy_cpu_it_comes_from_preempts_its_task_or_not() -> None:
+    trace = parse_text(LOCAL, "local")
+    server = behaviour(trace, ROLES, operations=1.0, fixed_khz=1_000_000)["roles"]["server"]
+    # Preempting: srv 20's first wake-up and its second; not: srv 21's (the waker blocked
+    # first) and srv 22's (its waker went on to wake another).
+    assert server["samples"]["woken_onto_local_busy"] == 4
+    assert server["local_preempt_pct"] == 50.0
+    assert server["samples"]["woken_onto_remote_busy"] == 0
 
 
 def test_a_task_woken_and_never_run_while_its_cpu_runs_others_is_the_longest_wait() -> None:

@@ -16,6 +16,9 @@ them together:
 - of the wake-ups from a task on another CPU onto a CPU running another task, the share whose
   running task is switched out for the woken one within [`REMOTE_PREEMPT_S`] (the kernel's
   reschedule reaches it by IPI; one that blocks first counts as not preempted);
+- of the wake-ups logged on the CPU the task lands on while another task runs there (its own
+  wake-up, or an interrupt's over it), the share that switches that task out for the woken
+  one, as a waker on its own CPU is preempted at its return to user mode;
 - forks and execs per second;
 - the longest wait for a CPU after a wake-up of any task in the trace, the benchmark's or not:
   a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds;
@@ -89,6 +92,11 @@ class RoleStats:
     preempted_remote_busy: int = 0
     """Of those, the ones whose CPU switched from that task to the woken one within
     [`REMOTE_PREEMPT_S`]."""
+    woken_onto_local_busy: int = 0
+    """Wake-ups logged on the woken task's CPU while another task runs there."""
+    preempted_local_busy: int = 0
+    """Of those, the ones whose CPU switched from that task to the woken one within
+    [`REMOTE_PREEMPT_S`]."""
 
 
 def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
@@ -125,7 +133,7 @@ def behaviour(
     _runs_and_switches(trace, pid_role, stats, freq_at, start, end)
     _wakeups(trace, pid_role, stats, start, end)
     _busy_previous_cpu(trace, pid_role, stats, start, end)
-    _remote_preemptions(trace, pid_role, stats, start, end)
+    _wakeup_preemptions(trace, pid_role, stats, start, end)
     longest = _waits(trace, pid_role, stats, start, end)
     _migrations(trace, pid_role, stats, start, end)
     forks, execs = _process_rates(trace, start, end)
@@ -164,6 +172,7 @@ def behaviour(
             "kept_on_busy_cpu_pct": _pct(s.kept_on_busy_cpu, s.woken_on_busy_cpu),
             "kept_irq_there_pct": _pct(s.kept_irq_there_busy, s.irq_there_busy),
             "remote_preempt_pct": _pct(s.preempted_remote_busy, s.woken_onto_remote_busy),
+            "local_preempt_pct": _pct(s.preempted_local_busy, s.woken_onto_local_busy),
             "migrations_per_op": s.migrations / ops,
             "unlogged_run_pct": _pct(s.unlogged_runs, s.unlogged_runs + len(s.runs_us)),
             # How many events each share and median is over.
@@ -175,6 +184,7 @@ def behaviour(
                 "woken_on_busy_cpu": s.woken_on_busy_cpu,
                 "irq_there_busy": s.irq_there_busy,
                 "woken_onto_remote_busy": s.woken_onto_remote_busy,
+                "woken_onto_local_busy": s.woken_onto_local_busy,
             },
         }
     return out
@@ -239,24 +249,28 @@ def _busy_previous_cpu(
                 stats[r].kept_irq_there_busy += there and kept
 
 
-def _remote_preemptions(
+def _wakeup_preemptions(
     trace: Trace, pid_role: dict[int, str], stats: dict[str, RoleStats], start: float, end: float
 ) -> None:
-    """Wake-ups of the benchmark's tasks that a task on another CPU logged onto a CPU running
-    another task (sched_wakeup logged on the waker's CPU, from a task), and whether that CPU
-    then switched from its task, runnable, to the woken one within [`REMOTE_PREEMPT_S`]."""
+    """Wake-ups of the benchmark's tasks onto a CPU running another task, and whether that CPU
+    then switched from its task, runnable, to the woken one within [`REMOTE_PREEMPT_S`]:
+    those a task on another CPU logged (sched_wakeup on the waker's CPU), and those logged on
+    the CPU itself (the running task's own, or an interrupt's over it)."""
     sw, wk = trace.switches, trace.wakeups
-    # (time, kind, cpu, pid, prev pid, prev runnable); kind 0 a switch (cpu: where, pid: next),
-    # 1 a wake-up (cpu: its target, prev pid: the waker, prev runnable: logged elsewhere).
+    # (time, kind, cpu, pid, other pid, flag); kind 0 a wake-up (cpu: its target, other: the
+    # waker, flag: logged on another CPU), 1 a switch (cpu: where, pid: next, other: prev,
+    # flag: prev runnable). A wake-up goes before a switch at the same time: the model logs a
+    # preempting wake-up on its own CPU and the switch it causes at one instant, and a
+    # recording's microseconds often do.
     events = sorted(
         [
-            (float(t), 0, int(c), int(n), int(p), str(st).startswith("R"))
+            (float(t), 1, int(c), int(n), int(p), str(st).startswith("R"))
             for t, c, n, p, st in zip(
                 sw["time_s"], sw["cpu"], sw["next_pid"], sw["prev_pid"], sw["prev_state"]
             )
         ]
         + [
-            (float(t), 1, int(target), int(p), int(w), int(logged) != int(target))
+            (float(t), 0, int(target), int(p), int(w), int(logged) != int(target))
             for t, logged, target, p, w, new in zip(
                 wk["time_s"], wk["cpu"], wk["target_cpu"], wk["pid"], wk["waker_pid"], wk["new"]
             )
@@ -265,25 +279,40 @@ def _remote_preemptions(
         key=lambda e: (e[0], e[1]),
     )
     running: dict[int, int] = {}  # cpu -> pid (0: idle)
-    # cpu -> (when, running pid, woken pid): the last such wake-up before the CPU's next switch.
-    # What a CPU runs is read from switches alone; a vCPU that loses its switches from idle
-    # loses them in the model's trace too (`drop_idle_events`), so both sides count alike.
-    pending: dict[int, tuple[float, int, int]] = {}
+    # cpu -> (when, running pid, woken pid, from another CPU): the wake-up that the CPU's next
+    # switch answers. A wake-up on the CPU itself is answered at once, so one that another
+    # wake-up follows before the switch did not preempt; of wake-ups from other CPUs the last
+    # before the switch counts (the reschedule's IPI is on its way). What a CPU runs is read
+    # from switches alone; a vCPU that loses its switches from idle loses them in the model's
+    # trace too (`drop_idle_events`), so both sides count alike.
+    pending: dict[int, tuple[float, int, int, bool]] = {}
+
+    def count(woken: int, remote: bool, preempted: bool) -> None:
+        for r in (pid_role[woken], ALL):
+            if remote:
+                stats[r].woken_onto_remote_busy += 1
+                stats[r].preempted_remote_busy += preempted
+            else:
+                stats[r].woken_onto_local_busy += 1
+                stats[r].preempted_local_busy += preempted
+
     for t, kind, cpu, pid, other, flag in events:
-        if kind == 1:
+        if kind == 0:
             busy = running.get(cpu, 0) not in (0, pid)
-            if flag and other != 0 and busy and pid in pid_role and start <= t <= end:
-                pending[cpu] = (t, running[cpu], pid)
+            from_task = other != 0 or not flag
+            if from_task and busy and pid in pid_role and start <= t <= end:
+                earlier = pending.get(cpu)
+                if earlier is not None and not earlier[3]:
+                    count(earlier[2], False, False)
+                pending[cpu] = (t, running[cpu], pid, flag)
             continue
         seen = pending.pop(cpu, None)
         running[cpu] = pid
         if seen is None:
             continue
-        when, was, woken = seen
-        preempted = other == was and flag and pid == woken and t - when <= REMOTE_PREEMPT_S
-        for r in (pid_role[woken], ALL):
-            stats[r].woken_onto_remote_busy += 1
-            stats[r].preempted_remote_busy += preempted
+        when, was, woken, remote = seen
+        switched_to_it = other == was and flag and pid == woken
+        count(woken, remote, switched_to_it and t - when <= REMOTE_PREEMPT_S)
 
 
 def _migrations(

@@ -107,6 +107,9 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     # A wake-up from another CPU that preempts the task running where it lands: its
     # reschedule's IPI and whether the running task blocks before it.
     ("remote_preempt_pct", "woken from another CPU onto a busy one, preempts %", REPORTED),
+    # A wake-up logged on the CPU it lands on while another task runs there (the waker's own,
+    # or an interrupt's over it): preempted at the return to user mode, or not.
+    ("local_preempt_pct", "woken on its busy CPU from there, preempts %", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
     # Runs counted at the role's mean run, their start unlogged (docs/recording.md).
