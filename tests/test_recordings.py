@@ -185,6 +185,7 @@ def test_a_wake_up_from_another_cpu_onto_a_busy_one_preempts_its_task_or_not() -
     # The interrupt's wake-up of srv over x, on x's CPU, is a local one, and x goes to srv.
     assert server["samples"]["woken_onto_local_busy"] == 1
     assert server["local_preempt_pct"] == 100.0
+    assert server["local_preempt_delay_us"] == pytest.approx(5.0)
 
 
 # cli on CPU 0 wakes srv 20 there, which preempts it at once, then srv 21, which waits while
@@ -214,6 +215,8 @@ def test_a_wake_up_on_the_busy_cpu_it_comes_from_preempts_its_task_or_not() -> N
     # first) and srv 22's (its waker went on to wake another).
     assert server["samples"]["woken_onto_local_busy"] == 4
     assert server["local_preempt_pct"] == 50.0
+    # The two that preempt switch 3 µs and 2 µs after their sched_waking.
+    assert server["local_preempt_delay_us"] == pytest.approx(2.5)
     assert server["samples"]["woken_onto_remote_busy"] == 0
 
 

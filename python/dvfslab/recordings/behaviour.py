@@ -18,7 +18,8 @@ them together:
   reschedule reaches it by IPI; one that blocks first counts as not preempted);
 - of the wake-ups logged on the CPU the task lands on while another task runs there (its own
   wake-up, or an interrupt's over it), the share that switches that task out for the woken
-  one, as a waker on its own CPU is preempted at its return to user mode;
+  one, and the mean time from the wake-up's sched_waking to that switch: a kernel without
+  forced preemption switches where the waker's system call returns to user mode;
 - forks and execs per second;
 - the longest wait for a CPU after a wake-up of any task in the trace, the benchmark's or not:
   a task starved by the kernel (docs/recording.md) waits hundreds of milliseconds;
@@ -97,6 +98,8 @@ class RoleStats:
     preempted_local_busy: int = 0
     """Of those, the ones whose CPU switched from that task to the woken one within
     [`REMOTE_PREEMPT_S`]."""
+    local_preempt_delays_us: list[float] = field(default_factory=list)
+    """Of the preempting ones, from the wake-up's sched_waking to the switch, µs."""
 
 
 def role_of_comm(roles: dict[str, re.Pattern[str]], comm: str) -> str | None:
@@ -173,6 +176,7 @@ def behaviour(
             "kept_irq_there_pct": _pct(s.kept_irq_there_busy, s.irq_there_busy),
             "remote_preempt_pct": _pct(s.preempted_remote_busy, s.woken_onto_remote_busy),
             "local_preempt_pct": _pct(s.preempted_local_busy, s.woken_onto_local_busy),
+            "local_preempt_delay_us": _mean(s.local_preempt_delays_us),
             "migrations_per_op": s.migrations / ops,
             "unlogged_run_pct": _pct(s.unlogged_runs, s.unlogged_runs + len(s.runs_us)),
             # How many events each share and median is over.
@@ -256,14 +260,15 @@ def _wakeup_preemptions(
     then switched from its task, runnable, to the woken one within [`REMOTE_PREEMPT_S`]:
     those a task on another CPU logged (sched_wakeup on the waker's CPU), and those logged on
     the CPU itself (the running task's own, or an interrupt's over it)."""
-    sw, wk = trace.switches, trace.wakeups
+    sw, wk, wg = trace.switches, trace.wakeups, trace.wakings
     # (time, kind, cpu, pid, other pid, flag); kind 0 a wake-up (cpu: its target, other: the
     # waker, flag: logged on another CPU), 1 a switch (cpu: where, pid: next, other: prev,
-    # flag: prev runnable). A wake-up goes before a switch at the same time: the model logs a
-    # preempting wake-up on its own CPU and the switch it causes at one instant, and a
-    # recording's microseconds often do.
+    # flag: prev runnable), -1 a sched_waking (pid: the woken). A wake-up goes before a switch
+    # at the same time: the model logs a preempting wake-up on its own CPU and the switch it
+    # causes at one instant, and a recording's microseconds often do.
     events = sorted(
-        [
+        [(float(t), -1, -1, int(p), -1, False) for t, p in zip(wg["time_s"], wg["pid"])]
+        + [
             (float(t), 1, int(c), int(n), int(p), str(st).startswith("R"))
             for t, c, n, p, st in zip(
                 sw["time_s"], sw["cpu"], sw["next_pid"], sw["prev_pid"], sw["prev_state"]
@@ -285,9 +290,10 @@ def _wakeup_preemptions(
     # before the switch counts (the reschedule's IPI is on its way). What a CPU runs is read
     # from switches alone; a vCPU that loses its switches from idle loses them in the model's
     # trace too (`drop_idle_events`), so both sides count alike.
-    pending: dict[int, tuple[float, int, int, bool]] = {}
+    pending: dict[int, tuple[float, int, int, bool, float]] = {}
+    waking: dict[int, float] = {}  # pid -> its last sched_waking
 
-    def count(woken: int, remote: bool, preempted: bool) -> None:
+    def count(woken: int, remote: bool, preempted: bool, delay_s: float = 0.0) -> None:
         for r in (pid_role[woken], ALL):
             if remote:
                 stats[r].woken_onto_remote_busy += 1
@@ -295,8 +301,13 @@ def _wakeup_preemptions(
             else:
                 stats[r].woken_onto_local_busy += 1
                 stats[r].preempted_local_busy += preempted
+                if preempted:
+                    stats[r].local_preempt_delays_us.append(delay_s * 1e6)
 
     for t, kind, cpu, pid, other, flag in events:
+        if kind == -1:
+            waking[pid] = t
+            continue
         if kind == 0:
             busy = running.get(cpu, 0) not in (0, pid)
             from_task = other != 0 or not flag
@@ -304,15 +315,15 @@ def _wakeup_preemptions(
                 earlier = pending.get(cpu)
                 if earlier is not None and not earlier[3]:
                     count(earlier[2], False, False)
-                pending[cpu] = (t, running[cpu], pid, flag)
+                pending[cpu] = (t, running[cpu], pid, flag, waking.get(pid, t))
             continue
         seen = pending.pop(cpu, None)
         running[cpu] = pid
         if seen is None:
             continue
-        when, was, woken, remote = seen
+        when, was, woken, remote, woken_at = seen
         switched_to_it = other == was and flag and pid == woken
-        count(woken, remote, switched_to_it and t - when <= REMOTE_PREEMPT_S)
+        count(woken, remote, switched_to_it and t - when <= REMOTE_PREEMPT_S, t - woken_at)
 
 
 def _migrations(
@@ -609,3 +620,7 @@ def median_interval(values: list[float]) -> list[float]:
 
 def _pct(part: float, whole: float) -> float | None:
     return 100.0 * part / whole if whole else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None

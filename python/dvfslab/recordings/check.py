@@ -110,6 +110,8 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     # A wake-up logged on the CPU it lands on while another task runs there (the waker's own,
     # or an interrupt's over it): preempted at the return to user mode, or not.
     ("local_preempt_pct", "woken on its busy CPU from there, preempts %", REPORTED),
+    # ... and how long after sched_waking the switch comes: at the waker's return to user mode.
+    ("local_preempt_delay_us", "  preempting: wake-up to the switch, mean us", REPORTED),
     # Moves to another CPU (wake-up placement and the balancers): as placement, reported.
     ("migrations_per_op", "moved to another CPU per op", REPORTED),
     # Runs counted at the role's mean run, their start unlogged (docs/recording.md).
