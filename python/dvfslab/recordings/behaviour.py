@@ -53,7 +53,9 @@ ALL = "all"
 REMOTE_PREEMPT_S = 50e-6
 """How soon after a wake-up from another CPU the woken task's CPU switches to it when the
 wake-up preempted its running task: the reschedule IPI's trip, 25 µs at the median and 41 at
-p90 on the recording guest (`vcpu_wake.resched_us`)."""
+p90 on the recording guest (`vcpu_wake.resched_us`). A wake-up on the CPU itself that
+preempts switches within a few microseconds, at the waker's return to user mode, and is held
+to the same bound."""
 
 STATES = ("S", "D", "R")
 CONTEXTS = ("softirq", "hardirq", "kthread", "process")
