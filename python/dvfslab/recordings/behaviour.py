@@ -14,7 +14,7 @@ them together:
   share kept there (a guest that packs its vCPUs keeps them; mainline moves them to an idle
   CPU or to a synchronous waker's);
 - of the wake-ups from a task on another CPU onto a CPU running another task, the share whose
-  running task is switched out for the woken one within [`REMOTE_PREEMPT_S`] (the kernel's
+  running task is switched out for the woken one within [`PREEMPTED_WITHIN_S`] (the kernel's
   reschedule reaches it by IPI; one that blocks first counts as not preempted);
 - of the wake-ups logged on the CPU the task lands on while another task runs there (its own
   wake-up, or an interrupt's over it), the share that switches that task out for the woken
@@ -50,7 +50,7 @@ KERNEL_THREAD = re.compile(
 ALL = "all"
 """The row for every task of the benchmark together."""
 
-REMOTE_PREEMPT_S = 50e-6
+PREEMPTED_WITHIN_S = 50e-6
 """How soon after a wake-up from another CPU the woken task's CPU switches to it when the
 wake-up preempted its running task: the reschedule IPI's trip, 25 µs at the median and 41 at
 p90 on the recording guest (`vcpu_wake.resched_us`). A wake-up on the CPU itself that
@@ -94,12 +94,12 @@ class RoleStats:
     """Wake-ups from a task on another CPU onto a CPU running another task."""
     preempted_remote_busy: int = 0
     """Of those, the ones whose CPU switched from that task to the woken one within
-    [`REMOTE_PREEMPT_S`]."""
+    [`PREEMPTED_WITHIN_S`]."""
     woken_onto_local_busy: int = 0
     """Wake-ups logged on the woken task's CPU while another task runs there."""
     preempted_local_busy: int = 0
     """Of those, the ones whose CPU switched from that task to the woken one within
-    [`REMOTE_PREEMPT_S`]."""
+    [`PREEMPTED_WITHIN_S`]."""
     local_preempt_delays_us: list[float] = field(default_factory=list)
     """Of the preempting ones, from the wake-up's sched_waking to the switch, µs."""
 
@@ -259,7 +259,7 @@ def _wakeup_preemptions(
     trace: Trace, pid_role: dict[int, str], stats: dict[str, RoleStats], start: float, end: float
 ) -> None:
     """Wake-ups of the benchmark's tasks onto a CPU running another task, and whether that CPU
-    then switched from its task, runnable, to the woken one within [`REMOTE_PREEMPT_S`]:
+    then switched from its task, runnable, to the woken one within [`PREEMPTED_WITHIN_S`]:
     those a task on another CPU logged (sched_wakeup on the waker's CPU), and those logged on
     the CPU itself (the running task's own, or an interrupt's over it)."""
     sw, wk, wg = trace.switches, trace.wakeups, trace.wakings
@@ -325,7 +325,7 @@ def _wakeup_preemptions(
             continue
         when, was, woken, remote, woken_at = seen
         switched_to_it = other == was and flag and pid == woken
-        count(woken, remote, switched_to_it and t - when <= REMOTE_PREEMPT_S, t - woken_at)
+        count(woken, remote, switched_to_it and t - when <= PREEMPTED_WITHIN_S, t - woken_at)
 
 
 def _migrations(
