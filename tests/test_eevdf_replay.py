@@ -140,6 +140,30 @@ def test_the_kernels_picks_follow_the_rules_and_its_groups_ask_for_more_reschedu
     assert unasked > 2 * missed / (missed + asked), (grouped, flat)
 
 
+def test_a_hackbench_run_traced_from_its_start_follows_the_rules_at_every_decision() -> None:
+    # hackbench's forty workers on two vCPUs, in a task group of their own (the recorder runs
+    # the command in a session of its own), every one of them born in the trace: the rules
+    # name every next task the kernel switched to and ask for exactly the reschedules it
+    # asked for, on the waker's CPU and on the other. Two things once hid this: the parent,
+    # running from before its group existed (it is placed where its first accounting finds
+    # it), and the new-idle balance, which pulls only after the blocking task has left.
+    script = load_script("eevdf-replay")
+    # Two vCPUs: the base slice is 0.7 ms · (1 + log2 2).
+    r = script.Replay(1_400_000, 4_000_000, re.compile("^hackbench$"))
+    r.run(recorded("hackbench-pipe-start.txt.xz"), 0.0)
+    counts = dict(r.counts)
+    assert counts["other switches: same task"] > 1500, counts
+    assert counts["preempting switches: same task"] > 400, counts
+    assert share(counts, "other switches") == 1.0, counts
+    assert share(counts, "preempting switches") == 1.0, counts
+    assert counts["reschedule asked, recorded"] > 400, counts
+    assert counts["remote reschedule asked, recorded"] > 50, counts
+    decided_apart = [
+        k for k in counts if "reschedule" in k and ("not asked" in k) != ("not recorded" in k)
+    ]
+    assert decided_apart == [], counts
+
+
 def test_a_wake_up_onto_another_cpus_running_task_is_decided_by_the_same_rules() -> None:
     # pgbench's thread on one vCPU wakes its backend onto the other, where the other backend
     # runs: the kernel's reschedule reaches that backend by IPI, so the trace shows it only as
@@ -356,3 +380,57 @@ def test_the_models_own_trace_replays_to_every_one_of_its_picks() -> None:
     disagree += counts.get("reschedule not asked, recorded", 0)
     assert asked > 5000, counts
     assert disagree < 0.001 * (asked + counts["reschedule not asked, not recorded"]), counts
+
+
+def test_a_new_idle_balance_pulls_after_the_blocking_task_has_left() -> None:
+    # CPU 1 runs d with c queued behind it: c's lag grows while it waits. On CPU 0, b runs
+    # alone and blocks; __schedule dequeues it, then its new-idle balance pulls c (the
+    # sched_migrate_task line b logs in task context), then put_prev_task accounts b once more,
+    # and only then does the trace log the switch. b left alone, eligible, with lag 0; c lands
+    # on an empty run-queue, at V. Attached before b had left, c's lag (doubled beside b)
+    # would have pulled V below b, which would have stayed queued as if it owed time.
+    lines = [
+        on(1, wakeup(0.0, "<idle>", 0, "d", 4, "sched_wakeup_new", target=1)),
+        on(1, switch(0.000001, "swapper/1", 0, "R", "d", 4)),
+        on(1, runtime(0.000100, "d", 4, 100_000)),
+        on(1, wakeup(0.000100, "d", 4, "c", 3, "sched_wakeup_new", target=1)),
+        wakeup(0.000100, "<idle>", 0, "b", 2, "sched_wakeup_new"),
+        switch(0.000101, "swapper/0", 0, "R", "b", 2),
+        on(1, runtime(0.000400, "d", 4, 300_000)),
+        runtime(0.000400, "b", 2, 300_000),
+        (
+            "b-2 [000] d..2. 0.000401: sched_migrate_task: comm=c pid=3 prio=120 "
+            "orig_cpu=1 dest_cpu=0"
+        ),
+        runtime(0.000405, "b", 2, 5_000),
+        switch(0.000405, "b", 2, "S", "c", 3),
+    ]
+    r = replayed(lines)
+    b, c = r.entities[2], r.entities[3]
+    assert not b.delayed
+    assert not b.on_rq
+    assert b.vlag == 0
+    assert r.rqs[0].curr is c
+    assert r.members(r.rqs[0]) == [c]
+    assert dict(r.counts) == {"other switches: same task": 3}
+
+
+def test_a_task_first_seen_by_its_accounting_runs_from_there() -> None:
+    # p ran from before the trace (or from before setsid moved it into its session's new task
+    # group): its first line is its own accounting. From there it is the running task, so the
+    # child it forks is placed beside it, at V = p's vruntime then (0.2 ms), with half a slice
+    # to its deadline; p runs 90 µs more and blocks past V (0.245 ms), owing time: it stays
+    # queued, delayed, and the child is the pick.
+    lines = [
+        runtime(0.000200, "p", 1, 200_000),
+        wakeup(0.000210, "p", 1, "q", 2, "sched_wakeup_new"),
+        runtime(0.000300, "p", 1, 90_000),
+        switch(0.000300, "p", 1, "S", "q", 2),
+    ]
+    r = replayed(lines)
+    p, q = r.entities[1], r.entities[2]
+    assert (p.vruntime, q.vruntime) == (290_000, 200_000)
+    assert q.deadline - q.vruntime == 500_000
+    assert p.delayed
+    assert p in r.rqs[0].queued
+    assert dict(r.counts) == {"other switches: same task": 1}

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,7 @@ import pytest
 
 import dvfslab
 from dvfslab._core import ConfigError
-from dvfslab.record import RecordError, autogroup_state, record
+from dvfslab.record import RecordError, _stop, autogroup_state, record
 from dvfslab.recordings import Recording, load_recording, shipped_recordings
 from dvfslab.recordings.behaviour import behaviour, median_interval, quantiles
 from dvfslab.recordings.check import (
@@ -1025,3 +1026,39 @@ def test_record_true_on_this_machine(tmp_path: Path) -> None:
     assert "true" in set(execs["comm"])
     leftovers = list(Path("/sys/kernel/tracing/instances").glob("dvfslab-*"))
     assert leftovers == []
+
+
+@pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
+def test_record_runs_the_command_in_a_session_of_its_own(tmp_path: Path) -> None:
+    # With autogroup on, a session's tasks share a task group: the recorder stays out of the
+    # command's, as a benchmark started from a shell of its own would have it.
+    probe = [sys.executable, "-c", "import os; print(os.getpid(), os.getsid(0))"]
+    done = subprocess.run(
+        [sys.executable, "-m", "dvfslab", "record", "-o", str(tmp_path / "t.txt"), "--", *probe],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
+        pytest.skip(done.stderr)
+    assert done.returncode == 0, done.stderr
+    pid, sid = done.stdout.splitlines()[0].split()
+    assert pid == sid
+    assert int(sid) != os.getsid(0)
+
+
+def test_stopping_a_command_stops_its_whole_process_group() -> None:
+    # --duration and Ctrl-C reach the processes the command started too, as the terminal's
+    # Ctrl-C reaches its whole foreground process group: here a child the command waits for.
+    spawn = "import subprocess; c = subprocess.Popen(['sleep', '30']); print(c.pid, flush=True); c.wait()"
+    command = subprocess.Popen(
+        [sys.executable, "-c", spawn], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    background = int(command.stdout.readline())
+    _stop(command)
+    status = Path(f"/proc/{background}/status")
+    deadline = time.monotonic() + 5
+    while status.exists() and "\tZ" not in status.read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not status.exists() or "(zombie)" in status.read_text()
+    command.stdout.close()

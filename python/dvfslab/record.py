@@ -219,8 +219,11 @@ def record(
 ) -> Recording:
     """Run `command` under tracing and write its events to `out` as ftrace text.
 
-    `duration_s` ends the command (SIGINT, then SIGTERM, then SIGKILL) once that much time has
-    passed; without it, the command runs to its end. `window` = (start, length) traces only
+    The command runs in a session of its own: with autogroup on, its processes form a task
+    group without the recorder (which would otherwise share theirs and compete inside it), as a
+    benchmark started from a shell of its own would. `duration_s` ends the command's process
+    group (SIGINT, then SIGTERM, then SIGKILL) once that much time has passed, as Ctrl-C does;
+    without it, the command runs to its end. `window` = (start, length) traces only
     that slice of the run, in seconds after the command started (the command runs on). `events`
     are `group/name` tracepoints. The file starts with a comment header (command, pid, kernel,
     clock) and `cpus=N`.
@@ -319,7 +322,7 @@ def _run(
     if window is None:
         inst.write("tracing_on", "1")
     try:
-        child = subprocess.Popen(list(command))
+        child = subprocess.Popen(list(command), start_new_session=True)
     except FileNotFoundError:
         raise RecordError(f"{command[0]}: no such command") from None
     except PermissionError:
@@ -356,11 +359,13 @@ def _wait(child: subprocess.Popen[bytes], until: float | None, deadline: float |
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
-    """Ask the command to stop as Ctrl-C would, then insist."""
+    """Ask the command's process group to stop as Ctrl-C would (the command runs in a session
+    of its own, out of the terminal's reach), then insist."""
     for sig, grace_s in ((signal.SIGINT, 2.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, None)):
         if child.poll() is not None:
             return
-        child.send_signal(sig)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, sig)
         try:
             child.wait(timeout=grace_s)
             return
