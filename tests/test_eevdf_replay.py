@@ -415,6 +415,35 @@ def test_a_new_idle_balance_pulls_after_the_blocking_task_has_left() -> None:
     assert dict(r.counts) == {"other switches: same task": 3}
 
 
+def test_a_new_idle_balance_finds_its_cpus_delayed_tasks_dropped() -> None:
+    # On CPU 0, a runs 0.6 ms beside b and blocks owing time: delayed. b runs 0.1 ms and blocks,
+    # eligible. Only a is left, delayed: pick_task_fair picks it, dequeues it (its lag read
+    # then, 0 with nothing else there) and finds nothing; only then does the new-idle balance
+    # pull c from CPU 1, where it waited behind d. c lands on an empty run-queue.
+    lines = [
+        wakeup(0.0, "<idle>", 0, "a", 1, "sched_wakeup_new"),
+        wakeup(0.0, "<idle>", 0, "b", 2, "sched_wakeup_new"),
+        on(1, wakeup(0.0, "<idle>", 0, "d", 4, "sched_wakeup_new", target=1)),
+        on(1, switch(0.000001, "swapper/1", 0, "R", "d", 4)),
+        on(1, runtime(0.000100, "d", 4, 100_000)),
+        on(1, wakeup(0.000100, "d", 4, "c", 3, "sched_wakeup_new", target=1)),
+        switch(0.000001, "swapper/0", 0, "R", "a", 1),
+        runtime(0.000600, "a", 1, 600_000),
+        switch(0.000600, "a", 1, "S", "b", 2),
+        runtime(0.000700, "b", 2, 100_000),
+        (
+            "b-2 [000] d..2. 0.000701: sched_migrate_task: comm=c pid=3 prio=120 "
+            "orig_cpu=1 dest_cpu=0"
+        ),
+        switch(0.000702, "b", 2, "S", "c", 3),
+    ]
+    r = replayed(lines)
+    a, c = r.entities[1], r.entities[3]
+    assert not a.delayed
+    assert a.vlag == 0
+    assert r.members(r.rqs[0]) == [c]
+
+
 def test_a_task_first_seen_by_its_accounting_runs_from_there() -> None:
     # p ran from before the trace (or from before setsid moved it into its session's new task
     # group): its first line is its own accounting. From there it is the running task, so the
