@@ -3,6 +3,7 @@ two recorded tbench runs (autogroup off and on)."""
 
 from __future__ import annotations
 
+import json
 import lzma
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ from dvfslab.traces import ftrace
 from script_helpers import load_script
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
+PLATFORMS = Path(dvfslab.__file__).resolve().parent / "data" / "platforms"
 
 
 def switch(t: float, prev: str, pid: int, state: str, nxt: str, npid: int) -> str:
@@ -354,6 +356,35 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
     a = r.entities[1]
     assert a.delayed
     assert a in r.rqs[1].queued
+
+
+def test_the_models_two_cpu_hackbench_follows_the_rules_without_the_guests_vcpu_costs(
+    tmp_path: Path,
+) -> None:
+    # hackbench's forty tasks on two CPUs, the recording guest's preset without what its host
+    # adds (IPIs to halted vCPUs, their wake lists, vCPU packing, VM exits, background): the
+    # replay names nearly every next task the model switches to. With them it names far fewer
+    # (docs/recording.md): departures from the rules on the vCPU paths, still to be found.
+    doc = json.loads((PLATFORMS / "kvm-guest-2cpu.json").read_text())
+    for key in ("vcpu_wake", "vcpu_pack", "vm_exits", "background"):
+        doc.pop(key)
+    doc["id"] = "kvm-guest-2cpu-bare"
+    preset = tmp_path / "bare.json"
+    preset.write_text(json.dumps(doc))
+    run = dvfslab.simulate(
+        str(preset),
+        "performance:kernel=6.18.44",
+        "hackbench:pipes=1,loops=2000",
+        0.3,
+        timeline=True,
+    )
+    script = load_script("eevdf-replay")
+    r = script.Replay(1_400_000, 4_000_000, None)
+    r.run(ftrace.render(run).splitlines(), 0.1)
+    counts = dict(r.counts)
+    assert counts["other switches: same task"] > 20_000, counts
+    assert share(counts, "other switches") > 0.95, counts
+    assert share(counts, "preempting switches") > 0.95, counts
 
 
 def test_the_models_own_trace_replays_to_every_one_of_its_picks() -> None:
