@@ -13,7 +13,6 @@ from dvfslab.traces import ftrace
 from script_helpers import load_script
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
-PLATFORMS = Path(dvfslab.__file__).resolve().parent / "data" / "platforms"
 
 
 def switch(t: float, prev: str, pid: int, state: str, nxt: str, npid: int) -> str:
@@ -365,12 +364,10 @@ def test_the_models_two_cpu_hackbench_follows_the_rules_without_the_guests_vcpu_
     # adds (IPIs to halted vCPUs, their wake lists, vCPU packing, VM exits, background): the
     # replay names nearly every next task the model switches to. With them it names far fewer
     # (docs/recording.md): departures from the rules on the vCPU paths, still to be found.
-    doc = json.loads((PLATFORMS / "kvm-guest-2cpu.json").read_text())
-    for key in ("vcpu_wake", "vcpu_pack", "vm_exits", "background"):
-        doc.pop(key)
-    doc["id"] = "kvm-guest-2cpu-bare"
+    bare = {"extends": "kvm-guest-2cpu", "schema": "dvfslab-platform/1", "id": "kvm-bare"}
+    bare |= dict.fromkeys(("vcpu_wake", "vcpu_pack", "vm_exits", "background"))
     preset = tmp_path / "bare.json"
-    preset.write_text(json.dumps(doc))
+    preset.write_text(json.dumps(bare))
     run = dvfslab.simulate(
         str(preset),
         "performance:kernel=6.18.44",

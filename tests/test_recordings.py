@@ -1005,11 +1005,11 @@ def test_the_autogroup_state_is_read_from_its_sysctl(tmp_path: Path) -> None:
     assert autogroup_state(tmp_path / "missing") == "no autogroup"
 
 
-@pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
-def test_record_true_on_this_machine(tmp_path: Path) -> None:
-    out = tmp_path / "true.txt"
+def record_on_this_machine(out: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    """`dvfslab record -o OUT -- COMMAND` as a user runs it; skipped where this machine cannot
+    trace (no tracing instance, no tracefs to mount)."""
     done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "record", "-o", str(out), "--", "true"],
+        [sys.executable, "-m", "dvfslab", "record", "-o", str(out), "--", *command],
         capture_output=True,
         text=True,
         check=False,
@@ -1017,6 +1017,13 @@ def test_record_true_on_this_machine(tmp_path: Path) -> None:
     if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
         pytest.skip(done.stderr)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
+def test_record_true_on_this_machine(tmp_path: Path) -> None:
+    out = tmp_path / "true.txt"
+    record_on_this_machine(out, ["true"])
     text = out.read_text()
     assert text.startswith("# dvfslab record: true\n")
     # The header says whether the session's tasks shared an autogroup.
@@ -1033,15 +1040,7 @@ def test_record_runs_the_command_in_a_session_of_its_own(tmp_path: Path) -> None
     # With autogroup on, a session's tasks share a task group: the recorder stays out of the
     # command's, as a benchmark started from a shell of its own would have it.
     probe = [sys.executable, "-c", "import os; print(os.getpid(), os.getsid(0))"]
-    done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "record", "-o", str(tmp_path / "t.txt"), "--", *probe],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
-        pytest.skip(done.stderr)
-    assert done.returncode == 0, done.stderr
+    done = record_on_this_machine(tmp_path / "t.txt", probe)
     pid, sid = done.stdout.splitlines()[0].split()
     assert pid == sid
     assert int(sid) != os.getsid(0)
