@@ -3,10 +3,11 @@ two recorded tbench runs (autogroup off and on)."""
 
 from __future__ import annotations
 
-import json
 import lzma
 import re
 from pathlib import Path
+
+import pytest
 
 import dvfslab
 from dvfslab.traces import ftrace
@@ -357,31 +358,26 @@ def test_an_idle_cpu_drops_its_delayed_tasks_and_a_balance_attaches_in_reverse()
     assert a in r.rqs[1].queued
 
 
-def test_the_models_two_cpu_hackbench_follows_the_rules_without_the_guests_vcpu_costs(
-    tmp_path: Path,
-) -> None:
-    # hackbench's forty tasks on two CPUs, the recording guest's preset without what its host
-    # adds (IPIs to halted vCPUs, their wake lists, vCPU packing, VM exits, background): the
-    # replay names nearly every next task the model switches to. With them it names far fewer
-    # (docs/recording.md): departures from the rules on the vCPU paths, still to be found.
-    bare = {"extends": "kvm-guest-2cpu", "schema": "dvfslab-platform/1", "id": "kvm-bare"}
-    bare |= dict.fromkeys(("vcpu_wake", "vcpu_pack", "vm_exits", "background"))
-    preset = tmp_path / "bare.json"
-    preset.write_text(json.dumps(bare))
+@pytest.mark.parametrize("pipes", [1, 0])
+def test_the_models_two_vcpu_hackbench_follows_the_rules(pipes: int) -> None:
+    # hackbench's forty tasks on the recording guest's two vCPUs, its host's costs included:
+    # wake-ups that reach a halted vCPU by IPI go by its wake list, and the task it runs first
+    # is picked among all of them and charged from the last enqueue before that pick. The
+    # replay names nearly every next task the model switches to, pipes and sockets.
     run = dvfslab.simulate(
-        str(preset),
+        "kvm-guest-2cpu",
         "performance:kernel=6.18.44",
-        "hackbench:pipes=1,loops=2000",
-        0.3,
+        f"hackbench:pipes={pipes},loops=2000",
+        0.2,
         timeline=True,
     )
     script = load_script("eevdf-replay")
     r = script.Replay(1_400_000, 4_000_000, None)
-    r.run(ftrace.render(run).splitlines(), 0.1)
+    r.run(ftrace.render(run).splitlines(), 0.01)
     counts = dict(r.counts)
-    assert counts["other switches: same task"] > 20_000, counts
-    assert share(counts, "other switches") > 0.95, counts
-    assert share(counts, "preempting switches") > 0.95, counts
+    assert counts["other switches: same task"] > 5_000, counts
+    assert share(counts, "other switches") > 0.99, counts
+    assert share(counts, "preempting switches") > 0.99, counts
 
 
 def test_the_models_own_trace_replays_to_every_one_of_its_picks() -> None:

@@ -179,6 +179,7 @@ fn simulate<'py>(
             migrate.set_item("src", &tl.migrate_src)?;
             migrate.set_item("dst", &tl.migrate_dst)?;
             migrate.set_item("seq", &tl.migrate_seq)?;
+            migrate.set_item("context", tl.migrate_context.iter().map(|c| c.flag().to_string()).collect::<Vec<_>>())?;
             let runtime = PyDict::new(py);
             runtime.set_item("time_ns", &tl.runtime_time_ns)?;
             runtime.set_item("cpu", &tl.runtime_cpu)?;

@@ -55,13 +55,15 @@ pub struct Timeline {
     pub process_child: Vec<i64>,
     /// Migrations (sched_migrate_task): `task` moves from `src` to `dst`, logged on `cpu`, the
     /// CPU whose code moves it (set_task_cpu's caller: the waker's for a wake-up's placement,
-    /// the balancing CPU for a pull, the source's stopper for an active balance or an exec).
+    /// the balancing CPU for a pull, the source's stopper for an active balance or an exec), in
+    /// its context (the flags column's third character).
     pub migrate_seq: Vec<u64>,
     pub migrate_time_ns: Vec<u64>,
     pub migrate_cpu: Vec<u32>,
     pub migrate_task: Vec<u32>,
     pub migrate_src: Vec<u32>,
     pub migrate_dst: Vec<u32>,
+    pub migrate_context: Vec<WakeContext>,
     /// sched_stat_runtime: `task` was charged `ns` of runtime (update_curr; fair tasks only, as
     /// the kernel logs it), logged on `cpu`: its own CPU's, or a waker's that enqueued a task
     /// on that CPU's run-queue.
@@ -210,7 +212,7 @@ impl Timeline {
     }
 
     /// `task` moved from `src` to `dst` by code running on `cpu`.
-    pub fn migrate(&mut self, t: TimeNs, cpu: usize, task: usize, src: usize, dst: usize) {
+    pub fn migrate(&mut self, t: TimeNs, cpu: usize, task: usize, src: usize, dst: usize, context: WakeContext) {
         let seq = self.next_seq();
         self.migrate_seq.push(seq);
         self.migrate_time_ns.push(self.stamp(cpu, t));
@@ -218,6 +220,7 @@ impl Timeline {
         self.migrate_task.push(task as u32);
         self.migrate_src.push(src as u32);
         self.migrate_dst.push(dst as u32);
+        self.migrate_context.push(context);
     }
 
     /// update_curr charged `task` `ns` of runtime, logged on `cpu`.

@@ -15,7 +15,8 @@ wake list; the waker's for one it enqueues itself, on a busy CPU of its LLC or a
 queued; a task's first, its start, as sched_wakeup_new, on the CPU that forked it, as
 wake_up_new_task logs it from the parent), sched_migrate_task (on the CPU whose code moves the
 task: the waker's for a wake-up's placement, the balancing CPU for a pull, the source for an
-active balance), sched_process_fork / exec / exit, sched_stat_runtime (each accounting of a
+active balance; in that code's context, `s` for a periodic or idle balance's softirq),
+sched_process_fork / exec / exit, sched_stat_runtime (each accounting of a
 running task, update_curr's, with the nanoseconds it charged, on the task's CPU or on a waker's
 that accounts it while enqueuing there: what `scripts/eevdf-replay` reads vruntimes from),
 cpu_frequency (state = kHz; every CPU's first at time 0) and cpu_idle (state = idle state
@@ -185,9 +186,9 @@ def render(result: SimResult, since_s: float = 0.0, runtime: bool = True) -> str
             if t >= since_ns
         ),
         (
-            (t, q, c, "sched_migrate_task", migrate_fields(task, src, dst), "..", None)
-            for t, q, c, task, src, dst in zip(
-                mg["time_ns"], mg["seq"], mg["cpu"], mg["task"], mg["src"], mg["dst"]
+            (t, q, c, "sched_migrate_task", migrate_fields(task, src, dst), f".{ctx}", None)
+            for t, q, c, task, src, dst, ctx in zip(
+                mg["time_ns"], mg["seq"], mg["cpu"], mg["task"], mg["src"], mg["dst"], mg["context"]
             )
             if t >= since_ns
         ),

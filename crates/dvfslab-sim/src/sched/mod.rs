@@ -583,6 +583,13 @@ impl Sched {
             *from = (*from).max(now);
         }
         let t = &mut self.tasks[curr];
+        if self.cpus[cpu].stall_until > now {
+            // The CPU is still leaving idle: its idle task runs until the pick, and the task
+            // to run is charged from the run-queue clock's last update before it (each
+            // enqueue's; __schedule skips its own, wakeup_preempt's rq_clock_skip_update).
+            t.exec_start_ns = t.exec_start_ns.max(now);
+            return;
+        }
         let delta = now - t.exec_start_ns;
         t.vruntime += eevdf::calc_delta_fair(delta, t.weight());
         t.sum_exec_ns += delta;

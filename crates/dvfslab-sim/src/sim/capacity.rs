@@ -5,6 +5,7 @@ use crate::governor::UpdateFlags;
 use crate::sched::capacity::capacity_greater;
 use crate::sched::capacity::{util_fits_cpu, CpuCaps};
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
+use crate::sched::waker::WakeContext;
 use crate::sim::Sim;
 
 impl Sim {
@@ -39,13 +40,21 @@ impl Sim {
     }
 
     /// Keep a record of a move: for `--explain`, and in the timeline as sched_migrate_task,
-    /// logged on `on`, the CPU whose code moves the task (set_task_cpu's caller).
-    pub(crate) fn note_migration(&mut self, task: usize, src: usize, dst: usize, reason: &'static str, on: usize) {
+    /// logged on `on`, the CPU whose code moves the task (set_task_cpu's caller), in its
+    /// context: a wake-up's, the softirq of a periodic or idle balance (run_rebalance_domains),
+    /// or a task's (a new-idle balance in __schedule, the stopper of an active balance).
+    pub(crate) fn note_migration(
+        &mut self,
+        task: usize,
+        (src, dst): (usize, usize),
+        reason: &'static str,
+        (on, context): (usize, WakeContext),
+    ) {
         if src == dst {
             return;
         }
         if let Some(tl) = self.run.timeline(&mut self.sched.charges) {
-            tl.migrate(self.q.now(), on, task, src, dst);
+            tl.migrate(self.q.now(), on, task, src, dst, context);
         }
         if self.sched.hetero.migrations.is_none() {
             return;
@@ -129,7 +138,7 @@ impl Sim {
         }
         let Some(task) = self.misfit_task(cpu) else { return };
         if let Some(dst) = self.misfit_dst(task, cpu) {
-            self.note_migration(task, cpu, dst, "misfit", cpu);
+            self.note_migration(task, (cpu, dst), "misfit", (cpu, WakeContext::Task));
             self.migrate_running(cpu, dst);
         }
     }
@@ -156,7 +165,7 @@ impl Sim {
             .filter(|&(src, t)| self.misfit_dst(t, src) == Some(cpu))
             .max_by_key(|&(src, t)| (self.sched.task_util_est(&self.machine, &self.q, t), std::cmp::Reverse(src)));
         let Some((src, task)) = best else { return false };
-        self.note_migration(task, src, cpu, "misfit_idle", cpu);
+        self.note_migration(task, (src, cpu), "misfit_idle", (cpu, WakeContext::Task));
         self.migrate_running(src, cpu);
         true
     }

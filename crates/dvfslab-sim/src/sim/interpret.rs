@@ -5,7 +5,7 @@
 use crate::governor::UpdateFlags;
 use crate::sched::objects::Outcome;
 use crate::sched::task::{Mark, Op};
-use crate::sched::waker::Waker;
+use crate::sched::waker::{WakeContext, Waker};
 use crate::sched::{MAX_INSTANT_STEPS, MAX_PROGRAM_NESTING};
 use crate::sim::Sim;
 use crate::workload::estimates::kernel;
@@ -366,7 +366,7 @@ impl Sim {
                     }
                     if dest != cpu && self.sched.cpus[dest].curr.is_none() {
                         // sched_exec moves it from its own CPU (migration_cpu_stop there).
-                        self.note_migration(task, cpu, dest, "exec", cpu);
+                        self.note_migration(task, (cpu, dest), "exec", (cpu, WakeContext::Task));
                         self.migrate_running(cpu, dest);
                         return false;
                     }

@@ -14,6 +14,7 @@
 use crate::governor::UpdateFlags;
 use crate::sched::load_balance::{self, GroupStats, Imbalance};
 use crate::sched::wake_affine::LLC_IMBALANCE_PCT;
+use crate::sched::waker::WakeContext;
 use crate::sim::Sim;
 
 impl Sim {
@@ -152,7 +153,7 @@ impl Sim {
             }
             let Some(rest) = load_balance::take(self.machine.kernel, left, t.avg.load_avg, failed) else { continue };
             left = rest;
-            self.note_migration(task, src, dst, "balance", dst);
+            self.note_migration(task, (src, dst), "balance", (dst, WakeContext::Softirq));
             if self.sched.tasks[task].delayed {
                 self.sched.fair_detach_delayed(&self.q, task, src);
                 self.resched_asked(src, dst);

@@ -10,7 +10,7 @@ use crate::sched::newidle::Gate;
 use crate::sched::numa_balance::NUMA_FAILURES_BEFORE_ACTIVE;
 use crate::sched::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched::task::{preemption_by_policy, TaskState};
-use crate::sched::waker::Waker;
+use crate::sched::waker::{WakeContext, Waker};
 use crate::sched::SpreadAttempts;
 use crate::sched::{
     attach_task_avg, detach_task_avg, next_avg_idle, remote_callbacks, tunable_factor, RR_TIMESLICE_NS,
@@ -275,6 +275,7 @@ impl Sim {
         if self.sched.cpus[cpu].curr.is_none() {
             self.run.timeline(&mut self.sched.charges);
             self.set_curr(cpu, task);
+            self.start_clock_at_enqueue(cpu, task, source, join);
         } else {
             self.sched.cpus[cpu].vcpu_wake_ns = None;
             self.sched.queue_push(cpu, task);
@@ -290,7 +291,10 @@ impl Sim {
             let quiet_fork = join == fair::Join::Fork && self.sched.eevdf.is_some_and(|r| r.reworked_wakeup_check);
             let leaving_idle = self.sched.cpus[cpu].stall_until > self.q.now();
             match (self.sched.rt_prio(task), self.sched.rt_prio(curr)) {
-                (None, None) if leaving_idle => self.pick_on_waking_cpu(cpu, task, curr),
+                (None, None) if leaving_idle => {
+                    self.pick_on_waking_cpu(cpu, task, curr);
+                    self.start_clock_at_enqueue(cpu, task, source, join);
+                }
                 _ if exiting => {}
                 // The 6.18 stable series' reworked check_preempt_wakeup_fair returns before
                 // its pick for a fork's wake-up (WF_FORK): the child never preempts.
@@ -335,6 +339,28 @@ impl Sim {
         let by_wake_list = queued_ns > 0 || !same_llc || (wake_list && self.sched.cpus[cpu].curr.is_none());
         let logged_cpu = if by_wake_list { cpu } else { source };
         PendingWakeup { at: self.q.now() + queued_ns, task, cpu, logged_cpu, need_resched: false }
+    }
+
+    /// The clock of `task`, just made current on `cpu` by its enqueue from `source`, starts
+    /// where the kernel's enqueue updated the run-queue clock, if the CPU is still leaving
+    /// idle: its idle task runs until it has, and the pick's own clock update is skipped
+    /// (wakeup_preempt's rq_clock_skip_update), so set_next_entity's exec_start is that
+    /// enqueue's clock. A wake-up the target runs itself is enqueued once the CPU is out of idle
+    /// or the halted vCPU's IPI has reached it (`Cpu::stall_charged_from`): the wake list's
+    /// sched_ttwu_pending (from 6.0 for any idle CPU, ttwu_queue_cond; before, only from
+    /// another LLC) or the CPU's own interrupt. A fork's (wake_up_new_task), and a wake-up from
+    /// a CPU of the same LLC before 6.0, are enqueued by the waker at once. Each later enqueue
+    /// there moves the clock on (`Sched::update_curr`).
+    fn start_clock_at_enqueue(&mut self, cpu: usize, task: usize, source: usize, join: fair::Join) {
+        let now = self.q.now();
+        let c = &self.sched.cpus[cpu];
+        if c.stall_until <= now || c.curr != Some(task) {
+            return;
+        }
+        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0)
+            || self.machine.plat.cpus[source].llc != self.machine.plat.cpus[cpu].llc;
+        let by_target = join == fair::Join::Wake && (wake_list || source == cpu);
+        self.sched.tasks[task].exec_start_ns = if by_target { now.max(c.stall_charged_from) } else { now };
     }
 
     /// CFS's governor callback: the scheduler calls cpufreq_update_util from CFS only when
@@ -751,7 +777,7 @@ impl Sim {
                 self.sched.cpus[cpu].newidle.after_balance(gate, admitted, true, now);
                 self.sched.queue_remove(src, task);
                 self.sched.waiting -= 1;
-                self.note_migration(task, src, cpu, "pull", cpu);
+                self.note_migration(task, (src, cpu), "pull", (cpu, WakeContext::Task));
                 self.migrate_queued(task, src, cpu);
                 return self.switch_in(cpu, task);
             }
@@ -930,7 +956,7 @@ impl Sim {
         let found = movable.find_map(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst)));
         if let Some((task, dst)) = found {
             self.sched.cpus[cpu].push.failed = 0;
-            self.note_migration(task, cpu, dst, "push", dst);
+            self.note_migration(task, (cpu, dst), "push", (dst, WakeContext::Softirq));
             self.sched.queue_remove(cpu, task);
             self.sched.waiting -= 1;
             self.migrate_queued(task, cpu, dst);
@@ -958,7 +984,7 @@ impl Sim {
         let running = self.sched.cpus[cpu].curr.filter(|&task| self.sched.rt_prio(task).is_none());
         if let Some((task, dst)) = running.and_then(|task| self.idle_cpu_near(task, cpu).map(|dst| (task, dst))) {
             self.sched.cpus[cpu].push.failed = 0;
-            self.note_migration(task, cpu, dst, "active", cpu);
+            self.note_migration(task, (cpu, dst), "active", (cpu, WakeContext::Task));
             self.migrate_running(cpu, dst);
         }
     }
@@ -1015,7 +1041,7 @@ impl Sim {
             return;
         }
         *attempts = SpreadAttempts { failed: 0, next_ns: now + interval_ns };
-        self.note_migration(task, src, dst, "spread", src);
+        self.note_migration(task, (src, dst), "spread", (src, WakeContext::Task));
         self.migrate_running(src, dst);
     }
 
@@ -1043,7 +1069,7 @@ impl Sim {
         }
         attempts.failed = 0;
         let task = self.sched.cpus[src].curr.expect("a running task");
-        self.note_migration(task, src, dst, "numa", dst);
+        self.note_migration(task, (src, dst), "numa", (dst, WakeContext::Task));
         self.migrate_running(src, dst);
     }
 }
@@ -1139,6 +1165,28 @@ mod tests {
         let plain = avg_idle_after_a_long_sleep(0);
         assert_eq!(plain, crate::sched::AVG_IDLE_MAX_NS);
         assert_eq!(avg_idle_after_a_long_sleep(2_900_000), plain);
+    }
+
+    #[test]
+    fn a_task_to_run_on_a_cpu_still_leaving_idle_is_charged_from_the_last_enqueue_before_the_pick() {
+        // While CPU 0 is still leaving idle, its idle task runs: the accounting of a wake-up
+        // enqueued there meanwhile charges nothing to the task chosen to run, and its clock
+        // starts at that enqueue's. Once the CPU has left idle, it is charged from there.
+        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
+        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
+        let now = sim.q.now();
+        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        sim.sched.update_curr(&sim.q, 0);
+        let v = sim.sched.tasks[curr].vruntime;
+        sim.sched.tasks[curr].exec_start_ns = now - 3_000;
+        sim.sched.cpus[0].stall_until = now + 5_000;
+        sim.sched.update_curr(&sim.q, 0);
+        assert_eq!(sim.sched.tasks[curr].vruntime, v);
+        assert_eq!(sim.sched.tasks[curr].exec_start_ns, now);
+        sim.sched.cpus[0].stall_until = now;
+        sim.sched.tasks[curr].exec_start_ns = now - 3_000;
+        sim.sched.update_curr(&sim.q, 0);
+        assert!(sim.sched.tasks[curr].vruntime > v, "charged once the CPU is out of idle");
     }
 
     #[test]

@@ -88,6 +88,7 @@ impl Sim {
             // CPU running try_to_wake_up (a softirq's or a timer's interrupted task too).
             self.record_wakee(waker.logged_on(prev).0, task);
         }
+        let context = waker.logged_on(prev).1;
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
         let (cpu, why) = match packed {
@@ -101,7 +102,7 @@ impl Sim {
         // interrupted; `io_complete`); a timer fires where the task slept. try_to_wake_up
         // moves it there too.
         let source = waker.map_or(prev, |(w, _)| w);
-        self.note_migration(task, prev, cpu, why, source);
+        self.note_migration(task, (prev, cpu), why, (source, context));
         if self.sched.hetero.asym && cpu != prev {
             self.deepen_idle(prev);
         }
