@@ -22,7 +22,8 @@ use crate::workload::estimates::loopback;
 use crate::workload::SchedPolicy;
 
 impl Sim {
-    /// check_preempt_wakeup_fair: with the running task accounted, a pending reschedule
+    /// check_preempt_wakeup_fair: nothing to check when the running task already has a
+    /// reschedule on its way; with it accounted, a reschedule its accounting asked for
     /// reschedules; otherwise the woken `task` preempts when it is the pick, the running task
     /// keeping the CPU while its pick protects it. The loopback send of a request/response
     /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
@@ -36,6 +37,12 @@ impl Sim {
     /// root, a group's entity standing for its task; a woken task of a group that wins there
     /// leaves the group's own pick to say which of its tasks runs.
     pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
+        // test_tsk_need_resched: an earlier wake-up's IPI is on its way, or the task's own
+        // send asked for the switch at its return to user mode. (CFS's check_preempt_wakeup
+        // returns there too; its resched_curr sends nothing more either way.)
+        if self.sched.cpus[cpu].resched_ipi.is_some() {
+            return;
+        }
         self.sched.update_curr(&self.q, cpu);
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         let level = self.sched.group_of(task);
@@ -1187,6 +1194,26 @@ mod tests {
         sim.sched.tasks[curr].exec_start_ns = now - 3_000;
         sim.sched.update_curr(&sim.q, 0);
         assert!(sim.sched.tasks[curr].vruntime > v, "charged once the CPU is out of idle");
+    }
+
+    #[test]
+    fn a_wake_up_onto_a_task_with_a_reschedule_coming_checks_nothing() {
+        // CPU 0's running task has a reschedule on its way (an earlier wake-up's IPI): the
+        // wake-up check returns at once (test_tsk_need_resched), not even accounting it.
+        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
+        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
+        let now = sim.q.now();
+        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        let waiting = 1 - curr;
+        sim.sched.tasks[curr].exec_start_ns = now - 1_000;
+        sim.sched.cpus[0].resched_ipi = Some(None);
+        sim.fair_check_preempt_wakeup(0, waiting, 1);
+        assert_eq!(sim.sched.tasks[curr].exec_start_ns, now - 1_000);
+        assert_eq!(sim.sched.cpus[0].curr, Some(curr));
+        assert_eq!(sim.sched.cpus[0].resched_ipi, Some(None));
+        sim.sched.cpus[0].resched_ipi = None;
+        sim.fair_check_preempt_wakeup(0, waiting, 1);
+        assert_eq!(sim.sched.tasks[curr].exec_start_ns, now, "without one, the check accounts it");
     }
 
     #[test]
