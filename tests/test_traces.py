@@ -248,6 +248,42 @@ def test_a_move_to_another_cpu_is_logged_where_it_is_made_and_reads_back() -> No
     assert list(zip(read["pid"], read["orig_cpu"], read["dest_cpu"])) == moves
 
 
+def test_a_move_is_logged_in_the_context_of_the_code_that_makes_it() -> None:
+    # hackbench's forty tasks on two vCPUs: wake-ups move tasks (logged between sched_waking
+    # and sched_wakeup, in the waker's context), new-idle balances pull (the pulling CPU's task,
+    # in task context) and the periodic balance pulls from its softirq (`s`), as the flags
+    # column shows them in a kernel trace (what `scripts/eevdf-replay` tells them apart by).
+    run = dvfslab.simulate(
+        "kvm-guest-2cpu",
+        "performance:kernel=6.18.44",
+        "hackbench:pipes=1,loops=2000",
+        duration_s=0.3,
+        timeline=True,
+    )
+    waking: dict[str, tuple[str, str]] = {}  # CPU -> (pid, context) of the wake-up under way
+    contexts: dict[str, int] = {}
+    for ln in ftrace.render(run).splitlines():
+        m = LINE.match(ln)
+        if not m:
+            continue
+        fields = fields_of(m)
+        if m["event"] == "sched_waking":
+            waking[m["cpu"]] = (fields["pid"], m["ctx"])
+        elif m["event"] == "sched_wakeup":
+            waking.pop(m["cpu"], None)
+        elif m["event"] == "sched_migrate_task":
+            under_way = waking.get(m["cpu"])
+            if under_way is not None and under_way[0] == fields["pid"]:
+                assert m["ctx"] == under_way[1], ln
+                key = "wake-up"
+            else:
+                assert int(fields["dest_cpu"]) == int(m["cpu"]), ln  # a pull
+                key = "softirq balance" if m["ctx"] == "s" else "new-idle balance"
+                assert m["ctx"] in ".s", ln
+            contexts[key] = contexts.get(key, 0) + 1
+    assert set(contexts) == {"wake-up", "softirq balance", "new-idle balance"}, contexts
+
+
 def test_each_charge_of_a_running_task_is_logged_where_the_kernel_logs_it() -> None:
     # tbench's client wakes its server from its own send's softirq: the kernel logs the
     # client's accounting (wakeup_preempt's update_curr) after sched_waking and before
