@@ -336,7 +336,7 @@ impl Sim {
     /// the waker enqueues itself (ttwu_runnable, or a busy CPU of its LLC): the row, and the
     /// accounting of that CPU's running task that comes with it, are logged on the waker's CPU.
     fn wakeup_row(&self, task: usize, cpu: usize, source: usize) -> PendingWakeup {
-        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
+        let wake_list = self.idle_cpus_take_the_wake_list();
         let queued_ns = match self.sched.cpus[cpu].vcpu_wake_ns {
             Some((ipi_ns, _)) if wake_list => ipi_ns,
             None if wake_list => self.sched.cpus[cpu].vcpu_ipi_until.saturating_sub(self.q.now()),
@@ -346,6 +346,13 @@ impl Sim {
         let by_wake_list = queued_ns > 0 || !same_llc || (wake_list && self.sched.cpus[cpu].curr.is_none());
         let logged_cpu = if by_wake_list { cpu } else { source };
         PendingWakeup { at: self.q.now() + queued_ns, task, cpu, logged_cpu, need_resched: false }
+    }
+
+    /// Whether a wake-up onto an idle CPU of the waker's LLC goes by the target's wake list
+    /// (ttwu_queue_cond, from 6.0, when the WF_ON_CPU condition went); before, the waker
+    /// enqueues it itself.
+    fn idle_cpus_take_the_wake_list(&self) -> bool {
+        self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0)
     }
 
     /// The clock of `task`, just made current on `cpu` by its enqueue from `source`, starts
@@ -364,7 +371,7 @@ impl Sim {
         if c.stall_until <= now || c.curr != Some(task) {
             return;
         }
-        let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0)
+        let wake_list = self.idle_cpus_take_the_wake_list()
             || self.machine.plat.cpus[source].llc != self.machine.plat.cpus[cpu].llc;
         let by_target = join == fair::Join::Wake && (wake_list || source == cpu);
         self.sched.tasks[task].exec_start_ns = if by_target { now.max(c.stall_charged_from) } else { now };
@@ -554,7 +561,7 @@ impl Sim {
             // before; a CPU leaving a C-state is charged from its exit, as the model has it.
             // (Before 6.0 a same-LLC waker enqueues on a bare-metal idle CPU at once too, which
             // would charge its C-state exit: not modelled.)
-            let wake_list = self.machine.kernel >= crate::kernel::KernelVersion(6, 0, 0);
+            let wake_list = self.idle_cpus_take_the_wake_list();
             self.sched.cpus[cpu].stall_charged_from = match ipi_ns {
                 0 => ready_at,
                 _ if wake_list => now + ipi_ns,
@@ -1174,15 +1181,22 @@ mod tests {
         assert_eq!(avg_idle_after_a_long_sleep(2_900_000), plain);
     }
 
+    /// Two tasks pinned to CPU 0 of the quiet guest, 1 ms on: the run, the time, and the task
+    /// running there (the other waits).
+    fn two_tasks_sharing_cpu0() -> (Sim, crate::engine::TimeNs, usize) {
+        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
+        let sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
+        let now = sim.q.now();
+        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        (sim, now, curr)
+    }
+
     #[test]
     fn a_task_to_run_on_a_cpu_still_leaving_idle_is_charged_from_the_last_enqueue_before_the_pick() {
         // While CPU 0 is still leaving idle, its idle task runs: the accounting of a wake-up
         // enqueued there meanwhile charges nothing to the task chosen to run, and its clock
         // starts at that enqueue's. Once the CPU has left idle, it is charged from there.
-        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
-        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
-        let now = sim.q.now();
-        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        let (mut sim, now, curr) = two_tasks_sharing_cpu0();
         sim.sched.update_curr(&sim.q, 0);
         let v = sim.sched.tasks[curr].vruntime;
         sim.sched.tasks[curr].exec_start_ns = now - 3_000;
@@ -1200,10 +1214,7 @@ mod tests {
     fn a_wake_up_onto_a_task_with_a_reschedule_coming_checks_nothing() {
         // CPU 0's running task has a reschedule on its way (an earlier wake-up's IPI): the
         // wake-up check returns at once (test_tsk_need_resched), not even accounting it.
-        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
-        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
-        let now = sim.q.now();
-        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        let (mut sim, now, curr) = two_tasks_sharing_cpu0();
         let waiting = 1 - curr;
         sim.sched.tasks[curr].exec_start_ns = now - 1_000;
         sim.sched.cpus[0].resched_ipi = Some(None);
@@ -1222,10 +1233,7 @@ mod tests {
         // skipped 400 ns ago (rq_clock_skip_update) charges the one switched out only up to the
         // skip; the one switched in starts its execution clock at the skip, so its next
         // accounting charges the 400 ns, and until then its vruntime is as it waited.
-        let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
-        let mut sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
-        let now = sim.q.now();
-        let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
+        let (mut sim, now, curr) = two_tasks_sharing_cpu0();
         let waiting = 1 - curr;
         assert!(sim.sched.cpus[0].queue.contains(&waiting), "the other task waits on CPU 0");
         sim.sched.update_curr(&sim.q, 0);

@@ -83,12 +83,12 @@ impl Sim {
         }
         // A guest kernel's vCPU packing decides first (`sim/vcpu_pack.rs`).
         let packed = self.packed_wake_cpu(task, waker);
+        let (waking_cpu, context) = waker.logged_on(prev);
         if packed.is_none() && waker != Waker::Requeue && self.reaches_fair_placement(task) {
             // select_task_rq_fair's record_wakee, whoever the waker: the task current on the
             // CPU running try_to_wake_up (a softirq's or a timer's interrupted task too).
-            self.record_wakee(waker.logged_on(prev).0, task);
+            self.record_wakee(waking_cpu, task);
         }
-        let context = waker.logged_on(prev).1;
         let waker = waker.placement_source();
         // Energy-aware placement while not overutilized (asymmetric platforms), else the usual.
         let (cpu, why) = match packed {
