@@ -22,9 +22,8 @@ use crate::workload::estimates::loopback;
 use crate::workload::SchedPolicy;
 
 impl Sim {
-    /// check_preempt_wakeup_fair: nothing to check when the running task already has a
-    /// reschedule on its way; with it accounted, a reschedule its accounting asked for
-    /// reschedules; otherwise the woken `task` preempts when it is the pick, the running task
+    /// check_preempt_wakeup_fair (EEVDF): a reschedule the running task's accounting asked
+    /// for reschedules; otherwise the woken `task` preempts when it is the pick, the running task
     /// keeping the CPU while its pick protects it. The loopback send of a request/response
     /// benchmark shows the rule at work: the receiver, woken in the sender's softirq, runs at
     /// once when the sender has run past it.
@@ -36,13 +35,7 @@ impl Sim {
     /// (find_matching_se): in their group's run-queue when both are in one group, else at the
     /// root, a group's entity standing for its task; a woken task of a group that wins there
     /// leaves the group's own pick to say which of its tasks runs.
-    pub(crate) fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
-        // test_tsk_need_resched: an earlier wake-up's IPI is on its way, or the task's own
-        // send asked for the switch at its return to user mode. (CFS's check_preempt_wakeup
-        // returns there too; its resched_curr sends nothing more either way.)
-        if self.sched.cpus[cpu].resched_ipi.is_some() {
-            return;
-        }
+    fn fair_check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
         self.sched.update_curr(&self.q, cpu);
         let curr = self.sched.cpus[cpu].curr.expect("a current task");
         let level = self.sched.group_of(task);
@@ -429,8 +422,14 @@ impl Sim {
     }
 
     /// check_preempt_wakeup: whether the woken `task`, just queued on `cpu` by a wake-up running
-    /// on `source`, preempts the task running there.
+    /// on `source`, preempts the task running there. Nothing to check when that task already
+    /// has a reschedule on its way (test_tsk_need_resched, before any accounting, in CFS's
+    /// check_preempt_wakeup and EEVDF's check_preempt_wakeup_fair alike): an earlier
+    /// wake-up's IPI, or the switch its own send asked for at its return to user mode.
     pub(crate) fn check_preempt_wakeup(&mut self, cpu: usize, task: usize, source: usize) {
+        if self.sched.cpus[cpu].resched_ipi.is_some() {
+            return;
+        }
         if self.sched.eevdf.is_some() {
             return self.fair_check_preempt_wakeup(cpu, task, source);
         }
@@ -1184,8 +1183,12 @@ mod tests {
     /// Two tasks pinned to CPU 0 of the quiet guest, 1 ms on: the run, the time, and the task
     /// running there (the other waits).
     fn two_tasks_sharing_cpu0() -> (Sim, crate::engine::TimeNs, usize) {
+        two_tasks_sharing_cpu0_at("6.18")
+    }
+
+    fn two_tasks_sharing_cpu0_at(kernel: &str) -> (Sim, crate::engine::TimeNs, usize) {
         let two_on_cpu0 = RunSleep { tasks: 2, run_us: 5000.0, sleep_us: 1.0, cpu: Some(0) };
-        let sim = run_on_quiet_guest(two_on_cpu0, "6.18", 1_000_000, |_| {});
+        let sim = run_on_quiet_guest(two_on_cpu0, kernel, 1_000_000, |_| {});
         let now = sim.q.now();
         let curr = sim.sched.cpus[0].curr.expect("a task runs on CPU 0");
         (sim, now, curr)
@@ -1213,18 +1216,23 @@ mod tests {
     #[test]
     fn a_wake_up_onto_a_task_with_a_reschedule_coming_checks_nothing() {
         // CPU 0's running task has a reschedule on its way (an earlier wake-up's IPI): the
-        // wake-up check returns at once (test_tsk_need_resched), not even accounting it.
-        let (mut sim, now, curr) = two_tasks_sharing_cpu0();
-        let waiting = 1 - curr;
-        sim.sched.tasks[curr].exec_start_ns = now - 1_000;
-        sim.sched.cpus[0].resched_ipi = Some(None);
-        sim.fair_check_preempt_wakeup(0, waiting, 1);
-        assert_eq!(sim.sched.tasks[curr].exec_start_ns, now - 1_000);
-        assert_eq!(sim.sched.cpus[0].curr, Some(curr));
-        assert_eq!(sim.sched.cpus[0].resched_ipi, Some(None));
-        sim.sched.cpus[0].resched_ipi = None;
-        sim.fair_check_preempt_wakeup(0, waiting, 1);
-        assert_eq!(sim.sched.tasks[curr].exec_start_ns, now, "without one, the check accounts it");
+        // wake-up check returns at once (test_tsk_need_resched), not even accounting it; so
+        // does CFS's (6.1), and a wake-up from CPU 0 itself switches nothing either.
+        for kernel in ["6.18", "6.1"] {
+            for source in [1, 0] {
+                let (mut sim, now, curr) = two_tasks_sharing_cpu0_at(kernel);
+                let waiting = 1 - curr;
+                sim.sched.tasks[curr].exec_start_ns = now - 1_000;
+                sim.sched.cpus[0].resched_ipi = Some(None);
+                sim.check_preempt_wakeup(0, waiting, source);
+                assert_eq!(sim.sched.tasks[curr].exec_start_ns, now - 1_000, "{kernel}");
+                assert_eq!(sim.sched.cpus[0].curr, Some(curr), "{kernel}");
+                assert_eq!(sim.sched.cpus[0].resched_ipi, Some(None), "{kernel}");
+                sim.sched.cpus[0].resched_ipi = None;
+                sim.check_preempt_wakeup(0, waiting, source);
+                assert_eq!(sim.sched.tasks[curr].exec_start_ns, now, "{kernel}: without one, the check accounts it");
+            }
+        }
     }
 
     #[test]
