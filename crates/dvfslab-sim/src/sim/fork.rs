@@ -5,6 +5,7 @@ use crate::governor::UpdateFlags;
 use crate::sched::pelt::initial_task_util;
 use crate::sched::{attach_task_avg, fair};
 use crate::sim::Sim;
+use crate::workload::estimates::kernel::LAUNCHER_WAKEE_FLIPS;
 use crate::workload::TaskSpec;
 
 impl Sim {
@@ -49,8 +50,9 @@ impl Sim {
     pub(crate) fn start_task(&mut self, task: usize) {
         // A child forks on its parent's CPU; a workload's first tasks on CPU 0.
         let forked_on = self.sched.tasks[task].cpu;
-        if let Some(parent) = self.sched.tasks[task].parent {
-            self.inherit_wakee(parent, task);
+        match self.sched.tasks[task].parent {
+            Some(parent) => self.inherit_wakee(parent, task),
+            None => self.inherit_launcher_wakee(task),
         }
         let cpu = match self.packed_fork_cpu(task, forked_on) {
             Some(cpu) => cpu,
@@ -111,6 +113,17 @@ impl Sim {
         c.last_wakee = last;
         c.wakee_flip_decay_ns = decay;
     }
+
+    /// A workload's first task is forked by a shell or harness the model does not run: it
+    /// inherits that launcher's wakee switch count ([`LAUNCHER_WAKEE_FLIPS`]), halved first a
+    /// second after its start. The machine's own threads exist from boot; theirs stay 0.
+    fn inherit_launcher_wakee(&mut self, task: usize) {
+        let t = &mut self.sched.tasks[task];
+        if !t.attrs.background {
+            t.wakee_flips = LAUNCHER_WAKEE_FLIPS;
+            t.wakee_flip_decay_ns = t.start_ns;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +133,7 @@ mod tests {
     use crate::sched::task::{Amount, Op};
     use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
     use crate::sim::SimConfig;
+    use crate::workload::estimates::kernel::LAUNCHER_WAKEE_FLIPS;
     use crate::workload::TaskSpec;
 
     /// A parent on CPU 0 that wakes two sleepers in turn (sleeping between, so that no woken
@@ -159,9 +173,10 @@ mod tests {
         let sim = run_on_kvm_guest(&cfg, waker_forks());
         let tasks = &sim.sched.tasks;
         let (parent, child) = (&tasks[0], tasks.iter().find(|t| t.parent == Some(0)).expect("the child"));
-        // The parent switched wakee at each of its ten wake-ups (sleeper 0, 1, 0, ...), all
-        // before the fork; the child, which wakes no one, keeps the copy (dup_task_struct).
-        assert_eq!(parent.wakee_flips, 10);
+        // The parent started with its launcher's count and switched wakee at each of its ten
+        // wake-ups (sleeper 0, 1, 0, ...), all before the fork; the child, which wakes no
+        // one, keeps the copy (dup_task_struct).
+        assert_eq!(parent.wakee_flips, LAUNCHER_WAKEE_FLIPS + 10);
         assert_eq!(child.wakee_flips, parent.wakee_flips);
         assert_eq!(child.last_wakee, Some(2));
         assert_eq!(child.wakee_flip_decay_ns, parent.wakee_flip_decay_ns);
@@ -169,6 +184,29 @@ mod tests {
         // wake_up_new_task leaves CPU 0 as its recently used CPU.
         assert_eq!(child.cpu, 1);
         assert_eq!(child.recent_used_cpu, Some(0));
+    }
+
+    #[test]
+    fn a_workloads_first_task_starts_with_its_launchers_wakee_count_a_machine_thread_with_none() {
+        // The benchmark's first process is a shell's child, and fork copies the count; a
+        // kernel thread has none of the shell's. Neither wakes anyone here, so the counts stay.
+        let sleeps: Rc<[Op]> = vec![run(1e5), Op::Wait { ch: 0 }, Op::Exit].into();
+        let tasks = Tasks {
+            tasks: vec![
+                TaskSpec::new("benchmark", sleeps.clone()),
+                TaskSpec::new("kworker", sleeps.clone()).background(),
+                TaskSpec::new("benchmark", sleeps).start_at(3_000_000),
+            ],
+            programs: Vec::new(),
+            devices: Vec::new(),
+        };
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(5_000_000));
+        let sim = run_on_kvm_guest(&cfg, tasks);
+        // The guest's own threads (after the workload's) start as the kworker does.
+        assert!(sim.sched.tasks[3..].iter().all(|t| t.attrs.background && t.wakee_flips == 0));
+        let flips: Vec<_> = sim.sched.tasks[..3].iter().map(|t| (t.wakee_flips, t.wakee_flip_decay_ns)).collect();
+        // Halved first a second after the task starts.
+        assert_eq!(flips, [(LAUNCHER_WAKEE_FLIPS, 0), (0, 0), (LAUNCHER_WAKEE_FLIPS, 3_000_000)]);
     }
 
     /// A parent that forks one child and waits for it in wait4; the child runs 1 ms and exits.

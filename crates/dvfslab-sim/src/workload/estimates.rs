@@ -177,6 +177,19 @@ pub mod kernel {
     pub const VFORK_CYCLES: f64 = 20e-6 * 2.6e9;
     /// The range it is believed to lie in (µs at 2.6 GHz).
     pub const VFORK_US_RANGE: (f64, f64) = (10.0, 36.0);
+    /// The wakee switch count (`wakee_flips`) of the shell or harness that forks a
+    /// benchmark's first process, which that process and its children inherit (fork copies it,
+    /// nothing resets it; `Sim::start_task`): 2 \[REC\], range 1–3. On the recordings' guest
+    /// (`scripts/probes/fork-wakee-flips.bt`), bash, sh and python3 had 2 or 3 at every fork
+    /// of hackbench, and hackbench's parent 1–3 at its forks of the workers (it wakes others
+    /// between them, and a count more than a second old is halved at its next wake-up). It
+    /// matters while the workload's own wake-ups have not yet set the counts: `wake_wide`
+    /// needs the wakee's count at 2 or more (the LLC's size) before it keeps a waker of many
+    /// from pulling its wakees; a count of 0 made hackbench's receivers pull for its first
+    /// 250 ms, moving one wake-up in 100 where the kernel moves one in 900.
+    pub const LAUNCHER_WAKEE_FLIPS: u32 = 2;
+    /// The range it is believed to lie in.
+    pub const LAUNCHER_WAKEE_FLIPS_RANGE: (u32, u32) = (1, 3);
 }
 
 // --- network and IPC benchmarks (tbench, dbench, netperf, hackbench, pipe-test, pgbench,
