@@ -186,7 +186,7 @@ pub mod kernel {
     /// matters while the workload's own wake-ups have not yet set the counts: `wake_wide`
     /// needs the wakee's count at 2 or more (the LLC's size) before it keeps a waker of many
     /// from pulling its wakees; a count of 0 made hackbench's receivers pull for its first
-    /// 250 ms, moving one wake-up in 100 where the kernel moves one in 900.
+    /// 250 ms, moving one wake-up in 100 where the kernel moves one in 850 to 1,600.
     pub const LAUNCHER_WAKEE_FLIPS: u32 = 2;
     /// The range it is believed to lie in.
     pub const LAUNCHER_WAKEE_FLIPS_RANGE: (u32, u32) = (1, 3);
