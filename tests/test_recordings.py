@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 
 import dvfslab
+from dvfslab import switch_counts
 from dvfslab._core import ConfigError
 from dvfslab.record import RecordError, _stop, autogroup_state, record
 from dvfslab.recordings import Recording, load_recording, shipped_recordings
-from dvfslab.recordings.behaviour import behaviour, median_interval, quantiles
+from dvfslab.recordings.behaviour import ALL, behaviour, median_interval, quantiles
 from dvfslab.recordings.check import (
     MIN_SAMPLES,
     Tolerance,
@@ -1044,6 +1045,65 @@ def test_record_runs_the_command_in_a_session_of_its_own(tmp_path: Path) -> None
     pid, sid = done.stdout.splitlines()[0].split()
     assert pid == sid
     assert int(sid) != os.getsid(0)
+
+
+@pytest.mark.skipif(not can_trace(), reason="recording needs root and tracefs")
+def test_a_window_has_the_switches_the_kernel_counted_over_it_and_before_it(tmp_path: Path) -> None:
+    # The untraced stretch is as long as the window: 0.3 s from 0.3 s, then the window.
+    out = tmp_path / "w.txt"
+    spin = "import time\nend = time.time() + 1.2\nwhile time.time() < end: time.sleep(0.001)"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dvfslab",
+            "record",
+            "-o",
+            str(out),
+            "--window",
+            "0.6:0.3",
+            "--",
+            sys.executable,
+            "-c",
+            spin,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
+        pytest.skip(done.stderr)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    # The command's code, three lines, is one comment line.
+    assert text.startswith("# dvfslab record: ")
+    assert "\\nend = time.time()" in text.splitlines()[0]
+    header = switch_counts.read_header(text)
+    assert set(header) == {"untraced", "traced"}
+    for seconds, counts in header.values():
+        assert 0.25 < seconds < 0.45
+        # The sleeper sleeps a millisecond at a time: some hundreds of voluntary switches.
+        assert counts[Path(sys.executable).name[:15]][0] > 50, counts
+
+
+def test_a_recordings_untraced_switches_give_each_roles_preemption_share(tmp_path: Path) -> None:
+    # The header's counts become a role's share of switch-outs that were preemptions; the
+    # model, never traced, gives its own from its trace.
+    shipped = load_recording("tbench-2")
+    counts = {"tbench": (300, 100), "tbench_srv": (90, 10), "sshd": (5, 5)}
+    header = switch_counts.header_line("untraced", 0.1, counts)
+    (tmp_path / "x.txt").write_text(header + shipped.trace_text())
+    (tmp_path / "x.toml").write_text(manifest_without_repeats(shipped))
+    stats = recorded_behaviour(load_recording(tmp_path / "x.toml"))
+    shares = {role: s["preempted_pct_untraced"] for role, s in stats["roles"].items()}
+    assert shares == {"client": 25.0, "server": 10.0, ALL: 22.0}
+    assert recorded_behaviour(shipped)["roles"]["client"]["preempted_pct_untraced"] is None
+    rows = {(r["role"], r["statistic"]): r["model"] for r in checked("tbench-2")["rows"]}
+    for role in ("client", "server"):
+        share = rows[(role, "preempted_pct_untraced")]
+        assert share == pytest.approx(
+            100 * rows[(role, "preempted_per_op")] / rows[(role, "switch_outs_per_op")]
+        )
 
 
 def test_stopping_a_command_stops_its_whole_process_group() -> None:

@@ -20,6 +20,10 @@ Events, by what they answer:
 - process life: sched_process_fork, sched_process_exec, sched_process_exit;
 - frequency and idle: cpu_frequency, cpu_idle (where the machine has cpufreq and cpuidle);
 - interrupts' bottom halves: softirq_entry and softirq_exit (which softirq ran when).
+
+With `--window`, the header also holds the context switches the kernel counts for each command
+on the machine (`dvfslab.switch_counts`), over the window and over as long a stretch just before
+it, untraced: what tracing itself changed in how often the benchmark's tasks were preempted.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dvfslab import switch_counts
 from dvfslab._core import ConfigError
 
 DEFAULT_EVENTS = (
@@ -96,6 +101,10 @@ class Recording:
     """(start, length) in seconds after the command started, when only that was traced."""
     stopped_by: str | None = None
     """'duration' when --duration ended the command."""
+    switches: dict[str, tuple[float, switch_counts.Counts]] | None = None
+    """With a window: the machine's context switches by comm, "untraced" over the stretch just
+    before the window (as long as the window, or from the command's start) and "traced" over
+    the window, each with its length in seconds (`dvfslab.switch_counts`)."""
 
 
 def find_tracefs() -> Path:
@@ -226,7 +235,7 @@ def record(
     without it, the command runs to its end. `window` = (start, length) traces only
     that slice of the run, in seconds after the command started (the command runs on). `events`
     are `group/name` tracepoints. The file starts with a comment header (command, pid, kernel,
-    clock) and `cpus=N`.
+    clock, and with a window the context switches untraced and traced) and `cpus=N`.
     """
     if not command:
         raise RecordError("dvfslab record needs a command to run, after `--`")
@@ -273,13 +282,13 @@ def record(
                 )
             start = time.monotonic()
             try:
-                pid, status, stopped_by = _run(command, duration_s, window, inst)
+                pid, status, stopped_by, switches = _run(command, duration_s, window, inst)
             finally:
                 inst.write("tracing_on", "0")
             elapsed = time.monotonic() - start
             lost = inst.lost_events()
             with partial.open("w") as f:
-                f.write(_header(command, pid, clock, ncpus, status, elapsed, window))
+                f.write(_header(command, pid, clock, ncpus, status, elapsed, window, switches))
                 with (inst.path / "trace").open() as trace:
                     for line in trace:
                         if not line.startswith("#"):
@@ -297,6 +306,7 @@ def record(
             lost_events=lost,
             stopped_by=stopped_by,
             window=window,
+            switches=switches or None,
         )
     finally:
         partial.unlink(missing_ok=True)
@@ -313,10 +323,11 @@ def _run(
     duration_s: float | None,
     window: tuple[float, float] | None,
     inst: Instance,
-) -> tuple[int, int, str | None]:
+) -> tuple[int, int, str | None, dict[str, tuple[float, switch_counts.Counts]]]:
     """Run the command to its end, or to `duration_s`, with tracing on for the whole run or
-    for `window`; Ctrl-C stops it and is re-raised. Returns its pid, exit status and what
-    stopped it early."""
+    for `window`; Ctrl-C stops it and is re-raised. Returns its pid, exit status, what stopped
+    it early, and, with a window, its context switches over the window and just before it (those
+    of the stretches it ran through)."""
     start = time.monotonic()
     deadline = None if duration_s is None else start + duration_s
     if window is None:
@@ -327,20 +338,47 @@ def _run(
         raise RecordError(f"{command[0]}: no such command") from None
     except PermissionError:
         raise RecordError(f"{command[0]}: not executable") from None
+    switches: dict[str, tuple[float, switch_counts.Counts]] = {}
     try:
         if window is not None:
-            # Tracing on and off at the window's edges, unless the command ends first.
-            for at, on in ((window[0], "1"), (window[0] + window[1], "0")):
-                if _wait(child, start + at, deadline) or _past(deadline):
-                    break
-                inst.write("tracing_on", on)
+            switches = _trace_window(child, start, window, deadline, inst)
         if _wait(child, None, deadline):
-            return child.pid, child.returncode, None
+            return child.pid, child.returncode, None, switches
         _stop(child)
-        return child.pid, child.returncode, "duration"
+        return child.pid, child.returncode, "duration", switches
     except KeyboardInterrupt:
         _stop(child)
         raise
+
+
+def _trace_window(
+    child: subprocess.Popen[bytes],
+    start: float,
+    window: tuple[float, float],
+    deadline: float | None,
+    inst: Instance,
+) -> dict[str, tuple[float, switch_counts.Counts]]:
+    """Tracing on and off at the window's edges (monotonic seconds from `start`), unless the
+    command ends first; the machine's context switches are read at each edge and at the start
+    of the untraced stretch before the window (as long as the window, or from the command's
+    start). Returns the switches of each stretch the command ran through, by label."""
+    begin, length = window
+    lead = min(length, begin)
+    edges = ([(begin - lead, None)] if lead > 0 else []) + [(begin, "1"), (begin + length, "0")]
+    readings: list[tuple[float, dict[int, tuple[str, int, int]]]] = []
+    for at, on in edges:
+        if _wait(child, start + at, deadline) or _past(deadline):
+            break
+        if on == "0":
+            inst.write("tracing_on", on)
+        readings.append((time.monotonic(), switch_counts.machine_tasks()))
+        if on == "1":
+            inst.write("tracing_on", on)
+    labels = (["untraced"] if lead > 0 else []) + ["traced"]
+    return {
+        label: (t1 - t0, switch_counts.between(before, after))
+        for label, (t0, before), (t1, after) in zip(labels, readings, readings[1:])
+    }
 
 
 def _past(deadline: float | None) -> bool:
@@ -396,16 +434,25 @@ def _header(
     status: int,
     elapsed: float,
     window: tuple[float, float] | None,
+    switches: dict[str, tuple[float, switch_counts.Counts]] | None = None,
 ) -> str:
-    """The comment lines `dvfslab model check` reads (`recorded_command`), then the header
-    trace-cmd report prints."""
+    """The comment lines that say what was recorded (the command, the kernel, the trace clock,
+    and the switch counts `dvfslab model check` reads), then the header trace-cmd report
+    prints."""
+    # One comment line whatever the command: a newline in an argument (`python -c` code) is
+    # written as \n.
+    one_line = shlex.join(command).replace("\n", "\\n")
+    counts = "".join(
+        switch_counts.header_line(label, seconds, by_comm)
+        for label, (seconds, by_comm) in (switches or {}).items()
+    )
     return (
-        f"# dvfslab record: {shlex.join(command)}\n"
+        f"# dvfslab record: {one_line}\n"
         f"# pid {pid}, kernel {platform.release()}, {autogroup_state()}, clock {clock}, "
         f"exit status {status}, "
         f"{elapsed:.3f} s"
         + (f", traced from {window[0]:g} s for {window[1]:g} s" if window else "")
-        + f"\ncpus={ncpus}\n"
+        + f"\n{counts}cpus={ncpus}\n"
         "# tracer: nop\n"
         "#\n"
     )

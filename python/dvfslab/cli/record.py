@@ -86,6 +86,11 @@ def cmd_record(args: argparse.Namespace) -> int:
         "lost_events": rec.lost_events,
         "stopped_by": rec.stopped_by,
         "window": rec.window,
+        # With a window: the kernel's switch counts by comm, untraced and traced.
+        "switches": {
+            label: [round(seconds, 6), counts]
+            for label, (seconds, counts) in (rec.switches or {}).items()
+        },
     }
     if args.json:
         print_json(info)

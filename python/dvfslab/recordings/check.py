@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from dvfslab import switch_counts
 from dvfslab._core import ConfigError
-from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour, pid_roles
+from dvfslab.recordings.behaviour import ALL, CONTEXTS, behaviour, pid_roles, role_of_comm
 from dvfslab.recordings.manifest import Recording, load_repeats
 from dvfslab.recordings.round_trips import round_trips
 from dvfslab.traces.read import Trace
@@ -83,6 +84,10 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     # Who preempted: a task outside the benchmark (ksoftirqd at a tick, a kworker) is the
     # machine's, not the benchmark's model's.
     ("preempted_outside_pct", "    by a task outside the benchmark %", REPORTED),
+    # The same share as the kernel counted it over as long a stretch just before the window,
+    # untraced (`dvfslab.switch_counts`): what the recorder's own cost changed. The model is
+    # never traced: its share is its preemptions over its switch-outs.
+    ("preempted_pct_untraced", "    preempted % of switch-outs, untraced", REPORTED),
     ("sleeps_s_per_op", "  sleeps in S per op", PER_OP_COUNT),
     ("sleeps_d_per_op", "  sleeps in D per op", PER_OP_COUNT),
     ("wakeups_per_op", "wake-ups per op", PER_OP_COUNT),
@@ -175,10 +180,15 @@ def recorded_behaviour(rec: Recording) -> dict[str, Any]:
     from dvfslab.platforms import describe_platform
     from dvfslab.traces.read import parse_text
 
-    trace = parse_text(rec.trace_text(), str(rec.trace_path))
+    text = rec.trace_text()
+    trace = parse_text(text, str(rec.trace_path))
     window = (rec.window_start_s, rec.window_start_s + rec.window_s)
     ops = _operations(rec, trace, rec.operations, window)
     stats = behaviour(trace, rec.roles, ops, _fixed_khz(describe_platform(rec.platform)), window)
+    untraced = switch_counts.read_header(text).get("untraced")
+    shares = untraced_preempted_pct(untraced[1], rec.roles) if untraced else {}
+    for role, role_stats in stats["roles"].items():
+        role_stats["preempted_pct_untraced"] = shares.get(role)
     stats["operations_reported"] = rec.operations / rec.operation_size
     lost = idle_events_lost_on(trace)
     stats["idle_events_lost_on_cpus"] = lost
@@ -324,7 +334,27 @@ def modelled_behaviour(
         trace, rec.roles, counted, _fixed_khz(describe_platform(rec.platform)), window
     )
     stats["operations_reported"] = float(ops["count"]) / rec.operation_size
+    for role_stats in stats["roles"].values():
+        switch_outs = role_stats["switch_outs_per_op"]
+        role_stats["preempted_pct_untraced"] = (
+            100.0 * role_stats["preempted_per_op"] / switch_outs if switch_outs else None
+        )
     return stats, summary
+
+
+def untraced_preempted_pct(counts: switch_counts.Counts, roles: dict[str, str]) -> dict[str, Any]:
+    """The share of each role's switch-outs that were preemptions, from the kernel's own counts
+    by comm (a role's comms are those its pattern matches, as in the trace), and of all the
+    roles' together; None for a role with no switch counted."""
+    patterns = {role: re.compile(p) for role, p in roles.items()}
+    totals = {role: [0, 0] for role in [*roles, ALL]}
+    for comm, (voluntary, involuntary) in counts.items():
+        role = role_of_comm(patterns, comm)
+        if role is not None:
+            for r in (role, ALL):
+                totals[r][0] += voluntary
+                totals[r][1] += involuntary
+    return {r: (100.0 * i / (v + i) if v + i else None) for r, (v, i) in totals.items()}
 
 
 def _check_run_outlasts_stretch(rec: Recording, measured_s: float) -> None:
