@@ -1006,11 +1006,13 @@ def test_the_autogroup_state_is_read_from_its_sysctl(tmp_path: Path) -> None:
     assert autogroup_state(tmp_path / "missing") == "no autogroup"
 
 
-def record_on_this_machine(out: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
-    """`dvfslab record -o OUT -- COMMAND` as a user runs it; skipped where this machine cannot
-    trace (no tracing instance, no tracefs to mount)."""
+def record_on_this_machine(
+    out: Path, command: list[str], options: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """`dvfslab record -o OUT [OPTIONS] -- COMMAND` as a user runs it; skipped where this machine
+    cannot trace (no tracing instance, no tracefs to mount)."""
     done = subprocess.run(
-        [sys.executable, "-m", "dvfslab", "record", "-o", str(out), "--", *command],
+        [sys.executable, "-m", "dvfslab", "record", "-o", str(out), *options, "--", *command],
         capture_output=True,
         text=True,
         check=False,
@@ -1052,28 +1054,7 @@ def test_a_window_has_the_switches_the_kernel_counted_over_it_and_before_it(tmp_
     # The untraced stretch is as long as the window: 0.3 s from 0.3 s, then the window.
     out = tmp_path / "w.txt"
     spin = "import time\nend = time.time() + 1.2\nwhile time.time() < end: time.sleep(0.001)"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dvfslab",
-            "record",
-            "-o",
-            str(out),
-            "--window",
-            "0.6:0.3",
-            "--",
-            sys.executable,
-            "-c",
-            spin,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if "cannot create a tracing instance" in done.stderr or "mounting it" in done.stderr:
-        pytest.skip(done.stderr)
-    assert done.returncode == 0, done.stderr
+    record_on_this_machine(out, [sys.executable, "-c", spin], ("--window", "0.6:0.3"))
     text = out.read_text()
     # The command's code, three lines, is one comment line.
     assert text.startswith("# dvfslab record: ")
@@ -1081,7 +1062,7 @@ def test_a_window_has_the_switches_the_kernel_counted_over_it_and_before_it(tmp_
     header = switch_counts.read_header(text)
     assert set(header) == {"untraced", "traced"}
     for seconds, counts in header.values():
-        assert 0.25 < seconds < 0.45
+        assert 0.25 < seconds < 0.6  # the reading itself takes some ms, more on a busy machine
         # The sleeper sleeps a millisecond at a time: some hundreds of voluntary switches.
         assert counts[Path(sys.executable).name[:15]][0] > 50, counts
 
