@@ -125,7 +125,7 @@ impl Sched {
             None => rules.deadline(t.vruntime, t.weight(), join == Join::Fork),
         };
         if let Some(g) = self.group_of(task) {
-            self.group_task_joined(q, cpu, g, self.tasks[task].weight());
+            self.group_task_joined(q, cpu, g, task);
         }
     }
 

@@ -19,15 +19,25 @@
 //! in vlag, share their storage with vlag), so that every accounting at the root then asks for
 //! a reschedule. docs/recording.md measures both on a 6.18 kernel.
 //!
-//! Left out: the group's blocked load in its load average (only its runnable tasks' load
-//! counts here), and with it the kernel's reading of the other CPUs' shares of the load by
-//! their load averages alone (their weights count here too); the rate limit of the group's
-//! load-average updates; hierarchical load in load balancing and wake-affine (the group's
-//! tasks weigh what a task weighs); and groups within groups.
+//! The group's load on a CPU is its run-queue's load average, blocked load included: a task
+//! that sleeps leaves its load there, decaying, until it exits or wakes on another CPU. The
+//! shares read this CPU's load now and the other CPUs' as each last told the group's total
+//! (update_tg_load_avg: at most once a millisecond, from 6.7, and only a change of more than
+//! 1/64), so a task that sleeps or wakes on one CPU moves the others' weights only later and
+//! smoothly. The run-queue's average is taken as the sum of its tasks' averages (PELT is
+//! linear; the kernel keeps the run-queue's own, equal but for rounding), and a CPU where the
+//! group has nothing queued tells its decaying load whenever another CPU reads the total
+//! (within the rate limit), where the kernel's balancer updates such blocked averages at its
+//! own, less regular times (update_blocked_averages).
+//!
+//! Left out: hierarchical load in load balancing and wake-affine (the group's tasks weigh
+//! what a task weighs), and groups within groups.
 
 use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
 use crate::sched::eevdf::{self, calc_delta_fair, Entity, Load, Running, NICE_0};
+use crate::sched::pelt::decay_load;
+use crate::sched::task::TaskState;
 use crate::sched::Sched;
 
 /// Group entities' ids in a root run-queue's [`eevdf::Queue`] count down from the top of the
@@ -43,6 +53,13 @@ pub(crate) fn entity_id(g: usize) -> usize {
 pub(crate) fn group_of_entity(id: usize) -> Option<usize> {
     (id >= FIRST_GROUP_ID).then(|| usize::MAX - id)
 }
+
+/// update_tg_load_avg's rate limit (6.7+, "sched/fair: Ratelimit update to tg->load_avg"):
+/// a CPU tells the group's total its load at most once in this long.
+const TG_LOAD_UPDATE_NS: u64 = 1_000_000;
+
+/// A PELT period is 1024 of its clock's units (each 2^`Sched::pelt_shift` ns).
+const PELT_PERIOD_SHIFT: u32 = 10;
 
 /// The least weight a group entity gets (MIN_SHARES).
 const MIN_SHARES: u64 = 2;
@@ -83,8 +100,10 @@ pub(crate) struct GroupRq {
     pub entity: GroupEntity,
     /// The group's tasks waiting here, and those whose dequeue is delayed.
     pub queue: eevdf::Queue,
-    /// This CPU's load in the group's total (tg_load_avg_contrib).
+    /// This CPU's load average as the group's total last took it (tg_load_avg_contrib) ...
     pub contrib: u64,
+    /// ... and when (last_update_tg_load_avg); None before the first time.
+    pub contrib_at: Option<u64>,
 }
 
 impl GroupEntity {
@@ -163,6 +182,7 @@ impl Sched {
         for c in &mut self.cpus {
             c.groups.push(GroupRq::default());
         }
+        self.group_members.push(Vec::new());
         self.cpus.first().map_or(0, |c| c.groups.len() - 1)
     }
 
@@ -223,7 +243,12 @@ impl Sched {
     /// Group `g`'s entity joins `cpu`'s root as a task of the group is enqueued there
     /// (enqueue_entity, then update_cfs_group): placed with its lag if it was not queued,
     /// requeued if it was delayed, else re-weighted for its new load.
-    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize, g: usize, task_weight: u64) {
+    pub(crate) fn group_task_joined(&mut self, q: &EventQueue, cpu: usize, g: usize, task: usize) {
+        let task_weight = self.tasks[task].weight();
+        if !self.group_members[g].contains(&task) {
+            self.group_members[g].push(task);
+        }
+        self.update_tg_load(q, cpu, g);
         let e = &mut self.cpus[cpu].groups[g].entity;
         if e.tasks > 0 {
             e.tasks += 1;
@@ -261,7 +286,7 @@ impl Sched {
         // update_cfs_group before the placement: the weight it is placed with.
         let e = &mut self.cpus[cpu].groups[g].entity;
         (e.tasks, e.tasks_weight) = (1, task_weight);
-        let w = self.group_shares(cpu, g);
+        let w = self.group_shares(q, cpu, g);
         let min_vruntime = self.cpus[cpu].min_vruntime;
         let e = &mut self.cpus[cpu].groups[g].entity;
         e.vlag = (e.vlag as i128 * e.weight as i128 / w as i128) as i64;
@@ -283,6 +308,7 @@ impl Sched {
     /// re-weighted and, after a sleep, made the root's next buddy; with none it leaves the root
     /// with its lag, or from 6.12 stays delayed after a sleep while it is not eligible.
     pub(crate) fn group_task_left(&mut self, q: &EventQueue, cpu: usize, g: usize, task_weight: u64, sleep: bool) {
+        self.update_tg_load(q, cpu, g);
         let e = &mut self.cpus[cpu].groups[g].entity;
         debug_assert!(e.tasks > 0, "a task left a group that had none here");
         if e.tasks > 1 {
@@ -296,8 +322,6 @@ impl Sched {
         }
         let rules = self.rules();
         self.root_update_curr(q, cpu);
-        // No load of the group here any more (its blocked load is left out).
-        self.cpus[cpu].groups[g].contrib = 0;
         self.clear_root_buddy(cpu, g);
         let load = self.root_load(cpu);
         if sleep && rules.delay_dequeue && !load.eligible(self.cpus[cpu].groups[g].entity.vruntime) {
@@ -338,7 +362,7 @@ impl Sched {
             self.group_task_left(q, cpu, old, w, false);
         }
         self.root_set_next(q, cpu, None);
-        self.group_task_joined(q, cpu, new, w);
+        self.group_task_joined(q, cpu, new, task);
         self.fair_set_next(q, cpu, task);
     }
 
@@ -357,6 +381,7 @@ impl Sched {
     /// accounted, then its shares (update_cfs_group).
     pub(crate) fn group_tick(&mut self, q: &EventQueue, cpu: usize, g: usize) {
         self.root_update_curr(q, cpu);
+        self.update_tg_load(q, cpu, g);
         self.group_reweight(q, cpu, g);
     }
 
@@ -369,7 +394,7 @@ impl Sched {
         if self.cpus[cpu].groups[g].entity.tasks == 0 {
             return;
         }
-        let w = self.group_shares(cpu, g);
+        let w = self.group_shares(q, cpu, g);
         let w_old = self.cpus[cpu].groups[g].entity.weight;
         if w == w_old {
             return;
@@ -391,23 +416,62 @@ impl Sched {
         self.group_enter_tree(cpu, g);
     }
 
-    /// Group `g`'s shares on `cpu` (calc_group_shares): its load there, the larger of its
-    /// queued tasks' weight and their load averages, against the group's load on every CPU.
-    fn group_shares(&mut self, cpu: usize, g: usize) -> u64 {
-        let load = self.group_load_on(cpu, g);
-        self.cpus[cpu].groups[g].contrib = load;
-        let total: u64 = self.cpus.iter().map(|c| c.groups[g].contrib).sum();
-        shares(load, total)
+    /// Group `g`'s shares on `cpu` (calc_group_shares): its load here, the larger of its
+    /// queued tasks' weight and its load average, against the loads the other CPUs last told
+    /// the group's total (tg->load_avg less this CPU's part) plus its own here.
+    fn group_shares(&mut self, q: &EventQueue, cpu: usize, g: usize) -> u64 {
+        // A CPU where the group has nothing queued still tells its decaying blocked load, from
+        // its load balancer's update_blocked_averages (taken here as current within the
+        // millisecond rate limit).
+        for other in 0..self.cpus.len() {
+            if other != cpu && !self.cpus[other].groups[g].entity.on_rq() {
+                self.update_tg_load(q, other, g);
+            }
+        }
+        let load = self.cpus[cpu].groups[g].entity.tasks_weight.max(self.group_load_avg(q, cpu, g));
+        let others: u64 =
+            self.cpus.iter().enumerate().filter(|&(c, _)| c != cpu).map(|(_, c)| c.groups[g].contrib).sum();
+        shares(load, others + load)
     }
 
-    /// Group `g`'s load on `cpu`: max(its queued tasks' weight, the load averages of those
-    /// in its run-queue and running).
-    fn group_load_on(&self, cpu: usize, g: usize) -> u64 {
-        let group = &self.cpus[cpu].groups[g];
-        let running = self.fair_curr(cpu).filter(|&t| self.group_of(t) == Some(g));
-        let tasks = group.queue.by_deadline.iter().map(|&(_, _, t)| t).chain(running);
-        let avg: u64 = tasks.map(|t| self.tasks[t].avg.load_avg).sum();
-        group.entity.tasks_weight.max(avg)
+    /// update_tg_load_avg for group `g` on `cpu`, at the group's load-average updates there
+    /// (a task's enqueue or dequeue, the tick): the group's total takes this CPU's load average
+    /// if the last time was a millisecond ago or more and it moved by more than 1/64.
+    fn update_tg_load(&mut self, q: &EventQueue, cpu: usize, g: usize) {
+        let now = q.now();
+        if self.cpus[cpu].groups[g].contrib_at.is_some_and(|at| now.saturating_sub(at) < TG_LOAD_UPDATE_NS) {
+            return;
+        }
+        let avg = self.group_load_avg(q, cpu, g);
+        let rq = &mut self.cpus[cpu].groups[g];
+        if avg.abs_diff(rq.contrib) > rq.contrib / 64 {
+            rq.contrib = avg;
+            rq.contrib_at = Some(now);
+        }
+    }
+
+    /// Group `g`'s load average on `cpu` (its run-queue's avg.load_avg): the load averages of
+    /// its tasks there, those waiting and running as last updated, a sleeping one's decayed to
+    /// now on its CPU's PELT clock (its blocked load, left where it last ran). Tasks that
+    /// exited or left the group are dropped from its list here.
+    fn group_load_avg(&mut self, q: &EventQueue, cpu: usize, g: usize) -> u64 {
+        let mut members = std::mem::take(&mut self.group_members[g]);
+        members.retain(|&t| self.tasks[t].state != TaskState::Exited && self.tasks[t].attrs.group == Some(g));
+        let pelt_now = self.pelt_clock_estimate(q, cpu);
+        let period_shift = self.pelt_shift + PELT_PERIOD_SHIFT;
+        let sum = members
+            .iter()
+            .map(|&t| &self.tasks[t])
+            .filter(|t| t.cpu == cpu)
+            .map(|t| match t.state {
+                TaskState::Sleeping => {
+                    decay_load(t.avg.load_avg, pelt_now.saturating_sub(t.avg.last_update_time) >> period_shift)
+                }
+                _ => t.avg.load_avg,
+            })
+            .sum();
+        self.group_members[g] = members;
+        sum
     }
 
     /// The root's sums without group `g`'s entity.
@@ -622,6 +686,47 @@ mod tests {
         let grouped = share(&three_children_one_in_its_own_session(true, ms));
         assert!((grouped[2] - 0.5).abs() < 0.03, "{grouped:?}");
         assert!((grouped[0] - 0.25).abs() < 0.03 && (grouped[1] - 0.25).abs() < 0.03, "{grouped:?}");
+    }
+
+    /// One session's two tasks on the 2-CPU guest, one busy on CPU 0, the other on CPU 1
+    /// running and sleeping 200 µs in turn, run for `ns`: the group's entity weight on CPU 0
+    /// and the load CPU 1 last told the group's total.
+    fn busy_beside_half_busy(ns: u64) -> (u64, u64) {
+        use crate::sched::task::Amount;
+        use crate::sim::test_support::{run, run_on_kvm_guest, Tasks};
+        use crate::sim::SimConfig;
+        use crate::workload::TaskSpec;
+        let busy = vec![run(1e12), Op::Exit];
+        let half = vec![
+            Op::RunFor { ns: Amount::Fixed(200_000.0) },
+            Op::Sleep { ns: Amount::Fixed(200_000.0) },
+            Op::Jump { to: 0 },
+        ];
+        let workload = Tasks {
+            tasks: vec![
+                TaskSpec::new("busy", busy.into()).pinned(vec![0]),
+                TaskSpec::new("half", half.into()).pinned(vec![1]),
+            ],
+            programs: Vec::new(),
+            devices: Vec::new(),
+        };
+        let cfg = SimConfig::new("performance:kernel=6.18", "test:autogroup=1,kthread_hz=0").duration_ns(Some(ns));
+        let sim = run_on_kvm_guest(&cfg, workload);
+        (sim.sched.cpus[0].groups[0].entity.weight, sim.sched.cpus[1].groups[0].contrib)
+    }
+
+    #[test]
+    fn a_sleeping_tasks_load_stays_in_its_groups_total_so_the_other_cpus_weight_holds() {
+        // CPU 1's task is runnable half the time: its load average, blocked load included,
+        // is about half a nice-0 weight whether it sleeps or runs at the moment, and CPU 0's
+        // share of the group is 1024 · 1024 / (1024 + ~512), about 683, at every phase of its
+        // sleeps (were a sleeping task's load dropped, CPU 1 would count 0 or 1024 by phase
+        // and CPU 0's weight swing between 512 and 1024).
+        for k in 0..6 {
+            let (weight, contrib) = busy_beside_half_busy(200_000_000 + k * 67_000);
+            assert!((380..=650).contains(&contrib), "CPU 1's load {contrib} at phase {k}");
+            assert!((600..=760).contains(&weight), "CPU 0's weight {weight} at phase {k}");
+        }
     }
 
     #[test]

@@ -78,6 +78,12 @@ pub(crate) struct Sched {
     /// Task groups (`sched/group.rs`): the workload's tasks each in their session's group, as
     /// autogroup puts them; kernel threads stay at the root.
     pub(crate) groups: bool,
+    /// Each task group's tasks (by group index), those that left it or exited among them until
+    /// a reading of the group's load drops them (`Sched::group_load_avg`).
+    pub(crate) group_members: Vec<Vec<usize>>,
+    /// The PELT clock's shift (10, less the PELT multiplier's), to decay a sleeping task's
+    /// load for its group's load average.
+    pub(crate) pelt_shift: u32,
     /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,
     /// The scheduler's own random stream (`sched_rng`): new-idle balancing's lottery.
@@ -183,6 +189,8 @@ impl Sched {
             hetero,
             eevdf,
             groups: false,
+            group_members: Vec::new(),
+            pelt_shift: machine.pelt_shift,
             charges: None,
             accounting_cpu: None,
         }
