@@ -455,22 +455,27 @@ impl Sched {
     /// now on its CPU's PELT clock (its blocked load, left where it last ran). Tasks that
     /// exited or left the group are dropped from its list here.
     fn group_load_avg(&mut self, q: &EventQueue, cpu: usize, g: usize) -> u64 {
-        let mut members = std::mem::take(&mut self.group_members[g]);
-        members.retain(|&t| self.tasks[t].state != TaskState::Exited && self.tasks[t].attrs.group == Some(g));
         let pelt_now = self.pelt_clock_estimate(q, cpu);
         let period_shift = self.pelt_shift + PELT_PERIOD_SHIFT;
-        let sum = members
-            .iter()
-            .map(|&t| &self.tasks[t])
-            .filter(|t| t.cpu == cpu)
-            .map(|t| match t.state {
-                TaskState::Sleeping => {
-                    decay_load(t.avg.load_avg, pelt_now.saturating_sub(t.avg.last_update_time) >> period_shift)
-                }
-                _ => t.avg.load_avg,
-            })
-            .sum();
-        self.group_members[g] = members;
+        let (mut sum, mut stale) = (0, false);
+        for &t in &self.group_members[g] {
+            let task = &self.tasks[t];
+            if task.state == TaskState::Exited || task.attrs.group != Some(g) {
+                stale = true;
+            } else if task.cpu == cpu {
+                sum += match task.state {
+                    TaskState::Sleeping => decay_load(
+                        task.avg.load_avg,
+                        pelt_now.saturating_sub(task.avg.last_update_time) >> period_shift,
+                    ),
+                    _ => task.avg.load_avg,
+                };
+            }
+        }
+        if stale {
+            let tasks = &self.tasks;
+            self.group_members[g].retain(|&t| tasks[t].state != TaskState::Exited && tasks[t].attrs.group == Some(g));
+        }
         sum
     }
 
