@@ -144,6 +144,13 @@ def test_a_wake_up_that_finds_its_cpu_busy_is_kept_there_or_moved() -> None:
     assert worker["samples"]["irq_there_busy"] == 1
     assert worker["kept_irq_there_pct"] == 100.0
     assert worker["same_cpu_wakeup_pct"] == 50.0
+    # The sleeps those wake-ups end, by where each put its task: v's 26 µs (woken by an
+    # interrupt on its own CPU) and t's second 11 µs (moved to its waker's CPU 0) on the
+    # waker's CPU; t's first 11 µs and u's 86 µs woken from CPU 0 onto CPU 1.
+    assert worker["sleep_same_cpu_us"]["n"] == 2
+    assert worker["sleep_same_cpu_us"]["p50"] == pytest.approx(18.5)
+    assert worker["sleep_other_cpu_us"]["n"] == 2
+    assert worker["sleep_other_cpu_us"]["p50"] == pytest.approx(48.5)
 
 
 # cli on CPU 0 wakes srv onto CPU 1, where x runs, three times: x is switched out for srv 24 µs

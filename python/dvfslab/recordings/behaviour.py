@@ -82,6 +82,9 @@ class RoleStats:
     same_cpu: int = 0
     placed: int = 0
     """Wake-ups whose waker CPU and target CPU are both known."""
+    sleeps_same_cpu_us: list[float] = field(default_factory=list)
+    sleeps_other_cpu_us: list[float] = field(default_factory=list)
+    """Of `sleeps_us`, those whose wake-up put the task on its waker's CPU, and on another."""
     migrations: int = 0
     woken_on_busy_cpu: int = 0
     """Wake-ups whose task's previous CPU ran another task at its sched_waking."""
@@ -174,6 +177,8 @@ def behaviour(
             "wait_us": quantiles(s.waits_us),
             "wakeup_context_pct": {c: _pct(n, woken) for c, n in s.contexts.items()},
             "same_cpu_wakeup_pct": _pct(s.same_cpu, s.placed),
+            "sleep_same_cpu_us": quantiles(s.sleeps_same_cpu_us),
+            "sleep_other_cpu_us": quantiles(s.sleeps_other_cpu_us),
             "kept_on_busy_cpu_pct": _pct(s.kept_on_busy_cpu, s.woken_on_busy_cpu),
             "kept_irq_there_pct": _pct(s.kept_irq_there_busy, s.irq_there_busy),
             "remote_preempt_pct": _pct(s.preempted_remote_busy, s.woken_onto_remote_busy),
@@ -548,8 +553,13 @@ def _wakeups(
             k += 1
         cursor[pid] = k
         if k > 0 and times[k - 1] >= start:
+            slept_us = (t - times[k - 1]) * 1e6
             for r in roles:
-                stats[r].sleeps_us.append((t - times[k - 1]) * 1e6)
+                rs = stats[r]
+                rs.sleeps_us.append(slept_us)
+                if origin is not None:
+                    by_cpu = rs.sleeps_same_cpu_us if origin[0] == cpu else rs.sleeps_other_cpu_us
+                    by_cpu.append(slept_us)
 
 
 def _waits(

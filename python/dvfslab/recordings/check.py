@@ -105,6 +105,10 @@ STATISTICS: list[tuple[str, str, Tolerance]] = [
     *[(f"wakeup_context_pct.{c}", f"woken from {c} %", SHARE) for c in CONTEXTS],
     # Placement on a shared VM varies from run to run (the host moves vCPUs): reported only.
     ("same_cpu_wakeup_pct", "wake-ups on the waker's CPU %", REPORTED),
+    # How long the tasks slept before each kind of wake-up: a waker on the other CPU ends a
+    # sleep as soon as it gets to it, one on the same CPU only once the sleeper's CPU ran it.
+    ("sleep_same_cpu_us.p50", "  sleep before those, p50 us", REPORTED),
+    ("sleep_other_cpu_us.p50", "  sleep before the others, p50 us", REPORTED),
     # A guest kernel's vCPU packing keeps a task whose CPU is busy there (`vcpu_pack`).
     ("kept_on_busy_cpu_pct", "woken while its CPU runs another, kept there %", REPORTED),
     # Of those, an interrupt's on that CPU itself (mainline sends them to an idle CPU).
