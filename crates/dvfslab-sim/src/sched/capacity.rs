@@ -22,7 +22,7 @@
 use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
 use crate::machine::Machine;
-use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SCHED_CAPACITY_SCALE};
+use crate::sched::pelt::{approximate_util_avg, Invariance, PeltScale, SchedAvg, SCHED_CAPACITY_SCALE};
 use crate::sched::Sched;
 
 /// Which `fits_capacity` the scheduler uses.
@@ -259,20 +259,26 @@ impl Sched {
         }
     }
 
-    /// The task's util_avg decayed to now if it sleeps (sync_entity_load_avg).
-    pub(crate) fn task_util_avg_now(&self, machine: &Machine, q: &EventQueue, task: usize) -> u64 {
+    /// `read` of the task's averages, decayed to now if it sleeps (sync_entity_load_avg), as
+    /// last updated if it is runnable.
+    pub(crate) fn task_avg_now(&self, q: &EventQueue, task: usize, read: impl Fn(&SchedAvg) -> u64) -> u64 {
         let t = &self.tasks[task];
         if t.state != crate::sched::task::TaskState::Sleeping || !t.placed {
-            return t.avg.util_avg;
+            return read(&t.avg);
         }
         let mut avg = t.avg.clone();
-        avg.update(self.pelt_clock_estimate(q, t.cpu), 0, 0, false, t.weight(), machine.pelt_shift);
-        avg.util_avg
+        avg.update(self.pelt_clock_estimate(q, t.cpu), 0, 0, false, t.weight(), self.pelt_shift);
+        read(&avg)
+    }
+
+    /// The task's util_avg decayed to now if it sleeps.
+    pub(crate) fn task_util_avg_now(&self, q: &EventQueue, task: usize) -> u64 {
+        self.task_avg_now(q, task, |a| a.util_avg)
     }
 
     /// task_util_est(p) = max(util_avg, util_est).
-    pub(crate) fn task_util_est(&self, machine: &Machine, q: &EventQueue, task: usize) -> u64 {
-        self.task_util_avg_now(machine, q, task).max(self.tasks[task].util_est.value())
+    pub(crate) fn task_util_est(&self, q: &EventQueue, task: usize) -> u64 {
+        self.task_util_avg_now(q, task).max(self.tasks[task].util_est.value())
     }
 }
 

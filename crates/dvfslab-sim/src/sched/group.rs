@@ -36,7 +36,6 @@
 use crate::engine::EventQueue;
 use crate::kernel::KernelVersion;
 use crate::sched::eevdf::{self, calc_delta_fair, Entity, Load, Running, NICE_0};
-use crate::sched::pelt::decay_load;
 use crate::sched::task::TaskState;
 use crate::sched::Sched;
 
@@ -57,9 +56,6 @@ pub(crate) fn group_of_entity(id: usize) -> Option<usize> {
 /// update_tg_load_avg's rate limit (6.7+, "sched/fair: Ratelimit update to tg->load_avg"):
 /// a CPU tells the group's total its load at most once in this long.
 const TG_LOAD_UPDATE_NS: u64 = 1_000_000;
-
-/// A PELT period is 1024 of its clock's units (each 2^`Sched::pelt_shift` ns).
-const PELT_PERIOD_SHIFT: u32 = 10;
 
 /// The least weight a group entity gets (MIN_SHARES).
 const MIN_SHARES: u64 = 2;
@@ -455,21 +451,13 @@ impl Sched {
     /// now on its CPU's PELT clock (its blocked load, left where it last ran). Tasks that
     /// exited or left the group are dropped from its list here.
     fn group_load_avg(&mut self, q: &EventQueue, cpu: usize, g: usize) -> u64 {
-        let pelt_now = self.pelt_clock_estimate(q, cpu);
-        let period_shift = self.pelt_shift + PELT_PERIOD_SHIFT;
         let (mut sum, mut stale) = (0, false);
         for &t in &self.group_members[g] {
             let task = &self.tasks[t];
             if task.state == TaskState::Exited || task.attrs.group != Some(g) {
                 stale = true;
             } else if task.cpu == cpu {
-                sum += match task.state {
-                    TaskState::Sleeping => decay_load(
-                        task.avg.load_avg,
-                        pelt_now.saturating_sub(task.avg.last_update_time) >> period_shift,
-                    ),
-                    _ => task.avg.load_avg,
-                };
+                sum += self.task_avg_now(q, t, |a| a.load_avg);
             }
         }
         if stale {

@@ -44,6 +44,6 @@ impl Sched {
         if max_cap - min_cap < max_cap >> 3 {
             return false;
         }
-        !crate::sched::capacity::fits_capacity(self.task_util_est(machine, q, task), min_cap, self.hetero.fits)
+        !crate::sched::capacity::fits_capacity(self.task_util_est(q, task), min_cap, self.hetero.fits)
     }
 }

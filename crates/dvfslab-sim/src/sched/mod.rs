@@ -81,8 +81,8 @@ pub(crate) struct Sched {
     /// Each task group's tasks (by group index), those that left it or exited among them until
     /// a reading of the group's load drops them (`Sched::group_load_avg`).
     pub(crate) group_members: Vec<Vec<usize>>,
-    /// The PELT clock's shift (10, less the PELT multiplier's), to decay a sleeping task's
-    /// load for its group's load average.
+    /// The PELT clock's shift (10, less the PELT multiplier's): `Machine::pelt_shift`, kept
+    /// here to decay a sleeping task's averages to now (`Sched::task_avg_now`).
     pub(crate) pelt_shift: u32,
     /// Per LLC, how many CPUs a wake-up's idle search may visit (SIS_UTIL, 6.0+).
     pub(crate) llc_scan: Vec<wake_affine::IdleScan>,

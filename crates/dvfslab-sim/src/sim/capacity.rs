@@ -36,7 +36,7 @@ impl Sim {
     /// task_fits_cpu: the task's util and its own clamps fully fit `cpu`.
     pub(crate) fn task_fits_cpu(&self, task: usize, cpu: usize) -> bool {
         let (min, max) = self.sched.task_uclamp(task);
-        self.util_fits_cpu(self.sched.task_util_est(&self.machine, &self.q, task), min, max, cpu) > 0
+        self.util_fits_cpu(self.sched.task_util_est(&self.q, task), min, max, cpu) > 0
     }
 
     /// Keep a record of a move: for `--explain`, and in the timeline as sched_migrate_task,
@@ -59,7 +59,7 @@ impl Sim {
         if self.sched.hetero.migrations.is_none() {
             return;
         }
-        let util = self.sched.task_util_est(&self.machine, &self.q, task);
+        let util = self.sched.task_util_est(&self.q, task);
         let fitted_src = self.task_fits_cpu(task, src);
         let m = crate::observe::Migration {
             time_ns: self.q.now(),
@@ -163,7 +163,7 @@ impl Sim {
             .filter(|&src| src != cpu)
             .filter_map(|src| self.misfit_task(src).map(|t| (src, t)))
             .filter(|&(src, t)| self.misfit_dst(t, src) == Some(cpu))
-            .max_by_key(|&(src, t)| (self.sched.task_util_est(&self.machine, &self.q, t), std::cmp::Reverse(src)));
+            .max_by_key(|&(src, t)| (self.sched.task_util_est(&self.q, t), std::cmp::Reverse(src)));
         let Some((src, task)) = best else { return false };
         self.note_migration(task, (src, cpu), "misfit_idle", (cpu, WakeContext::Task));
         self.migrate_running(src, cpu);

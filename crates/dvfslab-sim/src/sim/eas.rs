@@ -116,7 +116,7 @@ impl Sim {
         }
         let em = h.em.as_ref()?;
         let prev = self.sched.tasks[task].cpu;
-        let p_avg = self.sched.task_util_avg_now(&self.machine, &self.q, task);
+        let p_avg = self.sched.task_util_avg_now(&self.q, task);
         let p_est = self.sched.tasks[task].util_est.value();
         let (p_min, p_max) = self.sched.task_uclamp(task);
         let uclamp = h.uclamp_active();

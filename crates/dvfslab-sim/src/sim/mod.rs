@@ -619,7 +619,7 @@ impl PolicyCtx for LivePolicy<'_> {
             .chain(&c.queue)
             .map(|&t| TaskSignals {
                 id: t,
-                util_avg: sim.sched.task_util_avg_now(&sim.machine, &sim.q, t),
+                util_avg: sim.sched.task_util_avg_now(&sim.q, t),
                 util_est: sim.sched.tasks[t].util_est.value(),
                 uclamp: sim.sched.task_uclamp(t),
                 running: c.curr == Some(t),

@@ -79,7 +79,7 @@ impl Sim {
         // The previous vCPU's utilisation still holds the task's recent runs there; the task's
         // own is added all the same, the form the measurements on the guest were fitted with.
         let cpu_util = self.sched.cpu_util_now(&self.machine, &self.q, prev);
-        let task_util = self.sched.task_util_avg_now(&self.machine, &self.q, task);
+        let task_util = self.sched.task_util_avg_now(&self.q, task);
         (ok(prev) && pack.has_room(cpu_util, task_util, self.machine.plat.cpus[prev].cap_orig)).then_some(prev)
     }
 
@@ -116,7 +116,7 @@ impl Sim {
         // cpu_util_cfs, and the task's own utilisation (task_util_est) where it is not counted yet.
         let mut util = s.cpu_util_now(&self.machine, &self.q, cpu);
         if t.cpu != cpu {
-            util += s.task_util_est(&self.machine, &self.q, task);
+            util += s.task_util_est(&self.q, task);
         }
         pack.util_fits(util, self.capacity_of(cpu))
     }

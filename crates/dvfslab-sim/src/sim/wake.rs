@@ -14,7 +14,7 @@ impl Sim {
     /// task fits it; else select_idle_capacity from the target: the first idle CPU it fits,
     /// else the idle CPU that fits best (−1 before 0), the biggest among equals.
     pub(crate) fn select_idle_sibling_asym(&self, task: usize, prev: usize, target: usize) -> usize {
-        let util = self.sched.task_util_est(&self.machine, &self.q, task);
+        let util = self.sched.task_util_est(&self.q, task);
         let (min, max) = self.sched.task_uclamp(task);
         let ok = |c: usize| self.sched.allowed(task, c) && self.sched.cpu_is_idle(c);
         let fits = |c: usize| self.util_fits_cpu(util, min, max, c);
