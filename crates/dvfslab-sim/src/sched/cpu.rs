@@ -48,6 +48,13 @@ pub(crate) struct Cpu {
     /// with the woken task that asked for it if one did (`Sim::resched_curr`): the
     /// need_resched flag it set is that task's, so a switch drops it.
     pub resched_ipi: Option<Option<usize>>,
+    /// That reschedule came from another CPU, whose IPI arrives at `resched_ipi_at`: its
+    /// need_resched flag is already set on the running task, which stops at its next return
+    /// to user mode if that comes first, and stays stopped until then (`resched_stalled`;
+    /// `Sim::interpret`).
+    pub resched_from_other_cpu: bool,
+    pub resched_ipi_at: TimeNs,
+    pub resched_stalled: bool,
     /// The running task's own loopback send is waking a task (`Op::Loopback`): a preemption it
     /// asks for waits for the send's return to user mode.
     pub in_loopback_send: bool,
@@ -92,7 +99,8 @@ pub(crate) struct Cpu {
     /// wakeup_preempt's rq_clock_skip_update skips in the following __schedule leaves its
     /// exec_start, and its PELT, at that enqueue, the guest's resume from idle included.
     pub stall_charged_from: TimeNs,
-    /// Until this time the core's clock is stopped by a frequency change: its task is running
+    /// Until this time the core's clock is stopped by a frequency change, or its task is held
+    /// (an IPI it sends, a reschedule from another CPU it stopped for): its task is running
     /// but makes no progress.
     pub halt_until: TimeNs,
     /// The wake-up being enqueued here reached this halted vCPU by IPI: the host's latency to

@@ -65,6 +65,11 @@ impl Sim {
                 return false;
             }
             let now = self.q.now();
+            if self.sched.cpus[cpu].resched_stalled {
+                // Stopped for a reschedule whose IPI is due now (`resched_ipi`).
+                self.resched_ipi(cpu);
+                return false;
+            }
             if self.sched.cpus[cpu].ipi_send_until > now {
                 // Still sending an IPI to a halted vCPU: an empty segment ends with the send.
                 self.start_segment(cpu);
@@ -429,6 +434,22 @@ impl Sim {
                     return self.exit_and_switch(cpu);
                 }
             }
+            // Back at user mode from a system call, the task finds the need_resched flag that
+            // another CPU's wake-up set on it (exit_to_user_mode_loop): it goes no further,
+            // and on the guest the switch comes when that CPU's IPI does (a task making
+            // system calls stops at its first return and is switched out with the IPI:
+            // docs/recording.md). A kernel thread never returns to user mode.
+            let c = &mut self.sched.cpus[cpu];
+            if c.resched_from_other_cpu
+                && c.curr == Some(task)
+                && returns_to_user(&program[pc])
+                && !self.sched.tasks[task].attrs.background
+            {
+                c.resched_stalled = true;
+                c.halt_until = c.halt_until.max(c.resched_ipi_at);
+                self.start_segment(cpu);
+                return false;
+            }
         }
         // A program that loops without running or sleeping would hang the simulation.
         self.exit_notify(cpu);
@@ -558,6 +579,41 @@ impl Sim {
     }
 }
 
+/// Whether `op`, done without sleeping, is a system call that then returns to user mode. A
+/// loopback send returns after the work that follows it (`loopback::TCP_WAKE_TAIL_CYCLES`),
+/// and the I/O operations and the kernel threads' own steps are the kernel's.
+fn returns_to_user(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Post { .. }
+            | Op::PostRelease { .. }
+            | Op::TcpSend { .. }
+            | Op::TcpAck { .. }
+            | Op::Offer { .. }
+            | Op::Wait { .. }
+            | Op::Poll { .. }
+            | Op::PipeWrite { .. }
+            | Op::PipeRead { .. }
+            | Op::UnixSend { .. }
+            | Op::UnixRecv { .. }
+            | Op::WaitUninterruptible { .. }
+            | Op::Ask { .. }
+            | Op::Take { .. }
+            | Op::Answer { .. }
+            | Op::Barrier { .. }
+            | Op::Lock { .. }
+            | Op::Unlock { .. }
+            | Op::Spawn { .. }
+            | Op::WaitChildren
+            | Op::Exec { .. }
+            | Op::Yield
+            | Op::Setsid
+            | Op::SetAffinity { .. }
+            | Op::SetUclamp { .. }
+            | Op::Timer { .. }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::rc::Rc;
@@ -602,6 +658,54 @@ mod tests {
             programs: vec![child],
             devices: vec![],
         }
+    }
+
+    /// On CPU 0 a task runs 1.5 ms, makes a system call (a post no one waits for), runs 10 µs
+    /// more and sleeps; another task sleeps there from the start. CPU 1 wakes the sleeper
+    /// `lead_us` before that call. The running task's first switch-out after the wake-up: µs
+    /// after it, and its state.
+    fn remote_preemption(lead_us: f64) -> (f64, char) {
+        let ghz = 2.6e3;
+        let runner: Rc<[Op]> =
+            vec![run(1_500.0 * ghz), Op::Post { ch: 1, sync: false }, run(10.0 * ghz), Op::Wait { ch: 2 }, Op::Exit]
+                .into();
+        let sleeper: Rc<[Op]> = vec![Op::Wait { ch: 0 }, run(100.0 * ghz), Op::Exit].into();
+        let waker: Rc<[Op]> = vec![run((1_500.0 - lead_us) * ghz), Op::Post { ch: 0, sync: false }, Op::Exit].into();
+        let tasks = Tasks {
+            tasks: vec![
+                TaskSpec::new("sleeper", sleeper).pinned(vec![0]),
+                TaskSpec::new("runner", runner).pinned(vec![0]),
+                TaskSpec::new("waker", waker).pinned(vec![1]),
+            ],
+            programs: vec![],
+            devices: vec![],
+        };
+        let cfg = SimConfig::new("performance:kernel=6.18", "test").duration_ns(Some(3_000_000)).timeline(true);
+        let mut sim = run_on_kvm_guest(&cfg, tasks);
+        let runner = sim.sched.tasks.iter().position(|t| t.name == "runner").unwrap() as i64;
+        let sleeper = sim.sched.tasks.iter().position(|t| t.name == "sleeper").unwrap() as u32;
+        let tl = sim.run.timeline.take().unwrap();
+        let woke = (0..tl.waking_task.len()).find(|&i| tl.waking_task[i] == sleeper && tl.waking_cpu[i] == 1).unwrap();
+        let woke_ns = tl.waking_time_ns[woke];
+        let out = (0..tl.switch_prev.len())
+            .find(|&i| tl.switch_prev[i] == runner && tl.switch_time_ns[i] >= woke_ns)
+            .expect("the runner switched out");
+        ((tl.switch_time_ns[out] - woke_ns) as f64 / 1e3, tl.switch_prev_state[out])
+    }
+
+    #[test]
+    fn a_task_preempted_from_another_cpu_stops_at_its_next_return_to_user_mode() {
+        // A wake-up from CPU 1 lets the sleeper preempt CPU 0's running task: it sets the
+        // task's need_resched flag at once, and sends an IPI that reaches the guest's running
+        // vCPU 25 µs later (`vcpu_wake.resched_us`). The task's system call 5 µs after the
+        // wake-up returns to user mode with the flag set (exit_to_user_mode_loop): it goes no
+        // further, and is switched out runnable when the IPI comes, where it would otherwise
+        // have run on and slept first.
+        let (after_us, state) = remote_preemption(5.0);
+        assert!((after_us - 25.0).abs() < 1.0 && state == 'R', "{state} {after_us} µs after the wake-up");
+        // A call 40 µs after the wake-up comes too late: the IPI switches it out first.
+        let (after_us, state) = remote_preemption(40.0);
+        assert!((after_us - 25.0).abs() < 1.0 && state == 'R', "{state} {after_us} µs after the wake-up");
     }
 
     #[test]

@@ -78,9 +78,11 @@ impl Sim {
     /// `next`, else to the pick). On the CPU itself that happens at once (the wake-up returns
     /// to the task through a reschedule). Another CPU learns it from an IPI; in a guest whose
     /// preset gives the cost (`vcpu_wake.resched_us`), the IPI reaches a running vCPU that much
-    /// later and the waker pays the send. The need_resched flag it carries is the task's: a
-    /// task that switches out first takes it along, and the IPI finds nothing to do; a second
-    /// request before it arrives sends none (set_nr_and_not_polling).
+    /// later and the waker pays the send. The need_resched flag it carries is the task's, set
+    /// at once: a task that returns to user mode from a system call before the IPI stops there
+    /// until it arrives (`Sim::interpret`), one that switches out first takes it along, and the
+    /// IPI finds nothing to do; a second request before it arrives sends none
+    /// (set_nr_and_not_polling).
     ///
     /// A wake-up from the running task's own loopback send (`Op::Loopback`) asks for the switch
     /// where the send returns to user mode, the preemption point of a kernel without forced
@@ -107,8 +109,11 @@ impl Sim {
         if self.sched.cpus[cpu].resched_ipi.is_some() {
             return;
         }
-        self.sched.cpus[cpu].resched_ipi = Some(next);
-        let token = self.sched.cpus[cpu].switches;
+        let c = &mut self.sched.cpus[cpu];
+        c.resched_ipi = Some(next);
+        c.resched_from_other_cpu = true;
+        c.resched_ipi_at = self.q.now() + delay_ns;
+        let token = c.switches;
         self.q.push(self.q.now() + delay_ns, Event::ReschedIpi { cpu: cpu as u32, token });
         self.spend_ipi_send(source);
     }
@@ -136,6 +141,8 @@ impl Sim {
     /// if it still waits here (check_preempt_wakeup made it the next buddy), else the leftmost.
     pub(crate) fn resched_ipi(&mut self, cpu: usize) {
         let Some(wakee) = self.sched.cpus[cpu].resched_ipi.take() else { return };
+        self.sched.cpus[cpu].resched_from_other_cpu = false;
+        self.sched.cpus[cpu].resched_stalled = false;
         let cfs_buddy = wakee.filter(|t| self.sched.eevdf.is_none() && self.sched.cpus[cpu].queue.contains(t));
         if self.sched.cpus[cpu].curr.is_some() {
             self.preempt(cpu, cfs_buddy);
@@ -579,6 +586,8 @@ impl Sim {
         c.curr = Some(task);
         c.switches = c.switches.wrapping_add(1);
         c.resched_ipi = None;
+        c.resched_from_other_cpu = false;
+        c.resched_stalled = false;
         c.clock_skip_from = None;
         let prev = c.switched_out.take();
         self.sched.fair_set_next(&self.q, cpu, task);
