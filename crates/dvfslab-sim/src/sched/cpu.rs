@@ -48,14 +48,10 @@ pub(crate) struct Cpu {
     /// with the woken task that asked for it if one did (`Sim::resched_curr`): the
     /// need_resched flag it set is that task's, so a switch drops it.
     pub resched_ipi: Option<Option<usize>>,
-    /// That reschedule came from another CPU: its need_resched flag is already set on the
-    /// running task, which stops at its next return to user mode if that comes before the
-    /// IPI (`Sim::interpret`).
-    pub resched_from_other_cpu: bool,
-    /// When that IPI arrives.
-    pub resched_ipi_at: TimeNs,
-    /// The running task has stopped for it, held until then.
-    pub resched_stalled: bool,
+    /// When that reschedule came from another CPU, when its IPI arrives: its need_resched
+    /// flag is already set on the running task, which stops at its next return to user mode
+    /// if that comes first, held until then (`Sim::interpret`).
+    pub remote_resched_at: Option<TimeNs>,
     /// The running task's own loopback send is waking a task (`Op::Loopback`): a preemption it
     /// asks for waits for the send's return to user mode.
     pub in_loopback_send: bool,

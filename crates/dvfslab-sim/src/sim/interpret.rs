@@ -65,8 +65,9 @@ impl Sim {
                 return false;
             }
             let now = self.q.now();
-            if self.sched.cpus[cpu].resched_stalled {
-                // Stopped for a reschedule whose IPI is due now (`resched_ipi`).
+            if self.sched.cpus[cpu].remote_resched_at.is_some_and(|at| now >= at) {
+                // A reschedule from another CPU whose IPI is due (the task stopped for it, or
+                // its run ended with the IPI's arrival): `resched_ipi`.
                 self.resched_ipi(cpu);
                 return false;
             }
@@ -440,13 +441,10 @@ impl Sim {
             // system calls stops at its first return and is switched out with the IPI:
             // docs/recording.md). A kernel thread never returns to user mode.
             let c = &mut self.sched.cpus[cpu];
-            if c.resched_from_other_cpu
-                && c.curr == Some(task)
-                && returns_to_user(&program[pc])
-                && !self.sched.tasks[task].attrs.background
-            {
-                c.resched_stalled = true;
-                c.halt_until = c.halt_until.max(c.resched_ipi_at);
+            if let Some(at) = c.remote_resched_at.filter(|_| {
+                c.curr == Some(task) && returns_to_user(&program[pc]) && !self.sched.tasks[task].attrs.background
+            }) {
+                c.halt_until = c.halt_until.max(at);
                 self.start_segment(cpu);
                 return false;
             }

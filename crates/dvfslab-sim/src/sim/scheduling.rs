@@ -111,8 +111,7 @@ impl Sim {
         }
         let c = &mut self.sched.cpus[cpu];
         c.resched_ipi = Some(next);
-        c.resched_from_other_cpu = true;
-        c.resched_ipi_at = self.q.now() + delay_ns;
+        c.remote_resched_at = Some(self.q.now() + delay_ns);
         let token = c.switches;
         self.q.push(self.q.now() + delay_ns, Event::ReschedIpi { cpu: cpu as u32, token });
         self.spend_ipi_send(source);
@@ -141,8 +140,7 @@ impl Sim {
     /// if it still waits here (check_preempt_wakeup made it the next buddy), else the leftmost.
     pub(crate) fn resched_ipi(&mut self, cpu: usize) {
         let Some(wakee) = self.sched.cpus[cpu].resched_ipi.take() else { return };
-        self.sched.cpus[cpu].resched_from_other_cpu = false;
-        self.sched.cpus[cpu].resched_stalled = false;
+        self.sched.cpus[cpu].remote_resched_at = None;
         let cfs_buddy = wakee.filter(|t| self.sched.eevdf.is_none() && self.sched.cpus[cpu].queue.contains(t));
         if self.sched.cpus[cpu].curr.is_some() {
             self.preempt(cpu, cfs_buddy);
@@ -586,8 +584,7 @@ impl Sim {
         c.curr = Some(task);
         c.switches = c.switches.wrapping_add(1);
         c.resched_ipi = None;
-        c.resched_from_other_cpu = false;
-        c.resched_stalled = false;
+        c.remote_resched_at = None;
         c.clock_skip_from = None;
         let prev = c.switched_out.take();
         self.sched.fair_set_next(&self.q, cpu, task);
